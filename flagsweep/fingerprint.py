@@ -1,0 +1,51 @@
+"""Code fingerprints: two binaries with the same code are one measurement.
+
+The hash covers what the loader maps and the CPU executes: every allocated ELF section except
+notes (which hold the build-id), with its name, address and bytes, plus the entry point. Debug
+info, symbol tables and .comment (compiler banners) are not allocated, so they do not count.
+This is LNT's rule (hash with non-code sections stripped), done on the sections directly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.constants import SH_FLAGS
+from elftools.elf.elffile import ELFFile
+
+
+def code_hash(binary: Path) -> str:
+    """sha256 of the binary's code and data as loaded; a non-ELF file hashes whole."""
+    try:
+        return _elf_hash(binary)
+    except ELFError:
+        return hashlib.sha256(binary.read_bytes()).hexdigest()
+
+
+def _elf_hash(binary: Path) -> str:
+    digest = hashlib.sha256()
+    with open(binary, "rb") as f:
+        elf = ELFFile(f)
+        digest.update(f"{elf['e_machine']}:{elf['e_entry']}".encode())
+        for section in elf.iter_sections():
+            if not section["sh_flags"] & SH_FLAGS.SHF_ALLOC or section["sh_type"] == "SHT_NOTE":
+                continue
+            digest.update(f"|{section.name}:{section['sh_addr']}:{section['sh_size']}:".encode())
+            if section["sh_type"] != "SHT_NOBITS":
+                digest.update(section.data())
+    return digest.hexdigest()
+
+
+def group(hashes: dict[str, str]) -> dict[str, str | None]:
+    """variant id -> the id of the first earlier variant with the same code (or None).
+
+    `hashes` is in variant order (baseline first), so the baseline represents its group.
+    """
+    first: dict[str, str] = {}
+    out: dict[str, str | None] = {}
+    for vid, h in hashes.items():
+        out[vid] = first.get(h)
+        first.setdefault(h, vid)
+    return out

@@ -1,0 +1,135 @@
+"""Sweep recipes: `recipes/<name>.toml` says which flag combinations to build and compare.
+
+A recipe is data: axes of flag levels (crossed into a full factorial), exclude rules that drop
+combinations, include entries that add hand-picked variants (how a study like seed-2003 lists
+its rows), the compilers, and the baseline. docs/recipes.md documents the format.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Union
+
+from pydantic import Field, field_validator, model_validator
+
+from .errors import ConfigError
+from .schema import Strict, read_toml, validate
+
+RECIPES_DIR = Path(__file__).resolve().parent.parent / "recipes"
+LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+=-]*")
+
+
+class LabelledLevel(Strict):
+    label: str
+    flags: str
+
+    @field_validator("label")
+    @classmethod
+    def _label(cls, v: str) -> str:
+        if not LABEL.fullmatch(v):
+            raise ValueError("a label is letters, digits and '._+=-', starting with a letter or digit")
+        return v
+
+
+Level = Union[str, LabelledLevel]
+
+
+class Include(Strict):
+    flags: str
+    factors: dict[str, str]
+    compiler: str | None = None
+
+
+class RecipeFile(Strict):
+    summary: str
+    compilers: Annotated[list[str], Field(min_length=1)] = ["gcc"]
+    axes: dict[str, Annotated[list[Level], Field(min_length=1)]] = {}
+    exclude: list[dict[str, str]] = []
+    include: list[Include] = []
+    baseline: dict[str, str]
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "RecipeFile":
+        if not self.axes and not self.include:
+            raise ValueError("a recipe needs 'axes' or 'include' entries (or both)")
+        factor_names = set(self.axes) | {f for inc in self.include for f in inc.factors}
+        for i, rule in enumerate(self.exclude):
+            unknown = set(rule) - factor_names - {"compiler"}
+            if unknown:
+                raise ValueError(f"exclude[{i}] names unknown axes {sorted(unknown)}; "
+                                 f"expected some of {sorted(factor_names)} or 'compiler'")
+        unknown = set(self.baseline) - factor_names - {"compiler"}
+        if unknown:
+            raise ValueError(f"baseline names unknown axes {sorted(unknown)}; "
+                             f"expected some of {sorted(factor_names)} or 'compiler'")
+        return self
+
+
+@dataclass(frozen=True)
+class AxisLevel:
+    """One level of an axis: the label results use for it, and the flags it contributes."""
+
+    label: str
+    flags: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Recipe:
+    name: str
+    path: Path
+    spec: RecipeFile
+
+    def axes(self) -> dict[str, list[AxisLevel]]:
+        return {axis: [level_of(v) for v in values] for axis, values in self.spec.axes.items()}
+
+
+def level_of(value: str | LabelledLevel) -> AxisLevel:
+    """A bare string is its own label ('' is 'none'); a table gives label and flags apart."""
+    if isinstance(value, LabelledLevel):
+        return AxisLevel(value.label, tuple(shlex.split(value.flags)))
+    return AxisLevel(value.strip() or "none", tuple(shlex.split(value)))
+
+
+def load(name_or_path: str) -> Recipe:
+    """Load a recipe by name (recipes/<name>.toml) or by path."""
+    path = resolve(name_or_path)
+    spec = validate(RecipeFile, read_toml(path), path)
+    recipe = Recipe(name=path.stem, path=path, spec=spec)
+    _check_labels_unique(recipe)
+    return recipe
+
+
+def _check_labels_unique(recipe: Recipe) -> None:
+    for axis, levels in recipe.axes().items():
+        labels = [lv.label for lv in levels]
+        dupes = sorted({x for x in labels if labels.count(x) > 1})
+        if dupes:
+            raise ConfigError(f"{recipe.path}: key 'axes.{axis}': level labels must be unique, "
+                              f"{dupes} repeat")
+
+
+def resolve(name_or_path: str) -> Path:
+    candidate = Path(name_or_path)
+    if candidate.is_file():
+        return candidate.resolve()
+    named = RECIPES_DIR / f"{name_or_path}.toml"
+    if "/" not in name_or_path and named.is_file():
+        return named
+    known = ", ".join(r.name for r in available()) or "none"
+    raise ConfigError(f"no recipe '{name_or_path}': not a file, and not one of the shipped "
+                      f"recipes ({known})")
+
+
+def available() -> list[Recipe]:
+    return [load(str(p)) for p in sorted(RECIPES_DIR.glob("*.toml"))]
+
+
+def from_flags(flag_sets: list[str], compilers: list[str]) -> Recipe:
+    """An ad-hoc recipe from `--flags "..."` options: one variant per flag set, the first the baseline."""
+    include = [Include(flags=f, factors={"flags": f.strip() or "none"}) for f in flag_sets]
+    spec = RecipeFile(summary="flags given on the command line", compilers=compilers,
+                      include=include, baseline={"flags": flag_sets[0].strip() or "none"})
+    return Recipe(name="cli-flags", path=Path("<command line>"), spec=spec)

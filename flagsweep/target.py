@@ -1,0 +1,181 @@
+"""Target files: `targets/<name>/target.toml` describes one real program.
+
+A target says where its source comes from (upstream tarball + sha256, a Debian source package as
+the offline fallback, or a local directory), how it builds (autotools, cmake, make), which binary
+is measured, how its input is generated, how it is run, and how its output is checked. The
+format is documented in docs/targets.md; this module is its single source of truth.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Literal, Union
+
+from pydantic import Field, field_validator, model_validator
+
+from .errors import ConfigError
+from .schema import Strict, read_toml, validate
+
+TARGETS_DIR = Path(__file__).resolve().parent.parent / "targets"
+PLACEHOLDERS = {"binary", "input", "output"}
+
+
+class DebianSpec(Strict):
+    package: str
+    version: str
+
+
+class SourceSpec(Strict):
+    """Either a tarball (urls + sha256, optionally a Debian fallback) or a local `path`."""
+
+    urls: list[str] = []
+    sha256: str | None = None
+    debian: DebianSpec | None = None
+    strip_components: int = 1
+    path: str | None = None
+
+    @field_validator("sha256")
+    @classmethod
+    def _hex(cls, v: str | None) -> str | None:
+        if v is not None and not re.fullmatch(r"[0-9a-f]{64}", v):
+            raise ValueError("expected 64 lowercase hex digits")
+        return v
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> "SourceSpec":
+        if self.path is not None:
+            if self.urls or self.sha256 or self.debian:
+                raise ValueError("a local 'path' source takes no urls, sha256 or debian")
+        elif not self.sha256 or not (self.urls or self.debian):
+            raise ValueError("expected 'sha256' and at least one of 'urls' or 'debian' (or a local 'path')")
+        return self
+
+
+class BuildSpec(Strict):
+    system: Literal["autotools", "cmake", "make"]
+    binary: str
+    configure_args: list[str] = []
+    make_args: list[str] = []
+    project_flags: list[str] = []
+    tolerated_flags: list[str] = []
+
+
+class WavInput(Strict):
+    kind: Literal["wav"]
+    seconds: Annotated[float, Field(gt=0)]
+    quick_seconds: Annotated[float, Field(gt=0)]
+    seed: int = 0
+
+
+class CorpusInput(Strict):
+    kind: Literal["corpus"]
+    megabytes: Annotated[float, Field(gt=0)]
+    quick_megabytes: Annotated[float, Field(gt=0)]
+    seed: int = 0
+
+
+class FileInput(Strict):
+    kind: Literal["file"]
+    path: str
+
+
+InputSpec = Annotated[Union[WavInput, CorpusInput, FileInput], Field(discriminator="kind")]
+
+
+class RunSpec(Strict):
+    argv: Annotated[list[str], Field(min_length=1)]
+    stdout: Literal["compared", "discarded"] = "discarded"
+    timeout: Annotated[float, Field(gt=0)] = 300.0
+
+    @field_validator("argv")
+    @classmethod
+    def _placeholders(cls, argv: list[str]) -> list[str]:
+        for arg in argv:
+            for _, name, _, _ in string.Formatter().parse(arg):
+                if name is not None and name not in PLACEHOLDERS:
+                    raise ValueError(f"unknown placeholder {{{name}}} in {arg!r}; "
+                                     f"expected one of {sorted(PLACEHOLDERS)}")
+        if "{binary}" not in argv[0]:
+            raise ValueError("argv[0] must be '{binary}' (the measured executable)")
+        return argv
+
+
+class CheckSpec(Strict):
+    method: Literal["exact", "sha256", "roundtrip", "tolerance"]
+    of: Literal["stdout", "output"] = "stdout"
+    sha256: str | None = None
+    roundtrip_argv: list[str] | None = None
+    rel_tolerance: Annotated[float, Field(ge=0)] | None = None
+
+    @model_validator(mode="after")
+    def _needs(self) -> "CheckSpec":
+        needed = {"sha256": "sha256", "roundtrip": "roundtrip_argv", "tolerance": "rel_tolerance"}
+        key = needed.get(self.method)
+        if key and getattr(self, key) is None:
+            raise ValueError(f"check method '{self.method}' needs '{key}'")
+        return self
+
+
+class TargetFile(Strict):
+    summary: str
+    version: str
+    name: str | None = None
+    source: SourceSpec
+    build: BuildSpec
+    inputs: InputSpec
+    run: RunSpec
+    check: CheckSpec
+
+
+@dataclass(frozen=True)
+class Target:
+    """A loaded target: the validated file plus where it came from."""
+
+    name: str
+    path: Path            # the target.toml
+    spec: TargetFile
+
+    @property
+    def folder(self) -> Path:
+        return self.path.parent
+
+    def local_source(self) -> Path | None:
+        """The source directory of a target that ships its own source, else None."""
+        if self.spec.source.path is None:
+            return None
+        src = (self.folder / self.spec.source.path).resolve()
+        if not src.is_dir():
+            raise ConfigError(f"{self.path}: key 'source.path': {src} is not a directory")
+        return src
+
+
+def load(name_or_path: str) -> Target:
+    """Load a target by name (targets/<name>/target.toml) or by path (a file or its folder)."""
+    path = resolve(name_or_path)
+    spec = validate(TargetFile, read_toml(path), path)
+    name = spec.name or path.parent.name
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._+-]*", name):
+        raise ConfigError(f"{path}: key 'name': expected letters, digits, '._+-', got {name!r}")
+    return Target(name=name, path=path, spec=spec)
+
+
+def resolve(name_or_path: str) -> Path:
+    candidate = Path(name_or_path)
+    if candidate.is_dir():
+        candidate = candidate / "target.toml"
+    if candidate.is_file():
+        return candidate.resolve()
+    named = TARGETS_DIR / name_or_path / "target.toml"
+    if "/" not in name_or_path and named.is_file():
+        return named
+    known = ", ".join(t.name for t in available()) or "none"
+    raise ConfigError(f"no target '{name_or_path}': not a target file or folder, "
+                      f"and not one of the shipped targets ({known})")
+
+
+def available() -> list[Target]:
+    """The shipped targets, by name."""
+    return [load(str(p.parent)) for p in sorted(TARGETS_DIR.glob("*/target.toml"))]

@@ -201,15 +201,19 @@ def _failure_detail(status: dict, vdir: Path, manifest: dict, v: Variant) -> str
         tmpl = manifest["templates"].get(v.compiler)
         logfile = Path(tmpl["log"]) if tmpl else vdir.parent.parent / "superbuild.log"
         why = "configure failed" if tmpl else "the superbuild never ran this variant"
-        return f"{why}; {logfile}:\n{_tail(logfile)}"
-    return f"{status.get('why', 'failed')}; {vdir / 'build.log'}:\n{_tail(vdir / 'build.log')}"
+        return f"{why}; {logfile}:\n{_excerpt(logfile)}"
+    return f"{status.get('why', 'failed')}; {vdir / 'build.log'}:\n{_excerpt(vdir / 'build.log')}"
 
 
-def _tail(path: Path, lines: int = 15) -> str:
+def _excerpt(path: Path, lines: int = 12) -> str:
+    """The compiler's first error lines when there are any (they say why), else the log's tail."""
     try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+        text = path.read_text(errors="replace").splitlines()
     except FileNotFoundError:
         return "(no log)"
+    errors = list(dict.fromkeys(line.strip() for line in text if " error: " in line
+                                or line.lstrip().startswith("error:")))
+    return "\n".join(errors[:5] if errors else text[-lines:])
 
 
 def _group_identical(builds: list[VariantBuild]) -> None:

@@ -1,0 +1,118 @@
+"""Builds through the real path: the CMake superbuild, Ninja, the recording wrapper and ccache,
+on the bundled tiny target and on small make projects that try to slip flags past the audit."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from flagsweep import build, matrix, recipe, target
+
+pytestmark = pytest.mark.integration
+
+
+def _build(t: target.Target, flag_sets: list[str], out: Path) -> dict[str, build.VariantBuild]:
+    m = matrix.expand(recipe.from_flags(flag_sets, ["gcc"]))
+    builds = build.build_all(t, m, build.Options(out_dir=out, jobs=2))
+    return {" ".join(b.variant.flags): b for b in builds}
+
+
+def _ccache_stats(cache: Path) -> dict[str, int]:
+    out = subprocess.run(["ccache", "--print-stats"], capture_output=True, text=True, check=True,
+                         env={"CCACHE_DIR": str(cache / "ccache"), "PATH": "/usr/bin:/bin"})
+    return {k: int(v) for k, v in (line.split("\t") for line in out.stdout.splitlines())}
+
+
+def test_tiny_four_variants_build_verified_and_grouped(tmp_path, isolated_cache):
+    builds = _build(target.load("tiny"), ["-O2", "-O2 -mfpmath=sse", "-O0", "-O2 -mfpmath=387"],
+                    tmp_path / "run")
+    assert {b.status for b in builds.values()} == {"ok"}
+    assert all(b.flags_verified for b in builds.values())
+    # SSE is x86-64's floating-point unit already: same code as -O2, so measured once.
+    assert builds["-O2 -mfpmath=sse"].identical_to == "gcc-O2"
+    assert builds["-O2 -mfpmath=sse"].code_sha256 == builds["-O2"].code_sha256
+    # x87 arithmetic and -O0 are different code.
+    assert builds["-O2 -mfpmath=387"].identical_to is None
+    assert len({builds[f].code_sha256 for f in ("-O2", "-O0", "-O2 -mfpmath=387")}) == 3
+    # Every compile line carried exactly the variant's flags, through the wrapper.
+    lines = [json.loads(x) for x in
+             (tmp_path / "run/builds/gcc-O2-mfpmath-387/compile.jsonl").read_text().splitlines()]
+    compiles = [r["argv"] for r in lines if "-c" in r["argv"]]
+    assert len(compiles) == 2 and all(a[1:3] == ["-O2", "-mfpmath=387"] for a in compiles)
+    # The binary runs.
+    out = subprocess.run([str(builds["-O0"].binary), str(Path(target.load("tiny").local_source(), "main.c"))],
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.startswith("bytes ")
+
+
+def test_rebuild_in_a_fresh_folder_hits_ccache_and_gives_the_same_code(tmp_path, isolated_cache):
+    t = target.load("tiny")
+    first = _build(t, ["-O1 -fno-inline"], tmp_path / "a")
+    before = _ccache_stats(isolated_cache)
+    second = _build(t, ["-O1 -fno-inline"], tmp_path / "b")
+    after = _ccache_stats(isolated_cache)
+    hits = sum(after[k] - before.get(k, 0) for k in ("direct_cache_hit", "preprocessed_cache_hit"))
+    assert hits >= 2  # main.c and kernel.c (and CMake's compiler probe), in a new build folder
+    assert after["cache_miss"] == before["cache_miss"]
+    assert first["-O1 -fno-inline"].code_sha256 == second["-O1 -fno-inline"].code_sha256
+
+
+def test_a_failing_variant_does_not_sink_the_others(tmp_path):
+    builds = _build(target.load("tiny"), ["-O2", "-O2 -fno-such-flag-exists", "-O1"], tmp_path)
+    bad = builds["-O2 -fno-such-flag-exists"]
+    assert bad.status == "failed" and not bad.flags_verified
+    # CMake's compiler check rejects the flag; the detail leads with the compiler's own words.
+    assert bad.detail.startswith("cmake configure exited 1")
+    assert "gcc: error: unrecognized command-line option '-fno-such-flag-exists'" in bad.detail
+    assert builds["-O2"].status == "ok" and builds["-O1"].status == "ok"
+
+
+def test_honest_make_project_is_verified(tmp_path, fixture_target):
+    builds = _build(fixture_target("honest"), ["-O1"], tmp_path)
+    assert builds["-O1"].status == "ok" and builds["-O1"].flags_verified
+
+
+def test_project_appending_its_own_O2_is_a_flags_mismatch(tmp_path, fixture_target):
+    builds = _build(fixture_target("sneaky"), ["-O0"], tmp_path)
+    b = builds["-O0"]
+    assert b.status == "flags-mismatch" and not b.flags_verified
+    assert b.detail.count("compile has extra -O2") == 2
+    assert b.binary is not None and b.binary.exists()  # built, shown, but not trusted
+
+
+def test_hard_coded_compiler_is_caught(tmp_path, fixture_target):
+    builds = _build(fixture_target("bypass"), ["-O2"], tmp_path)
+    b = builds["-O2"]
+    assert b.status == "flags-mismatch"
+    assert "were not compiled through the audited compiler" in b.detail and "b.o" in b.detail
+
+
+def test_autotools_configure_runs_once_per_compiler_and_is_reused(tmp_path):
+    """A minimal autotools-style project: configure writes the Makefile, variants copy it."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "main.c").write_text("int main(void) { return 0; }\n")
+    (src / "configure").write_text(
+        "#!/bin/sh\n# counts its runs; writes a Makefile that refers to this build folder\n"
+        f"echo run >> {tmp_path}/configure-runs\n"
+        "srcdir=$(dirname \"$0\")\n"
+        "for a in \"$@\"; do case $a in CC=*) cc=${a#CC=};; esac; done\n"
+        "printf 'BUILD = %s\\nCC = %s\\nCFLAGS = -O2\\nprog: $(BUILD)/main.o\\n"
+        "\\t$(CC) $(CFLAGS) -o prog main.o\\n$(BUILD)/main.o:\\n"
+        "\\t$(CC) $(CFLAGS) -c %s/main.c -o main.o\\n' \"$(pwd)\" \"$cc\" \"$srcdir\" > Makefile\n")
+    (src / "configure").chmod(0o755)
+    (tmp_path / "target.toml").write_text(
+        'summary = "fake autotools"\nversion = "1"\n[source]\npath = "src"\n'
+        '[build]\nsystem = "autotools"\nbinary = "prog"\n'
+        '[inputs]\nkind = "file"\npath = "x"\n[run]\nargv = ["{binary}"]\n[check]\nmethod = "exact"\n')
+    t = target.load(str(tmp_path))
+    builds = _build(t, ["-O1", "-O3"], tmp_path / "run1")
+    assert {b.status for b in builds.values()} == {"ok"}, [b.detail for b in builds.values()]
+    _build(t, ["-O2"], tmp_path / "run2")
+    assert (tmp_path / "configure-runs").read_text().count("run") == 1
+    # The copied tree was relocated: its Makefile names its own folder, not the cached one.
+    makefile = (tmp_path / "run2/builds/gcc-O2/tree/Makefile").read_text()
+    assert f"BUILD = {tmp_path / 'run2/builds/gcc-O2/tree'}" in makefile

@@ -1,0 +1,75 @@
+"""The command line as a user runs it: the installed `flagsweep` script, in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from flagsweep import __version__
+
+
+def flagsweep(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "flagsweep", *args], capture_output=True,
+                          text=True, check=check)
+
+
+def test_version():
+    assert flagsweep("--version").stdout.strip() == f"flagsweep, version {__version__}"
+
+
+@pytest.mark.parametrize("command", [[], ["list"], ["build"], ["cpus"]])
+def test_every_command_has_help(command):
+    out = flagsweep(*command, "--help").stdout
+    assert out.startswith("Usage: ")
+
+
+def test_list_names_targets_and_recipes_with_summaries():
+    out = flagsweep("list").stdout
+    for name in ("tiny", "gzip", "lame", "olevels", "march", "simd", "seed-2003"):
+        assert f"  {name} " in out
+    assert "DEFLATE" in out
+
+
+def test_cpus_json_describes_this_machine():
+    info = json.loads(flagsweep("cpus", "--json").stdout)
+    assert info["isa_levels"][0] == "x86-64"
+    assert [lv["level"] for lv in info["levels"]] == ["x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4"]
+    assert info["march_native"]["gcc"]
+
+
+@pytest.mark.integration
+def test_build_json_uses_the_contract_names(tmp_path):
+    out = flagsweep("build", "tiny", "--flags", "-O2", "--flags", "-O2 -mfpmath=sse", "--json",
+                    "--out", str(tmp_path))
+    doc = json.loads(out.stdout[: out.stdout.rindex("]") + 1])
+    assert [v["id"] for v in doc] == ["gcc-O2", "gcc-O2-mfpmath-sse"]
+    keys = {"status", "seconds", "log", "binary", "code_sha256", "size_bytes", "identical_to",
+            "flags_verified"}
+    assert keys <= set(doc[0]["build"])
+    assert doc[1]["build"]["identical_to"] == "gcc-O2"
+    assert doc[0]["build"]["log"] == "builds/gcc-O2/build.log"
+    assert out.stdout.strip().endswith(str(tmp_path / "builds.json"))
+    saved = json.loads((tmp_path / "builds.json").read_text())
+    assert saved["baseline"] == "gcc-O2" and saved["compilers"][0]["name"] == "gcc"
+
+
+def test_bad_recipe_is_a_clear_error_not_a_traceback(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('summary = "x"\nextra_key = 1\nbaseline = { opt = "-O2" }\n[axes]\nopt = ["-O2"]\n')
+    out = flagsweep("build", "tiny", "--recipe", str(bad), check=False)
+    assert out.returncode == 2
+    assert out.stderr.strip() == f"flagsweep: {bad}: unknown key 'extra_key'"
+
+
+def test_unknown_target_lists_the_shipped_ones():
+    out = flagsweep("build", "nosuch", check=False)
+    assert out.returncode == 2
+    assert "no target 'nosuch'" in out.stderr and "gzip" in out.stderr
+
+
+def test_recipe_and_flags_together_is_a_usage_error():
+    out = flagsweep("build", "tiny", "--recipe", "olevels", "--flags", "-O2", check=False)
+    assert out.returncode == 2 and "--recipe or --flags" in out.stderr

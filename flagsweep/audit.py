@@ -112,7 +112,9 @@ def audit(compile_log: Path, tree: Path, expected: list[str], tolerated: list[st
 def _records(log: Path) -> list[dict]:
     if not log.exists():
         return []
-    return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    # Arguments need not be UTF-8; undecodable bytes must not hide a command from the audit.
+    lines = log.read_text(errors="replace").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
 
 
 def _dedupe(flags: list[str]) -> list[str]:

@@ -112,9 +112,9 @@ def _manifest(target: Target, matrix: Matrix, source: Path, out: Path, cache: Pa
 
 def _wrappers(compiler: toolchain.Compiler, cache: Path) -> dict:
     where = cache / "wrappers" / compiler.name.replace("/", "_")
-    tools = {"cc": str(wrapper.install(compiler.cc, where / "cc", sys.executable, wrapper.ccache()))}
+    tools = {"cc": str(wrapper.install(compiler.cc, where / "cc", compiler.cc, wrapper.ccache()))}
     if compiler.cxx:
-        tools["cxx"] = str(wrapper.install(compiler.cxx, where / "cxx", sys.executable,
+        tools["cxx"] = str(wrapper.install(compiler.cxx, where / "cxx", compiler.cc,
                                            wrapper.ccache()))
     tools["version"] = compiler.version
     return tools

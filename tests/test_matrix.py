@@ -1,0 +1,362 @@
+"""Tests for flagsweep.matrix: expansion, variant ids, exclude/include, baseline, -march filtering."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from flagsweep import cpu, matrix, recipe
+from flagsweep.errors import ConfigError
+from flagsweep.matrix import variant_id
+
+SAFE_ID = re.compile(r"[A-Za-z0-9._+-]+")
+
+
+def _recipe(tmp_path: Path, text: str, name: str = "r.toml") -> recipe.Recipe:
+    path = tmp_path / name
+    path.write_text(text)
+    return recipe.load(str(path))
+
+
+def _ids(m: matrix.Matrix) -> list[str]:
+    return [v.id for v in m.variants]
+
+
+@pytest.fixture
+def v4_unrunnable(monkeypatch):
+    """cpu.can_run that says no to x86-64-v4 (and yes to everything else) without a compiler."""
+    calls = []
+
+    def fake(march, compiler="gcc", host=None):
+        calls.append((march, compiler))
+        if march == "x86-64-v4":
+            return cpu.Runnable(ok=False, missing=("avx512f", "avx512bw"),
+                                reason="-march=x86-64-v4 needs avx512f, avx512bw "
+                                       "(this CPU lacks them)")
+        return cpu.Runnable(ok=True, missing=(), reason="")
+
+    monkeypatch.setattr(cpu, "can_run", fake)
+    return calls
+
+
+# --- variant ids -------------------------------------------------------------------------------
+
+def test_variant_id_examples():
+    assert variant_id("gcc", ("-O2", "-march=x86-64-v3")) == "gcc-O2-march-x86-64-v3"
+    assert variant_id("gcc", ()) == "gcc-default"
+    assert variant_id("clang", ("-O3",)) == "clang-O3"
+    assert variant_id("gcc", ("-O3", "-ffast-math", "-funroll-loops")) == \
+        "gcc-O3-ffast-math-funroll-loops"
+
+
+def test_long_variant_id_is_truncated_with_a_hash():
+    flags = tuple(f"-fno-some-long-option-{i}" for i in range(20))
+    vid = variant_id("gcc", flags)
+    assert len(vid) <= matrix.ID_MAX == 80
+    assert re.fullmatch(r".*-[0-9a-f]{10}", vid), vid
+    assert vid.startswith("gcc-fno-some-long-option-0-fno-some-long-option-1-")
+    # a different long flag list with the same prefix gets a different id
+    other = variant_id("gcc", flags[:-1] + ("-fno-something-else",))
+    assert other != vid
+    assert other[:-10] == vid[:-10]
+    assert variant_id("gcc", flags) == vid   # and the hash is stable
+
+
+def test_id_of_exactly_max_length_is_not_hashed():
+    flag = "-f" + "x" * (matrix.ID_MAX - len("gcc-f"))
+    vid = variant_id("gcc", (flag,))
+    assert len(vid) == matrix.ID_MAX
+    assert vid == "gcc-f" + "x" * (matrix.ID_MAX - len("gcc-f"))
+
+
+@pytest.mark.parametrize("compiler, flags", [
+    ("gcc", ("-DNAME=\"a b\"", "-I/usr/include/x y", "-O2")),
+    ("/usr/bin/gcc-12", ("-O2",)),
+    ("gcc", ("-fprofile-use=/tmp/p*q?", "-Wl,--as-needed", "-mtune=native")),
+    ("clang++", ("-std=c++17", "-O3")),
+    ("gcc", tuple(f"-DX{i}=$(y)/{i}" for i in range(30))),
+])
+def test_variant_ids_are_filename_safe(compiler, flags):
+    vid = variant_id(compiler, flags)
+    assert SAFE_ID.fullmatch(vid), vid
+    assert len(vid) <= matrix.ID_MAX
+
+
+def test_same_flags_give_same_id_whatever_the_labels(tmp_path):
+    a = _recipe(tmp_path, """\
+summary = "a"
+baseline = { opt = "-O2" }
+[axes]
+opt = ["-O2"]
+march = [{ label = "three", flags = "-march=x86-64-v3" }]
+""", name="a.toml")
+    b = _recipe(tmp_path, """\
+summary = "b"
+baseline = { row = "mine" }
+[[include]]
+flags = "-O2 -march=x86-64-v3"
+factors = { row = "mine" }
+""", name="b.toml")
+    va = matrix.expand(a, filter_cpu=False).baseline
+    vb = matrix.expand(b, filter_cpu=False).baseline
+    assert va.id == vb.id == "gcc-O2-march-x86-64-v3"
+    assert va == vb                       # factors do not take part in equality
+    assert va.factors == {"opt": "-O2", "march": "three"}
+    assert vb.factors == {"row": "mine"}
+
+
+# --- expansion ---------------------------------------------------------------------------------
+
+def test_olevels_expands_to_five_with_baseline_first():
+    m = matrix.expand(recipe.load("olevels"))
+    assert _ids(m) == ["gcc-O2", "gcc-O0", "gcc-O1", "gcc-O3", "gcc-Os"]
+    assert m.baseline is m.variants[0]
+    assert m.baseline.id == "gcc-O2"
+    assert m.baseline.flags == ("-O2",)
+    assert m.baseline.factors == {"opt": "-O2"}
+    assert m.skipped == []
+    assert m.design == "full-factorial"
+
+
+def test_seed_2003_is_explicit_with_its_baseline_first():
+    m = matrix.expand(recipe.load("seed-2003"), filter_cpu=False)
+    assert m.design == "explicit"
+    assert len(m.variants) == 13
+    assert m.baseline.factors == {"row": "lame-default"}
+    assert m.baseline.id == "gcc-O3-fomit-frame-pointer-ffast-math-funroll-loops-Wall-pipe"
+    assert _ids(m)[1:4] == ["gcc-O0", "gcc-O1", "gcc-O2"]
+
+
+def test_simd_excludes_leave_six(monkeypatch):
+    m = matrix.expand(recipe.load("simd"), filter_cpu=False)
+    assert m.baseline.id == "gcc-O2-march-native"
+    assert sorted((v.factors["fpmath"], v.factors["vector"]) for v in m.variants) == [
+        ("387", "all"), ("default", "all"), ("default", "no-avx"), ("default", "no-avx2"),
+        ("default", "no-avx512"), ("sse", "all")]
+
+
+TWO_BY_THREE = """\
+summary = "2x3"
+baseline = {{ opt = "-O2", lto = "none" }}
+{exclude}
+[axes]
+opt = ["-O2", "-O3"]
+lto = ["", "-flto", {{ label = "thin", flags = "-flto=thin" }}]
+"""
+
+
+def test_full_factorial_order_and_flags(tmp_path):
+    m = matrix.expand(_recipe(tmp_path, TWO_BY_THREE.format(exclude="")), filter_cpu=False)
+    assert _ids(m) == ["gcc-O2", "gcc-O2-flto", "gcc-O2-flto-thin",
+                       "gcc-O3", "gcc-O3-flto", "gcc-O3-flto-thin"]
+    assert m.variants[2].flags == ("-O2", "-flto=thin")
+    assert m.variants[2].factors == {"opt": "-O2", "lto": "thin"}
+
+
+def test_exclude_drops_exactly_the_matching_combination(tmp_path):
+    r = _recipe(tmp_path, TWO_BY_THREE.format(exclude='exclude = [{ opt = "-O3", lto = "thin" }]'))
+    m = matrix.expand(r, filter_cpu=False)
+    assert len(m.variants) == 5
+    assert _ids(m) == ["gcc-O2", "gcc-O2-flto", "gcc-O2-flto-thin", "gcc-O3", "gcc-O3-flto"]
+    assert m.design == "full-factorial"
+
+
+def test_exclude_on_one_axis_drops_a_whole_row(tmp_path):
+    r = _recipe(tmp_path, TWO_BY_THREE.format(exclude='exclude = [{ lto = "-flto" }]'))
+    assert _ids(matrix.expand(r, filter_cpu=False)) == [
+        "gcc-O2", "gcc-O2-flto-thin", "gcc-O3", "gcc-O3-flto-thin"]
+
+
+def test_exclude_by_compiler(tmp_path):
+    r = _recipe(tmp_path, TWO_BY_THREE.format(
+        exclude='compilers = ["gcc", "clang"]\nexclude = [{ compiler = "clang", lto = "thin" }]'))
+    m = matrix.expand(r, filter_cpu=False)
+    assert len(m.variants) == 10
+    assert "clang-O2-flto-thin" not in _ids(m)
+    assert "gcc-O2-flto-thin" in _ids(m)
+
+
+def test_include_rows_are_added(tmp_path):
+    r = _recipe(tmp_path, """\
+summary = "s"
+baseline = { opt = "-O2" }
+[axes]
+opt = ["-O2", "-O3"]
+[[include]]
+flags = "-O3 -march=native -ffast-math"
+factors = { opt = "-O3", extra = "fast" }
+[[include]]
+flags = "-Os"
+factors = { opt = "-Os" }
+compiler = "gcc"
+[[include]]
+flags = "-Oz"
+factors = { opt = "-Oz" }
+compiler = "clang"
+""")
+    m = matrix.expand(r, filter_cpu=False)
+    # the clang-only row is dropped: clang is not among the compilers
+    assert _ids(m) == ["gcc-O2", "gcc-O3", "gcc-O3-march-native-ffast-math", "gcc-Os"]
+    assert m.variants[2].flags == ("-O3", "-march=native", "-ffast-math")
+    assert m.variants[2].factors == {"opt": "-O3", "extra": "fast"}
+    assert m.design == "factorial+explicit"
+
+
+def test_include_rows_follow_the_compilers(tmp_path):
+    r = _recipe(tmp_path, """\
+summary = "s"
+compilers = ["gcc", "clang"]
+baseline = { row = "a" }
+[[include]]
+flags = "-O2"
+factors = { row = "a" }
+[[include]]
+flags = "-Oz"
+factors = { row = "z" }
+compiler = "clang"
+""")
+    m = matrix.expand(r, filter_cpu=False)
+    assert _ids(m) == ["gcc-O2", "clang-O2", "clang-Oz"]
+
+
+def test_same_flags_twice_are_one_variant(tmp_path):
+    r = _recipe(tmp_path, 'summary = "s"\nbaseline = { opt = "-O2" }\n'
+                          '[axes]\nopt = ["-O2", "-O3", { label = "two", flags = " -O2 " }]\n')
+    assert _ids(matrix.expand(r, filter_cpu=False)) == ["gcc-O2", "gcc-O3"]
+
+
+def test_different_flags_with_one_id_are_an_error(tmp_path):
+    r = _recipe(tmp_path, 'summary = "s"\nbaseline = { opt = "-O2" }\n'
+                          '[axes]\nopt = ["-march=x86-64", "-march-x86-64", "-O2"]\n')
+    with pytest.raises(ConfigError) as info:
+        matrix.expand(r, filter_cpu=False)
+    assert str(info.value) == (f"{r.path}: variants ('-march=x86-64',) and ('-march-x86-64',) "
+                               "map to the same id 'gcc-march-x86-64'; change one flag spelling")
+
+
+@pytest.mark.skipif(not Path("/usr/bin/clang").exists(), reason="needs /usr/bin/clang")
+def test_two_compilers_double_the_factorial_and_baseline_is_the_first(tmp_path):
+    r = _recipe(tmp_path, TWO_BY_THREE.format(exclude='compilers = ["gcc", "clang"]'))
+    m = matrix.expand(r)
+    assert len(m.variants) == 12
+    assert m.baseline.id == "gcc-O2"
+    assert m.baseline.compiler == "gcc"
+    assert _ids(m)[:7] == ["gcc-O2", "gcc-O2-flto", "gcc-O2-flto-thin", "gcc-O3",
+                           "gcc-O3-flto", "gcc-O3-flto-thin", "clang-O2"]
+    assert sum(v.compiler == "clang" for v in m.variants) == 6
+
+    # the compilers argument overrides the recipe's, and its first is the baseline's compiler
+    m2 = matrix.expand(recipe.load("olevels"), compilers=["clang", "gcc"])
+    assert len(m2.variants) == 10
+    assert m2.baseline.id == "clang-O2"
+
+
+def test_baseline_may_name_the_compiler(tmp_path):
+    r = _recipe(tmp_path, 'summary = "s"\ncompilers = ["gcc", "clang"]\n'
+                          'baseline = { opt = "-O2", compiler = "clang" }\n[axes]\nopt = ["-O2", "-O3"]\n')
+    m = matrix.expand(r, filter_cpu=False)
+    assert m.baseline.id == "clang-O2"
+    assert _ids(m) == ["clang-O2", "gcc-O2", "gcc-O3", "clang-O3"]
+
+
+# --- baseline errors ---------------------------------------------------------------------------
+
+def test_baseline_matching_nothing_is_an_error(tmp_path):
+    r = _recipe(tmp_path, 'summary = "s"\nbaseline = { opt = "-O9" }\n[axes]\nopt = ["-O2", "-O3"]\n')
+    with pytest.raises(ConfigError) as info:
+        matrix.expand(r, filter_cpu=False)
+    assert str(info.value) == (f"{r.path}: key 'baseline': {{'opt': '-O9', 'compiler': 'gcc'}} "
+                               "matches no runnable variant; expected exactly one")
+
+
+def test_baseline_matching_several_is_an_error(tmp_path):
+    r = _recipe(tmp_path, 'summary = "s"\nbaseline = { opt = "-O2" }\n'
+                          '[axes]\nopt = ["-O2", "-O3"]\nlto = ["", "-flto"]\n')
+    with pytest.raises(ConfigError) as info:
+        matrix.expand(r, filter_cpu=False)
+    assert str(info.value) == (f"{r.path}: key 'baseline': {{'opt': '-O2', 'compiler': 'gcc'}} "
+                               "matches 2 variants (gcc-O2, gcc-O2-flto); expected exactly one")
+
+
+def test_excluded_baseline_is_an_error(tmp_path):
+    r = _recipe(tmp_path, 'summary = "s"\nbaseline = { opt = "-O2" }\nexclude = [{ opt = "-O2" }]\n'
+                          '[axes]\nopt = ["-O2", "-O3"]\n')
+    with pytest.raises(ConfigError, match="key 'baseline'.*matches no runnable variant"):
+        matrix.expand(r, filter_cpu=False)
+
+
+# --- -march filtering --------------------------------------------------------------------------
+
+MARCH = """\
+summary = "m"
+baseline = {{ march = "{baseline}" }}
+[axes]
+opt = ["-O2"]
+march = [
+  {{ label = "v3", flags = "-march=x86-64-v3" }},
+  {{ label = "v4", flags = "-march=x86-64-v4" }},
+  {{ label = "plain", flags = "" }},
+]
+"""
+
+
+def test_unrunnable_march_is_skipped_with_its_reason(tmp_path, v4_unrunnable):
+    m = matrix.expand(_recipe(tmp_path, MARCH.format(baseline="v3")))
+    assert _ids(m) == ["gcc-O2-march-x86-64-v3", "gcc-O2"]
+    assert len(m.skipped) == 1
+    skipped = m.skipped[0]
+    assert skipped.variant.id == "gcc-O2-march-x86-64-v4"
+    assert skipped.variant.factors == {"opt": "-O2", "march": "v4"}
+    assert skipped.reason == "-march=x86-64-v4 needs avx512f, avx512bw (this CPU lacks them)"
+    # only variants with a -march flag are asked about, with the value after '='
+    assert sorted(v4_unrunnable) == [("x86-64-v3", "gcc"), ("x86-64-v4", "gcc")]
+
+
+def test_filter_cpu_false_keeps_everything(tmp_path, v4_unrunnable):
+    m = matrix.expand(_recipe(tmp_path, MARCH.format(baseline="v4")), filter_cpu=False)
+    assert len(m.variants) == 3
+    assert m.baseline.id == "gcc-O2-march-x86-64-v4"
+    assert m.skipped == []
+    assert v4_unrunnable == []
+
+
+def test_skipped_baseline_is_a_clear_error(tmp_path, v4_unrunnable):
+    r = _recipe(tmp_path, MARCH.format(baseline="v4"))
+    with pytest.raises(ConfigError) as info:
+        matrix.expand(r)
+    msg = str(info.value)
+    assert msg.startswith(f"{r.path}: key 'baseline': ")
+    assert "'march': 'v4'" in msg
+    assert "matches no runnable variant" in msg
+
+
+def test_march_recipe_with_v4_unrunnable(v4_unrunnable):
+    m = matrix.expand(recipe.load("march"))
+    assert [v.factors["march"] for v in m.variants] == ["x86-64", "x86-64-v2", "x86-64-v3",
+                                                        "native"]
+    assert [s.variant.factors["march"] for s in m.skipped] == ["x86-64-v4"]
+    assert m.baseline.id == "gcc-O2-march-x86-64"
+
+
+def test_march_recipe_on_this_machine():
+    """With the real cpu.can_run: the levels this CPU has (per the psABI table) are kept."""
+    if shutil.which("gcc") is None:
+        pytest.skip("needs gcc")
+    host = cpu.read_host()
+    if "x86-64-v3" not in host.isa_levels:
+        pytest.skip(f"this CPU is not x86-64-v3 ({host.isa_levels})")
+    m = matrix.expand(recipe.load("march"))
+    kept = [v.factors["march"] for v in m.variants]
+    skipped = [s.variant.factors["march"] for s in m.skipped]
+    assert kept[0] == "x86-64" and m.baseline.factors["march"] == "x86-64"
+    assert {"x86-64", "x86-64-v2", "x86-64-v3", "native"} <= set(kept)
+    assert sorted(kept + skipped) == sorted(["x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4",
+                                             "native"])
+    if "x86-64-v4" in host.isa_levels:
+        assert "x86-64-v4" in kept and skipped == []
+    else:
+        assert skipped == ["x86-64-v4"]
+        assert m.skipped[0].reason.startswith("-march=x86-64-v4 needs ")

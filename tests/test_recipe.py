@@ -1,0 +1,252 @@
+"""Tests for flagsweep.recipe: the shipped recipes, axis levels, and strict validation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from flagsweep import recipe
+from flagsweep.errors import ConfigError
+from flagsweep.recipe import AxisLevel
+
+SHIPPED = ["march", "olevels", "seed-2003", "simd"]
+
+
+def _write(tmp_path: Path, text: str, name: str = "r.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def _load(tmp_path: Path, text: str) -> recipe.Recipe:
+    return recipe.load(str(_write(tmp_path, text)))
+
+
+def _load_error(tmp_path: Path, text: str) -> tuple[str, Path]:
+    path = _write(tmp_path, text)
+    with pytest.raises(ConfigError) as info:
+        recipe.load(str(path))
+    return str(info.value), path
+
+
+# --- shipped recipes ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_shipped_recipe_loads_by_name(name):
+    r = recipe.load(name)
+    assert r.name == name
+    assert r.path == recipe.RECIPES_DIR / f"{name}.toml"
+    assert r.spec.compilers == ["gcc"]
+    assert r.spec.summary
+
+
+def test_available_lists_exactly_the_shipped_recipes():
+    assert [r.name for r in recipe.available()] == SHIPPED
+
+
+def test_shipped_recipe_contents():
+    olevels = recipe.load("olevels")
+    assert olevels.spec.baseline == {"opt": "-O2"}
+    assert [lv.label for lv in olevels.axes()["opt"]] == ["-O0", "-O1", "-O2", "-O3", "-Os"]
+
+    march = recipe.load("march").axes()
+    assert march["opt"] == [AxisLevel("-O2", ("-O2",))]
+    assert march["march"][-1] == AxisLevel("native", ("-march=native",))
+
+    seed = recipe.load("seed-2003")
+    assert seed.axes() == {}
+    assert len(seed.spec.include) == 13
+    assert seed.spec.baseline == {"row": "lame-default"}
+
+    simd = recipe.load("simd")
+    assert simd.axes()["fpmath"][0] == AxisLevel("default", ())
+    assert simd.axes()["opt"] == [AxisLevel("-O2 -march=native", ("-O2", "-march=native"))]
+    assert len(simd.spec.exclude) == 6
+
+
+def test_load_by_path(tmp_path):
+    path = _write(tmp_path, 'summary = "s"\nbaseline = { opt = "-O2" }\n[axes]\nopt = ["-O2"]\n',
+                  name="my-sweep.toml")
+    r = recipe.load(str(path))
+    assert r.name == "my-sweep"
+    assert r.path == path.resolve()
+    assert r.spec.compilers == ["gcc"]   # the default
+
+
+def test_unknown_recipe_name_lists_the_shipped_ones():
+    with pytest.raises(ConfigError) as info:
+        recipe.load("no-such-recipe")
+    assert str(info.value) == ("no recipe 'no-such-recipe': not a file, and not one of the "
+                               "shipped recipes (march, olevels, seed-2003, simd)")
+
+
+# --- axes and levels ---------------------------------------------------------------------------
+
+def test_axes_accept_bare_strings_and_labelled_tables(tmp_path):
+    r = _load(tmp_path, """\
+summary = "s"
+baseline = { opt = "-O2" }
+[axes]
+opt = ["-O2", "  -O3 -funroll-loops ", { label = "fast", flags = "-O3 -ffast-math" }]
+""")
+    assert r.axes() == {"opt": [
+        AxisLevel("-O2", ("-O2",)),
+        AxisLevel("-O3 -funroll-loops", ("-O3", "-funroll-loops")),   # label is stripped
+        AxisLevel("fast", ("-O3", "-ffast-math")),
+    ]}
+
+
+def test_level_flags_are_shell_split():
+    assert recipe.level_of("-DNAME='a b' -O2") == AxisLevel("-DNAME='a b' -O2",
+                                                            ("-DNAME=a b", "-O2"))
+
+
+@pytest.mark.parametrize("value", ["", "   "])
+def test_empty_level_is_labelled_none(value):
+    assert recipe.level_of(value) == AxisLevel("none", ())
+
+
+def test_empty_level_in_a_file(tmp_path):
+    r = _load(tmp_path, 'summary = "s"\nbaseline = { lto = "none" }\n[axes]\nlto = ["", "-flto"]\n')
+    assert r.axes()["lto"] == [AxisLevel("none", ()), AxisLevel("-flto", ("-flto",))]
+
+
+def test_labelled_level_with_empty_flags(tmp_path):
+    r = _load(tmp_path, 'summary = "s"\nbaseline = { v = "all" }\n'
+                        '[axes]\nv = [{ label = "all", flags = "" }, "-mno-avx"]\n')
+    assert r.axes()["v"][0] == AxisLevel("all", ())
+
+
+def test_duplicate_labels_on_an_axis_are_rejected_naming_the_axis(tmp_path):
+    msg, path = _load_error(tmp_path, """\
+summary = "s"
+baseline = { opt = "-O2" }
+[axes]
+opt = ["-O2", { label = "x", flags = "-O3" }, { label = "x", flags = "-O1" }]
+""")
+    assert msg == f"{path.resolve()}: key 'axes.opt': level labels must be unique, ['x'] repeat"
+
+
+def test_empty_string_and_label_none_collide(tmp_path):
+    msg, _ = _load_error(tmp_path, 'summary = "s"\nbaseline = { lto = "none" }\n'
+                                   '[axes]\nlto = ["", { label = "none", flags = "-fno-lto" }]\n')
+    assert "key 'axes.lto': level labels must be unique, ['none'] repeat" in msg
+
+
+def test_same_label_on_different_axes_is_fine(tmp_path):
+    r = _load(tmp_path, 'summary = "s"\nbaseline = { a = "x" }\n[axes]\n'
+                        'a = [{ label = "x", flags = "-O2" }]\nb = [{ label = "x", flags = "-g" }]\n')
+    assert [lv.label for lv in r.axes()["b"]] == ["x"]
+
+
+def test_bad_label_is_rejected(tmp_path):
+    msg, _ = _load_error(tmp_path, 'summary = "s"\nbaseline = { opt = "a" }\n'
+                                   '[axes]\nopt = [{ label = "a b", flags = "-O3" }]\n')
+    assert "a label is letters, digits and '._+=-', starting with a letter or digit" in msg
+    assert "got 'a b'" in msg
+
+
+def test_empty_axis_is_rejected(tmp_path):
+    msg, _ = _load_error(tmp_path, 'summary = "s"\nbaseline = {}\n[axes]\nopt = []\n')
+    assert "key 'axes.opt'" in msg and "at least 1 item" in msg
+
+
+def test_empty_compiler_list_is_rejected(tmp_path):
+    msg, _ = _load_error(tmp_path, 'summary = "s"\ncompilers = []\nbaseline = {}\n'
+                                   '[axes]\nopt = ["-O2"]\n')
+    assert "key 'compilers'" in msg and "at least 1 item" in msg
+
+
+# --- consistency -------------------------------------------------------------------------------
+
+def test_exclude_naming_unknown_axis_is_rejected(tmp_path):
+    msg, path = _load_error(tmp_path, """\
+summary = "s"
+baseline = { opt = "-O2" }
+exclude = [{ opt = "-O2" }, { otp = "-O3" }]
+[axes]
+opt = ["-O2", "-O3"]
+""")
+    assert msg.startswith(f"{path.resolve()}: ")
+    assert ("exclude[1] names unknown axes ['otp']; expected some of ['opt'] or 'compiler'"
+            in msg)
+
+
+def test_exclude_may_name_compiler_and_include_factors(tmp_path):
+    r = _load(tmp_path, """\
+summary = "s"
+baseline = { opt = "-O2" }
+exclude = [{ compiler = "clang", opt = "-O3" }, { row = "extra" }]
+[axes]
+opt = ["-O2", "-O3"]
+[[include]]
+flags = "-O1"
+factors = { row = "extra" }
+""")
+    assert r.spec.exclude == [{"compiler": "clang", "opt": "-O3"}, {"row": "extra"}]
+
+
+def test_baseline_naming_unknown_axis_is_rejected(tmp_path):
+    msg, path = _load_error(tmp_path, 'summary = "s"\nbaseline = { otp = "-O2" }\n'
+                                      '[axes]\nopt = ["-O2"]\n')
+    assert msg.startswith(f"{path.resolve()}: ")
+    assert "baseline names unknown axes ['otp']; expected some of ['opt'] or 'compiler'" in msg
+
+
+def test_recipe_needs_axes_or_include(tmp_path):
+    msg, path = _load_error(tmp_path, 'summary = "s"\nbaseline = {}\n')
+    assert msg.startswith(f"{path.resolve()}: ")
+    assert "a recipe needs 'axes' or 'include' entries (or both)" in msg
+
+
+def test_include_only_recipe_is_fine(tmp_path):
+    r = _load(tmp_path, 'summary = "s"\nbaseline = { row = "a" }\n'
+                        '[[include]]\nflags = "-O2"\nfactors = { row = "a" }\ncompiler = "gcc"\n')
+    assert r.axes() == {}
+    assert r.spec.include[0].compiler == "gcc"
+
+
+def test_unknown_top_level_key_is_rejected_with_file_name(tmp_path):
+    msg, path = _load_error(tmp_path, 'summary = "s"\nbaseline = { opt = "-O2" }\n'
+                                      'compiler = ["gcc"]\n[axes]\nopt = ["-O2"]\n')
+    assert msg == f"{path.resolve()}: unknown key 'compiler'"
+
+
+def test_unknown_key_in_include_is_rejected(tmp_path):
+    msg, _ = _load_error(tmp_path, 'summary = "s"\nbaseline = { row = "a" }\n'
+                                   '[[include]]\nflag = "-O2"\nfactors = { row = "a" }\n')
+    assert "unknown key 'include.0.flag'" in msg
+    assert "missing key 'include.0.flags'" in msg
+
+
+def test_missing_baseline_and_summary(tmp_path):
+    msg, _ = _load_error(tmp_path, '[axes]\nopt = ["-O2"]\n')
+    assert "missing key 'summary'" in msg
+    assert "missing key 'baseline'" in msg
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(ConfigError, match="no recipe"):
+        recipe.load(str(tmp_path / "absent.toml"))
+
+
+# --- recipes from --flags ----------------------------------------------------------------------
+
+def test_from_flags_gives_include_rows_and_first_as_baseline():
+    r = recipe.from_flags(["-O2", "-O3 -march=native"], ["gcc"])
+    assert r.name == "cli-flags"
+    assert r.axes() == {}
+    assert r.spec.compilers == ["gcc"]
+    assert [(inc.flags, inc.factors, inc.compiler) for inc in r.spec.include] == [
+        ("-O2", {"flags": "-O2"}, None),
+        ("-O3 -march=native", {"flags": "-O3 -march=native"}, None),
+    ]
+    assert r.spec.baseline == {"flags": "-O2"}
+
+
+def test_from_flags_empty_first_set_is_the_none_baseline():
+    r = recipe.from_flags(["", "-O2"], ["gcc", "clang"])
+    assert r.spec.baseline == {"flags": "none"}
+    assert r.spec.include[0].factors == {"flags": "none"}
+    assert r.spec.compilers == ["gcc", "clang"]

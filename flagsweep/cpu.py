@@ -290,36 +290,39 @@ def _clang_native(compiler: str) -> str | None:
     return None
 
 
-@functools.lru_cache(maxsize=None)
 def isa_macros(compiler: str, march: str) -> frozenset[str]:
-    """The ISA feature macros (__AVX2__, __SSE4_2__, ...) the compiler defines for -march=march.
+    """The ISA feature macros (__AVX2__, __SSE4_2__, ...) the compiler defines for -march=march."""
+    return isa_macros_for(compiler, (f"-march={march}",))
+
+
+@functools.lru_cache(maxsize=None)
+def isa_macros_for(compiler: str, options: tuple[str, ...]) -> frozenset[str]:
+    """The ISA feature macros the compiler defines with these target options (-march, -mavx2...).
 
     A macro counts when the table knows it, or when it has the feature shape, is defined to 1,
     does not describe a C type (__FLT16_HAS_DENORM__ appears once a -march enables _Float16),
-    and is absent when the compiler runs without any -march. That last test is the rule that
+    and is absent when the compiler runs without any option. That last test is the rule that
     keeps out __STDC__, __ELF__, __SSE_MATH__, __SSE2_MATH__, __MMX_WITH_SSE__ and the like:
-    they describe the language or how the compiler uses SSE, and -march did not add them.
-    Raises ConfigError when the compiler rejects -march=march or does not exist.
+    they describe the language or how the compiler uses SSE, and the options did not add them.
+    Raises ConfigError when the compiler rejects an option or does not exist.
     """
-    defined = _macros_set_to_one(compiler, f"-march={march}")
-    added = defined - _macros_set_to_one(compiler, None)
+    defined = _macros_set_to_one(compiler, options)
+    added = defined - _macros_set_to_one(compiler, ())
     feature_like = {m for m in added if _FEATURE_SHAPE.fullmatch(m) and "_HAS_" not in m}
     return frozenset({m for m in defined if m in MACRO_FLAGS} | feature_like)
 
 
 @functools.lru_cache(maxsize=None)
-def _macros_set_to_one(compiler: str, march_option: str | None) -> frozenset[str]:
-    """Names of the macros the compiler predefines as 1, with march_option (or none)."""
-    options = [march_option] if march_option else []
+def _macros_set_to_one(compiler: str, options: tuple[str, ...]) -> frozenset[str]:
+    """Names of the macros the compiler predefines as 1 with these options."""
     argv = [compiler, *options, "-dM", "-E", "-x", "c", os.devnull]
+    what = " ".join(options) or "its defaults"
     try:
         result = process.run(argv, input="")
     except FileNotFoundError:
-        raise ConfigError(f"compiler {compiler!r} not found "
-                          f"(needed to check {march_option or 'its defaults'})") from None
+        raise ConfigError(f"compiler {compiler!r} not found (needed to check {what})") from None
     if not result.ok:
-        raise ConfigError(f"{compiler} rejects {march_option or 'preprocessing /dev/null'}: "
-                          f"{_error_line(result)}")
+        raise ConfigError(f"{compiler} rejects {what}: {_error_line(result)}")
     matches = (_DEFINE.match(line) for line in result.stdout.splitlines())
     return frozenset(m.group(1) for m in matches if m and m.group(2).strip() == "1")
 
@@ -359,18 +362,33 @@ def can_run(march: str, compiler: str = "gcc", host: Host | None = None) -> Runn
     """
     if march == "native":
         return Runnable(ok=True, missing=(), reason="")
+    return can_run_flags((f"-march={march}",), compiler, host)
+
+
+def can_run_flags(flags: tuple[str, ...], compiler: str = "gcc",
+                  host: Host | None = None) -> Runnable:
+    """Whether this CPU executes code built with these flags: all their target options count.
+
+    -march=native -mavx512f asks for more than the host has, and -march=x86-64-v4
+    -march=x86-64 for less than its first -march says, so the compiler is asked about the whole
+    set of -m options (the last -march wins, as the compiler decides) rather than one -march.
+    """
+    options = tuple(f for f in flags if f.startswith("-m"))
+    if not options:
+        return Runnable(ok=True, missing=(), reason="")
     host = host if host is not None else read_host()
     have = set(host.flags)
-    lacking = [flag for flag in _needed_flags(isa_macros(compiler, march)) if flag not in have]
+    lacking = [flag for flag in _needed_flags(isa_macros_for(compiler, options)) if flag not in have]
     missing = tuple(flag for flag in lacking if flag not in INTRINSIC_ONLY)
+    what = " ".join(options)
     if not missing:
         unused = [flag for flag in lacking if flag in INTRINSIC_ONLY]
-        note = (f"-march={march} also enables {', '.join(unused)}, which this CPU lacks; "
+        note = (f"{what} also enables {', '.join(unused)}, which this CPU lacks; "
                 "compilers emit those only for explicit intrinsics") if unused else ""
         return Runnable(ok=True, missing=(), reason=note)
     them = "it" if len(missing) == 1 else "them"
     return Runnable(ok=False, missing=missing,
-                    reason=f"-march={march} needs {', '.join(missing)} (this CPU lacks {them})")
+                    reason=f"{what} needs {', '.join(missing)} (this CPU lacks {them})")
 
 
 def _needed_flags(macros: frozenset[str]) -> tuple[str, ...]:

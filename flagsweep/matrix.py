@@ -42,11 +42,18 @@ class Matrix:
 
 
 def variant_id(compiler: str, flags: tuple[str, ...]) -> str:
-    """gcc + (-O2, -march=x86-64-v3) -> 'gcc-O2-march-x86-64-v3'; long ids end in a hash."""
-    parts = [re.sub(r"[^A-Za-z0-9._+-]", "_", compiler)]
-    parts += [re.sub(r"[^A-Za-z0-9._+-]", "_", f.lstrip("-").replace("=", "-")) for f in flags]
-    vid = "-".join(parts) if flags else f"{parts[0]}-default"
-    if len(vid) > ID_MAX:
+    """gcc + (-O2, -march=x86-64-v3) -> 'gcc-O2-march-x86-64-v3'.
+
+    Readable for the flags people sweep: leading dashes dropped, '=' written '-'. When other
+    characters had to be replaced (spaces, quotes, '/', ...) or the id is long, it ends in a hash
+    of the exact flags, so those never share an id. The one spelling left ambiguous is '=' against
+    '-' ("-fa=b" and "-fa-b"); one of such a pair is always a flag the compiler rejects, and the
+    store keeps the exact flags beside the id.
+    """
+    parts = [compiler, *(f.lstrip("-").replace("=", "-") for f in flags)]
+    safe = [re.sub(r"[^A-Za-z0-9._+-]", "_", p) for p in parts]
+    vid = "-".join(safe) if flags else f"{safe[0]}-default"
+    if safe != parts or len(vid) > ID_MAX:
         digest = hashlib.sha256("\0".join((compiler, *flags)).encode()).hexdigest()[:10]
         vid = f"{vid[:ID_MAX - 11]}-{digest}"
     return vid
@@ -60,7 +67,7 @@ def expand(recipe: Recipe, compilers: list[str] | None = None, filter_cpu: bool 
     kept = _dedupe(kept, recipe)
     skipped = _unrunnable(kept) if filter_cpu else []
     runnable = [v for v in kept if v not in {s.variant for s in skipped}]
-    baseline = _baseline(recipe, runnable, compilers)
+    baseline = _baseline(recipe, runnable, skipped, compilers)
     ordered = [baseline] + [v for v in runnable if v is not baseline]
     return Matrix(ordered, baseline, skipped, _design(recipe))
 
@@ -103,7 +110,7 @@ def _excluded(variant: Variant, rules: list[dict[str, str]]) -> bool:
 
 
 def _dedupe(variants: list[Variant], recipe: Recipe) -> list[Variant]:
-    """Two rows with the same compiler and flags are one build; different flags must not share an id."""
+    """Two rows with the same compiler and flags are one build, answering to both rows' factors."""
     seen: dict[str, Variant] = {}
     for v in variants:
         other = seen.get(v.id)
@@ -112,27 +119,36 @@ def _dedupe(variants: list[Variant], recipe: Recipe) -> list[Variant]:
         elif other.flags != v.flags:
             raise ConfigError(f"{recipe.path}: variants {other.flags} and {v.flags} map to the "
                               f"same id '{v.id}'; change one flag spelling")
+        else:
+            merged = {**v.factors, **other.factors}
+            seen[v.id] = Variant(other.id, other.compiler, other.flags, merged)
     return list(seen.values())
 
 
 def _unrunnable(variants: list[Variant]) -> list[Skipped]:
+    """Variants whose target options (-march, -mavx512f, ...) this CPU cannot execute."""
     out = []
     for v in variants:
-        for flag in v.flags:
-            if flag.startswith("-march="):
-                verdict = cpu.can_run(flag.split("=", 1)[1], v.compiler)
-                if not verdict.ok:
-                    out.append(Skipped(v, verdict.reason))
-                    break
+        verdict = cpu.can_run_flags(v.flags, v.compiler)
+        if not verdict.ok:
+            out.append(Skipped(v, verdict.reason))
     return out
 
 
-def _baseline(recipe: Recipe, variants: list[Variant], compilers: list[str]) -> Variant:
+def _baseline(recipe: Recipe, variants: list[Variant], skipped: list[Skipped],
+              compilers: list[str]) -> Variant:
     want = dict(recipe.spec.baseline)
     want.setdefault("compiler", compilers[0])
-    found = [v for v in variants
-             if all((v.compiler if k == "compiler" else v.factors.get(k)) == val
-                    for k, val in want.items())]
+
+    def matches(v: Variant) -> bool:
+        return all((v.compiler if k == "compiler" else v.factors.get(k)) == val
+                   for k, val in want.items())
+
+    found = [v for v in variants if matches(v)]
+    lost = [s for s in skipped if matches(s.variant)]
+    if not found and lost:
+        raise ConfigError(f"{recipe.path}: key 'baseline': the baseline {lost[0].variant.id} "
+                          f"cannot run on this CPU ({lost[0].reason}); pick another baseline")
     if len(found) != 1:
         what = "no runnable variant" if not found else f"{len(found)} variants ({', '.join(v.id for v in found)})"
         raise ConfigError(f"{recipe.path}: key 'baseline': {want} matches {what}; "

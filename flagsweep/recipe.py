@@ -61,11 +61,26 @@ class RecipeFile(Strict):
             if unknown:
                 raise ValueError(f"exclude[{i}] names unknown axes {sorted(unknown)}; "
                                  f"expected some of {sorted(factor_names)} or 'compiler'")
+            if not rule:
+                raise ValueError(f"exclude[{i}] is empty: it would exclude every variant")
+            self._check_levels(f"exclude[{i}]", rule)
         unknown = set(self.baseline) - factor_names - {"compiler"}
         if unknown:
             raise ValueError(f"baseline names unknown axes {sorted(unknown)}; "
                              f"expected some of {sorted(factor_names)} or 'compiler'")
+        self._check_levels("baseline", self.baseline)
         return self
+
+    def _check_levels(self, where: str, rule: dict[str, str]) -> None:
+        """A typo in a level ('-O9') would silently match nothing: name the levels there are."""
+        for factor, value in rule.items():
+            if factor == "compiler":
+                continue  # --compiler may bring compilers the recipe does not list
+            known = {level_of(v).label for v in self.axes.get(factor, [])}
+            known |= {i.factors[factor] for i in self.include if factor in i.factors}
+            if value not in known:
+                raise ValueError(f"{where} has {factor} = {value!r}, which is not one of its "
+                                 f"levels {sorted(known)}")
 
 
 @dataclass(frozen=True)
@@ -115,7 +130,7 @@ def resolve(name_or_path: str) -> Path:
     candidate = Path(name_or_path)
     if candidate.is_file():
         return candidate.resolve()
-    named = RECIPES_DIR / f"{name_or_path}.toml"
+    named = RECIPES_DIR / f"{name_or_path.removesuffix('.toml')}.toml"
     if "/" not in name_or_path and named.is_file():
         return named
     known = ", ".join(r.name for r in available()) or "none"
@@ -129,6 +144,8 @@ def available() -> list[Recipe]:
 
 def from_flags(flag_sets: list[str], compilers: list[str]) -> Recipe:
     """An ad-hoc recipe from `--flags "..."` options: one variant per flag set, the first the baseline."""
+    if not flag_sets or not compilers:
+        raise ConfigError("--flags needs at least one flag set and one compiler")
     include = [Include(flags=f, factors={"flags": f.strip() or "none"}) for f in flag_sets]
     spec = RecipeFile(summary="flags given on the command line", compilers=compilers,
                       include=include, baseline={"flags": flag_sets[0].strip() or "none"})

@@ -7,6 +7,7 @@ tale). Errors name the file, the dotted key and what was expected.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 from typing import TypeVar
@@ -40,23 +41,60 @@ def validate(model: type[M], data: dict, path: Path, context: dict | None = None
     try:
         return model.model_validate(data, context=context)
     except ValidationError as e:
-        raise ConfigError(f"{path}: " + "; ".join(_describe(err) for err in e.errors())) from None
+        raise ConfigError(f"{path}: " + "; ".join(_describe(e.errors(), data))) from None
 
 
-def _describe(err: dict) -> str:
-    key = ".".join(str(p) for p in err["loc"] if not str(p).startswith("function-")) or "(top level)"
-    kind = err["type"]
-    if kind == "extra_forbidden":
-        return f"unknown key '{key}'"
-    if kind == "missing":
-        return f"missing key '{key}'"
-    got = err.get("input")
-    shown = "" if isinstance(got, (dict, list)) else f", got {got!r}"
-    return f"key '{key}': {_expected(err)}{shown}"
+def _describe(errors: list[dict], data: dict) -> list[str]:
+    """One line per key; a value that fits none of a union's forms lists what each wanted."""
+    problems: list[str] = []
+    wanted: dict[str, list[str]] = {}
+    got: dict[str, str] = {}
+    for err in errors:
+        key, kind = _key(err, data), err["type"]
+        if kind == "extra_forbidden":
+            problems.append(f"unknown key '{key}'")
+        elif kind == "missing":
+            problems.append(f"missing key '{key}'")
+        else:
+            if key not in wanted:
+                problems.append(key)  # placeholder, filled below once all forms are known
+            wanted.setdefault(key, []).append(_expected(err))
+            value = err.get("input")
+            got[key] = "" if isinstance(value, (dict, list)) else f", got {value!r}"
+    out = []
+    for p in dict.fromkeys(problems):
+        if p in wanted:
+            expected = " or ".join(dict.fromkeys(wanted[p])).replace(" or expected ", " or ")
+            out.append(f"key '{p}': {expected}{got[p]}" if p else f"{expected}{got[p]}")
+        else:
+            out.append(p)
+    return out
+
+
+def _key(err: dict, data: dict) -> str:
+    """The dotted key as the user wrote it: pydantic's location also names union members and
+    validators ('inputs.wav.seconds', 'axes.opt.0.str'), which are not keys in the file."""
+    parts, node = [], data
+    loc = err["loc"]
+    for i, part in enumerate(loc):
+        last = i == len(loc) - 1
+        if isinstance(part, int) and isinstance(node, list) and part < len(node):
+            parts.append(str(part))
+            node = node[part]
+        elif isinstance(node, dict) and part in node:
+            parts.append(str(part))
+            node = node[part]
+        elif last and err["type"] in ("missing", "extra_forbidden"):
+            parts.append(str(part))
+    return ".".join(parts)
 
 
 def _expected(err: dict) -> str:
-    """pydantic's message, minus its 'Value error, ' prefix on our own validators' messages."""
-    msg = err["msg"]
-    return msg.removeprefix("Value error, ").removeprefix("Input should be ").join(
-        ["expected ", ""] if msg.startswith("Input should be") else ["", ""])
+    """pydantic's message in the words of this project's other errors."""
+    if err["type"] == "too_short":
+        return f"expected at least {err['ctx']['min_length']} item(s)"
+    msg = err["msg"].removeprefix("Value error, ")
+    msg = re.sub(r" or instance of \w+", "", msg)  # "a valid dictionary or instance of Level"
+    if msg.startswith("Input should be "):
+        return "expected " + msg.removeprefix("Input should be ")
+    return msg

@@ -37,12 +37,7 @@ class SourceSpec(Strict):
     strip_components: int = 1
     path: str | None = None
 
-    @field_validator("sha256")
-    @classmethod
-    def _hex(cls, v: str | None) -> str | None:
-        if v is not None and not re.fullmatch(r"[0-9a-f]{64}", v):
-            raise ValueError("expected 64 lowercase hex digits")
-        return v
+    _hex = field_validator("sha256")(lambda cls, v: check_sha256(v))
 
     @model_validator(mode="after")
     def _one_kind(self) -> "SourceSpec":
@@ -92,15 +87,26 @@ class RunSpec(Strict):
 
     @field_validator("argv")
     @classmethod
-    def _placeholders(cls, argv: list[str]) -> list[str]:
-        for arg in argv:
-            for _, name, _, _ in string.Formatter().parse(arg):
-                if name is not None and name not in PLACEHOLDERS:
-                    raise ValueError(f"unknown placeholder {{{name}}} in {arg!r}; "
-                                     f"expected one of {sorted(PLACEHOLDERS)}")
-        if "{binary}" not in argv[0]:
+    def _argv(cls, argv: list[str]) -> list[str]:
+        check_placeholders(argv)
+        if argv[0] != "{binary}":
             raise ValueError("argv[0] must be '{binary}' (the measured executable)")
         return argv
+
+
+def check_placeholders(argv: list[str]) -> list[str]:
+    for arg in argv:
+        for _, name, _, _ in string.Formatter().parse(arg):
+            if name is not None and name not in PLACEHOLDERS:
+                raise ValueError(f"unknown placeholder {{{name}}} in {arg!r}; "
+                                 f"expected one of {sorted(PLACEHOLDERS)}")
+    return argv
+
+
+def check_sha256(value: str | None) -> str | None:
+    if value is not None and not re.fullmatch(r"[0-9a-f]{64}", value):
+        raise ValueError("expected 64 lowercase hex digits")
+    return value
 
 
 class CheckSpec(Strict):
@@ -109,6 +115,9 @@ class CheckSpec(Strict):
     sha256: str | None = None
     roundtrip_argv: list[str] | None = None
     rel_tolerance: Annotated[float, Field(ge=0)] | None = None
+
+    _hex = field_validator("sha256")(lambda cls, v: check_sha256(v))
+    _argv = field_validator("roundtrip_argv")(lambda cls, v: v and check_placeholders(v))
 
     @model_validator(mode="after")
     def _needs(self) -> "CheckSpec":

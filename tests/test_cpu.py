@@ -153,9 +153,9 @@ def test_isa_macros_v3_has_avx2_not_avx512_nor_codegen_macros():
 def test_isa_macros_is_cached():
     _need("gcc")
     assert cpu.isa_macros("gcc", "x86-64-v2") is cpu.isa_macros("gcc", "x86-64-v2")
-    before = cpu.isa_macros.cache_info().hits
+    before = cpu.isa_macros_for.cache_info().hits
     cpu.isa_macros("gcc", "x86-64-v2")
-    assert cpu.isa_macros.cache_info().hits == before + 1
+    assert cpu.isa_macros_for.cache_info().hits == before + 1
 
 
 def test_bad_march_raises_config_error_naming_it():
@@ -259,6 +259,19 @@ def test_can_run_tolerates_intrinsic_only_features_but_says_so():
     # ...but a generated-code feature is still disqualifying.
     no_avx512 = dataclasses.replace(no_sgx, flags=tuple(f for f in no_sgx.flags if f != "avx512bw"))
     assert cpu.can_run("skylake-avx512", "gcc", no_avx512).missing == ("avx512bw",)
+
+
+def test_can_run_flags_counts_every_target_option():
+    _need("gcc")
+    haswell = cpu.read_host(HASWELL)
+    # -march=native on this host plus -mavx512f asks for AVX-512, which Haswell lacks.
+    extra = cpu.can_run_flags(("-O2", "-march=haswell", "-mavx512f"), "gcc", haswell)
+    assert not extra.ok and extra.missing == ("avx512f",)
+    assert extra.reason == "-march=haswell -mavx512f needs avx512f (this CPU lacks it)"
+    # The last -march wins, as in the compiler: v4 then x86-64 is baseline code.
+    assert cpu.can_run_flags(("-march=x86-64-v4", "-march=x86-64"), "gcc", haswell).ok
+    # No target option at all: nothing to check.
+    assert cpu.can_run_flags(("-O3", "-funroll-loops"), "gcc", cpu.read_host(CORE2)).ok
 
 
 def test_can_run_native_is_always_ok():

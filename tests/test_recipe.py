@@ -250,3 +250,35 @@ def test_from_flags_empty_first_set_is_the_none_baseline():
     assert r.spec.baseline == {"flags": "none"}
     assert r.spec.include[0].factors == {"flags": "none"}
     assert r.spec.compilers == ["gcc", "clang"]
+
+
+def test_exclude_level_typo_and_empty_exclude_are_rejected(tmp_path):
+    base = 'summary = "s"\nbaseline = { opt = "-O2" }\n[axes]\nopt = ["-O2", "-O3"]\n'
+    (tmp_path / "typo.toml").write_text(base + '[[exclude]]\nopt = "-O9"\n')
+    with pytest.raises(ConfigError) as info:
+        recipe.load(str(tmp_path / "typo.toml"))
+    assert str(info.value) == (f"{tmp_path / 'typo.toml'}: exclude[0] has opt = '-O9', which is "
+                               "not one of its levels ['-O2', '-O3']")
+    (tmp_path / "empty.toml").write_text(base + '[[exclude]]\n')
+    with pytest.raises(ConfigError) as info:
+        recipe.load(str(tmp_path / "empty.toml"))
+    assert "exclude[0] is empty: it would exclude every variant" in str(info.value)
+
+
+def test_wrong_level_type_names_the_level_not_pydantic_internals(tmp_path):
+    (tmp_path / "r.toml").write_text('summary = "s"\nbaseline = { opt = "-O2" }\n[axes]\n'
+                                     'opt = ["-O2", 3]\n')
+    with pytest.raises(ConfigError) as info:
+        recipe.load(str(tmp_path / "r.toml"))
+    msg = str(info.value)
+    assert "key 'axes.opt.1': expected a valid string or a valid dictionary, got 3" in msg
+    assert ".str" not in msg and "LabelledLevel" not in msg
+
+
+def test_recipe_name_with_toml_suffix_loads():
+    assert recipe.load("olevels.toml").name == "olevels"
+
+
+def test_from_flags_without_flag_sets_is_a_config_error():
+    with pytest.raises(ConfigError):
+        recipe.from_flags([], ["gcc"])

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# flagsweep set-up: install what is needed (idempotent), then do one job.
+#
+#   ./setup.sh run     install, then build gzip under the olevels recipe (the main job)
+#   ./setup.sh test    install, then run the test suite (what .ci/run calls)
+#   ./setup.sh         install only
+#
+# Works as root or as a user with sudo. Debian packages are installed only when missing; the
+# Python package goes into .venv beside this file (editable, so targets/ and recipes/ are found).
+set -euo pipefail
+cd "$(dirname "$0")"
+
+PACKAGES=(cmake ninja-build ccache gcc g++ clang make binutils xz-utils git
+          python3 python3-venv linux-perf valgrind)
+
+as_root() {
+    if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+install_packages() {
+    local missing=()
+    for p in "${PACKAGES[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+    done
+    if [ ${#missing[@]} -gt 0 ]; then
+        echo "setup: installing ${missing[*]}"
+        as_root apt-get update -qq
+        as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    fi
+}
+
+install_python() {
+    if [ ! -x .venv/bin/python ]; then
+        python3 -m venv .venv
+    fi
+    .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
+}
+
+install_packages
+install_python
+
+case "${1:-}" in
+    run)  exec .venv/bin/flagsweep build gzip --recipe olevels ;;
+    test) exec .venv/bin/python -m pytest -q -ra ;;
+    "")   echo "setup: done; the tool is .venv/bin/flagsweep" ;;
+    *)    echo "usage: ./setup.sh [run|test]" >&2; exit 2 ;;
+esac

@@ -27,13 +27,9 @@ from flagsweep import fetch, target as target_mod
 
 def seed_cache(name: str, cache: Path) -> None:
     """Put the target's verified tarball into the private cache (fetching it if needed)."""
-    t = target_mod.load(name)
-    s = t.spec.source
-    if s.path is not None:
+    src = target_mod.load(name).tarball()
+    if src is None:
         return
-    debian = fetch.DebianSource(s.debian.package, s.debian.version) if s.debian else None
-    src = fetch.Source(name=t.name, version=t.spec.version, urls=tuple(s.urls), sha256=s.sha256,
-                       debian=debian, strip_components=s.strip_components)
     tarball = fetch.fetch(src)
     (cache / "downloads").mkdir(parents=True)
     shutil.copy2(tarball, cache / "downloads" / tarball.name)

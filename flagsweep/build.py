@@ -69,11 +69,7 @@ def source_tree(target: Target, opts: Options) -> Path:
     local = target.local_source()
     if local is not None:
         return local
-    s = target.spec.source
-    debian = fetch.DebianSource(s.debian.package, s.debian.version) if s.debian else None
-    spec = fetch.Source(name=target.name, version=target.spec.version, urls=tuple(s.urls),
-                        sha256=s.sha256, debian=debian, strip_components=s.strip_components)
-    return fetch.prepare(spec, offline=opts.offline, cache=opts.cache)
+    return fetch.prepare(target.tarball(), offline=opts.offline, cache=opts.cache)
 
 
 def build_all(target: Target, matrix: Matrix, opts: Options) -> list[VariantBuild]:

@@ -16,6 +16,7 @@ from typing import Annotated, Literal, Union
 
 from pydantic import Field, field_validator, model_validator
 
+from . import fetch
 from .errors import ConfigError
 from .schema import Strict, read_toml, validate
 
@@ -150,6 +151,15 @@ class Target:
     @property
     def folder(self) -> Path:
         return self.path.parent
+
+    def tarball(self) -> fetch.Source | None:
+        """What to fetch for this target, or None when it ships its own source folder."""
+        s = self.spec.source
+        if s.path is not None:
+            return None
+        debian = fetch.DebianSource(s.debian.package, s.debian.version) if s.debian else None
+        return fetch.Source(name=self.name, version=self.spec.version, urls=tuple(s.urls),
+                            sha256=s.sha256, debian=debian, strip_components=s.strip_components)
 
     def local_source(self) -> Path | None:
         """The source directory of a target that ships its own source, else None."""

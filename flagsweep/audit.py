@@ -76,7 +76,8 @@ def audit(compile_log: Path, tree: Path, expected: list[str], tolerated: list[st
           since: float) -> Audit:
     """Check a variant's compile log against its expected code-generation flags."""
     records = _records(compile_log)
-    want = _dedupe([f for f in expected if is_codegen(f)])
+    # The variant's flags are read like a command line, so `--param x=y` compares as one flag.
+    want = _dedupe(codegen_flags(["cc", *expected]))
     result = Audit(verified=False)
     objects_logged: set[Path] = set()
     for rec in records:
@@ -85,9 +86,10 @@ def audit(compile_log: Path, tree: Path, expected: list[str], tolerated: list[st
         if what == "other":
             continue
         got = codegen_flags(argv)
-        seen_tolerated = [f for f in got if f in tolerated]
-        result.tolerated_seen += [f for f in seen_tolerated if f not in result.tolerated_seen]
-        got = _dedupe([f for f in got if f not in tolerated])
+        # A tolerated flag that is also one of the variant's own is simply expected.
+        extra_ok = [f for f in got if f in tolerated and f not in want]
+        result.tolerated_seen = _dedupe(result.tolerated_seen + extra_ok)
+        got = _dedupe([f for f in got if f not in extra_ok])
         if what == "compile":
             result.compiles += 1
             objects_logged |= _outputs(argv, cwd)

@@ -12,6 +12,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -94,20 +95,22 @@ def _manifest(target: Target, matrix: Matrix, source: Path, out: Path, cache: Pa
     compilers = {n: _wrappers(toolchain.resolve(n), cache) for n in names}
     per_variant_jobs = max(1, jobs // max(1, min(jobs, len(matrix.variants))))
     templates = {}
-    if b.system == "autotools":
-        templates = {n: _template(target, source, n, compilers[n], cache, out) for n in names}
+    if b.system == "autotools":  # keyed by a CMake-safe name: a compiler may be a path
+        templates = {_slug(n): _template(target, source, n, compilers[n], cache, out)
+                     for n in names}
     return {
         "system": b.system, "source": str(source), "binary": b.binary,
         "configure_args": b.configure_args, "make_args": b.make_args,
         "ccache_env": _ccache_env(cache, out), "compilers": compilers, "templates": templates,
-        "variants": {v.id: {"compiler": v.compiler, "flags": [*v.flags, *b.project_flags],
+        "variants": {v.id: {"compiler": v.compiler, "template": _slug(v.compiler),
+                            "flags": [*v.flags, *b.project_flags],
                             "dir": str(out / "builds" / v.id), "jobs": per_variant_jobs}
                      for v in matrix.variants},
     }
 
 
 def _wrappers(compiler: toolchain.Compiler, cache: Path) -> dict:
-    where = cache / "wrappers" / compiler.name.replace("/", "_")
+    where = cache / "wrappers" / _slug(compiler.name)
     tools = {"cc": str(wrapper.install(compiler.cc, where / "cc", compiler.cc, wrapper.ccache()))}
     if compiler.cxx:
         tools["cxx"] = str(wrapper.install(compiler.cxx, where / "cxx", compiler.cc,
@@ -122,8 +125,14 @@ def _template(target: Target, source: Path, name: str, tools: dict, cache: Path,
     key_parts = [TEMPLATE_FORMAT, str(source), target.spec.build.configure_args, tools,
                  (source / "configure").stat().st_mtime_ns if (source / "configure").exists() else 0]
     key = hashlib.sha256(json.dumps(key_parts, sort_keys=True).encode()).hexdigest()[:16]
-    return {"dir": str(cache / "configured" / f"{target.name}-{name}-{key}"),
-            "log": str(out / "builds" / f"configure-{name}.log")}
+    folder = f"{target.name}-{_slug(name)}-{key}"
+    return {"compiler": name, "dir": str(cache / "configured" / folder),
+            "log": str(out / "builds" / f"configure-{_slug(name)}.log")}
+
+
+def _slug(name: str) -> str:
+    """A compiler name usable in file and CMake target names ('/usr/bin/gcc' -> '_usr_bin_gcc')."""
+    return re.sub(r"[^A-Za-z0-9._+-]", "_", name)
 
 
 def _ccache_env(cache: Path, out: Path) -> dict[str, str]:
@@ -147,7 +156,7 @@ def _write_plan(manifest: dict, out: Path) -> None:
              f'set(FLAGSWEEP_BUILDS "{out / "builds"}")',
              f'set(FLAGSWEEP_TEMPLATES {" ".join(manifest["templates"])})',
              f'set(FLAGSWEEP_VARIANTS {" ".join(manifest["variants"])})']
-    lines += [f'set(FLAGSWEEP_COMPILER_{vid} "{v["compiler"]}")'
+    lines += [f'set(FLAGSWEEP_COMPILER_{vid} "{v["template"]}")'
               for vid, v in manifest["variants"].items()]
     (out / "plan.cmake").write_text("\n".join(lines) + "\n")
 
@@ -194,7 +203,7 @@ def _read_status(vdir: Path) -> dict:
 def _failure_detail(status: dict, vdir: Path, manifest: dict, v: Variant) -> str:
     """Why it failed and the last lines of the log that says so."""
     if not status:  # never started: its configure tree failed, or the superbuild broke
-        tmpl = manifest["templates"].get(v.compiler)
+        tmpl = manifest["templates"].get(_slug(v.compiler))
         logfile = Path(tmpl["log"]) if tmpl else vdir.parent.parent / "superbuild.log"
         why = "configure failed" if tmpl else "the superbuild never ran this variant"
         return f"{why}; {logfile}:\n{_excerpt(logfile)}"

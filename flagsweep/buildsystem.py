@@ -45,8 +45,8 @@ def main(argv: list[str]) -> int:
 
 # ---- template: flag-independent configure work, once per compiler --------------------------
 
-def template(m: dict, compiler: str) -> int:
-    t = m["templates"][compiler]
+def template(m: dict, name: str) -> int:
+    t = m["templates"][name]
     dest, log = Path(t["dir"]), Path(t["log"])
     if (dest / ORIGIN_FILE).exists():
         log.write_text(f"configure tree reused from the cache: {dest}\n")
@@ -54,7 +54,7 @@ def template(m: dict, compiler: str) -> int:
     work = dest.with_name(f"{dest.name}.tmp{os.getpid()}")
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    tools = m["compilers"][compiler]
+    tools = m["compilers"][t["compiler"]]
     argv = [str(Path(m["source"]) / "configure"), f"CC={tools['cc']}", f"CFLAGS={CONFIGURE_CFLAGS}"]
     if tools.get("cxx"):
         argv += [f"CXX={tools['cxx']}", f"CXXFLAGS={CONFIGURE_CFLAGS}"]
@@ -80,10 +80,10 @@ def prepare(m: dict, vid: str) -> int:
     started = time.time()
     _status(vdir, {"status": "running", "stage": "configure", "started": started})
     if m["system"] == "autotools":
-        tmpl = Path(m["templates"][v["compiler"]]["dir"])
+        tmpl = Path(m["templates"][v["template"]]["dir"])
         if not (tmpl / ORIGIN_FILE).exists():
             return _fail(vdir, "configure", started, f"configure tree {tmpl} missing: "
-                         f"see {m['templates'][v['compiler']]['log']}")
+                         f"see {m['templates'][v['template']]['log']}")
         shutil.copytree(tmpl, tree, symlinks=True, dirs_exist_ok=True)
         relocate(tree, (tmpl / ORIGIN_FILE).read_text(), str(tree))
     elif m["system"] == "make":

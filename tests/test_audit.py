@@ -90,3 +90,17 @@ def test_empty_log_is_never_verified(tmp_path):
     result = audit.audit(tmp_path / "absent.jsonl", tmp_path, ["-O2"], [], time.time())
     assert not result.verified
     assert "no compile command was recorded" in result.problems[0]
+
+
+def test_two_word_param_in_the_variant_matches_the_compile_line(tmp_path):
+    log = _log(tmp_path, ["cc", "-O2", "--param", "max-unroll-times=4", "-c", "a.c"])
+    assert audit.audit(log, tmp_path, ["-O2", "--param", "max-unroll-times=4"], [],
+                       time.time()).verified
+
+
+def test_a_tolerated_flag_that_is_also_the_variants_own_is_expected(tmp_path):
+    log = _log(tmp_path, ["cc", "-O2", "-msse", "-c", "a.c"], ["cc", "-O2", "-msse", "-msse", "-c", "b.c"])
+    own = audit.audit(log, tmp_path, ["-O2", "-msse"], ["-msse"], time.time())
+    assert own.verified and own.tolerated_seen == []
+    other = audit.audit(log, tmp_path, ["-O2"], ["-msse"], time.time())
+    assert other.verified and other.tolerated_seen == ["-msse"]  # listed once

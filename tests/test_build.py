@@ -14,8 +14,9 @@ from flagsweep import build, matrix, recipe, target
 pytestmark = pytest.mark.integration
 
 
-def _build(t: target.Target, flag_sets: list[str], out: Path) -> dict[str, build.VariantBuild]:
-    m = matrix.expand(recipe.from_flags(flag_sets, ["gcc"]))
+def _build(t: target.Target, flag_sets: list[str], out: Path,
+           compiler: str = "gcc") -> dict[str, build.VariantBuild]:
+    m = matrix.expand(recipe.from_flags(flag_sets, [compiler]))
     builds = build.build_all(t, m, build.Options(out_dir=out, jobs=2))
     return {" ".join(b.variant.flags): b for b in builds}
 
@@ -90,7 +91,8 @@ def test_hard_coded_compiler_is_caught(tmp_path, fixture_target):
     assert "were not compiled through the audited compiler" in b.detail and "b.o" in b.detail
 
 
-def test_autotools_configure_runs_once_per_compiler_and_is_reused(tmp_path):
+@pytest.mark.parametrize("compiler", ["gcc", "/usr/bin/gcc"])  # a path is a valid compiler name
+def test_autotools_configure_runs_once_per_compiler_and_is_reused(tmp_path, compiler):
     """A minimal autotools-style project: configure writes the Makefile, variants copy it."""
     src = tmp_path / "src"
     src.mkdir()
@@ -109,10 +111,10 @@ def test_autotools_configure_runs_once_per_compiler_and_is_reused(tmp_path):
         '[build]\nsystem = "autotools"\nbinary = "prog"\n'
         '[inputs]\nkind = "file"\npath = "x"\n[run]\nargv = ["{binary}"]\n[check]\nmethod = "exact"\n')
     t = target.load(str(tmp_path))
-    builds = _build(t, ["-O1", "-O3"], tmp_path / "run1")
+    builds = _build(t, ["-O1", "-O3"], tmp_path / "run1", compiler)
     assert {b.status for b in builds.values()} == {"ok"}, [b.detail for b in builds.values()]
-    _build(t, ["-O2"], tmp_path / "run2")
+    (o2,) = _build(t, ["-O2"], tmp_path / "run2", compiler).values()
     assert (tmp_path / "configure-runs").read_text().count("run") == 1
     # The copied tree was relocated: its Makefile names its own folder, not the cached one.
-    makefile = (tmp_path / "run2/builds/gcc-O2/tree/Makefile").read_text()
-    assert f"BUILD = {tmp_path / 'run2/builds/gcc-O2/tree'}" in makefile
+    tree = tmp_path / "run2/builds" / o2.variant.id / "tree"
+    assert f"BUILD = {tree}" in (tree / "Makefile").read_text()

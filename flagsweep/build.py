@@ -54,6 +54,28 @@ class VariantBuild:
                 "detail": self.detail, "audit": self.audit}
 
 
+    def doc(self, out_dir: Path) -> dict:
+        """The variant as results.json and builds.json list it."""
+        v = self.variant
+        return {"id": v.id, "compiler": v.compiler, "flags": list(v.flags),
+                "factors": v.factors, "build": self.contract(out_dir)}
+
+
+def write_summary(out: Path, target: Target, recipe, m: Matrix,
+                  builds: list[VariantBuild]) -> Path:
+    """builds.json: what `flagsweep build` reports, also kept beside a run's results."""
+    summary = {"target": target.name, "recipe": recipe.name, "design": m.design,
+               "baseline": m.baseline.id,
+               "compilers": [toolchain.describe(toolchain.resolve(c))
+                             for c in sorted({v.compiler for v in m.variants})],
+               "variants": [b.doc(out) for b in builds],
+               "skipped": [{"id": s.variant.id, "flags": list(s.variant.flags), "reason": s.reason}
+                           for s in m.skipped]}
+    path = out / "builds.json"
+    path.write_text(json.dumps(summary, indent=2))
+    return path
+
+
 @dataclass(frozen=True)
 class Options:
     out_dir: Path

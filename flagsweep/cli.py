@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from . import __version__, build, cpu, matrix, recipe, target, toolchain
+from . import __version__, build, cpu, matrix, recipe, results, store, sweep, system, target
 from .errors import FlagsweepError
 
 REPORTS = Path(__file__).resolve().parent.parent / "reports"
@@ -58,25 +58,32 @@ def cpus(as_json: bool, compilers: tuple[str, ...]) -> None:
     click.echo(f"features:     {' '.join(info['cpu_flags'])}")
 
 
-@cli.command("build")
-@click.argument("target_name", metavar="TARGET")
-@click.option("--recipe", "recipe_name", help="Recipe name or path [default: olevels].")
-@click.option("--flags", "flag_sets", multiple=True,
-              help='A flag set to build, e.g. --flags "-O2 -march=native" (repeatable; '
-                   "the first is the baseline). Replaces the recipe.")
-@click.option("--compiler", "compilers", multiple=True,
-              help="Compiler(s) to use instead of the recipe's (repeatable).")
-@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
-              help="Parallel build jobs [default: number of CPUs].")
-@click.option("--out", "out_dir", type=click.Path(path_type=Path),
-              help="Output folder [default: reports/TARGET-TIMESTAMP].")
-@click.option("--offline", is_flag=True, help="Use cached sources only; never download.")
-@click.option("--source-dir", type=click.Path(path_type=Path),
-              help="Use this unpacked source tree instead of fetching (air-gapped machines).")
-@click.option("--json", "as_json", is_flag=True, help="Print the builds as JSON.")
-def build_cmd(target_name, recipe_name, flag_sets, compilers, jobs, out_dir, offline, source_dir,
-              as_json) -> None:
-    """Fetch TARGET and build every variant of a recipe, audited and fingerprinted."""
+def target_options(f):
+    """The options `build` and `run` share: what to build and how."""
+    options = [
+        click.argument("target_name", metavar="TARGET", required=False),
+        click.option("--recipe", "recipe_name", help="Recipe name or path [default: olevels]."),
+        click.option("--flags", "flag_sets", multiple=True,
+                     help='A flag set to build, e.g. --flags "-O2 -march=native" (repeatable; '
+                          "the first is the baseline). Replaces the recipe."),
+        click.option("--compiler", "compilers", multiple=True,
+                     help="Compiler(s) to use instead of the recipe's (repeatable)."),
+        click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
+                     help="Parallel build jobs [default: number of CPUs]."),
+        click.option("--out", "out_dir", type=click.Path(path_type=Path),
+                     help="Output folder [default: reports/TARGET-TIMESTAMP]."),
+        click.option("--offline", is_flag=True, help="Use cached sources only; never download."),
+        click.option("--source-dir", type=click.Path(path_type=Path),
+                     help="Use this unpacked source tree instead of fetching (air-gapped machines)."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def _prepare(target_name, recipe_name, flag_sets, compilers, jobs, out_dir, offline, source_dir):
+    if not target_name:
+        raise click.UsageError("missing argument TARGET")
     t = target.load(target_name)
     if flag_sets and recipe_name:
         raise click.UsageError("give --recipe or --flags, not both")
@@ -86,26 +93,94 @@ def build_cmd(target_name, recipe_name, flag_sets, compilers, jobs, out_dir, off
     out = out_dir or REPORTS / f"{t.name}-{_stamp()}"
     opts = build.Options(out_dir=out, jobs=jobs or _cpu_count(), offline=offline,
                          source_dir=source_dir)
-    click.echo(f"building {t.name} {t.spec.version}: recipe {r.name}, {len(m.variants)} variants "
+    click.echo(f"{t.name} {t.spec.version}: recipe {r.name}, {len(m.variants)} variants "
                f"({m.design}), {len(m.skipped)} skipped", err=True)
+    return t, r, m, opts
+
+
+@cli.command("build")
+@target_options
+@click.option("--json", "as_json", is_flag=True, help="Print the builds as JSON.")
+def build_cmd(as_json, **kw) -> None:
+    """Fetch TARGET and build every variant of a recipe, audited and fingerprinted."""
+    t, r, m, opts = _prepare(**kw)
     builds = build.build_all(t, m, opts)
-    out = out.resolve()
-    doc = [{"id": b.variant.id, "compiler": b.variant.compiler, "flags": list(b.variant.flags),
-            "factors": b.variant.factors, "build": b.contract(out)} for b in builds]
-    summary = {"target": t.name, "recipe": r.name, "design": m.design, "baseline": m.baseline.id,
-               "compilers": [toolchain.describe(toolchain.resolve(c))
-                             for c in sorted({v.compiler for v in m.variants})],
-               "variants": doc,
-               "skipped": [{"id": s.variant.id, "flags": list(s.variant.flags), "reason": s.reason}
-                           for s in m.skipped]}
-    (out / "builds.json").write_text(json.dumps(summary, indent=2))
+    out = opts.out_dir.resolve()
+    summary_path = build.write_summary(out, t, r, m, builds)
     if as_json:
-        click.echo(json.dumps(doc, indent=2))
+        click.echo(json.dumps([b.doc(out) for b in builds], indent=2))
     else:
         _print_table(builds, m)
-    click.echo(str(out / "builds.json"))
+    click.echo(str(summary_path))
     if any(b.status != "ok" for b in builds):
         sys.exit(1)
+
+
+@cli.command("run")
+@target_options
+@click.option("--runs", type=click.IntRange(min=1), help="Exactly N counted rounds (no adaptive stop).")
+@click.option("--min-runs", type=click.IntRange(min=1), default=5, show_default=True,
+              help="Rounds before the precision rule may stop.")
+@click.option("--max-runs", type=click.IntRange(min=1), default=30, show_default=True,
+              help="Most rounds.")
+@click.option("--budget", type=click.FloatRange(min=1), default=1800, show_default=True,
+              help="Seconds of measuring at most; no new round starts that would overrun it.")
+@click.option("--precision", "precision_pct", type=click.FloatRange(min=0.01), default=1.0,
+              show_default=True, help="Stop when every median's 95%% CI half-width is under this %%.")
+@click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True,
+              help="Warmup rounds (run, stored, not counted).")
+@click.option("--cpu", type=click.IntRange(min=0), help="CPU to pin to [default: an isolated CPU, else the last].")
+@click.option("--metric", type=click.Choice(sorted(sweep.METRICS)), default="wall", show_default=True,
+              help="Primary metric (instructions without a PMU: Cachegrind's count, a change detector).")
+@click.option("--counters", type=click.Choice(["auto", "none"]), default="auto", show_default=True,
+              help="perf counters: hardware when the machine has a PMU, else software events; or none.")
+@click.option("--quick", is_flag=True, help="A smaller input (a fast look, not a final answer).")
+@click.option("--strict-check", is_flag=True, help="Do not time binaries whose output differs.")
+@click.option("--seed", type=int, help="Seed for round order and environment padding [default: random, recorded].")
+@click.option("--resume", "resume_id", metavar="RUN_ID", help="Continue an interrupted run (its folder name).")
+def run_cmd(runs, min_runs, max_runs, budget, precision_pct, warmup, cpu, metric, counters, quick,
+            strict_check, seed, resume_id, **kw) -> None:
+    """Build TARGET's variants, check their outputs, and measure them in pinned shuffled rounds."""
+    db = store.Store()
+    say = lambda text: click.echo(text, err=True)  # noqa: E731
+    if resume_id:
+        path = sweep.resume(resume_id, db, say)
+    else:
+        if runs is not None:
+            min_runs = max_runs = runs
+        if min_runs > max_runs:
+            raise click.UsageError(f"--min-runs {min_runs} is more than --max-runs {max_runs}")
+        t, r, m, opts = _prepare(**kw)
+        mopts = sweep.MeasureOptions(runs=runs, min_runs=min_runs, max_runs=max_runs, budget=budget,
+                                     warmup=warmup, cpu=cpu, metric=metric, counters=counters,
+                                     precision_pct=precision_pct, quick=quick,
+                                     strict_check=strict_check, seed=seed)
+        path = sweep.start(t, r, m, opts, mopts, db, say)
+    results.terminal_summary(path, say)
+    click.echo(str(path))
+
+
+@cli.command("system")
+@click.option("--tune", is_flag=True, help="Apply the quieter settings (root); remembered for --reset.")
+@click.option("--reset", "reset_", is_flag=True, help="Undo what --tune changed.")
+@click.option("--json", "as_json", is_flag=True, help="Print the machine state as JSON.")
+def system_cmd(tune, reset_, as_json) -> None:
+    """What affects measurement noise on this machine, with advice (like pyperf system)."""
+    if tune and reset_:
+        raise click.UsageError("give --tune or --reset, not both")
+    if tune or reset_:
+        for line in (system.tune() if tune else system.reset()):
+            click.echo(line)
+        return
+    state = system.machine_state(["gcc"])
+    if as_json:
+        click.echo(json.dumps(state, indent=2))
+        return
+    for item in system.show():
+        advice = f"  -> {item['advice']}" if item["advice"] else ""
+        click.echo(f"{item['name']:<22} {item['value'] if item['value'] is not None else 'n/a'}{advice}")
+    for warning in system.warnings(state):
+        click.echo(f"warning: {warning}")
 
 
 def _print_table(builds: list[build.VariantBuild], m: matrix.Matrix) -> None:

@@ -1,5 +1,5 @@
-"""Shared fixtures: every test gets caches of its own, so the suite never touches (or depends
-on) the user's ~/.cache/flagsweep or ccache, and never needs the network."""
+"""Shared fixtures: the suite never touches (or depends on) the user's ~/.cache/flagsweep,
+ccache, store or measurement lock, and never needs the network."""
 
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ def session_cache(tmp_path_factory) -> Path:
 def isolated_cache(session_cache: Path, monkeypatch) -> Path:
     """One cache for the whole session (so ccache hits across tests are possible), never the user's."""
     monkeypatch.setenv("FLAGSWEEP_CACHE", str(session_cache))
+    monkeypatch.setenv("FLAGSWEEP_DB", f"sqlite:///{session_cache / 'store.sqlite'}")
+    monkeypatch.setenv("FLAGSWEEP_LOCK", str(session_cache / "measure.lock"))
     monkeypatch.delenv("CCACHE_DIR", raising=False)
     return session_cache
 

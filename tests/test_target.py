@@ -83,8 +83,8 @@ def test_shipped_target_details():
 
     lame = target.load("lame")
     assert lame.spec.inputs.kind == "wav"
-    assert lame.spec.inputs.seconds == 60
-    assert lame.spec.inputs.quick_seconds == 8
+    assert lame.spec.inputs.seconds == 200
+    assert lame.spec.inputs.quick_seconds == 30
     assert lame.spec.build.binary == "frontend/lame"
 
     tiny = target.load("tiny")

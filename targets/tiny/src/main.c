@@ -1,8 +1,10 @@
 /* tiny FILE [ROUNDS]: run both kernels over FILE and print their results. */
 #include "kernel.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 static unsigned char *slurp(const char *path, size_t *n)
 {
@@ -37,6 +39,19 @@ int main(int argc, char **argv)
         matches += tiny_matches(data, n);
         energy += tiny_filter(data, n);
     }
+    /* Test hooks: flagsweep's tests build variants with -DTINY_CRASH, -DTINY_HANG or
+     * -DTINY_WRONG to get a binary that dies, never finishes, or prints a wrong result.
+     * -D flags do not choose code generation, so the flag audit accepts them. */
+#ifdef TINY_CRASH
+    raise(SIGSEGV);
+#endif
+#ifdef TINY_HANG
+    for (;;)
+        pause();
+#endif
+#ifdef TINY_WRONG
+    energy *= 1.5;
+#endif
     printf("bytes %zu matches %llu energy %.6f\n", n, (unsigned long long)matches, energy / rounds);
     free(data);
     return 0;

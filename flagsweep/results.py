@@ -1,0 +1,168 @@
+"""Results files: results.json (the public contract, ../shared/design/results-contract.md),
+samples.csv (one row per sample, warmups and failures included), and the progress display.
+
+Both files are rebuilt from the store, so an interrupted sweep's files hold every sample taken so
+far, and a resumed sweep's files are the union. Statistics fields (vs_baseline, effects, aa,
+noise, recommendation) arrive with the statistics stage; until then a variant's `summary` has its
+median and the order-statistic 95% CI the runner's stopping rule used.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Iterator
+
+from . import stats
+from .store import Sample, Store
+
+SCHEMA = "flagsweep/1"
+SAMPLE_METRICS = ("wall_s", "user_s", "sys_s", "maxrss_kb")
+CSV_COUNTERS = ("cycles", "instructions", "branch_misses", "cache_misses", "task_clock_s",
+                "context_switches", "cpu_migrations", "page_faults", "duration_s")
+
+
+def metric_of(s: Sample, metric: str) -> float | None:
+    """One sample's value of a metric name: a column, user+sys for cpu_s, or a counter."""
+    if metric == "cpu_s":
+        return s.user_s + s.sys_s if s.user_s is not None and s.sys_s is not None else None
+    if metric in SAMPLE_METRICS:
+        return getattr(s, metric)
+    value = (s.counters or {}).get(metric)
+    return value if isinstance(value, (int, float)) else None
+
+
+def metric_values(samples: list[Sample], metric: str) -> dict[str, list[float]]:
+    """Good, counted (non-warmup) values of the metric per variant."""
+    out: dict[str, list[float]] = {}
+    for s in samples:
+        value = metric_of(s, metric) if s.ok and s.round >= 0 else None
+        if value is not None:
+            out.setdefault(s.variant_id, []).append(value)
+    return out
+
+
+def write(out: Path, store: Store, run_id: str) -> Path:
+    """Write results.json and samples.csv into out; return the results.json path."""
+    run = store.run(run_id)
+    all_samples = store.samples(run_id)
+    doc = _document(run, store.variants(run_id), all_samples)
+    path = out / "results.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(doc, indent=1))
+    tmp.replace(path)
+    _write_csv(out / "samples.csv", run_id, all_samples)
+    return path
+
+
+def _document(run: dict, variants: list[dict], samples: list[Sample]) -> dict:
+    o = run["options"]
+    m = o["measure"]
+    metric = {"wall": "wall_s", "cpu": "cpu_s"}.get(m["metric"], m["metric"])
+    t_path = o["target_path"]
+    return {
+        "schema": SCHEMA,
+        "target": run["target"], "recipe": run["recipe"],
+        "started": _iso(run["started"]), "finished": _iso(run["finished"]),
+        "status": run["status"], "stop_reason": run["stop_reason"],
+        "machine": {**run["machine"],
+                    "hw_counters": bool((o.get("counters") or {}).get("hw_counters", False))},
+        "compilers": o.get("compilers", []),
+        "metric": metric,
+        "workload": o.get("workload", {"target_file": t_path}),
+        "baseline": o["baseline"],
+        "design": o.get("design"),
+        "skipped": o.get("skipped", []),
+        "measurement": {k: m[k] for k in ("seed", "warmup", "min_runs", "max_runs", "runs",
+                                          "budget", "precision_pct", "cpu", "quick",
+                                          "strict_check", "counters")},
+        "variants": [_variant(v, samples, metric) for v in variants],
+    }
+
+
+def _variant(v: dict, samples: list[Sample], metric: str) -> dict:
+    doc = dict(v["doc"])
+    mine = [s for s in samples if s.variant_id == doc["id"]]
+    counted = [s for s in mine if s.ok and s.round >= 0]
+    doc["check"] = v["check"]
+    doc["samples"] = _columns(counted)
+    doc["failures"] = [{"round": s.round, "failure": s.failure} for s in mine if not s.ok]
+    doc["multiplexed"] = sum(s.multiplexed for s in counted)
+    values = [x for x in (metric_of(s, metric) for s in counted) if x is not None]
+    ci = stats.median_ci(values)
+    doc["summary"] = {"n": len(values),
+                      "median": ci.median if ci else (sorted(values)[len(values) // 2] if values else None),
+                      "ci95": [ci.low, ci.high] if ci else None}
+    return doc
+
+
+def _columns(samples: list[Sample]) -> dict[str, list]:
+    cols: dict[str, list] = {k: [getattr(s, k) for s in samples] for k in SAMPLE_METRICS}
+    names = sorted({k for s in samples for k, val in (s.counters or {}).items()
+                    if isinstance(val, (int, float))})
+    for name in names:
+        cols[name] = [(s.counters or {}).get(name) for s in samples]
+    cols["round"] = [s.round for s in samples]
+    cols["env_pad"] = [s.env_pad for s in samples]
+    return {k: v for k, v in cols.items() if any(x is not None for x in v)}
+
+
+def _write_csv(path: Path, run_id: str, samples: list[Sample]) -> None:
+    header = ["run_id", "variant", "round", "position", "warmup", "env_pad", *SAMPLE_METRICS,
+              *CSV_COUNTERS, "multiplexed", "failure", "taken_at"]
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        for s in samples:
+            c = s.counters or {}
+            w.writerow([run_id, s.variant_id, s.round, s.position, int(s.round < 0), s.env_pad,
+                        *(getattr(s, k) for k in SAMPLE_METRICS), *(c.get(k) for k in CSV_COUNTERS),
+                        int(s.multiplexed), s.failure or "", f"{s.taken_at:.3f}"])
+
+
+def _iso(ts: float | None) -> str | None:
+    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ") if ts else None
+
+
+@contextmanager
+def progress(plan) -> Iterator[Callable[[str, int, int], None]]:
+    """A live line on stderr: round, variant, samples done, ETA (rich, when stderr is a terminal)."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    total = (plan.warmup + plan.max_runs) * len(plan.variant_ids)
+    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                  TimeRemainingColumn(), transient=True, disable=not sys.stderr.isatty()) as bar:
+        task = bar.add_task("measuring", total=total)
+
+        def tick(vid: str, rnd: int, pos: int) -> None:
+            what = f"warmup {-rnd}" if rnd < 0 else f"round {rnd + 1}"
+            bar.update(task, advance=1, description=f"{what} {vid}")
+
+        yield tick
+
+
+def terminal_summary(results_path: Path, say: Callable[[str], None]) -> None:
+    """A short table of what was measured: per variant its check, n, median and CI."""
+    doc = json.loads(results_path.read_text())
+    metric = doc["metric"]
+    rows = [("variant", "check", "n", f"median {metric}", "95% CI", "flags")]
+    for v in doc["variants"]:
+        b, s = v["build"], v["summary"]
+        if b["status"] != "ok":
+            state = b["status"]
+        elif b["identical_to"]:
+            state = f"= {b['identical_to']}"
+        else:
+            state = (v["check"] or {}).get("status", "-")
+        median = f"{s['median']:.4g}" if s["median"] is not None else "-"
+        ci = f"{s['ci95'][0]:.4g}..{s['ci95'][1]:.4g}" if s["ci95"] else "-"
+        mark = " *" if v["id"] == doc["baseline"] else ""
+        rows.append((v["id"] + mark, state, str(s["n"]), median, ci, " ".join(v["flags"])))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    for r in rows:
+        say("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1])
+    say(f"stopped: {doc['stop_reason']}")

@@ -1,0 +1,213 @@
+"""A sweep: `flagsweep run` from target to results, and its resumption.
+
+build every variant -> generate the input -> check each distinct binary's output -> measure in
+pinned, shuffled rounds -> results.json and samples.csv. Everything a resume needs is in the
+store from the start (options, variants, checks, then each sample as taken), so an interrupted
+sweep (Ctrl-C, SIGTERM, kill -9) continues with `--resume RUN_ID` without rebuilding or
+re-running what is done.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import signal
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+from . import build, check, inputs, matrix, probes, recipe, results, runner, system, target, toolchain
+from .errors import FlagsweepError
+from .lock import MeasureLock
+from .store import Sample, Store
+
+log = logging.getLogger("flagsweep.sweep")
+METRICS = {"wall": "wall_s", "cpu": "cpu_s", "cycles": "cycles", "instructions": "instructions"}
+
+
+@dataclass
+class MeasureOptions:
+    runs: int | None = None
+    min_runs: int = 5
+    max_runs: int = 30
+    budget: float | None = 1800.0
+    warmup: int = 1
+    cpu: int | None = None
+    metric: str = "wall"
+    precision_pct: float = 1.0
+    quick: bool = False
+    strict_check: bool = False
+    seed: int | None = None
+    counters: str = "auto"          # auto | none
+
+
+@dataclass
+class Sweep:
+    """What a sweep is made of, whether started now or resumed."""
+
+    run_id: str
+    target: target.Target
+    recipe_name: str
+    out: Path
+    opts: MeasureOptions
+    builds: list[dict]              # contract docs: id, compiler, flags, factors, build
+    baseline: str
+
+
+def start(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: build.Options,
+          opts: MeasureOptions, store: Store, say: Callable[[str], None]) -> Path:
+    out = build_opts.out_dir.resolve()
+    run_id = out.name
+    opts.seed = opts.seed if opts.seed is not None else random.SystemRandom().randrange(2**31)
+    with MeasureLock(f"{t.name} {run_id}"), _terminate_as_interrupt():
+        # Before building: the load average must show other work, not our own compiles.
+        machine = system.machine_state(sorted({v.compiler for v in m.variants}),
+                                       pinned_cpu=_cpu(opts))
+        for warning in system.warnings(machine):
+            say(f"warning: {warning}")
+        builds = build.build_all(t, m, build_opts)
+        build.write_summary(out, t, r, m, builds)
+        docs = [b.doc(out) for b in builds]
+        store.create_run(run_id, t.name, r.name, out, _options(t, r, m, opts), machine)
+        store.save_variants(run_id, docs)
+        sweep = Sweep(run_id, t, r.name, out, opts, docs, m.baseline.id)
+        return _measure(sweep, store, say)
+
+
+def resume(run_id: str, store: Store, say: Callable[[str], None]) -> Path:
+    row = store.run(run_id)
+    if row["status"] == "complete":
+        raise FlagsweepError(f"run {run_id} is already complete ({row['stop_reason']})")
+    o = row["options"]
+    opts = MeasureOptions(**o["measure"])
+    docs = [v["doc"] for v in store.variants(run_id)]
+    sweep = Sweep(run_id, target.load(o["target_path"]), row["recipe"], Path(row["out_dir"]),
+                  opts, docs, o["baseline"])
+    with MeasureLock(f"{sweep.target.name} {run_id} (resumed)"), _terminate_as_interrupt():
+        store.reopen_run(run_id)
+        done = store.done(run_id)
+        say(f"resuming {run_id}: {len(done)} samples already taken")
+        return _measure(sweep, store, say)
+
+
+def _measure(sweep: Sweep, store: Store, say: Callable[[str], None]) -> Path:
+    try:
+        inp = inputs.prepare(sweep.target, quick=sweep.opts.quick)
+        workload = check.Workload(sweep.target, inp.path, sweep.out / "scratch")
+        run_spec = sweep.target.spec.run
+        store.set_option(sweep.run_id, "workload", {
+            "argv": run_spec.argv, "inputs": [str(inp.path)], "stdout": run_spec.stdout,
+            "input_sha256": inp.sha256, "input": inp.description, "timeout": run_spec.timeout,
+            "target_file": str(sweep.target.path)})
+        measured = _checked(sweep, workload, store, say)
+        pre = probes.preflight() if sweep.opts.counters == "auto" else None
+        say(probes.counters_available_text(pre) if pre else "counters: off (--counters none)")
+        store.set_option(sweep.run_id, "counters", pre.to_json() if pre else None)
+        outcome = _rounds(sweep, workload, measured, pre, store, say)
+        store.finish_run(sweep.run_id, "complete", outcome.stop_reason)
+        say(outcome.stop_reason)
+    except KeyboardInterrupt:
+        store.finish_run(sweep.run_id, "interrupted", "interrupted")
+        results.write(sweep.out, store, sweep.run_id)
+        raise FlagsweepError(f"interrupted; every finished sample is kept. Continue with: "
+                             f"flagsweep run --resume {sweep.run_id}") from None
+    return results.write(sweep.out, store, sweep.run_id)
+
+
+def _checked(sweep: Sweep, workload: check.Workload, store: Store,
+             say: Callable[[str], None]) -> list[str]:
+    """Check every distinct binary not checked yet; return the ids that will be timed."""
+    stored = {v["doc"]["id"]: v["check"] for v in store.variants(sweep.run_id)}
+    distinct = {d["id"]: Path(d["build"]["binary"]) for d in sweep.builds
+                if d["build"]["status"] == "ok" and not d["build"]["identical_to"]}
+    todo = {vid: path for vid, path in distinct.items() if stored.get(vid) is None}
+    if todo:
+        if sweep.baseline not in todo and sweep.baseline in distinct:
+            todo[sweep.baseline] = distinct[sweep.baseline]  # the reference must be at hand
+        for vid, result in check.check_all(workload, todo, sweep.baseline).items():
+            stored[vid] = result
+            store.save_check(sweep.run_id, vid, result)
+    for d in sweep.builds:  # identical code has the representative's output by construction
+        rep = d["build"]["identical_to"]
+        if rep and stored.get(d["id"]) is None and stored.get(rep):
+            stored[d["id"]] = {**stored[rep], "detail": f"identical code to {rep}"}
+            store.save_check(sweep.run_id, d["id"], stored[d["id"]])
+    for vid, c in stored.items():
+        if c and c["status"] != "ok":
+            say(f"check {vid}: {c['status']}: {c['detail']}")
+    allowed = {"ok"} if sweep.opts.strict_check else {"ok", "differs"}
+    return [vid for vid in distinct if stored[vid]["status"] in allowed]
+
+
+def _rounds(sweep: Sweep, workload: check.Workload, measured: list[str],
+            pre: probes.Preflight | None, store: Store, say: Callable[[str], None]) -> runner.Outcome:
+    o = sweep.opts
+    binaries = {d["id"]: Path(d["build"]["binary"]) for d in sweep.builds}
+    metric = METRICS[o.metric]
+    cachegrind = metric == "instructions" and (pre is None or not pre.hw_counters)
+    plan = runner.Plan(measured, o.seed, warmup=0 if cachegrind else o.warmup,
+                       min_runs=o.runs or (1 if cachegrind else o.min_runs),
+                       max_runs=o.runs or (1 if cachegrind else o.max_runs),
+                       budget_s=o.budget, precision=o.precision_pct / 100, metric=metric)
+    if cachegrind:
+        say("metric: instructions counted by Cachegrind (no PMU here): a deterministic change "
+            "detector, not a speed")
+    scratch = workload.scratch
+
+    def measure(vid: str, rnd: int, pos: int, pad: int) -> Sample:
+        out = scratch / f"timing-{vid}.out"
+        argv = workload.argv(binaries[vid], out)
+        env = runner.padded_env(runner.MINIMAL_ENV, pad)
+        if cachegrind:
+            count = probes.cachegrind_instructions(argv, env=env, cwd=None,
+                                                   timeout=workload.timeout * 100, out_dir=scratch)
+            sample = Sample(vid, rnd, pos, pad, counters={"instructions": count,
+                                                          "instructions_source": "cachegrind"})
+        else:
+            e = runner.run_once(argv, env=env, timeout=workload.timeout, perf=pre,
+                                perf_csv=scratch / "perf.csv", stderr_path=scratch / "timing.stderr")
+            sample = Sample(vid, rnd, pos, pad, e.wall_s, e.user_s, e.sys_s, e.maxrss_kb,
+                            e.counters, e.multiplexed, e.failure, time.time())
+        store.add_sample(sweep.run_id, sample)
+        if sample.failure:
+            say(f"{vid} round {rnd}: {sample.failure}")
+        return sample
+
+    def values() -> dict[str, list[float]]:
+        return results.metric_values(store.samples(sweep.run_id), metric)
+
+    cpu = _cpu(o)
+    say(f"measuring {len(measured)} distinct binaries on CPU {cpu}: {plan.min_runs}-"
+        f"{plan.max_runs} rounds, {plan.warmup} warmup, seed {o.seed}")
+    with runner.pinned(cpu), results.progress(plan) as tick:
+        return runner.rounds(plan, store.done(sweep.run_id), measure, values, tick)
+
+
+def _cpu(opts: MeasureOptions) -> int:
+    if opts.cpu is None:
+        opts.cpu = runner.choose_cpu(system.isolated_cpus())
+    return opts.cpu
+
+
+def _options(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, opts: MeasureOptions) -> dict:
+    return {"target_path": str(t.path), "recipe_path": str(r.path), "measure": asdict(opts),
+            "compilers": [toolchain.describe(toolchain.resolve(c))
+                          for c in sorted({v.compiler for v in m.variants})],
+            "baseline": m.baseline.id, "design": m.design,
+            "skipped": [{"id": s.variant.id, "flags": list(s.variant.flags), "reason": s.reason}
+                        for s in m.skipped]}
+
+
+class _terminate_as_interrupt:
+    """SIGTERM ends a sweep the way Ctrl-C does: samples kept, run marked interrupted."""
+
+    def __enter__(self):
+        self.previous = signal.signal(signal.SIGTERM, self._raise)
+
+    def __exit__(self, *exc):
+        signal.signal(signal.SIGTERM, self.previous)
+
+    @staticmethod
+    def _raise(signum, frame):
+        raise KeyboardInterrupt

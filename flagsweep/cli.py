@@ -132,12 +132,15 @@ def build_cmd(as_json, **kw) -> None:
 @click.option("--cpu", type=click.IntRange(min=0), help="CPU to pin to [default: an isolated CPU, else the last].")
 @click.option("--metric", type=click.Choice(sorted(sweep.METRICS)), default="wall", show_default=True,
               help="Primary metric (instructions without a PMU: Cachegrind's count, a change detector).")
-@click.option("--counters", type=click.Choice(["auto", "none"]), default="auto", show_default=True,
-              help="perf counters: hardware when the machine has a PMU, else software events; or none.")
+@click.option("--counters", type=click.Choice(["auto", "hardware", "software", "none"]),
+              default="auto", show_default=True,
+              help="perf stat counters: auto = hardware counters when the machine has a PMU, "
+                   "else wait4's rusage only; software = perf's software events anyway.")
 @click.option("--quick", is_flag=True, help="A smaller input (a fast look, not a final answer).")
 @click.option("--strict-check", is_flag=True, help="Do not time binaries whose output differs.")
 @click.option("--seed", type=int, help="Seed for round order and environment padding [default: random, recorded].")
-@click.option("--resume", "resume_id", metavar="RUN_ID", help="Continue an interrupted run (its folder name).")
+@click.option("--resume", "resume_id", metavar="RUN_ID|DIR",
+              help="Continue an interrupted run, named by its run id or its output folder.")
 def run_cmd(runs, min_runs, max_runs, budget, precision_pct, warmup, cpu, metric, counters, quick,
             strict_check, seed, resume_id, **kw) -> None:
     """Build TARGET's variants, check their outputs, and measure them in pinned shuffled rounds."""

@@ -66,6 +66,7 @@ def _document(run: dict, variants: list[dict], samples: list[Sample]) -> dict:
     t_path = o["target_path"]
     return {
         "schema": SCHEMA,
+        "run_id": run["run_id"],
         "target": run["target"], "recipe": run["recipe"],
         "started": _iso(run["started"]), "finished": _iso(run["finished"]),
         "status": run["status"], "stop_reason": run["stop_reason"],

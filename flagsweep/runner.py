@@ -29,7 +29,7 @@ from .store import Sample
 ENV_PAD_MAX = 4095
 STDERR_TAIL_LINES = 5
 # perf stat exits 0 when its workload dies of a signal and reports it only as "<cmd>: <strsignal>"
-# in its output; map those descriptions back to signal names.
+# on its stderr; map those descriptions back to signal names.
 SIGNAL_TEXT = {signal.strsignal(s): s.name for s in signal.Signals if signal.strsignal(s)}
 
 
@@ -64,8 +64,12 @@ def run_once(argv: list[str], *, env: dict[str, str], timeout: float, stderr_pat
     wall = (time.perf_counter_ns() - start) / 1e9
     counters, multiplexed, perf_signal = None, False, None
     if use_perf:
-        counters, multiplexed, perf_signal, perf_wall = _read_perf(perf_csv)
+        counters, multiplexed, perf_wall = _read_perf(perf_csv)
         wall = _trusted_duration(perf_wall, counters, wall)
+        perf_signal = _perf_signal(stderr_path, argv[0])
+    if not use_perf:  # the software events perf would count, as the kernel reports them anyway
+        counters = {"context_switches": usage.ru_nvcsw + usage.ru_nivcsw,
+                    "page_faults": usage.ru_minflt + usage.ru_majflt}
     failure = _failure(status, timed_out, timeout, perf_signal, stderr_path)
     return Execution(wall_s=None if failure else wall, user_s=usage.ru_utime, sys_s=usage.ru_stime,
                      # under perf, ru_maxrss would be perf's own peak, not the workload's
@@ -100,20 +104,27 @@ def _trusted_duration(duration: float | None, counters: dict | None, wall: float
     return duration
 
 
-def _read_perf(csv: Path) -> tuple[dict | None, bool, str | None, float | None]:
+def _read_perf(csv: Path) -> tuple[dict | None, bool, float | None]:
     try:
         text = csv.read_text(errors="replace")
     except FileNotFoundError:
-        return None, False, None, None
-    lines, died = [], None
-    for line in text.splitlines():
-        head, _, tail = line.rpartition(": ")
-        if head and tail.strip() in SIGNAL_TEXT and "," not in tail:
-            died = SIGNAL_TEXT[tail.strip()]
-        else:
-            lines.append(line)
-    metrics, multiplexed = probes.sample_metrics(probes.parse_perf_csv("\n".join(lines)))
-    return metrics, multiplexed, died, metrics.get("duration_s")
+        return None, False, None
+    metrics, multiplexed = probes.sample_metrics(probes.parse_perf_csv(text))
+    return metrics, multiplexed, metrics.get("duration_s")
+
+
+def _perf_signal(stderr_path: Path, program: str) -> str | None:
+    """The signal that killed perf's workload: perf exits 0 then, and only prints
+    "<program>: <signal description>" on its stderr (which is the workload's stderr file)."""
+    try:
+        lines = stderr_path.read_text(errors="replace").splitlines()
+    except FileNotFoundError:
+        return None
+    prefix = f"{program}: "
+    for line in reversed(lines[-20:]):
+        if line.startswith(prefix) and line[len(prefix):].strip() in SIGNAL_TEXT:
+            return SIGNAL_TEXT[line[len(prefix):].strip()]
+    return None
 
 
 def _failure(status: int, timed_out: bool, timeout: float, perf_signal: str | None,

@@ -129,6 +129,27 @@ class Store:
                                            out_dir=str(out_dir), started=time.time(),
                                            status="running", options=options, machine=machine))
 
+    def new_run_id(self, base: str) -> str:
+        """base, or base-2, base-3...: run ids are unique in the store."""
+        with self.engine.connect() as c:
+            taken = {r.run_id for r in c.execute(
+                sa.select(runs.c.run_id).where(runs.c.run_id.like(f"{base}%")))}
+        n, run_id = 1, base
+        while run_id in taken:
+            n += 1
+            run_id = f"{base}-{n}"
+        return run_id
+
+    def find_run(self, id_or_dir: str) -> str:
+        """A run id as given, or the id of the run whose output folder this is."""
+        with self.engine.connect() as c:
+            if c.execute(sa.select(runs.c.run_id).where(runs.c.run_id == id_or_dir)).first():
+                return id_or_dir
+            folder = str(Path(id_or_dir).resolve())
+            row = c.execute(sa.select(runs.c.run_id).where(runs.c.out_dir == folder)
+                            .order_by(runs.c.started.desc())).first()
+        return row.run_id if row else id_or_dir
+
     def run(self, run_id: str) -> dict:
         with self.engine.connect() as c:
             row = c.execute(sa.select(runs).where(runs.c.run_id == run_id)).mappings().first()

@@ -39,7 +39,7 @@ class MeasureOptions:
     quick: bool = False
     strict_check: bool = False
     seed: int | None = None
-    counters: str = "auto"          # auto | none
+    counters: str = "auto"          # auto | hardware | software | none
 
 
 @dataclass
@@ -58,8 +58,9 @@ class Sweep:
 def start(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: build.Options,
           opts: MeasureOptions, store: Store, say: Callable[[str], None]) -> Path:
     out = build_opts.out_dir.resolve()
-    run_id = out.name
+    run_id = store.new_run_id(f"{t.name}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}")
     opts.seed = opts.seed if opts.seed is not None else random.SystemRandom().randrange(2**31)
+    say(f"run id {run_id}")
     with MeasureLock(f"{t.name} {run_id}"), _terminate_as_interrupt():
         # Before building: the load average must show other work, not our own compiles.
         machine = system.machine_state(sorted({v.compiler for v in m.variants}),
@@ -75,7 +76,8 @@ def start(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: buil
         return _measure(sweep, store, say)
 
 
-def resume(run_id: str, store: Store, say: Callable[[str], None]) -> Path:
+def resume(id_or_dir: str, store: Store, say: Callable[[str], None]) -> Path:
+    run_id = store.find_run(id_or_dir)
     row = store.run(run_id)
     if row["status"] == "complete":
         raise FlagsweepError(f"run {run_id} is already complete ({row['stop_reason']})")
@@ -101,8 +103,7 @@ def _measure(sweep: Sweep, store: Store, say: Callable[[str], None]) -> Path:
             "input_sha256": inp.sha256, "input": inp.description, "timeout": run_spec.timeout,
             "target_file": str(sweep.target.path)})
         measured = _checked(sweep, workload, store, say)
-        pre = probes.preflight() if sweep.opts.counters == "auto" else None
-        say(probes.counters_available_text(pre) if pre else "counters: off (--counters none)")
+        pre = _counters(sweep.opts.counters, say)
         store.set_option(sweep.run_id, "counters", pre.to_json() if pre else None)
         outcome = _rounds(sweep, workload, measured, pre, store, say)
         store.finish_run(sweep.run_id, "complete", outcome.stop_reason)
@@ -153,26 +154,7 @@ def _rounds(sweep: Sweep, workload: check.Workload, measured: list[str],
     if cachegrind:
         say("metric: instructions counted by Cachegrind (no PMU here): a deterministic change "
             "detector, not a speed")
-    scratch = workload.scratch
-
-    def measure(vid: str, rnd: int, pos: int, pad: int) -> Sample:
-        out = scratch / f"timing-{vid}.out"
-        argv = workload.argv(binaries[vid], out)
-        env = runner.padded_env(runner.MINIMAL_ENV, pad)
-        if cachegrind:
-            count = probes.cachegrind_instructions(argv, env=env, cwd=None,
-                                                   timeout=workload.timeout * 100, out_dir=scratch)
-            sample = Sample(vid, rnd, pos, pad, counters={"instructions": count,
-                                                          "instructions_source": "cachegrind"})
-        else:
-            e = runner.run_once(argv, env=env, timeout=workload.timeout, perf=pre,
-                                perf_csv=scratch / "perf.csv", stderr_path=scratch / "timing.stderr")
-            sample = Sample(vid, rnd, pos, pad, e.wall_s, e.user_s, e.sys_s, e.maxrss_kb,
-                            e.counters, e.multiplexed, e.failure, time.time())
-        store.add_sample(sweep.run_id, sample)
-        if sample.failure:
-            say(f"{vid} round {rnd}: {sample.failure}")
-        return sample
+    measure = Sampler(sweep.run_id, workload, binaries, pre, cachegrind, store, say)
 
     def values() -> dict[str, list[float]]:
         return results.metric_values(store.samples(sweep.run_id), metric)
@@ -182,6 +164,62 @@ def _rounds(sweep: Sweep, workload: check.Workload, measured: list[str],
         f"{plan.max_runs} rounds, {plan.warmup} warmup, seed {o.seed}")
     with runner.pinned(cpu), results.progress(plan) as tick:
         return runner.rounds(plan, store.done(sweep.run_id), measure, values, tick)
+
+
+def _counters(choice: str, say: Callable[[str], None]) -> probes.Preflight | None:
+    """Which perf setup measures the samples, or None for wait4's rusage alone.
+
+    auto: perf only with hardware counters. Without a PMU, perf's software events repeat what
+    wait4 already reports (task-clock ~ user+sys, page faults, context switches) at about 7 ms
+    per run (bench/overhead.py) and hide the workload's maxrss behind perf's own, so rusage is
+    used instead; --counters software asks for perf anyway.
+    """
+    if choice == "none":
+        say("counters: off (--counters none); times and rusage from wait4")
+        return None
+    pre = probes.preflight()
+    say(probes.counters_available_text(pre))
+    if choice == "hardware" and pre.mode != "hardware":
+        raise FlagsweepError("--counters hardware: " + "; ".join(pre.reasons))
+    if choice == "software" and pre.mode == "none":
+        raise FlagsweepError("--counters software: " + "; ".join(pre.reasons))
+    if choice == "auto" and pre.mode != "hardware":
+        say("counters: no hardware counters, so perf is not used; context switches and page "
+            "faults come from wait4 (--counters software runs perf anyway)")
+        return None
+    return pre
+
+
+@dataclass
+class Sampler:
+    """Takes one sample (a timed run, or a Cachegrind count) and stores it at once."""
+
+    run_id: str
+    workload: check.Workload
+    binaries: dict[str, Path]
+    perf: probes.Preflight | None
+    cachegrind: bool
+    store: Store
+    say: Callable[[str], None]
+
+    def __call__(self, vid: str, rnd: int, pos: int, pad: int) -> Sample:
+        scratch = self.workload.scratch
+        argv = self.workload.argv(self.binaries[vid], scratch / f"timing-{vid}.out")
+        env = runner.padded_env(runner.MINIMAL_ENV, pad)
+        if self.cachegrind:
+            count = probes.cachegrind_instructions(argv, env=env, cwd=None, out_dir=scratch,
+                                                   timeout=self.workload.timeout * 100)
+            sample = Sample(vid, rnd, pos, pad, counters={"instructions": count,
+                                                          "instructions_source": "cachegrind"})
+        else:
+            e = runner.run_once(argv, env=env, timeout=self.workload.timeout, perf=self.perf,
+                                perf_csv=scratch / "perf.csv", stderr_path=scratch / "timing.stderr")
+            sample = Sample(vid, rnd, pos, pad, e.wall_s, e.user_s, e.sys_s, e.maxrss_kb,
+                            e.counters, e.multiplexed, e.failure, time.time())
+        self.store.add_sample(self.run_id, sample)
+        if sample.failure:
+            self.say(f"{vid} round {rnd}: {sample.failure}")
+        return sample
 
 
 def _cpu(opts: MeasureOptions) -> int:

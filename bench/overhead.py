@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""The harness's own cost per sample, against running the binary directly.
+
+The workload is a C program that does nothing (so any cost is the harness's). "Direct" is the
+floor any harness pays: posix_spawn + waitpid in a loop. "flagsweep" is the real measuring path:
+runner.rounds driving sweep.Sampler (padded environment, pidfd timeout, wait4, the store's
+committed insert per sample, the stopping rule's read-back after each round), pinned to one CPU
+as in a sweep. Printed: median milliseconds per run, and flagsweep's overhead over direct,
+without perf and with perf stat (when perf is usable here).
+
+Usage: python bench/overhead.py [RUNS]      (default 300 samples per configuration)
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from flagsweep import check, probes, results, runner, sweep, target
+from flagsweep.store import Store
+
+TARGET = """summary = "bench: a program that does nothing"
+version = "0"
+[source]
+path = "."
+[build]
+system = "make"
+binary = "noop"
+[inputs]
+kind = "file"
+path = "noop.c"
+[run]
+argv = ["{binary}"]
+[check]
+method = "exact"
+"""
+
+
+def direct(binary: Path, n: int) -> list[float]:
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter_ns()
+        pid = os.posix_spawn(str(binary), [str(binary)], {"PATH": "/usr/bin:/bin"})
+        os.waitpid(pid, 0)
+        times.append((time.perf_counter_ns() - t0) / 1e6)
+    return times
+
+
+def harness(folder: Path, binary: Path, n: int, perf: probes.Preflight | None) -> list[float]:
+    """Per-sample wall time of the full path, measured from outside it."""
+    store = Store(f"sqlite:///{folder / 'store.sqlite'}")
+    run_id = store.new_run_id("bench")
+    store.create_run(run_id, "bench", "bench", folder, {}, {})
+    t = target.load(str(folder))
+    workload = check.Workload(t, folder / "noop.c", folder / "scratch")
+    workload.scratch.mkdir(exist_ok=True)
+    ids = ["a", "b", "c", "d"]
+    sampler = sweep.Sampler(run_id, workload, {i: binary for i in ids}, perf, False, store,
+                            lambda _: None)
+    stamps: list[float] = []
+
+    def measure(vid, rnd, pos, pad):
+        stamps.append(time.perf_counter_ns() / 1e6)
+        return sampler(vid, rnd, pos, pad)
+
+    plan = runner.Plan(ids, seed=1, warmup=0, min_runs=n // len(ids), max_runs=n // len(ids),
+                       precision=0.0)
+    with runner.pinned(runner.choose_cpu([])):
+        runner.rounds(plan, set(), measure,
+                      lambda: results.metric_values(store.samples(run_id), "wall_s"))
+    stamps.append(time.perf_counter_ns() / 1e6)
+    return [b - a for a, b in zip(stamps, stamps[1:])]
+
+
+def main() -> None:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 300
+    with tempfile.TemporaryDirectory(prefix="flagsweep-overhead-") as tmp:
+        folder = Path(tmp)
+        (folder / "noop.c").write_text("int main(void) { return 0; }\n")
+        (folder / "target.toml").write_text(TARGET)
+        subprocess.run(["gcc", "-O2", "-o", str(folder / "noop"), str(folder / "noop.c")], check=True)
+        binary = folder / "noop"
+        base = statistics.median(direct(binary, n))
+        plain = statistics.median(harness(folder, binary, n, None))
+        pre = probes.preflight()
+        with_perf = statistics.median(harness(folder, binary, n, pre)) if pre.mode != "none" else None
+    print(f"per run, median of {n} (ms): a program that does nothing")
+    print(f"  direct posix_spawn + waitpid      {base:7.3f}")
+    print(f"  flagsweep, counters none          {plain:7.3f}   overhead {plain - base:6.3f} ms")
+    if with_perf is not None:
+        print(f"  flagsweep, perf stat ({pre.mode:8s})  {with_perf:7.3f}   overhead "
+              f"{with_perf - base:6.3f} ms (perf's own start-up; wall time uses perf's "
+              "duration_time when plausible)")
+
+
+if __name__ == "__main__":
+    main()

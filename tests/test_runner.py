@@ -1,0 +1,162 @@
+"""One execution (crash, timeout, exit status, stderr, perf) and the rounds around it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from flagsweep import probes, runner
+from flagsweep.store import Sample
+
+PROGRAM = r"""
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "ok";
+    if (!strcmp(mode, "crash")) { fprintf(stderr, "about to crash\n"); raise(SIGSEGV); }
+    if (!strcmp(mode, "exit")) { fprintf(stderr, "bad input\n"); return 3; }
+    if (!strcmp(mode, "hang")) for (;;) pause();
+    if (!strcmp(mode, "env")) { printf("%zu\n", strlen(getenv("FLAGSWEEP_PAD"))); return 0; }
+    volatile unsigned long x = 0;
+    for (unsigned long i = 0; i < 20000000UL; i++) x += i;
+    printf("%lu\n", x);
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("prog")
+    (d / "p.c").write_text(PROGRAM)
+    subprocess.run(["gcc", "-O1", "-o", str(d / "p"), str(d / "p.c")], check=True)
+    return d / "p"
+
+
+def _run(program: Path, tmp_path: Path, mode: str, **kw) -> runner.Execution:
+    return runner.run_once([str(program), mode], env=runner.padded_env(runner.MINIMAL_ENV, 10),
+                           timeout=kw.pop("timeout", 10), stderr_path=tmp_path / "err",
+                           stdout_path=tmp_path / "out", **kw)
+
+
+def test_a_good_run_has_times_and_rusage(program, tmp_path):
+    e = _run(program, tmp_path, "ok")
+    assert e.failure is None
+    assert 0 < e.wall_s < 5 and e.user_s > 0 and e.maxrss_kb > 0
+    assert e.user_s <= e.wall_s * 1.05
+
+
+def test_crash_exit_and_timeout_are_failures_with_stderr(program, tmp_path):
+    crash = _run(program, tmp_path, "crash")
+    assert crash.failure == "crashed: SIGSEGV; stderr: about to crash" and crash.wall_s is None
+    bad = _run(program, tmp_path, "exit")
+    assert bad.failure == "exit status 3; stderr: bad input"
+    start = time.monotonic()
+    hang = _run(program, tmp_path, "hang", timeout=0.5)
+    assert hang.failure == "timeout after 0.5 s (killed)"
+    assert time.monotonic() - start < 3
+
+
+def test_environment_is_minimal_and_padded(program, tmp_path):
+    e = runner.run_once([str(program), "env"], env=runner.padded_env(runner.MINIMAL_ENV, 1234),
+                        timeout=5, stderr_path=tmp_path / "err", stdout_path=tmp_path / "out")
+    assert e.failure is None and (tmp_path / "out").read_text().strip() == "1234"
+
+
+needs_perf = pytest.mark.skipif(probes.preflight().mode == "none", reason="perf is not usable here")
+
+
+@needs_perf
+def test_under_perf_counters_are_read_and_a_crash_is_still_a_crash(program, tmp_path):
+    pre = probes.preflight()
+    e = _run(program, tmp_path, "ok", perf=pre, perf_csv=tmp_path / "perf.csv")
+    assert e.failure is None and e.counters["task_clock_s"] > 0
+    assert e.maxrss_kb is None  # under perf, wait4's peak would be perf's own
+    crash = _run(program, tmp_path, "crash", perf=pre, perf_csv=tmp_path / "perf.csv")
+    assert crash.failure.startswith("crashed: SIGSEGV")  # perf itself exits 0 here
+
+
+def test_perf_duration_is_trusted_only_when_plausible():
+    assert runner._trusted_duration(1.00, {"task_clock_s": 0.99}, 1.01) == 1.00
+    assert runner._trusted_duration(0.40, {"task_clock_s": 0.99}, 1.01) == 1.01  # started late
+    assert runner._trusted_duration(1.20, {"task_clock_s": 0.99}, 1.01) == 1.01  # impossible
+    assert runner._trusted_duration(None, {"task_clock_s": 0.99}, 1.01) == 1.01
+
+
+def test_choose_cpu_prefers_an_isolated_cpu():
+    assert runner.choose_cpu([3]) == 3
+    assert runner.choose_cpu([]) == max(os.sched_getaffinity(0))
+
+
+def test_pinned_restores_affinity():
+    before = os.sched_getaffinity(0)
+    with runner.pinned(min(before)):
+        assert os.sched_getaffinity(0) == {min(before)}
+    assert os.sched_getaffinity(0) == before
+
+
+# ---- rounds ----------------------------------------------------------------------------------
+
+def _simulate(plan, done=(), noise=0.0):
+    """Drive runner.rounds with a fake measure: value 1.0 (+ alternating noise) per sample."""
+    taken: list[tuple[str, int, int]] = []
+    store: dict[str, list[float]] = {}
+
+    def measure(vid, rnd, pos, pad):
+        assert 0 <= pad <= runner.ENV_PAD_MAX
+        taken.append((vid, rnd, pos))
+        if rnd >= 0:
+            store.setdefault(vid, []).append(1.0 + noise * (-1) ** len(store.get(vid, [])))
+        return Sample(vid, rnd, pos, pad)
+
+    outcome = runner.rounds(plan, set(done), measure, lambda: store)
+    return outcome, taken
+
+
+def test_every_round_runs_each_variant_once_in_a_seeded_shuffle():
+    plan = runner.Plan(["a", "b", "c", "d"], seed=5, warmup=1, min_runs=3, max_runs=3)
+    outcome, taken = _simulate(plan, noise=0.5)
+    for r in range(-1, 3):
+        assert sorted(v for v, rnd, _ in taken if rnd == r) == ["a", "b", "c", "d"]
+    orders = [tuple(runner.order(plan, r)) for r in range(3)]
+    assert len(set(orders)) > 1  # shuffled per round
+    assert orders == [tuple(runner.order(plan, r)) for r in range(3)]  # and reproducible
+    assert outcome.rounds == 3 and outcome.stop_reason.startswith("max runs (3) reached")
+
+
+def test_stops_on_precision_not_before_min_runs():
+    plan = runner.Plan(["a", "b"], seed=1, warmup=0, min_runs=6, max_runs=30, precision=0.01)
+    outcome, taken = _simulate(plan, noise=0.0)
+    assert outcome.rounds == 6  # constant values: precise as soon as a 95% CI exists (n = 6)
+    assert outcome.stop_reason.startswith("precision reached after 6 rounds")
+
+
+def test_noisy_values_run_to_max_runs():
+    plan = runner.Plan(["a"], seed=1, warmup=0, min_runs=6, max_runs=9, precision=0.01)
+    outcome, _ = _simulate(plan, noise=0.2)
+    assert outcome.rounds == 9 and "worst CI half-width 16.67%" in outcome.stop_reason
+
+
+def test_resume_skips_what_is_done():
+    plan = runner.Plan(["a", "b"], seed=9, warmup=1, min_runs=2, max_runs=2)
+    done = {("a", -1), ("b", -1), ("a", 0)}
+    _, taken = _simulate(plan, done=done, noise=0.5)
+    assert {(v, r) for v, r, _ in taken} == {("b", 0), ("a", 1), ("b", 1)}
+
+
+def test_budget_stops_before_a_round_that_would_overrun(monkeypatch):
+    clock = iter(range(0, 10_000, 10))  # every call to monotonic() advances 10 s
+    monkeypatch.setattr(runner.time, "monotonic", lambda: next(clock))
+    plan = runner.Plan(["a"], seed=1, warmup=0, min_runs=1, max_runs=50, budget_s=45,
+                       precision=0.0001)
+    outcome, _ = _simulate(plan, noise=0.3)
+    assert "time budget of 45 s reached" in outcome.stop_reason and outcome.rounds < 50

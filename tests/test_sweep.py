@@ -1,0 +1,218 @@
+"""`flagsweep run` end to end on the tiny target: broken variants show up as such, an interrupted
+sweep (kill -9, SIGTERM) keeps every sample and resumes without loss or duplication, and two
+sweeps never measure at once."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from flagsweep.lock import MeasureLock
+
+pytestmark = pytest.mark.integration
+TINY_SRC = Path(__file__).parent.parent / "targets" / "tiny" / "src"
+
+
+@pytest.fixture
+def tiny(tmp_path) -> Path:
+    """The tiny target with a short timeout, so a hanging variant costs seconds, not a minute."""
+    folder = tmp_path / "tiny"
+    folder.mkdir()
+    (folder / "target.toml").write_text(f'''
+summary = "tiny with a short timeout"
+version = "1.0"
+name = "tiny"
+[source]
+path = "{TINY_SRC}"
+[build]
+system = "cmake"
+binary = "tiny"
+[inputs]
+kind = "corpus"
+megabytes = 1
+quick_megabytes = 0.5
+seed = 7
+[run]
+argv = ["{{binary}}", "{{input}}", "2"]
+stdout = "compared"
+timeout = 3
+[check]
+method = "tolerance"
+rel_tolerance = 1e-5
+''')
+    return folder
+
+
+def flagsweep(*args: str, check: bool = True, **kw) -> subprocess.CompletedProcess:
+    result = subprocess.run([sys.executable, "-m", "flagsweep", *args], capture_output=True,
+                            text=True, **kw)
+    if check and result.returncode != 0:
+        raise AssertionError(f"flagsweep {' '.join(args)} exited {result.returncode}:\n"
+                             f"{result.stderr[-3000:]}")
+    return result
+
+
+def _flags(*sets: str) -> list[str]:
+    return [a for s in sets for a in ("--flags", s)]
+
+
+def _results(out: Path) -> dict:
+    return json.loads((out / "results.json").read_text())
+
+
+def _by_id(doc: dict) -> dict[str, dict]:
+    return {v["id"]: v for v in doc["variants"]}
+
+
+def test_crash_hang_and_wrong_output_show_up_as_such(tiny, tmp_path):
+    out = tmp_path / "run"
+    flagsweep("run", str(tiny), *_flags("-O2", "-O2 -DTINY_CRASH", "-O2 -DTINY_HANG",
+                                        "-O2 -DTINY_WRONG", "-O2 -mfpmath=sse"),
+              "--runs", "3", "--warmup", "0", "--quick", "--seed", "11", "--out", str(out))
+    doc = _results(out)
+    v = _by_id(doc)
+    assert doc["schema"] == "flagsweep/1" and doc["status"] == "complete"
+    assert v["gcc-O2"]["check"]["status"] == "ok" and v["gcc-O2"]["summary"]["n"] == 3
+    crash = v["gcc-O2-DTINY_CRASH"]
+    assert crash["check"]["status"] == "failed"
+    assert "crashed: SIGSEGV" in crash["check"]["detail"] and crash["summary"]["n"] == 0
+    hang = v["gcc-O2-DTINY_HANG"]
+    assert hang["check"]["status"] == "failed"
+    assert "timeout after 3 s (killed)" in hang["check"]["detail"] and hang["summary"]["n"] == 0
+    wrong = v["gcc-O2-DTINY_WRONG"]
+    assert wrong["check"]["status"] == "differs"  # shown, and by default still timed
+    assert "differs by" in wrong["check"]["detail"] and wrong["summary"]["n"] == 3
+    same = v["gcc-O2-mfpmath-sse"]
+    assert same["build"]["identical_to"] == "gcc-O2" and same["summary"]["n"] == 0
+    assert same["check"]["detail"] == "identical code to gcc-O2"
+    # Every counted sample came from a shuffled round on the pinned CPU.
+    rows = (out / "samples.csv").read_text().splitlines()
+    assert len(rows) == 1 + 2 * 3  # header + two measured binaries x three rounds
+    assert doc["machine"]["pinned_cpu"] == doc["measurement"]["cpu"]
+    assert doc["workload"]["argv"] == ["{binary}", "{input}", "2"]
+
+
+def test_strict_check_does_not_time_wrong_output(tiny, tmp_path):
+    out = tmp_path / "run"
+    flagsweep("run", str(tiny), *_flags("-O2", "-O2 -DTINY_WRONG"), "--runs", "2",
+              "--warmup", "0", "--quick", "--strict-check", "--out", str(out))
+    v = _by_id(_results(out))
+    assert v["gcc-O2-DTINY_WRONG"]["check"]["status"] == "differs"
+    assert v["gcc-O2-DTINY_WRONG"]["summary"]["n"] == 0 and v["gcc-O2"]["summary"]["n"] == 2
+
+
+def _samples(db: Path, run_id: str) -> list[tuple]:
+    with sqlite3.connect(db) as c:
+        return c.execute("SELECT variant_id, round, taken_at FROM samples WHERE run_id = ?",
+                         (run_id,)).fetchall()
+
+
+def _run_id(db: Path, out: Path) -> str:
+    """The id the sweep writing into `out` was given (it registers before it measures)."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            with sqlite3.connect(db) as c:
+                row = c.execute("SELECT run_id FROM runs WHERE out_dir = ?", (str(out),)).fetchone()
+            if row:
+                return row[0]
+        except sqlite3.OperationalError:
+            pass
+        time.sleep(0.05)
+    raise AssertionError(f"no run registered for {out}")
+
+
+def _wait_for_samples(db: Path, run_id: str, n: int, proc: subprocess.Popen) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.stderr.read()
+        try:
+            if len(_samples(db, run_id)) >= n:
+                return
+        except sqlite3.OperationalError:
+            pass  # the table does not exist yet
+        time.sleep(0.05)
+    raise AssertionError("the sweep took no samples")
+
+
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM])
+def test_interrupted_sweep_resumes_without_loss_or_duplicates(tiny, tmp_path, how, isolated_cache):
+    db = isolated_cache / "store.sqlite"
+    out = tmp_path / f"run-{how.name}"
+    proc = subprocess.Popen([sys.executable, "-m", "flagsweep", "run", str(tiny),
+                             *_flags("-O2", "-O1"), "--runs", "8", "--warmup", "1", "--quick",
+                             "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    run_id = _run_id(db, out)
+    _wait_for_samples(db, run_id, 5, proc)
+    proc.send_signal(how)
+    _, err = proc.communicate(timeout=60)
+    before = _samples(db, run_id)
+    assert 5 <= len(before) < 2 * 9
+    if how == signal.SIGTERM:  # a clean stop: marked, files written, told how to go on
+        assert proc.returncode == 2
+        assert f"flagsweep run --resume {run_id}" in err
+        assert _results(out)["status"] == "interrupted"
+    flagsweep("run", "--resume", str(out) if how == signal.SIGKILL else run_id)  # either works
+    after = _samples(db, run_id)
+    assert set(before) <= set(after)  # nothing lost: the same rows, same timestamps
+    pairs = [(v, r) for v, r, _ in after]
+    assert len(pairs) == len(set(pairs)) == 2 * 9  # nothing duplicated: 1 warmup + 8 rounds each
+    doc = _results(out)
+    assert doc["status"] == "complete"
+    assert {v["id"]: v["summary"]["n"] for v in doc["variants"]} == {"gcc-O2": 8, "gcc-O1": 8}
+
+
+def test_a_second_sweep_is_refused_while_one_measures(tiny, tmp_path):
+    with MeasureLock("gzip gzip-20261122-101312"):
+        result = flagsweep("run", str(tiny), "--flags", "-O2", "--runs", "1", "--quick",
+                           "--out", str(tmp_path / "x"), check=False)
+    assert result.returncode == 2
+    assert "another sweep is measuring on this machine (pid" in result.stderr
+    assert "gzip gzip-20261122-101312" in result.stderr
+
+
+def test_resuming_an_unknown_run_says_what_run_ids_are():
+    result = flagsweep("run", "--resume", "nosuch-run", check=False)
+    assert result.returncode == 2 and "no run 'nosuch-run'" in result.stderr
+
+
+def test_counter_paths_on_this_machine(tiny, tmp_path):
+    """auto without a PMU: wait4's rusage (maxrss kept); software: perf's live software events."""
+    auto, soft = tmp_path / "auto", tmp_path / "soft"
+    flagsweep("run", str(tiny), "--flags", "-O2", "--runs", "2", "--warmup", "0", "--quick",
+              "--out", str(auto))
+    doc = _results(auto)
+    samples = doc["variants"][0]["samples"]
+    if doc["machine"]["hw_counters"]:
+        pytest.skip("this machine has hardware counters: auto uses perf here")
+    assert {"wall_s", "user_s", "maxrss_kb", "page_faults", "context_switches"} <= set(samples)
+    flagsweep("run", str(tiny), "--flags", "-O2", "--runs", "2", "--warmup", "0", "--quick",
+              "--counters", "software", "--out", str(soft))
+    samples = _results(soft)["variants"][0]["samples"]
+    assert {"task_clock_s", "page_faults", "duration_s"} <= set(samples)
+    assert "maxrss_kb" not in samples  # under perf it would be perf's own peak
+    assert all(t > 0 for t in samples["task_clock_s"])
+
+
+@pytest.mark.skipif(not Path("/usr/bin/valgrind").exists(), reason="valgrind is not installed")
+def test_instructions_without_a_pmu_come_from_cachegrind(tiny, tmp_path):
+    out = tmp_path / "cg"
+    result = flagsweep("run", str(tiny), *_flags("-O2", "-O0"), "--metric", "instructions",
+                       "--quick", "--out", str(out))
+    doc = _results(out)
+    if doc["machine"]["hw_counters"]:
+        pytest.skip("this machine has hardware counters: perf counts instructions")
+    assert "a deterministic change detector, not a speed" in result.stderr
+    v = _by_id(doc)
+    o2, o0 = v["gcc-O2"]["samples"]["instructions"], v["gcc-O0"]["samples"]["instructions"]
+    assert len(o2) == len(o0) == 1 and o0[0] > 2 * o2[0]  # -O0 executes far more instructions
+    assert doc["metric"] == "instructions"

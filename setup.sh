@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # flagsweep set-up: install what is needed (idempotent), then do one job.
 #
-#   ./setup.sh run     install, then build gzip under the olevels recipe (the main job)
+#   ./setup.sh run     install, then measure gzip under the olevels recipe (the main job)
 #   ./setup.sh test    install, then run the test suite (what .ci/run calls)
 #   ./setup.sh         install only
 #
@@ -40,7 +40,7 @@ install_packages
 install_python
 
 case "${1:-}" in
-    run)  exec .venv/bin/flagsweep build gzip --recipe olevels ;;
+    run)  exec .venv/bin/flagsweep run gzip --recipe olevels ;;
     test) exec .venv/bin/python -m pytest -q -ra ;;
     "")   echo "setup: done; the tool is .venv/bin/flagsweep" ;;
     *)    echo "usage: ./setup.sh [run|test]" >&2; exit 2 ;;

@@ -67,6 +67,7 @@ def start(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: buil
                                        pinned_cpu=_cpu(opts))
         for warning in system.warnings(machine):
             say(f"warning: {warning}")
+        inputs.prepare(t, quick=opts.quick)  # fail fast on a bad input, before any build
         builds = build.build_all(t, m, build_opts)
         build.write_summary(out, t, r, m, builds)
         docs = [b.doc(out) for b in builds]
@@ -113,6 +114,10 @@ def _measure(sweep: Sweep, store: Store, say: Callable[[str], None]) -> Path:
         results.write(sweep.out, store, sweep.run_id)
         raise FlagsweepError(f"interrupted; every finished sample is kept. Continue with: "
                              f"flagsweep run --resume {sweep.run_id}") from None
+    except FlagsweepError as e:
+        store.finish_run(sweep.run_id, "failed", str(e))
+        results.write(sweep.out, store, sweep.run_id)
+        raise
     return results.write(sweep.out, store, sweep.run_id)
 
 

@@ -216,3 +216,14 @@ def test_instructions_without_a_pmu_come_from_cachegrind(tiny, tmp_path):
     o2, o0 = v["gcc-O2"]["samples"]["instructions"], v["gcc-O0"]["samples"]["instructions"]
     assert len(o2) == len(o0) == 1 and o0[0] > 2 * o2[0]  # -O0 executes far more instructions
     assert doc["metric"] == "instructions"
+
+
+def test_a_missing_input_file_fails_before_anything_is_built(tiny, tmp_path):
+    text = (tiny / "target.toml").read_text()
+    (tiny / "target.toml").write_text(text.replace(
+        'kind = "corpus"\nmegabytes = 1\nquick_megabytes = 0.5\nseed = 7', 'kind = "file"\npath = "nope.bin"'))
+    out = tmp_path / "run"
+    result = flagsweep("run", str(tiny), "--flags", "-O2", "--out", str(out), check=False)
+    assert result.returncode == 2
+    assert f"{tiny / 'target.toml'}: key 'inputs.path': {tiny / 'nope.bin'} does not exist" in result.stderr
+    assert not (out / "builds").exists()

@@ -51,7 +51,24 @@ def check_all(workload: Workload, binaries: dict[str, Path], baseline: str) -> d
             continue
         results[vid] = _compare(spec.method, workload, vid, binaries[vid], product,
                                 products.get(baseline), vid == baseline)
+    _group_outputs(results, products)
     return results
+
+
+def _group_outputs(results: dict[str, dict], products: dict[str, Path | None]) -> None:
+    """Which variants produce the very same bytes: with a -ffast-math baseline every strict
+    variant 'differs', and the groups show which flags change the output and which do not."""
+    first: dict[str, str] = {}
+    for vid, product in products.items():
+        if product is None:
+            continue
+        digest = _sha256(product)
+        results[vid]["output_sha256"] = digest
+        other = first.setdefault(digest, vid)
+        if other != vid:
+            results[vid]["same_output_as"] = other
+            if results[vid]["status"] == "differs":
+                results[vid]["detail"] += f"; same output as {other}"
 
 
 def _produce(workload: Workload, vid: str, binary: Path) -> tuple[Path | None, str | None]:

@@ -137,7 +137,8 @@ def _checked(sweep: Sweep, workload: check.Workload, store: Store,
     for d in sweep.builds:  # identical code has the representative's output by construction
         rep = d["build"]["identical_to"]
         if rep and stored.get(d["id"]) is None and stored.get(rep):
-            stored[d["id"]] = {**stored[rep], "detail": f"identical code to {rep}"}
+            why = f": {stored[rep]['detail']}" if stored[rep]["detail"] else ""
+            stored[d["id"]] = {**stored[rep], "detail": f"identical code to {rep}{why}"}
             store.save_check(sweep.run_id, d["id"], stored[d["id"]])
     for vid, c in stored.items():
         if c and c["status"] != "ok":
@@ -183,14 +184,16 @@ def _counters(choice: str, say: Callable[[str], None]) -> probes.Preflight | Non
         say("counters: off (--counters none); times and rusage from wait4")
         return None
     pre = probes.preflight()
-    say(probes.counters_available_text(pre))
+    if choice != "auto" or pre.mode == "hardware":
+        say(probes.counters_available_text(pre))
     if choice == "hardware" and pre.mode != "hardware":
         raise FlagsweepError("--counters hardware: " + "; ".join(pre.reasons))
     if choice == "software" and pre.mode == "none":
         raise FlagsweepError("--counters software: " + "; ".join(pre.reasons))
     if choice == "auto" and pre.mode != "hardware":
-        say("counters: no hardware counters, so perf is not used; context switches and page "
-            "faults come from wait4 (--counters software runs perf anyway)")
+        why = "; ".join(pre.reasons) or "no hardware counters"
+        say(f"counters: perf not used ({why}); times, context switches and page faults come "
+            "from wait4 (--counters software runs perf anyway)")
         return None
     return pre
 
@@ -230,6 +233,10 @@ class Sampler:
 def _cpu(opts: MeasureOptions) -> int:
     if opts.cpu is None:
         opts.cpu = runner.choose_cpu(system.isolated_cpus())
+    online = system.parse_cpu_list(Path("/sys/devices/system/cpu/online").read_text())
+    if opts.cpu not in online:
+        raise FlagsweepError(f"--cpu {opts.cpu}: not an online CPU here (online: "
+                             f"{', '.join(map(str, online))})")
     return opts.cpu
 
 

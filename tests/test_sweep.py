@@ -92,7 +92,9 @@ def test_crash_hang_and_wrong_output_show_up_as_such(tiny, tmp_path):
     assert "differs by" in wrong["check"]["detail"] and wrong["summary"]["n"] == 3
     same = v["gcc-O2-mfpmath-sse"]
     assert same["build"]["identical_to"] == "gcc-O2" and same["summary"]["n"] == 0
-    assert same["check"]["detail"] == "identical code to gcc-O2"
+    assert same["check"]["detail"] == "identical code to gcc-O2: reference output (the baseline's)"
+    assert same["check"]["status"] == "ok"
+    assert wrong["check"]["output_sha256"] != v["gcc-O2"]["check"]["output_sha256"]
     # Every counted sample came from a shuffled round on the pinned CPU.
     rows = (out / "samples.csv").read_text().splitlines()
     assert len(rows) == 1 + 2 * 3  # header + two measured binaries x three rounds
@@ -227,3 +229,21 @@ def test_a_missing_input_file_fails_before_anything_is_built(tiny, tmp_path):
     assert result.returncode == 2
     assert f"{tiny / 'target.toml'}: key 'inputs.path': {tiny / 'nope.bin'} does not exist" in result.stderr
     assert not (out / "builds").exists()
+
+
+def test_a_cpu_that_is_not_online_is_refused_clearly(tiny, tmp_path):
+    result = flagsweep("run", str(tiny), "--flags", "-O2", "--cpu", "4095", "--out",
+                       str(tmp_path / "x"), check=False)
+    assert result.returncode == 2 and "--cpu 4095: not an online CPU here (online: 0" in result.stderr
+
+
+def test_variants_with_the_same_output_are_grouped(tiny, tmp_path):
+    """Like lame's -ffast-math baseline: all strict variants differ from it, but agree together."""
+    out = tmp_path / "run"
+    flagsweep("run", str(tiny), *_flags("-O2 -DTINY_WRONG", "-O2", "-O1"), "--runs", "1",
+              "--warmup", "0", "--quick", "--out", str(out))
+    v = _by_id(_results(out))
+    o2, o1 = v["gcc-O2"]["check"], v["gcc-O1"]["check"]
+    assert o2["status"] == o1["status"] == "differs"
+    assert o1["same_output_as"] == "gcc-O2" and o1["detail"].endswith("; same output as gcc-O2")
+    assert "same_output_as" not in o2

@@ -1,9 +1,10 @@
 """The runner: one pinned, timed execution of a workload, and the shuffled rounds around it.
 
-One execution: posix_spawn of the workload (no shell, a minimal environment padded by a random
-number of bytes, stdin from /dev/null), in its own process group, waited for with wait4 for
-user/sys/maxrss; a pidfd gives the timeout without a helper thread. With perf available the
-workload runs under `perf stat -x,` and its counters are parsed.
+One execution: posix_spawn of the small launcher (launch.c), which forks and execs the workload
+(no shell, a minimal environment padded by a random number of bytes, stdin from /dev/null) and
+reports its wait status, wall time and rusage; all in their own process group, so a timeout
+(a pidfd, no helper thread) or an interrupt kills everything. With perf in use, perf stat -x,
+runs the launcher, and adds its counters; the launcher's report stays the source of truth.
 
 Rounds (statistics.md choice 1): each round runs every binary once in a freshly shuffled order.
 The order comes from a seeded generator per round, so a resumed sweep recomputes exactly the
@@ -23,16 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
-from . import probes, stats
+from . import native, probes, stats
 from .store import Sample
 
 ENV_PAD_MAX = 4095
 STDERR_TAIL_LINES = 5
-# perf stat exits 0 when its workload dies of a signal and reports it only as "<cmd>: <strsignal>"
-# on its stderr; map those descriptions back to signal names.
-SIGNAL_TEXT = {signal.strsignal(s): s.name for s in signal.Signals if signal.strsignal(s)}
-
-
 @dataclass(frozen=True)
 class Execution:
     wall_s: float | None
@@ -49,32 +45,58 @@ def run_once(argv: list[str], *, env: dict[str, str], timeout: float, stderr_pat
              perf_csv: Path | None = None, stdin_path: Path | None = None) -> Execution:
     """Execute argv once and measure it; a crash, a timeout or a nonzero exit is a failure."""
     use_perf = perf is not None and perf.mode != "none" and perf_csv is not None
-    full = [*probes.perf_prefix(perf, perf_csv), *argv] if use_perf else list(argv)
+    report = stderr_path.with_name(stderr_path.name + ".launch")
+    report.unlink(missing_ok=True)
+    # perf (when used) outside, the launcher inside: the launcher's report of the workload's
+    # status, wall time and rusage then never depends on perf, which on this project's VM
+    # misses its workload's start now and then (2% of runs: no counts, no signal reported).
+    launch = [str(native.launcher()), str(report), *argv]
+    if use_perf:
+        launch = [*probes.perf_prefix(perf, perf_csv), *launch]
     actions = [(os.POSIX_SPAWN_OPEN, 0, str(stdin_path or os.devnull), os.O_RDONLY, 0),
                (os.POSIX_SPAWN_OPEN, 1, str(stdout_path or os.devnull),
                 os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644),
                (os.POSIX_SPAWN_OPEN, 2, str(stderr_path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)]
-    start = time.perf_counter_ns()
     try:
-        pid = os.posix_spawn(full[0], full, env, file_actions=actions, setpgroup=0)
+        pid = os.posix_spawn(launch[0], launch, env, file_actions=actions, setpgroup=0)
     except OSError as e:
-        return _failed(f"could not start {full[0]}: {e.strerror}")
-    timed_out = _wait_or_kill(pid, timeout)
-    _, status, usage = os.wait4(pid, 0)
-    wall = (time.perf_counter_ns() - start) / 1e9
-    counters, multiplexed, perf_signal = None, False, None
-    if use_perf:
-        counters, multiplexed, perf_wall = _read_perf(perf_csv)
-        wall = _trusted_duration(perf_wall, counters, wall)
-        perf_signal = _perf_signal(stderr_path, argv[0])
-    if not use_perf:  # the software events perf would count, as the kernel reports them anyway
-        counters = {"context_switches": usage.ru_nvcsw + usage.ru_nivcsw,
-                    "page_faults": usage.ru_minflt + usage.ru_majflt}
-    failure = _failure(status, timed_out, timeout, perf_signal, stderr_path)
-    return Execution(wall_s=None if failure else wall, user_s=usage.ru_utime, sys_s=usage.ru_stime,
-                     # under perf, ru_maxrss would be perf's own peak, not the workload's
-                     maxrss_kb=None if use_perf else usage.ru_maxrss,
-                     counters=counters, multiplexed=multiplexed, failure=failure)
+        return _failed(f"could not start {launch[0]}: {e.strerror}")
+    try:
+        timed_out = _wait_or_kill(pid, timeout)
+        os.waitpid(pid, 0)
+    except BaseException:  # Ctrl-C or SIGTERM mid-run: leave no workload behind
+        _kill_group(pid)
+        os.waitpid(pid, 0)
+        raise
+    used = _read_report(report)
+    if used is None:
+        return _failed(_failure(0, timed_out, timeout, stderr_path)
+                       or f"the launcher reported nothing; stderr: {_tail(stderr_path)}")
+    counters, multiplexed = _read_perf(perf_csv) if use_perf else ({}, False)
+    # The software events perf would count, as the kernel reports them for the workload alone.
+    counters = {**counters, "context_switches": used["nvcsw"] + used["nivcsw"],
+                "page_faults": used["minflt"] + used["majflt"]}
+    failure = _failure(used["status"], timed_out, timeout, stderr_path)
+    return Execution(wall_s=None if failure else used["wall_ns"] / 1e9,
+                     user_s=used["utime_us"] / 1e6, sys_s=used["stime_us"] / 1e6,
+                     maxrss_kb=used["maxrss_kb"], counters=counters, multiplexed=multiplexed,
+                     failure=failure)
+
+
+def _read_report(path: Path) -> dict[str, int] | None:
+    """The launcher's one line of "name value" pairs, or None when it never wrote it."""
+    try:
+        words = path.read_text().split()
+    except FileNotFoundError:
+        return None
+    return {name: int(value) for name, value in zip(words[::2], words[1::2])}
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def _wait_or_kill(pid: int, timeout: float) -> bool:
@@ -86,55 +108,25 @@ def _wait_or_kill(pid: int, timeout: float) -> bool:
         os.close(fd)
     if ready:
         return False
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+    _kill_group(pid)
     return True
 
 
-def _trusted_duration(duration: float | None, counters: dict | None, wall: float) -> float:
-    """perf's duration_time excludes perf's own start-up (~7 ms here), so it is the better wall
-    time, but perf 6.1 sometimes starts that clock late (seen here: 3-6% of runs read far too
-    short). A pinned workload's elapsed time can be neither less than its CPU time nor more than
-    the elapsed time around perf, so outside those bounds our own clock is used instead."""
-    cpu = (counters or {}).get("task_clock_s")
-    if duration is None or cpu is None or not (cpu * 0.999 <= duration <= wall):
-        return wall
-    return duration
-
-
-def _read_perf(csv: Path) -> tuple[dict | None, bool, float | None]:
+def _read_perf(csv: Path) -> tuple[dict, bool]:
+    """perf's counters; empty when perf wrote nothing (its CSV is missing or has no counts)."""
     try:
         text = csv.read_text(errors="replace")
     except FileNotFoundError:
-        return None, False, None
+        return {}, False
     metrics, multiplexed = probes.sample_metrics(probes.parse_perf_csv(text))
-    return metrics, multiplexed, metrics.get("duration_s")
+    return {k: v for k, v in metrics.items() if v is not None}, multiplexed
 
 
-def _perf_signal(stderr_path: Path, program: str) -> str | None:
-    """The signal that killed perf's workload: perf exits 0 then, and only prints
-    "<program>: <signal description>" on its stderr (which is the workload's stderr file)."""
-    try:
-        lines = stderr_path.read_text(errors="replace").splitlines()
-    except FileNotFoundError:
-        return None
-    prefix = f"{program}: "
-    for line in reversed(lines[-20:]):
-        if line.startswith(prefix) and line[len(prefix):].strip() in SIGNAL_TEXT:
-            return SIGNAL_TEXT[line[len(prefix):].strip()]
-    return None
-
-
-def _failure(status: int, timed_out: bool, timeout: float, perf_signal: str | None,
-             stderr_path: Path) -> str | None:
+def _failure(status: int, timed_out: bool, timeout: float, stderr_path: Path) -> str | None:
     if timed_out:
         what = f"timeout after {timeout:g} s (killed)"
     elif os.WIFSIGNALED(status):
         what = f"crashed: {signal.Signals(os.WTERMSIG(status)).name}"
-    elif perf_signal:
-        what = f"crashed: {perf_signal}"
     elif os.WEXITSTATUS(status) != 0:
         what = f"exit status {os.WEXITSTATUS(status)}"
     else:

@@ -176,9 +176,9 @@ def _counters(choice: str, say: Callable[[str], None]) -> probes.Preflight | Non
     """Which perf setup measures the samples, or None for wait4's rusage alone.
 
     auto: perf only with hardware counters. Without a PMU, perf's software events repeat what
-    wait4 already reports (task-clock ~ user+sys, page faults, context switches) at about 7 ms
-    per run (bench/overhead.py) and hide the workload's maxrss behind perf's own, so rusage is
-    used instead; --counters software asks for perf anyway.
+    the launcher's wait4 already reports (task-clock ~ user+sys, page faults, context switches)
+    at about 7 ms of perf start-up per run (bench/overhead.py), so rusage alone is used;
+    --counters software asks for perf anyway.
     """
     if choice == "none":
         say("counters: off (--counters none); times and rusage from wait4")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -26,6 +25,7 @@ int main(int argc, char **argv)
     if (!strcmp(mode, "exit")) { fprintf(stderr, "bad input\n"); return 3; }
     if (!strcmp(mode, "hang")) for (;;) pause();
     if (!strcmp(mode, "env")) { printf("%zu\n", strlen(getenv("FLAGSWEEP_PAD"))); return 0; }
+    if (!strcmp(mode, "alloc")) { volatile char *p = malloc(64 << 20); for (long i = 0; i < (64L << 20); i += 4096) p[i] = 1; return p[4096] - 1; }
     volatile unsigned long x = 0;
     for (unsigned long i = 0; i < 20000000UL; i++) x += i;
     printf("%lu\n", x);
@@ -55,6 +55,36 @@ def test_a_good_run_has_times_and_rusage(program, tmp_path):
     assert e.user_s <= e.wall_s * 1.05
 
 
+def test_maxrss_is_the_workloads_own_not_flagsweeps(program, tmp_path):
+    """The kernel carries the pre-exec peak RSS into maxrss: spawned straight from this 100+ MB
+    Python, a tiny program reported Python's size. Through the launcher it reports its own."""
+    import resource
+    parent_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    small = _run(program, tmp_path, "env")
+    assert small.maxrss_kb < 8 * 1024 < parent_kb or parent_kb < 8 * 1024
+    big = _run(program, tmp_path, "alloc")
+    assert big.failure is None and 64 * 1024 <= big.maxrss_kb < 80 * 1024
+
+
+def test_an_interrupt_kills_the_running_workload(program, tmp_path, monkeypatch):
+    spawned = []
+    real_spawn = os.posix_spawn
+
+    def spawn(*args, **kw):
+        spawned.append(real_spawn(*args, **kw))
+        return spawned[-1]
+
+    def interrupted(pid, timeout):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "posix_spawn", spawn)
+    monkeypatch.setattr(runner, "_wait_or_kill", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        _run(program, tmp_path, "hang")
+    with pytest.raises(ProcessLookupError):
+        os.killpg(spawned[0], 0)  # the whole group is gone
+
+
 def test_crash_exit_and_timeout_are_failures_with_stderr(program, tmp_path):
     crash = _run(program, tmp_path, "crash")
     assert crash.failure == "crashed: SIGSEGV; stderr: about to crash" and crash.wall_s is None
@@ -76,20 +106,16 @@ needs_perf = pytest.mark.skipif(probes.preflight().mode == "none", reason="perf 
 
 
 @needs_perf
-def test_under_perf_counters_are_read_and_a_crash_is_still_a_crash(program, tmp_path):
+def test_under_perf_counters_are_added_and_the_launchers_report_stays_the_truth(program, tmp_path):
     pre = probes.preflight()
     e = _run(program, tmp_path, "ok", perf=pre, perf_csv=tmp_path / "perf.csv")
     assert e.failure is None and e.counters["task_clock_s"] > 0
-    assert e.maxrss_kb is None  # under perf, wait4's peak would be perf's own
-    crash = _run(program, tmp_path, "crash", perf=pre, perf_csv=tmp_path / "perf.csv")
-    assert crash.failure.startswith("crashed: SIGSEGV")  # perf itself exits 0 here
-
-
-def test_perf_duration_is_trusted_only_when_plausible():
-    assert runner._trusted_duration(1.00, {"task_clock_s": 0.99}, 1.01) == 1.00
-    assert runner._trusted_duration(0.40, {"task_clock_s": 0.99}, 1.01) == 1.01  # started late
-    assert runner._trusted_duration(1.20, {"task_clock_s": 0.99}, 1.01) == 1.01  # impossible
-    assert runner._trusted_duration(None, {"task_clock_s": 0.99}, 1.01) == 1.01
+    assert 0 < e.maxrss_kb < 8 * 1024  # the workload's own peak, not perf's
+    # perf exits 0 when its workload crashes, and on this VM sometimes misses the workload
+    # altogether; the launcher inside perf still reports the crash, every time.
+    for _ in range(20):
+        crash = _run(program, tmp_path, "crash", perf=pre, perf_csv=tmp_path / "perf.csv")
+        assert crash.failure.startswith("crashed: SIGSEGV")
 
 
 def test_choose_cpu_prefers_an_isolated_cpu():

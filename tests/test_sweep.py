@@ -5,7 +5,6 @@ sweeps never measure at once."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sqlite3
 import subprocess
@@ -201,7 +200,7 @@ def test_counter_paths_on_this_machine(tiny, tmp_path):
               "--counters", "software", "--out", str(soft))
     samples = _results(soft)["variants"][0]["samples"]
     assert {"task_clock_s", "page_faults", "duration_s"} <= set(samples)
-    assert "maxrss_kb" not in samples  # under perf it would be perf's own peak
+    assert all(0 < kb < 64 * 1024 for kb in samples["maxrss_kb"])  # tiny's own, not perf's
     assert all(t > 0 for t in samples["task_clock_s"])
 
 

@@ -126,7 +126,7 @@ def build_cmd(as_json, **kw) -> None:
 @click.option("--budget", type=click.FloatRange(min=1), default=1800, show_default=True,
               help="Seconds of measuring at most; no new round starts that would overrun it.")
 @click.option("--precision", "precision_pct", type=click.FloatRange(min=0.01), default=1.0,
-              show_default=True, help="Stop when every median's 95%% CI half-width is under this %%.")
+              show_default=True, help="Stop when every median's 95% CI half-width is under this percentage.")
 @click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True,
               help="Warmup rounds (run, stored, not counted).")
 @click.option("--cpu", type=click.IntRange(min=0), help="CPU to pin to [default: an isolated CPU, else the last].")
@@ -147,6 +147,12 @@ def run_cmd(runs, min_runs, max_runs, budget, precision_pct, warmup, cpu, metric
     db = store.Store()
     say = lambda text: click.echo(text, err=True)  # noqa: E731
     if resume_id:
+        ctx = click.get_current_context()
+        given = [f"--{name.replace('_', '-')}" for name in ctx.params if name != "resume_id"
+                 and ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE]
+        if given:
+            raise click.UsageError(f"--resume continues a run exactly as it started; it takes no "
+                                   f"other arguments (got {', '.join(given)})")
         path = sweep.resume(resume_id, db, say)
     else:
         if runs is not None:

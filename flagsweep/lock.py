@@ -27,7 +27,14 @@ class MeasureLock:
         self.fd: int | None = None
 
     def __enter__(self) -> "MeasureLock":
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        except PermissionError:
+            raise FlagsweepError(f"cannot open the measurement lock {self.path}: another user "
+                                 "created it without write permission for others; ask them "
+                                 "(or root) to remove it") from None
+        if os.fstat(fd).st_uid == os.geteuid():
+            os.fchmod(fd, 0o666)  # the umask trimmed it: every user of the machine must lock it
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

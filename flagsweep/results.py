@@ -17,6 +17,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterator
 
+import numpy as np
+
 from . import stats
 from .store import Sample, Store
 
@@ -96,7 +98,7 @@ def _variant(v: dict, samples: list[Sample], metric: str) -> dict:
     values = [x for x in (metric_of(s, metric) for s in counted) if x is not None]
     ci = stats.median_ci(values)
     doc["summary"] = {"n": len(values),
-                      "median": ci.median if ci else (sorted(values)[len(values) // 2] if values else None),
+                      "median": float(np.median(values)) if values else None,
                       "ci95": [ci.low, ci.high] if ci else None}
     return doc
 

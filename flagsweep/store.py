@@ -154,8 +154,9 @@ class Store:
         with self.engine.connect() as c:
             row = c.execute(sa.select(runs).where(runs.c.run_id == run_id)).mappings().first()
         if row is None:
-            raise FlagsweepError(f"no run '{run_id}' in the store {self.url} "
-                                 "(run ids are the names of report folders, e.g. gzip-20261122-101312)")
+            raise FlagsweepError(f"no run '{run_id}' in the store {self.url} (a run's id is "
+                                 "printed when it starts and stored in its results.json; "
+                                 "its output folder works too)")
         return dict(row)
 
     def set_option(self, run_id: str, key: str, value) -> None:

@@ -9,6 +9,7 @@ re-running what is done.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import random
 import signal
@@ -58,7 +59,7 @@ class Sweep:
 def start(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: build.Options,
           opts: MeasureOptions, store: Store, say: Callable[[str], None]) -> Path:
     out = build_opts.out_dir.resolve()
-    run_id = store.new_run_id(f"{t.name}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}")
+    run_id = store.new_run_id(out.name)  # the folder's name, numbered if the store has it
     opts.seed = opts.seed if opts.seed is not None else random.SystemRandom().randrange(2**31)
     say(f"run id {run_id}")
     with MeasureLock(f"{t.name} {run_id}"), _terminate_as_interrupt():
@@ -67,7 +68,8 @@ def start(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: buil
                                        pinned_cpu=_cpu(opts))
         for warning in system.warnings(machine):
             say(f"warning: {warning}")
-        inputs.prepare(t, quick=opts.quick)  # fail fast on a bad input, before any build
+        _counters_usable(opts)               # fail fast, before any build, on what cannot work
+        inputs.prepare(t, quick=opts.quick)
         builds = build.build_all(t, m, build_opts)
         build.write_summary(out, t, r, m, builds)
         docs = [b.doc(out) for b in builds]
@@ -85,8 +87,11 @@ def resume(id_or_dir: str, store: Store, say: Callable[[str], None]) -> Path:
     o = row["options"]
     opts = MeasureOptions(**o["measure"])
     docs = [v["doc"] for v in store.variants(run_id)]
-    sweep = Sweep(run_id, target.load(o["target_path"]), row["recipe"], Path(row["out_dir"]),
-                  opts, docs, o["baseline"])
+    t = target.load(o["target_path"])
+    if o.get("target_sha256") and _sha256(t.path) != o["target_sha256"]:
+        raise FlagsweepError(f"{t.path} changed since run {run_id} started; its remaining "
+                             "samples would not measure the same thing. Start a new run")
+    sweep = Sweep(run_id, t, row["recipe"], Path(row["out_dir"]), opts, docs, o["baseline"])
     with MeasureLock(f"{sweep.target.name} {run_id} (resumed)"), _terminate_as_interrupt():
         store.reopen_run(run_id)
         done = store.done(run_id)
@@ -108,7 +113,6 @@ def _measure(sweep: Sweep, store: Store, say: Callable[[str], None]) -> Path:
         store.set_option(sweep.run_id, "counters", pre.to_json() if pre else None)
         outcome = _rounds(sweep, workload, measured, pre, store, say)
         store.finish_run(sweep.run_id, "complete", outcome.stop_reason)
-        say(outcome.stop_reason)
     except KeyboardInterrupt:
         store.finish_run(sweep.run_id, "interrupted", "interrupted")
         results.write(sweep.out, store, sweep.run_id)
@@ -144,7 +148,11 @@ def _checked(sweep: Sweep, workload: check.Workload, store: Store,
         if c and c["status"] != "ok":
             say(f"check {vid}: {c['status']}: {c['detail']}")
     allowed = {"ok"} if sweep.opts.strict_check else {"ok", "differs"}
-    return [vid for vid in distinct if stored[vid]["status"] in allowed]
+    measured = [vid for vid in distinct if stored[vid]["status"] in allowed]
+    if not measured:
+        raise FlagsweepError("nothing to measure: every distinct binary failed to build or "
+                             "failed its output check (see above and builds/*/build.log)")
+    return measured
 
 
 def _rounds(sweep: Sweep, workload: check.Workload, measured: list[str],
@@ -170,6 +178,21 @@ def _rounds(sweep: Sweep, workload: check.Workload, measured: list[str],
         f"{plan.max_runs} rounds, {plan.warmup} warmup, seed {o.seed}")
     with runner.pinned(cpu), results.progress(plan) as tick:
         return runner.rounds(plan, store.done(sweep.run_id), measure, values, tick)
+
+
+def _counters_usable(opts: MeasureOptions) -> None:
+    """Refuse counter requests this machine cannot serve before anything is built."""
+    if opts.counters == "none" and opts.metric == "cycles":
+        raise FlagsweepError("--metric cycles needs perf counters; drop --counters none")
+    if opts.counters == "none" or (opts.counters == "auto" and opts.metric != "cycles"):
+        return
+    pre = probes.preflight()
+    if pre.mode != "hardware" and (opts.counters == "hardware" or opts.metric == "cycles"):
+        what = "--metric cycles" if opts.metric == "cycles" else "--counters hardware"
+        raise FlagsweepError(f"{what} needs hardware counters: " + "; ".join(pre.reasons)
+                             + " (--metric instructions falls back to Cachegrind's count)")
+    if pre.mode == "none":
+        raise FlagsweepError("--counters software: " + "; ".join(pre.reasons))
 
 
 def _counters(choice: str, say: Callable[[str], None]) -> probes.Preflight | None:
@@ -241,12 +264,17 @@ def _cpu(opts: MeasureOptions) -> int:
 
 
 def _options(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, opts: MeasureOptions) -> dict:
-    return {"target_path": str(t.path), "recipe_path": str(r.path), "measure": asdict(opts),
+    return {"target_path": str(t.path), "target_sha256": _sha256(t.path),
+            "recipe_path": str(r.path), "measure": asdict(opts),
             "compilers": [toolchain.describe(toolchain.resolve(c))
                           for c in sorted({v.compiler for v in m.variants})],
             "baseline": m.baseline.id, "design": m.design,
             "skipped": [{"id": s.variant.id, "flags": list(s.variant.flags), "reason": s.reason}
                         for s in m.skipped]}
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 class _terminate_as_interrupt:

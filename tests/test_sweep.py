@@ -246,3 +246,34 @@ def test_variants_with_the_same_output_are_grouped(tiny, tmp_path):
     assert o2["status"] == o1["status"] == "differs"
     assert o1["same_output_as"] == "gcc-O2" and o1["detail"].endswith("; same output as gcc-O2")
     assert "same_output_as" not in o2
+
+
+def test_resume_takes_no_other_options_and_refuses_an_edited_target(tiny, tmp_path, isolated_cache):
+    out = tmp_path / "run"
+    flagsweep("run", str(tiny), "--flags", "-O2", "--runs", "1", "--warmup", "0", "--quick",
+              "--out", str(out))
+    mixed = flagsweep("run", "--resume", str(out), "--runs", "3", check=False)
+    assert mixed.returncode == 2 and "it takes no other arguments (got --runs)" in mixed.stderr
+    db = isolated_cache / "store.sqlite"
+    with sqlite3.connect(db) as c:  # pretend it was interrupted
+        c.execute("UPDATE runs SET status = 'interrupted' WHERE out_dir = ?", (str(out),))
+    (tiny / "target.toml").write_text((tiny / "target.toml").read_text().replace("timeout = 3", "timeout = 4"))
+    edited = flagsweep("run", "--resume", str(out), check=False)
+    assert edited.returncode == 2 and "changed since run run started" in edited.stderr
+
+
+def test_nothing_measurable_is_an_error_not_an_empty_success(tiny, tmp_path):
+    result = flagsweep("run", str(tiny), "--flags", "-O2 -DTINY_CRASH", "--runs", "1", "--quick",
+                       "--out", str(tmp_path / "x"), check=False)
+    assert result.returncode == 2 and "nothing to measure" in result.stderr
+    assert _results(tmp_path / "x")["status"] == "failed"
+
+
+def test_cycles_without_hardware_counters_is_refused_before_building(tiny, tmp_path):
+    from flagsweep import probes
+    if probes.preflight().hw_counters:
+        pytest.skip("this machine has hardware counters")
+    result = flagsweep("run", str(tiny), "--flags", "-O2", "--metric", "cycles", "--out",
+                       str(tmp_path / "x"), check=False)
+    assert result.returncode == 2 and "--metric cycles needs hardware counters" in result.stderr
+    assert not (tmp_path / "x" / "builds").exists()

@@ -259,7 +259,8 @@ def test_resume_takes_no_other_options_and_refuses_an_edited_target(tiny, tmp_pa
         c.execute("UPDATE runs SET status = 'interrupted' WHERE out_dir = ?", (str(out),))
     (tiny / "target.toml").write_text((tiny / "target.toml").read_text().replace("timeout = 3", "timeout = 4"))
     edited = flagsweep("run", "--resume", str(out), check=False)
-    assert edited.returncode == 2 and "changed since run run started" in edited.stderr
+    assert edited.returncode == 2 and "target.toml changed since run run" in edited.stderr
+    assert "Start a new run" in edited.stderr
 
 
 def test_nothing_measurable_is_an_error_not_an_empty_success(tiny, tmp_path):

@@ -3,9 +3,9 @@
 
 The workload is a C program that does nothing (so any cost is the harness's). "Direct" is the
 floor any harness pays: posix_spawn + waitpid in a loop. "flagsweep" is the real measuring path:
-runner.rounds driving sweep.Sampler (padded environment, pidfd timeout, wait4, the store's
-committed insert per sample, the stopping rule's read-back after each round), pinned to one CPU
-as in a sweep. Printed: median milliseconds per run, and flagsweep's overhead over direct,
+runner.rounds driving sweep.Sampler (padded environment, the launcher's extra fork and exec,
+pidfd timeout, the store's committed insert per sample, the stopping rule's read-back after each
+round), pinned to one CPU as in a sweep. Printed: median milliseconds per run, and flagsweep's overhead over direct,
 without perf and with perf stat (when perf is usable here).
 
 Usage: python bench/overhead.py [RUNS]      (default 300 samples per configuration)
@@ -94,8 +94,8 @@ def main() -> None:
     print(f"  flagsweep, counters none          {plain:7.3f}   overhead {plain - base:6.3f} ms")
     if with_perf is not None:
         print(f"  flagsweep, perf stat ({pre.mode:8s})  {with_perf:7.3f}   overhead "
-              f"{with_perf - base:6.3f} ms (perf's own start-up; wall time uses perf's "
-              "duration_time when plausible)")
+              f"{with_perf - base:6.3f} ms (mostly perf's own start-up, which the launcher's "
+              "wall time inside perf leaves out)")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 /* flagsweep's launcher: run one workload and report exactly what it used.
  *
  * Usage: launch RESULT_FILE PROGRAM [ARGS...]
- * Forks, execs PROGRAM in the child, waits with wait4 and writes one line to RESULT_FILE:
+ * Forks, execs PROGRAM (searched on PATH when it has no slash) in the child, waits with wait4
+ * and writes one line to RESULT_FILE:
  *   status <wait status> wall_ns <n> utime_us <n> stime_us <n> maxrss_kb <n>
  *   nvcsw <n> nivcsw <n> minflt <n> majflt <n>
  *
@@ -40,7 +41,7 @@ int main(int argc, char **argv)
         return 2;
     }
     if (pid == 0) {
-        execv(argv[2], argv + 2);
+        execvp(argv[2], argv + 2);  /* PATH is the minimal one flagsweep sets */
         fprintf(stderr, "flagsweep launch: cannot run %s: %s\n", argv[2], strerror(errno));
         _exit(127);
     }

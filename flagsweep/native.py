@@ -6,6 +6,7 @@ flagsweep version or another compiler rebuilds it and nothing else does.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -39,8 +40,10 @@ def build_tool(source: Path, dest: Path, cc: str | Path, defines: dict[str, str]
     return dest
 
 
+@functools.lru_cache(maxsize=None)
 def launcher() -> Path:
-    """The workload launcher (launch.c), built static so its own footprint stays tiny."""
+    """The workload launcher (launch.c), built static so its own footprint stays tiny; checked
+    once per process (not once per run: it sits on the measuring path)."""
     cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
     if cc is None:
         raise BuildError("no C compiler on PATH to build flagsweep's launcher (apt-get install gcc)")

@@ -220,7 +220,7 @@ def _decide(perf: str | None, paranoid: int | None) -> Preflight:
         if _status(sw.counters, DURATION_EVENT) == "ok":
             events.append(DURATION_EVENT)
         else:
-            reasons.append("this perf has no duration_time event: wall time includes perf's start-up")
+            reasons.append("this perf has no duration_time event (only informational: wall time comes from flagsweep's launcher)")
     else:
         why = _one_line(sw.tail) if not sw.ok else f"task-clock is {_status(sw.counters, 'task-clock')}"
         reasons.append(f"perf stat failed for software events: {why}"
@@ -473,7 +473,7 @@ def sample_metrics(counters: dict[str, Counter]) -> tuple[dict[str, float | None
     metrics["task_clock_s"] = _seconds(counters.get("task-clock"), "msec")
     metrics["duration_s"] = _seconds(counters.get(DURATION_EVENT), "ns")
     if not _duration_plausible(metrics["duration_s"], metrics["task_clock_s"]):
-        metrics["duration_s"] = None  # the caller falls back to its own wall time
+        metrics["duration_s"] = None  # impossible (perf started its clock late): not recorded
 
     by_plain: dict[str, list[str]] = {}
     for key in counters:

@@ -57,9 +57,6 @@ def prepare(target: Target, quick: bool = False, cache: Path | None = None) -> I
     store = (cache or fetch.cache_dir()) / "inputs"
     if isinstance(spec, FileInput):
         return _copy_given(target, spec, store)
-    if spec.seed < 0:
-        raise ConfigError(f"{target.path}: key 'inputs.seed': expected an integer >= 0, "
-                          f"got {spec.seed}")
     if isinstance(spec, WavInput):
         seconds = spec.quick_seconds if quick else spec.seconds
         frames = round(seconds * RATE)

@@ -63,14 +63,14 @@ class WavInput(Strict):
     kind: Literal["wav"]
     seconds: Annotated[float, Field(gt=0)]
     quick_seconds: Annotated[float, Field(gt=0)]
-    seed: int = 0
+    seed: Annotated[int, Field(ge=0)] = 0
 
 
 class CorpusInput(Strict):
     kind: Literal["corpus"]
     megabytes: Annotated[float, Field(gt=0)]
     quick_megabytes: Annotated[float, Field(gt=0)]
-    seed: int = 0
+    seed: Annotated[int, Field(ge=0)] = 0
 
 
 class FileInput(Strict):

@@ -135,10 +135,9 @@ def test_quick_is_smaller(tmp_path, spec, full, quick, quick_bytes):
     assert full in big.description and quick in small.description
 
 
-def test_negative_seed_is_refused(tmp_path):
-    t = _target(tmp_path, WAV.replace("seed = 2003", "seed = -1"))
-    with pytest.raises(ConfigError, match=r"inputs\.seed"):
-        inputs.prepare(t)
+def test_negative_seed_is_refused_when_the_target_loads(tmp_path):
+    with pytest.raises(ConfigError, match=r"key 'inputs\.seed': expected .*greater than or equal to 0, got -1"):
+        _target(tmp_path, WAV.replace("seed = 2003", "seed = -1"))
 
 
 # --- content -----------------------------------------------------------------------------------

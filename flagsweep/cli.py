@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from . import __version__, build, cpu, matrix, recipe, results, store, sweep, system, target
+from . import __version__, build, calibration, cpu, matrix, recipe, results, store, sweep, system, target
 from .errors import FlagsweepError
 
 REPORTS = Path(__file__).resolve().parent.parent / "reports"
@@ -127,6 +127,9 @@ def build_cmd(as_json, **kw) -> None:
               help="Seconds of measuring at most; no new round starts that would overrun it.")
 @click.option("--precision", "precision_pct", type=click.FloatRange(min=0.01), default=1.0,
               show_default=True, help="Stop when every median's 95% CI half-width is under this percentage.")
+@click.option("--threshold", "threshold_pct", type=click.FloatRange(min=0.01), default=1.0,
+              show_default=True, help="Practical threshold in %: smaller effects do not matter "
+                                      "(faster/slower need their CI beyond it).")
 @click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True,
               help="Warmup rounds (run, stored, not counted).")
 @click.option("--cpu", type=click.IntRange(min=0), help="CPU to pin to [default: an isolated CPU, else the last].")
@@ -139,10 +142,12 @@ def build_cmd(as_json, **kw) -> None:
 @click.option("--quick", is_flag=True, help="A smaller input (a fast look, not a final answer).")
 @click.option("--strict-check", is_flag=True, help="Do not time binaries whose output differs.")
 @click.option("--seed", type=int, help="Seed for round order and environment padding [default: random, recorded].")
+@click.option("--confirm", is_flag=True, help="After a plackett-burman screen, re-test the flags "
+                                              "that matter one at a time against the base.")
 @click.option("--resume", "resume_id", metavar="RUN_ID|DIR",
               help="Continue an interrupted run, named by its run id or its output folder.")
-def run_cmd(runs, min_runs, max_runs, budget, precision_pct, warmup, cpu, metric, counters, quick,
-            strict_check, seed, resume_id, **kw) -> None:
+def run_cmd(runs, min_runs, max_runs, budget, precision_pct, threshold_pct, warmup, cpu, metric,
+            counters, quick, strict_check, seed, confirm, resume_id, **kw) -> None:
     """Build TARGET's variants, check their outputs, and measure them in pinned shuffled rounds."""
     db = store.Store()
     say = lambda text: click.echo(text, err=True)  # noqa: E731
@@ -162,10 +167,59 @@ def run_cmd(runs, min_runs, max_runs, budget, precision_pct, warmup, cpu, metric
         t, r, m, opts = _prepare(**kw)
         mopts = sweep.MeasureOptions(runs=runs, min_runs=min_runs, max_runs=max_runs, budget=budget,
                                      warmup=warmup, cpu=cpu, metric=metric, counters=counters,
-                                     precision_pct=precision_pct, quick=quick,
+                                     precision_pct=precision_pct, threshold_pct=threshold_pct,
+                                     quick=quick,
                                      strict_check=strict_check, seed=seed)
+        if confirm and r.spec.design != "plackett-burman":
+            raise click.UsageError("--confirm follows a design = \"plackett-burman\" screen")
         path = sweep.start(t, r, m, opts, mopts, db, say)
+        if confirm:
+            results.terminal_summary(path, say)
+            click.echo(str(path))
+            path = _confirm(path, t, r, opts, mopts, db, say)
+            if path is None:
+                return
     results.terminal_summary(path, say)
+    click.echo(str(path))
+
+
+def _confirm(screen_path, t, r, opts, mopts, db, say):
+    """The flags a screen found to matter, each alone on the base: main effects in a screen are
+    aliased with interactions, so survivors are confirmed one at a time (issue 4's --confirm)."""
+    survivors = [e["factor"] for e in json.loads(screen_path.read_text())["effects"]
+                 if e.get("matters")]
+    if not survivors:
+        say("confirm: no flag mattered in the screen; nothing to confirm")
+        return None
+    say(f"confirm: re-testing {', '.join(survivors)} one at a time against {r.spec.base}")
+    one_by_one = recipe.from_flags([r.spec.base] + [f"{r.spec.base} {f}" for f in survivors],
+                                   [m.compiler for m in matrix.expand(r).variants][:1])
+    out = opts.out_dir.resolve().with_name(opts.out_dir.resolve().name + "-confirm")
+    mopts.seed = None
+    return sweep.start(t, one_by_one, matrix.expand(one_by_one),
+                       build.Options(out_dir=out, jobs=opts.jobs, offline=opts.offline,
+                                     source_dir=opts.source_dir), mopts, db, say)
+
+
+@cli.command("calibrate")
+@click.option("--runs", type=click.IntRange(min=2), default=10, show_default=True,
+              help="Rounds to measure (the setting whose resolution you want to know).")
+@click.option("--threshold", "threshold_pct", type=click.FloatRange(min=0.01), default=1.0,
+              show_default=True, help="Practical threshold in %, as for run.")
+@click.option("--quick", is_flag=True, help="The smaller input.")
+@click.option("--cpu", type=click.IntRange(min=0), help="CPU to pin to.")
+@click.option("--out", "out_dir", type=click.Path(path_type=Path),
+              help="Output folder [default: reports/calibrate-TIMESTAMP].")
+def calibrate_cmd(runs, threshold_pct, quick, cpu, out_dir) -> None:
+    """Plant effects of +1%, +3% and +10% in the bundled tiny program and see which this machine finds."""
+    say = lambda text: click.echo(text, err=True)  # noqa: E731
+    out = out_dir or REPORTS / f"calibrate-{_stamp()}"
+    opts = sweep.MeasureOptions(runs=runs, min_runs=runs, max_runs=runs, quick=quick, cpu=cpu,
+                                threshold_pct=threshold_pct)
+    path, rows = calibration.run(build.Options(out_dir=out, jobs=_cpu_count()), opts,
+                                 store.Store(), say)
+    for line in calibration.table(rows, runs, threshold_pct):
+        click.echo(line)
     click.echo(str(path))
 
 

@@ -62,6 +62,8 @@ def variant_id(compiler: str, flags: tuple[str, ...]) -> str:
 def expand(recipe: Recipe, compilers: list[str] | None = None, filter_cpu: bool = True) -> Matrix:
     """All variants of a recipe, the baseline identified, un-runnable -march values skipped."""
     compilers = compilers or recipe.spec.compilers
+    if recipe.spec.design == "plackett-burman":
+        return _screening(recipe, compilers, filter_cpu)
     candidates = _factorial(recipe, compilers) + _included(recipe, compilers)
     kept = [v for v in candidates if not _excluded(v, recipe.spec.exclude)]
     kept = _dedupe(kept, recipe)
@@ -70,6 +72,32 @@ def expand(recipe: Recipe, compilers: list[str] | None = None, filter_cpu: bool 
     baseline = _baseline(recipe, runnable, skipped, compilers)
     ordered = [baseline] + [v for v in runnable if v is not baseline]
     return Matrix(ordered, baseline, skipped, _design(recipe))
+
+
+def _screening(recipe: Recipe, compilers: list[str], filter_cpu: bool) -> Matrix:
+    """One variant per Plackett-Burman row (base + the flags switched on), factors flag: on|off;
+    the baseline is the all-off row (the base alone), added when the design has none."""
+    from .effects import plackett_burman_rows  # the design belongs to the statistics side
+
+    spec = recipe.spec
+    base = tuple(shlex.split(spec.base or ""))
+    rows = plackett_burman_rows(spec.screen)
+    if not any(not any(row) for row in rows):
+        rows.append([False] * len(spec.screen))
+    variants = []
+    for compiler in compilers:
+        for row in rows:
+            flags = base + tuple(f for f, on in zip(spec.screen, row) if on)
+            factors = {f: "on" if on else "off" for f, on in zip(spec.screen, row)}
+            variants.append(Variant(variant_id(compiler, flags), compiler, flags, factors))
+    variants = _dedupe(variants, recipe)
+    skipped = _unrunnable(variants) if filter_cpu else []
+    runnable = [v for v in variants if v not in {s.variant for s in skipped}]
+    baseline = next((v for v in runnable if v.flags == base and v.compiler == compilers[0]), None)
+    if baseline is None:
+        raise ConfigError(f"{recipe.path}: key 'base': the base flags cannot run on this CPU")
+    return Matrix([baseline] + [v for v in runnable if v is not baseline], baseline, skipped,
+                  "plackett-burman")
 
 
 def _factorial(recipe: Recipe, compilers: list[str]) -> list[Variant]:

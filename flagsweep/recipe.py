@@ -11,7 +11,7 @@ import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Union
+from typing import Annotated, Literal, Union
 
 from pydantic import Field, field_validator, model_validator
 
@@ -46,15 +46,24 @@ class Include(Strict):
 class RecipeFile(Strict):
     summary: str
     compilers: Annotated[list[str], Field(min_length=1)] = ["gcc"]
+    design: Literal["factorial", "plackett-burman"] = "factorial"
     axes: dict[str, Annotated[list[Level], Field(min_length=1)]] = {}
     exclude: list[dict[str, str]] = []
     include: list[Include] = []
-    baseline: dict[str, str]
+    baseline: dict[str, str] = {}
+    base: str | None = None              # plackett-burman: the flags every row starts from
+    screen: list[str] = []               # plackett-burman: the on/off flags screened
 
     @model_validator(mode="after")
     def _consistent(self) -> "RecipeFile":
+        if self.design == "plackett-burman":
+            return self._screening()
+        if self.base is not None or self.screen:
+            raise ValueError("'base' and 'screen' belong to design = \"plackett-burman\"")
         if not self.axes and not self.include:
             raise ValueError("a recipe needs 'axes' or 'include' entries (or both)")
+        if not self.baseline:
+            raise ValueError("missing key 'baseline'")
         factor_names = set(self.axes) | {f for inc in self.include for f in inc.factors}
         for i, rule in enumerate(self.exclude):
             unknown = set(rule) - factor_names - {"compiler"}
@@ -69,6 +78,18 @@ class RecipeFile(Strict):
             raise ValueError(f"baseline names unknown axes {sorted(unknown)}; "
                              f"expected some of {sorted(factor_names)} or 'compiler'")
         self._check_levels("baseline", self.baseline)
+        return self
+
+    def _screening(self) -> "RecipeFile":
+        """A screening recipe is base + screen only: its rows come from the design."""
+        if self.base is None or len(self.screen) < 2:
+            raise ValueError("design = \"plackett-burman\" needs 'base' (flags) and 'screen' "
+                             "(at least two on/off flags)")
+        if self.axes or self.include or self.exclude or self.baseline:
+            raise ValueError("design = \"plackett-burman\" takes no axes, include, exclude or "
+                             "baseline: the rows come from the design, the baseline is 'base'")
+        if len(set(self.screen)) != len(self.screen):
+            raise ValueError("'screen' lists a flag twice")
         return self
 
     def _check_levels(self, where: str, rule: dict[str, str]) -> None:

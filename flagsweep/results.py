@@ -17,9 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterator
 
-import numpy as np
-
-from . import stats
+from . import analysis
 from .store import Sample, Store
 
 SCHEMA = "flagsweep/1"
@@ -66,7 +64,7 @@ def _document(run: dict, variants: list[dict], samples: list[Sample]) -> dict:
     m = o["measure"]
     metric = {"wall": "wall_s", "cpu": "cpu_s"}.get(m["metric"], m["metric"])
     t_path = o["target_path"]
-    return {
+    doc = {
         "schema": SCHEMA,
         "run_id": run["run_id"],
         "target": run["target"], "recipe": run["recipe"],
@@ -82,9 +80,14 @@ def _document(run: dict, variants: list[dict], samples: list[Sample]) -> dict:
         "skipped": o.get("skipped", []),
         "measurement": {k: m[k] for k in ("seed", "warmup", "min_runs", "max_runs", "runs",
                                           "budget", "precision_pct", "cpu", "quick",
-                                          "strict_check", "counters")},
+                                          "strict_check", "counters", "threshold_pct")
+                        if k in m},
         "variants": [_variant(v, samples, metric) for v in variants],
     }
+    doc["threshold_pct"] = m.get("threshold_pct", 1.0)
+    values = analysis.values_by_round(samples, lambda s: metric_of(s, metric))
+    analysis.apply(doc, values, doc["threshold_pct"], seed=m.get("seed") or 0)
+    return doc
 
 
 def _variant(v: dict, samples: list[Sample], metric: str) -> dict:
@@ -95,11 +98,6 @@ def _variant(v: dict, samples: list[Sample], metric: str) -> dict:
     doc["samples"] = _columns(counted)
     doc["failures"] = [{"round": s.round, "failure": s.failure} for s in mine if not s.ok]
     doc["multiplexed"] = sum(s.multiplexed for s in counted)
-    values = [x for x in (metric_of(s, metric) for s in counted) if x is not None]
-    ci = stats.median_ci(values)
-    doc["summary"] = {"n": len(values),
-                      "median": float(np.median(values)) if values else None,
-                      "ci95": [ci.low, ci.high] if ci else None}
     return doc
 
 
@@ -149,23 +147,54 @@ def progress(plan) -> Iterator[Callable[[str, int, int], None]]:
 
 
 def terminal_summary(results_path: Path, say: Callable[[str], None]) -> None:
-    """A short table of what was measured: per variant its check, n, median and CI."""
+    """What was found, in a table: per variant its state, n, median, ratio to the baseline with
+    its CI and the verdict; then the A/A arm, the noise, the effects and the recommendation."""
     doc = json.loads(results_path.read_text())
-    metric = doc["metric"]
-    rows = [("variant", "check", "n", f"median {metric}", "95% CI", "flags")]
+    rows = [("variant", "state", "n", f"median {doc['metric']}", "vs baseline (95% CI)", "verdict", "flags")]
     for v in doc["variants"]:
-        b, s = v["build"], v["summary"]
-        if b["status"] != "ok":
-            state = b["status"]
-        elif b["identical_to"]:
-            state = f"= {b['identical_to']}"
-        else:
-            state = (v["check"] or {}).get("status", "-")
-        median = f"{s['median']:.4g}" if s["median"] is not None else "-"
-        ci = f"{s['ci95'][0]:.4g}..{s['ci95'][1]:.4g}" if s["ci95"] else "-"
-        mark = " *" if v["id"] == doc["baseline"] else ""
-        rows.append((v["id"] + mark, state, str(s["n"]), median, ci, " ".join(v["flags"])))
+        rows.append(_row(v, doc["baseline"]))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     for r in rows:
         say("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1])
+    for line in _findings(doc):
+        say(line)
     say(f"stopped: {doc['stop_reason']}")
+
+
+def _row(v: dict, baseline: str) -> tuple[str, ...]:
+    b, s, c = v["build"], v["summary"], v.get("vs_baseline") or {}
+    if b["status"] != "ok":
+        state = b["status"]
+    elif b["identical_to"]:
+        state = f"= {b['identical_to']}"
+    else:
+        state = (v["check"] or {}).get("status", "-")
+    median = f"{s['median']:.4g}" if s.get("median") is not None else "-"
+    if c.get("ci95") and c.get("ratio") is not None:
+        lo, hi = c["ci95"]
+        vs = f"{(c['ratio'] - 1) * 100:+.1f}% ({(lo - 1) * 100:+.1f}..{(hi - 1) * 100:+.1f})"
+    else:
+        vs = "baseline" if v["id"] == baseline else "-"
+    return (v["id"] + (" *" if v["id"] == baseline else ""), state, str(s.get("n", 0)), median,
+            vs, c.get("verdict", "") or "", " ".join(v["flags"]))
+
+
+def _findings(doc: dict) -> list[str]:
+    lines = []
+    aa, noise = doc.get("aa"), doc.get("noise") or {}
+    if aa:
+        lines.append(f"A/A arm: {aa['verdict']}" + (f" - WARNING: {aa['warning']}" if aa.get("warning") else ""))
+    if noise.get("mde_pct") is not None:
+        lines.append(f"noise: baseline CV {100 * (noise.get('baseline_cv') or 0):.2f}%, smallest "
+                     f"detectable effect {noise['mde_pct']:.2f}% (threshold {doc['threshold_pct']:g}%)")
+    if noise.get("warning"):
+        lines.append(f"warning: {noise['warning']}")
+    mattering = [e for e in doc.get("effects", []) if e.get("matters")]
+    design = doc.get("effects_design") or {}
+    if doc.get("effects"):
+        named = ", ".join(f"{e['factor']}={e['level']} {e['effect_pct']:+.1f}%" for e in mattering)
+        lines.append(f"flags that matter ({design.get('design')}): {named or 'none beyond the threshold'}")
+    rec = doc.get("recommendation")
+    if rec:
+        lines.append(f"recommendation: {' '.join(rec['flags']) or '(default flags)'} - {rec['why']}")
+    return lines

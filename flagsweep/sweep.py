@@ -12,13 +12,14 @@ from __future__ import annotations
 import hashlib
 import logging
 import random
+import shutil
 import signal
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import build, check, inputs, matrix, probes, recipe, results, runner, system, target, toolchain
+from . import analysis, build, check, inputs, matrix, probes, recipe, results, runner, system, target, toolchain
 from .errors import FlagsweepError
 from .lock import MeasureLock
 from .store import Sample, Store
@@ -41,6 +42,7 @@ class MeasureOptions:
     strict_check: bool = False
     seed: int | None = None
     counters: str = "auto"          # auto | hardware | software | none
+    threshold_pct: float = 1.0      # the practical threshold: smaller effects do not matter
 
 
 @dataclass
@@ -73,6 +75,7 @@ def start(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: buil
         builds = build.build_all(t, m, build_opts)
         build.write_summary(out, t, r, m, builds)
         docs = [b.doc(out) for b in builds]
+        docs += _aa_twin(docs, m.baseline.id, out)
         store.create_run(run_id, t.name, r.name, out, _options(t, r, m, opts), machine)
         store.save_variants(run_id, docs)
         sweep = Sweep(run_id, t, r.name, out, opts, docs, m.baseline.id)
@@ -178,6 +181,25 @@ def _rounds(sweep: Sweep, workload: check.Workload, measured: list[str],
         f"{plan.max_runs} rounds, {plan.warmup} warmup, seed {o.seed}")
     with runner.pinned(cpu), results.progress(plan) as tick:
         return runner.rounds(plan, store.done(sweep.run_id), measure, values, tick)
+
+
+def _aa_twin(docs: list[dict], baseline: str, out: Path) -> list[dict]:
+    """The A/A arm (statistics.md choice 7): a second copy of the baseline's binary, measured
+    and compared like any variant. It must come out equivalent or inconclusive; if it does not,
+    the machine, not the flags, is moving the numbers. (A copy, not a rebuild with another link
+    order: a layout change is a real change, and this arm must show the harness alone.)"""
+    base = next(d for d in docs if d["id"] == baseline)
+    if base["build"]["status"] != "ok":
+        return []
+    twin_id = baseline + analysis.AA_SUFFIX
+    binary = Path(base["build"]["binary"])
+    folder = out / "builds" / twin_id
+    folder.mkdir(parents=True, exist_ok=True)
+    copy = folder / binary.name
+    shutil.copy2(binary, copy)
+    build_doc = {**base["build"], "binary": str(copy), "identical_to": None,
+                 "detail": f"A/A twin: a copy of {baseline}'s binary"}
+    return [{**base, "id": twin_id, "aa_of": baseline, "build": build_doc}]
 
 
 def _counters_usable(opts: MeasureOptions) -> None:

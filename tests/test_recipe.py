@@ -10,7 +10,7 @@ from flagsweep import recipe
 from flagsweep.errors import ConfigError
 from flagsweep.recipe import AxisLevel
 
-SHIPPED = ["march", "olevels", "seed-2003", "simd"]
+SHIPPED = ["march", "olevels", "screen-f", "seed-2003", "simd"]
 
 
 def _write(tmp_path: Path, text: str, name: str = "r.toml") -> Path:
@@ -78,7 +78,7 @@ def test_unknown_recipe_name_lists_the_shipped_ones():
     with pytest.raises(ConfigError) as info:
         recipe.load("no-such-recipe")
     assert str(info.value) == ("no recipe 'no-such-recipe': not a file, and not one of the "
-                               "shipped recipes (march, olevels, seed-2003, simd)")
+                               "shipped recipes (march, olevels, screen-f, seed-2003, simd)")
 
 
 # --- axes and levels ---------------------------------------------------------------------------
@@ -221,8 +221,10 @@ def test_unknown_key_in_include_is_rejected(tmp_path):
 
 
 def test_missing_baseline_and_summary(tmp_path):
+    # 'summary' is checked with the keys; 'baseline' (not needed by a screening design) after.
     msg, _ = _load_error(tmp_path, '[axes]\nopt = ["-O2"]\n')
     assert "missing key 'summary'" in msg
+    msg, _ = _load_error(tmp_path, 'summary = "s"\n[axes]\nopt = ["-O2"]\n')
     assert "missing key 'baseline'" in msg
 
 

@@ -96,7 +96,7 @@ def test_crash_hang_and_wrong_output_show_up_as_such(tiny, tmp_path):
     assert wrong["check"]["output_sha256"] != v["gcc-O2"]["check"]["output_sha256"]
     # Every counted sample came from a shuffled round on the pinned CPU.
     rows = (out / "samples.csv").read_text().splitlines()
-    assert len(rows) == 1 + 2 * 3  # header + two measured binaries x three rounds
+    assert len(rows) == 1 + 3 * 3  # header + (O2, WRONG, O2's A/A twin) x three rounds
     assert doc["machine"]["pinned_cpu"] == doc["measurement"]["cpu"]
     assert doc["workload"]["argv"] == ["{binary}", "{input}", "2"]
 
@@ -157,7 +157,7 @@ def test_interrupted_sweep_resumes_without_loss_or_duplicates(tiny, tmp_path, ho
     proc.send_signal(how)
     _, err = proc.communicate(timeout=60)
     before = _samples(db, run_id)
-    assert 5 <= len(before) < 2 * 9
+    assert 5 <= len(before) < 3 * 9
     if how == signal.SIGTERM:  # a clean stop: marked, files written, told how to go on
         assert proc.returncode == 2
         assert f"flagsweep run --resume {run_id}" in err
@@ -166,10 +166,12 @@ def test_interrupted_sweep_resumes_without_loss_or_duplicates(tiny, tmp_path, ho
     after = _samples(db, run_id)
     assert set(before) <= set(after)  # nothing lost: the same rows, same timestamps
     pairs = [(v, r) for v, r, _ in after]
-    assert len(pairs) == len(set(pairs)) == 2 * 9  # nothing duplicated: 1 warmup + 8 rounds each
+    # nothing duplicated: (O2, O1, O2's A/A twin) x (1 warmup + 8 rounds)
+    assert len(pairs) == len(set(pairs)) == 3 * 9
     doc = _results(out)
     assert doc["status"] == "complete"
-    assert {v["id"]: v["summary"]["n"] for v in doc["variants"]} == {"gcc-O2": 8, "gcc-O1": 8}
+    assert {v["id"]: v["summary"]["n"] for v in doc["variants"]} == {
+        "gcc-O2": 8, "gcc-O1": 8, "gcc-O2.aa": 8}
 
 
 def test_a_second_sweep_is_refused_while_one_measures(tiny, tmp_path):
@@ -278,3 +280,18 @@ def test_cycles_without_hardware_counters_is_refused_before_building(tiny, tmp_p
                        str(tmp_path / "x"), check=False)
     assert result.returncode == 2 and "--metric cycles needs hardware counters" in result.stderr
     assert not (tmp_path / "x" / "builds").exists()
+
+
+def test_calibrate_plants_effects_and_reports_what_it_found(tmp_path):
+    result = flagsweep("calibrate", "--runs", "6", "--quick", "--out", str(tmp_path / "cal"))
+    lines = result.stdout.splitlines()
+    assert lines[0] == "planted effects on this machine (6 rounds, threshold 1%):"
+    rows = {line.split()[0]: line for line in lines[2:6]}
+    assert set(rows) == {"0%", "+1%", "+3%", "+10%"}
+    outcomes = ("found", "not resolved", "missed (called equivalent)", "correct", "FALSE ALARM")
+    assert all(any(o in line for o in outcomes) for line in rows.values())
+    assert lines[6].startswith("smallest planted effect detected: ")
+    doc = _results(tmp_path / "cal")
+    ten = next(v for v in doc["variants"] if v["flags"] == ["-O2", "-DTINY_EXTRA_PERMILLE=100"])
+    assert ten["vs_baseline"]["ratio"] > 1.03  # a planted +10% shows up as clearly slower work
+    assert ten["build"]["code_sha256"] != doc["variants"][0]["build"]["code_sha256"]

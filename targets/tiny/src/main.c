@@ -6,6 +6,11 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#ifndef TINY_EXTRA_PERMILLE
+#define TINY_EXTRA_PERMILLE 0
+#endif
+static volatile unsigned extra_permille = TINY_EXTRA_PERMILLE;
+
 static unsigned char *slurp(const char *path, size_t *n)
 {
     FILE *f = fopen(path, "rb");
@@ -52,6 +57,19 @@ int main(int argc, char **argv)
 #ifdef TINY_WRONG
     energy *= 1.5;
 #endif
+    /* Calibration hook: `flagsweep calibrate` plants an effect of known size by running both
+     * kernels again over an extra extra_permille/1000 of the input. Their work is linear in
+     * the input's length, so -DTINY_EXTRA_PERMILLE=30 costs about 3% more time. The amount is a
+     * volatile variable, not code: binaries built with different amounts have identical code
+     * and layout (moving the kernels by a few bytes alone shifted tiny's time by 2-3% here),
+     * and the results go to a volatile sink, so the output stays the same. */
+    size_t extra = n * (size_t)extra_permille / 1000;
+    volatile uint64_t sink_matches = 0;
+    volatile double sink_energy = 0;
+    for (int r = 0; extra && r < rounds; r++) {
+        sink_matches += tiny_matches(data, extra);
+        sink_energy += tiny_filter(data, extra);
+    }
     printf("bytes %zu matches %llu energy %.6f\n", n, (unsigned long long)matches, energy / rounds);
     free(data);
     return 0;

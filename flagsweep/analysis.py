@@ -1,0 +1,158 @@
+"""Analysis: a run's samples become the results contract's statistics fields.
+
+Per variant `summary` and `vs_baseline` (ratio with CI, adjusted p, verdict), then `aa` (the
+baseline's twin, compared like any variant), `noise` (how small an effect this sweep could
+resolve), `effects` (which factor levels matter, from flagsweep.effects) and `recommendation`.
+The methods live in flagsweep.stats and flagsweep.effects; this module only decides what is
+compared with what and words the outcome.
+"""
+
+from __future__ import annotations
+
+from . import effects as effects_mod
+from . import stats
+from .store import Sample
+
+AA_SUFFIX = ".aa"
+
+
+def values_by_round(samples: list[Sample], metric_of) -> dict[str, dict[int, float]]:
+    """variant -> {round: value} for good, counted samples."""
+    out: dict[str, dict[int, float]] = {}
+    for s in samples:
+        value = metric_of(s) if s.ok and s.round >= 0 else None
+        if value is not None and value > 0:
+            out.setdefault(s.variant_id, {})[s.round] = value
+    return out
+
+
+def apply(doc: dict, values: dict[str, dict[int, float]], threshold_pct: float, seed: int) -> None:
+    """Fill summary/vs_baseline on doc's variants and the sweep-level statistics fields."""
+    baseline = doc["baseline"]
+    variants = {v["id"]: v for v in doc["variants"]}
+    comparisons: dict[str, stats.Comparison] = {}
+    for vid, v in variants.items():
+        v["summary"] = stats.summarize(values.get(vid, {})).to_json()
+        if vid != baseline and vid in values and baseline in values:
+            comparisons[vid] = stats.compare(values[vid], values[baseline], seed=seed)
+    stats.adjust(list(comparisons.values()), threshold=threshold_pct / 100)
+    for vid, v in variants.items():
+        v["vs_baseline"] = _vs_baseline(v, vid, baseline, comparisons, variants)
+    twin = baseline + AA_SUFFIX
+    doc["aa"] = _aa(twin, comparisons.get(twin))
+    doc["noise"] = stats.noise(values.get(baseline, {}), values.get(twin), threshold_pct)
+    doc["effects"], doc["effects_design"] = _effects(doc, values, threshold_pct)
+    doc["recommendation"] = _recommend(doc, threshold_pct)
+
+
+def _vs_baseline(v: dict, vid: str, baseline: str, comparisons: dict, variants: dict) -> dict | None:
+    if vid == baseline:
+        return None
+    rep = v["build"].get("identical_to")
+    if rep:
+        base = comparisons.get(rep)
+        return {"verdict": "identical-code", "identical_to": rep,
+                "ratio": base.ratio if base else (1.0 if rep == baseline else None)}
+    if vid in comparisons:
+        return comparisons[vid].to_json()
+    return {"verdict": "not-measured", "why": _why_not_measured(v)}
+
+
+def _why_not_measured(v: dict) -> str:
+    if v["build"]["status"] != "ok":
+        return f"build {v['build']['status']}"
+    check = v.get("check") or {}
+    if check.get("status") in ("failed", "differs"):
+        return f"output check {check['status']}: {check.get('detail', '')}"
+    return "no successful samples"
+
+
+def _aa(twin: str, c: stats.Comparison | None) -> dict | None:
+    if c is None:
+        return None
+    warning = None
+    if c.verdict in ("faster", "slower"):
+        warning = (f"the A/A arm (a second copy of the baseline's binary) came out {c.verdict} "
+                   f"by {abs(c.ratio - 1) * 100:.1f}%: differences of that size in this sweep "
+                   "may be the machine, not the flags")
+    return {"variant": twin, "verdict": c.verdict, "ratio": c.ratio, "ci95": list(c.ci95),
+            "p_value": c.p_value, "warning": warning}
+
+
+def _effects(doc: dict, values: dict[str, dict[int, float]], threshold_pct: float):
+    """Effects of the recipe's factors over the measured, distinct, non-twin variants."""
+    # Every variant's levels go in (a level whose variants were not timed is then named in the
+    # note); samples only from distinct, measured binaries, never the A/A twin.
+    designed = {v["id"]: v for v in doc["variants"] if not v["id"].endswith(AA_SUFFIX)}
+    if doc.get("design") == "plackett-burman":
+        return _screen(doc, designed, values, threshold_pct)
+    measured = {vid for vid, v in designed.items()
+                if vid in values and not v["build"].get("identical_to")}
+    base = designed.get(doc["baseline"])
+    if base is None or len(measured) < 2:
+        return [], {"design": "not-estimable", "note": "fewer than two measured variants"}
+    result = effects_mod.estimate({vid: values[vid] for vid in measured},
+                                  {vid: v["factors"] for vid, v in designed.items()},
+                                  base["factors"], threshold_pct=threshold_pct)
+    j = result.to_json()
+    return j["rows"], {"design": j["design"], "note": j["note"]}
+
+
+def _screen(doc: dict, designed: dict[str, dict], values: dict[str, dict[int, float]],
+            threshold_pct: float):
+    """Main effects of the screened flags. A saturated design needs every row, so a row with
+    identical code to another is given that row's samples: it is the very same binary."""
+    flags = list(designed[doc["baseline"]]["factors"])
+    samples, rows = {}, {}
+    for vid, v in designed.items():
+        source = v["build"].get("identical_to") or vid
+        if source in values:
+            samples[vid] = values[source]
+            rows[vid] = [v["factors"][f] == "on" for f in flags]
+    if len(samples) < 2:
+        return [], {"design": "not-estimable", "note": "fewer than two measured rows"}
+    j = effects_mod.screen(samples, rows, flags, threshold_pct=threshold_pct).to_json()
+    return j["rows"], {"design": j["design"], "note": j["note"]}
+
+
+def _recommend(doc: dict, threshold_pct: float) -> dict:
+    """The fastest significantly-faster variant, and the simplest one within the threshold of it."""
+    base = next(v for v in doc["variants"] if v["id"] == doc["baseline"])
+    rows = [v for v in doc["variants"] if (v.get("vs_baseline") or {}).get("verdict") in
+            ("faster", "equivalent", "slower", "inconclusive") and not v["id"].endswith(AA_SUFFIX)]
+    faster = [v for v in rows if v["vs_baseline"]["verdict"] == "faster"]
+    if not faster:
+        counts = _verdict_counts(doc)
+        return {"flags": base["flags"], "variant": base["id"],
+                "why": f"no variant was significantly faster than the baseline "
+                       f"({' '.join(base['flags']) or 'default flags'}) by more than "
+                       f"{threshold_pct:g}%: {counts}. Keep the baseline's flags."}
+    best = min(faster, key=lambda v: v["vs_baseline"]["ratio"])
+    limit = best["vs_baseline"]["ratio"] * (1 + threshold_pct / 100)
+    close = [v for v in faster if v["vs_baseline"]["ratio"] <= limit]
+    simplest = min(close, key=lambda v: (len(v["flags"]), v["vs_baseline"]["ratio"]))
+    why = (f"{' '.join(best['flags'])} is the fastest: {_pct(best)} against the baseline "
+           f"({' '.join(base['flags'])}), CI {_ci(best)}.")
+    if simplest is not best:
+        why += (f" {' '.join(simplest['flags'])} is within {threshold_pct:g}% of it "
+                f"({_pct(simplest)}) with fewer flags, so it is the recommendation "
+                "(judged on the point estimates).")
+    return {"flags": simplest["flags"], "variant": simplest["id"], "why": why}
+
+
+def _pct(v: dict) -> str:
+    return f"{(v['vs_baseline']['ratio'] - 1) * 100:+.1f}%"
+
+
+def _ci(v: dict) -> str:
+    lo, hi = v["vs_baseline"]["ci95"]
+    return f"{(lo - 1) * 100:+.1f}% to {(hi - 1) * 100:+.1f}%"
+
+
+def _verdict_counts(doc: dict) -> str:
+    counts: dict[str, int] = {}
+    for v in doc["variants"]:
+        verdict = (v.get("vs_baseline") or {}).get("verdict")
+        if verdict and not v["id"].endswith(AA_SUFFIX):
+            counts[verdict] = counts.get(verdict, 0) + 1
+    return ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "nothing compared"

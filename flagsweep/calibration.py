@@ -1,0 +1,74 @@
+"""Calibration: what can this machine resolve, with these settings?
+
+`flagsweep calibrate` sweeps the bundled tiny target with planted effects of known size: the
+same code built with -DTINY_EXTRA_PERMILLE=N repeats its kernels over an extra N/1000 of the
+input (about N/10 percent more time; identical code and layout, only a data constant differs).
+The A/A twin is the 0% arm. Run through the normal pipeline, the verdicts show which planted
+effects this machine detects at this many rounds before anyone trusts a real sweep.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable
+
+from . import build, matrix, recipe, sweep, target
+from .store import Store
+
+PLANTED_PCT = (1, 3, 10)
+
+
+def flag_sets() -> list[str]:
+    """The baseline (nothing planted) first, then one variant per planted effect."""
+    return ["-O2 -DTINY_EXTRA_PERMILLE=0"] + [f"-O2 -DTINY_EXTRA_PERMILLE={10 * p}" for p in PLANTED_PCT]
+
+
+def run(build_opts: build.Options, opts: sweep.MeasureOptions, store: Store,
+        say: Callable[[str], None]) -> tuple[Path, list[dict]]:
+    t = target.load("tiny")
+    r = recipe.from_flags(flag_sets(), ["gcc"])
+    path = sweep.start(t, r, matrix.expand(r), build_opts, opts, store, say)
+    return path, findings(json.loads(path.read_text()))
+
+
+def findings(doc: dict) -> list[dict]:
+    """One row per planted effect (0% = the A/A twin): measured ratio, CI, verdict, outcome."""
+    by_flags = {" ".join(v["flags"]): v for v in doc["variants"]}
+    rows = []
+    if doc.get("aa"):
+        rows.append(_row(0, doc["aa"]["ratio"], doc["aa"]["ci95"], doc["aa"]["verdict"], None))
+    for pct, flags in zip(PLANTED_PCT, flag_sets()[1:]):
+        c = by_flags[flags].get("vs_baseline") or {}
+        rows.append(_row(pct, c.get("ratio"), c.get("ci95"), c.get("verdict", "not-measured"),
+                         c.get("rounds_needed")))
+    return rows
+
+
+def _row(planted: int, ratio, ci, verdict: str, rounds_needed) -> dict:
+    if planted == 0:
+        outcome = "correct" if verdict in ("equivalent", "inconclusive") else "FALSE ALARM"
+    elif verdict == "slower":
+        outcome = "found"
+    elif verdict == "equivalent":
+        outcome = "missed (called equivalent)"
+    else:
+        outcome = "not resolved" + (f": about {rounds_needed} rounds would decide" if rounds_needed else "")
+    return {"planted_pct": planted, "ratio": ratio, "ci95": ci, "verdict": verdict, "outcome": outcome}
+
+
+def table(rows: list[dict], rounds: int, threshold_pct: float) -> list[str]:
+    lines = [f"planted effects on this machine ({rounds} rounds, threshold {threshold_pct:g}%):",
+             f"  {'planted':<10}{'measured (95% CI)':<28}{'verdict':<14}outcome"]
+    for r in rows:
+        name = "0% (A/A)" if r["planted_pct"] == 0 else f"+{r['planted_pct']}%"
+        if r["ratio"] is not None and r["ci95"]:
+            lo, hi = r["ci95"]
+            measured = f"{(r['ratio'] - 1) * 100:+.1f}% ({(lo - 1) * 100:+.1f}..{(hi - 1) * 100:+.1f})"
+        else:
+            measured = "-"
+        lines.append(f"  {name:<10}{measured:<28}{r['verdict']:<14}{r['outcome']}")
+    found = [r["planted_pct"] for r in rows if r["outcome"] == "found"]
+    smallest = f"+{min(found)}%" if found else "none of the planted effects"
+    lines.append(f"smallest planted effect detected: {smallest}")
+    return lines

@@ -1,0 +1,120 @@
+"""The analysis layer: verdicts, the A/A arm, pass-through verdicts and the recommendation on a
+synthetic results document (no builds, no timing), and screening recipes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from flagsweep import analysis, matrix, recipe
+from flagsweep.errors import ConfigError
+
+
+def _variant(vid, flags, factors, status="ok", identical_to=None, check="ok"):
+    return {"id": vid, "flags": flags, "factors": factors, "check": {"status": check, "detail": ""},
+            "build": {"status": status, "identical_to": identical_to}}
+
+
+def _values(rng, scale, rounds=12, cv=0.005):
+    drift = {r: 1 + 0.01 * np.sin(r) for r in range(rounds)}  # rounds as blocks
+    return {r: scale * drift[r] * float(rng.lognormal(0, cv)) for r in range(rounds)}
+
+
+def test_verdicts_aa_and_recommendation():
+    rng = np.random.default_rng(4)
+    doc = {"baseline": "gcc-O2", "design": "full-factorial", "variants": [
+        _variant("gcc-O2", ["-O2"], {"opt": "-O2", "march": "x86-64"}),
+        _variant("gcc-O3", ["-O3"], {"opt": "-O3", "march": "x86-64"}),
+        _variant("gcc-O2-march-native", ["-O2", "-march=native"], {"opt": "-O2", "march": "native"}),
+        _variant("gcc-O3-march-native", ["-O3", "-march=native"], {"opt": "-O3", "march": "native"}),
+        _variant("gcc-O2-mfpmath-sse", ["-O2", "-mfpmath=sse"], {"opt": "-O2", "march": "x86-64"},
+                 identical_to="gcc-O2"),
+        _variant("gcc-Os", ["-Os"], {"opt": "-Os", "march": "x86-64"}, status="failed"),
+        _variant("gcc-O2.aa", ["-O2"], {"opt": "-O2", "march": "x86-64"}),
+    ]}
+    values = {"gcc-O2": _values(rng, 1.00), "gcc-O2.aa": _values(rng, 1.00),
+              "gcc-O3": _values(rng, 0.90), "gcc-O2-march-native": _values(rng, 0.905),
+              "gcc-O3-march-native": _values(rng, 0.80)}
+    analysis.apply(doc, values, threshold_pct=1.0, seed=1)
+    v = {x["id"]: x for x in doc["variants"]}
+    assert v["gcc-O2"]["vs_baseline"] is None and v["gcc-O2"]["summary"]["n"] == 12
+    assert v["gcc-O3"]["vs_baseline"]["verdict"] == "faster"
+    assert v["gcc-O3"]["vs_baseline"]["ratio"] == pytest.approx(0.90, abs=0.01)
+    assert v["gcc-O2-mfpmath-sse"]["vs_baseline"]["verdict"] == "identical-code"
+    assert v["gcc-Os"]["vs_baseline"] == {"verdict": "not-measured", "why": "build failed"}
+    assert doc["aa"]["variant"] == "gcc-O2.aa" and doc["aa"]["verdict"] in ("equivalent", "inconclusive")
+    assert doc["aa"]["warning"] is None
+    assert doc["noise"]["mde_pct"] < 1.0
+    # -O3 -march=native is fastest (-20%); nothing else is within 1% of it, so it is recommended.
+    assert doc["recommendation"]["flags"] == ["-O3", "-march=native"]
+    assert "fastest" in doc["recommendation"]["why"]
+    rows = {(e["factor"], e["level"]): e for e in doc["effects"]}
+    assert rows[("opt", "-O3")]["matters"] and rows[("march", "native")]["matters"]
+    assert doc["effects_design"]["design"] == "full-factorial"
+    assert ("opt", "-Os") not in rows  # not measured: no data for that level
+
+
+def test_recommendation_prefers_fewer_flags_within_the_threshold():
+    rng = np.random.default_rng(7)
+    doc = {"baseline": "b", "design": "explicit", "variants": [
+        _variant("b", ["-O2"], {"row": "b"}),
+        _variant("many", ["-O3", "-march=native", "-funroll-loops"], {"row": "many"}),
+        _variant("few", ["-O3", "-march=native"], {"row": "few"}),
+    ]}
+    values = {"b": _values(rng, 1.0), "many": _values(rng, 0.900), "few": _values(rng, 0.903)}
+    analysis.apply(doc, values, threshold_pct=1.0, seed=2)
+    assert doc["recommendation"]["flags"] == ["-O3", "-march=native"]
+    assert "fewer flags" in doc["recommendation"]["why"]
+
+
+def test_a_noisy_aa_arm_warns_loudly():
+    rng = np.random.default_rng(3)
+    doc = {"baseline": "b", "design": "explicit", "variants": [
+        _variant("b", ["-O2"], {"row": "b"}), _variant("b.aa", ["-O2"], {"row": "b"})]}
+    analysis.apply(doc, {"b": _values(rng, 1.0), "b.aa": _values(rng, 1.05)}, 1.0, seed=1)
+    assert doc["aa"]["verdict"] == "slower"
+    assert "may be the machine, not the flags" in doc["aa"]["warning"]
+
+
+def test_screening_recipe_expands_to_design_rows_with_the_base_as_baseline():
+    r = recipe.load("screen-f")
+    m = matrix.expand(r, filter_cpu=False)
+    assert m.design == "plackett-burman" and m.baseline.flags == ("-O2",)
+    assert set(m.baseline.factors.values()) == {"off"}
+    rows = [v for v in m.variants if v is not m.baseline]
+    assert len(rows) >= 12
+    for flag in r.spec.screen:  # every flag is on in half of the design rows
+        assert sum(v.factors[flag] == "on" for v in rows) == 6
+
+
+def test_screening_recipe_validation(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('summary = "s"\ndesign = "plackett-burman"\nbase = "-O2"\nscreen = ["-ftracer"]\n')
+    with pytest.raises(ConfigError, match="needs 'base' .*at least two on/off flags"):
+        recipe.load(str(bad))
+    bad.write_text('summary = "s"\ndesign = "plackett-burman"\nbase = "-O2"\n'
+                   'screen = ["-ftracer", "-fipa-pta"]\nbaseline = { opt = "-O2" }\n')
+    with pytest.raises(ConfigError, match="takes no axes, include, exclude or baseline"):
+        recipe.load(str(bad))
+    bad.write_text('summary = "s"\nbase = "-O2"\nbaseline = { opt = "-O2" }\n[axes]\nopt = ["-O2"]\n')
+    with pytest.raises(ConfigError, match="belong to design"):
+        recipe.load(str(bad))
+
+
+def test_screening_analysis_reuses_identical_rows():
+    """A saturated design needs every row: an identical-code row gets its twin's samples."""
+    rng = np.random.default_rng(11)
+    m = matrix.expand(recipe.load("screen-f"), filter_cpu=False)
+    truth = {"-funroll-loops": 0.96, "-fno-inline": 1.05}
+    variants, values = [], {}
+    for i, v in enumerate(m.variants):
+        scale = float(np.prod([truth.get(f, 1.0) for f, lv in v.factors.items() if lv == "on"]))
+        same = m.variants[0].id if i == 3 else None  # pretend row 3 built to the base's code
+        variants.append(_variant(v.id, list(v.flags), v.factors, identical_to=same))
+        if same is None:
+            values[v.id] = _values(rng, scale, rounds=10)
+    doc = {"baseline": m.baseline.id, "design": "plackett-burman", "variants": variants}
+    analysis.apply(doc, values, threshold_pct=1.0, seed=5)
+    assert doc["effects_design"]["design"] == "plackett-burman"
+    mattering = {e["factor"] for e in doc["effects"] if e["matters"]}
+    assert {"-funroll-loops", "-fno-inline"} <= mattering

@@ -415,12 +415,12 @@ def _why(c: Comparison, threshold: float, alpha: float) -> str:
         return (f"only {c.n_pairs} paired rounds, too few for a 95% interval; measure at "
                 f"least {c.rounds_needed} rounds")
     elif c.p_adjusted < alpha:
-        reason = f"the difference is real ({p}) but its 95% CI {_fmt(c.ci95)} reaches into +-{t}"
+        reason = f"significant ({p}) but the 95% CI {_fmt(c.ci95)} reaches into +-{t}"
     else:
         reason = f"not significant ({p}) and the 90% CI {_fmt(c.ci90)} does not fit inside +-{t}"
     capped = " or more" if c.rounds_needed >= ROUNDS_CAP else ""
-    return (f"{reason}; roughly {c.rounds_needed}{capped} rounds would likely decide "
-            f"(a rough estimate from the CI width), {c.n_pairs} paired so far")
+    return (f"{reason}; roughly {c.rounds_needed}{capped} rounds would likely decide (rough: it "
+            f"assumes the estimate holds), {c.n_pairs} paired so far")
 
 
 def _fmt(ci: tuple[float, float]) -> str:
@@ -490,8 +490,8 @@ def noise(baseline: dict[int, float], twin: dict[int, float] | None,
         b = np.array([baseline[r] for r in common], dtype=float)
         if len(common) >= 3 and np.all(t > 0) and np.all(b > 0):
             sd, n, source = _robust_sd(np.log(t) - np.log(b)), len(common), "the A/A twin"
-        else:
-            source = "sqrt(2) x the baseline's CV (the A/A twin had too few usable rounds)"
+    if sd is None and twin is not None:
+        n, source = summary.n, "sqrt(2) x the baseline's CV (too few usable A/A twin rounds)"
     if sd is None:
         cv = _robust_cv(np.array(list(baseline.values()), dtype=float))
         sd = math.sqrt(2) * cv if cv is not None else None

@@ -1,9 +1,17 @@
-"""The median CI: exact ranks for known n, coverage checked by simulation."""
+"""The statistics: the median CI (exact ranks, coverage by simulation), and the comparison
+machinery judged by seeded simulations of realistic noise (A/A false positives, power at the
+default run count, equivalence, unequal n), plus units worked out by hand."""
 
 from __future__ import annotations
 
+import json
+import math
+import time
+from collections import Counter
+
 import numpy as np
 import pytest
+from scipy import stats as sps
 
 from flagsweep import stats
 
@@ -45,13 +53,6 @@ def test_coverage_by_simulation():
 # ---------------------------------------------------------------------------------------------
 # Seeded simulations: the verdicts must mean what they say on realistic noise.
 # ---------------------------------------------------------------------------------------------
-
-import json
-import math
-import time
-from collections import Counter
-
-from scipy import stats as sps
 
 TRIALS = 200
 
@@ -366,6 +367,10 @@ def test_noise_from_the_twin_and_its_warning():
     sd = loud["sd_log_diff"]
     assert stats.mde_pct(sd, rounds) <= 1.0 < stats.mde_pct(sd, rounds - 1)
     json.dumps(loud, allow_nan=False)
+    # A twin that shares only 2 rounds cannot give the paired sd: the fallback, and it says so.
+    short = stats.noise(base, {0: 1.0, 1: 1.0}, threshold_pct=1.0)
+    assert "too few usable A/A twin rounds" in short["source"]
+    assert short["sd_log_diff"] == loud["sd_log_diff"] and short["n_pairs"] == 10
 
 
 def test_noise_ignores_a_stall():

@@ -75,7 +75,8 @@ def _aa(twin: str, c: stats.Comparison | None) -> dict | None:
         warning = (f"the A/A arm (a second copy of the baseline's binary) came out {c.verdict} "
                    f"by {abs(c.ratio - 1) * 100:.1f}%: differences of that size in this sweep "
                    "may be the machine, not the flags")
-    return {"variant": twin, "verdict": c.verdict, "ratio": c.ratio, "ci95": list(c.ci95),
+    j = c.to_json()  # non-finite values become null: results.json stays strict JSON
+    return {"variant": twin, "verdict": c.verdict, "ratio": j["ratio"], "ci95": j["ci95"],
             "p_value": c.p_value, "warning": warning}
 
 

@@ -28,6 +28,7 @@ def run(build_opts: build.Options, opts: sweep.MeasureOptions, store: Store,
         say: Callable[[str], None]) -> tuple[Path, list[dict]]:
     t = target.load("tiny")
     r = recipe.from_flags(flag_sets(), ["gcc"])
+    opts.budget = None  # the rounds asked for are the setting being calibrated: all of them
     path = sweep.start(t, r, matrix.expand(r), build_opts, opts, store, say)
     return path, findings(json.loads(path.read_text()))
 
@@ -50,6 +51,8 @@ def _row(planted: int, ratio, ci, verdict: str, rounds_needed) -> dict:
         outcome = "correct" if verdict in ("equivalent", "inconclusive") else "FALSE ALARM"
     elif verdict == "slower":
         outcome = "found"
+    elif verdict == "faster":
+        outcome = "WRONG DIRECTION (added work measured as faster)"
     elif verdict == "equivalent":
         outcome = "missed (called equivalent)"
     else:

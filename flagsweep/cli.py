@@ -176,14 +176,14 @@ def run_cmd(runs, min_runs, max_runs, budget, precision_pct, threshold_pct, warm
         if confirm:
             results.terminal_summary(path, say)
             click.echo(str(path))
-            path = _confirm(path, t, r, opts, mopts, db, say)
+            path = _confirm(path, t, r, m, opts, mopts, db, say)
             if path is None:
                 return
     results.terminal_summary(path, say)
     click.echo(str(path))
 
 
-def _confirm(screen_path, t, r, opts, mopts, db, say):
+def _confirm(screen_path, t, r, m, opts, mopts, db, say):
     """The flags a screen found to matter, each alone on the base: main effects in a screen are
     aliased with interactions, so survivors are confirmed one at a time (issue 4's --confirm)."""
     survivors = [e["factor"] for e in json.loads(screen_path.read_text())["effects"]
@@ -193,7 +193,7 @@ def _confirm(screen_path, t, r, opts, mopts, db, say):
         return None
     say(f"confirm: re-testing {', '.join(survivors)} one at a time against {r.spec.base}")
     one_by_one = recipe.from_flags([r.spec.base] + [f"{r.spec.base} {f}" for f in survivors],
-                                   [m.compiler for m in matrix.expand(r).variants][:1])
+                                   [m.baseline.compiler])
     out = opts.out_dir.resolve().with_name(opts.out_dir.resolve().name + "-confirm")
     mopts.seed = None
     return sweep.start(t, one_by_one, matrix.expand(one_by_one),

@@ -90,6 +90,8 @@ class RecipeFile(Strict):
                              "baseline: the rows come from the design, the baseline is 'base'")
         if len(set(self.screen)) != len(self.screen):
             raise ValueError("'screen' lists a flag twice")
+        if any(len(shlex.split(f)) != 1 for f in self.screen):
+            raise ValueError("each 'screen' entry is one flag (it is switched on and off alone)")
         return self
 
     def _check_levels(self, where: str, rule: dict[str, str]) -> None:

@@ -2,9 +2,8 @@
 samples.csv (one row per sample, warmups and failures included), and the progress display.
 
 Both files are rebuilt from the store, so an interrupted sweep's files hold every sample taken so
-far, and a resumed sweep's files are the union. Statistics fields (vs_baseline, effects, aa,
-noise, recommendation) arrive with the statistics stage; until then a variant's `summary` has its
-median and the order-statistic 95% CI the runner's stopping rule used.
+far, and a resumed sweep's files are the union. The statistics fields (summary, vs_baseline,
+effects, aa, noise, recommendation) come from flagsweep.analysis.
 """
 
 from __future__ import annotations

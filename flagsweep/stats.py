@@ -3,8 +3,11 @@ what a whole sweep may conclude, and what this machine can resolve at all.
 
 - summarize: median with its distribution-free CI (the runner's stopping rule uses it: stop on
   precision, never on significance), mean, CV, outliers flagged but never dropped.
-- compare: variant against baseline, paired by round (the round is the block): ratio with
-  bootstrap CIs and a sign-flip permutation p-value.
+- compare: variant against baseline, paired by round (the round is the block): the
+  Hodges-Lehmann estimate of the per-round ratio with exact signed-rank (Walsh average) 95% and
+  90% intervals, and a sign-flip permutation p-value with the signed-rank statistic (a
+  bootstrap only for metrics that can be zero). docs/statistics.md says why these replaced the
+  design sketch's ratio of medians with bootstrap CIs.
 - adjust: Benjamini-Hochberg across the sweep, then one of four verdicts (faster, slower,
   equivalent, inconclusive with the rounds that would likely decide).
 - mde_pct, rounds_for_precision, noise: sensitivity stated up front.

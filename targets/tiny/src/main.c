@@ -9,7 +9,8 @@
 #ifndef TINY_EXTRA_PERMILLE
 #define TINY_EXTRA_PERMILLE 0
 #endif
-static volatile unsigned extra_permille = TINY_EXTRA_PERMILLE;
+/* In .data whatever its value: a zero would otherwise go to .bss and move other data. */
+static volatile unsigned extra_permille __attribute__((section(".data"))) = TINY_EXTRA_PERMILLE;
 
 static unsigned char *slurp(const char *path, size_t *n)
 {

@@ -2,23 +2,31 @@
 
 The model (design choice 10, ../shared/design/statistics.md) is a main-effects linear model of
 log(metric) with the recipe's factors in treatment coding against the baseline's levels and the
-rounds as blocks, fitted by ordinary least squares:
+rounds as blocks:
 
     log(y) ~ C(axis1, Treatment(ref1)) + C(axis2, Treatment(ref2)) + ... + C(round)
+
+fitted robustly, by Huber M-estimation (Huber, "Robust estimation of a location parameter",
+Ann. Math. Statist. 1964; Robust Statistics, Wiley, 1981, ch. 7) with the residual scale
+estimated by the MAD: a machine that stalls now and then makes a few samples 10-30% slower, and
+least squares chases those outliers (the paired comparisons in stats.py are rank-based for the
+same reason), while Huber's estimator down-weights them and behaves almost like least squares
+(95% efficiency) on normal noise.
 
 Timings are multiplicative (a flag saves a fraction, not a number of seconds), so on the log
 scale effects add, and exp(beta) is the ratio of the metric at that level to the reference level;
 100 (exp(beta) - 1) is the percent change reported, its 95% CI the exp of the coefficient's
-t-interval. Each round is one shuffled pass over all variants, so a round is a block: drift that
+asymptotic (normal) interval from the M-estimator's covariance. Each round is one shuffled pass over all variants, so a round is a block: drift that
 hits every variant in a round (thermal state, a noisy neighbour) is removed instead of inflating
 the error. (Montgomery, Design and Analysis of Experiments, Wiley, 9th ed. 2017, ch. 4 on
 blocking and ch. 5-6 on factorial designs.) p-values are adjusted across every row with the
 Benjamini-Hochberg procedure (Benjamini & Hochberg, J. Royal Statistical Society B, 1995).
 
-A design matrix that is not of full column rank is fitted by pseudo-inverse, and only the
-estimable coefficients are reported: a coefficient is estimable exactly when its unit vector lies
-in the row space of the design matrix, and then its estimate and standard error do not depend on
-which generalized inverse was used (Searle, Linear Models, Wiley, 1971, ch. 5).
+A design matrix that is not of full column rank is fitted on a full-rank subset of its columns,
+and only the estimable coefficients are reported: a coefficient is estimable exactly when its
+unit vector lies in the row space of the design matrix, and then its estimate and standard error
+do not depend on which columns (or generalized inverse) were used (Searle, Linear Models, Wiley,
+1971, ch. 5).
 
 Screening many on/off flags uses Plackett-Burman designs (Plackett & Burman, Biometrika 1946):
 k flags in the next multiple of 4 above k builds, each flag's main effect estimated from all of
@@ -41,6 +49,14 @@ from statsmodels.tools.sm_exceptions import SingularMatrixWarning
 # |P_jj - 1| below this (P the projection on X's row space) means coefficient j is estimable;
 # design matrices here are 0/1 or +-1 columns, so anything real is far from the cut.
 ESTIMABLE_TOL = 1e-6
+
+# The robust fit is skipped (OLS used) when the MAD of the OLS residuals is below this times
+# max(1, |log y|): a deterministic metric leaves only floating-point residue.
+ZERO_SCALE_TOL = 1e-12
+# A sample whose Huber weight is below this (residual beyond 1.345 / 0.5 = 2.7 robust SDs) is
+# counted as down-weighted in the note; normal noise puts about 0.7% of samples there.
+LOW_WEIGHT = 0.5
+ROBUST_SKIPPED = -1
 
 PB_NOTE = ("Plackett-Burman screening: main effects only, each aliased with many two-factor "
            "interactions (partial aliasing); confirm survivors one at a time (--confirm).")
@@ -86,7 +102,8 @@ class _Coef:
 class _Fit:
     coefs: list[_Coef | None]          # one per effect column; None = not estimable
     df_resid: int
-    rss: float
+    rss: float                         # OLS residual sum of squares (for the lack-of-fit test)
+    low_weight: int                    # samples with Huber weight < LOW_WEIGHT; ROBUST_SKIPPED = OLS
 
 
 # ---------------------------------------------------------------------------------------------
@@ -99,9 +116,10 @@ def estimate(samples: dict[str, dict[int, float]], factors: dict[str, dict[str, 
     """Main effect of every non-reference factor level, in percent of the metric, with its 95% CI.
 
     samples: variant id -> {round: metric value} (measured, good samples only; warmups excluded);
-    factors: variant id -> {axis: level}; reference: the baseline's levels. OLS of log(metric) on
-    the factors (treatment coding) and the rounds (blocks), main effects only (Montgomery, Design
-    and Analysis of Experiments, 9th ed. 2017). Axes with one level, levels without data and
+    factors: variant id -> {axis: level}; reference: the baseline's levels. Huber M-estimation
+    (robust regression, Huber 1964/1981) of log(metric) on the factors (treatment coding) and
+    the rounds (blocks), main effects only (Montgomery, Design and Analysis of Experiments, 9th
+    ed. 2017); CIs asymptotic normal. Axes with one level, levels without data and
     coefficients the design cannot estimate are left out and named in the note. p-values are
     Benjamini-Hochberg adjusted (J. R. Stat. Soc. B, 1995); `matters` needs p_adjusted < alpha,
     |effect_pct| > threshold_pct and a CI that excludes 0.
@@ -121,7 +139,7 @@ def estimate(samples: dict[str, dict[int, float]], factors: dict[str, dict[str, 
     design = _classify(set(cells), axes)
     notes = [_design_note(design, axes, set(cells))] + notes
     notes += _lack_of_fit_note(y, x_fac, x_blk, cells, fit, alpha)
-    notes += _dropped_note(labels, fit)
+    notes += _dropped_note(labels, fit) + _robust_note(fit)
     rows = [_effect(a, lvl, axes[a][0], c, 1.0) for (a, lvl), c in zip(labels, fit.coefs) if c]
     return _finish(design, rows, notes, threshold_pct, alpha)
 
@@ -225,7 +243,7 @@ def _classify(cells: set[tuple[str, ...]], axes: Axes) -> str:
 
 def _design_note(design: str, axes: Axes, cells: set) -> str:
     names = ", ".join(axes)
-    model = "OLS of log(metric) with rounds as blocks"
+    model = "robust (Huber) regression of log(metric) with rounds as blocks"
     if len(axes) == 1:
         (axis, (ref, _)), = axes.items()
         return (f"One factor ({axis}): each level's effect is its variant(s) against {ref!r}, "
@@ -275,7 +293,8 @@ def screen(samples: dict[str, dict[int, float]], rows_by_variant: dict[str, list
            flags: list[str], threshold_pct: float = 1.0, alpha: float = 0.05) -> EffectsResult:
     """Main effect of each flag (off -> on) from a Plackett-Burman design.
 
-    OLS of log(metric) on the flags coded -1 (off) / +1 (on) plus round blocks. With that coding
+    Huber M-estimation (robust regression, as in `estimate`) of log(metric) on the flags coded
+    -1 (off) / +1 (on) plus round blocks. With that coding
     beta is half the on-minus-off difference on the log scale, so on/off = exp(2 beta) and
     effect_pct = 100 (exp(2 beta) - 1), the CI transformed the same way. PB designs for computer
     performance: Yi, Lilja & Hawkins, HPCA 2003; for compiler options: Pinkers et al., MASCOTS 2004.
@@ -299,7 +318,7 @@ def screen(samples: dict[str, dict[int, float]], rows_by_variant: dict[str, list
     labels = [(flags[j], "on") for j in varied]
     cells = [tuple(rows_by_variant[v]) for v in vids]
     notes += _lack_of_fit_note(y, x_fac, x_blk, cells, fit, alpha)
-    notes += _dropped_note(labels, fit)
+    notes += _dropped_note(labels, fit) + _robust_note(fit)
     rows = [_effect(f, "on", "off", c, 2.0) for (f, _), c in zip(labels, fit.coefs) if c]
     return _finish("plackett-burman", rows, notes, threshold_pct, alpha)
 
@@ -336,9 +355,22 @@ def _pb_constant_note(flags: list[str], varied: list[int], measured: list[str],
 
 
 def _fit(y: np.ndarray, x: np.ndarray, k: int) -> _Fit | None:
-    """OLS (pseudo-inverse) of y on x; estimates for the first k columns where estimable.
+    """Robust (Huber M-) regression of y on x; estimates for the first k columns where estimable.
 
-    None when there are no residual degrees of freedom: no error estimate, no intervals."""
+    Huber's M-estimator (Huber, Ann. Math. Statist. 1964; Robust Statistics, Wiley, 1981, ch. 7),
+    statsmodels RLM with HuberT (c = 1.345, 95% efficiency under normal errors) and the scale
+    re-estimated by the normalized MAD of the residuals at each IRLS step: a sample slowed by a
+    stall gets weight c s / |r| instead of pulling the mean, while normal noise is treated almost
+    as by OLS. Intervals are estimate +- z(0.975) SE, SE from RLM's asymptotic covariance
+    (Huber's H1, small-sample corrected), p-values two-sided normal: asymptotic, not exact t.
+
+    A rank-deficient x is fitted on a full-rank subset of its columns that keeps every estimable
+    one: the fitted values (hence the residuals, the scale and the M-estimate of every estimable
+    coefficient, which is a function of the fitted values) depend only on x's column space.
+    When the residual scale is zero (a deterministic metric), the OLS fit is exact and is used.
+
+    None when there are no residual degrees of freedom: no error estimate, no intervals.
+    `rss` stays the OLS residual sum of squares, for the lack-of-fit F-test."""
     rank = int(np.linalg.matrix_rank(x))
     df = len(y) - rank
     if df <= 0:
@@ -346,11 +378,36 @@ def _fit(y: np.ndarray, x: np.ndarray, k: int) -> _Fit | None:
     with warnings.catch_warnings():
         # Rank deficiency is expected and handled: only estimable coefficients are reported.
         warnings.simplefilter("ignore", SingularMatrixWarning)
-        res = sm.OLS(y, x).fit(method="pinv")
+        ols = sm.OLS(y, x).fit(method="pinv")
     ok = _estimable(x)[:k]
-    t = sps.t.ppf(0.975, df)
-    coefs = [_coef(res.params[j], res.bse[j], df, t) if ok[j] else None for j in range(k)]
-    return _Fit(coefs, df, float(res.ssr))
+    if _mad(ols.resid) <= ZERO_SCALE_TOL * max(1.0, float(np.max(np.abs(y)))):
+        # No robust residual variation (a deterministic metric, or one that varies in fewer
+        # than half the samples): RLM's MAD scale would be 0, so fit by OLS as exactly as it goes.
+        dist = sps.t(df)
+        coefs = [_coef(ols.params[j], ols.bse[j], dist) if ok[j] else None for j in range(k)]
+        return _Fit(coefs, df, float(ols.ssr), ROBUST_SKIPPED)
+    cols = _basis_columns(x, np.concatenate([ok, np.zeros(x.shape[1] - k, dtype=bool)]))
+    res = sm.RLM(y, x[:, cols], M=sm.robust.norms.HuberT()).fit()
+    dist = sps.norm()
+    where = {c: i for i, c in enumerate(cols)}
+    coefs = [_coef(res.params[where[j]], res.bse[where[j]], dist) if ok[j] else None
+             for j in range(k)]
+    low_weight = int(np.sum(res.weights < LOW_WEIGHT))
+    return _Fit(coefs, df, float(ols.ssr), low_weight)
+
+
+def _mad(r: np.ndarray) -> float:
+    return float(np.median(np.abs(r - np.median(r))))
+
+
+def _basis_columns(x: np.ndarray, keep: np.ndarray) -> list[int]:
+    """Indices of linearly independent columns spanning x's column space, every `keep` column
+    among them (an estimable column is never in the span of the others, so this always works)."""
+    cols: list[int] = []
+    for j in [*np.flatnonzero(keep), *np.flatnonzero(~keep)]:
+        if int(np.linalg.matrix_rank(x[:, cols + [j]])) > len(cols):
+            cols.append(int(j))
+    return sorted(cols)
 
 
 def _estimable(x: np.ndarray) -> np.ndarray:
@@ -360,13 +417,24 @@ def _estimable(x: np.ndarray) -> np.ndarray:
     return np.abs(proj_diag - 1.0) < ESTIMABLE_TOL
 
 
-def _coef(beta: float, se: float, df: int, t: float) -> _Coef:
+def _coef(beta: float, se: float, dist) -> _Coef:
+    """Estimate +- q(0.975) SE and the two-sided p-value, both from `dist` (a frozen t or normal)."""
     if se == 0.0:
         # No residual variation at all (a deterministic metric such as an instruction count):
         # the estimate is exact.
         return _Coef(float(beta), float(beta), float(beta), 0.0 if beta != 0 else 1.0)
-    p = 2 * sps.t.sf(abs(beta / se), df)
-    return _Coef(float(beta), float(beta - t * se), float(beta + t * se), float(p))
+    q = dist.ppf(0.975)
+    p = 2 * dist.sf(abs(beta / se))
+    return _Coef(float(beta), float(beta - q * se), float(beta + q * se), float(p))
+
+
+def _robust_note(fit: _Fit) -> list[str]:
+    if fit.low_weight == ROBUST_SKIPPED:
+        return ["Residual scale (MAD) is zero, as for a deterministic metric: fitted by OLS "
+                "(exact when nothing varies), not by the robust fit."]
+    return [f"Robust fit (Huber M-estimation, MAD scale; asymptotic normal CIs): {fit.low_weight} "
+            f"sample(s) down-weighted below {LOW_WEIGHT} (residual beyond "
+            f"{1.345 / LOW_WEIGHT:.1f} robust SDs, e.g. stalls)."]
 
 
 def _effect(factor: str, level: str, ref: str, c: _Coef, scale: float) -> Effect:

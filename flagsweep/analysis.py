@@ -16,12 +16,15 @@ from .store import Sample
 AA_SUFFIX = ".aa"
 
 
-def values_by_round(samples: list[Sample], metric_of) -> dict[str, dict[int, float]]:
-    """variant -> {round: value} for good, counted samples."""
+def values_by_round(samples: list[Sample], metric_of,
+                    positive_only: bool = True) -> dict[str, dict[int, float]]:
+    """variant -> {round: value} for good, counted samples (positive ones only by default: the
+    comparisons work on logs). The store keeps one sample per (variant, round), so no value is
+    lost to the dict."""
     out: dict[str, dict[int, float]] = {}
     for s in samples:
         value = metric_of(s) if s.ok and s.round >= 0 else None
-        if value is not None and value > 0:
+        if value is not None and (value > 0 or not positive_only):
             out.setdefault(s.variant_id, {})[s.round] = value
     return out
 

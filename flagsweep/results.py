@@ -36,13 +36,9 @@ def metric_of(s: Sample, metric: str) -> float | None:
 
 
 def metric_values(samples: list[Sample], metric: str) -> dict[str, list[float]]:
-    """Good, counted (non-warmup) values of the metric per variant."""
-    out: dict[str, list[float]] = {}
-    for s in samples:
-        value = metric_of(s, metric) if s.ok and s.round >= 0 else None
-        if value is not None:
-            out.setdefault(s.variant_id, []).append(value)
-    return out
+    """Good, counted (non-warmup) values of the metric per variant, in round order."""
+    by_round = analysis.values_by_round(samples, lambda s: metric_of(s, metric), positive_only=False)
+    return {vid: list(rounds.values()) for vid, rounds in by_round.items()}
 
 
 def write(out: Path, store: Store, run_id: str) -> Path:

@@ -35,10 +35,12 @@ class Audit:
     links: int = 0
     problems: list[str] = field(default_factory=list)
     tolerated_seen: list[str] = field(default_factory=list)
+    compile_line: list[str] | None = None   # the first compile's argv, shown in the report
 
     def to_json(self) -> dict:
         return {"verified": self.verified, "compiles": self.compiles, "links": self.links,
-                "problems": self.problems, "tolerated_seen": self.tolerated_seen}
+                "problems": self.problems, "tolerated_seen": self.tolerated_seen,
+                "compile_line": self.compile_line}
 
 
 def is_codegen(flag: str) -> bool:
@@ -92,6 +94,7 @@ def audit(compile_log: Path, tree: Path, expected: list[str], tolerated: list[st
         got = _dedupe([f for f in got if f not in extra_ok])
         if what == "compile":
             result.compiles += 1
+            result.compile_line = result.compile_line or argv
             objects_logged |= _outputs(argv, cwd)
             if got != want:
                 result.problems.append(_mismatch(argv, cwd, got, want))

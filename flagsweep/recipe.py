@@ -43,6 +43,23 @@ class Include(Strict):
     compiler: str | None = None
 
 
+class StudyMachine(Strict):
+    """One machine's published timings: seconds per level of the study's factor."""
+
+    name: str
+    seconds: dict[str, float]
+
+
+class Study(Strict):
+    """A published study the recipe reproduces; the report sets today's results beside it."""
+
+    title: str
+    question: str
+    factor: str                          # the factor whose levels are the study's rows
+    baseline: str                        # the row the study's times are read against
+    machines: Annotated[list[StudyMachine], Field(min_length=1)]
+
+
 class RecipeFile(Strict):
     summary: str
     compilers: Annotated[list[str], Field(min_length=1)] = ["gcc"]
@@ -53,6 +70,7 @@ class RecipeFile(Strict):
     baseline: dict[str, str] = {}
     base: str | None = None              # plackett-burman: the flags every row starts from
     screen: list[str] = []               # plackett-burman: the on/off flags screened
+    study: Study | None = None           # an earlier study's timings, for the report
 
     @model_validator(mode="after")
     def _consistent(self) -> "RecipeFile":
@@ -78,7 +96,22 @@ class RecipeFile(Strict):
             raise ValueError(f"baseline names unknown axes {sorted(unknown)}; "
                              f"expected some of {sorted(factor_names)} or 'compiler'")
         self._check_levels("baseline", self.baseline)
+        if self.study is not None:
+            self._check_study(self.study, factor_names)
         return self
+
+    def _check_study(self, study: Study, factor_names: set[str]) -> None:
+        """The study's rows are levels of one factor; its baseline must have a time everywhere."""
+        if study.factor not in factor_names:
+            raise ValueError(f"study.factor is {study.factor!r}, which is not one of the "
+                             f"recipe's axes {sorted(factor_names)}")
+        for i, m in enumerate(study.machines):
+            self._check_levels(f"study.machines[{i}].seconds", {study.factor: study.baseline})
+            for row in m.seconds:
+                self._check_levels(f"study.machines[{i}].seconds", {study.factor: row})
+            if study.baseline not in m.seconds:
+                raise ValueError(f"study.machines[{i}].seconds has no time for the study's "
+                                 f"baseline {study.baseline!r}")
 
     def _screening(self) -> "RecipeFile":
         """A screening recipe is base + screen only: its rows come from the design."""

@@ -62,7 +62,8 @@ def _document(run: dict, variants: list[dict], samples: list[Sample]) -> dict:
     doc = {
         "schema": SCHEMA,
         "run_id": run["run_id"],
-        "target": run["target"], "recipe": run["recipe"],
+        "target": run["target"], "target_version": o.get("target_version"),
+        "recipe": run["recipe"], "study": o.get("study"),
         "started": _iso(run["started"]), "finished": _iso(run["finished"]),
         "status": run["status"], "stop_reason": run["stop_reason"],
         "machine": {**run["machine"],
@@ -77,7 +78,7 @@ def _document(run: dict, variants: list[dict], samples: list[Sample]) -> dict:
                                           "budget", "precision_pct", "cpu", "quick",
                                           "strict_check", "counters", "threshold_pct")
                         if k in m},
-        "variants": [_variant(v, samples, metric) for v in variants],
+        "variants": [_variant(v, samples, run["started"]) for v in variants],
     }
     doc["threshold_pct"] = m.get("threshold_pct", 1.0)
     values = analysis.values_by_round(samples, lambda s: metric_of(s, metric))
@@ -85,18 +86,18 @@ def _document(run: dict, variants: list[dict], samples: list[Sample]) -> dict:
     return doc
 
 
-def _variant(v: dict, samples: list[Sample], metric: str) -> dict:
+def _variant(v: dict, samples: list[Sample], started: float) -> dict:
     doc = dict(v["doc"])
     mine = [s for s in samples if s.variant_id == doc["id"]]
     counted = [s for s in mine if s.ok and s.round >= 0]
     doc["check"] = v["check"]
-    doc["samples"] = _columns(counted)
+    doc["samples"] = _columns(counted, started)
     doc["failures"] = [{"round": s.round, "failure": s.failure} for s in mine if not s.ok]
     doc["multiplexed"] = sum(s.multiplexed for s in counted)
     return doc
 
 
-def _columns(samples: list[Sample]) -> dict[str, list]:
+def _columns(samples: list[Sample], started: float) -> dict[str, list]:
     cols: dict[str, list] = {k: [getattr(s, k) for s in samples] for k in SAMPLE_METRICS}
     names = sorted({k for s in samples for k, val in (s.counters or {}).items()
                     if isinstance(val, (int, float))})
@@ -104,6 +105,8 @@ def _columns(samples: list[Sample]) -> dict[str, list]:
         cols[name] = [(s.counters or {}).get(name) for s in samples]
     cols["round"] = [s.round for s in samples]
     cols["env_pad"] = [s.env_pad for s in samples]
+    # When each sample was taken, in seconds from the run's start: the report's run-order plot.
+    cols["elapsed_s"] = [round(s.taken_at - started, 3) for s in samples]
     return {k: v for k, v in cols.items() if any(x is not None for x in v)}
 
 
@@ -139,57 +142,3 @@ def progress(plan) -> Iterator[Callable[[str, int, int], None]]:
             bar.update(task, advance=1, description=f"{what} {vid}")
 
         yield tick
-
-
-def terminal_summary(results_path: Path, say: Callable[[str], None]) -> None:
-    """What was found, in a table: per variant its state, n, median, ratio to the baseline with
-    its CI and the verdict; then the A/A arm, the noise, the effects and the recommendation."""
-    doc = json.loads(results_path.read_text())
-    rows = [("variant", "state", "n", f"median {doc['metric']}", "vs baseline (95% CI)", "verdict", "flags")]
-    for v in doc["variants"]:
-        rows.append(_row(v, doc["baseline"]))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-    for r in rows:
-        say("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1])
-    for line in _findings(doc):
-        say(line)
-    say(f"stopped: {doc['stop_reason']}")
-
-
-def _row(v: dict, baseline: str) -> tuple[str, ...]:
-    b, s, c = v["build"], v["summary"], v.get("vs_baseline") or {}
-    if b["status"] != "ok":
-        state = b["status"]
-    elif b["identical_to"]:
-        state = f"= {b['identical_to']}"
-    else:
-        state = (v["check"] or {}).get("status", "-")
-    median = f"{s['median']:.4g}" if s.get("median") is not None else "-"
-    if c.get("ci95") and c.get("ratio") is not None:
-        lo, hi = c["ci95"]
-        vs = f"{(c['ratio'] - 1) * 100:+.1f}% ({(lo - 1) * 100:+.1f}..{(hi - 1) * 100:+.1f})"
-    else:
-        vs = "baseline" if v["id"] == baseline else "-"
-    return (v["id"] + (" *" if v["id"] == baseline else ""), state, str(s.get("n", 0)), median,
-            vs, c.get("verdict", "") or "", " ".join(v["flags"]))
-
-
-def _findings(doc: dict) -> list[str]:
-    lines = []
-    aa, noise = doc.get("aa"), doc.get("noise") or {}
-    if aa:
-        lines.append(f"A/A arm: {aa['verdict']}" + (f" - WARNING: {aa['warning']}" if aa.get("warning") else ""))
-    if noise.get("mde_pct") is not None:
-        lines.append(f"noise: baseline CV {100 * (noise.get('baseline_cv') or 0):.2f}%, smallest "
-                     f"detectable effect {noise['mde_pct']:.2f}% (threshold {doc['threshold_pct']:g}%)")
-    if noise.get("warning"):
-        lines.append(f"warning: {noise['warning']}")
-    mattering = [e for e in doc.get("effects", []) if e.get("matters")]
-    design = doc.get("effects_design") or {}
-    if doc.get("effects"):
-        named = ", ".join(f"{e['factor']}={e['level']} {e['effect_pct']:+.1f}%" for e in mattering)
-        lines.append(f"flags that matter ({design.get('design')}): {named or 'none beyond the threshold'}")
-    rec = doc.get("recommendation")
-    if rec:
-        lines.append(f"recommendation: {' '.join(rec['flags']) or '(default flags)'} - {rec['why']}")
-    return lines

@@ -284,3 +284,42 @@ def test_recipe_name_with_toml_suffix_loads():
 def test_from_flags_without_flag_sets_is_a_config_error():
     with pytest.raises(ConfigError):
         recipe.from_flags([], ["gcc"])
+
+
+STUDY = '''
+summary = "s"
+baseline = { row = "a" }
+[[include]]
+factors = { row = "a" }
+flags = "-O2"
+[[include]]
+factors = { row = "b" }
+flags = "-O3"
+[study]
+title = "t"
+question = "q?"
+factor = "row"
+baseline = "a"
+'''
+
+
+def test_seed_2003_carries_the_study_timings():
+    study = recipe.load("seed-2003").spec.study
+    p4 = study.machines[0]
+    assert study.baseline == "lame-default" and p4.seconds["O0"] == 379
+    assert p4.seconds["everything-tuned"] / p4.seconds["lame-default"] > 1.15
+
+
+@pytest.mark.parametrize("machines, message", [
+    ('[[study.machines]]\nname = "m"\nseconds = { a = 1, c = 2 }',
+     "study.machines[0].seconds has row = 'c', which is not one of its levels ['a', 'b']"),
+    ('[[study.machines]]\nname = "m"\nseconds = { b = 2 }',
+     "study.machines[0].seconds has no time for the study's baseline 'a'"),
+    ('', "key 'study.machines': expected at least 1 item(s)"),
+])
+def test_study_rows_must_be_levels_with_a_baseline_time(tmp_path, machines, message):
+    path = tmp_path / "r.toml"
+    path.write_text(STUDY + ("machines = []\n" if not machines else "") + machines)
+    with pytest.raises(ConfigError) as e:
+        recipe.load(str(path))
+    assert message in str(e.value)

@@ -139,6 +139,7 @@ class Comparison:
     verdict: str | None = None         # faster | slower | equivalent | inconclusive, by adjust()
     rounds_needed: int | None = None   # inconclusive only: rough total rounds likely to decide
     why: str = ""
+    paired: bool = True                # False: two independent samples (compare_unpaired)
 
     def to_json(self) -> dict:
         # JSON has no inf/nan: an interval that does not exist (too few pairs) is null.
@@ -184,6 +185,68 @@ def compare(variant: dict[int, float], baseline: dict[int, float], *, seed: int 
 
 
 _NO_INTERVAL = (0.0, math.inf)       # an interval that decides nothing: never faster/slower/equal
+
+
+def compare_unpaired(b: Sequence[float], a: Sequence[float]) -> Comparison:
+    """b / a for two independent samples of positive values: the same variant in two sweeps
+    (`flagsweep compare`), where no round pairs one sample with another.
+
+    The Hodges-Lehmann two-sample estimate, the median of all m*n differences log b_j - log a_i,
+    with the interval that inverts the Wilcoxon-Mann-Whitney test: [D_(k), D_(mn+1-k)], k the
+    largest with P(U <= k - 1) <= (1 - level) / 2 under the null, exponentiated (Hollander, Wolfe
+    & Chicken, Nonparametric Statistical Methods, 3rd ed., Wiley 2014, ch. 4; Lehmann,
+    Nonparametrics, 1975, ch. 2). It assumes the two distributions differ by a shift on the log
+    scale. The p-value is scipy's Mann-Whitney U (exact for small samples without ties). Across
+    sweeps the machine state differs too, so a difference here is the flags' or the machine's."""
+    la = np.log(np.asarray(a, dtype=float))
+    lb = np.log(np.asarray(b, dtype=float))
+    m, n = len(la), len(lb)
+    if m < 2 or n < 2:
+        ratio = math.exp(float(np.median(lb) - np.median(la))) if m and n else math.nan
+        return Comparison(ratio, _NO_INTERVAL, _NO_INTERVAL, 1.0, min(m, n), paired=False)
+    diffs = np.sort((lb[:, None] - la[None, :]).ravel())
+    ratio = math.exp(float(np.median(diffs)))
+    p = float(sps.mannwhitneyu(lb, la, alternative="two-sided").pvalue)
+    return Comparison(ratio, _mw_interval(diffs, m, n, 0.95), _mw_interval(diffs, m, n, 0.90),
+                      p, min(m, n), paired=False)
+
+
+def _mw_interval(diffs: np.ndarray, m: int, n: int, level: float) -> tuple[float, float]:
+    k = _mann_whitney_cut(m, n, level)
+    if k < 1:
+        return _NO_INTERVAL
+    return (math.exp(float(diffs[k - 1])), math.exp(float(diffs[len(diffs) - k])))
+
+
+@functools.lru_cache(maxsize=None)
+def _mann_whitney_cut(m: int, n: int, level: float) -> int:
+    """The k of _mw_interval from the exact null distribution of U (the number of ways to
+    reach each U, by the recurrence f(u; m, n) = f(u - n; m - 1, n) + f(u; m, n - 1)) while
+    m * n <= 2500, else the normal approximation: mean mn/2, variance mn(m+n+1)/12."""
+    tail = (1 - level) / 2
+    if m * n > 2500:
+        mean, sd = m * n / 2, math.sqrt(m * n * (m + n + 1) / 12)
+        return max(0, math.floor(mean - sps.norm.isf(tail) * sd + 0.5))
+    counts = _u_counts(m, n)
+    cdf = np.cumsum(counts) / counts.sum()
+    return int(np.searchsorted(cdf, tail * (1 + 1e-12), side="right"))
+
+
+def _u_counts(m: int, n: int) -> np.ndarray:
+    """How many of the C(m+n, m) orderings give each U = 0 .. mn."""
+    # table[j] holds the counts for (i, j) as i grows: f(u; i, j) = f(u - j; i - 1, j) + f(u; i, j - 1)
+    table = [np.ones(1) for _ in range(n + 1)]          # i = 0: only U = 0
+    for i in range(1, m + 1):
+        row = [np.ones(1)]                               # j = 0: only U = 0
+        for j in range(1, n + 1):
+            size = i * j + 1
+            f = np.zeros(size)
+            prev_i = table[j]                            # f(.; i - 1, j), shifted by j
+            f[j:j + len(prev_i)] += prev_i
+            f[:len(row[j - 1])] += row[j - 1]            # f(.; i, j - 1)
+            row.append(f)
+        table = row
+    return table[n]
 
 
 def _walsh_averages(d: np.ndarray) -> np.ndarray:
@@ -408,10 +471,10 @@ def _why(c: Comparison, threshold: float, alpha: float) -> str:
     if c.verdict in ("faster", "slower"):
         lo, hi = sorted(abs(x - 1) * 100 for x in c.ci95)
         return (f"{abs(c.ratio - 1) * 100:.1f}% {c.verdict} (95% CI {lo:.1f}% to {hi:.1f}%), "
-                f"beyond the {t} threshold, {p} over {c.n_pairs} paired rounds")
+                f"beyond the {t} threshold, {p} over {_over(c)}")
     if c.verdict == "equivalent":
         return (f"within +-{t}: the 90% CI {_fmt(c.ci90)} lies inside the band "
-                f"(two one-sided tests), over {c.n_pairs} paired rounds")
+                f"(two one-sided tests), over {_over(c)}")
     if math.isnan(c.ci95[0]):
         reason = "the ratio has no finite interval (a median of zero)"
     elif c.ci95 == _NO_INTERVAL:
@@ -424,6 +487,10 @@ def _why(c: Comparison, threshold: float, alpha: float) -> str:
     capped = " or more" if c.rounds_needed >= ROUNDS_CAP else ""
     return (f"{reason}; roughly {c.rounds_needed}{capped} rounds would likely decide (rough: it "
             f"assumes the estimate holds), {c.n_pairs} paired so far")
+
+
+def _over(c: Comparison) -> str:
+    return f"{c.n_pairs} paired rounds" if c.paired else f"at least {c.n_pairs} runs in each sweep"
 
 
 def _fmt(ci: tuple[float, float]) -> str:

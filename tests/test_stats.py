@@ -426,3 +426,31 @@ def test_equivalence_error_rate_at_the_band_edge():
                        seed=t)[0][0].verdict == "equivalent" for t in range(trials))
     print(f"\n'equivalent' for a true 1% shift: {wrong / trials:.1%}")
     assert wrong / trials <= 0.055
+
+
+def test_unpaired_interval_cut_matches_the_mann_whitney_table():
+    # Two-sided 0.05 critical values of U (lower tail) are 23 for m = n = 10 and 37 for 12, 12
+    # (Hollander, Wolfe & Chicken, table A.6): the interval cuts k = U + 1 differences each end.
+    assert stats._mann_whitney_cut(10, 10, 0.95) == 24
+    assert stats._mann_whitney_cut(12, 12, 0.95) == 38
+    assert stats._u_counts(4, 3).sum() == math.comb(7, 3)
+
+
+def test_unpaired_comparison_covers_a_planted_shift():
+    rng = np.random.default_rng(3)
+    hits, n = 0, 400
+    for _ in range(n):
+        a = np.exp(rng.normal(0, 0.01, 12))
+        b = np.exp(rng.normal(0.03, 0.01, 12))
+        c = stats.compare_unpaired(b, a)
+        hits += c.ci95[0] < math.exp(0.03) < c.ci95[1]
+        assert not c.paired
+    assert hits / n >= 0.92             # nominal 95%; 400 trials leave about +-2%
+
+
+def test_unpaired_verdicts_say_runs_not_rounds():
+    rng = np.random.default_rng(4)
+    a = np.exp(rng.normal(0, 0.002, 12))
+    c = stats.compare_unpaired(a * 1.1, a)
+    stats.adjust([c], threshold=0.01)
+    assert c.verdict == "slower" and "at least 12 runs in each sweep" in c.why

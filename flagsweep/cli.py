@@ -11,7 +11,8 @@ from pathlib import Path
 
 import click
 
-from . import __version__, build, calibration, cpu, matrix, recipe, results, store, sweep, system, target
+from . import __version__, build, calibration, cpu, matrix, recipe, report, store, sweep, system, target
+from .report import terminal
 from .errors import FlagsweepError
 
 REPORTS = Path(__file__).resolve().parent.parent / "reports"
@@ -174,13 +175,18 @@ def run_cmd(runs, min_runs, max_runs, budget, precision_pct, threshold_pct, warm
             raise click.UsageError("--confirm follows a design = \"plackett-burman\" screen")
         path = sweep.start(t, r, m, opts, mopts, db, say)
         if confirm:
-            results.terminal_summary(path, say)
-            click.echo(str(path))
+            _finish(path)
             path = _confirm(path, t, r, m, opts, mopts, db, say)
             if path is None:
                 return
-    results.terminal_summary(path, say)
-    click.echo(str(path))
+    _finish(path)
+
+
+def _finish(results_path: Path) -> None:
+    """The verdicts table on stderr; the report's path last on stdout (results.json beside it)."""
+    terminal.show(results_path)
+    page = results_path.parent / "index.html"
+    click.echo(str(page if page.exists() else results_path))
 
 
 def _confirm(screen_path, t, r, m, opts, mopts, db, say):
@@ -199,6 +205,30 @@ def _confirm(screen_path, t, r, m, opts, mopts, db, say):
     return sweep.start(t, one_by_one, matrix.expand(one_by_one),
                        build.Options(out_dir=out, jobs=opts.jobs, offline=opts.offline,
                                      source_dir=opts.source_dir), mopts, db, say)
+
+
+@cli.command("report")
+@click.argument("results_path", metavar="RESULTS.json", type=click.Path(path_type=Path))
+@click.option("--out", "out_dir", type=click.Path(path_type=Path),
+              help="Folder for index.html and summary.md [default: beside RESULTS.json].")
+def report_cmd(results_path, out_dir) -> None:
+    """Render the HTML report (index.html) and summary.md from a results.json again."""
+    page = report.write(results_path, out_dir)
+    terminal.show(results_path)
+    click.echo(str(page))
+
+
+@cli.command("compare")
+@click.argument("a_path", metavar="A.json", type=click.Path(path_type=Path))
+@click.argument("b_path", metavar="B.json", type=click.Path(path_type=Path))
+@click.option("--out", "out_dir", type=click.Path(path_type=Path),
+              help="Also write compare.html into this folder.")
+def compare_cmd(a_path, b_path, out_dir) -> None:
+    """Two sweeps of the same target side by side: verdicts, what changed, B against A."""
+    c = report.write_comparison(a_path, b_path, out_dir)
+    terminal.show_comparison(c)
+    if out_dir:
+        click.echo(str(Path(out_dir).resolve() / "compare.html"))
 
 
 @cli.command("calibrate")

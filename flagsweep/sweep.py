@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import analysis, build, check, inputs, matrix, probes, recipe, results, runner, system, target, toolchain
+from . import analysis, build, check, inputs, matrix, probes, recipe, report, results, runner, system, target, toolchain
 from .errors import FlagsweepError
 from .lock import MeasureLock
 from .store import Sample, Store
@@ -118,14 +118,27 @@ def _measure(sweep: Sweep, store: Store, say: Callable[[str], None]) -> Path:
         store.finish_run(sweep.run_id, "complete", outcome.stop_reason)
     except KeyboardInterrupt:
         store.finish_run(sweep.run_id, "interrupted", "interrupted")
-        results.write(sweep.out, store, sweep.run_id)
+        _write(sweep, store, say)
         raise FlagsweepError(f"interrupted; every finished sample is kept. Continue with: "
                              f"flagsweep run --resume {sweep.run_id}") from None
     except FlagsweepError as e:
         store.finish_run(sweep.run_id, "failed", str(e))
-        results.write(sweep.out, store, sweep.run_id)
+        _write(sweep, store, say)
         raise
-    return results.write(sweep.out, store, sweep.run_id)
+    return _write(sweep, store, say)
+
+
+def _write(sweep: Sweep, store: Store, say: Callable[[str], None]) -> Path:
+    """results.json and samples.csv, then the report made from them. A report that cannot be
+    drawn must not cost the results: they are written first, and the failure is told."""
+    path = results.write(sweep.out, store, sweep.run_id)
+    try:
+        report.write(path)
+    except Exception as e:  # noqa: BLE001 - any drawing failure; the data is already safe
+        log.exception("report failed")
+        say(f"report: not written ({type(e).__name__}: {e}); results.json is complete, "
+            f"retry with: flagsweep report {path}")
+    return path
 
 
 def _checked(sweep: Sweep, workload: check.Workload, store: Store,
@@ -286,8 +299,10 @@ def _cpu(opts: MeasureOptions) -> int:
 
 
 def _options(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, opts: MeasureOptions) -> dict:
+    study = r.spec.study.model_dump() if r.spec.study else None
     return {"target_path": str(t.path), "target_sha256": _sha256(t.path),
-            "recipe_path": str(r.path), "measure": asdict(opts),
+            "target_version": t.spec.version, "recipe_path": str(r.path), "study": study,
+            "measure": asdict(opts),
             "compilers": [toolchain.describe(toolchain.resolve(c))
                           for c in sorted({v.compiler for v in m.variants})],
             "baseline": m.baseline.id, "design": m.design,

@@ -1,0 +1,110 @@
+"""The report: results.json becomes index.html (one self-contained page) and summary.md.
+
+    results.json -> view.build (every decision) -> plots (matplotlib SVG) -> templates (layout)
+
+`write` is what `flagsweep run` and `flagsweep report` call; `compare` puts two sweeps of one
+target side by side; `terminal` prints the same view model as a table at the end of a run.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jinja2
+
+from .. import __version__
+from ..errors import FlagsweepError
+from . import compare, plots, view
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+SCHEMA = "flagsweep/1"
+REQUIRED = ("schema", "target", "recipe", "metric", "baseline", "machine", "variants")
+REQUIRED_VARIANT = ("id", "compiler", "flags", "build")
+
+
+def load(path: Path) -> dict:
+    """Read a results.json, refusing (with the file and the key named) what is not one."""
+    try:
+        doc = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise FlagsweepError(f"{path}: no such file") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise FlagsweepError(f"{path}: not a results.json (not valid JSON: {e})") from None
+    if not isinstance(doc, dict):
+        raise FlagsweepError(f"{path}: not a results.json (expected a JSON object)")
+    missing = [k for k in REQUIRED if k not in doc]
+    if missing:
+        raise FlagsweepError(f"{path}: not a results.json: missing key(s) {', '.join(missing)}")
+    if doc["schema"] != SCHEMA:
+        raise FlagsweepError(f"{path}: key 'schema' is {doc['schema']!r}; this flagsweep "
+                             f"reads {SCHEMA!r}")
+    for i, v in enumerate(doc["variants"]):
+        gone = [k for k in REQUIRED_VARIANT if k not in v]
+        if gone:
+            raise FlagsweepError(f"{path}: variants[{i}] lacks key(s) {', '.join(gone)}")
+    return doc
+
+
+def write(results_path: Path, out_dir: Path | None = None) -> Path:
+    """Render index.html and summary.md for results_path into out_dir (default: beside it)."""
+    results_path = Path(results_path).resolve()
+    doc = load(results_path)
+    out = Path(out_dir or results_path.parent).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    r = view.build(doc, results_path, out)
+    figures = {"forest": plots.forest(r), "distributions": plots.distributions(r),
+               "run_order": plots.run_order(r)}
+    page = _render("index.html.j2", r=r, plots=figures)
+    (out / "index.html").write_text(page)
+    (out / "summary.md").write_text(_render("summary.md.j2", r=r))
+    return out / "index.html"
+
+
+def write_comparison(a_path: Path, b_path: Path, out_dir: Path | None = None):
+    """The comparison of two results files; compare.html into out_dir when given."""
+    a_path, b_path = Path(a_path).resolve(), Path(b_path).resolve()
+    out = Path(out_dir).resolve() if out_dir else Path.cwd()
+    try:
+        c = compare.build(load(a_path), a_path, load(b_path), b_path, out)
+    except ValueError as e:
+        raise FlagsweepError(str(e)) from None
+    if out_dir:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "compare.html").write_text(_render("compare.html.j2", c=c))
+    return c
+
+
+def _render(name: str, **context) -> str:
+    html = name.endswith(".html.j2")
+    env = _environment(html)
+    return env.get_template(name).render(
+        css=(TEMPLATES / "page.css").read_text() if html else "", colors=view.COLORS,
+        verdict_text=view.VERDICT_TEXT, version=__version__, **context)
+
+
+def _environment(html: bool) -> jinja2.Environment:
+    """HTML with autoescape on (a target or flag named '<script>' is text); Markdown with its
+    own escaping filters instead. StrictUndefined: a misspelt field is an error, not a blank."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=html,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True,
+                             lstrip_blocks=True, keep_trailing_newline=True)
+    env.filters["md"] = markdown_text
+    env.filters["code"] = markdown_code
+    return env
+
+
+def markdown_text(text: str) -> str:
+    """Text that Markdown (GitHub's, in a table cell too) shows as written."""
+    text = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    for ch in "\\`*_|":
+        text = text.replace(ch, "\\" + ch)
+    return text.replace("](", "]\\(").replace("\n", " ")  # [x](y) would be a link
+
+
+def markdown_code(text: str) -> str:
+    """A code span that survives backticks and table pipes in the text."""
+    text = str(text).replace("|", "\\|").replace("\n", " ")
+    fence = "``" if "`" in text else "`"
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"

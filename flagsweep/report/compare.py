@@ -1,0 +1,155 @@
+"""Two sweeps of one target side by side: `flagsweep compare A.json B.json`.
+
+Per variant (matched by id, which is stable for the same compiler and flags): each sweep's own
+verdict against its own baseline, whether that verdict changed, and B's median against A's with
+an unpaired interval (stats.compare_unpaired, Benjamini-Hochberg across the variants). The
+within-sweep verdicts are the robust part: each was paired by round on one machine. B / A
+compares different runs, so it moves with the machine as well as the code; the page says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import stats
+from . import plots, view
+
+
+@dataclass
+class Side:
+    name: str                        # run id and date
+    path: str
+    row: view.VariantRow | None
+
+
+@dataclass
+class CompareRow:
+    id: str
+    label: str
+    a: view.VariantRow | None
+    b: view.VariantRow | None
+    across_text: str                 # B / A: "+1.2% [+0.4, +2.0]"
+    across_verdict: str              # faster | slower | equivalent | inconclusive | ""
+    across_why: str
+    changed: str                     # "" or what changed between the two sweeps' verdicts
+
+
+@dataclass
+class Comparison:
+    title: str
+    a: Side
+    b: Side
+    differences: list[tuple[str, str, str]]   # what differs between the sweeps: key, A, B
+    warnings: list[str]
+    rows: list[CompareRow]
+    threshold_pct: float
+    summary: str
+
+
+def build(a_doc: dict, a_path: Path, b_doc: dict, b_path: Path, out_dir: Path) -> Comparison:
+    """Refuses two different targets or metrics: their numbers do not compare."""
+    for key in ("target", "metric"):
+        if a_doc[key] != b_doc[key]:
+            raise ValueError(f"{a_path} and {b_path} have different {key}s ({a_doc[key]!r} and "
+                             f"{b_doc[key]!r}): compare takes two sweeps of the same {key}")
+    ra = view.build(a_doc, a_path, out_dir)
+    rb = view.build(b_doc, b_path, out_dir)
+    thr = max(ra.threshold_pct, rb.threshold_pct)
+    rows = _rows(ra, rb, a_doc, b_doc, thr)
+    diffs = _differences(a_doc, b_doc)
+    return Comparison(
+        title=f"{a_doc['target']}: two sweeps compared",
+        a=Side(_name(a_doc), str(a_path), None), b=Side(_name(b_doc), str(b_path), None),
+        differences=diffs, warnings=_warnings(a_doc, b_doc, diffs, rows),
+        rows=rows, threshold_pct=thr, summary=_summary(rows, thr))
+
+
+def _name(doc: dict) -> str:
+    return f"{doc.get('run_id') or doc['target']} ({(doc.get('finished') or '')[:10]})"
+
+
+def _rows(ra: view.Report, rb: view.Report, a_doc: dict, b_doc: dict,
+          thr: float) -> list[CompareRow]:
+    a_rows, b_rows = {r.id: r for r in ra.variants}, {r.id: r for r in rb.variants}
+    a_values, b_values = _values(a_doc), _values(b_doc)
+    ids = [r.id for r in ra.variants] + [r.id for r in rb.variants if r.id not in a_rows]
+    comparisons = {vid: stats.compare_unpaired(b_values[vid], a_values[vid]) for vid in ids
+                   if vid in a_values and vid in b_values}
+    stats.adjust(list(comparisons.values()), threshold=thr / 100)
+    out = []
+    for vid in ids:
+        a, b, c = a_rows.get(vid), b_rows.get(vid), comparisons.get(vid)
+        across = (f"{view.signed_pct((c.ratio - 1) * 100)} {view.ci_pct_text(c.ci95)}".strip()
+                  if c and c.ratio == c.ratio else "")
+        out.append(CompareRow(vid, (a or b).label, a, b, across, c.verdict if c else "",
+                              c.why if c else "not measured in both sweeps", _changed(a, b)))
+    return out
+
+
+def _values(doc: dict) -> dict[str, list[float]]:
+    out = {}
+    for v in doc["variants"]:
+        values = [x for x in plots.metric_values(v.get("samples") or {}, doc["metric"])
+                  if x is not None and x > 0]
+        if values and not v["build"].get("identical_to"):
+            out[v["id"]] = values
+    return out
+
+
+def _changed(a: view.VariantRow | None, b: view.VariantRow | None) -> str:
+    if a is None or b is None:
+        return "only in A" if b is None else "only in B"
+    if a.verdict == b.verdict:
+        return ""
+    flipped = {a.verdict, b.verdict} == {"faster", "slower"}
+    return f"{a.badge} -> {b.badge}" + (" (reversed)" if flipped else "")
+
+
+DIFFERENCE_KEYS = [("recipe", lambda d: d.get("recipe")),
+                   ("baseline", lambda d: d.get("baseline")),
+                   ("CPU", lambda d: d["machine"].get("cpu_model")),
+                   ("-march=native", lambda d: d["machine"].get("march_native")),
+                   ("kernel", lambda d: d["machine"].get("kernel")),
+                   ("host", lambda d: d["machine"].get("hostname")),
+                   ("compilers", lambda d: ", ".join(f"{c['name']} {c.get('version', '')}"
+                                                     for c in d.get("compilers") or [])),
+                   ("input", lambda d: (d.get("workload") or {}).get("input_sha256")),
+                   ("threshold", lambda d: f"{d.get('threshold_pct', 1.0):g}%")]
+
+
+def _differences(a: dict, b: dict) -> list[tuple[str, str, str]]:
+    out = []
+    for key, get in DIFFERENCE_KEYS:
+        x, y = get(a), get(b)
+        if x != y:
+            out.append((key, str(x), str(y)))
+    return out
+
+
+def _warnings(a: dict, b: dict, diffs: list, rows: list[CompareRow]) -> list[str]:
+    keys = {k for k, _, _ in diffs}
+    out = []
+    if "baseline" in keys:
+        out.append("The two sweeps have different baselines: their 'vs baseline' columns "
+                   "measure against different builds.")
+    if "input" in keys:
+        out.append("The two sweeps timed different inputs: B / A compares different work.")
+    if keys & {"CPU", "host", "kernel", "compilers"}:
+        out.append("The sweeps ran on different machines or toolchains (see the differences): "
+                   "B / A includes that, not only the flags.")
+    for doc, side in ((a, "A"), (b, "B")):
+        if doc.get("status") and doc["status"] != "complete":
+            out.append(f"Sweep {side} is {doc['status']}: {doc.get('stop_reason')}.")
+    if any("reversed" in r.changed for r in rows):
+        out.append("Some variant is faster in one sweep and slower in the other.")
+    return out
+
+
+def _summary(rows: list[CompareRow], thr: float) -> str:
+    changed = [r for r in rows if r.changed and not r.changed.startswith("only")]
+    moved = [r for r in rows if r.across_verdict in ("faster", "slower")]
+    return (f"{len(changed)} of {len(rows)} variants changed verdict between the sweeps; "
+            f"{len(moved)} moved by more than {thr:g}% from A to B"
+            + (f" ({', '.join(r.label + ' ' + r.across_verdict for r in moved[:5])})" if moved else "")
+            + ".")

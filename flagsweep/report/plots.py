@@ -1,0 +1,211 @@
+"""The report's plots: matplotlib figures saved as SVG text, to be inlined in the page.
+
+Each function takes the view model (or its raw results) and returns one `<svg>` element as a
+string, or "" when there is nothing to draw. Figures are built with matplotlib's object API
+(no pyplot state), text stays text (`svg.fonttype = none`, so it is selectable and small), and
+ids are salted per plot so several SVGs in one page never share an id.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import re
+from dataclasses import dataclass
+
+import matplotlib
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, NullFormatter
+
+from .view import COLORS, Report, VariantRow
+
+WIDTH = 10                            # inches; the page scales the SVG to its column
+LABEL_CHARS = 48
+# boxplot's vert=False became orientation= in matplotlib 3.10 (and vert is going away).
+HORIZONTAL = ({"orientation": "horizontal"}
+              if tuple(int(x) for x in matplotlib.__version__.split(".")[:2]) >= (3, 10)
+              else {"vert": False})
+STYLE = {
+    "svg.fonttype": "none",           # <text>, not paths
+    "font.family": "sans-serif",
+    "font.size": 9,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+}
+
+
+def _styled(name: str):
+    """Draw under the report's style: rcParams are read as artists are made, not at save."""
+    def wrap(draw):
+        @functools.wraps(draw)
+        def inner(report: Report) -> str:
+            with matplotlib.rc_context({**STYLE, "svg.hashsalt": f"flagsweep-{name}"}):
+                fig = draw(report)
+                return _svg(fig, name) if fig is not None else ""
+        return inner
+    return wrap
+
+
+@_styled("forest")
+def forest(report: Report) -> Figure | None:
+    """Effect of each factor level in % with its 95% CI, a line at 0 and the +-threshold band."""
+    rows = [e for e in report.effects if e.ci is not None]
+    if not rows:
+        return None
+    fig = Figure(figsize=(WIDTH, 0.8 + 0.32 * len(rows)))
+    ax = fig.subplots()
+    y = np.arange(len(rows))[::-1]
+    thr = report.threshold_pct
+    ax.axvspan(-thr, thr, color="#d0d7de", alpha=0.6, lw=0, label=f"+-{thr:g}% threshold")
+    ax.axvline(0, color="#24292f", lw=0.8)
+    for yi, e in zip(y, rows):
+        color = (COLORS["slower"] if e.effect_pct > 0 else COLORS["faster"]) if e.matters \
+            else COLORS["equivalent"]
+        ax.plot(e.ci, [yi, yi], color=color, lw=2, solid_capstyle="butt")
+        ax.plot([e.effect_pct], [yi], "o", color=color, ms=6,
+                markerfacecolor=color if e.matters else "white")
+    ax.set_yticks(y, [_label(e.name) for e in rows])
+    _scale_for(ax, [x for e in rows for x in e.ci] + [-thr, thr], thr)
+    ax.set_xlabel(f"effect on {report.metric}, % (negative is faster); filled: matters")
+    ax.legend(loc="lower left", bbox_to_anchor=(0, 1), frameon=False, fontsize=8)
+    return fig
+
+
+@_styled("distributions")
+def distributions(report: Report) -> Figure | None:
+    """Every counted sample of the primary metric per variant, a box for the quartiles, the
+    outliers (modified z-score, as in the summary) marked with a red cross."""
+    series = _series(report)
+    if not series:
+        return None
+    base = _baseline_median(series)
+    fig = Figure(figsize=(WIDTH, 0.9 + 0.3 * len(series)))
+    ax = fig.subplots()
+    rng = np.random.default_rng(0)    # fixed jitter: the same results give the same picture
+    for i, s in enumerate(series):
+        y = len(series) - 1 - i
+        values = [(v / base - 1) * 100 for v in s.values]
+        ax.boxplot([values], positions=[y], **HORIZONTAL, widths=0.55, showfliers=False,
+                   medianprops={"color": COLORS.get(s.row.verdict, "#24292f"), "lw": 2},
+                   boxprops={"color": "#8c959f"}, whiskerprops={"color": "#8c959f"},
+                   capprops={"color": "#8c959f"})
+        jitter = rng.uniform(-0.18, 0.18, len(values))
+        ax.scatter(values, y + jitter, s=9, color="#24292f", alpha=0.6, lw=0, zorder=3)
+        if s.outliers:
+            ax.scatter([values[j] for j in s.outliers], [y + jitter[j] for j in s.outliers],
+                       s=30, marker="x", color=COLORS["slower"], zorder=4)
+    ax.axvline(0, color=COLORS["baseline"], lw=0.8)
+    ax.set_yticks(range(len(series))[::-1], [_label(s.row.label) for s in series])
+    _scale_for(ax, [(v / base - 1) * 100 for s in series for v in s.values], report.threshold_pct)
+    ax.set_xlabel(f"% from the baseline's median {report.metric} ({base:.4g} {report.unit}); "
+                  "x: outlier")
+    return fig
+
+
+@_styled("run-order")
+def run_order(report: Report) -> Figure | None:
+    """Each sample relative to its variant's median, against when it was taken, with a LOWESS
+    trend through all of them (Cleveland, JASA 74(368), 1979): drift over the sweep shows as a
+    slope, a disturbed stretch as a cluster."""
+    series = _series(report)
+    if not series:
+        return None
+    fig = Figure(figsize=(WIDTH, 2.8))
+    ax = fig.subplots()
+    xs, ys = [], []
+    timed = all(s.elapsed is not None for s in series)
+    for s in series:
+        row, med = s.row, float(np.median(s.values))
+        x = s.elapsed if timed else s.rounds
+        y = [(v / med - 1) * 100 for v in s.values]
+        highlight = row.role in ("baseline", "twin")
+        ax.scatter(x, y, s=12 if highlight else 7, lw=0, alpha=0.9 if highlight else 0.45,
+                   color=COLORS["baseline"] if highlight else "#6e7781",
+                   label="baseline and its A/A copy" if row.role == "baseline" else None)
+        xs += list(x)
+        ys += y
+    if len(xs) >= 10:
+        from statsmodels.nonparametric.smoothers_lowess import lowess
+        trend = lowess(ys, xs, frac=0.4, return_sorted=True)
+        ax.plot(trend[:, 0], trend[:, 1], color="#24292f", lw=1.5, label="trend (LOWESS)")
+    ax.axhline(0, color="#8c959f", lw=0.6)
+    ax.set_xlabel("seconds since the sweep started" if timed else "round")
+    ax.set_ylabel("% from the variant's median")
+    ax.legend(loc="upper right", frameon=False, fontsize=8)
+    return fig
+
+
+@dataclass
+class Series:
+    row: VariantRow
+    values: list[float]
+    outliers: list[int]              # indices into values
+    rounds: list[int]
+    elapsed: list[float] | None      # seconds since the sweep started (older results: None)
+
+
+def _series(report: Report) -> list[Series]:
+    """The counted samples of the primary metric for each measured variant, in table order."""
+    by_id = {v["id"]: v for v in report.doc["variants"]}
+    out = []
+    for row in report.variants:
+        v = by_id[row.id]
+        samples = v.get("samples") or {}
+        values = metric_values(samples, report.metric)
+        keep = [i for i, x in enumerate(values) if x is not None and x > 0]
+        if not keep:
+            continue
+        flagged = set((v.get("summary") or {}).get("outlier_rounds") or [])
+        rounds = samples.get("round") or [None] * len(values)
+        elapsed = samples.get("elapsed_s")
+        timed = bool(elapsed) and len(elapsed) == len(values)
+        out.append(Series(row, [values[i] for i in keep],
+                          [j for j, i in enumerate(keep) if rounds[i] in flagged],
+                          [rounds[i] for i in keep], [elapsed[i] for i in keep] if timed else None))
+    return out
+
+
+def metric_values(samples: dict, metric: str) -> list[float | None]:
+    """The primary metric per counted sample, aligned with the other columns; cpu_s is
+    user + sys, as results.metric_of has it."""
+    if metric == "cpu_s":
+        return [u + s if u is not None and s is not None else None
+                for u, s in zip(samples.get("user_s") or [], samples.get("sys_s") or [])]
+    return list(samples.get(metric) or [])
+
+
+def _scale_for(ax, values: list[float], thr: float) -> None:
+    """Linear when effects are small; symmetric-log past 10% so a -O0 at +200% does not hide
+    the +-1% band the other rows sit in. Ticks as plain signed percentages."""
+    if max(abs(x) for x in values) > 25:
+        ax.set_xscale("symlog", linthresh=max(10.0, 2 * thr))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:+g}%" if x else "0"))
+    ax.margins(x=0.08)
+
+
+def _baseline_median(series: list[Series]) -> float:
+    """The reference the distributions are drawn against: the baseline's median, else the
+    first measured variant's (a sweep whose baseline failed)."""
+    base = next((s for s in series if s.row.role == "baseline"), series[0])
+    return float(np.median(base.values))
+
+
+def _label(text: str) -> str:
+    """A tick label: short (the table has the whole name), and a '$' is not mathtext."""
+    text = text if len(text) <= LABEL_CHARS else text[:LABEL_CHARS - 1] + "\u2026"
+    return text.replace("$", r"\$")
+
+
+def _svg(fig: Figure, name: str) -> str:
+    buf = io.StringIO()
+    fig.tight_layout()
+    fig.savefig(buf, format="svg", metadata={"Date": None})
+    text = buf.getvalue()
+    svg = text[text.index("<svg"):]
+    svg = re.sub(r"\s*<metadata>.*?</metadata>", "", svg, flags=re.S)  # RDF boilerplate
+    # An accessible name, and the class the page's CSS sizes by.
+    return svg.replace("<svg ", f'<svg role="img" aria-label="{name} plot" class="plot" ', 1)
+
+

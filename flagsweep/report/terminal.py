@@ -1,0 +1,86 @@
+"""The end of `flagsweep run` in the terminal: the variants table with verdicts (rich), then
+the sweep-level findings, from the same view model as the page."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from . import load, view
+
+
+def console() -> Console:
+    """stderr; wide when it is not a terminal, so a CI log keeps whole rows."""
+    return Console(stderr=True, width=None if sys.stderr.isatty() else 160, highlight=False)
+
+
+def show(results_path: Path, out: Console | None = None) -> None:
+    out = out or console()
+    results_path = Path(results_path)
+    doc = load(results_path)
+    r = view.build(doc, results_path, results_path.parent)
+    out.print(_table(r))
+    for line in _findings(doc, r):
+        out.print(line, markup=False)
+    out.print(f"stopped: {doc.get('stop_reason')}", markup=False)
+
+
+def _table(r: view.Report) -> Table:
+    t = Table(title=r.headline.title, title_justify="left", header_style="bold", box=None,
+              pad_edge=False)
+    for name, justify in (("variant", "left"), ("verdict", "left"), ("vs baseline", "right"),
+                          ("95% CI", "right"), ("adj. p", "right"),
+                          (f"median {r.metric}", "right"), ("n", "right")):
+        t.add_column(name, justify=justify, overflow="fold")
+    for v in r.variants:
+        verdict = Text(v.badge, style=view.COLORS.get(v.verdict, ""))
+        t.add_row(Text(v.label), verdict, v.change_text, v.ci_text, v.p_text, v.median_text,
+                  str(v.n))
+    return t
+
+
+def _findings(doc: dict, r: view.Report) -> list[str]:
+    lines = []
+    aa, noise = doc.get("aa"), doc.get("noise") or {}
+    if aa:
+        lines.append(f"A/A arm: {aa['verdict']}")
+    if noise.get("mde_pct") is not None:
+        lines.append(f"noise: baseline CV {100 * (noise.get('baseline_cv') or 0):.2f}%, smallest "
+                     f"detectable effect {noise['mde_pct']:.2f}% (threshold {r.threshold_pct:g}%)")
+    if r.effects:
+        design = (doc.get("effects_design") or {}).get("design")
+        named = ", ".join(f"{e.name} {e.text}" for e in r.effects if e.matters)
+        lines.append(f"flags that matter ({design}): {named or 'none beyond the threshold'}")
+    lines += [f"warning: {w.text}" for w in r.headline.warnings if w.kind != "machine"]
+    lines.append(f"recommendation: {r.headline.recommendation}")
+    return lines
+
+
+def show_comparison(c, out: Console | None = None) -> None:
+    """`flagsweep compare` in the terminal: the same rows as compare.html."""
+    out = out or console()
+    t = Table(title=f"{c.title}\nA: {c.a.name}   B: {c.b.name}", title_justify="left",
+              header_style="bold", box=None, pad_edge=False)
+    for name in ("variant", "A", "B", "changed", "B vs A (median)", "B vs A"):
+        t.add_column(name, overflow="fold")
+    for row in c.rows:
+        t.add_row(Text(row.label), _side(row.a), _side(row.b), row.changed, row.across_text,
+                  Text(view.VERDICT_TEXT.get(row.across_verdict, row.across_verdict),
+                       style=view.COLORS.get(row.across_verdict, "")))
+    out.print(t)
+    for key, a, b in c.differences:
+        out.print(f"differs: {key}: A {a} | B {b}", markup=False)
+    for w in c.warnings:
+        out.print(f"warning: {w}", markup=False)
+    out.print(c.summary, markup=False)
+
+
+def _side(row) -> Text:
+    if row is None:
+        return Text("absent")
+    text = Text(row.badge, style=view.COLORS.get(row.verdict, ""))
+    return text + Text(f" {row.change_text}" if row.change_text else "")

@@ -1,0 +1,630 @@
+"""The report's view model: every decision the page shows is made here, from results.json alone.
+
+What counts as a finding, which warnings apply, how a number is written, in what order rows
+come: all here, as plain dataclasses. The templates (HTML, Markdown) and the terminal table only
+lay these out, so the three never disagree and a test can check a decision without parsing HTML.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import system
+
+AA_SUFFIX = ".aa"
+VERDICTS = ("faster", "slower", "equivalent", "inconclusive", "identical-code", "not-measured")
+# One colour per verdict, shared by the page's badges and the plots' markers.
+COLORS = {"faster": "#1a7f37", "slower": "#cf222e", "equivalent": "#57606a",
+          "inconclusive": "#bf8700", "identical-code": "#8250df", "not-measured": "#24292f",
+          "baseline": "#0969da"}
+VERDICT_TEXT = {"faster": "faster", "slower": "slower", "equivalent": "no difference",
+                "inconclusive": "inconclusive", "identical-code": "identical code",
+                "not-measured": "not measured", "baseline": "baseline"}
+UNITS = {"wall_s": "s", "cpu_s": "s", "user_s": "s", "sys_s": "s", "cycles": "cycles",
+         "instructions": "instructions"}
+# What the page says the statistics were, with where docs/statistics.md explains each.
+METHODS = [
+    ("ratio to the baseline", "Hodges-Lehmann estimate of the paired log-ratios (one pair per "
+                              "round), exact 95% CI from the Walsh averages"),
+    ("p-value", "paired sign-flip permutation test of the signed-rank statistic"),
+    ("many comparisons", "Benjamini-Hochberg false discovery rate across the sweep"),
+    ("no difference", "two one-sided tests: the 90% CI inside +-threshold"),
+    ("medians", "distribution-free 95% CI from the order statistics"),
+    ("outliers", "modified z-score above 3.5 (Iglewicz & Hoaglin), marked, never dropped"),
+    ("factor effects", "robust (Huber) regression of log(metric) with rounds as blocks; "
+                       "Plackett-Burman main effects for screens"),
+    ("noise floor", "the A/A arm: a second copy of the baseline's binary, measured as a variant"),
+]
+
+
+@dataclass
+class Item:
+    """One line of the headline: a variant, what happened to it, and (studies) then vs now."""
+
+    label: str
+    text: str
+    then: str = ""
+
+
+@dataclass
+class Finding:
+    verdict: str
+    title: str
+    items: list[Item]
+
+
+@dataclass
+class Warning:
+    kind: str
+    text: str
+
+
+@dataclass
+class VariantRow:
+    id: str
+    label: str
+    flags: str
+    compiler: str
+    role: str                        # "baseline" | "twin" | ""
+    verdict: str                     # a VERDICTS key or "baseline"
+    change_pct: float | None
+    change_text: str
+    ci_text: str
+    p_adjusted: float | None
+    p_text: str
+    median: float | None
+    median_text: str
+    cv_pct: float | None
+    n: int
+    outliers: int
+    size_bytes: int | None
+    same_code_as: str
+    check: str
+    check_detail: str
+    why: str
+
+    @property
+    def badge(self) -> str:
+        return VERDICT_TEXT[self.verdict]
+
+
+@dataclass
+class EffectRow:
+    name: str
+    reference: str
+    effect_pct: float
+    ci: tuple[float, float] | None
+    text: str
+    ci_text: str
+    p_text: str
+    matters: bool
+
+
+@dataclass
+class BuildRow:
+    id: str
+    status: str
+    verified: bool
+    compiles: int | None
+    seconds: str
+    size: str
+    compile_line: str
+    log_href: str | None
+    log_path: str
+    detail: str
+
+
+@dataclass
+class Counters:
+    kind: str                        # "hardware" | "software"
+    note: str
+    columns: list[str]
+    rows: list[tuple[str, list[str]]]
+
+
+@dataclass
+class StudyRow:
+    label: str
+    flags: str
+    then: list[str]                  # per study machine: "+112%" or "-"
+    now: str
+    verdict: str
+
+
+@dataclass
+class Study:
+    title: str
+    question: str
+    machines: list[str]
+    baseline: str
+    rows: list[StudyRow]
+    answer: str                      # the question answered in one paragraph
+
+
+@dataclass
+class Headline:
+    title: str
+    question: str
+    machine: str
+    compilers: str
+    date: str
+    status: str
+    stop_reason: str
+    recommendation: str
+    counts: list[tuple[str, int]]
+    findings: list[Finding]
+    warnings: list[Warning]
+
+
+@dataclass
+class Report:
+    headline: Headline
+    metric: str
+    unit: str
+    threshold_pct: float
+    variants: list[VariantRow]
+    effects: list[EffectRow]
+    effects_note: str
+    counters: Counters | None
+    machine: list[tuple[str, str]]
+    method: list[tuple[str, str]]
+    reproduce: str
+    builds: list[BuildRow]
+    skipped: list[tuple[str, str]]
+    study: Study | None
+    baseline_label: str
+    results_href: str
+    samples_href: str | None
+    doc: dict = field(repr=False)    # for the plots, which need the raw samples
+
+
+def build(doc: dict, results_path: Path, out_dir: Path) -> Report:
+    """The view model of one results.json, for a page written into out_dir."""
+    base_dir = results_path.parent
+    variants = [_variant_row(v, doc) for v in doc["variants"]]
+    labels = {r.id: r.label for r in variants}
+    return Report(
+        headline=_headline(doc, variants),
+        metric=doc["metric"], unit=UNITS.get(doc["metric"], ""),
+        threshold_pct=doc.get("threshold_pct", 1.0),
+        variants=_ordered(variants),
+        effects=sorted((_effect_row(e) for e in doc.get("effects") or []),
+                       key=lambda e: e.effect_pct),
+        effects_note=(doc.get("effects_design") or {}).get("note", ""),
+        counters=_counters(doc, labels),
+        machine=_machine(doc), method=_method(doc), reproduce=reproduce_command(doc),
+        builds=[_build_row(v, base_dir, out_dir) for v in doc["variants"]],
+        skipped=[(" ".join(s["flags"]), s["reason"]) for s in doc.get("skipped") or []],
+        study=_study(doc, variants),
+        baseline_label=labels.get(doc["baseline"], doc["baseline"]),
+        results_href=_href(results_path, out_dir),
+        samples_href=_href(base_dir / "samples.csv", out_dir)
+        if (base_dir / "samples.csv").exists() else None,
+        doc=doc)
+
+
+# ---------------------------------------------------------------------------------------------
+# Variants
+# ---------------------------------------------------------------------------------------------
+
+def label_of(v: dict, doc: dict) -> str:
+    """What people call a variant: its flags, with the compiler when the sweep has several."""
+    flags = " ".join(v["flags"]) or "(no flags)"
+    several = len({x["compiler"] for x in doc["variants"]}) > 1
+    text = f"{v['compiler']} {flags}" if several else flags
+    return text + (" (A/A copy)" if v["id"].endswith(AA_SUFFIX) else "")
+
+
+def _variant_row(v: dict, doc: dict) -> VariantRow:
+    s, c = v.get("summary") or {}, v.get("vs_baseline") or {}
+    role = ("baseline" if v["id"] == doc["baseline"]
+            else "twin" if v["id"].endswith(AA_SUFFIX) else "")
+    verdict = "baseline" if role == "baseline" else c.get("verdict") or "not-measured"
+    change = _pct(c.get("ratio"))
+    check = v.get("check") or {}
+    return VariantRow(
+        id=v["id"], label=label_of(v, doc), flags=" ".join(v["flags"]), compiler=v["compiler"],
+        role=role, verdict=verdict, change_pct=change,
+        change_text=signed_pct(change) if change is not None and role != "baseline" else "",
+        ci_text=ci_pct_text(c.get("ci95")), p_adjusted=c.get("p_adjusted"),
+        p_text=_p(c.get("p_adjusted")), median=s.get("median"),
+        median_text=_num(s.get("median")), cv_pct=_times100(s.get("cv")),
+        n=s.get("n", 0), outliers=s.get("outliers", 0) or 0,
+        size_bytes=v["build"].get("size_bytes"),
+        same_code_as=v["build"].get("identical_to") or "",
+        check=check.get("status", "") if v["build"]["status"] == "ok" else v["build"]["status"],
+        check_detail=check.get("detail", "") or v["build"].get("detail", ""),
+        why=c.get("why") or "")
+
+
+def _ordered(rows: list[VariantRow]) -> list[VariantRow]:
+    """Baseline and its A/A copy first, then the others fastest first, unmeasured last."""
+    def key(r: VariantRow):
+        return (r.role != "baseline", r.role != "twin", r.change_pct is None, r.change_pct or 0)
+    return sorted(rows, key=key)
+
+
+def _pct(ratio: float | None) -> float | None:
+    return (ratio - 1) * 100 if ratio is not None else None
+
+
+def signed_pct(pct: float) -> str:
+    return f"{pct:+.1f}%" if abs(pct) >= 0.05 else "0.0%"
+
+
+def ci_pct_text(ci) -> str:
+    if not ci or ci[0] is None or ci[1] is None:
+        return ""
+    return f"[{(ci[0] - 1) * 100:+.1f}, {(ci[1] - 1) * 100:+.1f}]"
+
+
+def _p(p: float | None) -> str:
+    if p is None:
+        return ""
+    return "<0.0001" if p < 1e-4 else f"{p:.2g}"
+
+
+def _num(x: float | None) -> str:
+    return "" if x is None else f"{x:.4g}"
+
+
+def _times100(x: float | None) -> float | None:
+    return None if x is None else x * 100
+
+
+# ---------------------------------------------------------------------------------------------
+# Headline
+# ---------------------------------------------------------------------------------------------
+
+def _headline(doc: dict, rows: list[VariantRow]) -> Headline:
+    m = doc["machine"]
+    version = f" {doc['target_version']}" if doc.get("target_version") else ""
+    study = doc.get("study") or {}
+    compared = [r for r in rows if r.role == "" and r.verdict != "baseline"]
+    return Headline(
+        title=f"{doc['target']}{version}, recipe {doc['recipe']}",
+        question=study.get("question", ""),
+        machine=f"{m.get('cpu_model', '?')} (-march=native is {m.get('march_native') or '?'})",
+        compilers=", ".join(f"{c['name']} {c.get('version', '')}".strip()
+                            for c in doc.get("compilers") or []),
+        date=(doc.get("finished") or doc.get("started") or "").replace("T", " ").rstrip("Z"),
+        status=doc.get("status", ""), stop_reason=doc.get("stop_reason") or "",
+        recommendation=recommendation_sentence(doc, rows),
+        counts=[(k, n) for k in VERDICTS if (n := sum(r.verdict == k for r in compared))],
+        findings=_findings(doc, compared),
+        warnings=warnings(doc))
+
+
+def recommendation_sentence(doc: dict, rows: list[VariantRow]) -> str:
+    """The recommendation in one sentence, with the number that justifies it."""
+    rec = doc.get("recommendation")
+    if not rec:
+        return "No recommendation: nothing was compared with the baseline."
+    flags = " ".join(rec["flags"]) or "the default flags"
+    chosen = next((r for r in rows if r.id == rec.get("variant")), None)
+    thr = f"{doc.get('threshold_pct', 1.0):g}%"
+    if chosen is None or chosen.role == "baseline":
+        return f"Keep {flags}: no variant was significantly faster than it by more than {thr}."
+    return (f"Use {flags}: {chosen.change_text} against the baseline (95% CI "
+            f"{chosen.ci_text}, adjusted p {chosen.p_text}).")
+
+
+FINDING_TITLES = {
+    "slower": "Slower than the baseline",
+    "faster": "Faster than the baseline",
+    "equivalent": "No difference (within the threshold)",
+    "inconclusive": "Not resolved at this noise level",
+    "identical-code": "Identical machine code to another variant (not timed)",
+    "not-measured": "Not measured",
+}
+
+
+def _findings(doc: dict, compared: list[VariantRow]) -> list[Finding]:
+    """Every compared variant under its verdict; 'no difference' is a finding, not hidden."""
+    thr = doc.get("threshold_pct", 1.0)
+    then = _study_then(doc)
+    out = []
+    for verdict in ("slower", "faster", "equivalent", "inconclusive", "identical-code",
+                    "not-measured"):
+        items = [Item(r.label, _finding_text(r), then.get(r.id, ""))
+                 for r in compared if r.verdict == verdict]
+        if items:
+            title = FINDING_TITLES[verdict]
+            if verdict == "equivalent":
+                title = f"No difference (within +-{thr:g}%)"
+            out.append(Finding(verdict, title, items))
+    return out
+
+
+def _finding_text(r: VariantRow) -> str:
+    if r.verdict in ("faster", "slower", "equivalent", "inconclusive"):
+        return f"{r.change_text} {r.ci_text}".strip()
+    if r.verdict == "identical-code":
+        return f"same code as {r.same_code_as}"
+    if r.why:
+        return r.why
+    return r.check_detail.splitlines()[0] if r.check_detail else ""
+
+
+def warnings(doc: dict) -> list[Warning]:
+    """What should make a reader trust this sweep less, in plain words."""
+    out: list[Warning] = []
+    if doc.get("status") and doc["status"] != "complete":
+        out.append(Warning("status", f"The sweep is {doc['status']} ({doc.get('stop_reason')}): "
+                                     "results cover the samples taken so far."))
+    thr = doc.get("threshold_pct", 1.0)
+    out += [Warning("machine", w) for w in system.warnings(doc["machine"], thr)]
+    noise, aa = doc.get("noise") or {}, doc.get("aa") or {}
+    if noise.get("warning"):
+        out.append(Warning("noise", noise["warning"]))
+    elif (noise.get("mde_pct") or 0) > thr:
+        out.append(Warning("noise", f"The smallest effect this sweep could resolve is "
+                                    f"{noise['mde_pct']:.2f}%, above the {thr:g}% threshold."))
+    if aa and aa.get("verdict") != "equivalent":
+        out.append(Warning("aa", aa.get("warning") or
+                           f"The A/A arm (a copy of the baseline's binary) came out "
+                           f"{aa.get('verdict')}, not equivalent: the noise floor is unproven."))
+    out += _variant_warnings(doc)
+    if not doc["machine"].get("hw_counters"):
+        out.append(Warning("pmu", "No hardware performance counters on this machine: timings "
+                                  "only; IPC and cache/branch miss rates were not measured."))
+    return out
+
+
+def _variant_warnings(doc: dict) -> list[Warning]:
+    out = []
+    differs = [v["id"] for v in doc["variants"] if (v.get("check") or {}).get("status") == "differs"]
+    failed = [v["id"] for v in doc["variants"] if (v.get("check") or {}).get("status") == "failed"]
+    unverified = [v["id"] for v in doc["variants"] if v["build"]["status"] == "flags-mismatch"
+                  or (v["build"]["status"] == "ok" and not v["build"].get("flags_verified"))]
+    broken = [v["id"] for v in doc["variants"] if v["build"]["status"] == "failed"]
+    multiplexed = [v["id"] for v in doc["variants"] if v.get("multiplexed")]
+    if differs:
+        out.append(Warning("output", f"Output differs from the baseline's for {_names(differs)}: "
+                                     "they were timed, but they do not compute the same thing."))
+    if failed:
+        out.append(Warning("output", f"Output check failed for {_names(failed)}: not timed."))
+    if unverified:
+        out.append(Warning("flags", f"The variant's flags did not reach every compile for "
+                                    f"{_names(unverified)}: not timed (see Builds)."))
+    if broken:
+        out.append(Warning("build", f"Build failed for {_names(broken)} (see Builds)."))
+    if multiplexed:
+        out.append(Warning("counters", f"Counters were multiplexed (scaled estimates) for "
+                                       f"{_names(multiplexed)}."))
+    return out
+
+
+def _names(ids: list[str]) -> str:
+    return ", ".join(ids[:6]) + (f" and {len(ids) - 6} more" if len(ids) > 6 else "")
+
+
+# ---------------------------------------------------------------------------------------------
+# Effects, counters
+# ---------------------------------------------------------------------------------------------
+
+def _effect_row(e: dict) -> EffectRow:
+    ci = e.get("ci95_pct")
+    ci = (ci[0], ci[1]) if ci and None not in ci else None
+    name = e["factor"] if e.get("level") in (None, "on") else f"{e['factor']} = {e['level']}"
+    return EffectRow(name=name, reference=str(e.get("reference") or ""),
+                     effect_pct=e["effect_pct"], ci=ci, text=signed_pct(e["effect_pct"]),
+                     ci_text=f"[{ci[0]:+.1f}, {ci[1]:+.1f}]" if ci else "",
+                     p_text=_p(e.get("p_adjusted")), matters=bool(e.get("matters")))
+
+
+HW_RATES = [("IPC", "instructions", "cycles", 1.0),
+            ("branch misses / 1k instr.", "branch_misses", "instructions", 1000.0),
+            ("cache misses / 1k instr.", "cache_misses", "instructions", 1000.0)]
+SW_COLUMNS = [("task clock (s)", "task_clock_s"), ("context switches", "context_switches"),
+              ("page faults", "page_faults"), ("peak RSS (KiB)", "maxrss_kb"),
+              ("user (s)", "user_s"), ("sys (s)", "sys_s")]
+
+
+def _counters(doc: dict, labels: dict[str, str]) -> Counters | None:
+    """Per variant medians of per-run rates: IPC and misses per 1,000 instructions with a PMU
+    (the events measured are cycles, instructions, branch-misses, cache-misses), else what the
+    kernel counts for every run."""
+    measured = [v for v in doc["variants"] if (v.get("samples") or {}).get("wall_s")]
+    if not measured:
+        return None
+    if any("instructions" in v["samples"] and "cycles" in v["samples"] for v in measured):
+        rows = [(labels[v["id"]], [_rate(v["samples"], num, den, k) for _, num, den, k in HW_RATES])
+                for v in measured]
+        return Counters("hardware", "Hardware counters from perf stat; each figure is the "
+                        "median over runs of that run's rate.", [c[0] for c in HW_RATES], rows)
+    cols = [(name, key) for name, key in SW_COLUMNS if any(key in v["samples"] for v in measured)]
+    rows = [(labels[v["id"]], [_median_text(v["samples"].get(key)) for _, key in cols])
+            for v in measured]
+    return Counters("software", "No hardware counters: IPC and miss rates need a PMU. These "
+                    "are the kernel's counts for each run (rusage, and perf's software events "
+                    "when asked for), as medians.", [c[0] for c in cols], rows)
+
+
+def _rate(samples: dict, num: str, den: str, k: float) -> str:
+    a, b = samples.get(num), samples.get(den)
+    if not a or not b:
+        return ""
+    rates = sorted(x / y * k for x, y in zip(a, b) if x is not None and y)
+    return _num(_median(rates))
+
+
+def _median_text(values: list | None) -> str:
+    good = sorted(x for x in values or [] if x is not None)
+    return _num(_median(good))
+
+
+def _median(xs: list[float]) -> float | None:
+    if not xs:
+        return None
+    mid = len(xs) // 2
+    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
+
+
+# ---------------------------------------------------------------------------------------------
+# Machine, method, builds
+# ---------------------------------------------------------------------------------------------
+
+def _machine(doc: dict) -> list[tuple[str, str]]:
+    m = doc["machine"]
+    isolated = ", ".join(map(str, m.get("isolated_cpus") or [])) or "none"
+    pairs = [
+        ("CPU", f"{m.get('cpu_model', '?')} ({m.get('vendor', '?')} family {m.get('family', '?')} "
+                f"model {m.get('model', '?')}, microcode {m.get('microcode', '?')})"),
+        ("-march=native", m.get("march_native") or "?"),
+        ("x86-64 levels it runs", ", ".join(m.get("isa_levels") or []) or "?"),
+        ("compilers", "; ".join(f"{c['name']} {c.get('version', '')} ({c.get('path', '')})"
+                                for c in doc.get("compilers") or [])),
+        ("kernel", m.get("kernel") or "?"),
+        ("host", f"{m.get('hostname', '?')}, {m.get('cpu_count', '?')} CPUs, "
+                 f"{'virtual machine' if m.get('hypervisor') else 'bare metal'}"),
+        ("pinned to CPU", str(m.get("pinned_cpu", "?"))),
+        ("isolated CPUs", isolated),
+        ("governor", str(m.get("governor") or "not exposed")),
+        ("turbo boost", {True: "on", False: "off"}.get(m.get("boost"), "not exposed")),
+        ("ASLR", str(m.get("aslr", "?"))),
+        ("load average at start", ", ".join(f"{x:.2f}" for x in m.get("load_avg") or []) or "?"),
+        ("hardware counters", "yes" if m.get("hw_counters") else "no (no PMU, or not allowed)"),
+    ]
+    return [(k, v) for k, v in pairs if v]
+
+
+def _method(doc: dict) -> list[tuple[str, str]]:
+    ms, w = doc.get("measurement") or {}, doc.get("workload") or {}
+    counted = sorted({v["summary"]["n"] for v in doc["variants"] if (v.get("summary") or {}).get("n")})
+    design = (doc.get("effects_design") or {}).get("design") or doc.get("design") or "?"
+    pairs = [
+        ("primary metric", f"{doc['metric']} (lower is better)"),
+        ("workload", " ".join(w.get("argv") or [])),
+        ("input", f"{w.get('input', '')} sha256 {w.get('input_sha256', '?')[:16]}...".strip()),
+        ("rounds", f"{ms.get('warmup', '?')} warmup, then {ms.get('min_runs', '?')}.."
+                   f"{ms.get('max_runs', '?')} counted (n per variant: "
+                   f"{', '.join(map(str, counted)) or 'none'})"),
+        ("stopping rule", f"every median's 95% CI half-width <= {ms.get('precision_pct', '?')}%, "
+                          f"or {ms.get('max_runs', '?')} rounds, or {ms.get('budget', '?')} s"),
+        ("order", "each round a seeded shuffle of the variants; environment size padded at random"),
+        ("seed", str(ms.get("seed", "?"))),
+        ("threshold", f"+-{doc.get('threshold_pct', 1.0):g}%: smaller effects do not matter"),
+        ("design", design),
+        ("counters", str(ms.get("counters", "?"))),
+        ("stopped", doc.get("stop_reason") or "?"),
+    ]
+    return pairs + METHODS
+
+
+def reproduce_command(doc: dict) -> str:
+    """The command that repeats this sweep (same recipe, seed and stopping rule)."""
+    ms = doc.get("measurement") or {}
+    target = (doc.get("workload") or {}).get("target_file") or doc["target"]
+    args = ["flagsweep", "run", _short_target(target, doc["target"])]
+    if doc["recipe"] == "flags":
+        designed = [v for v in doc["variants"] if not v["id"].endswith(AA_SUFFIX)]
+        for v in designed:
+            args += ["--flags", " ".join(v["flags"])]
+        args += [a for c in sorted({v["compiler"] for v in designed}) for a in ("--compiler", c)]
+    else:
+        args += ["--recipe", doc["recipe"]]
+    for key, opt in (("seed", "--seed"), ("warmup", "--warmup"), ("min_runs", "--min-runs"),
+                     ("max_runs", "--max-runs"), ("precision_pct", "--precision"),
+                     ("threshold_pct", "--threshold"), ("counters", "--counters")):
+        if ms.get(key) is not None:
+            args += [opt, f"{ms[key]:g}" if isinstance(ms[key], float) else str(ms[key])]
+    args += ["--quick"] if ms.get("quick") else []
+    args += ["--strict-check"] if ms.get("strict_check") else []
+    return shlex.join(args)
+
+
+def _short_target(target_file: str, name: str) -> str:
+    """A shipped target by name; any other by the path of its folder."""
+    shipped = Path(__file__).resolve().parent.parent.parent / "targets" / name / "target.toml"
+    return name if Path(target_file) == shipped or target_file == name else str(Path(target_file).parent)
+
+
+def _build_row(v: dict, base_dir: Path, out_dir: Path) -> BuildRow:
+    b = v["build"]
+    audit = b.get("audit") or {}
+    log = base_dir / b["log"] if b.get("log") else None
+    return BuildRow(
+        id=v["id"], status=b["status"], verified=bool(b.get("flags_verified")),
+        compiles=audit.get("compiles"),
+        seconds=f"{b['seconds']:.1f}" if b.get("seconds") is not None else "",
+        size=f"{b['size_bytes']:,}" if b.get("size_bytes") else "",
+        compile_line=shlex.join(audit["compile_line"]) if audit.get("compile_line") else "",
+        log_href=_href(log, out_dir) if log and log.exists() else None,
+        log_path=str(b.get("log") or ""), detail=b.get("detail") or "")
+
+
+def _href(path: Path, out_dir: Path) -> str:
+    """A link from the page to a file beside the results: relative, so the folder can move."""
+    return Path(os.path.relpath(path.resolve(), out_dir.resolve())).as_posix()
+
+
+# ---------------------------------------------------------------------------------------------
+# A reproduced study (recipes with a [study] table, e.g. seed-2003)
+# ---------------------------------------------------------------------------------------------
+
+def _study_then(doc: dict) -> dict[str, str]:
+    """variant id -> what the study measured for that row, relative to the study's baseline."""
+    study = doc.get("study")
+    if not study:
+        return {}
+    out = {}
+    for v in doc["variants"]:
+        row = (v.get("factors") or {}).get(study["factor"])
+        figures = [f"{signed_pct(then)} on {m['name']}" for m in study["machines"]
+                   if (then := _then_pct(m, row, study)) is not None]
+        if figures and not v["id"].endswith(AA_SUFFIX):
+            out[v["id"]] = "then: " + "; ".join(figures)
+    return out
+
+
+def _then_pct(machine: dict, row: str | None, study: dict) -> float | None:
+    seconds = machine["seconds"]
+    if row not in seconds or row == study["baseline"]:
+        return None
+    return (seconds[row] / seconds[study["baseline"]] - 1) * 100
+
+
+def _study(doc: dict, rows: list[VariantRow]) -> Study | None:
+    study = doc.get("study")
+    if not study:
+        return None
+    by_id = {r.id: r for r in rows}
+    out = []
+    for v in doc["variants"]:
+        row = (v.get("factors") or {}).get(study["factor"])
+        if row is None or v["id"].endswith(AA_SUFFIX):
+            continue
+        r = by_id[v["id"]]
+        then = [signed_pct(p) if (p := _then_pct(m, row, study)) is not None
+                else ("baseline" if row == study["baseline"] and row in m["seconds"] else "-")
+                for m in study["machines"]]
+        now = "baseline" if r.role == "baseline" else _finding_text(r)
+        out.append(StudyRow(row, r.flags, then, now, r.verdict))
+    return Study(study["title"], study["question"], [m["name"] for m in study["machines"]],
+                 study["baseline"], out, _answer(out, doc))
+
+
+ANSWER_PARTS = [("slower", "still slower than {base}"), ("faster", "faster than {base}"),
+                ("equivalent", "noise here (within +-{thr}%)"),
+                ("inconclusive", "not resolved at this noise level"),
+                ("identical-code", "the same machine code as another row"),
+                ("not-measured", "not measured")]
+
+
+def _answer(rows: list[StudyRow], doc: dict) -> str:
+    """'On <cpu> with <compiler>: ...' naming the study's rows under each verdict."""
+    m, compilers = doc["machine"], doc.get("compilers") or []
+    thr, base = f"{doc.get('threshold_pct', 1.0):g}", (doc.get("study") or {}).get("baseline")
+    parts = []
+    for verdict, words in ANSWER_PARTS:
+        named = [f"{r.label} ({r.now})" if verdict in ("slower", "faster") else r.label
+                 for r in rows if r.verdict == verdict]
+        if named:
+            parts.append(words.format(base=base, thr=thr) + ": " + ", ".join(named))
+    where = (f"On this {m.get('cpu_model', 'CPU')} (-march=native {m.get('march_native') or '?'})"
+             f" with {', '.join(c['name'] + ' ' + c.get('version', '') for c in compilers)}")
+    return f"{where}: " + "; ".join(parts) + "." if parts else f"{where}: nothing was compared."

@@ -12,6 +12,8 @@ cd "$(dirname "$0")"
 
 PACKAGES=(cmake ninja-build ccache gcc g++ clang make binutils xz-utils git
           python3 python3-venv linux-perf valgrind)
+# The report's browser test opens index.html in headless Chromium (tests/browser.py).
+TEST_PACKAGES=(chromium fonts-dejavu-core)
 
 as_root() {
     if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
@@ -19,7 +21,7 @@ as_root() {
 
 install_packages() {
     local missing=()
-    for p in "${PACKAGES[@]}"; do
+    for p in "$@"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
     done
     if [ ${#missing[@]} -gt 0 ]; then
@@ -36,7 +38,11 @@ install_python() {
     .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
 }
 
-install_packages
+if [ "${1:-}" = test ]; then
+    install_packages "${PACKAGES[@]}" "${TEST_PACKAGES[@]}"
+else
+    install_packages "${PACKAGES[@]}"
+fi
 install_python
 
 case "${1:-}" in

@@ -3,6 +3,7 @@ ccache, store or measurement lock, and never needs the network."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -30,3 +31,19 @@ def fixture_target():
     from flagsweep import target
 
     return lambda name: target.load(str(FIXTURES / name))
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One headless Chromium for the session (starting it costs more than any page load).
+    CI installs it through setup.sh, so there its absence is a failure, not a skip."""
+    from browser import Browser, chromium_path
+
+    executable = chromium_path()
+    if executable is None:
+        reason = "chromium is not installed (setup.sh installs it)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{reason}; CI runs setup.sh, so it must be there", pytrace=False)
+        pytest.skip(reason)
+    with Browser(executable) as b:
+        yield b

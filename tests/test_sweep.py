@@ -73,10 +73,14 @@ def _by_id(doc: dict) -> dict[str, dict]:
 
 def test_crash_hang_and_wrong_output_show_up_as_such(tiny, tmp_path):
     out = tmp_path / "run"
-    flagsweep("run", str(tiny), *_flags("-O2", "-O2 -DTINY_CRASH", "-O2 -DTINY_HANG",
-                                        "-O2 -DTINY_WRONG", "-O2 -mfpmath=sse"),
-              "--runs", "3", "--warmup", "0", "--quick", "--seed", "11", "--out", str(out))
+    result = flagsweep("run", str(tiny), *_flags("-O2", "-O2 -DTINY_CRASH", "-O2 -DTINY_HANG",
+                                                 "-O2 -DTINY_WRONG", "-O2 -mfpmath=sse"),
+                       "--runs", "3", "--warmup", "0", "--quick", "--seed", "11", "--out", str(out))
     doc = _results(out)
+    # The run ends with the report's path; the verdicts table went to stderr.
+    assert result.stdout.splitlines()[-1] == str(out.resolve() / "index.html")
+    assert (out / "summary.md").exists() and "crashed: SIGSEGV" in (out / "index.html").read_text()
+    assert "recommendation:" in result.stderr
     v = _by_id(doc)
     assert doc["schema"] == "flagsweep/1" and doc["status"] == "complete"
     assert v["gcc-O2"]["check"]["status"] == "ok" and v["gcc-O2"]["summary"]["n"] == 3
@@ -162,6 +166,7 @@ def test_interrupted_sweep_resumes_without_loss_or_duplicates(tiny, tmp_path, ho
         assert proc.returncode == 2
         assert f"flagsweep run --resume {run_id}" in err
         assert _results(out)["status"] == "interrupted"
+        assert "The sweep is interrupted" in (out / "index.html").read_text()
     flagsweep("run", "--resume", str(out) if how == signal.SIGKILL else run_id)  # either works
     after = _samples(db, run_id)
     assert set(before) <= set(after)  # nothing lost: the same rows, same timestamps

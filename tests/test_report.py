@@ -1,0 +1,232 @@
+"""The report from fixture results: structure, every verdict, warnings, escaping, counters,
+the Markdown summary, the study page, `flagsweep report` and `flagsweep compare`."""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+
+import pytest
+from click.testing import CliRunner
+
+import report_fixture as rf
+from flagsweep import report
+from flagsweep.cli import cli
+from flagsweep.errors import FlagsweepError
+from flagsweep.report import view
+
+SECTIONS = ["headline", "effects", "variants", "distributions", "counters", "machine", "builds"]
+
+
+class Page(HTMLParser):
+    """The parts of a page the tests look at: elements by id, scripts, links, table rows."""
+
+    def __init__(self, html: str):
+        super().__init__()
+        self.ids, self.scripts, self.urls, self.svgs = set(), 0, [], 0
+        self.rows: dict[str, list[dict]] = {}
+        self._table = None
+        self.feed(html)
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if "id" in a:
+            self.ids.add(a["id"])
+        if tag == "script":
+            self.scripts += 1
+        if tag == "svg":
+            self.svgs += 1
+        self.urls += [a[k] for k in ("href", "src") if a.get(k)]
+        if tag == "table":
+            self._table = a.get("id")
+        if tag == "tr" and self._table:
+            self.rows.setdefault(self._table, []).append(a)
+
+
+@pytest.fixture
+def rendered(tmp_path):
+    path = rf.write(tmp_path / "run", rf.results_doc())
+    page = report.write(path)
+    return page, page.read_text(), (page.parent / "summary.md").read_text()
+
+
+def test_page_has_every_section_and_inline_plots(rendered):
+    page, html, _ = rendered
+    p = Page(html)
+    assert set(SECTIONS) <= p.ids
+    assert p.svgs == 3                          # forest, distributions, run order
+    assert "<?xml" not in html and "<!DOCTYPE svg" not in html
+    assert p.scripts == 1                       # the sorting script, nothing else
+    assert "Content-Security-Policy" in html and "default-src 'none'" in html
+
+
+def test_names_are_escaped_in_html_and_markdown(rendered):
+    _, html, md = rendered
+    assert rf.EVIL not in html and "alert('x')</script>" not in html
+    assert "tiny&lt;script&gt;" in html
+    # Markdown shows a code span's content as text; everywhere else it must be escaped.
+    outside_code = re.sub(r"``.*?``|`[^`]*`", "", md)
+    assert "<script" not in outside_code and "&lt;script&gt;" in outside_code
+
+
+def test_no_reference_leaves_the_page(rendered):
+    page, html, _ = rendered
+    urls = Page(html).urls
+    assert urls and not [u for u in urls if re.match(r"[a-z]+:", u)]
+    assert "builds/gcc-O2/build.log" in urls and "results.json" in urls
+    # XML namespace names are identifiers, never fetched; any other absolute URL would be.
+    without_ns = re.sub(r'xmlns(:\w+)?="[^"]*"', "", html)
+    assert not re.search(r"url\((?!#)|@import|https?://", without_ns)  # url(#id): in-page
+
+
+def test_every_verdict_has_its_badge_and_row(rendered):
+    _, html, _ = rendered
+    rows = Page(html).rows["variants-table"]
+    assert len(rows) == len(rf.PLAN) + 1        # the header row too
+    for verdict in view.VERDICTS + ("baseline",):
+        assert f'class="badge {verdict}"' in html, verdict
+
+
+def test_headline_counts_findings_and_warnings():
+    doc = rf.results_doc()
+    r = view.build(doc, rf.Path("/x/results.json"), rf.Path("/x"))
+    h = r.headline
+    assert dict(h.counts) == {"faster": 1, "slower": 1, "equivalent": 2, "inconclusive": 1,
+                              "identical-code": 1, "not-measured": 2}
+    assert re.match(r"Use -O3: -(9|10)\.\d% against the baseline \(95% CI \[", h.recommendation)
+    kinds = {w.kind for w in h.warnings}
+    assert {"output", "flags", "build", "pmu"} <= kinds
+    assert "machine" not in kinds               # isolated, pinned, performance, idle
+    assert [f.verdict for f in h.findings] == ["slower", "faster", "equivalent", "inconclusive",
+                                               "identical-code", "not-measured"]
+    same = next(f for f in h.findings if f.verdict == "identical-code").items[0]
+    assert same.text == "same code as gcc-O3"
+
+
+def test_a_failed_or_interrupted_sweep_says_so():
+    doc = rf.results_doc()
+    doc.update(status="interrupted", stop_reason="interrupted")
+    doc["aa"] = {**doc["aa"], "verdict": "slower", "warning": "the A/A arm came out slower"}
+    warnings = view.warnings(doc)
+    assert any("interrupted" in w.text for w in warnings if w.kind == "status")
+    assert any(w.kind == "aa" and "A/A" in w.text for w in warnings)
+
+
+def test_counters_without_and_with_a_pmu(tmp_path):
+    plain = view.build(rf.results_doc(), tmp_path / "r.json", tmp_path).counters
+    assert plain.kind == "software" and "IPC" not in plain.columns
+    assert "context switches" in plain.columns
+    hw = view.build(rf.results_doc(counters=True), tmp_path / "r.json", tmp_path).counters
+    assert hw.kind == "hardware"
+    assert hw.columns[0] == "IPC"
+    label, cells = hw.rows[0]
+    assert cells == ["2", "1", "0.5"]
+
+
+def test_builds_section_shows_compile_line_and_failures(rendered):
+    _, html, _ = rendered
+    assert "gcc -O2 -c a.c" in html
+    assert "unrecognized option" in html
+    assert "compile line lacks -fsneaky" in html
+
+
+def test_reproduce_command_repeats_the_sweep():
+    cmd = view.reproduce_command(rf.results_doc())
+    assert cmd.startswith("flagsweep run /x --recipe olevels --seed 42")
+    assert "--min-runs 12 --max-runs 12" in cmd and "--threshold 1" in cmd
+
+
+def test_markdown_summary_is_a_pasteable_table(rendered):
+    _, _, md = rendered
+    table = [line for line in md.splitlines() if line.startswith("| `")]
+    assert len(table) == len(rf.PLAN)
+    assert all(line.count(" | ") == 7 for line in table)  # no cell broke the table
+    assert "**Use -O3" in md
+    assert report.markdown_code("a|b`c") == "``a\\|b`c``"
+
+
+def test_results_without_sample_times_still_draw(tmp_path):
+    doc = rf.results_doc()
+    for v in doc["variants"]:
+        v["samples"].pop("elapsed_s", None)
+    page = report.write(rf.write(tmp_path / "old", doc))
+    assert ">round<" in page.read_text()
+
+
+def test_nothing_measured_still_renders(tmp_path):
+    doc = rf.results_doc()
+    for v in doc["variants"]:
+        v["samples"], v["summary"] = {}, {"n": 0}
+        v["vs_baseline"] = None if v["id"] == "gcc-O2" else {"verdict": "not-measured"}
+    doc.update(effects=[], recommendation=None, status="failed", stop_reason="nothing to measure")
+    html = report.write(rf.write(tmp_path / "none", doc)).read_text()
+    assert "No variant was measured." in html and "nothing to measure" in html
+
+
+def test_study_page_sets_then_beside_now(tmp_path):
+    doc = rf.results_doc(study=True)
+    r = view.build(doc, tmp_path / "r.json", tmp_path)
+    rows = {row.label: row for row in r.study.rows}
+    assert rows["-O0"].then == ["+150.0%"] and rows["-O0"].verdict == "slower"
+    assert rows["-O2"].then == ["baseline"] and rows["-O1"].then == ["-"]
+    assert r.study.answer.startswith("On this Test CPU (-march=native znver4) with gcc 12.2.0:")
+    assert re.search(r"faster than -O2: -O3 \(-(9|10)\.\d%", r.study.answer)
+    slower = next(f for f in r.headline.findings if f.verdict == "slower")
+    assert slower.items[0].then == "then: +150.0% on Old box"
+    html = report.write(rf.write(tmp_path / "s", doc)).read_text()
+    assert 'id="study"' in html and "Do the old flags still matter?" in html
+
+
+def test_load_names_the_file_and_the_key(tmp_path):
+    missing = tmp_path / "nope.json"
+    with pytest.raises(FlagsweepError, match="nope.json: no such file"):
+        report.load(missing)
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    with pytest.raises(FlagsweepError, match="bad.json: not a results.json .not valid JSON"):
+        report.load(bad)
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({**rf.results_doc(), "schema": "flagsweep/9"}))
+    with pytest.raises(FlagsweepError, match="other.json: key 'schema' is 'flagsweep/9'"):
+        report.load(other)
+    partial = rf.results_doc()
+    del partial["variants"][2]["build"]
+    p = tmp_path / "partial.json"
+    p.write_text(json.dumps(partial))
+    with pytest.raises(FlagsweepError, match=r"partial.json: variants\[2\] lacks key\(s\) build"):
+        report.load(p)
+
+
+def test_report_command_renders_elsewhere(tmp_path):
+    path = rf.write(tmp_path / "run", rf.results_doc())
+    out = tmp_path / "elsewhere"
+    result = CliRunner().invoke(cli, ["report", str(path), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert result.output.strip().splitlines()[-1] == str(out / "index.html")
+    html = (out / "index.html").read_text()
+    assert 'href="../run/builds/gcc-O2/build.log"' in html and (out / "summary.md").exists()
+
+
+def test_compare_shows_what_moved(tmp_path):
+    a = rf.write(tmp_path / "a", rf.results_doc(seed=5))
+    b = rf.write(tmp_path / "b", rf.results_doc(seed=6, scale={"gcc-O0": 1.10}))
+    c = report.write_comparison(a, b, tmp_path / "cmp")
+    rows = {r.id: r for r in c.rows}
+    assert rows["gcc-O0"].across_verdict == "slower"
+    assert rows["gcc-O1"].across_verdict in ("equivalent", "inconclusive")
+    assert rows["gcc-O2-fbroken"].across_text == ""
+    assert "1 moved by more than 1%" in c.summary
+    html = (tmp_path / "cmp" / "compare.html").read_text()
+    assert rf.EVIL not in html and 'id="compare-table"' in html
+
+
+def test_compare_refuses_two_targets(tmp_path):
+    a = rf.write(tmp_path / "a", rf.results_doc())
+    other = rf.results_doc()
+    other["target"] = "gzip"
+    b = rf.write(tmp_path / "b", other)
+    result = CliRunner().invoke(cli, ["compare", str(a), str(b)])
+    assert result.exit_code != 0
+    assert "have different targets" in str(result.exception)
+    assert str(a) in str(result.exception) and str(b) in str(result.exception)

@@ -1,0 +1,48 @@
+"""The report in a real browser (headless Chromium over CDP, tests/browser.py): it loads with
+no console errors and no network requests, its tables sort, it fits a phone's width, and a
+screenshot is saved."""
+
+from __future__ import annotations
+
+import report_fixture as rf
+from flagsweep import report
+
+PNG = b"\x89PNG\r\n\x1a\n"
+VERDICT_COLUMN = "Array.from(document.querySelectorAll('#variants-table tbody tr')).map(r => r.cells[2].dataset.sort)"
+
+
+def test_report_loads_clean_and_sorts(browser, tmp_path):
+    page = report.write(rf.write(tmp_path / "run", rf.results_doc(counters=True, study=True)))
+    shot = tmp_path / "report.png"
+    load = browser.open(page, screenshot=shot)
+    assert load.console_errors == []
+    assert load.external_requests == []
+    assert shot.read_bytes().startswith(PNG) and shot.stat().st_size > 20_000
+    assert browser.evaluate("document.querySelectorAll('svg.plot').length") == 3
+    assert browser.evaluate("document.title").startswith("tiny<script>")  # text, not markup
+    assert browser.evaluate("document.scripts.length") == 1
+    # Sort "vs baseline" by clicking its header: ascending numbers, empty cells last.
+    browser.evaluate("document.querySelectorAll('#variants-table th button')[2].click()")
+    cells = browser.evaluate(VERDICT_COLUMN)
+    numbers = [float(c) for c in cells if c]
+    assert numbers == sorted(numbers) and cells[len(numbers):] == [""] * (len(cells) - len(numbers))
+    browser.evaluate("document.querySelectorAll('#variants-table th button')[2].click()")
+    again = [float(c) for c in browser.evaluate(VERDICT_COLUMN) if c]
+    assert again == sorted(numbers, reverse=True)
+
+
+def test_report_fits_a_phone(browser, tmp_path):
+    page = report.write(rf.write(tmp_path / "run", rf.results_doc()))
+    load = browser.open(page, screenshot=tmp_path / "phone.png", width=390, height=844)
+    assert load.console_errors == [] and load.external_requests == []
+    # Wide tables scroll inside their own box; the page itself never scrolls sideways.
+    assert browser.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+
+
+def test_compare_page_loads_clean(browser, tmp_path):
+    a = rf.write(tmp_path / "a", rf.results_doc(seed=5))
+    b = rf.write(tmp_path / "b", rf.results_doc(seed=6, scale={"gcc-O0": 1.1}))
+    report.write_comparison(a, b, tmp_path / "cmp")
+    load = browser.open(tmp_path / "cmp" / "compare.html", screenshot=tmp_path / "cmp.png")
+    assert load.console_errors == [] and load.external_requests == []
+    assert browser.evaluate("document.querySelectorAll('#compare-table tbody tr').length") == len(rf.PLAN)

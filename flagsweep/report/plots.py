@@ -193,8 +193,11 @@ def _baseline_median(series: list[Series]) -> float:
 
 
 def _label(text: str) -> str:
-    """A tick label: short (the table has the whole name), and a '$' is not mathtext."""
-    text = text if len(text) <= LABEL_CHARS else text[:LABEL_CHARS - 1] + "\u2026"
+    """A tick label: short (the table has the whole name), and a '$' is not mathtext. Cut in
+    the middle: flag sets often share a prefix and differ at the end ("... (A/A copy)")."""
+    if len(text) > LABEL_CHARS:
+        half = (LABEL_CHARS - 1) // 2
+        text = text[:half] + "\u2026" + text[-half:]
     return text.replace("$", r"\$")
 
 

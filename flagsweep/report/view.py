@@ -528,7 +528,8 @@ def reproduce_command(doc: dict) -> str:
     else:
         args += ["--recipe", doc["recipe"]]
     for key, opt in (("seed", "--seed"), ("warmup", "--warmup"), ("min_runs", "--min-runs"),
-                     ("max_runs", "--max-runs"), ("precision_pct", "--precision"),
+                     ("max_runs", "--max-runs"), ("budget", "--budget"),
+                     ("precision_pct", "--precision"),
                      ("threshold_pct", "--threshold"), ("counters", "--counters")):
         if ms.get(key) is not None:
             args += [opt, f"{ms[key]:g}" if isinstance(ms[key], float) else str(ms[key])]

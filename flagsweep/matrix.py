@@ -12,7 +12,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from . import cpu
+from . import cpu, toolchain
 from .errors import ConfigError
 from .recipe import AxisLevel, Recipe
 
@@ -154,9 +154,13 @@ def _dedupe(variants: list[Variant], recipe: Recipe) -> list[Variant]:
 
 
 def _unrunnable(variants: list[Variant]) -> list[Skipped]:
-    """Variants whose target options (-march, -mavx512f, ...) this CPU cannot execute."""
+    """Variants whose target options (-march, -mavx512f, ...) this CPU cannot execute, and
+    variants whose compiler refuses (or would silently ignore) one of their flags."""
     out = []
     for v in variants:
+        if why := toolchain.rejects(v.compiler, v.flags):
+            out.append(Skipped(v, f"{v.compiler} does not take {' '.join(v.flags)}: {why}"))
+            continue
         verdict = cpu.can_run_flags(v.flags, v.compiler)
         if not verdict.ok:
             out.append(Skipped(v, verdict.reason))

@@ -65,3 +65,25 @@ def _version(cc: Path, family: str, first_line: str) -> str:
 def describe(compiler: Compiler) -> dict:
     """The results-contract form: {"name", "path", "version"}."""
     return {"name": compiler.name, "path": str(compiler.cc), "version": compiler.version}
+
+
+# clang only warns about flags it ignores ('-fgcse-las' is not supported, an -m option unused):
+# a variant built with such a flag would be timed as if the flag meant something. As errors,
+# both compilers refuse what they do not implement.
+IGNORED_AS_ERRORS = {"gcc": [],
+                     "clang": ["-Werror=ignored-optimization-argument",
+                               "-Werror=unused-command-line-argument"]}
+
+
+@functools.lru_cache(maxsize=None)
+def rejects(name: str, flags: tuple[str, ...]) -> str | None:
+    """Why compiler `name` refuses these flags, or None when it accepts them: a one-line C
+    program compiled with them, so the answer is the compiler's own (`-mfpmath=387` is gcc's,
+    `-fipa-pta` is unknown to clang), not a table that goes stale."""
+    c = resolve(name)
+    out = process.run([c.cc, *IGNORED_AS_ERRORS[c.family], *flags, "-x", "c", "-c",
+                       "-o", "/dev/null", "-"], input="int main(void) { return 0; }\n")
+    if out.ok:
+        return None
+    lines = [line for line in (out.stderr or out.stdout).splitlines() if "error" in line]
+    return (lines[0] if lines else out.tail(1)).strip()

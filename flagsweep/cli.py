@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from . import __version__, build, calibration, cpu, matrix, recipe, report, store, sweep, system, target
+from . import __version__, build, calibration, cpu, history, matrix, recipe, report, store, sweep, system, target
 from .report import terminal
 from .errors import FlagsweepError
 
@@ -229,6 +229,33 @@ def compare_cmd(a_path, b_path, out_dir) -> None:
     terminal.show_comparison(c)
     if out_dir:
         click.echo(str(Path(out_dir).resolve() / "compare.html"))
+
+
+@cli.command("history")
+@click.argument("target_name", metavar="TARGET")
+@click.option("--check", is_flag=True, help="Exit 1 when the latest sweep is a significant "
+                                            "regression against the history (for nightly jobs).")
+@click.option("--threshold", "threshold_pct", type=click.FloatRange(min=0.01),
+              help="Practical threshold in % [default: the latest sweep's].")
+@click.option("--json", "as_json", is_flag=True, help="Print the series as JSON.")
+def history_cmd(target_name, check, threshold_pct, as_json) -> None:
+    """Every complete sweep of TARGET in the store: the trend per variant, steps, regressions."""
+    name = target.load(target_name).name if "/" in target_name else target_name
+    series = history.collect(store.Store(), name, threshold_pct=threshold_pct)
+    if not series:
+        raise FlagsweepError(f"no complete sweep of {name!r} in the store {store.Store().url}")
+    if as_json:
+        click.echo(json.dumps([s.to_json() for s in series], indent=1))
+    else:
+        terminal.show_history(name, series)
+    worse = history.regressions(series)
+    for s in worse:
+        step = s.steps[-1]
+        click.echo(f"regression: {s.variant} {(step.ratio - 1) * 100:+.1f}% in {step.run_id}"
+                   + (f" ({', '.join(step.changed)})" if step.changed else "") + f": {step.why}",
+                   err=True)
+    if check and worse:
+        sys.exit(1)
 
 
 @cli.command("calibrate")

@@ -46,6 +46,7 @@ def write(out: Path, store: Store, run_id: str) -> Path:
     run = store.run(run_id)
     all_samples = store.samples(run_id)
     doc = _document(run, store.variants(run_id), all_samples)
+    doc["history"] = _history(store, run, doc)
     path = out / "results.json"
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(doc, indent=1))
@@ -84,6 +85,17 @@ def _document(run: dict, variants: list[dict], samples: list[Sample]) -> dict:
     values = analysis.values_by_round(samples, lambda s: metric_of(s, metric))
     analysis.apply(doc, values, doc["threshold_pct"], seed=m.get("seed") or 0)
     return doc
+
+
+def _history(store: Store, run: dict, doc: dict) -> list[dict]:
+    """This run's variants in the earlier complete sweeps of the same target, machine, input
+    and metric (flagsweep.history), for the report's history plot; [] when there are none."""
+    if run["status"] != "complete":
+        return []
+    from . import history  # history reads results.metric_of: imported here, not at the top
+    mine = history.machine_key(run["machine"] or {})
+    return [s.to_json() for s in history.collect(store, run["target"], until=run["run_id"])
+            if s.machine == mine and len(s.points) >= 2 and s.points[-1].run_id == run["run_id"]]
 
 
 def _variant(v: dict, samples: list[Sample], started: float) -> dict:

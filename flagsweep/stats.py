@@ -486,7 +486,7 @@ def _why(c: Comparison, threshold: float, alpha: float) -> str:
         reason = f"not significant ({p}) and the 90% CI {_fmt(c.ci90)} does not fit inside +-{t}"
     capped = " or more" if c.rounds_needed >= ROUNDS_CAP else ""
     return (f"{reason}; roughly {c.rounds_needed}{capped} rounds would likely decide (rough: it "
-            f"assumes the estimate holds), {c.n_pairs} paired so far")
+            f"assumes the estimate holds), {_over(c)} so far")
 
 
 def _over(c: Comparison) -> str:

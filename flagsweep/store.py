@@ -150,6 +150,13 @@ class Store:
                             .order_by(runs.c.started.desc())).first()
         return row.run_id if row else id_or_dir
 
+    def runs_of(self, target: str) -> list[dict]:
+        """Every run of a target, oldest first (flagsweep history reads its sweeps from here)."""
+        with self.engine.connect() as c:
+            rows = c.execute(sa.select(runs).where(runs.c.target == target)
+                             .order_by(runs.c.started)).mappings().all()
+        return [dict(r) for r in rows]
+
     def run(self, run_id: str) -> dict:
         with self.engine.connect() as c:
             row = c.execute(sa.select(runs).where(runs.c.run_id == run_id)).mappings().first()

@@ -54,7 +54,7 @@ def write(results_path: Path, out_dir: Path | None = None) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     r = view.build(doc, results_path, out)
     figures = {"forest": plots.forest(r), "distributions": plots.distributions(r),
-               "run_order": plots.run_order(r)}
+               "run_order": plots.run_order(r), "history": plots.history(r)}
     page = _render("index.html.j2", r=r, plots=figures)
     (out / "index.html").write_text(page)
     (out / "summary.md").write_text(_render("summary.md.j2", r=r))

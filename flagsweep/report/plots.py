@@ -145,6 +145,37 @@ class Series:
     elapsed: list[float] | None      # seconds since the sweep started (older results: None)
 
 
+@_styled("history")
+def history(report: Report) -> Figure | None:
+    """Each variant's median (with its 95% CI) in every sweep of this target on this machine,
+    relative to its first sweep; detected steps ringed (red: slower, green: faster)."""
+    series = report.doc.get("history") or []
+    if not series:
+        return None
+    order = [r for _, r in sorted({(p["started"], p["run_id"]) for s in series for p in s["points"]})]
+    fig = Figure(figsize=(WIDTH, 3.2))
+    ax = fig.subplots()
+    for s in series:
+        first = s["points"][0]["median"]
+        pct = lambda v: (v / first - 1) * 100  # noqa: E731
+        x = [order.index(p["run_id"]) for p in s["points"]]
+        y = [pct(p["median"]) for p in s["points"]]
+        ci = [p["ci95"] or [p["median"], p["median"]] for p in s["points"]]
+        ax.errorbar(x, y, yerr=[[y_ - pct(c[0]) for y_, c in zip(y, ci)],
+                                [pct(c[1]) - y_ for y_, c in zip(y, ci)]],
+                    marker="o", ms=4, lw=1, capsize=2, label=_label(" ".join(s["flags"]) or s["variant"]))
+        for step in s["steps"]:
+            i = [p["run_id"] for p in s["points"]].index(step["run_id"])
+            ax.plot([x[i]], [y[i]], "o", ms=11, mfc="none", mew=1.5,
+                    color=COLORS["slower" if step["verdict"] == "slower" else "faster"])
+    ax.axhline(0, color="#8c959f", lw=0.6)
+    ax.set_xticks(range(len(order)), [_label(r) for r in order], rotation=20, ha="right")
+    ax.set_ylabel("% from the first sweep's median")
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:+g}%" if v else "0"))
+    ax.legend(loc="upper left", bbox_to_anchor=(1, 1), frameon=False, fontsize=8)
+    return fig
+
+
 def _series(report: Report) -> list[Series]:
     """The counted samples of the primary metric for each measured variant, in table order."""
     by_id = {v["id"]: v for v in report.doc["variants"]}

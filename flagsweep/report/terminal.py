@@ -84,3 +84,30 @@ def _side(row) -> Text:
         return Text("absent")
     text = Text(row.badge, style=view.COLORS.get(row.verdict, ""))
     return text + Text(f" {row.change_text}" if row.change_text else "")
+
+
+def show_history(target: str, all_series, out: Console | None = None) -> None:
+    """`flagsweep history`: one row per series, the latest sweep against its segment."""
+    out = out or console()
+    machines = sorted({s.machine for s in all_series})
+    t = Table(title=f"{target}: history", title_justify="left", header_style="bold", box=None,
+              pad_edge=False)
+    for name in ("variant", "sweeps", "first median", "latest median", "latest vs history",
+                 "verdict", "steps") + (("machine",) if len(machines) > 1 else ()):
+        t.add_column(name, overflow="fold")
+    for s in all_series:
+        latest = s.latest or {}
+        vs = (f"{view.signed_pct((latest['ratio'] - 1) * 100)} {view.ci_pct_text(latest['ci95'])}"
+              if latest.get("ratio") else "")
+        steps = ", ".join(f"{st.run_id} {view.signed_pct((st.ratio - 1) * 100)}" for st in s.steps)
+        row = [Text(s.variant), str(len(s.points)), f"{s.points[0].median:.4g}",
+               f"{s.points[-1].median:.4g}", vs,
+               Text(view.VERDICT_TEXT.get(latest.get("verdict", ""), latest.get("verdict", "-")),
+                    style=view.COLORS.get(latest.get("verdict", ""), "")), steps]
+        t.add_row(*row, *([s.machine] if len(machines) > 1 else []))
+    out.print(t)
+    short = [s for s in all_series if 1 < len(s.points) <= 4]
+    if short:
+        out.print("note: with 4 or fewer sweeps a series has no sweep-to-sweep spread to judge "
+                  "against; until then a step is judged on the samples alone, so choose "
+                  "--threshold above this machine's day-to-day drift.", markup=False)

@@ -145,6 +145,15 @@ class Study:
 
 
 @dataclass
+class HistoryRow:
+    label: str
+    sweeps: int
+    text: str
+    verdict: str
+    steps: str
+
+
+@dataclass
 class Headline:
     title: str
     question: str
@@ -175,6 +184,7 @@ class Report:
     builds: list[BuildRow]
     skipped: list[tuple[str, str]]
     study: Study | None
+    history: list[HistoryRow]
     baseline_label: str
     results_href: str
     samples_href: str | None
@@ -199,6 +209,7 @@ def build(doc: dict, results_path: Path, out_dir: Path) -> Report:
         builds=[_build_row(v, base_dir, out_dir) for v in doc["variants"]],
         skipped=[(" ".join(s["flags"]), s["reason"]) for s in doc.get("skipped") or []],
         study=_study(doc, variants),
+        history=[_history_row(h, labels) for h in doc.get("history") or []],
         baseline_label=labels.get(doc["baseline"], doc["baseline"]),
         results_href=_href(results_path, out_dir),
         samples_href=_href(base_dir / "samples.csv", out_dir)
@@ -376,6 +387,11 @@ def warnings(doc: dict) -> list[Warning]:
 
 def _variant_warnings(doc: dict) -> list[Warning]:
     out = []
+    regressed = [h["variant"] for h in doc.get("history") or []
+                 if (h.get("latest") or {}).get("verdict") == "slower"]
+    if regressed:
+        out.append(Warning("history", f"Slower than this target's earlier sweeps on this CPU: "
+                                      f"{_names(regressed)} (see History)."))
     differs = [v["id"] for v in doc["variants"] if (v.get("check") or {}).get("status") == "differs"]
     failed = [v["id"] for v in doc["variants"] if (v.get("check") or {}).get("status") == "failed"]
     unverified = [v["id"] for v in doc["variants"] if v["build"]["status"] == "flags-mismatch"
@@ -629,3 +645,15 @@ def _answer(rows: list[StudyRow], doc: dict) -> str:
     where = (f"On this {m.get('cpu_model', 'CPU')} (-march=native {m.get('march_native') or '?'})"
              f" with {', '.join(c['name'] + ' ' + c.get('version', '') for c in compilers)}")
     return f"{where}: " + "; ".join(parts) + "." if parts else f"{where}: nothing was compared."
+
+
+def _history_row(h: dict, labels: dict[str, str]) -> HistoryRow:
+    latest = h.get("latest") or {}
+    text = (f"{signed_pct((latest['ratio'] - 1) * 100)} {ci_pct_text(latest.get('ci95'))} "
+            f"against {len(latest.get('against') or [])} earlier sweep(s)"
+            if latest.get("ratio") else "")
+    steps = ", ".join(f"{s['run_id']} {signed_pct((s['ratio'] - 1) * 100)}"
+                      + (f" ({'; '.join(s['changed'])})" if s.get("changed") else "")
+                      for s in h.get("steps") or [])
+    return HistoryRow(labels.get(h["variant"], h["variant"]), len(h["points"]), text,
+                      latest.get("verdict") or "not-measured", steps)

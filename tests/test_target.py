@@ -70,7 +70,8 @@ def test_shipped_target_loads_by_name(name):
 
 
 def test_available_lists_exactly_the_shipped_targets():
-    assert [t.name for t in target.available()] == ["gzip", "lame", "tiny"]
+    assert [t.name for t in target.available()] == ["bzip2", "flac", "gzip", "lame", "tiny",
+                                                    "xz", "zstd"]
 
 
 def test_shipped_target_details():
@@ -139,7 +140,8 @@ def test_unknown_target_name_lists_the_shipped_ones():
     with pytest.raises(ConfigError) as info:
         target.load("no-such-target")
     assert str(info.value) == ("no target 'no-such-target': not a target file or folder, "
-                               "and not one of the shipped targets (gzip, lame, tiny)")
+                               "and not one of the shipped targets "
+                               "(bzip2, flac, gzip, lame, tiny, xz, zstd)")
 
 
 def test_folder_without_target_toml_is_not_a_target(tmp_path):

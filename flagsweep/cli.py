@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -11,7 +12,8 @@ from pathlib import Path
 
 import click
 
-from . import __version__, build, calibration, cpu, history, matrix, recipe, report, store, sweep, system, target
+from . import __version__, build, calibration, cpu, history, matrix, merge, recipe, report, store, sweep, system, target
+from . import pick as pick_mod
 from .report import terminal
 from .errors import FlagsweepError
 
@@ -256,6 +258,34 @@ def history_cmd(target_name, check, threshold_pct, as_json) -> None:
                    err=True)
     if check and worse:
         sys.exit(1)
+
+
+@cli.command("merge")
+@click.argument("paths", metavar="RESULTS.json...", nargs=-1, required=True,
+                type=click.Path(path_type=Path))
+@click.option("--out", "out_dir", type=click.Path(path_type=Path), required=True,
+              help="Folder for merged.html and merged.json.")
+def merge_cmd(paths, out_dir) -> None:
+    """One target's results from several machines: a variant x machine heatmap."""
+    page = merge.write(merge.load_all(list(paths)), out_dir.resolve())
+    click.echo(str(page))
+
+
+@cli.command("pick")
+@click.argument("paths", metavar="RESULTS.json...", nargs=-1, required=True,
+                type=click.Path(path_type=Path))
+@click.option("--baseline-isa", type=click.Choice(list(cpu.LEVELS)),
+              help="Only flags every CPU of this x86-64 level can run.")
+@click.option("--threshold", "threshold_pct", type=click.FloatRange(min=0.01), default=1.0,
+              show_default=True, help="The pick must beat the baseline by more than this, everywhere combined.")
+@click.option("--json", "as_json", is_flag=True, help="Print the candidates as JSON.")
+def pick_cmd(paths, baseline_isa, threshold_pct, as_json) -> None:
+    """One flag set for all the machines (and programs) given: a distribution's CFLAGS."""
+    p = pick_mod.pick(list(paths), baseline_isa, threshold_pct)
+    if as_json:
+        click.echo(json.dumps(dataclasses.asdict(p), indent=1))
+    else:
+        terminal.show_pick(p)
 
 
 @cli.command("calibrate")

@@ -223,6 +223,22 @@ def read_host(cpuinfo: str | None = None) -> Host:
     )
 
 
+def host_from_machine(machine: dict) -> Host:
+    """The CPU a results.json's machine block describes (merge and pick judge other machines)."""
+    flags = tuple(sorted(machine.get("cpu_flags") or ()))
+    return Host(**{name: str(machine.get(name) or "") for name in _FIELDS}, flags=flags,
+                hypervisor=bool(machine.get("hypervisor")), isa_levels=isa_levels(flags))
+
+
+def host_of_level(level: str) -> Host:
+    """The least CPU of an x86-64 level: exactly the flags the level requires."""
+    if level not in LEVELS:
+        raise ConfigError(f"unknown x86-64 level {level!r}; expected one of {', '.join(LEVELS)}")
+    flags = tuple(sorted(LEVELS[level]))
+    return Host(cpu_model=f"any {level} CPU", vendor="", family="", model="", stepping="",
+                microcode="", flags=flags, hypervisor=False, isa_levels=isa_levels(flags))
+
+
 def _first_processor(cpuinfo: str) -> dict[str, str]:
     """The "key : value" pairs up to the second "processor" entry (first occurrence wins)."""
     fields: dict[str, str] = {}

@@ -75,6 +75,17 @@ def write_comparison(a_path: Path, b_path: Path, out_dir: Path | None = None):
     return c
 
 
+def render_merge(machines, variants: list[dict], cells) -> str:
+    """merged.html: the variant x machine heatmap (flagsweep.merge decides what merges)."""
+    rows = [(view.MergeRow(view.label_of(v, {"variants": variants})),
+             [view.heat_cell(c.change_pct, c.ci, c.verdict) for c in row])
+            for v, row in zip(variants, cells)]
+    first = machines[0].doc
+    baseline = next(v for v in first["variants"] if v["id"] == first["baseline"])
+    return _render("merged.html.j2", title=f"{first['target']}: {len(machines)} machines merged",
+                   machines=machines, rows=rows, baseline=" ".join(baseline["flags"]))
+
+
 def _render(name: str, **context) -> str:
     html = name.endswith(".html.j2")
     env = _environment(html)

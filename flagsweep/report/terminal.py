@@ -111,3 +111,26 @@ def show_history(target: str, all_series, out: Console | None = None) -> None:
         out.print("note: with 4 or fewer sweeps a series has no sweep-to-sweep spread to judge "
                   "against; until then a step is judged on the samples alone, so choose "
                   "--threshold above this machine's day-to-day drift.", markup=False)
+
+
+def show_pick(p, out: Console | None = None) -> None:
+    """`flagsweep pick`: every candidate with its combined change, exclusions and losses."""
+    out = out or console()
+    t = Table(title=f"pick across {len(p.programs)} program(s) x {len(p.machines)} result(s), "
+                    f"baseline {p.baseline}", title_justify="left", header_style="bold",
+              box=None, pad_edge=False)
+    for name in ("flags", "geometric mean", "95% CI", "pairs", "slower on", "excluded because"):
+        t.add_column(name, overflow="fold")
+    for c in sorted(p.candidates, key=lambda c: (bool(c.excluded), c.ratio or 9)):
+        gm = view.signed_pct((c.ratio - 1) * 100) if c.ratio else ""
+        ci = f"[{(c.ci95[0] - 1) * 100:+.1f}, {(c.ci95[1] - 1) * 100:+.1f}]" if c.ci95 else ""
+        t.add_row(Text(" ".join(c.flags)), gm, ci, str(len(c.pairs)), str(len(c.losses)),
+                  Text(c.excluded))
+    out.print(t)
+    out.print(f"pick: {p.why}", markup=False)
+    if p.chosen:
+        for loss in p.chosen.losses:
+            out.print(f"  slower on {loss.program} / {loss.machine}: "
+                      f"{view.signed_pct((loss.ratio - 1) * 100)}", markup=False)
+    for line in p.levels:
+        out.print(f"worth shipping? {line}", markup=False)

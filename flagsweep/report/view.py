@@ -657,3 +657,43 @@ def _history_row(h: dict, labels: dict[str, str]) -> HistoryRow:
                       for s in h.get("steps") or [])
     return HistoryRow(labels.get(h["variant"], h["variant"]), len(h["points"]), text,
                       latest.get("verdict") or "not-measured", steps)
+
+
+# ---------------------------------------------------------------------------------------------
+# Merged results (flagsweep merge): a heatmap cell per variant and machine
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class MergeRow:
+    label: str
+
+
+@dataclass
+class HeatCell:
+    change_pct: float | None
+    text: str
+    ci_text: str
+    color: str
+    strong: bool
+    verdict: str
+
+
+HEAT_SPAN_PCT = 10.0                 # full colour at +-10%: the effects that matter are small
+
+
+def heat_cell(change_pct: float | None, ci, verdict: str) -> HeatCell:
+    """Colour by the size of the change, mark by what the sweep concluded about it."""
+    if change_pct is None:
+        return HeatCell(None, VERDICT_TEXT.get(verdict, verdict), "", "transparent", False, verdict)
+    mark = {"equivalent": "\u2248 ", "inconclusive": "? "}.get(verdict, "")
+    text = "baseline" if verdict == "baseline" else mark + signed_pct(change_pct)
+    ci_text = f"[{ci[0]:+.1f}, {ci[1]:+.1f}]" if ci else ""
+    return HeatCell(change_pct, text, ci_text, _heat(change_pct), verdict in ("faster", "slower"),
+                    verdict)
+
+
+def _heat(pct: float) -> str:
+    """Green for faster, red for slower, alpha by size (capped at HEAT_SPAN_PCT)."""
+    alpha = min(abs(pct) / HEAT_SPAN_PCT, 1.0) * 0.55
+    rgb = "26,127,55" if pct < 0 else "207,34,46"
+    return f"rgba({rgb},{alpha:.2f})"

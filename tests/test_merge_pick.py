@@ -1,0 +1,93 @@
+"""merge and pick on results from two simulated machines (fixture results whose CPUs differ:
+one runs x86-64-v3, one only v2), and their refusals."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+import report_fixture as rf
+from flagsweep import cpu, merge, pick
+from flagsweep.cli import cli
+from flagsweep.errors import FlagsweepError
+
+V3 = "gcc-O2-march-x86-64-v3"
+
+
+def _machine_doc(name: str, level: str, seed: int, scale: dict | None = None) -> dict:
+    """Fixture results on a CPU of `level`, with -O2 -march=x86-64-v3 in place of -Os."""
+    rf_plan = dict(rf.PLAN)
+    try:
+        rf.PLAN.pop("gcc-Os")
+        rf.PLAN[V3] = (["-O2", "-march=x86-64-v3"], 0.95, 0.004)   # 5% faster where it runs
+        doc = rf.results_doc(seed=seed, scale=scale)
+    finally:
+        rf.PLAN.clear()
+        rf.PLAN.update(rf_plan)
+    doc["target"] = "tiny"
+    doc["run_id"] = f"tiny-{name}"
+    doc["machine"].update(hostname=name, cpu_model=f"{name} CPU",
+                          cpu_flags=sorted(cpu.LEVELS[level]))
+    return doc
+
+
+@pytest.fixture
+def two_machines(tmp_path):
+    a = rf.write(tmp_path / "a", _machine_doc("alpha", "x86-64-v3", seed=1))
+    b = rf.write(tmp_path / "b", _machine_doc("beta", "x86-64-v3", seed=2, scale={"gcc-O3": 1.25}))
+    return a, b
+
+
+def test_merge_lays_out_variant_by_machine(two_machines, tmp_path):
+    page = merge.write(merge.load_all(list(two_machines)), tmp_path / "m")
+    data = json.loads((tmp_path / "m" / "merged.json").read_text())
+    assert [m["machine"]["hostname"] for m in data["machines"]] == ["alpha", "beta"]
+    o3 = next(v for v in data["variants"] if v["id"] == "gcc-O3")
+    assert [c["verdict"] for c in o3["per_machine"]] == ["faster", "slower"]
+    html = page.read_text()
+    assert 'id="merge-table"' in html and "<strong>" in html and rf.EVIL not in html
+
+
+def test_merge_refuses_what_does_not_compare(tmp_path):
+    a = _machine_doc("alpha", "x86-64-v3", seed=1)
+    b = _machine_doc("beta", "x86-64-v3", seed=2)
+    b["workload"]["input_sha256"] = "cd" * 32
+    paths = [rf.write(tmp_path / "a", a), rf.write(tmp_path / "b", b)]
+    with pytest.raises(FlagsweepError, match=r"differ in input \(sha256\).*not merged"):
+        merge.load_all(paths)
+
+
+def test_pick_keeps_to_flags_every_cpu_runs(tmp_path):
+    a = rf.write(tmp_path / "a", _machine_doc("alpha", "x86-64-v3", seed=1))
+    b = rf.write(tmp_path / "b", _machine_doc("beta", "x86-64-v2", seed=2))
+    p = pick.pick([a, b])
+    by_id = {c.id: c for c in p.candidates}
+    assert "beta CPU" in by_id[V3].excluded and "avx2" in by_id[V3].excluded
+    assert p.chosen.id == "gcc-O3"                        # 10% faster on both
+    assert 0.88 < p.chosen.ratio < 0.92 and p.chosen.ci95[1] < 0.99
+    assert p.chosen.losses == []
+
+
+def test_pick_lists_where_the_pick_loses_and_answers_the_v3_question(two_machines):
+    p = pick.pick(list(two_machines))
+    # -O3: 10% faster on alpha, 1.25 x 0.9 = 12.5% slower on beta; -march=x86-64-v3 5% on both.
+    assert p.chosen.id == V3
+    o3 = next(c for c in p.candidates if c.id == "gcc-O3")
+    assert [loss.machine.split(",")[1].strip() for loss in o3.losses] == ["beta CPU 1"]
+    assert any(line.startswith("tiny: -O2 -march=x86-64-v3 -5.") and "2 machine(s)" in line
+               for line in p.levels)
+
+
+def test_pick_with_a_baseline_isa_refuses_v3(two_machines):
+    p = pick.pick(list(two_machines), baseline_isa="x86-64-v2")
+    v3 = next(c for c in p.candidates if c.id == V3)
+    assert v3.excluded.startswith("not every x86-64-v2 CPU can run it")
+    assert p.chosen is None or p.chosen.id != V3
+
+
+def test_pick_command_prints_the_table(two_machines):
+    result = CliRunner().invoke(cli, ["pick", *map(str, two_machines)])
+    assert result.exit_code == 0, result.output
+    assert "pick: -O2 -march=x86-64-v3" in result.output

@@ -46,3 +46,17 @@ def test_compare_page_loads_clean(browser, tmp_path):
     load = browser.open(tmp_path / "cmp" / "compare.html", screenshot=tmp_path / "cmp.png")
     assert load.console_errors == [] and load.external_requests == []
     assert browser.evaluate("document.querySelectorAll('#compare-table tbody tr').length") == len(rf.PLAN)
+
+
+def test_merged_page_loads_clean(browser, tmp_path):
+    from flagsweep import merge
+
+    docs = []
+    for name, seed in (("alpha", 1), ("beta", 2)):
+        doc = rf.results_doc(seed=seed)
+        doc["machine"].update(hostname=name)
+        docs.append(rf.write(tmp_path / name, doc))
+    page = merge.write(merge.load_all(docs), tmp_path / "merged")
+    load = browser.open(page)
+    assert load.console_errors == [] and load.external_requests == []
+    assert browser.evaluate("document.querySelectorAll('#merge-table tbody tr').length") == len(rf.PLAN) - 1

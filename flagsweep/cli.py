@@ -243,9 +243,10 @@ def compare_cmd(a_path, b_path, out_dir) -> None:
 def history_cmd(target_name, check, threshold_pct, as_json) -> None:
     """Every complete sweep of TARGET in the store: the trend per variant, steps, regressions."""
     name = target.load(target_name).name if "/" in target_name else target_name
-    series = history.collect(store.Store(), name, threshold_pct=threshold_pct)
+    db = store.Store()
+    series = history.collect(db, name, threshold_pct=threshold_pct)
     if not series:
-        raise FlagsweepError(f"no complete sweep of {name!r} in the store {store.Store().url}")
+        raise FlagsweepError(f"no complete sweep of {name!r} in the store {db.url}")
     if as_json:
         click.echo(json.dumps([s.to_json() for s in series], indent=1))
     else:

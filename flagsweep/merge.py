@@ -51,15 +51,20 @@ def load_all(paths: list[Path]) -> list[Machine]:
     if len(paths) < 2:
         raise FlagsweepError("merge needs at least two results files")
     docs = [(Path(p), report.load(Path(p))) for p in paths]
+    check_comparable(docs, "merged")
+    return [Machine(label(doc), doc["machine"].get("cpu_model", "?"), str(path), doc)
+            for path, doc in docs]
+
+
+def check_comparable(docs: list[tuple[Path, dict]], what: str) -> None:
+    """Refuse, naming both files and the key, results whose numbers do not compare."""
     first_path, first = docs[0]
     for path, doc in docs[1:]:
         for key, get in MUST_AGREE.items():
             if get(doc) != get(first):
                 raise FlagsweepError(f"{path} and {first_path} differ in {key} ({get(doc)!r} vs "
                                      f"{get(first)!r}): their numbers do not compare, so they "
-                                     "are not merged")
-    return [Machine(label(doc), doc["machine"].get("cpu_model", "?"), str(path), doc)
-            for path, doc in docs]
+                                     f"are not {what}")
 
 
 def label(doc: dict) -> str:

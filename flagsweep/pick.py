@@ -83,12 +83,7 @@ def _by_program(docs: list[tuple[Path, dict]]) -> dict[str, list]:
     for path, doc in docs:
         groups[doc["target"]].append((path, doc))
     for group in groups.values():
-        first_path, first = group[0]
-        for path, doc in group[1:]:
-            for key, get in merge.MUST_AGREE.items():
-                if get(doc) != get(first):
-                    raise FlagsweepError(f"{path} and {first_path} differ in {key} "
-                                         f"({get(doc)!r} vs {get(first)!r}): not comparable")
+        merge.check_comparable(group, "picked from together")
     return groups
 
 

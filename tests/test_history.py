@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tiny_target import write_tiny_target
 from flagsweep import history
 
-TINY_SRC = Path(__file__).parent.parent / "targets" / "tiny" / "src"
 
 
 def _series(medians: list[float], cv: float = 0.003, n: int = 10) -> history.Series:
@@ -59,31 +59,8 @@ def test_after_a_step_the_new_level_is_the_reference():
 # ---------------------------------------------------------------------------------------------
 
 def _tiny(folder: Path, version: str, project_flags: str = "") -> Path:
-    folder.mkdir(parents=True)
-    (folder / "target.toml").write_text(f'''
-summary = "tiny for the history test"
-version = "{version}"
-name = "tiny"
-[source]
-path = "{TINY_SRC}"
-[build]
-system = "cmake"
-binary = "tiny"
-{project_flags}
-[inputs]
-kind = "corpus"
-megabytes = 4
-quick_megabytes = 4
-seed = 7
-[run]
-argv = ["{{binary}}", "{{input}}", "3"]
-stdout = "compared"
-timeout = 30
-[check]
-method = "tolerance"
-rel_tolerance = 1e-5
-''')
-    return folder
+    return write_tiny_target(folder, version=version, megabytes=4, quick_megabytes=4, repeats=3,
+                             timeout=30, build_extra=project_flags)
 
 
 def _flagsweep(*args: str, env: dict) -> subprocess.CompletedProcess:

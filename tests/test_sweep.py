@@ -14,40 +14,16 @@ from pathlib import Path
 
 import pytest
 
+from tiny_target import write_tiny_target
 from flagsweep.lock import MeasureLock
 
 pytestmark = pytest.mark.integration
-TINY_SRC = Path(__file__).parent.parent / "targets" / "tiny" / "src"
 
 
 @pytest.fixture
 def tiny(tmp_path) -> Path:
     """The tiny target with a short timeout, so a hanging variant costs seconds, not a minute."""
-    folder = tmp_path / "tiny"
-    folder.mkdir()
-    (folder / "target.toml").write_text(f'''
-summary = "tiny with a short timeout"
-version = "1.0"
-name = "tiny"
-[source]
-path = "{TINY_SRC}"
-[build]
-system = "cmake"
-binary = "tiny"
-[inputs]
-kind = "corpus"
-megabytes = 1
-quick_megabytes = 0.5
-seed = 7
-[run]
-argv = ["{{binary}}", "{{input}}", "2"]
-stdout = "compared"
-timeout = 3
-[check]
-method = "tolerance"
-rel_tolerance = 1e-5
-''')
-    return folder
+    return write_tiny_target(tmp_path / "tiny")
 
 
 def flagsweep(*args: str, check: bool = True, **kw) -> subprocess.CompletedProcess:

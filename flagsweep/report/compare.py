@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import stats
-from . import plots, view
+from . import view
 
 
 @dataclass
@@ -90,7 +90,7 @@ def _rows(ra: view.Report, rb: view.Report, a_doc: dict, b_doc: dict,
 def _values(doc: dict) -> dict[str, list[float]]:
     out = {}
     for v in doc["variants"]:
-        values = [x for x in plots.metric_values(v.get("samples") or {}, doc["metric"])
+        values = [x for x in view.metric_values(v.get("samples") or {}, doc["metric"])
                   if x is not None and x > 0]
         if values and not v["build"].get("identical_to"):
             out[v["id"]] = values

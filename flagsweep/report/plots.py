@@ -18,6 +18,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
+from . import view
 from .view import COLORS, Report, VariantRow
 
 WIDTH = 10                            # inches; the page scales the SVG to its column
@@ -183,7 +184,7 @@ def _series(report: Report) -> list[Series]:
     for row in report.variants:
         v = by_id[row.id]
         samples = v.get("samples") or {}
-        values = metric_values(samples, report.metric)
+        values = view.metric_values(samples, report.metric)
         keep = [i for i, x in enumerate(values) if x is not None and x > 0]
         if not keep:
             continue
@@ -195,15 +196,6 @@ def _series(report: Report) -> list[Series]:
                           [j for j, i in enumerate(keep) if rounds[i] in flagged],
                           [rounds[i] for i in keep], [elapsed[i] for i in keep] if timed else None))
     return out
-
-
-def metric_values(samples: dict, metric: str) -> list[float | None]:
-    """The primary metric per counted sample, aligned with the other columns; cpu_s is
-    user + sys, as results.metric_of has it."""
-    if metric == "cpu_s":
-        return [u + s if u is not None and s is not None else None
-                for u, s in zip(samples.get("user_s") or [], samples.get("sys_s") or [])]
-    return list(samples.get(metric) or [])
 
 
 def _scale_for(ax, values: list[float], thr: float) -> None:

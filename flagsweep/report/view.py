@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -220,6 +221,15 @@ def build(doc: dict, results_path: Path, out_dir: Path) -> Report:
 # ---------------------------------------------------------------------------------------------
 # Variants
 # ---------------------------------------------------------------------------------------------
+
+def metric_values(samples: dict, metric: str) -> list[float | None]:
+    """The primary metric per counted sample, aligned with the other columns; cpu_s is
+    user + sys, as results.metric_of has it."""
+    if metric == "cpu_s":
+        return [u + s if u is not None and s is not None else None
+                for u, s in zip(samples.get("user_s") or [], samples.get("sys_s") or [])]
+    return list(samples.get(metric) or [])
+
 
 def label_of(v: dict, doc: dict) -> str:
     """What people call a variant: its flags, with the compiler when the sweep has several."""
@@ -464,20 +474,13 @@ def _rate(samples: dict, num: str, den: str, k: float) -> str:
     a, b = samples.get(num), samples.get(den)
     if not a or not b:
         return ""
-    rates = sorted(x / y * k for x, y in zip(a, b) if x is not None and y)
-    return _num(_median(rates))
+    rates = [x / y * k for x, y in zip(a, b) if x is not None and y]
+    return _num(statistics.median(rates)) if rates else ""
 
 
 def _median_text(values: list | None) -> str:
-    good = sorted(x for x in values or [] if x is not None)
-    return _num(_median(good))
-
-
-def _median(xs: list[float]) -> float | None:
-    if not xs:
-        return None
-    mid = len(xs) // 2
-    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
+    good = [x for x in values or [] if x is not None]
+    return _num(statistics.median(good)) if good else ""
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,39 @@
+"""The bundled tiny program as a target file of a test's own: size, repeats, timeout and build
+extras chosen per test (a short timeout for a hanging variant, a bigger input for timing)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+TINY_SRC = Path(__file__).parent.parent / "targets" / "tiny" / "src"
+
+
+def write_tiny_target(folder: Path, *, version: str = "1.0", megabytes: float = 1,
+                      quick_megabytes: float = 0.5, repeats: int = 2, timeout: float = 3,
+                      build_extra: str = "") -> Path:
+    """A target file for the bundled tiny program, sized and timed for one test."""
+    folder.mkdir(parents=True)
+    (folder / "target.toml").write_text(f'''
+summary = "tiny, sized for a test"
+version = "{version}"
+name = "tiny"
+[source]
+path = "{TINY_SRC}"
+[build]
+system = "cmake"
+binary = "tiny"
+{build_extra}
+[inputs]
+kind = "corpus"
+megabytes = {megabytes}
+quick_megabytes = {quick_megabytes}
+seed = 7
+[run]
+argv = ["{{binary}}", "{{input}}", "{repeats}"]
+stdout = "compared"
+timeout = {timeout}
+[check]
+method = "tolerance"
+rel_tolerance = 1e-5
+''')
+    return folder

@@ -106,16 +106,22 @@ def _screen(doc: dict, designed: dict[str, dict], values: dict[str, dict[int, fl
             threshold_pct: float):
     """Main effects of the screened flags. A saturated design needs every row, so a row with
     identical code to another is given that row's samples: it is the very same binary."""
-    flags = list(designed[doc["baseline"]]["factors"])
+    base = designed[doc["baseline"]]["factors"]
+    flags = list(base)
+    # A second compiler is one more two-level column: "on" is the other compiler.
+    levels = {"compiler": (other, base["compiler"]) for other in
+              {v["factors"]["compiler"] for v in designed.values()} - {base["compiler"]}
+              } if "compiler" in base else {}
     samples, rows = {}, {}
     for vid, v in designed.items():
         source = v["build"].get("identical_to") or vid
         if source in values:
             samples[vid] = values[source]
-            rows[vid] = [v["factors"][f] == "on" for f in flags]
+            rows[vid] = [v["factors"][f] == (levels[f][0] if f in levels else "on") for f in flags]
     if len(samples) < 2:
         return [], {"design": "not-estimable", "note": "fewer than two measured rows"}
-    j = effects_mod.screen(samples, rows, flags, threshold_pct=threshold_pct).to_json()
+    j = effects_mod.screen(samples, rows, flags, threshold_pct=threshold_pct,
+                           levels=levels).to_json()
     return j["rows"], {"design": j["design"], "note": j["note"]}
 
 

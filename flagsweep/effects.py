@@ -290,8 +290,10 @@ def plackett_burman_rows(flags: list[str]) -> list[list[bool]]:
 
 
 def screen(samples: dict[str, dict[int, float]], rows_by_variant: dict[str, list[bool]],
-           flags: list[str], threshold_pct: float = 1.0, alpha: float = 0.05) -> EffectsResult:
-    """Main effect of each flag (off -> on) from a Plackett-Burman design.
+           flags: list[str], threshold_pct: float = 1.0, alpha: float = 0.05,
+           levels: dict[str, tuple[str, str]] | None = None) -> EffectsResult:
+    """Main effect of each flag (off -> on) from a Plackett-Burman design; `levels` names the
+    (on, off) levels of a column that is not a flag (the compiler: ("clang", "gcc")).
 
     Huber M-estimation (robust regression, as in `estimate`) of log(metric) on the flags coded
     -1 (off) / +1 (on) plus round blocks. With that coding
@@ -319,7 +321,9 @@ def screen(samples: dict[str, dict[int, float]], rows_by_variant: dict[str, list
     cells = [tuple(rows_by_variant[v]) for v in vids]
     notes += _lack_of_fit_note(y, x_fac, x_blk, cells, fit, alpha)
     notes += _dropped_note(labels, fit) + _robust_note(fit)
-    rows = [_effect(f, "on", "off", c, 2.0) for (f, _), c in zip(labels, fit.coefs) if c]
+    named = levels or {}
+    rows = [_effect(f, *named.get(f, ("on", "off")), c, 2.0)
+            for (f, _), c in zip(labels, fit.coefs) if c]
     return _finish("plackett-burman", rows, notes, threshold_pct, alpha)
 
 

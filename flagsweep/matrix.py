@@ -64,7 +64,8 @@ def expand(recipe: Recipe, compilers: list[str] | None = None, filter_cpu: bool 
     compilers = compilers or recipe.spec.compilers
     if recipe.spec.design == "plackett-burman":
         return _screening(recipe, compilers, filter_cpu)
-    candidates = _factorial(recipe, compilers) + _included(recipe, compilers)
+    candidates = _compiler_factor(_factorial(recipe, compilers) + _included(recipe, compilers),
+                                  compilers)
     kept = [v for v in candidates if not _excluded(v, recipe.spec.exclude)]
     kept = _dedupe(kept, recipe)
     skipped = _unrunnable(kept) if filter_cpu else []
@@ -90,7 +91,10 @@ def _screening(recipe: Recipe, compilers: list[str], filter_cpu: bool) -> Matrix
             flags = base + tuple(f for f, on in zip(spec.screen, row) if on)
             factors = {f: "on" if on else "off" for f, on in zip(spec.screen, row)}
             variants.append(Variant(variant_id(compiler, flags), compiler, flags, factors))
-    variants = _dedupe(variants, recipe)
+    if len(compilers) > 2:
+        raise ConfigError(f"{recipe.path}: a plackett-burman screen takes one or two compilers "
+                          f"(the compiler is one more two-level column), got {', '.join(compilers)}")
+    variants = _dedupe(_compiler_factor(variants, compilers), recipe)
     skipped = _unrunnable(variants) if filter_cpu else []
     runnable = [v for v in variants if v not in {s.variant for s in skipped}]
     baseline = next((v for v in runnable if v.flags == base and v.compiler == compilers[0]), None)
@@ -98,6 +102,16 @@ def _screening(recipe: Recipe, compilers: list[str], filter_cpu: bool) -> Matrix
         raise ConfigError(f"{recipe.path}: key 'base': the base flags cannot run on this CPU")
     return Matrix([baseline] + [v for v in runnable if v is not baseline], baseline, skipped,
                   "plackett-burman")
+
+
+def _compiler_factor(variants: list[Variant], compilers: list[str]) -> list[Variant]:
+    """With two or more compilers the compiler is a factor like any axis: gcc -O3 and clang -O3
+    share the level -O3 but are not replicates of one cell, and the effects table then reports
+    the compiler's own effect beside the flags' (issue 6)."""
+    if len(set(compilers)) < 2:
+        return variants
+    return [Variant(v.id, v.compiler, v.flags, {**v.factors, "compiler": v.compiler})
+            for v in variants]
 
 
 def _factorial(recipe: Recipe, compilers: list[str]) -> list[Variant]:

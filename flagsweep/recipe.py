@@ -83,6 +83,9 @@ class RecipeFile(Strict):
         if not self.baseline:
             raise ValueError("missing key 'baseline'")
         factor_names = set(self.axes) | {f for inc in self.include for f in inc.factors}
+        if "compiler" in factor_names:
+            raise ValueError("'compiler' is not an axis or include factor name: it is reserved "
+                             "for the compilers list, which becomes that factor by itself")
         for i, rule in enumerate(self.exclude):
             unknown = set(rule) - factor_names - {"compiler"}
             if unknown:

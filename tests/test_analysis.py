@@ -118,3 +118,40 @@ def test_screening_analysis_reuses_identical_rows():
     assert doc["effects_design"]["design"] == "plackett-burman"
     mattering = {e["factor"] for e in doc["effects"] if e["matters"]}
     assert {"-funroll-loops", "-fno-inline"} <= mattering
+
+
+def test_two_compilers_make_the_compiler_a_factor_of_the_effects():
+    """gcc -O3 and clang -O3 are not replicates: clang planted 8% slower at every level shows as
+    the compiler's own effect, and the -O levels keep their own (not averaged over compilers)."""
+    rng = np.random.default_rng(21)
+    m = matrix.expand(recipe.load("olevels"), compilers=["gcc", "clang"], filter_cpu=False)
+    opt = {"-O0": 1.40, "-O1": 1.05, "-O2": 1.0, "-O3": 0.97, "-Os": 1.03}
+    variants, values = [], {}
+    for v in m.variants:
+        variants.append(_variant(v.id, list(v.flags), v.factors))
+        values[v.id] = _values(rng, opt[v.factors["opt"]] * (1.08 if v.compiler == "clang" else 1.0))
+    doc = {"baseline": m.baseline.id, "design": m.design, "variants": variants}
+    analysis.apply(doc, values, threshold_pct=1.0, seed=3)
+    rows = {(e["factor"], e["level"]): e for e in doc["effects"]}
+    assert rows[("compiler", "clang")]["reference"] == "gcc"
+    assert rows[("compiler", "clang")]["effect_pct"] == pytest.approx(8.0, abs=0.6)
+    assert rows[("compiler", "clang")]["matters"]
+    assert rows[("opt", "-O0")]["effect_pct"] == pytest.approx(40.0, abs=1.5)
+    assert rows[("opt", "-O3")]["effect_pct"] == pytest.approx(-3.0, abs=0.6)
+
+
+def test_two_compiler_screen_has_a_compiler_column():
+    rng = np.random.default_rng(12)
+    m = matrix.expand(recipe.load("screen-f"), compilers=["gcc", "clang"], filter_cpu=False)
+    variants, values = [], {}
+    for v in m.variants:
+        scale = (0.96 if v.factors["-funroll-loops"] == "on" else 1.0) * (
+            1.10 if v.compiler == "clang" else 1.0)
+        variants.append(_variant(v.id, list(v.flags), v.factors))
+        values[v.id] = _values(rng, scale, rounds=10)
+    doc = {"baseline": m.baseline.id, "design": "plackett-burman", "variants": variants}
+    analysis.apply(doc, values, threshold_pct=1.0, seed=5)
+    rows = {e["factor"]: e for e in doc["effects"]}
+    assert (rows["compiler"]["level"], rows["compiler"]["reference"]) == ("clang", "gcc")
+    assert rows["compiler"]["effect_pct"] == pytest.approx(10.0, abs=1.0)
+    assert rows["-funroll-loops"]["matters"] and rows["compiler"]["matters"]

@@ -253,6 +253,21 @@ def test_two_compilers_double_the_factorial_and_baseline_is_the_first(tmp_path):
     m2 = matrix.expand(recipe.load("olevels"), compilers=["clang", "gcc"])
     assert len(m2.variants) == 10
     assert m2.baseline.id == "clang-O2"
+    # with two compilers the compiler is a factor of every variant; with one it is not
+    assert {v.factors["compiler"] for v in m2.variants} == {"gcc", "clang"}
+    assert all(v.factors["compiler"] == v.compiler for v in m.variants)
+    assert "compiler" not in matrix.expand(recipe.load("olevels")).baseline.factors
+
+
+def test_compiler_is_not_an_axis_name(tmp_path):
+    with pytest.raises(ConfigError, match="'compiler' is not an axis"):
+        _recipe(tmp_path, 'summary = "s"\nbaseline = { compiler = "gcc" }\n[axes]\n'
+                          'compiler = ["-O2", "-O3"]\n')
+
+
+def test_screen_takes_at_most_two_compilers():
+    with pytest.raises(ConfigError, match="one or two compilers"):
+        matrix.expand(recipe.load("screen-f"), compilers=["gcc", "clang", "cc"], filter_cpu=False)
 
 
 def test_baseline_may_name_the_compiler(tmp_path):

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import click
 
-from . import __version__, build, calibration, cpu, history, matrix, merge, recipe, report, store, sweep, system, target
+from . import __version__, build, calibration, cpu, history, matrix, merge, recipe, report, store, suite, sweep, system, target
 from . import pick as pick_mod
 from .report import terminal
-from .errors import FlagsweepError
+from .errors import FlagsweepError, Interrupted
 
 REPORTS = Path(__file__).resolve().parent.parent / "reports"
 
@@ -149,8 +149,13 @@ def build_cmd(as_json, **kw) -> None:
                                               "that matter one at a time against the base.")
 @click.option("--resume", "resume_id", metavar="RUN_ID|DIR",
               help="Continue an interrupted run, named by its run id or its output folder.")
+@click.option("--all", "all_", is_flag=True,
+              help="Sweep every shipped benchmark target in turn (each its own sweep, report and "
+                   "--budget, in OUT/TARGET/), then a suite report across them in OUT.")
+@click.option("--skip", "skip", multiple=True, metavar="TARGET",
+              help="With --all: leave this target out (repeatable).")
 def run_cmd(runs, min_runs, max_runs, budget, precision_pct, threshold_pct, warmup, cpu, metric,
-            counters, quick, strict_check, seed, confirm, resume_id, **kw) -> None:
+            counters, quick, strict_check, seed, confirm, resume_id, all_, skip, **kw) -> None:
     """Build TARGET's variants, check their outputs, and measure them in pinned shuffled rounds."""
     db = store.Store()
     say = lambda text: click.echo(text, err=True)  # noqa: E731
@@ -167,12 +172,16 @@ def run_cmd(runs, min_runs, max_runs, budget, precision_pct, threshold_pct, warm
             min_runs = max_runs = runs
         if min_runs > max_runs:
             raise click.UsageError(f"--min-runs {min_runs} is more than --max-runs {max_runs}")
-        t, r, m, opts = _prepare(**kw)
         mopts = sweep.MeasureOptions(runs=runs, min_runs=min_runs, max_runs=max_runs, budget=budget,
                                      warmup=warmup, cpu=cpu, metric=metric, counters=counters,
                                      precision_pct=precision_pct, threshold_pct=threshold_pct,
                                      quick=quick,
                                      strict_check=strict_check, seed=seed)
+        if all_ or skip:
+            if confirm:
+                raise click.UsageError("--confirm follows one screen; give it a TARGET, not --all")
+            return _run_suite(all_, skip, mopts, db, say, kw)
+        t, r, m, opts = _prepare(**kw)
         if confirm and r.spec.design != "plackett-burman":
             raise click.UsageError("--confirm follows a design = \"plackett-burman\" screen")
         path = sweep.start(t, r, m, opts, mopts, db, say)
@@ -182,6 +191,49 @@ def run_cmd(runs, min_runs, max_runs, budget, precision_pct, threshold_pct, warm
             if path is None:
                 return
     _finish(path)
+
+
+def _run_suite(all_, skip, mopts, db, say, kw) -> None:
+    """`run --all`: one sweep per shipped benchmark target, then the suite across them. A target
+    that fails (no source, no build) is recorded and the others go on; Ctrl-C writes the suite of
+    what finished and stops."""
+    if not all_:
+        raise click.UsageError("--skip goes with --all")
+    if kw["target_name"] or kw["source_dir"]:
+        raise click.UsageError("--all sweeps every shipped target: give no TARGET or --source-dir")
+    names = [t.name for t in target.available() if t.spec.suite]
+    unknown = sorted(set(skip) - set(names))
+    if unknown:
+        raise click.UsageError(f"--skip {', '.join(unknown)}: not a suite target (expected some "
+                               f"of {', '.join(names)})")
+    out = (kw["out_dir"] or REPORTS / f"suite-{_stamp()}").resolve()
+    done, failed, stopped = [], [], None
+    for name in [n for n in names if n not in skip]:
+        say(f"suite: {name} ({len(done) + len(failed) + 1} of {len(names) - len(skip)})")
+        try:
+            t, r, m, opts = _prepare(**{**kw, "target_name": name, "out_dir": out / name})
+            done.append(sweep.start(t, r, m, opts, dataclasses.replace(mopts), db, say))
+        except Interrupted as e:
+            stopped = e
+            break
+        except FlagsweepError as e:
+            say(f"suite: {name} failed, going on with the others: {e}")
+            failed.append({"target": name, "error": str(e)})
+    if done:
+        _write_suite(done, failed, out)
+    if stopped:
+        raise Interrupted(f"{stopped} (the suite stopped; `flagsweep suite {out}/*/results.json "
+                          f"--out {out}` redraws it after the run is resumed)")
+    if not done:
+        raise FlagsweepError("no target of the suite has results: "
+                             + "; ".join(f"{f['target']}: {f['error']}" for f in failed))
+
+
+def _write_suite(paths: list[Path], failed: list[dict], out: Path) -> None:
+    s = suite.build(suite.load_all(paths), failed=failed)
+    page = suite.write(s, out)
+    terminal.show_suite(s)
+    click.echo(str(page))
 
 
 def _finish(results_path: Path) -> None:
@@ -232,6 +284,21 @@ def compare_cmd(a_path, b_path, out_dir) -> None:
     terminal.show_comparison(c)
     if out_dir:
         click.echo(str(Path(out_dir).resolve() / "compare.html"))
+
+
+@cli.command("suite")
+@click.argument("paths", metavar="RESULTS.json...", nargs=-1, required=True,
+                type=click.Path(path_type=Path))
+@click.option("--out", "out_dir", type=click.Path(path_type=Path), required=True,
+              help="Folder for suite.html and suite.json.")
+@click.option("--threshold", "threshold_pct", type=click.FloatRange(min=0.01),
+              help="Practical threshold in % for the suite verdicts [default: the sweeps'].")
+def suite_cmd(paths, out_dir, threshold_pct) -> None:
+    """Several programs' sweeps on one machine: each program's verdicts and the suite's."""
+    s = suite.build(suite.load_all(list(paths)), threshold_pct)
+    page = suite.write(s, out_dir)
+    terminal.show_suite(s)
+    click.echo(str(page))
 
 
 @cli.command("history")

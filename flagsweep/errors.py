@@ -19,3 +19,7 @@ class FetchError(FlagsweepError):
 
 class BuildError(FlagsweepError):
     """The build machinery itself failed (not one variant: those are recorded, not raised)."""
+
+
+class Interrupted(FlagsweepError):
+    """A sweep was stopped by Ctrl-C or SIGTERM; every finished sample is kept."""

@@ -8,26 +8,21 @@ results file measured against the same baseline flags, minus those some machine 
 
 Each candidate's change is the geometric mean of its ratio to the baseline over every
 (program, machine) pair, every pair weighted alike (the distribution ships one build to all of
-them). Its 95% CI combines the pairs' own intervals as independent estimates: each pair's
-standard error on the log scale is its CI's half-width / 1.96, and the mean's is
-sqrt(sum se^2) / k (inverse of the usual fixed-effect pooling, with equal weights by design).
+them), with a 95% CI that combines the pairs' own intervals as independent estimates
+(stats.pool, which `flagsweep suite` uses too).
 The pick is the candidate with the lowest geometric mean whose whole interval lies below
 1 - threshold; none, and the baseline stays. Every pair where the pick is slower is listed.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import cpu, merge, report
+from . import cpu, merge, report, stats
 from .errors import FlagsweepError
-
-Z95 = 1.959964
-
 
 @dataclass
 class Pair:
@@ -113,11 +108,11 @@ def _candidate(vid: str, docs, least, level: str | None) -> Candidate:
         runs = cpu.can_run_flags(tuple(c.flags), c.compiler, host)
         if not runs.ok and not c.excluded:
             c.excluded = f"{merge.label(doc)} cannot run it: {runs.reason}"
-        pair = _pair(doc, vid)
-        if pair is None and not c.excluded:
+        measured = pair(doc, vid)
+        if measured is None and not c.excluded:
             c.excluded = f"not measured on {merge.label(doc)}"
-        if pair:
-            c.pairs.append(pair)
+        if measured:
+            c.pairs.append(measured)
     if least is not None and not c.excluded:
         runs = cpu.can_run_flags(tuple(c.flags), c.compiler, least)
         if not runs.ok:
@@ -125,7 +120,7 @@ def _candidate(vid: str, docs, least, level: str | None) -> Candidate:
     return c
 
 
-def _pair(doc: dict, vid: str) -> Pair | None:
+def pair(doc: dict, vid: str) -> Pair | None:
     """That machine's ratio to its baseline; identical code borrows its twin's comparison."""
     variants = {v["id"]: v for v in doc["variants"]}
     v = variants[vid]
@@ -140,15 +135,13 @@ def _pair(doc: dict, vid: str) -> Pair | None:
 
 
 def _combine(c: Candidate) -> None:
-    pairs = [p for p in c.pairs if p.ci95 or p.verdict == "identical-code"]
-    if not pairs or len(pairs) < len(c.pairs):
+    """The geometric mean over every pair (stats.pool); none while a pair has no interval."""
+    usable = [p for p in c.pairs if p.ci95 or p.verdict == "identical-code"]
+    if not usable or len(usable) < len(c.pairs):
         return
-    logs = [math.log(p.ratio) for p in pairs]
-    ses = [(math.log(p.ci95[1]) - math.log(p.ci95[0])) / (2 * Z95) if p.ci95 else 0.0
-           for p in pairs]
-    mean = sum(logs) / len(logs)
-    se = math.sqrt(sum(s * s for s in ses)) / len(logs)
-    c.ratio, c.ci95 = math.exp(mean), (math.exp(mean - Z95 * se), math.exp(mean + Z95 * se))
+    pooled = stats.pool([(p.ratio, p.ci95) for p in usable])
+    if pooled:
+        c.ratio, c.ci95 = pooled.ratio, pooled.ci95
 
 
 def _choose(candidates: list[Candidate], baseline: str, threshold_pct: float):

@@ -126,6 +126,7 @@ def outlier_indices(values: Sequence[float], cutoff: float = 3.5) -> list[int]:
 EXACT_MAX_PAIRS = 14          # 2^14 = 16384 sign vectors: exact enumeration is still instant
 RANDOM_FLIPS = 20000
 ROUNDS_CAP = 1000
+Z95 = 1.959963984540054       # the normal distribution's 97.5% point
 
 
 @dataclass
@@ -140,6 +141,7 @@ class Comparison:
     rounds_needed: int | None = None   # inconclusive only: rough total rounds likely to decide
     why: str = ""
     paired: bool = True                # False: two independent samples (compare_unpaired)
+    pooled: int = 0                    # >0: a geometric mean of this many estimates (pool)
 
     def to_json(self) -> dict:
         # JSON has no inf/nan: an interval that does not exist (too few pairs) is null.
@@ -209,6 +211,40 @@ def compare_unpaired(b: Sequence[float], a: Sequence[float]) -> Comparison:
     p = float(sps.mannwhitneyu(lb, la, alternative="two-sided").pvalue)
     return Comparison(ratio, _mw_interval(diffs, m, n, 0.95), _mw_interval(diffs, m, n, 0.90),
                       p, min(m, n), paired=False)
+
+
+def pool(estimates: Sequence[tuple[float, tuple[float, float] | None]]) -> Comparison | None:
+    """The equal-weight geometric mean of independent ratio estimates (one per program, or per
+    program and machine), with a normal-approximation interval and test.
+
+    Ratios are summarised by their geometric mean, the one mean of normalised numbers that does
+    not depend on which machine or build they were normalised to (Fleming & Wallace, How not to
+    lie with statistics: the correct way to summarize benchmark results, CACM 29(3), 1986; SPEC
+    CPU's overall ratio is the same mean). Each estimate's standard error on the log scale is
+    read back from its 95% interval, (log hi - log lo) / (2 z_0.975); an estimate given without
+    an interval is exact (identical code: ratio 1, error 0). With equal weights by design (every
+    program counts alike, not the most precisely measured one), the mean log ratio m = sum l_i / k
+    has SE sqrt(sum se_i^2) / k, and m / SE is referred to the normal distribution: the fixed-
+    effect combination with equal weights (Borenstein, Hedges, Higgins & Rothstein, Introduction
+    to Meta-Analysis, Wiley 2009, ch. 11 and 23). It treats the programs given as the population
+    asked about; it says nothing about programs not measured. None when no estimate is usable."""
+    logs, ses = [], []
+    for ratio, ci in estimates:
+        if ratio is None or not ratio > 0 or (ci is not None and not (0 < ci[0] <= ci[1] < math.inf)):
+            return None
+        logs.append(math.log(ratio))
+        ses.append((math.log(ci[1]) - math.log(ci[0])) / (2 * Z95) if ci else 0.0)
+    if not logs:
+        return None
+    k = len(logs)
+    mean, se = sum(logs) / k, math.sqrt(sum(x * x for x in ses)) / k
+    if se == 0:      # every estimate exact: the same code everywhere
+        exact = (math.exp(mean), math.exp(mean))
+        return Comparison(math.exp(mean), exact, exact, 1.0 if mean == 0 else 0.0, k, pooled=k)
+    z90 = float(sps.norm.isf(0.05))
+    ci = lambda z: (math.exp(mean - z * se), math.exp(mean + z * se))  # noqa: E731
+    p = float(2 * sps.norm.sf(abs(mean) / se))
+    return Comparison(math.exp(mean), ci(Z95), ci(z90), p, k, pooled=k)
 
 
 def _mw_interval(diffs: np.ndarray, m: int, n: int, level: float) -> tuple[float, float]:
@@ -394,7 +430,7 @@ def adjust(comparisons: list[Comparison], threshold: float = 0.01, alpha: float 
     for c, p in zip(comparisons, p_adj):
         c.p_adjusted = float(p)
         c.verdict, c.rounds_needed = _verdict(c, threshold, alpha), None
-        if c.verdict == "inconclusive":
+        if c.verdict == "inconclusive" and not c.pooled:
             c.rounds_needed = _rounds_needed(c, threshold, alpha, len(comparisons))
         c.why = _why(c, threshold, alpha)
 
@@ -465,6 +501,11 @@ def _ratio_sq(half_width: float, margin: float) -> float:
 def _why(c: Comparison, threshold: float, alpha: float) -> str:
     t = f"{threshold * 100:g}%"
     p = f"adjusted p = {c.p_adjusted:.2g}"
+    if c.pooled and c.verdict == "inconclusive":
+        reason = (f"significant ({p}) but the 95% CI {_fmt(c.ci95)} reaches into +-{t}"
+                  if c.p_adjusted < alpha else f"not significant ({p}) and the 90% CI "
+                  f"{_fmt(c.ci90)} does not fit inside +-{t}")
+        return f"{reason}, {_over(c)}; more rounds of the undecided ones would narrow it"
     if c.n_pairs < 2:
         return (f"only {c.n_pairs} round(s) measured both binaries, so there is no interval or "
                 f"test; measure at least {c.rounds_needed} rounds")
@@ -490,6 +531,8 @@ def _why(c: Comparison, threshold: float, alpha: float) -> str:
 
 
 def _over(c: Comparison) -> str:
+    if c.pooled:
+        return f"the geometric mean of {c.pooled} estimates"
     return f"{c.n_pairs} paired rounds" if c.paired else f"at least {c.n_pairs} runs in each sweep"
 
 

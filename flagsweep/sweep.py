@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import analysis, build, check, inputs, matrix, probes, recipe, report, results, runner, system, target, toolchain
-from .errors import FlagsweepError
+from .errors import FlagsweepError, Interrupted
 from .lock import MeasureLock
 from .store import Sample, Store
 
@@ -119,7 +119,7 @@ def _measure(sweep: Sweep, store: Store, say: Callable[[str], None]) -> Path:
     except KeyboardInterrupt:
         store.finish_run(sweep.run_id, "interrupted", "interrupted")
         _write(sweep, store, say)
-        raise FlagsweepError(f"interrupted; every finished sample is kept. Continue with: "
+        raise Interrupted(f"interrupted; every finished sample is kept. Continue with: "
                              f"flagsweep run --resume {sweep.run_id}") from None
     except FlagsweepError as e:
         store.finish_run(sweep.run_id, "failed", str(e))

@@ -133,6 +133,7 @@ class TargetFile(Strict):
     summary: str
     version: str
     name: str | None = None
+    suite: bool = True               # `flagsweep run --all` sweeps it
     source: SourceSpec
     build: BuildSpec
     inputs: InputSpec

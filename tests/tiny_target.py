@@ -8,7 +8,7 @@ from pathlib import Path
 TINY_SRC = Path(__file__).parent.parent / "targets" / "tiny" / "src"
 
 
-def write_tiny_target(folder: Path, *, version: str = "1.0", megabytes: float = 1,
+def write_tiny_target(folder: Path, *, name: str = "tiny", version: str = "1.0", megabytes: float = 1,
                       quick_megabytes: float = 0.5, repeats: int = 2, timeout: float = 3,
                       build_extra: str = "") -> Path:
     """A target file for the bundled tiny program, sized and timed for one test."""
@@ -16,7 +16,7 @@ def write_tiny_target(folder: Path, *, version: str = "1.0", megabytes: float = 
     (folder / "target.toml").write_text(f'''
 summary = "tiny, sized for a test"
 version = "{version}"
-name = "tiny"
+name = "{name}"
 [source]
 path = "{TINY_SRC}"
 [build]

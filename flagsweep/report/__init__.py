@@ -9,6 +9,7 @@ target side by side; `terminal` prints the same view model as a table at the end
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import jinja2
@@ -84,6 +85,13 @@ def render_merge(machines, variants: list[dict], cells) -> str:
     baseline = next(v for v in first["variants"] if v["id"] == first["baseline"])
     return _render("merged.html.j2", title=f"{first['target']}: {len(machines)} machines merged",
                    machines=machines, rows=rows, baseline=" ".join(baseline["flags"]))
+
+
+def render_suite(s, out: Path) -> str:
+    """suite.html: variants x programs, the pooled suite column first (flagsweep.suite)."""
+    links = [os.path.relpath(p.path.parent / "index.html", out) for p in s.programs]
+    return _render("suite.html.j2", title=f"Suite of {len(s.programs)} programs: {s.baseline}",
+                   s=s, rows=view.suite_rows(s), links=links)
 
 
 def _render(name: str, **context) -> str:

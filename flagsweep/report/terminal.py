@@ -134,3 +134,25 @@ def show_pick(p, out: Console | None = None) -> None:
                       f"{view.signed_pct((loss.ratio - 1) * 100)}", markup=False)
     for line in p.levels:
         out.print(f"worth shipping? {line}", markup=False)
+
+
+def show_suite(s, out: Console | None = None) -> None:
+    """The end of `flagsweep run --all` / `flagsweep suite`: pooled and per-program changes."""
+    out = out or console()
+    t = Table(title=f"suite of {len(s.programs)} programs against {s.baseline}",
+              title_justify="left", header_style="bold", box=None, pad_edge=False)
+    t.add_column("variant", overflow="fold")
+    t.add_column("suite", justify="right")
+    t.add_column("verdict")
+    for p in s.programs:
+        t.add_column(p.target, justify="right")
+    t.add_column("slower on", overflow="fold")
+    for r in view.suite_rows(s):
+        t.add_row(Text(r.label), f"{r.suite.text} {r.suite.ci_text}",
+                  Text(view.VERDICT_TEXT.get(r.suite.verdict, r.suite.verdict),
+                       style=view.COLORS.get(r.suite.verdict, "")),
+                  *(c.text for c in r.programs), ", ".join(r.slower_on))
+    out.print(t)
+    for w in s.warnings:
+        out.print(f"warning: {w}", markup=False)
+    out.print(f"suite: {s.recommendation}", markup=False)

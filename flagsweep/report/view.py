@@ -700,3 +700,38 @@ def _heat(pct: float) -> str:
     alpha = min(abs(pct) / HEAT_SPAN_PCT, 1.0) * 0.55
     rgb = "26,127,55" if pct < 0 else "207,34,46"
     return f"rgba({rgb},{alpha:.2f})"
+
+
+# ---------------------------------------------------------------------------------------------
+# A suite (flagsweep run --all / flagsweep suite): a row per variant, the suite's pooled cell
+# first, then each program's own
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class SuiteRow:
+    label: str
+    suite: HeatCell
+    why: str                         # the suite verdict's reasoning (hover), or why there is none
+    programs: list[HeatCell]
+    slower_on: list[str]
+    faster_on: list[str]
+
+
+def suite_rows(s) -> list[SuiteRow]:
+    """The suite's rows, best pooled estimate first; rows without one last."""
+    several = len({r.compiler for r in s.rows}) > 1
+    out = []
+    for r in sorted(s.rows, key=lambda r: (r.suite is None, r.suite.ratio if r.suite else 0)):
+        flags = " ".join(r.flags) or "(no flags)"
+        c = r.suite
+        pooled = (heat_cell((c.ratio - 1) * 100, _pct_pair(c.ci95), c.verdict) if c
+                  else heat_cell(None, None, "not-measured"))
+        cells = [heat_cell((p.ratio - 1) * 100, _pct_pair(p.ci95), p.verdict) if p
+                 else heat_cell(None, None, "not-measured") for p in r.cells.values()]
+        out.append(SuiteRow(f"{r.compiler} {flags}" if several else flags, pooled,
+                            c.why if c else r.missing, cells, r.on("slower"), r.on("faster")))
+    return out
+
+
+def _pct_pair(ci) -> tuple[float, float] | None:
+    return ((ci[0] - 1) * 100, (ci[1] - 1) * 100) if ci else None

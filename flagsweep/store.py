@@ -1,26 +1,38 @@
 """The store: every sweep, variant and sample, written as it happens.
 
-SQLAlchemy Core over SQLite by default (one file, no server), with a schema that stays
-portable to PostgreSQL (issue 7): plain types, JSON columns, no SQLite-only SQL. A sample is
-committed the moment it is taken, so Ctrl-C, SIGTERM or kill -9 lose at most the run in flight,
-and `flagsweep run --resume` continues from exactly what is here. The unique key on
-(run, variant, round) makes a resumed sweep unable to duplicate a sample.
+SQLAlchemy Core over SQLite by default (one file, no server), or PostgreSQL (issue 7: the
+fleet's workers share one store) from a `postgresql://` URL: plain types, JSON columns, no
+SQLite-only SQL. A sample is committed the moment it is taken, so Ctrl-C, SIGTERM or kill -9
+lose at most the run in flight, and `flagsweep run --resume` continues from exactly what is
+here. The unique key on (run, variant, round) makes a resumed sweep, or a rescheduled fleet
+task, unable to duplicate a sample: `add_sample` skips one that is already there.
+See docs/store.md.
 """
 
 from __future__ import annotations
 
 import os
+import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql as pg_dialect
+from sqlalchemy.dialects import sqlite as sqlite_dialect
 
 from .errors import FlagsweepError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 metadata = sa.MetaData()
+
+# pg_advisory_xact_lock key serialising the first open and migrations of a PostgreSQL store
+# (b"flagswep" as a big-endian signed 64-bit integer). Fixed: every flagsweep must agree on it.
+PG_SETUP_LOCK = 0x666C_6167_7377_6570
+# How long an SQLite writer waits for another process's write lock before "database is locked".
+SQLITE_BUSY_TIMEOUT_S = 30.0
 
 runs = sa.Table(
     "runs", metadata,
@@ -61,8 +73,12 @@ samples = sa.Table(
     sa.Column("counters", sa.JSON),                          # perf / cachegrind values by name
     sa.Column("multiplexed", sa.Boolean, nullable=False, default=False),
     sa.Column("failure", sa.Text),                           # None for a good sample
+    sa.Column("worker", sa.String(200)),                     # v2: the machine/worker that took it
     sa.UniqueConstraint("run_id", "variant_id", "round", name="one_sample_per_round"),
 )
+SAMPLE_KEY = ("run_id", "variant_id", "round")
+
+runs_by_target = sa.Index("ix_runs_target", runs.c.target)  # v2: history reads runs by target
 
 meta = sa.Table(
     "flagsweep_meta", metadata,
@@ -80,6 +96,46 @@ def default_url() -> str:
     return f"sqlite:///{base / 'store.sqlite'}"
 
 
+def engine_url(url: str | sa.URL) -> sa.URL:
+    """The URL the engine connects with: `postgresql://` and `postgres://` use psycopg 3."""
+    try:
+        u = sa.make_url(url)
+    except sa.exc.ArgumentError:  # not shown: SQLAlchemy's message quotes it, password and all
+        raise FlagsweepError("the store URL is not a database URL; expected e.g. "
+                             "sqlite:///path/store.sqlite or postgresql://user@host/db") from None
+    if u.drivername in ("postgresql", "postgres"):
+        u = u.set(drivername="postgresql+psycopg")
+    return u
+
+
+def masked(url: str | sa.URL) -> str:
+    """The URL as it may be printed or written: any password replaced by ***."""
+    return sa.make_url(url).render_as_string(hide_password=True)
+
+
+# ---- migrations ------------------------------------------------------------------------------
+#
+# No Alembic: a step or two and one version row do not need a migration framework's config tree
+# (alembic.ini, env.py, a versions/ folder) shipped inside a command-line tool. MIGRATIONS[i]
+# takes a store from version i + 1 to i + 2; all of them run on open, in the same transaction as
+# the version row's update, so a store is never left half-migrated. Fresh stores are created at
+# SCHEMA_VERSION directly from `metadata`, so each step must end in exactly what `metadata` says.
+
+def _v2_sample_worker_and_runs_index(c: sa.Connection) -> None:
+    """samples.worker (which machine took the sample); an index on runs.target."""
+    columns = {col["name"] for col in sa.inspect(c).get_columns("samples")}
+    if "worker" not in columns:
+        kind = samples.c.worker.type.compile(dialect=c.dialect)
+        c.exec_driver_sql(f"ALTER TABLE samples ADD COLUMN worker {kind}")
+    runs_by_target.create(c, checkfirst=True)
+
+
+MIGRATIONS: list[Callable[[sa.Connection], None]] = [
+    _v2_sample_worker_and_runs_index,   # 1 -> 2
+]
+assert len(MIGRATIONS) == SCHEMA_VERSION - 1
+
+
 @dataclass
 class Sample:
     variant_id: str
@@ -94,6 +150,7 @@ class Sample:
     multiplexed: bool = False
     failure: str | None = None
     taken_at: float = 0.0
+    worker: str | None = None     # None: add_sample stores this machine's hostname
 
     @property
     def ok(self) -> bool:
@@ -104,30 +161,105 @@ class Store:
     """One connection to the store; every write is its own committed transaction."""
 
     def __init__(self, url: str | None = None):
-        self.url = url or default_url()
-        self.engine = sa.create_engine(self.url)
-        if self.engine.dialect.name == "sqlite":
-            sa.event.listen(self.engine, "connect", _sqlite_pragmas)
-        metadata.create_all(self.engine)
-        self._check_version()
+        real = engine_url(url or default_url())
+        self.url = masked(real)   # for messages: the password, if any, never leaves the engine
+        self.engine = self._create_engine(real)
+        self._open()
 
-    def _check_version(self) -> None:
-        with self.engine.begin() as c:
+    def _create_engine(self, url: sa.URL) -> sa.Engine:
+        connect_args: dict[str, Any] = {}
+        if url.get_backend_name() == "sqlite":
+            # Concurrent writers (several sweeps, fleet workers on one machine) wait for the
+            # write lock instead of failing at once with "database is locked".
+            connect_args["timeout"] = SQLITE_BUSY_TIMEOUT_S
+        try:
+            engine = sa.create_engine(url, connect_args=connect_args)
+        except ImportError as e:
+            hint = ("pip install 'psycopg[binary]'" if url.get_driver_name() == "psycopg"
+                    else f"install the Python driver for {url.drivername}")
+            raise FlagsweepError(f"the store URL's scheme {url.drivername}:// needs a database "
+                                 f"driver that is not installed ({e.name or e}): {hint}") from None
+        except sa.exc.ArgumentError as e:
+            raise FlagsweepError(f"the store {self.url}: {e}") from None
+        if engine.dialect.name == "sqlite":
+            sa.event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+
+    def _open(self) -> None:
+        """Create the tables or migrate them to SCHEMA_VERSION, in one transaction that only one
+        process at a time may be in (fleet workers open the same store at once)."""
+        try:
+            with self.engine.connect() as c:
+                if c.dialect.name == "postgresql":
+                    c.execute(sa.select(sa.func.pg_advisory_xact_lock(PG_SETUP_LOCK)))
+                elif c.dialect.name == "sqlite":
+                    c.exec_driver_sql("BEGIN IMMEDIATE")  # the write lock now, waiting if need be
+                self._create_or_migrate(c)
+                c.commit()
+        except sa.exc.OperationalError as e:  # unreachable server, bad login, locked too long
+            raise FlagsweepError(f"cannot open the store {self.url}: "
+                                 f"{str(e.orig).strip() if e.orig else e}") from None
+
+    def _create_or_migrate(self, c: sa.Connection) -> None:
+        inspector = sa.inspect(c)
+        stored: int | None = None
+        if inspector.has_table(meta.name):
             row = c.execute(sa.select(meta.c.value).where(meta.c.key == "schema")).first()
-            if row is None:
-                c.execute(meta.insert().values(key="schema", value=str(SCHEMA_VERSION)))
-            elif int(row.value) > SCHEMA_VERSION:
-                raise FlagsweepError(f"the store {self.url} has schema {row.value}, newer than "
-                                     f"this flagsweep understands ({SCHEMA_VERSION}); upgrade flagsweep")
+            stored = int(row.value) if row else None
+        if stored is None and inspector.has_table(samples.name):
+            stored = 1  # tables without a version row: version 1 wrote the row after create_all
+        if stored is not None and stored > SCHEMA_VERSION:
+            raise FlagsweepError(f"the store {self.url} has schema {stored}, newer than this "
+                                 f"flagsweep understands ({SCHEMA_VERSION}); upgrade flagsweep")
+        metadata.create_all(c)  # a fresh store: every table, at SCHEMA_VERSION
+        for step in MIGRATIONS[(stored or SCHEMA_VERSION) - 1:]:
+            step(c)
+        version = {"key": "schema", "value": str(SCHEMA_VERSION)}
+        if c.execute(sa.select(meta.c.key).where(meta.c.key == "schema")).first():
+            c.execute(meta.update().where(meta.c.key == "schema").values(version))
+        else:
+            c.execute(meta.insert().values(version))
+
+    def schema_version(self) -> int:
+        with self.engine.connect() as c:
+            value = c.execute(sa.select(meta.c.value).where(meta.c.key == "schema")).scalar_one()
+        return int(value)
 
     # ---- runs ----------------------------------------------------------------------------
 
     def create_run(self, run_id: str, target: str, recipe: str, out_dir: Path,
                    options: dict, machine: dict) -> None:
-        with self.engine.begin() as c:
-            c.execute(runs.insert().values(run_id=run_id, target=target, recipe=recipe,
-                                           out_dir=str(out_dir), started=time.time(),
-                                           status="running", options=options, machine=machine))
+        """Store a new run under exactly this id; FlagsweepError if another process took it
+        since new_run_id (create_unique_run cannot lose that race)."""
+        try:
+            with self.engine.begin() as c:
+                c.execute(runs.insert().values(run_id=run_id, target=target, recipe=recipe,
+                                               out_dir=str(out_dir), started=time.time(),
+                                               status="running", options=options,
+                                               machine=machine))
+        except sa.exc.IntegrityError:
+            if not self._has_run(run_id):
+                raise
+            raise FlagsweepError(f"run id {run_id!r} is already in the store {self.url} (another "
+                                 "run may have taken it since new_run_id); start again") from None
+
+    def create_unique_run(self, base: str, target: str, recipe: str, out_dir: Path,
+                          options: dict, machine: dict) -> str:
+        """create_run under new_run_id(base), retried with the next free id when another
+        process takes the same id first; returns the id this run got."""
+        for _ in range(100):
+            run_id = self.new_run_id(base)
+            try:
+                self.create_run(run_id, target, recipe, out_dir, options, machine)
+                return run_id
+            except FlagsweepError:
+                continue  # someone else got run_id between new_run_id and the insert
+        raise FlagsweepError(f"could not find a free run id for {base!r} in the store {self.url}")
+
+    def _has_run(self, run_id: str) -> bool:
+        with self.engine.connect() as c:
+            return c.execute(sa.select(runs.c.run_id).where(runs.c.run_id == run_id)).first() \
+                is not None
 
     def new_run_id(self, base: str) -> str:
         """base, or base-2, base-3...: run ids are unique in the store."""
@@ -207,13 +339,32 @@ class Store:
 
     # ---- samples -------------------------------------------------------------------------
 
-    def add_sample(self, run_id: str, s: Sample) -> None:
-        with self.engine.begin() as c:
-            c.execute(samples.insert().values(
-                run_id=run_id, variant_id=s.variant_id, round=s.round, position=s.position,
-                taken_at=s.taken_at or time.time(), env_pad=s.env_pad, wall_s=s.wall_s,
-                user_s=s.user_s, sys_s=s.sys_s, maxrss_kb=s.maxrss_kb, counters=s.counters,
-                multiplexed=s.multiplexed, failure=s.failure))
+    def add_sample(self, run_id: str, s: Sample) -> bool:
+        """Store a sample; False (and nothing written) when the run already has one for this
+        variant and round, as when a fleet task is rescheduled after its worker vanished."""
+        values = dict(
+            run_id=run_id, variant_id=s.variant_id, round=s.round, position=s.position,
+            taken_at=s.taken_at or time.time(), env_pad=s.env_pad, wall_s=s.wall_s,
+            user_s=s.user_s, sys_s=s.sys_s, maxrss_kb=s.maxrss_kb, counters=s.counters,
+            multiplexed=s.multiplexed, failure=s.failure, worker=s.worker or socket.gethostname())
+        dialect = self.engine.dialect.name
+        if dialect == "postgresql":
+            # RETURNING, not rowcount: psycopg's is lost once SQLAlchemy closes the cursor.
+            stmt = (pg_dialect.insert(samples).values(values)
+                    .on_conflict_do_nothing(index_elements=SAMPLE_KEY).returning(samples.c.id))
+            with self.engine.begin() as c:
+                return c.execute(stmt).first() is not None
+        if dialect == "sqlite":
+            stmt = (sqlite_dialect.insert(samples).values(values)
+                    .on_conflict_do_nothing(index_elements=SAMPLE_KEY))
+            with self.engine.begin() as c:
+                return c.execute(stmt).rowcount == 1
+        try:  # another database: the unique key still refuses the duplicate
+            with self.engine.begin() as c:
+                c.execute(samples.insert().values(values))
+            return True
+        except sa.exc.IntegrityError:
+            return False
 
     def samples(self, run_id: str) -> list[Sample]:
         with self.engine.connect() as c:
@@ -223,7 +374,7 @@ class Store:
                        env_pad=r["env_pad"], wall_s=r["wall_s"], user_s=r["user_s"],
                        sys_s=r["sys_s"], maxrss_kb=r["maxrss_kb"], counters=r["counters"],
                        multiplexed=bool(r["multiplexed"]), failure=r["failure"],
-                       taken_at=r["taken_at"]) for r in rows]
+                       taken_at=r["taken_at"], worker=r["worker"]) for r in rows]
 
     def done(self, run_id: str) -> set[tuple[str, int]]:
         """(variant, round) pairs already measured: what a resumed sweep must not repeat."""

@@ -47,3 +47,100 @@ def browser():
         pytest.skip(reason)
     with Browser(executable) as b:
         yield b
+
+
+# ---- a throwaway PostgreSQL server for the store's tests ------------------------------------
+
+PG_USER = "flagsweep_test"
+
+
+def _postgres_bin() -> Path | None:
+    """The newest /usr/lib/postgresql/<version>/bin with initdb and pg_ctl (Debian's layout)."""
+    def version(bindir: Path) -> tuple[int, ...]:
+        return tuple(int(p) for p in bindir.parent.name.split(".") if p.isdigit())
+
+    found = [p.parent for p in Path("/usr/lib/postgresql").glob("*/bin/initdb")
+             if (p.parent / "pg_ctl").exists()]
+    return max(found, key=version) if found else None
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def postgres_url():
+    """postgresql://USER:PASSWORD@127.0.0.1:PORT/flagsweep on a server of its own, started for
+    the session (TCP on 127.0.0.1 only, its socket in its temporary folder) and removed after.
+    As root, the server runs as the `postgres` user (PostgreSQL refuses root). CI installs
+    PostgreSQL through setup.sh, so there its absence is a failure, not a skip."""
+    import secrets
+    import shutil
+    import subprocess
+    import tempfile
+    import time
+
+    bindir = _postgres_bin()
+    if bindir is None:
+        reason = ("PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/initdb; "
+                  "./setup.sh test installs it)")
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{reason}; CI runs setup.sh, so it must be there", pytrace=False)
+        pytest.skip(reason)
+    try:
+        import psycopg
+    except ImportError:
+        pytest.fail("psycopg is not installed: pip install 'psycopg[binary]'", pytrace=False)
+
+    as_root = os.geteuid() == 0
+    # /tmp, not pytest's tmp_path: the postgres user must be able to reach the folder.
+    base = Path(tempfile.mkdtemp(prefix="flagsweep-pg-", dir="/tmp" if as_root else None))
+    data, sockets, log = base / "data", base / "sockets", base / "server.log"
+    sockets.mkdir()
+    password = "pw-" + secrets.token_hex(12)
+    (base / "pwfile").write_text(password + "\n")
+    if as_root:
+        for p in (base, sockets, base / "pwfile"):
+            shutil.chown(p, "postgres", "postgres")
+    prefix = ["runuser", "-u", "postgres", "--"] if as_root else []
+
+    def pg(*argv: str, check: bool = True) -> subprocess.CompletedProcess:
+        return subprocess.run([*prefix, *argv], cwd=base, capture_output=True, text=True,
+                              check=check, timeout=120)
+
+    pg(str(bindir / "initdb"), "-D", str(data), "-U", PG_USER, f"--pwfile={base / 'pwfile'}",
+       "--auth=scram-sha-256", "--no-locale", "-E", "UTF8", "--no-sync")
+    port = None
+    for _ in range(3):  # the free port may be taken between the probe and the start
+        candidate = _free_port()
+        options = (f"-h 127.0.0.1 -p {candidate} -k {sockets} -c fsync=off "
+                   "-c synchronous_commit=off -c full_page_writes=off")
+        started = pg(str(bindir / "pg_ctl"), "-D", str(data), "-l", str(log), "-w", "-t", "60",
+                     "-o", options, "start", check=False)
+        if started.returncode == 0:
+            port = candidate
+            break
+    if port is None:
+        text = log.read_text() if log.exists() else started.stdout + started.stderr
+        shutil.rmtree(base, ignore_errors=True)
+        pytest.fail(f"PostgreSQL did not start:\n{text}", pytrace=False)
+    try:
+        admin = f"host=127.0.0.1 port={port} user={PG_USER} password={password} dbname=postgres"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with psycopg.connect(admin, autocommit=True) as c:
+                    c.execute("CREATE DATABASE flagsweep")
+                break
+            except psycopg.OperationalError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        yield f"postgresql://{PG_USER}:{password}@127.0.0.1:{port}/flagsweep"
+    finally:
+        pg(str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop", check=False)
+        shutil.rmtree(base, ignore_errors=True)

@@ -1,0 +1,300 @@
+"""The store on both backends: SQLite (the default) and PostgreSQL (the fleet's, issue 7).
+
+The PostgreSQL cases use the session's throwaway server (conftest.postgres_url) with a new
+database per test, so no test sees another's rows."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import textwrap
+import uuid
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from flagsweep import store as store_mod
+from flagsweep.errors import FlagsweepError
+from flagsweep.store import SCHEMA_VERSION, Sample, Store
+
+
+def _admin(url: str):
+    import psycopg
+
+    u = sa.make_url(url)
+    return psycopg.connect(host=u.host, port=u.port, user=u.username, password=u.password,
+                           dbname="postgres", autocommit=True)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request, tmp_path):
+    """A fresh, never opened store: an SQLite file not yet created, or an empty database."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'store.sqlite'}"
+        return
+    server = request.getfixturevalue("postgres_url")
+    name = f"t_{uuid.uuid4().hex}"
+    with _admin(server) as c:
+        c.execute(f"CREATE DATABASE {name}")
+    yield sa.make_url(server).set(database=name).render_as_string(hide_password=False)
+    with _admin(server) as c:
+        c.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture
+def store(store_url):
+    s = Store(store_url)
+    yield s
+    s.engine.dispose()
+
+
+def _run(s: Store, run_id: str = "run", target: str = "gzip", out: str = "/tmp/out") -> str:
+    s.create_run(run_id, target, "olevels", Path(out), {"measure": {"runs": 3}}, {"cpu": "x"})
+    return run_id
+
+
+def _engine(url: str) -> sa.Engine:
+    return sa.create_engine(store_mod.engine_url(url))
+
+
+# ---- what every store does, on both backends -----------------------------------------------
+
+def test_fresh_store_is_at_the_current_schema(store):
+    assert store.schema_version() == SCHEMA_VERSION == 2
+    inspector = sa.inspect(store.engine)
+    assert "worker" in {c["name"] for c in inspector.get_columns("samples")}
+    assert "ix_runs_target" in {i["name"] for i in inspector.get_indexes("runs")}
+
+
+def test_runs_round_trip(store):
+    _run(store, "a", out="/tmp/a")
+    _run(store, "b", target="other")
+    assert store.run("a")["status"] == "running"
+    assert store.run("a")["options"] == {"measure": {"runs": 3}}
+    assert store.find_run("a") == "a"
+    assert store.find_run("/tmp/a") == "a"
+    assert store.find_run("nothing") == "nothing"
+    assert [r["run_id"] for r in store.runs_of("gzip")] == ["a"]
+    store.set_option("a", "counters", {"cycles": True})
+    assert store.run("a")["options"]["counters"] == {"cycles": True}
+    store.finish_run("a", "complete", "max runs")
+    assert (store.run("a")["status"], store.run("a")["stop_reason"]) == ("complete", "max runs")
+    assert store.run("a")["finished"] is not None
+    store.reopen_run("a")
+    assert (store.run("a")["status"], store.run("a")["finished"]) == ("running", None)
+
+
+def test_run_ids_are_numbered_and_unique(store):
+    assert store.new_run_id("r") == "r"
+    _run(store, "r")
+    assert store.new_run_id("r") == "r-2"
+    with pytest.raises(FlagsweepError, match="run id 'r' is already in the store"):
+        _run(store, "r")  # as if another process took it since new_run_id
+    got = store.create_unique_run("r", "gzip", "olevels", Path("/tmp"), {}, {})
+    assert got == "r-2" and store.new_run_id("r") == "r-3"
+
+
+def test_variants_and_checks(store):
+    _run(store)
+    store.save_variants("run", [{"id": "O2", "flags": "-O2"}, {"id": "O1", "flags": "-O1"}])
+    store.save_check("run", "O1", {"status": "ok"})
+    assert store.variants("run") == [
+        {"doc": {"id": "O2", "flags": "-O2"}, "check": None},
+        {"doc": {"id": "O1", "flags": "-O1"}, "check": {"status": "ok"}}]
+
+
+def test_samples_round_trip_with_their_worker(store):
+    _run(store)
+    assert store.add_sample("run", Sample("O2", 0, 1, 16, 1.5, 1.4, 0.1, 2048, {"cycles": 9},
+                                          True, None, 100.0, worker="fleet-7"))
+    assert store.add_sample("run", Sample("O1", -1, 0, 0, failure="exit 1"))
+    got = store.samples("run")
+    assert [(s.variant_id, s.round) for s in got] == [("O1", -1), ("O2", 0)]
+    assert got[1] == Sample("O2", 0, 1, 16, 1.5, 1.4, 0.1, 2048, {"cycles": 9}, True, None,
+                            100.0, worker="fleet-7")
+    assert got[0].worker == socket.gethostname() and not got[0].ok and got[0].taken_at > 0
+    assert store.done("run") == {("O2", 0), ("O1", -1)}
+
+
+def test_a_duplicate_sample_is_ignored(store):
+    _run(store)
+    assert store.add_sample("run", Sample("O2", 3, 0, 0, wall_s=1.0)) is True
+    assert store.add_sample("run", Sample("O2", 3, 5, 0, wall_s=2.0)) is False  # rescheduled
+    got = store.samples("run")
+    assert len(got) == 1 and got[0].wall_s == 1.0
+    assert store.add_sample("run", Sample("O2", 4, 0, 0, wall_s=1.0)) is True
+
+
+def test_a_newer_store_is_refused(store, store_url):
+    with store.engine.begin() as c:
+        c.execute(store_mod.meta.update().values(value=str(SCHEMA_VERSION + 1)))
+    with pytest.raises(FlagsweepError, match=f"has schema {SCHEMA_VERSION + 1}, newer"):
+        Store(store_url)
+
+
+# ---- migrations ------------------------------------------------------------------------------
+
+def _make_v1_store(url: str, *, version_row: bool) -> None:
+    """The tables as flagsweep 1 made them: no samples.worker, no index on runs.target."""
+    engine = _engine(url)
+    store_mod.metadata.create_all(engine)
+    with engine.begin() as c:
+        c.exec_driver_sql("DROP INDEX ix_runs_target")
+        c.exec_driver_sql("ALTER TABLE samples DROP COLUMN worker")
+        if version_row:
+            c.execute(store_mod.meta.insert().values(key="schema", value="1"))
+        c.execute(store_mod.runs.insert().values(
+            run_id="old", target="gzip", recipe="olevels", out_dir="/tmp/old", started=1.0,
+            status="complete", options={"measure": {}}, machine=None))
+        c.execute(sa.text("INSERT INTO samples (run_id, variant_id, round, position, taken_at, "
+                          "env_pad, wall_s, multiplexed) VALUES ('old', 'O2', 0, 0, 2.0, 0, "
+                          "1.25, :f)"), {"f": False})
+    inspector = sa.inspect(engine)
+    assert "worker" not in {c["name"] for c in inspector.get_columns("samples")}
+    assert not inspector.get_indexes("runs")
+    engine.dispose()
+
+
+@pytest.mark.parametrize("version_row", [True, False], ids=["v1", "v1-without-version-row"])
+def test_a_version_1_store_is_migrated_keeping_its_rows(store_url, version_row):
+    _make_v1_store(store_url, version_row=version_row)
+    s = Store(store_url)
+    assert s.schema_version() == 2
+    inspector = sa.inspect(s.engine)
+    assert "worker" in {c["name"] for c in inspector.get_columns("samples")}
+    assert "ix_runs_target" in {i["name"] for i in inspector.get_indexes("runs")}
+    assert s.run("old")["status"] == "complete"
+    (old,) = s.samples("old")
+    assert (old.variant_id, old.wall_s, old.worker) == ("O2", 1.25, None)
+    assert s.add_sample("old", Sample("O2", 1, 0, 0, wall_s=1.5, worker="w1"))
+    assert [x.worker for x in s.samples("old")] == [None, "w1"]
+    s.engine.dispose()
+    again = Store(store_url)  # a second open finds nothing to do
+    assert again.schema_version() == 2 and len(again.samples("old")) == 2
+    again.engine.dispose()
+
+
+# ---- concurrency -----------------------------------------------------------------------------
+
+WORKER = textwrap.dedent("""
+    import pathlib, sys, time
+    from flagsweep.errors import FlagsweepError
+    from flagsweep.store import Sample, Store
+
+    url, variant, ready, go = sys.argv[1:]
+    pathlib.Path(ready).touch()
+    while not pathlib.Path(go).exists():
+        time.sleep(0.005)
+    s = Store(url)  # the store's first open, racing the others
+    try:
+        s.create_run("shared", "gzip", "olevels", pathlib.Path("/tmp"), {}, {})
+    except FlagsweepError:
+        pass  # another worker created it first
+    own = s.create_unique_run("race", "gzip", "olevels", pathlib.Path("/tmp"), {}, {})
+    for r in range(50):
+        assert s.add_sample("shared", Sample(variant, r, 0, 0, wall_s=1.0 + r, worker=variant))
+    print(own)
+""")
+
+
+def test_concurrent_writers_lose_nothing(store_url, tmp_path):
+    workers = [f"w{i}" for i in range(4)]
+    go = tmp_path / "go"
+    procs = [subprocess.Popen([sys.executable, "-c", WORKER, store_url, w,
+                               str(tmp_path / f"ready-{w}"), str(go)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for w in workers]
+    try:
+        import time
+        deadline = time.monotonic() + 60
+        while not all((tmp_path / f"ready-{w}").exists() for w in workers):
+            assert time.monotonic() < deadline, "the workers did not start"
+            assert all(p.poll() is None for p in procs), [p.communicate() for p in procs]
+            time.sleep(0.01)
+        go.touch()  # all at once
+        results = [p.communicate(timeout=120) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    for p, (out, err) in zip(procs, results):
+        assert p.returncode == 0, err
+    assert sorted(out.strip() for out, _ in results) == ["race", "race-2", "race-3", "race-4"]
+    s = Store(store_url)
+    got = s.samples("shared")
+    assert len(got) == 200
+    assert {w: sum(x.variant_id == w for x in got) for w in workers} == dict.fromkeys(workers, 50)
+    assert all(x.worker == x.variant_id for x in got)
+    assert s.schema_version() == 2
+    s.engine.dispose()
+
+
+# ---- URLs and credentials --------------------------------------------------------------------
+
+def test_postgres_urls_use_psycopg_3():
+    for url in ("postgresql://u:p@h:5432/db", "postgres://u:p@h:5432/db",
+                "postgresql+psycopg://u:p@h:5432/db"):
+        u = store_mod.engine_url(url)
+        assert (u.drivername, u.username, u.password, u.host, u.port, u.database) == \
+            ("postgresql+psycopg", "u", "p", "h", 5432, "db")
+    assert store_mod.engine_url("postgresql+psycopg2://h/db").drivername == "postgresql+psycopg2"
+    assert store_mod.engine_url("sqlite:///x.sqlite").drivername == "sqlite"
+    assert store_mod.masked("postgresql://u:s3cret@h/db") == "postgresql://u:***@h/db"
+
+
+def test_a_malformed_url_is_not_echoed():
+    with pytest.raises(FlagsweepError, match="not a database URL") as e:
+        Store("postgresql//u:s3cret@h/db")
+    assert "s3cret" not in str(e.value)
+
+
+def test_a_missing_driver_says_how_to_install_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # import psycopg now fails
+    with pytest.raises(FlagsweepError) as e:
+        Store("postgresql://u:s3cret@127.0.0.1:1/db")
+    assert "postgresql+psycopg" in str(e.value)
+    assert "pip install 'psycopg[binary]'" in str(e.value)
+    assert "s3cret" not in str(e.value)
+
+
+def test_an_unreachable_server_is_an_error_without_the_password():
+    port = _unused_port()
+    with pytest.raises(FlagsweepError, match="cannot open the store") as e:
+        Store(f"postgresql://u:s3cret@127.0.0.1:{port}/db")
+    assert "s3cret" not in str(e.value) and "u:***@127.0.0.1" in str(e.value)
+
+
+def test_the_password_is_never_shown(postgres_url):
+    password = sa.make_url(postgres_url).password
+    assert password and password in postgres_url
+    s = Store(postgres_url)
+    assert password not in s.url and "***" in s.url
+    assert s.engine.url.password == password  # the engine alone has it
+    with pytest.raises(FlagsweepError, match="no run 'nope' in the store") as e:
+        s.run("nope")
+    assert password not in str(e.value)
+    wrong = sa.make_url(postgres_url).set(password="not-" + password)
+    with pytest.raises(FlagsweepError, match="cannot open the store") as e:
+        Store(wrong.render_as_string(hide_password=False))
+    assert password not in str(e.value)
+    s.engine.dispose()
+
+
+def test_a_url_without_password_uses_pgpass(postgres_url, tmp_path, monkeypatch):
+    u = sa.make_url(postgres_url)
+    pgpass = tmp_path / "pgpass"
+    pgpass.write_text(f"{u.host}:{u.port}:{u.database}:{u.username}:{u.password}\n")
+    pgpass.chmod(0o600)
+    monkeypatch.setenv("PGPASSFILE", str(pgpass))
+    monkeypatch.delenv("PGPASSWORD", raising=False)
+    s = Store(f"postgresql://{u.username}@{u.host}:{u.port}/{u.database}")
+    assert s.schema_version() == SCHEMA_VERSION and "***" not in s.url
+    s.engine.dispose()
+
+
+def _unused_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

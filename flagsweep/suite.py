@@ -44,6 +44,7 @@ class Program:
     path: Path
     status: str                      # the sweep's: complete, interrupted, failed
     recommendation: str
+    stop_reason: str = ""
 
 
 @dataclass
@@ -102,7 +103,8 @@ def build(docs: list[tuple[Path, dict]], threshold_pct: float | None = None,
     thresholds = {d["threshold_pct"] for _, d in docs}
     threshold = threshold_pct or max(thresholds)
     programs = [Program(d["target"], d.get("target_version") or "?", p, d.get("status", "?"),
-                        (d.get("recommendation") or {}).get("why", "")) for p, d in docs]
+                        (d.get("recommendation") or {}).get("why", ""), d.get("stop_reason") or "")
+                for p, d in docs]
     rows = [_row(vid, docs) for vid in _variant_ids(docs)]
     pooled = [r.suite for r in rows if r.suite is not None]
     stats.adjust(pooled, threshold / 100)
@@ -166,10 +168,12 @@ def _recommend(s: Suite) -> str:
         return (f"Keep {s.baseline}: no variant was significantly faster than it by more than "
                 f"{s.threshold_pct:g}% across the {n} programs (geometric mean).")
     best = min(faster, key=lambda r: r.suite.ratio)
-    losses = best.on("slower")
+    parts = [f"{verdict} on {', '.join(best.on(verdict)) or 'none'}" for verdict in ("faster", "slower")]
+    undecided = [p for p, c in best.cells.items() if c and c.verdict not in ("faster", "slower")]
+    if undecided:
+        parts.append(f"no difference or undecided on {', '.join(undecided)}")
     return (f"{best.compiler} {' '.join(best.flags)}: {_pct_ci(best.suite)} across the {n} "
-            f"programs (geometric mean)" + (f"; but slower on {', '.join(losses)}" if losses
-                                            else "; slower on none of them") + ".")
+            f"programs (geometric mean); by program: {'; '.join(parts)}.")
 
 
 def _pct_ci(c: stats.Comparison) -> str:
@@ -185,7 +189,8 @@ def to_json(s: Suite, out: Path) -> dict:
         "warnings": s.warnings, "failed": s.failed,
         "programs": [{"target": p.target, "version": p.version, "status": p.status,
                       "results": os.path.relpath(p.path, out),
-                      "recommendation": p.recommendation} for p in s.programs],
+                      "stop_reason": p.stop_reason, "recommendation": p.recommendation}
+                     for p in s.programs],
         "variants": [{"id": r.id, "compiler": r.compiler, "flags": r.flags,
                       "per_program": {k: (c.__dict__ if c else None) for k, c in r.cells.items()},
                       "suite": r.suite.to_json() if r.suite else None, "missing": r.missing,

@@ -61,7 +61,8 @@ def test_suite_pools_each_variant_and_keeps_program_verdicts_apart(tmp_path):
 
 def test_suite_recommends_a_flag_that_wins_across_programs(tmp_path):
     s = _suite(tmp_path, _program("alpha", 1), _program("beta", 2))
-    assert s.recommendation.startswith("gcc -O3:") and "slower on none" in s.recommendation
+    assert s.recommendation.startswith("gcc -O3:")
+    assert "by program: faster on alpha, beta; slower on none" in s.recommendation
 
 
 def test_suite_json_and_page(tmp_path):

@@ -12,8 +12,9 @@ cd "$(dirname "$0")"
 
 PACKAGES=(cmake ninja-build ccache gcc g++ clang make binutils xz-utils git
           python3 python3-venv linux-perf valgrind)
-# The report's browser test opens index.html in headless Chromium (tests/browser.py).
-TEST_PACKAGES=(chromium fonts-dejavu-core)
+# The report's browser test opens index.html in headless Chromium (tests/browser.py); the
+# store's tests start a throwaway PostgreSQL server (tests/conftest.py postgres_url).
+TEST_PACKAGES=(chromium fonts-dejavu-core postgresql)
 
 as_root() {
     if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
@@ -35,7 +36,7 @@ install_python() {
     if [ ! -x .venv/bin/python ]; then
         python3 -m venv .venv
     fi
-    .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
+    .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test,fleet]'
 }
 
 if [ "${1:-}" = test ]; then

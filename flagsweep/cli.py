@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from . import __version__, build, calibration, cpu, history, matrix, merge, recipe, report, store, suite, sweep, system, target
+from . import __version__, build, calibration, cpu, fleet, history, matrix, merge, recipe, report, store, suite, sweep, system, target
 from . import pick as pick_mod
 from .report import terminal
 from .errors import FlagsweepError, Interrupted
@@ -23,8 +23,12 @@ REPORTS = Path(__file__).resolve().parent.parent / "reports"
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="flagsweep")
 @click.option("-v", "--verbose", count=True, help="More output (-v: steps, -vv: every command).")
-def cli(verbose: int) -> None:
+@click.option("--db", metavar="URL", help="The store: an SQLAlchemy URL, e.g. postgresql://host/db "
+              "[default: $FLAGSWEEP_DB, else an SQLite file]; see docs/store.md.")
+def cli(verbose: int, db: str | None) -> None:
     """Which compiler flags actually matter for this program, on this CPU."""
+    if db:
+        os.environ["FLAGSWEEP_DB"] = db      # every Store() of this command, and its children
     level = [logging.WARNING, logging.INFO, logging.DEBUG][min(verbose, 2)]
     logging.basicConfig(level=level, format="%(name)s: %(message)s")
 
@@ -154,8 +158,15 @@ def build_cmd(as_json, **kw) -> None:
                    "--budget, in OUT/TARGET/), then a suite report across them in OUT.")
 @click.option("--skip", "skip", multiple=True, metavar="TARGET",
               help="With --all: leave this target out (repeatable).")
+@click.option("--scheduler", metavar="ADDRESS",
+              help="Run on a Dask cluster (tcp://HOST:8786): builds on any worker, rounds on "
+                   "workers of each --cpu-label; see docs/fleet.md.")
+@click.option("--cpu-label", "cpu_labels", multiple=True, metavar="LABEL",
+              help="With --scheduler: measure on workers of this CPU label (repeatable; one "
+                   "results.json per label, merged).")
 def run_cmd(runs, min_runs, max_runs, budget, precision_pct, threshold_pct, warmup, cpu, metric,
-            counters, quick, strict_check, seed, confirm, resume_id, all_, skip, **kw) -> None:
+            counters, quick, strict_check, seed, confirm, resume_id, all_, skip, scheduler,
+            cpu_labels, **kw) -> None:
     """Build TARGET's variants, check their outputs, and measure them in pinned shuffled rounds."""
     db = store.Store()
     say = lambda text: click.echo(text, err=True)  # noqa: E731
@@ -177,6 +188,8 @@ def run_cmd(runs, min_runs, max_runs, budget, precision_pct, threshold_pct, warm
                                      precision_pct=precision_pct, threshold_pct=threshold_pct,
                                      quick=quick,
                                      strict_check=strict_check, seed=seed)
+        if scheduler or cpu_labels:
+            return _run_fleet(scheduler, cpu_labels, confirm, all_, mopts, db, say, kw)
         if all_ or skip:
             if confirm:
                 raise click.UsageError("--confirm follows one screen; give it a TARGET, not --all")
@@ -191,6 +204,36 @@ def run_cmd(runs, min_runs, max_runs, budget, precision_pct, threshold_pct, warm
             if path is None:
                 return
     _finish(path)
+
+
+def _run_fleet(scheduler, cpu_labels, confirm, all_, mopts, db, say, kw) -> None:
+    """`run --scheduler`: the sweep on a Dask cluster, one results.json per CPU label."""
+    if not scheduler or not cpu_labels:
+        raise click.UsageError("--scheduler and --cpu-label go together (which cluster, which CPUs)")
+    if confirm or all_ or kw["source_dir"]:
+        raise click.UsageError("--scheduler runs one TARGET's recipe: no --confirm, --all or "
+                               "--source-dir")
+    if mopts.cpu is not None:
+        raise click.UsageError("--cpu: each worker pins to its own (flagsweep worker --cpu N)")
+    if not kw["target_name"]:
+        raise click.UsageError("missing argument TARGET")
+    labels = [fleet.check_label(label) for label in dict.fromkeys(cpu_labels)]
+    t = target.load(kw["target_name"])
+    r = (recipe.from_flags(list(kw["flag_sets"]), list(kw["compilers"]) or ["gcc"])
+         if kw["flag_sets"] else recipe.load(kw["recipe_name"] or "olevels"))
+    out = (kw["out_dir"] or REPORTS / f"{t.name}-{_stamp()}").resolve()
+    client = fleet.connect(scheduler)
+    try:
+        paths = fleet.run(client, t, r, list(kw["compilers"]) or None, labels, out, mopts, db, say)
+    finally:
+        client.close()
+    for path in paths:
+        terminal.show(path)
+    merged = out / "merged.html"
+    for path in paths:
+        click.echo(str(path.parent / "index.html"))
+    if merged.exists():
+        click.echo(str(merged))
 
 
 def _run_suite(all_, skip, mopts, db, say, kw) -> None:
@@ -212,7 +255,8 @@ def _run_suite(all_, skip, mopts, db, say, kw) -> None:
         say(f"suite: {name} ({len(done) + len(failed) + 1} of {len(names) - len(skip)})")
         try:
             t, r, m, opts = _prepare(**{**kw, "target_name": name, "out_dir": out / name})
-            done.append(sweep.start(t, r, m, opts, dataclasses.replace(mopts), db, say))
+            done.append(sweep.start(t, r, m, opts, dataclasses.replace(mopts), db, say,
+                                    run_name=f"{out.name}-{name}"))
         except Interrupted as e:
             stopped = e
             break
@@ -355,6 +399,26 @@ def pick_cmd(paths, baseline_isa, threshold_pct, as_json) -> None:
         click.echo(json.dumps(dataclasses.asdict(p), indent=1))
     else:
         terminal.show_pick(p)
+
+
+@cli.command("worker")
+@click.option("--scheduler", required=True, metavar="ADDRESS", help="The Dask scheduler (tcp://HOST:8786).")
+@click.option("--cpu-label", "cpu_label", metavar="LABEL",
+              help="This machine's CPU label [default: what gcc's -march=native is here].")
+@click.option("--cpu", type=click.IntRange(min=0),
+              help="CPU to pin measurements to [default: an isolated CPU, else the last].")
+@click.option("--name", help="The worker's name [default: HOST-LABEL].")
+@click.option("--host", "listen", default=None, metavar="IP",
+              help="Address the worker listens on [default: chosen by Dask from the route to the scheduler].")
+def worker_cmd(scheduler, cpu_label, cpu, name, listen) -> None:
+    """Serve fleet sweeps on this machine: `dask worker` with flagsweep's resources
+    (bench=1: one build or measurement at a time; cpu-LABEL=1: measurements of that label)."""
+    label = fleet.check_label(cpu_label or fleet.default_label())
+    argv = fleet.worker_argv(scheduler, label, name, listen)
+    env = dict(os.environ, **({fleet.CPU_ENV: str(cpu)} if cpu is not None else {}))
+    click.echo(f"flagsweep worker: label {label}, store {store.Store().url}: {' '.join(argv)}",
+               err=True)
+    os.execvpe(argv[0], argv, env)
 
 
 @cli.command("calibrate")

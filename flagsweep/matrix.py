@@ -60,7 +60,8 @@ def variant_id(compiler: str, flags: tuple[str, ...]) -> str:
 
 
 def expand(recipe: Recipe, compilers: list[str] | None = None, filter_cpu: bool = True) -> Matrix:
-    """All variants of a recipe, the baseline identified, un-runnable -march values skipped."""
+    """All variants of a recipe, the baseline identified, un-runnable -march values skipped
+    (for the CPU this runs on: a fleet expands each CPU's matrix on a worker with that CPU)."""
     compilers = compilers or recipe.spec.compilers
     if recipe.spec.design == "plackett-burman":
         return _screening(recipe, compilers, filter_cpu)

@@ -235,14 +235,26 @@ def rounds(plan: Plan, done: set[tuple[str, int]], measure: Callable[[str, int, 
                 progress(vid, r, pos)
             measure(vid, r, pos, env_pad(plan, vid, r))
         round_s = time.monotonic() - t0 if r >= 0 else round_s
-        if r + 1 >= plan.min_runs:
-            widths = _widths(values(), plan)
-            if widths and all(w <= plan.precision for w in widths.values()):
-                worst = max(widths.values())
-                return Outcome(r + 1, f"precision reached after {r + 1} rounds: every median's "
-                               f"95% CI half-width <= {100 * plan.precision:g}% "
-                               f"(worst {100 * worst:.2f}%)", widths)
-    widths = _widths(values(), plan)
+        if (done_now := precise(plan, values(), r + 1)) is not None:
+            return done_now
+    return max_runs_outcome(plan, values())
+
+
+def precise(plan: Plan, values: dict[str, list[float]], completed: int) -> Outcome | None:
+    """The precision rule after `completed` counted rounds: stop once min_runs are done and
+    every median's 95% CI half-width is within the target; None: go on."""
+    if completed < plan.min_runs:
+        return None
+    widths = _widths(values, plan)
+    if not widths or any(w > plan.precision for w in widths.values()):
+        return None
+    return Outcome(completed, f"precision reached after {completed} rounds: every median's "
+                   f"95% CI half-width <= {100 * plan.precision:g}% "
+                   f"(worst {100 * max(widths.values()):.2f}%)", widths)
+
+
+def max_runs_outcome(plan: Plan, values: dict[str, list[float]]) -> Outcome:
+    widths = _widths(values, plan)
     worst = max(widths.values(), default=float("inf"))
     return Outcome(plan.max_runs, f"max runs ({plan.max_runs}) reached; worst CI half-width "
                    f"{100 * worst:.2f}% (target {100 * plan.precision:g}%)", widths)

@@ -59,12 +59,12 @@ class Sweep:
 
 
 def start(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: build.Options,
-          opts: MeasureOptions, store: Store, say: Callable[[str], None]) -> Path:
+          opts: MeasureOptions, store: Store, say: Callable[[str], None],
+          run_name: str | None = None) -> Path:
     out = build_opts.out_dir.resolve()
-    run_id = store.new_run_id(out.name)  # the folder's name, numbered if the store has it
+    base = run_name or out.name      # the run id: this, numbered if the store has it
     opts.seed = opts.seed if opts.seed is not None else random.SystemRandom().randrange(2**31)
-    say(f"run id {run_id}")
-    with MeasureLock(f"{t.name} {run_id}"), _terminate_as_interrupt():
+    with MeasureLock(f"{t.name} {base}"), _terminate_as_interrupt():
         # Before building: the load average must show other work, not our own compiles.
         machine = system.machine_state(sorted({v.compiler for v in m.variants}),
                                        pinned_cpu=_cpu(opts))
@@ -76,7 +76,9 @@ def start(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: buil
         build.write_summary(out, t, r, m, builds)
         docs = [b.doc(out) for b in builds]
         docs += _aa_twin(docs, m.baseline.id, out)
-        store.create_run(run_id, t.name, r.name, out, _options(t, r, m, opts), machine)
+        run_id = store.create_unique_run(base, t.name, r.name, out, _options(t, r, m, opts),
+                                         machine)
+        say(f"run id {run_id}")
         store.save_variants(run_id, docs)
         sweep = Sweep(run_id, t, r.name, out, opts, docs, m.baseline.id)
         return _measure(sweep, store, say)
@@ -141,9 +143,11 @@ def _write(sweep: Sweep, store: Store, say: Callable[[str], None]) -> Path:
     return path
 
 
-def _checked(sweep: Sweep, workload: check.Workload, store: Store,
-             say: Callable[[str], None]) -> list[str]:
-    """Check every distinct binary not checked yet; return the ids that will be timed."""
+def _checked(sweep: Sweep, workload: check.Workload | None, store: Store,
+             say: Callable[[str], None], run_checks=None) -> list[str]:
+    """Check every distinct binary not checked yet; return the ids that will be timed.
+    `run_checks(binaries, baseline)` runs them elsewhere (a fleet worker); default: here."""
+    run_checks = run_checks or (lambda todo, base: check.check_all(workload, todo, base))
     stored = {v["doc"]["id"]: v["check"] for v in store.variants(sweep.run_id)}
     distinct = {d["id"]: Path(d["build"]["binary"]) for d in sweep.builds
                 if d["build"]["status"] == "ok" and not d["build"]["identical_to"]}
@@ -151,7 +155,7 @@ def _checked(sweep: Sweep, workload: check.Workload, store: Store,
     if todo:
         if sweep.baseline not in todo and sweep.baseline in distinct:
             todo[sweep.baseline] = distinct[sweep.baseline]  # the reference must be at hand
-        for vid, result in check.check_all(workload, todo, sweep.baseline).items():
+        for vid, result in run_checks(todo, sweep.baseline).items():
             stored[vid] = result
             store.save_check(sweep.run_id, vid, result)
     for d in sweep.builds:  # identical code has the representative's output by construction
@@ -267,6 +271,7 @@ class Sampler:
     cachegrind: bool
     store: Store
     say: Callable[[str], None]
+    worker: str | None = None       # who took it (a fleet worker), else this host
 
     def __call__(self, vid: str, rnd: int, pos: int, pad: int) -> Sample:
         scratch = self.workload.scratch
@@ -282,6 +287,7 @@ class Sampler:
                                 perf_csv=scratch / "perf.csv", stderr_path=scratch / "timing.stderr")
             sample = Sample(vid, rnd, pos, pad, e.wall_s, e.user_s, e.sys_s, e.maxrss_kb,
                             e.counters, e.multiplexed, e.failure, time.time())
+        sample.worker = self.worker
         self.store.add_sample(self.run_id, sample)
         if sample.failure:
             self.say(f"{vid} round {rnd}: {sample.failure}")

@@ -1,0 +1,152 @@
+"""The fleet end to end: a real Dask scheduler and real `flagsweep worker`s on loopback with
+different CPU labels, a sweep of the tiny target across both labels (one result set per label),
+and a worker killed mid-sweep (the sweep completes, nothing lost or duplicated)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from flagsweep import store
+from flagsweep.cli import cli
+from tiny_target import write_tiny_target
+
+pytest.importorskip("distributed")
+pytestmark = pytest.mark.integration
+FLAGSWEEP = [sys.executable, "-m", "flagsweep"]
+
+
+class Cluster:
+    def __init__(self, folder: Path):
+        self.folder, self.procs, self.workers = folder, [], {}
+        info = folder / "scheduler.json"
+        self.procs.append(subprocess.Popen(
+            [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+             "--port", "0", "--no-dashboard", "--scheduler-file", str(info)],
+            stdout=subprocess.DEVNULL, stderr=open(folder / "scheduler.log", "w"),
+            start_new_session=True))
+        self.address = _wait_for(lambda: json.loads(info.read_text())["address"]
+                                 if info.exists() and info.stat().st_size else None)
+
+    def worker(self, name: str, label: str, cpu: int) -> None:
+        p = subprocess.Popen(FLAGSWEEP + ["worker", "--scheduler", self.address, "--cpu-label",
+                                          label, "--cpu", str(cpu), "--name", name,
+                                          "--host", "127.0.0.1"],
+                             stdout=subprocess.DEVNULL,
+                             stderr=open(self.folder / f"worker-{name}.log", "w"),
+                             start_new_session=True)
+        self.procs.append(p)
+        self.workers[name] = p
+
+    def wait_for(self, n: int) -> None:
+        from distributed import Client
+        with Client(self.address, timeout="30s") as c:
+            c.wait_for_workers(n, timeout=60)
+
+    def kill(self, name: str) -> None:
+        os.killpg(self.workers[name].pid, signal.SIGKILL)
+
+    def close(self) -> None:
+        for p in reversed(self.procs):
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGTERM)
+        for p in self.procs:
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+
+
+def _wait_for(get, timeout: float = 60):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        value = get()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise TimeoutError("gave up waiting")
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    c = Cluster(tmp_path)
+    yield c
+    c.close()
+
+
+def _pairs(run_id: str) -> Counter:
+    return Counter((s.variant_id, s.round) for s in store.Store().samples(run_id))
+
+
+def test_a_sweep_across_two_labels_gives_one_result_set_per_label(cluster, tmp_path):
+    cluster.worker("wa", "alpha", 0)
+    cluster.worker("wb", "beta", 1)
+    cluster.wait_for(2)
+    tiny = write_tiny_target(tmp_path / "tiny")
+    out = tmp_path / "out"
+    res = CliRunner().invoke(cli, ["run", str(tiny), "--scheduler", cluster.address,
+                                   "--cpu-label", "alpha", "--cpu-label", "beta",
+                                   "--flags", "-O2", "--flags", "-O1", "--runs", "3", "--quick",
+                                   "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert res.output.strip().splitlines()[-1] == str(out / "merged.html")
+    for label, worker in (("alpha", "wa"), ("beta", "wb")):
+        doc = json.loads((out / label / "results.json").read_text())
+        assert doc["status"] == "complete" and label in doc["run_id"]
+        measured = [v for v in doc["variants"] if v["build"]["status"] == "ok"]
+        assert {v["id"] for v in measured} == {"gcc-O2", "gcc-O1", "gcc-O2.aa"}
+        pairs = _pairs(doc["run_id"])
+        # every measured binary once per round (one warmup round, -1, then 0..2), never twice
+        want = {(v["id"], r) for v in measured if not v["build"]["identical_to"] for r in range(-1, 3)}
+        assert set(pairs) == want and set(pairs.values()) == {1}
+        assert {s.worker.split("@")[0] for s in store.Store().samples(doc["run_id"])} == {worker}
+        assert doc["measurement"]["cpu"] is None and doc["machine"]["pinned_cpu"] == (
+            0 if label == "alpha" else 1)
+        assert (out / label / "index.html").exists()
+    merged = json.loads((out / "merged.json").read_text())
+    assert len(merged["machines"]) == 2
+
+
+def test_a_worker_killed_mid_sweep_loses_nothing(cluster, tmp_path):
+    cluster.worker("wa", "alpha", 0)
+    cluster.worker("wb1", "beta", 1)
+    cluster.worker("wb2", "beta", 1)
+    cluster.wait_for(3)
+    # runs of ~0.2 s: a round of three binaries takes long enough to be caught in the middle
+    tiny = write_tiny_target(tmp_path / "tiny", megabytes=4, quick_megabytes=4, repeats=4)
+    out = tmp_path / "out"
+    driver = subprocess.Popen(FLAGSWEEP + ["run", str(tiny), "--scheduler", cluster.address,
+                                           "--cpu-label", "alpha", "--cpu-label", "beta",
+                                           "--flags", "-O2", "--flags", "-O1", "--runs", "8",
+                                           "--out", str(out)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=dict(os.environ))
+
+    def beta_run():
+        runs = [r for r in store.Store().runs_of("tiny") if r["out_dir"] == str(out / "beta")]
+        return runs[0]["run_id"] if runs else None
+
+    run_id = _wait_for(beta_run, timeout=120)
+    _wait_for(lambda: any((s.worker or "").startswith("wb1@")
+                          for s in store.Store().samples(run_id)), timeout=120)
+    cluster.kill("wb1")
+    stdout, stderr = driver.communicate(timeout=600)
+    assert driver.returncode == 0, stderr[-3000:]
+    doc = json.loads((out / "beta" / "results.json").read_text())
+    assert doc["status"] == "complete"
+    pairs = _pairs(run_id)
+    measured = {v["id"] for v in doc["variants"]
+                if v["build"]["status"] == "ok" and not v["build"]["identical_to"]}
+    assert set(pairs) == {(vid, r) for vid in measured for r in range(-1, 8)}
+    assert set(pairs.values()) == {1}               # nothing duplicated
+    workers = Counter(s.worker.split("@")[0] for s in store.Store().samples(run_id))
+    assert workers["wb1"] >= 1 and workers["wb2"] >= 1 and "wa" not in workers

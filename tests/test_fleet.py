@@ -87,7 +87,16 @@ def _pairs(run_id: str) -> Counter:
     return Counter((s.variant_id, s.round) for s in store.Store().samples(run_id))
 
 
-def test_a_sweep_across_two_labels_gives_one_result_set_per_label(cluster, tmp_path):
+@pytest.fixture(params=["sqlite", "postgresql"])
+def backend(request, monkeypatch):
+    """The store the driver and the workers share: the session's SQLite file, or the real
+    PostgreSQL server the test setup starts (workers inherit FLAGSWEEP_DB)."""
+    if request.param == "postgresql":
+        monkeypatch.setenv("FLAGSWEEP_DB", request.getfixturevalue("postgres_url"))
+    return request.param
+
+
+def test_a_sweep_across_two_labels_gives_one_result_set_per_label(backend, cluster, tmp_path):
     cluster.worker("wa", "alpha", 0)
     cluster.worker("wb", "beta", 1)
     cluster.wait_for(2)
@@ -114,6 +123,17 @@ def test_a_sweep_across_two_labels_gives_one_result_set_per_label(cluster, tmp_p
         assert (out / label / "index.html").exists()
     merged = json.loads((out / "merged.json").read_text())
     assert len(merged["machines"]) == 2
+    # history reads the shared store: one series per label's CPU run, each variant in it
+    hist = CliRunner().invoke(cli, ["history", "tiny", "--json"])
+    assert hist.exit_code == 0, hist.output
+    assert {"gcc-O1", "gcc-O2"} <= {x["variant"] for x in json.loads(hist.output)}
+    # the database password is in no output and no file the sweep wrote
+    password = store.sa.make_url(os.environ["FLAGSWEEP_DB"]).password
+    if password:
+        assert password not in res.output + hist.output
+        for f in out.rglob("*"):
+            if f.is_file() and f.suffix in (".json", ".html", ".md", ".csv", ".log"):
+                assert password not in f.read_text(errors="replace"), f
 
 
 def test_a_worker_killed_mid_sweep_loses_nothing(cluster, tmp_path):

@@ -60,3 +60,19 @@ def test_merged_page_loads_clean(browser, tmp_path):
     load = browser.open(page)
     assert load.console_errors == [] and load.external_requests == []
     assert browser.evaluate("document.querySelectorAll('#merge-table tbody tr').length") == len(rf.PLAN) - 1
+
+
+def test_suite_page_loads_clean_and_fits_a_phone(browser, tmp_path):
+    from flagsweep import suite
+
+    paths = []
+    for name, seed in (("alpha", 1), ("beta", 2)):
+        doc = rf.results_doc(seed=seed)
+        doc["target"] = name
+        paths.append(rf.write(tmp_path / name, doc))
+    page = suite.write(suite.build(suite.load_all(paths)), tmp_path / "suite")
+    load = browser.open(page, screenshot=tmp_path / "suite.png", width=390, height=844)
+    assert load.console_errors == [] and load.external_requests == []
+    # one row per compared variant (not the baseline, not the A/A copy)
+    assert browser.evaluate("document.querySelectorAll('#suite-table tbody tr').length") == len(rf.PLAN) - 2
+    assert browser.evaluate("document.documentElement.scrollWidth <= window.innerWidth")

@@ -56,11 +56,12 @@ def load_all(paths: list[Path]) -> list[Machine]:
             for path, doc in docs]
 
 
-def check_comparable(docs: list[tuple[Path, dict]], what: str) -> None:
-    """Refuse, naming both files and the key, results whose numbers do not compare."""
+def check_comparable(docs: list[tuple[Path, dict]], what: str, keys: dict | None = None) -> None:
+    """Refuse, naming both files and the key, results whose numbers do not compare (by
+    MUST_AGREE, or the given keys: a suite's differ)."""
     first_path, first = docs[0]
     for path, doc in docs[1:]:
-        for key, get in MUST_AGREE.items():
+        for key, get in (keys or MUST_AGREE).items():
             if get(doc) != get(first):
                 raise FlagsweepError(f"{path} and {first_path} differ in {key} ({get(doc)!r} vs "
                                      f"{get(first)!r}): their numbers do not compare, so they "

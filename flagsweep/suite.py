@@ -83,13 +83,8 @@ def load_all(paths: list[Path]) -> list[tuple[Path, dict]]:
             raise FlagsweepError(f"{path} and {seen[doc['target']]} are both {doc['target']}: a "
                                  "suite takes one results file per program")
         seen[doc["target"]] = path
-    first_path, first = docs[0]
-    for path, doc in docs[1:]:
-        for key, get in MUST_AGREE.items():
-            if get(doc) != get(first):
-                raise FlagsweepError(f"{path} and {first_path} differ in {key} ({get(doc)!r} vs "
-                                     f"{get(first)!r}): a suite compares flags on one machine "
-                                     "against one baseline (use merge/pick across machines)")
+    merge.check_comparable(docs, "one suite (it compares flags on one machine against one "
+                                 "baseline; merge and pick work across machines)", MUST_AGREE)
     return docs
 
 

@@ -7,12 +7,13 @@ import json
 import logging
 import os
 import sys
+import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
 import click
 
-from . import __version__, build, calibration, cpu, fleet, history, matrix, merge, recipe, report, store, suite, sweep, system, target
+from . import __version__, build, calibration, cpu, fleet, history, matrix, merge, recipe, report, results, store, suite, sweep, system, target
 from . import pick as pick_mod
 from .report import terminal
 from .errors import FlagsweepError, Interrupted
@@ -331,15 +332,14 @@ def compare_cmd(a_path, b_path, out_dir) -> None:
 
 
 @cli.command("suite")
-@click.argument("paths", metavar="RESULTS.json...", nargs=-1, required=True,
-                type=click.Path(path_type=Path))
+@click.argument("paths", metavar="RESULTS...", nargs=-1, required=True)
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), required=True,
               help="Folder for suite.html and suite.json.")
 @click.option("--threshold", "threshold_pct", type=click.FloatRange(min=0.01),
               help="Practical threshold in % for the suite verdicts [default: the sweeps'].")
 def suite_cmd(paths, out_dir, threshold_pct) -> None:
     """Several programs' sweeps on one machine: each program's verdicts and the suite's."""
-    s = suite.build(suite.load_all(list(paths)), threshold_pct)
+    s = suite.build(suite.load_all(_located(paths, out_dir.resolve() / "runs")), threshold_pct)
     page = suite.write(s, out_dir)
     terminal.show_suite(s)
     click.echo(str(page))
@@ -374,19 +374,18 @@ def history_cmd(target_name, check, threshold_pct, as_json) -> None:
 
 
 @cli.command("merge")
-@click.argument("paths", metavar="RESULTS.json...", nargs=-1, required=True,
-                type=click.Path(path_type=Path))
+@click.argument("paths", metavar="RESULTS...", nargs=-1, required=True)
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), required=True,
               help="Folder for merged.html and merged.json.")
 def merge_cmd(paths, out_dir) -> None:
     """One target's results from several machines: a variant x machine heatmap."""
-    page = merge.write(merge.load_all(list(paths)), out_dir.resolve())
+    out = out_dir.resolve()
+    page = merge.write(merge.load_all(_located(paths, out / "runs")), out)
     click.echo(str(page))
 
 
 @cli.command("pick")
-@click.argument("paths", metavar="RESULTS.json...", nargs=-1, required=True,
-                type=click.Path(path_type=Path))
+@click.argument("paths", metavar="RESULTS...", nargs=-1, required=True)
 @click.option("--baseline-isa", type=click.Choice(list(cpu.LEVELS)),
               help="Only flags every CPU of this x86-64 level can run.")
 @click.option("--threshold", "threshold_pct", type=click.FloatRange(min=0.01), default=1.0,
@@ -394,7 +393,8 @@ def merge_cmd(paths, out_dir) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the candidates as JSON.")
 def pick_cmd(paths, baseline_isa, threshold_pct, as_json) -> None:
     """One flag set for all the machines (and programs) given: a distribution's CFLAGS."""
-    p = pick_mod.pick(list(paths), baseline_isa, threshold_pct)
+    with tempfile.TemporaryDirectory(prefix="flagsweep-pick-") as scratch:
+        p = pick_mod.pick(_located(paths, Path(scratch)), baseline_isa, threshold_pct)
     if as_json:
         click.echo(json.dumps(dataclasses.asdict(p), indent=1))
     else:
@@ -484,6 +484,11 @@ def _print_table(builds: list[build.VariantBuild], m: matrix.Matrix) -> None:
     for b in builds:
         if b.status != "ok":
             click.echo(f"\n{b.variant.id}: {b.status}\n{b.detail}")
+
+
+def _located(args, scratch: Path) -> list[Path]:
+    """RESULTS arguments: results.json files, their folders, or run ids in the store."""
+    return [results.located(a, scratch) for a in args]
 
 
 def _stamp() -> str:

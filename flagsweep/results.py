@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from . import analysis
+from .errors import FlagsweepError
 from .store import Sample, Store
 
 SCHEMA = "flagsweep/1"
@@ -53,6 +54,27 @@ def write(out: Path, store: Store, run_id: str) -> Path:
     tmp.replace(path)
     _write_csv(out / "samples.csv", run_id, all_samples)
     return path
+
+
+def located(arg: str | Path, scratch: Path, store: Store | None = None) -> Path:
+    """A results.json named by its path (or its folder), or by a run id in the store: then
+    written from the store into scratch/<run id>/. A fleet's runs live in the shared database
+    while their folders are on the driver's machine, so merge, pick and suite read them by id."""
+    path = Path(arg)
+    if path.is_file():
+        return path
+    if path.is_dir() and (path / "results.json").is_file():
+        return path / "results.json"
+    db = store or Store()
+    run_id = db.find_run(str(arg))
+    try:
+        db.run(run_id)
+    except FlagsweepError:
+        raise FlagsweepError(f"{arg}: no such results file, and no run of that id in the store "
+                             f"{db.url}") from None
+    out = scratch / run_id
+    out.mkdir(parents=True, exist_ok=True)
+    return write(out, db, run_id)
 
 
 def _document(run: dict, variants: list[dict], samples: list[Sample]) -> dict:

@@ -123,6 +123,13 @@ def test_a_sweep_across_two_labels_gives_one_result_set_per_label(backend, clust
         assert (out / label / "index.html").exists()
     merged = json.loads((out / "merged.json").read_text())
     assert len(merged["machines"]) == 2
+    # merge reads the store too: the runs by id, their results written from the database
+    ids = [json.loads((out / label / "results.json").read_text())["run_id"]
+           for label in ("alpha", "beta")]
+    again = CliRunner().invoke(cli, ["merge", *ids, "--out", str(tmp_path / "m")])
+    assert again.exit_code == 0, again.output
+    assert [m["path"] for m in json.loads((tmp_path / "m" / "merged.json").read_text())["machines"]] \
+        == [str(tmp_path / "m" / "runs" / i / "results.json") for i in ids]
     # history reads the shared store: one series per label's CPU run, each variant in it
     hist = CliRunner().invoke(cli, ["history", "tiny", "--json"])
     assert hist.exit_code == 0, hist.output

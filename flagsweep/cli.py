@@ -93,10 +93,7 @@ def _prepare(target_name, recipe_name, flag_sets, compilers, jobs, out_dir, offl
     if not target_name:
         raise click.UsageError("missing argument TARGET")
     t = target.load(target_name)
-    if flag_sets and recipe_name:
-        raise click.UsageError("give --recipe or --flags, not both")
-    r = (recipe.from_flags(list(flag_sets), list(compilers) or ["gcc"]) if flag_sets
-         else recipe.load(recipe_name or "olevels"))
+    r = _recipe(recipe_name, flag_sets, compilers)
     m = matrix.expand(r, list(compilers) or None)
     out = out_dir or REPORTS / f"{t.name}-{_stamp()}"
     opts = build.Options(out_dir=out, jobs=jobs or _cpu_count(), offline=offline,
@@ -104,6 +101,15 @@ def _prepare(target_name, recipe_name, flag_sets, compilers, jobs, out_dir, offl
     click.echo(f"{t.name} {t.spec.version}: recipe {r.name}, {len(m.variants)} variants "
                f"({m.design}), {len(m.skipped)} skipped", err=True)
     return t, r, m, opts
+
+
+def _recipe(recipe_name, flag_sets, compilers) -> recipe.Recipe:
+    """--flags sets as a recipe of their own, else the named recipe (olevels by default)."""
+    if flag_sets and recipe_name:
+        raise click.UsageError("give --recipe or --flags, not both")
+    if flag_sets:
+        return recipe.from_flags(list(flag_sets), list(compilers) or ["gcc"])
+    return recipe.load(recipe_name or "olevels")
 
 
 @cli.command("build")
@@ -220,8 +226,7 @@ def _run_fleet(scheduler, cpu_labels, confirm, all_, mopts, db, say, kw) -> None
         raise click.UsageError("missing argument TARGET")
     labels = [fleet.check_label(label) for label in dict.fromkeys(cpu_labels)]
     t = target.load(kw["target_name"])
-    r = (recipe.from_flags(list(kw["flag_sets"]), list(kw["compilers"]) or ["gcc"])
-         if kw["flag_sets"] else recipe.load(kw["recipe_name"] or "olevels"))
+    r = _recipe(kw["recipe_name"], kw["flag_sets"], kw["compilers"])
     out = (kw["out_dir"] or REPORTS / f"{t.name}-{_stamp()}").resolve()
     client = fleet.connect(scheduler)
     try:
@@ -230,9 +235,8 @@ def _run_fleet(scheduler, cpu_labels, confirm, all_, mopts, db, say, kw) -> None
         client.close()
     for path in paths:
         terminal.show(path)
-    merged = out / "merged.html"
-    for path in paths:
         click.echo(str(path.parent / "index.html"))
+    merged = out / "merged.html"
     if merged.exists():
         click.echo(str(merged))
 

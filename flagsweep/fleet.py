@@ -96,7 +96,7 @@ def describe_task(r: recipe.Recipe, compilers: list[str] | None, counters: str) 
     and its counters, all decided where the code will run."""
     m = matrix.expand(r, compilers)
     cpu = _bench_cpu()
-    pre = sweep._counters(counters, lambda _text: None)
+    pre = sweep.counters_setup(counters, lambda _text: None)
     return {"machine": system.machine_state(sorted({v.compiler for v in m.variants}),
                                             pinned_cpu=cpu),
             "matrix": m, "counters": pre.to_json() if pre else None, "worker": _worker_name()}
@@ -138,17 +138,16 @@ def round_task(job: dict, rnd: int, binaries: dict[str, tuple[str, bytes]],
     t = _target(job["target_file"], job["target_sha"])
     paths = {vid: _materialize(sha, data, "bin") for vid, (sha, data) in binaries.items()}
     workload = check.Workload(t, _materialize(*given), _scratch(job["run_id"]))
-    pre = sweep._counters(job["counters"], lambda _text: None)
-    worker = _worker_name()
+    pre = sweep.counters_setup(job["counters"], lambda _text: None)
     done = db.done(job["run_id"])
     taken = 0
     plan = runner.Plan(sorted(paths), job["seed"])
+    sampler = sweep.Sampler(job["run_id"], workload, paths, pre, False, db,
+                            lambda text: log.warning("%s", text), worker=_worker_name())
     with runner.pinned(_bench_cpu()):
         for pos, vid in enumerate(runner.order(plan, rnd)):
             if (vid, rnd) in done:
                 continue
-            sampler = sweep.Sampler(job["run_id"], workload, paths, pre, False, db,
-                                    lambda text: log.warning("%s", text), worker=worker)
             sampler(vid, rnd, pos, runner.env_pad(plan, vid, rnd))
             taken += 1
     return taken
@@ -165,7 +164,7 @@ def _target(target_file: str, sha: str) -> target.Target:
     """The driver's target file, or the shipped one of that name; the same bytes either way."""
     path = Path(target_file)
     t = target.load(str(path.parent)) if path.exists() else target.load(path.parent.name)
-    if sweep._sha256(t.path) != sha:
+    if sweep.file_sha256(t.path) != sha:
         raise FlagsweepError(f"worker {_worker_name()}: {t.path} differs from the driver's "
                              f"{target_file}; install the same flagsweep on every machine")
     return t
@@ -177,19 +176,15 @@ def _materialize(sha: str, data: bytes, name: str) -> Path:
         raise FlagsweepError(f"worker {_worker_name()}: received bytes for {sha[:12]} that do "
                              "not hash to it; refusing to run them")
     path = fetch.cache_dir() / "fleet" / "blobs" / sha / name
-    if not path.exists() or _file_sha(path) != sha:
+    if not path.exists() or sweep.file_sha256(path) != sha:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_bytes(data)
         tmp.chmod(0o755)
         os.replace(tmp, path)
-    if _file_sha(path) != sha:
+    if sweep.file_sha256(path) != sha:
         raise FlagsweepError(f"worker {_worker_name()}: {path} does not hash to {sha}")
     return path
-
-
-def _file_sha(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _scratch(name: str) -> Path:
@@ -248,7 +243,7 @@ def run(client, t: target.Target, r: recipe.Recipe, compilers: list[str] | None,
         _start_run(p, t, r, opts, db, given, say)
         _check(client, t, p, blob, db, opts, say)
     _rounds(client, t, parts, blob, opts, db, say)
-    paths = [sweep._write(sweep.Sweep(p.run_id, t, r.name, p.out, opts, p.docs, p.matrix.baseline.id),
+    paths = [sweep.write_outputs(sweep.Sweep(p.run_id, t, r.name, p.out, opts, p.docs, p.matrix.baseline.id),
                           db, say) for p in parts]
     if len(paths) > 1:
         try:
@@ -294,8 +289,9 @@ def _describe(client, r, compilers, labels, out, opts, say) -> list[Label]:
 
 def _build(client, t: target.Target, parts: list[Label], say) -> None:
     """One build per distinct matrix; CPU-independent ones on any worker, shared by labels."""
-    sha = sweep._sha256(t.path)
-    jobs: dict[tuple, object] = {}
+    sha = sweep.file_sha256(t.path)
+    jobs: dict[str, object] = {}
+    keys = []
     for p in parts:
         native = any(NATIVE.match(f) for v in p.matrix.variants for f in v.flags)
         key = (p.name if native else "") + "|" + ",".join(v.id for v in p.matrix.variants)
@@ -304,9 +300,9 @@ def _build(client, t: target.Target, parts: list[Label], say) -> None:
             tag = hashlib.sha256(key.encode()).hexdigest()[:12]
             jobs[key] = client.submit(build_task, str(t.path), sha, p.matrix, tag, pure=False,
                                       resources=where)
-        p.docs = jobs[key]
-    for p in parts:
-        got = p.docs.result()
+        keys.append(key)
+    for p, key in zip(parts, keys):
+        got = jobs[key].result()
         say(f"{p.name}: built on {got['worker']}")
         p.docs, p.binaries = _place_builds(got, p.out), dict(got["blobs"])
 
@@ -331,25 +327,21 @@ def _place_builds(got: dict, out: Path) -> list[dict]:
 
 def _start_run(p: Label, t, r, opts, db: store.Store, given, say) -> None:
     p.out.mkdir(parents=True, exist_ok=True)
-    p.docs += sweep._aa_twin(p.docs, p.matrix.baseline.id, p.out)
+    p.docs += sweep.aa_twin(p.docs, p.matrix.baseline.id, p.out)
     twin = p.matrix.baseline.id + analysis.AA_SUFFIX
     if p.matrix.baseline.id in p.binaries:
         p.binaries[twin] = p.binaries[p.matrix.baseline.id]
-    options = {**sweep._options(t, r, p.matrix, opts), "fleet": {"label": p.name}}
+    options = {**sweep.run_options(t, r, p.matrix, opts), "fleet": {"label": p.name}}
     p.run_id = db.create_unique_run(f"{p.out.parent.name}-{p.name}", t.name, r.name, p.out,
                                     options, p.machine)
     db.save_variants(p.run_id, p.docs)
-    spec = t.spec.run
-    db.set_option(p.run_id, "workload", {
-        "argv": spec.argv, "inputs": [str(given.path)], "stdout": spec.stdout,
-        "input_sha256": given.sha256, "input": given.description, "timeout": spec.timeout,
-        "target_file": str(t.path)})
+    db.set_option(p.run_id, "workload", sweep.workload_option(t, given))
     db.set_option(p.run_id, "counters", p.counters)
     say(f"{p.name}: run id {p.run_id}")
 
 
 def _check(client, t, p: Label, blob, db: store.Store, opts, say) -> None:
-    sha = sweep._sha256(t.path)
+    sha = sweep.file_sha256(t.path)
 
     def remote(todo: dict, baseline: str) -> dict:
         sent = {vid: p.binaries[vid] for vid in todo}
@@ -357,7 +349,7 @@ def _check(client, t, p: Label, blob, db: store.Store, opts, say) -> None:
                              resources={BENCH: 1, label_resource(p.name): 1}).result()
 
     s = sweep.Sweep(p.run_id, t, "", p.out, opts, p.docs, p.matrix.baseline.id)
-    p.measured = sweep._checked(s, None, db, lambda text: say(f"{p.name}: {text}"), remote)
+    p.measured = sweep.checked(s, None, db, lambda text: say(f"{p.name}: {text}"), remote)
 
 
 def _rounds(client, t, parts: list[Label], blob, opts, db: store.Store, say) -> None:
@@ -372,7 +364,7 @@ def _rounds(client, t, parts: list[Label], blob, opts, db: store.Store, say) -> 
                                  precision=opts.precision_pct / 100, metric=metric)
              for p in parts}
     by_name = {p.name: p for p in parts}
-    sha = sweep._sha256(t.path)
+    sha = sweep.file_sha256(t.path)
     scattered = {p.name: {vid: p.binaries[vid] for vid in p.measured} for p in parts}
     nxt = {p.name: -opts.warmup for p in parts}
     completed = {p.name: 0 for p in parts}

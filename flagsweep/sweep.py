@@ -75,8 +75,8 @@ def start(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: buil
         builds = build.build_all(t, m, build_opts)
         build.write_summary(out, t, r, m, builds)
         docs = [b.doc(out) for b in builds]
-        docs += _aa_twin(docs, m.baseline.id, out)
-        run_id = store.create_unique_run(base, t.name, r.name, out, _options(t, r, m, opts),
+        docs += aa_twin(docs, m.baseline.id, out)
+        run_id = store.create_unique_run(base, t.name, r.name, out, run_options(t, r, m, opts),
                                          machine)
         say(f"run id {run_id}")
         store.save_variants(run_id, docs)
@@ -93,7 +93,7 @@ def resume(id_or_dir: str, store: Store, say: Callable[[str], None]) -> Path:
     opts = MeasureOptions(**o["measure"])
     docs = [v["doc"] for v in store.variants(run_id)]
     t = target.load(o["target_path"])
-    if o.get("target_sha256") and _sha256(t.path) != o["target_sha256"]:
+    if o.get("target_sha256") and file_sha256(t.path) != o["target_sha256"]:
         raise FlagsweepError(f"{t.path} changed since run {run_id} started; its remaining "
                              "samples would not measure the same thing. Start a new run")
     sweep = Sweep(run_id, t, row["recipe"], Path(row["out_dir"]), opts, docs, o["baseline"])
@@ -108,29 +108,33 @@ def _measure(sweep: Sweep, store: Store, say: Callable[[str], None]) -> Path:
     try:
         inp = inputs.prepare(sweep.target, quick=sweep.opts.quick)
         workload = check.Workload(sweep.target, inp.path, sweep.out / "scratch")
-        run_spec = sweep.target.spec.run
-        store.set_option(sweep.run_id, "workload", {
-            "argv": run_spec.argv, "inputs": [str(inp.path)], "stdout": run_spec.stdout,
-            "input_sha256": inp.sha256, "input": inp.description, "timeout": run_spec.timeout,
-            "target_file": str(sweep.target.path)})
-        measured = _checked(sweep, workload, store, say)
-        pre = _counters(sweep.opts.counters, say)
+        store.set_option(sweep.run_id, "workload", workload_option(sweep.target, inp))
+        measured = checked(sweep, workload, store, say)
+        pre = counters_setup(sweep.opts.counters, say)
         store.set_option(sweep.run_id, "counters", pre.to_json() if pre else None)
         outcome = _rounds(sweep, workload, measured, pre, store, say)
         store.finish_run(sweep.run_id, "complete", outcome.stop_reason)
     except KeyboardInterrupt:
         store.finish_run(sweep.run_id, "interrupted", "interrupted")
-        _write(sweep, store, say)
+        write_outputs(sweep, store, say)
         raise Interrupted(f"interrupted; every finished sample is kept. Continue with: "
                              f"flagsweep run --resume {sweep.run_id}") from None
     except FlagsweepError as e:
         store.finish_run(sweep.run_id, "failed", str(e))
-        _write(sweep, store, say)
+        write_outputs(sweep, store, say)
         raise
-    return _write(sweep, store, say)
+    return write_outputs(sweep, store, say)
 
 
-def _write(sweep: Sweep, store: Store, say: Callable[[str], None]) -> Path:
+def workload_option(t: target.Target, inp: inputs.Input) -> dict:
+    """What the run's options record of its workload (results.json's `workload`)."""
+    spec = t.spec.run
+    return {"argv": spec.argv, "inputs": [str(inp.path)], "stdout": spec.stdout,
+            "input_sha256": inp.sha256, "input": inp.description, "timeout": spec.timeout,
+            "target_file": str(t.path)}
+
+
+def write_outputs(sweep: Sweep, store: Store, say: Callable[[str], None]) -> Path:
     """results.json and samples.csv, then the report made from them. A report that cannot be
     drawn must not cost the results: they are written first, and the failure is told."""
     path = results.write(sweep.out, store, sweep.run_id)
@@ -143,7 +147,7 @@ def _write(sweep: Sweep, store: Store, say: Callable[[str], None]) -> Path:
     return path
 
 
-def _checked(sweep: Sweep, workload: check.Workload | None, store: Store,
+def checked(sweep: Sweep, workload: check.Workload | None, store: Store,
              say: Callable[[str], None], run_checks=None) -> list[str]:
     """Check every distinct binary not checked yet; return the ids that will be timed.
     `run_checks(binaries, baseline)` runs them elsewhere (a fleet worker); default: here."""
@@ -200,7 +204,7 @@ def _rounds(sweep: Sweep, workload: check.Workload, measured: list[str],
         return runner.rounds(plan, store.done(sweep.run_id), measure, values, tick)
 
 
-def _aa_twin(docs: list[dict], baseline: str, out: Path) -> list[dict]:
+def aa_twin(docs: list[dict], baseline: str, out: Path) -> list[dict]:
     """The A/A arm (statistics.md choice 7): a second copy of the baseline's binary, measured
     and compared like any variant. It must come out equivalent or inconclusive; if it does not,
     the machine, not the flags, is moving the numbers. (A copy, not a rebuild with another link
@@ -234,7 +238,7 @@ def _counters_usable(opts: MeasureOptions) -> None:
         raise FlagsweepError("--counters software: " + "; ".join(pre.reasons))
 
 
-def _counters(choice: str, say: Callable[[str], None]) -> probes.Preflight | None:
+def counters_setup(choice: str, say: Callable[[str], None]) -> probes.Preflight | None:
     """Which perf setup measures the samples, or None for wait4's rusage alone.
 
     auto: perf only with hardware counters. Without a PMU, perf's software events repeat what
@@ -304,9 +308,9 @@ def _cpu(opts: MeasureOptions) -> int:
     return opts.cpu
 
 
-def _options(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, opts: MeasureOptions) -> dict:
+def run_options(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, opts: MeasureOptions) -> dict:
     study = r.spec.study.model_dump() if r.spec.study else None
-    return {"target_path": str(t.path), "target_sha256": _sha256(t.path),
+    return {"target_path": str(t.path), "target_sha256": file_sha256(t.path),
             "target_version": t.spec.version, "recipe_path": str(r.path), "study": study,
             "measure": asdict(opts),
             "compilers": [toolchain.describe(toolchain.resolve(c))
@@ -316,7 +320,7 @@ def _options(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, opts: Measure
                         for s in m.skipped]}
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 

@@ -39,10 +39,11 @@ def apply(doc: dict, values: dict[str, dict[int, float]], threshold_pct: float, 
         if vid != baseline and vid in values and baseline in values:
             comparisons[vid] = stats.compare(values[vid], values[baseline], seed=seed)
     stats.adjust(list(comparisons.values()), threshold=threshold_pct / 100)
+    twin = baseline + AA_SUFFIX
+    gate = _gate(comparisons, twin, threshold_pct)
     for vid, v in variants.items():
         v["vs_baseline"] = _vs_baseline(v, vid, baseline, comparisons, variants)
-    twin = baseline + AA_SUFFIX
-    doc["aa"] = _aa(twin, comparisons.get(twin))
+    doc["aa"] = _aa(twin, comparisons.get(twin), gate)
     doc["noise"] = stats.noise(values.get(baseline, {}), values.get(twin), threshold_pct)
     doc["effects"], doc["effects_design"] = _effects(doc, values, threshold_pct)
     doc["recommendation"] = _recommend(doc, threshold_pct)
@@ -70,17 +71,66 @@ def _why_not_measured(v: dict) -> str:
     return "no successful samples"
 
 
-def _aa(twin: str, c: stats.Comparison | None) -> dict | None:
+def _gate(comparisons: dict[str, stats.Comparison], twin: str, threshold_pct: float) -> dict:
+    """The A/A arm judges the sweep before the sweep judges the flags.
+
+    The twin is the baseline's own binary again, so any faster/slower call on it is the machine
+    moving under the measurement. Then no verdict of the sweep can be trusted: every faster,
+    slower and equivalent becomes inconclusive, said so in each comparison's why. Otherwise the
+    twin's 95% interval is how far this sweep's noise alone moved a ratio, so a faster/slower
+    call also needs its interval beyond that (the bound, when it is wider than the threshold).
+    Returns what was gated, for results.json's `aa`."""
+    aa = comparisons.get(twin)
+    if aa is None:
+        return {"unstable": False, "bound_pct": None, "gated": []}
+    others = {vid: c for vid, c in comparisons.items() if vid != twin}
+    if aa.verdict in ("faster", "slower"):
+        why = (f"the machine was unstable during this sweep: the A/A arm (the baseline's own "
+               f"binary again) came out {aa.verdict} by {abs(aa.ratio - 1) * 100:.1f}%")
+        gated = [vid for vid, c in others.items() if c.verdict in ("faster", "slower", "equivalent")]
+        for vid in gated:
+            _overrule(others[vid], why)
+        return {"unstable": True, "bound_pct": None, "gated": gated}
+    bound = _aa_bound(aa)
+    if bound is None or bound <= threshold_pct / 100:
+        return {"unstable": False, "bound_pct": None if bound is None else 100 * bound, "gated": []}
+    gated = [vid for vid, c in others.items() if c.verdict in ("faster", "slower")
+             and c.ci95[0] <= 1 + bound and c.ci95[1] >= 1 - bound]
+    for vid in gated:
+        _overrule(others[vid], f"its 95% CI reaches into +-{100 * bound:.1f}%, the spread the "
+                               "A/A arm (the baseline's own binary again) showed in this sweep")
+    return {"unstable": False, "bound_pct": 100 * bound, "gated": gated}
+
+
+def _aa_bound(aa: stats.Comparison) -> float | None:
+    """How far the A/A interval reaches from 1, as a fraction; None without an interval."""
+    lo, hi = aa.ci95
+    if not (0 < lo <= hi < float("inf")):
+        return None
+    return max(1 - lo, hi - 1, 0.0)
+
+
+def _overrule(c: stats.Comparison, why: str) -> None:
+    c.why = f"inconclusive, not {c.verdict}: {why} ({c.why})"
+    c.verdict, c.rounds_needed = "inconclusive", None
+
+
+def _aa(twin: str, c: stats.Comparison | None, gate: dict) -> dict | None:
     if c is None:
         return None
     warning = None
     if c.verdict in ("faster", "slower"):
-        warning = (f"the A/A arm (a second copy of the baseline's binary) came out {c.verdict} "
-                   f"by {abs(c.ratio - 1) * 100:.1f}%: differences of that size in this sweep "
-                   "may be the machine, not the flags")
+        warning = (f"the machine was unstable during this sweep: the A/A arm (a second copy of "
+                   f"the baseline's binary) came out {c.verdict} by {abs(c.ratio - 1) * 100:.1f}%, "
+                   f"so every verdict is reported as inconclusive ({len(gate['gated'])} "
+                   "overruled); measure again on a quieter machine")
+    elif gate["gated"]:
+        warning = (f"{len(gate['gated'])} faster/slower call(s) overruled: their intervals reach "
+                   f"into the +-{gate['bound_pct']:.1f}% that the A/A arm moved by itself")
     j = c.to_json()  # non-finite values become null: results.json stays strict JSON
     return {"variant": twin, "verdict": c.verdict, "ratio": j["ratio"], "ci95": j["ci95"],
-            "p_value": c.p_value, "warning": warning}
+            "p_value": c.p_value, "warning": warning, "unstable": gate["unstable"],
+            "bound_pct": gate["bound_pct"], "gated": gate["gated"]}
 
 
 def _effects(doc: dict, values: dict[str, dict[int, float]], threshold_pct: float):

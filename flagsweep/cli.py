@@ -147,8 +147,11 @@ def build_cmd(as_json, **kw) -> None:
 @click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True,
               help="Warmup rounds (run, stored, not counted).")
 @click.option("--cpu", type=click.IntRange(min=0), help="CPU to pin to [default: an isolated CPU, else the last].")
-@click.option("--metric", type=click.Choice(sorted(sweep.METRICS)), default="wall", show_default=True,
-              help="Primary metric (instructions without a PMU: Cachegrind's count, a change detector).")
+@click.option("--metric", type=click.Choice(sorted(sweep.METRICS)), default="auto", show_default=True,
+              help="Primary metric. auto: CPU time when the warmup round shows a single-threaded, "
+                   "CPU-bound workload (waiting for the CPU does not inflate it), else wall time; "
+                   "both are always recorded. instructions without a PMU: Cachegrind's count, a "
+                   "change detector.")
 @click.option("--counters", type=click.Choice(["auto", "hardware", "software", "none"]),
               default="auto", show_default=True,
               help="perf stat counters: auto = hardware counters when the machine has a PMU, "

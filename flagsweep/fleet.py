@@ -143,7 +143,8 @@ def round_task(job: dict, rnd: int, binaries: dict[str, tuple[str, bytes]],
     taken = 0
     plan = runner.Plan(sorted(paths), job["seed"])
     sampler = sweep.Sampler(job["run_id"], workload, paths, pre, False, db,
-                            lambda text: log.warning("%s", text), worker=_worker_name())
+                            lambda text: log.warning("%s", text), worker=_worker_name(),
+                            metric=job.get("metric", "wall_s"))
     with runner.pinned(_bench_cpu()):
         for pos, vid in enumerate(runner.order(plan, rnd)):
             if (vid, rnd) in done:
@@ -230,6 +231,10 @@ def run(client, t: target.Target, r: recipe.Recipe, compilers: list[str] | None,
         say: Callable[[str], None]) -> list[Path]:
     """The whole fleet sweep; returns each label's results.json (and writes merged.html)."""
     _workers_for(client, labels)
+    if opts.metric == "auto":
+        # A fleet's rounds run as tasks from the first, with no probe round to choose from.
+        say("metric: wall time (a fleet sweep does not choose; --metric cpu measures CPU time)")
+        opts.metric = "wall"
     if opts.metric not in ("wall", "cpu"):
         raise FlagsweepError(f"--metric {opts.metric}: a fleet sweep measures wall or cpu time "
                              "(counts need one machine's perf or Cachegrind setup)")
@@ -375,7 +380,8 @@ def _rounds(client, t, parts: list[Label], blob, opts, db: store.Store, say) -> 
     def submit(name: str) -> None:
         p, rnd = by_name[name], nxt[name]
         job = {"run_id": p.run_id, "store": db.url, "target_file": str(t.path),
-               "target_sha": sha, "seed": opts.seed, "counters": opts.counters}
+               "target_sha": sha, "seed": opts.seed, "counters": opts.counters,
+               "metric": metric}
         f = client.submit(round_task, job, rnd, scattered[name], blob, pure=False,
                           key=f"round-{p.run_id}-{rnd}",
                           resources={BENCH: 1, label_resource(name): 1})

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import analysis, results, stats
+from . import metric as metric_mod
 from .store import Store
 
 WINDOW = 5
@@ -121,7 +122,7 @@ def _newest(all_series: list[Series]) -> str | None:
 def _points(store: Store, run: dict):
     """(series key, empty series, point) for each measured variant of one sweep."""
     o = run["options"]
-    metric = {"wall": "wall_s", "cpu": "cpu_s"}.get(o["measure"]["metric"], o["measure"]["metric"])
+    metric = metric_mod.column(o["measure"]["metric"])
     machine = machine_key(run["machine"] or {})
     input_sha = (o.get("workload") or {}).get("input_sha256")
     values = analysis.values_by_round(store.samples(run["run_id"]),

@@ -1,17 +1,31 @@
 /* flagsweep's launcher: run one workload and report exactly what it used.
  *
  * Usage: launch RESULT_FILE PROGRAM [ARGS...]
- * Forks, execs PROGRAM (searched on PATH when it has no slash) in the child, waits with wait4
- * and writes one line to RESULT_FILE:
+ * Forks, execs PROGRAM (searched on PATH when it has no slash) in the child, waits for it and
+ * writes one line of "name value" pairs to RESULT_FILE:
  *   status <wait status> wall_ns <n> utime_us <n> stime_us <n> maxrss_kb <n>
  *   nvcsw <n> nivcsw <n> minflt <n> majflt <n>
+ *   exec_ns <n> run_delay_ns <n> own_delay_ns <n> migrations <n> steal_ticks <n> cpu <n>
+ * exec_ns, run_delay_ns, own_delay_ns and migrations are -1 where the kernel does not offer them.
  *
  * Why it exists: on exec, Linux carries the old address space's peak RSS into the process's
  * maxrss, so a workload spawned straight from flagsweep's Python (over 100 MB) reported
  * Python's size as its own. Forked from this small static program, the workload's maxrss is
  * its own (or this program's few hundred KB, whichever is larger). The wall time is taken here,
- * around fork and wait4, so Python's spawning cost is not in it either. */
+ * around fork and wait4, so Python's spawning cost is not in it either.
+ *
+ * Evidence of disturbance: once the child has exited it is still a zombie until reaped, and
+ * its /proc entries still hold what the scheduler recorded. waitid(WNOWAIT) waits without
+ * reaping, so /proc/<pid>/schedstat (time on the CPU, and run_delay: time spent runnable but
+ * waiting for the CPU, Documentation/scheduler/sched-stats.rst) and /proc/<pid>/sched
+ * (se.nr_migrations) can be read before wait4 collects the rusage. The host's steal time of the
+ * CPU this ran on comes from /proc/stat before and after (USER_HZ ticks: coarse, a flag). These
+ * describe the main thread; a multi-threaded workload's other threads are gone by then.
+ * own_delay_ns is this launcher's own run_delay while it waits for the workload: on a busy CPU
+ * it waits to be scheduled after the workload exits, and that wait is inside the wall time too. */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -28,12 +42,80 @@ static long long now_ns(void)
 
 static long us(struct timeval t) { return (long)t.tv_sec * 1000000L + (long)t.tv_usec; }
 
+/* The steal ticks of one CPU (the 9th field of its "cpuN" line in /proc/stat), -1 if unknown. */
+static long long steal_ticks(int cpu)
+{
+    char want[32], line[512];
+    long long v[8];
+    int n = snprintf(want, sizeof want, "cpu%d ", cpu);
+    long long out = -1;
+    FILE *f = fopen("/proc/stat", "r");
+    if (!f || cpu < 0)
+        return f ? (fclose(f), -1) : -1;
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, want, (size_t)n) == 0 &&
+            sscanf(line + n, "%lld %lld %lld %lld %lld %lld %lld %lld",
+                   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]) == 8) {
+            out = v[7];
+            break;
+        }
+    fclose(f);
+    return out;
+}
+
+/* sum_exec_runtime and run_delay (ns) of a not yet reaped child. */
+static void schedstat(pid_t pid, long long *exec_ns, long long *delay_ns)
+{
+    char path[64];
+    if (pid == 0)
+        snprintf(path, sizeof path, "/proc/self/schedstat");
+    else
+        snprintf(path, sizeof path, "/proc/%d/schedstat", (int)pid);
+    FILE *f = fopen(path, "r");
+    *exec_ns = *delay_ns = -1;
+    if (!f)
+        return;
+    if (fscanf(f, "%lld %lld", exec_ns, delay_ns) != 2)
+        *exec_ns = *delay_ns = -1;
+    fclose(f);
+}
+
+/* This process's own run_delay (ns), -1 if unknown. */
+static long long own_delay(void)
+{
+    long long exec_ns, delay_ns;
+    schedstat(0, &exec_ns, &delay_ns);
+    return delay_ns;
+}
+
+/* se.nr_migrations of a not yet reaped child (needs CONFIG_SCHED_DEBUG), -1 if absent. */
+static long long migrations(pid_t pid)
+{
+    char path[64], line[256];
+    long long n = -1;
+    snprintf(path, sizeof path, "/proc/%d/sched", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, "se.nr_migrations", 16) == 0) {
+            char *colon = strchr(line, ':');
+            if (colon && sscanf(colon + 1, "%lld", &n) != 1)
+                n = -1;
+            break;
+        }
+    fclose(f);
+    return n;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
         fprintf(stderr, "usage: launch RESULT_FILE PROGRAM [ARGS...]\n");
         return 2;
     }
+    int cpu = sched_getcpu();
+    long long steal_before = steal_ticks(cpu);
     long long start = now_ns();
     pid_t pid = fork();
     if (pid < 0) {
@@ -45,6 +127,22 @@ int main(int argc, char **argv)
         fprintf(stderr, "flagsweep launch: cannot run %s: %s\n", argv[2], strerror(errno));
         _exit(127);
     }
+    /* From here the launcher only sleeps until the workload exits: any wait for the CPU it
+     * has after this is the wake-up after the exit. (Between fork and here it may wait while
+     * the workload runs on the same CPU: that is the workload's time, not a disturbance.) */
+    long long own_before = own_delay();
+    siginfo_t info;
+    while (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT) < 0)
+        if (errno != EINTR) {
+            perror("flagsweep launch: waitid");
+            return 2;
+        }
+    long long wall = now_ns() - start;
+    long long own_after = own_delay();
+    long long exec_ns, delay_ns;
+    schedstat(pid, &exec_ns, &delay_ns);
+    long long moved = migrations(pid);
+    long long steal_after = steal_ticks(cpu);
     int status;
     struct rusage ru;
     while (wait4(pid, &status, 0, &ru) < 0)
@@ -52,15 +150,19 @@ int main(int argc, char **argv)
             perror("flagsweep launch: wait4");
             return 2;
         }
-    long long wall = now_ns() - start;
     FILE *out = fopen(argv[1], "w");
     if (!out) {
         perror(argv[1]);
         return 2;
     }
+    long long steal = steal_before >= 0 && steal_after >= 0 ? steal_after - steal_before : -1;
+    long long own = own_before >= 0 && own_after >= 0 ? own_after - own_before : -1;
     fprintf(out, "status %d wall_ns %lld utime_us %ld stime_us %ld maxrss_kb %ld "
-                 "nvcsw %ld nivcsw %ld minflt %ld majflt %ld\n",
+                 "nvcsw %ld nivcsw %ld minflt %ld majflt %ld "
+                 "exec_ns %lld run_delay_ns %lld own_delay_ns %lld migrations %lld "
+                 "steal_ticks %lld cpu %d\n",
             status, wall, us(ru.ru_utime), us(ru.ru_stime), ru.ru_maxrss,
-            ru.ru_nvcsw, ru.ru_nivcsw, ru.ru_minflt, ru.ru_majflt);
+            ru.ru_nvcsw, ru.ru_nivcsw, ru.ru_minflt, ru.ru_majflt,
+            exec_ns, delay_ns, own, moved, steal, cpu);
     return fclose(out) == 0 ? 0 : 2;
 }

@@ -16,14 +16,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterator
 
-from . import analysis
+from . import analysis, disturbance
+from . import metric as metric_mod
 from .errors import FlagsweepError
 from .store import Sample, Store
 
 SCHEMA = "flagsweep/1"
 SAMPLE_METRICS = ("wall_s", "user_s", "sys_s", "maxrss_kb")
 CSV_COUNTERS = ("cycles", "instructions", "branch_misses", "cache_misses", "task_clock_s",
-                "context_switches", "cpu_migrations", "page_faults", "duration_s")
+                "context_switches", "cpu_migrations", "page_faults", "duration_s",
+                "involuntary_switches", "run_delay_s", "on_cpu_s", "steal_s")
 
 
 def metric_of(s: Sample, metric: str) -> float | None:
@@ -45,15 +47,41 @@ def metric_values(samples: list[Sample], metric: str) -> dict[str, list[float]]:
 def write(out: Path, store: Store, run_id: str) -> Path:
     """Write results.json and samples.csv into out; return the results.json path."""
     run = store.run(run_id)
-    all_samples = store.samples(run_id)
+    all_samples, set_aside = store.samples(run_id), store.attempts(run_id)
     doc = _document(run, store.variants(run_id), all_samples)
+    _disturbance(doc, all_samples, set_aside)
     doc["history"] = _history(store, run, doc)
     path = out / "results.json"
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(doc, indent=1))
     tmp.replace(path)
-    _write_csv(out / "samples.csv", run_id, all_samples)
+    _write_csv(out / "samples.csv", run_id, all_samples, set_aside)
     return path
+
+
+def _disturbance(doc: dict, samples: list[Sample], set_aside: list[Sample]) -> None:
+    """How many counted runs the machine disturbed, and how many were taken again because of
+    it (flagsweep.disturbance): the sweep's totals in `measurement`, each variant's in its
+    summary. A set-aside attempt was disturbed and retaken; a counted sample still marked
+    disturbed ran out of retakes."""
+    counts: dict[str, dict[str, int]] = {}
+    for s in set_aside:
+        c = counts.setdefault(s.variant_id, {"disturbed": 0, "retaken": 0})
+        c["disturbed"] += 1
+        c["retaken"] += 1
+    for s in samples:
+        if s.disturbed and s.round >= 0:
+            counts.setdefault(s.variant_id, {"disturbed": 0, "retaken": 0})["disturbed"] += 1
+    for v in doc["variants"]:
+        if v.get("summary") is not None:
+            v["summary"].update(counts.get(v["id"], {"disturbed": 0, "retaken": 0}))
+    doc["measurement"]["disturbed"] = sum(c["disturbed"] for c in counts.values())
+    doc["measurement"]["retaken"] = sum(c["retaken"] for c in counts.values())
+    doc["measurement"]["still_disturbed"] = sum(s.disturbed for s in samples if s.round >= 0)
+    limit = disturbance.LIMITS.get(doc["metric"])
+    doc["measurement"]["disturbance_rule"] = None if limit is None else {
+        "off_cpu_share": limit, "steal_share": disturbance.STEAL_SHARE,
+        "max_retakes": disturbance.MAX_RETAKES}
 
 
 def located(arg: str | Path, scratch: Path, store: Store | None = None) -> Path:
@@ -80,7 +108,7 @@ def located(arg: str | Path, scratch: Path, store: Store | None = None) -> Path:
 def _document(run: dict, variants: list[dict], samples: list[Sample]) -> dict:
     o = run["options"]
     m = o["measure"]
-    metric = {"wall": "wall_s", "cpu": "cpu_s"}.get(m["metric"], m["metric"])
+    metric = metric_mod.column(m["metric"])
     t_path = o["target_path"]
     doc = {
         "schema": SCHEMA,
@@ -100,7 +128,7 @@ def _document(run: dict, variants: list[dict], samples: list[Sample]) -> dict:
         "measurement": {k: m[k] for k in ("seed", "warmup", "min_runs", "max_runs", "runs",
                                           "budget", "precision_pct", "cpu", "quick",
                                           "strict_check", "counters", "threshold_pct")
-                        if k in m},
+                        if k in m} | {"metric_choice": o.get("metric_choice")},
         "variants": [_variant(v, samples, run["started"]) for v in variants],
     }
     doc["threshold_pct"] = m.get("threshold_pct", 1.0)
@@ -144,17 +172,22 @@ def _columns(samples: list[Sample], started: float) -> dict[str, list]:
     return {k: v for k, v in cols.items() if any(x is not None for x in v)}
 
 
-def _write_csv(path: Path, run_id: str, samples: list[Sample]) -> None:
+def _write_csv(path: Path, run_id: str, samples: list[Sample], set_aside: list[Sample]) -> None:
+    """Every run: the counted samples and, marked retaken = 1, the disturbed attempts that were
+    taken again, in the order they were taken."""
     header = ["run_id", "variant", "round", "position", "warmup", "env_pad", *SAMPLE_METRICS,
-              *CSV_COUNTERS, "multiplexed", "failure", "taken_at"]
+              *CSV_COUNTERS, "multiplexed", "failure", "taken_at", "disturbed", "retaken"]
+    rows = sorted([(s, 0) for s in samples] + [(s, 1) for s in set_aside],
+                  key=lambda row: (row[0].taken_at, row[1] == 0))
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(header)
-        for s in samples:
+        for s, retaken in rows:
             c = s.counters or {}
             w.writerow([run_id, s.variant_id, s.round, s.position, int(s.round < 0), s.env_pad,
                         *(getattr(s, k) for k in SAMPLE_METRICS), *(c.get(k) for k in CSV_COUNTERS),
-                        int(s.multiplexed), s.failure or "", f"{s.taken_at:.3f}"])
+                        int(s.multiplexed), s.failure or "", f"{s.taken_at:.3f}",
+                        int(s.disturbed), retaken])
 
 
 def _iso(ts: float | None) -> str | None:

@@ -73,14 +73,32 @@ def run_once(argv: list[str], *, env: dict[str, str], timeout: float, stderr_pat
         return _failed(_failure(0, timed_out, timeout, stderr_path)
                        or f"the launcher reported nothing; stderr: {_tail(stderr_path)}")
     counters, multiplexed = _read_perf(perf_csv) if use_perf else ({}, False)
-    # The software events perf would count, as the kernel reports them for the workload alone.
+    # The software events perf would count, as the kernel reports them for the workload alone,
+    # and the scheduler's evidence of disturbance (flagsweep.disturbance judges it).
     counters = {**counters, "context_switches": used["nvcsw"] + used["nivcsw"],
-                "page_faults": used["minflt"] + used["majflt"]}
+                "page_faults": used["minflt"] + used["majflt"], **_scheduler(used)}
     failure = _failure(used["status"], timed_out, timeout, stderr_path)
     return Execution(wall_s=None if failure else used["wall_ns"] / 1e9,
                      user_s=used["utime_us"] / 1e6, sys_s=used["stime_us"] / 1e6,
                      maxrss_kb=used["maxrss_kb"], counters=counters, multiplexed=multiplexed,
                      failure=failure)
+
+
+def _scheduler(used: dict[str, int]) -> dict[str, float | int]:
+    """What the kernel's scheduler saw of this run: involuntary switches (preempted), time
+    runnable but waiting for the CPU (the workload's, plus the launcher's own wait around it,
+    which the wall time also holds), time on it, moves between CPUs, and the host's steal time
+    on this CPU. A value the kernel did not offer (-1 from the launcher) is left out."""
+    out: dict[str, float | int] = {"involuntary_switches": used["nivcsw"]}
+    if used.get("run_delay_ns", -1) >= 0:
+        out["run_delay_s"] = (used["run_delay_ns"] + max(0, used.get("own_delay_ns", 0))) / 1e9
+    if used.get("exec_ns", -1) >= 0:
+        out["on_cpu_s"] = used["exec_ns"] / 1e9
+    if used.get("migrations", -1) >= 0:
+        out["cpu_migrations"] = used["migrations"]
+    if used.get("steal_ticks", -1) >= 0:
+        out["steal_s"] = used["steal_ticks"] / os.sysconf("SC_CLK_TCK")
+    return out
 
 
 def _read_report(path: Path) -> dict[str, int] | None:

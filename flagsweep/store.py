@@ -5,8 +5,9 @@ fleet's workers share one store) from a `postgresql://` URL: plain types, JSON c
 SQLite-only SQL. A sample is committed the moment it is taken, so Ctrl-C, SIGTERM or kill -9
 lose at most the run in flight, and `flagsweep run --resume` continues from exactly what is
 here. The unique key on (run, variant, round) makes a resumed sweep, or a rescheduled fleet
-task, unable to duplicate a sample: `add_sample` skips one that is already there.
-See docs/store.md.
+task, unable to duplicate a sample: `add_sample` skips one that is already there. A run the
+machine disturbed (flagsweep.disturbance) and that was taken again keeps its place in the
+`attempts` table: nothing measured is ever deleted. See docs/store.md.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from sqlalchemy.dialects import sqlite as sqlite_dialect
 
 from .errors import FlagsweepError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 metadata = sa.MetaData()
 
 # pg_advisory_xact_lock key serialising the first open and migrations of a PostgreSQL store
@@ -74,9 +75,22 @@ samples = sa.Table(
     sa.Column("multiplexed", sa.Boolean, nullable=False, default=False),
     sa.Column("failure", sa.Text),                           # None for a good sample
     sa.Column("worker", sa.String(200)),                     # v2: the machine/worker that took it
+    sa.Column("disturbed", sa.Boolean, nullable=False, default=False,  # v3: judged disturbed,
+              server_default=sa.false()),                    # kept when retakes ran out
     sa.UniqueConstraint("run_id", "variant_id", "round", name="one_sample_per_round"),
 )
 SAMPLE_KEY = ("run_id", "variant_id", "round")
+
+# v3: every run judged disturbed and taken again, with all it measured; `samples` holds the
+# attempt that counts for its (variant, round). Same columns as samples, no unique key.
+attempts = sa.Table(
+    "attempts", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("run_id", sa.String(200), sa.ForeignKey("runs.run_id"), nullable=False),
+    *(sa.Column(c.name, c.type, nullable=c.nullable) for c in samples.columns
+      if c.name not in ("id", "run_id", "disturbed")),
+)
+attempts_by_run = sa.Index("ix_attempts_run", attempts.c.run_id)
 
 runs_by_target = sa.Index("ix_runs_target", runs.c.target)  # v2: history reads runs by target
 
@@ -130,8 +144,17 @@ def _v2_sample_worker_and_runs_index(c: sa.Connection) -> None:
     runs_by_target.create(c, checkfirst=True)
 
 
+def _v3_disturbed_and_attempts(c: sa.Connection) -> None:
+    """samples.disturbed; the attempts table (made by create_all before the steps run)."""
+    columns = {col["name"] for col in sa.inspect(c).get_columns("samples")}
+    if "disturbed" not in columns:
+        c.exec_driver_sql("ALTER TABLE samples ADD COLUMN disturbed BOOLEAN NOT NULL DEFAULT FALSE")
+    attempts_by_run.create(c, checkfirst=True)
+
+
 MIGRATIONS: list[Callable[[sa.Connection], None]] = [
     _v2_sample_worker_and_runs_index,   # 1 -> 2
+    _v3_disturbed_and_attempts,         # 2 -> 3
 ]
 assert len(MIGRATIONS) == SCHEMA_VERSION - 1
 
@@ -151,6 +174,7 @@ class Sample:
     failure: str | None = None
     taken_at: float = 0.0
     worker: str | None = None     # None: add_sample stores this machine's hostname
+    disturbed: bool = False       # the machine took part of this run (flagsweep.disturbance)
 
     @property
     def ok(self) -> bool:
@@ -342,11 +366,7 @@ class Store:
     def add_sample(self, run_id: str, s: Sample) -> bool:
         """Store a sample; False (and nothing written) when the run already has one for this
         variant and round, as when a fleet task is rescheduled after its worker vanished."""
-        values = dict(
-            run_id=run_id, variant_id=s.variant_id, round=s.round, position=s.position,
-            taken_at=s.taken_at or time.time(), env_pad=s.env_pad, wall_s=s.wall_s,
-            user_s=s.user_s, sys_s=s.sys_s, maxrss_kb=s.maxrss_kb, counters=s.counters,
-            multiplexed=s.multiplexed, failure=s.failure, worker=s.worker or socket.gethostname())
+        values = {**_columns(run_id, s), "disturbed": s.disturbed}
         dialect = self.engine.dialect.name
         if dialect == "postgresql":
             # RETURNING, not rowcount: psycopg's is lost once SQLAlchemy closes the cursor.
@@ -367,14 +387,28 @@ class Store:
             return False
 
     def samples(self, run_id: str) -> list[Sample]:
+        return self._read(samples, run_id)
+
+    def add_attempt(self, run_id: str, s: Sample) -> None:
+        """Keep a disturbed run that is being taken again (its sample is stored later)."""
+        with self.engine.begin() as c:
+            c.execute(attempts.insert().values(_columns(run_id, s)))
+
+    def attempts(self, run_id: str) -> list[Sample]:
+        """The runs set aside as disturbed and taken again, oldest first."""
+        return self._read(attempts, run_id)
+
+    def _read(self, table: sa.Table, run_id: str) -> list[Sample]:
         with self.engine.connect() as c:
-            rows = c.execute(sa.select(samples).where(samples.c.run_id == run_id)
-                             .order_by(samples.c.round, samples.c.position)).mappings().all()
+            rows = c.execute(sa.select(table).where(table.c.run_id == run_id)
+                             .order_by(table.c.round, table.c.position, table.c.id)).mappings().all()
+        # An attempt was set aside because it was disturbed: it has no column to say so.
         return [Sample(variant_id=r["variant_id"], round=r["round"], position=r["position"],
                        env_pad=r["env_pad"], wall_s=r["wall_s"], user_s=r["user_s"],
                        sys_s=r["sys_s"], maxrss_kb=r["maxrss_kb"], counters=r["counters"],
                        multiplexed=bool(r["multiplexed"]), failure=r["failure"],
-                       taken_at=r["taken_at"], worker=r["worker"]) for r in rows]
+                       taken_at=r["taken_at"], worker=r["worker"],
+                       disturbed=bool(r.get("disturbed", True))) for r in rows]
 
     def done(self, run_id: str) -> set[tuple[str, int]]:
         """(variant, round) pairs already measured: what a resumed sweep must not repeat."""
@@ -382,6 +416,15 @@ class Store:
             rows = c.execute(sa.select(samples.c.variant_id, samples.c.round)
                              .where(samples.c.run_id == run_id)).all()
         return {(r.variant_id, r.round) for r in rows}
+
+
+def _columns(run_id: str, s: Sample) -> dict:
+    """A sample's row in `samples` or `attempts` (less samples.disturbed)."""
+    return dict(run_id=run_id, variant_id=s.variant_id, round=s.round, position=s.position,
+                taken_at=s.taken_at or time.time(), env_pad=s.env_pad, wall_s=s.wall_s,
+                user_s=s.user_s, sys_s=s.sys_s, maxrss_kb=s.maxrss_kb, counters=s.counters,
+                multiplexed=s.multiplexed, failure=s.failure,
+                worker=s.worker or socket.gethostname())
 
 
 def _sqlite_pragmas(dbapi_conn, _record) -> None:

@@ -19,13 +19,15 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import analysis, build, check, inputs, matrix, probes, recipe, report, results, runner, system, target, toolchain
+from . import (analysis, build, check, disturbance, inputs, matrix, probes, recipe, report, results,
+               runner, system, target, toolchain)
+from . import metric as metric_mod
 from .errors import FlagsweepError, Interrupted
 from .lock import MeasureLock
 from .store import Sample, Store
 
 log = logging.getLogger("flagsweep.sweep")
-METRICS = {"wall": "wall_s", "cpu": "cpu_s", "cycles": "cycles", "instructions": "instructions"}
+METRICS = {**metric_mod.COLUMNS, "auto": "auto"}
 
 
 @dataclass
@@ -36,7 +38,7 @@ class MeasureOptions:
     budget: float | None = 1800.0
     warmup: int = 1
     cpu: int | None = None
-    metric: str = "wall"
+    metric: str = "auto"            # auto: CPU time where it is right, else wall (flagsweep.metric)
     precision_pct: float = 1.0
     quick: bool = False
     strict_check: bool = False
@@ -183,25 +185,47 @@ def _rounds(sweep: Sweep, workload: check.Workload, measured: list[str],
             pre: probes.Preflight | None, store: Store, say: Callable[[str], None]) -> runner.Outcome:
     o = sweep.opts
     binaries = {d["id"]: Path(d["build"]["binary"]) for d in sweep.builds}
-    metric = METRICS[o.metric]
-    cachegrind = metric == "instructions" and (pre is None or not pre.hw_counters)
+    cachegrind = o.metric == "instructions" and (pre is None or not pre.hw_counters)
     plan = runner.Plan(measured, o.seed, warmup=0 if cachegrind else o.warmup,
                        min_runs=o.runs or (1 if cachegrind else o.min_runs),
                        max_runs=o.runs or (1 if cachegrind else o.max_runs),
-                       budget_s=o.budget, precision=o.precision_pct / 100, metric=metric)
+                       budget_s=o.budget, precision=o.precision_pct / 100)
     if cachegrind:
         say("metric: instructions counted by Cachegrind (no PMU here): a deterministic change "
             "detector, not a speed")
     measure = Sampler(sweep.run_id, workload, binaries, pre, cachegrind, store, say)
-
-    def values() -> dict[str, list[float]]:
-        return results.metric_values(store.samples(sweep.run_id), metric)
-
     cpu = _cpu(o)
     say(f"measuring {len(measured)} distinct binaries on CPU {cpu}: {plan.min_runs}-"
-        f"{plan.max_runs} rounds, {plan.warmup} warmup, seed {o.seed}")
+        f"{plan.max_runs} rounds, {max(plan.warmup, o.metric == 'auto')} warmup, seed {o.seed}")
     with runner.pinned(cpu), results.progress(plan) as tick:
-        return runner.rounds(plan, store.done(sweep.run_id), measure, values, tick)
+        if o.metric == "auto":
+            _choose_metric(sweep, plan, measure, store, say, tick)
+        plan.metric = measure.metric = METRICS[o.metric]
+
+        def values() -> dict[str, list[float]]:
+            return results.metric_values(store.samples(sweep.run_id), plan.metric)
+
+        try:
+            return runner.rounds(plan, store.done(sweep.run_id), measure, values, tick)
+        except Busy as e:
+            counted = {s.round for s in store.samples(sweep.run_id) if s.round >= 0}
+            say(f"warning: {e}")
+            return runner.Outcome(len(counted), str(e))
+
+
+def _choose_metric(sweep: Sweep, plan: runner.Plan, measure: Sampler, store: Store,
+                   say: Callable[[str], None], tick) -> None:
+    """--metric auto: the warmup round (one is taken even with --warmup 0) shows whether the
+    workload is single-threaded and CPU-bound; the choice is stored before any counted run."""
+    first = runner.Plan(plan.variant_ids, plan.seed, warmup=max(1, plan.warmup), max_runs=0)
+    runner.rounds(first, store.done(sweep.run_id), measure, lambda: {}, tick)
+    # The last warmup round: caches and page cache are as warm as they will be in the sweep.
+    choice = metric_mod.choose([s for s in store.samples(sweep.run_id) if s.round == -1])
+    sweep.opts.metric = choice.metric
+    store.set_option(sweep.run_id, "measure", asdict(sweep.opts))
+    store.set_option(sweep.run_id, "metric_choice", choice.to_json())
+    plan.warmup = 0                      # every warmup round is done
+    say(f"metric: {choice.why}")
 
 
 def aa_twin(docs: list[dict], baseline: str, out: Path) -> list[dict]:
@@ -264,9 +288,19 @@ def counters_setup(choice: str, say: Callable[[str], None]) -> probes.Preflight 
     return pre
 
 
+class Busy(Exception):
+    """Most runs stay disturbed after their retakes: the sweep stops early, with this reason."""
+
+
 @dataclass
 class Sampler:
-    """Takes one sample (a timed run, or a Cachegrind count) and stores it at once."""
+    """Takes one sample (a timed run, or a Cachegrind count) and stores it at once.
+
+    A counted run the machine disturbed (flagsweep.disturbance, judged for `metric`) is set
+    aside in the store's attempts and taken again at once, so it stays in its round and keeps
+    the round's pairing; after MAX_RETAKES the last attempt counts, marked disturbed. Busy is
+    raised once most runs stay disturbed. `execute` is the seam that runs one workload
+    (runner.run_once); tests give it recorded or synthetic executions."""
 
     run_id: str
     workload: check.Workload
@@ -276,6 +310,10 @@ class Sampler:
     store: Store
     say: Callable[[str], None]
     worker: str | None = None       # who took it (a fleet worker), else this host
+    metric: str = "wall_s"          # which metric disturbance is judged for
+    execute: Callable[..., runner.Execution] = runner.run_once
+    counted: int = 0                # counted runs taken by this sampler, and of them those
+    still_disturbed: int = 0        # that stayed disturbed after every retake
 
     def __call__(self, vid: str, rnd: int, pos: int, pad: int) -> Sample:
         scratch = self.workload.scratch
@@ -287,14 +325,35 @@ class Sampler:
             sample = Sample(vid, rnd, pos, pad, counters={"instructions": count,
                                                           "instructions_source": "cachegrind"})
         else:
-            e = runner.run_once(argv, env=env, timeout=self.workload.timeout, perf=self.perf,
-                                perf_csv=scratch / "perf.csv", stderr_path=scratch / "timing.stderr")
-            sample = Sample(vid, rnd, pos, pad, e.wall_s, e.user_s, e.sys_s, e.maxrss_kb,
-                            e.counters, e.multiplexed, e.failure, time.time())
+            sample = self._timed(vid, rnd, pos, pad, argv, env)
         sample.worker = self.worker
         self.store.add_sample(self.run_id, sample)
         if sample.failure:
             self.say(f"{vid} round {rnd}: {sample.failure}")
+        if rnd >= 0 and sample.ok:
+            self.counted += 1
+            self.still_disturbed += sample.disturbed
+            if disturbance.busy(self.counted, self.still_disturbed):
+                raise Busy(disturbance.busy_reason(self.metric, self.counted,
+                                                   self.still_disturbed))
+        return sample
+
+    def _timed(self, vid: str, rnd: int, pos: int, pad: int, argv: list[str],
+               env: dict[str, str]) -> Sample:
+        scratch = self.workload.scratch
+        for attempt in range(disturbance.MAX_RETAKES + 1):
+            e = self.execute(argv, env=env, timeout=self.workload.timeout, perf=self.perf,
+                             perf_csv=scratch / "perf.csv", stderr_path=scratch / "timing.stderr")
+            sample = Sample(vid, rnd, pos, pad, e.wall_s, e.user_s, e.sys_s, e.maxrss_kb,
+                            e.counters, e.multiplexed, e.failure, time.time(), self.worker)
+            # Warmups are not counted, and a failed run is a failure, not a disturbance.
+            sample.disturbed = rnd >= 0 and sample.ok and \
+                disturbance.disturbed(self.metric, e.wall_s, e.counters)
+            if not sample.disturbed or attempt == disturbance.MAX_RETAKES:
+                return sample
+            log.debug("%s round %d disturbed (%s): taken again", vid, rnd,
+                      disturbance.evidence(e.wall_s, e.counters).text())
+            self.store.add_attempt(self.run_id, sample)
         return sample
 
 

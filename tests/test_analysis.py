@@ -67,13 +67,50 @@ def test_recommendation_prefers_fewer_flags_within_the_threshold():
     assert "fewer flags" in doc["recommendation"]["why"]
 
 
-def test_a_noisy_aa_arm_warns_loudly():
+def test_an_aa_arm_that_moves_makes_every_verdict_inconclusive():
+    """The twin is the baseline's own binary: if it comes out slower, the machine moved, and the
+    -O3 that looks 10% faster and the -Os that looks equivalent are not verdicts either."""
     rng = np.random.default_rng(3)
     doc = {"baseline": "b", "design": "explicit", "variants": [
-        _variant("b", ["-O2"], {"row": "b"}), _variant("b.aa", ["-O2"], {"row": "b"})]}
-    analysis.apply(doc, {"b": _values(rng, 1.0), "b.aa": _values(rng, 1.05)}, 1.0, seed=1)
-    assert doc["aa"]["verdict"] == "slower"
-    assert "may be the machine, not the flags" in doc["aa"]["warning"]
+        _variant("b", ["-O2"], {"row": "b"}), _variant("b.aa", ["-O2"], {"row": "b"}),
+        _variant("o3", ["-O3"], {"row": "o3"}), _variant("os", ["-Os"], {"row": "os"})]}
+    values = {"b": _values(rng, 1.0), "b.aa": _values(rng, 1.05), "o3": _values(rng, 0.90),
+              "os": _values(rng, 1.0)}
+    analysis.apply(doc, values, 1.0, seed=1)
+    v = {x["id"]: x["vs_baseline"] for x in doc["variants"]}
+    assert doc["aa"]["verdict"] == "slower" and doc["aa"]["unstable"]
+    assert "machine was unstable" in doc["aa"]["warning"]
+    assert sorted(doc["aa"]["gated"]) == ["o3", "os"]
+    for vid in ("o3", "os"):
+        assert v[vid]["verdict"] == "inconclusive"
+        assert "machine was unstable" in v[vid]["why"]
+    assert "not faster" in v["o3"]["why"] and "not equivalent" in v["os"]["why"]
+    assert v["o3"]["ratio"] == pytest.approx(0.90 / 1.0, abs=0.01)   # the estimate is still shown
+    assert "Keep the baseline" in doc["recommendation"]["why"]
+
+
+def test_a_call_inside_the_aa_arms_own_spread_is_not_made():
+    """A noisy sweep (CV 3%) whose twin stays inconclusive with an interval about +-2% wide: a
+    -1.6% variant whose interval clears the 1% threshold but not the twin's spread is not called
+    faster; a -30% one is."""
+    rng = np.random.default_rng(11)
+    noisy = lambda scale: {r: scale * float(rng.lognormal(0, 0.03)) for r in range(30)}  # noqa: E731
+    doc = {"baseline": "b", "design": "explicit", "variants": [
+        _variant("b", ["-O2"], {"row": "b"}), _variant("b.aa", ["-O2"], {"row": "b"}),
+        _variant("small", ["-O3"], {"row": "small"}), _variant("big", ["-O1"], {"row": "big"})]}
+    base = noisy(1.0)
+    # The small variant is the baseline's rounds shifted 1.6%: a tight interval beyond 1%.
+    values = {"b": base, "b.aa": noisy(1.0), "big": noisy(0.70),
+              "small": {r: x * 0.984 * float(rng.lognormal(0, 0.002)) for r, x in base.items()}}
+    analysis.apply(doc, values, 1.0, seed=4)
+    v = {x["id"]: x["vs_baseline"] for x in doc["variants"]}
+    bound = doc["aa"]["bound_pct"]
+    assert doc["aa"]["verdict"] in ("inconclusive", "equivalent") and not doc["aa"]["unstable"]
+    assert v["small"]["ci95"][1] < 0.99      # beyond the threshold: "faster" without the twin
+    assert v["small"]["ci95"][1] > 1 - bound / 100   # but inside the twin's spread
+    assert v["small"]["verdict"] == "inconclusive" and "A/A arm" in v["small"]["why"]
+    assert doc["aa"]["gated"] == ["small"]
+    assert v["big"]["verdict"] == "faster"
 
 
 def test_screening_recipe_expands_to_design_rows_with_the_base_as_baseline():

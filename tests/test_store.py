@@ -62,7 +62,7 @@ def _engine(url: str) -> sa.Engine:
 # ---- what every store does, on both backends -----------------------------------------------
 
 def test_fresh_store_is_at_the_current_schema(store):
-    assert store.schema_version() == SCHEMA_VERSION == 2
+    assert store.schema_version() == SCHEMA_VERSION == 3
     inspector = sa.inspect(store.engine)
     assert "worker" in {c["name"] for c in inspector.get_columns("samples")}
     assert "ix_runs_target" in {i["name"] for i in inspector.get_indexes("runs")}
@@ -161,7 +161,7 @@ def _make_v1_store(url: str, *, version_row: bool) -> None:
 def test_a_version_1_store_is_migrated_keeping_its_rows(store_url, version_row):
     _make_v1_store(store_url, version_row=version_row)
     s = Store(store_url)
-    assert s.schema_version() == 2
+    assert s.schema_version() == SCHEMA_VERSION
     inspector = sa.inspect(s.engine)
     assert "worker" in {c["name"] for c in inspector.get_columns("samples")}
     assert "ix_runs_target" in {i["name"] for i in inspector.get_indexes("runs")}
@@ -172,7 +172,7 @@ def test_a_version_1_store_is_migrated_keeping_its_rows(store_url, version_row):
     assert [x.worker for x in s.samples("old")] == [None, "w1"]
     s.engine.dispose()
     again = Store(store_url)  # a second open finds nothing to do
-    assert again.schema_version() == 2 and len(again.samples("old")) == 2
+    assert again.schema_version() == SCHEMA_VERSION and len(again.samples("old")) == 2
     again.engine.dispose()
 
 
@@ -227,7 +227,7 @@ def test_concurrent_writers_lose_nothing(store_url, tmp_path):
     assert len(got) == 200
     assert {w: sum(x.variant_id == w for x in got) for w in workers} == dict.fromkeys(workers, 50)
     assert all(x.worker == x.variant_id for x in got)
-    assert s.schema_version() == 2
+    assert s.schema_version() == SCHEMA_VERSION
     s.engine.dispose()
 
 

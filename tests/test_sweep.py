@@ -4,6 +4,7 @@ sweeps never measure at once."""
 
 from __future__ import annotations
 
+import csv
 import json
 import signal
 import sqlite3
@@ -74,9 +75,14 @@ def test_crash_hang_and_wrong_output_show_up_as_such(tiny, tmp_path):
     assert same["check"]["detail"] == "identical code to gcc-O2: reference output (the baseline's)"
     assert same["check"]["status"] == "ok"
     assert wrong["check"]["output_sha256"] != v["gcc-O2"]["check"]["output_sha256"]
-    # Every counted sample came from a shuffled round on the pinned CPU.
-    rows = (out / "samples.csv").read_text().splitlines()
-    assert len(rows) == 1 + 3 * 3  # header + (O2, WRONG, O2's A/A twin) x three rounds
+    # Every counted sample came from a shuffled round on the pinned CPU; --metric auto takes
+    # its one warmup round even with --warmup 0; a run the machine disturbed is kept as well.
+    rows = list(csv.DictReader(open(out / "samples.csv")))
+    counted = [r for r in rows if r["warmup"] == "0" and r["retaken"] == "0"]
+    assert len(counted) == 3 * 3   # (O2, WRONG, O2's A/A twin) x three rounds
+    assert sorted(r["round"] for r in rows if r["warmup"] == "1") == ["-1"] * 3
+    assert len(rows) == 3 * 4 + doc["measurement"]["retaken"]
+    assert doc["metric"] == "cpu_s"       # tiny runs on one thread and only computes
     assert doc["machine"]["pinned_cpu"] == doc["measurement"]["cpu"]
     assert doc["workload"]["argv"] == ["{binary}", "{input}", "2"]
 

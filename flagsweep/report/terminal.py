@@ -47,7 +47,14 @@ def _findings(doc: dict, r: view.Report) -> list[str]:
     lines = []
     aa, noise = doc.get("aa"), doc.get("noise") or {}
     if aa:
-        lines.append(f"A/A arm: {aa['verdict']}")
+        bound = f" (calls need their CI beyond +-{aa['bound_pct']:.1f}%)" \
+            if aa.get("bound_pct") is not None and aa.get("gated") else ""
+        lines.append(f"A/A arm: {aa['verdict']}{bound}")
+    m = doc.get("measurement") or {}
+    if m.get("disturbed") is not None and m.get("disturbance_rule"):
+        lines.append(f"disturbance: {m['disturbed']} run(s) disturbed, {m.get('retaken', 0)} "
+                     f"retaken (off-CPU share over "
+                     f"{100 * m['disturbance_rule']['off_cpu_share']:g}% for {doc['metric']})")
     if noise.get("mde_pct") is not None:
         lines.append(f"noise: baseline CV {100 * (noise.get('baseline_cv') or 0):.2f}%, smallest "
                      f"detectable effect {noise['mde_pct']:.2f}% (threshold {r.threshold_pct:g}%)")
@@ -55,7 +62,8 @@ def _findings(doc: dict, r: view.Report) -> list[str]:
         design = (doc.get("effects_design") or {}).get("design")
         named = ", ".join(f"{e.name} {e.text}" for e in r.effects if e.matters)
         lines.append(f"flags that matter ({design}): {named or 'none beyond the threshold'}")
-    lines += [f"warning: {w.text}" for w in r.headline.warnings if w.kind != "machine"]
+    lines += [f"{'UNSTABLE' if w.kind == 'unstable' else 'warning'}: {w.text}"
+              for w in r.headline.warnings if w.kind != "machine"]
     lines.append(f"recommendation: {r.headline.recommendation}")
     return lines
 

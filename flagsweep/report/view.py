@@ -384,15 +384,32 @@ def warnings(doc: dict) -> list[Warning]:
     elif (noise.get("mde_pct") or 0) > thr:
         out.append(Warning("noise", f"The smallest effect this sweep could resolve is "
                                     f"{noise['mde_pct']:.2f}%, above the {thr:g}% threshold."))
-    if aa and aa.get("verdict") != "equivalent":
+    if aa.get("unstable"):
+        out.insert(0, Warning("unstable", aa["warning"][0].upper() + aa["warning"][1:] + "."))
+    elif aa and aa.get("verdict") != "equivalent":
         out.append(Warning("aa", aa.get("warning") or
                            f"The A/A arm (a copy of the baseline's binary) came out "
                            f"{aa.get('verdict')}, not equivalent: the noise floor is unproven."))
+    out += _disturbance_warnings(doc)
     out += _variant_warnings(doc)
     if not doc["machine"].get("hw_counters"):
         out.append(Warning("pmu", "No hardware performance counters on this machine: timings "
                                   "only; IPC and cache/branch miss rates were not measured."))
     return out
+
+
+def _disturbance_warnings(doc: dict) -> list[Warning]:
+    m = doc.get("measurement") or {}
+    rule = m.get("disturbance_rule")
+    if not m.get("disturbed") or not rule:
+        return []
+    left = m.get("still_disturbed") or 0
+    return [Warning("disturbed", f"The machine disturbed {m['disturbed']} run(s): each waited for "
+                                 f"the CPU more than {100 * rule['off_cpu_share']:g}% of its time "
+                                 f"(or the host stole it); {m.get('retaken', 0)} were taken again"
+                                 + (f", and {left} still disturbed after {rule['max_retakes']} "
+                                    "retakes were kept" if left else "")
+                                 + ". Every attempt is in samples.csv.")]
 
 
 def _variant_warnings(doc: dict) -> list[Warning]:

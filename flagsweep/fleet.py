@@ -144,7 +144,8 @@ def round_task(job: dict, rnd: int, binaries: dict[str, tuple[str, bytes]],
     plan = runner.Plan(sorted(paths), job["seed"])
     sampler = sweep.Sampler(job["run_id"], workload, paths, pre, False, db,
                             lambda text: log.warning("%s", text), worker=_worker_name(),
-                            metric=job.get("metric", "wall_s"))
+                            metric=job.get("metric", "wall_s"),
+                            threshold_pct=job.get("threshold_pct", 1.0))
     with runner.pinned(_bench_cpu()):
         for pos, vid in enumerate(runner.order(plan, rnd)):
             if (vid, rnd) in done:
@@ -381,7 +382,7 @@ def _rounds(client, t, parts: list[Label], blob, opts, db: store.Store, say) -> 
         p, rnd = by_name[name], nxt[name]
         job = {"run_id": p.run_id, "store": db.url, "target_file": str(t.path),
                "target_sha": sha, "seed": opts.seed, "counters": opts.counters,
-               "metric": metric}
+               "metric": metric, "threshold_pct": opts.threshold_pct}
         f = client.submit(round_task, job, rnd, scattered[name], blob, pure=False,
                           key=f"round-{p.run_id}-{rnd}",
                           resources={BENCH: 1, label_resource(name): 1})

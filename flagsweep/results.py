@@ -78,9 +78,9 @@ def _disturbance(doc: dict, samples: list[Sample], set_aside: list[Sample]) -> N
     doc["measurement"]["disturbed"] = sum(c["disturbed"] for c in counts.values())
     doc["measurement"]["retaken"] = sum(c["retaken"] for c in counts.values())
     doc["measurement"]["still_disturbed"] = sum(s.disturbed for s in samples if s.round >= 0)
-    limit = disturbance.LIMITS.get(doc["metric"])
-    doc["measurement"]["disturbance_rule"] = None if limit is None else {
-        "off_cpu_share": limit, "steal_share": disturbance.STEAL_SHARE,
+    most = disturbance.limit(doc["metric"], doc["threshold_pct"])
+    doc["measurement"]["disturbance_rule"] = None if most is None else {
+        "off_cpu_share": most, "steal_share": doc["threshold_pct"] / 100,
         "max_retakes": disturbance.MAX_RETAKES}
 
 

@@ -193,7 +193,8 @@ def _rounds(sweep: Sweep, workload: check.Workload, measured: list[str],
     if cachegrind:
         say("metric: instructions counted by Cachegrind (no PMU here): a deterministic change "
             "detector, not a speed")
-    measure = Sampler(sweep.run_id, workload, binaries, pre, cachegrind, store, say)
+    measure = Sampler(sweep.run_id, workload, binaries, pre, cachegrind, store, say,
+                      threshold_pct=o.threshold_pct)
     cpu = _cpu(o)
     say(f"measuring {len(measured)} distinct binaries on CPU {cpu}: {plan.min_runs}-"
         f"{plan.max_runs} rounds, {max(plan.warmup, o.metric == 'auto')} warmup, seed {o.seed}")
@@ -311,6 +312,7 @@ class Sampler:
     say: Callable[[str], None]
     worker: str | None = None       # who took it (a fleet worker), else this host
     metric: str = "wall_s"          # which metric disturbance is judged for
+    threshold_pct: float = 1.0      # and how much inflation would matter
     execute: Callable[..., runner.Execution] = runner.run_once
     counted: int = 0                # counted runs taken by this sampler, and of them those
     still_disturbed: int = 0        # that stayed disturbed after every retake
@@ -335,7 +337,7 @@ class Sampler:
             self.still_disturbed += sample.disturbed
             if disturbance.busy(self.counted, self.still_disturbed):
                 raise Busy(disturbance.busy_reason(self.metric, self.counted,
-                                                   self.still_disturbed))
+                                                   self.still_disturbed, self.threshold_pct))
         return sample
 
     def _timed(self, vid: str, rnd: int, pos: int, pad: int, argv: list[str],
@@ -348,7 +350,7 @@ class Sampler:
                             e.counters, e.multiplexed, e.failure, time.time(), self.worker)
             # Warmups are not counted, and a failed run is a failure, not a disturbance.
             sample.disturbed = rnd >= 0 and sample.ok and \
-                disturbance.disturbed(self.metric, e.wall_s, e.counters)
+                disturbance.disturbed(self.metric, e.wall_s, e.counters, self.threshold_pct)
             if not sample.disturbed or attempt == disturbance.MAX_RETAKES:
                 return sample
             log.debug("%s round %d disturbed (%s): taken again", vid, rnd,

@@ -54,7 +54,7 @@ def _findings(doc: dict, r: view.Report) -> list[str]:
     if m.get("disturbed") is not None and m.get("disturbance_rule"):
         lines.append(f"disturbance: {m['disturbed']} run(s) disturbed, {m.get('retaken', 0)} "
                      f"retaken (off-CPU share over "
-                     f"{100 * m['disturbance_rule']['off_cpu_share']:g}% for {doc['metric']})")
+                     f"{100 * m['disturbance_rule']['off_cpu_share']:.2g}% for {doc['metric']})")
     if noise.get("mde_pct") is not None:
         lines.append(f"noise: baseline CV {100 * (noise.get('baseline_cv') or 0):.2f}%, smallest "
                      f"detectable effect {noise['mde_pct']:.2f}% (threshold {r.threshold_pct:g}%)")

@@ -405,7 +405,7 @@ def _disturbance_warnings(doc: dict) -> list[Warning]:
         return []
     left = m.get("still_disturbed") or 0
     return [Warning("disturbed", f"The machine disturbed {m['disturbed']} run(s): each waited for "
-                                 f"the CPU more than {100 * rule['off_cpu_share']:g}% of its time "
+                                 f"the CPU more than {100 * rule['off_cpu_share']:.2g}% of its time "
                                  f"(or the host stole it); {m.get('retaken', 0)} were taken again"
                                  + (f", and {left} still disturbed after {rule['max_retakes']} "
                                     "retakes were kept" if left else "")

@@ -99,8 +99,11 @@ def test_the_rule_depends_on_the_metric_and_the_threshold():
     # A user who cares only about 3% effects tolerates three times the wait.
     assert not disturbance.disturbed("cpu_s", 2.0, waited(0.30), threshold_pct=3.0)
     assert disturbance.limit("cpu_s", 3.0) == pytest.approx(3 * disturbance.limit("cpu_s", 1.0))
-    # The host's steal is hidden from the guest's scheduler: it disturbs either metric.
+    # The host's steal is hidden from the guest's scheduler: it disturbs either metric; one
+    # tick of it is the counter's resolution, not evidence.
     assert disturbance.disturbed("cpu_s", 2.0, waited(0.0, steal=0.05))
+    assert not disturbance.disturbed("cpu_s", 0.5, {"run_delay_s": 0.0,
+                                                    "steal_s": disturbance.STEAL_TICK_S})
     # Counts are per process; and no evidence is no disturbance.
     assert not disturbance.disturbed("instructions", 2.0, waited(0.9))
     assert not disturbance.disturbed("wall_s", 2.0, {})

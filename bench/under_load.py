@@ -63,7 +63,8 @@ def loaded(on: bool, seed: int):
 
 # ---- rule ------------------------------------------------------------------------------------
 
-def section_rule(work: Path, env: dict[str, str], seed: int, runs: int = 60) -> None:
+def section_rule(work: Path, env: dict[str, str], seed: int, runs: int = 60,
+                 loaded_runs: int = 150) -> None:
     doc = flagsweep(["run", "gzip", "--flags", "-O2", "--runs", "2", "--quick", "--out",
                      str(work / "rule-build")], env, work / "rule-build.log")
     binary = doc["variants"][0]["build"]["binary"]
@@ -83,7 +84,7 @@ def section_rule(work: Path, env: dict[str, str], seed: int, runs: int = 60) -> 
     with runner.pinned(cpu):
         quiet = np.vstack([take(runs // 2)])
         with running(seed=seed):
-            busy = take(runs)
+            busy = take(loaded_runs)
         quiet = np.vstack([quiet, take(runs // 2)])
     print(f"\n== rule: gzip -9 -O2 pinned to CPU {cpu}, {len(quiet)} quiet and {len(busy)} loaded runs")
     print(f"{'':8}{'wall med':>10}{'cpu med':>10}{'wall CV':>9}{'cpu CV':>8}{'off-CPU p50':>13}"
@@ -97,8 +98,19 @@ def section_rule(work: Path, env: dict[str, str], seed: int, runs: int = 60) -> 
     share = both[:, 2] / both[:, 0]
     for col, name in ((0, "wall"), (1, "cpu")):
         slope, se = _slope(share, both[:, col] / np.median(quiet[:, 1]))
-        print(f"{name} time per unit off-CPU share: {slope:+.3f} +- {se:.3f} (SE), over shares "
-              f"0-{100 * share.max():.0f}%")
+        print(f"{name} time per unit off-CPU share, quiet and loaded runs: {slope:+.3f} +- "
+              f"{se:.3f} (SE), over shares 0-{100 * share.max():.0f}%")
+    # Within the loaded runs alone: does a run that waited more use more CPU time than its
+    # loaded neighbours (what a retake could fix), beyond what the load does to every run?
+    share = busy[:, 2] / busy[:, 0]
+    slope, se = _slope(share, busy[:, 1] / np.median(busy[:, 1]))
+    print(f"cpu time per unit off-CPU share within the loaded runs: {slope:+.3f} +- {se:.3f} (SE); "
+          f"share p10/p50/p90/max {'/'.join(f'{100 * q:.1f}' for q in np.quantile(share, [.1, .5, .9, 1]))}%")
+    edges = [0, .15, .25, .35, 1.01]
+    print("  cpu median by share: " + ", ".join(
+        f"{100 * lo:.0f}-{100 * min(hi, 1):.0f}%: {np.median(busy[(share >= lo) & (share < hi), 1]):.4f} "
+        f"(n {int(((share >= lo) & (share < hi)).sum())})"
+        for lo, hi in zip(edges, edges[1:]) if ((share >= lo) & (share < hi)).any()))
 
 
 def _cv(x: np.ndarray) -> float:

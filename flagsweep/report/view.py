@@ -81,6 +81,7 @@ class VariantRow:
     cv_pct: float | None
     n: int
     outliers: int
+    retaken: int                     # runs taken again because the machine disturbed them
     size_bytes: int | None
     same_code_as: str
     check: str
@@ -253,7 +254,7 @@ def _variant_row(v: dict, doc: dict) -> VariantRow:
         ci_text=ci_pct_text(c.get("ci95")), p_adjusted=c.get("p_adjusted"),
         p_text=_p(c.get("p_adjusted")), median=s.get("median"),
         median_text=_num(s.get("median")), cv_pct=_times100(s.get("cv")),
-        n=s.get("n", 0), outliers=s.get("outliers", 0) or 0,
+        n=s.get("n", 0), outliers=s.get("outliers", 0) or 0, retaken=s.get("retaken", 0) or 0,
         size_bytes=v["build"].get("size_bytes"),
         same_code_as=v["build"].get("identical_to") or "",
         check=check.get("status", "") if v["build"]["status"] == "ok" else v["build"]["status"],

@@ -77,8 +77,9 @@ def _gate(comparisons: dict[str, stats.Comparison], twin: str, threshold_pct: fl
     The twin is the baseline's own binary again, so any faster/slower call on it is the machine
     moving under the measurement. Then no verdict of the sweep can be trusted: every faster,
     slower and equivalent becomes inconclusive, said so in each comparison's why. Otherwise the
-    twin's 95% interval is how far this sweep's noise alone moved a ratio, so a faster/slower
-    call also needs its interval beyond that (the bound, when it is wider than the threshold).
+    twin's ratio is how far this sweep moved a ratio between two identical binaries, so a
+    faster/slower call also needs its whole interval beyond that offset (the bound, when it is
+    larger than the threshold: a twin 4% off, yet not significantly, leaves a 3% effect unproven).
     Returns what was gated, for results.json's `aa`."""
     aa = comparisons.get(twin)
     if aa is None:
@@ -97,17 +98,16 @@ def _gate(comparisons: dict[str, stats.Comparison], twin: str, threshold_pct: fl
     gated = [vid for vid, c in others.items() if c.verdict in ("faster", "slower")
              and c.ci95[0] <= 1 + bound and c.ci95[1] >= 1 - bound]
     for vid in gated:
-        _overrule(others[vid], f"its 95% CI reaches into +-{100 * bound:.1f}%, the spread the "
-                               "A/A arm (the baseline's own binary again) showed in this sweep")
+        _overrule(others[vid], f"its 95% CI reaches into +-{100 * bound:.1f}%, as far as the A/A "
+                               "arm (the baseline's own binary again) moved in this sweep")
     return {"unstable": False, "bound_pct": 100 * bound, "gated": gated}
 
 
 def _aa_bound(aa: stats.Comparison) -> float | None:
-    """How far the A/A interval reaches from 1, as a fraction; None without an interval."""
-    lo, hi = aa.ci95
-    if not (0 < lo <= hi < float("inf")):
+    """How far the twin's ratio lies from 1, as a fraction; None without an estimate."""
+    if not (0 < aa.ratio < float("inf")):
         return None
-    return max(1 - lo, hi - 1, 0.0)
+    return abs(aa.ratio - 1)
 
 
 def _overrule(c: stats.Comparison, why: str) -> None:
@@ -126,7 +126,7 @@ def _aa(twin: str, c: stats.Comparison | None, gate: dict) -> dict | None:
                    "overruled); measure again on a quieter machine")
     elif gate["gated"]:
         warning = (f"{len(gate['gated'])} faster/slower call(s) overruled: their intervals reach "
-                   f"into the +-{gate['bound_pct']:.1f}% that the A/A arm moved by itself")
+                   f"into the +-{gate['bound_pct']:.1f}% by which the A/A arm moved by itself")
     j = c.to_json()  # non-finite values become null: results.json stays strict JSON
     return {"variant": twin, "verdict": c.verdict, "ratio": j["ratio"], "ci95": j["ci95"],
             "p_value": c.p_value, "warning": warning, "unstable": gate["unstable"],

@@ -43,7 +43,8 @@ def apply(doc: dict, values: dict[str, dict[int, float]], threshold_pct: float, 
         v["vs_baseline"] = _vs_baseline(v, vid, baseline, comparisons, variants)
     twin = baseline + AA_SUFFIX
     doc["aa"] = _aa(twin, comparisons.get(twin))
-    doc["noise"] = stats.noise(values.get(baseline, {}), values.get(twin), threshold_pct)
+    doc["noise"] = stats.noise(values.get(baseline, {}), values.get(twin), threshold_pct,
+                               m=len(comparisons))
     doc["effects"], doc["effects_design"] = _effects(doc, values, threshold_pct)
     doc["recommendation"] = _recommend(doc, threshold_pct)
 

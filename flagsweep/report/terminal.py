@@ -49,8 +49,9 @@ def _findings(doc: dict, r: view.Report) -> list[str]:
     if aa:
         lines.append(f"A/A arm: {aa['verdict']}")
     if noise.get("mde_pct") is not None:
-        lines.append(f"noise: baseline CV {100 * (noise.get('baseline_cv') or 0):.2f}%, smallest "
-                     f"detectable effect {noise['mde_pct']:.2f}% (threshold {r.threshold_pct:g}%)")
+        lines.append(f"noise: baseline CV {100 * (noise.get('baseline_cv') or 0):.2f}%, effects of "
+                     f"{noise['mde_pct']:.2f}% or more are called at 80% power "
+                     f"(threshold {r.threshold_pct:g}%)")
     if r.effects:
         design = (doc.get("effects_design") or {}).get("design")
         named = ", ".join(f"{e.name} {e.text}" for e in r.effects if e.matters)

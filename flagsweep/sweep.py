@@ -188,20 +188,26 @@ def _rounds(sweep: Sweep, workload: check.Workload, measured: list[str],
     plan = runner.Plan(measured, o.seed, warmup=0 if cachegrind else o.warmup,
                        min_runs=o.runs or (1 if cachegrind else o.min_runs),
                        max_runs=o.runs or (1 if cachegrind else o.max_runs),
-                       budget_s=o.budget, precision=o.precision_pct / 100, metric=metric)
+                       budget_s=o.budget, precision=o.precision_pct / 100, metric=metric,
+                       baseline=sweep.baseline, threshold=o.threshold_pct / 100)
     if cachegrind:
         say("metric: instructions counted by Cachegrind (no PMU here): a deterministic change "
             "detector, not a speed")
     measure = Sampler(sweep.run_id, workload, binaries, pre, cachegrind, store, say)
 
-    def values() -> dict[str, list[float]]:
-        return results.metric_values(store.samples(sweep.run_id), metric)
+    def values() -> runner.Values:
+        return round_values(store, sweep.run_id, metric)
 
     cpu = _cpu(o)
     say(f"measuring {len(measured)} distinct binaries on CPU {cpu}: {plan.min_runs}-"
         f"{plan.max_runs} rounds, {plan.warmup} warmup, seed {o.seed}")
     with runner.pinned(cpu), results.progress(plan) as tick:
         return runner.rounds(plan, store.done(sweep.run_id), measure, values, tick)
+
+
+def round_values(store: Store, run_id: str, metric: str) -> runner.Values:
+    """The stopping rule's values: what analysis.apply will compare, variant -> {round: value}."""
+    return analysis.values_by_round(store.samples(run_id), lambda s: results.metric_of(s, metric))
 
 
 def aa_twin(docs: list[dict], baseline: str, out: Path) -> list[dict]:

@@ -275,32 +275,28 @@ def decided(plan: Plan, values: Values, completed: int) -> Outcome | None:
     if completed < first_stop(plan):
         return None
     comparisons = _comparisons(plan, values)
-    if not comparisons:
-        return None
     widths = {vid: _half_width(c) for vid, c in comparisons.items()}
-    open_ = [vid for vid, c in comparisons.items()
-             if c.verdict == "inconclusive" and widths[vid] > plan.precision]
-    if open_:
+    if not comparisons or any(c.verdict == "inconclusive" and widths[vid] > plan.precision
+                              for vid, c in comparisons.items()):
         return None
-    return Outcome(completed, f"decided after {completed} rounds: {_tally(comparisons, widths, plan)}",
-                   widths)
+    return _outcome(plan, completed, f"decided after {completed} rounds", comparisons)
 
 
 def max_runs_outcome(plan: Plan, values: Values) -> Outcome:
-    comparisons = _comparisons(plan, values)
-    widths = {vid: _half_width(c) for vid, c in comparisons.items()}
-    if plan.min_runs >= plan.max_runs:
-        head = f"the fixed {plan.max_runs} rounds are done"
-    else:
-        head = f"max runs ({plan.max_runs}) reached"
-    return Outcome(plan.max_runs, f"{head}: {_tally(comparisons, widths, plan)}", widths)
+    head = (f"the fixed {plan.max_runs} rounds are done" if plan.min_runs >= plan.max_runs
+            else f"max runs ({plan.max_runs}) reached")
+    return _outcome(plan, plan.max_runs, head, _comparisons(plan, values))
 
 
 def budget_outcome(plan: Plan, values: Values, completed: int) -> Outcome:
-    comparisons = _comparisons(plan, values)
+    return _outcome(plan, completed, f"time budget of {plan.budget_s:g} s reached after "
+                    f"{completed} rounds", _comparisons(plan, values))
+
+
+def _outcome(plan: Plan, completed: int, head: str,
+             comparisons: dict[str, stats.Comparison]) -> Outcome:
     widths = {vid: _half_width(c) for vid, c in comparisons.items()}
-    return Outcome(completed, f"time budget of {plan.budget_s:g} s reached after {completed} "
-                   f"rounds: {_tally(comparisons, widths, plan)}", widths)
+    return Outcome(completed, f"{head}: {_tally(comparisons, widths, plan)}", widths)
 
 
 def _comparisons(plan: Plan, values: Values) -> dict[str, stats.Comparison]:

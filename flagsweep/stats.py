@@ -639,8 +639,8 @@ def noise(baseline: dict[int, float], twin: dict[int, float] | None,
             sd, n, source = _robust_sd(d), len(common), "the A/A twin"
             if n >= _min_pairs(0.95):
                 w = _walsh_averages(d)
-                halves = (_log_half_width(_walsh_interval(w, n, 0.95)),
-                          _log_half_width(_walsh_interval(w, n, level_m)))
+                halves = (log_half_width(_walsh_interval(w, n, 0.95)),
+                          log_half_width(_walsh_interval(w, n, level_m)))
     if sd is None and twin is not None:
         n, source = summary.n, "sqrt(2) x the baseline's CV (too few usable A/A twin rounds)"
     if sd is None:
@@ -658,7 +658,8 @@ def noise(baseline: dict[int, float], twin: dict[int, float] | None,
             "warning": _noise_warning(mde, halves, n, threshold_pct, m)}
 
 
-def _log_half_width(ci: tuple[float, float]) -> float:
+def log_half_width(ci: tuple[float, float]) -> float:
+    """Half an interval of ratios' width on the log scale (about relative); inf without one."""
     lo, hi = ci
     return (math.log(hi) - math.log(lo)) / 2 if 0 < lo <= hi < math.inf else math.inf
 

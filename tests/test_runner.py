@@ -209,7 +209,7 @@ def test_stops_once_everything_is_decided_and_runs_on_while_not():
     assert "1 slower" in outcome.stop_reason
     outcome, _ = _simulate(plan, noise=0.05, effects={"var": 1.015}, seed=4)
     assert outcome.rounds == 30 and outcome.stop_reason.startswith("max runs (30) reached: ")
-    assert "widest undecided 95% CI" in outcome.stop_reason
+    assert "widest unsettled 95% CI" in outcome.stop_reason
     assert max(outcome.half_widths.values()) > plan.precision
 
 

@@ -215,7 +215,7 @@ def _judge(c: stats.Comparison, points: list[Point], threshold_pct: float):
         before, after = levels[:-r][-REFERENCE:], levels[-r:]
         shift, t, p, ci = _shift_test(before, after)
         same_side = np.all(np.sign(after - np.mean(before)) == np.sign(shift))
-        agrees = sample_step and (c.ratio > 1) == (shift > 0) if r == 1 else same_side
+        agrees = (sample_step and (c.ratio > 1) == (shift > 0)) if r == 1 else same_side
         if p < NIGHT_ALPHA / PERSIST and abs(shift) > margin and agrees \
                 and (best is None or abs(t) > abs(best[1])):
             best = (r, t, shift, ci)

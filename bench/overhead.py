@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from flagsweep import check, probes, results, runner, sweep, target
+from flagsweep import check, probes, runner, sweep, target
 from flagsweep.store import Store
 
 TARGET = """summary = "bench: a program that does nothing"
@@ -72,7 +72,7 @@ def harness(folder: Path, binary: Path, n: int, perf: probes.Preflight | None) -
                        precision=0.0)
     with runner.pinned(runner.choose_cpu([])):
         runner.rounds(plan, set(), measure,
-                      lambda: results.metric_values(store.samples(run_id), "wall_s"))
+                      lambda: sweep.round_values(store, run_id, "wall_s"))
     stamps.append(time.perf_counter_ns() / 1e6)
     return [b - a for a, b in zip(stamps, stamps[1:])]
 

@@ -44,7 +44,8 @@ def apply(doc: dict, values: dict[str, dict[int, float]], threshold_pct: float, 
     for vid, v in variants.items():
         v["vs_baseline"] = _vs_baseline(v, vid, baseline, comparisons, variants)
     doc["aa"] = _aa(twin, comparisons.get(twin), gate)
-    doc["noise"] = stats.noise(values.get(baseline, {}), values.get(twin), threshold_pct)
+    doc["noise"] = stats.noise(values.get(baseline, {}), values.get(twin), threshold_pct,
+                               m=len(comparisons))
     doc["effects"], doc["effects_design"] = _effects(doc, values, threshold_pct)
     doc["recommendation"] = _recommend(doc, threshold_pct)
 

@@ -134,13 +134,15 @@ def build_cmd(as_json, **kw) -> None:
 @target_options
 @click.option("--runs", type=click.IntRange(min=1), help="Exactly N counted rounds (no adaptive stop).")
 @click.option("--min-runs", type=click.IntRange(min=1), default=5, show_default=True,
-              help="Rounds before the precision rule may stop.")
+              help="Rounds before the stopping rule may stop (it also waits for the rounds a "
+                   "verdict needs at this sweep's number of comparisons).")
 @click.option("--max-runs", type=click.IntRange(min=1), default=30, show_default=True,
               help="Most rounds.")
 @click.option("--budget", type=click.FloatRange(min=1), default=1800, show_default=True,
               help="Seconds of measuring at most; no new round starts that would overrun it.")
-@click.option("--precision", "precision_pct", type=click.FloatRange(min=0.01), default=1.0,
-              show_default=True, help="Stop when every median's 95% CI half-width is under this percentage.")
+@click.option("--precision", "precision_pct", type=click.FloatRange(min=0.01),
+              help="An undecided comparison counts as settled once its paired 95% CI "
+                   "half-width is under this percentage [default: the --threshold].")
 @click.option("--threshold", "threshold_pct", type=click.FloatRange(min=0.01), default=1.0,
               show_default=True, help="Practical threshold in %: smaller effects do not matter "
                                       "(faster/slower need their CI beyond it).")
@@ -191,6 +193,8 @@ def run_cmd(runs, min_runs, max_runs, budget, precision_pct, threshold_pct, warm
     else:
         if runs is not None:
             min_runs = max_runs = runs
+        if precision_pct is None:
+            precision_pct = threshold_pct
         if min_runs > max_runs:
             raise click.UsageError(f"--min-runs {min_runs} is more than --max-runs {max_runs}")
         mopts = sweep.MeasureOptions(runs=runs, min_runs=min_runs, max_runs=max_runs, budget=budget,

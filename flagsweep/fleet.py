@@ -36,7 +36,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
-from . import analysis, build, check, fetch, inputs, matrix, merge, recipe, results, runner, store, sweep, system, target
+from . import analysis, build, check, fetch, inputs, matrix, merge, recipe, runner, store, sweep, system, target
 from .errors import FlagsweepError
 
 log = logging.getLogger("flagsweep.fleet")
@@ -360,14 +360,16 @@ def _check(client, t, p: Label, blob, db: store.Store, opts, say) -> None:
 
 def _rounds(client, t, parts: list[Label], blob, opts, db: store.Store, say) -> None:
     """Rounds per label, as many in flight as that label has workers, until each label's
-    precision rule (or max runs, or the budget) says stop; then each run is finished."""
+    stopping rule (runner.decided; or max runs, or the budget) says stop; then each run is finished."""
     from distributed import as_completed
 
     metric = sweep.METRICS[opts.metric]
     plans = {p.name: runner.Plan(p.measured, opts.seed, warmup=opts.warmup,
                                  min_runs=opts.runs or opts.min_runs,
                                  max_runs=opts.runs or opts.max_runs, budget_s=opts.budget,
-                                 precision=opts.precision_pct / 100, metric=metric)
+                                 precision=opts.precision_pct / 100, metric=metric,
+                                 baseline=p.matrix.baseline.id,
+                                 threshold=opts.threshold_pct / 100)
              for p in parts}
     by_name = {p.name: p for p in parts}
     sha = sweep.file_sha256(t.path)
@@ -399,8 +401,8 @@ def _rounds(client, t, parts: list[Label], blob, opts, db: store.Store, say) -> 
         name, plan = f.label, plans[f.label]
         if f.round >= 0:
             completed[name] += 1
-        values = results.metric_values(db.samples(by_name[name].run_id), metric)
-        done = runner.precise(plan, values, completed[name])
+        values = sweep.round_values(db, by_name[name].run_id, metric)
+        done = runner.decided(plan, values, completed[name])
         over = plan.budget_s is not None and time.monotonic() - started > plan.budget_s
         if name not in outcome and (done or over or nxt[name] >= plan.max_runs):
             outcome[name] = done or (runner.Outcome(completed[name], f"time budget of "
@@ -411,7 +413,7 @@ def _rounds(client, t, parts: list[Label], blob, opts, db: store.Store, say) -> 
     for p in parts:
         plan = plans[p.name]
         o = outcome.get(p.name) or runner.max_runs_outcome(
-            plan, results.metric_values(db.samples(p.run_id), metric))
+            plan, sweep.round_values(db, p.run_id, metric))
         db.finish_run(p.run_id, "complete", o.stop_reason)
         say(f"{p.name}: {o.stop_reason}")
 

@@ -7,19 +7,34 @@ and the variant id (compiler and flags). What may change between nightly sweeps,
 nightly job watches, is recorded on each point instead: the target's version and the compilers'
 versions. A step then names what changed with it ("gcc 12.2.0 -> 13.1.0").
 
-Steps are found sequentially. The sweeps since the last step form a segment; each new sweep's
-samples are compared with the pooled samples of the segment's last WINDOW sweeps by
+Steps are found sequentially. The sweeps since the last step form a segment; each new
+sweep's samples are compared with the pooled samples of the segment's last WINDOW sweeps by
 stats.compare_unpaired (Hodges-Lehmann ratio, Mann-Whitney interval), Benjamini-Hochberg across
 the variants of that sweep, and the faster/slower/equivalent/inconclusive rule of stats.adjust
 with the threshold. Samples pooled across sweeps understate the sweep-to-sweep spread (another
-day, another machine state), so once a series has MIN_SPREAD_RUNS earlier sweeps a step must
-also lie beyond SPREAD_Z robust standard deviations of that spread: the median absolute
-deviation of the successive differences of log sweep medians, scaled by 1.4826 / sqrt(2) (a
-robust SD of one sweep's level; the MAD keeps the few real steps from inflating it; the cut-off
-as for the modified z-score of Iglewicz & Hoaglin, How to Detect and Handle Outliers, ASQC 1993).
-A shift the history has seen before from the machine alone is not called a regression. A faster or slower verdict that
-passes is a step and starts a new segment; the latest sweep's slower steps are the regressions
-`flagsweep history --check` fails on.
+day, another machine state), so a step must also stand out from the spread of the sweeps
+themselves, with the sweep (its log median) as the unit of replication:
+
+- Once the segment has MIN_SPREAD_RUNS earlier sweeps, the last r = 1..PERSIST sweeps are
+  tested against the segment's earlier ones (at most REFERENCE of them) by Student's pooled
+  two-sample t test on log medians, each split at NIGHT_ALPHA / PERSIST (Bonferroni), so a
+  series fails a night by chance with probability at most NIGHT_ALPHA. The mean shift must
+  also pass the threshold. r = 1 is the new sweep alone (and its samples must agree); r > 1
+  finds a step that stayed, every sweep since on the same side, and places it on its first
+  sweep: one night of a 5% step on a machine that drifts 2-3% a day is within the spread, a
+  few nights of it are not. Of several splits the largest |t| wins, the likeliest place of a
+  single step (the likelihood-ratio change point of a normal mean; Hawkins, Testing a
+  sequence of observations for a shift in location, JASA 72(357), 1977). A spread of zero
+  (an exact count) is no reason to skip the test: any shift then stands out.
+- Before that the spread is too uncertain for a test at that level, and a step must lie
+  beyond the threshold and beyond SPREAD_Z standard deviations of the earlier sweeps' levels
+  about their mean (the cut-off of the modified z-score, Iglewicz & Hoaglin, How to Detect
+  and Handle Outliers, ASQC 1993). Nothing is skipped on a zero spread here either; on these
+  first nights the threshold has to be above the machine's day-to-day drift.
+
+A faster or slower step starts a new segment at the sweep it is placed on; a slower step found
+with the newest sweep is a regression `flagsweep history --check` fails on, even when it is
+placed a night or two earlier.
 """
 
 from __future__ import annotations
@@ -29,14 +44,18 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy import stats as sps
 
 from . import analysis, results, stats
 from . import metric as metric_mod
 from .store import Store
 
 WINDOW = 5
-MIN_SPREAD_RUNS = 4
+MIN_SPREAD_RUNS = 8
 SPREAD_Z = 3.5
+PERSIST = 3
+NIGHT_ALPHA = 0.002
+REFERENCE = 30
 
 
 @dataclass
@@ -57,6 +76,7 @@ class Step:
     ci95: tuple[float, float]
     why: str
     changed: list[str]                       # versions that changed with it
+    found_in: str = ""                       # the sweep whose check found it (run_id or later)
 
 
 @dataclass
@@ -74,7 +94,8 @@ class Series:
                             "ci95": list(p.ci95) if p.ci95 else None, "n": len(p.values),
                             "versions": p.versions} for p in self.points],
                 "steps": [{"run_id": s.run_id, "verdict": s.verdict, "ratio": s.ratio,
-                           "ci95": list(s.ci95), "why": s.why, "changed": s.changed}
+                           "ci95": list(s.ci95), "why": s.why, "changed": s.changed,
+                           "found_in": s.found_in}
                           for s in self.steps],
                 "latest": self.latest}
 
@@ -108,9 +129,9 @@ def collect(store: Store, target: str, until: str | None = None,
 
 
 def regressions(all_series: list[Series], latest_run: str | None = None) -> list[Series]:
-    """Series whose latest sweep (the newest overall unless named) is a slower step."""
+    """Series in which the latest sweep (the newest overall unless named) found a slower step."""
     latest_run = latest_run or _newest(all_series)
-    return [s for s in all_series if s.steps and s.steps[-1].run_id == latest_run
+    return [s for s in all_series if s.steps and s.steps[-1].found_in == latest_run
             and s.steps[-1].verdict == "slower" and s.points[-1].run_id == latest_run]
 
 
@@ -156,32 +177,83 @@ def _detect(all_series: list[Series], threshold_pct: float) -> None:
             tests[id(s)] = (s, i, segment, stats.compare_unpaired(s.points[i].values, pooled))
         stats.adjust([c for *_, c in tests.values()], threshold=threshold_pct / 100)
         for s, i, segment, c in tests.values():
-            verdict, why = _judge(c, s.points[i], segment, s.points[:i])
+            verdict, why, at, ratio, ci = _judge(c, s.points[segment_start[id(s)]:i + 1],
+                                                 threshold_pct)
+            at += segment_start[id(s)]
             if i == len(s.points) - 1:
                 j = c.to_json()  # strict JSON: an interval that does not exist is null
                 s.latest = {"run_id": run_id, "verdict": verdict, "ratio": j["ratio"],
                             "ci95": j["ci95"], "why": why, "against": [p.run_id for p in segment]}
             if verdict in ("faster", "slower"):
-                s.steps.append(Step(run_id, verdict, c.ratio, c.ci95, why,
-                                    _changed(segment[-1].versions, s.points[i].versions)))
-                segment_start[id(s)] = i
+                s.steps.append(Step(s.points[at].run_id, verdict, ratio, ci, why,
+                                    _changed(s.points[at - 1].versions, s.points[at].versions),
+                                    found_in=run_id))
+                segment_start[id(s)] = at
 
 
-def _judge(c: stats.Comparison, point: Point, segment: list[Point],
-           earlier: list[Point]) -> tuple[str, str]:
-    """The comparison's verdict, unless the history's own sweep-to-sweep spread explains it."""
-    if c.verdict not in ("faster", "slower") or len(earlier) < MIN_SPREAD_RUNS:
-        return c.verdict, c.why
-    diffs = np.diff(np.log([p.median for p in earlier]))
-    sd = 1.4826 * float(np.median(np.abs(diffs - np.median(diffs)))) / math.sqrt(2)
-    if sd == 0:
-        return c.verdict, c.why
-    level = float(np.median(np.log([p.median for p in segment])))
-    z = (math.log(point.median) - level) / sd
-    if abs(z) <= SPREAD_Z:
+def _judge(c: stats.Comparison, points: list[Point], threshold_pct: float):
+    """(verdict, why, index of the step's first sweep in `points`, ratio, ci95) for the last of
+    `points`, the segment so far: the samples' verdict unless the sweeps' own spread explains
+    it, or a step that stayed (module docstring)."""
+    levels = np.log([p.median for p in points])
+    last = len(points) - 1
+    margin = math.log1p(threshold_pct / 100)
+    sample_step = c.verdict in ("faster", "slower")
+    if last < MIN_SPREAD_RUNS:
+        if not sample_step:
+            return c.verdict, c.why, last, c.ratio, c.ci95
+        before = levels[:-1]
+        sd = float(np.std(before, ddof=1)) if len(before) >= 2 else math.inf
+        shift = levels[-1] - float(np.mean(before))
+        if abs(shift) > max(margin, SPREAD_Z * sd):
+            return c.verdict, (f"{c.why}; beyond {SPREAD_Z} SDs of the {len(before)} earlier "
+                               f"sweeps (SD {100 * sd:.2f}%)"), last, c.ratio, c.ci95
         return "inconclusive", (f"{c.why}; but within the history's own sweep-to-sweep spread "
-                                f"(z = {z:+.1f} robust SDs, needs beyond +-{SPREAD_Z})")
-    return c.verdict, f"{c.why}; beyond the history's sweep-to-sweep spread (z = {z:+.1f})"
+                                f"({len(before)} earlier sweeps, SD {100 * sd:.2f}%: a step "
+                                f"needs beyond {SPREAD_Z} SDs)"), last, c.ratio, c.ci95
+    best = None
+    for r in range(1, PERSIST + 1):
+        before, after = levels[:-r][-REFERENCE:], levels[-r:]
+        shift, t, p, ci = _shift_test(before, after)
+        same_side = np.all(np.sign(after - np.mean(before)) == np.sign(shift))
+        agrees = (sample_step and (c.ratio > 1) == (shift > 0)) if r == 1 else same_side
+        if p < NIGHT_ALPHA / PERSIST and abs(shift) > margin and agrees \
+                and (best is None or abs(t) > abs(best[1])):
+            best = (r, t, shift, ci)
+    if best is None:
+        if not sample_step:
+            return c.verdict, c.why, last, c.ratio, c.ci95
+        return "inconclusive", (f"{c.why}; but within the history's own sweep-to-sweep spread "
+                                f"(t test of this sweep against the segment's earlier ones not "
+                                f"below {NIGHT_ALPHA / PERSIST:.2g})"), last, c.ratio, c.ci95
+    r, t, shift, ci = best
+    verdict = "slower" if shift > 0 else "faster"
+    nights = "this sweep" if r == 1 else f"the last {r} sweeps"
+    why = (f"{abs(math.expm1(shift)) * 100:.1f}% {verdict} over {nights} than the "
+           f"{min(last + 1 - r, REFERENCE)} before (95% CI {_pct(ci)}), beyond the "
+           f"{threshold_pct:g}% threshold and the sweep-to-sweep spread (t = {t:+.1f})")
+    return verdict, why, last + 1 - r, math.exp(shift), ci
+
+
+def _shift_test(before: np.ndarray, after: np.ndarray):
+    """(mean shift, t, two-sided p, 95% CI of exp(shift)) of after against before, Student's
+    pooled two-sample t (both sets of sweeps share the machine's spread)."""
+    k, r = len(before), len(after)
+    shift = float(np.mean(after) - np.mean(before))
+    df = k + r - 2
+    ss = float(np.sum((before - before.mean()) ** 2) + np.sum((after - after.mean()) ** 2))
+    se = math.sqrt(ss / df * (1 / k + 1 / r)) if df > 0 else math.inf
+    if se == 0:
+        t = math.copysign(math.inf, shift) if shift else 0.0
+        return shift, t, 0.0 if shift else 1.0, (math.exp(shift), math.exp(shift))
+    t = shift / se
+    q = float(sps.t.isf(0.025, df))
+    return shift, t, float(2 * sps.t.sf(abs(t), df)), (math.exp(shift - q * se),
+                                                      math.exp(shift + q * se))
+
+
+def _pct(ci: tuple[float, float]) -> str:
+    return f"{(ci[0] - 1) * 100:+.1f}% to {(ci[1] - 1) * 100:+.1f}%"
 
 
 def _changed(before: dict[str, str], after: dict[str, str]) -> list[str]:

@@ -38,12 +38,6 @@ def metric_of(s: Sample, metric: str) -> float | None:
     return value if isinstance(value, (int, float)) else None
 
 
-def metric_values(samples: list[Sample], metric: str) -> dict[str, list[float]]:
-    """Good, counted (non-warmup) values of the metric per variant, in round order."""
-    by_round = analysis.values_by_round(samples, lambda s: metric_of(s, metric), positive_only=False)
-    return {vid: list(rounds.values()) for vid, rounds in by_round.items()}
-
-
 def write(out: Path, store: Store, run_id: str) -> Path:
     """Write results.json and samples.csv into out; return the results.json path."""
     run = store.run(run_id)

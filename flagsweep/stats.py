@@ -10,7 +10,7 @@ what a whole sweep may conclude, and what this machine can resolve at all.
   design sketch's ratio of medians with bootstrap CIs.
 - adjust: Benjamini-Hochberg across the sweep, then one of four verdicts (faster, slower,
   equivalent, inconclusive with the rounds that would likely decide).
-- mde_pct, rounds_for_precision, noise: sensitivity stated up front.
+- detectable_pct, rounds_for_precision, noise: sensitivity stated up front.
 
 The median's CI comes from order statistics: for n independent samples, the number below the
 true median is Binomial(n, 1/2), so the interval [x_(l), x_(u)] with l the largest rank such that
@@ -462,7 +462,7 @@ def _rounds_needed(c: Comparison, threshold: float, alpha: float, m: int) -> int
     landed near the band's edge by chance asks for too many rounds: hence "rough". With too few
     pairs for an interval it is only that floor, a lower bound."""
     n = c.n_pairs
-    floor = max(n + 1, math.ceil(math.log2(2 * m / alpha)), _min_pairs(0.95))
+    floor = max(n + 1, fewest_decisive_pairs(m, alpha))
     est = math.log(c.ratio) if c.ratio > 0 else math.nan
     if n < 2 or not math.isfinite(est) or not all(map(math.isfinite, c.ci95 + c.ci90)) \
             or min(c.ci95 + c.ci90) <= 0:
@@ -477,6 +477,14 @@ def _rounds_needed(c: Comparison, threshold: float, alpha: float, m: int) -> int
                     _ratio_sq(est - math.log(c.ci90[0]), est - lo_b))
     need = n * scale
     return min(ROUNDS_CAP, max(floor, math.ceil(need) if math.isfinite(need) else ROUNDS_CAP))
+
+
+def fewest_decisive_pairs(m: int, alpha: float = 0.05) -> int:
+    """The fewest pairs at which a faster/slower verdict can exist in a sweep of m comparisons:
+    a 95% interval needs 6, and the exact sign-flip p is at least 2 / 2^n, which a lone effect
+    must bring to alpha / m for Benjamini-Hochberg to pass it (the others being null):
+    n >= log2(2m / alpha). 6 for m = 1, 7 for m = 2, 9 for m = 10, 10 for m = 20."""
+    return max(math.ceil(math.log2(2 * max(1, m) / alpha)), _min_pairs(0.95))
 
 
 @functools.lru_cache(maxsize=None)
@@ -552,19 +560,37 @@ def _interval(ci: tuple[float, float]) -> list[float] | None:
 # Sensitivity: what this machine can resolve, and how many rounds a precision needs.
 # --------------------------------------------------------------------------------------------
 
-def mde_pct(sd_log_diff: float, n_pairs: int, alpha: float = 0.05, power: float = 0.8) -> float:
-    """Minimum detectable effect in percent for a paired comparison:
-    (z_{1-alpha/2} + z_{power}) * sd / sqrt(n) * 100, the normal-approximation power formula for
-    a one-sample (paired) test of a mean (Chow, Shao & Wang, Sample Size Calculations in Clinical
-    Research, 2nd ed., Chapman & Hall/CRC 2008, ch. 3, one-sample design; Cohen, Statistical
-    Power Analysis for the Behavioral Sciences, 2nd ed., 1988, ch. 2). sd is of per-round log
-    ratios, so the result is a relative effect. Rough for our test: the signed-rank test is ~95%
-    as efficient as the t test on normal data (3/pi), the adjustment for several comparisons is
-    not included, and a "faster" verdict also needs the CI beyond the threshold."""
-    if n_pairs < 1:
-        return math.inf
-    z = sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power)
-    return float(z * sd_log_diff / math.sqrt(n_pairs) * 100)
+Z80 = 0.8416212335729143       # the normal distribution's 80% point: power 80%
+
+
+def detectable_pct(half95: float, half_m: float, threshold_pct: float) -> float:
+    """The smallest slowdown (in percent) called "slower" with 80% power by a comparison whose
+    log-ratio intervals have these half-widths: `half95` at 95% and `half_m` at 1 - alpha/m.
+
+    adjust() calls a lone effect among m comparisons slower when the 95% CI's low end clears
+    log(1 + t) and its p-value is below alpha / m (what BH asks of it when its companions are
+    null), i.e. when the 1 - alpha/m interval, which inverts the same signed-rank test,
+    excludes 0. Both hold once the estimate exceeds max(log(1 + t) + half95, half_m); with the
+    estimate about normal with standard error half95 / z_0.975, it does so with probability
+    80% at
+        delta = max(log(1 + t) + half95, half_m) + z_0.80 half95 / z_0.975,
+    the power formula of a one-sided test against a shifted null (Chow, Shao & Wang, Sample
+    Size Calculations in Clinical Research, 2nd ed., Chapman & Hall/CRC 2008, ch. 3, tests for
+    superiority by a margin). Faster is symmetric, so the same size."""
+    margin = math.log1p(threshold_pct / 100)
+    return 100 * math.expm1(max(margin + half95, half_m) + Z80 / Z95 * half95)
+
+
+def rounds_to_detect(half95: float, half_m: float, n: int, effect_pct: float,
+                     threshold_pct: float, m: int) -> int | None:
+    """Rounds at which detectable_pct comes down to `effect_pct`, both half-widths shrinking
+    as 1/sqrt(n); None when the effect is not beyond the threshold."""
+    target, margin = math.log1p(effect_pct / 100), math.log1p(threshold_pct / 100)
+    if target <= margin:
+        return None
+    k = Z80 / Z95
+    shrink = min((target - margin) / (half95 * (1 + k)), target / (half_m + k * half95))
+    return max(math.ceil(n / shrink ** 2 - 1e-9), fewest_decisive_pairs(m))
 
 
 def rounds_for_precision(cv: float, half_width_pct: float) -> int:
@@ -585,32 +611,57 @@ def rounds_for_precision(cv: float, half_width_pct: float) -> int:
 
 
 def noise(baseline: dict[int, float], twin: dict[int, float] | None,
-          threshold_pct: float) -> dict:
-    """The baseline's CV, the noise of a paired comparison and the smallest effect it resolves.
+          threshold_pct: float, m: int = 1, alpha: float = 0.05) -> dict:
+    """The baseline's CV, the noise of a paired comparison, and the smallest effect this sweep
+    would call at 80% power (`mde_pct`) given its rounds, its m comparisons and the threshold.
 
-    The paired noise is the sd of per-round log ratios baseline twin / baseline (an A/A pair),
-    which is what every comparison actually faces. Without a twin (or with fewer than 3 shared
-    rounds) it is approximated as sqrt(2) * the baseline's CV, the sd of a difference of two
-    independent arms; that ignores the drift that pairing by round cancels, so it errs high.
-    Rounds flagged as outliers (modified z-score) are left out of these sds: the rank test and
-    the medians ignore them, and one 30% stall would otherwise make the machine look 10x noisier
-    than the verdicts experience."""
+    What a comparison faces is read from the A/A twin: its per-round log ratios give the
+    signed-rank (Walsh) intervals a variant with the same noise would get, at 95% and at
+    1 - alpha/m, about its own estimate; detectable_pct turns their half-widths into the
+    effect. They come from the very ranks the verdicts use, so stalls and heavy tails widen
+    them as they widen every comparison's, and where the exact test cannot reach alpha/m at
+    these rounds there is no such interval and no detectable effect (None, and the warning
+    says so). No round is left out. Without a twin sharing 6 positive rounds with the
+    baseline: normal intervals from sd * sqrt(pi/3) / sqrt(n) (the Hodges-Lehmann estimate's
+    spread on normal data), sd being the twin's per-round sd (at least 3 rounds) else sqrt(2)
+    x the baseline's CV (two independent arms; it ignores the drift pairing cancels, so it
+    errs high); these sds leave out the rounds the modified z-score flags, so they understate
+    stalls."""
     summary = summarize(baseline)
-    sd, n, source = None, summary.n, "sqrt(2) x the baseline's CV (no A/A twin)"
+    sd, n, source, halves = None, summary.n, "sqrt(2) x the baseline's CV (no A/A twin)", None
+    level_m = 1 - alpha / max(1, m)
     if twin is not None:
         common = sorted(set(twin) & set(baseline))
         t = np.array([twin[r] for r in common], dtype=float)
         b = np.array([baseline[r] for r in common], dtype=float)
         if len(common) >= 3 and np.all(t > 0) and np.all(b > 0):
-            sd, n, source = _robust_sd(np.log(t) - np.log(b)), len(common), "the A/A twin"
+            d = np.log(t) - np.log(b)
+            sd, n, source = _robust_sd(d), len(common), "the A/A twin"
+            if n >= _min_pairs(0.95):
+                w = _walsh_averages(d)
+                halves = (log_half_width(_walsh_interval(w, n, 0.95)),
+                          log_half_width(_walsh_interval(w, n, level_m)))
     if sd is None and twin is not None:
         n, source = summary.n, "sqrt(2) x the baseline's CV (too few usable A/A twin rounds)"
     if sd is None:
         cv = _robust_cv(np.array(list(baseline.values()), dtype=float))
         sd = math.sqrt(2) * cv if cv is not None else None
-    mde = mde_pct(sd, n) if sd is not None else None
+    if halves is None and sd is not None and n >= 1:
+        se = sd * math.sqrt(math.pi / 3 / n)
+        halves = (Z95 * se, float(sps.norm.isf((1 - level_m) / 2)) * se)
+    if halves is not None and n < fewest_decisive_pairs(m, alpha):
+        halves = (halves[0], math.inf)
+    mde = detectable_pct(*halves, threshold_pct) if halves else None
+    mde = mde if mde is not None and math.isfinite(mde) else None
     return {"baseline_cv": summary.cv, "mde_pct": mde, "sd_log_diff": sd, "n_pairs": n,
-            "source": source, "warning": _noise_warning(mde, sd, n, threshold_pct)}
+            "source": source, "comparisons": m, "power": 0.8,
+            "warning": _noise_warning(mde, halves, n, threshold_pct, m)}
+
+
+def log_half_width(ci: tuple[float, float]) -> float:
+    """Half an interval of ratios' width on the log scale (about relative); inf without one."""
+    lo, hi = ci
+    return (math.log(hi) - math.log(lo)) / 2 if 0 < lo <= hi < math.inf else math.inf
 
 
 def _without_outliers(x: np.ndarray) -> np.ndarray:
@@ -630,12 +681,20 @@ def _robust_cv(x: np.ndarray) -> float | None:
     return float(np.std(kept, ddof=1) / np.mean(kept))
 
 
-def _noise_warning(mde: float | None, sd: float | None, n: int, threshold_pct: float) -> str | None:
-    if mde is None:
+def _noise_warning(mde: float | None, halves: tuple[float, float] | None, n: int,
+                   threshold_pct: float, m: int) -> str | None:
+    """Silent while an effect of twice the threshold would be called at 80% power."""
+    if halves is None:
         return f"too few rounds ({n}) to estimate the noise of this machine"
-    if mde <= threshold_pct:
+    if mde is None:
+        return (f"with {n} rounds and {m} comparisons the A/A twin shows no effect would be "
+                f"called at 80% power (too few rounds for the exact test at this many "
+                f"comparisons, or stalls); use --min-runs {max(2 * n, fewest_decisive_pairs(m) + 2)} "
+                "or `flagsweep system --tune`")
+    if mde <= 2 * threshold_pct:
         return None
-    z = sps.norm.ppf(0.975) + sps.norm.ppf(0.8)
-    rounds = math.ceil((z * sd * 100 / threshold_pct) ** 2)    # mde_pct solved for n
-    return (f"this machine cannot resolve {threshold_pct:g}% with {n} rounds (smallest "
-            f"detectable effect {mde:.1f}%); use --max-runs {rounds} or `flagsweep system --tune`")
+    rounds = rounds_to_detect(*halves, n, 2 * threshold_pct, threshold_pct, m)
+    return (f"with {n} rounds this sweep calls effects of {mde:.1f}% or more (80% power); "
+            f"real effects between {threshold_pct:g}% and that likely end inconclusive. About "
+            f"{rounds} rounds would call {2 * threshold_pct:g}%: use --max-runs {rounds} or "
+            "`flagsweep system --tune`")

@@ -189,7 +189,8 @@ def _rounds(sweep: Sweep, workload: check.Workload, measured: list[str],
     plan = runner.Plan(measured, o.seed, warmup=0 if cachegrind else o.warmup,
                        min_runs=o.runs or (1 if cachegrind else o.min_runs),
                        max_runs=o.runs or (1 if cachegrind else o.max_runs),
-                       budget_s=o.budget, precision=o.precision_pct / 100)
+                       budget_s=o.budget, precision=o.precision_pct / 100,
+                       baseline=sweep.baseline, threshold=o.threshold_pct / 100)
     if cachegrind:
         say("metric: instructions counted by Cachegrind (no PMU here): a deterministic change "
             "detector, not a speed")
@@ -203,8 +204,8 @@ def _rounds(sweep: Sweep, workload: check.Workload, measured: list[str],
             _choose_metric(sweep, plan, measure, store, say, tick)
         plan.metric = measure.metric = METRICS[o.metric]
 
-        def values() -> dict[str, list[float]]:
-            return results.metric_values(store.samples(sweep.run_id), plan.metric)
+        def values() -> runner.Values:
+            return round_values(store, sweep.run_id, plan.metric)
 
         try:
             return runner.rounds(plan, store.done(sweep.run_id), measure, values, tick)
@@ -218,7 +219,8 @@ def _choose_metric(sweep: Sweep, plan: runner.Plan, measure: Sampler, store: Sto
                    say: Callable[[str], None], tick) -> None:
     """--metric auto: the warmup round (one is taken even with --warmup 0) shows whether the
     workload is single-threaded and CPU-bound; the choice is stored before any counted run."""
-    first = runner.Plan(plan.variant_ids, plan.seed, warmup=max(1, plan.warmup), max_runs=0)
+    first = runner.Plan(plan.variant_ids, plan.seed, warmup=max(1, plan.warmup), max_runs=0,
+                        baseline=plan.baseline)
     runner.rounds(first, store.done(sweep.run_id), measure, lambda: {}, tick)
     # The last warmup round: caches and page cache are as warm as they will be in the sweep.
     choice = metric_mod.choose([s for s in store.samples(sweep.run_id) if s.round == -1])
@@ -227,6 +229,11 @@ def _choose_metric(sweep: Sweep, plan: runner.Plan, measure: Sampler, store: Sto
     store.set_option(sweep.run_id, "metric_choice", choice.to_json())
     plan.warmup = 0                      # every warmup round is done
     say(f"metric: {choice.why}")
+
+
+def round_values(store: Store, run_id: str, metric: str) -> runner.Values:
+    """The stopping rule's values: what analysis.apply will compare, variant -> {round: value}."""
+    return analysis.values_by_round(store.samples(run_id), lambda s: results.metric_of(s, metric))
 
 
 def aa_twin(docs: list[dict], baseline: str, out: Path) -> list[dict]:

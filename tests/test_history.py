@@ -54,6 +54,45 @@ def test_after_a_step_the_new_level_is_the_reference():
     assert s.latest["against"] == ["r2", "r3"]
 
 
+def test_an_alternating_machine_is_not_a_regression():
+    """1.00, 1.03, 1.00, 1.03, then 1.07 at --threshold 3: the successive differences are all
+    about 3%, which a MAD about their median once read as a spread of 0.14% (z = 39)."""
+    s = _series([1.00, 1.03, 1.00, 1.03, 1.07])
+    history._detect([s], threshold_pct=3.0)
+    assert s.latest["verdict"] == "inconclusive" and s.steps == []
+    assert "within the history's own sweep-to-sweep spread" in s.latest["why"]
+    assert history.regressions([s]) == []
+
+
+def test_a_step_that_stays_is_found_and_placed_on_its_night():
+    """Ten nights wandering +-2%, then a 5% step. Its first night is within the spread (t test of
+    one night); two nights later the three nights together are not, and the step is placed on
+    its first night, which names the version that changed there."""
+    wander = [1.00, 1.02, 0.98, 1.01, 0.99, 1.02, 0.98, 1.00, 1.01, 0.99]
+    s = _series(wander + [1.05, 1.06, 1.05])
+    for i, p in enumerate(s.points):
+        p.versions = {"target": "1.1" if i >= 10 else "1.0"}
+    for night in range(11, 14):
+        part = history.Series(s.variant, s.flags, s.machine, s.points[:night])
+        history._detect([part], threshold_pct=1.0)
+        fired = history.regressions([part])
+        assert bool(fired) == (night == 13), night
+    (step,) = part.steps
+    assert (step.run_id, step.found_in, step.verdict) == ("r10", "r12", "slower")
+    assert step.changed == ["target 1.0 -> 1.1"] and 1.04 < step.ratio < 1.07
+    assert "over the last 3 sweeps" in step.why
+
+
+def test_zero_spread_does_not_switch_the_guard_off():
+    """An exact count repeats to the last digit: its spread is 0, and any shift beyond the
+    threshold stands out from it (the guard once skipped itself when the spread was 0)."""
+    s = history.Series("gcc-O2", ["-O2"], "cpu")
+    for i, x in enumerate([1e9] * 10 + [1.02e9]):
+        s.points.append(history.Point(f"r{i}", float(i), [x] * 5, x, None, {"target": "1.0"}))
+    history._detect([s], threshold_pct=1.0)
+    assert [(st.run_id, st.verdict) for st in s.steps] == [("r10", "slower")]
+
+
 # ---------------------------------------------------------------------------------------------
 # End to end: the real CLI, the real tiny target, a store of its own.
 # ---------------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from flagsweep import probes, runner
@@ -141,16 +142,23 @@ def test_pinned_restores_affinity():
 
 # ---- rounds ----------------------------------------------------------------------------------
 
-def _simulate(plan, done=(), noise=0.0):
-    """Drive runner.rounds with a fake measure: value 1.0 (+ alternating noise) per sample."""
+def _simulate(plan, done=(), noise=0.0, effects=None, seed=0):
+    """Drive runner.rounds with a fake measure. Without `effects`: value 1.0 (+ alternating
+    noise) per sample. With `effects` (variant -> ratio): seeded log-normal values with CV
+    `noise`, the variant's ratio times the round's shared drift."""
     taken: list[tuple[str, int, int]] = []
-    store: dict[str, list[float]] = {}
+    store: dict[str, dict[int, float]] = {}
+    rng = np.random.default_rng(seed)
 
     def measure(vid, rnd, pos, pad):
         assert 0 <= pad <= runner.ENV_PAD_MAX
         taken.append((vid, rnd, pos))
         if rnd >= 0:
-            store.setdefault(vid, []).append(1.0 + noise * (-1) ** len(store.get(vid, [])))
+            if effects is None:
+                value = 1.0 + noise * (-1) ** len(store.get(vid, {}))
+            else:
+                value = effects.get(vid, 1.0) * (1 + 0.02 * rnd) * float(rng.lognormal(0, noise))
+            store.setdefault(vid, {})[rnd] = value
         return Sample(vid, rnd, pos, pad)
 
     outcome = runner.rounds(plan, set(done), measure, lambda: store)
@@ -158,31 +166,55 @@ def _simulate(plan, done=(), noise=0.0):
 
 
 def test_every_round_runs_each_variant_once_in_a_seeded_shuffle():
-    plan = runner.Plan(["a", "b", "c", "d"], seed=5, warmup=1, min_runs=3, max_runs=3)
+    plan = runner.Plan(["a", "b", "c", "d"], seed=5, warmup=1, min_runs=3, max_runs=3, baseline="a")
     outcome, taken = _simulate(plan, noise=0.5)
     for r in range(-1, 3):
         assert sorted(v for v, rnd, _ in taken if rnd == r) == ["a", "b", "c", "d"]
     orders = [tuple(runner.order(plan, r)) for r in range(3)]
     assert len(set(orders)) > 1  # shuffled per round
     assert orders == [tuple(runner.order(plan, r)) for r in range(3)]  # and reproducible
-    assert outcome.rounds == 3 and outcome.stop_reason.startswith("max runs (3) reached")
+    assert outcome.rounds == 3 and outcome.stop_reason.startswith("the fixed 3 rounds are done")
 
 
-def test_stops_on_precision_not_before_min_runs():
-    plan = runner.Plan(["a", "b"], seed=1, warmup=0, min_runs=6, max_runs=30, precision=0.01)
-    outcome, taken = _simulate(plan, noise=0.0)
-    assert outcome.rounds == 6  # constant values: precise as soon as a 95% CI exists (n = 6)
-    assert outcome.stop_reason.startswith("precision reached after 6 rounds")
+def test_never_stops_before_a_verdict_can_pass_bh():
+    """Identical values: every comparison is 'equivalent' from 6 rounds on, yet the rule waits
+    for the rounds at which the exact test could pass BH at this m, plus the margin."""
+    for ids, floor in ((["a", "a.aa", "b"], 7), ([f"v{i}" for i in range(21)], 10)):
+        assert runner.stats.fewest_decisive_pairs(len(ids) - 1) == floor
+        plan = runner.Plan(ids, seed=1, warmup=0, min_runs=5, max_runs=30, baseline=ids[0])
+        outcome, _ = _simulate(plan, noise=0.0)
+        assert outcome.rounds == floor + runner.DECISION_MARGIN == runner.first_stop(plan)
+        assert outcome.stop_reason.startswith(f"decided after {outcome.rounds} rounds: "
+                                              f"{len(ids) - 1} equivalent")
+    # min_runs above the floor still holds the rule back
+    plan = runner.Plan(["a", "b"], seed=1, warmup=0, min_runs=12, max_runs=30, baseline="a")
+    assert _simulate(plan, noise=0.0)[0].rounds == 12
 
 
-def test_noisy_values_run_to_max_runs():
-    plan = runner.Plan(["a"], seed=1, warmup=0, min_runs=6, max_runs=9, precision=0.01)
-    outcome, _ = _simulate(plan, noise=0.2)
-    assert outcome.rounds == 9 and "worst CI half-width 16.67%" in outcome.stop_reason
+def test_quiet_machine_ends_slower_not_inconclusive():
+    """Baseline and twin at CV 0.3%, a variant at +5%, default options: the old precision rule
+    stopped at 6 rounds (p 2/64, adjusted 0.0625, inconclusive); now it stops once the analysis
+    can say 'slower'."""
+    plan = runner.Plan(["base", "base.aa", "var"], seed=3, warmup=0, baseline="base")
+    outcome, _ = _simulate(plan, noise=0.003, effects={"var": 1.05}, seed=3)
+    assert outcome.rounds == runner.first_stop(plan) == 9
+    assert outcome.stop_reason == "decided after 9 rounds: 1 equivalent, 1 slower"
+
+
+def test_stops_once_everything_is_decided_and_runs_on_while_not():
+    """CV 1%, +10%: decided well before max runs. CV 5%, +1.5%: undecided and wide, so max runs."""
+    plan = runner.Plan(["base", "base.aa", "var"], seed=4, warmup=0, baseline="base")
+    outcome, _ = _simulate(plan, noise=0.01, effects={"var": 1.10}, seed=4)
+    assert outcome.rounds < 20 and outcome.stop_reason.startswith("decided after")
+    assert "1 slower" in outcome.stop_reason
+    outcome, _ = _simulate(plan, noise=0.05, effects={"var": 1.015}, seed=4)
+    assert outcome.rounds == 30 and outcome.stop_reason.startswith("max runs (30) reached: ")
+    assert "widest unsettled 95% CI" in outcome.stop_reason
+    assert max(outcome.half_widths.values()) > plan.precision
 
 
 def test_resume_skips_what_is_done():
-    plan = runner.Plan(["a", "b"], seed=9, warmup=1, min_runs=2, max_runs=2)
+    plan = runner.Plan(["a", "b"], seed=9, warmup=1, min_runs=2, max_runs=2, baseline="a")
     done = {("a", -1), ("b", -1), ("a", 0)}
     _, taken = _simulate(plan, done=done, noise=0.5)
     assert {(v, r) for v, r, _ in taken} == {("b", 0), ("a", 1), ("b", 1)}
@@ -191,7 +223,7 @@ def test_resume_skips_what_is_done():
 def test_budget_stops_before_a_round_that_would_overrun(monkeypatch):
     clock = iter(range(0, 10_000, 10))  # every call to monotonic() advances 10 s
     monkeypatch.setattr(runner.time, "monotonic", lambda: next(clock))
-    plan = runner.Plan(["a"], seed=1, warmup=0, min_runs=1, max_runs=50, budget_s=45,
-                       precision=0.0001)
+    plan = runner.Plan(["a", "b"], seed=1, warmup=0, min_runs=1, max_runs=50, budget_s=45,
+                       precision=0.0001, baseline="a")
     outcome, _ = _simulate(plan, noise=0.3)
     assert "time budget of 45 s reached" in outcome.stop_reason and outcome.rounds < 50

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from .. import history
 from . import load, view
 
 
@@ -56,8 +57,9 @@ def _findings(doc: dict, r: view.Report) -> list[str]:
                      f"retaken (off-CPU share over "
                      f"{100 * m['disturbance_rule']['off_cpu_share']:.2g}% for {doc['metric']})")
     if noise.get("mde_pct") is not None:
-        lines.append(f"noise: baseline CV {100 * (noise.get('baseline_cv') or 0):.2f}%, smallest "
-                     f"detectable effect {noise['mde_pct']:.2f}% (threshold {r.threshold_pct:g}%)")
+        lines.append(f"noise: baseline CV {100 * (noise.get('baseline_cv') or 0):.2f}%, effects of "
+                     f"{noise['mde_pct']:.2f}% or more are called at 80% power "
+                     f"(threshold {r.threshold_pct:g}%)")
     if r.effects:
         design = (doc.get("effects_design") or {}).get("design")
         named = ", ".join(f"{e.name} {e.text}" for e in r.effects if e.matters)
@@ -114,11 +116,12 @@ def show_history(target: str, all_series, out: Console | None = None) -> None:
                     style=view.COLORS.get(latest.get("verdict", ""), "")), steps]
         t.add_row(*row, *([s.machine] if len(machines) > 1 else []))
     out.print(t)
-    short = [s for s in all_series if 1 < len(s.points) <= 4]
+    short = [s for s in all_series if 1 < len(s.points) <= history.MIN_SPREAD_RUNS]
     if short:
-        out.print("note: with 4 or fewer sweeps a series has no sweep-to-sweep spread to judge "
-                  "against; until then a step is judged on the samples alone, so choose "
-                  "--threshold above this machine's day-to-day drift.", markup=False)
+        out.print(f"note: with {history.MIN_SPREAD_RUNS} or fewer sweeps the sweep-to-sweep "
+                  "spread is too uncertain to test against; until then a step must clear "
+                  "--threshold and 3.5 SDs of the earlier sweeps (none after a single sweep), "
+                  "so choose --threshold above this machine's day-to-day drift.", markup=False)
 
 
 def show_pick(p, out: Console | None = None) -> None:

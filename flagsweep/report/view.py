@@ -382,9 +382,9 @@ def warnings(doc: dict) -> list[Warning]:
     noise, aa = doc.get("noise") or {}, doc.get("aa") or {}
     if noise.get("warning"):
         out.append(Warning("noise", noise["warning"]))
-    elif (noise.get("mde_pct") or 0) > thr:
-        out.append(Warning("noise", f"The smallest effect this sweep could resolve is "
-                                    f"{noise['mde_pct']:.2f}%, above the {thr:g}% threshold."))
+    elif (noise.get("mde_pct") or 0) > 2 * thr:
+        out.append(Warning("noise", f"The smallest effect this sweep calls at 80% power is "
+                                    f"{noise['mde_pct']:.2f}%, over twice the {thr:g}% threshold."))
     if aa.get("unstable"):
         out.insert(0, Warning("unstable", aa["warning"][0].upper() + aa["warning"][1:] + "."))
     elif aa and aa.get("verdict") != "equivalent":
@@ -540,7 +540,8 @@ def _method(doc: dict) -> list[tuple[str, str]]:
         ("rounds", f"{ms.get('warmup', '?')} warmup, then {ms.get('min_runs', '?')}.."
                    f"{ms.get('max_runs', '?')} counted (n per variant: "
                    f"{', '.join(map(str, counted)) or 'none'})"),
-        ("stopping rule", f"every median's 95% CI half-width <= {ms.get('precision_pct', '?')}%, "
+        ("stopping rule", f"every comparison decided or its paired 95% CI within "
+                          f"+-{ms.get('precision_pct', '?')}% (not before a verdict can pass BH), "
                           f"or {ms.get('max_runs', '?')} rounds, or {ms.get('budget', '?')} s"),
         ("order", "each round a seeded shuffle of the variants; environment size padded at random"),
         ("seed", str(ms.get("seed", "?"))),

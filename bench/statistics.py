@@ -1,0 +1,331 @@
+"""Seeded simulations of flagsweep's verdict rules, calling the functions a sweep calls.
+
+    nice -n 19 .venv/bin/python bench/statistics.py            # every table, a few minutes
+    nice -n 19 .venv/bin/python bench/statistics.py --scale 0.25 stopping   # fewer sweeps, one table
+
+A simulated sweep: baseline, its A/A twin and the variants, each sample
+exp(true log effect + the round's shared drift + noise), rounds in `runner.order`'s shuffle.
+It stops where `runner.decided` (the run's own rule) says, or after a fixed n; then every
+variant is compared with the baseline by `stats.compare` and the sweep adjusted by
+`stats.adjust`, as `analysis.apply` does. The noise statement is `stats.noise` on the baseline
+and twin. History feeds `history.Series`/`Point` (as `history._points` builds them) to
+`history._detect` and `history.regressions`, night after night. Rates carry one binomial
+standard error (+-) and an exact Clopper-Pearson 95% interval in brackets. Everything is
+seeded: the same command prints the same tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from scipy import stats as sps
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from flagsweep import history, runner, stats  # noqa: E402
+
+SEED = 20261123
+THRESHOLD = 0.01
+STALL = math.log(1.3)
+MIN_TRUSTED = history.MIN_SPREAD_RUNS         # nights (from 1) judged before the t test applies
+
+
+# ---- noise models ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Noise:
+    """Per-sample log noise: log-normal with this CV or Student t3 scaled to this sd, plus
+    stalls (x1.3) on a share of samples, plus a random walk over the executions in their
+    shuffled order (sd per round)."""
+
+    cv: float = 0.01
+    t3: bool = False
+    stalls: float = 0.0
+    walk: float = 0.0
+
+    @property
+    def name(self) -> str:
+        text = f"t3 sd {100 * self.cv:g}%" if self.t3 else f"LN cv {100 * self.cv:g}%"
+        if self.stalls:
+            text += f", {100 * self.stalls:g}% stalls x1.3"
+        if self.walk:
+            text += f", drift rw_exec {100 * self.walk:g}%"
+        return text
+
+    def draw(self, rng: np.random.Generator, plan: runner.Plan, rounds: int) -> dict[str, np.ndarray]:
+        ids = plan.variant_ids
+        if self.t3:
+            e = rng.standard_t(3, size=(len(ids), rounds)) * self.cv / math.sqrt(3)
+        else:
+            e = rng.normal(0, math.sqrt(math.log(1 + self.cv ** 2)), size=(len(ids), rounds))
+        if self.stalls:
+            e += STALL * (rng.random(e.shape) < self.stalls)
+        e += rng.normal(0, 0.03, size=rounds)          # round drift: pairing must cancel it
+        if self.walk:
+            steps = rng.normal(0, self.walk / math.sqrt(len(ids)), size=len(ids) * rounds)
+            walk = np.cumsum(steps)
+            index = {vid: k for k, vid in enumerate(ids)}
+            for r in range(rounds):
+                for pos, vid in enumerate(runner.order(plan, r)):
+                    e[index[vid], r] += walk[r * len(ids) + pos]
+        return {vid: e[k] for k, vid in enumerate(ids)}
+
+
+# ---- one simulated sweep ---------------------------------------------------------------------
+
+def sweep(rng: np.random.Generator, noise: Noise, effects: dict[str, float], runs: int | None,
+          seed: int) -> tuple[dict[str, stats.Comparison], int, dict]:
+    """(comparisons as the analysis makes them, rounds measured, stats.noise's statement)."""
+    ids = ["base", "base.aa", *effects]
+    plan = runner.Plan(ids, seed=seed, warmup=0, baseline="base", threshold=THRESHOLD,
+                       min_runs=runs or 5, max_runs=runs or 30)
+    logs = noise.draw(rng, plan, plan.max_runs)
+    for vid, ratio in effects.items():
+        logs[vid] = logs[vid] + math.log(ratio)
+    values = {vid: {r: float(math.exp(x)) for r, x in enumerate(logs[vid])} for vid in ids}
+    n = plan.max_runs
+    for k in range(runner.first_stop(plan), plan.max_runs + 1):
+        if runner.decided(plan, _first(values, k), k) is not None:
+            n = k
+            break
+    measured = _first(values, n)
+    comparisons = {vid: stats.compare(measured[vid], measured["base"], seed=seed)
+                   for vid in ids if vid != "base"}
+    stats.adjust(list(comparisons.values()), threshold=THRESHOLD)
+    statement = stats.noise(measured["base"], measured["base.aa"], 100 * THRESHOLD, m=len(ids) - 1)
+    return comparisons, n, statement
+
+
+def _first(values: dict[str, dict[int, float]], k: int) -> dict[str, dict[int, float]]:
+    return {vid: {r: x for r, x in v.items() if r < k} for vid, v in values.items()}
+
+
+# ---- rates -----------------------------------------------------------------------------------
+
+def rate(hits: int, n: int) -> str:
+    """'12.3% +-1.0 [10.4, 14.4]': the share, one binomial s.e., the exact 95% interval."""
+    p = hits / n
+    se = math.sqrt(p * (1 - p) / n)
+    lo = sps.beta.ppf(0.025, hits, n - hits + 1) if hits else 0.0
+    hi = sps.beta.ppf(0.975, hits + 1, n - hits) if hits < n else 1.0
+    return f"{100 * p:.1f}% +-{100 * se:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"
+
+
+def quantiles(xs: list[int]) -> str:
+    q = np.percentile(xs, [10, 50, 90])
+    return "/".join(f"{x:g}" for x in q)
+
+
+def table(head: list[str], rows: list[list[str]]) -> None:
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+    print(flush=True)
+
+
+# ---- the tables ------------------------------------------------------------------------------
+
+def stopping(scale: float) -> None:
+    """Quiet machines: the cells where the median-precision rule stopped at 6 rounds."""
+    print("### Stopping and power: baseline + twin + one variant (m = 2), default options\n")
+    rows = []
+    cells = [(Noise(0.003), 1.03), (Noise(0.003), 1.10), (Noise(0.005), 1.03), (Noise(0.005), 1.10),
+             (Noise(0.007), 1.03), (Noise(0.007), 1.10), (Noise(0.01), 1.03), (Noise(0.01), 0.97),
+             (Noise(0.02), 1.03), (Noise(0.01, t3=True), 1.03), (Noise(0.01, stalls=0.05), 1.03),
+             (Noise(0.01, walk=0.01), 1.03)]
+    for k, (noise, effect) in enumerate(cells):
+        n = _sweeps(400 if noise.cv < 0.02 and not noise.stalls else 150, scale)
+        rng = np.random.default_rng([SEED, 1, k])
+        want = "slower" if effect > 1 else "faster"
+        right, edge, used = 0, 0, []
+        for i in range(n):
+            cs, r, _ = sweep(rng, noise, {"var": effect}, None, seed=i)
+            right += cs["var"].verdict == want
+            lo, hi = cs["var"].ci95
+            edge += cs["var"].verdict == "inconclusive" and (lo > 1 + THRESHOLD or hi < 1 - THRESHOLD)
+            used.append(r)
+        rows.append([noise.name, f"{100 * (effect - 1):+g}%", str(n), rate(right, n), rate(edge, n),
+                     quantiles(used), f"{np.mean(np.array(used) == 30):.2f}"])
+    table(["noise", "effect", "sweeps", "P(right verdict)", "inconclusive with the 95% CI beyond 1%",
+           "rounds q10/50/90", "share at max 30"], rows)
+
+
+def aa(scale: float) -> None:
+    print("### A/A: baseline + twin (m = 1); and the twin + 9 null variants (m = 10)\n")
+    rows = []
+    cells = [(Noise(0.005), 0), (Noise(0.02), 0), (Noise(0.05), 0), (Noise(0.02, stalls=0.05), 0),
+             (Noise(0.02, t3=True), 0), (Noise(0.01), 9)]
+    for k, (noise, extra) in enumerate(cells):
+        for runs in (10, None):
+            n = _sweeps(400 if runs or noise.cv < 0.01 else 150, scale)
+            rng = np.random.default_rng([SEED, 2, k, runs or 0])
+            effects = {f"null{j}": 1.0 for j in range(extra)}
+            any_fp, fp, total, used = 0, 0, 0, []
+            for i in range(n):
+                cs, r, _ = sweep(rng, noise, effects, runs, seed=i)
+                calls = sum(c.verdict in ("faster", "slower") for c in cs.values())
+                any_fp += calls > 0
+                fp += calls
+                total += len(cs)
+                used.append(r)
+            rows.append([noise.name, str(extra + 1), str(runs or "adaptive"), str(n),
+                         rate(any_fp, n), f"{100 * fp / total:.2f}%", f"{np.mean(used):.1f}"])
+    table(["noise", "m", "n", "sweeps", "sweeps with a false faster/slower",
+           "comparisons", "mean rounds"], rows)
+
+
+def band_edge(scale: float) -> None:
+    print("### TOST at the band edge: P(equivalent) for a true ratio of exactly 1.01, m = 2\n")
+    rows = []
+    cells = [Noise(0.005), Noise(0.01), Noise(0.015), Noise(0.01, walk=0.01),
+             Noise(0.005, t3=True), Noise(0.005, stalls=0.05)]
+    pooled = [0, 0]
+    for k, noise in enumerate(cells):
+        n = _sweeps(1000 if noise.cv <= 0.005 and not noise.stalls else 400, scale)  # cheap: 9 rounds
+        rng = np.random.default_rng([SEED, 3, k])
+        hits, used = 0, []
+        for i in range(n):
+            cs, r, _ = sweep(rng, noise, {"var": 1 + THRESHOLD}, None, seed=i)
+            hits += cs["var"].verdict == "equivalent"
+            used.append(r)
+        pooled[0] += hits
+        pooled[1] += n
+        rows.append([noise.name, str(n), rate(hits, n), quantiles(used)])
+    rows.append(["pooled", str(pooled[1]), rate(*pooled), ""])
+    table(["noise", "sweeps", "P(equivalent) at ratio 1.01, adaptive", "rounds q10/50/90"], rows)
+
+
+def statement(scale: float) -> None:
+    """Each sweep states its smallest effect called at 80% power; the same sweep's variant then
+    carries exactly that effect (its noise drawn first, so the effect does not steer it)."""
+    print("### The noise statement: does the stated effect get called 80% of the time?\n")
+    rows = []
+    cells = [(Noise(0.005), 10), (Noise(0.01), 10), (Noise(0.01), 20), (Noise(0.02), 30),
+             (Noise(0.01, stalls=0.05), 10), (Noise(0.01, stalls=0.10), 10),
+             (Noise(0.01, stalls=0.10), 20), (Noise(0.01, t3=True), 10), (Noise(0.005), 30)]
+    for k, (noise, runs) in enumerate(cells):
+        n = _sweeps(300, scale)
+        rng = np.random.default_rng([SEED, 4, k])
+        called, stated = 0, []
+        for i in range(n):
+            plan = runner.Plan(["base", "base.aa", "var"], seed=i, warmup=0, baseline="base",
+                               min_runs=runs, max_runs=runs)
+            logs = noise.draw(rng, plan, runs)
+            base = {r: float(math.exp(x)) for r, x in enumerate(logs["base"])}
+            twin = {r: float(math.exp(x)) for r, x in enumerate(logs["base.aa"])}
+            said = stats.noise(base, twin, 100 * THRESHOLD, m=2)
+            if said["mde_pct"] is None:
+                continue
+            stated.append(said["mde_pct"])
+            effect = math.log(1 + said["mde_pct"] / 100)
+            var = {r: float(math.exp(x + effect)) for r, x in enumerate(logs["var"])}
+            cs = [stats.compare(twin, base, seed=i), stats.compare(var, base, seed=i)]
+            stats.adjust(cs, threshold=THRESHOLD)
+            called += cs[1].verdict == "slower"
+        rows.append([noise.name, str(runs), str(len(stated)), f"{np.median(stated):.2f}%",
+                     f"{np.percentile(stated, 10):.2f}..{np.percentile(stated, 90):.2f}%",
+                     rate(called, len(stated))])
+    table(["noise", "n", "sweeps", "stated effect (median)", "q10..q90",
+           "called slower at the stated effect (goal 75-85%)"], rows)
+
+
+def nights(scale: float) -> None:
+    print("### History: 20 nights, 10 samples per night (CV 1%), `history --check` each night\n")
+    rows_null, rows_step = [], []
+    cells = [(0.005, 1.0), (0.02, 3.0), (0.03, 3.0), (0.03, 5.0)]
+    for k, (day, thr) in enumerate(cells):
+        n = _sweeps(250, scale)
+        rng = np.random.default_rng([SEED, 5, k])
+        alarms = [_series(rng, day, thr, None)[0] for _ in range(n)]
+        rows_null.append([f"{100 * day:g}%", f"{thr:g}%", str(n), rate(sum(map(bool, alarms)), n),
+                          rate(sum(any(k < MIN_TRUSTED for k in a) for a in alarms), n),
+                          rate(sum(any(k >= MIN_TRUSTED for k in a) for a in alarms), n)])
+        right, placed, later, never, early = 0, 0, 0, 0, 0
+        for _ in range(n):
+            before, fired = _series(rng, day, thr, 14)
+            early += bool(before)
+            right += fired == "on"
+            placed += fired == "placed"
+            later += fired == "elsewhere"
+            never += fired is None
+        rows_step.append([f"{100 * day:g}%", f"{thr:g}%", str(n), rate(right, n), rate(right + placed, n),
+                          rate(later, n), rate(never, n), rate(early, n)])
+    table(["day-to-day", "--threshold", "series", ">= 1 false alarm in 20 nights",
+           f"... on nights 2-{MIN_TRUSTED} (spread not yet trusted)",
+           f"... on nights {MIN_TRUSTED + 1}-20"], rows_null)
+    print("A +5% step on night 15 (the target's version changes that night):\n")
+    table(["day-to-day", "--threshold", "series", "fails on night 15",
+           "found by night 20 and placed on night 15", "found but placed on another night",
+           "never found", ">= 1 false alarm on nights 2-14"], rows_step)
+
+
+def _series(rng: np.random.Generator, day: float, thr: float, step_at: int | None):
+    """(the nights, counted from 0, whose check failed before the step; how the step was found:
+    'on' night 15 itself, 'placed' there by a later night's check, 'elsewhere', or None). One pass of _detect over the 20
+    nights: it never looks ahead, so the steps it finds with night k (Step.found_in) are what
+    `history --check` run on night k reports."""
+    levels = rng.normal(0, day, 20)
+    s = history.Series("v", [], "m")
+    for night in range(20):
+        late = step_at is not None and night >= step_at
+        x = np.exp(levels[night] + (math.log(1.05) if late else 0.0) + rng.normal(0, 0.01, 10))
+        s.points.append(history.Point(f"n{night}", float(night), list(map(float, x)),
+                                      float(np.median(x)), None, {"target": "1.1" if late else "1.0"}))
+    history._detect([s], thr)
+    alarms, fired = [], None
+    for step in s.steps:
+        if step.verdict != "slower":
+            continue
+        night = int(step.found_in[1:])
+        if step_at is None or night < step_at:
+            alarms.append(night)
+        elif fired is None:
+            fired = "on" if night == step_at else (
+                "placed" if step.run_id == f"n{step_at}" else "elsewhere")
+    return alarms, fired
+
+
+def cost(scale: float) -> None:
+    print("### Cost of the stopping rule: 30 variants + twin at 30 rounds, one evaluation\n")
+    rng = np.random.default_rng([SEED, 6])
+    ids = ["base", "base.aa", *(f"v{j}" for j in range(30))]
+    plan = runner.Plan(ids, seed=1, warmup=0, baseline="base")
+    values = {vid: {r: float(x) for r, x in enumerate(rng.lognormal(0, 0.01, 30))} for vid in ids}
+    t0 = time.process_time()
+    for _ in range(3):
+        runner.decided(plan, values, 30)
+    print(f"runner.decided: {(time.process_time() - t0) / 3:.2f} s CPU per round\n")
+
+
+def _sweeps(n: int, scale: float) -> int:
+    return max(20, int(n * scale))
+
+
+TABLES = {"stopping": stopping, "aa": aa, "band": band_edge, "statement": statement,
+          "history": nights, "cost": cost}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("tables", nargs="*", metavar="TABLE",
+                    help=f"which tables (default: all): {', '.join(TABLES)}")
+    ap.add_argument("--scale", type=float, default=1.0, help="multiply every cell's sweeps")
+    args = ap.parse_args()
+    unknown = set(args.tables) - set(TABLES)
+    if unknown:
+        ap.error(f"unknown table(s): {', '.join(sorted(unknown))}")
+    started = time.monotonic()
+    for name in args.tables or TABLES:
+        TABLES[name](args.scale)
+    print(f"({time.monotonic() - started:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,8 +1,8 @@
 """Statistics of samples: what one binary measured, how a variant compares with the baseline,
 what a whole sweep may conclude, and what this machine can resolve at all.
 
-- summarize: median with its distribution-free CI (the runner's stopping rule uses it: stop on
-  precision, never on significance), mean, CV, outliers flagged but never dropped.
+- summarize: median with its distribution-free CI, mean, CV, outliers flagged but never
+  dropped.
 - compare: variant against baseline, paired by round (the round is the block): the
   Hodges-Lehmann estimate of the per-round ratio with exact signed-rank (Walsh average) 95% and
   90% intervals, and a sign-flip permutation p-value with the signed-rank statistic (a
@@ -37,11 +37,6 @@ class MedianCI:
     low: float
     high: float
     conf: float          # the interval's actual coverage (>= the level asked for), from the binomial
-
-    @property
-    def half_width_rel(self) -> float:
-        """Half the interval's width relative to the median: the precision the runner aims at."""
-        return (self.high - self.low) / 2 / abs(self.median) if self.median else math.inf
 
 
 def median_ci(values: list[float] | np.ndarray, level: float = 0.95) -> MedianCI | None:

@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -38,8 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from load import running  # noqa: E402
+from load import running  # noqa: E402  (bench/ is this script's folder, first on sys.path)
 
 from flagsweep import runner, stats  # noqa: E402
 
@@ -162,11 +160,17 @@ def section_aa(work: Path, env: dict[str, str], seed: int, sweeps: int, quick: b
     print(f"+10% called slower: {sum(r['plus10'] == 'slower' for r in rows)} of {n}; "
           f"+3% called slower: {sum(r['plus3'] == 'slower' for r in rows)} of {n}, "
           f"called faster: {sum(r['plus3'] == 'faster' for r in rows)} of {n}")
-    print(f"median measured: +3% -> {_pct(statistics.median(r['r3'] for r in rows))}, "
-          f"+10% -> {_pct(statistics.median(r['r10'] for r in rows))}; rounds median "
-          f"{statistics.median(r['rounds'] for r in rows):g}; sweeps gated as unstable "
+    print(f"median measured: +3% -> {_pct(_median([r['r3'] for r in rows]))}, "
+          f"+10% -> {_pct(_median([r['r10'] for r in rows]))}; rounds median "
+          f"{_median([r['rounds'] for r in rows]):g}; sweeps gated as unstable "
           f"{sum(bool(r['unstable']) for r in rows)}; disturbed {sum(r['disturbed'] for r in rows)}, "
           f"retaken {sum(r['retaken'] for r in rows)}; {sum(r['seconds'] for r in rows) / 60:.1f} min")
+
+
+def _median(values: list) -> float | None:
+    # Not the statistics module: bench/statistics.py, beside this script, takes its name.
+    kept = [v for v in values if v is not None]
+    return float(np.median(kept)) if kept else None
 
 
 def _pct(r) -> str:

@@ -9,15 +9,17 @@ What counts as disturbed depends on the metric, because waiting does not inflate
 alike. Measured with bench/under_load.py on this project's 2-vCPU VM (docs/measurement.md has
 the tables), as the least-squares growth of a metric per unit of off-CPU share (run_delay / wall):
 
-- wall time: +1.49 +- 0.04 over quiet and loaded runs together. Every moment spent waiting is in
-  it. So a wall-time run is disturbed once that growth at its share would pass the practical
-  threshold: share > threshold / WALL_GROWTH (0.67% at the default 1%).
-- CPU time (user + sys): +0.05 +- 0.06 within 150 runs under bench/load.py (shares 5-41%), no
-  trend across share bins either; its median moved +1.6% between quiet and loaded alike for
-  every run (the other CPU's memory traffic, which pairing by round cancels). Waiting is not in
-  CPU time, and up to CPU_TRUSTED_SHARE (the loaded runs' 90th percentile, 35.6%, where the
-  measurement still has many runs) being descheduled did not measurably move it. Past it nothing
-  was measured, so a CPU-time run that waited more is disturbed.
+- wall time: +1.49 +- 0.04 and +1.53 +- 0.04 (two runs of the bench) over quiet and loaded
+  runs together. Every moment spent waiting is in it. So a wall-time run is disturbed once that
+  growth at its share would pass the practical threshold: share > threshold / WALL_GROWTH
+  (0.67% at the default 1%; quiet runs stayed under 0.2%, their 99th percentile).
+- CPU time (user + sys): +0.05 +- 0.06 and +0.06 +- 0.06 within 150 loaded runs each (shares
+  up to 41% and 42%); its median moved +0.2% and +1.6% between quiet and loaded, alike for every
+  run (the other CPU's memory traffic, which pairing by round cancels). Waiting is not in CPU
+  time, and up to CPU_TRUSTED_SHARE (the loaded runs' 90th percentile, 33.3% and 35.6%, where
+  the measurement still has many runs) being descheduled did not measurably move it. Past it the
+  few runs there used 3.6% more CPU than those at 25-35% (8 runs), so a CPU-time run that waited
+  more is disturbed.
 
 Steal time is the host taking the CPU from this VM, unseen by the guest's scheduler, so it may
 be inside either metric one for one: a steal share past the threshold disturbs too. /proc/stat

@@ -65,11 +65,19 @@ def _vs_baseline(v: dict, vid: str, baseline: str, comparisons: dict, variants: 
 
 def _why_not_measured(v: dict) -> str:
     if v["build"]["status"] != "ok":
-        return f"build {v['build']['status']}"
+        return f"build {v['build']['status']}: {build_reason(v['build'])}"
     check = v.get("check") or {}
     if check.get("status") in ("failed", "differs"):
         return f"output check {check['status']}: {check.get('detail', '')}"
     return "no successful samples"
+
+
+def build_reason(b: dict) -> str:
+    """Why a build is not usable, in one line: the first compiler or linker error its detail
+    quotes (the lines after "...; build.log:"), else the detail's first line."""
+    lines = [line.strip() for line in (b.get("detail") or "").splitlines() if line.strip()]
+    quoted = [line for line in lines[1:] if "error" in line.lower()]
+    return (quoted or lines or ["no detail recorded"])[0]
 
 
 def _gate(comparisons: dict[str, stats.Comparison], twin: str, threshold_pct: float) -> dict:

@@ -155,8 +155,8 @@ def checked(sweep: Sweep, workload: check.Workload | None, store: Store,
     `run_checks(binaries, baseline)` runs them elsewhere (a fleet worker); default: here."""
     run_checks = run_checks or (lambda todo, base: check.check_all(workload, todo, base))
     stored = {v["doc"]["id"]: v["check"] for v in store.variants(sweep.run_id)}
-    distinct = {d["id"]: Path(d["build"]["binary"]) for d in sweep.builds
-                if d["build"]["status"] == "ok" and not d["build"]["identical_to"]}
+    _baseline_built(sweep)
+    distinct = runnable(sweep.builds)
     todo = {vid: path for vid, path in distinct.items() if stored.get(vid) is None}
     if todo:
         if sweep.baseline not in todo and sweep.baseline in distinct:
@@ -181,10 +181,28 @@ def checked(sweep: Sweep, workload: check.Workload | None, store: Store,
     return measured
 
 
+def runnable(builds: list[dict]) -> dict[str, Path]:
+    """variant id -> binary, for the builds a sweep runs: each good, distinct one. A failed or
+    flags-mismatch build has no binary worth running, and identical code is its
+    representative's, so neither is checked or timed; both stay in results.json as they are."""
+    return {d["id"]: Path(d["build"]["binary"]) for d in builds
+            if d["build"]["status"] == "ok" and not d["build"]["identical_to"]}
+
+
+def _baseline_built(sweep: Sweep) -> None:
+    """Every comparison is against the baseline: without its binary nothing can be judged."""
+    b = next(d for d in sweep.builds if d["id"] == sweep.baseline)["build"]
+    if b["status"] != "ok":
+        raise FlagsweepError(f"the baseline {sweep.baseline} did not build ({b['status']}: "
+                             f"{analysis.build_reason(b)}); every variant is compared with it, "
+                             "so nothing can be measured. Fix its flags, or give a flag set "
+                             "that builds first")
+
+
 def _rounds(sweep: Sweep, workload: check.Workload, measured: list[str],
             pre: probes.Preflight | None, store: Store, say: Callable[[str], None]) -> runner.Outcome:
     o = sweep.opts
-    binaries = {d["id"]: Path(d["build"]["binary"]) for d in sweep.builds}
+    binaries = {vid: path for vid, path in runnable(sweep.builds).items() if vid in measured}
     cachegrind = o.metric == "instructions" and (pre is None or not pre.hw_counters)
     plan = runner.Plan(measured, o.seed, warmup=0 if cachegrind else o.warmup,
                        min_runs=o.runs or (1 if cachegrind else o.min_runs),

@@ -41,7 +41,8 @@ def test_verdicts_aa_and_recommendation():
     assert v["gcc-O3"]["vs_baseline"]["verdict"] == "faster"
     assert v["gcc-O3"]["vs_baseline"]["ratio"] == pytest.approx(0.90, abs=0.01)
     assert v["gcc-O2-mfpmath-sse"]["vs_baseline"]["verdict"] == "identical-code"
-    assert v["gcc-Os"]["vs_baseline"] == {"verdict": "not-measured", "why": "build failed"}
+    assert v["gcc-Os"]["vs_baseline"] == {"verdict": "not-measured",
+                                         "why": "build failed: no detail recorded"}
     assert doc["aa"]["variant"] == "gcc-O2.aa" and doc["aa"]["verdict"] in ("equivalent", "inconclusive")
     assert doc["aa"]["warning"] is None
     # 12 rounds, 4 comparisons, CV 0.5%: a 2% effect is called with 80% power, 1% never is.

@@ -424,7 +424,7 @@ def _variant_warnings(doc: dict) -> list[Warning]:
     failed = [v["id"] for v in doc["variants"] if (v.get("check") or {}).get("status") == "failed"]
     unverified = [v["id"] for v in doc["variants"] if v["build"]["status"] == "flags-mismatch"
                   or (v["build"]["status"] == "ok" and not v["build"].get("flags_verified"))]
-    broken = [v["id"] for v in doc["variants"] if v["build"]["status"] == "failed"]
+    broken = [v for v in doc["variants"] if v["build"]["status"] == "failed"]
     multiplexed = [v["id"] for v in doc["variants"] if v.get("multiplexed")]
     if differs:
         out.append(Warning("output", f"Output differs from the baseline's for {_names(differs)}: "
@@ -435,7 +435,11 @@ def _variant_warnings(doc: dict) -> list[Warning]:
         out.append(Warning("flags", f"The variant's flags did not reach every compile for "
                                     f"{_names(unverified)}: not timed (see Builds)."))
     if broken:
-        out.append(Warning("build", f"Build failed for {_names(broken)} (see Builds)."))
+        # vs_baseline's why carries the build's first error ("build failed: ...").
+        why = "; ".join(f"{v['id']} ({(v.get('vs_baseline') or {}).get('why') or 'build failed'})"
+                        for v in broken[:3])
+        more = f" and {len(broken) - 3} more" if len(broken) > 3 else ""
+        out.append(Warning("build", f"Build failed for {why}{more}: not timed (see Builds)."))
     if multiplexed:
         out.append(Warning("counters", f"Counters were multiplexed (scaled estimates) for "
                                        f"{_names(multiplexed)}."))

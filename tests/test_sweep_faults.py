@@ -1,0 +1,145 @@
+"""Faults a sweep must survive: a variant that fails to build, binaries removed or changed
+before a resume, option values that mean nothing, a results file that cannot be written. Each
+ends in a clear message and a run that is complete, failed or resumable, never stuck `running`
+and never a traceback."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tiny_target import TINY_SRC, write_tiny_target
+from flagsweep import cli
+
+BAD_LINK = "-O2 -Wl,--no-such-opt"     # compiles, then ld refuses the option
+
+
+@pytest.fixture
+def tiny(tmp_path) -> Path:
+    return write_tiny_target(tmp_path / "tiny")
+
+
+def flagsweep(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    result = subprocess.run([sys.executable, "-m", "flagsweep", *args], capture_output=True,
+                            text=True)
+    if check and result.returncode != 0:
+        raise AssertionError(f"flagsweep {' '.join(args)} exited {result.returncode}:\n"
+                             f"{result.stderr[-3000:]}")
+    assert "Traceback" not in result.stderr, result.stderr
+    return result
+
+
+@pytest.fixture
+def main(monkeypatch, capsys):
+    """The command line in this process, as the flagsweep script runs it (cli.main): no
+    interpreter start per call. Returns the exit code and stderr."""
+    def run(*args: str) -> tuple[int, str]:
+        monkeypatch.setattr(sys, "argv", ["flagsweep", *args])
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as e:
+            cli.main()
+        err = capsys.readouterr().err
+        assert "Traceback" not in err, err
+        return e.value.code or 0, err
+    return run
+
+
+def _flags(*sets: str) -> list[str]:
+    return [a for s in sets for a in ("--flags", s)]
+
+
+def _by_flags(out: Path) -> dict[str, dict]:
+    doc = json.loads((out / "results.json").read_text())
+    return {" ".join(v["flags"]) + (" aa" if v.get("aa_of") else ""): v for v in doc["variants"]}
+
+
+def _run(db: Path, out: Path) -> tuple[str, str]:
+    with sqlite3.connect(db) as c:
+        return c.execute("SELECT run_id, status FROM runs WHERE out_dir = ? ORDER BY started DESC",
+                         (str(out),)).fetchone()
+
+
+def _interrupt(db: Path, run_id: str, from_round: int) -> int:
+    """Make a finished run look interrupted before `from_round`; returns the samples left."""
+    with sqlite3.connect(db) as c:
+        c.execute("UPDATE runs SET status = 'interrupted' WHERE run_id = ?", (run_id,))
+        c.execute("DELETE FROM samples WHERE run_id = ? AND round >= ?", (run_id, from_round))
+        return c.execute("SELECT COUNT(*) FROM samples WHERE run_id = ?", (run_id,)).fetchone()[0]
+
+
+def _samples(db: Path, run_id: str) -> int:
+    with sqlite3.connect(db) as c:
+        return c.execute("SELECT COUNT(*) FROM samples WHERE run_id = ?", (run_id,)).fetchone()[0]
+
+
+def _assert_failed_link_recorded(out: Path, stderr: str) -> dict:
+    """The variant that did not link: failed with ld's reason, never checked or timed."""
+    v = _by_flags(out)
+    broken = v[BAD_LINK]
+    assert broken["build"]["status"] == "failed"
+    assert "ld returned 1 exit status" in broken["build"]["detail"]
+    assert broken["vs_baseline"]["verdict"] == "not-measured"
+    assert broken["vs_baseline"]["why"].startswith("build failed: ")
+    assert "ld returned 1 exit status" in broken["vs_baseline"]["why"]
+    assert broken["check"] is None and broken["summary"]["n"] == 0 and broken["failures"] == []
+    rows = list(csv.DictReader(open(out / "samples.csv")))
+    assert rows and broken["id"] not in {r["variant"] for r in rows}
+    warning = f"Build failed for {broken['id']} (build failed: "
+    assert warning in stderr and warning in (out / "index.html").read_text()
+    return v
+
+
+def test_a_variant_that_fails_to_link_is_recorded_and_the_others_measured(tiny, tmp_path,
+                                                                           isolated_cache, main):
+    out, db = tmp_path / "run", isolated_cache / "store.sqlite"
+    result = flagsweep("run", str(tiny), *_flags("-O2", BAD_LINK, "-O1"), "--runs", "2",
+                       "--warmup", "0", "--quick", "--seed", "3", "--out", str(out))
+    v = _assert_failed_link_recorded(out, result.stderr)
+    assert json.loads((out / "results.json").read_text())["status"] == "complete"
+    assert v["-O1"]["summary"]["n"] == 2 and v["-O1"]["vs_baseline"]["n_pairs"] == 2
+    assert v["-O2"]["summary"]["n"] == 2 and v["-O2 aa"]["summary"]["n"] == 2
+    # Resumed, the failed variant is skipped again and the others get their missing round.
+    run_id, _ = _run(db, out)
+    left = _interrupt(db, run_id, from_round=1)
+    code, err = main("run", "--resume", run_id)
+    assert code == 0, err
+    v = _assert_failed_link_recorded(out, err)
+    assert _run(db, out) == (run_id, "complete")
+    assert v["-O1"]["summary"]["n"] == 2 and _samples(db, run_id) == left + 3
+
+
+def test_a_make_built_variant_that_fails_to_link_is_recorded_too(tmp_path, main):
+    """The same with plain make: the link error comes out of make, not CMake."""
+    src = tmp_path / "mk" / "src"
+    shutil.copytree(TINY_SRC, src, ignore=shutil.ignore_patterns("CMakeLists.txt"))
+    (src / "Makefile").write_text("tiny: main.o kernel.o\n\t$(CC) $(CFLAGS) -o $@ main.o kernel.o -lm\n"
+                                  "%.o: %.c kernel.h\n\t$(CC) $(CFLAGS) -c $< -o $@\n")
+    target = write_tiny_target(tmp_path / "t", name="tinymake").joinpath("target.toml")
+    target.write_text(target.read_text().replace('system = "cmake"', 'system = "make"')
+                      .replace(f'path = "{TINY_SRC}"', f'path = "{src}"'))
+    out = tmp_path / "run"
+    code, err = main("run", str(target), *_flags("-O2", BAD_LINK), "--runs", "1",
+                     "--warmup", "0", "--quick", "--out", str(out))
+    assert code == 0, err
+    v = _assert_failed_link_recorded(out, err)
+    assert v["-O2"]["summary"]["n"] == 1
+
+
+def test_a_failed_baseline_fails_the_run_with_its_reason(tiny, tmp_path, isolated_cache, main):
+    out = tmp_path / "run"
+    code, err = main("run", str(tiny), *_flags(BAD_LINK, "-O1"), "--runs", "1", "--quick",
+                     "--out", str(out))
+    assert code == 2
+    assert "flagsweep: the baseline gcc-O2-Wl_--no-such-opt" in err
+    assert "did not build (failed: collect2: error: ld returned 1 exit status)" in err
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["status"] == "failed" and "did not build" in doc["stop_reason"]
+    assert _run(isolated_cache / "store.sqlite", out)[1] == "failed"

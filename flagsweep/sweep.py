@@ -19,8 +19,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import (analysis, build, check, disturbance, inputs, matrix, probes, recipe, report, results,
-               runner, system, target, toolchain)
+from . import (analysis, build, check, disturbance, fingerprint, inputs, matrix, probes, recipe,
+               report, results, runner, system, target, toolchain)
 from . import metric as metric_mod
 from .errors import FlagsweepError, Interrupted
 from .lock import MeasureLock
@@ -100,10 +100,35 @@ def resume(id_or_dir: str, store: Store, say: Callable[[str], None]) -> Path:
                              "samples would not measure the same thing. Start a new run")
     sweep = Sweep(run_id, t, row["recipe"], Path(row["out_dir"]), opts, docs, o["baseline"])
     with MeasureLock(f"{sweep.target.name} {run_id} (resumed)"), _terminate_as_interrupt():
+        _same_binaries(sweep)
         store.reopen_run(run_id)
         done = store.done(run_id)
         say(f"resuming {run_id}: {len(done)} samples already taken")
         return _measure(sweep, store, say)
+
+
+def _same_binaries(sweep: Sweep) -> None:
+    """A resumed sweep times the programs it started with, or none: each binary it will run
+    must still be on disk with the code its build recorded. A binary removed or rebuilt since
+    (a cleaned folder, another sweep writing into the same --out) would otherwise be timed as
+    if it were the variant, or recorded as the variant's own failures."""
+    for doc in sweep.builds:
+        vid, expected = doc["id"], doc["build"]["code_sha256"]
+        path = runnable([doc]).get(vid)
+        if path is None:
+            continue
+        try:
+            got = fingerprint.code_hash(path)
+            what = f"has changed since the run started (its code sha256 is now {got[:16]}...)"
+        except FileNotFoundError:
+            got, what = None, "is missing"
+        except OSError as e:
+            got, what = None, f"cannot be read ({e.strerror})"
+        if got != expected:
+            raise FlagsweepError(f"cannot resume run {sweep.run_id}: the binary of {vid}, {path}, "
+                                 f"{what}; the build recorded code sha256 {expected[:16]}... "
+                                 "The remaining samples would not time the program the sweep "
+                                 "started with: restore its builds folder, or start a new run")
 
 
 def _measure(sweep: Sweep, store: Store, say: Callable[[str], None]) -> Path:

@@ -143,3 +143,31 @@ def test_a_failed_baseline_fails_the_run_with_its_reason(tiny, tmp_path, isolate
     doc = json.loads((out / "results.json").read_text())
     assert doc["status"] == "failed" and "did not build" in doc["stop_reason"]
     assert _run(isolated_cache / "store.sqlite", out)[1] == "failed"
+
+
+def test_resume_reverifies_each_binary_against_its_recorded_code(tiny, tmp_path, isolated_cache,
+                                                                 main):
+    out, db = tmp_path / "run", isolated_cache / "store.sqlite"
+    assert main("run", str(tiny), *_flags("-O2", "-O1"), "--runs", "2", "--warmup", "0",
+                "--quick", "--out", str(out))[0] == 0
+    v = _by_flags(out)
+    o1, o2 = Path(v["-O1"]["build"]["binary"]), Path(v["-O2"]["build"]["binary"])
+    recorded = v["-O1"]["build"]["code_sha256"][:16]
+    run_id, _ = _run(db, out)
+    left = _interrupt(db, run_id, from_round=1)
+    o1.rename(o1.with_name("kept"))          # removed, as a cleaned builds folder has it
+    code, err = main("run", "--resume", run_id)
+    assert code == 2
+    assert (f"cannot resume run {run_id}: the binary of gcc-O1, {o1}, is missing; the build "
+            f"recorded code sha256 {recorded}...") in err
+    shutil.copy2(o2, o1)                     # another program where the variant's binary was
+    code, err = main("run", "--resume", run_id)
+    assert code == 2
+    assert f"the binary of gcc-O1, {o1}, has changed since the run started" in err
+    # Neither attempt measured anything or closed the run: it is still there to resume.
+    assert _run(db, out) == (run_id, "interrupted") and _samples(db, run_id) == left
+    o1.with_name("kept").replace(o1)
+    assert main("run", "--resume", run_id)[0] == 0
+    v = _by_flags(out)
+    assert _run(db, out) == (run_id, "complete") and v["-O1"]["summary"]["n"] == 2
+    assert v["-O1"]["failures"] == []

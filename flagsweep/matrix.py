@@ -9,12 +9,11 @@ from __future__ import annotations
 import hashlib
 import itertools
 import re
-import shlex
 from dataclasses import dataclass, field
 
 from . import cpu, toolchain
 from .errors import ConfigError
-from .recipe import AxisLevel, Recipe
+from .recipe import AxisLevel, Recipe, split_flags
 
 ID_MAX = 80
 
@@ -82,7 +81,7 @@ def _screening(recipe: Recipe, compilers: list[str], filter_cpu: bool) -> Matrix
     from .effects import plackett_burman_rows  # the design belongs to the statistics side
 
     spec = recipe.spec
-    base = tuple(shlex.split(spec.base or ""))
+    base = split_flags(spec.base or "")
     rows = plackett_burman_rows(spec.screen)
     if not any(not any(row) for row in rows):
         rows.append([False] * len(spec.screen))
@@ -139,7 +138,7 @@ def _included(recipe: Recipe, compilers: list[str]) -> list[Variant]:
         for compiler in ([inc.compiler] if inc.compiler else compilers):
             if compiler not in compilers:
                 continue
-            level = AxisLevel("", tuple(shlex.split(inc.flags)))
+            level = AxisLevel("", split_flags(inc.flags))
             out.append(Variant(variant_id(compiler, level.flags), compiler, level.flags,
                                dict(inc.factors)))
     return out

@@ -22,9 +22,26 @@ RECIPES_DIR = Path(__file__).resolve().parent.parent / "recipes"
 LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+=-]*")
 
 
+def split_flags(text: str) -> tuple[str, ...]:
+    """A flag string split as a shell splits it. An unbalanced quote (or a trailing backslash)
+    is an error naming the string: shlex alone says only "No closing quotation"."""
+    try:
+        return tuple(shlex.split(text))
+    except ValueError as e:
+        raise ValueError(f"{text!r}: {str(e).lower()}; quote flags as in a shell, every quote "
+                         "closed (e.g. \"-O2 '-DNAME=a b'\")") from None
+
+
+def _flag_string(text: str) -> str:
+    split_flags(text)
+    return text
+
+
 class LabelledLevel(Strict):
     label: str
     flags: str
+
+    _flags = field_validator("flags")(_flag_string)
 
     @field_validator("label")
     @classmethod
@@ -41,6 +58,8 @@ class Include(Strict):
     flags: str
     factors: dict[str, str]
     compiler: str | None = None
+
+    _flags = field_validator("flags")(_flag_string)
 
 
 class StudyMachine(Strict):
@@ -71,6 +90,20 @@ class RecipeFile(Strict):
     base: str | None = None              # plackett-burman: the flags every row starts from
     screen: list[str] = []               # plackett-burman: the on/off flags screened
     study: Study | None = None           # an earlier study's timings, for the report
+
+    @field_validator("axes")
+    @classmethod
+    def _axis_flags(cls, axes: dict[str, list[Level]]) -> dict[str, list[Level]]:
+        for levels in axes.values():
+            for level in levels:
+                if isinstance(level, str):
+                    split_flags(level)
+        return axes
+
+    @field_validator("base")
+    @classmethod
+    def _base_flags(cls, base: str | None) -> str | None:
+        return base if base is None else _flag_string(base)
 
     @model_validator(mode="after")
     def _consistent(self) -> "RecipeFile":
@@ -126,7 +159,7 @@ class RecipeFile(Strict):
                              "baseline: the rows come from the design, the baseline is 'base'")
         if len(set(self.screen)) != len(self.screen):
             raise ValueError("'screen' lists a flag twice")
-        if any(len(shlex.split(f)) != 1 for f in self.screen):
+        if any(len(split_flags(f)) != 1 for f in self.screen):
             raise ValueError("each 'screen' entry is one flag (it is switched on and off alone)")
         return self
 
@@ -163,8 +196,8 @@ class Recipe:
 def level_of(value: str | LabelledLevel) -> AxisLevel:
     """A bare string is its own label ('' is 'none'); a table gives label and flags apart."""
     if isinstance(value, LabelledLevel):
-        return AxisLevel(value.label, tuple(shlex.split(value.flags)))
-    return AxisLevel(value.strip() or "none", tuple(shlex.split(value)))
+        return AxisLevel(value.label, split_flags(value.flags))
+    return AxisLevel(value.strip() or "none", split_flags(value))
 
 
 def load(name_or_path: str) -> Recipe:
@@ -205,6 +238,11 @@ def from_flags(flag_sets: list[str], compilers: list[str]) -> Recipe:
     """An ad-hoc recipe from `--flags "..."` options: one variant per flag set, the first the baseline."""
     if not flag_sets or not compilers:
         raise ConfigError("--flags needs at least one flag set and one compiler")
+    for flags in flag_sets:
+        try:
+            split_flags(flags)
+        except ValueError as e:
+            raise ConfigError(f"--flags {e}") from None
     include = [Include(flags=f, factors={"flags": f.strip() or "none"}) for f in flag_sets]
     spec = RecipeFile(summary="flags given on the command line", compilers=compilers,
                       include=include, baseline={"flags": flag_sets[0].strip() or "none"})

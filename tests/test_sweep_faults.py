@@ -171,3 +171,26 @@ def test_resume_reverifies_each_binary_against_its_recorded_code(tiny, tmp_path,
     v = _by_flags(out)
     assert _run(db, out) == (run_id, "complete") and v["-O1"]["summary"]["n"] == 2
     assert v["-O1"]["failures"] == []
+
+
+def test_an_unbalanced_quote_in_flags_names_the_flag(tiny, tmp_path, main):
+    code, err = main("run", str(tiny), *_flags("-O2", "-O2 '-DX"), "--out", str(tmp_path / "r"))
+    assert code == 2
+    assert err.splitlines()[-1].startswith("flagsweep: --flags \"-O2 '-DX\": no closing "
+                                           "quotation; quote flags as in a shell")
+    assert not (tmp_path / "r").exists()
+
+
+def test_an_unbalanced_quote_in_a_recipe_names_the_key(tmp_path):
+    from flagsweep import recipe
+    from flagsweep.errors import ConfigError
+
+    path = tmp_path / "r.toml"
+    path.write_text('summary = "s"\nbaseline = { opt = "-O2" }\n[axes]\nopt = ["-O2", "-O3 \\"-DX"]\n')
+    with pytest.raises(ConfigError, match=r"key 'axes': '-O3 \"-DX': no closing quotation"):
+        recipe.load(str(path))
+    path.write_text('summary = "s"\nbaseline = { flags = "-O2" }\n'
+                    '[[include]]\nflags = "-O2"\nfactors = { flags = "-O2" }\n'
+                    '[[include]]\nflags = "-O3 \\\\"\nfactors = { flags = "x" }\n')
+    with pytest.raises(ConfigError, match=r"include.*'-O3 \\\\': no escaped character"):
+        recipe.load(str(path))

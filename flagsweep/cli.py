@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import math
 import os
 import sys
 import tempfile
@@ -19,6 +20,36 @@ from .report import terminal
 from .errors import FlagsweepError, Interrupted
 
 REPORTS = Path(__file__).resolve().parent.parent / "reports"
+
+
+class FiniteRange(click.FloatRange):
+    """A FloatRange that refuses nan and inf too (nan passes every range comparison): no
+    threshold, precision or budget is infinite or not a number, and results.json, strict JSON,
+    could not hold one."""
+
+    def convert(self, value, param, ctx):
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return number
+
+
+# A threshold of 100% or more would ask "faster" for a time at or below zero.
+THRESHOLD = FiniteRange(min=0.01, max=100, max_open=True)
+SEED = click.IntRange(0, 2**63 - 1)     # numpy's generators take no negative seed
+
+
+class Folder(click.Path):
+    """A folder option: not an existing file, and not '' (Path('') is the current folder, so
+    an empty --out would fill whatever folder the command was started in)."""
+
+    def __init__(self):
+        super().__init__(file_okay=False, path_type=Path)
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and not value.strip():
+            self.fail("an empty path is not a folder.", param, ctx)
+        return super().convert(value, param, ctx)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -78,10 +109,10 @@ def target_options(f):
                      help="Compiler(s) to use instead of the recipe's (repeatable)."),
         click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
                      help="Parallel build jobs [default: number of CPUs]."),
-        click.option("--out", "out_dir", type=click.Path(path_type=Path),
+        click.option("--out", "out_dir", type=Folder(),
                      help="Output folder [default: reports/TARGET-TIMESTAMP]."),
         click.option("--offline", is_flag=True, help="Use cached sources only; never download."),
-        click.option("--source-dir", type=click.Path(path_type=Path),
+        click.option("--source-dir", type=Folder(),
                      help="Use this unpacked source tree instead of fetching (air-gapped machines)."),
     ]
     for option in reversed(options):
@@ -138,12 +169,12 @@ def build_cmd(as_json, **kw) -> None:
                    "verdict needs at this sweep's number of comparisons).")
 @click.option("--max-runs", type=click.IntRange(min=1), default=30, show_default=True,
               help="Most rounds.")
-@click.option("--budget", type=click.FloatRange(min=1), default=1800, show_default=True,
+@click.option("--budget", type=FiniteRange(min=1), default=1800, show_default=True,
               help="Seconds of measuring at most; no new round starts that would overrun it.")
-@click.option("--precision", "precision_pct", type=click.FloatRange(min=0.01),
+@click.option("--precision", "precision_pct", type=THRESHOLD,
               help="An undecided comparison counts as settled once its paired 95% CI "
                    "half-width is under this percentage [default: the --threshold].")
-@click.option("--threshold", "threshold_pct", type=click.FloatRange(min=0.01), default=1.0,
+@click.option("--threshold", "threshold_pct", type=THRESHOLD, default=1.0,
               show_default=True, help="Practical threshold in %: smaller effects do not matter "
                                       "(faster/slower need their CI beyond it).")
 @click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True,
@@ -160,7 +191,8 @@ def build_cmd(as_json, **kw) -> None:
                    "else wait4's rusage only; software = perf's software events anyway.")
 @click.option("--quick", is_flag=True, help="A smaller input (a fast look, not a final answer).")
 @click.option("--strict-check", is_flag=True, help="Do not time binaries whose output differs.")
-@click.option("--seed", type=int, help="Seed for round order and environment padding [default: random, recorded].")
+@click.option("--seed", type=SEED, help="Seed for round order and environment padding, 0 to 2^63-1 "
+              "[default: random, recorded].")
 @click.option("--confirm", is_flag=True, help="After a plackett-burman screen, re-test the flags "
                                               "that matter one at a time against the base.")
 @click.option("--resume", "resume_id", metavar="RUN_ID|DIR",
@@ -320,7 +352,7 @@ def _confirm(screen_path, t, r, m, opts, mopts, db, say):
 
 @cli.command("report")
 @click.argument("results_path", metavar="RESULTS.json", type=click.Path(path_type=Path))
-@click.option("--out", "out_dir", type=click.Path(path_type=Path),
+@click.option("--out", "out_dir", type=Folder(),
               help="Folder for index.html and summary.md [default: beside RESULTS.json].")
 def report_cmd(results_path, out_dir) -> None:
     """Render the HTML report (index.html) and summary.md from a results.json again."""
@@ -332,7 +364,7 @@ def report_cmd(results_path, out_dir) -> None:
 @cli.command("compare")
 @click.argument("a_path", metavar="A.json", type=click.Path(path_type=Path))
 @click.argument("b_path", metavar="B.json", type=click.Path(path_type=Path))
-@click.option("--out", "out_dir", type=click.Path(path_type=Path),
+@click.option("--out", "out_dir", type=Folder(),
               help="Also write compare.html into this folder.")
 def compare_cmd(a_path, b_path, out_dir) -> None:
     """Two sweeps of the same target side by side: verdicts, what changed, B against A."""
@@ -344,9 +376,9 @@ def compare_cmd(a_path, b_path, out_dir) -> None:
 
 @cli.command("suite")
 @click.argument("paths", metavar="RESULTS...", nargs=-1, required=True)
-@click.option("--out", "out_dir", type=click.Path(path_type=Path), required=True,
+@click.option("--out", "out_dir", type=Folder(), required=True,
               help="Folder for suite.html and suite.json.")
-@click.option("--threshold", "threshold_pct", type=click.FloatRange(min=0.01),
+@click.option("--threshold", "threshold_pct", type=THRESHOLD,
               help="Practical threshold in % for the suite verdicts [default: the sweeps'].")
 def suite_cmd(paths, out_dir, threshold_pct) -> None:
     """Several programs' sweeps on one machine: each program's verdicts and the suite's."""
@@ -360,7 +392,7 @@ def suite_cmd(paths, out_dir, threshold_pct) -> None:
 @click.argument("target_name", metavar="TARGET")
 @click.option("--check", is_flag=True, help="Exit 1 when the latest sweep is a significant "
                                             "regression against the history (for nightly jobs).")
-@click.option("--threshold", "threshold_pct", type=click.FloatRange(min=0.01),
+@click.option("--threshold", "threshold_pct", type=THRESHOLD,
               help="Practical threshold in % [default: the latest sweep's].")
 @click.option("--json", "as_json", is_flag=True, help="Print the series as JSON.")
 def history_cmd(target_name, check, threshold_pct, as_json) -> None:
@@ -386,7 +418,7 @@ def history_cmd(target_name, check, threshold_pct, as_json) -> None:
 
 @cli.command("merge")
 @click.argument("paths", metavar="RESULTS...", nargs=-1, required=True)
-@click.option("--out", "out_dir", type=click.Path(path_type=Path), required=True,
+@click.option("--out", "out_dir", type=Folder(), required=True,
               help="Folder for merged.html and merged.json.")
 def merge_cmd(paths, out_dir) -> None:
     """One target's results from several machines: a variant x machine heatmap."""
@@ -399,7 +431,7 @@ def merge_cmd(paths, out_dir) -> None:
 @click.argument("paths", metavar="RESULTS...", nargs=-1, required=True)
 @click.option("--baseline-isa", type=click.Choice(list(cpu.LEVELS)),
               help="Only flags every CPU of this x86-64 level can run.")
-@click.option("--threshold", "threshold_pct", type=click.FloatRange(min=0.01), default=1.0,
+@click.option("--threshold", "threshold_pct", type=THRESHOLD, default=1.0,
               show_default=True, help="The pick must beat the baseline by more than this, everywhere combined.")
 @click.option("--json", "as_json", is_flag=True, help="Print the candidates as JSON.")
 def pick_cmd(paths, baseline_isa, threshold_pct, as_json) -> None:
@@ -435,11 +467,11 @@ def worker_cmd(scheduler, cpu_label, cpu, name, listen) -> None:
 @cli.command("calibrate")
 @click.option("--runs", type=click.IntRange(min=2), default=10, show_default=True,
               help="Rounds to measure (the setting whose resolution you want to know).")
-@click.option("--threshold", "threshold_pct", type=click.FloatRange(min=0.01), default=1.0,
+@click.option("--threshold", "threshold_pct", type=THRESHOLD, default=1.0,
               show_default=True, help="Practical threshold in %, as for run.")
 @click.option("--quick", is_flag=True, help="The smaller input.")
 @click.option("--cpu", type=click.IntRange(min=0), help="CPU to pin to.")
-@click.option("--out", "out_dir", type=click.Path(path_type=Path),
+@click.option("--out", "out_dir", type=Folder(),
               help="Output folder [default: reports/calibrate-TIMESTAMP].")
 def calibrate_cmd(runs, threshold_pct, quick, cpu, out_dir) -> None:
     """Plant effects of +1%, +3% and +10% in the bundled tiny program and see which this machine finds."""

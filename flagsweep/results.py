@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 import sys
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -21,6 +22,7 @@ from . import metric as metric_mod
 from .errors import FlagsweepError
 from .store import Sample, Store
 
+log = logging.getLogger("flagsweep.results")
 SCHEMA = "flagsweep/1"
 SAMPLE_METRICS = ("wall_s", "user_s", "sys_s", "maxrss_kb")
 CSV_COUNTERS = ("cycles", "instructions", "branch_misses", "cache_misses", "task_clock_s",
@@ -96,7 +98,17 @@ def located(arg: str | Path, scratch: Path, store: Store | None = None) -> Path:
                              f"{db.url}") from None
     out = scratch / run_id
     out.mkdir(parents=True, exist_ok=True)
-    return write(out, db, run_id)
+    try:
+        return write(out, db, run_id)
+    except FlagsweepError:
+        raise
+    except Exception as e:
+        # A run the store holds but whose results cannot be computed (one recorded by an
+        # older flagsweep with an option value it no longer accepts, say) is named, not a crash.
+        log.info("results of %s not written", run_id, exc_info=True)
+        raise FlagsweepError(f"{arg}: the results of run {run_id} (status "
+                             f"{db.run(run_id)['status']}) cannot be written from the store "
+                             f"{db.url}: {type(e).__name__}: {e}") from e
 
 
 def _document(run: dict, variants: list[dict], samples: list[Sample]) -> dict:

@@ -140,17 +140,43 @@ def _measure(sweep: Sweep, store: Store, say: Callable[[str], None]) -> Path:
         pre = counters_setup(sweep.opts.counters, say)
         store.set_option(sweep.run_id, "counters", pre.to_json() if pre else None)
         outcome = _rounds(sweep, workload, measured, pre, store, say)
-        store.finish_run(sweep.run_id, "complete", outcome.stop_reason)
     except KeyboardInterrupt:
         store.finish_run(sweep.run_id, "interrupted", "interrupted")
-        write_outputs(sweep, store, say)
+        _outputs_so_far(sweep, store, say)
         raise Interrupted(f"interrupted; every finished sample is kept. Continue with: "
                              f"flagsweep run --resume {sweep.run_id}") from None
-    except FlagsweepError as e:
-        store.finish_run(sweep.run_id, "failed", str(e))
-        write_outputs(sweep, store, say)
+    except Exception as e:
+        # Whatever stopped it, the run ends as failed with the reason, never left `running`;
+        # a failed run can be resumed.
+        store.finish_run(sweep.run_id, "failed", _reason(e))
+        _outputs_so_far(sweep, store, say)
         raise
-    return write_outputs(sweep, store, say)
+    store.finish_run(sweep.run_id, "complete", outcome.stop_reason)
+    try:
+        return write_outputs(sweep, store, say)
+    except Exception as e:
+        # A complete run is one with its results written: otherwise it is failed, with why.
+        why = f"every sample is taken, but results.json was not written ({_reason(e)})"
+        store.finish_run(sweep.run_id, "failed", why)
+        log.info("results.json not written", exc_info=True)
+        raise FlagsweepError(f"run {sweep.run_id}: {why}; the run is marked failed and keeps "
+                             f"its samples: `flagsweep run --resume {sweep.run_id}` writes the "
+                             "results once that is fixed") from e
+
+
+def _outputs_so_far(sweep: Sweep, store: Store, say: Callable[[str], None]) -> None:
+    """results.json of a stopped run, if it can be written: the error that stopped the run is
+    what the user must see, not a second one from writing."""
+    try:
+        write_outputs(sweep, store, say)
+    except Exception as e:  # noqa: BLE001 - the stopping error is raised by the caller
+        log.info("results.json not written", exc_info=True)
+        say(f"results.json not written ({_reason(e)}); the samples are in the store")
+
+
+def _reason(e: BaseException) -> str:
+    """An exception in one line: a FlagsweepError's own message, else its type and text."""
+    return str(e) if isinstance(e, FlagsweepError) else f"{type(e).__name__}: {e}"
 
 
 def workload_option(t: target.Target, inp: inputs.Input) -> dict:

@@ -173,6 +173,47 @@ def test_resume_reverifies_each_binary_against_its_recorded_code(tiny, tmp_path,
     assert v["-O1"]["failures"] == []
 
 
+@pytest.mark.parametrize("option, value, expected", [
+    ("--seed", "-1", "-1 is not in the range 0<=x<=9223372036854775807"),
+    ("--threshold", "nan", "'nan' is not a finite number"),
+    ("--threshold", "-inf", "-inf is not in the range 0.01<=x<100"),
+    ("--threshold", "100", "100.0 is not in the range 0.01<=x<100"),
+    ("--precision", "nan", "'nan' is not a finite number"),
+    ("--budget", "inf", "'inf' is not a finite number"),
+    ("--out", "", "an empty path is not a folder"),
+    ("--source-dir", " ", "an empty path is not a folder"),
+])
+def test_meaningless_option_values_are_refused_before_any_work(tiny, tmp_path, option, value,
+                                                                expected):
+    args = ["run", str(tiny), "--flags", "-O2", "--quick", option, value]
+    if option != "--out":
+        args += ["--out", str(tmp_path / "run")]
+    result = CliRunner().invoke(cli.cli, args)
+    assert result.exit_code == 2
+    assert f"Invalid value for '{option}': {expected}" in result.output
+    assert not (tmp_path / "run").exists() and not Path("builds").exists()
+
+
+def test_an_existing_file_is_no_output_folder(tmp_path):
+    results = tmp_path / "results.json"
+    results.write_text("{}")
+    for args in (["run", "tiny", "--out", str(results)],
+                 ["merge", str(results), str(results), "--out", str(results)],
+                 ["report", str(results), "--out", str(results)]):
+        result = CliRunner().invoke(cli.cli, args)
+        assert result.exit_code == 2
+        assert f"Invalid value for '--out': Directory '{results}' is a file" in result.output
+
+
+@pytest.mark.parametrize("command", ["pick", "suite", "history"])
+def test_other_commands_refuse_a_threshold_that_is_not_a_number(command, tmp_path):
+    args = [command, "x", "--threshold", "nan"] + (["--out", str(tmp_path)]
+                                                    if command == "suite" else [])
+    result = CliRunner().invoke(cli.cli, args)
+    assert result.exit_code == 2
+    assert "Invalid value for '--threshold': 'nan' is not a finite number" in result.output
+
+
 def test_an_unbalanced_quote_in_flags_names_the_flag(tiny, tmp_path, main):
     code, err = main("run", str(tiny), *_flags("-O2", "-O2 '-DX"), "--out", str(tmp_path / "r"))
     assert code == 2
@@ -194,3 +235,37 @@ def test_an_unbalanced_quote_in_a_recipe_names_the_key(tmp_path):
                     '[[include]]\nflags = "-O3 \\\\"\nfactors = { flags = "x" }\n')
     with pytest.raises(ConfigError, match=r"include.*'-O3 \\\\': no escaped character"):
         recipe.load(str(path))
+
+
+def test_results_that_cannot_be_written_leave_the_run_failed_and_resumable(tiny, tmp_path,
+                                                                           isolated_cache, main):
+    """A complete run is one with its results.json: when writing it fails, the run is marked
+    failed with the reason, keeps every sample, and a resume writes the results."""
+    out, db = tmp_path / "run", isolated_cache / "store.sqlite"
+    assert main("run", str(tiny), "--flags", "-O2", "--runs", "2", "--warmup", "0", "--quick",
+                "--out", str(out))[0] == 0
+    run_id, _ = _run(db, out)
+    taken = _interrupt(db, run_id, from_round=9)       # every sample kept
+    (out / "results.json").unlink()
+    (out / "results.json.tmp").mkdir()                 # where results.write puts its draft
+    code, err = main("run", "--resume", run_id)
+    assert code == 2
+    assert (f"flagsweep: run {run_id}: every sample is taken, but results.json was not written "
+            f"(IsADirectoryError: ") in err
+    assert f"`flagsweep run --resume {run_id}` writes the results" in err
+    assert _run(db, out) == (run_id, "failed") and not (out / "results.json").exists()
+    (out / "results.json.tmp").rmdir()
+    assert main("run", "--resume", run_id)[0] == 0
+    assert _run(db, out) == (run_id, "complete") and _samples(db, run_id) == taken
+    assert json.loads((out / "results.json").read_text())["status"] == "complete"
+    # A run recorded with a seed flagsweep no longer takes (older versions took --seed -1):
+    # merge, which writes a run named by id from the store, names it instead of crashing.
+    from flagsweep import store
+    db_store = store.Store()
+    db_store.set_option(run_id, "measure", {**db_store.run(run_id)["options"]["measure"],
+                                            "seed": -1})
+    code, err = main("merge", run_id, str(out), "--out", str(tmp_path / "m"))
+    assert code == 2
+    assert (f"flagsweep: {run_id}: the results of run {run_id} (status complete) cannot be "
+            "written from the store") in err
+    assert "ValueError: expected non-negative integer" in err

@@ -46,8 +46,15 @@ def apply(doc: dict, values: dict[str, dict[int, float]], threshold_pct: float, 
     doc["aa"] = _aa(twin, comparisons.get(twin), gate)
     doc["noise"] = stats.noise(values.get(baseline, {}), values.get(twin), threshold_pct,
                                m=len(comparisons))
-    doc["effects"], doc["effects_design"] = _effects(doc, values, threshold_pct)
+    doc["effects"], doc["effects_design"] = _effects(doc, values, threshold_pct, comparisons,
+                                                     gate)
     doc["recommendation"] = _recommend(doc, threshold_pct)
+
+
+def output_ok(v: dict) -> bool:
+    """Whether a variant's output passed its check: a program that computes something else is
+    shown and (without --strict-check) timed, but it is never a flag set to choose."""
+    return (v.get("check") or {}).get("status") == "ok"
 
 
 def _vs_baseline(v: dict, vid: str, baseline: str, comparisons: dict, variants: dict) -> dict | None:
@@ -142,13 +149,41 @@ def _aa(twin: str, c: stats.Comparison | None, gate: dict) -> dict | None:
             "bound_pct": gate["bound_pct"], "gated": gate["gated"]}
 
 
-def _effects(doc: dict, values: dict[str, dict[int, float]], threshold_pct: float):
-    """Effects of the recipe's factors over the measured, distinct, non-twin variants."""
+def _effects(doc: dict, values: dict[str, dict[int, float]], threshold_pct: float,
+             comparisons: dict[str, stats.Comparison], gate: dict) -> tuple[list[dict], dict]:
+    """Which flags matter, over the measured, distinct, non-twin variants whose output is right.
+
+    The rows must tell the same story as the variants table. Where every measured variant
+    changes one factor of the baseline, a level's effect is that variant's comparison: the
+    table's own estimate, interval, adjusted p and verdict. Otherwise (a factorial, a screen:
+    an effect averages over several variants) the model's effects are held to the table's
+    rules: no interval and nothing called below the rounds a 95% interval needs, and nothing
+    called that the A/A arm overrules."""
     # Every variant's levels go in (a level whose variants were not timed is then named in the
     # note); samples only from distinct, measured binaries, never the A/A twin.
     designed = {v["id"]: v for v in doc["variants"] if not v["id"].endswith(AA_SUFFIX)}
-    if doc.get("design") == "plackett-burman":
-        return _screen(doc, designed, values, threshold_pct)
+    wrong = [vid for vid in designed if vid in values and not output_ok(designed[vid])]
+    values = {vid: s for vid, s in values.items() if vid not in wrong}
+    notes = [f"Left out, their output did not pass the check: {', '.join(wrong)}."] \
+        if wrong else []
+    undecided = _undecided(values.get(doc["baseline"], {}))
+    screen = doc.get("design") == "plackett-burman"
+    paired = None if screen else _one_change_rows(doc, designed, values, comparisons, wrong)
+    if paired is not None:
+        rows, design = paired
+    else:
+        rows, design = (_screen if screen else _factorial)(doc, designed, values, threshold_pct)
+        rows = [_held_to_table(row, undecided, gate, threshold_pct) for row in rows]
+    if undecided and rows:
+        design["undecided"] = undecided
+        notes.append(f"{undecided[0].upper()}{undecided[1:]}, so no effect is called.")
+    design["note"] = " ".join([design["note"], *notes])
+    return rows, design
+
+
+def _factorial(doc: dict, designed: dict[str, dict], values: dict[str, dict[int, float]],
+               threshold_pct: float):
+    """Main effects of the recipe's factors (flagsweep.effects.estimate)."""
     measured = {vid for vid, v in designed.items()
                 if vid in values and not v["build"].get("identical_to")}
     base = designed.get(doc["baseline"])
@@ -159,6 +194,80 @@ def _effects(doc: dict, values: dict[str, dict[int, float]], threshold_pct: floa
                                   base["factors"], threshold_pct=threshold_pct)
     j = result.to_json()
     return j["rows"], {"design": j["design"], "note": j["note"]}
+
+
+def _one_change_rows(doc: dict, designed: dict[str, dict], values: dict[str, dict[int, float]],
+                     comparisons: dict[str, stats.Comparison], left_out: list[str]):
+    """(rows, design) when each measured variant changes exactly one factor of the baseline,
+    no two to the same level; else None. Such a level's effect is its variant against the
+    baseline, paired by round: what the variants table already says of it."""
+    base = designed.get(doc["baseline"])
+    if base is None or doc["baseline"] not in values:
+        return None
+    ref = base["factors"]
+    changes: dict[str, tuple[str, str]] = {}
+    for vid, v in designed.items():
+        if vid == doc["baseline"] or vid not in values or v["build"].get("identical_to"):
+            continue
+        moved = [a for a in ref if v["factors"].get(a) != ref[a]]
+        if set(v["factors"]) != set(ref) or len(moved) != 1 or vid not in comparisons:
+            return None
+        change = (moved[0], v["factors"][moved[0]])
+        if change in changes.values():
+            return None
+        changes[vid] = change
+    if not changes:
+        return None
+    rows = [_compared_row(comparisons[vid].to_json(), vid, axis, level, ref[axis])
+            for vid, (axis, level) in changes.items()]
+    unmeasured = [vid for vid in designed
+                  if vid not in (doc["baseline"], *changes, *left_out)]
+    axes = {axis for axis, _ in changes.values()}
+    note = ("Each level here is one variant that changes only that factor of the baseline, so "
+            "its effect is that variant's comparison with the baseline, paired by round, as in "
+            "the variants table: the same estimate, 95% CI, adjusted p and verdict; it matters "
+            "when the table calls it faster or slower.")
+    if unmeasured:
+        note += (f" Not measured, so no effect of their own: {', '.join(unmeasured)} (failed "
+                 "build or check, or identical code to another variant).")
+    return [r for r in rows if r["effect_pct"] is not None], \
+        {"design": "one-factor" if len(axes) == 1 else "one-at-a-time", "note": note}
+
+
+def _compared_row(c: dict, vid: str, axis: str, level: str, reference: str) -> dict:
+    """A comparison's JSON (ratio, ci95 as ratios) as an effects row (percent changes)."""
+    def pct(ratio):
+        return None if ratio is None else 100 * (ratio - 1)
+    ci = c["ci95"]
+    return {"factor": axis, "level": level, "reference": reference,
+            "effect_pct": pct(c["ratio"]),
+            "ci95_pct": [pct(ci[0]), pct(ci[1])] if ci and None not in ci else None,
+            "p_value": c["p_value"], "p_adjusted": c["p_adjusted"],
+            "matters": c["verdict"] in ("faster", "slower"), "variant": vid,
+            "verdict": c["verdict"]}
+
+
+def _undecided(baseline: dict[int, float]) -> str | None:
+    """Why no effect has an interval yet: fewer rounds than a 95% interval needs even for one
+    comparison (stats.fewest_decisive_pairs); else None. Below that the variants table shows
+    no interval, and a model's asymptotic one (or an exact-looking zero-width one, when the
+    few values happen to be equal) would claim what the table cannot."""
+    need = stats.fewest_decisive_pairs(1)
+    if len(baseline) >= need:
+        return None
+    return f"{len(baseline)} round(s) are too few for a 95% interval (at least {need} are needed)"
+
+
+def _held_to_table(row: dict, undecided: str | None, gate: dict, threshold_pct: float) -> dict:
+    """A model's effect row, held to the rules of the variants table: with too few rounds it
+    has no interval and does not matter; when the A/A arm says the machine moved nothing
+    matters; and a call must clear the A/A arm's own offset where that is beyond the threshold."""
+    if undecided:
+        return {**row, "ci95_pct": None, "p_value": None, "p_adjusted": None, "matters": False}
+    bound = gate.get("bound_pct")
+    lo, hi = row["ci95_pct"]
+    inside = bound is not None and bound > threshold_pct and lo <= bound and hi >= -bound
+    return {**row, "matters": bool(row["matters"]) and not gate["unstable"] and not inside}
 
 
 def _screen(doc: dict, designed: dict[str, dict], values: dict[str, dict[int, float]],
@@ -185,17 +294,29 @@ def _screen(doc: dict, designed: dict[str, dict], values: dict[str, dict[int, fl
 
 
 def _recommend(doc: dict, threshold_pct: float) -> dict:
-    """The fastest significantly-faster variant, and the simplest one within the threshold of it."""
+    """The fastest significantly-faster variant, and the simplest one within the threshold of it;
+    only among programs whose output passed the check, whatever --strict-check said about
+    timing them, and never a baseline whose own output failed it."""
     base = next(v for v in doc["variants"] if v["id"] == doc["baseline"])
     rows = [v for v in doc["variants"] if (v.get("vs_baseline") or {}).get("verdict") in
             ("faster", "equivalent", "slower", "inconclusive") and not v["id"].endswith(AA_SUFFIX)]
-    faster = [v for v in rows if v["vs_baseline"]["verdict"] == "faster"]
+    faster = [v for v in rows if v["vs_baseline"]["verdict"] == "faster" and output_ok(v)]
+    wrong = [" ".join(v["flags"]) for v in rows
+             if v["vs_baseline"]["verdict"] == "faster" and not output_ok(v)]
+    excluded = (f" Faster but not recommended, their output did not pass the check: "
+                f"{'; '.join(wrong)}." if wrong else "")
+    if not output_ok(base) and not faster:
+        check = base.get("check") or {}
+        return {"flags": None, "variant": None,
+                "why": f"No recommendation: the baseline's own output did not pass its check "
+                       f"({check.get('status', 'not checked')}: {check.get('detail') or '-'}), "
+                       f"and no variant with a correct output was faster.{excluded}"}
     if not faster:
         counts = _verdict_counts(doc)
         return {"flags": base["flags"], "variant": base["id"],
                 "why": f"no variant was significantly faster than the baseline "
                        f"({' '.join(base['flags']) or 'default flags'}) by more than "
-                       f"{threshold_pct:g}%: {counts}. Keep the baseline's flags."}
+                       f"{threshold_pct:g}%: {counts}. Keep the baseline's flags.{excluded}"}
     best = min(faster, key=lambda v: v["vs_baseline"]["ratio"])
     limit = best["vs_baseline"]["ratio"] * (1 + threshold_pct / 100)
     close = [v for v in faster if v["vs_baseline"]["ratio"] <= limit]
@@ -206,7 +327,7 @@ def _recommend(doc: dict, threshold_pct: float) -> dict:
         why += (f" {' '.join(simplest['flags'])} is within {threshold_pct:g}% of it "
                 f"({_pct(simplest)}) with fewer flags, so it is the recommendation "
                 "(judged on the point estimates).")
-    return {"flags": simplest["flags"], "variant": simplest["id"], "why": why}
+    return {"flags": simplest["flags"], "variant": simplest["id"], "why": why + excluded}
 
 
 def _pct(v: dict) -> str:

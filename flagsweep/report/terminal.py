@@ -61,9 +61,14 @@ def _findings(doc: dict, r: view.Report) -> list[str]:
                      f"{noise['mde_pct']:.2f}% or more are called at 80% power "
                      f"(threshold {r.threshold_pct:g}%)")
     if r.effects:
-        design = (doc.get("effects_design") or {}).get("design")
-        named = ", ".join(f"{e.name} {e.text}" for e in r.effects if e.matters)
-        lines.append(f"flags that matter ({design}): {named or 'none beyond the threshold'}")
+        # The same estimate, interval and adjusted p as the page's effects table, and for a
+        # one-change design as the variants table above.
+        design = doc.get("effects_design") or {}
+        named = ", ".join(f"{e.name} {e.text} {e.ci_text} adj. p {e.p_text}"
+                          for e in r.effects if e.matters)
+        none = f"none called: {design['undecided']}" if design.get("undecided") \
+            else "none beyond the threshold"
+        lines.append(f"flags that matter ({design.get('design')}): {named or none}")
     lines += [f"{'UNSTABLE' if w.kind == 'unstable' else 'warning'}: {w.text}"
               for w in r.headline.warnings if w.kind != "machine"]
     lines.append(f"recommendation: {r.headline.recommendation}")

@@ -325,6 +325,8 @@ def recommendation_sentence(doc: dict, rows: list[VariantRow]) -> str:
     rec = doc.get("recommendation")
     if not rec:
         return "No recommendation: nothing was compared with the baseline."
+    if rec.get("flags") is None:     # not even the baseline's: its own output is wrong
+        return rec["why"]
     flags = " ".join(rec["flags"]) or "the default flags"
     chosen = next((r for r in rows if r.id == rec.get("variant")), None)
     thr = f"{doc.get('threshold_pct', 1.0):g}%"

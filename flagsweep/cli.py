@@ -107,8 +107,9 @@ def target_options(f):
                           "the first is the baseline). Replaces the recipe."),
         click.option("--compiler", "compilers", multiple=True,
                      help="Compiler(s) to use instead of the recipe's (repeatable)."),
-        click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
-                     help="Parallel build jobs [default: number of CPUs]."),
+        click.option("--jobs", "-j", type=click.IntRange(1, 4096), default=None,
+                     help="Parallel build jobs, 1 to 4096 (CMake takes no more than an int) "
+                          "[default: number of CPUs]."),
         click.option("--out", "out_dir", type=Folder(),
                      help="Output folder [default: reports/TARGET-TIMESTAMP]."),
         click.option("--offline", is_flag=True, help="Use cached sources only; never download."),

@@ -182,6 +182,7 @@ def test_resume_reverifies_each_binary_against_its_recorded_code(tiny, tmp_path,
     ("--budget", "inf", "'inf' is not a finite number"),
     ("--out", "", "an empty path is not a folder"),
     ("--source-dir", " ", "an empty path is not a folder"),
+    ("--jobs", "99999999999", "99999999999 is not in the range 1<=x<=4096"),
 ])
 def test_meaningless_option_values_are_refused_before_any_work(tiny, tmp_path, option, value,
                                                                 expected):

@@ -191,7 +191,7 @@ def test_meaningless_option_values_are_refused_before_any_work(tiny, tmp_path, o
         args += ["--out", str(tmp_path / "run")]
     result = CliRunner().invoke(cli.cli, args)
     assert result.exit_code == 2
-    assert f"Invalid value for '{option}': {expected}" in result.output
+    assert f"Invalid value for '{option}'" in result.output and expected in result.output
     assert not (tmp_path / "run").exists() and not Path("builds").exists()
 
 

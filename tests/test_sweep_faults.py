@@ -270,3 +270,25 @@ def test_results_that_cannot_be_written_leave_the_run_failed_and_resumable(tiny,
     assert (f"flagsweep: {run_id}: the results of run {run_id} (status complete) cannot be "
             "written from the store") in err
     assert "ValueError: expected non-negative integer" in err
+
+
+def test_an_unexpected_error_while_measuring_leaves_the_run_failed_not_running(
+        tiny, tmp_path, isolated_cache, main, monkeypatch):
+    """Not only flagsweep's own errors: whatever stops the rounds marks the run failed with the
+    reason (it stayed `running` when --seed -1 crashed the stopping rule), samples kept."""
+    out, db = tmp_path / "run", isolated_cache / "store.sqlite"
+    assert main("run", str(tiny), "--flags", "-O2", "--runs", "2", "--warmup", "0", "--quick",
+                "--out", str(out))[0] == 0
+    run_id, _ = _run(db, out)
+    left = _interrupt(db, run_id, from_round=1)
+    shutil.rmtree(out / "scratch")
+    (out / "scratch").write_text("")         # where every timed run writes its output
+    monkeypatch.setattr(sys, "argv", ["flagsweep", "run", "--resume", run_id])
+    with pytest.raises((OSError, SystemExit)):
+        cli.main()
+    with sqlite3.connect(db) as c:
+        status, reason = c.execute("SELECT status, stop_reason FROM runs WHERE run_id = ?",
+                                   (run_id,)).fetchone()
+    assert status == "failed" and "scratch" in reason and _samples(db, run_id) == left
+    (out / "scratch").unlink()
+    assert main("run", "--resume", run_id)[0] == 0 and _run(db, out) == (run_id, "complete")

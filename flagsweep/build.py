@@ -221,7 +221,8 @@ def _collect(v: Variant, manifest: dict, target: Target, out: Path) -> VariantBu
     a = audit_mod.audit(vdir / "compile.jsonl", vdir / "tree",
                         expected=manifest["variants"][v.id]["flags"],
                         tolerated=target.spec.build.tolerated_flags,
-                        since=status["build_started"])
+                        since=status["build_started"], binary=binary,
+                        source=Path(manifest["source"]))
     result.audit, result.flags_verified = a.to_json(), a.verified
     result.status = "ok" if a.verified else "flags-mismatch"
     result.detail = "; ".join(a.problems)

@@ -156,6 +156,20 @@ def test_an_output_folder_built_into_before_is_refused(tmp_path, fixture_target)
     assert (first.log.parent / "compile.jsonl").read_text() == log
 
 
+def test_a_stale_object_shipped_in_the_source_is_a_flags_mismatch(tmp_path):
+    t = _project(tmp_path / "stale", "make", {
+        "Makefile": "prog: main.o fast.o\n\t$(CC) $(CFLAGS) -o prog main.o fast.o\n"
+                    "main.o: main.c\n\t$(CC) $(CFLAGS) -c main.c -o main.o\n",
+        "main.c": "int fast(void);\nint main(void) { return fast(); }\n",
+        "fast.c": "int fast(void) { return 0; }\n"})
+    # Shipped prebuilt at -O0, like an object left in a tarball; no rule remakes it.
+    subprocess.run(["gcc", "-O0", "-c", "fast.c", "-o", "fast.o"], cwd=t.local_source(), check=True)
+    (b,) = _build(t, ["-O2"], tmp_path / "run").values()
+    assert b.status == "flags-mismatch" and not b.flags_verified
+    assert b.detail.startswith("link input fast.o was not compiled in this build (a prebuilt or "
+                               "stale file, or a hard-coded compiler): ")
+
+
 def test_a_binary_that_links_outside_the_build_tree_fails(tmp_path):
     t = _project(tmp_path / "link", "make", {
         "Makefile": "prog: main.o\n\tln -sf /usr/bin/true prog\n"

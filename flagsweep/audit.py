@@ -54,7 +54,7 @@ LINK_VALUE_OPTIONS = VALUE_OPTIONS + (
 JOINED = ("--param", "-Xclang", "-mllvm")
 # Long options that change nothing the audit compares. Any other is refused: gcc reads
 # --optimize=0 as -O0 and accepts any unambiguous abbreviation (--op is -O1).
-HARMLESS_LONG = ("--sysroot=", "--std=", "--verbose", "--pedantic", "--pedantic-errors",
+HARMLESS_LONG = ("--sysroot=", "--std=", "--coverage", "--verbose", "--pedantic", "--pedantic-errors",
                  "--no-warnings", "--pipe", "--all-warnings", "--extra-warnings", "--version",
                  "--help", "--trace-includes")
 SYSTEM_LIB_DIRS = ("/usr/lib", "/lib", "/usr/lib64", "/lib64", "/usr/local/lib")

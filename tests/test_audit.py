@@ -310,3 +310,10 @@ def test_makefiles_that_replace_the_flags_stay_caught(make_project, makefile, pr
     result = make_project({"Makefile": makefile, "a.c": MAIN, "b.c": HELPER})
     assert not result.verified
     assert result.problems[0].startswith(problem), result.problems
+
+
+@pytest.mark.parametrize("flags, extra", [("-O2", "--std=c99"), ("-O2 --coverage", "")])
+def test_long_options_that_change_nothing_unseen_pass(make_project, flags, extra):
+    makefile = HONEST.replace("$(CFLAGS) -c", f"$(CFLAGS) {extra} -c")
+    result = make_project({"Makefile": makefile, "a.c": MAIN, "b.c": HELPER}, flags=flags)
+    assert result.verified, result.problems

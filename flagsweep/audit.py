@@ -1,20 +1,37 @@
-"""The flag audit: did every object get compiled with exactly the variant's flags?
+"""The flag audit: was the measured binary built only from code compiled with the variant's flags?
 
 Reads the compile log the wrapper wrote during the variant's build step. A variant passes when
   - every compile command carries the variant's code-generation flags (plus the target's fixed
     project flags), in that order, and no other code-generation flag (projects' own -D, -I, -W,
     -g, -std are fine: they do not pick the optimisation being measured);
   - link commands add no code-generation flag of their own (an -flto or -O3 there changes code);
+  - no command reads options the log does not show: response files (@file), spec files
+    (-specs=), other compiler programs (-B, -wrapper), or long spellings of options (gcc takes
+    --optimize=0 for -O0, and any unambiguous abbreviation of it);
+  - the measured binary traces back to this build: a recorded link wrote it and nothing changed
+    it since, and every object it links is the output of a recorded compile, every archive in
+    the build or source tree holds only such objects, every library built there was linked by a
+    recorded command (stale or prebuilt objects shipped with the source are refused);
+  - the sources compiled set no optimisation of their own (`#pragma GCC optimize`,
+    `__attribute__((optimize))`, clang's `#pragma clang optimize off` and `optnone`), except
+    -f options the target tolerates;
   - every object file the build produced was compiled through the wrapper (a Makefile that
     calls `gcc` directly would otherwise build unaudited code).
-The problems name the offending command, so "flags-mismatch" is never a mystery.
+The problems name the offending command or file, so "flags-mismatch" is never a mystery. The
+audit guards against build systems that bypass the flags, not against one that forges the log.
 """
 
 from __future__ import annotations
 
+import bisect
+import hashlib
 import json
 import os
+import re
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 SOURCE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".c++", ".C", ".s", ".S", ".i", ".ii")
@@ -25,6 +42,22 @@ NON_CODEGEN_F = ("-fdiagnostics", "-fno-diagnostics", "-fcolor-diagnostics", "-f
                  "-fdebug-prefix-map", "-ffile-prefix-map", "-fmacro-prefix-map",
                  "-ftrack-macro-expansion", "-fno-caret-diagnostics", "-fcaret-diagnostics",
                  "-fansi-escape-codes", "-fsyntax-only", "-fworking-directory", "-fno-working-directory")
+# Options whose next word is their value, never a flag of its own.
+VALUE_OPTIONS = ("-o", "-MF", "-MT", "-MQ", "-I", "-D", "-U", "-include", "-isystem", "-x")
+# Options whose next word is their value, for finding a link's inputs (a superset).
+LINK_VALUE_OPTIONS = VALUE_OPTIONS + (
+    "-L", "-l", "-T", "-u", "-e", "-z", "-Xlinker", "-Xassembler", "-Xpreprocessor", "-Xclang",
+    "-mllvm", "-imacros", "-idirafter", "-iquote", "-iprefix", "-iwithprefix",
+    "-iwithprefixbefore", "-isysroot", "-aux-info", "-dumpbase", "-dumpbase-ext", "-dumpdir",
+    "--param", "-target", "-arch", "-specs", "-B", "-wrapper")
+# Two-word options whose value chooses code generation: compared as one flag.
+JOINED = ("--param", "-Xclang", "-mllvm")
+# Long options that change nothing the audit compares. Any other is refused: gcc reads
+# --optimize=0 as -O0 and accepts any unambiguous abbreviation (--op is -O1).
+HARMLESS_LONG = ("--sysroot=", "--std=", "--coverage", "--verbose", "--pedantic", "--pedantic-errors",
+                 "--no-warnings", "--pipe", "--all-warnings", "--extra-warnings", "--version",
+                 "--help", "--trace-includes")
+SYSTEM_LIB_DIRS = ("/usr/lib", "/lib", "/usr/lib64", "/lib64", "/usr/local/lib")
 MAX_PROBLEMS = 10
 
 
@@ -43,20 +76,39 @@ class Audit:
                 "compile_line": self.compile_line}
 
 
+@dataclass
+class Command:
+    """One recorded compiler call."""
+
+    argv: list[str]
+    cwd: Path
+    exit: int = 0
+    output_stat: dict | None = None    # the -o file as the command left it
+
+    @property
+    def kind(self) -> str:
+        return kind(self.argv)
+
+    def path(self, arg: str) -> Path:
+        return _norm(self.cwd / arg)
+
+
 def is_codegen(flag: str) -> bool:
-    """True for flags that choose how code is generated: -O*, -f* (bar diagnostics), -m*, --param, -p/-pg."""
+    """True for flags that choose how code is generated: -O*, -f* (bar diagnostics), -m*,
+    --param, -Xclang and -mllvm values, -p/-pg, --coverage."""
     if flag.startswith("-f"):
         return not flag.startswith(NON_CODEGEN_F)
-    return flag.startswith(("-O", "-m", "--param")) or flag in ("-p", "-pg")
+    return (flag.startswith(("-O", "-m", "--param", "-Xclang"))
+            or flag in ("-p", "-pg", "--coverage"))
 
 
 def codegen_flags(argv: list[str]) -> list[str]:
     """The code-generation flags of a command line, in order (`--param x=y` kept as one)."""
     out, args = [], iter(argv[1:])
     for arg in args:
-        if arg == "--param":
-            out.append(f"--param={next(args, '')}")
-        elif arg in ("-o", "-MF", "-MT", "-MQ", "-I", "-D", "-U", "-include", "-isystem", "-x"):
+        if arg in JOINED:
+            out.append(f"{arg}={next(args, '')}")
+        elif arg in VALUE_OPTIONS:
             next(args, None)  # these take the next word as a value, which is never a flag here
         elif is_codegen(arg):
             out.append(arg)
@@ -69,22 +121,58 @@ def kind(argv: list[str]) -> str:
         return "other"
     if "-c" in argv or "-S" in argv:
         return "compile"
-    if any(a.endswith(SOURCE_SUFFIXES) for a in argv[1:]):
+    if _sources(argv):
         return "compile"  # compile and link in one go
-    return "link" if "-o" in argv else "other"
+    return "link" if output_arg(argv) is not None else "other"
+
+
+def output_arg(argv: list[str]) -> str | None:
+    """The -o value ("-o FILE" or "-oFILE"; the last one wins, as in gcc)."""
+    out, args = None, iter(argv[1:])
+    for arg in args:
+        if arg == "-o":
+            out = next(args, None)
+        elif arg.startswith("-o") and len(arg) > 2:
+            out = arg[2:]
+    return out
 
 
 def audit(compile_log: Path, tree: Path, expected: list[str], tolerated: list[str],
-          since: float) -> Audit:
-    """Check a variant's compile log against its expected code-generation flags."""
-    records = _records(compile_log)
+          since: float, binary: Path | None = None, source: Path | None = None) -> Audit:
+    """Check a variant's compile log against its expected code-generation flags; with the
+    measured binary, also trace it back to the recorded compiles (source: the source tree)."""
+    # A command that failed left nothing a binary could be made of.
+    commands = [c for c in _records(compile_log) if c.exit == 0]
     # The variant's flags are read like a command line, so `--param x=y` compares as one flag.
     want = _dedupe(codegen_flags(["cc", *expected]))
     result = Audit(verified=False)
+    objects_logged = _check_commands(commands, want, tolerated, result)
+    roots = [p.resolve() for p in (tree, source) if p is not None]
+    scan = SourceScan(roots, want, tolerated)
+    scan.run([cmd for cmd in commands if cmd.kind == "compile"])
+    result.problems += scan.problems
+    result.tolerated_seen = _dedupe(result.tolerated_seen + scan.tolerated_seen)
+    if binary is not None:
+        result.problems += Trace(commands, roots, tree.resolve()).binary(binary)
+    result.problems += _unaudited_objects(tree, objects_logged, since)
+    if result.compiles == 0:
+        result.problems.append(f"no compile command was recorded in {compile_log.name}: "
+                               "the build did not use the audited compiler")
+    result.problems = _dedupe(result.problems)
+    if len(result.problems) > MAX_PROBLEMS:
+        extra = len(result.problems) - MAX_PROBLEMS
+        result.problems = result.problems[:MAX_PROBLEMS] + [f"... and {extra} more"]
+    result.verified = not result.problems
+    return result
+
+
+def _check_commands(commands: list[Command], want: list[str], tolerated: list[str],
+                    result: Audit) -> set[Path]:
+    """Each command's flags against the variant's, into result; the objects compiled."""
     objects_logged: set[Path] = set()
-    for rec in records:
-        argv, cwd = rec["argv"], Path(rec["cwd"])
-        what = kind(argv)
+    for cmd in commands:
+        argv, what = cmd.argv, cmd.kind
+        result.problems += _hidden_options(cmd, what)
         if what == "other":
             continue
         got = codegen_flags(argv)
@@ -95,49 +183,73 @@ def audit(compile_log: Path, tree: Path, expected: list[str], tolerated: list[st
         if what == "compile":
             result.compiles += 1
             result.compile_line = result.compile_line or argv
-            objects_logged |= _outputs(argv, cwd)
+            objects_logged |= _outputs(cmd)
             if got != want:
-                result.problems.append(_mismatch(argv, cwd, got, want))
+                result.problems.append(_mismatch(argv, cmd.cwd, got, want))
         else:
             result.links += 1
             extra = [f for f in got if f not in want]
             if extra:
-                result.problems.append(f"link step adds {' '.join(extra)}: {_short(argv, cwd)}")
-    result.problems += _unaudited_objects(tree, objects_logged, since)
-    if result.compiles == 0:
-        result.problems.append(f"no compile command was recorded in {compile_log.name}: "
-                               "the build did not use the audited compiler")
-    if len(result.problems) > MAX_PROBLEMS:
-        extra = len(result.problems) - MAX_PROBLEMS
-        result.problems = result.problems[:MAX_PROBLEMS] + [f"... and {extra} more"]
-    result.verified = not result.problems
-    return result
+                result.problems.append(f"link step adds {' '.join(extra)}: {_short(argv, cmd.cwd)}")
+    return objects_logged
 
 
-def _records(log: Path) -> list[dict]:
+def _records(log: Path) -> list[Command]:
     if not log.exists():
         return []
     # Arguments need not be UTF-8; undecodable bytes must not hide a command from the audit.
     lines = log.read_text(errors="replace").splitlines()
-    return [json.loads(line) for line in lines if line.strip()]
+    return [Command(r["argv"], Path(r["cwd"]), r.get("exit", 0), r.get("output"))
+            for r in map(json.loads, filter(str.strip, lines))]
 
 
-def _dedupe(flags: list[str]) -> list[str]:
+def _dedupe(items: list[str]) -> list[str]:
     """Repeating a flag changes nothing; a different flag, or a different order, does."""
     seen: list[str] = []
-    for f in flags:
+    for f in items:
         if f not in seen:
             seen.append(f)
     return seen
 
 
-def _outputs(argv: list[str], cwd: Path) -> set[Path]:
-    if "-o" in argv:
-        i = argv.index("-o")
-        if i + 1 < len(argv):
-            return {_norm(cwd / argv[i + 1])}
-    sources = [a for a in argv[1:] if a.endswith(SOURCE_SUFFIXES)]
-    return {_norm(cwd / (Path(s).stem + ".o")) for s in sources}
+def _hidden_options(cmd: Command, what: str) -> list[str]:
+    """Options that make the compiler read flags, or run programs, the log does not show. In a
+    call that looks like neither a compile nor a link only a response file matters: the whole
+    compile may be in it."""
+    problems = []
+    for arg in cmd.argv[1:]:
+        why = None
+        linker_words = arg[4:].split(",") if arg.startswith("-Wl,") else []
+        if arg.startswith("@") or any(w.startswith("@") for w in linker_words):
+            why = "reads more options from a response file, which the audit cannot check"
+        elif what == "other":
+            continue
+        elif arg.startswith(("-specs", "--specs")):
+            why = "reads a spec file, which can change any option the compiler passes on"
+        elif arg.startswith("-B") or arg == "-wrapper":
+            why = "runs compiler programs other than the audited compiler's own"
+        elif (arg.startswith("--") and not arg.startswith("--param")
+              and not arg.startswith(HARMLESS_LONG)):
+            why = ("is a long option spelling, which gcc also accepts abbreviated "
+                   "(--optimize=0 is -O0); write the flag in its short form")
+        if why:
+            problems.append(f"{arg} {why}: {_short(cmd.argv, cmd.cwd)}")
+    return problems
+
+
+def _sources(argv: list[str]) -> list[str]:
+    return [a for a in argv[1:] if a.endswith(SOURCE_SUFFIXES) and not a.startswith("-")]
+
+
+def _outputs(cmd: Command) -> set[Path]:
+    """The files a compile writes: its -o, else <stem>.o (.s with -S) per source, in its cwd."""
+    out = output_arg(cmd.argv)
+    if out is not None:
+        return {cmd.path(out)}
+    if "-c" not in cmd.argv and "-S" not in cmd.argv:
+        return {cmd.path("a.out")}
+    suffix = ".s" if "-S" in cmd.argv else ".o"
+    return {cmd.path(Path(s).stem + suffix) for s in _sources(cmd.argv)}
 
 
 def _norm(path: Path) -> Path:
@@ -170,3 +282,378 @@ def _short(argv: list[str], cwd: Path) -> str:
     """The command as a user would paste it, without its longest include lists."""
     text = " ".join(argv)
     return (text if len(text) < 400 else text[:400] + " ...") + f"  (in {cwd})"
+
+
+# ---- tracing the binary back to recorded compiles ------------------------------------------
+
+class Trace:
+    """Follows the measured binary through the links that made it to the compiles behind them."""
+
+    def __init__(self, commands: list[Command], roots: list[Path], tree: Path):
+        self.roots, self.tree = roots, tree
+        self.writers: dict[Path, Command] = {}    # file -> the last recorded command writing it
+        for cmd in commands:
+            if cmd.kind != "other":
+                for out in _outputs(cmd):
+                    self.writers[out] = cmd
+        self.problems: list[str] = []
+        self._followed: set[int] = set()
+
+    def binary(self, binary: Path) -> list[str]:
+        path = _norm(binary.resolve())
+        cmd = self.writers.get(path)
+        if cmd is None:   # a Makefile may link elsewhere and copy the result into place
+            path, cmd = self._copy_of(path)
+        if cmd is None:
+            return [f"the measured binary {self._name(path)} was not linked by the audited "
+                    "compiler (a hard-coded compiler, or a prebuilt or stale file?)"]
+        self._unchanged(path, cmd)
+        self._follow(cmd)
+        return self.problems
+
+    def _copy_of(self, binary: Path) -> tuple[Path, Command | None]:
+        """The recorded link output with the binary's very bytes, if there is one."""
+        st = _stat(binary)
+        if st is None:
+            return binary, None
+        digest = _sha256(binary)
+        for path, cmd in self.writers.items():
+            if (cmd.kind != "other" and path != binary and (other := _stat(path)) is not None
+                    and other.st_size == st.st_size and _sha256(path) == digest):
+                return path, cmd
+        return binary, None
+
+    def _follow(self, link: Command) -> None:
+        """Every input of a recorded link (or compile-and-link) must come from this build."""
+        if id(link) in self._followed:
+            return
+        self._followed.add(id(link))
+        for path, named in _link_inputs(link):
+            self._input(path, named, link)
+
+    def _input(self, path: Path, named: str, link: Command) -> None:
+        if path.suffix in SOURCE_SUFFIXES:
+            return  # compiled by this very command, whose flags are checked
+        cmd = self.writers.get(path)
+        if cmd is not None:
+            self._unchanged(path, cmd)
+            if cmd.kind == "link":  # a library or a partial link built here: follow it too
+                self._follow(cmd)
+            return
+        inside = any(path.is_relative_to(r) for r in self.roots)
+        what = _file_kind(path)
+        if what == "archive" and inside:
+            self._archive(path, link)
+        elif what in ("archive", "shared") and not inside:
+            return  # a library the program depends on, not the program's own code
+        elif what == "missing":
+            self.problems.append(f"link input {self._name(path)} was made by no recorded "
+                                 f"command and no longer exists: {_short(link.argv, link.cwd)}")
+        elif inside or what == "object":
+            self.problems.append(f"link input {self._name(path)} was not compiled in this build "
+                                 f"(a prebuilt or stale file, or a hard-coded compiler): "
+                                 f"{_short(link.argv, link.cwd)}")
+
+    def _archive(self, path: Path, link: Command) -> None:
+        """An archive built in the tree: each member must be an object compiled here."""
+        compiled = self._compiled_objects
+        for name, data in ar_members(path):
+            if isinstance(data, Path):   # a thin archive names its members' files
+                self._input(_norm(path.parent / data), name, link)
+            elif hashlib.sha256(data).hexdigest() not in compiled:
+                self.problems.append(f"archive {self._name(path)} holds {name}, which no "
+                                     "recorded compile of this build produced (a hard-coded "
+                                     "compiler, or a prebuilt or stale object?)")
+
+    @cached_property
+    def _compiled_objects(self) -> frozenset[str]:
+        """sha256 of every object file a recorded compile left."""
+        hashes = set()
+        for path, cmd in self.writers.items():
+            if cmd.kind == "compile" and path.is_file():
+                hashes.add(_sha256(path))
+        return frozenset(hashes)
+
+    def _unchanged(self, path: Path, cmd: Command) -> None:
+        """The file is still what its recorded command left (nothing rewrote it since)."""
+        st, was = _stat(path), cmd.output_stat
+        out = output_arg(cmd.argv)
+        # A file removed after use (make deletes intermediate objects) was still the recorded one.
+        if st is None or was is None or out is None or cmd.path(out) != path:
+            return
+        if (st.st_mtime_ns, st.st_size, st.st_ino) != (
+                was["mtime_ns"], was["size"], was["ino"]):
+            self.problems.append(f"{self._name(path)} changed after the recorded command that "
+                                 "wrote it (rewritten by a command the audit did not see: a "
+                                 f"hard-coded compiler, strip, a copy?): {_short(cmd.argv, cmd.cwd)}")
+
+    def _name(self, path: Path) -> str:
+        return str(path.relative_to(self.tree)) if path.is_relative_to(self.tree) else str(path)
+
+
+def _link_inputs(cmd: Command) -> list[tuple[Path, str]]:
+    """(path, how it was named) for each file a link reads: positional arguments, -l libraries
+    found in its -L folders, and files handed to the linker through -Wl, or -Xlinker."""
+    inputs: list[tuple[Path, str]] = []
+    libdirs, libs, linker_words = [], [], []
+    args = iter(cmd.argv[1:])
+    for arg in args:
+        if arg in LINK_VALUE_OPTIONS:
+            value = next(args, "")
+            {"-L": libdirs, "-l": libs, "-Xlinker": linker_words}.get(arg, []).append(value)
+        elif arg.startswith("-L"):
+            libdirs.append(arg[2:])
+        elif arg.startswith("-l"):
+            libs.append(arg[2:])
+        elif arg.startswith("-Wl,"):
+            linker_words += arg[4:].split(",")
+        elif not arg.startswith("-"):
+            inputs.append((cmd.path(arg), arg))
+    for word in linker_words:
+        path = cmd.path(word)
+        if not word.startswith("-") and _file_kind(path) in ("object", "archive", "shared"):
+            inputs.append((path, word))
+    for lib in libs:
+        names = [lib[1:]] if lib.startswith(":") else [f"lib{lib}.so", f"lib{lib}.a"]
+        found = next((cmd.path(d) / n for d in libdirs for n in names
+                      if (cmd.path(d) / n).is_file()), None)
+        if found is not None:
+            inputs.append((_norm(found), "-l"))
+    return inputs
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _stat(path: Path) -> os.stat_result | None:
+    try:
+        return path.stat()
+    except OSError:
+        return None
+
+
+def _file_kind(path: Path) -> str:
+    """'object', 'shared', 'archive', 'other' (a linker script, ...) or 'missing'."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(18)
+    except (FileNotFoundError, NotADirectoryError):
+        return "missing"
+    except OSError:
+        return "other"
+    if head.startswith((b"!<arch>\n", b"!<thin>\n")):
+        return "archive"
+    if head.startswith(b"\x7fELF") and len(head) == 18:
+        e_type = int.from_bytes(head[16:18], "little" if head[5] == 1 else "big")
+        return {1: "object", 3: "shared"}.get(e_type, "other")
+    return "other"
+
+
+def ar_members(path: Path) -> list[tuple[str, bytes | Path]]:
+    """The members of a Unix (GNU/BSD) archive: name and bytes, or name and path in a thin
+    archive. Symbol tables and the long-name table are left out."""
+    data = path.read_bytes()
+    thin = data.startswith(b"!<thin>\n")
+    pos, longnames, members = 8, b"", []
+    while pos + 60 <= len(data):
+        header = data[pos:pos + 60]
+        raw = header[:16].decode("latin-1").rstrip()
+        size = int(header[48:58].decode("latin-1").strip() or 0)
+        pos += 60
+        special = raw in ("/", "//", "/SYM64/", "__.SYMDEF", "__.SYMDEF SORTED")
+        # Thin archives keep only the symbol and name tables inside; members stay outside.
+        body_size = size if (special or not thin) else 0
+        body = data[pos:pos + body_size]
+        if raw == "//":
+            longnames = body
+        elif raw.startswith("#1/"):          # BSD: the name heads the body
+            n = int(raw[3:])
+            members.append((body[:n].decode("latin-1").rstrip("\0"), body[n:]))
+        elif not special:
+            if raw.startswith("/") and raw[1:].isdigit():   # GNU: an offset in the name table
+                start = int(raw[1:])
+                name = longnames[start:longnames.index(b"/\n", start)].decode("latin-1")
+            else:
+                name = raw.removesuffix("/")
+            members.append((name, Path(name) if thin else body))
+        pos += body_size + (body_size % 2)
+    return members
+
+
+# ---- optimisation set in the source ---------------------------------------------------------
+
+# `#pragma GCC optimize (...)` (the preprocessor writes `_Pragma("...")` out as one): the rest of
+# the line is read.
+GCC_PRAGMA = re.compile(r'^[ \t]*#[ \t]*pragma[ \t]+GCC[ \t]+optimize\b([^\n]*)', re.M)
+CLANG_OFF = re.compile(r'^[ \t]*#[ \t]*pragma[ \t]+clang[ \t]+optimize[ \t]+off\b', re.M)
+ATTRIBUTE = re.compile(r"__attribute(?:__)?\s*\(\(|\[\[")   # GNU's, and C23/C++'s
+OPTIMIZE_ATTR = re.compile(r"\b(?:gnu::|__gnu__::)?(?:__optimize__|optimize)\s*\(")
+OPTNONE = re.compile(r"\b(?:clang::)?(?:__optnone__|optnone)\b")
+LINE_MARKER = re.compile(r'^# (\d+) "((?:\\.|[^"\\])*)"[ \d]*$', re.M)
+PREPROCESSED = (".c", ".cc", ".cpp", ".cxx", ".c++", ".C", ".S")
+# Options dropped when a compile is run again as `-E`: what it writes besides the text.
+NOT_FOR_E = ("-c", "-S", "-MD", "-MMD", "-MP", "-M", "-MM", "-pipe")
+NOT_FOR_E_VALUE = ("-o", "-MF", "-MT", "-MQ", "-Xlinker")
+
+
+class SourceScan:
+    """Optimisation the compiled code sets for itself, as the compiler's preprocessor sees it
+    (conditionals evaluated, macros expanded): in the sources and the project's headers, found
+    by running each recorded compile again with -E. Files outside the build and source trees
+    (system headers) are not the project's to judge."""
+
+    def __init__(self, roots: list[Path], want: list[str], tolerated: list[str]):
+        self.roots, self.want, self.tolerated = roots, want, tolerated
+        self.problems: list[str] = []
+        self.tolerated_seen: list[str] = []
+
+    def run(self, compiles: list[Command]) -> None:
+        workers = max(1, min(8, os.cpu_count() or 1))
+        with ThreadPoolExecutor(workers) as pool:
+            for cmd, (text, error) in zip(compiles, pool.map(_preprocess, compiles)):
+                if error:
+                    self.problems.append(f"could not preprocess a compile to look for "
+                                         f"optimisation set in its source ({error}): "
+                                         f"{_short(cmd.argv, cmd.cwd)}")
+                elif text:
+                    self._check(cmd, text)
+
+    def _check(self, cmd: Command, code: str) -> None:
+        if "optimize" not in code and "optnone" not in code:
+            return   # most compiles: nothing to look at closer
+        where = _Lines(cmd, code)
+        for found in GCC_PRAGMA.finditer(code):
+            args = found.group(1).strip()
+            if args.startswith("("):
+                args = _balanced(args, 1)
+            self._settings(where, found.start(), f"#pragma GCC optimize ({args})", args)
+        for found in CLANG_OFF.finditer(code):
+            self._problem(where, found.start(), "#pragma clang optimize off", "-O0")
+        for span in ATTRIBUTE.finditer(code):
+            body = _balanced(code, span.end(), "[]" if span.group() == "[[" else "()")
+            for attr in OPTIMIZE_ATTR.finditer(body):
+                args = _balanced(body, attr.end())
+                self._settings(where, span.start(), f"attribute optimize({args})", args)
+            if OPTNONE.search(body):
+                self._problem(where, span.start(), "attribute optnone", "-O0")
+
+    def _settings(self, where: "_Lines", at: int, what: str, args: str) -> None:
+        """One optimize pragma or attribute: each of its settings, as the flag it stands for."""
+        flags = optimize_flags(args)
+        if not flags:
+            self._problem(where, at, what, None)
+        for flag in flags:
+            if flag.startswith("-O") or (flag not in self.want and flag not in self.tolerated):
+                self._problem(where, at, what, flag)
+            elif flag not in self.want and where.file(at) is not None:
+                self.tolerated_seen = _dedupe(self.tolerated_seen + [flag])
+
+    def _problem(self, where: "_Lines", at: int, what: str, flag: str | None) -> None:
+        file = where.file(at)
+        if file is None or not any(file.is_relative_to(r) for r in self.roots):
+            return
+        place = f"{file}:{where.line(at)}"
+        if flag is None:
+            self.problems.append(f"{place}: {what} sets optimisation in the source, and the "
+                                 "audit cannot tell which")
+        elif flag.startswith("-O"):
+            self.problems.append(f"{place}: {what} sets the optimisation level ({flag}) in the "
+                                 "source, over the variant's flags")
+        else:
+            self.problems.append(f"{place}: {what} sets {flag} in the source, which the "
+                                 "variant's flags do not have (list it in the target's "
+                                 "build.tolerated_flags if it is the project's own)")
+
+
+class _Lines:
+    """Maps an offset in preprocessed text back to its file and line through the line markers."""
+
+    def __init__(self, cmd: Command, code: str):
+        self.cmd, self.code = cmd, code
+        self.markers = [(m.end() + 1, m.group(2), int(m.group(1)))
+                        for m in LINE_MARKER.finditer(code)]
+        self.starts = [m[0] for m in self.markers]
+
+    def _marker(self, at: int) -> tuple[int, str, int] | None:
+        i = bisect.bisect_right(self.starts, at) - 1
+        return self.markers[i] if i >= 0 else None
+
+    def file(self, at: int) -> Path | None:
+        marker = self._marker(at)
+        if marker is None or marker[1].startswith("<"):   # <built-in>, <command-line>
+            return None
+        return self.cmd.path(re.sub(r"\\(.)", r"\1", marker[1]))   # markers escape \\ and "
+
+    def line(self, at: int) -> int:
+        marker = self._marker(at)
+        return marker[2] + self.code.count("\n", marker[0], at) if marker else 0
+
+
+def _preprocess(cmd: Command) -> tuple[str | None, str | None]:
+    """The compile's source as its compiler preprocesses it (nothing written), or an error."""
+    sources = [s for s in _sources(cmd.argv) if s.endswith(PREPROCESSED)]
+    # A source gone since (a generated file removed) cannot be read again; its flags were checked.
+    if not sources or not all(cmd.path(s).is_file() for s in sources):
+        return None, None
+    argv, args = [cmd.argv[0]], iter(cmd.argv[1:])
+    for arg in args:
+        if arg in NOT_FOR_E_VALUE:
+            next(args, None)
+        elif (arg in NOT_FOR_E or arg.startswith(("-Wl,", "-l", "-L", "-save-temps", "-Wp,-M"))
+              or (arg.startswith("-o") and len(arg) > 2)
+              or (not arg.startswith("-") and arg not in sources)):
+            continue
+        else:
+            argv.append(arg)
+    try:
+        done = subprocess.run(argv + ["-E"], cwd=cmd.cwd, capture_output=True, timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return None, str(e)
+    if done.returncode != 0:
+        tail = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
+        return None, f"exit {done.returncode}: {tail[0]}"
+    return done.stdout.decode(errors="replace"), None
+
+
+def optimize_flags(args: str) -> list[str]:
+    """The flags an optimize pragma's or attribute's arguments stand for, as gcc reads them:
+    a number is -O<n>; each comma-separated part of a string is an option if it starts with
+    '-', -O<...> if it starts with 'O', else -f<part>. [] when an argument is not a literal."""
+    flags = []
+    for arg in (a.strip() for a in _split_args(args)):
+        if arg.isdigit():
+            flags.append(f"-O{arg}")
+        elif len(arg) >= 2 and arg[0] == arg[-1] == '"':
+            for part in filter(None, (p.strip() for p in arg[1:-1].split(","))):
+                flags.append(part if part.startswith("-") else
+                             f"-{part}" if part.startswith("O") else f"-f{part}")
+        else:
+            return []
+    return flags
+
+
+def _split_args(text: str) -> list[str]:
+    """Top-level comma-separated arguments, commas inside string literals kept."""
+    parts = re.findall(r'"(?:\\.|[^"\\])*"|[^"]+', text)
+    args, current = [], ""
+    for part in parts:
+        if part.startswith('"'):
+            current += part
+        else:
+            pieces = part.split(",")
+            current += pieces[0]
+            for piece in pieces[1:]:
+                args.append(current)
+                current = piece
+    args.append(current)
+    return [a for a in args if a.strip()] if text.strip() else [""]
+
+
+def _balanced(text: str, start: int, pair: str = "()") -> str:
+    """text from start up to the bracket that closes the one just before start."""
+    depth, i = 1, start
+    while i < len(text) and depth:
+        depth += {pair[0]: 1, pair[1]: -1}.get(text[i], 0)
+        i += 1
+    return text[start:i - 1] if depth == 0 else text[start:]

@@ -98,8 +98,9 @@ def source_tree(target: Target, opts: Options) -> Path:
 def build_all(target: Target, matrix: Matrix, opts: Options) -> list[VariantBuild]:
     """Build every variant of the matrix; never raises for a variant's own failure."""
     cache = opts.cache or fetch.cache_dir()
-    source = source_tree(target, opts)
     out = opts.out_dir.resolve()
+    refuse_earlier_build(out)
+    source = source_tree(target, opts)
     (out / "builds").mkdir(parents=True, exist_ok=True)
     manifest = _manifest(target, matrix, source, out, cache, opts.jobs)
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
@@ -108,6 +109,20 @@ def build_all(target: Target, matrix: Matrix, opts: Options) -> list[VariantBuil
     builds = [_collect(v, manifest, target, out) for v in matrix.variants]
     _group_identical(builds)
     return builds
+
+
+# What a build leaves in its output folder; any of them means the folder was built into before.
+BUILD_OUTPUTS = ("manifest.json", "plan.cmake", "superbuild", "builds", "builds.json")
+
+
+def refuse_earlier_build(out: Path) -> None:
+    """Builds start from nothing: in a folder built into before, make finds its targets up to
+    date and the audit reads the old compile logs, so the old binaries would be measured."""
+    found = [name for name in BUILD_OUTPUTS if (out / name).exists()]
+    if found:
+        raise BuildError(f"output folder {out} already holds a build ({', '.join(found)}); "
+                         "builds start in a new folder so that no earlier binary or compile log "
+                         "is reused: choose another --out, or remove this one")
 
 
 def _manifest(target: Target, matrix: Matrix, source: Path, out: Path, cache: Path,
@@ -206,7 +221,8 @@ def _collect(v: Variant, manifest: dict, target: Target, out: Path) -> VariantBu
     a = audit_mod.audit(vdir / "compile.jsonl", vdir / "tree",
                         expected=manifest["variants"][v.id]["flags"],
                         tolerated=target.spec.build.tolerated_flags,
-                        since=status["build_started"])
+                        since=status["build_started"], binary=binary,
+                        source=Path(manifest["source"]))
     result.audit, result.flags_verified = a.to_json(), a.verified
     result.status = "ok" if a.verified else "flags-mismatch"
     result.detail = "; ".join(a.problems)

@@ -142,6 +142,10 @@ def build(m: dict, vid: str) -> int:
     if not binary.is_file():
         return _fail(vdir, "build", started, f"the build succeeded but {m['binary']} is missing "
                      f"from {tree} (check build.binary in the target file)")
+    if not binary.resolve().is_relative_to(tree.resolve()):
+        return _fail(vdir, "build", started, f"{m['binary']} in {tree} is a link to "
+                     f"{binary.resolve()}, outside the build tree: the measured program must be "
+                     "the one built there")
     _status(vdir, {"status": "ok", "stage": "done", "started": started,
                    "build_started": build_started, "seconds": round(time.time() - started, 3)})
     return 0

@@ -30,6 +30,7 @@ import hashlib
 import logging
 import os
 import re
+import shutil
 import socket
 import time
 from dataclasses import dataclass, replace
@@ -106,6 +107,7 @@ def build_task(target_file: str, target_sha: str, m: matrix.Matrix, key: str) ->
     """Build a matrix on this worker; return the docs, the binaries' bytes and the build logs."""
     t = _target(target_file, target_sha)
     out = fetch.cache_dir() / "fleet" / "builds" / key
+    shutil.rmtree(out, ignore_errors=True)  # a private folder: an earlier build there is stale
     builds = build.build_all(t, m, build.Options(out_dir=out, jobs=len(os.sched_getaffinity(0))))
     blobs, logs = {}, {}
     for b in builds:

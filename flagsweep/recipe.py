@@ -20,6 +20,11 @@ from .schema import Strict, read_toml, validate
 
 RECIPES_DIR = Path(__file__).resolve().parent.parent / "recipes"
 LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+=-]*")
+# What some layer between a recipe and the compiler would act on instead of passing it on:
+# '$' (make's and Ninja's variables, make's $(shell ...), the shell's $(...) and ${...}; CMake
+# writes flags into build.ninja unescaped), '`' (the shell's command substitution) and control
+# characters (a newline ends a make or Ninja line). A flag is data, so these are refused.
+EVALUATED = re.compile(r"[$`\x00-\x1f\x7f]")
 
 
 def split_flags(text: str) -> tuple[str, ...]:
@@ -107,6 +112,11 @@ class RecipeFile(Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> "RecipeFile":
+        for where, text in self._flag_texts():
+            try:
+                check_flags(text)
+            except ValueError as e:
+                raise ValueError(f"{where}: {e}") from None
         if self.design == "plackett-burman":
             return self._screening()
         if self.base is not None or self.screen:
@@ -135,6 +145,14 @@ class RecipeFile(Strict):
         if self.study is not None:
             self._check_study(self.study, factor_names)
         return self
+
+    def _flag_texts(self) -> list[tuple[str, str]]:
+        """Every flag set of the recipe with the key that holds it."""
+        texts = [(f"axes.{axis}[{i}]", v.flags if isinstance(v, LabelledLevel) else v)
+                 for axis, values in self.axes.items() for i, v in enumerate(values)]
+        texts += [(f"include[{i}].flags", inc.flags) for i, inc in enumerate(self.include)]
+        texts += [("base", self.base)] if self.base is not None else []
+        return texts + [(f"screen[{i}]", f) for i, f in enumerate(self.screen)]
 
     def _check_study(self, study: Study, factor_names: set[str]) -> None:
         """The study's rows are levels of one factor; its baseline must have a time everywhere."""
@@ -173,6 +191,18 @@ class RecipeFile(Strict):
             if value not in known:
                 raise ValueError(f"{where} has {factor} = {value!r}, which is not one of its "
                                  f"levels {sorted(known)}")
+
+
+def check_flags(text: str) -> str:
+    """text, one flag set, unchanged; ValueError naming the first flag in it that make,
+    CMake/Ninja or the shell would evaluate rather than hand to the compiler."""
+    for word in split_flags(text):
+        found = EVALUATED.search(word)
+        if found:
+            raise ValueError(f"flag {word!r} contains {found.group()!r}, which make, Ninja or the "
+                             "shell would evaluate instead of passing it to the compiler; flags "
+                             "are data: write them without '$', '`' or control characters")
+    return text
 
 
 @dataclass(frozen=True)
@@ -238,9 +268,9 @@ def from_flags(flag_sets: list[str], compilers: list[str]) -> Recipe:
     """An ad-hoc recipe from `--flags "..."` options: one variant per flag set, the first the baseline."""
     if not flag_sets or not compilers:
         raise ConfigError("--flags needs at least one flag set and one compiler")
-    for flags in flag_sets:
+    for f in flag_sets:
         try:
-            split_flags(flags)
+            check_flags(f)
         except ValueError as e:
             raise ConfigError(f"--flags {e}") from None
     include = [Include(flags=f, factors={"flags": f.strip() or "none"}) for f in flag_sets]

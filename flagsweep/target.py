@@ -9,24 +9,59 @@ format is documented in docs/targets.md; this module is its single source of tru
 from __future__ import annotations
 
 import re
+import shlex
 import string
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Annotated, Literal, Union
 
 from pydantic import Field, field_validator, model_validator
 
 from . import fetch
 from .errors import ConfigError
+from .recipe import check_flags
 from .schema import Strict, read_toml, validate
 
 TARGETS_DIR = Path(__file__).resolve().parent.parent / "targets"
 PLACEHOLDERS = {"binary", "input", "output"}
+# A name or version becomes part of a cache folder's name: one plain path component.
+COMPONENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+~-]*")
+
+
+def check_component(value: str) -> str:
+    if not COMPONENT.fullmatch(value):
+        raise ValueError("expected letters, digits and '._+~-', starting with a letter or "
+                         "digit (it names a folder in the cache)")
+    return value
+
+
+def check_relative(value: str) -> str:
+    """A path that stays inside the folder it is relative to."""
+    path = PurePosixPath(value)
+    if not value or path.is_absolute() or ".." in path.parts or path == PurePosixPath("."):
+        raise ValueError("expected a path inside the build tree, relative to it and "
+                         "without '..'")
+    return value
 
 
 class DebianSpec(Strict):
     package: str
     version: str
+
+    # Both go on apt-get's command line: a leading '-' would make them an option.
+    @field_validator("package")
+    @classmethod
+    def _package(cls, v: str) -> str:
+        if not re.fullmatch(r"[a-z0-9][a-z0-9+.-]+", v):
+            raise ValueError("expected a Debian source package name ([a-z0-9][a-z0-9+.-]+)")
+        return v
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, v: str) -> str:
+        if not re.fullmatch(r"([0-9]+:)?[A-Za-z0-9][A-Za-z0-9.+~-]*", v):
+            raise ValueError("expected a Debian version ([epoch:]upstream[-revision])")
+        return v
 
 
 class SourceSpec(Strict):
@@ -57,6 +92,11 @@ class BuildSpec(Strict):
     make_args: list[str] = []
     project_flags: list[str] = []
     tolerated_flags: list[str] = []
+
+    # The binary is looked up in the variant's build tree: it must be a file built there.
+    _binary = field_validator("binary")(lambda cls, v: check_relative(v))
+    # Project flags travel with the variant's flags, through make and CMake, as data.
+    _flags = field_validator("project_flags")(lambda cls, v: check_flags(shlex.join(v)) and v)
 
 
 class WavInput(Strict):
@@ -133,6 +173,8 @@ class TargetFile(Strict):
     summary: str
     version: str
     name: str | None = None
+
+    _version = field_validator("version")(lambda cls, v: check_component(v))
     suite: bool = True               # `flagsweep run --all` sweeps it
     source: SourceSpec
     build: BuildSpec

@@ -1,10 +1,11 @@
 """The compiler wrapper: every compile line of every variant, recorded, then handed to ccache.
 
-Builds use the wrapper as CC/CXX. It appends the exact argv and working directory of each call
-as one JSON line to $FLAGSWEEP_COMPILE_LOG (when set), then execs `ccache <real compiler> ...`
-(or the compiler itself when ccache is absent or FLAGSWEEP_CCACHE=0). The audit reads that log:
-flags reach the compiler, or the run says so (Phoronix's trick of a logging wrapper first on
-PATH, made exact).
+Builds use the wrapper as CC/CXX. It runs `ccache <real compiler> ...` (or the compiler itself
+when ccache is absent or FLAGSWEEP_CCACHE=0) and, when $FLAGSWEEP_COMPILE_LOG is set, waits for
+it and appends the exact argv, working directory, exit code and the -o file's identity (mtime,
+size, inode) as one JSON line. The audit reads that log: flags reach the compiler, and the
+measured binary is what the recorded commands made, or the run says so (Phoronix's trick of a
+logging wrapper first on PATH, made exact).
 
 The wrapper is the small C program wrapper.c, compiled here once per real compiler with that
 same family's C compiler; its path is stable because cached configure trees bake it in.

@@ -104,3 +104,216 @@ def test_a_tolerated_flag_that_is_also_the_variants_own_is_expected(tmp_path):
     assert own.verified and own.tolerated_seen == []
     other = audit.audit(log, tmp_path, ["-O2"], ["-msse"], time.time())
     assert other.verified and other.tolerated_seen == ["-msse"]  # listed once
+
+
+# ---- real make projects that slip code past the flags: built through the real wrapper -------
+
+import os
+import shlex
+import shutil
+import subprocess
+
+import pytest
+
+from flagsweep import wrapper
+
+MAIN = "int helper(int x);\nint main(void) { return helper(0); }\n"
+HELPER = "int helper(int x) { int s = 0; for (int i = 0; i < 100; i++) s += x * i; return s; }\n"
+HONEST = ("prog: a.o b.o\n\t$(CC) $(CFLAGS) -o prog a.o b.o\n"
+          "%.o: %.c\n\t$(CC) $(CFLAGS) -c $< -o $@\n")
+
+
+@pytest.fixture
+def make_project(tmp_path, isolated_cache):
+    """Build a make project (files: name -> text) with the real wrapper as CC and `make
+    CFLAGS=<flags>`, as the step driver does, then audit it with the measured binary `prog`."""
+    gcc = Path(shutil.which("gcc"))
+    cc = wrapper.install(gcc, isolated_cache / "wrappers" / "audit-test" / "cc", gcc, None)
+
+    def build(files: dict[str, str], flags: str = "-O2", tolerated: tuple[str, ...] = (),
+              before=None) -> audit.Audit:
+        tree = tmp_path / "tree"
+        tree.mkdir()
+        for name, text in files.items():
+            (tree / name).parent.mkdir(parents=True, exist_ok=True)
+            (tree / name).write_text(text)
+        if before:
+            before(tree)      # what the project ships: made before the build step starts
+        since = time.time()
+        log = tmp_path / "compile.jsonl"
+        env = dict(os.environ, FLAGSWEEP_COMPILE_LOG=str(log), LC_ALL="C")
+        subprocess.run(["make", "-s", f"CC={cc}", f"CFLAGS={flags}"], cwd=tree, env=env,
+                       check=True, capture_output=True)
+        return audit.audit(log, tree, shlex.split(flags), list(tolerated), since,
+                           binary=tree / "prog", source=None)
+    return build
+
+
+def _one_problem(result: audit.Audit) -> str:
+    assert not result.verified
+    assert len(result.problems) == 1, result.problems
+    return result.problems[0]
+
+
+def test_an_honest_make_project_traces_to_its_compiles(make_project):
+    result = make_project({"Makefile": HONEST, "a.c": MAIN, "b.c": HELPER})
+    assert result.verified, result.problems
+    assert (result.compiles, result.links) == (2, 1)
+
+
+def test_an_archive_of_compiled_objects_passes(make_project):
+    makefile = ("prog: a.o libb.a\n\t$(CC) $(CFLAGS) -o prog a.o -L. -lb\n"
+                "libb.a: b.o\n\tar rcs libb.a b.o\n"
+                "%.o: %.c\n\t$(CC) $(CFLAGS) -c $< -o $@\n")
+    result = make_project({"Makefile": makefile, "a.c": MAIN, "b.c": HELPER})
+    assert result.verified, result.problems
+
+
+@pytest.mark.parametrize("rule, opts", [
+    ("$(CC) $(CFLAGS) @opts -c b.c -o b.o", "-O0"),
+    ("$(CC) @opts", "-O0 -c b.c -o b.o"),          # the whole compile in the file
+])
+def test_a_response_file_is_refused(make_project, rule, opts):
+    makefile = HONEST + f"b.o: b.c\n\t{rule}\n"
+    result = make_project({"Makefile": makefile, "a.c": MAIN, "b.c": HELPER, "opts": opts})
+    assert not result.verified
+    assert any(p.startswith("@opts reads more options from a response file, which the audit "
+                            "cannot check: ") for p in result.problems), result.problems
+
+
+@pytest.mark.parametrize("spelling", ["--optimize=0", "--optimize", "--op", "--machine-arch=x86-64"])
+def test_long_option_spellings_are_refused(make_project, spelling):
+    makefile = HONEST + f"b.o: b.c\n\t$(CC) $(CFLAGS) {spelling} -c b.c -o b.o\n"
+    problem = _one_problem(make_project({"Makefile": makefile, "a.c": MAIN, "b.c": HELPER}))
+    assert problem.startswith(f"{spelling} is a long option spelling, which gcc also accepts "
+                              "abbreviated (--optimize=0 is -O0); write the flag in its short form")
+
+
+def test_a_spec_file_is_refused(make_project):
+    makefile = HONEST + "b.o: b.c\n\t$(CC) $(CFLAGS) -specs=my.specs -c b.c -o b.o\n"
+    problem = _one_problem(make_project({"Makefile": makefile, "a.c": MAIN, "b.c": HELPER,
+                                         "my.specs": "*cc1_options:\n+ -O0\n"}))
+    assert problem.startswith("-specs=my.specs reads a spec file, which can change any option "
+                              "the compiler passes on: ")
+
+
+def test_a_hard_coded_compile_and_link_in_one_step_is_refused(make_project):
+    # The build compiles something through $(CC), but the measured binary comes from gcc itself.
+    makefile = "all: a.o prog\nprog: a.c b.c\n\tgcc -O0 a.c b.c -o prog\n%.o: %.c\n\t$(CC) $(CFLAGS) -c $< -o $@\n"
+    problem = _one_problem(make_project({"Makefile": makefile, "a.c": MAIN, "b.c": HELPER}))
+    assert problem == ("the measured binary prog was not linked by the audited compiler "
+                       "(a hard-coded compiler, or a prebuilt or stale file?)")
+
+
+def test_a_binary_rewritten_after_its_recorded_link_is_refused(make_project):
+    makefile = ("prog: a.o b.o\n\t$(CC) $(CFLAGS) -o prog a.o b.o\n\tsleep 0.02\n"
+                "\tgcc -O0 a.c b.c -o prog\n%.o: %.c\n\t$(CC) $(CFLAGS) -c $< -o $@\n")
+    problem = _one_problem(make_project({"Makefile": makefile, "a.c": MAIN, "b.c": HELPER}))
+    assert problem.startswith("prog changed after the recorded command that wrote it (rewritten "
+                              "by a command the audit did not see: a hard-coded compiler, strip, "
+                              "a copy?): ")
+
+
+def test_a_stale_object_shipped_with_the_source_is_refused(make_project):
+    def ship_stale_object(tree: Path) -> None:
+        subprocess.run(["gcc", "-O0", "-c", "b.c", "-o", "b.o"], cwd=tree, check=True)
+        os.utime(tree / "b.o", (time.time() - 3600,) * 2)   # older than the build, like a tarball's
+        (tree / "b.c").unlink()                               # no rule can remake it
+    makefile = "prog: a.o b.o\n\t$(CC) $(CFLAGS) -o prog a.o b.o\n%.o: %.c\n\t$(CC) $(CFLAGS) -c $< -o $@\n"
+    problem = _one_problem(make_project({"Makefile": makefile, "a.c": MAIN, "b.c": HELPER},
+                                        before=ship_stale_object))
+    assert problem.startswith("link input b.o was not compiled in this build (a prebuilt or "
+                              "stale file, or a hard-coded compiler): ")
+
+
+def test_an_object_with_an_odd_suffix_from_a_hard_coded_compiler_is_refused(make_project):
+    makefile = ("prog: a.o b.obj2\n\t$(CC) $(CFLAGS) -o prog a.o b.obj2\n"
+                "b.obj2: b.c\n\tgcc -O0 -c b.c -o b.obj2\n%.o: %.c\n\t$(CC) $(CFLAGS) -c $< -o $@\n")
+    problem = _one_problem(make_project({"Makefile": makefile, "a.c": MAIN, "b.c": HELPER}))
+    assert problem.startswith("link input b.obj2 was not compiled in this build")
+
+
+@pytest.mark.parametrize("link", ["a.o libb.a", "a.o -L. -lb", "a.o -Wl,libb.a"])
+def test_an_archive_made_by_a_hard_coded_compiler_is_refused(make_project, link):
+    makefile = (f"prog: a.o libb.a\n\t$(CC) $(CFLAGS) -o prog {link}\n"
+                "libb.a: b.c\n\tgcc -O0 -c b.c -o b.tmp && ar rcs libb.a b.tmp && rm b.tmp\n"
+                "%.o: %.c\n\t$(CC) $(CFLAGS) -c $< -o $@\n")
+    problem = _one_problem(make_project({"Makefile": makefile, "a.c": MAIN, "b.c": HELPER}))
+    assert problem == ("archive libb.a holds b.tmp, which no recorded compile of this build "
+                       "produced (a hard-coded compiler, or a prebuilt or stale object?)")
+
+
+@pytest.mark.parametrize("code, flag", [
+    ('#pragma GCC optimize ("O0")\n', "-O0"),
+    ('#pragma GCC optimize "O3,unroll-loops"\n', "-O3"),
+    ('#define NOVEC _Pragma("GCC optimize(\\"O1\\")")\nNOVEC\n', "-O1"),
+    ("__attribute__((optimize(0))) int cold_path(void);\n", "-O0"),
+    ('[[gnu::optimize("Os")]] int cold_path(void);\n', "-Os"),
+    ("#pragma clang optimize off\n", "-O0"),
+    ("__attribute__((optnone)) int cold_path(void);\n", "-O0"),
+])
+def test_optimisation_set_in_the_source_is_refused(make_project, tmp_path, code, flag):
+    result = make_project({"Makefile": HONEST, "a.c": MAIN, "b.c": code + HELPER})
+    assert not result.verified
+    problem = result.problems[0]    # "O3,unroll-loops" also sets an untolerated -funroll-loops
+    # Where it takes effect: a macro's pragma is reported where the macro is used.
+    assert problem.startswith(f"{tmp_path}/tree/b.c:{code.count(chr(10))}: ")
+    assert f"sets the optimisation level ({flag}) in the source, over the variant's flags" in problem
+
+
+def test_optimisation_in_an_included_project_header_is_found(make_project, tmp_path):
+    problem = _one_problem(make_project({
+        "Makefile": HONEST, "a.c": MAIN, "b.c": '#include "inc/slow.h"\n' + HELPER,
+        "inc/slow.h": '/* a comment\n   of two lines */\n#pragma GCC optimize ("O0")\n'}))
+    assert problem == (f"{tmp_path}/tree/inc/slow.h:3: #pragma GCC optimize (\"O0\") sets the "
+                       "optimisation level (-O0) in the source, over the variant's flags")
+
+
+# zstd's way of keeping a few functions scalar whatever the flags.
+DONT_VECTORIZE = ('#define DONT_VECTORIZE __attribute__((optimize("no-tree-vectorize")))\n'
+                  "DONT_VECTORIZE int scalar(int x) { return x; }\n")
+
+
+def test_an_optimize_f_option_passes_only_when_tolerated(make_project):
+    files = {"Makefile": HONEST, "a.c": MAIN, "b.c": DONT_VECTORIZE + HELPER}
+    problem = _one_problem(make_project(files))
+    assert problem.endswith('b.c:2: attribute optimize("no-tree-vectorize") sets '
+                            "-fno-tree-vectorize in the source, which the variant's flags do not "
+                            "have (list it in the target's build.tolerated_flags if it is the "
+                            "project's own)")
+
+
+def test_a_tolerated_optimize_f_option_is_listed(make_project):
+    result = make_project({"Makefile": HONEST, "a.c": MAIN, "b.c": DONT_VECTORIZE + HELPER},
+                          tolerated=("-fno-tree-vectorize",))
+    assert result.verified and result.tolerated_seen == ["-fno-tree-vectorize"]
+
+
+def test_optimisation_the_compile_never_sees_is_not_counted(make_project):
+    # Comments, a branch the preprocessor drops (zstd's xxhash.h has one), a macro never used,
+    # and a function that happens to be called optimize.
+    code = ('/* #pragma GCC optimize ("O0") */\n// __attribute__((optimize(0)))\n'
+            '#ifdef NOT_DEFINED\n#pragma GCC optimize ("-O2")\n#endif\n'
+            '#define UNUSED __attribute__((optimize("O0")))\n'
+            "static int optimize(int x) { return x; }\n")
+    result = make_project({"Makefile": HONEST, "a.c": MAIN, "b.c": code + HELPER})
+    assert result.verified, result.problems
+
+
+@pytest.mark.parametrize("makefile, problem", [
+    ("override CFLAGS = -O0\n" + HONEST, "compile has extra -O0; missing -O2"),
+    ("override CFLAGS := $(filter-out -O%,$(CFLAGS)) -O1\n" + HONEST, "compile has extra -O1; missing -O2"),
+    ("prog: a.o b.o\n\t$(CC) -o prog a.o b.o\n%.o: %.c\n\t$(CC) -O1 -c $< -o $@\n",
+     "compile has extra -O1; missing -O2"),
+])
+def test_makefiles_that_replace_the_flags_stay_caught(make_project, makefile, problem):
+    result = make_project({"Makefile": makefile, "a.c": MAIN, "b.c": HELPER})
+    assert not result.verified
+    assert result.problems[0].startswith(problem), result.problems
+
+
+@pytest.mark.parametrize("flags, extra", [("-O2", "--std=c99"), ("-O2 --coverage", "")])
+def test_long_options_that_change_nothing_unseen_pass(make_project, flags, extra):
+    makefile = HONEST.replace("$(CFLAGS) -c", f"$(CFLAGS) {extra} -c")
+    result = make_project({"Makefile": makefile, "a.c": MAIN, "b.c": HELPER}, flags=flags)
+    assert result.verified, result.problems

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from flagsweep import build, matrix, recipe, target
+from flagsweep.errors import BuildError
 
 pytestmark = pytest.mark.integration
 
@@ -121,3 +122,71 @@ def test_autotools_configure_runs_once_per_compiler_and_is_reused(tmp_path, comp
     # The copied tree was relocated: its Makefile names its own folder, not the cached one.
     tree = tmp_path / "run2/builds" / o2.variant.id / "tree"
     assert f"BUILD = {tree}" in (tree / "Makefile").read_text()
+
+
+def _project(folder: Path, system: str, files: dict[str, str]) -> target.Target:
+    """A purpose-made target: its source files and a target.toml building `prog` with system."""
+    src = folder / "src"
+    src.mkdir(parents=True)
+    for name, text in files.items():
+        (src / name).write_text(text)
+    (folder / "target.toml").write_text(
+        f'summary = "test project"\nversion = "1"\n[source]\npath = "src"\n'
+        f'[build]\nsystem = "{system}"\nbinary = "prog"\n'
+        '[inputs]\nkind = "file"\npath = "x"\n[run]\nargv = ["{binary}"]\n[check]\nmethod = "exact"\n')
+    return target.load(str(folder))
+
+
+MAIN_C = "int main(void) { return 0; }\n"
+
+
+def test_an_output_folder_built_into_before_is_refused(tmp_path, fixture_target):
+    out = tmp_path / "run"
+    (first,) = _build(fixture_target("honest"), ["-O1"], out).values()
+    binary, log = first.binary.read_bytes(), (first.log.parent / "compile.jsonl").read_text()
+    # Another program into the same folder: make would find prog up to date and the audit
+    # would read the old compile log, so the old binary would be measured as verified.
+    with pytest.raises(BuildError) as info:
+        _build(fixture_target("sneaky"), ["-O1"], out)
+    assert str(info.value) == (
+        f"output folder {out} already holds a build (manifest.json, plan.cmake, superbuild, "
+        "builds); builds start in a new folder so that no earlier binary or compile log is "
+        "reused: choose another --out, or remove this one")
+    assert first.binary.read_bytes() == binary
+    assert (first.log.parent / "compile.jsonl").read_text() == log
+
+
+def test_a_stale_object_shipped_in_the_source_is_a_flags_mismatch(tmp_path):
+    t = _project(tmp_path / "stale", "make", {
+        "Makefile": "prog: main.o fast.o\n\t$(CC) $(CFLAGS) -o prog main.o fast.o\n"
+                    "main.o: main.c\n\t$(CC) $(CFLAGS) -c main.c -o main.o\n",
+        "main.c": "int fast(void);\nint main(void) { return fast(); }\n",
+        "fast.c": "int fast(void) { return 0; }\n"})
+    # Shipped prebuilt at -O0, like an object left in a tarball; no rule remakes it.
+    subprocess.run(["gcc", "-O0", "-c", "fast.c", "-o", "fast.o"], cwd=t.local_source(), check=True)
+    (b,) = _build(t, ["-O2"], tmp_path / "run").values()
+    assert b.status == "flags-mismatch" and not b.flags_verified
+    assert b.detail.startswith("link input fast.o was not compiled in this build (a prebuilt or "
+                               "stale file, or a hard-coded compiler): ")
+
+
+def test_a_binary_that_links_outside_the_build_tree_fails(tmp_path):
+    t = _project(tmp_path / "link", "make", {
+        "Makefile": "prog: main.o\n\tln -sf /usr/bin/true prog\n"
+                    "main.o: main.c\n\t$(CC) $(CFLAGS) -c main.c -o main.o\n",
+        "main.c": MAIN_C})
+    (b,) = _build(t, ["-O2"], tmp_path / "run").values()
+    assert b.status == "failed" and b.binary is None
+    tree = tmp_path / "run" / "builds" / "gcc-O2" / "tree"
+    assert b.detail.startswith(f"prog in {tree} is a link to /usr/bin/true, outside the build "
+                               "tree: the measured program must be the one built there;")
+
+
+def test_cmake_project_setting_its_own_flags_stays_caught(tmp_path):
+    t = _project(tmp_path / "cm", "cmake", {
+        "CMakeLists.txt": 'cmake_minimum_required(VERSION 3.18)\nproject(p C)\n'
+                          'set(CMAKE_C_FLAGS "-O0")\nadd_executable(prog main.c)\n',
+        "main.c": MAIN_C})
+    (b,) = _build(t, ["-O2"], tmp_path / "run").values()
+    assert b.status == "flags-mismatch"
+    assert b.detail.startswith("compile has extra -O0; missing -O2: ")

@@ -323,3 +323,73 @@ def test_study_rows_must_be_levels_with_a_baseline_time(tmp_path, machines, mess
     with pytest.raises(ConfigError) as e:
         recipe.load(str(path))
     assert message in str(e.value)
+
+
+# --- flags are data: nothing between the recipe and the compiler may evaluate them -------------
+
+PAYLOADS = ["-DPAYLOAD=$(shell touch {pwned})", "-DPAYLOAD=`touch {pwned}`",
+            "-DPAYLOAD=${{shell touch {pwned}}}", "-Wl,-rpath,$ORIGIN", "-DX=a\nb"]
+
+
+@pytest.mark.parametrize("payload", PAYLOADS)
+@pytest.mark.parametrize("where", ["axes", "labelled", "include", "base"])
+def test_a_flag_make_ninja_or_the_shell_would_evaluate_is_refused(tmp_path, payload, where):
+    flag = payload.format(pwned=tmp_path / "pwned")
+    # Quoted for the shell-like split of a level, then escaped for a TOML string.
+    literal = f"'{flag}'".replace("\n", "\\n")
+    text = {
+        "axes": f'summary = "s"\nbaseline = {{ opt = "-O2" }}\n[axes]\nopt = ["-O2", "-O1 {literal}"]\n',
+        "labelled": f'summary = "s"\nbaseline = {{ opt = "-O2" }}\n[axes]\n'
+                    f'opt = ["-O2", {{ label = "evil", flags = "-O1 {literal}" }}]\n',
+        "include": f'summary = "s"\nbaseline = {{ row = "a" }}\n[[include]]\n'
+                   f'factors = {{ row = "a" }}\nflags = "-O2 {literal}"\n',
+        "base": f'summary = "s"\ndesign = "plackett-burman"\nbase = "-O2 {literal}"\n'
+                f'screen = ["-funroll-loops", "-fno-inline"]\n',
+    }[where]
+    message, path = _load_error(tmp_path, text)
+    key = {"axes": "axes.opt[1]", "labelled": "axes.opt[1]", "include": "include[0].flags",
+           "base": "base"}[where]
+    assert message.startswith(f"{path}: {key}: flag {flag!r} contains ")
+    assert "make, Ninja or the shell would evaluate" in message
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_a_screened_flag_is_checked_too(tmp_path):
+    message, path = _load_error(tmp_path, 'summary = "s"\ndesign = "plackett-burman"\n'
+                                'base = "-O2"\nscreen = ["-funroll-loops", "-DX=$(id)"]\n')
+    assert message.startswith(f"{path}: screen[1]: flag '-DX=$(id)' contains '$'")
+
+
+@pytest.mark.parametrize("payload", PAYLOADS)
+def test_flags_from_the_command_line_are_refused_naming_them(tmp_path, payload):
+    flag = payload.format(pwned=tmp_path / "pwned")
+    given = f"-O1 '{flag}'"
+    with pytest.raises(ConfigError) as info:
+        recipe.from_flags(["-O2", given], ["gcc"])
+    assert str(info.value).startswith(f"--flags {given!r}: flag {flag!r} contains ")
+
+
+def test_ordinary_flags_with_quotes_and_commas_are_data_and_pass():
+    r = recipe.from_flags(["-O2 '-DNAME=\"a b\"' -Wl,-z,now -DX=#1"], ["gcc"])
+    assert r.spec.include[0].flags.startswith("-O2")
+
+
+def test_cli_refuses_a_command_in_a_flag_before_any_work(tmp_path):
+    """The issue's case: a make-driven (autotools) target, where make would run it."""
+    from test_cli import flagsweep
+
+    pwned, out = tmp_path / "pwned", tmp_path / "out"
+    run = flagsweep("build", "gzip", "--offline", "--flags", "-O2", "--flags",
+                    f"-O2 -DPAYLOAD='$(shell touch {pwned})'", "--out", str(out), check=False)
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert run.stderr.startswith(f"flagsweep: --flags \"-O2 -DPAYLOAD='$(shell touch {pwned})'\": "
+                                 f"flag '-DPAYLOAD=$(shell touch {pwned})' contains '$'")
+    assert not pwned.exists() and not out.exists()
+
+
+def test_non_utf8_recipe_names_the_file(tmp_path):
+    path = tmp_path / "r.toml"
+    path.write_bytes(b'summary = "caf\xe9"\n')
+    with pytest.raises(ConfigError) as info:
+        recipe.load(str(path))
+    assert str(info.value) == f"{path}: not UTF-8 text (TOML files are UTF-8): byte 0xe9 at offset 14"

@@ -299,3 +299,56 @@ def test_roundtrip_argv_placeholders_and_check_sha256_are_validated(tmp_path):
     msg, _ = _load_error(tmp_path, _edit(VALID, 'method = "roundtrip"\nroundtrip_argv = ["{binary}", "-d"]',
                                          'method = "sha256"\nsha256 = "abc"'))
     assert "key 'check.sha256': expected 64 lowercase hex digits" in msg
+
+
+# --- fields that become paths or command lines -------------------------------------------------
+
+@pytest.mark.parametrize("binary", ["/usr/bin/true", "../../../usr/bin/true", "src/../../x", "",
+                                    "."])
+def test_binary_must_stay_inside_the_build_tree(tmp_path, binary):
+    message, path = _load_error(tmp_path, _edit(VALID, 'binary = "prog"', f'binary = "{binary}"'))
+    assert message == (f"{path.resolve()}: key 'build.binary': expected a path inside the build "
+                       f"tree, relative to it and without '..', got {binary!r}")
+
+
+def test_binary_in_a_subfolder_is_fine(tmp_path):
+    path = _write(tmp_path / "prog", _edit(VALID, 'binary = "prog"', 'binary = "src/prog"'))
+    assert target.load(str(path)).spec.build.binary == "src/prog"
+
+
+@pytest.mark.parametrize("version", ["1.0/../../x", "../1.0", "1 0", ".hidden", ""])
+def test_version_must_be_one_plain_path_component(tmp_path, version, isolated_cache):
+    message, path = _load_error(tmp_path, _edit(VALID, 'version = "1.0"', f'version = "{version}"'))
+    assert message == (f"{path.resolve()}: key 'version': expected letters, digits and '._+~-', "
+                       f"starting with a letter or digit (it names a folder in the cache), "
+                       f"got {version!r}")
+    assert not any(isolated_cache.glob("x-*")) and not any(isolated_cache.parent.glob("x-*"))
+
+
+@pytest.mark.parametrize("key, value", [("package", "-oDebug::x=1"), ("package", "gz ip"),
+                                        ("version", "--no-download"), ("version", "1.0/../x")])
+def test_debian_fields_cannot_become_options_or_paths(tmp_path, key, value):
+    debian = {"package": "prog", "version": "1.0-1", key: value}
+    text = _edit(VALID, 'sha256 = "', f'debian = {{ package = "{debian["package"]}", '
+                                     f'version = "{debian["version"]}" }}\nsha256 = "')
+    message, path = _load_error(tmp_path, text)
+    assert message.startswith(f"{path.resolve()}: key 'source.debian.{key}': expected a Debian ")
+    assert message.endswith(f"got {value!r}")
+
+
+def test_project_flags_are_data_too(tmp_path):
+    text = _edit(VALID, 'binary = "prog"', 'binary = "prog"\nproject_flags = ["-DX=$(id)"]')
+    message, path = _load_error(tmp_path, text)
+    assert message.startswith(f"{path.resolve()}: key 'build.project_flags': flag '-DX=$(id)' "
+                              "contains '$', which make, Ninja or the shell would evaluate")
+
+
+def test_non_utf8_target_names_the_file(tmp_path):
+    path = tmp_path / "prog" / "target.toml"
+    path.parent.mkdir()
+    path.write_bytes(VALID.replace("a test target", "caf\xe9").encode("latin-1"))
+    with pytest.raises(ConfigError) as info:
+        target.load(str(path))
+    assert str(info.value) == (f"{path.resolve()}: not UTF-8 text (TOML files are UTF-8): "
+                               "byte 0xe9 at offset 14")
+

@@ -270,9 +270,13 @@ def from_flags(flag_sets: list[str], compilers: list[str]) -> Recipe:
         raise ConfigError("--flags needs at least one flag set and one compiler")
     for f in flag_sets:
         try:
+            split_flags(f)
+        except ValueError as e:  # the message already quotes the flag string
+            raise ConfigError(f"--flags {e}") from None
+        try:
             check_flags(f)
         except ValueError as e:
-            raise ConfigError(f"--flags {e}") from None
+            raise ConfigError(f"--flags {f!r}: {e}") from None
     include = [Include(flags=f, factors={"flags": f.strip() or "none"}) for f in flag_sets]
     spec = RecipeFile(summary="flags given on the command line", compilers=compilers,
                       include=include, baseline={"flags": flag_sets[0].strip() or "none"})

@@ -112,11 +112,9 @@ def _same_binaries(sweep: Sweep) -> None:
     must still be on disk with the code its build recorded. A binary removed or rebuilt since
     (a cleaned folder, another sweep writing into the same --out) would otherwise be timed as
     if it were the variant, or recorded as the variant's own failures."""
-    for doc in sweep.builds:
-        vid, expected = doc["id"], doc["build"]["code_sha256"]
-        path = runnable([doc]).get(vid)
-        if path is None:
-            continue
+    recorded = {d["id"]: d["build"]["code_sha256"] for d in sweep.builds}
+    for vid, path in runnable(sweep.builds).items():
+        expected = recorded[vid]
         try:
             got = fingerprint.code_hash(path)
             what = f"has changed since the run started (its code sha256 is now {got[:16]}...)"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from . import effects as effects_mod
 from . import stats
+from .build import LINKER_SAYS
 from .store import Sample
 
 AA_SUFFIX = ".aa"
@@ -83,7 +84,7 @@ def build_reason(b: dict) -> str:
     """Why a build is not usable, in one line: the first compiler or linker error its detail
     quotes (the lines after "...; build.log:"), else the detail's first line."""
     lines = [line.strip() for line in (b.get("detail") or "").splitlines() if line.strip()]
-    quoted = [line for line in lines[1:] if "error" in line.lower()]
+    quoted = [line for line in lines[1:] if "error" in line.lower() or LINKER_SAYS.search(line)]
     return (quoted or lines or ["no detail recorded"])[0]
 
 

@@ -248,6 +248,11 @@ def _failure_detail(status: dict, vdir: Path, manifest: dict, v: Variant) -> str
     return f"{status.get('why', 'failed')}; {vdir / 'build.log'}:\n{_excerpt(vdir / 'build.log')}"
 
 
+# The linker's own complaint ("/usr/bin/ld: unrecognized option ...") carries no "error:"; gcc's
+# "collect2: error: ld returned 1 exit status" after it says only that the link failed.
+LINKER_SAYS = re.compile(r"(^|/|\s)(ld|ld\.\w+|lld): ")
+
+
 def _excerpt(path: Path, lines: int = 12) -> str:
     """The compiler's first error lines when there are any (they say why), else the log's tail."""
     try:
@@ -255,7 +260,7 @@ def _excerpt(path: Path, lines: int = 12) -> str:
     except FileNotFoundError:
         return "(no log)"
     errors = list(dict.fromkeys(line.strip() for line in text if " error: " in line
-                                or line.lstrip().startswith("error:")))
+                                or line.lstrip().startswith("error:") or LINKER_SAYS.search(line)))
     return "\n".join(errors[:5] if errors else text[-lines:])
 
 

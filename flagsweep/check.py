@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from . import runner
+from . import files, runner
+from .errors import FlagsweepError
 from .target import Target
 
 NUMBER = re.compile(rb"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
@@ -85,6 +86,10 @@ def _produce(workload: Workload, vid: str, binary: Path) -> tuple[Path | None, s
     result = runner.run_once(workload.argv(binary, output), env=runner.MINIMAL_ENV,
                              timeout=workload.timeout, stdout_path=stdout,
                              stderr_path=workload.scratch / f"{vid}.check.stderr")
+    if files.disk_full(workload.scratch):  # the product may be cut short: no verdict on it
+        raise FlagsweepError(f"the disk holding {workload.scratch} is full: {vid}'s check run "
+                             "could not write its output; free space there, then run again "
+                             "(flagsweep run --resume continues a sweep)")
     if result.failure:
         return None, f"the check run failed: {result.failure}"
     product = stdout if workload.target.spec.check.of == "stdout" else output

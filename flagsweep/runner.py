@@ -27,11 +27,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
-from . import native, probes, stats
+from . import files, native, probes, stats
+from .errors import FlagsweepError
 from .store import Sample
 
 ENV_PAD_MAX = 4095
 STDERR_TAIL_LINES = 5
+# What every launcher report holds (launch.c); the scheduler's fields may be -1 (unknown).
+REPORTED = ("status", "wall_ns", "utime_us", "stime_us", "maxrss_kb", "nvcsw", "nivcsw",
+            "minflt", "majflt")
+
+
 @dataclass(frozen=True)
 class Execution:
     wall_s: float | None
@@ -66,7 +72,7 @@ def run_once(argv: list[str], *, env: dict[str, str], timeout: float, stderr_pat
         return _failed(f"could not start {launch[0]}: {e.strerror}")
     try:
         timed_out = _wait_or_kill(pid, timeout)
-        os.waitpid(pid, 0)
+        _, launched = os.waitpid(pid, 0)
     except BaseException:  # Ctrl-C or SIGTERM mid-run: leave no workload behind
         _kill_group(pid)
         os.waitpid(pid, 0)
@@ -74,7 +80,7 @@ def run_once(argv: list[str], *, env: dict[str, str], timeout: float, stderr_pat
     used = _read_report(report)
     if used is None:
         return _failed(_failure(0, timed_out, timeout, stderr_path)
-                       or f"the launcher reported nothing; stderr: {_tail(stderr_path)}")
+                       or _unreported(report, launched, stderr_path))
     counters, multiplexed = _read_perf(perf_csv) if use_perf else ({}, False)
     # The software events perf would count, as the kernel reports them for the workload alone,
     # and the scheduler's evidence of disturbance (flagsweep.disturbance judges it).
@@ -105,12 +111,34 @@ def _scheduler(used: dict[str, int]) -> dict[str, float | int]:
 
 
 def _read_report(path: Path) -> dict[str, int] | None:
-    """The launcher's one line of "name value" pairs, or None when it never wrote it."""
+    """The launcher's one line of "name value" pairs, or None when it never wrote it or its
+    line is cut short (a full disk truncates it)."""
     try:
-        words = path.read_text().split()
+        text = path.read_text()
     except FileNotFoundError:
         return None
-    return {name: int(value) for name, value in zip(words[::2], words[1::2])}
+    words = text.split()
+    try:
+        used = {name: int(value) for name, value in zip(words[::2], words[1::2])}
+    except ValueError:
+        return None
+    complete = text.endswith("\n") and len(words) % 2 == 0 and all(k in used for k in REPORTED)
+    return used if complete else None
+
+
+def _unreported(report: Path, launched: int, stderr_path: Path) -> str:
+    """Why a run has no report from the launcher. A full disk fails every run that follows
+    too, so it stops the sweep (to be resumed) instead of recording failed samples."""
+    state = "incomplete" if report.exists() else "missing"
+    if files.disk_full(report.parent):
+        raise FlagsweepError(f"the disk holding {report.parent} is full (the launcher's report "
+                             f"{report.name} is {state}): free space there, then run again "
+                             "(flagsweep run --resume continues a sweep)")
+    code = os.waitstatus_to_exitcode(launched)
+    how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
+    tail = _tail(stderr_path)
+    return (f"the launcher's report {report} is {state} (launcher: {how})"
+            + (f"; stderr: {tail}" if tail else ""))
 
 
 def _kill_group(pid: int) -> None:

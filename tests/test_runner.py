@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 
 from flagsweep import probes, runner
+from flagsweep.errors import FlagsweepError
 from flagsweep.store import Sample
 
 PROGRAM = r"""
@@ -227,3 +229,35 @@ def test_budget_stops_before_a_round_that_would_overrun(monkeypatch):
                        precision=0.0001, baseline="a")
     outcome, _ = _simulate(plan, noise=0.3)
     assert "time budget of 45 s reached" in outcome.stop_reason and outcome.rounds < 50
+
+
+# ---- a launcher that could not report ----------------------------------------------------------
+
+def test_a_full_disk_stops_the_run_naming_the_disk(program, small_fs):
+    """The launcher's report on a full disk came back empty: KeyError 'nvcsw'. Every later run
+    would fail the same way, so it is an error naming the disk, not a failed sample."""
+    small_fs.fill()
+    with pytest.raises(FlagsweepError, match=rf"^the disk holding {re.escape(str(small_fs.path))} "
+                       r"is full \(the launcher's report err.launch is incomplete\): free space "
+                       r"there, then run again \(flagsweep run --resume continues a sweep\)$"):
+        _run(program, small_fs.path, "ok")
+
+
+def test_a_report_cut_short_is_no_report(program, tmp_path):
+    _run(program, tmp_path, "ok")
+    text = (tmp_path / "err.launch").read_text()
+    assert runner._read_report(tmp_path / "err.launch")["nvcsw"] >= 0
+    cut = tmp_path / "cut"
+    for n in range(len(text)):
+        cut.write_text(text[:n])
+        assert runner._read_report(cut) is None, text[:n]
+
+
+def test_a_launcher_killed_before_its_report_is_a_failed_run(tmp_path):
+    """The workload kills its parent, the launcher (as the OOM killer might): a failed run with
+    the reason, not a traceback."""
+    e = runner.run_once(["/bin/sh", "-c", "echo going >&2; kill -9 $PPID"], env=runner.MINIMAL_ENV,
+                        timeout=10, stderr_path=tmp_path / "err")
+    assert e.failure == (f"the launcher's report {tmp_path / 'err.launch'} is missing "
+                         "(launcher: killed by SIGKILL); stderr: going")
+    assert e.wall_s is None

@@ -56,10 +56,13 @@ def check_writable(path: Path, what: str) -> None:
                              "writable folder")
 
 
+FULL_BELOW = 64 << 10   # bytes: a file system this close to full already refuses writes (tmpfs)
+
+
 def disk_full(path: Path) -> bool:
-    """Whether the file system holding path has no room left for this process."""
+    """Whether the file system holding path has (next to) no room left for this process."""
     st = os.statvfs(path)
-    return (st.f_bfree if os.geteuid() == 0 else st.f_bavail) == 0
+    return (st.f_bfree if os.geteuid() == 0 else st.f_bavail) * st.f_frsize < FULL_BELOW
 
 
 def reason(e: OSError) -> str:

@@ -16,6 +16,7 @@ exist at all for this sweep's number of comparisons.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import random
@@ -31,8 +32,10 @@ from . import files, native, probes, stats
 from .errors import FlagsweepError
 from .store import Sample
 
+log = logging.getLogger("flagsweep.runner")
 ENV_PAD_MAX = 4095
 STDERR_TAIL_LINES = 5
+STOP_GRACE_S = 5.0      # how long a stopped launcher has to end its workload's processes
 # What every launcher report holds (launch.c); the scheduler's fields may be -1 (unknown).
 REPORTED = ("status", "wall_ns", "utime_us", "stime_us", "maxrss_kb", "nvcsw", "nivcsw",
             "minflt", "majflt")
@@ -66,21 +69,28 @@ def run_once(argv: list[str], *, env: dict[str, str], timeout: float, stderr_pat
                (os.POSIX_SPAWN_OPEN, 1, str(stdout_path or os.devnull),
                 os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644),
                (os.POSIX_SPAWN_OPEN, 2, str(stderr_path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)]
+    stop_leftovers(stderr_path.parent)
     try:
         pid = os.posix_spawn(launch[0], launch, env, file_actions=actions, setpgroup=0)
     except OSError as e:
         return _failed(f"could not start {launch[0]}: {e.strerror}")
+    record = _record(stderr_path, pid)
     try:
         timed_out = _wait_or_kill(pid, timeout)
         _, launched = os.waitpid(pid, 0)
     except BaseException:  # Ctrl-C or SIGTERM mid-run: leave no workload behind
-        _kill_group(pid)
+        _stop(pid)
         os.waitpid(pid, 0)
         raise
+    finally:
+        record.unlink(missing_ok=True)
     used = _read_report(report)
     if used is None:
         return _failed(_failure(0, timed_out, timeout, stderr_path)
                        or _unreported(report, launched, stderr_path))
+    if used.get("leftover"):
+        log.info("%s left %d process(es) running when it exited; the launcher killed them",
+                 argv[0], used["leftover"])
     counters, multiplexed = _read_perf(perf_csv) if use_perf else ({}, False)
     # The software events perf would count, as the kernel reports them for the workload alone,
     # and the scheduler's evidence of disturbance (flagsweep.disturbance judges it).
@@ -149,7 +159,7 @@ def _kill_group(pid: int) -> None:
 
 
 def _wait_or_kill(pid: int, timeout: float) -> bool:
-    """Block until the process exits or the timeout passes (then kill its whole group)."""
+    """Block until the process exits or the timeout passes (then stop it)."""
     fd = os.pidfd_open(pid)
     try:
         ready, _, _ = select.select([fd], [], [], timeout)
@@ -157,8 +167,76 @@ def _wait_or_kill(pid: int, timeout: float) -> bool:
         os.close(fd)
     if ready:
         return False
-    _kill_group(pid)
+    _stop(pid)
     return True
+
+
+def _stop(pid: int) -> None:
+    """End a launcher (or the perf around one) and everything its workload started: SIGTERM
+    has the launcher kill the workload and every process that one left, even outside its
+    process group, and reap them. Its group is killed if that takes over STOP_GRACE_S."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    try:
+        signal.pidfd_send_signal(fd, signal.SIGTERM)
+        ended = bool(select.select([fd], [], [], STOP_GRACE_S)[0])
+    except ProcessLookupError:
+        ended = True
+    finally:
+        os.close(fd)
+    if not ended:
+        _kill_group(pid)
+
+
+# ---- workloads left by a flagsweep that was killed -------------------------------------------
+#
+# While a launcher runs, a record beside its report names it and the flagsweep process that
+# started it (each with its start time, so a reused pid is never mistaken for it). The kernel
+# stops the launcher when flagsweep dies (PR_SET_PDEATHSIG), but not when perf stands between
+# them; a record whose flagsweep is gone and whose launcher still runs is such a leftover, and
+# the next run in that folder (a resumed sweep's) stops it before measuring beside it.
+
+_checked_folders: set[Path] = set()
+
+
+def _record(stderr_path: Path, pid: int) -> Path:
+    path = stderr_path.with_name(stderr_path.name + ".running")
+    try:
+        path.write_text(f"{pid} {_started(pid)} {os.getpid()} {_started(os.getpid())}\n")
+    except OSError:
+        pass  # a full disk: the launcher still ends with flagsweep, through PR_SET_PDEATHSIG
+    return path
+
+
+def stop_leftovers(folder: Path) -> None:
+    """Stop every launcher a killed flagsweep left running in folder (once per folder)."""
+    if folder in _checked_folders:
+        return
+    _checked_folders.add(folder)
+    for record in folder.glob("*.running"):
+        try:
+            pid, started, owner, owner_started = map(int, record.read_text().split())
+        except (OSError, ValueError):
+            continue
+        if _started(owner) == owner_started:
+            continue  # its flagsweep is alive: that run is not left over
+        if _started(pid) == started:
+            log.warning("a workload started by flagsweep process %d, which is gone, was still "
+                        "running (launcher pid %d, recorded in %s); stopping it before measuring "
+                        "beside it", owner, pid, record)
+            _stop(pid)
+        record.unlink(missing_ok=True)
+
+
+def _started(pid: int) -> int | None:
+    """A process's start time (clock ticks since boot), or None if there is no such process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat[stat.rindex(")") + 2:].split()[19])
 
 
 def _read_perf(csv: Path) -> tuple[dict, bool]:

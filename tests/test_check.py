@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from flagsweep import check, target
+from flagsweep.errors import FlagsweepError
 
 # Writes MEGABYTES MiB of "line N value X" text to stdout, one 1 MiB block at a time; built with
 # -DTWEAK=r, the last number is changed by the relative amount r.
@@ -133,3 +134,12 @@ def test_tolerance_across_block_boundaries(tmp_path, monkeypatch, got, want, det
     (tmp_path / "got").write_bytes(got)
     (tmp_path / "want").write_bytes(want)
     assert check._tolerance(tmp_path / "got", tmp_path / "want", 1e-5)["detail"] == detail
+
+
+def test_a_check_on_a_full_disk_is_no_verdict(big, tmp_path, small_fs):
+    """The product cut short by a full disk would read as "differs"; the check stops instead."""
+    w = _workload(tmp_path, 8, 'method = "exact"')
+    w = check.Workload(w.target, w.input_path, small_fs.path / "scratch")
+    with pytest.raises(FlagsweepError, match=rf"^the disk holding {small_fs.path}/scratch is full"
+                       r".*free space there, then run again"):
+        check.check_all(w, {"base": big["base"]}, "base")

@@ -2,9 +2,11 @@
 
 One execution: posix_spawn of the small launcher (launch.c), which forks and execs the workload
 (no shell, a minimal environment padded by a random number of bytes, stdin from /dev/null) and
-reports its wait status, wall time and rusage; all in their own process group, so a timeout
-(a pidfd, no helper thread) or an interrupt kills everything. With perf in use, perf stat -x,
-runs the launcher, and adds its counters; the launcher's report stays the source of truth.
+reports its wait status, wall time and rusage; all in their own process group. A timeout (a
+pidfd, no helper thread) or an interrupt stops the launcher, which ends everything the workload
+started; it does the same when flagsweep dies, and after a workload's own exit. With perf in
+use, perf stat -x, runs the launcher, and adds its counters; the launcher's report stays the
+source of truth.
 
 Rounds (statistics.md choice 1): each round runs every binary once in a freshly shuffled order.
 The order comes from a seeded generator per round, so a resumed sweep recomputes exactly the
@@ -218,7 +220,10 @@ def stop_leftovers(folder: Path) -> None:
     for record in folder.glob("*.running"):
         try:
             pid, started, owner, owner_started = map(int, record.read_text().split())
-        except (OSError, ValueError):
+        except OSError:
+            continue
+        except ValueError:  # cut short, or its launcher had ended before it was written
+            record.unlink(missing_ok=True)
             continue
         if _started(owner) == owner_started:
             continue  # its flagsweep is alive: that run is not left over

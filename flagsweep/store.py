@@ -316,6 +316,8 @@ class Store:
                 self.create_run(run_id, target, recipe, out_dir, options, machine)
                 return run_id
             except FlagsweepError:
+                if not self._has_run(run_id):
+                    raise  # the store failed (a full disk), not a race for the id
                 continue  # someone else got run_id between new_run_id and the insert
         raise FlagsweepError(f"could not find a free run id for {base!r} in the store {self.url}")
 

@@ -367,3 +367,13 @@ def test_a_full_disk_under_the_store_is_an_error_and_loses_nothing(small_fs):
     assert s.add_sample(run, Sample("v", 1000, 0, 0, wall_s=1.0))
     assert [x.round for x in s.samples(run)][:3] == [0, 1, 2] and len(s.samples(run)) == stored + 1
     s.engine.dispose()
+
+
+def test_a_full_disk_at_a_runs_start_is_not_a_race_for_its_id(small_fs):
+    s = Store(f"sqlite:///{small_fs.path / 'store.sqlite'}")
+    small_fs.fill()
+    with pytest.raises(FlagsweepError, match="cannot be written: database or disk is full"):
+        for i in range(1000):  # SQLite's pages in hand take a few before the disk is needed
+            s.create_unique_run(f"run-{i}", "gzip", "olevels", Path("/tmp/out"),
+                                {"pad": "x" * 4000}, {})
+    s.engine.dispose()

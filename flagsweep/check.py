@@ -6,6 +6,8 @@ by the target's method: `exact` bytes against the baseline's product, a fixed `s
 (numbers in the text within a relative tolerance of the baseline's, the rest exact). The result
 is the contract's check object: status "ok", "differs" (shown, and timed unless --strict-check:
 -ffast-math legitimately changes lame's bytes) or "failed" (the run itself failed: never timed).
+Products go to files, never into memory, and are compared a block at a time, so a workload's
+gigabytes of output cost a few megabytes here.
 """
 
 from __future__ import annotations
@@ -14,11 +16,17 @@ import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
-from . import runner
+from . import files, runner
+from .errors import FlagsweepError
 from .target import Target
 
 NUMBER = re.compile(rb"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
+NUMBER_SPLIT = re.compile(b"(" + NUMBER.pattern + b")")
+NUMBER_BYTES = b"0123456789.eE+-"   # every byte NUMBER can match
+BLOCK = 1 << 20                     # outputs are compared this many bytes at a time
+MAX_RUN = 16 * BLOCK                # a run of number bytes longer than this is cut anyway
 
 
 @dataclass(frozen=True)
@@ -78,6 +86,10 @@ def _produce(workload: Workload, vid: str, binary: Path) -> tuple[Path | None, s
     result = runner.run_once(workload.argv(binary, output), env=runner.MINIMAL_ENV,
                              timeout=workload.timeout, stdout_path=stdout,
                              stderr_path=workload.scratch / f"{vid}.check.stderr")
+    if files.disk_full(workload.scratch):  # the product may be cut short: no verdict on it
+        raise FlagsweepError(f"the disk holding {workload.scratch} is full: {vid}'s check run "
+                             "could not write its output; free space there, then run again "
+                             "(flagsweep run --resume continues a sweep)")
     if result.failure:
         return None, f"the check run failed: {result.failure}"
     product = stdout if workload.target.spec.check.of == "stdout" else output
@@ -99,9 +111,8 @@ def _compare(method: str, workload: Workload, vid: str, binary: Path, product: P
     if reference is None:
         return {"status": "failed", "detail": "no reference: the baseline's own check run failed"}
     if method == "exact":
-        return _verdict(product.read_bytes() == reference.read_bytes(),
-                        _first_difference(product.read_bytes(), reference.read_bytes()))
-    return _tolerance(product.read_bytes(), reference.read_bytes(), spec.rel_tolerance)
+        return _exact(product, reference)
+    return _tolerance(product, reference, spec.rel_tolerance)
 
 
 def _roundtrip(workload: Workload, vid: str, binary: Path, product: Path) -> dict:
@@ -114,19 +125,65 @@ def _roundtrip(workload: Workload, vid: str, binary: Path, product: Path) -> dic
                              stderr_path=workload.scratch / f"{vid}.roundtrip.stderr")
     if result.failure:
         return {"status": "differs", "detail": f"the round trip failed: {result.failure}"}
-    same = _sha256(back) == _sha256(workload.input_path)
-    return _verdict(same, "the round trip did not give back the input: " + _first_difference(
-        back.read_bytes(), workload.input_path.read_bytes(), "the input"))
+    verdict = _exact(back, workload.input_path, "the input")
+    if verdict["status"] != "ok":
+        verdict["detail"] = "the round trip did not give back the input: " + verdict["detail"]
+    return verdict
 
 
-def _tolerance(got: bytes, want: bytes, rel: float) -> dict:
-    """Numbers within rel of the reference's, everything between them identical."""
-    if NUMBER.sub(b"#", got) != NUMBER.sub(b"#", want):
-        return {"status": "differs", "detail": "the text around the numbers differs from the baseline's"}
+def _exact(got: Path, want: Path, other: str = "the baseline's") -> dict:
+    """Byte for byte, a block at a time: outputs of gigabytes compare in constant memory."""
+    offset = 0
+    with open(got, "rb") as a, open(want, "rb") as b:
+        while True:
+            x, y = a.read(BLOCK), b.read(BLOCK)
+            if x != y:
+                n = offset + _first_mismatch(x, y)
+                return {"status": "differs", "detail": f"output differs from {other} at byte {n} "
+                        f"({got.stat().st_size} vs {want.stat().st_size} bytes)"}
+            if not x:
+                return {"status": "ok", "detail": ""}
+            offset += len(x)
+
+
+def _first_mismatch(a: bytes, b: bytes) -> int:
+    """Where two blocks first differ (the shorter one's length when one is a prefix)."""
+    lo, hi = 0, min(len(a), len(b))
+    if a[:hi] == b[:hi]:
+        return hi
+    while hi - lo > 1:  # a[:lo] == b[:lo] and a[:hi] != b[:hi]
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if a[:mid] == b[:mid] else (lo, mid)
+    return lo
+
+
+def _tolerance(got: Path, want: Path, rel: float) -> dict:
+    """Numbers within rel of the reference's, everything between them identical. Identical
+    outputs (the usual case) are settled by the byte comparison alone; others are read a block
+    at a time, the one with less text waiting to be matched next, so memory stays at a few
+    blocks whatever the outputs' size."""
+    if _exact(got, want)["status"] == "ok":
+        return {"status": "ok", "detail": f"numbers within {rel:g} of the baseline's (worst 0)"}
+    with open(got, "rb") as f, open(want, "rb") as g:
+        return _tolerance_of(_Tokens(f), _Tokens(g), rel)
+
+
+def _tolerance_of(a: _Tokens, b: _Tokens, rel: float) -> dict:
+    sides = [a, b]
     worst = 0.0
-    for a, b in zip(NUMBER.findall(got), NUMBER.findall(want)):
-        x, y = float(a), float(b)
-        worst = max(worst, 0.0 if x == y else abs(x - y) / max(abs(x), abs(y)))
+    while not (a.done and b.done):
+        min((s for s in sides if not s.done), key=lambda s: len(s.text)).read()
+        n = min(len(a.text), len(b.text))
+        ended = any(s.done and len(s.text) == n for s in sides)  # and the other has more
+        if a.text[:n] != b.text[:n] or (ended and len(a.text) != len(b.text)):
+            return {"status": "differs", "detail": "the text around the numbers differs from the baseline's"}
+        del a.text[:n], b.text[:n]
+        k = min(len(a.numbers), len(b.numbers))
+        for p, q in zip(a.numbers[:k], b.numbers[:k]):
+            if p != q:
+                x, y = float(p), float(q)
+                worst = max(worst, 0.0 if x == y else abs(x - y) / max(abs(x), abs(y)))
+        del a.numbers[:k], b.numbers[:k]
     if worst <= rel:
         return {"status": "ok", "detail": f"numbers within {rel:g} of the baseline's (worst {worst:.2g})"}
     return {"status": "differs", "detail": f"a number differs by {worst:.3g} relative (tolerance {rel:g})"}
@@ -136,16 +193,35 @@ def _verdict(same: bool, why_not: str) -> dict:
     return {"status": "ok", "detail": ""} if same else {"status": "differs", "detail": why_not}
 
 
-def _first_difference(a: bytes, b: bytes, other: str = "the baseline's") -> str:
-    if a == b:
-        return "identical"
-    n = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-    return f"output differs from {other} at byte {n} ({len(a)} vs {len(b)} bytes)"
+class _Tokens:
+    """One output read a block at a time, as its text with each number replaced by a marker
+    (NUL doubled in the text, NUL N for a number: no text can pass for a number) and the
+    numbers in order. A block is cut after its last byte that cannot be part of a number, so
+    no number is split between two blocks (a run of number bytes longer than MAX_RUN is)."""
+
+    def __init__(self, file: BinaryIO):
+        self.file = file
+        self.rest = b""
+        self.text = bytearray()
+        self.numbers: list[bytes] = []
+        self.done = False
+
+    def read(self) -> None:
+        block = self.file.read(BLOCK)
+        data = self.rest + block
+        cut = len(data.rstrip(NUMBER_BYTES)) if block else len(data)
+        if cut == 0 and len(data) > MAX_RUN:
+            cut = len(data)
+        piece, self.rest = data[:cut], data[cut:]
+        parts = NUMBER_SPLIT.split(piece)          # text, number, text, ..., text
+        self.text += b"\0N".join(t.replace(b"\0", b"\0\0") for t in parts[::2])
+        self.numbers += parts[1::2]
+        self.done = not block
 
 
 def _sha256(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
+        for block in iter(lambda: f.read(BLOCK), b""):
             h.update(block)
     return h.hexdigest()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from . import __version__, build, calibration, cpu, fleet, history, matrix, merge, recipe, report, results, store, suite, sweep, system, target
+from . import __version__, build, calibration, cpu, files, fleet, history, matrix, merge, recipe, report, results, store, suite, sweep, system, target
 from . import pick as pick_mod
 from .report import terminal
 from .errors import FlagsweepError, Interrupted
@@ -128,6 +128,7 @@ def _prepare(target_name, recipe_name, flag_sets, compilers, jobs, out_dir, offl
     r = _recipe(recipe_name, flag_sets, compilers)
     m = matrix.expand(r, list(compilers) or None)
     out = out_dir or REPORTS / f"{t.name}-{_stamp()}"
+    files.check_writable(out, "--out")
     opts = build.Options(out_dir=out, jobs=jobs or _cpu_count(), offline=offline,
                          source_dir=source_dir)
     click.echo(f"{t.name} {t.spec.version}: recipe {r.name}, {len(m.variants)} variants "

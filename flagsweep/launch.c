@@ -6,6 +6,7 @@
  *   status <wait status> wall_ns <n> utime_us <n> stime_us <n> maxrss_kb <n>
  *   nvcsw <n> nivcsw <n> minflt <n> majflt <n>
  *   exec_ns <n> run_delay_ns <n> own_delay_ns <n> migrations <n> steal_ticks <n> cpu <n>
+ *   leftover <n>
  * exec_ns, run_delay_ns, own_delay_ns and migrations are -1 where the kernel does not offer them.
  *
  * Why it exists: on exec, Linux carries the old address space's peak RSS into the process's
@@ -22,16 +23,95 @@
  * CPU this ran on comes from /proc/stat before and after (USER_HZ ticks: coarse, a flag). These
  * describe the main thread; a multi-threaded workload's other threads are gone by then.
  * own_delay_ns is this launcher's own run_delay while it waits for the workload: on a busy CPU
- * it waits to be scheduled after the workload exits, and that wait is inside the wall time too. */
+ * it waits to be scheduled after the workload exits, and that wait is inside the wall time too.
+ *
+ * Nothing the workload starts outlives it. The launcher is a child subreaper, so every process
+ * the workload forks and orphans (even one that left the process group with setsid) becomes
+ * the launcher's child; once the workload has exited, the launcher kills and reaps whatever of
+ * them is still running (the report's `leftover` counts them), so none runs beside the next
+ * measurement. SIGTERM makes the launcher kill the workload and do the same: flagsweep stops a
+ * run that way (timeout, Ctrl-C), and the kernel sends it when flagsweep itself dies, even by
+ * kill -9 (PR_SET_PDEATHSIG), so a hung workload does not stay behind either. */
 #define _GNU_SOURCE
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+static volatile sig_atomic_t stopping;
+static volatile pid_t workload;
+
+/* SIGTERM: end the workload now; main() then ends everything else it started. */
+static void stop(int sig)
+{
+    (void)sig;
+    stopping = 1;
+    if (workload > 0)
+        kill(workload, SIGKILL);
+}
+
+/* SIGKILL every running child of this process (the workload's orphans, reparented here);
+ * returns how many. /proc/<pid>/children needs CONFIG_PROC_CHILDREN, so /proc is scanned. */
+static int kill_children(void)
+{
+    char path[300], buf[512];
+    int n = 0;
+    DIR *proc = opendir("/proc");
+    if (!proc)
+        return 0;
+    for (struct dirent *e; (e = readdir(proc));) {
+        if (!isdigit((unsigned char)e->d_name[0]))
+            continue;
+        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        size_t len = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[len] = 0;
+        char *end = strrchr(buf, ')');  /* the command name may hold spaces and parentheses */
+        char state;
+        int ppid;
+        if (end && sscanf(end + 1, " %c %d", &state, &ppid) == 2 && ppid == getpid() &&
+            state != 'Z' && kill(atoi(e->d_name), SIGKILL) == 0)
+            n++;
+    }
+    closedir(proc);
+    return n;
+}
+
+/* After the workload: kill and reap every process it left behind; returns how many ran on. */
+static int end_leftovers(void)
+{
+    int killed = 0, idle = 0;
+    for (;;) {
+        pid_t r = waitpid(-1, NULL, WNOHANG);
+        if (r > 0 || (r < 0 && errno == EINTR))
+            continue;
+        if (r < 0)  /* ECHILD: none left, the usual case, found in one system call */
+            return killed;
+        int n = kill_children();
+        if (n == 0) {  /* one is exiting right now, or /proc cannot be read: give up after 1 s */
+            if (++idle > 1000)
+                return killed;
+            usleep(1000);
+            continue;
+        }
+        killed += n;
+        for (int i = 0; i < n;)
+            if (waitpid(-1, NULL, 0) > 0 || errno == ECHILD)
+                i++;
+    }
+}
 
 static long long now_ns(void)
 {
@@ -114,6 +194,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: launch RESULT_FILE PROGRAM [ARGS...]\n");
         return 2;
     }
+    struct sigaction on_term = {.sa_handler = stop};  /* no SA_RESTART: waitid returns EINTR */
+    sigaction(SIGTERM, &on_term, NULL);
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
     int cpu = sched_getcpu();
     long long steal_before = steal_ticks(cpu);
     long long start = now_ns();
@@ -127,6 +211,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "flagsweep launch: cannot run %s: %s\n", argv[2], strerror(errno));
         _exit(127);
     }
+    workload = pid;
+    if (stopping)  /* SIGTERM came before the workload had a pid */
+        kill(pid, SIGKILL);
     /* From here the launcher only sleeps until the workload exits: any wait for the CPU it
      * has after this is the wake-up after the exit. (Between fork and here it may wait while
      * the workload runs on the same CPU: that is the workload's time, not a disturbance.) */
@@ -150,6 +237,7 @@ int main(int argc, char **argv)
             perror("flagsweep launch: wait4");
             return 2;
         }
+    int leftover = end_leftovers();
     FILE *out = fopen(argv[1], "w");
     if (!out) {
         perror(argv[1]);
@@ -160,9 +248,9 @@ int main(int argc, char **argv)
     fprintf(out, "status %d wall_ns %lld utime_us %ld stime_us %ld maxrss_kb %ld "
                  "nvcsw %ld nivcsw %ld minflt %ld majflt %ld "
                  "exec_ns %lld run_delay_ns %lld own_delay_ns %lld migrations %lld "
-                 "steal_ticks %lld cpu %d\n",
+                 "steal_ticks %lld cpu %d leftover %d\n",
             status, wall, us(ru.ru_utime), us(ru.ru_stime), ru.ru_maxrss,
             ru.ru_nvcsw, ru.ru_nivcsw, ru.ru_minflt, ru.ru_majflt,
-            exec_ns, delay_ns, own, moved, steal, cpu);
+            exec_ns, delay_ns, own, moved, steal, cpu, leftover);
     return fclose(out) == 0 ? 0 : 2;
 }

@@ -30,9 +30,13 @@ class MeasureLock:
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
         except PermissionError:
-            raise FlagsweepError(f"cannot open the measurement lock {self.path}: another user "
-                                 "created it without write permission for others; ask them "
-                                 "(or root) to remove it") from None
+            raise FlagsweepError(f"cannot open the measurement lock {self._named()}: another "
+                                 "user created it without write permission for others; ask "
+                                 "them (or root) to remove it") from None
+        except OSError as e:
+            raise FlagsweepError(f"cannot open the measurement lock {self._named()}: "
+                                 f"{e.strerror}; expected a file that can be created and "
+                                 "written, in an existing folder") from None
         if os.fstat(fd).st_uid == os.geteuid():
             os.fchmod(fd, 0o666)  # the umask trimmed it: every user of the machine must lock it
         try:
@@ -42,11 +46,19 @@ class MeasureLock:
             os.close(fd)
             raise FlagsweepError(f"another sweep is measuring on this machine ({holder}); "
                                  "wait for it to finish or stop it, then try again") from None
-        os.ftruncate(fd, 0)
-        os.write(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
-                                 "what": self.what, "since": time.strftime("%Y-%m-%d %H:%M:%S")}).encode())
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "what": self.what,
+                                     "since": time.strftime("%Y-%m-%d %H:%M:%S")}).encode())
+        except OSError:
+            pass  # a full /tmp: the lock holds all the same, a waiting sweep names no holder
         self.fd = fd
         return self
+
+    def _named(self) -> str:
+        """The lock's path, and where it came from when the user chose it."""
+        return (f"{self.path} ($FLAGSWEEP_LOCK)" if os.environ.get("FLAGSWEEP_LOCK")
+                and self.path == Path(os.environ["FLAGSWEEP_LOCK"]) else str(self.path))
 
     def __exit__(self, *exc) -> None:
         if self.fd is not None:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from . import report
 from .errors import FlagsweepError
+from .files import make_dir, write_atomic
 
 SCHEMA = "flagsweep-merge/1"
 # key -> how to read it from a results.json; all must agree across merged files
@@ -101,7 +102,7 @@ def _cell(doc: dict, vid: str) -> Cell:
 
 def write(machines: list[Machine], out: Path) -> Path:
     """merged.json (the table as data) and merged.html (the heatmap); returns the page."""
-    out.mkdir(parents=True, exist_ok=True)
+    make_dir(out, "the --out folder")
     variants, cells = table(machines)
     data = {"schema": SCHEMA, "target": machines[0].doc["target"],
             "machines": [{"label": m.label, "path": m.path, "machine": m.doc["machine"]}
@@ -109,7 +110,5 @@ def write(machines: list[Machine], out: Path) -> Path:
             "variants": [{"id": v["id"], "compiler": v["compiler"], "flags": v["flags"],
                           "per_machine": [c.__dict__ for c in row]}
                          for v, row in zip(variants, cells)]}
-    (out / "merged.json").write_text(json.dumps(data, indent=1))
-    page = report.render_merge(machines, variants, cells)
-    (out / "merged.html").write_text(page)
-    return out / "merged.html"
+    write_atomic(out / "merged.json", json.dumps(data, indent=1))
+    return write_atomic(out / "merged.html", report.render_merge(machines, variants, cells))

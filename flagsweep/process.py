@@ -9,12 +9,17 @@ from __future__ import annotations
 import logging
 import os
 import shlex
+import signal
 import subprocess
+import threading
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
 log = logging.getLogger("flagsweep.process")
+END_GRACE_S = 10.0   # how long an interrupted program's group has to end before SIGKILL
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,8 @@ def run(
     With log_file, stdout and stderr go (interleaved, as the program wrote them) to that file
     instead of memory: build logs are long and must survive a crash of flagsweep itself.
     Raises FileNotFoundError when the program does not exist, so callers can name it.
+    The program runs in a process group of its own, ended whole (see `_end_group`) if the
+    wait is cut short: a timeout, Ctrl-C, or SIGTERM, which ends the wait as Ctrl-C does.
     """
     args = [os.fspath(a) for a in argv]
     log.debug("run: %s (cwd=%s)", shlex.join(args), cwd or ".")
@@ -56,10 +63,69 @@ def run(
         with open(log_file, "ab") as out:
             out.write(f"$ {shlex.join(args)}\n".encode())
             out.flush()
-            proc = subprocess.run(args, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                  stdin=subprocess.DEVNULL, timeout=timeout)
-        return Result(args, proc.returncode, "", "")
-    proc = subprocess.run(args, cwd=cwd, env=env, input=input, capture_output=True, text=True,
-                          errors="replace", timeout=timeout,
-                          stdin=None if input is not None else subprocess.DEVNULL)
-    return Result(args, proc.returncode, proc.stdout, proc.stderr)
+            returncode, _, _ = _run_grouped(args, cwd=cwd, env=env, timeout=timeout, stdout=out,
+                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        return Result(args, returncode, "", "")
+    returncode, stdout, stderr = _run_grouped(
+        args, cwd=cwd, env=env, timeout=timeout, input=input, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, errors="replace",
+        stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL)
+    return Result(args, returncode, stdout, stderr)
+
+
+def _run_grouped(args: list[str], *, timeout: float | None, input: str | None = None,
+                 **popen) -> tuple[int, str, str]:
+    """subprocess.run in a new process group, the group ended on any way out of the wait."""
+    with _term_as_interrupt(), subprocess.Popen(args, process_group=0, **popen) as proc:
+        try:
+            stdout, stderr = proc.communicate(input, timeout=timeout)
+        except BaseException:
+            _end_group(proc)
+            raise
+    return proc.returncode, stdout or "", stderr or ""
+
+
+def _end_group(proc: subprocess.Popen) -> None:
+    """SIGTERM the whole group, so a build tool passes it on (ninja to the groups it gave its
+    jobs, which this module's SIGTERM handling in turn ends); wait until no process of the
+    group is left, and SIGKILL what remains after END_GRACE_S. The leader alone ending is not
+    enough: cmake --build exits at once while its ninja is still ending the jobs."""
+    pgid = proc.pid
+    _signal_group(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + END_GRACE_S
+    while time.monotonic() < deadline:
+        proc.poll()  # reap the leader; the group lives on while any other member does
+        if not _signal_group(pgid, 0):
+            return
+        time.sleep(0.02)
+    _signal_group(pgid, signal.SIGKILL)
+    proc.wait()
+
+
+def _signal_group(pgid: int, sig: int) -> bool:
+    """Signal a process group; False when it has no process left."""
+    try:
+        os.killpg(pgid, sig)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+@contextmanager
+def _term_as_interrupt():
+    """While a child runs, SIGTERM raises KeyboardInterrupt (where nothing else handles it), so
+    the child's group is ended as on Ctrl-C instead of being left running by a process that
+    simply vanished: ninja sends SIGTERM to the build steps it runs, this module among them."""
+    mine = (threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL)
+    if mine:
+        signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield
+    finally:
+        if mine:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt

@@ -9,6 +9,7 @@ effects, aa, noise, recommendation) come from flagsweep.analysis.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import logging
 import sys
@@ -20,6 +21,7 @@ from typing import Callable, Iterator
 from . import analysis, disturbance
 from . import metric as metric_mod
 from .errors import FlagsweepError
+from .files import write_atomic
 from .store import Sample, Store
 
 log = logging.getLogger("flagsweep.results")
@@ -47,10 +49,7 @@ def write(out: Path, store: Store, run_id: str) -> Path:
     doc = _document(run, store.variants(run_id), all_samples)
     _disturbance(doc, all_samples, set_aside)
     doc["history"] = _history(store, run, doc)
-    path = out / "results.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(doc, indent=1))
-    tmp.replace(path)
+    path = write_atomic(out / "results.json", json.dumps(doc, indent=1))
     _write_csv(out / "samples.csv", run_id, all_samples, set_aside)
     return path
 
@@ -185,7 +184,7 @@ def _write_csv(path: Path, run_id: str, samples: list[Sample], set_aside: list[S
               *CSV_COUNTERS, "multiplexed", "failure", "taken_at", "disturbed", "retaken"]
     rows = sorted([(s, 0) for s in samples] + [(s, 1) for s in set_aside],
                   key=lambda row: (row[0].taken_at, row[1] == 0))
-    with open(path, "w", newline="") as f:
+    with io.StringIO(newline="") as f:
         w = csv.writer(f)
         w.writerow(header)
         for s, retaken in rows:
@@ -194,6 +193,7 @@ def _write_csv(path: Path, run_id: str, samples: list[Sample], set_aside: list[S
                         *(getattr(s, k) for k in SAMPLE_METRICS), *(c.get(k) for k in CSV_COUNTERS),
                         int(s.multiplexed), s.failure or "", f"{s.taken_at:.3f}",
                         int(s.disturbed), retaken])
+        write_atomic(path, f.getvalue())  # a full disk leaves the old file, not half of one
 
 
 def _iso(ts: float | None) -> str | None:

@@ -2,9 +2,11 @@
 
 One execution: posix_spawn of the small launcher (launch.c), which forks and execs the workload
 (no shell, a minimal environment padded by a random number of bytes, stdin from /dev/null) and
-reports its wait status, wall time and rusage; all in their own process group, so a timeout
-(a pidfd, no helper thread) or an interrupt kills everything. With perf in use, perf stat -x,
-runs the launcher, and adds its counters; the launcher's report stays the source of truth.
+reports its wait status, wall time and rusage; all in their own process group. A timeout (a
+pidfd, no helper thread) or an interrupt stops the launcher, which ends everything the workload
+started; it does the same when flagsweep dies, and after a workload's own exit. With perf in
+use, perf stat -x, runs the launcher, and adds its counters; the launcher's report stays the
+source of truth.
 
 Rounds (statistics.md choice 1): each round runs every binary once in a freshly shuffled order.
 The order comes from a seeded generator per round, so a resumed sweep recomputes exactly the
@@ -16,6 +18,7 @@ exist at all for this sweep's number of comparisons.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import random
@@ -27,11 +30,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
-from . import native, probes, stats
+from . import files, native, probes, stats
+from .errors import FlagsweepError
 from .store import Sample
 
+log = logging.getLogger("flagsweep.runner")
 ENV_PAD_MAX = 4095
 STDERR_TAIL_LINES = 5
+STOP_GRACE_S = 5.0      # how long a stopped launcher has to end its workload's processes
+# What every launcher report holds (launch.c); the scheduler's fields may be -1 (unknown).
+REPORTED = ("status", "wall_ns", "utime_us", "stime_us", "maxrss_kb", "nvcsw", "nivcsw",
+            "minflt", "majflt")
+
+
 @dataclass(frozen=True)
 class Execution:
     wall_s: float | None
@@ -60,21 +71,28 @@ def run_once(argv: list[str], *, env: dict[str, str], timeout: float, stderr_pat
                (os.POSIX_SPAWN_OPEN, 1, str(stdout_path or os.devnull),
                 os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644),
                (os.POSIX_SPAWN_OPEN, 2, str(stderr_path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)]
+    stop_leftovers(stderr_path.parent)
     try:
         pid = os.posix_spawn(launch[0], launch, env, file_actions=actions, setpgroup=0)
     except OSError as e:
         return _failed(f"could not start {launch[0]}: {e.strerror}")
+    record = _record(stderr_path, pid)
     try:
         timed_out = _wait_or_kill(pid, timeout)
-        os.waitpid(pid, 0)
+        _, launched = os.waitpid(pid, 0)
     except BaseException:  # Ctrl-C or SIGTERM mid-run: leave no workload behind
-        _kill_group(pid)
+        _stop(pid)
         os.waitpid(pid, 0)
         raise
+    finally:
+        record.unlink(missing_ok=True)
     used = _read_report(report)
     if used is None:
         return _failed(_failure(0, timed_out, timeout, stderr_path)
-                       or f"the launcher reported nothing; stderr: {_tail(stderr_path)}")
+                       or _unreported(report, launched, stderr_path))
+    if used.get("leftover"):
+        log.info("%s left %d process(es) running when it exited; the launcher killed them",
+                 argv[0], used["leftover"])
     counters, multiplexed = _read_perf(perf_csv) if use_perf else ({}, False)
     # The software events perf would count, as the kernel reports them for the workload alone,
     # and the scheduler's evidence of disturbance (flagsweep.disturbance judges it).
@@ -105,12 +123,34 @@ def _scheduler(used: dict[str, int]) -> dict[str, float | int]:
 
 
 def _read_report(path: Path) -> dict[str, int] | None:
-    """The launcher's one line of "name value" pairs, or None when it never wrote it."""
+    """The launcher's one line of "name value" pairs, or None when it never wrote it or its
+    line is cut short (a full disk truncates it)."""
     try:
-        words = path.read_text().split()
+        text = path.read_text()
     except FileNotFoundError:
         return None
-    return {name: int(value) for name, value in zip(words[::2], words[1::2])}
+    words = text.split()
+    try:
+        used = {name: int(value) for name, value in zip(words[::2], words[1::2])}
+    except ValueError:
+        return None
+    complete = text.endswith("\n") and len(words) % 2 == 0 and all(k in used for k in REPORTED)
+    return used if complete else None
+
+
+def _unreported(report: Path, launched: int, stderr_path: Path) -> str:
+    """Why a run has no report from the launcher. A full disk fails every run that follows
+    too, so it stops the sweep (to be resumed) instead of recording failed samples."""
+    state = "incomplete" if report.exists() else "missing"
+    if files.disk_full(report.parent):
+        raise FlagsweepError(f"the disk holding {report.parent} is full (the launcher's report "
+                             f"{report.name} is {state}): free space there, then run again "
+                             "(flagsweep run --resume continues a sweep)")
+    code = os.waitstatus_to_exitcode(launched)
+    how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
+    tail = _tail(stderr_path)
+    return (f"the launcher's report {report} is {state} (launcher: {how})"
+            + (f"; stderr: {tail}" if tail else ""))
 
 
 def _kill_group(pid: int) -> None:
@@ -121,7 +161,7 @@ def _kill_group(pid: int) -> None:
 
 
 def _wait_or_kill(pid: int, timeout: float) -> bool:
-    """Block until the process exits or the timeout passes (then kill its whole group)."""
+    """Block until the process exits or the timeout passes (then stop it)."""
     fd = os.pidfd_open(pid)
     try:
         ready, _, _ = select.select([fd], [], [], timeout)
@@ -129,8 +169,79 @@ def _wait_or_kill(pid: int, timeout: float) -> bool:
         os.close(fd)
     if ready:
         return False
-    _kill_group(pid)
+    _stop(pid)
     return True
+
+
+def _stop(pid: int) -> None:
+    """End a launcher (or the perf around one) and everything its workload started: SIGTERM
+    has the launcher kill the workload and every process that one left, even outside its
+    process group, and reap them. Its group is killed if that takes over STOP_GRACE_S."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    try:
+        signal.pidfd_send_signal(fd, signal.SIGTERM)
+        ended = bool(select.select([fd], [], [], STOP_GRACE_S)[0])
+    except ProcessLookupError:
+        ended = True
+    finally:
+        os.close(fd)
+    if not ended:
+        _kill_group(pid)
+
+
+# ---- workloads left by a flagsweep that was killed -------------------------------------------
+#
+# While a launcher runs, a record beside its report names it and the flagsweep process that
+# started it (each with its start time, so a reused pid is never mistaken for it). The kernel
+# stops the launcher when flagsweep dies (PR_SET_PDEATHSIG), but not when perf stands between
+# them; a record whose flagsweep is gone and whose launcher still runs is such a leftover, and
+# the next run in that folder (a resumed sweep's) stops it before measuring beside it.
+
+_checked_folders: set[Path] = set()
+
+
+def _record(stderr_path: Path, pid: int) -> Path:
+    path = stderr_path.with_name(stderr_path.name + ".running")
+    try:
+        path.write_text(f"{pid} {_started(pid)} {os.getpid()} {_started(os.getpid())}\n")
+    except OSError:
+        pass  # a full disk: the launcher still ends with flagsweep, through PR_SET_PDEATHSIG
+    return path
+
+
+def stop_leftovers(folder: Path) -> None:
+    """Stop every launcher a killed flagsweep left running in folder (once per folder)."""
+    if folder in _checked_folders:
+        return
+    _checked_folders.add(folder)
+    for record in folder.glob("*.running"):
+        try:
+            pid, started, owner, owner_started = map(int, record.read_text().split())
+        except OSError:
+            continue
+        except ValueError:  # cut short, or its launcher had ended before it was written
+            record.unlink(missing_ok=True)
+            continue
+        if _started(owner) == owner_started:
+            continue  # its flagsweep is alive: that run is not left over
+        if _started(pid) == started:
+            log.warning("a workload started by flagsweep process %d, which is gone, was still "
+                        "running (launcher pid %d, recorded in %s); stopping it before measuring "
+                        "beside it", owner, pid, record)
+            _stop(pid)
+        record.unlink(missing_ok=True)
+
+
+def _started(pid: int) -> int | None:
+    """A process's start time (clock ticks since boot), or None if there is no such process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat[stat.rindex(")") + 2:].split()[19])
 
 
 def _read_perf(csv: Path) -> tuple[dict, bool]:

@@ -15,7 +15,8 @@ from __future__ import annotations
 import os
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -212,17 +213,55 @@ class Store:
     def _open(self) -> None:
         """Create the tables or migrate them to SCHEMA_VERSION, in one transaction that only one
         process at a time may be in (fleet workers open the same store at once)."""
+        with self._connect(opening=True) as c:
+            if c.dialect.name == "postgresql":
+                c.execute(sa.select(sa.func.pg_advisory_xact_lock(PG_SETUP_LOCK)))
+            elif c.dialect.name == "sqlite":
+                c.exec_driver_sql("BEGIN IMMEDIATE")  # the write lock now, waiting if need be
+            self._create_or_migrate(c)
+            c.commit()
+
+    @contextmanager
+    def _connect(self, opening: bool = False) -> Iterator[sa.Connection]:
+        """A connection whose database errors (a full disk, a damaged file, a lost server)
+        become one FlagsweepError naming the store and what to do. IntegrityError passes: the
+        callers that expect one (a duplicate run id or sample) handle it."""
         try:
             with self.engine.connect() as c:
-                if c.dialect.name == "postgresql":
-                    c.execute(sa.select(sa.func.pg_advisory_xact_lock(PG_SETUP_LOCK)))
-                elif c.dialect.name == "sqlite":
-                    c.exec_driver_sql("BEGIN IMMEDIATE")  # the write lock now, waiting if need be
-                self._create_or_migrate(c)
-                c.commit()
-        except sa.exc.OperationalError as e:  # unreachable server, bad login, locked too long
-            raise FlagsweepError(f"cannot open the store {self.url}: "
-                                 f"{str(e.orig).strip() if e.orig else e}") from None
+                yield c
+        except sa.exc.IntegrityError:
+            raise
+        except sa.exc.DBAPIError as e:
+            raise FlagsweepError(self._trouble(e, opening)) from None
+
+    @contextmanager
+    def _begin(self) -> Iterator[sa.Connection]:
+        """_connect, in a transaction committed at the end of the block."""
+        with self._connect() as c, c.begin():
+            yield c
+
+    def _trouble(self, e: sa.exc.DBAPIError, opening: bool) -> str:
+        """What went wrong with the store, and what to do about it."""
+        why = str(e.orig).strip() if e.orig else str(e)
+        code = getattr(e.orig, "sqlite_errorname", "")
+        where = f"the store {self.url}"
+        if self.engine.dialect.name == "sqlite":
+            where = f"the store {self.engine.url.database}"
+        choose = "; FLAGSWEEP_DB or --db choose another store"
+        if code == "SQLITE_FULL":
+            return (f"{where} cannot be written: {why}. Free space on its disk and run the "
+                    "command again (every sample stored so far is kept; an interrupted sweep "
+                    "continues with flagsweep run --resume)")
+        if code in ("SQLITE_CORRUPT", "SQLITE_NOTADB"):
+            return (f"{where} is damaged or not a flagsweep store ({why}): move the file (and "
+                    f"any -wal and -shm beside it) aside or restore it from a backup{choose}")
+        if code == "SQLITE_CANTOPEN":
+            folder = Path(self.engine.url.database or ".").parent
+            return (f"cannot open {where}: {why}; its folder {folder} must exist and be "
+                    f"writable{choose}")
+        if opening:  # unreachable server, bad login, locked too long
+            return f"cannot open {where}: {why}{choose}"
+        return f"{where}: {why}{choose}"
 
     def _create_or_migrate(self, c: sa.Connection) -> None:
         inspector = sa.inspect(c)
@@ -245,7 +284,7 @@ class Store:
             c.execute(meta.insert().values(version))
 
     def schema_version(self) -> int:
-        with self.engine.connect() as c:
+        with self._connect() as c:
             value = c.execute(sa.select(meta.c.value).where(meta.c.key == "schema")).scalar_one()
         return int(value)
 
@@ -256,7 +295,7 @@ class Store:
         """Store a new run under exactly this id; FlagsweepError if another process took it
         since new_run_id (create_unique_run cannot lose that race)."""
         try:
-            with self.engine.begin() as c:
+            with self._begin() as c:
                 c.execute(runs.insert().values(run_id=run_id, target=target, recipe=recipe,
                                                out_dir=str(out_dir), started=time.time(),
                                                status="running", options=options,
@@ -277,17 +316,19 @@ class Store:
                 self.create_run(run_id, target, recipe, out_dir, options, machine)
                 return run_id
             except FlagsweepError:
+                if not self._has_run(run_id):
+                    raise  # the store failed (a full disk), not a race for the id
                 continue  # someone else got run_id between new_run_id and the insert
         raise FlagsweepError(f"could not find a free run id for {base!r} in the store {self.url}")
 
     def _has_run(self, run_id: str) -> bool:
-        with self.engine.connect() as c:
+        with self._connect() as c:
             return c.execute(sa.select(runs.c.run_id).where(runs.c.run_id == run_id)).first() \
                 is not None
 
     def new_run_id(self, base: str) -> str:
         """base, or base-2, base-3...: run ids are unique in the store."""
-        with self.engine.connect() as c:
+        with self._connect() as c:
             taken = {r.run_id for r in c.execute(
                 sa.select(runs.c.run_id).where(runs.c.run_id.like(f"{base}%")))}
         n, run_id = 1, base
@@ -298,7 +339,7 @@ class Store:
 
     def find_run(self, id_or_dir: str) -> str:
         """A run id as given, or the id of the run whose output folder this is."""
-        with self.engine.connect() as c:
+        with self._connect() as c:
             if c.execute(sa.select(runs.c.run_id).where(runs.c.run_id == id_or_dir)).first():
                 return id_or_dir
             folder = str(Path(id_or_dir).resolve())
@@ -308,13 +349,13 @@ class Store:
 
     def runs_of(self, target: str) -> list[dict]:
         """Every run of a target, oldest first (flagsweep history reads its sweeps from here)."""
-        with self.engine.connect() as c:
+        with self._connect() as c:
             rows = c.execute(sa.select(runs).where(runs.c.target == target)
                              .order_by(runs.c.started)).mappings().all()
         return [dict(r) for r in rows]
 
     def run(self, run_id: str) -> dict:
-        with self.engine.connect() as c:
+        with self._connect() as c:
             row = c.execute(sa.select(runs).where(runs.c.run_id == run_id)).mappings().first()
         if row is None:
             raise FlagsweepError(f"no run '{run_id}' in the store {self.url} (a run's id is "
@@ -326,36 +367,36 @@ class Store:
         """Add what a sweep learns after it starts (its input, its counters) to its options."""
         options = dict(self.run(run_id)["options"])
         options[key] = value
-        with self.engine.begin() as c:
+        with self._begin() as c:
             c.execute(runs.update().where(runs.c.run_id == run_id).values(options=options))
 
     def finish_run(self, run_id: str, status: str, stop_reason: str) -> None:
-        with self.engine.begin() as c:
+        with self._begin() as c:
             c.execute(runs.update().where(runs.c.run_id == run_id).values(
                 status=status, stop_reason=stop_reason, finished=time.time()))
 
     def reopen_run(self, run_id: str) -> None:
-        with self.engine.begin() as c:
+        with self._begin() as c:
             c.execute(runs.update().where(runs.c.run_id == run_id).values(status="running",
                                                                           finished=None))
 
     # ---- variants ------------------------------------------------------------------------
 
     def save_variants(self, run_id: str, docs: list[dict]) -> None:
-        with self.engine.begin() as c:
+        with self._begin() as c:
             for i, doc in enumerate(docs):
                 c.execute(variants.insert().values(run_id=run_id, variant_id=doc["id"],
                                                    position=i, doc=doc))
 
     def save_check(self, run_id: str, variant_id: str, check: dict) -> None:
-        with self.engine.begin() as c:
+        with self._begin() as c:
             c.execute(variants.update().where(variants.c.run_id == run_id,
                                               variants.c.variant_id == variant_id)
                       .values(check=check))
 
     def variants(self, run_id: str) -> list[dict]:
         """[{"doc": ..., "check": ...}] in matrix order."""
-        with self.engine.connect() as c:
+        with self._connect() as c:
             rows = c.execute(sa.select(variants.c.doc, variants.c.check)
                              .where(variants.c.run_id == run_id)
                              .order_by(variants.c.position)).mappings().all()
@@ -372,15 +413,15 @@ class Store:
             # RETURNING, not rowcount: psycopg's is lost once SQLAlchemy closes the cursor.
             stmt = (pg_dialect.insert(samples).values(values)
                     .on_conflict_do_nothing(index_elements=SAMPLE_KEY).returning(samples.c.id))
-            with self.engine.begin() as c:
+            with self._begin() as c:
                 return c.execute(stmt).first() is not None
         if dialect == "sqlite":
             stmt = (sqlite_dialect.insert(samples).values(values)
                     .on_conflict_do_nothing(index_elements=SAMPLE_KEY))
-            with self.engine.begin() as c:
+            with self._begin() as c:
                 return c.execute(stmt).rowcount == 1
         try:  # another database: the unique key still refuses the duplicate
-            with self.engine.begin() as c:
+            with self._begin() as c:
                 c.execute(samples.insert().values(values))
             return True
         except sa.exc.IntegrityError:
@@ -391,7 +432,7 @@ class Store:
 
     def add_attempt(self, run_id: str, s: Sample) -> None:
         """Keep a disturbed run that is being taken again (its sample is stored later)."""
-        with self.engine.begin() as c:
+        with self._begin() as c:
             c.execute(attempts.insert().values(_columns(run_id, s)))
 
     def attempts(self, run_id: str) -> list[Sample]:
@@ -399,7 +440,7 @@ class Store:
         return self._read(attempts, run_id)
 
     def _read(self, table: sa.Table, run_id: str) -> list[Sample]:
-        with self.engine.connect() as c:
+        with self._connect() as c:
             rows = c.execute(sa.select(table).where(table.c.run_id == run_id)
                              .order_by(table.c.round, table.c.position, table.c.id)).mappings().all()
         # An attempt was set aside because it was disturbed: it has no column to say so.
@@ -412,7 +453,7 @@ class Store:
 
     def done(self, run_id: str) -> set[tuple[str, int]]:
         """(variant, round) pairs already measured: what a resumed sweep must not repeat."""
-        with self.engine.connect() as c:
+        with self._connect() as c:
             rows = c.execute(sa.select(samples.c.variant_id, samples.c.round)
                              .where(samples.c.run_id == run_id)).all()
         return {(r.variant_id, r.round) for r in rows}

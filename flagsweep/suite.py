@@ -27,6 +27,7 @@ from pathlib import Path
 
 from . import history, merge, pick, report, stats
 from .errors import FlagsweepError
+from .files import make_dir, write_atomic
 
 SCHEMA = "flagsweep-suite/1"
 AA_SUFFIX = ".aa"
@@ -195,8 +196,6 @@ def to_json(s: Suite, out: Path) -> dict:
 
 def write(s: Suite, out: Path) -> Path:
     """suite.json and suite.html into `out`; returns the page."""
-    out = Path(out).resolve()
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "suite.json").write_text(json.dumps(to_json(s, out), indent=1))
-    (out / "suite.html").write_text(report.render_suite(s, out))
-    return out / "suite.html"
+    out = make_dir(Path(out).resolve(), "the --out folder")
+    write_atomic(out / "suite.json", json.dumps(to_json(s, out), indent=1))
+    return write_atomic(out / "suite.html", report.render_suite(s, out))

@@ -3,7 +3,9 @@ ccache, store or measurement lock, and never needs the network."""
 
 from __future__ import annotations
 
+import errno
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -24,6 +26,45 @@ def isolated_cache(session_cache: Path, monkeypatch) -> Path:
     monkeypatch.setenv("FLAGSWEEP_LOCK", str(session_cache / "measure.lock"))
     monkeypatch.delenv("CCACHE_DIR", raising=False)
     return session_cache
+
+
+class SmallFs:
+    """A small tmpfs of a test's own: a disk that really fills, or really is read-only."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def fill(self) -> None:
+        """Write until the file system refuses: ENOSPC for whatever comes next."""
+        with open(self.path / "filler", "wb") as f:
+            try:
+                while True:
+                    f.write(b"\0" * 65536)
+                    f.flush()
+            except OSError as e:
+                assert e.errno == errno.ENOSPC, e
+
+    def free(self) -> None:
+        (self.path / "filler").unlink()
+
+    def read_only(self) -> None:
+        subprocess.run(["mount", "-o", "remount,ro", str(self.path)], check=True)
+
+
+@pytest.fixture
+def small_fs(tmp_path) -> SmallFs:
+    """A 4 MiB tmpfs mounted for the test (root only: skipped where mounting is refused, as
+    in an unprivileged container); unmounted after it."""
+    mount = tmp_path / "small-fs"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip() or done.returncode}")
+    try:
+        yield SmallFs(mount)
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True)
 
 
 @pytest.fixture

@@ -73,3 +73,19 @@ def test_unknown_target_lists_the_shipped_ones():
 def test_recipe_and_flags_together_is_a_usage_error():
     out = flagsweep("build", "tiny", "--recipe", "olevels", "--flags", "-O2", check=False)
     assert out.returncode == 2 and "--recipe or --flags" in out.stderr
+
+
+@pytest.mark.parametrize("command", ["build", "run"])
+def test_an_out_that_cannot_be_written_is_refused_before_any_work(command, tmp_path, small_fs):
+    """A read-only --out, or one under a regular file, was a traceback from mkdir in the build."""
+    (tmp_path / "a-file").write_text("")
+    small_fs.read_only()
+    cases = [(small_fs.path / "new", f"cannot write in {small_fs.path} (a read-only file system)"),
+             (small_fs.path, f"cannot write in {small_fs.path} (a read-only file system)"),
+             (tmp_path / "a-file" / "out", f"{tmp_path}/a-file is a file, not a folder; choose "
+                                           "another folder")]
+    for out, why in cases:
+        done = flagsweep(command, "tiny", "--flags", "-O2", "--out", str(out), check=False)
+        assert done.returncode == 2 and "Traceback" not in done.stderr
+        assert done.stderr.splitlines()[-1].startswith(f"flagsweep: --out {out}: {why}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "small-fs"]

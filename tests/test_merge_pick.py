@@ -4,6 +4,8 @@ one runs x86-64-v3, one only v2), and their refusals."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 from click.testing import CliRunner
@@ -91,3 +93,19 @@ def test_pick_command_prints_the_table(two_machines):
     result = CliRunner().invoke(cli, ["pick", *map(str, two_machines)])
     assert result.exit_code == 0, result.output
     assert "pick: -O2 -march=x86-64-v3" in result.output
+
+
+def test_merge_and_pick_refuse_a_ratio_that_is_not_a_number(two_machines, tmp_path):
+    """Both took a string or a boolean ratio: merge with a traceback, pick silently (a ratio of
+    true counted as 1)."""
+    a, b = two_machines
+    doc = json.loads(b.read_text())
+    o3 = next(i for i, v in enumerate(doc["variants"]) if v["id"] == "gcc-O3")
+    doc["variants"][o3]["vs_baseline"]["ratio"] = True
+    b.write_text(json.dumps(doc))
+    why = f"{b}: key 'variants[{o3}].vs_baseline.ratio': expected a number or null, got true"
+    for args in (["merge", str(a), str(b), "--out", str(tmp_path / "m")], ["pick", str(a), str(b)]):
+        done = subprocess.run([sys.executable, "-m", "flagsweep", *args], capture_output=True,
+                              text=True)
+        assert (done.returncode, done.stderr) == (2, f"flagsweep: {why}\n")
+    assert not (tmp_path / "m").exists()

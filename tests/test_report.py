@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from html.parser import HTMLParser
 
 import pytest
@@ -230,3 +232,89 @@ def test_compare_refuses_two_targets(tmp_path):
     assert result.exit_code != 0
     assert "have different targets" in str(result.exception)
     assert str(a) in str(result.exception) and str(b) in str(result.exception)
+
+
+# ---- what cannot be written, what is not a number ------------------------------------------------
+
+def _flagsweep(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "flagsweep", *args], capture_output=True, text=True)
+
+
+def test_a_full_disk_keeps_the_old_page(small_fs):
+    """Written in place, index.html was left empty (0 bytes) by a full disk."""
+    path = rf.write(small_fs.path / "run", rf.results_doc())
+    page = report.write(path)
+    before = {p.name: p.read_bytes() for p in path.parent.iterdir() if p.is_file()}
+    small_fs.fill()
+    with pytest.raises(FlagsweepError, match=rf"^cannot write {path.parent}/(summary.md|index.html): "
+                       r"No space left on device \(the disk is full: free space there and run "
+                       r"the command again\)$"):
+        report.write(path)
+    after = {p.name: p.read_bytes() for p in path.parent.iterdir() if p.is_file()}
+    assert after == before and len(after["index.html"]) > 10000 and page.name == "index.html"
+
+
+def test_a_read_only_out_is_one_line(small_fs, tmp_path):
+    path = rf.write(tmp_path / "run", rf.results_doc())
+    small_fs.read_only()
+    for out in (small_fs.path / "new", small_fs.path):
+        done = _flagsweep("report", str(path), "--out", str(out))
+        assert done.returncode == 2 and "Traceback" not in done.stderr
+        what = (f"cannot create the report's folder {out}: Read-only file system" if out.name == "new"
+                else f"cannot write {out}/summary.md: Read-only file system")
+        assert done.stderr == f"flagsweep: {what}\n"
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    done = _flagsweep("compare", str(path), str(path), "--out", str(a_file / "cmp"))
+    assert done.returncode == 2
+    assert done.stderr == f"flagsweep: cannot create the --out folder {a_file}/cmp: Not a directory\n"
+
+
+def _set(doc: dict, key: str, value) -> None:
+    """doc at a key path such as variants[2].vs_baseline.ratio := value."""
+    parts = [int(p) if p.isdigit() else p for p in re.findall(r"[^.\[\]]+", key)]
+    node = doc
+    for p in parts[:-1]:
+        node = node[p]
+    node[parts[-1]] = value
+
+
+@pytest.mark.parametrize("key, value, shown", [
+    ("variants[2].vs_baseline.ratio", "fast", '"fast"'),
+    ("variants[2].vs_baseline.ratio", True, "true"),
+    ("variants[0].summary.median", [1.0], "[1.0]"),
+    ("variants[3].samples.wall_s[4]", "x", '"x"'),
+    ("effects[0].effect_pct", {"a": 1}, '{"a": 1}'),
+    ("noise.baseline_cv", "0.01", '"0.01"'),
+    ("threshold_pct", "1", '"1"'),
+])
+def test_load_refuses_what_is_not_a_number(tmp_path, key, value, shown):
+    doc = rf.results_doc()
+    _set(doc, key, value)
+    path = rf.write(tmp_path / "run", doc)
+    with pytest.raises(FlagsweepError) as e:
+        report.load(path)
+    assert str(e.value) == f"{path}: key '{key}': expected a number or null, got {shown}"
+
+
+def test_load_refuses_an_interval_that_is_not_two_numbers(tmp_path):
+    for value, shown in [([0.9, "x"], '[0.9, "x"]'), ([0.9], "[0.9]"), ("wide", '"wide"')]:
+        doc = rf.results_doc()
+        doc["variants"][2]["vs_baseline"]["ci95"] = value
+        path = rf.write(tmp_path / "run", doc)
+        with pytest.raises(FlagsweepError) as e:
+            report.load(path)
+        assert str(e.value) == (f"{path}: key 'variants[2].vs_baseline.ci95': expected a pair of "
+                                f"numbers or null, got {shown}")
+
+
+def test_report_and_compare_of_a_non_number_are_one_line(tmp_path):
+    doc = rf.results_doc()
+    doc["variants"][2]["vs_baseline"]["ratio"] = "fast"
+    bad = rf.write(tmp_path / "bad", doc)
+    good = rf.write(tmp_path / "good", rf.results_doc())
+    why = f"flagsweep: {bad}: key 'variants[2].vs_baseline.ratio': expected a number or null, got \"fast\"\n"
+    for args in (["report", str(bad)], ["compare", str(good), str(bad)]):
+        done = _flagsweep(*args)
+        assert (done.returncode, done.stderr) == (2, why)
+    assert not (bad.parent / "index.html").exists()

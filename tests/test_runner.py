@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -11,6 +13,8 @@ import numpy as np
 import pytest
 
 from flagsweep import probes, runner
+from flagsweep.errors import FlagsweepError
+from procs import kill_all, marker, running, wait_for
 from flagsweep.store import Sample
 
 PROGRAM = r"""
@@ -227,3 +231,111 @@ def test_budget_stops_before_a_round_that_would_overrun(monkeypatch):
                        precision=0.0001, baseline="a")
     outcome, _ = _simulate(plan, noise=0.3)
     assert "time budget of 45 s reached" in outcome.stop_reason and outcome.rounds < 50
+
+
+# ---- a launcher that could not report ----------------------------------------------------------
+
+def test_a_full_disk_stops_the_run_naming_the_disk(program, small_fs):
+    """The launcher's report on a full disk came back empty: KeyError 'nvcsw'. Every later run
+    would fail the same way, so it is an error naming the disk, not a failed sample."""
+    small_fs.fill()
+    with pytest.raises(FlagsweepError, match=rf"^the disk holding {re.escape(str(small_fs.path))} "
+                       r"is full \(the launcher's report err.launch is incomplete\): free space "
+                       r"there, then run again \(flagsweep run --resume continues a sweep\)$"):
+        _run(program, small_fs.path, "ok")
+
+
+def test_a_report_cut_short_is_no_report(program, tmp_path):
+    _run(program, tmp_path, "ok")
+    text = (tmp_path / "err.launch").read_text()
+    assert runner._read_report(tmp_path / "err.launch")["nvcsw"] >= 0
+    cut = tmp_path / "cut"
+    for n in range(len(text)):
+        cut.write_text(text[:n])
+        assert runner._read_report(cut) is None, text[:n]
+
+
+def test_a_launcher_killed_before_its_report_is_a_failed_run(tmp_path):
+    """The workload kills its parent, the launcher (as the OOM killer might): a failed run with
+    the reason, not a traceback."""
+    e = runner.run_once(["/bin/sh", "-c", "echo going >&2; kill -9 $PPID"], env=runner.MINIMAL_ENV,
+                        timeout=10, stderr_path=tmp_path / "err")
+    assert e.failure == (f"the launcher's report {tmp_path / 'err.launch'} is missing "
+                         "(launcher: killed by SIGKILL); stderr: going")
+    assert e.wall_s is None
+
+
+# ---- nothing a workload starts outlives it ---------------------------------------------------
+
+@pytest.fixture
+def mark():
+    m = marker()
+    yield m
+    kill_all(m)
+
+
+def test_processes_a_workload_leaves_are_ended_with_it(tmp_path, mark):
+    """A forked child in the workload's group, one that left it with setsid, and one whose
+    parent exited at once: after a normal exit all three ran on beside the next run."""
+    e = runner.run_once(["/bin/sh", "-c", f"sleep {mark} & setsid sleep {mark} & "
+                         f"(sleep {mark} &); echo done"], env=runner.MINIMAL_ENV, timeout=30,
+                        stderr_path=tmp_path / "err", stdout_path=tmp_path / "out")
+    assert e.failure is None and (tmp_path / "out").read_text() == "done\n"
+    assert running(mark) == []
+    assert runner._read_report(tmp_path / "err.launch")["leftover"] == 3
+
+
+def test_a_timeout_ends_what_left_the_group_too(tmp_path, mark):
+    e = runner.run_once(["/bin/sh", "-c", f"setsid sleep {mark} & sleep {mark}"],
+                        env=runner.MINIMAL_ENV, timeout=0.5, stderr_path=tmp_path / "err")
+    assert e.failure == "timeout after 0.5 s (killed)"
+    assert running(mark) == []
+
+
+HUNG_RUN = """
+import sys
+from pathlib import Path
+from flagsweep import probes, runner
+folder, mark, perf = Path(sys.argv[1]), sys.argv[2], sys.argv[3] == "perf"
+pre = None
+if perf:  # a stand-in for perf: a parent between flagsweep and the launcher that stays alive
+    probes.perf_prefix = lambda pre, csv: ["/bin/sh", "-c", '"$@"; exit $?', "sh"]
+    pre = probes.Preflight(perf=None, mode="software", events=(), paranoid=None,
+                           hw_counters=False, reasons=())
+runner.run_once(["sleep", mark], env=runner.MINIMAL_ENV, timeout=3600, perf=pre,
+                perf_csv=folder / "perf.csv", stderr_path=folder / "timing.stderr")
+"""
+
+
+def _killed_while_hung(folder, mark, perf: bool) -> int:
+    """A flagsweep process killed with -9 while its workload hangs; its pid."""
+    folder.mkdir()
+    sweep = subprocess.Popen([sys.executable, "-c", HUNG_RUN, str(folder), mark,
+                              "perf" if perf else "plain"])
+    wait_for(lambda: running(mark), "the workload to start")
+    sweep.kill()
+    sweep.wait()
+    return sweep.pid
+
+
+def test_kill_9_of_flagsweep_ends_its_hung_workload(tmp_path, mark):
+    """The kernel tells the launcher its parent died (PR_SET_PDEATHSIG): it ends the workload."""
+    _killed_while_hung(tmp_path / "run", mark, perf=False)
+    wait_for(lambda: running(mark) == [], "the hung workload to end")
+
+
+def test_a_resumed_run_stops_a_workload_left_running(tmp_path, mark, caplog):
+    """With perf between them, the launcher's parent (perf) lives on after kill -9 of flagsweep
+    and the hung workload with it. The next run in that folder finds it, says so, stops it."""
+    folder = tmp_path / "run"
+    owner = _killed_while_hung(folder, mark, perf=True)
+    assert len(running(mark)) == 1
+    record = folder / "timing.stderr.running"
+    launcher = int(record.read_text().split()[0])
+    e = runner.run_once(["/bin/true"], env=runner.MINIMAL_ENV, timeout=30,
+                        stderr_path=folder / "timing.stderr")
+    assert e.failure is None and running(mark) == [] and not record.exists()
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warnings == [f"a workload started by flagsweep process {owner}, which is gone, was "
+                        f"still running (launcher pid {launcher}, recorded in {record}); "
+                        "stopping it before measuring beside it"]

@@ -298,3 +298,82 @@ def _unused_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+# ---- a damaged store, a full disk ------------------------------------------------------------
+
+def _damage(path: Path, how: str) -> None:
+    data = path.read_bytes()
+    if how == "garbage":
+        path.write_bytes(bytes(range(256)) * 12)
+    elif how == "truncated":
+        path.write_bytes(data[:5000])
+    else:  # a page in the middle overwritten
+        path.write_bytes(data[:4096] + b"x" * 4096 + data[8192:])
+
+
+def _damaged_store(tmp_path: Path, how: str) -> Path:
+    path = tmp_path / "store.sqlite"
+    s = Store(f"sqlite:///{path}")
+    for i in range(3):
+        _run(s, f"run-{i}")
+    s.engine.dispose()
+    assert not Path(f"{path}-wal").exists()  # checkpointed: the file holds everything
+    _damage(path, how)
+    return path
+
+
+@pytest.mark.parametrize("how", ["garbage", "truncated", "overwritten"])
+def test_a_damaged_store_names_its_file_and_what_to_do(tmp_path, how):
+    path = _damaged_store(tmp_path, how)
+    with pytest.raises(FlagsweepError) as e:
+        Store(f"sqlite:///{path}").runs_of("gzip")
+    assert str(e.value).startswith(f"the store {path} is damaged or not a flagsweep store (")
+    assert str(e.value).endswith("move the file (and any -wal and -shm beside it) aside or "
+                                 "restore it from a backup; FLAGSWEEP_DB or --db choose another "
+                                 "store")
+
+
+def test_a_damaged_store_is_one_line_from_the_command(tmp_path, monkeypatch):
+    path = _damaged_store(tmp_path, "truncated")
+    monkeypatch.setenv("FLAGSWEEP_DB", f"sqlite:///{path}")
+    cli = subprocess.run([sys.executable, "-m", "flagsweep", "history", "gzip"],
+                         capture_output=True, text=True)
+    assert cli.returncode == 2
+    assert cli.stderr == (f"flagsweep: the store {path} is damaged or not a flagsweep store "
+                          "(database disk image is malformed): move the file (and any -wal and "
+                          "-shm beside it) aside or restore it from a backup; FLAGSWEEP_DB or "
+                          "--db choose another store\n")
+
+
+def test_a_store_in_a_missing_folder_says_so(tmp_path):
+    with pytest.raises(FlagsweepError, match=rf"^cannot open the store {tmp_path}/no/store.sqlite: "
+                       rf"unable to open database file; its folder {tmp_path}/no must exist"):
+        Store(f"sqlite:///{tmp_path}/no/store.sqlite")
+
+
+def test_a_full_disk_under_the_store_is_an_error_and_loses_nothing(small_fs):
+    s = Store(f"sqlite:///{small_fs.path / 'store.sqlite'}")
+    run = _run(s)
+    for r in range(3):
+        assert s.add_sample(run, Sample("v", r, 0, 0, wall_s=1.0))
+    small_fs.fill()
+    with pytest.raises(FlagsweepError, match=rf"^the store {small_fs.path}/store.sqlite cannot be "
+                       r"written: database or disk is full. Free space on its disk"):
+        for r in range(3, 1000):  # SQLite's pages in hand take a few before the disk is needed
+            s.add_sample(run, Sample("v", r, 0, 0, wall_s=1.0, counters={"pad": "x" * 4000}))
+    stored = len(s.samples(run))
+    small_fs.free()
+    assert s.add_sample(run, Sample("v", 1000, 0, 0, wall_s=1.0))
+    assert [x.round for x in s.samples(run)][:3] == [0, 1, 2] and len(s.samples(run)) == stored + 1
+    s.engine.dispose()
+
+
+def test_a_full_disk_at_a_runs_start_is_not_a_race_for_its_id(small_fs):
+    s = Store(f"sqlite:///{small_fs.path / 'store.sqlite'}")
+    small_fs.fill()
+    with pytest.raises(FlagsweepError, match="cannot be written: database or disk is full"):
+        for i in range(1000):  # SQLite's pages in hand take a few before the disk is needed
+            s.create_unique_run(f"run-{i}", "gzip", "olevels", Path("/tmp/out"),
+                                {"pad": "x" * 4000}, {})
+    s.engine.dispose()

@@ -1,0 +1,73 @@
+"""Writing output files so that a full disk or a folder that cannot be written costs nothing.
+
+A file is written beside its final name and renamed over it: a reader sees the old file or the
+new one, never a truncated one (a full disk left a 0-byte index.html). Every failure becomes a
+FlagsweepError naming the path and the reason, not a traceback.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+from .errors import FlagsweepError
+
+
+def write_atomic(path: Path, data: str | bytes) -> Path:
+    """Write data (text as UTF-8) to path through a temporary file and a rename."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data.encode() if isinstance(data, str) else data)
+        os.replace(tmp, path)
+    except OSError as e:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass  # the folder refuses even that: nothing was left in it
+        raise FlagsweepError(f"cannot write {path}: {reason(e)}") from None
+    return path
+
+
+def make_dir(path: Path, what: str = "folder") -> Path:
+    """mkdir -p, with a failure named (what: e.g. "the --out folder")."""
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise FlagsweepError(f"cannot create {what} {path}: {reason(e)}") from None
+    return path
+
+
+def check_writable(path: Path, what: str) -> None:
+    """Refuse, before any work and without creating anything, a folder that could not be made
+    or written: its nearest existing ancestor must be a folder this process may write in."""
+    path = Path(path).absolute()
+    existing = next(p for p in (path, *path.parents) if p.exists())
+    if not existing.is_dir():
+        raise FlagsweepError(f"{what} {path}: {existing} is a file, not a folder; choose "
+                             "another folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        why = ("a read-only file system" if os.statvfs(existing).f_flag & os.ST_RDONLY
+               else "no permission to write there")
+        raise FlagsweepError(f"{what} {path}: cannot write in {existing} ({why}); choose a "
+                             "writable folder")
+
+
+FULL_BELOW = 64 << 10   # bytes: a file system this close to full already refuses writes (tmpfs)
+
+
+def disk_full(path: Path) -> bool:
+    """Whether the file system holding path has (next to) no room left for this process."""
+    st = os.statvfs(path)
+    return (st.f_bfree if os.geteuid() == 0 else st.f_bavail) * st.f_frsize < FULL_BELOW
+
+
+def reason(e: OSError) -> str:
+    """An OSError's reason in words, with what to do when the disk is full."""
+    text = e.strerror or str(e)
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+        text += " (the disk is full: free space there and run the command again)"
+    return text

@@ -1,0 +1,47 @@
+"""Finding a test's own processes by a unique argument: nothing else on the machine is touched."""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from pathlib import Path
+
+
+def marker() -> str:
+    """A `sleep` duration no other process uses: the test's processes are found by it."""
+    return f"{random.randrange(10**6, 10**7)}.5"
+
+
+def running(mark: str) -> list[int]:
+    """Pids of the live `sleep MARK` processes (a zombie has no command line; the processes
+    that started them, with the mark somewhere in their arguments, are not counted)."""
+    want = f"sleep\0{mark}\0".encode()
+    found = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if (d / "cmdline").read_bytes() == want:
+                    found.append(int(d.name))
+            except OSError:
+                continue
+    return found
+
+
+def wait_for(predicate, what: str, seconds: float = 60.0):
+    """Poll until predicate() is true (it returns the value); a liveness check, not a timing."""
+    deadline = time.monotonic() + seconds
+    while not (value := predicate()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"still waiting after {seconds:g} s for {what}")
+        time.sleep(0.05)
+    return value
+
+
+def kill_all(mark: str) -> None:
+    """Clean up after a failing test: only this test's `sleep MARK` processes."""
+    for pid in running(mark):
+        try:
+            os.kill(pid, 9)
+        except ProcessLookupError:
+            pass

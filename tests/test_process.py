@@ -1,0 +1,95 @@
+"""process.run: a program and everything it starts end when the wait for it is cut short."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from procs import kill_all, marker, running, wait_for
+from flagsweep import process
+
+
+@pytest.fixture
+def mark():
+    m = marker()
+    yield m
+    kill_all(m)
+
+
+def test_sigterm_ends_the_whole_group_of_a_running_command(mark):
+    """As ninja does to a build step: SIGTERM to a Python process waiting in process.run (no
+    handler of its own). It used to die at once and leave its program's children running."""
+    script = textwrap.dedent(f"""
+        from flagsweep import process
+        process.run(["sh", "-c", "sleep {mark} & sleep {mark}; :"])
+    """)
+    parent = subprocess.Popen([sys.executable, "-c", script])
+    wait_for(lambda: len(running(mark)) == 2, "both sleeps to start")
+    parent.send_signal(signal.SIGTERM)
+    assert parent.wait(timeout=60) != 0
+    assert running(mark) == []
+
+
+def test_a_timeout_ends_the_whole_group(mark):
+    with pytest.raises(subprocess.TimeoutExpired):
+        process.run(["sh", "-c", f"sleep {mark} & sleep {mark}; :"], timeout=0.5)
+    assert running(mark) == []
+
+
+def test_a_normal_run_is_unchanged():
+    r = process.run(["sh", "-c", "echo out; echo err >&2; exit 3"])
+    assert (r.returncode, r.stdout, r.stderr) == (3, "out\n", "err\n")
+    assert process.run(["cat"], input="fed").stdout == "fed"
+
+
+def _mentioning(text: str) -> list[int]:
+    """Pids of live processes with `text` in their command line."""
+    found = []
+    for d in Path("/proc").iterdir():
+        try:
+            if d.name.isdigit() and text.encode() in (d / "cmdline").read_bytes():
+                found.append(int(d.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.integration
+def test_sigterm_during_the_build_leaves_no_build_running(tmp_path, mark):
+    """`flagsweep run` stopped by SIGTERM while make sleeps in a build step: ninja, make and the
+    step used to build on after flagsweep had exited and released the measurement lock."""
+    src = tmp_path / "slow" / "src"
+    src.mkdir(parents=True)
+    (src / "prog.c").write_text("int main(void) { return 0; }\n")
+    (src / "Makefile").write_text(f"prog: prog.c\n\tsleep {mark}\n\t$(CC) $(CFLAGS) -o prog prog.c\n")
+    (src.parent / "target.toml").write_text(textwrap.dedent("""
+        summary = "a build step that sleeps"
+        version = "0"
+        [source]
+        path = "src"
+        [build]
+        system = "make"
+        binary = "prog"
+        [inputs]
+        kind = "corpus"
+        megabytes = 1
+        quick_megabytes = 1
+        [run]
+        argv = ["{binary}"]
+        [check]
+        method = "exact"
+    """))
+    out = tmp_path / "out"
+    sweep = subprocess.Popen([sys.executable, "-m", "flagsweep", "run", str(src.parent), "--flags",
+                              "-O2", "--flags", "-O1", "--quick", "--runs", "2", "--out", str(out)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wait_for(lambda: len(running(mark)) == 2, "both variants' build steps to start")
+    sweep.send_signal(signal.SIGTERM)
+    sweep.communicate(timeout=120)
+    assert sweep.returncode != 0
+    assert running(mark) == [] and _mentioning(str(out)) == []

@@ -184,6 +184,10 @@ def test_resume_reverifies_each_binary_against_its_recorded_code(tiny, tmp_path,
     ("--out", "", "an empty path is not a folder"),
     ("--source-dir", " ", "an empty path is not a folder"),
     ("--jobs", "99999999999", "99999999999 is not in the range 1<=x<=4096"),
+    # bounds that held before the rest were added
+    ("--runs", "0", "0 is not in the range x>=1"),
+    ("--warmup", "-1", "-1 is not in the range x>=0"),
+    ("--cpu", "-1", "-1 is not in the range x>=0"),
 ])
 def test_meaningless_option_values_are_refused_before_any_work(tiny, tmp_path, option, value,
                                                                 expected):

@@ -73,8 +73,15 @@ def start(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: buil
         for warning in system.warnings(machine):
             say(f"warning: {warning}")
         _counters_usable(opts)               # fail fast, before any build, on what cannot work
-        inputs.prepare(t, quick=opts.quick)
-        builds = build.build_all(t, m, build_opts)
+        try:
+            inputs.prepare(t, quick=opts.quick)
+            builds = build.build_all(t, m, build_opts)
+        except KeyboardInterrupt:
+            # No run exists yet, so there is nothing to resume; the build processes are ended
+            # by then (process.run waits for their whole group).
+            raise Interrupted(f"interrupted before measuring; no run was recorded. {out} holds "
+                              "a partial build, and builds start in a new folder: run again "
+                              "with another --out, or remove it first") from None
         build.write_summary(out, t, r, m, builds)
         docs = [b.doc(out) for b in builds]
         docs += aa_twin(docs, m.baseline.id, out)

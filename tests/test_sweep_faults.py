@@ -297,3 +297,39 @@ def test_an_unexpected_error_while_measuring_leaves_the_run_failed_not_running(
     assert status == "failed" and "scratch" in reason and _samples(db, run_id) == left
     (out / "scratch").unlink()
     assert main("run", "--resume", run_id)[0] == 0 and _run(db, out) == (run_id, "complete")
+
+
+def test_sigterm_while_building_ends_the_build_and_says_how_to_go_on(tmp_path, isolated_cache):
+    """SIGTERM before any run exists: no traceback or click's bare "Aborted!", the build's own
+    processes end with flagsweep, and the message says the folder cannot be reused."""
+    import os
+    import signal
+    import time
+
+    src = tmp_path / "mk" / "src"
+    shutil.copytree(TINY_SRC, src, ignore=shutil.ignore_patterns("CMakeLists.txt"))
+    started = tmp_path / "compiling.pid"
+    # The compile step writes its shell's pid, then sleeps: a build still running when the
+    # signal comes.
+    (src / "Makefile").write_text(
+        "tiny: main.o kernel.o\n\t$(CC) $(CFLAGS) -o $@ main.o kernel.o -lm\n"
+        f"%.o: %.c kernel.h\n\techo $$$$ > {started}; sleep 60\n\t$(CC) $(CFLAGS) -c $< -o $@\n")
+    target = write_tiny_target(tmp_path / "t", name="tinyslow").joinpath("target.toml")
+    target.write_text(target.read_text().replace('system = "cmake"', 'system = "make"')
+                      .replace(f'path = "{TINY_SRC}"', f'path = "{src}"'))
+    out = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "flagsweep", "run", str(target), "--flags",
+                             "-O2", "--runs", "1", "--quick", "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not started.exists() or not started.read_text().strip():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.1)
+    compiling = int(started.read_text())
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2, err
+    assert "Traceback" not in err and "Aborted!" not in err
+    assert "interrupted before measuring; no run was recorded" in err and str(out) in err
+    with pytest.raises(ProcessLookupError):
+        os.kill(compiling, 0)

@@ -550,3 +550,10 @@ def main() -> None:
     except FlagsweepError as e:
         click.echo(f"flagsweep: {e}", err=True)
         sys.exit(2)
+    except OSError as e:
+        # The machine's state (a folder replaced by a file, a full disk, a permission) is the
+        # user's to fix, so it is said in one line; -vv logs where it happened.
+        logging.getLogger("flagsweep").debug("stopped by", exc_info=True)
+        where = f"{e.filename}: " if e.filename else ""
+        click.echo(f"flagsweep: {where}{files.reason(e)}", err=True)
+        sys.exit(2)

@@ -253,14 +253,14 @@ def test_results_that_cannot_be_written_leave_the_run_failed_and_resumable(tiny,
     run_id, _ = _run(db, out)
     taken = _interrupt(db, run_id, from_round=9)       # every sample kept
     (out / "results.json").unlink()
-    (out / "results.json.tmp").mkdir()                 # where results.write puts its draft
+    (out / "results.json").mkdir()                     # no file can be renamed over it
     code, err = main("run", "--resume", run_id)
     assert code == 2
     assert (f"flagsweep: run {run_id}: every sample is taken, but results.json was not written "
-            f"(IsADirectoryError: ") in err
+            f"(cannot write {out / 'results.json'}: Is a directory)") in err
     assert f"`flagsweep run --resume {run_id}` writes the results" in err
-    assert _run(db, out) == (run_id, "failed") and not (out / "results.json").exists()
-    (out / "results.json.tmp").rmdir()
+    assert _run(db, out) == (run_id, "failed") and (out / "results.json").is_dir()
+    (out / "results.json").rmdir()
     assert main("run", "--resume", run_id)[0] == 0
     assert _run(db, out) == (run_id, "complete") and _samples(db, run_id) == taken
     assert json.loads((out / "results.json").read_text())["status"] == "complete"

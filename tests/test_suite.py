@@ -101,16 +101,20 @@ def test_run_all_sweeps_each_target_and_writes_the_suite(tmp_path, monkeypatch):
     """Two programs (the tiny one twice, one made heavier) and one whose source is gone: the
     broken one is recorded, the others are swept and pooled; -O0 is slower on both and overall."""
     targets = tmp_path / "targets"
-    write_tiny_target(targets / "tinya", name="tinya", megabytes=2, quick_megabytes=1)
-    write_tiny_target(targets / "tinyb", name="tinyb", megabytes=2, quick_megabytes=1,
-                      repeats=3)
+    write_tiny_target(targets / "tinya", name="tinya", megabytes=2, quick_megabytes=0.25,
+                      timeout=30)
+    write_tiny_target(targets / "tinyb", name="tinyb", megabytes=2, quick_megabytes=0.25,
+                      repeats=3, timeout=30)
     broken = write_tiny_target(targets / "broken", name="broken") / "target.toml"
     broken.write_text(broken.read_text().replace("/targets/tiny/src", "/targets/tiny/gone"))
     skipped = write_tiny_target(targets / "later", name="later") / "target.toml"
     monkeypatch.setattr(target, "TARGETS_DIR", targets)
     out = tmp_path / "suite"
+    # Counted with Cachegrind: timed, -O0 on a 1 MB input once read "no difference" on a busy CI
+    # runner, and what this test checks is the pooling, not the machine.
     res = CliRunner().invoke(cli, ["run", "--all", "--skip", "later", "--flags", "-O2",
-                                   "--flags", "-O0", "--runs", "8", "--quick", "--out", str(out)])
+                                   "--flags", "-O0", "--metric", "instructions", "--runs", "7",
+                                   "--quick", "--out", str(out)])
     assert res.exit_code == 0, res.output
     assert res.output.strip().splitlines()[-1] == str(out / "suite.html")
     data = json.loads((out / "suite.json").read_text())

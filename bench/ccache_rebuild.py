@@ -22,7 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from flagsweep import fetch, target as target_mod
+from flagsweep.build import fetch
+from flagsweep.spec import target as target_mod
 
 
 def seed_cache(name: str, cache: Path) -> None:

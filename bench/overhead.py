@@ -3,7 +3,7 @@
 
 The workload is a C program that does nothing (so any cost is the harness's). "Direct" is the
 floor any harness pays: posix_spawn + waitpid in a loop. "flagsweep" is the real measuring path:
-runner.rounds driving sweep.Sampler (padded environment, the launcher's extra fork and exec,
+rounds.rounds driving sweep.Sampler (padded environment, the launcher's extra fork and exec,
 pidfd timeout, the store's committed insert per sample, the stopping rule's read-back after each
 round), pinned to one CPU as in a sweep. Printed: median milliseconds per run, and flagsweep's overhead over direct,
 without perf and with perf stat (when perf is usable here).
@@ -22,8 +22,12 @@ from pathlib import Path
 
 import numpy as np
 
-from flagsweep import check, probes, runner, sweep, target
-from flagsweep.store import Store
+from flagsweep import sweep
+from flagsweep.host import launcher, probes
+from flagsweep.measure import rounds
+from flagsweep.results.store import Store
+from flagsweep.spec import target
+from flagsweep.workload import check
 
 
 def _median(values) -> float:
@@ -74,10 +78,10 @@ def harness(folder: Path, binary: Path, n: int, perf: probes.Preflight | None) -
         stamps.append(time.perf_counter_ns() / 1e6)
         return sampler(vid, rnd, pos, pad)   # a run the machine disturbed is retaken, as in a sweep
 
-    plan = runner.Plan(ids, seed=1, warmup=0, min_runs=n // len(ids), max_runs=n // len(ids),
+    plan = rounds.Plan(ids, seed=1, warmup=0, min_runs=n // len(ids), max_runs=n // len(ids),
                        precision=0.0)
-    with runner.pinned(runner.choose_cpu([])):
-        runner.rounds(plan, set(), measure,
+    with launcher.pinned(launcher.choose_cpu([])):
+        rounds.rounds(plan, set(), measure,
                       lambda: sweep.round_values(store, run_id, "wall_s"))
     stamps.append(time.perf_counter_ns() / 1e6)
     return [b - a for a, b in zip(stamps, stamps[1:])]

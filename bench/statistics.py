@@ -4,8 +4,8 @@
     nice -n 19 .venv/bin/python bench/statistics.py --scale 0.25 stopping   # fewer sweeps, one table
 
 A simulated sweep: baseline, its A/A twin and the variants, each sample
-exp(true log effect + the round's shared drift + noise), rounds in `runner.order`'s shuffle.
-It stops where `runner.decided` (the run's own rule) says, or after a fixed n; then every
+exp(true log effect + the round's shared drift + noise), rounds in `rounds.order`'s shuffle.
+It stops where `rounds.decided` (the run's own rule) says, or after a fixed n; then every
 variant is compared with the baseline by `stats.compare` and the sweep adjusted by
 `stats.adjust`, as `analysis.apply` does. The noise statement is `stats.noise` on the baseline
 and twin. History feeds `history.Series`/`Point` (as `history._points` builds them) to
@@ -28,7 +28,9 @@ from scipy import stats as sps
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from flagsweep import history, runner, stats  # noqa: E402
+from flagsweep import stats  # noqa: E402
+from flagsweep.across import history
+from flagsweep.measure import rounds
 
 SEED = 20261123
 THRESHOLD = 0.01
@@ -58,7 +60,7 @@ class Noise:
             text += f", drift rw_exec {100 * self.walk:g}%"
         return text
 
-    def draw(self, rng: np.random.Generator, plan: runner.Plan, rounds: int) -> dict[str, np.ndarray]:
+    def draw(self, rng: np.random.Generator, plan: rounds.Plan, rounds: int) -> dict[str, np.ndarray]:
         ids = plan.variant_ids
         if self.t3:
             e = rng.standard_t(3, size=(len(ids), rounds)) * self.cv / math.sqrt(3)
@@ -72,7 +74,7 @@ class Noise:
             walk = np.cumsum(steps)
             index = {vid: k for k, vid in enumerate(ids)}
             for r in range(rounds):
-                for pos, vid in enumerate(runner.order(plan, r)):
+                for pos, vid in enumerate(rounds.order(plan, r)):
                     e[index[vid], r] += walk[r * len(ids) + pos]
         return {vid: e[k] for k, vid in enumerate(ids)}
 
@@ -83,15 +85,15 @@ def sweep(rng: np.random.Generator, noise: Noise, effects: dict[str, float], run
           seed: int) -> tuple[dict[str, stats.Comparison], int, dict]:
     """(comparisons as the analysis makes them, rounds measured, stats.noise's statement)."""
     ids = ["base", "base.aa", *effects]
-    plan = runner.Plan(ids, seed=seed, warmup=0, baseline="base", threshold=THRESHOLD,
+    plan = rounds.Plan(ids, seed=seed, warmup=0, baseline="base", threshold=THRESHOLD,
                        min_runs=runs or 5, max_runs=runs or 30)
     logs = noise.draw(rng, plan, plan.max_runs)
     for vid, ratio in effects.items():
         logs[vid] = logs[vid] + math.log(ratio)
     values = {vid: {r: float(math.exp(x)) for r, x in enumerate(logs[vid])} for vid in ids}
     n = plan.max_runs
-    for k in range(runner.first_stop(plan), plan.max_runs + 1):
-        if runner.decided(plan, _first(values, k), k) is not None:
+    for k in range(rounds.first_stop(plan), plan.max_runs + 1):
+        if rounds.decided(plan, _first(values, k), k) is not None:
             n = k
             break
     measured = _first(values, n)
@@ -215,7 +217,7 @@ def statement(scale: float) -> None:
         rng = np.random.default_rng([SEED, 4, k])
         called, stated = 0, []
         for i in range(n):
-            plan = runner.Plan(["base", "base.aa", "var"], seed=i, warmup=0, baseline="base",
+            plan = rounds.Plan(["base", "base.aa", "var"], seed=i, warmup=0, baseline="base",
                                min_runs=runs, max_runs=runs)
             logs = noise.draw(rng, plan, runs)
             base = {r: float(math.exp(x)) for r, x in enumerate(logs["base"])}
@@ -296,12 +298,12 @@ def cost(scale: float) -> None:
     print("### Cost of the stopping rule: 30 variants + twin at 30 rounds, one evaluation\n")
     rng = np.random.default_rng([SEED, 6])
     ids = ["base", "base.aa", *(f"v{j}" for j in range(30))]
-    plan = runner.Plan(ids, seed=1, warmup=0, baseline="base")
+    plan = rounds.Plan(ids, seed=1, warmup=0, baseline="base")
     values = {vid: {r: float(x) for r, x in enumerate(rng.lognormal(0, 0.01, 30))} for vid in ids}
     t0 = time.process_time()
     for _ in range(3):
-        runner.decided(plan, values, 30)
-    print(f"runner.decided: {(time.process_time() - t0) / 3:.2f} s CPU per round\n")
+        rounds.decided(plan, values, 30)
+    print(f"rounds.decided: {(time.process_time() - t0) / 3:.2f} s CPU per round\n")
 
 
 def _sweeps(n: int, scale: float) -> int:

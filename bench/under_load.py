@@ -4,7 +4,7 @@ without it, through the real `flagsweep run`, and the figures that say so.
 
 Sections (each prints its own table; pick with --only):
 
-  rule   the evidence behind flagsweep.disturbance's limits: one gzip -9 binary run pinned, quiet
+  rule   the evidence behind flagsweep.measure.disturbance's limits: one gzip -9 binary run pinned, quiet
          and under load, and how wall and CPU time grow with the share of the run spent waiting
          for the CPU (least squares of value / quiet median on that share, with its SE).
   aa     SWEEPS sweeps of the bundled tiny with default options: the baseline, its A/A twin and
@@ -36,10 +36,10 @@ from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
-
 from load import running  # noqa: E402  (bench/ is this script's folder, first on sys.path)
 
-from flagsweep import runner, stats  # noqa: E402
+from flagsweep import stats  # noqa: E402
+from flagsweep.host import launcher
 
 ROOT = Path(__file__).resolve().parent.parent
 FLAGSWEEP = [sys.executable, "-m", "flagsweep"]
@@ -73,13 +73,13 @@ def section_rule(work: Path, env: dict[str, str], seed: int, runs: int = 60,
     def take(n: int) -> np.ndarray:
         rows = []
         for i in range(n):
-            e = runner.run_once(argv, env=runner.padded_env(runner.MINIMAL_ENV, i), timeout=120,
+            e = launcher.run_once(argv, env=launcher.padded_env(launcher.MINIMAL_ENV, i), timeout=120,
                                 stderr_path=work / "rule.err")
             c = e.counters
             rows.append((e.wall_s, e.user_s + e.sys_s, c["run_delay_s"], c["involuntary_switches"]))
         return np.array(rows)
 
-    with runner.pinned(cpu):
+    with launcher.pinned(cpu):
         quiet = np.vstack([take(runs // 2)])
         with running(seed=seed):
             busy = take(loaded_runs)
@@ -239,7 +239,7 @@ def section_duet(work: Path, env: dict[str, str], seed: int, pairs: int = 40) ->
 
 
 def _once(argv: list[str], work: Path, tag: str) -> tuple[float, float]:
-    e = runner.run_once(argv, env=runner.MINIMAL_ENV, timeout=120, stderr_path=work / f"{tag}.err")
+    e = launcher.run_once(argv, env=launcher.MINIMAL_ENV, timeout=120, stderr_path=work / f"{tag}.err")
     return e.wall_s, e.user_s + e.sys_s
 
 
@@ -247,7 +247,7 @@ def _rounds_design(base, other, cpu, n, work) -> list[tuple]:
     """Both on one pinned CPU, one after the other in a shuffled order: a round of two."""
     out = []
     rng = np.random.default_rng(1)
-    with runner.pinned(cpu):
+    with launcher.pinned(cpu):
         for _ in range(n):
             first = rng.random() < 0.5
             a = _once(other if first else base, work, "r")

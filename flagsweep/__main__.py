@@ -1,3 +1,3 @@
-from .cli import main
+from flagsweep.cli import main
 
 main()

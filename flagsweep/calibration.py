@@ -13,8 +13,10 @@ import json
 from pathlib import Path
 from typing import Callable
 
-from . import build, matrix, recipe, sweep, target
-from .store import Store
+from flagsweep import sweep
+from flagsweep.build import variants
+from flagsweep.results.store import Store
+from flagsweep.spec import matrix, recipe, target
 
 PLANTED_PCT = (1, 3, 10)
 
@@ -24,7 +26,7 @@ def flag_sets() -> list[str]:
     return ["-O2 -DTINY_EXTRA_PERMILLE=0"] + [f"-O2 -DTINY_EXTRA_PERMILLE={10 * p}" for p in PLANTED_PCT]
 
 
-def run(build_opts: build.Options, opts: sweep.MeasureOptions, store: Store,
+def run(build_opts: variants.Options, opts: sweep.MeasureOptions, store: Store,
         say: Callable[[str], None]) -> tuple[Path, list[dict]]:
     t = target.load("tiny")
     r = recipe.from_flags(flag_sets(), ["gcc"])

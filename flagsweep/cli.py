@@ -14,10 +14,15 @@ from pathlib import Path
 
 import click
 
-from . import __version__, build, calibration, cpu, files, fleet, history, matrix, merge, recipe, report, results, store, suite, sweep, system, target
-from . import pick as pick_mod
-from .report import terminal
-from .errors import FlagsweepError, Interrupted
+from flagsweep import __version__, calibration, files, fleet, report, results, sweep
+from flagsweep.across import history, merge, suite
+from flagsweep.across import pick as pick_mod
+from flagsweep.build import variants
+from flagsweep.errors import FlagsweepError, Interrupted
+from flagsweep.host import advice, cpu, system
+from flagsweep.report import terminal
+from flagsweep.results import store
+from flagsweep.spec import matrix, recipe, target
 
 REPORTS = Path(__file__).resolve().parent.parent / "reports"
 
@@ -129,7 +134,7 @@ def _prepare(target_name, recipe_name, flag_sets, compilers, jobs, out_dir, offl
     m = matrix.expand(r, list(compilers) or None)
     out = out_dir or REPORTS / f"{t.name}-{_stamp()}"
     files.check_writable(out, "--out")
-    opts = build.Options(out_dir=out, jobs=jobs or _cpu_count(), offline=offline,
+    opts = variants.Options(out_dir=out, jobs=jobs or _cpu_count(), offline=offline,
                          source_dir=source_dir)
     click.echo(f"{t.name} {t.spec.version}: recipe {r.name}, {len(m.variants)} variants "
                f"({m.design}), {len(m.skipped)} skipped", err=True)
@@ -151,9 +156,9 @@ def _recipe(recipe_name, flag_sets, compilers) -> recipe.Recipe:
 def build_cmd(as_json, **kw) -> None:
     """Fetch TARGET and build every variant of a recipe, audited and fingerprinted."""
     t, r, m, opts = _prepare(**kw)
-    builds = build.build_all(t, m, opts)
+    builds = variants.build_all(t, m, opts)
     out = opts.out_dir.resolve()
-    summary_path = build.write_summary(out, t, r, m, builds)
+    summary_path = variants.write_summary(out, t, r, m, builds)
     if as_json:
         click.echo(json.dumps([b.doc(out) for b in builds], indent=2))
     else:
@@ -321,7 +326,7 @@ def _run_suite(all_, skip, mopts, db, say, kw) -> None:
 
 def _write_suite(paths: list[Path], failed: list[dict], out: Path) -> None:
     s = suite.build(suite.load_all(paths), failed=failed)
-    page = suite.write(s, out)
+    page = report.write_suite(s, out)
     terminal.show_suite(s)
     click.echo(str(page))
 
@@ -348,7 +353,7 @@ def _confirm(screen_path, t, r, m, opts, mopts, db, say):
     out = opts.out_dir.resolve().with_name(opts.out_dir.resolve().name + "-confirm")
     mopts.seed = None
     return sweep.start(t, one_by_one, matrix.expand(one_by_one),
-                       build.Options(out_dir=out, jobs=opts.jobs, offline=opts.offline,
+                       variants.Options(out_dir=out, jobs=opts.jobs, offline=opts.offline,
                                      source_dir=opts.source_dir), mopts, db, say)
 
 
@@ -385,7 +390,7 @@ def compare_cmd(a_path, b_path, out_dir) -> None:
 def suite_cmd(paths, out_dir, threshold_pct) -> None:
     """Several programs' sweeps on one machine: each program's verdicts and the suite's."""
     s = suite.build(suite.load_all(_located(paths, out_dir.resolve() / "runs")), threshold_pct)
-    page = suite.write(s, out_dir)
+    page = report.write_suite(s, out_dir)
     terminal.show_suite(s)
     click.echo(str(page))
 
@@ -425,7 +430,7 @@ def history_cmd(target_name, check, threshold_pct, as_json) -> None:
 def merge_cmd(paths, out_dir) -> None:
     """One target's results from several machines: a variant x machine heatmap."""
     out = out_dir.resolve()
-    page = merge.write(merge.load_all(_located(paths, out / "runs")), out)
+    page = report.write_merge(merge.load_all(_located(paths, out / "runs")), out)
     click.echo(str(page))
 
 
@@ -481,7 +486,7 @@ def calibrate_cmd(runs, threshold_pct, quick, cpu, out_dir) -> None:
     out = out_dir or REPORTS / f"calibrate-{_stamp()}"
     opts = sweep.MeasureOptions(runs=runs, min_runs=runs, max_runs=runs, quick=quick, cpu=cpu,
                                 threshold_pct=threshold_pct)
-    path, rows = calibration.run(build.Options(out_dir=out, jobs=_cpu_count()), opts,
+    path, rows = calibration.run(variants.Options(out_dir=out, jobs=_cpu_count()), opts,
                                  store.Store(), say)
     for line in calibration.table(rows, runs, threshold_pct):
         click.echo(line)
@@ -505,13 +510,13 @@ def system_cmd(tune, reset_, as_json) -> None:
         click.echo(json.dumps(state, indent=2))
         return
     for item in system.show():
-        advice = f"  -> {item['advice']}" if item["advice"] else ""
-        click.echo(f"{item['name']:<22} {item['value'] if item['value'] is not None else 'n/a'}{advice}")
-    for warning in system.warnings(state):
+        hint = f"  -> {item['advice']}" if item["advice"] else ""
+        click.echo(f"{item['name']:<22} {item['value'] if item['value'] is not None else 'n/a'}{hint}")
+    for warning in advice.warnings(state):
         click.echo(f"warning: {warning}")
 
 
-def _print_table(builds: list[build.VariantBuild], m: matrix.Matrix) -> None:
+def _print_table(builds: list[variants.VariantBuild], m: matrix.Matrix) -> None:
     rows = [("variant", "status", "flags ok", "code", "size", "secs", "flags")]
     for b in builds:
         code = (f"= {b.identical_to}" if b.identical_to else (b.code_sha256 or "-")[:12])

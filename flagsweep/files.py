@@ -11,7 +11,7 @@ import errno
 import os
 from pathlib import Path
 
-from .errors import FlagsweepError
+from flagsweep.errors import FlagsweepError
 
 
 def write_atomic(path: Path, data: str | bytes) -> Path:
@@ -71,3 +71,13 @@ def reason(e: OSError) -> str:
     if e.errno in (errno.ENOSPC, errno.EDQUOT):
         text += " (the disk is full: free space there and run the command again)"
     return text
+
+
+def cache_dir() -> Path:
+    """$FLAGSWEEP_CACHE if set, else $XDG_CACHE_HOME/flagsweep, else ~/.cache/flagsweep."""
+    if os.environ.get("FLAGSWEEP_CACHE"):
+        return Path(os.environ["FLAGSWEEP_CACHE"])
+    # The XDG spec says an empty value means unset.
+    if os.environ.get("XDG_CACHE_HOME"):
+        return Path(os.environ["XDG_CACHE_HOME"]) / "flagsweep"
+    return Path.home() / ".cache" / "flagsweep"

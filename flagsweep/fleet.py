@@ -33,12 +33,19 @@ import re
 import shutil
 import socket
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import analysis, build, check, fetch, inputs, matrix, merge, recipe, runner, store, sweep, system, target
-from .errors import FlagsweepError
+from flagsweep import files, report, sweep
+from flagsweep.across import merge
+from flagsweep.build import variants
+from flagsweep.errors import FlagsweepError
+from flagsweep.host import launcher, system
+from flagsweep.measure import rounds
+from flagsweep.results import analysis, store
+from flagsweep.spec import matrix, recipe, target
+from flagsweep.workload import check, inputs
 
 log = logging.getLogger("flagsweep.fleet")
 BENCH = "bench"
@@ -72,7 +79,7 @@ def connect(address: str):
 
 def default_label() -> str:
     """What gcc's -march=native resolves to here (a CPU family name), else 'default'."""
-    from . import cpu
+    from flagsweep.host import cpu
     native = cpu.describe(cpu.read_host(), ["gcc"])["march_native"].get("gcc")
     return re.sub(r"[^A-Za-z0-9._-]", "_", native) if native else "default"
 
@@ -106,9 +113,9 @@ def describe_task(r: recipe.Recipe, compilers: list[str] | None, counters: str) 
 def build_task(target_file: str, target_sha: str, m: matrix.Matrix, key: str) -> dict:
     """Build a matrix on this worker; return the docs, the binaries' bytes and the build logs."""
     t = _target(target_file, target_sha)
-    out = fetch.cache_dir() / "fleet" / "builds" / key
+    out = files.cache_dir() / "fleet" / "builds" / key
     shutil.rmtree(out, ignore_errors=True)  # a private folder: an earlier build there is stale
-    builds = build.build_all(t, m, build.Options(out_dir=out, jobs=len(os.sched_getaffinity(0))))
+    builds = variants.build_all(t, m, variants.Options(out_dir=out, jobs=len(os.sched_getaffinity(0))))
     blobs, logs = {}, {}
     for b in builds:
         logs[b.variant.id] = b.log.read_text(errors="replace") if b.log.exists() else ""
@@ -143,16 +150,16 @@ def round_task(job: dict, rnd: int, binaries: dict[str, tuple[str, bytes]],
     pre = sweep.counters_setup(job["counters"], lambda _text: None)
     done = db.done(job["run_id"])
     taken = 0
-    plan = runner.Plan(sorted(paths), job["seed"])
+    plan = rounds.Plan(sorted(paths), job["seed"])
     sampler = sweep.Sampler(job["run_id"], workload, paths, pre, False, db,
                             lambda text: log.warning("%s", text), worker=_worker_name(),
                             metric=job.get("metric", "wall_s"),
                             threshold_pct=job.get("threshold_pct", 1.0))
-    with runner.pinned(_bench_cpu()):
-        for pos, vid in enumerate(runner.order(plan, rnd)):
+    with launcher.pinned(_bench_cpu()):
+        for pos, vid in enumerate(rounds.order(plan, rnd)):
             if (vid, rnd) in done:
                 continue
-            sampler(vid, rnd, pos, runner.env_pad(plan, vid, rnd))
+            sampler(vid, rnd, pos, rounds.env_pad(plan, vid, rnd))
             taken += 1
     return taken
 
@@ -179,7 +186,7 @@ def _materialize(sha: str, data: bytes, name: str) -> Path:
     if hashlib.sha256(data).hexdigest() != sha:
         raise FlagsweepError(f"worker {_worker_name()}: received bytes for {sha[:12]} that do "
                              "not hash to it; refusing to run them")
-    path = fetch.cache_dir() / "fleet" / "blobs" / sha / name
+    path = files.cache_dir() / "fleet" / "blobs" / sha / name
     if not path.exists() or sweep.file_sha256(path) != sha:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
@@ -192,14 +199,14 @@ def _materialize(sha: str, data: bytes, name: str) -> Path:
 
 
 def _scratch(name: str) -> Path:
-    path = fetch.cache_dir() / "fleet" / "scratch" / f"{name}-{os.getpid()}"
+    path = files.cache_dir() / "fleet" / "scratch" / f"{name}-{os.getpid()}"
     path.mkdir(parents=True, exist_ok=True)
     return path
 
 
 def _bench_cpu() -> int:
     return int(os.environ[CPU_ENV]) if os.environ.get(CPU_ENV) else \
-        runner.choose_cpu(system.isolated_cpus())
+        launcher.choose_cpu(system.isolated_cpus())
 
 
 def _worker_name() -> str:
@@ -255,7 +262,7 @@ def run(client, t: target.Target, r: recipe.Recipe, compilers: list[str] | None,
                           db, say) for p in parts]
     if len(paths) > 1:
         try:
-            page = merge.write(merge.load_all(paths), out)
+            page = report.write_merge(merge.load_all(paths), out)
             say(f"merged across labels: {page}")
         except FlagsweepError as e:
             say(f"merge: not written: {e}")
@@ -362,11 +369,11 @@ def _check(client, t, p: Label, blob, db: store.Store, opts, say) -> None:
 
 def _rounds(client, t, parts: list[Label], blob, opts, db: store.Store, say) -> None:
     """Rounds per label, as many in flight as that label has workers, until each label's
-    stopping rule (runner.decided; or max runs, or the budget) says stop; then each run is finished."""
+    stopping rule (rounds.decided; or max runs, or the budget) says stop; then each run is finished."""
     from distributed import as_completed
 
     metric = sweep.METRICS[opts.metric]
-    plans = {p.name: runner.Plan(p.measured, opts.seed, warmup=opts.warmup,
+    plans = {p.name: rounds.Plan(p.measured, opts.seed, warmup=opts.warmup,
                                  min_runs=opts.runs or opts.min_runs,
                                  max_runs=opts.runs or opts.max_runs, budget_s=opts.budget,
                                  precision=opts.precision_pct / 100, metric=metric,
@@ -378,7 +385,7 @@ def _rounds(client, t, parts: list[Label], blob, opts, db: store.Store, say) -> 
     scattered = {p.name: {vid: p.binaries[vid] for vid in p.measured} for p in parts}
     nxt = {p.name: -opts.warmup for p in parts}
     completed = {p.name: 0 for p in parts}
-    outcome: dict[str, runner.Outcome] = {}
+    outcome: dict[str, rounds.Outcome] = {}
     started = time.monotonic()
     pending = as_completed()
 
@@ -404,17 +411,17 @@ def _rounds(client, t, parts: list[Label], blob, opts, db: store.Store, say) -> 
         if f.round >= 0:
             completed[name] += 1
         values = sweep.round_values(db, by_name[name].run_id, metric)
-        done = runner.decided(plan, values, completed[name])
+        done = rounds.decided(plan, values, completed[name])
         over = plan.budget_s is not None and time.monotonic() - started > plan.budget_s
         if name not in outcome and (done or over or nxt[name] >= plan.max_runs):
-            outcome[name] = done or (runner.Outcome(completed[name], f"time budget of "
+            outcome[name] = done or (rounds.Outcome(completed[name], f"time budget of "
                                      f"{plan.budget_s:g} s reached after {completed[name]} rounds")
                                      if over else None)
         if name not in outcome:
             submit(name)
     for p in parts:
         plan = plans[p.name]
-        o = outcome.get(p.name) or runner.max_runs_outcome(
+        o = outcome.get(p.name) or rounds.max_runs_outcome(
             plan, sweep.round_values(db, p.run_id, metric))
         db.finish_run(p.run_id, "complete", o.stop_reason)
         say(f"{p.name}: {o.stop_reason}")

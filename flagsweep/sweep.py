@@ -19,12 +19,20 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import (analysis, build, check, disturbance, fingerprint, inputs, matrix, probes, recipe,
-               report, results, runner, system, target, toolchain)
-from . import metric as metric_mod
-from .errors import FlagsweepError, Interrupted
-from .lock import MeasureLock
-from .store import Sample, Store
+from flagsweep import report, results
+from flagsweep.across import history
+from flagsweep.build import fingerprint, variants
+from flagsweep.errors import FlagsweepError, Interrupted
+from flagsweep.host import advice, launcher, probes, system, toolchain
+from flagsweep.host.lock import MeasureLock
+from flagsweep.measure import disturbance, rounds
+from flagsweep.measure import metric as metric_mod
+from flagsweep.measure.sample import Sample
+from flagsweep.report import terminal
+from flagsweep.results import analysis
+from flagsweep.results.store import Store
+from flagsweep.spec import matrix, recipe, target
+from flagsweep.workload import check, inputs
 
 log = logging.getLogger("flagsweep.sweep")
 METRICS = {**metric_mod.COLUMNS, "auto": "auto"}
@@ -38,7 +46,7 @@ class MeasureOptions:
     budget: float | None = 1800.0
     warmup: int = 1
     cpu: int | None = None
-    metric: str = "auto"            # auto: CPU time where it is right, else wall (flagsweep.metric)
+    metric: str = "auto"            # auto: CPU time where it is right, else wall (flagsweep.measure.metric)
     precision_pct: float = 1.0
     quick: bool = False
     strict_check: bool = False
@@ -60,7 +68,7 @@ class Sweep:
     baseline: str
 
 
-def start(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: build.Options,
+def start(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: variants.Options,
           opts: MeasureOptions, store: Store, say: Callable[[str], None],
           run_name: str | None = None) -> Path:
     out = build_opts.out_dir.resolve()
@@ -70,19 +78,19 @@ def start(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: buil
         # Before building: the load average must show other work, not our own compiles.
         machine = system.machine_state(sorted({v.compiler for v in m.variants}),
                                        pinned_cpu=_cpu(opts))
-        for warning in system.warnings(machine):
+        for warning in advice.warnings(machine):
             say(f"warning: {warning}")
         _counters_usable(opts)               # fail fast, before any build, on what cannot work
         try:
             inputs.prepare(t, quick=opts.quick)
-            builds = build.build_all(t, m, build_opts)
+            builds = variants.build_all(t, m, build_opts)
         except KeyboardInterrupt:
             # No run exists yet, so there is nothing to resume; the build processes are ended
             # by then (process.run waits for their whole group).
             raise Interrupted(f"interrupted before measuring; no run was recorded. {out} holds "
                               "a partial build, and builds start in a new folder: run again "
                               "with another --out, or remove it first") from None
-        build.write_summary(out, t, r, m, builds)
+        variants.write_summary(out, t, r, m, builds)
         docs = [b.doc(out) for b in builds]
         docs += aa_twin(docs, m.baseline.id, out)
         run_id = store.create_unique_run(base, t.name, r.name, out, run_options(t, r, m, opts),
@@ -195,7 +203,7 @@ def workload_option(t: target.Target, inp: inputs.Input) -> dict:
 def write_outputs(sweep: Sweep, store: Store, say: Callable[[str], None]) -> Path:
     """results.json and samples.csv, then the report made from them. A report that cannot be
     drawn must not cost the results: they are written first, and the failure is told."""
-    path = results.write(sweep.out, store, sweep.run_id)
+    path = results.write(sweep.out, store, sweep.run_id, history.of_run(store, sweep.run_id))
     try:
         report.write(path)
     except Exception as e:  # noqa: BLE001 - any drawing failure; the data is already safe
@@ -256,11 +264,11 @@ def _baseline_built(sweep: Sweep) -> None:
 
 
 def _rounds(sweep: Sweep, workload: check.Workload, measured: list[str],
-            pre: probes.Preflight | None, store: Store, say: Callable[[str], None]) -> runner.Outcome:
+            pre: probes.Preflight | None, store: Store, say: Callable[[str], None]) -> rounds.Outcome:
     o = sweep.opts
     binaries = {vid: path for vid, path in runnable(sweep.builds).items() if vid in measured}
     cachegrind = o.metric == "instructions" and (pre is None or not pre.hw_counters)
-    plan = runner.Plan(measured, o.seed, warmup=0 if cachegrind else o.warmup,
+    plan = rounds.Plan(measured, o.seed, warmup=0 if cachegrind else o.warmup,
                        min_runs=o.runs or (1 if cachegrind else o.min_runs),
                        max_runs=o.runs or (1 if cachegrind else o.max_runs),
                        budget_s=o.budget, precision=o.precision_pct / 100,
@@ -273,29 +281,29 @@ def _rounds(sweep: Sweep, workload: check.Workload, measured: list[str],
     cpu = _cpu(o)
     say(f"measuring {len(measured)} distinct binaries on CPU {cpu}: {plan.min_runs}-"
         f"{plan.max_runs} rounds, {max(plan.warmup, o.metric == 'auto')} warmup, seed {o.seed}")
-    with runner.pinned(cpu), results.progress(plan) as tick:
+    with launcher.pinned(cpu), terminal.progress(plan) as tick:
         if o.metric == "auto":
             _choose_metric(sweep, plan, measure, store, say, tick)
         plan.metric = measure.metric = METRICS[o.metric]
 
-        def values() -> runner.Values:
+        def values() -> rounds.Values:
             return round_values(store, sweep.run_id, plan.metric)
 
         try:
-            return runner.rounds(plan, store.done(sweep.run_id), measure, values, tick)
+            return rounds.rounds(plan, store.done(sweep.run_id), measure, values, tick)
         except Busy as e:
             counted = {s.round for s in store.samples(sweep.run_id) if s.round >= 0}
             say(f"warning: {e}")
-            return runner.Outcome(len(counted), str(e))
+            return rounds.Outcome(len(counted), str(e))
 
 
-def _choose_metric(sweep: Sweep, plan: runner.Plan, measure: Sampler, store: Store,
+def _choose_metric(sweep: Sweep, plan: rounds.Plan, measure: Sampler, store: Store,
                    say: Callable[[str], None], tick) -> None:
     """--metric auto: the warmup round (one is taken even with --warmup 0) shows whether the
     workload is single-threaded and CPU-bound; the choice is stored before any counted run."""
-    first = runner.Plan(plan.variant_ids, plan.seed, warmup=max(1, plan.warmup), max_runs=0,
+    first = rounds.Plan(plan.variant_ids, plan.seed, warmup=max(1, plan.warmup), max_runs=0,
                         baseline=plan.baseline)
-    runner.rounds(first, store.done(sweep.run_id), measure, lambda: {}, tick)
+    rounds.rounds(first, store.done(sweep.run_id), measure, lambda: {}, tick)
     # The last warmup round: caches and page cache are as warm as they will be in the sweep.
     choice = metric_mod.choose([s for s in store.samples(sweep.run_id) if s.round == -1])
     sweep.opts.metric = choice.metric
@@ -305,9 +313,9 @@ def _choose_metric(sweep: Sweep, plan: runner.Plan, measure: Sampler, store: Sto
     say(f"metric: {choice.why}")
 
 
-def round_values(store: Store, run_id: str, metric: str) -> runner.Values:
+def round_values(store: Store, run_id: str, metric: str) -> rounds.Values:
     """The stopping rule's values: what analysis.apply will compare, variant -> {round: value}."""
-    return analysis.values_by_round(store.samples(run_id), lambda s: results.metric_of(s, metric))
+    return analysis.values_by_round(store.samples(run_id), lambda s: metric_mod.metric_of(s, metric))
 
 
 def aa_twin(docs: list[dict], baseline: str, out: Path) -> list[dict]:
@@ -378,11 +386,11 @@ class Busy(Exception):
 class Sampler:
     """Takes one sample (a timed run, or a Cachegrind count) and stores it at once.
 
-    A counted run the machine disturbed (flagsweep.disturbance, judged for `metric`) is set
+    A counted run the machine disturbed (flagsweep.measure.disturbance, judged for `metric`) is set
     aside in the store's attempts and taken again at once, so it stays in its round and keeps
     the round's pairing; after MAX_RETAKES the last attempt counts, marked disturbed. Busy is
     raised once most runs stay disturbed. `execute` is the seam that runs one workload
-    (runner.run_once); tests give it recorded or synthetic executions."""
+    (launcher.run_once); tests give it recorded or synthetic executions."""
 
     run_id: str
     workload: check.Workload
@@ -394,14 +402,14 @@ class Sampler:
     worker: str | None = None       # who took it (a fleet worker), else this host
     metric: str = "wall_s"          # which metric disturbance is judged for
     threshold_pct: float = 1.0      # and how much inflation would matter
-    execute: Callable[..., runner.Execution] = runner.run_once
+    execute: Callable[..., launcher.Execution] = launcher.run_once
     counted: int = 0                # counted runs taken by this sampler, and of them those
     still_disturbed: int = 0        # that stayed disturbed after every retake
 
     def __call__(self, vid: str, rnd: int, pos: int, pad: int) -> Sample:
         scratch = self.workload.scratch
         argv = self.workload.argv(self.binaries[vid], scratch / f"timing-{vid}.out")
-        env = runner.padded_env(runner.MINIMAL_ENV, pad)
+        env = launcher.padded_env(launcher.MINIMAL_ENV, pad)
         if self.cachegrind:
             count = probes.cachegrind_instructions(argv, env=env, cwd=None, out_dir=scratch,
                                                    timeout=self.workload.timeout * 100)
@@ -442,7 +450,7 @@ class Sampler:
 
 def _cpu(opts: MeasureOptions) -> int:
     if opts.cpu is None:
-        opts.cpu = runner.choose_cpu(system.isolated_cpus())
+        opts.cpu = launcher.choose_cpu(system.isolated_cpus())
     online = system.parse_cpu_list(Path("/sys/devices/system/cpu/online").read_text())
     if opts.cpu not in online:
         raise FlagsweepError(f"--cpu {opts.cpu}: not an online CPU here (online: "

@@ -69,7 +69,7 @@ def small_fs(tmp_path) -> SmallFs:
 
 @pytest.fixture
 def fixture_target():
-    from flagsweep import target
+    from flagsweep.spec import target
 
     return lambda name: target.load(str(FIXTURES / name))
 

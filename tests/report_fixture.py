@@ -1,6 +1,6 @@
 """A results.json made for the report tests: every verdict, failures, identical code, an A/A
 arm, a differing output, and names that try to be HTML. Its statistics are not written by hand:
-seeded synthetic samples go through flagsweep.analysis.apply, as a real run's do."""
+seeded synthetic samples go through flagsweep.results.analysis.apply, as a real run's do."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from flagsweep import analysis
+from flagsweep.results import analysis
 
 ROUNDS = 12
 EVIL = "<script>alert('x')</script>"

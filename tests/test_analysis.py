@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from flagsweep import analysis, matrix, recipe
 from flagsweep.errors import ConfigError
+from flagsweep.results import analysis
+from flagsweep.spec import matrix, recipe
 
 
 def _variant(vid, flags, factors, status="ok", identical_to=None, check="ok"):

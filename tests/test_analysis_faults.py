@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import report_fixture
 from rich.console import Console
 
-import report_fixture
-from flagsweep import analysis
 from flagsweep.report import terminal
+from flagsweep.results import analysis
 
 WRONG = ["-O2", "-DTINY_WRONG"]
 

@@ -7,7 +7,7 @@ import json
 import time
 from pathlib import Path
 
-from flagsweep import audit
+from flagsweep.build import audit
 
 
 def _log(tmp_path: Path, *commands: list[str]) -> Path:
@@ -115,7 +115,7 @@ import subprocess
 
 import pytest
 
-from flagsweep import wrapper
+from flagsweep.build import wrapper
 
 MAIN = "int helper(int x);\nint main(void) { return helper(0); }\n"
 HELPER = "int helper(int x) { int s = 0; for (int i = 0; i < 100; i++) s += x * i; return s; }\n"

@@ -6,7 +6,6 @@ import struct
 from pathlib import Path
 
 import pytest
-
 from browser import BrowserError  # the `browser` fixture is in conftest.py
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

@@ -9,16 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from flagsweep import build, matrix, recipe, target
+from flagsweep.build import variants
 from flagsweep.errors import BuildError
+from flagsweep.spec import matrix, recipe, target
 
 pytestmark = pytest.mark.integration
 
 
 def _build(t: target.Target, flag_sets: list[str], out: Path,
-           compiler: str = "gcc", filter_cpu: bool = True) -> dict[str, build.VariantBuild]:
+           compiler: str = "gcc", filter_cpu: bool = True) -> dict[str, variants.VariantBuild]:
     m = matrix.expand(recipe.from_flags(flag_sets, [compiler]), filter_cpu=filter_cpu)
-    builds = build.build_all(t, m, build.Options(out_dir=out, jobs=2))
+    builds = variants.build_all(t, m, variants.Options(out_dir=out, jobs=2))
     return {" ".join(b.variant.flags): b for b in builds}
 
 

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from flagsweep import check, target
 from flagsweep.errors import FlagsweepError
+from flagsweep.spec import target
+from flagsweep.workload import check
 
 # Writes MEGABYTES MiB of "line N value X" text to stdout, one 1 MiB block at a time; built with
 # -DTWEAK=r, the last number is changed by the relative amount r.

@@ -1,4 +1,4 @@
-"""Tests for flagsweep.cpu: cpuinfo parsing with fixtures, -march checks with the real compilers."""
+"""Tests for flagsweep.host.cpu: cpuinfo parsing with fixtures, -march checks with the real compilers."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import shutil
 
 import pytest
 
-from flagsweep import cpu
 from flagsweep.errors import ConfigError
+from flagsweep.host import cpu
 
 # Trimmed /proc/cpuinfo texts. Flags are real ones for each CPU, abridged of power-management
 # and mitigation noise that the module does not look at.
@@ -309,7 +309,7 @@ def test_march_native_clang_names_a_cpu_clang_accepts():
 
 
 def test_march_native_missing_compiler_is_none_and_logged(caplog):
-    with caplog.at_level(logging.WARNING, logger="flagsweep.cpu"):
+    with caplog.at_level(logging.WARNING, logger="flagsweep.host.cpu"):
         assert cpu.march_native("no-such-compiler-abc") is None
     assert "no-such-compiler-abc" in caplog.text
 

@@ -6,14 +6,19 @@ how fast anything ran."""
 from __future__ import annotations
 
 import csv
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from flagsweep import disturbance, metric, results, runner, sweep, target
-from flagsweep.check import Workload
-from flagsweep.store import Sample, Store
+from flagsweep import results, sweep
+from flagsweep.host import launcher
+from flagsweep.measure import disturbance, metric
+from flagsweep.measure.sample import Sample
+from flagsweep.results.store import Store
+from flagsweep.spec import target
+from flagsweep.workload.check import Workload
 
 SPIN_AND_SLEEP = r"""
 #include <pthread.h>
@@ -40,12 +45,12 @@ def program(tmp_path_factory) -> Path:
     return d / "p"
 
 
-def _execute(program: Path, tmp_path: Path, mode: str) -> runner.Execution:
-    return runner.run_once([str(program), mode], env=runner.padded_env(runner.MINIMAL_ENV, 0),
+def _execute(program: Path, tmp_path: Path, mode: str) -> launcher.Execution:
+    return launcher.run_once([str(program), mode], env=launcher.padded_env(launcher.MINIMAL_ENV, 0),
                            timeout=30, stderr_path=tmp_path / "err")
 
 
-def _probe(vid: str, e: runner.Execution) -> Sample:
+def _probe(vid: str, e: launcher.Execution) -> Sample:
     return Sample(vid, -1, 0, 0, e.wall_s, e.user_s, e.sys_s, e.maxrss_kb, e.counters)
 
 
@@ -66,7 +71,7 @@ def test_the_launcher_reports_the_schedulers_figures(program, tmp_path):
 def test_the_metric_choice_reads_the_workloads_shape(program, tmp_path):
     """Spinning on one thread: CPU time. Sleeping: wall (CPU time would not see the sleep).
     Two threads: wall (CPU time sums them). Pinned to one CPU, as a sweep runs them."""
-    with runner.pinned(sorted(runner.os.sched_getaffinity(0))[-1]):
+    with launcher.pinned(sorted(os.sched_getaffinity(0))[-1]):
         spin = _probe("spin", _execute(program, tmp_path, "spin"))
         sleep = _probe("sleep", _execute(program, tmp_path, "sleep"))
         thread = _probe("thread", _execute(program, tmp_path, "thread"))
@@ -128,7 +133,7 @@ def test_busy_needs_enough_runs_and_a_majority():
 # ---- retakes through the executor seam --------------------------------------------------------
 
 class Recorded:
-    """Stands in for runner.run_once: hands out executions whose scheduler evidence says
+    """Stands in for launcher.run_once: hands out executions whose scheduler evidence says
     `delays` (off-CPU share per call, in order), then quiet ones."""
 
     def __init__(self, delays):
@@ -139,7 +144,7 @@ class Recorded:
         share = self.delays[self.calls] if self.calls < len(self.delays) else 0.001
         self.calls += 1
         wall = 1.0 + self.calls / 1000          # tells the attempts apart
-        return runner.Execution(wall, 0.9, 0.01, 1000,
+        return launcher.Execution(wall, 0.9, 0.01, 1000,
                                 {"run_delay_s": share * wall, "steal_s": 0.0, "on_cpu_s": 0.91},
                                 False, None)
 

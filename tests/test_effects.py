@@ -10,7 +10,8 @@ import math
 import numpy as np
 import pytest
 
-from flagsweep import effects
+from flagsweep.spec import design
+from flagsweep.stats import effects
 
 CV = 0.01                                   # 1% run-to-run noise
 SIGMA = math.sqrt(math.log1p(CV ** 2))      # the log-normal sigma with that CV
@@ -166,7 +167,7 @@ def pb_truth(rows):
 
 def test_plackett_burman_finds_the_two_real_flags():
     rng = np.random.default_rng(20)
-    rows = effects.plackett_burman_rows(FLAGS)
+    rows = design.plackett_burman_rows(FLAGS)
     by_variant = {f"pb{i}": row for i, row in enumerate(rows)}
     truth = pb_truth(rows)
     exact, trials = 0, 200
@@ -179,7 +180,7 @@ def test_plackett_burman_finds_the_two_real_flags():
 
 def test_plackett_burman_effect_is_off_to_on_percent():
     """The +-1 coding: effect_pct must be the planted off->on change, not half or double it."""
-    rows = effects.plackett_burman_rows(FLAGS)
+    rows = design.plackett_burman_rows(FLAGS)
     by_variant = {f"pb{i}": row for i, row in enumerate(rows)}
     res = effects.screen(simulate(np.random.default_rng(21), pb_truth(rows), rounds=40),
                          by_variant, FLAGS)
@@ -191,7 +192,7 @@ def test_plackett_burman_effect_is_off_to_on_percent():
 
 
 def test_plackett_burman_missing_row_is_said():
-    rows = effects.plackett_burman_rows(FLAGS)
+    rows = design.plackett_burman_rows(FLAGS)
     by_variant = {f"pb{i}": row for i, row in enumerate(rows)}
     samples = simulate(np.random.default_rng(22), pb_truth(rows))
     del samples["pb3"]
@@ -202,14 +203,14 @@ def test_plackett_burman_missing_row_is_said():
 # --- 3. the design itself ----------------------------------------------------------------------
 
 def test_plackett_burman_rows_12_by_11_balanced_orthogonal():
-    rows = effects.plackett_burman_rows(FLAGS)
+    rows = design.plackett_burman_rows(FLAGS)
     assert len(rows) == 12 and all(len(r) == 11 for r in rows)
     x = np.where(np.array(rows), 1, -1)
     assert (x.sum(axis=0) == 0).all()                      # 6 on, 6 off in every column
     assert (x.T @ x == 12 * np.eye(11)).all()              # columns orthogonal
-    assert rows == effects.plackett_burman_rows(FLAGS)     # deterministic
-    assert len(effects.plackett_burman_rows(FLAGS[:8])) == 12
-    assert len(effects.plackett_burman_rows(FLAGS[:4])) == 8
+    assert rows == design.plackett_burman_rows(FLAGS)     # deterministic
+    assert len(design.plackett_burman_rows(FLAGS[:8])) == 12
+    assert len(design.plackett_burman_rows(FLAGS[:4])) == 8
 
 
 # --- 4. awkward designs ------------------------------------------------------------------------

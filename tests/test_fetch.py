@@ -1,4 +1,4 @@
-"""Tests for flagsweep.fetch: checksums, the cache, safe extraction, the Debian fallback.
+"""Tests for flagsweep.build.fetch: checksums, the cache, safe extraction, the Debian fallback.
 
 Everything runs offline (file:// URLs, a loopback HTTP server, a fake apt-get) except the
 one test marked `network`, which really fetches gzip's Debian source package.
@@ -20,9 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from flagsweep import fetch
+from flagsweep import files
+from flagsweep.build import fetch
 from flagsweep.errors import ConfigError, FetchError
-from flagsweep.fetch import DebianSource, Source
+from flagsweep.spec.source import DebianSource, Source
 
 MTIME = 1_500_000_000  # an mtime far from "now", so preserving it is visible
 GZIP_112_SHA256 = "ce5e03e519f637e1f814011ace35c4f87b33c0bbabeec35baf5fbd3479e91956"
@@ -106,11 +107,11 @@ def test_cache_dir_precedence(monkeypatch, tmp_path):
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.delenv("FLAGSWEEP_CACHE", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", "")
-    assert fetch.cache_dir() == tmp_path / "home" / ".cache" / "flagsweep"
+    assert files.cache_dir() == tmp_path / "home" / ".cache" / "flagsweep"
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert fetch.cache_dir() == tmp_path / "xdg" / "flagsweep"
+    assert files.cache_dir() == tmp_path / "xdg" / "flagsweep"
     monkeypatch.setenv("FLAGSWEEP_CACHE", str(tmp_path / "fs"))
-    assert fetch.cache_dir() == tmp_path / "fs"
+    assert files.cache_dir() == tmp_path / "fs"
 
 
 def test_debian_upstream_version():

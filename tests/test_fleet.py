@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
-from flagsweep import store
-from flagsweep.cli import cli
 from tiny_target import write_tiny_target
+
+from flagsweep.cli import cli
+from flagsweep.results import store
 
 pytest.importorskip("distributed")
 pytestmark = pytest.mark.integration

@@ -11,10 +11,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from tiny_target import write_tiny_target
-from flagsweep import history
 
+from flagsweep.across import history
 
 
 def _series(medians: list[float], cv: float = 0.003, n: int = 10) -> history.Series:

@@ -1,4 +1,4 @@
-"""Tests for flagsweep.inputs: deterministic generated inputs, the content-addressed cache, and
+"""Tests for flagsweep.workload.inputs: deterministic generated inputs, the content-addressed cache, and
 given input files. Sizes are small (a fraction of a second of audio, a megabyte of corpus)."""
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from flagsweep import inputs, target
 from flagsweep.errors import ConfigError
+from flagsweep.spec import target
+from flagsweep.workload import inputs
 
 # Any change to these means every cached input and every earlier sweep's input changes: bump
 # inputs.GENERATOR_VERSION along with them.

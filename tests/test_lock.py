@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from flagsweep.errors import FlagsweepError
-from flagsweep.lock import MeasureLock
+from flagsweep.host.lock import MeasureLock
 
 
 def _bad_lock(kind: str, tmp_path, small_fs) -> tuple[str, str]:

@@ -1,4 +1,4 @@
-"""Tests for flagsweep.matrix: expansion, variant ids, exclude/include, baseline, -march filtering."""
+"""Tests for flagsweep.spec.matrix: expansion, variant ids, exclude/include, baseline, -march filtering."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from flagsweep import cpu, matrix, recipe
 from flagsweep.errors import ConfigError
-from flagsweep.matrix import variant_id
+from flagsweep.host import cpu
+from flagsweep.spec import matrix, recipe
+from flagsweep.spec.matrix import variant_id
 
 SAFE_ID = re.compile(r"[A-Za-z0-9._+-]+")
 

@@ -8,12 +8,14 @@ import subprocess
 import sys
 
 import pytest
+import report_fixture as rf
 from click.testing import CliRunner
 
-import report_fixture as rf
-from flagsweep import cpu, merge, pick
+from flagsweep import report
+from flagsweep.across import merge, pick
 from flagsweep.cli import cli
 from flagsweep.errors import FlagsweepError
+from flagsweep.host import cpu
 
 V3 = "gcc-O2-march-x86-64-v3"
 
@@ -43,7 +45,7 @@ def two_machines(tmp_path):
 
 
 def test_merge_lays_out_variant_by_machine(two_machines, tmp_path):
-    page = merge.write(merge.load_all(list(two_machines)), tmp_path / "m")
+    page = report.write_merge(merge.load_all(list(two_machines)), tmp_path / "m")
     data = json.loads((tmp_path / "m" / "merged.json").read_text())
     assert [m["machine"]["hostname"] for m in data["machines"]] == ["alpha", "beta"]
     o3 = next(v for v in data["variants"] if v["id"] == "gcc-O3")

@@ -1,4 +1,4 @@
-"""flagsweep.probes: perf preflight, perf CSV parsing, cachegrind instruction counts.
+"""flagsweep.host.probes: perf preflight, perf CSV parsing, cachegrind instruction counts.
 
 The parser is tested on perf's documented CSV format (perf-stat(1), "CSV FORMAT") with
 fixtures for PMU machines; preflight and the live perf/valgrind paths run for real here.
@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from flagsweep import probes, process
+from flagsweep import process
 from flagsweep.errors import FlagsweepError
-from flagsweep.probes import Counter, parse_perf_csv, sample_metrics
+from flagsweep.host import probes
+from flagsweep.host.probes import Counter, parse_perf_csv, sample_metrics
 
 PERF_FIXTURES = Path(__file__).parent / "fixtures" / "perf"
 PERF = shutil.which("perf")

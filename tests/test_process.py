@@ -9,8 +9,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from procs import kill_all, marker, running, wait_for
+
 from flagsweep import process
 
 

@@ -1,4 +1,4 @@
-"""Tests for flagsweep.recipe: the shipped recipes, axis levels, and strict validation."""
+"""Tests for flagsweep.spec.recipe: the shipped recipes, axis levels, and strict validation."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from flagsweep import recipe
 from flagsweep.errors import ConfigError
-from flagsweep.recipe import AxisLevel
+from flagsweep.spec import recipe
+from flagsweep.spec.recipe import AxisLevel
 
 SHIPPED = ["march", "olevels", "screen-f", "seed-2003", "simd"]
 

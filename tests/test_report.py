@@ -10,13 +10,14 @@ import sys
 from html.parser import HTMLParser
 
 import pytest
+import report_fixture as rf
 from click.testing import CliRunner
 
-import report_fixture as rf
 from flagsweep import report
 from flagsweep.cli import cli
 from flagsweep.errors import FlagsweepError
 from flagsweep.report import view
+from flagsweep.results import reader
 
 SECTIONS = ["headline", "effects", "variants", "distributions", "counters", "machine", "builds"]
 
@@ -183,21 +184,21 @@ def test_study_page_sets_then_beside_now(tmp_path):
 def test_load_names_the_file_and_the_key(tmp_path):
     missing = tmp_path / "nope.json"
     with pytest.raises(FlagsweepError, match="nope.json: no such file"):
-        report.load(missing)
+        reader.load(missing)
     bad = tmp_path / "bad.json"
     bad.write_text("{")
     with pytest.raises(FlagsweepError, match="bad.json: not a results.json .not valid JSON"):
-        report.load(bad)
+        reader.load(bad)
     other = tmp_path / "other.json"
     other.write_text(json.dumps({**rf.results_doc(), "schema": "flagsweep/9"}))
     with pytest.raises(FlagsweepError, match="other.json: key 'schema' is 'flagsweep/9'"):
-        report.load(other)
+        reader.load(other)
     partial = rf.results_doc()
     del partial["variants"][2]["build"]
     p = tmp_path / "partial.json"
     p.write_text(json.dumps(partial))
     with pytest.raises(FlagsweepError, match=r"partial.json: variants\[2\] lacks key\(s\) build"):
-        report.load(p)
+        reader.load(p)
 
 
 def test_report_command_renders_elsewhere(tmp_path):
@@ -293,7 +294,7 @@ def test_load_refuses_what_is_not_a_number(tmp_path, key, value, shown):
     _set(doc, key, value)
     path = rf.write(tmp_path / "run", doc)
     with pytest.raises(FlagsweepError) as e:
-        report.load(path)
+        reader.load(path)
     assert str(e.value) == f"{path}: key '{key}': expected a number or null, got {shown}"
 
 
@@ -303,7 +304,7 @@ def test_load_refuses_an_interval_that_is_not_two_numbers(tmp_path):
         doc["variants"][2]["vs_baseline"]["ci95"] = value
         path = rf.write(tmp_path / "run", doc)
         with pytest.raises(FlagsweepError) as e:
-            report.load(path)
+            reader.load(path)
         assert str(e.value) == (f"{path}: key 'variants[2].vs_baseline.ci95': expected a pair of "
                                 f"numbers or null, got {shown}")
 

@@ -5,6 +5,7 @@ screenshot is saved."""
 from __future__ import annotations
 
 import report_fixture as rf
+
 from flagsweep import report
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -49,28 +50,28 @@ def test_compare_page_loads_clean(browser, tmp_path):
 
 
 def test_merged_page_loads_clean(browser, tmp_path):
-    from flagsweep import merge
+    from flagsweep.across import merge
 
     docs = []
     for name, seed in (("alpha", 1), ("beta", 2)):
         doc = rf.results_doc(seed=seed)
         doc["machine"].update(hostname=name)
         docs.append(rf.write(tmp_path / name, doc))
-    page = merge.write(merge.load_all(docs), tmp_path / "merged")
+    page = report.write_merge(merge.load_all(docs), tmp_path / "merged")
     load = browser.open(page)
     assert load.console_errors == [] and load.external_requests == []
     assert browser.evaluate("document.querySelectorAll('#merge-table tbody tr').length") == len(rf.PLAN) - 1
 
 
 def test_suite_page_loads_clean_and_fits_a_phone(browser, tmp_path):
-    from flagsweep import suite
+    from flagsweep.across import suite
 
     paths = []
     for name, seed in (("alpha", 1), ("beta", 2)):
         doc = rf.results_doc(seed=seed)
         doc["target"] = name
         paths.append(rf.write(tmp_path / name, doc))
-    page = suite.write(suite.build(suite.load_all(paths)), tmp_path / "suite")
+    page = report.write_suite(suite.build(suite.load_all(paths)), tmp_path / "suite")
     load = browser.open(page, screenshot=tmp_path / "suite.png", width=390, height=844)
     assert load.console_errors == [] and load.external_requests == []
     # one row per compared variant (not the baseline, not the A/A copy)

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from flagsweep import probes, runner
-from flagsweep.errors import FlagsweepError
 from procs import kill_all, marker, running, wait_for
-from flagsweep.store import Sample
+
+from flagsweep.errors import FlagsweepError
+from flagsweep.host import launcher, probes
+from flagsweep.measure import rounds
+from flagsweep.measure.sample import Sample
 
 PROGRAM = r"""
 #include <signal.h>
@@ -47,8 +48,8 @@ def program(tmp_path_factory) -> Path:
     return d / "p"
 
 
-def _run(program: Path, tmp_path: Path, mode: str, **kw) -> runner.Execution:
-    return runner.run_once([str(program), mode], env=runner.padded_env(runner.MINIMAL_ENV, 10),
+def _run(program: Path, tmp_path: Path, mode: str, **kw) -> launcher.Execution:
+    return launcher.run_once([str(program), mode], env=launcher.padded_env(launcher.MINIMAL_ENV, 10),
                            timeout=kw.pop("timeout", 10), stderr_path=tmp_path / "err",
                            stdout_path=tmp_path / "out", **kw)
 
@@ -83,7 +84,7 @@ def test_an_interrupt_kills_the_running_workload(program, tmp_path, monkeypatch)
         raise KeyboardInterrupt
 
     monkeypatch.setattr(os, "posix_spawn", spawn)
-    monkeypatch.setattr(runner, "_wait_or_kill", interrupted)
+    monkeypatch.setattr(launcher, "_wait_or_kill", interrupted)
     with pytest.raises(KeyboardInterrupt):
         _run(program, tmp_path, "hang")
     # The whole group is gone once init has reaped the orphaned workload (a zombie keeps the
@@ -111,7 +112,7 @@ def test_crash_exit_and_timeout_are_failures_with_stderr(program, tmp_path):
 
 
 def test_environment_is_minimal_and_padded(program, tmp_path):
-    e = runner.run_once([str(program), "env"], env=runner.padded_env(runner.MINIMAL_ENV, 1234),
+    e = launcher.run_once([str(program), "env"], env=launcher.padded_env(launcher.MINIMAL_ENV, 1234),
                         timeout=5, stderr_path=tmp_path / "err", stdout_path=tmp_path / "out")
     assert e.failure is None and (tmp_path / "out").read_text().strip() == "1234"
 
@@ -133,13 +134,13 @@ def test_under_perf_counters_are_added_and_the_launchers_report_stays_the_truth(
 
 
 def test_choose_cpu_prefers_an_isolated_cpu():
-    assert runner.choose_cpu([3]) == 3
-    assert runner.choose_cpu([]) == max(os.sched_getaffinity(0))
+    assert launcher.choose_cpu([3]) == 3
+    assert launcher.choose_cpu([]) == max(os.sched_getaffinity(0))
 
 
 def test_pinned_restores_affinity():
     before = os.sched_getaffinity(0)
-    with runner.pinned(min(before)):
+    with launcher.pinned(min(before)):
         assert os.sched_getaffinity(0) == {min(before)}
     assert os.sched_getaffinity(0) == before
 
@@ -147,7 +148,7 @@ def test_pinned_restores_affinity():
 # ---- rounds ----------------------------------------------------------------------------------
 
 def _simulate(plan, done=(), noise=0.0, effects=None, seed=0):
-    """Drive runner.rounds with a fake measure. Without `effects`: value 1.0 (+ alternating
+    """Drive rounds.rounds with a fake measure. Without `effects`: value 1.0 (+ alternating
     noise) per sample. With `effects` (variant -> ratio): seeded log-normal values with CV
     `noise`, the variant's ratio times the round's shared drift."""
     taken: list[tuple[str, int, int]] = []
@@ -155,7 +156,7 @@ def _simulate(plan, done=(), noise=0.0, effects=None, seed=0):
     rng = np.random.default_rng(seed)
 
     def measure(vid, rnd, pos, pad):
-        assert 0 <= pad <= runner.ENV_PAD_MAX
+        assert 0 <= pad <= launcher.ENV_PAD_MAX
         taken.append((vid, rnd, pos))
         if rnd >= 0:
             if effects is None:
@@ -165,18 +166,18 @@ def _simulate(plan, done=(), noise=0.0, effects=None, seed=0):
             store.setdefault(vid, {})[rnd] = value
         return Sample(vid, rnd, pos, pad)
 
-    outcome = runner.rounds(plan, set(done), measure, lambda: store)
+    outcome = rounds.rounds(plan, set(done), measure, lambda: store)
     return outcome, taken
 
 
 def test_every_round_runs_each_variant_once_in_a_seeded_shuffle():
-    plan = runner.Plan(["a", "b", "c", "d"], seed=5, warmup=1, min_runs=3, max_runs=3, baseline="a")
+    plan = rounds.Plan(["a", "b", "c", "d"], seed=5, warmup=1, min_runs=3, max_runs=3, baseline="a")
     outcome, taken = _simulate(plan, noise=0.5)
     for r in range(-1, 3):
         assert sorted(v for v, rnd, _ in taken if rnd == r) == ["a", "b", "c", "d"]
-    orders = [tuple(runner.order(plan, r)) for r in range(3)]
+    orders = [tuple(rounds.order(plan, r)) for r in range(3)]
     assert len(set(orders)) > 1  # shuffled per round
-    assert orders == [tuple(runner.order(plan, r)) for r in range(3)]  # and reproducible
+    assert orders == [tuple(rounds.order(plan, r)) for r in range(3)]  # and reproducible
     assert outcome.rounds == 3 and outcome.stop_reason.startswith("the fixed 3 rounds are done")
 
 
@@ -184,14 +185,14 @@ def test_never_stops_before_a_verdict_can_pass_bh():
     """Identical values: every comparison is 'equivalent' from 6 rounds on, yet the rule waits
     for the rounds at which the exact test could pass BH at this m, plus the margin."""
     for ids, floor in ((["a", "a.aa", "b"], 7), ([f"v{i}" for i in range(21)], 10)):
-        assert runner.stats.fewest_decisive_pairs(len(ids) - 1) == floor
-        plan = runner.Plan(ids, seed=1, warmup=0, min_runs=5, max_runs=30, baseline=ids[0])
+        assert rounds.stats.fewest_decisive_pairs(len(ids) - 1) == floor
+        plan = rounds.Plan(ids, seed=1, warmup=0, min_runs=5, max_runs=30, baseline=ids[0])
         outcome, _ = _simulate(plan, noise=0.0)
-        assert outcome.rounds == floor + runner.DECISION_MARGIN == runner.first_stop(plan)
+        assert outcome.rounds == floor + rounds.DECISION_MARGIN == rounds.first_stop(plan)
         assert outcome.stop_reason.startswith(f"decided after {outcome.rounds} rounds: "
                                               f"{len(ids) - 1} equivalent")
     # min_runs above the floor still holds the rule back
-    plan = runner.Plan(["a", "b"], seed=1, warmup=0, min_runs=12, max_runs=30, baseline="a")
+    plan = rounds.Plan(["a", "b"], seed=1, warmup=0, min_runs=12, max_runs=30, baseline="a")
     assert _simulate(plan, noise=0.0)[0].rounds == 12
 
 
@@ -199,15 +200,15 @@ def test_quiet_machine_ends_slower_not_inconclusive():
     """Baseline and twin at CV 0.3%, a variant at +5%, default options: the old precision rule
     stopped at 6 rounds (p 2/64, adjusted 0.0625, inconclusive); now it stops once the analysis
     can say 'slower'."""
-    plan = runner.Plan(["base", "base.aa", "var"], seed=3, warmup=0, baseline="base")
+    plan = rounds.Plan(["base", "base.aa", "var"], seed=3, warmup=0, baseline="base")
     outcome, _ = _simulate(plan, noise=0.003, effects={"var": 1.05}, seed=3)
-    assert outcome.rounds == runner.first_stop(plan) == 9
+    assert outcome.rounds == rounds.first_stop(plan) == 9
     assert outcome.stop_reason == "decided after 9 rounds: 1 equivalent, 1 slower"
 
 
 def test_stops_once_everything_is_decided_and_runs_on_while_not():
     """CV 1%, +10%: decided well before max runs. CV 5%, +1.5%: undecided and wide, so max runs."""
-    plan = runner.Plan(["base", "base.aa", "var"], seed=4, warmup=0, baseline="base")
+    plan = rounds.Plan(["base", "base.aa", "var"], seed=4, warmup=0, baseline="base")
     outcome, _ = _simulate(plan, noise=0.01, effects={"var": 1.10}, seed=4)
     assert outcome.rounds < 20 and outcome.stop_reason.startswith("decided after")
     assert "1 slower" in outcome.stop_reason
@@ -218,7 +219,7 @@ def test_stops_once_everything_is_decided_and_runs_on_while_not():
 
 
 def test_resume_skips_what_is_done():
-    plan = runner.Plan(["a", "b"], seed=9, warmup=1, min_runs=2, max_runs=2, baseline="a")
+    plan = rounds.Plan(["a", "b"], seed=9, warmup=1, min_runs=2, max_runs=2, baseline="a")
     done = {("a", -1), ("b", -1), ("a", 0)}
     _, taken = _simulate(plan, done=done, noise=0.5)
     assert {(v, r) for v, r, _ in taken} == {("b", 0), ("a", 1), ("b", 1)}
@@ -226,8 +227,8 @@ def test_resume_skips_what_is_done():
 
 def test_budget_stops_before_a_round_that_would_overrun(monkeypatch):
     clock = iter(range(0, 10_000, 10))  # every call to monotonic() advances 10 s
-    monkeypatch.setattr(runner.time, "monotonic", lambda: next(clock))
-    plan = runner.Plan(["a", "b"], seed=1, warmup=0, min_runs=1, max_runs=50, budget_s=45,
+    monkeypatch.setattr(rounds.time, "monotonic", lambda: next(clock))
+    plan = rounds.Plan(["a", "b"], seed=1, warmup=0, min_runs=1, max_runs=50, budget_s=45,
                        precision=0.0001, baseline="a")
     outcome, _ = _simulate(plan, noise=0.3)
     assert "time budget of 45 s reached" in outcome.stop_reason and outcome.rounds < 50
@@ -248,17 +249,17 @@ def test_a_full_disk_stops_the_run_naming_the_disk(program, small_fs):
 def test_a_report_cut_short_is_no_report(program, tmp_path):
     _run(program, tmp_path, "ok")
     text = (tmp_path / "err.launch").read_text()
-    assert runner._read_report(tmp_path / "err.launch")["nvcsw"] >= 0
+    assert launcher._read_report(tmp_path / "err.launch")["nvcsw"] >= 0
     cut = tmp_path / "cut"
     for n in range(len(text)):
         cut.write_text(text[:n])
-        assert runner._read_report(cut) is None, text[:n]
+        assert launcher._read_report(cut) is None, text[:n]
 
 
 def test_a_launcher_killed_before_its_report_is_a_failed_run(tmp_path):
     """The workload kills its parent, the launcher (as the OOM killer might): a failed run with
     the reason, not a traceback."""
-    e = runner.run_once(["/bin/sh", "-c", "echo going >&2; kill -9 $PPID"], env=runner.MINIMAL_ENV,
+    e = launcher.run_once(["/bin/sh", "-c", "echo going >&2; kill -9 $PPID"], env=launcher.MINIMAL_ENV,
                         timeout=10, stderr_path=tmp_path / "err")
     assert e.failure == (f"the launcher's report {tmp_path / 'err.launch'} is missing "
                          "(launcher: killed by SIGKILL); stderr: going")
@@ -277,17 +278,17 @@ def mark():
 def test_processes_a_workload_leaves_are_ended_with_it(tmp_path, mark):
     """A forked child in the workload's group, one that left it with setsid, and one whose
     parent exited at once: after a normal exit all three ran on beside the next run."""
-    e = runner.run_once(["/bin/sh", "-c", f"sleep {mark} & setsid sleep {mark} & "
-                         f"(sleep {mark} &); echo done"], env=runner.MINIMAL_ENV, timeout=30,
+    e = launcher.run_once(["/bin/sh", "-c", f"sleep {mark} & setsid sleep {mark} & "
+                         f"(sleep {mark} &); echo done"], env=launcher.MINIMAL_ENV, timeout=30,
                         stderr_path=tmp_path / "err", stdout_path=tmp_path / "out")
     assert e.failure is None and (tmp_path / "out").read_text() == "done\n"
     assert running(mark) == []
-    assert runner._read_report(tmp_path / "err.launch")["leftover"] == 3
+    assert launcher._read_report(tmp_path / "err.launch")["leftover"] == 3
 
 
 def test_a_timeout_ends_what_left_the_group_too(tmp_path, mark):
-    e = runner.run_once(["/bin/sh", "-c", f"setsid sleep {mark} & sleep {mark}"],
-                        env=runner.MINIMAL_ENV, timeout=0.5, stderr_path=tmp_path / "err")
+    e = launcher.run_once(["/bin/sh", "-c", f"setsid sleep {mark} & sleep {mark}"],
+                        env=launcher.MINIMAL_ENV, timeout=0.5, stderr_path=tmp_path / "err")
     assert e.failure == "timeout after 0.5 s (killed)"
     assert running(mark) == []
 
@@ -295,14 +296,14 @@ def test_a_timeout_ends_what_left_the_group_too(tmp_path, mark):
 HUNG_RUN = """
 import sys
 from pathlib import Path
-from flagsweep import probes, runner
+from flagsweep.host import launcher, probes
 folder, mark, perf = Path(sys.argv[1]), sys.argv[2], sys.argv[3] == "perf"
 pre = None
 if perf:  # a stand-in for perf: a parent between flagsweep and the launcher that stays alive
     probes.perf_prefix = lambda pre, csv: ["/bin/sh", "-c", '"$@"; exit $?', "sh"]
     pre = probes.Preflight(perf=None, mode="software", events=(), paranoid=None,
                            hw_counters=False, reasons=())
-runner.run_once(["sleep", mark], env=runner.MINIMAL_ENV, timeout=3600, perf=pre,
+launcher.run_once(["sleep", mark], env=launcher.MINIMAL_ENV, timeout=3600, perf=pre,
                 perf_csv=folder / "perf.csv", stderr_path=folder / "timing.stderr")
 """
 
@@ -331,11 +332,11 @@ def test_a_resumed_run_stops_a_workload_left_running(tmp_path, mark, caplog):
     owner = _killed_while_hung(folder, mark, perf=True)
     assert len(running(mark)) == 1
     record = folder / "timing.stderr.running"
-    launcher = int(record.read_text().split()[0])
-    e = runner.run_once(["/bin/true"], env=runner.MINIMAL_ENV, timeout=30,
+    started_by = int(record.read_text().split()[0])
+    e = launcher.run_once(["/bin/true"], env=launcher.MINIMAL_ENV, timeout=30,
                         stderr_path=folder / "timing.stderr")
     assert e.failure is None and running(mark) == [] and not record.exists()
     warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert warnings == [f"a workload started by flagsweep process {owner}, which is gone, was "
-                        f"still running (launcher pid {launcher}, recorded in {record}); "
+                        f"still running (launcher pid {started_by}, recorded in {record}); "
                         "stopping it before measuring beside it"]

@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from flagsweep import store as store_mod
 from flagsweep.errors import FlagsweepError
-from flagsweep.store import SCHEMA_VERSION, Sample, Store
+from flagsweep.measure.sample import Sample
+from flagsweep.results import store as store_mod
+from flagsweep.results.store import SCHEMA_VERSION, Store
 
 
 def _admin(url: str):
@@ -181,7 +182,8 @@ def test_a_version_1_store_is_migrated_keeping_its_rows(store_url, version_row):
 WORKER = textwrap.dedent("""
     import pathlib, sys, time
     from flagsweep.errors import FlagsweepError
-    from flagsweep.store import Sample, Store
+    from flagsweep.measure.sample import Sample
+    from flagsweep.results.store import Store
 
     url, variant, ready, go = sys.argv[1:]
     pathlib.Path(ready).touch()

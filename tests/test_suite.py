@@ -8,13 +8,15 @@ import json
 import math
 
 import pytest
-from click.testing import CliRunner
-
 import report_fixture as rf
-from flagsweep import stats, suite, target
+from click.testing import CliRunner
+from tiny_target import write_tiny_target
+
+from flagsweep import report, stats
+from flagsweep.across import suite
 from flagsweep.cli import cli
 from flagsweep.errors import FlagsweepError
-from tiny_target import write_tiny_target
+from flagsweep.spec import target
 
 
 def _program(name: str, seed: int, scale: dict | None = None) -> dict:
@@ -67,7 +69,7 @@ def test_suite_recommends_a_flag_that_wins_across_programs(tmp_path):
 
 def test_suite_json_and_page(tmp_path):
     s = _suite(tmp_path, _program("alpha", 1), _program("beta", 2, scale={"gcc-O3": 1.25}))
-    page = suite.write(s, tmp_path / "out")
+    page = report.write_suite(s, tmp_path / "out")
     data = json.loads((tmp_path / "out" / "suite.json").read_text())
     assert data["schema"] == "flagsweep-suite/1"
     assert [p["results"] for p in data["programs"]] == ["../alpha/results.json", "../beta/results.json"]

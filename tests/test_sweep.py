@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 
 import pytest
-
 from tiny_target import write_tiny_target
-from flagsweep.lock import MeasureLock
+
+from flagsweep.host.lock import MeasureLock
 
 pytestmark = pytest.mark.integration
 
@@ -260,7 +260,7 @@ def test_nothing_measurable_is_an_error_not_an_empty_success(tiny, tmp_path):
 
 
 def test_cycles_without_hardware_counters_is_refused_before_building(tiny, tmp_path):
-    from flagsweep import probes
+    from flagsweep.host import probes
     if probes.preflight().hw_counters:
         pytest.skip("this machine has hardware counters")
     result = flagsweep("run", str(tiny), "--flags", "-O2", "--metric", "cycles", "--out",

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from tiny_target import TINY_SRC, write_tiny_target
+
 from flagsweep import cli
 
 BAD_LINK = "-O2 -Wl,--no-such-opt"     # compiles, then ld refuses the option
@@ -229,8 +229,8 @@ def test_an_unbalanced_quote_in_flags_names_the_flag(tiny, tmp_path, main):
 
 
 def test_an_unbalanced_quote_in_a_recipe_names_the_key(tmp_path):
-    from flagsweep import recipe
     from flagsweep.errors import ConfigError
+    from flagsweep.spec import recipe
 
     path = tmp_path / "r.toml"
     path.write_text('summary = "s"\nbaseline = { opt = "-O2" }\n[axes]\nopt = ["-O2", "-O3 \\"-DX"]\n')
@@ -266,7 +266,7 @@ def test_results_that_cannot_be_written_leave_the_run_failed_and_resumable(tiny,
     assert json.loads((out / "results.json").read_text())["status"] == "complete"
     # A run recorded with a seed flagsweep no longer takes (older versions took --seed -1):
     # merge, which writes a run named by id from the store, names it instead of crashing.
-    from flagsweep import store
+    from flagsweep.results import store
     db_store = store.Store()
     db_store.set_option(run_id, "measure", {**db_store.run(run_id)["options"]["measure"],
                                             "seed": -1})

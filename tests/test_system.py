@@ -1,4 +1,4 @@
-"""Tests for flagsweep.system: the real machine's state, warnings on hand-made states, and
+"""Tests for flagsweep.host.system: the real machine's state, warnings on hand-made states, and
 show/tune/reset on a fake /sys + /proc tree (never the real one)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from flagsweep import system
 from flagsweep.errors import FlagsweepError
+from flagsweep.host import advice, system
 
 CPU = "sys/devices/system/cpu"
 FAKE_FILES = {
@@ -124,14 +124,14 @@ IDEAL = {
 
 
 def test_ideal_state_gives_no_warning():
-    assert system.warnings(IDEAL) == []
+    assert advice.warnings(IDEAL) == []
 
 
 def test_absent_settings_give_no_warning():
     # a VM: no cpufreq, nothing known about SMT or the sysctls
     state = dict(IDEAL, governor=None, boost=None, smt=None, aslr=None,
                  perf_event_paranoid=None, nmi_watchdog=None)
-    assert system.warnings(state) == []
+    assert advice.warnings(state) == []
 
 
 @pytest.mark.parametrize("change, words", [
@@ -150,7 +150,7 @@ def test_absent_settings_give_no_warning():
     ({"perf_event_paranoid": 3}, ["perf_event_paranoid is 3", "sets 1"]),
 ])
 def test_each_warning_only_when_its_condition_holds(change, words):
-    found = system.warnings(dict(IDEAL, **change))
+    found = advice.warnings(dict(IDEAL, **change))
     assert len(found) == 1, found
     for word in words:
         assert word in found[0]
@@ -158,17 +158,17 @@ def test_each_warning_only_when_its_condition_holds(change, words):
 
 def test_load_tolerance_follows_threshold():
     busy = dict(IDEAL, load_avg=[0.4, 0.4, 0.4], cpu_count=2)  # 0.2 per CPU
-    assert any("Load average" in w for w in system.warnings(busy, threshold_pct=1.0))
-    assert not any("Load average" in w for w in system.warnings(busy, threshold_pct=5.0))
+    assert any("Load average" in w for w in advice.warnings(busy, threshold_pct=1.0))
+    assert not any("Load average" in w for w in advice.warnings(busy, threshold_pct=5.0))
 
 
 def test_single_cpu_machine_says_so():
-    found = system.warnings(dict(IDEAL, cpu_count=1, isolated_cpus=[], pinned_cpu=None))
+    found = advice.warnings(dict(IDEAL, cpu_count=1, isolated_cpus=[], pinned_cpu=None))
     assert found == [found[0]] and "Only one CPU" in found[0]
 
 
 def test_warnings_on_this_machine_are_strings():
-    assert all(isinstance(w, str) and w for w in system.warnings(system.machine_state([])))
+    assert all(isinstance(w, str) and w for w in advice.warnings(system.machine_state([])))
 
 
 # --- show / tune / reset on a fake tree -------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Tests for flagsweep.target: the shipped targets, and strict validation of target.toml files."""
+"""Tests for flagsweep.spec.target: the shipped targets, and strict validation of target.toml files."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from flagsweep import target
 from flagsweep.errors import ConfigError
+from flagsweep.spec import target
 
 # A complete, valid target file (a tarball source with a roundtrip check, like gzip's). Tests
 # break one thing in it at a time with `_edit`, which insists the text it replaces is there so

@@ -11,7 +11,8 @@ import sys
 
 import pytest
 
-from flagsweep import fetch, target
+from flagsweep.build import fetch
+from flagsweep.spec import target
 
 pytestmark = [pytest.mark.network, pytest.mark.integration]
 # Every shipped target that is fetched (tiny is bundled and tested everywhere else).

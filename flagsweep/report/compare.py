@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import stats
-from . import view
+from flagsweep import stats
+from flagsweep.report import view
 
 
 @dataclass

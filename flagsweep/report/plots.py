@@ -18,8 +18,8 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
-from . import view
-from .view import COLORS, Report, VariantRow
+from flagsweep.report import view
+from flagsweep.report.view import COLORS, Report, VariantRow
 
 WIDTH = 10                            # inches; the page scales the SVG to its column
 LABEL_CHARS = 48

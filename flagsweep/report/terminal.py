@@ -4,14 +4,17 @@ the sweep-level findings, from the same view model as the page."""
 from __future__ import annotations
 
 import sys
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Callable, Iterator
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .. import history
-from . import load, view
+from flagsweep.across import history
+from flagsweep.report import view
+from flagsweep.results.reader import load
 
 
 def console() -> Console:
@@ -172,3 +175,20 @@ def show_suite(s, out: Console | None = None) -> None:
     for w in s.warnings:
         out.print(f"warning: {w}", markup=False)
     out.print(f"suite: {s.recommendation}", markup=False)
+
+
+@contextmanager
+def progress(plan) -> Iterator[Callable[[str, int, int], None]]:
+    """A live line on stderr: round, variant, samples done, ETA (rich, when stderr is a terminal)."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    total = (plan.warmup + plan.max_runs) * len(plan.variant_ids)
+    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                  TimeRemainingColumn(), transient=True, disable=not sys.stderr.isatty()) as bar:
+        task = bar.add_task("measuring", total=total)
+
+        def tick(vid: str, rnd: int, pos: int) -> None:
+            what = f"warmup {-rnd}" if rnd < 0 else f"round {rnd + 1}"
+            bar.update(task, advance=1, description=f"{what} {vid}")
+
+        yield tick

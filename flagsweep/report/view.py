@@ -13,7 +13,7 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import system
+from flagsweep.host import advice
 
 AA_SUFFIX = ".aa"
 VERDICTS = ("faster", "slower", "equivalent", "inconclusive", "identical-code", "not-measured")
@@ -380,7 +380,7 @@ def warnings(doc: dict) -> list[Warning]:
         out.append(Warning("status", f"The sweep is {doc['status']} ({doc.get('stop_reason')}): "
                                      "results cover the samples taken so far."))
     thr = doc.get("threshold_pct", 1.0)
-    out += [Warning("machine", w) for w in system.warnings(doc["machine"], thr)]
+    out += [Warning("machine", w) for w in advice.warnings(doc["machine"], thr)]
     noise, aa = doc.get("noise") or {}, doc.get("aa") or {}
     if noise.get("warning"):
         out.append(Warning("noise", noise["warning"]))

@@ -1,0 +1,1 @@
+"""Across sweeps: history of one target, merging machines, picking a distro-wide set, suites."""

@@ -1,0 +1,273 @@
+"""History: every complete sweep of a target in the store, as one series per variant and
+machine, with the steps in it and whether the latest sweep regressed.
+
+A series is keyed by what must be equal for two sweeps' numbers to compare: the target, the
+CPU's identity (model, family, microcode and its feature flags), the input's sha256, the metric
+and the variant id (compiler and flags). What may change between nightly sweeps, and is what a
+nightly job watches, is recorded on each point instead: the target's version and the compilers'
+versions. A step then names what changed with it ("gcc 12.2.0 -> 13.1.0").
+
+Steps are found sequentially. The sweeps since the last step form a segment; each new
+sweep's samples are compared with the pooled samples of the segment's last WINDOW sweeps by
+stats.compare_unpaired (Hodges-Lehmann ratio, Mann-Whitney interval), Benjamini-Hochberg across
+the variants of that sweep, and the faster/slower/equivalent/inconclusive rule of stats.adjust
+with the threshold. Samples pooled across sweeps understate the sweep-to-sweep spread (another
+day, another machine state), so a step must also stand out from the spread of the sweeps
+themselves, with the sweep (its log median) as the unit of replication:
+
+- Once the segment has MIN_SPREAD_RUNS earlier sweeps, the last r = 1..PERSIST sweeps are
+  tested against the segment's earlier ones (at most REFERENCE of them) by Student's pooled
+  two-sample t test on log medians, each split at NIGHT_ALPHA / PERSIST (Bonferroni), so a
+  series fails a night by chance with probability at most NIGHT_ALPHA. The mean shift must
+  also pass the threshold. r = 1 is the new sweep alone (and its samples must agree); r > 1
+  finds a step that stayed, every sweep since on the same side, and places it on its first
+  sweep: one night of a 5% step on a machine that drifts 2-3% a day is within the spread, a
+  few nights of it are not. Of several splits the largest |t| wins, the likeliest place of a
+  single step (the likelihood-ratio change point of a normal mean; Hawkins, Testing a
+  sequence of observations for a shift in location, JASA 72(357), 1977). A spread of zero
+  (an exact count) is no reason to skip the test: any shift then stands out.
+- Before that the spread is too uncertain for a test at that level, and a step must lie
+  beyond the threshold and beyond SPREAD_Z standard deviations of the earlier sweeps' levels
+  about their mean (the cut-off of the modified z-score, Iglewicz & Hoaglin, How to Detect
+  and Handle Outliers, ASQC 1993). Nothing is skipped on a zero spread here either; on these
+  first nights the threshold has to be above the machine's day-to-day drift.
+
+A faster or slower step starts a new segment at the sweep it is placed on; a slower step found
+with the newest sweep is a regression `flagsweep history --check` fails on, even when it is
+placed a night or two earlier.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import stats as sps
+
+from flagsweep import stats
+from flagsweep.measure import metric as metric_mod
+from flagsweep.results import analysis
+from flagsweep.results.store import Store
+
+WINDOW = 5
+MIN_SPREAD_RUNS = 8
+SPREAD_Z = 3.5
+PERSIST = 3
+NIGHT_ALPHA = 0.002
+REFERENCE = 30
+
+
+@dataclass
+class Point:
+    run_id: str
+    started: float
+    values: list[float]
+    median: float
+    ci95: tuple[float, float] | None
+    versions: dict[str, str]                 # "target" and each compiler name -> version
+
+
+@dataclass
+class Step:
+    run_id: str
+    verdict: str                             # faster | slower
+    ratio: float
+    ci95: tuple[float, float]
+    why: str
+    changed: list[str]                       # versions that changed with it
+    found_in: str = ""                       # the sweep whose check found it (run_id or later)
+
+
+@dataclass
+class Series:
+    variant: str
+    flags: list[str]
+    machine: str
+    points: list[Point] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
+    latest: dict | None = None               # the latest sweep against its segment
+
+    def to_json(self) -> dict:
+        return {"variant": self.variant, "flags": self.flags, "machine": self.machine,
+                "points": [{"run_id": p.run_id, "started": p.started, "median": p.median,
+                            "ci95": list(p.ci95) if p.ci95 else None, "n": len(p.values),
+                            "versions": p.versions} for p in self.points],
+                "steps": [{"run_id": s.run_id, "verdict": s.verdict, "ratio": s.ratio,
+                           "ci95": list(s.ci95), "why": s.why, "changed": s.changed,
+                           "found_in": s.found_in}
+                          for s in self.steps],
+                "latest": self.latest}
+
+
+def machine_key(machine: dict) -> str:
+    """The CPU identity two sweeps must share to be one series."""
+    flags = hashlib.sha256(" ".join(sorted(machine.get("cpu_flags") or [])).encode()).hexdigest()
+    return (f"{machine.get('cpu_model', '?')} (family {machine.get('family', '?')} model "
+            f"{machine.get('model', '?')}, microcode {machine.get('microcode', '?')}, "
+            f"flags {flags[:8]})")
+
+
+def collect(store: Store, target: str, until: str | None = None,
+            threshold_pct: float | None = None) -> list[Series]:
+    """Every series of `target`, from its complete sweeps in start order (up to and including
+    run `until` when given), with steps detected."""
+    runs = [r for r in store.runs_of(target) if r["status"] == "complete"]
+    ids = [r["run_id"] for r in runs]
+    if until in ids:
+        runs = runs[:ids.index(until) + 1]
+    by_key: dict[tuple, Series] = {}
+    thresholds = []
+    for run in runs:
+        thresholds.append(run["options"]["measure"].get("threshold_pct", 1.0))
+        for key, series, point in _points(store, run):
+            by_key.setdefault(key, series).points.append(point)
+    thr = threshold_pct if threshold_pct is not None else (thresholds[-1] if thresholds else 1.0)
+    all_series = list(by_key.values())
+    _detect(all_series, thr)
+    return all_series
+
+
+def regressions(all_series: list[Series], latest_run: str | None = None) -> list[Series]:
+    """Series in which the latest sweep (the newest overall unless named) found a slower step."""
+    latest_run = latest_run or _newest(all_series)
+    return [s for s in all_series if s.steps and s.steps[-1].found_in == latest_run
+            and s.steps[-1].verdict == "slower" and s.points[-1].run_id == latest_run]
+
+
+def _newest(all_series: list[Series]) -> str | None:
+    points = [p for s in all_series for p in s.points]
+    return max(points, key=lambda p: p.started).run_id if points else None
+
+
+def _points(store: Store, run: dict):
+    """(series key, empty series, point) for each measured variant of one sweep."""
+    o = run["options"]
+    metric = metric_mod.column(o["measure"]["metric"])
+    machine = machine_key(run["machine"] or {})
+    input_sha = (o.get("workload") or {}).get("input_sha256")
+    values = analysis.values_by_round(store.samples(run["run_id"]),
+                                      lambda s: metric_mod.metric_of(s, metric))
+    versions = {"target": o.get("target_version") or "?",
+                **{c["name"]: c.get("version", "?") for c in o.get("compilers") or []}}
+    for v in store.variants(run["run_id"]):
+        doc = v["doc"]
+        if doc["id"].endswith(analysis.AA_SUFFIX) or doc["id"] not in values:
+            continue
+        x = list(values[doc["id"]].values())
+        summary = stats.summarize(values[doc["id"]])
+        key = (machine, input_sha, metric, doc["id"])
+        yield key, Series(doc["id"], doc["flags"], machine), Point(
+            run["run_id"], run["started"], x, summary.median, summary.ci95, versions)
+
+
+def _detect(all_series: list[Series], threshold_pct: float) -> None:
+    """Walk the sweeps in time order; per sweep, compare each series' new point with its
+    segment, adjust across the series of that sweep, then keep the steps the spread allows."""
+    segment_start = {id(s): 0 for s in all_series}
+    run_ids = sorted({(p.started, p.run_id) for s in all_series for p in s.points})
+    for _, run_id in run_ids:
+        tests = {}
+        for s in all_series:
+            i = next((k for k, p in enumerate(s.points) if p.run_id == run_id), None)
+            if i is None or i == 0 or i <= segment_start[id(s)]:
+                continue
+            segment = s.points[segment_start[id(s)]:i][-WINDOW:]
+            pooled = [x for p in segment for x in p.values]
+            tests[id(s)] = (s, i, segment, stats.compare_unpaired(s.points[i].values, pooled))
+        stats.adjust([c for *_, c in tests.values()], threshold=threshold_pct / 100)
+        for s, i, segment, c in tests.values():
+            verdict, why, at, ratio, ci = _judge(c, s.points[segment_start[id(s)]:i + 1],
+                                                 threshold_pct)
+            at += segment_start[id(s)]
+            if i == len(s.points) - 1:
+                j = c.to_json()  # strict JSON: an interval that does not exist is null
+                s.latest = {"run_id": run_id, "verdict": verdict, "ratio": j["ratio"],
+                            "ci95": j["ci95"], "why": why, "against": [p.run_id for p in segment]}
+            if verdict in ("faster", "slower"):
+                s.steps.append(Step(s.points[at].run_id, verdict, ratio, ci, why,
+                                    _changed(s.points[at - 1].versions, s.points[at].versions),
+                                    found_in=run_id))
+                segment_start[id(s)] = at
+
+
+def _judge(c: stats.Comparison, points: list[Point], threshold_pct: float):
+    """(verdict, why, index of the step's first sweep in `points`, ratio, ci95) for the last of
+    `points`, the segment so far: the samples' verdict unless the sweeps' own spread explains
+    it, or a step that stayed (module docstring)."""
+    levels = np.log([p.median for p in points])
+    last = len(points) - 1
+    margin = math.log1p(threshold_pct / 100)
+    sample_step = c.verdict in ("faster", "slower")
+    if last < MIN_SPREAD_RUNS:
+        if not sample_step:
+            return c.verdict, c.why, last, c.ratio, c.ci95
+        before = levels[:-1]
+        sd = float(np.std(before, ddof=1)) if len(before) >= 2 else math.inf
+        shift = levels[-1] - float(np.mean(before))
+        if abs(shift) > max(margin, SPREAD_Z * sd):
+            return c.verdict, (f"{c.why}; beyond {SPREAD_Z} SDs of the {len(before)} earlier "
+                               f"sweeps (SD {100 * sd:.2f}%)"), last, c.ratio, c.ci95
+        return "inconclusive", (f"{c.why}; but within the history's own sweep-to-sweep spread "
+                                f"({len(before)} earlier sweeps, SD {100 * sd:.2f}%: a step "
+                                f"needs beyond {SPREAD_Z} SDs)"), last, c.ratio, c.ci95
+    best = None
+    for r in range(1, PERSIST + 1):
+        before, after = levels[:-r][-REFERENCE:], levels[-r:]
+        shift, t, p, ci = _shift_test(before, after)
+        same_side = np.all(np.sign(after - np.mean(before)) == np.sign(shift))
+        agrees = (sample_step and (c.ratio > 1) == (shift > 0)) if r == 1 else same_side
+        if p < NIGHT_ALPHA / PERSIST and abs(shift) > margin and agrees \
+                and (best is None or abs(t) > abs(best[1])):
+            best = (r, t, shift, ci)
+    if best is None:
+        if not sample_step:
+            return c.verdict, c.why, last, c.ratio, c.ci95
+        return "inconclusive", (f"{c.why}; but within the history's own sweep-to-sweep spread "
+                                f"(t test of this sweep against the segment's earlier ones not "
+                                f"below {NIGHT_ALPHA / PERSIST:.2g})"), last, c.ratio, c.ci95
+    r, t, shift, ci = best
+    verdict = "slower" if shift > 0 else "faster"
+    nights = "this sweep" if r == 1 else f"the last {r} sweeps"
+    why = (f"{abs(math.expm1(shift)) * 100:.1f}% {verdict} over {nights} than the "
+           f"{min(last + 1 - r, REFERENCE)} before (95% CI {_pct(ci)}), beyond the "
+           f"{threshold_pct:g}% threshold and the sweep-to-sweep spread (t = {t:+.1f})")
+    return verdict, why, last + 1 - r, math.exp(shift), ci
+
+
+def _shift_test(before: np.ndarray, after: np.ndarray):
+    """(mean shift, t, two-sided p, 95% CI of exp(shift)) of after against before, Student's
+    pooled two-sample t (both sets of sweeps share the machine's spread)."""
+    k, r = len(before), len(after)
+    shift = float(np.mean(after) - np.mean(before))
+    df = k + r - 2
+    ss = float(np.sum((before - before.mean()) ** 2) + np.sum((after - after.mean()) ** 2))
+    se = math.sqrt(ss / df * (1 / k + 1 / r)) if df > 0 else math.inf
+    if se == 0:
+        t = math.copysign(math.inf, shift) if shift else 0.0
+        return shift, t, 0.0 if shift else 1.0, (math.exp(shift), math.exp(shift))
+    t = shift / se
+    q = float(sps.t.isf(0.025, df))
+    return shift, t, float(2 * sps.t.sf(abs(t), df)), (math.exp(shift - q * se),
+                                                      math.exp(shift + q * se))
+
+
+def _pct(ci: tuple[float, float]) -> str:
+    return f"{(ci[0] - 1) * 100:+.1f}% to {(ci[1] - 1) * 100:+.1f}%"
+
+
+def _changed(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    return [f"{k} {before.get(k, '?')} -> {after.get(k, '?')}"
+            for k in sorted(set(before) | set(after)) if before.get(k) != after.get(k)]
+
+
+def of_run(store: Store, run_id: str) -> list[dict]:
+    """This run's variants in the earlier complete sweeps of the same target, machine, input
+    and metric, for the report's history plot; [] when there are none."""
+    run = store.run(run_id)
+    if run["status"] != "complete":
+        return []
+    mine = machine_key(run["machine"] or {})
+    return [s.to_json() for s in collect(store, run["target"], until=run_id)
+            if s.machine == mine and len(s.points) >= 2 and s.points[-1].run_id == run_id]

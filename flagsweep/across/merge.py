@@ -1,0 +1,108 @@
+"""Merge: results of one target from several machines, side by side per CPU.
+
+`flagsweep merge A.json B.json ... --out DIR` keeps each machine's own comparison (every
+variant against that sweep's baseline, paired by round on that machine) and lays them out as a
+table of variant x machine: the change in % with its CI and verdict, the heatmap of the merged
+report. Nothing is averaged into one number here (`flagsweep pick` does that, and says how).
+
+Results merge only when their numbers mean the same thing; otherwise merge refuses and says
+which key differs (pyperf refuses to merge runs whose metadata differ for the same reason):
+the target and its version, the input's sha256, the metric, and the baseline's flags.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from flagsweep.errors import FlagsweepError
+from flagsweep.results import reader
+
+SCHEMA = "flagsweep-merge/1"
+# key -> how to read it from a results.json; all must agree across merged files
+MUST_AGREE = {
+    "target": lambda d: d["target"],
+    "target version": lambda d: d.get("target_version"),
+    "input (sha256)": lambda d: (d.get("workload") or {}).get("input_sha256"),
+    "metric": lambda d: d["metric"],
+    "baseline flags": lambda d: next((v["compiler"] + " " + " ".join(v["flags"])
+                                      for v in d["variants"] if v["id"] == d["baseline"]), None),
+}
+
+
+@dataclass
+class Machine:
+    label: str                       # CPU, -march=native, host, pinned CPU, run id
+    cpu_model: str
+    path: str
+    doc: dict
+
+
+@dataclass
+class Cell:
+    change_pct: float | None
+    ci: tuple[float, float] | None
+    verdict: str
+
+
+def load_all(paths: list[Path]) -> list[Machine]:
+    """Each results file as one machine column; refused when two must not be merged."""
+    if len(paths) < 2:
+        raise FlagsweepError("merge needs at least two results files")
+    docs = [(Path(p), reader.load(Path(p))) for p in paths]
+    check_comparable(docs, "merged")
+    return [Machine(label(doc), doc["machine"].get("cpu_model", "?"), str(path), doc)
+            for path, doc in docs]
+
+
+def check_comparable(docs: list[tuple[Path, dict]], what: str, keys: dict | None = None) -> None:
+    """Refuse, naming both files and the key, results whose numbers do not compare (by
+    MUST_AGREE, or the given keys: a suite's differ)."""
+    first_path, first = docs[0]
+    for path, doc in docs[1:]:
+        for key, get in (keys or MUST_AGREE).items():
+            if get(doc) != get(first):
+                raise FlagsweepError(f"{path} and {first_path} differ in {key} ({get(doc)!r} vs "
+                                     f"{get(first)!r}): their numbers do not compare, so they "
+                                     f"are not {what}")
+
+
+def label(doc: dict) -> str:
+    """A machine column's name: CPU, what -march=native is on it, host, pinned CPU, run id."""
+    m = doc["machine"]
+    return (f"{m.get('cpu_model', '?')} ({m.get('march_native') or '?'}), {m.get('hostname', '?')}"
+            f" CPU {m.get('pinned_cpu', '?')}, {doc.get('run_id', '?')}")
+
+
+def table(machines: list[Machine]) -> tuple[list[dict], list[list[Cell]]]:
+    """Rows (variants, in the first file's order, then any others) x machine cells."""
+    variants: dict[str, dict] = {}
+    for m in machines:
+        for v in m.doc["variants"]:
+            if not v["id"].endswith(".aa"):
+                variants.setdefault(v["id"], v)
+    cells = [[_cell(m.doc, vid) for m in machines] for vid in variants]
+    return list(variants.values()), cells
+
+
+def _cell(doc: dict, vid: str) -> Cell:
+    v = next((v for v in doc["variants"] if v["id"] == vid), None)
+    if v is None:
+        return Cell(None, None, "absent")
+    if vid == doc["baseline"]:
+        return Cell(0.0, None, "baseline")
+    c = v.get("vs_baseline") or {}
+    ratio, ci = c.get("ratio"), c.get("ci95")
+    return Cell((ratio - 1) * 100 if ratio is not None else None,
+                ((ci[0] - 1) * 100, (ci[1] - 1) * 100) if ci else None,
+                c.get("verdict") or "not-measured")
+
+
+def to_json(machines: list[Machine], variants: list[dict], cells) -> dict:
+    """merged.json: the variant x machine table as data."""
+    return {"schema": SCHEMA, "target": machines[0].doc["target"],
+            "machines": [{"label": m.label, "path": m.path, "machine": m.doc["machine"]}
+                         for m in machines],
+            "variants": [{"id": v["id"], "compiler": v["compiler"], "flags": v["flags"],
+                          "per_machine": [c.__dict__ for c in row]}
+                         for v, row in zip(variants, cells)]}

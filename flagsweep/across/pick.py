@@ -1,0 +1,181 @@
+"""Pick: one flag set for every machine (and program) given, for a distribution's CFLAGS.
+
+`flagsweep pick RESULTS... [--baseline-isa x86-64-v2]`. The candidates are the variants every
+results file measured against the same baseline flags, minus those some machine cannot run
+(each machine's CPU flags from its results, judged like the matrix's CPU filter), minus
+`-march=native`/`-mtune=native` (it means a different CPU on every machine), and with
+`--baseline-isa` minus those the least CPU of that x86-64 level cannot run.
+
+Each candidate's change is the geometric mean of its ratio to the baseline over every
+(program, machine) pair, every pair weighted alike (the distribution ships one build to all of
+them), with a 95% CI that combines the pairs' own intervals as independent estimates
+(stats.pool, which `flagsweep suite` uses too).
+The pick is the candidate with the lowest geometric mean whose whole interval lies below
+1 - threshold; none, and the baseline stays. Every pair where the pick is slower is listed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from flagsweep import stats
+from flagsweep.across import merge
+from flagsweep.errors import FlagsweepError
+from flagsweep.host import cpu
+from flagsweep.results import reader
+
+
+@dataclass
+class Pair:
+    program: str
+    machine: str
+    ratio: float
+    ci95: tuple[float, float] | None
+    verdict: str
+
+
+@dataclass
+class Candidate:
+    id: str
+    compiler: str
+    flags: list[str]
+    pairs: list[Pair] = field(default_factory=list)
+    excluded: str = ""                       # why it cannot be the pick
+    ratio: float | None = None               # geometric mean over the pairs
+    ci95: tuple[float, float] | None = None
+
+    @property
+    def losses(self) -> list[Pair]:
+        return [p for p in self.pairs if p.verdict == "slower" or (p.ci95 and p.ci95[0] > 1)]
+
+
+@dataclass
+class Pick:
+    baseline: str
+    programs: list[str]
+    machines: list[str]
+    candidates: list[Candidate]
+    chosen: Candidate | None
+    why: str
+    levels: list[str]                        # per program: is an -march=x86-64-vN build worth it
+
+
+def pick(paths: list[Path], baseline_isa: str | None = None, threshold_pct: float = 1.0) -> Pick:
+    docs = [(Path(p), reader.load(Path(p))) for p in paths]
+    by_program = _by_program(docs)
+    baseline = _common_baseline(docs)
+    least = cpu.host_of_level(baseline_isa) if baseline_isa else None
+    candidates = [_candidate(vid, docs, least, baseline_isa) for vid in _common_ids(docs)]
+    for c in candidates:
+        _combine(c)
+    chosen, why = _choose(candidates, baseline, threshold_pct)
+    return Pick(baseline, sorted(by_program), sorted({merge.label(d) for _, d in docs}),
+                candidates, chosen, why, _level_answers(candidates, docs))
+
+
+def _by_program(docs: list[tuple[Path, dict]]) -> dict[str, list]:
+    """Results grouped by target; within a target they must merge (merge.MUST_AGREE)."""
+    groups: dict[str, list] = defaultdict(list)
+    for path, doc in docs:
+        groups[doc["target"]].append((path, doc))
+    for group in groups.values():
+        merge.check_comparable(group, "picked from together")
+    return groups
+
+
+def _common_baseline(docs: list[tuple[Path, dict]]) -> str:
+    flags = {merge.MUST_AGREE["baseline flags"](doc): path for path, doc in docs}
+    if len(flags) > 1:
+        raise FlagsweepError("the results compare against different baselines ("
+                             + "; ".join(f"{path}: {b}" for b, path in flags.items())
+                             + "): a pick needs one reference build for every machine")
+    return next(iter(flags))
+
+
+def _common_ids(docs: list[tuple[Path, dict]]) -> list[str]:
+    ids = [[v["id"] for v in doc["variants"] if v["id"] != doc["baseline"]
+            and not v["id"].endswith(".aa")] for _, doc in docs]
+    common = set(ids[0]).intersection(*ids[1:])
+    return [vid for vid in ids[0] if vid in common]
+
+
+def _candidate(vid: str, docs, least, level: str | None) -> Candidate:
+    v0 = next(v for v in docs[0][1]["variants"] if v["id"] == vid)
+    c = Candidate(vid, v0["compiler"], v0["flags"])
+    if any(re.match(r"-m(arch|tune|cpu)=native$", f) for f in c.flags):
+        c.excluded = "-march=native is a different CPU on every machine"
+    for path, doc in docs:
+        host = cpu.host_from_machine(doc["machine"])
+        runs = cpu.can_run_flags(tuple(c.flags), c.compiler, host)
+        if not runs.ok and not c.excluded:
+            c.excluded = f"{merge.label(doc)} cannot run it: {runs.reason}"
+        measured = pair(doc, vid)
+        if measured is None and not c.excluded:
+            c.excluded = f"not measured on {merge.label(doc)}"
+        if measured:
+            c.pairs.append(measured)
+    if least is not None and not c.excluded:
+        runs = cpu.can_run_flags(tuple(c.flags), c.compiler, least)
+        if not runs.ok:
+            c.excluded = f"not every {level} CPU can run it: {runs.reason}"
+    return c
+
+
+def pair(doc: dict, vid: str) -> Pair | None:
+    """That machine's ratio to its baseline; identical code borrows its twin's comparison."""
+    variants = {v["id"]: v for v in doc["variants"]}
+    v = variants[vid]
+    source = v["build"].get("identical_to") or vid
+    vs = (variants.get(source) or {}).get("vs_baseline") or {}
+    if source == doc["baseline"]:
+        vs = {"ratio": 1.0, "ci95": None, "verdict": "identical-code"}
+    if vs.get("ratio") is None or vs.get("verdict") == "not-measured":
+        return None
+    ci = tuple(vs["ci95"]) if vs.get("ci95") else None
+    return Pair(doc["target"], merge.label(doc), vs["ratio"], ci, vs.get("verdict", ""))
+
+
+def _combine(c: Candidate) -> None:
+    """The geometric mean over every pair (stats.pool); none while a pair has no interval."""
+    usable = [p for p in c.pairs if p.ci95 or p.verdict == "identical-code"]
+    if not usable or len(usable) < len(c.pairs):
+        return
+    pooled = stats.pool([(p.ratio, p.ci95) for p in usable])
+    if pooled:
+        c.ratio, c.ci95 = pooled.ratio, pooled.ci95
+
+
+def _choose(candidates: list[Candidate], baseline: str, threshold_pct: float):
+    eligible = [c for c in candidates if not c.excluded and c.ci95 is not None]
+    winners = [c for c in eligible if c.ci95[1] < 1 - threshold_pct / 100]
+    if not winners:
+        return None, (f"no candidate was faster than the baseline ({baseline}) by more than "
+                      f"{threshold_pct:g}% across every machine and program ({len(eligible)} "
+                      "eligible); keep the baseline")
+    best = min(winners, key=lambda c: c.ratio)
+    lo, hi = ((x - 1) * 100 for x in best.ci95)
+    return best, (f"{' '.join(best.flags)}: {(best.ratio - 1) * 100:+.1f}% [{lo:+.1f}, {hi:+.1f}] "
+                  f"geometric mean over {len(best.pairs)} program x machine pairs; slower on "
+                  f"{len(best.losses)} of them")
+
+
+def _level_answers(candidates: list[Candidate], docs) -> list[str]:
+    """'Is an -march=x86-64-vN build worth shipping?', per program, on the machines that run it."""
+    out = []
+    for c in candidates:
+        level = next((f.split("=", 1)[1] for f in c.flags if re.fullmatch(r"-march=x86-64-v\d", f)), None)
+        if level is None:
+            continue
+        for program in sorted({p.program for p in c.pairs} | {d["target"] for _, d in docs}):
+            mine = Candidate(c.id, c.compiler, c.flags, [p for p in c.pairs if p.program == program])
+            _combine(mine)
+            lacking = [merge.label(d) for _, d in docs if d["target"] == program and not
+                       cpu.can_run_flags(tuple(c.flags), c.compiler, cpu.host_from_machine(d["machine"])).ok]
+            change = (f"{(mine.ratio - 1) * 100:+.1f}% [{(mine.ci95[0] - 1) * 100:+.1f}, "
+                      f"{(mine.ci95[1] - 1) * 100:+.1f}]" if mine.ratio else "not measured")
+            out.append(f"{program}: {' '.join(c.flags)} {change} on {len(mine.pairs)} machine(s) "
+                       f"that run {level}" + (f"; cannot run on {len(lacking)}" if lacking else ""))
+    return out

@@ -1,0 +1,194 @@
+"""Suite: one recipe over several programs on one machine, and the answer across them.
+
+`flagsweep run --all` sweeps every shipped benchmark target in turn (each its own sweep, with
+its own results.json and report, in OUT/<target>/) and then writes the suite report beside them;
+`flagsweep suite RESULTS... --out DIR` builds the same report from sweeps already taken.
+
+Two kinds of verdict, kept apart:
+- per program, each variant keeps the verdict its own sweep gave it (paired by round on that
+  program, Benjamini-Hochberg across that sweep);
+- across programs, each variant's ratios are pooled into an equal-weight geometric mean with a
+  95% CI (stats.pool), and those suite rows get their own BH adjustment and the same verdict rule
+  as a sweep (stats.adjust).
+A flag can be a suite-wide win and a loss for one program: both are shown ("slower on gzip"),
+and a suite verdict never replaces a program's.
+
+Results are put together only when their numbers answer one question: the same machine (CPU
+identity, as `flagsweep history` keys it), the same metric and the same baseline build (compiler
+and flags), one results file per program. Anything else is refused, naming the files and the key.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from flagsweep import stats
+from flagsweep.across import history, merge, pick
+from flagsweep.errors import FlagsweepError
+from flagsweep.results import reader
+
+SCHEMA = "flagsweep-suite/1"
+AA_SUFFIX = ".aa"
+MUST_AGREE = {
+    "machine (CPU identity)": lambda d: history.machine_key(d["machine"]),
+    "metric": lambda d: d["metric"],
+    "baseline flags": merge.MUST_AGREE["baseline flags"],
+}
+
+
+@dataclass
+class Program:
+    target: str
+    version: str
+    path: Path
+    status: str                      # the sweep's: complete, interrupted, failed
+    recommendation: str
+    stop_reason: str = ""
+
+
+@dataclass
+class Row:
+    id: str
+    compiler: str
+    flags: list[str]
+    cells: dict[str, pick.Pair | None]             # program -> its own comparison, None: absent
+    suite: stats.Comparison | None = None
+    missing: str = ""                              # why there is no suite estimate
+
+    def on(self, verdict: str) -> list[str]:
+        """The programs whose own sweep called this variant `verdict`."""
+        return [p for p, c in self.cells.items() if c and c.verdict == verdict]
+
+
+@dataclass
+class Suite:
+    machine: str
+    metric: str
+    baseline: str
+    threshold_pct: float
+    programs: list[Program]
+    rows: list[Row]
+    failed: list[dict] = field(default_factory=list)   # {"target", "error"}: no results at all
+    recommendation: str = ""
+    warnings: list[str] = field(default_factory=list)
+
+
+def load_all(paths: list[Path]) -> list[tuple[Path, dict]]:
+    """The results files, checked to belong in one suite."""
+    docs = [(Path(p).resolve(), reader.load(Path(p))) for p in paths]
+    seen: dict[str, Path] = {}
+    for path, doc in docs:
+        if doc["target"] in seen:
+            raise FlagsweepError(f"{path} and {seen[doc['target']]} are both {doc['target']}: a "
+                                 "suite takes one results file per program")
+        seen[doc["target"]] = path
+    merge.check_comparable(docs, "one suite (it compares flags on one machine against one "
+                                 "baseline; merge and pick work across machines)", MUST_AGREE)
+    return docs
+
+
+def build(docs: list[tuple[Path, dict]], threshold_pct: float | None = None,
+          failed: list[dict] | None = None) -> Suite:
+    """Per-program cells, pooled suite rows with their verdicts, and the suite's recommendation."""
+    if not docs:
+        raise FlagsweepError("no program of the suite has results"
+                             + "".join(f"; {f['target']}: {f['error']}" for f in failed or []))
+    first = docs[0][1]
+    thresholds = {d["threshold_pct"] for _, d in docs}
+    threshold = threshold_pct or max(thresholds)
+    programs = [Program(d["target"], d.get("target_version") or "?", p, d.get("status", "?"),
+                        (d.get("recommendation") or {}).get("why", ""), d.get("stop_reason") or "")
+                for p, d in docs]
+    rows = [_row(vid, docs) for vid in _variant_ids(docs)]
+    pooled = [r.suite for r in rows if r.suite is not None]
+    stats.adjust(pooled, threshold / 100)
+    m = first["machine"]
+    s = Suite(f"{m.get('cpu_model', '?')} ({m.get('march_native') or '?'}), {m.get('hostname', '?')}",
+              first["metric"],
+              MUST_AGREE["baseline flags"](first), threshold, programs, rows, list(failed or []))
+    s.warnings = _warnings(docs, thresholds, threshold, s.failed)
+    s.recommendation = _recommend(s)
+    return s
+
+
+def _variant_ids(docs: list[tuple[Path, dict]]) -> list[str]:
+    """Every compared variant of any program, in first-seen order (not baselines, not A/A)."""
+    out: dict[str, None] = {}
+    for _, doc in docs:
+        for v in doc["variants"]:
+            if v["id"] != doc["baseline"] and not v["id"].endswith(AA_SUFFIX):
+                out.setdefault(v["id"])
+    return list(out)
+
+
+def _row(vid: str, docs: list[tuple[Path, dict]]) -> Row:
+    v0 = next(v for _, d in docs for v in d["variants"] if v["id"] == vid)
+    cells = {d["target"]: (pick.pair(d, vid) if any(v["id"] == vid for v in d["variants"])
+                           else None) for _, d in docs}
+    row = Row(vid, v0["compiler"], v0["flags"], cells)
+    absent = [p for p, c in cells.items() if c is None]
+    no_ci = [p for p, c in cells.items() if c and c.ci95 is None and c.verdict != "identical-code"]
+    if absent or no_ci:
+        row.missing = "; ".join(filter(None, [
+            f"not measured on {', '.join(absent)}" if absent else "",
+            f"no interval on {', '.join(no_ci)}" if no_ci else ""]))
+        return row
+    row.suite = stats.pool([(c.ratio, c.ci95) for c in cells.values()])
+    if row.suite is None:
+        row.missing = "no usable estimate"
+    return row
+
+
+def _warnings(docs, thresholds: set[float], threshold: float, failed: list[dict]) -> list[str]:
+    out = []
+    if len(thresholds) > 1:
+        out.append(f"the sweeps used different thresholds ({', '.join(f'{t:g}%' for t in sorted(thresholds))});"
+                   f" the suite verdicts use {threshold:g}%, each program's keeps its own")
+    for path, doc in docs:
+        if doc.get("status") != "complete":
+            out.append(f"{doc['target']}: its sweep is {doc.get('status')} "
+                       f"({doc.get('stop_reason')}), so its numbers are partial ({path})")
+        if (doc.get("aa") or {}).get("warning"):
+            out.append(f"{doc['target']}: {doc['aa']['warning']}")
+    for f in failed:
+        out.append(f"{f['target']}: no results ({f['error']}); the suite is over the others")
+    return out
+
+
+def _recommend(s: Suite) -> str:
+    faster = [r for r in s.rows if r.suite and r.suite.verdict == "faster"]
+    n = len(s.programs)
+    if not faster:
+        return (f"Keep {s.baseline}: no variant was significantly faster than it by more than "
+                f"{s.threshold_pct:g}% across the {n} programs (geometric mean).")
+    best = min(faster, key=lambda r: r.suite.ratio)
+    parts = [f"{verdict} on {', '.join(best.on(verdict)) or 'none'}" for verdict in ("faster", "slower")]
+    undecided = [p for p, c in best.cells.items() if c and c.verdict not in ("faster", "slower")]
+    if undecided:
+        parts.append(f"no difference or undecided on {', '.join(undecided)}")
+    return (f"{best.compiler} {' '.join(best.flags)}: {_pct_ci(best.suite)} across the {n} "
+            f"programs (geometric mean); by program: {'; '.join(parts)}.")
+
+
+def _pct_ci(c: stats.Comparison) -> str:
+    lo, hi = ((x - 1) * 100 for x in c.ci95)
+    return f"{(c.ratio - 1) * 100:+.1f}% [{lo:+.1f}, {hi:+.1f}]"
+
+
+def to_json(s: Suite, out: Path) -> dict:
+    """suite.json: the same table as data, result paths relative to the suite's folder."""
+    return {
+        "schema": SCHEMA, "machine": s.machine, "metric": s.metric, "baseline": s.baseline,
+        "threshold_pct": s.threshold_pct, "recommendation": s.recommendation,
+        "warnings": s.warnings, "failed": s.failed,
+        "programs": [{"target": p.target, "version": p.version, "status": p.status,
+                      "results": os.path.relpath(p.path, out),
+                      "stop_reason": p.stop_reason, "recommendation": p.recommendation}
+                     for p in s.programs],
+        "variants": [{"id": r.id, "compiler": r.compiler, "flags": r.flags,
+                      "per_program": {k: (c.__dict__ if c else None) for k, c in r.cells.items()},
+                      "suite": r.suite.to_json() if r.suite else None, "missing": r.missing,
+                      "faster_on": r.on("faster"), "slower_on": r.on("slower")}
+                     for r in s.rows]}

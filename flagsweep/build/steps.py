@@ -1,0 +1,189 @@
+"""The step driver: how one variant of an autotools, CMake or plain-make project is built.
+
+The superbuild (CMakeLists.txt) calls `python -m flagsweep.build.steps MANIFEST STEP NAME`:
+
+  template COMPILER   autotools only: run ./configure once per compiler into a cached tree
+  prepare  VARIANT    give the variant its own build tree (copy of the template, or cmake configure)
+  build    VARIANT    compile with exactly the variant's flags, every compile through the wrapper
+
+Flags are injected one way per build system and nothing else is allowed to add optimisation
+flags on top (the audit checks it):
+  - autotools: configure runs with neutral CFLAGS; the variant's flags replace CFLAGS at make
+    time (`make CFLAGS=...`), which is what defeats configure scripts that add their own -O3;
+  - cmake: CMAKE_C_FLAGS with the build type empty and every CMAKE_<LANG>_FLAGS_<CONFIG> blanked,
+    because CMake appends those after the user's flags;
+  - make: CC, CXX, CFLAGS and CXXFLAGS on the make command line, which overrides hard-coded ones.
+
+Each step writes the variant's status.json and appends to its build.log; a failure exits 1 so
+Ninja skips the variant's later steps, while `-k 0` keeps every other variant going.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from flagsweep import process
+
+# Configure probes run with these flags; the variants' own flags replace them at make time.
+CONFIGURE_CFLAGS = "-O2"
+CMAKE_CONFIGS = ("DEBUG", "RELEASE", "RELWITHDEBINFO", "MINSIZEREL")
+ORIGIN_FILE = ".flagsweep-origin"
+
+
+def main(argv: list[str]) -> int:
+    manifest_path, step, name = argv
+    manifest = json.loads(Path(manifest_path).read_text())
+    steps = {"template": template, "prepare": prepare, "build": build}
+    return steps[step](manifest, name)
+
+
+# ---- template: flag-independent configure work, once per compiler --------------------------
+
+def template(m: dict, name: str) -> int:
+    t = m["templates"][name]
+    dest, log = Path(t["dir"]), Path(t["log"])
+    if (dest / ORIGIN_FILE).exists():
+        log.write_text(f"configure tree reused from the cache: {dest}\n")
+        return 0
+    work = dest.with_name(f"{dest.name}.tmp{os.getpid()}")
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    tools = m["compilers"][t["compiler"]]
+    argv = [str(Path(m["source"]) / "configure"), f"CC={tools['cc']}", f"CFLAGS={CONFIGURE_CFLAGS}"]
+    if tools.get("cxx"):
+        argv += [f"CXX={tools['cxx']}", f"CXXFLAGS={CONFIGURE_CFLAGS}"]
+    result = process.run(argv + m["configure_args"], cwd=work, log_file=log,
+                         env=_env(m, work / "configure.jsonl"))
+    if not result.ok:
+        log.open("a").write(f"\nflagsweep: configure failed (exit {result.returncode})\n")
+        shutil.rmtree(work, ignore_errors=True)
+        return 1
+    (work / ORIGIN_FILE).write_text(str(work))
+    try:
+        work.rename(dest)
+    except OSError:  # another sweep configured the same tree meanwhile: theirs is as good
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+# ---- prepare: the variant's own build tree ---------------------------------------------------
+
+def prepare(m: dict, vid: str) -> int:
+    v = m["variants"][vid]
+    vdir, tree = Path(v["dir"]), Path(v["dir"]) / "tree"
+    started = time.time()
+    _status(vdir, {"status": "running", "stage": "configure", "started": started})
+    if m["system"] == "autotools":
+        tmpl = Path(m["templates"][v["template"]]["dir"])
+        if not (tmpl / ORIGIN_FILE).exists():
+            return _fail(vdir, "configure", started, f"configure tree {tmpl} missing: "
+                         f"see {m['templates'][v['template']]['log']}")
+        shutil.copytree(tmpl, tree, symlinks=True, dirs_exist_ok=True)
+        relocate(tree, (tmpl / ORIGIN_FILE).read_text(), str(tree))
+    elif m["system"] == "make":
+        shutil.copytree(m["source"], tree, symlinks=True, dirs_exist_ok=True)
+    else:
+        result = process.run(_cmake_configure(m, v, tree), log_file=vdir / "build.log",
+                             env=_env(m, vdir / "configure.jsonl"))
+        if not result.ok:
+            return _fail(vdir, "configure", started, f"cmake configure exited {result.returncode}")
+    _status(vdir, {"status": "running", "stage": "build", "started": started})
+    return 0
+
+
+def _cmake_configure(m: dict, v: dict, tree: Path) -> list[str]:
+    tools, flags = m["compilers"][v["compiler"]], shlex.join(v["flags"])
+    argv = ["cmake", "-S", m["source"], "-B", str(tree), "-G", "Ninja", "--no-warn-unused-cli",
+            "-DCMAKE_BUILD_TYPE=",
+            f"-DCMAKE_C_COMPILER={tools['cc']}", f"-DCMAKE_C_FLAGS={flags}"]
+    if tools.get("cxx"):
+        argv += [f"-DCMAKE_CXX_COMPILER={tools['cxx']}", f"-DCMAKE_CXX_FLAGS={flags}"]
+    for lang in ("C", "CXX"):
+        argv += [f"-DCMAKE_{lang}_FLAGS_{config}=" for config in CMAKE_CONFIGS]
+    return argv + m["configure_args"]
+
+
+def relocate(tree: Path, old: str, new: str) -> None:
+    """Rewrite a copied configure tree's absolute paths to its new place, keeping mtimes.
+
+    config.status bakes the configure directory into Makefiles, libtool and config files; the
+    mtimes must survive or make would re-run config.status in every copy.
+    """
+    old_b, new_b = old.encode(), new.encode()
+    for path in tree.rglob("*"):
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > 8 << 20:
+            continue
+        data = path.read_bytes()
+        if old_b not in data or b"\0" in data[:8192]:
+            continue
+        st = path.stat()
+        path.write_bytes(data.replace(old_b, new_b))
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+# ---- build: compile with exactly the variant's flags -------------------------------------------
+
+def build(m: dict, vid: str) -> int:
+    v = m["variants"][vid]
+    vdir, tree = Path(v["dir"]), Path(v["dir"]) / "tree"
+    started = json.loads((vdir / "status.json").read_text())["started"]
+    build_started = time.time()
+    result = process.run(_build_argv(m, v, tree), cwd=tree, log_file=vdir / "build.log",
+                         env=_env(m, vdir / "compile.jsonl"))
+    if not result.ok:
+        return _fail(vdir, "build", started, f"build exited {result.returncode}")
+    binary = tree / m["binary"]
+    if not binary.is_file():
+        return _fail(vdir, "build", started, f"the build succeeded but {m['binary']} is missing "
+                     f"from {tree} (check build.binary in the target file)")
+    if not binary.resolve().is_relative_to(tree.resolve()):
+        return _fail(vdir, "build", started, f"{m['binary']} in {tree} is a link to "
+                     f"{binary.resolve()}, outside the build tree: the measured program must be "
+                     "the one built there")
+    _status(vdir, {"status": "ok", "stage": "done", "started": started,
+                   "build_started": build_started, "seconds": round(time.time() - started, 3)})
+    return 0
+
+
+def _build_argv(m: dict, v: dict, tree: Path) -> list[str]:
+    flags = shlex.join(v["flags"])
+    jobs = f"-j{v['jobs']}"
+    if m["system"] == "cmake":
+        return ["cmake", "--build", str(tree), jobs, *m["make_args"]]
+    argv = ["make", jobs, f"CFLAGS={flags}", f"CXXFLAGS={flags}"]
+    if m["system"] == "make":
+        tools = m["compilers"][v["compiler"]]
+        argv += [f"CC={tools['cc']}"] + ([f"CXX={tools['cxx']}"] if tools.get("cxx") else [])
+    return argv + m["make_args"]
+
+
+def _env(m: dict, compile_log: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(m["ccache_env"])
+    env["FLAGSWEEP_COMPILE_LOG"] = str(compile_log)
+    env["LC_ALL"] = "C"  # build logs in one language, parsable by anyone
+    return env
+
+
+def _status(vdir: Path, status: dict) -> None:
+    vdir.mkdir(parents=True, exist_ok=True)
+    tmp = vdir / "status.json.tmp"
+    tmp.write_text(json.dumps(status))
+    os.replace(tmp, vdir / "status.json")
+
+
+def _fail(vdir: Path, stage: str, started: float, why: str) -> int:
+    _status(vdir, {"status": "failed", "stage": stage, "started": started, "why": why,
+                   "seconds": round(time.time() - started, 3)})
+    print(f"flagsweep: {vdir.name}: {why}", file=sys.stderr)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

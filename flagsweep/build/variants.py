@@ -1,0 +1,273 @@
+"""Builds: every variant of a matrix, through the CMake superbuild, audited and fingerprinted.
+
+The flow: get the source tree; install the recording compiler wrappers; write the manifest the
+step driver reads and the plan CMake reads; configure and run the superbuild with Ninja (`-k 0`,
+so one broken variant never stops the rest); then read each variant's status, audit its compile
+log and hash its code. The result per variant uses the results contract's `build` names.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from flagsweep import files, process
+from flagsweep.build import audit as audit_mod
+from flagsweep.build import fetch, fingerprint, wrapper
+from flagsweep.errors import BuildError
+from flagsweep.host import toolchain
+from flagsweep.spec.matrix import Matrix, Variant
+from flagsweep.spec.target import Target
+
+log = logging.getLogger("flagsweep.build.variants")
+REPO_ROOT = Path(__file__).resolve().parents[2]
+# Bump when the step driver changes how a configure tree is made: cached trees are then redone.
+TEMPLATE_FORMAT = 1
+
+
+@dataclass
+class VariantBuild:
+    variant: Variant
+    status: str                       # "ok" | "failed" | "flags-mismatch"
+    log: Path
+    seconds: float | None = None
+    binary: Path | None = None
+    code_sha256: str | None = None
+    size_bytes: int | None = None
+    identical_to: str | None = None
+    flags_verified: bool = False
+    detail: str = ""
+    audit: dict | None = field(default=None)
+
+    def contract(self, out_dir: Path) -> dict:
+        """The results contract's `build` object."""
+        return {"status": self.status, "seconds": self.seconds,
+                "log": str(self.log.relative_to(out_dir)),
+                "binary": str(self.binary) if self.binary else None,
+                "code_sha256": self.code_sha256, "size_bytes": self.size_bytes,
+                "identical_to": self.identical_to, "flags_verified": self.flags_verified,
+                "detail": self.detail, "audit": self.audit}
+
+
+    def doc(self, out_dir: Path) -> dict:
+        """The variant as results.json and builds.json list it."""
+        v = self.variant
+        return {"id": v.id, "compiler": v.compiler, "flags": list(v.flags),
+                "factors": v.factors, "build": self.contract(out_dir)}
+
+
+def write_summary(out: Path, target: Target, recipe, m: Matrix,
+                  builds: list[VariantBuild]) -> Path:
+    """builds.json: what `flagsweep build` reports, also kept beside a run's results."""
+    summary = {"target": target.name, "recipe": recipe.name, "design": m.design,
+               "baseline": m.baseline.id,
+               "compilers": [toolchain.describe(toolchain.resolve(c))
+                             for c in sorted({v.compiler for v in m.variants})],
+               "variants": [b.doc(out) for b in builds],
+               "skipped": [{"id": s.variant.id, "flags": list(s.variant.flags), "reason": s.reason}
+                           for s in m.skipped]}
+    path = out / "builds.json"
+    path.write_text(json.dumps(summary, indent=2))
+    return path
+
+
+@dataclass(frozen=True)
+class Options:
+    out_dir: Path
+    jobs: int = 2
+    offline: bool = False
+    source_dir: Path | None = None
+    cache: Path | None = None
+
+
+def source_tree(target: Target, opts: Options) -> Path:
+    """The target's source: --source-dir, a shipped local folder, or the fetched tarball."""
+    if opts.source_dir is not None:
+        return fetch.use_source_dir(opts.source_dir)
+    local = target.local_source()
+    if local is not None:
+        return local
+    return fetch.prepare(target.tarball(), offline=opts.offline, cache=opts.cache)
+
+
+def build_all(target: Target, matrix: Matrix, opts: Options) -> list[VariantBuild]:
+    """Build every variant of the matrix; never raises for a variant's own failure."""
+    cache = opts.cache or files.cache_dir()
+    out = opts.out_dir.resolve()
+    refuse_earlier_build(out)
+    source = source_tree(target, opts)
+    (out / "builds").mkdir(parents=True, exist_ok=True)
+    manifest = _manifest(target, matrix, source, out, cache, opts.jobs)
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    _write_plan(manifest, out)
+    _run_superbuild(out, opts.jobs)
+    builds = [_collect(v, manifest, target, out) for v in matrix.variants]
+    _group_identical(builds)
+    return builds
+
+
+# What a build leaves in its output folder; any of them means the folder was built into before.
+BUILD_OUTPUTS = ("manifest.json", "plan.cmake", "superbuild", "builds", "builds.json")
+
+
+def refuse_earlier_build(out: Path) -> None:
+    """Builds start from nothing: in a folder built into before, make finds its targets up to
+    date and the audit reads the old compile logs, so the old binaries would be measured."""
+    found = [name for name in BUILD_OUTPUTS if (out / name).exists()]
+    if found:
+        raise BuildError(f"output folder {out} already holds a build ({', '.join(found)}); "
+                         "builds start in a new folder so that no earlier binary or compile log "
+                         "is reused: choose another --out, or remove this one")
+
+
+def _manifest(target: Target, matrix: Matrix, source: Path, out: Path, cache: Path,
+              jobs: int) -> dict:
+    b = target.spec.build
+    names = sorted({v.compiler for v in matrix.variants})
+    compilers = {n: _wrappers(toolchain.resolve(n), cache) for n in names}
+    per_variant_jobs = max(1, jobs // max(1, min(jobs, len(matrix.variants))))
+    templates = {}
+    if b.system == "autotools":  # keyed by a CMake-safe name: a compiler may be a path
+        templates = {_slug(n): _template(target, source, n, compilers[n], cache, out)
+                     for n in names}
+    return {
+        "system": b.system, "source": str(source), "binary": b.binary,
+        "configure_args": b.configure_args, "make_args": b.make_args,
+        "ccache_env": _ccache_env(cache, out), "compilers": compilers, "templates": templates,
+        "variants": {v.id: {"compiler": v.compiler, "template": _slug(v.compiler),
+                            "flags": [*v.flags, *b.project_flags],
+                            "dir": str(out / "builds" / v.id), "jobs": per_variant_jobs}
+                     for v in matrix.variants},
+    }
+
+
+def _wrappers(compiler: toolchain.Compiler, cache: Path) -> dict:
+    where = cache / "wrappers" / _slug(compiler.name)
+    tools = {"cc": str(wrapper.install(compiler.cc, where / "cc", compiler.cc, wrapper.ccache()))}
+    if compiler.cxx:
+        tools["cxx"] = str(wrapper.install(compiler.cxx, where / "cxx", compiler.cc,
+                                           wrapper.ccache()))
+    tools["version"] = compiler.version
+    return tools
+
+
+def _template(target: Target, source: Path, name: str, tools: dict, cache: Path,
+              out: Path) -> dict:
+    """Where the compiler's configure tree is cached: keyed by everything configure sees."""
+    key_parts = [TEMPLATE_FORMAT, str(source), target.spec.build.configure_args, tools,
+                 (source / "configure").stat().st_mtime_ns if (source / "configure").exists() else 0]
+    key = hashlib.sha256(json.dumps(key_parts, sort_keys=True).encode()).hexdigest()[:16]
+    folder = f"{target.name}-{_slug(name)}-{key}"
+    return {"compiler": name, "dir": str(cache / "configured" / folder),
+            "log": str(out / "builds" / f"configure-{_slug(name)}.log")}
+
+
+def _slug(name: str) -> str:
+    """A compiler name usable in file and CMake target names ('/usr/bin/gcc' -> '_usr_bin_gcc')."""
+    return re.sub(r"[^A-Za-z0-9._+-]", "_", name)
+
+
+def _ccache_env(cache: Path, out: Path) -> dict[str, str]:
+    """ccache settings: a base dir so that a fresh build tree still hits the cache.
+
+    CCACHE_BASEDIR turns absolute paths under the run's folder into relative ones, so the same
+    compile in reports/A/builds/x and reports/B/builds/x is one cache entry. A user's own
+    CCACHE_DIR wins over flagsweep's default.
+    """
+    env = {"CCACHE_BASEDIR": str(out)}
+    if "CCACHE_DIR" not in os.environ:
+        env["CCACHE_DIR"] = str(cache / "ccache")
+    return env
+
+
+def _write_plan(manifest: dict, out: Path) -> None:
+    lines = [f'set(FLAGSWEEP_MANIFEST "{out / "manifest.json"}")',
+             f'set(FLAGSWEEP_PYTHON "{sys.executable}")',
+             f'set(FLAGSWEEP_PYTHONPATH "{REPO_ROOT}")',
+             f'set(FLAGSWEEP_SOURCE "{manifest["source"]}")',
+             f'set(FLAGSWEEP_BUILDS "{out / "builds"}")',
+             f'set(FLAGSWEEP_TEMPLATES {" ".join(manifest["templates"])})',
+             f'set(FLAGSWEEP_VARIANTS {" ".join(manifest["variants"])})']
+    lines += [f'set(FLAGSWEEP_COMPILER_{vid} "{v["template"]}")'
+              for vid, v in manifest["variants"].items()]
+    (out / "plan.cmake").write_text("\n".join(lines) + "\n")
+
+
+def _run_superbuild(out: Path, jobs: int) -> None:
+    sb, logfile = out / "superbuild", out / "superbuild.log"
+    configure = process.run(["cmake", "-S", REPO_ROOT, "-B", sb, "-G", "Ninja",
+                             f"-DFLAGSWEEP_PLAN={out / 'plan.cmake'}"], log_file=logfile)
+    if not configure.ok:
+        raise BuildError(f"the superbuild did not configure; see {logfile}")
+    started = time.time()
+    process.run(["cmake", "--build", sb, "-j", str(jobs), "--", "-k", "0"], log_file=logfile)
+    log.info("superbuild finished in %.1f s", time.time() - started)
+
+
+def _collect(v: Variant, manifest: dict, target: Target, out: Path) -> VariantBuild:
+    vdir = out / "builds" / v.id
+    result = VariantBuild(variant=v, status="failed", log=vdir / "build.log")
+    status = _read_status(vdir)
+    result.seconds = status.get("seconds")
+    if status.get("status") != "ok":
+        result.detail = _failure_detail(status, vdir, manifest, v)
+        return result
+    binary = vdir / "tree" / target.spec.build.binary
+    a = audit_mod.audit(vdir / "compile.jsonl", vdir / "tree",
+                        expected=manifest["variants"][v.id]["flags"],
+                        tolerated=target.spec.build.tolerated_flags,
+                        since=status["build_started"], binary=binary,
+                        source=Path(manifest["source"]))
+    result.audit, result.flags_verified = a.to_json(), a.verified
+    result.status = "ok" if a.verified else "flags-mismatch"
+    result.detail = "; ".join(a.problems)
+    result.binary, result.size_bytes = binary, binary.stat().st_size
+    result.code_sha256 = fingerprint.code_hash(binary)
+    return result
+
+
+def _read_status(vdir: Path) -> dict:
+    try:
+        return json.loads((vdir / "status.json").read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return {}
+
+
+def _failure_detail(status: dict, vdir: Path, manifest: dict, v: Variant) -> str:
+    """Why it failed and the last lines of the log that says so."""
+    if not status:  # never started: its configure tree failed, or the superbuild broke
+        tmpl = manifest["templates"].get(_slug(v.compiler))
+        logfile = Path(tmpl["log"]) if tmpl else vdir.parent.parent / "superbuild.log"
+        why = "configure failed" if tmpl else "the superbuild never ran this variant"
+        return f"{why}; {logfile}:\n{_excerpt(logfile)}"
+    return f"{status.get('why', 'failed')}; {vdir / 'build.log'}:\n{_excerpt(vdir / 'build.log')}"
+
+
+# The linker's own complaint ("/usr/bin/ld: unrecognized option ...") carries no "error:"; gcc's
+# "collect2: error: ld returned 1 exit status" after it says only that the link failed.
+LINKER_SAYS = re.compile(r"(^|/|\s)(ld|ld\.\w+|lld): ")
+
+
+def _excerpt(path: Path, lines: int = 12) -> str:
+    """The compiler's first error lines when there are any (they say why), else the log's tail."""
+    try:
+        text = path.read_text(errors="replace").splitlines()
+    except FileNotFoundError:
+        return "(no log)"
+    errors = list(dict.fromkeys(line.strip() for line in text if " error: " in line
+                                or line.lstrip().startswith("error:") or LINKER_SAYS.search(line)))
+    return "\n".join(errors[:5] if errors else text[-lines:])
+
+
+def _group_identical(builds: list[VariantBuild]) -> None:
+    hashes = {b.variant.id: b.code_sha256 for b in builds if b.code_sha256}
+    groups = fingerprint.group(hashes)
+    for b in builds:
+        b.identical_to = groups.get(b.variant.id)

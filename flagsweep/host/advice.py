@@ -1,0 +1,93 @@
+"""Advice: what in a machine's state (host.system.machine_state) adds noise, in plain words.
+
+Pure functions of the recorded state, so the report can repeat them for any results.json
+without touching the machine it runs on.
+"""
+
+from __future__ import annotations
+
+TUNE_COMMAND = "`flagsweep system --tune`"
+
+
+def warnings(state: dict, threshold_pct: float = 1.0) -> list[str]:
+    """Plain-words warnings about what in `state` (from `machine_state`) adds noise, each
+    naming the setting and what to do. Only settings present in `state` are judged.
+
+    threshold_pct is the smallest effect the sweep should resolve (the practical threshold of
+    docs/statistics, default 1%). It sets how much background load is tolerated: the 1-minute
+    load average per CPU may be at most threshold_pct / 10 (0.1 at 1%: an idle machine's
+    daemons stay under it; a sweep chasing 5% effects tolerates 0.5).
+    """
+    out: list[str] = []
+    pinned = state.get("pinned_cpu")
+    where = f"on CPU {pinned}" if pinned is not None else "on the measured CPU"
+
+    governor = state.get("governor")
+    if governor is not None and governor != "performance":
+        out.append(f"CPU frequency governor is {governor!r} {where}: timings drift with load; "
+                   f"run {TUNE_COMMAND} (as root) to set 'performance'.")
+
+    if state.get("boost") is True:
+        out.append("Turbo boost is on: clock speed depends on temperature and other cores; "
+                   f"{TUNE_COMMAND} turns it off.")
+
+    out.extend(_isolation_warnings(state))
+
+    load = state.get("load_avg")
+    ncpu = state.get("cpu_count") or 1
+    if load and load[0] / ncpu > threshold_pct / 10:
+        out.append(f"Load average is {load[0]:.1f} on {ncpu} CPU{'s' if ncpu != 1 else ''}: "
+                   "other work is running; measure on an idle machine.")
+
+    if state.get("smt") is True:
+        out.append("SMT (hyper-threading) is on: the measured CPU's sibling thread shares its "
+                   "core's caches and execution units; keep the sibling idle (isolate both "
+                   "threads of the core) or turn SMT off "
+                   "(`echo off | sudo tee /sys/devices/system/cpu/smt/control`).")
+
+    if state.get("hypervisor") is True:
+        out.append("Running under a hypervisor: neighbours on the host add noise, and hardware "
+                   "counters are usually unavailable.")
+
+    aslr = state.get("aslr")
+    if aslr is not None and aslr != 2:
+        what = "off" if aslr == 0 else "partial"
+        out.append(f"ASLR is {what} (randomize_va_space={aslr}): layout effects are frozen "
+                   "into one arbitrary layout; flagsweep expects it on (2): "
+                   "`sudo sysctl kernel.randomize_va_space=2`.")
+
+    if state.get("nmi_watchdog"):
+        out.append("NMI watchdog is on: it interrupts every CPU periodically (and holds a "
+                   f"hardware counter); {TUNE_COMMAND} turns it off.")
+
+    paranoid = state.get("perf_event_paranoid")
+    if paranoid is not None and paranoid > 2:
+        out.append(f"perf_event_paranoid is {paranoid}: unprivileged processes cannot use "
+                   f"hardware counters at all; {TUNE_COMMAND} sets 1.")
+    return out
+
+
+def _isolation_warnings(state: dict) -> list[str]:
+    ncpu = state.get("cpu_count") or 1
+    isolated = state.get("isolated_cpus")
+    if isolated is None:
+        return []
+    pinned = state.get("pinned_cpu")
+    if ncpu <= 1:
+        return ["Only one CPU: every other process runs on the measured CPU; measure on a "
+                "machine with at least two."]
+    if not isolated:
+        n = ncpu - 1
+        return [f"No isolated CPU: other processes share the measured CPU; for quieter runs "
+                f"boot with isolcpus={n} (and nohz_full={n}, rcu_nocbs={n}) and pass --cpu {n}."]
+    listed = ",".join(map(str, isolated))
+    if pinned is None:
+        return [f"CPU {listed} {'is' if len(isolated) == 1 else 'are'} isolated but the run is "
+                f"not pinned: pass --cpu {isolated[0]}."]
+    if pinned not in isolated:
+        return [f"The measured CPU {pinned} is not isolated (isolated: {listed}): other "
+                f"processes share it; pass --cpu {isolated[0]}."]
+    if pinned not in (state.get("nohz_full") or []):
+        return [f"The measured CPU {pinned} is isolated but still takes the scheduler tick: "
+                f"add nohz_full={pinned} rcu_nocbs={pinned} to the kernel command line."]
+    return []

@@ -1,0 +1,50 @@
+"""The small C programs flagsweep builds for itself: the compiler wrapper and the launcher.
+
+Each is compiled once per configuration into the cache, with a key file beside it, so a new
+flagsweep version or another compiler rebuilds it and nothing else does.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+
+from flagsweep import files, process
+from flagsweep.errors import BuildError
+
+HERE = Path(__file__).parent
+
+
+def build_tool(source: Path, dest: Path, cc: str | Path, defines: dict[str, str],
+               static: bool = False) -> Path:
+    """Compile source into dest unless the one there was built from the same inputs."""
+    flags = [f"-D{name}={value}" for name, value in sorted(defines.items())]
+    key = hashlib.sha256(json.dumps([source.read_text(), str(cc), flags, static]).encode()).hexdigest()
+    stamp = dest.with_name(dest.name + ".key")
+    if dest.exists() and stamp.exists() and stamp.read_text() == key:
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f"{dest.name}.tmp{os.getpid()}")
+    argv = [str(cc), "-O2", "-o", str(tmp), str(source), *flags]
+    result = process.run(argv + (["-static"] if static else []))
+    if not result.ok and static:  # no static libc installed: a dynamic one is still correct
+        result = process.run(argv)
+    if not result.ok:
+        raise BuildError(f"could not build {source.name} with {cc}: {result.tail(5)}")
+    os.replace(tmp, dest)  # atomic: a concurrent sweep sees the old program or the new one
+    stamp.write_text(key)
+    return dest
+
+
+@functools.lru_cache(maxsize=None)
+def launcher() -> Path:
+    """The workload launcher (launch.c), built static so its own footprint stays tiny; checked
+    once per process (not once per run: it sits on the measuring path)."""
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if cc is None:
+        raise BuildError("no C compiler on PATH to build flagsweep's launcher (apt-get install gcc)")
+    return build_tool(HERE / "launch.c", files.cache_dir() / "tools" / "launch", cc, {}, static=True)

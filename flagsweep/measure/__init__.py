@@ -1,0 +1,1 @@
+"""Measuring: the shuffled rounds and their stopping rule, one sample, metrics, disturbance."""

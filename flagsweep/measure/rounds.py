@@ -1,0 +1,165 @@
+"""Rounds: each round runs every binary once, in a freshly shuffled order.
+
+(docs/statistics.md, choice 1.) The order comes from a seeded generator per round, so a resumed
+sweep recomputes exactly the order it was following. After each round the stopping rule
+(`decided`) asks what the analysis would conclude from the rounds so far, with its own
+functions, and stops once every comparison is decided or known to within the precision, never
+before the rounds at which a verdict can exist at all for this sweep's number of comparisons.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from flagsweep import stats
+from flagsweep.host.launcher import ENV_PAD_MAX
+from flagsweep.measure.sample import Sample
+
+
+@dataclass
+class Plan:
+    variant_ids: list[str]
+    seed: int
+    warmup: int = 1
+    min_runs: int = 5
+    max_runs: int = 30
+    budget_s: float | None = None
+    precision: float = 0.01          # a comparison whose paired 95% CI half-width is within
+                                     # this (relative) counts as settled; the CLI ties it to
+                                     # --threshold
+    metric: str = "wall_s"
+    baseline: str | None = None      # what every other binary is compared with
+    threshold: float = 0.01          # the verdicts' practical threshold, as analysis.apply's
+
+
+@dataclass
+class Outcome:
+    rounds: int
+    stop_reason: str
+    half_widths: dict[str, float] = field(default_factory=dict)   # per comparison, relative
+
+
+def order(plan: Plan, round_no: int) -> list[str]:
+    """The shuffled order of one round: a function of the seed and the round alone."""
+    ids = sorted(plan.variant_ids)
+    random.Random(f"{plan.seed}:{round_no}").shuffle(ids)
+    return ids
+
+
+def env_pad(plan: Plan, variant_id: str, round_no: int) -> int:
+    return random.Random(f"{plan.seed}:pad:{variant_id}:{round_no}").randint(0, ENV_PAD_MAX)
+
+
+Values = dict[str, dict[int, float]]     # variant -> {round: value}, as analysis.values_by_round
+DECISION_MARGIN = 2                      # rounds beyond the fewest at which a verdict can exist
+
+
+def rounds(plan: Plan, done: set[tuple[str, int]], measure: Callable[[str, int, int, int], Sample],
+           values: Callable[[], Values],
+           progress: Callable[[str, int, int], None] | None = None) -> Outcome:
+    """Warmup rounds (negative numbers), then counted rounds until the stopping rule says stop.
+
+    `measure(variant, round, position, pad)` takes and stores one sample; `values()` returns the
+    primary metric's good values per variant and round so far; pairs in `done` are skipped
+    (resume).
+    """
+    started = time.monotonic()
+    round_s = None
+    for r in range(-plan.warmup, plan.max_runs):
+        if r >= 0 and plan.budget_s is not None and round_s is not None \
+                and time.monotonic() - started + round_s > plan.budget_s:
+            return budget_outcome(plan, values(), r)
+        t0 = time.monotonic()
+        for pos, vid in enumerate(order(plan, r)):
+            if (vid, r) in done:
+                continue
+            if progress:
+                progress(vid, r, pos)
+            measure(vid, r, pos, env_pad(plan, vid, r))
+        round_s = time.monotonic() - t0 if r >= 0 else round_s
+        if r >= 0 and (done_now := decided(plan, values(), r + 1)) is not None:
+            return done_now
+    return max_runs_outcome(plan, values())
+
+
+def first_stop(plan: Plan) -> int:
+    """The fewest counted rounds after which the rule may stop: min_runs, and never before the
+    pairs at which the exact sign-flip test can pass Benjamini-Hochberg for this sweep's m
+    comparisons (stats.fewest_decisive_pairs) plus DECISION_MARGIN. At that floor exactly, one
+    round whose sign goes the other way (a stall) already keeps every verdict out of reach; two
+    more rounds leave room for it (at m = 2: 9 rounds, where a wrong sign on a rank <= 3 still
+    passes)."""
+    m = max(1, len([v for v in plan.variant_ids if v != plan.baseline]))
+    return max(plan.min_runs, stats.fewest_decisive_pairs(m) + DECISION_MARGIN)
+
+
+def decided(plan: Plan, values: Values, completed: int) -> Outcome | None:
+    """The stopping rule after `completed` counted rounds; None: go on.
+
+    It asks what the analysis will conclude, with the analysis's own functions: every variant
+    against the baseline by stats.compare, then stats.adjust across the sweep. It stops once
+    every comparison is settled: equivalent, or known to within a paired 95% CI of +-precision,
+    where more rounds would hardly change its verdict (an undecided effect that close to the
+    threshold needs many times the rounds so far). A faster or slower verdict alone does not
+    settle a comparison: stopping on the first one to appear is a test repeated every round,
+    and it let the A/A twin come out faster or slower in 7.3% of sweeps at CV 5%
+    (bench/statistics.py). Never before first_stop: on a quiet machine
+    every interval is narrow after 6 rounds, where no verdict can pass BH yet."""
+    if completed < first_stop(plan):
+        return None
+    comparisons = _comparisons(plan, values)
+    widths = {vid: stats.log_half_width(c.ci95) for vid, c in comparisons.items()}
+    if not comparisons or any(c.verdict != "equivalent" and widths[vid] > plan.precision
+                              for vid, c in comparisons.items()):
+        return None
+    return _outcome(plan, completed, f"decided after {completed} rounds", comparisons)
+
+
+def max_runs_outcome(plan: Plan, values: Values) -> Outcome:
+    head = (f"the fixed {plan.max_runs} rounds are done" if plan.min_runs >= plan.max_runs
+            else f"max runs ({plan.max_runs}) reached")
+    return _outcome(plan, plan.max_runs, head, _comparisons(plan, values))
+
+
+def budget_outcome(plan: Plan, values: Values, completed: int) -> Outcome:
+    return _outcome(plan, completed, f"time budget of {plan.budget_s:g} s reached after "
+                    f"{completed} rounds", _comparisons(plan, values))
+
+
+def _outcome(plan: Plan, completed: int, head: str,
+             comparisons: dict[str, stats.Comparison]) -> Outcome:
+    widths = {vid: stats.log_half_width(c.ci95) for vid, c in comparisons.items()}
+    return Outcome(completed, f"{head}: {_tally(comparisons, widths, plan)}", widths)
+
+
+def _comparisons(plan: Plan, values: Values) -> dict[str, stats.Comparison]:
+    """Every measured variant against the baseline, adjusted together, as analysis.apply does."""
+    base = values.get(plan.baseline) if plan.baseline else None
+    if not base:
+        return {}
+    out = {vid: stats.compare(values[vid], base, seed=plan.seed)
+           for vid in plan.variant_ids if vid != plan.baseline and vid in values}
+    stats.adjust(list(out.values()), threshold=plan.threshold)
+    return out
+
+
+def _tally(comparisons: dict[str, stats.Comparison], widths: dict[str, float], plan: Plan) -> str:
+    """"1 slower, 1 equivalent" plus, when some comparison is not settled, its widest interval."""
+    if not comparisons:
+        return "nothing to compare with the baseline"
+    counts: dict[str, int] = {}
+    for c in comparisons.values():
+        counts[c.verdict] = counts.get(c.verdict, 0) + 1
+    text = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+    unsettled = [widths[v] for v, c in comparisons.items()
+                 if c.verdict != "equivalent" and widths[v] > plan.precision]
+    if unsettled and math.isfinite(max(unsettled)):
+        text += (f" (widest unsettled 95% CI +-{100 * max(unsettled):.2f}%, "
+                 f"target +-{100 * plan.precision:g}%)")
+    elif unsettled:
+        text += " (too few paired rounds for a 95% CI)"
+    return text

@@ -1,0 +1,178 @@
+"""Results files: results.json (the public contract, ../shared/design/results-contract.md),
+samples.csv (one row per sample, warmups and failures included), and the progress display.
+
+Both files are rebuilt from the store, so an interrupted sweep's files hold every sample taken so
+far, and a resumed sweep's files are the union. The statistics fields (summary, vs_baseline,
+effects, aa, noise, recommendation) come from flagsweep.results.analysis.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import logging
+from datetime import datetime, timezone
+from pathlib import Path
+
+from flagsweep.errors import FlagsweepError
+from flagsweep.files import write_atomic
+from flagsweep.measure import disturbance
+from flagsweep.measure import metric as metric_mod
+from flagsweep.measure.sample import SAMPLE_METRICS, Sample
+from flagsweep.results import analysis
+from flagsweep.results.store import Store
+
+log = logging.getLogger("flagsweep.results")
+SCHEMA = "flagsweep/1"
+CSV_COUNTERS = ("cycles", "instructions", "branch_misses", "cache_misses", "task_clock_s",
+                "context_switches", "cpu_migrations", "page_faults", "duration_s",
+                "involuntary_switches", "run_delay_s", "on_cpu_s", "steal_s")
+
+
+def write(out: Path, store: Store, run_id: str, history: list[dict] | None = None) -> Path:
+    """Write results.json and samples.csv into out; return the results.json path. `history`:
+    this run's variants in earlier sweeps (across.history.of_run), for the report's plot."""
+    run = store.run(run_id)
+    all_samples, set_aside = store.samples(run_id), store.attempts(run_id)
+    doc = _document(run, store.variants(run_id), all_samples)
+    _disturbance(doc, all_samples, set_aside)
+    doc["history"] = history or []
+    path = write_atomic(out / "results.json", json.dumps(doc, indent=1))
+    _write_csv(out / "samples.csv", run_id, all_samples, set_aside)
+    return path
+
+
+def _disturbance(doc: dict, samples: list[Sample], set_aside: list[Sample]) -> None:
+    """How many counted runs the machine disturbed, and how many were taken again because of
+    it (flagsweep.measure.disturbance): the sweep's totals in `measurement`, each variant's in its
+    summary. A set-aside attempt was disturbed and retaken; a counted sample still marked
+    disturbed ran out of retakes."""
+    counts: dict[str, dict[str, int]] = {}
+    for s in set_aside:
+        c = counts.setdefault(s.variant_id, {"disturbed": 0, "retaken": 0})
+        c["disturbed"] += 1
+        c["retaken"] += 1
+    for s in samples:
+        if s.disturbed and s.round >= 0:
+            counts.setdefault(s.variant_id, {"disturbed": 0, "retaken": 0})["disturbed"] += 1
+    for v in doc["variants"]:
+        if v.get("summary") is not None:
+            v["summary"].update(counts.get(v["id"], {"disturbed": 0, "retaken": 0}))
+    doc["measurement"]["disturbed"] = sum(c["disturbed"] for c in counts.values())
+    doc["measurement"]["retaken"] = sum(c["retaken"] for c in counts.values())
+    doc["measurement"]["still_disturbed"] = sum(s.disturbed for s in samples if s.round >= 0)
+    most = disturbance.limit(doc["metric"], doc["threshold_pct"])
+    doc["measurement"]["disturbance_rule"] = None if most is None else {
+        "off_cpu_share": most, "steal_share": doc["threshold_pct"] / 100,
+        "max_retakes": disturbance.MAX_RETAKES}
+
+
+def located(arg: str | Path, scratch: Path, store: Store | None = None) -> Path:
+    """A results.json named by its path (or its folder), or by a run id in the store: then
+    written from the store into scratch/<run id>/. A fleet's runs live in the shared database
+    while their folders are on the driver's machine, so merge, pick and suite read them by id."""
+    path = Path(arg)
+    if path.is_file():
+        return path
+    if path.is_dir() and (path / "results.json").is_file():
+        return path / "results.json"
+    db = store or Store()
+    run_id = db.find_run(str(arg))
+    try:
+        db.run(run_id)
+    except FlagsweepError:
+        raise FlagsweepError(f"{arg}: no such results file, and no run of that id in the store "
+                             f"{db.url}") from None
+    out = scratch / run_id
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        return write(out, db, run_id)
+    except FlagsweepError:
+        raise
+    except Exception as e:
+        # A run the store holds but whose results cannot be computed (one recorded by an
+        # older flagsweep with an option value it no longer accepts, say) is named, not a crash.
+        log.info("results of %s not written", run_id, exc_info=True)
+        raise FlagsweepError(f"{arg}: the results of run {run_id} (status "
+                             f"{db.run(run_id)['status']}) cannot be written from the store "
+                             f"{db.url}: {type(e).__name__}: {e}") from e
+
+
+def _document(run: dict, variants: list[dict], samples: list[Sample]) -> dict:
+    o = run["options"]
+    m = o["measure"]
+    metric = metric_mod.column(m["metric"])
+    t_path = o["target_path"]
+    doc = {
+        "schema": SCHEMA,
+        "run_id": run["run_id"],
+        "target": run["target"], "target_version": o.get("target_version"),
+        "recipe": run["recipe"], "study": o.get("study"),
+        "started": _iso(run["started"]), "finished": _iso(run["finished"]),
+        "status": run["status"], "stop_reason": run["stop_reason"],
+        "machine": {**run["machine"],
+                    "hw_counters": bool((o.get("counters") or {}).get("hw_counters", False))},
+        "compilers": o.get("compilers", []),
+        "metric": metric,
+        "workload": o.get("workload", {"target_file": t_path}),
+        "baseline": o["baseline"],
+        "design": o.get("design"),
+        "skipped": o.get("skipped", []),
+        "measurement": {k: m[k] for k in ("seed", "warmup", "min_runs", "max_runs", "runs",
+                                          "budget", "precision_pct", "cpu", "quick",
+                                          "strict_check", "counters", "threshold_pct")
+                        if k in m} | {"metric_choice": o.get("metric_choice")},
+        "variants": [_variant(v, samples, run["started"]) for v in variants],
+    }
+    doc["threshold_pct"] = m.get("threshold_pct", 1.0)
+    values = analysis.values_by_round(samples, lambda s: metric_mod.metric_of(s, metric))
+    analysis.apply(doc, values, doc["threshold_pct"], seed=m.get("seed") or 0)
+    return doc
+
+
+def _variant(v: dict, samples: list[Sample], started: float) -> dict:
+    doc = dict(v["doc"])
+    mine = [s for s in samples if s.variant_id == doc["id"]]
+    counted = [s for s in mine if s.ok and s.round >= 0]
+    doc["check"] = v["check"]
+    doc["samples"] = _columns(counted, started)
+    doc["failures"] = [{"round": s.round, "failure": s.failure} for s in mine if not s.ok]
+    doc["multiplexed"] = sum(s.multiplexed for s in counted)
+    return doc
+
+
+def _columns(samples: list[Sample], started: float) -> dict[str, list]:
+    cols: dict[str, list] = {k: [getattr(s, k) for s in samples] for k in SAMPLE_METRICS}
+    names = sorted({k for s in samples for k, val in (s.counters or {}).items()
+                    if isinstance(val, (int, float))})
+    for name in names:
+        cols[name] = [(s.counters or {}).get(name) for s in samples]
+    cols["round"] = [s.round for s in samples]
+    cols["env_pad"] = [s.env_pad for s in samples]
+    # When each sample was taken, in seconds from the run's start: the report's run-order plot.
+    cols["elapsed_s"] = [round(s.taken_at - started, 3) for s in samples]
+    return {k: v for k, v in cols.items() if any(x is not None for x in v)}
+
+
+def _write_csv(path: Path, run_id: str, samples: list[Sample], set_aside: list[Sample]) -> None:
+    """Every run: the counted samples and, marked retaken = 1, the disturbed attempts that were
+    taken again, in the order they were taken."""
+    header = ["run_id", "variant", "round", "position", "warmup", "env_pad", *SAMPLE_METRICS,
+              *CSV_COUNTERS, "multiplexed", "failure", "taken_at", "disturbed", "retaken"]
+    rows = sorted([(s, 0) for s in samples] + [(s, 1) for s in set_aside],
+                  key=lambda row: (row[0].taken_at, row[1] == 0))
+    with io.StringIO(newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        for s, retaken in rows:
+            c = s.counters or {}
+            w.writerow([run_id, s.variant_id, s.round, s.position, int(s.round < 0), s.env_pad,
+                        *(getattr(s, k) for k in SAMPLE_METRICS), *(c.get(k) for k in CSV_COUNTERS),
+                        int(s.multiplexed), s.failure or "", f"{s.taken_at:.3f}",
+                        int(s.disturbed), retaken])
+        write_atomic(path, f.getvalue())  # a full disk leaves the old file, not half of one
+
+
+def _iso(ts: float | None) -> str | None:
+    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ") if ts else None

@@ -1,0 +1,349 @@
+"""Analysis: a run's samples become the results contract's statistics fields.
+
+Per variant `summary` and `vs_baseline` (ratio with CI, adjusted p, verdict), then `aa` (the
+baseline's twin, compared like any variant), `noise` (how small an effect this sweep could
+resolve), `effects` (which factor levels matter, from flagsweep.stats.effects) and `recommendation`.
+The methods live in flagsweep.stats and flagsweep.stats.effects; this module only decides what is
+compared with what and words the outcome.
+"""
+
+from __future__ import annotations
+
+from flagsweep import stats
+from flagsweep.build.variants import LINKER_SAYS
+from flagsweep.measure.sample import Sample
+from flagsweep.stats import effects as effects_mod
+
+AA_SUFFIX = ".aa"
+
+
+def values_by_round(samples: list[Sample], metric_of,
+                    positive_only: bool = True) -> dict[str, dict[int, float]]:
+    """variant -> {round: value} for good, counted samples (positive ones only by default: the
+    comparisons work on logs). The store keeps one sample per (variant, round), so no value is
+    lost to the dict."""
+    out: dict[str, dict[int, float]] = {}
+    for s in samples:
+        value = metric_of(s) if s.ok and s.round >= 0 else None
+        if value is not None and (value > 0 or not positive_only):
+            out.setdefault(s.variant_id, {})[s.round] = value
+    return out
+
+
+def apply(doc: dict, values: dict[str, dict[int, float]], threshold_pct: float, seed: int) -> None:
+    """Fill summary/vs_baseline on doc's variants and the sweep-level statistics fields."""
+    baseline = doc["baseline"]
+    variants = {v["id"]: v for v in doc["variants"]}
+    comparisons: dict[str, stats.Comparison] = {}
+    for vid, v in variants.items():
+        v["summary"] = stats.summarize(values.get(vid, {})).to_json()
+        if vid != baseline and vid in values and baseline in values:
+            comparisons[vid] = stats.compare(values[vid], values[baseline], seed=seed)
+    stats.adjust(list(comparisons.values()), threshold=threshold_pct / 100)
+    twin = baseline + AA_SUFFIX
+    gate = _gate(comparisons, twin, threshold_pct)
+    for vid, v in variants.items():
+        v["vs_baseline"] = _vs_baseline(v, vid, baseline, comparisons, variants)
+    doc["aa"] = _aa(twin, comparisons.get(twin), gate)
+    doc["noise"] = stats.noise(values.get(baseline, {}), values.get(twin), threshold_pct,
+                               m=len(comparisons))
+    doc["effects"], doc["effects_design"] = _effects(doc, values, threshold_pct, comparisons,
+                                                     gate)
+    doc["recommendation"] = _recommend(doc, threshold_pct)
+
+
+def output_ok(v: dict) -> bool:
+    """Whether a variant's output passed its check: a program that computes something else is
+    shown and (without --strict-check) timed, but it is never a flag set to choose."""
+    return (v.get("check") or {}).get("status") == "ok"
+
+
+def _vs_baseline(v: dict, vid: str, baseline: str, comparisons: dict, variants: dict) -> dict | None:
+    if vid == baseline:
+        return None
+    rep = v["build"].get("identical_to")
+    if rep:
+        base = comparisons.get(rep)
+        return {"verdict": "identical-code", "identical_to": rep,
+                "ratio": base.ratio if base else (1.0 if rep == baseline else None)}
+    if vid in comparisons:
+        return comparisons[vid].to_json()
+    return {"verdict": "not-measured", "why": _why_not_measured(v)}
+
+
+def _why_not_measured(v: dict) -> str:
+    if v["build"]["status"] != "ok":
+        return f"build {v['build']['status']}: {build_reason(v['build'])}"
+    check = v.get("check") or {}
+    if check.get("status") in ("failed", "differs"):
+        return f"output check {check['status']}: {check.get('detail', '')}"
+    return "no successful samples"
+
+
+def build_reason(b: dict) -> str:
+    """Why a build is not usable, in one line: the first compiler or linker error its detail
+    quotes (the lines after "...; build.log:"), else the detail's first line."""
+    lines = [line.strip() for line in (b.get("detail") or "").splitlines() if line.strip()]
+    quoted = [line for line in lines[1:] if "error" in line.lower() or LINKER_SAYS.search(line)]
+    return (quoted or lines or ["no detail recorded"])[0]
+
+
+def _gate(comparisons: dict[str, stats.Comparison], twin: str, threshold_pct: float) -> dict:
+    """The A/A arm judges the sweep before the sweep judges the flags.
+
+    The twin is the baseline's own binary again, so any faster/slower call on it is the machine
+    moving under the measurement. Then no verdict of the sweep can be trusted: every faster,
+    slower and equivalent becomes inconclusive, said so in each comparison's why. Otherwise the
+    twin's ratio is how far this sweep moved a ratio between two identical binaries, so a
+    faster/slower call also needs its whole interval beyond that offset (the bound, when it is
+    larger than the threshold: a twin 4% off, yet not significantly, leaves a 3% effect unproven).
+    Returns what was gated, for results.json's `aa`."""
+    aa = comparisons.get(twin)
+    if aa is None:
+        return {"unstable": False, "bound_pct": None, "gated": []}
+    others = {vid: c for vid, c in comparisons.items() if vid != twin}
+    if aa.verdict in ("faster", "slower"):
+        why = (f"the machine was unstable during this sweep: the A/A arm (the baseline's own "
+               f"binary again) came out {aa.verdict} by {abs(aa.ratio - 1) * 100:.1f}%")
+        gated = [vid for vid, c in others.items() if c.verdict in ("faster", "slower", "equivalent")]
+        for vid in gated:
+            _overrule(others[vid], why)
+        return {"unstable": True, "bound_pct": None, "gated": gated}
+    bound = _aa_bound(aa)
+    if bound is None or bound <= threshold_pct / 100:
+        return {"unstable": False, "bound_pct": None if bound is None else 100 * bound, "gated": []}
+    gated = [vid for vid, c in others.items() if c.verdict in ("faster", "slower")
+             and c.ci95[0] <= 1 + bound and c.ci95[1] >= 1 - bound]
+    for vid in gated:
+        _overrule(others[vid], f"its 95% CI reaches into +-{100 * bound:.1f}%, as far as the A/A "
+                               "arm (the baseline's own binary again) moved in this sweep")
+    return {"unstable": False, "bound_pct": 100 * bound, "gated": gated}
+
+
+def _aa_bound(aa: stats.Comparison) -> float | None:
+    """How far the twin's ratio lies from 1, as a fraction; None without an estimate."""
+    if not (0 < aa.ratio < float("inf")):
+        return None
+    return abs(aa.ratio - 1)
+
+
+def _overrule(c: stats.Comparison, why: str) -> None:
+    c.why = f"inconclusive, not {c.verdict}: {why} ({c.why})"
+    c.verdict, c.rounds_needed = "inconclusive", None
+
+
+def _aa(twin: str, c: stats.Comparison | None, gate: dict) -> dict | None:
+    if c is None:
+        return None
+    warning = None
+    if c.verdict in ("faster", "slower"):
+        warning = (f"the machine was unstable during this sweep: the A/A arm (a second copy of "
+                   f"the baseline's binary) came out {c.verdict} by {abs(c.ratio - 1) * 100:.1f}%, "
+                   f"so every verdict is reported as inconclusive ({len(gate['gated'])} "
+                   "overruled); measure again on a quieter machine")
+    elif gate["gated"]:
+        warning = (f"{len(gate['gated'])} faster/slower call(s) overruled: their intervals reach "
+                   f"into the +-{gate['bound_pct']:.1f}% by which the A/A arm moved by itself")
+    j = c.to_json()  # non-finite values become null: results.json stays strict JSON
+    return {"variant": twin, "verdict": c.verdict, "ratio": j["ratio"], "ci95": j["ci95"],
+            "p_value": c.p_value, "warning": warning, "unstable": gate["unstable"],
+            "bound_pct": gate["bound_pct"], "gated": gate["gated"]}
+
+
+def _effects(doc: dict, values: dict[str, dict[int, float]], threshold_pct: float,
+             comparisons: dict[str, stats.Comparison], gate: dict) -> tuple[list[dict], dict]:
+    """Which flags matter, over the measured, distinct, non-twin variants whose output is right.
+
+    The rows must tell the same story as the variants table. Where every measured variant
+    changes one factor of the baseline, a level's effect is that variant's comparison: the
+    table's own estimate, interval, adjusted p and verdict. Otherwise (a factorial, a screen:
+    an effect averages over several variants) the model's effects are held to the table's
+    rules: no interval and nothing called below the rounds a 95% interval needs, and nothing
+    called that the A/A arm overrules."""
+    # Every variant's levels go in (a level whose variants were not timed is then named in the
+    # note); samples only from distinct, measured binaries, never the A/A twin.
+    designed = {v["id"]: v for v in doc["variants"] if not v["id"].endswith(AA_SUFFIX)}
+    wrong = [vid for vid in designed if vid in values and not output_ok(designed[vid])]
+    values = {vid: s for vid, s in values.items() if vid not in wrong}
+    notes = [f"Left out, their output did not pass the check: {', '.join(wrong)}."] \
+        if wrong else []
+    undecided = _undecided(values.get(doc["baseline"], {}))
+    screen = doc.get("design") == "plackett-burman"
+    paired = None if screen else _one_change_rows(doc, designed, values, comparisons, wrong)
+    if paired is not None:
+        rows, design = paired
+    else:
+        rows, design = (_screen if screen else _factorial)(doc, designed, values, threshold_pct)
+        rows = [_held_to_table(row, undecided, gate, threshold_pct) for row in rows]
+    if undecided and rows:
+        design["undecided"] = undecided
+        notes.append(f"{undecided[0].upper()}{undecided[1:]}, so no effect is called.")
+    design["note"] = " ".join([design["note"], *notes])
+    return rows, design
+
+
+def _factorial(doc: dict, designed: dict[str, dict], values: dict[str, dict[int, float]],
+               threshold_pct: float):
+    """Main effects of the recipe's factors (flagsweep.stats.effects.estimate)."""
+    measured = {vid for vid, v in designed.items()
+                if vid in values and not v["build"].get("identical_to")}
+    base = designed.get(doc["baseline"])
+    if base is None or len(measured) < 2:
+        return [], {"design": "not-estimable", "note": "fewer than two measured variants"}
+    result = effects_mod.estimate({vid: values[vid] for vid in measured},
+                                  {vid: v["factors"] for vid, v in designed.items()},
+                                  base["factors"], threshold_pct=threshold_pct)
+    j = result.to_json()
+    return j["rows"], {"design": j["design"], "note": j["note"]}
+
+
+def _one_change_rows(doc: dict, designed: dict[str, dict], values: dict[str, dict[int, float]],
+                     comparisons: dict[str, stats.Comparison], left_out: list[str]):
+    """(rows, design) when each measured variant changes exactly one factor of the baseline,
+    no two to the same level; else None. Such a level's effect is its variant against the
+    baseline, paired by round: what the variants table already says of it."""
+    base = designed.get(doc["baseline"])
+    if base is None or doc["baseline"] not in values:
+        return None
+    ref = base["factors"]
+    changes: dict[str, tuple[str, str]] = {}
+    for vid, v in designed.items():
+        if vid == doc["baseline"] or vid not in values or v["build"].get("identical_to"):
+            continue
+        moved = [a for a in ref if v["factors"].get(a) != ref[a]]
+        if set(v["factors"]) != set(ref) or len(moved) != 1 or vid not in comparisons:
+            return None
+        change = (moved[0], v["factors"][moved[0]])
+        if change in changes.values():
+            return None
+        changes[vid] = change
+    if not changes:
+        return None
+    rows = [_compared_row(comparisons[vid].to_json(), vid, axis, level, ref[axis])
+            for vid, (axis, level) in changes.items()]
+    unmeasured = [vid for vid in designed
+                  if vid not in (doc["baseline"], *changes, *left_out)]
+    axes = {axis for axis, _ in changes.values()}
+    note = ("Each level here is one variant that changes only that factor of the baseline, so "
+            "its effect is that variant's comparison with the baseline, paired by round, as in "
+            "the variants table: the same estimate, 95% CI, adjusted p and verdict; it matters "
+            "when the table calls it faster or slower.")
+    if unmeasured:
+        note += (f" Not measured, so no effect of their own: {', '.join(unmeasured)} (failed "
+                 "build or check, or identical code to another variant).")
+    return [r for r in rows if r["effect_pct"] is not None], \
+        {"design": "one-factor" if len(axes) == 1 else "one-at-a-time", "note": note}
+
+
+def _compared_row(c: dict, vid: str, axis: str, level: str, reference: str) -> dict:
+    """A comparison's JSON (ratio, ci95 as ratios) as an effects row (percent changes)."""
+    def pct(ratio):
+        return None if ratio is None else 100 * (ratio - 1)
+    ci = c["ci95"]
+    return {"factor": axis, "level": level, "reference": reference,
+            "effect_pct": pct(c["ratio"]),
+            "ci95_pct": [pct(ci[0]), pct(ci[1])] if ci and None not in ci else None,
+            "p_value": c["p_value"], "p_adjusted": c["p_adjusted"],
+            "matters": c["verdict"] in ("faster", "slower"), "variant": vid,
+            "verdict": c["verdict"]}
+
+
+def _undecided(baseline: dict[int, float]) -> str | None:
+    """Why no effect has an interval yet: fewer rounds than a 95% interval needs even for one
+    comparison (stats.fewest_decisive_pairs); else None. Below that the variants table shows
+    no interval, and a model's asymptotic one (or an exact-looking zero-width one, when the
+    few values happen to be equal) would claim what the table cannot."""
+    need = stats.fewest_decisive_pairs(1)
+    if len(baseline) >= need:
+        return None
+    return f"{len(baseline)} round(s) are too few for a 95% interval (at least {need} are needed)"
+
+
+def _held_to_table(row: dict, undecided: str | None, gate: dict, threshold_pct: float) -> dict:
+    """A model's effect row, held to the rules of the variants table: with too few rounds it
+    has no interval and does not matter; when the A/A arm says the machine moved nothing
+    matters; and a call must clear the A/A arm's own offset where that is beyond the threshold."""
+    if undecided:
+        return {**row, "ci95_pct": None, "p_value": None, "p_adjusted": None, "matters": False}
+    bound = gate.get("bound_pct")
+    lo, hi = row["ci95_pct"]
+    inside = bound is not None and bound > threshold_pct and lo <= bound and hi >= -bound
+    return {**row, "matters": bool(row["matters"]) and not gate["unstable"] and not inside}
+
+
+def _screen(doc: dict, designed: dict[str, dict], values: dict[str, dict[int, float]],
+            threshold_pct: float):
+    """Main effects of the screened flags. A saturated design needs every row, so a row with
+    identical code to another is given that row's samples: it is the very same binary."""
+    base = designed[doc["baseline"]]["factors"]
+    flags = list(base)
+    # A second compiler is one more two-level column: "on" is the other compiler.
+    levels = {"compiler": (other, base["compiler"]) for other in
+              {v["factors"]["compiler"] for v in designed.values()} - {base["compiler"]}
+              } if "compiler" in base else {}
+    samples, rows = {}, {}
+    for vid, v in designed.items():
+        source = v["build"].get("identical_to") or vid
+        if source in values:
+            samples[vid] = values[source]
+            rows[vid] = [v["factors"][f] == (levels[f][0] if f in levels else "on") for f in flags]
+    if len(samples) < 2:
+        return [], {"design": "not-estimable", "note": "fewer than two measured rows"}
+    j = effects_mod.screen(samples, rows, flags, threshold_pct=threshold_pct,
+                           levels=levels).to_json()
+    return j["rows"], {"design": j["design"], "note": j["note"]}
+
+
+def _recommend(doc: dict, threshold_pct: float) -> dict:
+    """The fastest significantly-faster variant, and the simplest one within the threshold of it;
+    only among programs whose output passed the check, whatever --strict-check said about
+    timing them, and never a baseline whose own output failed it."""
+    base = next(v for v in doc["variants"] if v["id"] == doc["baseline"])
+    rows = [v for v in doc["variants"] if (v.get("vs_baseline") or {}).get("verdict") in
+            ("faster", "equivalent", "slower", "inconclusive") and not v["id"].endswith(AA_SUFFIX)]
+    faster = [v for v in rows if v["vs_baseline"]["verdict"] == "faster" and output_ok(v)]
+    wrong = [" ".join(v["flags"]) for v in rows
+             if v["vs_baseline"]["verdict"] == "faster" and not output_ok(v)]
+    excluded = (f" Faster but not recommended, their output did not pass the check: "
+                f"{'; '.join(wrong)}." if wrong else "")
+    if not output_ok(base) and not faster:
+        check = base.get("check") or {}
+        return {"flags": None, "variant": None,
+                "why": f"No recommendation: the baseline's own output did not pass its check "
+                       f"({check.get('status', 'not checked')}: {check.get('detail') or '-'}), "
+                       f"and no variant with a correct output was faster.{excluded}"}
+    if not faster:
+        counts = _verdict_counts(doc)
+        return {"flags": base["flags"], "variant": base["id"],
+                "why": f"no variant was significantly faster than the baseline "
+                       f"({' '.join(base['flags']) or 'default flags'}) by more than "
+                       f"{threshold_pct:g}%: {counts}. Keep the baseline's flags.{excluded}"}
+    best = min(faster, key=lambda v: v["vs_baseline"]["ratio"])
+    limit = best["vs_baseline"]["ratio"] * (1 + threshold_pct / 100)
+    close = [v for v in faster if v["vs_baseline"]["ratio"] <= limit]
+    simplest = min(close, key=lambda v: (len(v["flags"]), v["vs_baseline"]["ratio"]))
+    why = (f"{' '.join(best['flags'])} is the fastest: {_pct(best)} against the baseline "
+           f"({' '.join(base['flags'])}), CI {_ci(best)}.")
+    if simplest is not best:
+        why += (f" {' '.join(simplest['flags'])} is within {threshold_pct:g}% of it "
+                f"({_pct(simplest)}) with fewer flags, so it is the recommendation "
+                "(judged on the point estimates).")
+    return {"flags": simplest["flags"], "variant": simplest["id"], "why": why + excluded}
+
+
+def _pct(v: dict) -> str:
+    return f"{(v['vs_baseline']['ratio'] - 1) * 100:+.1f}%"
+
+
+def _ci(v: dict) -> str:
+    lo, hi = v["vs_baseline"]["ci95"]
+    return f"{(lo - 1) * 100:+.1f}% to {(hi - 1) * 100:+.1f}%"
+
+
+def _verdict_counts(doc: dict) -> str:
+    counts: dict[str, int] = {}
+    for v in doc["variants"]:
+        verdict = (v.get("vs_baseline") or {}).get("verdict")
+        if verdict and not v["id"].endswith(AA_SUFFIX):
+            counts[verdict] = counts.get(verdict, 0) + 1
+    return ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "nothing compared"

@@ -1,0 +1,457 @@
+"""The store: every sweep, variant and sample, written as it happens.
+
+SQLAlchemy Core over SQLite by default (one file, no server), or PostgreSQL (issue 7: the
+fleet's workers share one store) from a `postgresql://` URL: plain types, JSON columns, no
+SQLite-only SQL. A sample is committed the moment it is taken, so Ctrl-C, SIGTERM or kill -9
+lose at most the run in flight, and `flagsweep run --resume` continues from exactly what is
+here. The unique key on (run, variant, round) makes a resumed sweep, or a rescheduled fleet
+task, unable to duplicate a sample: `add_sample` skips one that is already there. A run the
+machine disturbed (flagsweep.measure.disturbance) and that was taken again keeps its place in the
+`attempts` table: nothing measured is ever deleted. See docs/store.md.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql as pg_dialect
+from sqlalchemy.dialects import sqlite as sqlite_dialect
+
+from flagsweep.errors import FlagsweepError
+from flagsweep.measure.sample import Sample
+
+SCHEMA_VERSION = 3
+metadata = sa.MetaData()
+
+# pg_advisory_xact_lock key serialising the first open and migrations of a PostgreSQL store
+# (b"flagswep" as a big-endian signed 64-bit integer). Fixed: every flagsweep must agree on it.
+PG_SETUP_LOCK = 0x666C_6167_7377_6570
+# How long an SQLite writer waits for another process's write lock before "database is locked".
+SQLITE_BUSY_TIMEOUT_S = 30.0
+
+runs = sa.Table(
+    "runs", metadata,
+    sa.Column("run_id", sa.String(200), primary_key=True),
+    sa.Column("target", sa.String(200), nullable=False),
+    sa.Column("recipe", sa.String(200), nullable=False),
+    sa.Column("out_dir", sa.Text, nullable=False),
+    sa.Column("started", sa.Float, nullable=False),
+    sa.Column("finished", sa.Float),
+    sa.Column("status", sa.String(20), nullable=False),      # running | complete | interrupted
+    sa.Column("stop_reason", sa.Text),
+    sa.Column("options", sa.JSON, nullable=False),           # everything needed to resume
+    sa.Column("machine", sa.JSON),
+)
+
+variants = sa.Table(
+    "variants", metadata,
+    sa.Column("run_id", sa.String(200), sa.ForeignKey("runs.run_id"), primary_key=True),
+    sa.Column("variant_id", sa.String(200), primary_key=True),
+    sa.Column("position", sa.Integer, nullable=False),       # matrix order, baseline first
+    sa.Column("doc", sa.JSON, nullable=False),               # id, compiler, flags, factors, build
+    sa.Column("check", sa.JSON),                             # filled by the output check
+)
+
+samples = sa.Table(
+    "samples", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("run_id", sa.String(200), sa.ForeignKey("runs.run_id"), nullable=False),
+    sa.Column("variant_id", sa.String(200), nullable=False),
+    sa.Column("round", sa.Integer, nullable=False),          # warmups are negative rounds
+    sa.Column("position", sa.Integer, nullable=False),       # place in the round's shuffled order
+    sa.Column("taken_at", sa.Float, nullable=False),
+    sa.Column("env_pad", sa.Integer, nullable=False),
+    sa.Column("wall_s", sa.Float),
+    sa.Column("user_s", sa.Float),
+    sa.Column("sys_s", sa.Float),
+    sa.Column("maxrss_kb", sa.Integer),
+    sa.Column("counters", sa.JSON),                          # perf / cachegrind values by name
+    sa.Column("multiplexed", sa.Boolean, nullable=False, default=False),
+    sa.Column("failure", sa.Text),                           # None for a good sample
+    sa.Column("worker", sa.String(200)),                     # v2: the machine/worker that took it
+    sa.Column("disturbed", sa.Boolean, nullable=False, default=False,  # v3: judged disturbed,
+              server_default=sa.false()),                    # kept when retakes ran out
+    sa.UniqueConstraint("run_id", "variant_id", "round", name="one_sample_per_round"),
+)
+SAMPLE_KEY = ("run_id", "variant_id", "round")
+
+# v3: every run judged disturbed and taken again, with all it measured; `samples` holds the
+# attempt that counts for its (variant, round). Same columns as samples, no unique key.
+attempts = sa.Table(
+    "attempts", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("run_id", sa.String(200), sa.ForeignKey("runs.run_id"), nullable=False),
+    *(sa.Column(c.name, c.type, nullable=c.nullable) for c in samples.columns
+      if c.name not in ("id", "run_id", "disturbed")),
+)
+attempts_by_run = sa.Index("ix_attempts_run", attempts.c.run_id)
+
+runs_by_target = sa.Index("ix_runs_target", runs.c.target)  # v2: history reads runs by target
+
+meta = sa.Table(
+    "flagsweep_meta", metadata,
+    sa.Column("key", sa.String(50), primary_key=True),
+    sa.Column("value", sa.String(200), nullable=False),
+)
+
+
+def default_url() -> str:
+    """$FLAGSWEEP_DB, else an SQLite file in $XDG_DATA_HOME/flagsweep (~/.local/share/flagsweep)."""
+    if os.environ.get("FLAGSWEEP_DB"):
+        return os.environ["FLAGSWEEP_DB"]
+    base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local/share") / "flagsweep"
+    base.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{base / 'store.sqlite'}"
+
+
+def engine_url(url: str | sa.URL) -> sa.URL:
+    """The URL the engine connects with: `postgresql://` and `postgres://` use psycopg 3."""
+    try:
+        u = sa.make_url(url)
+    except sa.exc.ArgumentError:  # not shown: SQLAlchemy's message quotes it, password and all
+        raise FlagsweepError("the store URL is not a database URL; expected e.g. "
+                             "sqlite:///path/store.sqlite or postgresql://user@host/db") from None
+    if u.drivername in ("postgresql", "postgres"):
+        u = u.set(drivername="postgresql+psycopg")
+    return u
+
+
+def masked(url: str | sa.URL) -> str:
+    """The URL as it may be printed or written: any password replaced by ***."""
+    return sa.make_url(url).render_as_string(hide_password=True)
+
+
+# ---- migrations ------------------------------------------------------------------------------
+#
+# No Alembic: a step or two and one version row do not need a migration framework's config tree
+# (alembic.ini, env.py, a versions/ folder) shipped inside a command-line tool. MIGRATIONS[i]
+# takes a store from version i + 1 to i + 2; all of them run on open, in the same transaction as
+# the version row's update, so a store is never left half-migrated. Fresh stores are created at
+# SCHEMA_VERSION directly from `metadata`, so each step must end in exactly what `metadata` says.
+
+def _v2_sample_worker_and_runs_index(c: sa.Connection) -> None:
+    """samples.worker (which machine took the sample); an index on runs.target."""
+    columns = {col["name"] for col in sa.inspect(c).get_columns("samples")}
+    if "worker" not in columns:
+        kind = samples.c.worker.type.compile(dialect=c.dialect)
+        c.exec_driver_sql(f"ALTER TABLE samples ADD COLUMN worker {kind}")
+    runs_by_target.create(c, checkfirst=True)
+
+
+def _v3_disturbed_and_attempts(c: sa.Connection) -> None:
+    """samples.disturbed; the attempts table (made by create_all before the steps run)."""
+    columns = {col["name"] for col in sa.inspect(c).get_columns("samples")}
+    if "disturbed" not in columns:
+        c.exec_driver_sql("ALTER TABLE samples ADD COLUMN disturbed BOOLEAN NOT NULL DEFAULT FALSE")
+    attempts_by_run.create(c, checkfirst=True)
+
+
+MIGRATIONS: list[Callable[[sa.Connection], None]] = [
+    _v2_sample_worker_and_runs_index,   # 1 -> 2
+    _v3_disturbed_and_attempts,         # 2 -> 3
+]
+assert len(MIGRATIONS) == SCHEMA_VERSION - 1
+
+
+class Store:
+    """One connection to the store; every write is its own committed transaction."""
+
+    def __init__(self, url: str | None = None):
+        real = engine_url(url or default_url())
+        self.url = masked(real)   # for messages: the password, if any, never leaves the engine
+        self.engine = self._create_engine(real)
+        self._open()
+
+    def _create_engine(self, url: sa.URL) -> sa.Engine:
+        connect_args: dict[str, Any] = {}
+        if url.get_backend_name() == "sqlite":
+            # Concurrent writers (several sweeps, fleet workers on one machine) wait for the
+            # write lock instead of failing at once with "database is locked".
+            connect_args["timeout"] = SQLITE_BUSY_TIMEOUT_S
+        try:
+            engine = sa.create_engine(url, connect_args=connect_args)
+        except ImportError as e:
+            hint = ("pip install 'psycopg[binary]'" if url.get_driver_name() == "psycopg"
+                    else f"install the Python driver for {url.drivername}")
+            raise FlagsweepError(f"the store URL's scheme {url.drivername}:// needs a database "
+                                 f"driver that is not installed ({e.name or e}): {hint}") from None
+        except sa.exc.ArgumentError as e:
+            raise FlagsweepError(f"the store {self.url}: {e}") from None
+        if engine.dialect.name == "sqlite":
+            sa.event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+
+    def _open(self) -> None:
+        """Create the tables or migrate them to SCHEMA_VERSION, in one transaction that only one
+        process at a time may be in (fleet workers open the same store at once)."""
+        with self._connect(opening=True) as c:
+            if c.dialect.name == "postgresql":
+                c.execute(sa.select(sa.func.pg_advisory_xact_lock(PG_SETUP_LOCK)))
+            elif c.dialect.name == "sqlite":
+                c.exec_driver_sql("BEGIN IMMEDIATE")  # the write lock now, waiting if need be
+            self._create_or_migrate(c)
+            c.commit()
+
+    @contextmanager
+    def _connect(self, opening: bool = False) -> Iterator[sa.Connection]:
+        """A connection whose database errors (a full disk, a damaged file, a lost server)
+        become one FlagsweepError naming the store and what to do. IntegrityError passes: the
+        callers that expect one (a duplicate run id or sample) handle it."""
+        try:
+            with self.engine.connect() as c:
+                yield c
+        except sa.exc.IntegrityError:
+            raise
+        except sa.exc.DBAPIError as e:
+            raise FlagsweepError(self._trouble(e, opening)) from None
+
+    @contextmanager
+    def _begin(self) -> Iterator[sa.Connection]:
+        """_connect, in a transaction committed at the end of the block."""
+        with self._connect() as c, c.begin():
+            yield c
+
+    def _trouble(self, e: sa.exc.DBAPIError, opening: bool) -> str:
+        """What went wrong with the store, and what to do about it."""
+        why = str(e.orig).strip() if e.orig else str(e)
+        code = getattr(e.orig, "sqlite_errorname", "")
+        where = f"the store {self.url}"
+        if self.engine.dialect.name == "sqlite":
+            where = f"the store {self.engine.url.database}"
+        choose = "; FLAGSWEEP_DB or --db choose another store"
+        if code == "SQLITE_FULL":
+            return (f"{where} cannot be written: {why}. Free space on its disk and run the "
+                    "command again (every sample stored so far is kept; an interrupted sweep "
+                    "continues with flagsweep run --resume)")
+        if code in ("SQLITE_CORRUPT", "SQLITE_NOTADB"):
+            return (f"{where} is damaged or not a flagsweep store ({why}): move the file (and "
+                    f"any -wal and -shm beside it) aside or restore it from a backup{choose}")
+        if code == "SQLITE_CANTOPEN":
+            folder = Path(self.engine.url.database or ".").parent
+            return (f"cannot open {where}: {why}; its folder {folder} must exist and be "
+                    f"writable{choose}")
+        if opening:  # unreachable server, bad login, locked too long
+            return f"cannot open {where}: {why}{choose}"
+        return f"{where}: {why}{choose}"
+
+    def _create_or_migrate(self, c: sa.Connection) -> None:
+        inspector = sa.inspect(c)
+        stored: int | None = None
+        if inspector.has_table(meta.name):
+            row = c.execute(sa.select(meta.c.value).where(meta.c.key == "schema")).first()
+            stored = int(row.value) if row else None
+        if stored is None and inspector.has_table(samples.name):
+            stored = 1  # tables without a version row: version 1 wrote the row after create_all
+        if stored is not None and stored > SCHEMA_VERSION:
+            raise FlagsweepError(f"the store {self.url} has schema {stored}, newer than this "
+                                 f"flagsweep understands ({SCHEMA_VERSION}); upgrade flagsweep")
+        metadata.create_all(c)  # a fresh store: every table, at SCHEMA_VERSION
+        for step in MIGRATIONS[(stored or SCHEMA_VERSION) - 1:]:
+            step(c)
+        version = {"key": "schema", "value": str(SCHEMA_VERSION)}
+        if c.execute(sa.select(meta.c.key).where(meta.c.key == "schema")).first():
+            c.execute(meta.update().where(meta.c.key == "schema").values(version))
+        else:
+            c.execute(meta.insert().values(version))
+
+    def schema_version(self) -> int:
+        with self._connect() as c:
+            value = c.execute(sa.select(meta.c.value).where(meta.c.key == "schema")).scalar_one()
+        return int(value)
+
+    # ---- runs ----------------------------------------------------------------------------
+
+    def create_run(self, run_id: str, target: str, recipe: str, out_dir: Path,
+                   options: dict, machine: dict) -> None:
+        """Store a new run under exactly this id; FlagsweepError if another process took it
+        since new_run_id (create_unique_run cannot lose that race)."""
+        try:
+            with self._begin() as c:
+                c.execute(runs.insert().values(run_id=run_id, target=target, recipe=recipe,
+                                               out_dir=str(out_dir), started=time.time(),
+                                               status="running", options=options,
+                                               machine=machine))
+        except sa.exc.IntegrityError:
+            if not self._has_run(run_id):
+                raise
+            raise FlagsweepError(f"run id {run_id!r} is already in the store {self.url} (another "
+                                 "run may have taken it since new_run_id); start again") from None
+
+    def create_unique_run(self, base: str, target: str, recipe: str, out_dir: Path,
+                          options: dict, machine: dict) -> str:
+        """create_run under new_run_id(base), retried with the next free id when another
+        process takes the same id first; returns the id this run got."""
+        for _ in range(100):
+            run_id = self.new_run_id(base)
+            try:
+                self.create_run(run_id, target, recipe, out_dir, options, machine)
+                return run_id
+            except FlagsweepError:
+                if not self._has_run(run_id):
+                    raise  # the store failed (a full disk), not a race for the id
+                continue  # someone else got run_id between new_run_id and the insert
+        raise FlagsweepError(f"could not find a free run id for {base!r} in the store {self.url}")
+
+    def _has_run(self, run_id: str) -> bool:
+        with self._connect() as c:
+            return c.execute(sa.select(runs.c.run_id).where(runs.c.run_id == run_id)).first() \
+                is not None
+
+    def new_run_id(self, base: str) -> str:
+        """base, or base-2, base-3...: run ids are unique in the store."""
+        with self._connect() as c:
+            taken = {r.run_id for r in c.execute(
+                sa.select(runs.c.run_id).where(runs.c.run_id.like(f"{base}%")))}
+        n, run_id = 1, base
+        while run_id in taken:
+            n += 1
+            run_id = f"{base}-{n}"
+        return run_id
+
+    def find_run(self, id_or_dir: str) -> str:
+        """A run id as given, or the id of the run whose output folder this is."""
+        with self._connect() as c:
+            if c.execute(sa.select(runs.c.run_id).where(runs.c.run_id == id_or_dir)).first():
+                return id_or_dir
+            folder = str(Path(id_or_dir).resolve())
+            row = c.execute(sa.select(runs.c.run_id).where(runs.c.out_dir == folder)
+                            .order_by(runs.c.started.desc())).first()
+        return row.run_id if row else id_or_dir
+
+    def runs_of(self, target: str) -> list[dict]:
+        """Every run of a target, oldest first (flagsweep history reads its sweeps from here)."""
+        with self._connect() as c:
+            rows = c.execute(sa.select(runs).where(runs.c.target == target)
+                             .order_by(runs.c.started)).mappings().all()
+        return [dict(r) for r in rows]
+
+    def run(self, run_id: str) -> dict:
+        with self._connect() as c:
+            row = c.execute(sa.select(runs).where(runs.c.run_id == run_id)).mappings().first()
+        if row is None:
+            raise FlagsweepError(f"no run '{run_id}' in the store {self.url} (a run's id is "
+                                 "printed when it starts and stored in its results.json; "
+                                 "its output folder works too)")
+        return dict(row)
+
+    def set_option(self, run_id: str, key: str, value) -> None:
+        """Add what a sweep learns after it starts (its input, its counters) to its options."""
+        options = dict(self.run(run_id)["options"])
+        options[key] = value
+        with self._begin() as c:
+            c.execute(runs.update().where(runs.c.run_id == run_id).values(options=options))
+
+    def finish_run(self, run_id: str, status: str, stop_reason: str) -> None:
+        with self._begin() as c:
+            c.execute(runs.update().where(runs.c.run_id == run_id).values(
+                status=status, stop_reason=stop_reason, finished=time.time()))
+
+    def reopen_run(self, run_id: str) -> None:
+        with self._begin() as c:
+            c.execute(runs.update().where(runs.c.run_id == run_id).values(status="running",
+                                                                          finished=None))
+
+    # ---- variants ------------------------------------------------------------------------
+
+    def save_variants(self, run_id: str, docs: list[dict]) -> None:
+        with self._begin() as c:
+            for i, doc in enumerate(docs):
+                c.execute(variants.insert().values(run_id=run_id, variant_id=doc["id"],
+                                                   position=i, doc=doc))
+
+    def save_check(self, run_id: str, variant_id: str, check: dict) -> None:
+        with self._begin() as c:
+            c.execute(variants.update().where(variants.c.run_id == run_id,
+                                              variants.c.variant_id == variant_id)
+                      .values(check=check))
+
+    def variants(self, run_id: str) -> list[dict]:
+        """[{"doc": ..., "check": ...}] in matrix order."""
+        with self._connect() as c:
+            rows = c.execute(sa.select(variants.c.doc, variants.c.check)
+                             .where(variants.c.run_id == run_id)
+                             .order_by(variants.c.position)).mappings().all()
+        return [dict(r) for r in rows]
+
+    # ---- samples -------------------------------------------------------------------------
+
+    def add_sample(self, run_id: str, s: Sample) -> bool:
+        """Store a sample; False (and nothing written) when the run already has one for this
+        variant and round, as when a fleet task is rescheduled after its worker vanished."""
+        values = {**_columns(run_id, s), "disturbed": s.disturbed}
+        dialect = self.engine.dialect.name
+        if dialect == "postgresql":
+            # RETURNING, not rowcount: psycopg's is lost once SQLAlchemy closes the cursor.
+            stmt = (pg_dialect.insert(samples).values(values)
+                    .on_conflict_do_nothing(index_elements=SAMPLE_KEY).returning(samples.c.id))
+            with self._begin() as c:
+                return c.execute(stmt).first() is not None
+        if dialect == "sqlite":
+            stmt = (sqlite_dialect.insert(samples).values(values)
+                    .on_conflict_do_nothing(index_elements=SAMPLE_KEY))
+            with self._begin() as c:
+                return c.execute(stmt).rowcount == 1
+        try:  # another database: the unique key still refuses the duplicate
+            with self._begin() as c:
+                c.execute(samples.insert().values(values))
+            return True
+        except sa.exc.IntegrityError:
+            return False
+
+    def samples(self, run_id: str) -> list[Sample]:
+        return self._read(samples, run_id)
+
+    def add_attempt(self, run_id: str, s: Sample) -> None:
+        """Keep a disturbed run that is being taken again (its sample is stored later)."""
+        with self._begin() as c:
+            c.execute(attempts.insert().values(_columns(run_id, s)))
+
+    def attempts(self, run_id: str) -> list[Sample]:
+        """The runs set aside as disturbed and taken again, oldest first."""
+        return self._read(attempts, run_id)
+
+    def _read(self, table: sa.Table, run_id: str) -> list[Sample]:
+        with self._connect() as c:
+            rows = c.execute(sa.select(table).where(table.c.run_id == run_id)
+                             .order_by(table.c.round, table.c.position, table.c.id)).mappings().all()
+        # An attempt was set aside because it was disturbed: it has no column to say so.
+        return [Sample(variant_id=r["variant_id"], round=r["round"], position=r["position"],
+                       env_pad=r["env_pad"], wall_s=r["wall_s"], user_s=r["user_s"],
+                       sys_s=r["sys_s"], maxrss_kb=r["maxrss_kb"], counters=r["counters"],
+                       multiplexed=bool(r["multiplexed"]), failure=r["failure"],
+                       taken_at=r["taken_at"], worker=r["worker"],
+                       disturbed=bool(r.get("disturbed", True))) for r in rows]
+
+    def done(self, run_id: str) -> set[tuple[str, int]]:
+        """(variant, round) pairs already measured: what a resumed sweep must not repeat."""
+        with self._connect() as c:
+            rows = c.execute(sa.select(samples.c.variant_id, samples.c.round)
+                             .where(samples.c.run_id == run_id)).all()
+        return {(r.variant_id, r.round) for r in rows}
+
+
+def _columns(run_id: str, s: Sample) -> dict:
+    """A sample's row in `samples` or `attempts` (less samples.disturbed)."""
+    return dict(run_id=run_id, variant_id=s.variant_id, round=s.round, position=s.position,
+                taken_at=s.taken_at or time.time(), env_pad=s.env_pad, wall_s=s.wall_s,
+                user_s=s.user_s, sys_s=s.sys_s, maxrss_kb=s.maxrss_kb, counters=s.counters,
+                multiplexed=s.multiplexed, failure=s.failure,
+                worker=s.worker or socket.gethostname())
+
+
+def _sqlite_pragmas(dbapi_conn, _record) -> None:
+    """WAL: a reader never blocks the writer; synchronous=NORMAL: a commit reaches the OS at
+    once (safe against kill -9 of flagsweep) without an fsync per sample (a power cut may lose
+    the last few, which is fine for a benchmark and keeps the harness's cost per run small)."""
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.close()

@@ -1,0 +1,1 @@
+"""What a sweep is asked to do: target files, recipes, the variant matrix and its designs."""

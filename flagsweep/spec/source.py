@@ -1,0 +1,41 @@
+"""Where a target's source comes from: the upstream tarball and its Debian fallback."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from flagsweep.errors import ConfigError
+
+_SHA256_RE = re.compile(r"[0-9a-f]{64}")
+
+
+@dataclass(frozen=True)
+class DebianSource:
+    package: str  # Debian source package name, e.g. "lame"
+    version: str  # Debian version, e.g. "3.100-6" (an epoch "1:" is allowed)
+
+    @property
+    def upstream_version(self) -> str:
+        """The version in the orig tarball's name: no epoch, no Debian revision."""
+        version = self.version.split(":", 1)[-1]
+        return version.rsplit("-", 1)[0] if "-" in version else version
+
+
+@dataclass(frozen=True)
+class Source:
+    name: str  # target name, for messages and cache paths
+    version: str  # upstream version, e.g. "3.100"
+    urls: tuple[str, ...]  # upstream tarball URLs, tried in order
+    sha256: str  # of the upstream tarball (Debian's orig tarball has the same bytes)
+    debian: DebianSource | None
+    strip_components: int = 1  # tarballs hold one top dir; we extract its contents
+
+    def __post_init__(self) -> None:
+        # Checked here so that a typo in a target file fails before any download.
+        if not _SHA256_RE.fullmatch(self.sha256):
+            raise ConfigError(f"target {self.name!r}: sha256 must be 64 lowercase hex digits, "
+                              f"got {self.sha256!r}")
+        if self.strip_components < 0:
+            raise ConfigError(f"target {self.name!r}: strip_components must be >= 0, "
+                              f"got {self.strip_components}")

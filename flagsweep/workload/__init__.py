@@ -1,0 +1,1 @@
+"""The workload: the inputs each binary runs on, and the check of its output."""

@@ -1,0 +1,228 @@
+"""The output check: every distinct binary proves its output before any timing (LNT's rule).
+
+Each binary runs the workload once. Its product (stdout, or the file at {output}) is compared
+by the target's method: `exact` bytes against the baseline's product, a fixed `sha256`, a
+`roundtrip` (the product fed back through e.g. `gzip -d` must give the input), or `tolerance`
+(numbers in the text within a relative tolerance of the baseline's, the rest exact). The result
+is the contract's check object: status "ok", "differs" (shown, and timed unless --strict-check:
+-ffast-math legitimately changes lame's bytes) or "failed" (the run itself failed: never timed).
+Products go to files, never into memory, and are compared a block at a time, so a workload's
+gigabytes of output cost a few megabytes here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from flagsweep import files
+from flagsweep.errors import FlagsweepError
+from flagsweep.host import launcher
+from flagsweep.spec.target import Target
+
+NUMBER = re.compile(rb"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
+NUMBER_SPLIT = re.compile(b"(" + NUMBER.pattern + b")")
+NUMBER_BYTES = b"0123456789.eE+-"   # every byte NUMBER can match
+BLOCK = 1 << 20                     # outputs are compared this many bytes at a time
+MAX_RUN = 16 * BLOCK                # a run of number bytes longer than this is cut anyway
+
+
+@dataclass(frozen=True)
+class Workload:
+    """How to run one binary: the target's argv with its placeholders filled in."""
+
+    target: Target
+    input_path: Path
+    scratch: Path          # where outputs and stderr of check and timing runs go
+
+    def argv(self, binary: Path, output: Path) -> list[str]:
+        values = {"binary": str(binary), "input": str(self.input_path), "output": str(output)}
+        return [arg.format(**values) for arg in self.target.spec.run.argv]
+
+    @property
+    def timeout(self) -> float:
+        return self.target.spec.run.timeout
+
+
+def check_all(workload: Workload, binaries: dict[str, Path], baseline: str) -> dict[str, dict]:
+    """{variant id: {"status", "detail"}} for each distinct binary; the baseline first (reference)."""
+    spec = workload.target.spec.check
+    products: dict[str, Path | None] = {}
+    results: dict[str, dict] = {}
+    for vid in sorted(binaries, key=lambda v: v != baseline):
+        product, failure = _produce(workload, vid, binaries[vid])
+        products[vid] = product
+        if failure:
+            results[vid] = {"status": "failed", "detail": failure}
+            continue
+        results[vid] = _compare(spec.method, workload, vid, binaries[vid], product,
+                                products.get(baseline), vid == baseline)
+    _group_outputs(results, products)
+    return results
+
+
+def _group_outputs(results: dict[str, dict], products: dict[str, Path | None]) -> None:
+    """Which variants produce the very same bytes: with a -ffast-math baseline every strict
+    variant 'differs', and the groups show which flags change the output and which do not."""
+    first: dict[str, str] = {}
+    for vid, product in products.items():
+        if product is None:
+            continue
+        digest = _sha256(product)
+        results[vid]["output_sha256"] = digest
+        other = first.setdefault(digest, vid)
+        if other != vid:
+            results[vid]["same_output_as"] = other
+            if results[vid]["status"] == "differs":
+                results[vid]["detail"] += f"; same output as {other}"
+
+
+def _produce(workload: Workload, vid: str, binary: Path) -> tuple[Path | None, str | None]:
+    """Run the workload once; return its product file, or why it failed."""
+    workload.scratch.mkdir(parents=True, exist_ok=True)
+    stdout, output = workload.scratch / f"{vid}.stdout", workload.scratch / f"{vid}.out"
+    result = launcher.run_once(workload.argv(binary, output), env=launcher.MINIMAL_ENV,
+                             timeout=workload.timeout, stdout_path=stdout,
+                             stderr_path=workload.scratch / f"{vid}.check.stderr")
+    if files.disk_full(workload.scratch):  # the product may be cut short: no verdict on it
+        raise FlagsweepError(f"the disk holding {workload.scratch} is full: {vid}'s check run "
+                             "could not write its output; free space there, then run again "
+                             "(flagsweep run --resume continues a sweep)")
+    if result.failure:
+        return None, f"the check run failed: {result.failure}"
+    product = stdout if workload.target.spec.check.of == "stdout" else output
+    if not product.exists():
+        return None, f"the check run wrote no {workload.target.spec.check.of} ({product})"
+    return product, None
+
+
+def _compare(method: str, workload: Workload, vid: str, binary: Path, product: Path,
+             reference: Path | None, is_baseline: bool) -> dict:
+    spec = workload.target.spec.check
+    if method == "sha256":
+        got = _sha256(product)
+        return _verdict(got == spec.sha256, f"sha256 {got[:16]}... expected {spec.sha256[:16]}...")
+    if method == "roundtrip":
+        return _roundtrip(workload, vid, binary, product)
+    if is_baseline:
+        return {"status": "ok", "detail": "reference output (the baseline's)"}
+    if reference is None:
+        return {"status": "failed", "detail": "no reference: the baseline's own check run failed"}
+    if method == "exact":
+        return _exact(product, reference)
+    return _tolerance(product, reference, spec.rel_tolerance)
+
+
+def _roundtrip(workload: Workload, vid: str, binary: Path, product: Path) -> dict:
+    spec = workload.target.spec.check
+    back = workload.scratch / f"{vid}.roundtrip"
+    argv = [a.format(binary=str(binary), input=str(workload.input_path), output=str(back))
+            for a in spec.roundtrip_argv]
+    result = launcher.run_once(argv, env=launcher.MINIMAL_ENV, timeout=workload.timeout,
+                             stdin_path=product, stdout_path=back,
+                             stderr_path=workload.scratch / f"{vid}.roundtrip.stderr")
+    if result.failure:
+        return {"status": "differs", "detail": f"the round trip failed: {result.failure}"}
+    verdict = _exact(back, workload.input_path, "the input")
+    if verdict["status"] != "ok":
+        verdict["detail"] = "the round trip did not give back the input: " + verdict["detail"]
+    return verdict
+
+
+def _exact(got: Path, want: Path, other: str = "the baseline's") -> dict:
+    """Byte for byte, a block at a time: outputs of gigabytes compare in constant memory."""
+    offset = 0
+    with open(got, "rb") as a, open(want, "rb") as b:
+        while True:
+            x, y = a.read(BLOCK), b.read(BLOCK)
+            if x != y:
+                n = offset + _first_mismatch(x, y)
+                return {"status": "differs", "detail": f"output differs from {other} at byte {n} "
+                        f"({got.stat().st_size} vs {want.stat().st_size} bytes)"}
+            if not x:
+                return {"status": "ok", "detail": ""}
+            offset += len(x)
+
+
+def _first_mismatch(a: bytes, b: bytes) -> int:
+    """Where two blocks first differ (the shorter one's length when one is a prefix)."""
+    lo, hi = 0, min(len(a), len(b))
+    if a[:hi] == b[:hi]:
+        return hi
+    while hi - lo > 1:  # a[:lo] == b[:lo] and a[:hi] != b[:hi]
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if a[:mid] == b[:mid] else (lo, mid)
+    return lo
+
+
+def _tolerance(got: Path, want: Path, rel: float) -> dict:
+    """Numbers within rel of the reference's, everything between them identical. Identical
+    outputs (the usual case) are settled by the byte comparison alone; others are read a block
+    at a time, the one with less text waiting to be matched next, so memory stays at a few
+    blocks whatever the outputs' size."""
+    if _exact(got, want)["status"] == "ok":
+        return {"status": "ok", "detail": f"numbers within {rel:g} of the baseline's (worst 0)"}
+    with open(got, "rb") as f, open(want, "rb") as g:
+        return _tolerance_of(_Tokens(f), _Tokens(g), rel)
+
+
+def _tolerance_of(a: _Tokens, b: _Tokens, rel: float) -> dict:
+    sides = [a, b]
+    worst = 0.0
+    while not (a.done and b.done):
+        min((s for s in sides if not s.done), key=lambda s: len(s.text)).read()
+        n = min(len(a.text), len(b.text))
+        ended = any(s.done and len(s.text) == n for s in sides)  # and the other has more
+        if a.text[:n] != b.text[:n] or (ended and len(a.text) != len(b.text)):
+            return {"status": "differs", "detail": "the text around the numbers differs from the baseline's"}
+        del a.text[:n], b.text[:n]
+        k = min(len(a.numbers), len(b.numbers))
+        for p, q in zip(a.numbers[:k], b.numbers[:k]):
+            if p != q:
+                x, y = float(p), float(q)
+                worst = max(worst, 0.0 if x == y else abs(x - y) / max(abs(x), abs(y)))
+        del a.numbers[:k], b.numbers[:k]
+    if worst <= rel:
+        return {"status": "ok", "detail": f"numbers within {rel:g} of the baseline's (worst {worst:.2g})"}
+    return {"status": "differs", "detail": f"a number differs by {worst:.3g} relative (tolerance {rel:g})"}
+
+
+def _verdict(same: bool, why_not: str) -> dict:
+    return {"status": "ok", "detail": ""} if same else {"status": "differs", "detail": why_not}
+
+
+class _Tokens:
+    """One output read a block at a time, as its text with each number replaced by a marker
+    (NUL doubled in the text, NUL N for a number: no text can pass for a number) and the
+    numbers in order. A block is cut after its last byte that cannot be part of a number, so
+    no number is split between two blocks (a run of number bytes longer than MAX_RUN is)."""
+
+    def __init__(self, file: BinaryIO):
+        self.file = file
+        self.rest = b""
+        self.text = bytearray()
+        self.numbers: list[bytes] = []
+        self.done = False
+
+    def read(self) -> None:
+        block = self.file.read(BLOCK)
+        data = self.rest + block
+        cut = len(data.rstrip(NUMBER_BYTES)) if block else len(data)
+        if cut == 0 and len(data) > MAX_RUN:
+            cut = len(data)
+        piece, self.rest = data[:cut], data[cut:]
+        parts = NUMBER_SPLIT.split(piece)          # text, number, text, ..., text
+        self.text += b"\0N".join(t.replace(b"\0", b"\0\0") for t in parts[::2])
+        self.numbers += parts[1::2]
+        self.done = not block
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(BLOCK), b""):
+            h.update(block)
+    return h.hexdigest()

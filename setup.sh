@@ -48,7 +48,8 @@ install_python
 
 case "${1:-}" in
     run)  exec .venv/bin/flagsweep run gzip --recipe olevels ;;
-    test) exec .venv/bin/python -m pytest -q -ra ;;
+    # The layers first (seconds): a module importing a stage above it fails before the suite runs.
+    test) .venv/bin/lint-imports --no-cache && exec .venv/bin/python -m pytest -q -ra ;;
     "")   echo "setup: done; the tool is .venv/bin/flagsweep" ;;
     *)    echo "usage: ./setup.sh [run|test]" >&2; exit 2 ;;
 esac

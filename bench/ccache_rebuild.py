@@ -7,7 +7,7 @@ source tarball (downloading is not building). Three runs:
   cold        empty ccache, no cached configure tree
   warm        same caches again: ccache hits and the cached configure tree
   ccache-only configure trees deleted first: what ccache alone buys
-Prints seconds per run and the ratios to the cold run (issue 2's target: warm <= 25% of cold).
+Prints seconds per run and the ratios to the cold run (the target: warm <= 25% of cold).
 
 Usage: python bench/ccache_rebuild.py [TARGET] [RECIPE]      (default: gzip olevels)
 """

@@ -340,7 +340,7 @@ def _finish(results_path: Path) -> None:
 
 def _confirm(screen_path, t, r, m, opts, mopts, db, say):
     """The flags a screen found to matter, each alone on the base: main effects in a screen are
-    aliased with interactions, so survivors are confirmed one at a time (issue 4's --confirm)."""
+    aliased with interactions, so survivors are confirmed one at a time (--confirm)."""
     # The compiler column of a two-compiler screen is not a flag to add to the base.
     survivors = [e["factor"] for e in json.loads(screen_path.read_text())["effects"]
                  if e.get("matters") and e["factor"] != "compiler"]

@@ -1,4 +1,4 @@
-"""Fleet: one sweep across many machines, on Dask distributed (issue 7).
+"""Fleet: one sweep across many machines, on Dask distributed.
 
 `flagsweep run TARGET --scheduler tcp://HOST:8786 --cpu-label A --cpu-label B` drives the sweep
 from here; `flagsweep worker --scheduler ... --cpu-label A` (a thin wrapper over `dask worker`)

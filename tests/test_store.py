@@ -1,4 +1,4 @@
-"""The store on both backends: SQLite (the default) and PostgreSQL (the fleet's, issue 7).
+"""The store on both backends: SQLite (the default) and PostgreSQL (the fleet's).
 
 The PostgreSQL cases use the session's throwaway server (conftest.postgres_url) with a new
 database per test, so no test sees another's rows."""

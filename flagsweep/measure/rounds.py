@@ -1,6 +1,6 @@
 """Rounds: each round runs every binary once, in a freshly shuffled order.
 
-(docs/statistics.md, choice 1.) The order comes from a seeded generator per round, so a resumed
+(docs/statistics.md, "Pairing by round".) The order comes from a seeded generator per round, so a resumed
 sweep recomputes exactly the order it was following. After each round the stopping rule
 (`decided`) asks what the analysis would conclude from the rounds so far, with its own
 functions, and stops once every comparison is decided or known to within the precision, never

@@ -1,6 +1,6 @@
 """The store: every sweep, variant and sample, written as it happens.
 
-SQLAlchemy Core over SQLite by default (one file, no server), or PostgreSQL (issue 7: the
+SQLAlchemy Core over SQLite by default (one file, no server), or PostgreSQL (the
 fleet's workers share one store) from a `postgresql://` URL: plain types, JSON columns, no
 SQLite-only SQL. A sample is committed the moment it is taken, so Ctrl-C, SIGTERM or kill -9
 lose at most the run in flight, and `flagsweep run --resume` continues from exactly what is

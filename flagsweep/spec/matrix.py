@@ -109,7 +109,7 @@ def _screening(recipe: Recipe, compilers: list[str], filter_cpu: bool) -> Matrix
 def _compiler_factor(variants: list[Variant], compilers: list[str]) -> list[Variant]:
     """With two or more compilers the compiler is a factor like any axis: gcc -O3 and clang -O3
     share the level -O3 but are not replicates of one cell, and the effects table then reports
-    the compiler's own effect beside the flags' (issue 6)."""
+    the compiler's own effect beside the flags'."""
     if len(set(compilers)) < 2:
         return variants
     return [Variant(v.id, v.compiler, v.flags, {**v.factors, "compiler": v.compiler})

@@ -1,6 +1,6 @@
 """Which flags matter: the effect of each factor level (or on/off flag) on the primary metric.
 
-The model (design choice 10, ../shared/design/statistics.md) is a main-effects linear model of
+The model (docs/statistics.md, section 5) is a main-effects linear model of
 log(metric) with the recipe's factors in treatment coding against the baseline's levels and the
 rounds as blocks:
 

@@ -8,23 +8,34 @@ FlagsweepError naming the path and the reason, not a traceback.
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
+import secrets
 from pathlib import Path
 
 from flagsweep.errors import FlagsweepError
 
 
-def write_atomic(path: Path, data: str | bytes) -> Path:
-    """Write data (text as UTF-8) to path through a temporary file and a rename."""
+def write_atomic(path: Path, data: str | bytes, mode: int | None = None) -> Path:
+    """Write data (text as UTF-8) to path through a temporary file and a rename; `mode` sets
+    the file's permissions before it appears (an executable is never seen half-written).
+
+    The temporary name is unique (pid and a random part, created exclusively), so two writers
+    of one path, in two processes or two threads, never write into each other's draft: the
+    last rename wins whole. Not mkstemp: its 0600 would make every report private."""
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp: Path | None = None
     try:
-        with open(tmp, "wb") as f:
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        with open(tmp, "xb") as f:
             f.write(data.encode() if isinstance(data, str) else data)
+        if mode is not None:
+            tmp.chmod(mode)
         os.replace(tmp, path)
     except OSError as e:
         try:
-            tmp.unlink(missing_ok=True)
+            if tmp is not None:
+                tmp.unlink(missing_ok=True)
         except OSError:
             pass  # the folder refuses even that: nothing was left in it
         raise FlagsweepError(f"cannot write {path}: {reason(e)}") from None
@@ -81,3 +92,9 @@ def cache_dir() -> Path:
     if os.environ.get("XDG_CACHE_HOME"):
         return Path(os.environ["XDG_CACHE_HOME"]) / "flagsweep"
     return Path.home() / ".cache" / "flagsweep"
+
+
+def sha256_file(path: Path) -> str:
+    """The sha256 of a file's bytes, read in blocks (tarballs and inputs run to gigabytes)."""
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()

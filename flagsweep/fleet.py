@@ -175,7 +175,7 @@ def _target(target_file: str, sha: str) -> target.Target:
     """The driver's target file, or the shipped one of that name; the same bytes either way."""
     path = Path(target_file)
     t = target.load(str(path.parent)) if path.exists() else target.load(path.parent.name)
-    if sweep.file_sha256(t.path) != sha:
+    if files.sha256_file(t.path) != sha:
         raise FlagsweepError(f"worker {_worker_name()}: {t.path} differs from the driver's "
                              f"{target_file}; install the same flagsweep on every machine")
     return t
@@ -187,13 +187,10 @@ def _materialize(sha: str, data: bytes, name: str) -> Path:
         raise FlagsweepError(f"worker {_worker_name()}: received bytes for {sha[:12]} that do "
                              "not hash to it; refusing to run them")
     path = files.cache_dir() / "fleet" / "blobs" / sha / name
-    if not path.exists() or sweep.file_sha256(path) != sha:
+    if not path.exists() or files.sha256_file(path) != sha:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_bytes(data)
-        tmp.chmod(0o755)
-        os.replace(tmp, path)
-    if sweep.file_sha256(path) != sha:
+        files.write_atomic(path, data, mode=0o755)
+    if files.sha256_file(path) != sha:
         raise FlagsweepError(f"worker {_worker_name()}: {path} does not hash to {sha}")
     return path
 
@@ -304,7 +301,7 @@ def _describe(client, r, compilers, labels, out, opts, say) -> list[Label]:
 
 def _build(client, t: target.Target, parts: list[Label], say) -> None:
     """One build per distinct matrix; CPU-independent ones on any worker, shared by labels."""
-    sha = sweep.file_sha256(t.path)
+    sha = files.sha256_file(t.path)
     jobs: dict[str, object] = {}
     keys = []
     for p in parts:
@@ -356,7 +353,7 @@ def _start_run(p: Label, t, r, opts, db: store.Store, given, say) -> None:
 
 
 def _check(client, t, p: Label, blob, db: store.Store, opts, say) -> None:
-    sha = sweep.file_sha256(t.path)
+    sha = files.sha256_file(t.path)
 
     def remote(todo: dict, baseline: str) -> dict:
         sent = {vid: p.binaries[vid] for vid in todo}
@@ -381,7 +378,7 @@ def _rounds(client, t, parts: list[Label], blob, opts, db: store.Store, say) -> 
                                  threshold=opts.threshold_pct / 100)
              for p in parts}
     by_name = {p.name: p for p in parts}
-    sha = sweep.file_sha256(t.path)
+    sha = files.sha256_file(t.path)
     scattered = {p.name: {vid: p.binaries[vid] for vid in p.measured} for p in parts}
     nxt = {p.name: -opts.warmup for p in parts}
     completed = {p.name: 0 for p in parts}

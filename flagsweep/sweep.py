@@ -9,7 +9,6 @@ re-running what is done.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import random
 import shutil
@@ -19,7 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-from flagsweep import report, results
+from flagsweep import files, report, results
 from flagsweep.across import history
 from flagsweep.build import fingerprint, variants
 from flagsweep.errors import FlagsweepError, Interrupted
@@ -110,7 +109,7 @@ def resume(id_or_dir: str, store: Store, say: Callable[[str], None]) -> Path:
     opts = MeasureOptions(**o["measure"])
     docs = [v["doc"] for v in store.variants(run_id)]
     t = target.load(o["target_path"])
-    if o.get("target_sha256") and file_sha256(t.path) != o["target_sha256"]:
+    if o.get("target_sha256") and files.sha256_file(t.path) != o["target_sha256"]:
         raise FlagsweepError(f"{t.path} changed since run {run_id} started; its remaining "
                              "samples would not measure the same thing. Start a new run")
     sweep = Sweep(run_id, t, row["recipe"], Path(row["out_dir"]), opts, docs, o["baseline"])
@@ -460,7 +459,7 @@ def _cpu(opts: MeasureOptions) -> int:
 
 def run_options(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, opts: MeasureOptions) -> dict:
     study = r.spec.study.model_dump() if r.spec.study else None
-    return {"target_path": str(t.path), "target_sha256": file_sha256(t.path),
+    return {"target_path": str(t.path), "target_sha256": files.sha256_file(t.path),
             "target_version": t.spec.version, "recipe_path": str(r.path), "study": study,
             "measure": asdict(opts),
             "compilers": [toolchain.describe(toolchain.resolve(c))
@@ -470,8 +469,6 @@ def run_options(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, opts: Meas
                         for s in m.skipped]}
 
 
-def file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 class _terminate_as_interrupt:

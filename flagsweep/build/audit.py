@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from flagsweep import files
+
 SOURCE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".c++", ".C", ".s", ".S", ".i", ".ii")
 OBJECT_SUFFIXES = (".o", ".obj")
 # -f options that only change diagnostics or recorded paths, never the generated code.
@@ -316,10 +318,10 @@ class Trace:
         st = _stat(binary)
         if st is None:
             return binary, None
-        digest = _sha256(binary)
+        digest = files.sha256_file(binary)
         for path, cmd in self.writers.items():
             if (cmd.kind != "other" and path != binary and (other := _stat(path)) is not None
-                    and other.st_size == st.st_size and _sha256(path) == digest):
+                    and other.st_size == st.st_size and files.sha256_file(path) == digest):
                 return path, cmd
         return binary, None
 
@@ -371,7 +373,7 @@ class Trace:
         hashes = set()
         for path, cmd in self.writers.items():
             if cmd.kind == "compile" and path.is_file():
-                hashes.add(_sha256(path))
+                hashes.add(files.sha256_file(path))
         return frozenset(hashes)
 
     def _unchanged(self, path: Path, cmd: Command) -> None:
@@ -422,8 +424,6 @@ def _link_inputs(cmd: Command) -> list[tuple[Path, str]]:
     return inputs
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _stat(path: Path) -> os.stat_result | None:

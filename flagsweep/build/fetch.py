@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import fcntl
-import hashlib
 import logging
 import os
 import re
@@ -28,7 +27,7 @@ import urllib.request
 from pathlib import Path
 from typing import Iterator
 
-from flagsweep import __version__, process
+from flagsweep import __version__, files, process
 from flagsweep.errors import FetchError
 from flagsweep.files import cache_dir
 from flagsweep.spec.source import DebianSource, Source
@@ -100,7 +99,7 @@ def _find_cached(source: Source, downloads: Path) -> Path | None:
     """A cached tarball with the expected bytes, or None; a corrupt one is deleted."""
     # Globbing on the hash prefix finds the file whichever source (upstream or Debian) named it.
     for path in sorted(downloads.glob(f"{source.sha256[:16]}-*")):
-        got = _sha256_file(path)
+        got = files.sha256_file(path)
         if got == source.sha256:
             log.debug("%s: using cached %s", source.name, path)
             return path
@@ -110,12 +109,6 @@ def _find_cached(source: Source, downloads: Path) -> Path | None:
     return None
 
 
-def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 @contextlib.contextmanager
@@ -134,7 +127,7 @@ def _temp_file(directory: Path) -> Iterator[Path]:
 def _install_verified(source: Source, candidate: Path, downloads: Path, origin: str,
                       fallback_name: str) -> Path:
     """Rename candidate into the cache if its sha256 is the expected one, else refuse."""
-    got = _sha256_file(candidate)
+    got = files.sha256_file(candidate)
     if got != source.sha256:
         raise FetchError(f"sha256 mismatch for {origin}: expected {source.sha256}, got {got}; "
                          f"the file was deleted")

@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 from flagsweep import process
+from flagsweep.files import write_atomic
 
 # Configure probes run with these flags; the variants' own flags replace them at make time.
 CONFIGURE_CFLAGS = "-O2"
@@ -173,9 +174,7 @@ def _env(m: dict, compile_log: Path) -> dict[str, str]:
 
 def _status(vdir: Path, status: dict) -> None:
     vdir.mkdir(parents=True, exist_ok=True)
-    tmp = vdir / "status.json.tmp"
-    tmp.write_text(json.dumps(status))
-    os.replace(tmp, vdir / "status.json")
+    write_atomic(vdir / "status.json", json.dumps(status))
 
 
 def _fail(vdir: Path, stage: str, started: float, why: str) -> int:

@@ -23,7 +23,7 @@ import socket
 from pathlib import Path
 
 from flagsweep.errors import FlagsweepError
-from flagsweep.files import cache_dir
+from flagsweep.files import cache_dir, write_atomic
 from flagsweep.host import cpu
 
 log = logging.getLogger("flagsweep.host.system")
@@ -471,10 +471,8 @@ def _load_saved(path: Path, root: Path) -> dict[str, str]:
 
 def _save(path: Path, root: Path, saved: dict[str, str]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps({"version": STATE_VERSION, "root": str(root), "saved": saved},
-                              indent=2) + "\n")
-    tmp.replace(path)
+    write_atomic(path, json.dumps({"version": STATE_VERSION, "root": str(root), "saved": saved},
+                                  indent=2) + "\n")
 
 
 def _require_root(action: str, paths: list[Path]) -> None:

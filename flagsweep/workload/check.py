@@ -12,7 +12,6 @@ gigabytes of output cost a few megabytes here.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,7 +70,7 @@ def _group_outputs(results: dict[str, dict], products: dict[str, Path | None]) -
     for vid, product in products.items():
         if product is None:
             continue
-        digest = _sha256(product)
+        digest = files.sha256_file(product)
         results[vid]["output_sha256"] = digest
         other = first.setdefault(digest, vid)
         if other != vid:
@@ -103,7 +102,7 @@ def _compare(method: str, workload: Workload, vid: str, binary: Path, product: P
              reference: Path | None, is_baseline: bool) -> dict:
     spec = workload.target.spec.check
     if method == "sha256":
-        got = _sha256(product)
+        got = files.sha256_file(product)
         return _verdict(got == spec.sha256, f"sha256 {got[:16]}... expected {spec.sha256[:16]}...")
     if method == "roundtrip":
         return _roundtrip(workload, vid, binary, product)
@@ -220,9 +219,3 @@ class _Tokens:
         self.done = not block
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(BLOCK), b""):
-            h.update(block)
-    return h.hexdigest()

@@ -89,7 +89,7 @@ def _generated(store: Path, key: dict, ext: str, description: str,
     sha = _sha256_bytes(data)
     path = store / f"{sha}.{ext}"
     # Another key (or process) may have produced the same bytes already.
-    if not (path.is_file() and _sha256_file(path) == sha):
+    if not (path.is_file() and files.sha256_file(path) == sha):
         _write_atomic(path, data)
     entry = {"key": key, "sha256": sha, "file": path.name, "size_bytes": len(data)}
     _write_atomic(index, json.dumps(entry, indent=1, sort_keys=True).encode())
@@ -107,7 +107,7 @@ def _lookup(store: Path, index: Path, key: dict, description: str) -> Input | No
         return None
     if not path.is_file():
         return None
-    got = _sha256_file(path)
+    got = files.sha256_file(path)
     if got != sha:
         log.warning("cached input %s has sha256 %s, expected %s; regenerating", path, got, sha)
         return None
@@ -121,17 +121,17 @@ def _copy_given(target: Target, spec: FileInput, store: Path) -> Input:
     if not source.is_file():
         raise ConfigError(f"{target.path}: key 'inputs.path': {source} "
                           f"{'is not a file' if source.exists() else 'does not exist'}")
-    sha = _sha256_file(source)
+    sha = files.sha256_file(source)
     ext = source.suffix[1:] if source.suffix[1:].isalnum() else "bin"
     path = store / f"{sha}.{ext}"
-    if not (path.is_file() and _sha256_file(path) == sha):
+    if not (path.is_file() and files.sha256_file(path) == sha):
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, name = tempfile.mkstemp(dir=path.parent, prefix=".part-")
         os.close(fd)
         try:
             shutil.copyfile(source, name)
             # The copy is what gets measured, so it must be the bytes that were hashed.
-            if _sha256_file(Path(name)) != sha:
+            if files.sha256_file(Path(name)) != sha:
                 raise ConfigError(f"{target.path}: key 'inputs.path': {source} changed while "
                                   f"it was being copied; try again")
             os.replace(name, path)
@@ -156,9 +156,6 @@ def _sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _sha256_file(path: Path) -> str:
-    with open(path, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 # --- randomness ----------------------------------------------------------------------------

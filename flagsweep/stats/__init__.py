@@ -96,6 +96,12 @@ def summarize(values: dict[int, float]) -> Summary:
                    len(flagged), flagged)
 
 
+def mad(values: Sequence[float]) -> float:
+    """The median absolute deviation from the median (raw, not scaled to a normal sd)."""
+    x = np.asarray(values, dtype=float)
+    return float(np.median(np.abs(x - np.median(x))))
+
+
 def outlier_indices(values: Sequence[float], cutoff: float = 3.5) -> list[int]:
     """Indices whose modified z-score |M| = |0.6745 (x - median) / MAD| exceeds `cutoff`.
     (Iglewicz & Hoaglin, How to Detect and Handle Outliers, ASQC Basic References in Quality
@@ -106,11 +112,10 @@ def outlier_indices(values: Sequence[float], cutoff: float = 3.5) -> list[int]:
     x = np.asarray(values, dtype=float)
     if len(x) == 0:
         return []
-    med = np.median(x)
-    mad = np.median(np.abs(x - med))
-    if mad == 0:
+    med, scale = np.median(x), mad(x)
+    if scale == 0:
         return [int(i) for i in np.flatnonzero(x != med)]
-    m = 0.6745 * (x - med) / mad
+    m = 0.6745 * (x - med) / scale
     return [int(i) for i in np.flatnonzero(np.abs(m) > cutoff)]
 
 

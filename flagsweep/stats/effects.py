@@ -45,6 +45,8 @@ import statsmodels.api as sm
 from scipy import stats as sps
 from statsmodels.tools.sm_exceptions import SingularMatrixWarning
 
+from flagsweep import stats
+
 # |P_jj - 1| below this (P the projection on X's row space) means coefficient j is estimable;
 # design matrices here are 0/1 or +-1 columns, so anything real is far from the cut.
 ESTIMABLE_TOL = 1e-6
@@ -368,7 +370,7 @@ def _fit(y: np.ndarray, x: np.ndarray, k: int) -> _Fit | None:
         warnings.simplefilter("ignore", SingularMatrixWarning)
         ols = sm.OLS(y, x).fit(method="pinv")
     ok = _estimable(x)[:k]
-    if _mad(ols.resid) <= ZERO_SCALE_TOL * max(1.0, float(np.max(np.abs(y)))):
+    if stats.mad(ols.resid) <= ZERO_SCALE_TOL * max(1.0, float(np.max(np.abs(y)))):
         # No robust residual variation (a deterministic metric, or one that varies in fewer
         # than half the samples): RLM's MAD scale would be 0, so fit by OLS as exactly as it goes.
         dist = sps.t(df)
@@ -382,10 +384,6 @@ def _fit(y: np.ndarray, x: np.ndarray, k: int) -> _Fit | None:
              for j in range(k)]
     low_weight = int(np.sum(res.weights < LOW_WEIGHT))
     return _Fit(coefs, df, float(ols.ssr), low_weight)
-
-
-def _mad(r: np.ndarray) -> float:
-    return float(np.median(np.abs(r - np.median(r))))
 
 
 def _basis_columns(x: np.ndarray, keep: np.ndarray) -> list[int]:

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Callable
 
-from flagsweep import sweep
+from flagsweep import stats, sweep
 from flagsweep.build import variants
 from flagsweep.results.store import Store
 from flagsweep.spec import matrix, recipe, target
@@ -68,8 +68,7 @@ def table(rows: list[dict], rounds: int, threshold_pct: float) -> list[str]:
     for r in rows:
         name = "0% (A/A)" if r["planted_pct"] == 0 else f"+{r['planted_pct']}%"
         if r["ratio"] is not None and r["ci95"]:
-            lo, hi = r["ci95"]
-            measured = f"{(r['ratio'] - 1) * 100:+.1f}% ({(lo - 1) * 100:+.1f}..{(hi - 1) * 100:+.1f})"
+            measured = stats.change_text(r["ratio"], r["ci95"])
         else:
             measured = "-"
         lines.append(f"  {name:<10}{measured:<28}{r['verdict']:<14}{r['outcome']}")

@@ -404,6 +404,7 @@ def suite_cmd(paths, out_dir, threshold_pct) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the series as JSON.")
 def history_cmd(target_name, check, threshold_pct, as_json) -> None:
     """Every complete sweep of TARGET in the store: the trend per variant, steps, regressions."""
+    from flagsweep import stats
     name = target.load(target_name).name if "/" in target_name else target_name
     db = store.Store()
     series = history.collect(db, name, threshold_pct=threshold_pct)
@@ -416,7 +417,7 @@ def history_cmd(target_name, check, threshold_pct, as_json) -> None:
     worse = history.regressions(series)
     for s in worse:
         step = s.steps[-1]
-        click.echo(f"regression: {s.variant} {(step.ratio - 1) * 100:+.1f}% in {step.run_id}"
+        click.echo(f"regression: {s.variant} {stats.change_text(step.ratio)} in {step.run_id}"
                    + (f" ({', '.join(step.changed)})" if step.changed else "") + f": {step.why}",
                    err=True)
     if check and worse:

@@ -254,7 +254,7 @@ def _shift_test(before: np.ndarray, after: np.ndarray):
 
 
 def _pct(ci: tuple[float, float]) -> str:
-    return f"{(ci[0] - 1) * 100:+.1f}% to {(ci[1] - 1) * 100:+.1f}%"
+    return stats.ci_text(ci)
 
 
 def _changed(before: dict[str, str], after: dict[str, str]) -> list[str]:

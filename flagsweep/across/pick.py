@@ -156,8 +156,7 @@ def _choose(candidates: list[Candidate], baseline: str, threshold_pct: float):
                       f"{threshold_pct:g}% across every machine and program ({len(eligible)} "
                       "eligible); keep the baseline")
     best = min(winners, key=lambda c: c.ratio)
-    lo, hi = ((x - 1) * 100 for x in best.ci95)
-    return best, (f"{' '.join(best.flags)}: {(best.ratio - 1) * 100:+.1f}% [{lo:+.1f}, {hi:+.1f}] "
+    return best, (f"{' '.join(best.flags)}: {stats.change_text(best.ratio, best.ci95)} "
                   f"geometric mean over {len(best.pairs)} program x machine pairs; slower on "
                   f"{len(best.losses)} of them")
 
@@ -174,8 +173,7 @@ def _level_answers(candidates: list[Candidate], docs) -> list[str]:
             _combine(mine)
             lacking = [merge.label(d) for _, d in docs if d["target"] == program and not
                        cpu.can_run_flags(tuple(c.flags), c.compiler, cpu.host_from_machine(d["machine"])).ok]
-            change = (f"{(mine.ratio - 1) * 100:+.1f}% [{(mine.ci95[0] - 1) * 100:+.1f}, "
-                      f"{(mine.ci95[1] - 1) * 100:+.1f}]" if mine.ratio else "not measured")
+            change = stats.change_text(mine.ratio, mine.ci95) if mine.ratio else "not measured"
             out.append(f"{program}: {' '.join(c.flags)} {change} on {len(mine.pairs)} machine(s) "
                        f"that run {level}" + (f"; cannot run on {len(lacking)}" if lacking else ""))
     return out

@@ -173,8 +173,7 @@ def _recommend(s: Suite) -> str:
 
 
 def _pct_ci(c: stats.Comparison) -> str:
-    lo, hi = ((x - 1) * 100 for x in c.ci95)
-    return f"{(c.ratio - 1) * 100:+.1f}% [{lo:+.1f}, {hi:+.1f}]"
+    return stats.change_text(c.ratio, c.ci95)
 
 
 def to_json(s: Suite, out: Path) -> dict:

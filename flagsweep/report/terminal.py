@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from flagsweep import stats
 from flagsweep.across import history
 from flagsweep.report import view
 from flagsweep.results.reader import load
@@ -142,7 +143,7 @@ def show_pick(p, out: Console | None = None) -> None:
         t.add_column(name, overflow="fold")
     for c in sorted(p.candidates, key=lambda c: (bool(c.excluded), c.ratio or 9)):
         gm = view.signed_pct((c.ratio - 1) * 100) if c.ratio else ""
-        ci = f"[{(c.ci95[0] - 1) * 100:+.1f}, {(c.ci95[1] - 1) * 100:+.1f}]" if c.ci95 else ""
+        ci = stats.ci_text(c.ci95)
         t.add_row(Text(" ".join(c.flags)), gm, ci, str(len(c.pairs)), str(len(c.losses)),
                   Text(c.excluded))
     out.print(t)

@@ -13,6 +13,7 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from flagsweep import stats
 from flagsweep.host import advice
 
 AA_SUFFIX = ".aa"
@@ -278,9 +279,7 @@ def signed_pct(pct: float) -> str:
 
 
 def ci_pct_text(ci) -> str:
-    if not ci or ci[0] is None or ci[1] is None:
-        return ""
-    return f"[{(ci[0] - 1) * 100:+.1f}, {(ci[1] - 1) * 100:+.1f}]"
+    return stats.ci_text(ci)
 
 
 def _p(p: float | None) -> str:

@@ -332,12 +332,11 @@ def _recommend(doc: dict, threshold_pct: float) -> dict:
 
 
 def _pct(v: dict) -> str:
-    return f"{(v['vs_baseline']['ratio'] - 1) * 100:+.1f}%"
+    return stats.change_text(v["vs_baseline"]["ratio"])
 
 
 def _ci(v: dict) -> str:
-    lo, hi = v["vs_baseline"]["ci95"]
-    return f"{(lo - 1) * 100:+.1f}% to {(hi - 1) * 100:+.1f}%"
+    return stats.ci_text(v["vs_baseline"]["ci95"])
 
 
 def _verdict_counts(doc: dict) -> str:

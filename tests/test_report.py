@@ -231,7 +231,7 @@ def test_compare_refuses_two_targets(tmp_path):
     b = rf.write(tmp_path / "b", other)
     result = CliRunner().invoke(cli, ["compare", str(a), str(b)])
     assert result.exit_code != 0
-    assert "have different targets" in str(result.exception)
+    assert "differ in target" in str(result.exception)
     assert str(a) in str(result.exception) and str(b) in str(result.exception)
 
 

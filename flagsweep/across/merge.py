@@ -15,21 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from flagsweep.across import comparable
 from flagsweep.errors import FlagsweepError
 from flagsweep.results import reader
 
 SCHEMA = "flagsweep-merge/1"
-# key -> how to read it from a results.json; all must agree across merged files
-MUST_AGREE = {
-    "target": lambda d: d["target"],
-    "target version": lambda d: d.get("target_version"),
-    "input (sha256)": lambda d: (d.get("workload") or {}).get("input_sha256"),
-    "metric": lambda d: d["metric"],
-    "baseline flags": lambda d: next((v["compiler"] + " " + " ".join(v["flags"])
-                                      for v in d["variants"] if v["id"] == d["baseline"]), None),
-}
-
-
 @dataclass
 class Machine:
     label: str                       # CPU, -march=native, host, pinned CPU, run id
@@ -50,21 +40,9 @@ def load_all(paths: list[Path]) -> list[Machine]:
     if len(paths) < 2:
         raise FlagsweepError("merge needs at least two results files")
     docs = [(Path(p), reader.load(Path(p))) for p in paths]
-    check_comparable(docs, "merged")
+    comparable.check(docs, "merged", comparable.ACROSS_MACHINES)
     return [Machine(label(doc), doc["machine"].get("cpu_model", "?"), str(path), doc)
             for path, doc in docs]
-
-
-def check_comparable(docs: list[tuple[Path, dict]], what: str, keys: dict | None = None) -> None:
-    """Refuse, naming both files and the key, results whose numbers do not compare (by
-    MUST_AGREE, or the given keys: a suite's differ)."""
-    first_path, first = docs[0]
-    for path, doc in docs[1:]:
-        for key, get in (keys or MUST_AGREE).items():
-            if get(doc) != get(first):
-                raise FlagsweepError(f"{path} and {first_path} differ in {key} ({get(doc)!r} vs "
-                                     f"{get(first)!r}): their numbers do not compare, so they "
-                                     f"are not {what}")
 
 
 def label(doc: dict) -> str:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from flagsweep import stats
-from flagsweep.across import merge
+from flagsweep.across import comparable, merge
 from flagsweep.errors import FlagsweepError
 from flagsweep.host import cpu
 from flagsweep.results import reader
@@ -77,17 +77,17 @@ def pick(paths: list[Path], baseline_isa: str | None = None, threshold_pct: floa
 
 
 def _by_program(docs: list[tuple[Path, dict]]) -> dict[str, list]:
-    """Results grouped by target; within a target they must merge (merge.MUST_AGREE)."""
+    """Results grouped by target; within a target they must merge (comparable.ACROSS_MACHINES)."""
     groups: dict[str, list] = defaultdict(list)
     for path, doc in docs:
         groups[doc["target"]].append((path, doc))
     for group in groups.values():
-        merge.check_comparable(group, "picked from together")
+        comparable.check(group, "picked from together", comparable.ACROSS_MACHINES)
     return groups
 
 
 def _common_baseline(docs: list[tuple[Path, dict]]) -> str:
-    flags = {merge.MUST_AGREE["baseline flags"](doc): path for path, doc in docs}
+    flags = {comparable.baseline_flags(doc): path for path, doc in docs}
     if len(flags) > 1:
         raise FlagsweepError("the results compare against different baselines ("
                              + "; ".join(f"{path}: {b}" for b, path in flags.items())

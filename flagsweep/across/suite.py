@@ -25,17 +25,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from flagsweep import stats
-from flagsweep.across import history, merge, pick
+from flagsweep.across import comparable, pick
 from flagsweep.errors import FlagsweepError
 from flagsweep.results import reader
 
 SCHEMA = "flagsweep-suite/1"
 AA_SUFFIX = ".aa"
-MUST_AGREE = {
-    "machine (CPU identity)": lambda d: history.machine_key(d["machine"]),
-    "metric": lambda d: d["metric"],
-    "baseline flags": merge.MUST_AGREE["baseline flags"],
-}
 
 
 @dataclass
@@ -84,8 +79,8 @@ def load_all(paths: list[Path]) -> list[tuple[Path, dict]]:
             raise FlagsweepError(f"{path} and {seen[doc['target']]} are both {doc['target']}: a "
                                  "suite takes one results file per program")
         seen[doc["target"]] = path
-    merge.check_comparable(docs, "one suite (it compares flags on one machine against one "
-                                 "baseline; merge and pick work across machines)", MUST_AGREE)
+    comparable.check(docs, "one suite (it compares flags on one machine against one baseline; "
+                           "merge and pick work across machines)", comparable.ONE_MACHINE)
     return docs
 
 
@@ -107,7 +102,7 @@ def build(docs: list[tuple[Path, dict]], threshold_pct: float | None = None,
     m = first["machine"]
     s = Suite(f"{m.get('cpu_model', '?')} ({m.get('march_native') or '?'}), {m.get('hostname', '?')}",
               first["metric"],
-              MUST_AGREE["baseline flags"](first), threshold, programs, rows, list(failed or []))
+              comparable.baseline_flags(first), threshold, programs, rows, list(failed or []))
     s.warnings = _warnings(docs, thresholds, threshold, s.failed)
     s.recommendation = _recommend(s)
     return s

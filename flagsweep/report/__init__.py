@@ -16,7 +16,6 @@ import jinja2
 
 from flagsweep import __version__
 from flagsweep.across import merge, suite
-from flagsweep.errors import FlagsweepError
 from flagsweep.files import make_dir, write_atomic
 from flagsweep.report import compare, plots, view
 from flagsweep.results.reader import load
@@ -38,10 +37,7 @@ def write_comparison(a_path: Path, b_path: Path, out_dir: Path | None = None):
     """The comparison of two results files; compare.html into out_dir when given."""
     a_path, b_path = Path(a_path).resolve(), Path(b_path).resolve()
     out = Path(out_dir).resolve() if out_dir else Path.cwd()
-    try:
-        c = compare.build(load(a_path), a_path, load(b_path), b_path, out)
-    except ValueError as e:
-        raise FlagsweepError(str(e)) from None
+    c = compare.build(load(a_path), a_path, load(b_path), b_path, out)
     if out_dir:
         page = _render("compare.html.j2", c=c)
         write_atomic(make_dir(out, "the --out folder") / "compare.html", page)

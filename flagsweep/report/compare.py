@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from flagsweep import stats
+from flagsweep.across import comparable
 from flagsweep.report import view
 
 
@@ -49,10 +50,8 @@ class Comparison:
 
 def build(a_doc: dict, a_path: Path, b_doc: dict, b_path: Path, out_dir: Path) -> Comparison:
     """Refuses two different targets or metrics: their numbers do not compare."""
-    for key in ("target", "metric"):
-        if a_doc[key] != b_doc[key]:
-            raise ValueError(f"{a_path} and {b_path} have different {key}s ({a_doc[key]!r} and "
-                             f"{b_doc[key]!r}): compare takes two sweeps of the same {key}")
+    comparable.check([(a_path, a_doc), (b_path, b_doc)], "two sweeps of one program to compare",
+                     comparable.TWO_SWEEPS)
     ra = view.build(a_doc, a_path, out_dir)
     rb = view.build(b_doc, b_path, out_dir)
     thr = max(ra.threshold_pct, rb.threshold_pct)

@@ -1,0 +1,49 @@
+"""Which results compare: the keys whose values must agree before numbers from two sweeps are
+put side by side, pooled or merged, and the one refusal that names both files and the key.
+
+pyperf refuses to combine runs whose metadata differ for the same reason: a ratio measured on
+another input, metric or baseline is another quantity, however alike the tables look.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from flagsweep.across import history
+from flagsweep.errors import FlagsweepError
+
+
+def baseline_flags(doc: dict) -> str | None:
+    """The baseline's compiler and flags, as one string."""
+    return next((v["compiler"] + " " + " ".join(v["flags"])
+                 for v in doc["variants"] if v["id"] == doc["baseline"]), None)
+
+
+# key -> how to read it from a results.json
+KEYS = {
+    "target": lambda d: d["target"],
+    "target version": lambda d: d.get("target_version"),
+    "input (sha256)": lambda d: (d.get("workload") or {}).get("input_sha256"),
+    "machine (CPU identity)": lambda d: history.machine_key(d["machine"]),
+    "metric": lambda d: d["metric"],
+    "baseline flags": baseline_flags,
+}
+# One program on several machines (merge, pick within a target): the same program, version,
+# input, metric and baseline; the machines differ by design.
+ACROSS_MACHINES = ("target", "target version", "input (sha256)", "metric", "baseline flags")
+# Several programs on one machine (suite): the programs differ by design.
+ONE_MACHINE = ("machine (CPU identity)", "metric", "baseline flags")
+# Two sweeps of one program (compare): anything else may have changed, and compare says what.
+TWO_SWEEPS = ("target", "metric")
+
+
+def check(docs: list[tuple[Path, dict]], what: str, keys: tuple[str, ...]) -> None:
+    """Refuse, naming both files and the key, results whose numbers do not compare."""
+    first_path, first = docs[0]
+    for path, doc in docs[1:]:
+        for key in keys:
+            mine, theirs = KEYS[key](doc), KEYS[key](first)
+            if mine != theirs:
+                raise FlagsweepError(f"{path} and {first_path} differ in {key} ({mine!r} vs "
+                                     f"{theirs!r}): their numbers do not compare, so they "
+                                     f"are not {what}")

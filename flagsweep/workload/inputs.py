@@ -90,10 +90,15 @@ def _generated(store: Path, key: dict, ext: str, description: str,
     path = store / f"{sha}.{ext}"
     # Another key (or process) may have produced the same bytes already.
     if not (path.is_file() and files.sha256_file(path) == sha):
-        _write_atomic(path, data)
+        _write_into(path, data)
     entry = {"key": key, "sha256": sha, "file": path.name, "size_bytes": len(data)}
-    _write_atomic(index, json.dumps(entry, indent=1, sort_keys=True).encode())
+    _write_into(index, json.dumps(entry, indent=1, sort_keys=True).encode())
     return Input(path, sha, len(data), description)
+
+
+def _write_into(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    files.write_atomic(path, data)
 
 
 def _lookup(store: Path, index: Path, key: dict, description: str) -> Input | None:
@@ -138,18 +143,6 @@ def _copy_given(target: Target, spec: FileInput, store: Path) -> Input:
         finally:
             Path(name).unlink(missing_ok=True)
     return Input(path, sha, path.stat().st_size, f"file: {spec.path}")
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    """Write via a temp file in the same folder and rename, so readers never see half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(dir=path.parent, prefix=".part-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(name, path)
-    finally:
-        Path(name).unlink(missing_ok=True)
 
 
 def _sha256_bytes(data: bytes) -> str:

@@ -115,7 +115,7 @@ def build_task(target_file: str, target_sha: str, m: matrix.Matrix, key: str) ->
     t = _target(target_file, target_sha)
     out = files.cache_dir() / "fleet" / "builds" / key
     shutil.rmtree(out, ignore_errors=True)  # a private folder: an earlier build there is stale
-    builds = variants.build_all(t, m, variants.Options(out_dir=out, jobs=len(os.sched_getaffinity(0))))
+    builds = variants.build_all(t, m, variants.Options(out_dir=out, jobs=sweep.cpu_count()))
     blobs, logs = {}, {}
     for b in builds:
         logs[b.variant.id] = b.log.read_text(errors="replace") if b.log.exists() else ""
@@ -234,6 +234,20 @@ class Label:
     docs: list | None = None
     binaries: dict | None = None            # vid -> (sha, scattered bytes)
     measured: list | None = None
+
+
+def sweep_on(scheduler: str, sel: sweep.Selection, labels: list[str], opts: sweep.MeasureOptions,
+             db: store.Store, say: Callable[[str], None]) -> list[Path]:
+    """`run --scheduler`: one selection's sweep on the cluster at `scheduler`, one results.json
+    per CPU label (each checked by check_label), merged when there are several."""
+    t = target.load(sel.target_name)
+    r = sweep.recipe_of(sel)
+    out = (sel.out_dir or sweep.REPORTS / f"{t.name}-{sweep.stamp()}").resolve()
+    client = connect(scheduler)
+    try:
+        return run(client, t, r, list(sel.compilers) or None, labels, out, opts, db, say)
+    finally:
+        client.close()
 
 
 def run(client, t: target.Target, r: recipe.Recipe, compilers: list[str] | None,

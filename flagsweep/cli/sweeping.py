@@ -227,6 +227,7 @@ def calibrate_cmd(runs, threshold_pct, quick, cpu, out_dir) -> None:
     """Plant effects of +1%, +3% and +10% in the bundled tiny program and see which this machine finds."""
     from flagsweep import calibration, sweep
     from flagsweep.build import variants
+    from flagsweep.cli import show
     from flagsweep.results import store
 
     out = out_dir or sweep.REPORTS / f"calibrate-{sweep.stamp()}"
@@ -234,8 +235,11 @@ def calibrate_cmd(runs, threshold_pct, quick, cpu, out_dir) -> None:
                                 threshold_pct=threshold_pct)
     path, rows = calibration.run(variants.Options(out_dir=out, jobs=sweep.cpu_count()), opts,
                                  store.Store(), say)
-    for line in calibration.table(rows, runs, threshold_pct):
-        click.echo(line)
+    t = show.table(f"planted effects on this machine ({runs} rounds, threshold {threshold_pct:g}%):",
+                   "planted", "measured (95% CI)", "verdict", "outcome")
+    for cells in calibration.table(rows):
+        show.add(t, *cells)
+    show.echo(t, calibration.smallest_found(rows))
     click.echo(str(path))
 
 

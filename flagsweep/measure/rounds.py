@@ -96,9 +96,10 @@ def rounds(plan: Plan, done: set[tuple[str, int]], measure: Callable[[str, int, 
 
 def standing(plan: Plan, values: Values, completed: int) -> str:
     """What the stopping rule sees after `completed` rounds when it goes on: the verdicts so far
-    and the widest unsettled interval, or the round before which it cannot stop."""
+    and the widest unsettled interval, or the round before which it cannot stop (when it could
+    stop at all before max_runs)."""
     floor = first_stop(plan)
-    if completed < floor:
+    if completed < floor <= plan.max_runs:
         return f"no stop before round {floor} (the fewest at which a verdict can pass)"
     comparisons = _comparisons(plan, values)
     widths = {vid: stats.log_half_width(c.ci95) for vid, c in comparisons.items()}

@@ -43,6 +43,7 @@ from flagsweep.build import variants
 from flagsweep.errors import FlagsweepError
 from flagsweep.host import launcher, system
 from flagsweep.measure import rounds
+from flagsweep.report import terminal
 from flagsweep.results import analysis, store
 from flagsweep.spec import matrix, recipe, target
 from flagsweep.workload import check, inputs
@@ -402,6 +403,7 @@ def _rounds(client, t, parts: list[Label], blob, opts, db: store.Store, say) -> 
     outcome: dict[str, rounds.Outcome] = {}
     started = time.monotonic()
     pending = as_completed()
+    said_round = terminal.round_lines()
 
     def submit(name: str) -> None:
         p, rnd = by_name[name], nxt[name]
@@ -426,6 +428,9 @@ def _rounds(client, t, parts: list[Label], blob, opts, db: store.Store, say) -> 
             completed[name] += 1
         values = sweep.round_values(db, by_name[name].run_id, metric)
         done = rounds.decided(plan, values, completed[name])
+        if said_round and f.round >= 0:
+            said_round(completed[name], plan.max_runs, f"label {name}: " + (
+                done.stop_reason if done else rounds.standing(plan, values, completed[name])))
         over = plan.budget_s is not None and time.monotonic() - started > plan.budget_s
         if name not in outcome and (done or over or nxt[name] >= plan.max_runs):
             outcome[name] = done or (rounds.Outcome(completed[name], f"time budget of "

@@ -6,7 +6,6 @@ from __future__ import annotations
 import sys
 
 import click
-
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text

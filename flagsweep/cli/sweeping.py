@@ -9,8 +9,15 @@ from pathlib import Path
 
 import click
 
-from flagsweep.cli.params import SEED, THRESHOLD, FiniteRange, Folder, say, selection, \
-    target_options
+from flagsweep.cli.params import (
+    SEED,
+    THRESHOLD,
+    FiniteRange,
+    Folder,
+    say,
+    selection,
+    target_options,
+)
 from flagsweep.measure.metric import COLUMNS
 
 
@@ -108,8 +115,9 @@ def run_cmd(confirm, resume_id, all_, skip, scheduler, cpu_labels, **kw) -> None
         labels = [fleet.check_label(label) for label in dict.fromkeys(cpu_labels)]
         return _show_fleet(fleet.sweep_on(scheduler, selection(kw), labels, mopts, db, say))
     if all_ or skip:
-        names = _suite_names(all_, skip, confirm, kw)
-        return click.echo(str(campaign.run(names, selection(kw), mopts, db, say)))
+        page = campaign.run(_suite_names(all_, skip, confirm, kw), selection(kw), mopts, db, say)
+        click.echo(str(page))
+        return
     t, r, m, opts = _prepare(kw)
     if confirm and r.spec.design != "plackett-burman":
         raise click.UsageError("--confirm follows a design = \"plackett-burman\" screen")

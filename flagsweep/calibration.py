@@ -62,17 +62,20 @@ def _row(planted: int, ratio, ci, verdict: str, rounds_needed) -> dict:
     return {"planted_pct": planted, "ratio": ratio, "ci95": ci, "verdict": verdict, "outcome": outcome}
 
 
-def table(rows: list[dict], rounds: int, threshold_pct: float) -> list[str]:
-    lines = [f"planted effects on this machine ({rounds} rounds, threshold {threshold_pct:g}%):",
-             f"  {'planted':<10}{'measured (95% CI)':<28}{'verdict':<14}outcome"]
+def table(rows: list[dict]) -> list[tuple[str, str, str, str]]:
+    """Each planted effect as text cells: planted, measured (95% CI), verdict, outcome."""
+    cells = []
     for r in rows:
         name = "0% (A/A)" if r["planted_pct"] == 0 else f"+{r['planted_pct']}%"
         if r["ratio"] is not None and r["ci95"]:
             measured = stats.change_text(r["ratio"], r["ci95"])
         else:
             measured = "-"
-        lines.append(f"  {name:<10}{measured:<28}{r['verdict']:<14}{r['outcome']}")
+        cells.append((name, measured, r["verdict"], r["outcome"]))
+    return cells
+
+
+def smallest_found(rows: list[dict]) -> str:
     found = [r["planted_pct"] for r in rows if r["outcome"] == "found"]
     smallest = f"+{min(found)}%" if found else "none of the planted effects"
-    lines.append(f"smallest planted effect detected: {smallest}")
-    return lines
+    return f"smallest planted effect detected: {smallest}"

@@ -43,6 +43,7 @@ from flagsweep.build import variants
 from flagsweep.errors import FlagsweepError
 from flagsweep.host import launcher, system
 from flagsweep.measure import rounds
+from flagsweep.report import terminal
 from flagsweep.results import analysis, store
 from flagsweep.spec import matrix, recipe, target
 from flagsweep.workload import check, inputs
@@ -115,7 +116,7 @@ def build_task(target_file: str, target_sha: str, m: matrix.Matrix, key: str) ->
     t = _target(target_file, target_sha)
     out = files.cache_dir() / "fleet" / "builds" / key
     shutil.rmtree(out, ignore_errors=True)  # a private folder: an earlier build there is stale
-    builds = variants.build_all(t, m, variants.Options(out_dir=out, jobs=len(os.sched_getaffinity(0))))
+    builds = variants.build_all(t, m, variants.Options(out_dir=out, jobs=sweep.cpu_count()))
     blobs, logs = {}, {}
     for b in builds:
         logs[b.variant.id] = b.log.read_text(errors="replace") if b.log.exists() else ""
@@ -231,6 +232,20 @@ class Label:
     docs: list | None = None
     binaries: dict | None = None            # vid -> (sha, scattered bytes)
     measured: list | None = None
+
+
+def sweep_on(scheduler: str, sel: sweep.Selection, labels: list[str], opts: sweep.MeasureOptions,
+             db: store.Store, say: Callable[[str], None]) -> list[Path]:
+    """`run --scheduler`: one selection's sweep on the cluster at `scheduler`, one results.json
+    per CPU label (each checked by check_label), merged when there are several."""
+    t = target.load(sel.target_name)
+    r = sweep.recipe_of(sel)
+    out = (sel.out_dir or sweep.REPORTS / f"{t.name}-{sweep.stamp()}").resolve()
+    client = connect(scheduler)
+    try:
+        return run(client, t, r, list(sel.compilers) or None, labels, out, opts, db, say)
+    finally:
+        client.close()
 
 
 def run(client, t: target.Target, r: recipe.Recipe, compilers: list[str] | None,
@@ -385,6 +400,7 @@ def _rounds(client, t, parts: list[Label], blob, opts, db: store.Store, say) -> 
     outcome: dict[str, rounds.Outcome] = {}
     started = time.monotonic()
     pending = as_completed()
+    said_round = terminal.round_lines()
 
     def submit(name: str) -> None:
         p, rnd = by_name[name], nxt[name]
@@ -409,6 +425,9 @@ def _rounds(client, t, parts: list[Label], blob, opts, db: store.Store, say) -> 
             completed[name] += 1
         values = sweep.round_values(db, by_name[name].run_id, metric)
         done = rounds.decided(plan, values, completed[name])
+        if said_round and f.round >= 0:
+            said_round(completed[name], plan.max_runs, f"label {name}: " + (
+                done.stop_reason if done else rounds.standing(plan, values, completed[name])))
         over = plan.budget_s is not None and time.monotonic() - started > plan.budget_s
         if name not in outcome and (done or over or nxt[name] >= plan.max_runs):
             outcome[name] = done or (rounds.Outcome(completed[name], f"time budget of "

@@ -9,12 +9,15 @@ re-running what is done.
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import random
 import shutil
 import signal
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
@@ -35,6 +38,8 @@ from flagsweep.workload import check, inputs
 
 log = logging.getLogger("flagsweep.sweep")
 METRICS = {**metric_mod.COLUMNS, "auto": "auto"}
+# Where a run writes when no --out is given: reports/ beside the package, in a checkout.
+REPORTS = Path(__file__).resolve().parent.parent / "reports"
 
 
 @dataclass
@@ -52,6 +57,20 @@ class MeasureOptions:
     seed: int | None = None
     counters: str = "auto"          # auto | hardware | software | none
     threshold_pct: float = 1.0      # the practical threshold: smaller effects do not matter
+
+
+@dataclass
+class Selection:
+    """What to build and how: a target, a recipe (or flag sets that replace it), and where."""
+
+    target_name: str | None = None
+    recipe_name: str | None = None
+    flag_sets: tuple[str, ...] = ()       # the first is the baseline
+    compilers: tuple[str, ...] = ()       # instead of the recipe's
+    jobs: int | None = None               # None: every CPU this process may use
+    out_dir: Path | None = None           # None: reports/TARGET-TIMESTAMP
+    offline: bool = False
+    source_dir: Path | None = None
 
 
 @dataclass
@@ -82,7 +101,8 @@ def start(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: vari
         _counters_usable(opts)               # fail fast, before any build, on what cannot work
         try:
             inputs.prepare(t, quick=opts.quick)
-            builds = variants.build_all(t, m, build_opts)
+            builds = variants.build_all(t, m, build_opts,
+                                        terminal.built_lines())
         except KeyboardInterrupt:
             # No run exists yet, so there is nothing to resume; the build processes are ended
             # by then (process.run waits for their whole group).
@@ -98,6 +118,65 @@ def start(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: vari
         store.save_variants(run_id, docs)
         sweep = Sweep(run_id, t, r.name, out, opts, docs, m.baseline.id)
         return _measure(sweep, store, say)
+
+
+def prepare(sel: Selection, say: Callable[[str], None]
+            ) -> tuple[target.Target, recipe.Recipe, matrix.Matrix, variants.Options]:
+    """The target, recipe, matrix and build options a selection names, its --out checked
+    writable before any work."""
+    if not sel.target_name:
+        raise FlagsweepError("no target given: name one (flagsweep list shows them)")
+    t = target.load(sel.target_name)
+    r = recipe_of(sel)
+    m = matrix.expand(r, list(sel.compilers) or None)
+    out = sel.out_dir or REPORTS / f"{t.name}-{stamp()}"
+    files.check_writable(out, "--out")
+    opts = variants.Options(out_dir=out, jobs=sel.jobs or cpu_count(), offline=sel.offline,
+                            source_dir=sel.source_dir)
+    say(f"{t.name} {t.spec.version}: recipe {r.name}, {len(m.variants)} variants "
+        f"({m.design}), {len(m.skipped)} skipped")
+    return t, r, m, opts
+
+
+def recipe_of(sel: Selection) -> recipe.Recipe:
+    """The --flags sets as a recipe of their own, else the named recipe (olevels by default)."""
+    if sel.flag_sets and sel.recipe_name:
+        raise FlagsweepError("give --recipe or --flags, not both")
+    if sel.flag_sets:
+        return recipe.from_flags(list(sel.flag_sets), list(sel.compilers) or ["gcc"])
+    return recipe.load(sel.recipe_name or "olevels")
+
+
+def confirm(screen_path: Path, t: target.Target, r: recipe.Recipe, m: matrix.Matrix,
+            build_opts: variants.Options, opts: MeasureOptions, store: Store,
+            say: Callable[[str], None]) -> Path | None:
+    """The flags a screen found to matter, each alone on the base: main effects in a screen are
+    aliased with interactions, so survivors are confirmed one at a time. None: nothing
+    mattered, so there is nothing to confirm."""
+    # The compiler column of a two-compiler screen is not a flag to add to the base.
+    survivors = [e["factor"] for e in json.loads(screen_path.read_text())["effects"]
+                 if e.get("matters") and e["factor"] != "compiler"]
+    if not survivors:
+        say("confirm: no flag mattered in the screen; nothing to confirm")
+        return None
+    say(f"confirm: re-testing {', '.join(survivors)} one at a time against {r.spec.base}")
+    one_by_one = recipe.from_flags([r.spec.base] + [f"{r.spec.base} {f}" for f in survivors],
+                                   [m.baseline.compiler])
+    out = build_opts.out_dir.resolve()
+    # A fresh seed: the confirmation is a new experiment, not a replay of the screen's order.
+    return start(t, one_by_one, matrix.expand(one_by_one),
+                 replace(build_opts, out_dir=out.with_name(out.name + "-confirm")),
+                 replace(opts, seed=None), store, say)
+
+
+def stamp() -> str:
+    """The timestamp in default output folder names."""
+    return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+
+
+def cpu_count() -> int:
+    """CPUs this process may run on (its affinity, not the machine's count)."""
+    return len(os.sched_getaffinity(0))
 
 
 def resume(id_or_dir: str, store: Store, say: Callable[[str], None]) -> Path:
@@ -289,7 +368,8 @@ def _rounds(sweep: Sweep, workload: check.Workload, measured: list[str],
             return round_values(store, sweep.run_id, plan.metric)
 
         try:
-            return rounds.rounds(plan, store.done(sweep.run_id), measure, values, tick)
+            return rounds.rounds(plan, store.done(sweep.run_id), measure, values, tick,
+                                 terminal.round_lines())
         except Busy as e:
             counted = {s.round for s in store.samples(sweep.run_id) if s.round >= 0}
             say(f"warning: {e}")

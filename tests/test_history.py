@@ -130,6 +130,9 @@ def test_history_check_catches_a_planted_regression(tmp_path, monkeypatch):
     caught = _flagsweep("history", "tiny", "--check", "--threshold", "5", env=env)
     assert caught.returncode == 1, caught.stdout + caught.stderr
     assert "regression: gcc-O2 +" in caught.stderr and "target 1.0 -> 1.1" in caught.stderr
+    as_json = _flagsweep("history", "tiny", "--threshold", "5", "--json", env=env)
+    series = json.loads(as_json.stdout)      # the regression line is on stderr, not in the JSON
+    assert "gcc-O2" in {s["variant"] for s in series} and "regression:" in as_json.stderr
     # The newest sweep's results and report carry the history too.
     doc = json.loads((tmp_path / "run2" / "results.json").read_text())
     (latest,) = [h for h in doc["history"] if h["variant"] == "gcc-O2"]

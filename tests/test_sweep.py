@@ -284,3 +284,21 @@ def test_calibrate_plants_effects_and_reports_what_it_found(tmp_path):
     # machine can move anywhere (a planted +10% read +1.2% once), so it is not asserted here.
     assert ten["summary"]["n"] == 6 and ten["vs_baseline"]["n_pairs"] == 6
     assert ten["build"]["code_sha256"] != doc["variants"][0]["build"]["code_sha256"]
+
+
+def test_a_sweep_with_stderr_not_a_terminal_says_each_build_and_each_round(tiny, tmp_path):
+    """Redirected to a file, the live bar is not drawn; a plain line per built variant and per
+    counted round takes its place, so a long sweep in a log is not silent until its end."""
+    result = flagsweep("run", str(tiny), "--flags", "-O2", "--flags", "-O1", "--runs", "3",
+                       "--warmup", "0", "--metric", "wall", "--quick", "--seed", "1",
+                       "--out", str(tmp_path / "x"))
+    lines = result.stderr.splitlines()
+    built = sorted(line for line in lines if line.startswith("built "))
+    assert [line.split()[1] for line in built] == ["1/2:", "2/2:"]
+    assert {line.split()[2] for line in built} == {"gcc-O2", "gcc-O1"}
+    assert all(" ok in " in line for line in built)
+    rounds = [line for line in lines if line.startswith("round ")]
+    assert [line.split(":")[0] for line in rounds] == ["round 1/3", "round 2/3", "round 3/3"]
+    # Each says what the stopping rule sees: the verdicts so far (the A/A twin is compared too).
+    said = [line.split(": ", 1)[1] for line in rounds]
+    assert all(said) and _results(tmp_path / "x")["stop_reason"].endswith(said[-1])

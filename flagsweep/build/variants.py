@@ -14,9 +14,12 @@ import logging
 import os
 import re
 import sys
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable, Iterator
 
 from flagsweep import files, process
 from flagsweep.build import audit as audit_mod
@@ -97,7 +100,12 @@ def source_tree(target: Target, opts: Options) -> Path:
     return fetch.prepare(target.tarball(), offline=opts.offline, cache=opts.cache)
 
 
-def build_all(target: Target, matrix: Matrix, opts: Options) -> list[VariantBuild]:
+# Told of each variant whose build ended: (variant id, "ok" or "failed", seconds, done, total).
+OnBuilt = Callable[[str, str, "float | None", int, int], None]
+
+
+def build_all(target: Target, matrix: Matrix, opts: Options,
+              on_built: OnBuilt | None = None) -> list[VariantBuild]:
     """Build every variant of the matrix; never raises for a variant's own failure."""
     cache = opts.cache or files.cache_dir()
     out = opts.out_dir.resolve()
@@ -107,7 +115,8 @@ def build_all(target: Target, matrix: Matrix, opts: Options) -> list[VariantBuil
     manifest = _manifest(target, matrix, source, out, cache, opts.jobs)
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
     _write_plan(manifest, out)
-    _run_superbuild(out, opts.jobs)
+    with _watching(out, [v.id for v in matrix.variants], on_built):
+        _run_superbuild(out, opts.jobs)
     builds = [_collect(v, manifest, target, out) for v in matrix.variants]
     _group_identical(builds)
     return builds
@@ -209,6 +218,40 @@ def _run_superbuild(out: Path, jobs: int) -> None:
     started = time.time()
     process.run(["cmake", "--build", sb, "-j", str(jobs), "--", "-k", "0"], log_file=logfile)
     log.info("superbuild finished in %.1f s", time.time() - started)
+
+
+@contextmanager
+def _watching(out: Path, ids: list[str], on_built: OnBuilt | None) -> Iterator[None]:
+    """Calls on_built as each variant's status.json says its build ended: the superbuild builds
+    every variant in one CMake run, so without this a long build is silent until its end."""
+    if on_built is None:
+        yield
+        return
+    said: set[str] = set()
+
+    def poll(final: bool) -> None:
+        for vid in ids:
+            status = _read_status(out / "builds" / vid)
+            ended = status.get("status") in ("ok", "failed")
+            if vid not in said and (ended or final):
+                said.add(vid)
+                on_built(vid, status.get("status") if ended else "failed", status.get("seconds"),
+                         len(said), len(ids))
+
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.wait(0.5):
+            poll(False)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+    poll(True)       # what ended in the last half second, and any variant that never started
 
 
 def _collect(v: Variant, manifest: dict, target: Target, out: Path) -> VariantBuild:

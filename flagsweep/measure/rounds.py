@@ -60,12 +60,13 @@ DECISION_MARGIN = 2                      # rounds beyond the fewest at which a v
 
 def rounds(plan: Plan, done: set[tuple[str, int]], measure: Callable[[str, int, int, int], Sample],
            values: Callable[[], Values],
-           progress: Callable[[str, int, int], None] | None = None) -> Outcome:
+           progress: Callable[[str, int, int], None] | None = None,
+           round_done: Callable[[int, int, str], None] | None = None) -> Outcome:
     """Warmup rounds (negative numbers), then counted rounds until the stopping rule says stop.
 
     `measure(variant, round, position, pad)` takes and stores one sample; `values()` returns the
     primary metric's good values per variant and round so far; pairs in `done` are skipped
-    (resume).
+    (resume). `round_done(completed, max_runs, what the rule says)` follows each counted round.
     """
     started = time.monotonic()
     round_s = None
@@ -81,9 +82,28 @@ def rounds(plan: Plan, done: set[tuple[str, int]], measure: Callable[[str, int, 
                 progress(vid, r, pos)
             measure(vid, r, pos, env_pad(plan, vid, r))
         round_s = time.monotonic() - t0 if r >= 0 else round_s
-        if r >= 0 and (done_now := decided(plan, values(), r + 1)) is not None:
+        if r < 0:
+            continue
+        now = values()
+        done_now = decided(plan, now, r + 1)
+        if round_done:
+            round_done(r + 1, plan.max_runs,
+                       done_now.stop_reason if done_now else standing(plan, now, r + 1))
+        if done_now is not None:
             return done_now
     return max_runs_outcome(plan, values())
+
+
+def standing(plan: Plan, values: Values, completed: int) -> str:
+    """What the stopping rule sees after `completed` rounds when it goes on: the verdicts so far
+    and the widest unsettled interval, or the round before which it cannot stop (when it could
+    stop at all before max_runs)."""
+    floor = first_stop(plan)
+    if completed < floor <= plan.max_runs:
+        return f"no stop before round {floor} (the fewest at which a verdict can pass)"
+    comparisons = _comparisons(plan, values)
+    widths = {vid: stats.log_half_width(c.ci95) for vid, c in comparisons.items()}
+    return _tally(comparisons, widths, plan)
 
 
 def first_stop(plan: Plan) -> int:

@@ -1,0 +1,84 @@
+"""The command line: thin click commands over library functions that tests call directly.
+
+The group names every command but imports none: a command's module (and so statsmodels,
+matplotlib, SQLAlchemy behind it) is imported when that command runs, so `flagsweep --help`,
+`list` and `cpus` start in a fraction of a second. The command modules themselves import only
+click at the top; `--help` loads them all for their one-line help.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import sys
+
+import click
+
+from flagsweep import __version__
+from flagsweep.errors import FlagsweepError
+
+# Command name -> "module:function" of its click command.
+COMMANDS = {
+    "list": "flagsweep.cli.inventory:list_cmd",
+    "cpus": "flagsweep.cli.inventory:cpus_cmd",
+    "system": "flagsweep.cli.inventory:system_cmd",
+    "build": "flagsweep.cli.sweeping:build_cmd",
+    "run": "flagsweep.cli.sweeping:run_cmd",
+    "calibrate": "flagsweep.cli.sweeping:calibrate_cmd",
+    "worker": "flagsweep.cli.sweeping:worker_cmd",
+    "report": "flagsweep.cli.reading:report_cmd",
+    "compare": "flagsweep.cli.reading:compare_cmd",
+    "suite": "flagsweep.cli.reading:suite_cmd",
+    "history": "flagsweep.cli.reading:history_cmd",
+    "merge": "flagsweep.cli.reading:merge_cmd",
+    "pick": "flagsweep.cli.reading:pick_cmd",
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose commands are imported on first use (click's documented lazy-loading
+    pattern)."""
+
+    def __init__(self, *args, lazy: dict[str, str], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.lazy = lazy
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in self.lazy:
+            return super().get_command(ctx, name)
+        module, attr = self.lazy[name].split(":")
+        return getattr(importlib.import_module(module), attr)
+
+
+@click.group(cls=LazyGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="flagsweep")
+@click.option("-v", "--verbose", count=True, help="More output (-v: steps, -vv: every command).")
+@click.option("--db", metavar="URL", help="The store: an SQLAlchemy URL, e.g. postgresql://host/db "
+              "[default: $FLAGSWEEP_DB, else an SQLite file]; see docs/store.md.")
+def cli(verbose: int, db: str | None) -> None:
+    """Which compiler flags actually matter for this program, on this CPU."""
+    if db:
+        os.environ["FLAGSWEEP_DB"] = db      # every Store() of this command, and its children
+    level = [logging.WARNING, logging.INFO, logging.DEBUG][min(verbose, 2)]
+    logging.basicConfig(level=level, format="%(name)s: %(message)s")
+
+
+def main() -> None:
+    try:
+        cli(standalone_mode=True)
+    except FlagsweepError as e:
+        click.echo(f"flagsweep: {e}", err=True)
+        sys.exit(2)
+    except OSError as e:
+        from flagsweep import files
+
+        # The machine's state (a folder replaced by a file, a full disk, a permission) is the
+        # user's to fix, so it is said in one line; -vv logs where it happened.
+        logging.getLogger("flagsweep").debug("stopped by", exc_info=True)
+        where = f"{e.filename}: " if e.filename else ""
+        click.echo(f"flagsweep: {where}{files.reason(e)}", err=True)
+        sys.exit(2)

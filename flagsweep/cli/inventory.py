@@ -1,0 +1,74 @@
+"""What is here: the shipped targets and recipes, this CPU, this machine's noise settings."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+
+@click.command("list")
+def list_cmd() -> None:
+    """List the shipped targets and recipes, one line each."""
+    from flagsweep.cli import show
+    from flagsweep.spec import recipe, target
+
+    targets = show.table("targets", "name", "version", "summary")
+    for t in target.available():
+        show.add(targets, t.name, t.spec.version, t.spec.summary)
+    recipes = show.table("recipes", "name", "summary")
+    for r in recipe.available():
+        show.add(recipes, r.name, r.spec.summary)
+    show.echo(targets, recipes)
+
+
+@click.command("cpus")
+@click.option("--json", "as_json", is_flag=True, help="Print the description as JSON.")
+@click.option("--compiler", "compilers", multiple=True, default=("gcc",), show_default=True,
+              help="Compiler whose -march=native to resolve (repeatable).")
+def cpus_cmd(as_json: bool, compilers: tuple[str, ...]) -> None:
+    """This CPU: model, ISA features, -march=native, and the x86-64 levels it can run."""
+    from flagsweep.cli import show
+    from flagsweep.host import cpu
+
+    info = cpu.describe(cpu.read_host(), list(compilers))
+    if as_json:
+        click.echo(json.dumps(info, indent=2))
+        return
+    t = show.table(None, "what", "value", header=False)
+    show.add(t, "cpu", f"{info['cpu_model']} ({info['vendor']}, family {info['family']}, "
+                     f"model {info['model']}, microcode {info['microcode'] or '?'})")
+    show.add(t, "hypervisor", "yes" if info["hypervisor"] else "no")
+    for name, value in info["march_native"].items():
+        show.add(t, f"march=native ({name})", value or "unknown")
+    for level in info["levels"]:
+        show.add(t, level["level"], "yes" if level["runnable"]
+                  else "no, lacks " + ", ".join(level["missing"]))
+    show.add(t, "features", " ".join(info["cpu_flags"]))
+    show.echo(t)
+
+
+@click.command("system")
+@click.option("--tune", is_flag=True, help="Apply the quieter settings (root); remembered for --reset.")
+@click.option("--reset", "reset_", is_flag=True, help="Undo what --tune changed.")
+@click.option("--json", "as_json", is_flag=True, help="Print the machine state as JSON.")
+def system_cmd(tune, reset_, as_json) -> None:
+    """What affects measurement noise on this machine, with advice (like pyperf system)."""
+    from flagsweep.cli import show
+    from flagsweep.host import advice, system
+
+    if tune and reset_:
+        raise click.UsageError("give --tune or --reset, not both")
+    if tune or reset_:
+        for line in (system.tune() if tune else system.reset()):
+            click.echo(line)
+        return
+    state = system.machine_state(["gcc"])
+    if as_json:
+        click.echo(json.dumps(state, indent=2))
+        return
+    t = show.table(None, "setting", "value", "advice")
+    for item in system.show():
+        show.add(t, item["name"], str(item["value"]) if item["value"] is not None else "n/a",
+                  item["advice"] or "")
+    show.echo(t, *(f"warning: {warning}" for warning in advice.warnings(state)))

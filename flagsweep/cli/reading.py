@@ -1,0 +1,138 @@
+"""Commands over finished sweeps: report, compare, suite, history, merge, pick."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from flagsweep.cli.params import THRESHOLD, Folder, say
+from flagsweep.host.cpu import LEVELS
+
+
+@click.command("report")
+@click.argument("results_path", metavar="RESULTS.json", type=click.Path(path_type=Path))
+@click.option("--out", "out_dir", type=Folder(),
+              help="Folder for index.html and summary.md [default: beside RESULTS.json].")
+def report_cmd(results_path, out_dir) -> None:
+    """Render the HTML report (index.html) and summary.md from a results.json again."""
+    from flagsweep import report
+    from flagsweep.report import terminal
+
+    page = report.write(results_path, out_dir)
+    terminal.show(results_path)
+    click.echo(str(page))
+
+
+@click.command("compare")
+@click.argument("a_path", metavar="A.json", type=click.Path(path_type=Path))
+@click.argument("b_path", metavar="B.json", type=click.Path(path_type=Path))
+@click.option("--out", "out_dir", type=Folder(),
+              help="Also write compare.html into this folder.")
+def compare_cmd(a_path, b_path, out_dir) -> None:
+    """Two sweeps of the same target side by side: verdicts, what changed, B against A."""
+    from flagsweep import report
+    from flagsweep.report import terminal
+
+    c = report.write_comparison(a_path, b_path, out_dir)
+    terminal.show_comparison(c)
+    if out_dir:
+        click.echo(str(Path(out_dir).resolve() / "compare.html"))
+
+
+@click.command("suite")
+@click.argument("paths", metavar="RESULTS...", nargs=-1, required=True)
+@click.option("--out", "out_dir", type=Folder(), required=True,
+              help="Folder for suite.html and suite.json.")
+@click.option("--threshold", "threshold_pct", type=THRESHOLD,
+              help="Practical threshold in % for the suite verdicts [default: the sweeps'].")
+def suite_cmd(paths, out_dir, threshold_pct) -> None:
+    """Several programs' sweeps on one machine: each program's verdicts and the suite's."""
+    from flagsweep import report
+    from flagsweep.across import suite
+    from flagsweep.report import terminal
+
+    s = suite.build(suite.load_all(_located(paths, out_dir.resolve() / "runs")), threshold_pct)
+    page = report.write_suite(s, out_dir)
+    terminal.show_suite(s)
+    click.echo(str(page))
+
+
+@click.command("history")
+@click.argument("target_name", metavar="TARGET")
+@click.option("--check", is_flag=True, help="Exit 1 when the latest sweep is a significant "
+                                            "regression against the history (for nightly jobs).")
+@click.option("--threshold", "threshold_pct", type=THRESHOLD,
+              help="Practical threshold in % [default: the latest sweep's].")
+@click.option("--json", "as_json", is_flag=True, help="Print the series as JSON.")
+def history_cmd(target_name, check, threshold_pct, as_json) -> None:
+    """Every complete sweep of TARGET in the store: the trend per variant, steps, regressions."""
+    from flagsweep import stats
+    from flagsweep.across import history
+    from flagsweep.errors import FlagsweepError
+    from flagsweep.report import terminal
+    from flagsweep.results import store
+    from flagsweep.spec import target
+
+    name = target.load(target_name).name if "/" in target_name else target_name
+    db = store.Store()
+    series = history.collect(db, name, threshold_pct=threshold_pct)
+    if not series:
+        raise FlagsweepError(f"no complete sweep of {name!r} in the store {db.url}")
+    if as_json:
+        click.echo(json.dumps([s.to_json() for s in series], indent=1))
+    else:
+        terminal.show_history(name, series)
+    worse = history.regressions(series)
+    for s in worse:
+        step = s.steps[-1]
+        say(f"regression: {s.variant} {stats.change_text(step.ratio)} in {step.run_id}"
+            + (f" ({', '.join(step.changed)})" if step.changed else "") + f": {step.why}")
+    if check and worse:
+        sys.exit(1)
+
+
+@click.command("merge")
+@click.argument("paths", metavar="RESULTS...", nargs=-1, required=True)
+@click.option("--out", "out_dir", type=Folder(), required=True,
+              help="Folder for merged.html and merged.json.")
+def merge_cmd(paths, out_dir) -> None:
+    """One target's results from several machines: a variant x machine heatmap."""
+    from flagsweep import report
+    from flagsweep.across import merge
+
+    out = out_dir.resolve()
+    page = report.write_merge(merge.load_all(_located(paths, out / "runs")), out)
+    click.echo(str(page))
+
+
+@click.command("pick")
+@click.argument("paths", metavar="RESULTS...", nargs=-1, required=True)
+@click.option("--baseline-isa", type=click.Choice(list(LEVELS)),
+              help="Only flags every CPU of this x86-64 level can run.")
+@click.option("--threshold", "threshold_pct", type=THRESHOLD, default=1.0,
+              show_default=True, help="The pick must beat the baseline by more than this, everywhere combined.")
+@click.option("--json", "as_json", is_flag=True, help="Print the candidates as JSON.")
+def pick_cmd(paths, baseline_isa, threshold_pct, as_json) -> None:
+    """One flag set for all the machines (and programs) given: a distribution's CFLAGS."""
+    import dataclasses
+    import tempfile
+
+    from flagsweep.across import pick
+    from flagsweep.report import terminal
+
+    with tempfile.TemporaryDirectory(prefix="flagsweep-pick-") as scratch:
+        p = pick.pick(_located(paths, Path(scratch)), baseline_isa, threshold_pct)
+    if as_json:
+        click.echo(json.dumps(dataclasses.asdict(p), indent=1))
+    else:
+        terminal.show_pick(p)
+
+
+def _located(args, scratch: Path) -> list[Path]:
+    """RESULTS arguments: results.json files, their folders, or run ids in the store."""
+    from flagsweep import results
+
+    return [results.located(a, scratch) for a in args]

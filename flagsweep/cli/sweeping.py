@@ -1,0 +1,273 @@
+"""Commands that build and measure: build, run, calibrate, and the fleet's worker."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from flagsweep.cli.params import (
+    SEED,
+    THRESHOLD,
+    FiniteRange,
+    Folder,
+    say,
+    selection,
+    target_options,
+)
+from flagsweep.measure.metric import COLUMNS
+
+
+@click.command("build")
+@target_options
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the builds as JSON on stdout (the builds.json path goes to stderr).")
+def build_cmd(as_json, **kw) -> None:
+    """Fetch TARGET and build every variant of a recipe, audited and fingerprinted."""
+    from flagsweep.build import variants
+    from flagsweep.report import terminal
+
+    t, r, m, opts = _prepare(kw)
+    builds = variants.build_all(t, m, opts, terminal.built_lines())
+    out = opts.out_dir.resolve()
+    summary_path = variants.write_summary(out, t, r, m, builds)
+    if as_json:
+        click.echo(json.dumps([b.doc(out) for b in builds], indent=2))
+        say(str(summary_path))
+    else:
+        _print_builds(builds, m)
+        click.echo(str(summary_path))
+    if any(b.status != "ok" for b in builds):
+        sys.exit(1)
+
+
+def _prepare(kw: dict):
+    from flagsweep import sweep
+
+    if not kw["target_name"]:
+        raise click.UsageError("missing argument TARGET")
+    return sweep.prepare(selection(kw), say)
+
+
+@click.command("run")
+@target_options
+@click.option("--runs", type=click.IntRange(min=1), help="Exactly N counted rounds (no adaptive stop).")
+@click.option("--min-runs", type=click.IntRange(min=1), default=5, show_default=True,
+              help="Rounds before the stopping rule may stop (it also waits for the rounds a "
+                   "verdict needs at this sweep's number of comparisons).")
+@click.option("--max-runs", type=click.IntRange(min=1), default=30, show_default=True,
+              help="Most rounds.")
+@click.option("--budget", type=FiniteRange(min=1), default=1800, show_default=True,
+              help="Seconds of measuring at most; no new round starts that would overrun it.")
+@click.option("--precision", "precision_pct", type=THRESHOLD,
+              help="An undecided comparison counts as settled once its paired 95% CI "
+                   "half-width is under this percentage [default: the --threshold].")
+@click.option("--threshold", "threshold_pct", type=THRESHOLD, default=1.0,
+              show_default=True, help="Practical threshold in %: smaller effects do not matter "
+                                      "(faster/slower need their CI beyond it).")
+@click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True,
+              help="Warmup rounds (run, stored, not counted).")
+@click.option("--cpu", type=click.IntRange(min=0), help="CPU to pin to [default: an isolated CPU, else the last].")
+@click.option("--metric", type=click.Choice(sorted({*COLUMNS, "auto"})), default="auto",
+              show_default=True,
+              help="Primary metric. auto: CPU time when the warmup round shows a single-threaded, "
+                   "CPU-bound workload (waiting for the CPU does not inflate it), else wall time; "
+                   "both are always recorded. instructions without a PMU: Cachegrind's count, a "
+                   "change detector.")
+@click.option("--counters", type=click.Choice(["auto", "hardware", "software", "none"]),
+              default="auto", show_default=True,
+              help="perf stat counters: auto = hardware counters when the machine has a PMU, "
+                   "else wait4's rusage only; software = perf's software events anyway.")
+@click.option("--quick", is_flag=True, help="A smaller input (a fast look, not a final answer).")
+@click.option("--strict-check", is_flag=True, help="Do not time binaries whose output differs.")
+@click.option("--seed", type=SEED, help="Seed for round order and environment padding, 0 to 2^63-1 "
+              "[default: random, recorded].")
+@click.option("--confirm", is_flag=True, help="After a plackett-burman screen, re-test the flags "
+                                              "that matter one at a time against the base.")
+@click.option("--resume", "resume_id", metavar="RUN_ID|DIR",
+              help="Continue an interrupted run, named by its run id or its output folder.")
+@click.option("--all", "all_", is_flag=True,
+              help="Sweep every shipped benchmark target in turn (each its own sweep, report and "
+                   "--budget, in OUT/TARGET/), then a suite report across them in OUT.")
+@click.option("--skip", "skip", multiple=True, metavar="TARGET",
+              help="With --all: leave this target out (repeatable).")
+@click.option("--scheduler", metavar="ADDRESS",
+              help="Run on a Dask cluster (tcp://HOST:8786): builds on any worker, rounds on "
+                   "workers of each --cpu-label; see docs/fleet.md.")
+@click.option("--cpu-label", "cpu_labels", multiple=True, metavar="LABEL",
+              help="With --scheduler: measure on workers of this CPU label (repeatable; one "
+                   "results.json per label, merged).")
+def run_cmd(confirm, resume_id, all_, skip, scheduler, cpu_labels, **kw) -> None:
+    """Build TARGET's variants, check their outputs, and measure them in pinned shuffled rounds."""
+    from flagsweep import campaign, fleet, sweep
+    from flagsweep.results import store
+
+    db = store.Store()
+    if resume_id:
+        _resume_alone()
+        return _finish(sweep.resume(resume_id, db, say))
+    mopts = _measure_options(kw)
+    if scheduler or cpu_labels:
+        _fleet_usage(scheduler, cpu_labels, confirm, all_, mopts, kw)
+        labels = [fleet.check_label(label) for label in dict.fromkeys(cpu_labels)]
+        return _show_fleet(fleet.sweep_on(scheduler, selection(kw), labels, mopts, db, say))
+    if all_ or skip:
+        page = campaign.run(_suite_names(all_, skip, confirm, kw), selection(kw), mopts, db, say)
+        click.echo(str(page))
+        return
+    t, r, m, opts = _prepare(kw)
+    if confirm and r.spec.design != "plackett-burman":
+        raise click.UsageError("--confirm follows a design = \"plackett-burman\" screen")
+    path = sweep.start(t, r, m, opts, mopts, db, say)
+    if confirm:
+        _finish(path)
+        path = sweep.confirm(path, t, r, m, opts, mopts, db, say)
+        if path is None:
+            return
+    _finish(path)
+
+
+def _resume_alone() -> None:
+    ctx = click.get_current_context()
+    given = [f"--{name.replace('_', '-')}" for name in ctx.params if name != "resume_id"
+             and ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE]
+    if given:
+        raise click.UsageError(f"--resume continues a run exactly as it started; it takes no "
+                               f"other arguments (got {', '.join(given)})")
+
+
+def _measure_options(kw: dict):
+    """The measuring options of `run` (their names are sweep.MeasureOptions' fields)."""
+    from dataclasses import fields
+
+    from flagsweep import sweep
+
+    o = sweep.MeasureOptions(**{f.name: kw[f.name] for f in fields(sweep.MeasureOptions)})
+    if o.runs is not None:
+        o.min_runs = o.max_runs = o.runs
+    if o.precision_pct is None:
+        o.precision_pct = o.threshold_pct
+    if o.min_runs > o.max_runs:
+        raise click.UsageError(f"--min-runs {o.min_runs} is more than --max-runs {o.max_runs}")
+    return o
+
+
+def _fleet_usage(scheduler, cpu_labels, confirm, all_, mopts, kw) -> None:
+    if not scheduler or not cpu_labels:
+        raise click.UsageError("--scheduler and --cpu-label go together (which cluster, which CPUs)")
+    if confirm or all_ or kw["source_dir"]:
+        raise click.UsageError("--scheduler runs one TARGET's recipe: no --confirm, --all or "
+                               "--source-dir")
+    if mopts.cpu is not None:
+        raise click.UsageError("--cpu: each worker pins to its own (flagsweep worker --cpu N)")
+    if not kw["target_name"]:
+        raise click.UsageError("missing argument TARGET")
+
+
+def _show_fleet(paths: list[Path]) -> None:
+    from flagsweep.report import terminal
+
+    for path in paths:
+        terminal.show(path)
+        click.echo(str(path.parent / "index.html"))
+    merged = paths[0].parent.parent / "merged.html" if paths else None
+    if merged and merged.exists():
+        click.echo(str(merged))
+
+
+def _suite_names(all_, skip, confirm, kw) -> list[str]:
+    """The targets `run --all` sweeps, the --skip ones left out."""
+    from flagsweep import campaign
+
+    if not all_:
+        raise click.UsageError("--skip goes with --all")
+    if confirm:
+        raise click.UsageError("--confirm follows one screen; give it a TARGET, not --all")
+    if kw["target_name"] or kw["source_dir"]:
+        raise click.UsageError("--all sweeps every shipped target: give no TARGET or --source-dir")
+    names = campaign.suite_targets()
+    unknown = sorted(set(skip) - set(names))
+    if unknown:
+        raise click.UsageError(f"--skip {', '.join(unknown)}: not a suite target (expected some "
+                               f"of {', '.join(names)})")
+    return [n for n in names if n not in skip]
+
+
+def _finish(results_path: Path) -> None:
+    """The verdicts table on stderr; the report's path last on stdout (results.json beside it)."""
+    from flagsweep.report import terminal
+
+    terminal.show(results_path)
+    page = results_path.parent / "index.html"
+    click.echo(str(page if page.exists() else results_path))
+
+
+def _print_builds(builds, m) -> None:
+    from flagsweep.cli import show
+
+    t = show.table(None, "variant", "status", "flags ok", "code", "size", "secs", "flags")
+    for b in builds:
+        code = (f"= {b.identical_to}" if b.identical_to else (b.code_sha256 or "-")[:12])
+        show.add(t, b.variant.id + (" *" if b.variant is m.baseline else ""), b.status,
+                 "yes" if b.flags_verified else "no", code,
+                 f"{b.size_bytes:,}" if b.size_bytes else "-",
+                 f"{b.seconds:.1f}" if b.seconds is not None else "-",
+                 " ".join(b.variant.flags) or "(none)")
+    lines = ["* baseline;  code '= X': identical code to variant X, measured once"]
+    lines += [f"skipped {s.variant.id}: {s.reason}" for s in m.skipped]
+    lines += [f"\n{b.variant.id}: {b.status}\n{b.detail}" for b in builds if b.status != "ok"]
+    show.echo(t, *lines)
+
+
+@click.command("calibrate")
+@click.option("--runs", type=click.IntRange(min=2), default=10, show_default=True,
+              help="Rounds to measure (the setting whose resolution you want to know).")
+@click.option("--threshold", "threshold_pct", type=THRESHOLD, default=1.0,
+              show_default=True, help="Practical threshold in %, as for run.")
+@click.option("--quick", is_flag=True, help="The smaller input.")
+@click.option("--cpu", type=click.IntRange(min=0), help="CPU to pin to.")
+@click.option("--out", "out_dir", type=Folder(),
+              help="Output folder [default: reports/calibrate-TIMESTAMP].")
+def calibrate_cmd(runs, threshold_pct, quick, cpu, out_dir) -> None:
+    """Plant effects of +1%, +3% and +10% in the bundled tiny program and see which this machine finds."""
+    from flagsweep import calibration, sweep
+    from flagsweep.build import variants
+    from flagsweep.cli import show
+    from flagsweep.results import store
+
+    out = out_dir or sweep.REPORTS / f"calibrate-{sweep.stamp()}"
+    opts = sweep.MeasureOptions(runs=runs, min_runs=runs, max_runs=runs, quick=quick, cpu=cpu,
+                                threshold_pct=threshold_pct)
+    path, rows = calibration.run(variants.Options(out_dir=out, jobs=sweep.cpu_count()), opts,
+                                 store.Store(), say)
+    t = show.table(f"planted effects on this machine ({runs} rounds, threshold {threshold_pct:g}%):",
+                   "planted", "measured (95% CI)", "verdict", "outcome")
+    for cells in calibration.table(rows):
+        show.add(t, *cells)
+    show.echo(t, calibration.smallest_found(rows))
+    click.echo(str(path))
+
+
+@click.command("worker")
+@click.option("--scheduler", required=True, metavar="ADDRESS", help="The Dask scheduler (tcp://HOST:8786).")
+@click.option("--cpu-label", "cpu_label", metavar="LABEL",
+              help="This machine's CPU label [default: what gcc's -march=native is here].")
+@click.option("--cpu", type=click.IntRange(min=0),
+              help="CPU to pin measurements to [default: an isolated CPU, else the last].")
+@click.option("--name", help="The worker's name [default: HOST-LABEL].")
+@click.option("--host", "listen", default=None, metavar="IP",
+              help="Address the worker listens on [default: chosen by Dask from the route to the scheduler].")
+def worker_cmd(scheduler, cpu_label, cpu, name, listen) -> None:
+    """Serve fleet sweeps on this machine: `dask worker` with flagsweep's resources
+    (bench=1: one build or measurement at a time; cpu-LABEL=1: measurements of that label)."""
+    from flagsweep import fleet
+    from flagsweep.results import store
+
+    label = fleet.check_label(cpu_label or fleet.default_label())
+    argv = fleet.worker_argv(scheduler, label, name, listen)
+    env = dict(os.environ, **({fleet.CPU_ENV: str(cpu)} if cpu is not None else {}))
+    say(f"flagsweep worker: label {label}, store {store.Store().url}: {' '.join(argv)}")
+    os.execvpe(argv[0], argv, env)

@@ -516,6 +516,14 @@ def system_cmd(tune, reset_, as_json) -> None:
         click.echo(f"warning: {warning}")
 
 
+@cli.command("schema")
+@click.argument("kind", type=click.Choice(["results", "suite", "merged"]), default="results")
+def schema_cmd(kind) -> None:
+    """Print the JSON Schema of results.json (or suite.json, merged.json)."""
+    from flagsweep.results import contract  # loaded by this command only
+    click.echo(contract.json_schema(kind))
+
+
 def _print_table(builds: list[variants.VariantBuild], m: matrix.Matrix) -> None:
     rows = [("variant", "status", "flags ok", "code", "size", "secs", "flags")]
     for b in builds:

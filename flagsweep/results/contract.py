@@ -347,7 +347,9 @@ KINDS: dict[str, type[Open]] = {"results": Results, "suite": Suite, "merged": Me
 
 def json_schema(kind: str) -> str:
     """The JSON Schema of results.json, suite.json or merged.json, as JSON text."""
-    return json.dumps(KINDS[kind].model_json_schema(), indent=1)
+    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema",
+              **KINDS[kind].model_json_schema()}
+    return json.dumps(schema, indent=1)
 
 
 def readable() -> list[str]:

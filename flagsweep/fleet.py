@@ -43,7 +43,7 @@ from flagsweep.build import variants
 from flagsweep.errors import FlagsweepError
 from flagsweep.host import launcher, system
 from flagsweep.measure import rounds
-from flagsweep.results import analysis, store
+from flagsweep.results import store
 from flagsweep.results.contract import AA_SUFFIX
 from flagsweep.spec import matrix, recipe, target
 from flagsweep.workload import check, inputs

@@ -97,6 +97,7 @@ def test_pick_command_prints_the_table(two_machines):
     assert "pick: -O2 -march=x86-64-v3" in result.output
 
 
+@pytest.mark.breaks_contract
 def test_merge_and_pick_refuse_a_ratio_that_is_not_a_number(two_machines, tmp_path):
     """Both took a string or a boolean ratio: merge with a traceback, pick silently (a ratio of
     true counted as 1)."""

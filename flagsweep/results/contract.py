@@ -16,8 +16,16 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Callable
 
-from pydantic import (BaseModel, ConfigDict, Field, PlainValidator, StrictBool, StrictStr,
-                      ValidationError, WithJsonSchema)
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    StrictBool,
+    StrictStr,
+    ValidationError,
+    WithJsonSchema,
+)
 from pydantic_core import PydanticCustomError
 
 from flagsweep.errors import FlagsweepError

@@ -14,7 +14,7 @@ null, or a pair of numbers (an interval) or null.
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Callable
+from typing import Annotated, Any, Callable, Literal
 
 from pydantic import (
     BaseModel,
@@ -245,7 +245,7 @@ class HistorySeries(Open):
 
 class Results(Open):
     """results.json: one sweep of one target on one machine."""
-    schema_: Str = Field(alias="schema")   # `schema` itself is a BaseModel method
+    schema_: Literal[SCHEMA] = Field(alias="schema")   # `schema` is a BaseModel method
     target: Str
     recipe: Str
     metric: Str
@@ -309,7 +309,7 @@ class SuiteFailure(Open):
 
 class Suite(Open):
     """suite.json: one recipe over several programs on one machine (flagsweep.across.suite)."""
-    schema_: Str = Field(alias="schema")
+    schema_: Literal[SUITE_SCHEMA] = Field(alias="schema")
     machine: Str
     metric: Str
     baseline: Str
@@ -342,7 +342,7 @@ class MergedVariant(Open):
 
 class Merged(Open):
     """merged.json: one target's results from several machines (flagsweep.across.merge)."""
-    schema_: Str = Field(alias="schema")
+    schema_: Literal[MERGE_SCHEMA] = Field(alias="schema")
     target: Str
     machines: list[MergedMachine]
     variants: list[MergedVariant]
@@ -409,7 +409,7 @@ def _first_problem(errors: list[dict], doc: dict, what: str) -> str:
             f"got {_shown(first['input'])}")
 
 
-EXPECTED = {"string_type": "a string", "bool_type": "true or false", "list_type": "a list",
+EXPECTED = {"literal_error": "this document's schema version", "string_type": "a string", "bool_type": "true or false", "list_type": "a list",
             "model_type": "an object", "dict_type": "an object", "int_type": "a whole number"}
 
 

@@ -113,8 +113,8 @@ def _sample(vid: str, rnd: int, position: int, wall: float, taken_at: float,
     count = {"context_switches": 3, "page_faults": 600}
     if counters:
         count |= {"cycles": wall * 3e9, "instructions": wall * 6e9,     # IPC 2
-                  "branch_misses": wall * 6e6,                           # 1 per 1,000 instructions
-                  "cache_misses": wall * 3e6}                            # 0.5 per 1,000 instructions
+                  "branch_misses": wall * 6e6,                           # 1 per 1,000 instr.
+                  "cache_misses": wall * 3e6}                            # 0.5 per 1,000 instr.
     return Sample(vid, rnd, position, 0, wall_s=wall, user_s=wall * 0.98, sys_s=0.01,
                   maxrss_kb=5000, counters=count, taken_at=taken_at)
 

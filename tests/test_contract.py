@@ -37,7 +37,8 @@ def test_the_schema_keeps_the_contracts_names():
                 "recommendation", "measurement", "history"):
         assert key in schema["properties"], key
     defs = schema["$defs"]
-    assert {"ratio", "ci95", "p_value", "p_adjusted", "verdict"} <= set(defs["VsBaseline"]["properties"])
+    assert {"ratio", "ci95", "p_value", "p_adjusted", "verdict"} \
+        <= set(defs["VsBaseline"]["properties"])
     assert defs["VsBaseline"]["properties"]["ci95"]["minItems"] == 2
     assert {"code_sha256", "identical_to", "flags_verified"} <= set(defs["Build"]["properties"])
 
@@ -160,11 +161,12 @@ def test_the_check_after_each_test_catches_a_broken_file(tmp_path):
     results.json errors at teardown, naming the file and the key; a marked one passes."""
     shutil.copy(Path(__file__).with_name("conftest.py"), tmp_path / "conftest.py")
     (tmp_path / "test_planted.py").write_text(PLANTED)
+    package_root = str(Path(flagsweep.__file__).parents[1])   # this checkout's flagsweep
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                            "--rootdir", str(tmp_path), "--basetemp", str(tmp_path / "base"),
                            str(tmp_path / "test_planted.py")],
                           capture_output=True, text=True, cwd=tmp_path,
-                          env={**os.environ, "PYTHONPATH": str(Path(flagsweep.__file__).parents[1])})
+                          env={**os.environ, "PYTHONPATH": package_root})
     assert done.returncode == 1, done.stdout + done.stderr
     assert "2 passed" in done.stdout and "1 error" in done.stdout   # its error is at teardown
     assert "ERROR at teardown of test_writes_a_broken_results_json" in done.stdout, done.stdout

@@ -72,7 +72,7 @@ class Open(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
-# ---- results.json --------------------------------------------------------------------------------
+# ---- results.json -------------------------------------------------------------------------------
 
 class Machine(Open):
     hostname: Str | None = None
@@ -271,7 +271,7 @@ class Results(Open):
     history: list[HistorySeries] | None = None
 
 
-# ---- suite.json and merged.json -------------------------------------------------------------------
+# ---- suite.json and merged.json -----------------------------------------------------------------
 
 class ProgramCell(Open):
     """One program's (or machine's) own comparison of a variant (flagsweep.across.pick.Pair)."""
@@ -351,7 +351,7 @@ class Merged(Open):
 KINDS: dict[str, type[Open]] = {"results": Results, "suite": Suite, "merged": Merged}
 
 
-# ---- reading ---------------------------------------------------------------------------------------
+# ---- reading ------------------------------------------------------------------------------------
 
 def json_schema(kind: str) -> str:
     """The JSON Schema of results.json, suite.json or merged.json, as JSON text."""
@@ -374,7 +374,7 @@ def upgrade(doc: dict, path) -> dict:
         version = doc.get("schema")
         step = UPGRADES.get(version) if isinstance(version, str) else None
         if step is None or version in seen:
-            raise _error(f"{path}: key 'schema' is {version!r}; this flagsweep reads "
+            raise FlagsweepError(f"{path}: key 'schema' is {version!r}; this flagsweep reads "
                          f"{', '.join(map(repr, readable()))} (a newer flagsweep wrote it? "
                          "upgrade flagsweep to read it)")
         seen.append(version)
@@ -386,14 +386,14 @@ def validate(doc: Any, path, kind: str = "results") -> None:
     """Refuse, with the file and the key path named, what is not a document of this kind."""
     what = "results.json" if kind == "results" else f"{kind}.json"
     if not isinstance(doc, dict):
-        raise _error(f"{path}: not a {what} (expected a JSON object)")
+        raise FlagsweepError(f"{path}: not a {what} (expected a JSON object)")
     try:
         KINDS[kind].model_validate(doc)
     except ValidationError as e:
-        raise _error(f"{path}: {_first_problem(e.errors(), doc, what)}") from None
+        raise FlagsweepError(f"{path}: {_first_problem(e.errors(), what)}") from None
 
 
-def _first_problem(errors: list[dict], doc: dict, what: str) -> str:
+def _first_problem(errors: list[dict], what: str) -> str:
     """One line for the first thing wrong: keys missing from an object (all of that object's
     at once), else the value at a key path and the kind that was expected there."""
     missing = [e for e in errors if e["type"] == "missing"]
@@ -409,13 +409,15 @@ def _first_problem(errors: list[dict], doc: dict, what: str) -> str:
             f"got {_shown(first['input'])}")
 
 
-EXPECTED = {"literal_error": "this document's schema version", "string_type": "a string", "bool_type": "true or false", "list_type": "a list",
+EXPECTED = {"string_type": "a string", "bool_type": "true or false", "list_type": "a list",
             "model_type": "an object", "dict_type": "an object", "int_type": "a whole number"}
 
 
 def _expected(error: dict) -> str:
     if error["type"] == "expected":
         return error["msg"]
+    if error["type"] == "literal_error":      # a schema version: suite.json's, merged.json's
+        return error["ctx"]["expected"]
     return EXPECTED.get(error["type"], error["msg"])
 
 
@@ -431,6 +433,3 @@ def _shown(value: Any) -> str:
     text = json.dumps(value)
     return text if len(text) <= 40 else text[:37] + "..."
 
-
-def _error(message: str) -> FlagsweepError:
-    return FlagsweepError(message)

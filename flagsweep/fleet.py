@@ -44,7 +44,8 @@ from flagsweep.errors import FlagsweepError
 from flagsweep.host import launcher, system
 from flagsweep.measure import rounds
 from flagsweep.report import terminal
-from flagsweep.results import analysis, store
+from flagsweep.results import store
+from flagsweep.results.contract import AA_SUFFIX
 from flagsweep.spec import matrix, recipe, target
 from flagsweep.workload import check, inputs
 
@@ -355,7 +356,7 @@ def _place_builds(got: dict, out: Path) -> list[dict]:
 def _start_run(p: Label, t, r, opts, db: store.Store, given, say) -> None:
     p.out.mkdir(parents=True, exist_ok=True)
     p.docs += sweep.aa_twin(p.docs, p.matrix.baseline.id, p.out)
-    twin = p.matrix.baseline.id + analysis.AA_SUFFIX
+    twin = p.matrix.baseline.id + AA_SUFFIX
     if p.matrix.baseline.id in p.binaries:
         p.binaries[twin] = p.binaries[p.matrix.baseline.id]
     options = {**sweep.run_options(t, r, p.matrix, opts), "fleet": {"label": p.name}}

@@ -32,6 +32,7 @@ from flagsweep.measure import metric as metric_mod
 from flagsweep.measure.sample import Sample
 from flagsweep.report import terminal
 from flagsweep.results import analysis
+from flagsweep.results.contract import AA_SUFFIX
 from flagsweep.results.store import Store
 from flagsweep.spec import matrix, recipe, target
 from flagsweep.workload import check, inputs
@@ -405,7 +406,7 @@ def aa_twin(docs: list[dict], baseline: str, out: Path) -> list[dict]:
     base = next(d for d in docs if d["id"] == baseline)
     if base["build"]["status"] != "ok":
         return []
-    twin_id = baseline + analysis.AA_SUFFIX
+    twin_id = baseline + AA_SUFFIX
     binary = Path(base["build"]["binary"])
     folder = out / "builds" / twin_id
     folder.mkdir(parents=True, exist_ok=True)

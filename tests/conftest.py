@@ -4,6 +4,7 @@ ccache, store or measurement lock, and never needs the network."""
 from __future__ import annotations
 
 import errno
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -26,6 +27,64 @@ def isolated_cache(session_cache: Path, monkeypatch) -> Path:
     monkeypatch.setenv("FLAGSWEEP_LOCK", str(session_cache / "measure.lock"))
     monkeypatch.delenv("CCACHE_DIR", raising=False)
     return session_cache
+
+
+# The files of the results contract, and the kind `flagsweep schema KIND` describes each with.
+CONTRACT_FILES = {"results.json": "results", "suite.json": "suite", "merged.json": "merged"}
+_schemas: dict[str, object] = {}
+
+
+def contract_validator(kind: str):
+    """A validator for the JSON Schema `flagsweep schema KIND` prints (asked once a session)."""
+    if kind not in _schemas:
+        import jsonschema
+        from click.testing import CliRunner
+
+        from flagsweep.cli import cli
+
+        done = CliRunner().invoke(cli, ["schema", kind])
+        assert done.exit_code == 0, done.output
+        schema = json.loads(done.stdout)
+        jsonschema.Draft202012Validator.check_schema(schema)
+        _schemas[kind] = jsonschema.Draft202012Validator(schema)
+    return _schemas[kind]
+
+
+def contract_problems(folder: Path) -> list[str]:
+    """Every results.json, suite.json and merged.json under folder that the JSON Schema
+    refuses, each as `file: key path: what is wrong`."""
+    import jsonschema
+
+    problems = []
+    for name, kind in CONTRACT_FILES.items():
+        for path in sorted(folder.rglob(name)):
+            if not path.is_file():
+                continue
+            try:
+                doc = json.loads(path.read_text())
+            except (OSError, ValueError) as e:
+                problems.append(f"{path}: not JSON: {e}")
+                continue
+            error = jsonschema.exceptions.best_match(contract_validator(kind).iter_errors(doc))
+            if error is not None:
+                key = error.json_path.removeprefix("$").removeprefix(".") or "(the document)"
+                problems.append(f"{path}: {key}: {error.message}")
+    return problems
+
+
+@pytest.fixture(autouse=True)
+def results_follow_the_contract(request):
+    """After each test, every results/suite/merged file it wrote in its tmp_path must validate
+    against `flagsweep schema`: a writer that drifts from the contract fails the test that ran
+    it. A test that plants a broken file on purpose is marked breaks_contract."""
+    checked = "tmp_path" in request.fixturenames and \
+        request.node.get_closest_marker("breaks_contract") is None
+    folder = request.getfixturevalue("tmp_path") if checked else None
+    yield
+    problems = contract_problems(folder) if folder is not None else []
+    if problems:
+        pytest.fail("written against the results contract (flagsweep schema):\n"
+                    + "\n".join(problems), pytrace=False)
 
 
 class SmallFs:

@@ -1,18 +1,25 @@
 """A results.json made for the report tests: every verdict, failures, identical code, an A/A
-arm, a differing output, and names that try to be HTML. Its statistics are not written by hand:
-seeded synthetic samples go through flagsweep.results.analysis.apply, as a real run's do."""
+arm, a differing output, and names that try to be HTML. Nothing in it is written by hand: a
+run is recorded in a store as a sweep records one (its options, its variants' builds and
+checks, one Sample per variant and round, seeded and synthetic) and results.write makes the
+document, so a key renamed in the writer is renamed here too."""
 
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from flagsweep.results import analysis
+from flagsweep import results
+from flagsweep.measure.sample import Sample
+from flagsweep.results.contract import AA_SUFFIX
+from flagsweep.results.store import Store
 
 ROUNDS = 12
 EVIL = "<script>alert('x')</script>"
+RUN_ID = "evil-20261122-000000"
 # id -> (flags, true ratio to the baseline, noise CV); None: never measured
 PLAN = {
     "gcc-O2": (["-O2"], 1.0, 0.004),
@@ -30,22 +37,44 @@ PLAN = {
 
 def results_doc(*, counters: bool = False, study: bool = False, seed: int = 5,
                 scale: dict[str, float] | None = None) -> dict:
-    """The document; `counters` adds hardware counter columns, `scale` multiplies a variant's
-    samples (a second sweep where something moved)."""
+    """The document of PLAN; `counters` adds hardware counter columns, `scale` multiplies a
+    variant's samples (a second sweep where something moved)."""
+    plan = {vid: (flags, None if ratio is None else ratio * (scale or {}).get(vid, 1.0), cv)
+            for vid, (flags, ratio, cv) in PLAN.items()}
+    return sweep_doc(plan, counters=counters, study=study, seed=seed)
+
+
+def sweep_doc(plan: dict[str, tuple[list[str], float | None, float]], *, rounds: int = ROUNDS,
+              seed: int = 5, counters: bool = False, study: bool = False,
+              checks: dict[str, dict | None] | None = None,
+              factors: dict[str, dict] | None = None) -> dict:
+    """results.write's document for a sweep of `plan` (id -> flags, true ratio to the
+    baseline or None for never measured, noise CV), the first id its baseline, `rounds`
+    rounds; `checks` and `factors` replace a variant's output check and factor levels."""
+    key = json.dumps([plan, rounds, seed, counters, study, checks, factors], sort_keys=True)
+    if key not in _written_before:
+        _written_before[key] = json.dumps(_sweep_doc(plan, rounds, seed, counters, study,
+                                                     checks, factors))
+    return json.loads(_written_before[key])  # a copy: tests change their documents
+
+
+_written_before: dict[str, str] = {}   # a document per arguments: the writer is not cheap
+
+
+def _sweep_doc(plan, rounds, seed, counters, study, checks, factors) -> dict:
     rng = np.random.default_rng(seed)
-    variants, values = [], {}
-    for vid, (flags, ratio, cv) in PLAN.items():
-        v = _variant(vid, flags)
+    docs, checked, taken = [], {}, {}
+    for vid, (flags, ratio, cv) in plan.items():
+        doc, check = _variant(vid, flags)
+        if factors and vid in factors:
+            doc["factors"] = factors[vid]
+        docs.append(doc)
+        checked[vid] = (checks or {}).get(vid, check)
         if ratio is not None:
-            wall = [float(ratio * (scale or {}).get(vid, 1.0) * np.exp(rng.normal(0, cv)))
-                    for _ in range(ROUNDS)]
-            values[vid] = dict(enumerate(wall))
-            v["samples"] = _samples(wall, counters, rng)
-        variants.append(v)
-    doc = _header(counters, study)
-    doc["variants"] = variants
-    analysis.apply(doc, values, doc["threshold_pct"], seed=1)
-    return json.loads(json.dumps(doc))  # strict JSON, as results.write makes it
+            wall = [float(ratio * np.exp(rng.normal(0, cv))) for _ in range(rounds)]
+            taken[vid] = (wall, [float(i * 10 + rng.uniform(0, 5)) for i in range(rounds)])
+    return _written(_options(counters, study, next(iter(plan)), rounds), docs, checked, taken,
+                    counters)
 
 
 def write(folder: Path, doc: dict) -> Path:
@@ -57,7 +86,41 @@ def write(folder: Path, doc: dict) -> Path:
     return path
 
 
-def _variant(vid: str, flags: list[str]) -> dict:
+def _written(options: dict, docs: list[dict], checks: dict[str, dict | None],
+             taken: dict[str, tuple[list[float], list[float]]], counters: bool) -> dict:
+    """Record the run in a store of its own, as a sweep does, and return results.write's
+    document. taken: variant -> (wall time per round, seconds from the start per round)."""
+    with tempfile.TemporaryDirectory(prefix="report-fixture-") as scratch:
+        store = Store(f"sqlite:///{scratch}/store.sqlite")
+        store.create_run(RUN_ID, f"tiny{EVIL}", "olevels", Path(scratch), options, _machine())
+        store.save_variants(RUN_ID, docs)
+        for vid, check in checks.items():
+            if check is not None:
+                store.save_check(RUN_ID, vid, check)
+        started = store.run(RUN_ID)["started"]
+        for position, (vid, (wall, elapsed)) in enumerate(taken.items()):
+            for rnd, (w, t) in enumerate(zip(wall, elapsed)):
+                store.add_sample(RUN_ID, _sample(vid, rnd, position, w, started + t, counters))
+        runs = options["measure"]["runs"]
+        store.finish_run(RUN_ID, "complete", f"the fixed {runs} rounds are done")
+        path = results.write(Path(scratch), store, RUN_ID)
+        store.engine.dispose()
+        return json.loads(path.read_text())
+
+
+def _sample(vid: str, rnd: int, position: int, wall: float, taken_at: float,
+            counters: bool) -> Sample:
+    count = {"context_switches": 3, "page_faults": 600}
+    if counters:
+        count |= {"cycles": wall * 3e9, "instructions": wall * 6e9,     # IPC 2
+                  "branch_misses": wall * 6e6,                           # 1 per 1,000 instr.
+                  "cache_misses": wall * 3e6}                            # 0.5 per 1,000 instr.
+    return Sample(vid, rnd, position, 0, wall_s=wall, user_s=wall * 0.98, sys_s=0.01,
+                  maxrss_kb=5000, counters=count, taken_at=taken_at)
+
+
+def _variant(vid: str, flags: list[str]) -> tuple[dict, dict | None]:
+    """The variant as the build step records it, and its output check."""
     build = {"status": "ok", "seconds": 1.5, "log": f"builds/{vid}/build.log",
              "binary": f"/tmp/{vid}/bin", "code_sha256": vid, "size_bytes": 100_000,
              "identical_to": None, "flags_verified": True, "detail": "",
@@ -76,50 +139,41 @@ def _variant(vid: str, flags: list[str]) -> dict:
         check = None
     if vid == "gcc-O2-evil":
         check = {"status": "differs", "detail": f"output differs at byte 3 {EVIL}"}
-    return {"id": vid, "compiler": "gcc", "flags": flags,
-            "factors": {"opt": " ".join(flags)} if not vid.endswith(".aa") else {"opt": "-O2"},
-            "build": build, "check": check, "samples": {}, "failures": [], "multiplexed": 0}
+    doc = {"id": vid, "compiler": "gcc", "flags": flags, "build": build,
+           "factors": {"opt": " ".join(flags)} if not vid.endswith(AA_SUFFIX) else {"opt": "-O2"}}
+    if vid.endswith(AA_SUFFIX):
+        doc["aa_of"] = vid.removesuffix(AA_SUFFIX)
+    return doc, check
 
 
-def _samples(wall: list[float], counters: bool, rng) -> dict:
-    cols = {"wall_s": wall, "user_s": [w * 0.98 for w in wall], "sys_s": [0.01] * len(wall),
-            "maxrss_kb": [5000] * len(wall), "round": list(range(len(wall))),
-            "elapsed_s": [float(i * 10 + rng.uniform(0, 5)) for i in range(len(wall))],
-            "context_switches": [3] * len(wall), "page_faults": [600] * len(wall)}
-    if counters:
-        cols["cycles"] = [w * 3e9 for w in wall]
-        cols["instructions"] = [w * 6e9 for w in wall]          # IPC 2
-        cols["branch_misses"] = [w * 6e6 for w in wall]         # 1 per 1,000 instructions
-        cols["cache_misses"] = [w * 3e6 for w in wall]          # 0.5 per 1,000 instructions
-    return cols
+def _machine() -> dict:
+    return {"hostname": "box", "cpu_model": "Test CPU", "march_native": "znver4",
+            "isa_levels": ["x86-64", "x86-64-v2"], "kernel": "6.1", "hypervisor": False,
+            "governor": "performance", "boost": False, "isolated_cpus": [1], "nohz_full": [1],
+            "cpu_count": 2, "load_avg": [0.0, 0.0, 0.0], "aslr": 2, "pinned_cpu": 1}
 
 
-def _header(counters: bool, study: bool) -> dict:
-    doc = {
-        "schema": "flagsweep/1", "run_id": "evil-20261122-000000",
-        "target": f"tiny{EVIL}", "target_version": "1.0", "recipe": "olevels",
-        "started": "2026-11-22T10:00:00Z", "finished": "2026-11-22T10:05:00Z",
-        "status": "complete", "stop_reason": "12 rounds (--runs)",
-        "machine": {"hostname": "box", "cpu_model": "Test CPU", "march_native": "znver4",
-                    "isa_levels": ["x86-64", "x86-64-v2"], "kernel": "6.1", "hypervisor": False,
-                    "governor": "performance", "boost": False, "isolated_cpus": [1], "nohz_full": [1],
-                    "cpu_count": 2, "load_avg": [0.0, 0.0, 0.0], "aslr": 2,
-                    "pinned_cpu": 1, "hw_counters": counters},
+def _options(counters: bool, study: bool, baseline: str, rounds: int) -> dict:
+    """The run's options as sweep.run_options and the sweep's later set_option calls store
+    them."""
+    return {
+        "target_path": "/x/target.toml", "target_sha256": "cd" * 32, "target_version": "1.0",
+        "recipe_path": "/x/olevels.toml",
+        "study": {"title": "A study", "question": "Do the old flags still matter?",
+                  "factor": "opt", "baseline": "-O2",
+                  "machines": [{"name": "Old box", "seconds": {"-O2": 100, "-O0": 250,
+                                                               "-O3": 95}}]} if study else None,
+        "measure": {"seed": 42, "warmup": 1, "min_runs": rounds, "max_runs": rounds,
+                    "runs": rounds, "budget": 1800.0, "precision_pct": 1.0, "cpu": 1,
+                    "quick": False, "strict_check": False, "counters": "auto",
+                    "threshold_pct": 1.0, "metric": "wall"},
         "compilers": [{"name": "gcc", "path": "/usr/bin/gcc", "version": "12.2.0"}],
-        "metric": "wall_s",
+        "baseline": baseline, "design": "factorial",
+        "skipped": [{"id": "gcc-O2-march-x86-64-v4", "flags": ["-O2", "-march=x86-64-v4"],
+                     "reason": "this CPU lacks avx512f"}],
         "workload": {"argv": ["{binary}", "{input}"], "inputs": ["/tmp/in"], "stdout": "compared",
-                     "input_sha256": "ab" * 32, "input": "corpus: 1 MB", "target_file": "/x/target.toml"},
-        "baseline": "gcc-O2", "design": "factorial", "skipped": [
-            {"id": "gcc-O2-march-x86-64-v4", "flags": ["-O2", "-march=x86-64-v4"],
-             "reason": "this CPU lacks avx512f"}],
-        "measurement": {"seed": 42, "warmup": 1, "min_runs": 12, "max_runs": 12, "runs": 12,
-                        "budget": 1800.0, "precision_pct": 1.0, "cpu": 1, "quick": False,
-                        "strict_check": False, "counters": "auto", "threshold_pct": 1.0},
-        "threshold_pct": 1.0,
+                     "input_sha256": "ab" * 32, "input": "corpus: 1 MB",
+                     "target_file": "/x/target.toml"},
+        "counters": {"hw_counters": counters},
+        "metric_choice": None,
     }
-    if study:
-        doc["study"] = {"title": "A study", "question": "Do the old flags still matter?",
-                        "factor": "opt", "baseline": "-O2",
-                        "machines": [{"name": "Old box", "seconds": {"-O2": 100, "-O0": 250,
-                                                                      "-O3": 95}}]}
-    return doc

@@ -4,38 +4,25 @@ the variants table says (same p, same verdict, no interval where the table has n
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import report_fixture
 from rich.console import Console
 
 from flagsweep.report import terminal
-from flagsweep.results import analysis
 
 WRONG = ["-O2", "-DTINY_WRONG"]
 
 
 def _doc(plan: dict, rounds: int, *, cv: float = 0.004, seed: int = 1,
          factors=None) -> dict:
-    """A results document as results.write makes one: plan is id -> (flags, true ratio to
-    the baseline or None, check status); cv 0 gives a deterministic metric (a count)."""
-    rng = np.random.default_rng(seed)
-    doc = report_fixture._header(False, False)
-    doc["baseline"] = next(iter(plan))
-    variants, values = [], {}
-    for vid, (flags, ratio, check) in plan.items():
-        v = report_fixture._variant(vid, flags)
-        v["check"] = {"status": check, "detail": "" if check == "ok" else "a number differs"}
-        if factors:
-            v["factors"] = factors[vid]
-        if ratio is not None:
-            wall = [float(ratio * np.exp(rng.normal(0, cv))) for _ in range(rounds)]
-            values[vid] = dict(enumerate(wall))
-            v["samples"] = report_fixture._samples(wall, False, rng)
-        variants.append(v)
-    doc["variants"] = variants
-    analysis.apply(doc, values, doc["threshold_pct"], seed=1)
-    return doc
+    """A results document written by results.write: plan is id -> (flags, true ratio to
+    the baseline or None, check status), the first id the baseline; cv 0 gives a
+    deterministic metric (a count)."""
+    checks = {vid: {"status": check, "detail": "" if check == "ok" else "a number differs"}
+              for vid, (_, _, check) in plan.items()}
+    return report_fixture.sweep_doc({vid: (flags, ratio, cv) for vid, (flags, ratio, _)
+                                     in plan.items()}, rounds=rounds, seed=seed, checks=checks,
+                                    factors=factors)
 
 
 def _terminal(doc: dict, tmp_path) -> str:

@@ -156,7 +156,8 @@ def sampler(tmp_path):
     store.create_run("r", "tiny", "cli", tmp_path, {"target_path": str(t.path), "baseline": "a",
                                                     "measure": {"metric": "wall", "seed": 1}},
                      {"hostname": "h"})
-    store.save_variants("r", [{"id": vid, "flags": [f"-O{i}"], "factors": {"opt": f"-O{i}"},
+    store.save_variants("r", [{"id": vid, "compiler": "gcc", "flags": [f"-O{i}"],
+                              "factors": {"opt": f"-O{i}"},
                               "build": {"status": "ok", "identical_to": None}}
                              for i, vid in enumerate(("a", "b"))])
     (tmp_path / "scratch").mkdir()

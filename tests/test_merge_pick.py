@@ -104,6 +104,7 @@ def test_pick_json_is_pure_json_on_stdout(two_machines):
     assert doc["chosen"]["flags"] == ["-O2", "-march=x86-64-v3"]
 
 
+@pytest.mark.breaks_contract
 def test_merge_and_pick_refuse_a_ratio_that_is_not_a_number(two_machines, tmp_path):
     """Both took a string or a boolean ratio: merge with a traceback, pick silently (a ratio of
     true counted as 1)."""

@@ -280,6 +280,7 @@ def _set(doc: dict, key: str, value) -> None:
     node[parts[-1]] = value
 
 
+@pytest.mark.breaks_contract
 @pytest.mark.parametrize("key, value, shown", [
     ("variants[2].vs_baseline.ratio", "fast", '"fast"'),
     ("variants[2].vs_baseline.ratio", True, "true"),
@@ -298,6 +299,7 @@ def test_load_refuses_what_is_not_a_number(tmp_path, key, value, shown):
     assert str(e.value) == f"{path}: key '{key}': expected a number or null, got {shown}"
 
 
+@pytest.mark.breaks_contract
 def test_load_refuses_an_interval_that_is_not_two_numbers(tmp_path):
     for value, shown in [([0.9, "x"], '[0.9, "x"]'), ([0.9], "[0.9]"), ("wide", '"wide"')]:
         doc = rf.results_doc()
@@ -309,6 +311,7 @@ def test_load_refuses_an_interval_that_is_not_two_numbers(tmp_path):
                                 f"numbers or null, got {shown}")
 
 
+@pytest.mark.breaks_contract
 def test_report_and_compare_of_a_non_number_are_one_line(tmp_path):
     doc = rf.results_doc()
     doc["variants"][2]["vs_baseline"]["ratio"] = "fast"

@@ -49,6 +49,7 @@ from scipy import stats as sps
 from flagsweep import stats
 from flagsweep.measure import metric as metric_mod
 from flagsweep.results import analysis
+from flagsweep.results.contract import AA_SUFFIX
 from flagsweep.results.store import Store
 
 WINDOW = 5
@@ -153,7 +154,7 @@ def _points(store: Store, run: dict):
                 **{c["name"]: c.get("version", "?") for c in o.get("compilers") or []}}
     for v in store.variants(run["run_id"]):
         doc = v["doc"]
-        if doc["id"].endswith(analysis.AA_SUFFIX) or doc["id"] not in values:
+        if doc["id"].endswith(AA_SUFFIX) or doc["id"] not in values:
             continue
         x = list(values[doc["id"]].values())
         summary = stats.summarize(values[doc["id"]])

@@ -18,8 +18,9 @@ from pathlib import Path
 from flagsweep.across import comparable
 from flagsweep.errors import FlagsweepError
 from flagsweep.results import reader
+from flagsweep.results.contract import AA_SUFFIX, MERGE_SCHEMA
 
-SCHEMA = "flagsweep-merge/1"
+
 @dataclass
 class Machine:
     label: str                       # CPU, -march=native, host, pinned CPU, run id
@@ -57,7 +58,7 @@ def table(machines: list[Machine]) -> tuple[list[dict], list[list[Cell]]]:
     variants: dict[str, dict] = {}
     for m in machines:
         for v in m.doc["variants"]:
-            if not v["id"].endswith(".aa"):
+            if not v["id"].endswith(AA_SUFFIX):
                 variants.setdefault(v["id"], v)
     cells = [[_cell(m.doc, vid) for m in machines] for vid in variants]
     return list(variants.values()), cells
@@ -78,7 +79,7 @@ def _cell(doc: dict, vid: str) -> Cell:
 
 def to_json(machines: list[Machine], variants: list[dict], cells) -> dict:
     """merged.json: the variant x machine table as data."""
-    return {"schema": SCHEMA, "target": machines[0].doc["target"],
+    return {"schema": MERGE_SCHEMA, "target": machines[0].doc["target"],
             "machines": [{"label": m.label, "path": m.path, "machine": m.doc["machine"]}
                          for m in machines],
             "variants": [{"id": v["id"], "compiler": v["compiler"], "flags": v["flags"],

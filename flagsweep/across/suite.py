@@ -28,9 +28,7 @@ from flagsweep import stats
 from flagsweep.across import comparable, pick
 from flagsweep.errors import FlagsweepError
 from flagsweep.results import reader
-
-SCHEMA = "flagsweep-suite/1"
-AA_SUFFIX = ".aa"
+from flagsweep.results.contract import AA_SUFFIX, SUITE_SCHEMA
 
 
 @dataclass
@@ -174,7 +172,7 @@ def _pct_ci(c: stats.Comparison) -> str:
 def to_json(s: Suite, out: Path) -> dict:
     """suite.json: the same table as data, result paths relative to the suite's folder."""
     return {
-        "schema": SCHEMA, "machine": s.machine, "metric": s.metric, "baseline": s.baseline,
+        "schema": SUITE_SCHEMA, "machine": s.machine, "metric": s.metric, "baseline": s.baseline,
         "threshold_pct": s.threshold_pct, "recommendation": s.recommendation,
         "warnings": s.warnings, "failed": s.failed,
         "programs": [{"target": p.target, "version": p.version, "status": p.status,

@@ -33,6 +33,7 @@ COMMANDS = {
     "history": "flagsweep.cli.reading:history_cmd",
     "merge": "flagsweep.cli.reading:merge_cmd",
     "pick": "flagsweep.cli.reading:pick_cmd",
+    "schema": "flagsweep.cli.reading:schema_cmd",
 }
 
 

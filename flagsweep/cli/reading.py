@@ -136,3 +136,12 @@ def _located(args, scratch: Path) -> list[Path]:
     from flagsweep import results
 
     return [results.located(a, scratch) for a in args]
+
+
+@click.command("schema")
+@click.argument("kind", type=click.Choice(["results", "suite", "merged"]), default="results")
+def schema_cmd(kind) -> None:
+    """Print the JSON Schema of results.json (or suite.json, merged.json)."""
+    from flagsweep.results import contract
+
+    click.echo(contract.json_schema(kind))

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from flagsweep import stats
 from flagsweep.host import advice
+from flagsweep.results.contract import AA_SUFFIX
 
-AA_SUFFIX = ".aa"
 VERDICTS = ("faster", "slower", "equivalent", "inconclusive", "identical-code", "not-measured")
 # One colour per verdict, shared by the page's badges and the plots' markers.
 COLORS = {"faster": "#1a7f37", "slower": "#cf222e", "equivalent": "#57606a",

@@ -1,4 +1,4 @@
-"""Results files: results.json (the public contract, docs/report.md),
+"""Results files: results.json (the public contract, flagsweep.results.contract, docs/results.md),
 samples.csv (one row per sample, warmups and failures included), and the progress display.
 
 Both files are rebuilt from the store, so an interrupted sweep's files hold every sample taken so
@@ -21,10 +21,10 @@ from flagsweep.measure import disturbance
 from flagsweep.measure import metric as metric_mod
 from flagsweep.measure.sample import SAMPLE_METRICS, Sample
 from flagsweep.results import analysis
+from flagsweep.results.contract import SCHEMA
 from flagsweep.results.store import Store
 
 log = logging.getLogger("flagsweep.results")
-SCHEMA = "flagsweep/1"
 CSV_COUNTERS = ("cycles", "instructions", "branch_misses", "cache_misses", "task_clock_s",
                 "context_switches", "cpu_migrations", "page_faults", "duration_s",
                 "involuntary_switches", "run_delay_s", "on_cpu_s", "steal_s")

@@ -12,9 +12,8 @@ from __future__ import annotations
 from flagsweep import stats
 from flagsweep.build.variants import LINKER_SAYS
 from flagsweep.measure.sample import Sample
+from flagsweep.results.contract import AA_SUFFIX
 from flagsweep.stats import effects as effects_mod
-
-AA_SUFFIX = ".aa"
 
 
 def values_by_round(samples: list[Sample], metric_of,

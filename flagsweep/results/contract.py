@@ -1,0 +1,435 @@
+"""The results contract: results.json, suite.json and merged.json as pydantic models.
+
+Other tools (merge, pick, suite, history, anyone's script) read these files, so the names here
+are stable: a key is added freely, but renamed or retyped only with a new schema version and an
+entry in UPGRADES that turns the older document into the current one. Every object allows keys
+it does not name (extra="allow"): a results.json from a newer minor writer still loads, and a
+machine's state or a sample's counters are open-ended by nature. What the models do pin down is
+the kind of every value the report, compare, merge, pick and suite compute with: a number or
+null, or a pair of numbers (an interval) or null.
+
+`flagsweep schema results|suite|merged` prints the JSON Schema the models generate.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Callable, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    StrictBool,
+    StrictStr,
+    ValidationError,
+    WithJsonSchema,
+)
+from pydantic_core import PydanticCustomError
+
+from flagsweep.errors import FlagsweepError
+
+SCHEMA = "flagsweep/1"                  # results.json, as written now
+SUITE_SCHEMA = "flagsweep-suite/1"
+MERGE_SCHEMA = "flagsweep-merge/1"
+AA_SUFFIX = ".aa"                       # the A/A twin's id is the baseline's id plus this
+
+# Older results.json schema -> a function returning that document one version on (its
+# "schema" key set to the version it now is). flagsweep/1 is the first: nothing to upgrade yet.
+UPGRADES: dict[str, Callable[[dict], dict]] = {}
+
+
+# ---- the kinds of values ------------------------------------------------------------------------
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _number(value: Any) -> Any:
+    if value is None or _is_number(value):
+        return value
+    raise PydanticCustomError("expected", "a number or null")
+
+
+def _pair(value: Any) -> Any:
+    if value is None or (isinstance(value, list) and len(value) == 2
+                         and all(map(_is_number, value))):
+        return value
+    raise PydanticCustomError("expected", "a pair of numbers or null")
+
+
+# Null passes: a number that does not exist (no samples, too few pairs) is null.
+Num = Annotated[Any, PlainValidator(_number), WithJsonSchema({"type": ["number", "null"]})]
+Pair = Annotated[Any, PlainValidator(_pair), WithJsonSchema({
+    "type": ["array", "null"], "items": {"type": "number"}, "minItems": 2, "maxItems": 2})]
+Str = StrictStr
+Bool = StrictBool
+
+
+class Open(BaseModel):
+    """An object of the contract: its named keys typed, any other key allowed."""
+    model_config = ConfigDict(extra="allow")
+
+
+# ---- results.json -------------------------------------------------------------------------------
+
+class Machine(Open):
+    hostname: Str | None = None
+    cpu_model: Str | None = None
+    cpu_flags: list[Str] | None = None
+    march_native: Str | None = None
+    isa_levels: list[Str] | None = None
+    kernel: Str | None = None
+    hypervisor: Bool | None = None
+    governor: Str | None = None
+    aslr: Num = None
+    perf_event_paranoid: Num = None
+    hw_counters: Bool | None = None
+    pinned_cpu: Num = None
+
+
+class Compiler(Open):
+    name: Str
+    path: Str | None = None
+    version: Str | None = None
+
+
+class Workload(Open):
+    argv: list[Str] | None = None
+    inputs: list[Str] | None = None
+    stdout: Str | None = None
+    input_sha256: Str | None = None
+    timeout: Num = None
+
+
+class Skipped(Open):
+    id: Str
+    flags: list[Str]
+    reason: Str
+
+
+class Measurement(Open):
+    seed: Num = None
+    warmup: Num = None
+    min_runs: Num = None
+    max_runs: Num = None
+    runs: Num = None
+    budget: Num = None
+    precision_pct: Num = None
+    threshold_pct: Num = None
+    disturbed: Num = None
+    retaken: Num = None
+    still_disturbed: Num = None
+    runs_saved: Num = None
+
+
+class Build(Open):
+    status: Str
+    seconds: Num = None
+    log: Str | None = None
+    binary: Str | None = None
+    code_sha256: Str | None = None
+    size_bytes: Num = None
+    identical_to: Str | None = None
+    flags_verified: Bool | None = None
+
+
+class Check(Open):
+    status: Str
+    detail: Str | None = None
+
+
+class Summary(Open):
+    n: Num = None
+    median: Num = None
+    mean: Num = None
+    ci95: Pair = None
+    cv: Num = None
+    outliers: Num = None
+    disturbed: Num = None
+    retaken: Num = None
+    stopped_at: Num = None
+
+
+class Comparison(Open):
+    """A ratio to a reference with its intervals and verdict: a variant's vs_baseline, a
+    suite row's pooled estimate."""
+    verdict: Str
+    ratio: Num = None
+    ci95: Pair = None
+    ci90: Pair = None
+    p_value: Num = None
+    p_adjusted: Num = None
+    n_pairs: Num = None
+    rounds_needed: Num = None
+    why: Str | None = None
+
+
+class VsBaseline(Comparison):
+    identical_to: Str | None = None
+    layout_sd_pct: Num = None
+
+
+class Variant(Open):
+    id: Str
+    compiler: Str
+    flags: list[Str]
+    factors: dict[str, Any] | None = None
+    build: Build
+    check: Check | None = None
+    samples: dict[str, list[Num]] | None = None
+    summary: Summary | None = None
+    vs_baseline: VsBaseline | None = None
+
+
+class Effect(Open):
+    factor: Str
+    level: Str
+    reference: Str | None = None
+    effect_pct: Num = None
+    ci95_pct: Pair = None
+    p_value: Num = None
+    p_adjusted: Num = None
+    matters: Bool | None = None
+
+
+class AA(Open):
+    variant: Str
+    verdict: Str
+    ratio: Num = None
+    ci95: Pair = None
+    p_value: Num = None
+    bound_pct: Num = None
+
+
+class Noise(Open):
+    baseline_cv: Num = None
+    mde_pct: Num = None
+    sd_log_diff: Num = None
+    power: Num = None
+    n_pairs: Num = None
+    comparisons: Num = None
+
+
+class Recommendation(Open):
+    flags: list[Str] | None = None
+    variant: Str | None = None
+    why: Str
+
+
+class HistoryPoint(Open):
+    run_id: Str
+    started: Num = None
+    median: Num = None
+    ci95: Pair = None
+    n: Num = None
+
+
+class HistoryStep(Open):
+    run_id: Str
+    verdict: Str
+    ratio: Num = None
+    ci95: Pair = None
+
+
+class HistorySeries(Open):
+    """One variant's earlier sweeps on this machine (flagsweep.across.history)."""
+    variant: Str
+    flags: list[Str]
+    machine: Str
+    points: list[HistoryPoint]
+    steps: list[HistoryStep]
+    latest: dict[str, Any] | None = None
+
+
+class Results(Open):
+    """results.json: one sweep of one target on one machine."""
+    schema_: Literal[SCHEMA] = Field(alias="schema")   # `schema` is a BaseModel method
+    target: Str
+    recipe: Str
+    metric: Str
+    baseline: Str
+    machine: Machine
+    variants: list[Variant]
+    run_id: Str | None = None
+    target_version: Str | None = None
+    started: Str | None = None
+    finished: Str | None = None
+    status: Str | None = None
+    stop_reason: Str | None = None
+    compilers: list[Compiler] | None = None
+    workload: Workload | None = None
+    design: Str | None = None
+    skipped: list[Skipped] | None = None
+    measurement: Measurement | None = None
+    threshold_pct: Num = None
+    effects: list[Effect] | None = None
+    aa: AA | None = None
+    noise: Noise | None = None
+    recommendation: Recommendation | None = None
+    history: list[HistorySeries] | None = None
+
+
+# ---- suite.json and merged.json -----------------------------------------------------------------
+
+class ProgramCell(Open):
+    """One program's (or machine's) own comparison of a variant (flagsweep.across.pick.Pair)."""
+    program: Str | None = None
+    machine: Str | None = None
+    ratio: Num = None
+    ci95: Pair = None
+    verdict: Str
+
+
+class SuiteProgram(Open):
+    target: Str
+    version: Str | None = None
+    status: Str | None = None
+    results: Str                                  # its results.json, relative to suite.json
+    stop_reason: Str | None = None
+    recommendation: Str | None = None
+
+
+class SuiteVariant(Open):
+    id: Str
+    compiler: Str
+    flags: list[Str]
+    per_program: dict[str, ProgramCell | None]
+    suite: Comparison | None = None
+    missing: Str | None = None
+    faster_on: list[Str] = []
+    slower_on: list[Str] = []
+
+
+class SuiteFailure(Open):
+    target: Str
+    error: Str
+
+
+class Suite(Open):
+    """suite.json: one recipe over several programs on one machine (flagsweep.across.suite)."""
+    schema_: Literal[SUITE_SCHEMA] = Field(alias="schema")
+    machine: Str
+    metric: Str
+    baseline: Str
+    threshold_pct: Num = None
+    recommendation: Str | None = None
+    warnings: list[Str] = []
+    failed: list[SuiteFailure] = []
+    programs: list[SuiteProgram]
+    variants: list[SuiteVariant]
+
+
+class MergeCell(Open):
+    change_pct: Num = None
+    ci: Pair = None
+    verdict: Str
+
+
+class MergedMachine(Open):
+    label: Str
+    path: Str
+    machine: Machine
+
+
+class MergedVariant(Open):
+    id: Str
+    compiler: Str
+    flags: list[Str]
+    per_machine: list[MergeCell]
+
+
+class Merged(Open):
+    """merged.json: one target's results from several machines (flagsweep.across.merge)."""
+    schema_: Literal[MERGE_SCHEMA] = Field(alias="schema")
+    target: Str
+    machines: list[MergedMachine]
+    variants: list[MergedVariant]
+
+
+KINDS: dict[str, type[Open]] = {"results": Results, "suite": Suite, "merged": Merged}
+
+
+# ---- reading ------------------------------------------------------------------------------------
+
+def json_schema(kind: str) -> str:
+    """The JSON Schema of results.json, suite.json or merged.json, as JSON text."""
+    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema",
+              **KINDS[kind].model_json_schema()}
+    return json.dumps(schema, indent=1)
+
+
+def readable() -> list[str]:
+    """The results.json schema versions this flagsweep reads: the current one and every one
+    UPGRADES turns into it."""
+    return [*UPGRADES, SCHEMA]
+
+
+def upgrade(doc: dict, path) -> dict:
+    """doc as the current schema: each older version upgraded in turn; FlagsweepError naming
+    the file and the version for one that this flagsweep does not know (or a newer one)."""
+    seen = []
+    while doc.get("schema") != SCHEMA:
+        version = doc.get("schema")
+        step = UPGRADES.get(version) if isinstance(version, str) else None
+        if step is None or version in seen:
+            raise FlagsweepError(f"{path}: key 'schema' is {version!r}; this flagsweep reads "
+                         f"{', '.join(map(repr, readable()))} (a newer flagsweep wrote it? "
+                         "upgrade flagsweep to read it)")
+        seen.append(version)
+        doc = step(doc)
+    return doc
+
+
+def validate(doc: Any, path, kind: str = "results") -> None:
+    """Refuse, with the file and the key path named, what is not a document of this kind."""
+    what = "results.json" if kind == "results" else f"{kind}.json"
+    if not isinstance(doc, dict):
+        raise FlagsweepError(f"{path}: not a {what} (expected a JSON object)")
+    try:
+        KINDS[kind].model_validate(doc)
+    except ValidationError as e:
+        raise FlagsweepError(f"{path}: {_first_problem(e.errors(), what)}") from None
+
+
+def _first_problem(errors: list[dict], what: str) -> str:
+    """One line for the first thing wrong: keys missing from an object (all of that object's
+    at once), else the value at a key path and the kind that was expected there."""
+    missing = [e for e in errors if e["type"] == "missing"]
+    top = [e["loc"][0] for e in missing if len(e["loc"]) == 1]
+    if top:
+        return f"not a {what}: missing key(s) {', '.join(map(str, top))}"
+    first = errors[0]
+    if first["type"] == "missing":
+        parent = first["loc"][:-1]
+        gone = [e["loc"][-1] for e in missing if e["loc"][:-1] == parent]
+        return f"{key_path(parent)} lacks key(s) {', '.join(map(str, gone))}"
+    return (f"key '{key_path(first['loc'])}': expected {_expected(first)}, "
+            f"got {_shown(first['input'])}")
+
+
+EXPECTED = {"string_type": "a string", "bool_type": "true or false", "list_type": "a list",
+            "model_type": "an object", "dict_type": "an object", "int_type": "a whole number"}
+
+
+def _expected(error: dict) -> str:
+    if error["type"] == "expected":
+        return error["msg"]
+    if error["type"] == "literal_error":      # a schema version: suite.json's, merged.json's
+        return error["ctx"]["expected"]
+    return EXPECTED.get(error["type"], error["msg"])
+
+
+def key_path(loc: tuple) -> str:
+    """A pydantic error location as the key path a reader types: variants[2].vs_baseline.ratio."""
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import click
 
-from . import __version__, build, calibration, cpu, files, fleet, history, matrix, merge, recipe, report, results, store, suite, sweep, system, target
+from . import __version__, build, calibration, cpu, files, fleet, history, matrix, merge, recipe, report, results, shipped, store, suite, sweep, system, target
 from . import pick as pick_mod
 from .report import terminal
 from .errors import FlagsweepError, Interrupted
 
-REPORTS = Path(__file__).resolve().parent.parent / "reports"
+REPORTS = shipped.REPORTS
 
 
 class FiniteRange(click.FloatRange):
@@ -67,13 +67,29 @@ def cli(verbose: int, db: str | None) -> None:
 
 @cli.command("list")
 def list_cmd() -> None:
-    """List the shipped targets and recipes, one line each."""
+    """List the targets and recipes, one line each: the shipped ones, then the user's own
+    (in $XDG_CONFIG_HOME/flagsweep, default ~/.config/flagsweep)."""
     click.echo("targets:")
-    for t in target.available():
-        click.echo(f"  {t.name:<12} {t.spec.version:<8} {t.spec.summary}")
+    for e in shipped.targets(target.TARGETS_DIR):
+        click.echo(_list_line(e, lambda: target.load(str(e.path)),
+                              lambda t: f"{t.spec.version:<8} {t.spec.summary}"))
     click.echo("recipes:")
-    for r in recipe.available():
-        click.echo(f"  {r.name:<12} {r.spec.summary}")
+    for e in shipped.recipes(recipe.RECIPES_DIR):
+        click.echo(_list_line(e, lambda: recipe.load(str(e.path)), lambda r: r.spec.summary))
+
+
+def _list_line(entry: shipped.Entry, load, describe) -> str:
+    """One target or recipe; a user's is marked with its path, and listed even if invalid."""
+    try:
+        text = describe(load())
+    except FlagsweepError as e:
+        if entry.origin == "shipped":
+            raise
+        text = f"invalid: {e}"
+    if entry.origin == "shipped":
+        return f"  {entry.name:<12} {text}"
+    note = "; not used by name, a shipped one has it" if entry.shadowed else ""
+    return f"  {entry.name:<12} {text}  [user: {entry.path}{note}]"
 
 
 @cli.command()

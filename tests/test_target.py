@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from flagsweep import target
+from flagsweep import shipped, target
 from flagsweep.errors import ConfigError
 
 # A complete, valid target file (a tarball source with a roundtrip check, like gzip's). Tests
@@ -140,7 +140,8 @@ def test_unknown_target_name_lists_the_shipped_ones():
     with pytest.raises(ConfigError) as info:
         target.load("no-such-target")
     assert str(info.value) == ("no target 'no-such-target': not a target file or folder, "
-                               "and not one of the shipped targets "
+                               "and not a shipped target or one in "
+                               f"{shipped.user_dir() / 'targets'} "
                                "(bzip2, flac, gzip, lame, tiny, xz, zstd)")
 
 

@@ -25,6 +25,7 @@ def isolated_cache(session_cache: Path, monkeypatch) -> Path:
     monkeypatch.setenv("FLAGSWEEP_CACHE", str(session_cache))
     monkeypatch.setenv("FLAGSWEEP_DB", f"sqlite:///{session_cache / 'store.sqlite'}")
     monkeypatch.setenv("FLAGSWEEP_LOCK", str(session_cache / "measure.lock"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(session_cache / "config"))   # no user targets
     monkeypatch.delenv("CCACHE_DIR", raising=False)
     return session_cache
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from flagsweep import shipped
 from flagsweep.errors import ConfigError
 from flagsweep.spec import recipe
 from flagsweep.spec.recipe import AxisLevel
@@ -77,8 +78,9 @@ def test_load_by_path(tmp_path):
 def test_unknown_recipe_name_lists_the_shipped_ones():
     with pytest.raises(ConfigError) as info:
         recipe.load("no-such-recipe")
-    assert str(info.value) == ("no recipe 'no-such-recipe': not a file, and not one of the "
-                               "shipped recipes (march, olevels, screen-f, seed-2003, simd)")
+    assert str(info.value) == ("no recipe 'no-such-recipe': not a file, and not a shipped "
+                               f"recipe or one in {shipped.user_dir() / 'recipes'} "
+                               "(march, olevels, screen-f, seed-2003, simd)")
 
 
 # --- axes and levels ---------------------------------------------------------------------------

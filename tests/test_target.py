@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from flagsweep import shipped
 from flagsweep.errors import ConfigError
 from flagsweep.spec import target
 
@@ -140,7 +141,8 @@ def test_unknown_target_name_lists_the_shipped_ones():
     with pytest.raises(ConfigError) as info:
         target.load("no-such-target")
     assert str(info.value) == ("no target 'no-such-target': not a target file or folder, "
-                               "and not one of the shipped targets "
+                               "and not a shipped target or one in "
+                               f"{shipped.user_dir() / 'targets'} "
                                "(bzip2, flac, gzip, lame, tiny, xz, zstd)")
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
-from flagsweep import files, process
+from flagsweep import files, process, shipped
 from flagsweep.build import audit as audit_mod
 from flagsweep.build import fetch, fingerprint, wrapper
 from flagsweep.errors import BuildError
@@ -30,7 +30,6 @@ from flagsweep.spec.matrix import Matrix, Variant
 from flagsweep.spec.target import Target
 
 log = logging.getLogger("flagsweep.build.variants")
-REPO_ROOT = Path(__file__).resolve().parents[2]
 # Bump when the step driver changes how a configure tree is made: cached trees are then redone.
 TEMPLATE_FORMAT = 1
 
@@ -199,7 +198,7 @@ def _ccache_env(cache: Path, out: Path) -> dict[str, str]:
 def _write_plan(manifest: dict, out: Path) -> None:
     lines = [f'set(FLAGSWEEP_MANIFEST "{out / "manifest.json"}")',
              f'set(FLAGSWEEP_PYTHON "{sys.executable}")',
-             f'set(FLAGSWEEP_PYTHONPATH "{REPO_ROOT}")',
+             f'set(FLAGSWEEP_PYTHONPATH "{shipped.IMPORT_ROOT}")',
              f'set(FLAGSWEEP_SOURCE "{manifest["source"]}")',
              f'set(FLAGSWEEP_BUILDS "{out / "builds"}")',
              f'set(FLAGSWEEP_TEMPLATES {" ".join(manifest["templates"])})',
@@ -211,7 +210,7 @@ def _write_plan(manifest: dict, out: Path) -> None:
 
 def _run_superbuild(out: Path, jobs: int) -> None:
     sb, logfile = out / "superbuild", out / "superbuild.log"
-    configure = process.run(["cmake", "-S", REPO_ROOT, "-B", sb, "-G", "Ninja",
+    configure = process.run(["cmake", "-S", shipped.SUPERBUILD, "-B", sb, "-G", "Ninja",
                              f"-DFLAGSWEEP_PLAN={out / 'plan.cmake'}"], log_file=logfile)
     if not configure.ok:
         raise BuildError(f"the superbuild did not configure; see {logfile}")

@@ -9,17 +9,45 @@ import click
 
 @click.command("list")
 def list_cmd() -> None:
-    """List the shipped targets and recipes, one line each."""
+    """List the targets and recipes, one line each: the shipped ones, then the user's own
+    (in $XDG_CONFIG_HOME/flagsweep, default ~/.config/flagsweep)."""
+    from flagsweep import shipped
     from flagsweep.cli import show
     from flagsweep.spec import recipe, target
 
-    targets = show.table("targets", "name", "version", "summary")
-    for t in target.available():
-        show.add(targets, t.name, t.spec.version, t.spec.summary)
-    recipes = show.table("recipes", "name", "summary")
-    for r in recipe.available():
-        show.add(recipes, r.name, r.spec.summary)
+    targets = show.table("targets", "name", "version", "summary", "from")
+    for e in shipped.targets(target.TARGETS_DIR):
+        cells = _described(e, lambda: target.load(str(e.path)),
+                           lambda t: (t.spec.version, t.spec.summary))
+        show.add(targets, e.name, *cells, _origin(e))
+    recipes = show.table("recipes", "name", "summary", "from")
+    for e in shipped.recipes(recipe.RECIPES_DIR):
+        cells = _described(e, lambda: recipe.load(str(e.path)), lambda r: (r.spec.summary,))
+        show.add(recipes, e.name, *cells, _origin(e))
     show.echo(targets, recipes)
+
+
+def _described(entry, load, describe) -> tuple[str, ...]:
+    """A target's or recipe's cells; a user's that does not load is listed as invalid (a
+    shipped one that does not load is flagsweep's bug, and raises)."""
+    from flagsweep.errors import FlagsweepError
+
+    try:
+        return describe(load())
+    except FlagsweepError as e:
+        if entry.origin == "shipped":
+            raise
+        # One line: the file is in the "from" column; its first problem says what is wrong.
+        problems = str(e).removeprefix(f"{entry.path}: ").split("; ")
+        why = problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "")
+        return ("invalid", why) if entry.path.name == "target.toml" else (f"invalid: {why}",)
+
+
+def _origin(entry) -> str:
+    if entry.origin == "shipped":
+        return "shipped"
+    note = "; not used by name, a shipped one has it" if entry.shadowed else ""
+    return f"user: {entry.path}{note}"
 
 
 @click.command("cpus")

@@ -14,7 +14,7 @@ from rich.text import Text
 def echo(*things: Table | str) -> None:
     """Tables and plain lines on stdout, wide when it is not a terminal (so a piped or logged
     row is not wrapped) and without the padding rich leaves at the ends of lines."""
-    console = Console(width=None if sys.stdout.isatty() else 200, highlight=False)
+    console = Console(width=None if sys.stdout.isatty() else 1000, highlight=False)
     with console.capture() as captured:
         for thing in things:
             console.print(thing, markup=not isinstance(thing, str))

@@ -13,7 +13,7 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from flagsweep import stats
+from flagsweep import shipped, stats
 from flagsweep.host import advice
 from flagsweep.results.contract import AA_SUFFIX
 
@@ -583,8 +583,8 @@ def reproduce_command(doc: dict) -> str:
 
 def _short_target(target_file: str, name: str) -> str:
     """A shipped target by name; any other by the path of its folder."""
-    shipped = Path(__file__).resolve().parent.parent.parent / "targets" / name / "target.toml"
-    return name if Path(target_file) == shipped or target_file == name else str(Path(target_file).parent)
+    own = shipped.TARGETS / name / "target.toml"
+    return name if Path(target_file) == own or target_file == name else str(Path(target_file).parent)
 
 
 def _build_row(v: dict, base_dir: Path, out_dir: Path) -> BuildRow:

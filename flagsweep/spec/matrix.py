@@ -78,9 +78,7 @@ def expand(recipe: Recipe, compilers: list[str] | None = None, filter_cpu: bool 
 def _screening(recipe: Recipe, compilers: list[str], filter_cpu: bool) -> Matrix:
     """One variant per Plackett-Burman row (base + the flags switched on), factors flag: on|off;
     the baseline is the all-off row (the base alone), added when the design has none."""
-    from flagsweep.spec.design import (
-        plackett_burman_rows,  # the design belongs to the statistics side
-    )
+    from flagsweep.spec.design import plackett_burman_rows
 
     spec = recipe.spec
     base = split_flags(spec.base or "")

@@ -15,10 +15,11 @@ from typing import Annotated, Literal, Union
 
 from pydantic import Field, field_validator, model_validator
 
+from flagsweep import shipped
 from flagsweep.errors import ConfigError
 from flagsweep.spec.strict import Strict, read_toml, validate
 
-RECIPES_DIR = Path(__file__).resolve().parents[2] / "recipes"
+RECIPES_DIR = shipped.RECIPES
 LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+=-]*")
 # What some layer between a recipe and the compiler would act on instead of passing it on:
 # '$' (make's and Ninja's variables, make's $(shell ...), the shell's $(...) and ${...}; CMake
@@ -252,12 +253,14 @@ def resolve(name_or_path: str) -> Path:
     candidate = Path(name_or_path)
     if candidate.is_file():
         return candidate.resolve()
-    named = RECIPES_DIR / f"{name_or_path.removesuffix('.toml')}.toml"
-    if "/" not in name_or_path and named.is_file():
+    entries = shipped.recipes(RECIPES_DIR)
+    name = name_or_path.removesuffix(".toml")
+    named = shipped.find(entries, name, "recipe") if "/" not in name_or_path else None
+    if named is not None:
         return named
-    known = ", ".join(r.name for r in available()) or "none"
-    raise ConfigError(f"no recipe '{name_or_path}': not a file, and not one of the shipped "
-                      f"recipes ({known})")
+    known = ", ".join(e.name for e in entries if not e.shadowed) or "none"
+    raise ConfigError(f"no recipe '{name_or_path}': not a file, and not a shipped recipe or "
+                      f"one in {shipped.user_dir() / 'recipes'} ({known})")
 
 
 def available() -> list[Recipe]:

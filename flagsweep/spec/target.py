@@ -17,12 +17,13 @@ from typing import Annotated, Literal, Union
 
 from pydantic import Field, field_validator, model_validator
 
+from flagsweep import shipped
 from flagsweep.errors import ConfigError
 from flagsweep.spec import source
 from flagsweep.spec.recipe import check_flags
 from flagsweep.spec.strict import Strict, read_toml, validate
 
-TARGETS_DIR = Path(__file__).resolve().parents[2] / "targets"
+TARGETS_DIR = shipped.TARGETS
 PLACEHOLDERS = {"binary", "input", "output"}
 # A name or version becomes part of a cache folder's name: one plain path component.
 COMPONENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+~-]*")
@@ -215,7 +216,8 @@ class Target:
 
 
 def load(name_or_path: str) -> Target:
-    """Load a target by name (targets/<name>/target.toml) or by path (a file or its folder)."""
+    """Load a target by path (a file or its folder) or by name: a shipped target
+    (targets/<name>/target.toml), else the user's (shipped.user_dir()/targets/<name>)."""
     path = resolve(name_or_path)
     spec = validate(TargetFile, read_toml(path), path)
     name = spec.name or path.parent.name
@@ -230,12 +232,13 @@ def resolve(name_or_path: str) -> Path:
         candidate = candidate / "target.toml"
     if candidate.is_file():
         return candidate.resolve()
-    named = TARGETS_DIR / name_or_path / "target.toml"
-    if "/" not in name_or_path and named.is_file():
+    entries = shipped.targets(TARGETS_DIR)
+    named = shipped.find(entries, name_or_path, "target") if "/" not in name_or_path else None
+    if named is not None:
         return named
-    known = ", ".join(t.name for t in available()) or "none"
-    raise ConfigError(f"no target '{name_or_path}': not a target file or folder, "
-                      f"and not one of the shipped targets ({known})")
+    known = ", ".join(e.name for e in entries if not e.shadowed) or "none"
+    raise ConfigError(f"no target '{name_or_path}': not a target file or folder, and not a "
+                      f"shipped target or one in {shipped.user_dir() / 'targets'} ({known})")
 
 
 def available() -> list[Target]:

@@ -398,6 +398,7 @@ def _rounds(client, t, parts: list[Label], blob, opts, db: store.Store, say) -> 
     scattered = {p.name: {vid: p.binaries[vid] for vid in p.measured} for p in parts}
     nxt = {p.name: -opts.warmup for p in parts}
     completed = {p.name: 0 for p in parts}
+    round_s: dict[str, float | None] = {p.name: None for p in parts}   # the last round's time
     outcome: dict[str, rounds.Outcome] = {}
     started = time.monotonic()
     pending = as_completed()
@@ -411,7 +412,7 @@ def _rounds(client, t, parts: list[Label], blob, opts, db: store.Store, say) -> 
         f = client.submit(round_task, job, rnd, scattered[name], blob, pure=False,
                           key=f"round-{p.run_id}-{rnd}",
                           resources={BENCH: 1, label_resource(name): 1})
-        f.label, f.round = name, rnd
+        f.label, f.round, f.submitted = name, rnd, time.monotonic()
         nxt[name] += 1
         pending.add(f)
 
@@ -424,15 +425,16 @@ def _rounds(client, t, parts: list[Label], blob, opts, db: store.Store, say) -> 
         name, plan = f.label, plans[f.label]
         if f.round >= 0:
             completed[name] += 1
+            round_s[name] = time.monotonic() - f.submitted
         values = sweep.round_values(db, by_name[name].run_id, metric)
         done = rounds.decided(plan, values, completed[name])
         if said_round and f.round >= 0:
             said_round(completed[name], plan.max_runs, f"label {name}: " + (
                 done.stop_reason if done else rounds.standing(plan, values, completed[name])))
-        over = plan.budget_s is not None and time.monotonic() - started > plan.budget_s
+        # The budget means what it means here: no round starts that would end past it.
+        over = not rounds.starts_in_budget(plan, time.monotonic() - started, round_s[name])
         if name not in outcome and (done or over or nxt[name] >= plan.max_runs):
-            outcome[name] = done or (rounds.Outcome(completed[name], f"time budget of "
-                                     f"{plan.budget_s:g} s reached after {completed[name]} rounds")
+            outcome[name] = done or (rounds.budget_outcome(plan, values, completed[name])
                                      if over else None)
         if name not in outcome:
             submit(name)

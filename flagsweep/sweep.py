@@ -85,11 +85,15 @@ class Sweep:
     opts: MeasureOptions
     builds: list[dict]              # contract docs: id, compiler, flags, factors, build
     baseline: str
+    # What runs one workload (the executor): the real launcher, or in tests a stand-in that
+    # replays or synthesises executions, so the decisions above it are tested without timing.
+    execute: Callable[..., launcher.Execution] = launcher.run_once
 
 
 def start(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: variants.Options,
           opts: MeasureOptions, store: Store, say: Callable[[str], None],
-          run_name: str | None = None) -> Path:
+          run_name: str | None = None,
+          execute: Callable[..., launcher.Execution] = launcher.run_once) -> Path:
     out = build_opts.out_dir.resolve()
     base = run_name or out.name      # the run id: this, numbered if the store has it
     opts.seed = opts.seed if opts.seed is not None else random.SystemRandom().randrange(2**31)
@@ -117,7 +121,7 @@ def start(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: vari
                                          machine)
         say(f"run id {run_id}")
         store.save_variants(run_id, docs)
-        sweep = Sweep(run_id, t, r.name, out, opts, docs, m.baseline.id)
+        sweep = Sweep(run_id, t, r.name, out, opts, docs, m.baseline.id, execute)
         return _measure(sweep, store, say)
 
 
@@ -180,7 +184,8 @@ def cpu_count() -> int:
     return len(os.sched_getaffinity(0))
 
 
-def resume(id_or_dir: str, store: Store, say: Callable[[str], None]) -> Path:
+def resume(id_or_dir: str, store: Store, say: Callable[[str], None],
+           execute: Callable[..., launcher.Execution] = launcher.run_once) -> Path:
     run_id = store.find_run(id_or_dir)
     row = store.run(run_id)
     if row["status"] == "complete":
@@ -192,7 +197,8 @@ def resume(id_or_dir: str, store: Store, say: Callable[[str], None]) -> Path:
     if o.get("target_sha256") and files.sha256_file(t.path) != o["target_sha256"]:
         raise FlagsweepError(f"{t.path} changed since run {run_id} started; its remaining "
                              "samples would not measure the same thing. Start a new run")
-    sweep = Sweep(run_id, t, row["recipe"], Path(row["out_dir"]), opts, docs, o["baseline"])
+    sweep = Sweep(run_id, t, row["recipe"], Path(row["out_dir"]), opts, docs, o["baseline"],
+                  execute)
     with MeasureLock(f"{sweep.target.name} {run_id} (resumed)"), _terminate_as_interrupt():
         _same_binaries(sweep)
         store.reopen_run(run_id)
@@ -356,7 +362,7 @@ def _rounds(sweep: Sweep, workload: check.Workload, measured: list[str],
         say("metric: instructions counted by Cachegrind (no PMU here): a deterministic change "
             "detector, not a speed")
     measure = Sampler(sweep.run_id, workload, binaries, pre, cachegrind, store, say,
-                      threshold_pct=o.threshold_pct)
+                      threshold_pct=o.threshold_pct, execute=sweep.execute)
     cpu = _cpu(o)
     say(f"measuring {len(measured)} distinct binaries on CPU {cpu}: {plan.min_runs}-"
         f"{plan.max_runs} rounds, {max(plan.warmup, o.metric == 'auto')} warmup, seed {o.seed}")

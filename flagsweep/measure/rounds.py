@@ -71,8 +71,7 @@ def rounds(plan: Plan, done: set[tuple[str, int]], measure: Callable[[str, int, 
     started = time.monotonic()
     round_s = None
     for r in range(-plan.warmup, plan.max_runs):
-        if r >= 0 and plan.budget_s is not None and round_s is not None \
-                and time.monotonic() - started + round_s > plan.budget_s:
+        if r >= 0 and not starts_in_budget(plan, time.monotonic() - started, round_s):
             return budget_outcome(plan, values(), r)
         t0 = time.monotonic()
         for pos, vid in enumerate(order(plan, r)):
@@ -104,6 +103,13 @@ def standing(plan: Plan, values: Values, completed: int) -> str:
     comparisons = _comparisons(plan, values)
     widths = {vid: stats.log_half_width(c.ci95) for vid, c in comparisons.items()}
     return _tally(comparisons, widths, plan)
+
+
+def starts_in_budget(plan: Plan, elapsed_s: float, round_s: float | None) -> bool:
+    """The one meaning of --budget, for a sweep here and on a fleet: a round starts only if,
+    at the pace of the last round, it ends within the budget (so none is cut short or overruns;
+    before any round is timed there is no pace, and the first one starts)."""
+    return plan.budget_s is None or round_s is None or elapsed_s + round_s <= plan.budget_s
 
 
 def first_stop(plan: Plan) -> int:

@@ -1,0 +1,73 @@
+"""Whole sweeps of the real tiny program (really built, really checked) whose timed executions
+come from a stand-in executor: the decisions above the launcher (verdicts, the A/A twin,
+resume) are tested on exact, seeded executions, so load cannot flip them."""
+
+from __future__ import annotations
+
+import math
+import random
+from pathlib import Path
+
+import pytest
+
+from flagsweep import sweep
+from flagsweep.host.launcher import Execution
+from flagsweep.results import reader
+from flagsweep.results.store import Store
+from tests.tiny_target import write_tiny_target
+
+
+class Synthetic:
+    """Executions of each variant at a planted speed: 0.1 s x its factor x a seeded lognormal
+    (CV 0.3%) per call, single-threaded and CPU-bound (user time 98% of wall). The variant is
+    read from the binary's path (.../builds/<variant>/...)."""
+
+    def __init__(self, factors: dict[str, float], stop_after: int | None = None):
+        self.factors, self.stop_after, self.calls = factors, stop_after, 0
+        self.rng = random.Random(7)
+
+    def __call__(self, argv, *, env, timeout, stderr_path, perf=None, perf_csv=None) -> Execution:
+        self.calls += 1
+        if self.stop_after is not None and self.calls > self.stop_after:
+            raise KeyboardInterrupt
+        parts = Path(argv[0]).parts
+        vid = parts[parts.index("builds") + 1]
+        wall = 0.1 * self.factors.get(vid, 1.0) * math.exp(self.rng.gauss(0, 0.003))
+        return Execution(wall, 0.98 * wall, 0.002, 2000, None, False, None)
+
+
+def _start(tmp_path: Path, execute, out: str = "run") -> Path:
+    folder = write_tiny_target(tmp_path / "tiny", megabytes=0.25, quick_megabytes=0.25)
+    t, r, m, build_opts = sweep.prepare(sweep.Selection(
+        str(folder), flag_sets=("-O2", "-O1"), out_dir=tmp_path / out), lambda _: None)
+    opts = sweep.MeasureOptions(min_runs=5, max_runs=12, warmup=1, seed=11, quick=True)
+    return sweep.start(t, r, m, build_opts, opts, Store(), lambda _: None, execute=execute)
+
+
+@pytest.mark.integration
+def test_a_planted_effect_is_called_and_the_twin_is_not(tmp_path):
+    path = _start(tmp_path, Synthetic({"gcc-O1": 1.10}))
+    doc = reader.load(path)
+    by_id = {v["id"]: v for v in doc["variants"]}
+    o1 = by_id["gcc-O1"]["vs_baseline"]
+    assert o1["verdict"] == "slower" and 1.09 < o1["ratio"] < 1.11
+    assert by_id["gcc-O2.aa"]["vs_baseline"]["verdict"] == "equivalent"
+    assert doc["stop_reason"] == "decided after 9 rounds: 1 equivalent, 1 slower"
+
+
+@pytest.mark.integration
+def test_an_interrupted_sweep_resumes_with_exactly_the_missing_samples(tmp_path):
+    from flagsweep.errors import Interrupted
+
+    with pytest.raises(Interrupted):
+        _start(tmp_path, Synthetic({"gcc-O1": 1.10}, stop_after=10))
+    db = Store()
+    run_id = db.find_run(str(tmp_path / "run"))
+    before = {(s.variant_id, s.round) for s in db.samples(run_id)}
+    assert len(before) == 10 and db.run(run_id)["status"] == "interrupted"
+    path = sweep.resume(run_id, db, lambda _: None, execute=Synthetic({"gcc-O1": 1.10}))
+    after = [(s.variant_id, s.round) for s in db.samples(run_id)]
+    assert len(after) == len(set(after)) and before <= set(after)
+    doc = reader.load(path)
+    assert doc["status"] == "complete"
+    assert {v["id"]: v for v in doc["variants"]}["gcc-O1"]["vs_baseline"]["verdict"] == "slower"

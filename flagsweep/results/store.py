@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -451,7 +452,24 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:
     once (safe against kill -9 of flagsweep) without an fsync per sample (a power cut may lose
     the last few, which is fine for a benchmark and keeps the harness's cost per run small)."""
     cur = dbapi_conn.cursor()
-    cur.execute("PRAGMA journal_mode=WAL")
+    _wal(cur)
     cur.execute("PRAGMA synchronous=NORMAL")
     cur.execute("PRAGMA foreign_keys=ON")
     cur.close()
+
+
+def _wal(cur) -> None:
+    """Switch to WAL, waiting for the lock like every other statement does. SQLite answers
+    "database is locked" to journal_mode=WAL at once, without its busy handler, when another
+    process is switching the same fresh file at that moment (fleet workers opening one store
+    together), so the wait is ours: retry with a growing pause up to the busy timeout."""
+    pause, deadline = 0.005, time.monotonic() + SQLITE_BUSY_TIMEOUT_S
+    while True:
+        try:
+            cur.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.25)

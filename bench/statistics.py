@@ -206,7 +206,8 @@ def band_edge(scale: float) -> None:
 
 def statement(scale: float) -> None:
     """Each sweep states its smallest effect called at 80% power; the same sweep's variant then
-    carries exactly that effect (its noise drawn first, so the effect does not steer it)."""
+    carries exactly that effect (its noise drawn first, so the effect does not steer it), a
+    slowdown in even sweeps and a speedup in odd ones, since the statement is for either."""
     print("### The noise statement: does the stated effect get called 80% of the time?\n")
     rows = []
     cells = [(Noise(0.005), 10), (Noise(0.01), 10), (Noise(0.01), 20), (Noise(0.02), 30),
@@ -226,16 +227,17 @@ def statement(scale: float) -> None:
             if said["mde_pct"] is None:
                 continue
             stated.append(said["mde_pct"])
-            effect = math.log(1 + said["mde_pct"] / 100)
+            sign, verdict = (1, "slower") if i % 2 == 0 else (-1, "faster")
+            effect = sign * math.log(1 + said["mde_pct"] / 100)
             var = {r: float(math.exp(x + effect)) for r, x in enumerate(logs["var"])}
             cs = [stats.compare(twin, base, seed=i), stats.compare(var, base, seed=i)]
             stats.adjust(cs, threshold=THRESHOLD)
-            called += cs[1].verdict == "slower"
+            called += cs[1].verdict == verdict
         rows.append([noise.name, str(runs), str(len(stated)), f"{np.median(stated):.2f}%",
                      f"{np.percentile(stated, 10):.2f}..{np.percentile(stated, 90):.2f}%",
                      rate(called, len(stated))])
     table(["noise", "n", "sweeps", "stated effect (median)", "q10..q90",
-           "called slower at the stated effect (goal 75-85%)"], rows)
+           "called at the stated effect, half slower, half faster (goal 75-85%)"], rows)
 
 
 def nights(scale: float) -> None:

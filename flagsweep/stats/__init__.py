@@ -577,22 +577,26 @@ def _interval(ci: tuple[float, float]) -> list[float] | None:
 Z80 = 0.8416212335729143       # the normal distribution's 80% point: power 80%
 
 
-def detectable_pct(half95: float, half_m: float, threshold_pct: float) -> float:
+def detectable_pct(half95: float, half_m: float, threshold_pct: float,
+                   spread95: float | None = None) -> float:
     """The smallest slowdown (in percent) called "slower" with 80% power by a comparison whose
-    log-ratio intervals have these half-widths: `half95` at 95% and `half_m` at 1 - alpha/m.
+    log-ratio intervals reach `half95` at 95% and `half_m` at 1 - alpha/m from its estimate on
+    the side that must clear the threshold, the estimate varying with `spread95` (the 95%
+    half-width of its variation; `half95` when not given).
 
     adjust() calls a lone effect among m comparisons slower when the 95% CI's low end clears
     log(1 + t) and its p-value is below alpha / m (what BH asks of it when its companions are
     null), i.e. when the 1 - alpha/m interval, which inverts the same signed-rank test,
     excludes 0. Both hold once the estimate exceeds max(log(1 + t) + half95, half_m); with the
-    estimate about normal with standard error half95 / z_0.975, it does so with probability
+    estimate about normal with standard error spread95 / z_0.975, it does so with probability
     80% at
-        delta = max(log(1 + t) + half95, half_m) + z_0.80 half95 / z_0.975,
+        delta = max(log(1 + t) + half95, half_m) + z_0.80 spread95 / z_0.975,
     the power formula of a one-sided test against a shifted null (Chow, Shao & Wang, Sample
     Size Calculations in Clinical Research, 2nd ed., Chapman & Hall/CRC 2008, ch. 3, tests for
-    superiority by a margin). Faster is symmetric, so the same size."""
+    superiority by a margin). Faster is the mirror image: pass the reaches of the other side."""
     margin = math.log1p(threshold_pct / 100)
-    return 100 * math.expm1(max(margin + half95, half_m) + Z80 / Z95 * half95)
+    spread = half95 if spread95 is None else spread95
+    return 100 * math.expm1(max(margin + half95, half_m) + Z80 / Z95 * spread)
 
 
 def rounds_to_detect(half95: float, half_m: float, n: int, effect_pct: float,
@@ -631,11 +635,12 @@ def noise(baseline: dict[int, float], twin: dict[int, float] | None,
 
     What a comparison faces is read from the A/A twin: its per-round log ratios give the
     signed-rank (Walsh) intervals a variant with the same noise would get, at 95% and at
-    1 - alpha/m, about its own estimate; detectable_pct turns their half-widths into the
-    effect. They come from the very ranks the verdicts use, so stalls and heavy tails widen
-    them as they widen every comparison's, and where the exact test cannot reach alpha/m at
-    these rounds there is no such interval and no detectable effect (None, and the warning
-    says so). No round is left out. Without a twin sharing 6 positive rounds with the
+    1 - alpha/m, about its own estimate; detectable_pct turns how far they reach into the
+    effect (_reaches: each side on its own, since a stall is one-sided). They come from the
+    very ranks the verdicts use, so stalls and heavy tails widen them as they widen every
+    comparison's, and where the exact test cannot reach alpha/m at these rounds there is no
+    such interval and no detectable effect (None, and the warning says so). No round is left
+    out. Without a twin sharing 6 positive rounds with the
     baseline: normal intervals from sd * sqrt(pi/3) / sqrt(n) (the Hodges-Lehmann estimate's
     spread on normal data), sd being the twin's per-round sd (at least 3 rounds) else sqrt(2)
     x the baseline's CV (two independent arms; it ignores the drift pairing cancels, so it
@@ -643,6 +648,7 @@ def noise(baseline: dict[int, float], twin: dict[int, float] | None,
     stalls."""
     summary = summarize(baseline)
     sd, n, source, halves = None, summary.n, "sqrt(2) x the baseline's CV (no A/A twin)", None
+    spread = None
     level_m = 1 - alpha / max(1, m)
     if twin is not None:
         common = sorted(set(twin) & set(baseline))
@@ -652,9 +658,7 @@ def noise(baseline: dict[int, float], twin: dict[int, float] | None,
             d = np.log(t) - np.log(b)
             sd, n, source = _robust_sd(d), len(common), "the A/A twin"
             if n >= _min_pairs(0.95):
-                w = _walsh_averages(d)
-                halves = (log_half_width(_walsh_interval(w, n, 0.95)),
-                          log_half_width(_walsh_interval(w, n, level_m)))
+                halves, spread = _reaches(d, level_m)
     if sd is None and twin is not None:
         n, source = summary.n, "sqrt(2) x the baseline's CV (too few usable A/A twin rounds)"
     if sd is None:
@@ -665,11 +669,35 @@ def noise(baseline: dict[int, float], twin: dict[int, float] | None,
         halves = (Z95 * se, float(sps.norm.isf((1 - level_m) / 2)) * se)
     if halves is not None and n < fewest_decisive_pairs(m, alpha):
         halves = (halves[0], math.inf)
-    mde = detectable_pct(*halves, threshold_pct) if halves else None
+    mde = detectable_pct(*halves, threshold_pct, spread) if halves else None
     mde = mde if mde is not None and math.isfinite(mde) else None
     return {"baseline_cv": summary.cv, "mde_pct": mde, "sd_log_diff": sd, "n_pairs": n,
             "source": source, "comparisons": m, "power": 0.8,
             "warning": _noise_warning(mde, halves, n, threshold_pct, m)}
+
+
+def _reaches(d: np.ndarray, level_m: float) -> tuple[tuple[float, float], float]:
+    """((reach at 95%, reach at level_m), spread) of the twin's log ratios d for detectable_pct.
+
+    A stall only ever slows a run. One in the baseline is shared by every comparison: it
+    sits below all variants' estimates and stretches their intervals downwards, so a slowdown
+    must rise that much further; one in the twin stands for the stalls a variant meets in its
+    own runs, which stretch upwards and hold back a speedup. So each side's reach is measured
+    from the Hodges-Lehmann estimate on its own, and the statement takes the side that needs
+    more: an effect of that size either way is called at 80% power. The estimate's variation
+    (the power term) is the narrower side's: a shared stall moves every variant alike and adds
+    no variation between them. Symmetric intervals stated 2.3% where a baseline stall let no
+    slowdown below about 26% through, and were called at 66-70% with 5-10% stalls; these
+    reaches keep clean and stalled noise within 75-85% (bench/statistics.py statement)."""
+    n, w = len(d), _walsh_averages(d)
+    hl = float(np.median(w))
+    sides = []
+    for level in (0.95, level_m):
+        lo, hi = _walsh_interval(w, n, level)
+        ok = 0 < lo <= hi < math.inf
+        sides.append((hl - math.log(lo), math.log(hi) - hl) if ok else (math.inf, math.inf))
+    (low95, up95), (low_m, up_m) = sides
+    return (max(low95, up95), max(low_m, up_m)), min(low95, up95)
 
 
 def log_half_width(ci: tuple[float, float]) -> float:

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from flagsweep.errors import ConfigError
+from flagsweep.measure.sample import Sample
 from flagsweep.results import analysis
 from flagsweep.spec import matrix, recipe
 
@@ -197,3 +198,60 @@ def test_two_compiler_screen_has_a_compiler_column():
     assert (rows["compiler"]["level"], rows["compiler"]["reference"]) == ("clang", "gcc")
     assert rows["compiler"]["effect_pct"] == pytest.approx(10.0, abs=1.0)
     assert rows["-funroll-loops"]["matters"] and rows["compiler"]["matters"]
+
+
+def _noisy_samples(rng, pace_s, rounds=10):
+    """Baseline, twin and a variant: wall time with 8% load noise on top of CPU time at 0.3%,
+    taken pace_s apart round after round."""
+    out = []
+    for r in range(rounds):
+        for k, vid in enumerate(("base", "base.aa", "var")):
+            cpu = 1.0 * float(rng.lognormal(0, 0.003))
+            out.append(Sample(vid, r, k, 0, wall_s=cpu * float(rng.lognormal(0.05, 0.08)),
+                              user_s=0.95 * cpu, sys_s=0.05 * cpu, taken_at=1000 + r * pace_s + k))
+    return out
+
+
+def _doc_for(samples, metric_choice=None, machine=None):
+    doc = {"baseline": "base", "design": None, "metric": "wall_s", "threshold_pct": 1.0,
+           "machine": machine or {"cpu_count": 2, "isolated_cpus": [], "pinned_cpu": None},
+           "measurement": {"metric_choice": metric_choice},
+           "variants": [_variant(v, ["-O2"], {}) for v in ("base", "base.aa", "var")]}
+    values = analysis.values_by_round(samples, lambda s: s.wall_s)
+    analysis.apply(doc, values, threshold_pct=1.0, seed=1)
+    analysis.advise(doc, samples)
+    return doc
+
+
+def test_noise_advice_names_what_can_be_followed():
+    """Loud wall time over quiet CPU time: the warning names --metric cpu with the effect it
+    would call on these samples, a quieter CPU, and more rounds with the time they take."""
+    samples = _noisy_samples(np.random.default_rng(5), pace_s=3.0)
+    warning = _doc_for(samples)["noise"]["warning"]
+    assert warning.startswith("with 10 rounds this sweep calls effects of")
+    head, _, ways = warning.partition(". What would help: ")
+    assert "`--metric cpu` would call" in ways and "isolcpus=" in ways
+    rounds = _doc_for(samples)["noise"]["rounds_needed"]
+    assert f"--max-runs {rounds} (about " in ways and "3.0 s a round" in ways
+
+
+def test_noise_advice_says_when_rounds_cannot_help_and_when_cpu_time_is_wrong():
+    samples = _noisy_samples(np.random.default_rng(5), pace_s=600.0)  # 10 minutes a round
+    choice = {"metric": "wall", "why": "wall time: the workload waits for I/O"}
+    doc = _doc_for(samples, metric_choice=choice,
+                   machine={"cpu_count": 2, "isolated_cpus": [1], "pinned_cpu": 0,
+                            "governor": "powersave"})
+    ways = doc["noise"]["warning"].partition(". What would help: ")[2]
+    assert "not more rounds" in ways and "cannot resolve 2% for this program in a night" in ways
+    assert "--max-runs" not in ways
+    assert "but this workload is not one for it (wall time: the workload waits for I/O)" in ways
+    assert "`flagsweep system --tune`" in ways and "`--cpu 1`" in ways
+
+
+def test_no_advice_without_a_warning():
+    rng = np.random.default_rng(6)
+    samples = [Sample(v, r, k, 0, wall_s=float(rng.lognormal(0, 0.001)), user_s=1.0, sys_s=0.0,
+                      taken_at=1000 + 3 * r + k)
+               for r in range(12) for k, v in enumerate(("base", "base.aa", "var"))]
+    doc = _doc_for(samples)
+    assert doc["noise"]["warning"] is None and doc["noise"]["rounds_needed"] is None

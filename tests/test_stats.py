@@ -362,8 +362,9 @@ def test_noise_from_the_twin_and_its_warning():
     assert "sqrt(2)" in loud["source"] and loud["mde_pct"] > 2.0
     assert loud["warning"].startswith(f"with 10 rounds this sweep calls effects of "
                                       f"{loud['mde_pct']:.1f}% or more (80% power)")
-    rounds = int(loud["warning"].split("--max-runs ")[1].split()[0])
-    assert rounds > 10 and f"About {rounds} rounds would call 2%" in loud["warning"]
+    rounds = loud["rounds_needed"]
+    assert rounds > 10 and loud["warning"].endswith(f"About {rounds} rounds would call 2%")
+    assert quiet["rounds_needed"] is None
     json.dumps(loud, allow_nan=False)
     # A twin that shares only 2 rounds cannot give the paired sd: the fallback, and it says so.
     short = stats.noise(base, {0: 1.0, 1: 1.0}, threshold_pct=1.0, m=2)

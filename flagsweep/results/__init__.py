@@ -128,6 +128,7 @@ def _document(run: dict, variants: list[dict], samples: list[Sample]) -> dict:
     doc["threshold_pct"] = m.get("threshold_pct", 1.0)
     values = analysis.values_by_round(samples, lambda s: metric_mod.metric_of(s, metric))
     analysis.apply(doc, values, doc["threshold_pct"], seed=m.get("seed") or 0)
+    analysis.advise(doc, samples)
     return doc
 
 

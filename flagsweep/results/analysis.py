@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from flagsweep import stats
 from flagsweep.build.variants import LINKER_SAYS
+from flagsweep.host import advice as machine_advice
+from flagsweep.measure import metric as metric_mod
 from flagsweep.measure.sample import Sample
 from flagsweep.results.contract import AA_SUFFIX
 from flagsweep.stats import effects as effects_mod
@@ -49,6 +51,105 @@ def apply(doc: dict, values: dict[str, dict[int, float]], threshold_pct: float, 
     doc["effects"], doc["effects_design"] = _effects(doc, values, threshold_pct, comparisons,
                                                      gate)
     doc["recommendation"] = _recommend(doc, threshold_pct)
+
+
+# A budget a user can spend: a night. Beyond it "--max-runs N" is no advice (10204 rounds, days
+# of measuring, was once suggested); the sweep says the machine cannot resolve the effect.
+NIGHT_S = 12 * 3600
+# Another metric is worth naming when it states an effect at most this share of the current one.
+BETTER_METRIC = 0.75
+
+
+def advise(doc: dict, samples: list[Sample]) -> None:
+    """Follow the noise warning with what would help this sweep, only what can be done: a
+    metric whose A/A noise is lower on these very samples, the machine settings that add noise
+    (host.advice), an isolated CPU, and more rounds only when they fit in a night at this
+    sweep's pace; else that this machine cannot resolve the effect for this program."""
+    noise = doc.get("noise") or {}
+    if not noise.get("warning"):
+        return
+    ways = [*_other_metrics(doc, samples, noise), *_machine_ways(doc),
+            _more_rounds(noise, _pace_s(samples), doc["threshold_pct"])]
+    noise["warning"] += ". What would help: " + "; ".join(w for w in ways if w)
+
+
+def _other_metrics(doc: dict, samples: list[Sample], noise: dict) -> list[str]:
+    """The noise statement re-made on each other time-like metric the samples carry."""
+    if doc["metric"] != "wall_s":
+        return []
+    choice = (doc.get("measurement") or {}).get("metric_choice") or {}
+    baseline, twin = doc["baseline"], doc["baseline"] + AA_SUFFIX
+    out = []
+    for name, option in (("cpu_s", "cpu"), ("cycles", "cycles")):
+        values = values_by_round(samples, lambda s, n=name: metric_mod.metric_of(s, n))
+        if twin not in values or baseline not in values:
+            continue
+        other = stats.noise(values[baseline], values[twin], doc["threshold_pct"],
+                            m=noise.get("comparisons") or 1)["mde_pct"]
+        if other is None or (noise.get("mde_pct") is not None
+                             and other > BETTER_METRIC * noise["mde_pct"]):
+            continue
+        if option == "cpu" and choice.get("metric") == "wall":
+            out.append(f"`--metric cpu` would call {other:.1f}% on these samples, but this "
+                       f"workload is not one for it ({choice.get('why', 'auto chose wall time')})")
+            continue
+        what = ("CPU time leaves out the waits a busy machine adds; right for a program that "
+                "computes on one thread" if option == "cpu" else "cycles do not count the waits")
+        out.append(f"`--metric {option}` would call {other:.1f}% on these samples ({what})")
+    return out
+
+
+def _machine_ways(doc: dict) -> list[str]:
+    machine = doc.get("machine") or {}
+    out = []
+    if any(machine_advice.TUNE_COMMAND in w
+           for w in machine_advice.warnings(machine, doc["threshold_pct"])):
+        out.append(f"{machine_advice.TUNE_COMMAND} (as root; `flagsweep system` lists what it "
+                   "changes)")
+    isolated = machine.get("isolated_cpus") or []
+    pinned = machine.get("pinned_cpu")
+    if isolated and pinned not in isolated:
+        out.append(f"`--cpu {isolated[0]}`, a CPU the kernel keeps other tasks off")
+    elif not isolated and (machine.get("cpu_count") or 0) > 1:
+        out.append("a CPU kept free of other tasks (isolcpus= on the kernel command line, "
+                   "then --cpu N)")
+    return out
+
+
+def _pace_s(samples: list[Sample]) -> float | None:
+    """Seconds a round took, measuring and everything between: from the first round's start to
+    the last one's, over the rounds between."""
+    starts: dict[int, float] = {}
+    for s in samples:
+        if s.ok and s.round >= 0 and s.taken_at:
+            starts[s.round] = min(starts.get(s.round, s.taken_at), s.taken_at)
+    if len(starts) < 2:
+        return None
+    span = starts[max(starts)] - starts[min(starts)]
+    return span / (len(starts) - 1) if span > 0 else None
+
+
+def _more_rounds(noise: dict, pace_s: float | None, threshold_pct: float) -> str | None:
+    rounds = noise.get("rounds_needed")
+    if not rounds:
+        return None
+    if pace_s is None:
+        return f"--max-runs {rounds}"
+    total = rounds * pace_s
+    if total <= NIGHT_S:
+        return (f"--max-runs {rounds} (about {_duration(total)} at this sweep's "
+                f"{pace_s:.1f} s a round)")
+    return (f"not more rounds: {rounds} would take about {_duration(total)} at "
+            f"{pace_s:.1f} s a round, so this machine cannot resolve {2 * threshold_pct:g}% for "
+            "this program in a night")
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 3600:
+        return f"{max(1, round(seconds / 60))} min"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.0f} days"
 
 
 def output_ok(v: dict) -> bool:

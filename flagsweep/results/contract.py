@@ -210,6 +210,7 @@ class Noise(Open):
     power: Num = None
     n_pairs: Num = None
     comparisons: Num = None
+    rounds_needed: Num = None
 
 
 class Recommendation(Open):

@@ -671,9 +671,10 @@ def noise(baseline: dict[int, float], twin: dict[int, float] | None,
         halves = (halves[0], math.inf)
     mde = detectable_pct(*halves, threshold_pct, spread) if halves else None
     mde = mde if mde is not None and math.isfinite(mde) else None
+    warning, rounds = _noise_warning(mde, halves, n, threshold_pct, m)
     return {"baseline_cv": summary.cv, "mde_pct": mde, "sd_log_diff": sd, "n_pairs": n,
-            "source": source, "comparisons": m, "power": 0.8,
-            "warning": _noise_warning(mde, halves, n, threshold_pct, m)}
+            "source": source, "comparisons": m, "power": 0.8, "warning": warning,
+            "rounds_needed": rounds}
 
 
 def _reaches(d: np.ndarray, level_m: float) -> tuple[tuple[float, float], float]:
@@ -724,19 +725,20 @@ def _robust_cv(x: np.ndarray) -> float | None:
 
 
 def _noise_warning(mde: float | None, halves: tuple[float, float] | None, n: int,
-                   threshold_pct: float, m: int) -> str | None:
-    """Silent while an effect of twice the threshold would be called at 80% power."""
+                   threshold_pct: float, m: int) -> tuple[str | None, int | None]:
+    """(What this sweep could not resolve, the rounds that would resolve twice the threshold);
+    (None, None) while an effect of twice the threshold would be called at 80% power. What to
+    do about it depends on the run (its pace, its metric, the machine): the results layer
+    words that (results.analysis.advise)."""
     if halves is None:
-        return f"too few rounds ({n}) to estimate the noise of this machine"
+        return f"too few rounds ({n}) to estimate the noise of this machine", None
     if mde is None:
         return (f"with {n} rounds and {m} comparisons the A/A twin shows no effect would be "
-                f"called at 80% power (too few rounds for the exact test at this many "
-                f"comparisons, or stalls); use --min-runs {max(2 * n, fewest_decisive_pairs(m) + 2)} "
-                "or `flagsweep system --tune`")
+                "called at 80% power (too few rounds for the exact test at this many "
+                "comparisons, or stalls)"), max(2 * n, fewest_decisive_pairs(m) + 2)
     if mde <= 2 * threshold_pct:
-        return None
+        return None, None
     rounds = rounds_to_detect(*halves, n, 2 * threshold_pct, threshold_pct, m)
     return (f"with {n} rounds this sweep calls effects of {mde:.1f}% or more (80% power); "
             f"real effects between {threshold_pct:g}% and that likely end inconclusive. About "
-            f"{rounds} rounds would call {2 * threshold_pct:g}%: use --max-runs {rounds} or "
-            "`flagsweep system --tune`")
+            f"{rounds} rounds would call {2 * threshold_pct:g}%"), rounds

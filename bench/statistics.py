@@ -243,43 +243,55 @@ def statement(scale: float) -> None:
 def nights(scale: float) -> None:
     print("### History: 20 nights, 10 samples per night (CV 1%), `history --check` each night\n")
     rows_null, rows_step = [], []
-    cells = [(0.005, 1.0), (0.02, 3.0), (0.03, 3.0), (0.03, 5.0)]
-    for k, (day, thr) in enumerate(cells):
+    cells = [(0.005, 1.0, False), (0.02, 3.0, False), (0.03, 3.0, False), (0.03, 5.0, False),
+             (0.02, 3.0, True), (0.03, 3.0, True), (0.03, 1.0, True)]
+    for k, (day, thr, ref) in enumerate(cells):
         n = _sweeps(250, scale)
         rng = np.random.default_rng([SEED, 5, k])
-        alarms = [_series(rng, day, thr, None)[0] for _ in range(n)]
-        rows_null.append([f"{100 * day:g}%", f"{thr:g}%", str(n), rate(sum(map(bool, alarms)), n),
+        alarms = [_series(rng, day, thr, None, ref)[0] for _ in range(n)]
+        arm = "yes" if ref else "no"
+        rows_null.append([f"{100 * day:g}%", arm, f"{thr:g}%", str(n),
+                          rate(sum(map(bool, alarms)), n),
                           rate(sum(any(k < MIN_TRUSTED for k in a) for a in alarms), n),
                           rate(sum(any(k >= MIN_TRUSTED for k in a) for a in alarms), n)])
         right, placed, later, never, early = 0, 0, 0, 0, 0
         for _ in range(n):
-            before, fired = _series(rng, day, thr, 14)
+            before, fired = _series(rng, day, thr, 14, ref)
             early += bool(before)
             right += fired == "on"
             placed += fired == "placed"
             later += fired == "elsewhere"
             never += fired is None
-        rows_step.append([f"{100 * day:g}%", f"{thr:g}%", str(n), rate(right, n), rate(right + placed, n),
+        rows_step.append([f"{100 * day:g}%", arm, f"{thr:g}%", str(n), rate(right, n),
+                          rate(right + placed, n),
                           rate(later, n), rate(never, n), rate(early, n)])
-    table(["day-to-day", "--threshold", "series", ">= 1 false alarm in 20 nights",
+    table(["day-to-day", "reference arm", "--threshold", "series", ">= 1 false alarm in 20 nights",
            f"... on nights 2-{MIN_TRUSTED} (spread not yet trusted)",
            f"... on nights {MIN_TRUSTED + 1}-20"], rows_null)
     print("A +5% step on night 15 (the target's version changes that night):\n")
-    table(["day-to-day", "--threshold", "series", "fails on night 15",
+    table(["day-to-day", "reference arm", "--threshold", "series", "fails on night 15",
            "found by night 20 and placed on night 15", "found but placed on another night",
            "never found", ">= 1 false alarm on nights 2-14"], rows_step)
 
 
-def _series(rng: np.random.Generator, day: float, thr: float, step_at: int | None):
+def _series(rng: np.random.Generator, day: float, thr: float, step_at: int | None,
+            reference: bool = False):
     """(the nights, counted from 0, whose check failed before the step; how the step was found:
-    'on' night 15 itself, 'placed' there by a later night's check, 'elsewhere', or None). One pass of _detect over the 20
-    nights: it never looks ahead, so the steps it finds with night k (Step.found_in) are what
-    `history --check` run on night k reports."""
+    'on' night 15 itself, 'placed' there by a later night's check, 'elsewhere', or None). One
+    pass of _detect over the 20 nights: it never looks ahead, so the steps it finds with night
+    k (Step.found_in) are what `history --check` run on night k reports. With a reference arm
+    the same night's level moves a fixed binary's 10 samples too (its own 1% noise), and each
+    value goes through history._against_reference, as the store's sweeps do."""
     levels = rng.normal(0, day, 20)
     s = history.Series("v", [], "m")
+    docs = [{"id": "v"}, {"id": "v.ref", "build": {"reference_sha256": "r"}}]
     for night in range(20):
         late = step_at is not None and night >= step_at
         x = np.exp(levels[night] + (math.log(1.05) if late else 0.0) + rng.normal(0, 0.01, 10))
+        if reference:
+            ref = np.exp(levels[night] + rng.normal(0, 0.01, 10))
+            values = {"v": dict(enumerate(map(float, x))), "v.ref": dict(enumerate(map(float, ref)))}
+            x = np.array(list(history._against_reference(docs, values)[0]["v"].values()))
         s.points.append(history.Point(f"n{night}", float(night), list(map(float, x)),
                                       float(np.median(x)), None, {"target": "1.1" if late else "1.0"}))
     history._detect([s], thr)

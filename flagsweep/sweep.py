@@ -32,7 +32,7 @@ from flagsweep.measure import metric as metric_mod
 from flagsweep.measure.sample import Sample
 from flagsweep.report import terminal
 from flagsweep.results import analysis
-from flagsweep.results.contract import AA_SUFFIX
+from flagsweep.results.contract import AA_SUFFIX, REF_SUFFIX
 from flagsweep.results.store import Store
 from flagsweep.spec import matrix, recipe, target
 from flagsweep.workload import check, inputs
@@ -58,6 +58,7 @@ class MeasureOptions:
     seed: int | None = None
     counters: str = "auto"          # auto | hardware | software | none
     threshold_pct: float = 1.0      # the practical threshold: smaller effects do not matter
+    reference: str | None = None    # a binary, or an earlier run's folder: its baseline's binary
 
 
 @dataclass
@@ -104,6 +105,7 @@ def start(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: vari
         for warning in advice.warnings(machine):
             say(f"warning: {warning}")
         _counters_usable(opts)               # fail fast, before any build, on what cannot work
+        reference = reference_binary(Path(opts.reference)) if opts.reference else None
         try:
             inputs.prepare(t, quick=opts.quick)
             builds = variants.build_all(t, m, build_opts,
@@ -117,6 +119,7 @@ def start(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: vari
         variants.write_summary(out, t, r, m, builds)
         docs = [b.doc(out) for b in builds]
         docs += aa_twin(docs, m.baseline.id, out)
+        docs += reference_arm(docs, m.baseline.id, out, reference)
         run_id = store.create_unique_run(base, t.name, r.name, out, run_options(t, r, m, opts),
                                          machine)
         say(f"run id {run_id}")
@@ -421,6 +424,55 @@ def aa_twin(docs: list[dict], baseline: str, out: Path) -> list[dict]:
     build_doc = {**base["build"], "binary": str(copy), "identical_to": None,
                  "detail": f"A/A twin: a copy of {baseline}'s binary"}
     return [{**base, "id": twin_id, "aa_of": baseline, "build": build_doc}]
+
+
+def reference_arm(docs: list[dict], baseline: str, out: Path,
+                  reference: tuple[Path, list[str] | None] | None) -> list[dict]:
+    """The reference arm (--reference): a kept binary, the same every night, measured beside
+    the baseline in the same shuffled rounds. Whatever moves the machine from one night to the
+    next moves it too, so the history divides it out (across.history) and a nightly job sees the
+    program's own steps, not the machine's drift; Chromium's performance bots ran a fixed
+    "reference build" beside every build under test for the same reason. Its comparison with
+    the baseline says how far today's build is from the kept one."""
+    if reference is None:
+        return []
+    base = next(d for d in docs if d["id"] == baseline)
+    if base["build"]["status"] != "ok":
+        return []
+    source, flags = reference
+    folder = out / "builds" / (baseline + REF_SUFFIX)
+    folder.mkdir(parents=True, exist_ok=True)
+    copy = folder / Path(base["build"]["binary"]).name      # the run command's own name for it
+    shutil.copy2(source, copy)
+    sha = files.sha256_file(copy)
+    build_doc = {**base["build"], "binary": str(copy), "identical_to": None,
+                 "reference_sha256": sha,
+                 "detail": f"reference arm: {source} (sha256 {sha[:12]}), measured, not built"}
+    return [{**base, "id": baseline + REF_SUFFIX, "reference_of": baseline,
+             "flags": flags if flags is not None else base["flags"], "build": build_doc}]
+
+
+def reference_binary(where: Path) -> tuple[Path, list[str] | None]:
+    """(the binary, its flags when known) from --reference: a file, or a run's folder whose
+    results.json names its baseline's binary. Checked before anything is built."""
+    if where.is_file():
+        if not os.access(where, os.X_OK):
+            raise FlagsweepError(f"--reference {where}: not executable; expected a built "
+                                 "program or an earlier run's folder")
+        return where.resolve(), None
+    doc_path = where / "results.json"
+    if not doc_path.is_file():
+        raise FlagsweepError(f"--reference {where}: neither a file nor a run's folder with "
+                             "results.json; expected a built program or an earlier run's folder")
+    doc = json.loads(doc_path.read_text())
+    ref = next((v for v in doc.get("variants", []) if v.get("id") == doc.get("baseline")), None)
+    binary = Path((ref or {}).get("build", {}).get("binary") or "")
+    binary = binary if binary.is_absolute() else where / binary
+    if ref is None or not binary.is_file():
+        raise FlagsweepError(f"--reference {where}: its results.json names no baseline binary "
+                             f"that still exists ({binary or 'none'}); keep the binary itself "
+                             "and pass its path")
+    return binary, list(ref.get("flags") or [])
 
 
 def _counters_usable(opts: MeasureOptions) -> None:

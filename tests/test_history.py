@@ -139,3 +139,67 @@ def test_history_check_catches_a_planted_regression(tmp_path, monkeypatch):
     assert latest["latest"]["verdict"] == "slower" and len(latest["points"]) == 3
     html = (tmp_path / "run2" / "index.html").read_text()
     assert 'id="history"' in html and "Slower than this target&#39;s earlier sweeps" in html
+
+
+def test_a_reference_arm_divides_the_nights_drift_out():
+    """Fifteen nights whose level swings by 3% (the same for every program on the machine that
+    night), then a 5% step. Alone the step is inside the swing on its night; divided by a fixed
+    binary measured in the same rounds, the swing cancels and the step stands out that night."""
+    rng = np.random.default_rng(3)
+    swing = [0.03, -0.03, 0.02, -0.02, 0.03, -0.03, 0.0, 0.03, -0.03, 0.02, -0.02, 0.03,
+             -0.03, 0.01, -0.03, -0.03]
+    docs = [{"id": "gcc-O2"}, {"id": "gcc-O2.ref", "build": {"reference_sha256": "ab" * 32}}]
+    plain, divided = (history.Series("gcc-O2", ["-O2"], "cpu") for _ in range(2))
+    for night, level in enumerate(swing):
+        step = np.log(1.05) if night == 15 else 0.0
+        values = {"gcc-O2": dict(enumerate(np.exp(level + step + rng.normal(0, 0.005, 10)))),
+                  "gcc-O2.ref": dict(enumerate(np.exp(level + rng.normal(0, 0.005, 10))))}
+        ratios, sha = history._against_reference(docs, values)
+        assert sha == "ab" * 32 and set(ratios) == {"gcc-O2", "gcc-O2.ref"}
+        for s, v in ((plain, values["gcc-O2"]), (divided, ratios["gcc-O2"])):
+            x = [float(y) for y in v.values()]
+            s.points.append(history.Point(f"r{night}", float(night), x, float(np.median(x)), None,
+                                          {"target": "1.1" if night == 15 else "1.0"}))
+    for s in (plain, divided):
+        history._detect([s], threshold_pct=3.0)
+    assert history.regressions([plain]) == []
+    assert history.regressions([divided]) == [divided]
+    assert [(st.run_id, st.changed) for st in divided.steps] == [("r15", ["target 1.0 -> 1.1"])]
+    # No reference arm (or none with a recorded binary hash): the values as they were.
+    bare = {"gcc-O2": {0: 1.0}}
+    assert history._against_reference([{"id": "gcc-O2"}], bare) == (bare, None)
+
+
+@pytest.mark.integration
+def test_run_with_a_reference_measures_it_and_history_divides_by_it(tmp_path):
+    import hashlib
+    import os
+
+    env = {**os.environ, "FLAGSWEEP_DB": f"sqlite:///{tmp_path / 'history.sqlite'}"}
+    same = _tiny(tmp_path / "same", "1.0")
+    slower = _tiny(tmp_path / "slower", "1.1", 'project_flags = ["-DTINY_EXTRA_PERMILLE=300"]')
+    run = ["--flags", "-O2", "--metric", "instructions", "--runs", "3", "--seed", "3"]
+    bad = _flagsweep("run", str(same), *run, "--reference", str(tmp_path / "nowhere"),
+                     "--out", str(tmp_path / "bad"), env=env)
+    assert bad.returncode != 0 and "--reference" in bad.stderr and "nowhere" in bad.stderr
+    assert not (tmp_path / "bad" / "builds").exists()          # refused before building
+    r = _flagsweep("run", str(same), *run, "--out", str(tmp_path / "run0"), env=env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    first = json.loads((tmp_path / "run0" / "results.json").read_text())
+    kept = next(v for v in first["variants"] if v["id"] == "gcc-O2")["build"]["binary"]
+    r = _flagsweep("run", str(slower), *run, "--reference", str(tmp_path / "run0"),
+                   "--out", str(tmp_path / "run1"), env=env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    doc = json.loads((tmp_path / "run1" / "results.json").read_text())
+    ref = next(v for v in doc["variants"] if v["id"] == "gcc-O2.ref")
+    assert ref["build"]["reference_sha256"] == hashlib.sha256(Path(kept).read_bytes()).hexdigest()
+    assert doc["measurement"]["reference"] == str(tmp_path / "run0")
+    # Today's build does 30% more work than the kept one: the reference reads faster (3 rounds
+    # are too few for a verdict; the ratio is exact with counted instructions).
+    assert ref["vs_baseline"]["ratio"] < 0.85
+    assert doc["recommendation"]["variant"] != "gcc-O2.ref"
+    series = json.loads(_flagsweep("history", "tiny", "--json", env=env).stdout)
+    by_ref = {s["reference"]: s for s in series if s["variant"] == "gcc-O2"}
+    assert set(by_ref) == {None, ref["build"]["reference_sha256"]}
+    (point,) = by_ref[ref["build"]["reference_sha256"]]["points"]
+    assert 1.15 < point["median"] < 1.45                       # the ratio to the kept binary

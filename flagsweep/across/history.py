@@ -49,7 +49,7 @@ from scipy import stats as sps
 from flagsweep import stats
 from flagsweep.measure import metric as metric_mod
 from flagsweep.results import analysis
-from flagsweep.results.contract import AA_SUFFIX
+from flagsweep.results.contract import REF_SUFFIX, is_control
 from flagsweep.results.store import Store
 
 WINDOW = 5
@@ -89,9 +89,11 @@ class Series:
     points: list[Point] = field(default_factory=list)
     steps: list[Step] = field(default_factory=list)
     latest: dict | None = None               # the latest sweep against its segment
+    reference: str | None = None             # the reference binary's sha256: values are ratios to it
 
     def to_json(self) -> dict:
         return {"variant": self.variant, "flags": self.flags, "machine": self.machine,
+                "reference": self.reference,
                 "points": [{"run_id": p.run_id, "started": p.started, "median": p.median,
                             "ci95": list(p.ci95) if p.ci95 else None, "n": len(p.values),
                             "versions": p.versions} for p in self.points],
@@ -152,15 +154,33 @@ def _points(store: Store, run: dict):
                                       lambda s: metric_mod.metric_of(s, metric))
     versions = {"target": o.get("target_version") or "?",
                 **{c["name"]: c.get("version", "?") for c in o.get("compilers") or []}}
-    for v in store.variants(run["run_id"]):
-        doc = v["doc"]
-        if doc["id"].endswith(AA_SUFFIX) or doc["id"] not in values:
+    docs = [v["doc"] for v in store.variants(run["run_id"])]
+    values, reference = _against_reference(docs, values)
+    for doc in docs:
+        if is_control(doc["id"]) or doc["id"] not in values:
             continue
         x = list(values[doc["id"]].values())
         summary = stats.summarize(values[doc["id"]])
-        key = (machine, input_sha, metric, doc["id"])
-        yield key, Series(doc["id"], doc["flags"], machine), Point(
+        key = (machine, input_sha, metric, doc["id"], reference)
+        yield key, Series(doc["id"], doc["flags"], machine, reference=reference), Point(
             run["run_id"], run["started"], x, summary.median, summary.ci95, versions)
+
+
+def _against_reference(docs: list[dict], values: dict[str, dict[int, float]]
+                       ) -> tuple[dict[str, dict[int, float]], str | None]:
+    """With a reference arm (run --reference), each value divided by the reference's in the
+    same round, and the reference binary's sha256 (only sweeps with the same reference make
+    one series); else the values as they are and None. The reference runs the same code every
+    night in the same shuffled rounds, so the machine's level that night cancels in the ratio
+    and what is left is the program's own change against a fixed yardstick."""
+    ref = next((d for d in docs if d["id"].endswith(REF_SUFFIX)
+                and (d.get("build") or {}).get("reference_sha256")), None)
+    if ref is None or ref["id"] not in values:
+        return values, None
+    by_round = values[ref["id"]]
+    ratios = {vid: {r: x / by_round[r] for r, x in v.items() if r in by_round}
+              for vid, v in values.items()}
+    return {vid: v for vid, v in ratios.items() if v}, ref["build"]["reference_sha256"]
 
 
 def _detect(all_series: list[Series], threshold_pct: float) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from flagsweep.across import comparable
 from flagsweep.errors import FlagsweepError
 from flagsweep.results import reader
-from flagsweep.results.contract import AA_SUFFIX, MERGE_SCHEMA
+from flagsweep.results.contract import MERGE_SCHEMA, is_control
 
 
 @dataclass
@@ -58,7 +58,7 @@ def table(machines: list[Machine]) -> tuple[list[dict], list[list[Cell]]]:
     variants: dict[str, dict] = {}
     for m in machines:
         for v in m.doc["variants"]:
-            if not v["id"].endswith(AA_SUFFIX):
+            if not is_control(v["id"]):
                 variants.setdefault(v["id"], v)
     cells = [[_cell(m.doc, vid) for m in machines] for vid in variants]
     return list(variants.values()), cells

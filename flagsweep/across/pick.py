@@ -26,7 +26,7 @@ from flagsweep.across import comparable, merge
 from flagsweep.errors import FlagsweepError
 from flagsweep.host import cpu
 from flagsweep.results import reader
-from flagsweep.results.contract import AA_SUFFIX
+from flagsweep.results.contract import is_control
 
 
 @dataclass
@@ -98,7 +98,7 @@ def _common_baseline(docs: list[tuple[Path, dict]]) -> str:
 
 def _common_ids(docs: list[tuple[Path, dict]]) -> list[str]:
     ids = [[v["id"] for v in doc["variants"] if v["id"] != doc["baseline"]
-            and not v["id"].endswith(AA_SUFFIX)] for _, doc in docs]
+            and not is_control(v["id"])] for _, doc in docs]
     common = set(ids[0]).intersection(*ids[1:])
     return [vid for vid in ids[0] if vid in common]
 

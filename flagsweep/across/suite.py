@@ -28,7 +28,7 @@ from flagsweep import stats
 from flagsweep.across import comparable, pick
 from flagsweep.errors import FlagsweepError
 from flagsweep.results import reader
-from flagsweep.results.contract import AA_SUFFIX, SUITE_SCHEMA
+from flagsweep.results.contract import SUITE_SCHEMA, is_control
 
 
 @dataclass
@@ -111,7 +111,7 @@ def _variant_ids(docs: list[tuple[Path, dict]]) -> list[str]:
     out: dict[str, None] = {}
     for _, doc in docs:
         for v in doc["variants"]:
-            if v["id"] != doc["baseline"] and not v["id"].endswith(AA_SUFFIX):
+            if v["id"] != doc["baseline"] and not is_control(v["id"]):
                 out.setdefault(v["id"])
     return list(out)
 

@@ -85,6 +85,10 @@ def _prepare(kw: dict):
 @click.option("--strict-check", is_flag=True, help="Do not time binaries whose output differs.")
 @click.option("--seed", type=SEED, help="Seed for round order and environment padding, 0 to 2^63-1 "
               "[default: random, recorded].")
+@click.option("--reference", metavar="BINARY|RUN_DIR",
+              help="Measure this kept binary (or an earlier run's baseline binary) beside the "
+                   "baseline in every round; `history` divides the machine's drift out by it. "
+                   "See docs/history.md.")
 @click.option("--confirm", is_flag=True, help="After a plackett-burman screen, re-test the flags "
                                               "that matter one at a time against the base.")
 @click.option("--resume", "resume_id", metavar="RUN_ID|DIR",
@@ -110,6 +114,9 @@ def run_cmd(confirm, resume_id, all_, skip, scheduler, cpu_labels, **kw) -> None
         _resume_alone()
         return _finish(sweep.resume(resume_id, db, say))
     mopts = _measure_options(kw)
+    if mopts.reference and (scheduler or cpu_labels or all_ or skip):
+        raise click.UsageError("--reference is one binary beside one target's baseline on this "
+                               "machine: not with --all or --scheduler")
     if scheduler or cpu_labels:
         _fleet_usage(scheduler, cpu_labels, confirm, all_, mopts, kw)
         labels = [fleet.check_label(label) for label in dict.fromkeys(cpu_labels)]

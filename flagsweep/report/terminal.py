@@ -119,12 +119,17 @@ def show_history(target: str, all_series, out: Console | None = None) -> None:
         vs = (f"{view.signed_pct((latest['ratio'] - 1) * 100)} {view.ci_pct_text(latest['ci95'])}"
               if latest.get("ratio") else "")
         steps = ", ".join(f"{st.run_id} {view.signed_pct((st.ratio - 1) * 100)}" for st in s.steps)
-        row = [Text(s.variant), str(len(s.points)), f"{s.points[0].median:.4g}",
+        name = s.variant + (f" / ref {s.reference[:8]}" if s.reference else "")
+        row = [Text(name), str(len(s.points)), f"{s.points[0].median:.4g}",
                f"{s.points[-1].median:.4g}", vs,
                Text(view.VERDICT_TEXT.get(latest.get("verdict", ""), latest.get("verdict", "-")),
                     style=view.COLORS.get(latest.get("verdict", ""), "")), steps]
         t.add_row(*row, *([s.machine] if len(machines) > 1 else []))
     out.print(t)
+    if any(s.reference for s in all_series):
+        out.print("note: `/ ref` series are ratios to a reference binary measured in the same "
+                  "rounds (run --reference): the machine's night-to-night drift is divided out.",
+                  markup=False)
     short = [s for s in all_series if 1 < len(s.points) <= history.MIN_SPREAD_RUNS]
     if short:
         out.print(f"note: with {history.MIN_SPREAD_RUNS} or fewer sweeps the sweep-to-sweep "

@@ -14,7 +14,7 @@ from flagsweep.build.variants import LINKER_SAYS
 from flagsweep.host import advice as machine_advice
 from flagsweep.measure import metric as metric_mod
 from flagsweep.measure.sample import Sample
-from flagsweep.results.contract import AA_SUFFIX
+from flagsweep.results.contract import AA_SUFFIX, is_control
 from flagsweep.stats import effects as effects_mod
 
 
@@ -262,7 +262,7 @@ def _effects(doc: dict, values: dict[str, dict[int, float]], threshold_pct: floa
     called that the A/A arm overrules."""
     # Every variant's levels go in (a level whose variants were not timed is then named in the
     # note); samples only from distinct, measured binaries, never the A/A twin.
-    designed = {v["id"]: v for v in doc["variants"] if not v["id"].endswith(AA_SUFFIX)}
+    designed = {v["id"]: v for v in doc["variants"] if not is_control(v["id"])}
     wrong = [vid for vid in designed if vid in values and not output_ok(designed[vid])]
     values = {vid: s for vid, s in values.items() if vid not in wrong}
     notes = [f"Left out, their output did not pass the check: {', '.join(wrong)}."] \
@@ -400,7 +400,7 @@ def _recommend(doc: dict, threshold_pct: float) -> dict:
     timing them, and never a baseline whose own output failed it."""
     base = next(v for v in doc["variants"] if v["id"] == doc["baseline"])
     rows = [v for v in doc["variants"] if (v.get("vs_baseline") or {}).get("verdict") in
-            ("faster", "equivalent", "slower", "inconclusive") and not v["id"].endswith(AA_SUFFIX)]
+            ("faster", "equivalent", "slower", "inconclusive") and not is_control(v["id"])]
     faster = [v for v in rows if v["vs_baseline"]["verdict"] == "faster" and output_ok(v)]
     wrong = [" ".join(v["flags"]) for v in rows
              if v["vs_baseline"]["verdict"] == "faster" and not output_ok(v)]
@@ -443,6 +443,6 @@ def _verdict_counts(doc: dict) -> str:
     counts: dict[str, int] = {}
     for v in doc["variants"]:
         verdict = (v.get("vs_baseline") or {}).get("verdict")
-        if verdict and not v["id"].endswith(AA_SUFFIX):
+        if verdict and not is_control(v["id"]):
             counts[verdict] = counts.get(verdict, 0) + 1
     return ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "nothing compared"

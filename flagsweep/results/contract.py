@@ -34,6 +34,13 @@ SCHEMA = "flagsweep/1"                  # results.json, as written now
 SUITE_SCHEMA = "flagsweep-suite/1"
 MERGE_SCHEMA = "flagsweep-merge/1"
 AA_SUFFIX = ".aa"                       # the A/A twin's id is the baseline's id plus this
+REF_SUFFIX = ".ref"                      # the reference arm's id (run --reference), likewise
+
+
+def is_control(variant_id: str) -> bool:
+    """The A/A twin or the reference arm: measured and compared with the baseline like any
+    variant, but no cell of the design and never a flag set to choose."""
+    return variant_id.endswith((AA_SUFFIX, REF_SUFFIX))
 
 # Older results.json schema -> a function returning that document one version on (its
 # "schema" key set to the version it now is). flagsweep/1 is the first: nothing to upgrade yet.
@@ -122,6 +129,7 @@ class Measurement(Open):
     retaken: Num = None
     still_disturbed: Num = None
     runs_saved: Num = None
+    reference: Str | None = None
 
 
 class Build(Open):
@@ -130,6 +138,7 @@ class Build(Open):
     log: Str | None = None
     binary: Str | None = None
     code_sha256: Str | None = None
+    reference_sha256: Str | None = None
     size_bytes: Num = None
     identical_to: Str | None = None
     flags_verified: Bool | None = None

@@ -15,6 +15,7 @@ from typing import Callable
 
 from flagsweep import stats, sweep
 from flagsweep.build import variants
+from flagsweep.host import launcher
 from flagsweep.results.store import Store
 from flagsweep.spec import matrix, recipe, target
 
@@ -27,11 +28,14 @@ def flag_sets() -> list[str]:
 
 
 def run(build_opts: variants.Options, opts: sweep.MeasureOptions, store: Store,
-        say: Callable[[str], None]) -> tuple[Path, list[dict]]:
+        say: Callable[[str], None], execute: Callable[..., launcher.Execution] = launcher.run_once
+        ) -> tuple[Path, list[dict]]:
+    """Sweep the shipped tiny program with the planted flag sets; `execute` is the sweep's
+    executor (the real launcher; tests pass executions of known speed)."""
     t = target.load("tiny")
     r = recipe.from_flags(flag_sets(), ["gcc"])
     opts.budget = None  # the rounds asked for are the setting being calibrated: all of them
-    path = sweep.start(t, r, matrix.expand(r), build_opts, opts, store, say)
+    path = sweep.start(t, r, matrix.expand(r), build_opts, opts, store, say, execute=execute)
     return path, findings(json.loads(path.read_text()))
 
 

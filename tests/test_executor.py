@@ -71,3 +71,22 @@ def test_an_interrupted_sweep_resumes_with_exactly_the_missing_samples(tmp_path)
     doc = reader.load(path)
     assert doc["status"] == "complete"
     assert {v["id"]: v for v in doc["variants"]}["gcc-O1"]["vs_baseline"]["verdict"] == "slower"
+
+
+@pytest.mark.integration
+def test_calibrate_finds_the_planted_effects_and_no_false_alarm(tmp_path):
+    """calibrate's own decisions on executions of known speed: the shipped tiny program's
+    planted variants really built, each timed at exactly its planted factor (CV 0.3%)."""
+    from flagsweep import calibration
+    from flagsweep.build import variants
+    from flagsweep.spec import matrix, recipe
+
+    ids = [v.id for v in matrix.expand(recipe.from_flags(calibration.flag_sets(), ["gcc"])).variants]
+    factors = {vid: 1 + pct / 100 for vid, pct in zip(ids[1:], calibration.PLANTED_PCT)}
+    opts = sweep.MeasureOptions(runs=10, min_runs=10, max_runs=10, quick=True, seed=5)
+    path, rows = calibration.run(variants.Options(out_dir=tmp_path / "cal", jobs=2), opts,
+                                 Store(), lambda _: None, execute=Synthetic(factors))
+    outcome = {r["planted_pct"]: r["outcome"] for r in rows}
+    assert outcome[0] == "correct" and outcome[3] == "found" and outcome[10] == "found"
+    assert {r["planted_pct"]: round(r["ratio"], 2) for r in rows}[10] == 1.10
+    assert calibration.smallest_found(rows).startswith("smallest planted effect detected: +")

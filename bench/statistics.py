@@ -60,20 +60,20 @@ class Noise:
             text += f", drift rw_exec {100 * self.walk:g}%"
         return text
 
-    def draw(self, rng: np.random.Generator, plan: rounds.Plan, rounds: int) -> dict[str, np.ndarray]:
+    def draw(self, rng: np.random.Generator, plan: rounds.Plan, n_rounds: int) -> dict[str, np.ndarray]:
         ids = plan.variant_ids
         if self.t3:
-            e = rng.standard_t(3, size=(len(ids), rounds)) * self.cv / math.sqrt(3)
+            e = rng.standard_t(3, size=(len(ids), n_rounds)) * self.cv / math.sqrt(3)
         else:
-            e = rng.normal(0, math.sqrt(math.log(1 + self.cv ** 2)), size=(len(ids), rounds))
+            e = rng.normal(0, math.sqrt(math.log(1 + self.cv ** 2)), size=(len(ids), n_rounds))
         if self.stalls:
             e += STALL * (rng.random(e.shape) < self.stalls)
-        e += rng.normal(0, 0.03, size=rounds)          # round drift: pairing must cancel it
+        e += rng.normal(0, 0.03, size=n_rounds)          # round drift: pairing must cancel it
         if self.walk:
-            steps = rng.normal(0, self.walk / math.sqrt(len(ids)), size=len(ids) * rounds)
+            steps = rng.normal(0, self.walk / math.sqrt(len(ids)), size=len(ids) * n_rounds)
             walk = np.cumsum(steps)
             index = {vid: k for k, vid in enumerate(ids)}
-            for r in range(rounds):
+            for r in range(n_rounds):
                 for pos, vid in enumerate(rounds.order(plan, r)):
                     e[index[vid], r] += walk[r * len(ids) + pos]
         return {vid: e[k] for k, vid in enumerate(ids)}

@@ -143,6 +143,8 @@ def prepare(sel: Selection, say: Callable[[str], None]
                             source_dir=sel.source_dir)
     say(f"{t.name} {t.spec.version}: recipe {r.name}, {len(m.variants)} variants "
         f"({m.design}), {len(m.skipped)} skipped")
+    for skipped in m.skipped:
+        say(skipped.line)
     return t, r, m, opts
 
 

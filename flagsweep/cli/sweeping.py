@@ -224,7 +224,6 @@ def _print_builds(builds, m) -> None:
                  f"{b.seconds:.1f}" if b.seconds is not None else "-",
                  " ".join(b.variant.flags) or "(none)")
     lines = ["* baseline;  code '= X': identical code to variant X, measured once"]
-    lines += [f"skipped {s.variant.id}: {s.reason}" for s in m.skipped]
     lines += [f"\n{b.variant.id}: {b.status}\n{b.detail}" for b in builds if b.status != "ok"]
     show.echo(t, *lines)
 

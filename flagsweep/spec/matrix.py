@@ -31,6 +31,11 @@ class Skipped:
     variant: Variant
     reason: str
 
+    @property
+    def line(self) -> str:
+        """How `build` and `run` say it: the variant and why it is not built."""
+        return f"skipped {self.variant.id}: {self.reason}"
+
 
 @dataclass(frozen=True)
 class Matrix:

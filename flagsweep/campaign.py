@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
-from flagsweep import report, sweep
+from flagsweep import report, shipped, sweep
 from flagsweep.across import suite
 from flagsweep.errors import FlagsweepError, Interrupted
 from flagsweep.report import terminal
@@ -27,7 +27,7 @@ def run(names: list[str], sel: sweep.Selection, opts: sweep.MeasureOptions, stor
         say: Callable[[str], None]) -> Path:
     """Sweep each named target into OUT/NAME, then write the suite across them into OUT;
     returns the suite's page."""
-    out = (sel.out_dir or sweep.REPORTS / f"suite-{sweep.stamp()}").resolve()
+    out = (sel.out_dir or shipped.reports_dir() / f"suite-{sweep.stamp()}").resolve()
     done, failed, stopped = [], [], None
     for name in names:
         say(f"suite: {name} ({len(done) + len(failed) + 1} of {len(names)})")

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from flagsweep import files, report, sweep
+from flagsweep import files, report, shipped, sweep
 from flagsweep.across import merge
 from flagsweep.build import variants
 from flagsweep.errors import FlagsweepError
@@ -241,7 +241,7 @@ def sweep_on(scheduler: str, sel: sweep.Selection, labels: list[str], opts: swee
     per CPU label (each checked by check_label), merged when there are several."""
     t = target.load(sel.target_name)
     r = sweep.recipe_of(sel)
-    out = (sel.out_dir or sweep.REPORTS / f"{t.name}-{sweep.stamp()}").resolve()
+    out = (sel.out_dir or shipped.reports_dir() / f"{t.name}-{sweep.stamp()}").resolve()
     client = connect(scheduler)
     try:
         return run(client, t, r, list(sel.compilers) or None, labels, out, opts, db, say)

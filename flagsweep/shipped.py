@@ -32,9 +32,13 @@ ROOT = DATA if INSTALLED else PACKAGE.parent
 TARGETS = ROOT / "targets"
 RECIPES = ROOT / "recipes"
 SUPERBUILD = ROOT                  # the folder whose CMakeLists.txt is the superbuild
-# Where a run's folder goes unless --out says: the checkout's reports/, or for an installed
-# package (whose own folder may not be writable) reports/ in the folder the command runs in.
-REPORTS = Path("reports").resolve() if INSTALLED else ROOT / "reports"
+
+
+def reports_dir() -> Path:
+    """Where a run's folder goes unless --out says: reports/ in the folder the command runs
+    in, where the user is (not inside a checkout or a venv they may not be looking at, or may
+    not be able to write), asked at each call since the process may have changed folder."""
+    return Path.cwd() / "reports"
 
 
 @dataclass(frozen=True)

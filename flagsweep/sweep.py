@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from flagsweep import files, report, results
+from flagsweep import files, report, results, shipped
 from flagsweep.across import history
 from flagsweep.build import fingerprint, variants
 from flagsweep.errors import FlagsweepError, Interrupted
@@ -39,8 +39,6 @@ from flagsweep.workload import check, inputs
 
 log = logging.getLogger("flagsweep.sweep")
 METRICS = {**metric_mod.COLUMNS, "auto": "auto"}
-# Where a run writes when no --out is given: reports/ beside the package, in a checkout.
-REPORTS = Path(__file__).resolve().parent.parent / "reports"
 
 
 @dataclass
@@ -137,7 +135,7 @@ def prepare(sel: Selection, say: Callable[[str], None]
     t = target.load(sel.target_name)
     r = recipe_of(sel)
     m = matrix.expand(r, list(sel.compilers) or None)
-    out = sel.out_dir or REPORTS / f"{t.name}-{stamp()}"
+    out = sel.out_dir or shipped.reports_dir() / f"{t.name}-{stamp()}"
     files.check_writable(out, "--out")
     opts = variants.Options(out_dir=out, jobs=sel.jobs or cpu_count(), offline=sel.offline,
                             source_dir=sel.source_dir)

@@ -31,7 +31,12 @@ def test_a_checkout_uses_its_top_level_folders():
     assert shipped.TARGETS == CHECKOUT / "targets"
     assert shipped.RECIPES == CHECKOUT / "recipes"
     assert (shipped.SUPERBUILD / "CMakeLists.txt").read_text().startswith("# flagsweep superbuild")
-    assert shipped.REPORTS == CHECKOUT / "reports"
+
+
+def test_runs_go_where_the_user_is(monkeypatch, tmp_path):
+    """Not into the checkout or the venv: reports/ under the folder the command runs in."""
+    monkeypatch.chdir(tmp_path)
+    assert shipped.reports_dir() == tmp_path / "reports"
 
 
 def test_user_folder_follows_xdg_and_falls_back_to_home_config(monkeypatch, tmp_path):

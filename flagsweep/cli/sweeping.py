@@ -239,12 +239,12 @@ def _print_builds(builds, m) -> None:
               help="Output folder [default: reports/calibrate-TIMESTAMP].")
 def calibrate_cmd(runs, threshold_pct, quick, cpu, out_dir) -> None:
     """Plant effects of +1%, +3% and +10% in the bundled tiny program and see which this machine finds."""
-    from flagsweep import calibration, sweep
+    from flagsweep import calibration, shipped, sweep
     from flagsweep.build import variants
     from flagsweep.cli import show
     from flagsweep.results import store
 
-    out = out_dir or sweep.REPORTS / f"calibrate-{sweep.stamp()}"
+    out = out_dir or shipped.reports_dir() / f"calibrate-{sweep.stamp()}"
     opts = sweep.MeasureOptions(runs=runs, min_runs=runs, max_runs=runs, quick=quick, cpu=cpu,
                                 threshold_pct=threshold_pct)
     path, rows = calibration.run(variants.Options(out_dir=out, jobs=sweep.cpu_count()), opts,

@@ -36,12 +36,12 @@ class Synthetic:
         return Execution(wall, 0.98 * wall, 0.002, 2000, None, False, None)
 
 
-def _start(tmp_path: Path, execute, out: str = "run") -> Path:
+def _start(tmp_path: Path, execute, out: str = "run", say=lambda _: None, **options) -> Path:
     folder = write_tiny_target(tmp_path / "tiny", megabytes=0.25, quick_megabytes=0.25)
     t, r, m, build_opts = sweep.prepare(sweep.Selection(
         str(folder), flag_sets=("-O2", "-O1"), out_dir=tmp_path / out), lambda _: None)
-    opts = sweep.MeasureOptions(min_runs=5, max_runs=12, warmup=1, seed=11, quick=True)
-    return sweep.start(t, r, m, build_opts, opts, Store(), lambda _: None, execute=execute)
+    opts = sweep.MeasureOptions(min_runs=5, max_runs=12, warmup=1, seed=11, quick=True, **options)
+    return sweep.start(t, r, m, build_opts, opts, Store(), say, execute=execute)
 
 
 @pytest.mark.integration
@@ -90,3 +90,16 @@ def test_calibrate_finds_the_planted_effects_and_no_false_alarm(tmp_path):
     assert outcome[0] == "correct" and outcome[3] == "found" and outcome[10] == "found"
     assert {r["planted_pct"]: round(r["ratio"], 2) for r in rows}[10] == 1.10
     assert calibration.smallest_found(rows).startswith("smallest planted effect detected: +")
+
+
+@pytest.mark.integration
+def test_a_complete_run_drops_its_program_outputs_unless_asked_to_keep_them(tmp_path):
+    said = []
+    path = _start(tmp_path, Synthetic({"gcc-O1": 1.10}), say=said.append)
+    scratch = path.parent / "scratch"
+    assert not [p.name for p in scratch.iterdir() if p.suffix in (".out", ".stdout")]
+    assert any(p.name.endswith(".check.stderr") for p in scratch.iterdir())  # diagnostics stay
+    assert any(line.startswith("scratch: ") and "--keep-scratch" in line for line in said)
+    assert reader.load(path)["status"] == "complete"      # nothing the results show is lost
+    kept = _start(tmp_path / "again", Synthetic({"gcc-O1": 1.10}), keep_scratch=True)
+    assert [p.name for p in (kept.parent / "scratch").iterdir() if p.suffix in (".out", ".stdout")]

@@ -85,6 +85,9 @@ def _prepare(kw: dict):
 @click.option("--strict-check", is_flag=True, help="Do not time binaries whose output differs.")
 @click.option("--seed", type=SEED, help="Seed for round order and environment padding, 0 to 2^63-1 "
               "[default: random, recorded].")
+@click.option("--keep-scratch", is_flag=True,
+              help="Keep the check and timing outputs in OUT/scratch after a complete run "
+                   "(deleted by default: they can be hundreds of MB).")
 @click.option("--reference", metavar="BINARY|RUN_DIR",
               help="Measure this kept binary (or an earlier run's baseline binary) beside the "
                    "baseline in every round; `history` divides the machine's drift out by it. "

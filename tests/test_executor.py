@@ -103,3 +103,33 @@ def test_a_complete_run_drops_its_program_outputs_unless_asked_to_keep_them(tmp_
     assert reader.load(path)["status"] == "complete"      # nothing the results show is lost
     kept = _start(tmp_path / "again", Synthetic({"gcc-O1": 1.10}), keep_scratch=True)
     assert [p.name for p in (kept.parent / "scratch").iterdir() if p.suffix in (".out", ".stdout")]
+
+
+@pytest.mark.integration
+def test_the_reproduce_line_repeats_every_option_that_changed_the_measurement(tmp_path):
+    """A sweep with options off their defaults; its report's Reproduce line, parsed by the real
+    `run` command's parser, starts a second sweep whose stored measurement options are the
+    same (the line once left out --metric and --cpu)."""
+    import shlex
+
+    from flagsweep.cli.params import selection
+    from flagsweep.cli.sweeping import _measure_options, run_cmd
+    from flagsweep.report.view import reproduce_command
+
+    first = _start(tmp_path, Synthetic({"gcc-O1": 1.10}), metric="cpu", cpu=0, threshold_pct=2.0,
+                   counters="none", precision_pct=1.5, budget=900.0)
+    doc = reader.load(first)
+    line = reproduce_command(doc)
+    for option in ("--metric cpu", "--cpu 0", "--threshold 2", "--counters none", "--seed 11",
+                   "--compiler gcc", "--quick"):
+        assert option in line, (option, line)
+    argv = shlex.split(line)
+    assert argv[:2] == ["flagsweep", "run"]
+    kw = run_cmd.make_context("run", argv[2:] + ["--out", str(tmp_path / "again")]).params
+    t, r, m, build_opts = sweep.prepare(selection(kw), lambda _: None)
+    again = sweep.start(t, r, m, build_opts, _measure_options(kw), Store(), lambda _: None,
+                        execute=Synthetic({"gcc-O1": 1.10}))
+    redo = reader.load(again)
+    assert redo["measurement"] == doc["measurement"]
+    assert [v["flags"] for v in redo["variants"]] == [v["flags"] for v in doc["variants"]]
+    assert reproduce_command(redo) == line

@@ -136,8 +136,9 @@ def test_builds_section_shows_compile_line_and_failures(rendered):
 
 def test_reproduce_command_repeats_the_sweep():
     cmd = view.reproduce_command(rf.results_doc())
-    assert cmd.startswith("flagsweep run /x --recipe olevels --seed 42")
-    assert "--min-runs 12 --max-runs 12" in cmd and "--threshold 1" in cmd
+    assert cmd.startswith("flagsweep run /x --recipe olevels --compiler gcc --runs 12 --seed 42")
+    assert "--min-runs" not in cmd and "--threshold 1" in cmd      # --runs sets both
+    assert "--metric wall" in cmd and "--cpu 1" in cmd and "--counters auto" in cmd
 
 
 def test_markdown_summary_is_a_pasteable_table(rendered):

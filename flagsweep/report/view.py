@@ -15,7 +15,8 @@ from pathlib import Path
 
 from flagsweep import shipped, stats
 from flagsweep.host import advice
-from flagsweep.results.contract import AA_SUFFIX
+from flagsweep.results.contract import AA_SUFFIX, is_control
+from flagsweep.spec import recipe
 
 VERDICTS = ("faster", "slower", "equivalent", "inconclusive", "identical-code", "not-measured")
 # One colour per verdict, shared by the page's badges and the plots' markers.
@@ -558,23 +559,34 @@ def _method(doc: dict) -> list[tuple[str, str]]:
     return pairs + METHODS
 
 
+# results.json's `measurement` key -> the `run` option that set it. Every option that changes
+# what is measured or how it is judged; not --out, --jobs, --offline or --keep-scratch, which
+# change where files go, not the numbers.
+REPRODUCED = (("seed", "--seed"), ("warmup", "--warmup"), ("min_runs", "--min-runs"),
+              ("max_runs", "--max-runs"), ("budget", "--budget"),
+              ("precision_pct", "--precision"), ("threshold_pct", "--threshold"),
+              ("metric", "--metric"), ("counters", "--counters"), ("cpu", "--cpu"),
+              ("reference", "--reference"))
+
+
 def reproduce_command(doc: dict) -> str:
-    """The command that repeats this sweep (same recipe, seed and stopping rule)."""
+    """The command that repeats this sweep: the same variants and compilers, and every option
+    that changed the measurement (seed, stopping rule, metric, counters, CPU, reference, ...)."""
     ms = doc.get("measurement") or {}
     target = (doc.get("workload") or {}).get("target_file") or doc["target"]
     args = ["flagsweep", "run", _short_target(target, doc["target"])]
-    if doc["recipe"] == "flags":
-        designed = [v for v in doc["variants"] if not v["id"].endswith(AA_SUFFIX)]
+    designed = [v for v in doc["variants"] if not is_control(v["id"])]
+    if doc["recipe"] == recipe.FLAGS_RECIPE:
         for v in designed:
             args += ["--flags", " ".join(v["flags"])]
-        args += [a for c in sorted({v["compiler"] for v in designed}) for a in ("--compiler", c)]
     else:
         args += ["--recipe", doc["recipe"]]
-    for key, opt in (("seed", "--seed"), ("warmup", "--warmup"), ("min_runs", "--min-runs"),
-                     ("max_runs", "--max-runs"), ("budget", "--budget"),
-                     ("precision_pct", "--precision"),
-                     ("threshold_pct", "--threshold"), ("counters", "--counters")):
-        if ms.get(key) is not None:
+    args += [a for c in sorted({v["compiler"] for v in designed}) for a in ("--compiler", c)]
+    if ms.get("runs") is not None:
+        args += ["--runs", str(ms["runs"])]
+    for key, opt in REPRODUCED:
+        if ms.get(key) is not None and not (key in ("min_runs", "max_runs")
+                                            and ms.get("runs") is not None):
             args += [opt, f"{ms[key]:g}" if isinstance(ms[key], float) else str(ms[key])]
     args += ["--quick"] if ms.get("quick") else []
     args += ["--strict-check"] if ms.get("strict_check") else []

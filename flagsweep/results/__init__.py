@@ -121,7 +121,8 @@ def _document(run: dict, variants: list[dict], samples: list[Sample]) -> dict:
         "skipped": o.get("skipped", []),
         "measurement": {k: m[k] for k in ("seed", "warmup", "min_runs", "max_runs", "runs",
                                           "budget", "precision_pct", "cpu", "quick",
-                                          "strict_check", "counters", "threshold_pct", "reference")
+                                          "strict_check", "counters", "threshold_pct", "reference",
+                                          "metric")
                         if k in m} | {"metric_choice": o.get("metric_choice")},
         "variants": [_variant(v, samples, run["started"]) for v in variants],
     }

@@ -130,6 +130,7 @@ class Measurement(Open):
     still_disturbed: Num = None
     runs_saved: Num = None
     reference: Str | None = None
+    metric: Str | None = None               # the --metric option (auto, wall, ...); `metric` is the column
 
 
 class Build(Open):

@@ -267,6 +267,10 @@ def available() -> list[Recipe]:
     return [load(str(p)) for p in sorted(RECIPES_DIR.glob("*.toml"))]
 
 
+# The name of the recipe --flags makes: no file, so a Reproduce line repeats the --flags.
+FLAGS_RECIPE = "cli-flags"
+
+
 def from_flags(flag_sets: list[str], compilers: list[str]) -> Recipe:
     """An ad-hoc recipe from `--flags "..."` options: one variant per flag set, the first the baseline."""
     if not flag_sets or not compilers:
@@ -283,4 +287,4 @@ def from_flags(flag_sets: list[str], compilers: list[str]) -> Recipe:
     include = [Include(flags=f, factors={"flags": f.strip() or "none"}) for f in flag_sets]
     spec = RecipeFile(summary="flags given on the command line", compilers=compilers,
                       include=include, baseline={"flags": flag_sets[0].strip() or "none"})
-    return Recipe(name="cli-flags", path=Path("<command line>"), spec=spec)
+    return Recipe(name=FLAGS_RECIPE, path=Path("<command line>"), spec=spec)

@@ -302,7 +302,7 @@ def main() -> int:
         work = a.work or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ, FLAGSWEEP_DB=f"sqlite:///{work / 'store.sqlite'}",
-                   FLAGSWEEP_LOCK=str(work / "measure.lock"), PYTHONPATH=str(ROOT))
+                   FLAGSWEEP_LOCK_DIR=str(work), PYTHONPATH=str(ROOT))
         only = set(a.only.split(","))
         if "rule" in only:
             section_rule(work, env, a.load_seed)

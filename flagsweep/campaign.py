@@ -24,7 +24,7 @@ def suite_targets() -> list[str]:
 
 
 def run(names: list[str], sel: sweep.Selection, opts: sweep.MeasureOptions, store: Store,
-        say: Callable[[str], None]) -> Path:
+        say: Callable[[str], None], wait: bool = False) -> Path:
     """Sweep each named target into OUT/NAME, then write the suite across them into OUT;
     returns the suite's page."""
     out = (sel.out_dir or shipped.reports_dir() / f"suite-{sweep.stamp()}").resolve()
@@ -36,7 +36,7 @@ def run(names: list[str], sel: sweep.Selection, opts: sweep.MeasureOptions, stor
                                                 say)
             # Each sweep its own options: a sweep records its choices (metric, seed) in them.
             done.append(sweep.start(t, r, m, build_opts, replace(opts), store, say,
-                                    run_name=f"{out.name}-{name}"))
+                                    run_name=f"{out.name}-{name}", wait=wait))
         except Interrupted as e:
             stopped = e
             break

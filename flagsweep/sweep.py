@@ -93,14 +93,16 @@ class Sweep:
 def start(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: variants.Options,
           opts: MeasureOptions, store: Store, say: Callable[[str], None],
           run_name: str | None = None,
-          execute: Callable[..., launcher.Execution] = launcher.run_once) -> Path:
+          execute: Callable[..., launcher.Execution] = launcher.run_once,
+          wait: bool = False) -> Path:
     out = build_opts.out_dir.resolve()
     base = run_name or out.name      # the run id: this, numbered if the store has it
     opts.seed = opts.seed if opts.seed is not None else random.SystemRandom().randrange(2**31)
-    with MeasureLock(f"{t.name} {base}"), _terminate_as_interrupt():
+    cpu = _cpu(opts)
+    with MeasureLock(f"{t.name} {base}", cpu, wait=wait, say=say), _terminate_as_interrupt():
         # Before building: the load average must show other work, not our own compiles.
         machine = system.machine_state(sorted({v.compiler for v in m.variants}),
-                                       pinned_cpu=_cpu(opts))
+                                       pinned_cpu=cpu)
         for warning in advice.warnings(machine):
             say(f"warning: {warning}")
         _counters_usable(opts)               # fail fast, before any build, on what cannot work
@@ -158,7 +160,7 @@ def recipe_of(sel: Selection) -> recipe.Recipe:
 
 def confirm(screen_path: Path, t: target.Target, r: recipe.Recipe, m: matrix.Matrix,
             build_opts: variants.Options, opts: MeasureOptions, store: Store,
-            say: Callable[[str], None]) -> Path | None:
+            say: Callable[[str], None], wait: bool = False) -> Path | None:
     """The flags a screen found to matter, each alone on the base: main effects in a screen are
     aliased with interactions, so survivors are confirmed one at a time. None: nothing
     mattered, so there is nothing to confirm."""
@@ -175,7 +177,7 @@ def confirm(screen_path: Path, t: target.Target, r: recipe.Recipe, m: matrix.Mat
     # A fresh seed: the confirmation is a new experiment, not a replay of the screen's order.
     return start(t, one_by_one, matrix.expand(one_by_one),
                  replace(build_opts, out_dir=out.with_name(out.name + "-confirm")),
-                 replace(opts, seed=None), store, say)
+                 replace(opts, seed=None), store, say, wait=wait)
 
 
 def stamp() -> str:
@@ -189,7 +191,8 @@ def cpu_count() -> int:
 
 
 def resume(id_or_dir: str, store: Store, say: Callable[[str], None],
-           execute: Callable[..., launcher.Execution] = launcher.run_once) -> Path:
+           execute: Callable[..., launcher.Execution] = launcher.run_once,
+           wait: bool = False) -> Path:
     run_id = store.find_run(id_or_dir)
     row = store.run(run_id)
     if row["status"] == "complete":
@@ -203,7 +206,8 @@ def resume(id_or_dir: str, store: Store, say: Callable[[str], None],
                              "samples would not measure the same thing. Start a new run")
     sweep = Sweep(run_id, t, row["recipe"], Path(row["out_dir"]), opts, docs, o["baseline"],
                   execute)
-    with MeasureLock(f"{sweep.target.name} {run_id} (resumed)"), _terminate_as_interrupt():
+    with MeasureLock(f"{sweep.target.name} {run_id} (resumed)", _cpu(opts), wait=wait, say=say), \
+            _terminate_as_interrupt():
         _same_binaries(sweep)
         store.reopen_run(run_id)
         done = store.done(run_id)
@@ -612,7 +616,7 @@ class Sampler:
 def _cpu(opts: MeasureOptions) -> int:
     if opts.cpu is None:
         opts.cpu = launcher.choose_cpu(system.isolated_cpus())
-    online = system.parse_cpu_list(Path("/sys/devices/system/cpu/online").read_text())
+    online = system.online_cpus()
     if opts.cpu not in online:
         raise FlagsweepError(f"--cpu {opts.cpu}: not an online CPU here (online: "
                              f"{', '.join(map(str, online))})")

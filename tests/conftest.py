@@ -24,7 +24,7 @@ def isolated_cache(session_cache: Path, monkeypatch) -> Path:
     """One cache for the whole session (so ccache hits across tests are possible), never the user's."""
     monkeypatch.setenv("FLAGSWEEP_CACHE", str(session_cache))
     monkeypatch.setenv("FLAGSWEEP_DB", f"sqlite:///{session_cache / 'store.sqlite'}")
-    monkeypatch.setenv("FLAGSWEEP_LOCK", str(session_cache / "measure.lock"))
+    monkeypatch.setenv("FLAGSWEEP_LOCK_DIR", str(session_cache))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(session_cache / "config"))   # no user targets
     monkeypatch.delenv("CCACHE_DIR", raising=False)
     return session_cache

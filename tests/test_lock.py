@@ -1,49 +1,104 @@
-"""The measurement lock: a path in $FLAGSWEEP_LOCK that cannot be a lock file is named, with
-the variable, before any work."""
+"""The measurement lock: one sweep per CPU, a queue with --wait, a warning for neighbours, and
+a $FLAGSWEEP_LOCK_DIR that cannot hold lock files named, with the variable, before any work."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+import textwrap
 
 import pytest
 
 from flagsweep.errors import FlagsweepError
+from flagsweep.host import lock
 from flagsweep.host.lock import MeasureLock
 
 
-def _bad_lock(kind: str, tmp_path, small_fs) -> tuple[str, str]:
-    """A $FLAGSWEEP_LOCK that cannot be opened, and the reason the system gives."""
+def _bad_folder(kind: str, tmp_path, small_fs) -> tuple[str, str, str]:
+    """A $FLAGSWEEP_LOCK_DIR whose CPU 0 lock cannot be opened, the file, and the system's reason."""
     if kind == "missing folder":
-        return str(tmp_path / "gone" / "lock"), "No such file or directory"
-    if kind == "a folder":
-        return str(tmp_path), "Is a directory"
-    if kind == "under a file":
+        return str(tmp_path / "gone"), str(tmp_path / "gone" / "flagsweep-cpu0.lock"), \
+            "No such file or directory"
+    if kind == "lock is a folder":
+        (tmp_path / "flagsweep-cpu0.lock").mkdir()
+        return str(tmp_path), str(tmp_path / "flagsweep-cpu0.lock"), "Is a directory"
+    if kind == "a file":
         (tmp_path / "file").write_text("")
-        return str(tmp_path / "file" / "lock"), "Not a directory"
+        return str(tmp_path / "file"), str(tmp_path / "file" / "flagsweep-cpu0.lock"), \
+            "Not a directory"
     small_fs.read_only()
-    return str(small_fs.path / "lock"), "Read-only file system"
+    return str(small_fs.path), str(small_fs.path / "flagsweep-cpu0.lock"), "Read-only file system"
 
 
-@pytest.mark.parametrize("kind", ["missing folder", "a folder", "under a file", "read-only"])
-def test_a_bad_lock_path_names_the_variable(kind, tmp_path, monkeypatch, request):
+@pytest.mark.parametrize("kind", ["missing folder", "lock is a folder", "a file", "read-only"])
+def test_a_bad_lock_folder_names_the_variable(kind, tmp_path, monkeypatch, request):
     small_fs = request.getfixturevalue("small_fs") if kind == "read-only" else None
-    path, why = _bad_lock(kind, tmp_path, small_fs)
-    monkeypatch.setenv("FLAGSWEEP_LOCK", path)
-    with pytest.raises(FlagsweepError) as e, MeasureLock("tiny"):
+    folder, path, why = _bad_folder(kind, tmp_path, small_fs)
+    monkeypatch.setenv("FLAGSWEEP_LOCK_DIR", folder)
+    with pytest.raises(FlagsweepError) as e, MeasureLock("tiny", 0):
         pass
-    assert str(e.value) == (f"cannot open the measurement lock {path} ($FLAGSWEEP_LOCK): {why}; "
-                            "expected a file that can be created and written, in an existing "
-                            "folder")
+    assert str(e.value) == (f"cannot open the measurement lock {path} ($FLAGSWEEP_LOCK_DIR): "
+                            f"{why}; expected a file that can be created and written, in an "
+                            "existing folder")
 
 
 def test_run_with_a_bad_lock_does_nothing(tmp_path, monkeypatch):
-    monkeypatch.setenv("FLAGSWEEP_LOCK", str(tmp_path))
+    (tmp_path / "flagsweep-cpu0.lock").mkdir()
+    monkeypatch.setenv("FLAGSWEEP_LOCK_DIR", str(tmp_path))
     out = tmp_path / "out"
     done = subprocess.run([sys.executable, "-m", "flagsweep", "run", "tiny", "--quick", "--runs",
-                           "2", "--out", str(out)], capture_output=True, text=True)
+                           "2", "--cpu", "0", "--out", str(out)], capture_output=True, text=True)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.splitlines()[-1] == (
-        f"flagsweep: cannot open the measurement lock {tmp_path} ($FLAGSWEEP_LOCK): Is a "
-        "directory; expected a file that can be created and written, in an existing folder")
+        f"flagsweep: cannot open the measurement lock {tmp_path}/flagsweep-cpu0.lock "
+        "($FLAGSWEEP_LOCK_DIR): Is a directory; expected a file that can be created and "
+        "written, in an existing folder")
     assert not out.exists()
+
+
+def test_one_sweep_per_cpu_and_the_refusal_says_what_to_do(tmp_path):
+    with MeasureLock("gzip first", 0, where=tmp_path):
+        with pytest.raises(FlagsweepError) as e, MeasureLock("gzip second", 0, where=tmp_path):
+            pass
+    assert str(e.value).startswith("another sweep is measuring on CPU 0 (pid ")
+    assert "gzip first, since " in str(e.value)
+    assert "add --wait to start when it ends, or pin this one to another CPU with --cpu N" in str(e.value)
+
+
+def test_a_sweep_on_another_cpu_runs_and_is_warned_about_its_neighbour(tmp_path):
+    said: list[str] = []
+    with MeasureLock("gzip first", 0, where=tmp_path):
+        with MeasureLock("lame second", 1, where=tmp_path, say=said.append):
+            assert lock.holders(tmp_path).keys() == {0, 1}
+    assert len(said) == 1 and said[0].startswith("warning: another sweep measures on CPU 0 (pid ")
+    assert "gzip first" in said[0] and ("share caches" in said[0] or "share one core" in said[0])
+    assert lock.holders(tmp_path) == {}   # both let go
+
+
+HOLDER = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from flagsweep.host.lock import MeasureLock
+    with MeasureLock("holder", 0, where=Path(sys.argv[1])):
+        print("held", flush=True)
+        sys.stdin.readline()           # hold until the test says
+""")
+
+
+def test_wait_queues_behind_the_holder_and_starts_when_it_lets_go(tmp_path, monkeypatch):
+    monkeypatch.setattr(lock, "POLL_S", 0.05)
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path)], text=True,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert holder.stdout.readline() == "held\n"
+    said: list[str] = []
+
+    def say(line: str) -> None:
+        said.append(line)
+        if len(said) == 1:
+            holder.stdin.write("go\n")   # the waiter has said who it waits for: let go now
+            holder.stdin.flush()
+
+    with MeasureLock("waiter", 0, wait=True, say=say, where=tmp_path):
+        assert holder.wait(timeout=30) == 0   # the lock came only once the holder was gone
+    assert said[0].startswith(f"waiting for CPU 0: pid {holder.pid}: holder, since ")
+    assert said[-1].startswith("CPU 0 is free after ") and said[-1].endswith("; starting")

@@ -161,13 +161,35 @@ def test_interrupted_sweep_resumes_without_loss_or_duplicates(tiny, tmp_path, ho
         "gcc-O2": 8, "gcc-O1": 8, "gcc-O2.aa": 8}
 
 
-def test_a_second_sweep_is_refused_while_one_measures(tiny, tmp_path):
-    with MeasureLock("gzip gzip-20261122-101312"):
-        result = flagsweep("run", str(tiny), "--flags", "-O2", "--runs", "1", "--quick",
-                           "--out", str(tmp_path / "x"), check=False)
-    assert result.returncode == 2
-    assert "another sweep is measuring on this machine (pid" in result.stderr
-    assert "gzip gzip-20261122-101312" in result.stderr
+def test_a_second_sweep_on_the_same_cpu_is_refused_one_on_another_runs(tiny, tmp_path):
+    with MeasureLock("gzip gzip-20261122-101312", 0):
+        refused = flagsweep("run", str(tiny), "--flags", "-O2", "--runs", "1", "--quick",
+                            "--cpu", "0", "--out", str(tmp_path / "x"), check=False)
+        beside = flagsweep("run", str(tiny), "--flags", "-O2", "--runs", "1", "--quick",
+                           "--cpu", "1", "--out", str(tmp_path / "y"), check=False)
+    assert refused.returncode == 2
+    assert "another sweep is measuring on CPU 0 (pid" in refused.stderr
+    assert "gzip gzip-20261122-101312" in refused.stderr and "--wait" in refused.stderr
+    assert beside.returncode == 0, beside.stderr[-2000:]
+    assert "warning: another sweep measures on CPU 0 (pid" in beside.stderr
+
+
+def test_a_sweep_with_wait_starts_when_the_holder_ends(tiny, tmp_path):
+    """The third sweep of the acceptance: on a busy CPU, --wait queues instead of refusing."""
+    out = tmp_path / "waited"
+    with MeasureLock("gzip first", 0):
+        waiter = subprocess.Popen([sys.executable, "-m", "flagsweep", "run", str(tiny), "--flags",
+                                   "-O2", "--runs", "1", "--quick", "--cpu", "0", "--wait",
+                                   "--out", str(out)], stderr=subprocess.PIPE, text=True)
+        before = [waiter.stderr.readline()]
+        while before[-1] and not before[-1].startswith("waiting for CPU"):
+            before.append(waiter.stderr.readline())
+        assert not (out / "results.json").exists()   # nothing measured while it waits
+    rest = waiter.stderr.read()
+    assert waiter.wait(timeout=300) == 0, rest[-2000:]
+    assert before[-1].startswith("waiting for CPU 0: pid ") and "gzip first" in before[-1]
+    assert "CPU 0 is free after " in rest
+    assert _results(out)["status"] == "complete"
 
 
 def test_resuming_an_unknown_run_says_what_run_ids_are():

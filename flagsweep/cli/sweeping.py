@@ -94,6 +94,9 @@ def _prepare(kw: dict):
                    "See docs/history.md.")
 @click.option("--confirm", is_flag=True, help="After a plackett-burman screen, re-test the flags "
                                               "that matter one at a time against the base.")
+@click.option("--wait", is_flag=True,
+              help="If another sweep measures on this CPU, start when it ends (saying who it "
+                   "waits for) instead of refusing.")
 @click.option("--resume", "resume_id", metavar="RUN_ID|DIR",
               help="Continue an interrupted run, named by its run id or its output folder.")
 @click.option("--all", "all_", is_flag=True,
@@ -107,7 +110,7 @@ def _prepare(kw: dict):
 @click.option("--cpu-label", "cpu_labels", multiple=True, metavar="LABEL",
               help="With --scheduler: measure on workers of this CPU label (repeatable; one "
                    "results.json per label, merged).")
-def run_cmd(confirm, resume_id, all_, skip, scheduler, cpu_labels, **kw) -> None:
+def run_cmd(confirm, wait, resume_id, all_, skip, scheduler, cpu_labels, **kw) -> None:
     """Build TARGET's variants, check their outputs, and measure them in pinned shuffled rounds."""
     from flagsweep import campaign, fleet, sweep
     from flagsweep.results import store
@@ -115,7 +118,7 @@ def run_cmd(confirm, resume_id, all_, skip, scheduler, cpu_labels, **kw) -> None
     db = store.Store()
     if resume_id:
         _resume_alone()
-        return _finish(sweep.resume(resume_id, db, say))
+        return _finish(sweep.resume(resume_id, db, say, wait=wait))
     mopts = _measure_options(kw)
     if mopts.reference and (scheduler or cpu_labels or all_ or skip):
         raise click.UsageError("--reference is one binary beside one target's baseline on this "
@@ -125,16 +128,17 @@ def run_cmd(confirm, resume_id, all_, skip, scheduler, cpu_labels, **kw) -> None
         labels = [fleet.check_label(label) for label in dict.fromkeys(cpu_labels)]
         return _show_fleet(fleet.sweep_on(scheduler, selection(kw), labels, mopts, db, say))
     if all_ or skip:
-        page = campaign.run(_suite_names(all_, skip, confirm, kw), selection(kw), mopts, db, say)
+        page = campaign.run(_suite_names(all_, skip, confirm, kw), selection(kw), mopts, db, say,
+                            wait=wait)
         click.echo(str(page))
         return
     t, r, m, opts = _prepare(kw)
     if confirm and r.spec.design != "plackett-burman":
         raise click.UsageError("--confirm follows a design = \"plackett-burman\" screen")
-    path = sweep.start(t, r, m, opts, mopts, db, say)
+    path = sweep.start(t, r, m, opts, mopts, db, say, wait=wait)
     if confirm:
         _finish(path)
-        path = sweep.confirm(path, t, r, m, opts, mopts, db, say)
+        path = sweep.confirm(path, t, r, m, opts, mopts, db, say, wait=wait)
         if path is None:
             return
     _finish(path)
@@ -142,7 +146,7 @@ def run_cmd(confirm, resume_id, all_, skip, scheduler, cpu_labels, **kw) -> None
 
 def _resume_alone() -> None:
     ctx = click.get_current_context()
-    given = [f"--{name.replace('_', '-')}" for name in ctx.params if name != "resume_id"
+    given = [f"--{name.replace('_', '-')}" for name in ctx.params if name not in ("resume_id", "wait")
              and ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE]
     if given:
         raise click.UsageError(f"--resume continues a run exactly as it started; it takes no "

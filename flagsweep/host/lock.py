@@ -1,9 +1,11 @@
-"""One sweep measures on a machine at a time.
+"""One sweep measures on a CPU at a time.
 
-Two sweeps timing on the same CPUs would measure each other. The lock is an flock on a file in
-/tmp (shared by every user of the machine; the kernel releases it when the holder dies, even by
-kill -9), and the holder writes who it is into the file so the second sweep can say who to wait
-for. $FLAGSWEEP_LOCK overrides the path (tests).
+Two sweeps timing on the same CPU would measure each other; two on different CPUs of one machine
+only share caches, memory bandwidth and (for SMT siblings) a core, which is worth a warning, not
+a refusal. So the lock is per CPU: an flock on /tmp/flagsweep-cpu<N>.lock (shared by every user
+of the machine; the kernel releases it when the holder dies, even by kill -9). The holder writes
+who it is into the file so a second sweep can say who to wait for, and `--wait` queues behind
+it. $FLAGSWEEP_LOCK_DIR puts the lock files in another folder (tests).
 """
 
 from __future__ import annotations
@@ -14,19 +16,60 @@ import os
 import socket
 import time
 from pathlib import Path
+from typing import Callable
 
 from flagsweep.errors import FlagsweepError
+from flagsweep.host import system
 
-DEFAULT = Path("/tmp/flagsweep-measure.lock")
+DEFAULT_DIR = Path("/tmp")
+POLL_S = 1.0          # how often a waiting sweep tries the lock again
+PROGRESS_S = 60.0     # how often it says it is still waiting
+
+
+def folder() -> Path:
+    return Path(os.environ.get("FLAGSWEEP_LOCK_DIR") or DEFAULT_DIR)
+
+
+def lock_path(cpu: int, where: Path | None = None) -> Path:
+    return (where or folder()) / f"flagsweep-cpu{cpu}.lock"
 
 
 class MeasureLock:
-    def __init__(self, what: str, path: Path | None = None):
-        self.path = path or Path(os.environ.get("FLAGSWEEP_LOCK") or DEFAULT)
+    """Held from before the machine state is read to the end of the sweep.
+
+    wait: queue behind a holder (saying who, every PROGRESS_S) instead of refusing.
+    say: where the waiting line and the shared-machine warning go.
+    """
+
+    def __init__(self, what: str, cpu: int, wait: bool = False,
+                 say: Callable[[str], None] | None = None, where: Path | None = None):
+        self.cpu = cpu
+        self.path = lock_path(cpu, where)
         self.what = what
+        self.wait = wait
+        self.say = say or (lambda line: None)
         self.fd: int | None = None
 
     def __enter__(self) -> "MeasureLock":
+        fd = self._open()
+        try:
+            self._acquire(fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "what": self.what,
+                                     "cpu": self.cpu,
+                                     "since": time.strftime("%Y-%m-%d %H:%M:%S")}).encode())
+        except OSError:
+            pass  # a full /tmp: the lock holds all the same, a waiting sweep names no holder
+        self.fd = fd
+        for line in neighbours(self.cpu, self.path.parent):
+            self.say(f"warning: {line}")
+        return self
+
+    def _open(self) -> int:
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
         except PermissionError:
@@ -39,26 +82,38 @@ class MeasureLock:
                                  "written, in an existing folder") from None
         if os.fstat(fd).st_uid == os.geteuid():
             os.fchmod(fd, 0o666)  # the umask trimmed it: every user of the machine must lock it
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        return fd
+
+    def _acquire(self, fd: int) -> None:
+        """Take the lock now, or (with wait) once the holder lets go, saying so as time passes."""
+        began = time.monotonic()
+        last_said: float | None = None
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                if last_said is not None:
+                    self.say(f"CPU {self.cpu} is free after {_duration(time.monotonic() - began)}"
+                             "; starting")
+                return
+            except BlockingIOError:
+                pass
             holder = _read_holder(fd)
-            os.close(fd)
-            raise FlagsweepError(f"another sweep is measuring on this machine ({holder}); "
-                                 "wait for it to finish or stop it, then try again") from None
-        try:
-            os.ftruncate(fd, 0)
-            os.write(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "what": self.what,
-                                     "since": time.strftime("%Y-%m-%d %H:%M:%S")}).encode())
-        except OSError:
-            pass  # a full /tmp: the lock holds all the same, a waiting sweep names no holder
-        self.fd = fd
-        return self
+            if not self.wait:
+                raise FlagsweepError(
+                    f"another sweep is measuring on CPU {self.cpu} ({holder}); add --wait to "
+                    "start when it ends, or pin this one to another CPU with --cpu N "
+                    f"(free here: {_free_list(self.path.parent, self.cpu)})")
+            now = time.monotonic()
+            if last_said is None or now - last_said >= PROGRESS_S:
+                self.say(f"waiting for CPU {self.cpu}: {holder} "
+                         f"(waited {_duration(now - began)})")
+                last_said = now
+            time.sleep(POLL_S)
 
     def _named(self) -> str:
-        """The lock's path, and where it came from when the user chose it."""
-        return (f"{self.path} ($FLAGSWEEP_LOCK)" if os.environ.get("FLAGSWEEP_LOCK")
-                and self.path == Path(os.environ["FLAGSWEEP_LOCK"]) else str(self.path))
+        """The lock's path, and where its folder came from when the user chose it."""
+        return (f"{self.path} ($FLAGSWEEP_LOCK_DIR)" if os.environ.get("FLAGSWEEP_LOCK_DIR")
+                and self.path.parent == Path(os.environ["FLAGSWEEP_LOCK_DIR"]) else str(self.path))
 
     def __exit__(self, *exc) -> None:
         if self.fd is not None:
@@ -66,6 +121,53 @@ class MeasureLock:
             fcntl.flock(self.fd, fcntl.LOCK_UN)
             os.close(self.fd)
             self.fd = None
+
+
+def holders(where: Path | None = None) -> dict[int, str]:
+    """Every CPU another sweep measures on now, and who holds it."""
+    busy = {}
+    for path in sorted((where or folder()).glob("flagsweep-cpu*.lock")):
+        try:
+            cpu = int(path.name[len("flagsweep-cpu"):-len(".lock")])
+            fd = os.open(path, os.O_RDONLY)
+        except (ValueError, OSError):
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        except BlockingIOError:
+            busy[cpu] = _read_holder(fd)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    return busy
+
+
+def neighbours(cpu: int, where: Path | None = None) -> list[str]:
+    """Warnings for sweeps measuring on other CPUs of this machine at the same time."""
+    siblings = set(system.smt_siblings(cpu))
+    lines = []
+    for other, holder in holders(where).items():
+        if other == cpu:
+            continue
+        shared = ("its SMT sibling, so the two share one core" if other in siblings
+                  else "they share caches and memory bandwidth")
+        lines.append(f"another sweep measures on CPU {other} ({holder}): {shared}; both "
+                     "sweeps' timings include some of the other's")
+    return lines
+
+
+def _free_list(where: Path, cpu: int) -> str:
+    online = system.online_cpus()
+    busy = holders(where)
+    free = [c for c in online if c != cpu and c not in busy]
+    return ", ".join(map(str, free)) or "none"
+
+
+def _duration(seconds: float) -> str:
+    m, s = divmod(int(seconds), 60)
+    return f"{m}m{s:02d}s" if m else f"{s}s"
 
 
 def _read_holder(fd: int) -> str:

@@ -79,6 +79,15 @@ def isolated_cpus(root: Path = Path("/")) -> list[int]:
     return parse_cpu_list(_read(Path(root) / CPU_DIR / "isolated"))
 
 
+def online_cpus(root: Path = Path("/")) -> list[int]:
+    return parse_cpu_list(_read(Path(root) / CPU_DIR / "online"))
+
+
+def smt_siblings(cpu: int, root: Path = Path("/")) -> list[int]:
+    """The CPUs sharing a core with this one (itself included); [] where the kernel does not say."""
+    return parse_cpu_list(_read(Path(root) / CPU_DIR / f"cpu{cpu}/topology/thread_siblings_list"))
+
+
 def _cpu_dirs(root: Path) -> dict[int, Path]:
     """cpuN directories under root, by N."""
     base = root / CPU_DIR

@@ -118,6 +118,8 @@ def start(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: vari
                               "a partial build, and builds start in a new folder: run again "
                               "with another --out, or remove it first") from None
         variants.write_summary(out, t, r, m, builds)
+        for line in variants.failures(builds):
+            say(line)
         docs = [b.doc(out) for b in builds]
         docs += aa_twin(docs, m.baseline.id, out)
         docs += reference_arm(docs, m.baseline.id, out, reference)

@@ -85,7 +85,9 @@ def test_project_appending_its_own_O2_is_a_flags_mismatch(tmp_path, fixture_targ
     builds = _build(fixture_target("sneaky"), ["-O0"], tmp_path)
     b = builds["-O0"]
     assert b.status == "flags-mismatch" and not b.flags_verified
-    assert b.detail.count("compile has extra -O2") == 2
+    assert b.detail.startswith("extra -O2 on 2 of 2 compile lines (first: compile has extra -O2")
+    assert "tolerated_flags" not in b.detail   # an -O level is what is measured: never tolerated
+    assert b.log.read_text().count("compile has extra -O2") == 2   # the full list
     assert b.binary is not None and b.binary.exists()  # built, shown, but not trusted
 
 
@@ -190,4 +192,35 @@ def test_cmake_project_setting_its_own_flags_stays_caught(tmp_path):
         "main.c": MAIN_C})
     (b,) = _build(t, ["-O2"], tmp_path / "run").values()
     assert b.status == "flags-mismatch"
-    assert b.detail.startswith("compile has extra -O0; missing -O2: ")
+    assert b.detail.startswith("extra -O0 on 1 of 1 compile lines; missing -O2 on 1 of 1 compile "
+                               "lines (first: compile has extra -O0; missing -O2: ")
+    assert b.fixes[0].startswith("the build puts its own flags over the variant's "
+                                                "(-O0 no -O2): make its CFLAGS (make) or "
+                                                "CMAKE_C_FLAGS (cmake) come only from flagsweep")
+
+
+def test_a_flag_the_project_adds_itself_is_one_line_with_the_tolerated_flags_to_add(tmp_path):
+    files = {"CMakeLists.txt": 'cmake_minimum_required(VERSION 3.18)\nproject(p C)\n'
+                               'add_compile_options(-fPIC)\n'
+                               'add_executable(prog main.c a.c b.c c.c)\n',
+             "main.c": "int a(void); int b(void); int c(void);\n"
+                       "int main(void) { return a() + b() + c(); }\n",
+             **{f"{n}.c": f"int {n}(void) {{ return 0; }}\n" for n in "abc"}}
+    t = _project(tmp_path / "pic", "cmake", files)
+    (b,) = _build(t, ["-O2"], tmp_path / "run").values()
+    assert b.status == "flags-mismatch"
+    lines = b.detail.splitlines()
+    assert lines[0].startswith("extra -fPIC on 4 of 4 compile lines (first: compile has extra -fPIC")
+    assert lines[1] == f"the full list (4) is in {b.log}"
+    assert b.fixes == [("if the project's build adds -fPIC itself (as CMake does -fPIC for shared "
+                        f"libraries), add under [build] in {t.path}: "
+                        'tolerated_flags = ["-fPIC"]')]
+    # Five variants with the same own flag: five one-line failures, the fix said once.
+    said = variants.failures([b] * 5)
+    assert len(said) == 6 and said[-1] == b.fixes[0]
+    assert said[0] == f"gcc-O2: flags-mismatch, not measured: {lines[0]}"
+    # The line, added as it says, is the fix.
+    toml = t.path.read_text().replace("[build]\n", '[build]\ntolerated_flags = ["-fPIC"]\n')
+    t.path.write_text(toml)
+    (b,) = _build(target.load(str(t.path.parent)), ["-O2"], tmp_path / "run2").values()
+    assert b.status == "ok" and b.audit["tolerated_seen"] == ["-fPIC"]

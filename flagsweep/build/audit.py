@@ -71,6 +71,11 @@ class Audit:
     problems: list[str] = field(default_factory=list)
     tolerated_seen: list[str] = field(default_factory=list)
     compile_line: list[str] | None = None   # the first compile's argv, shown in the report
+    # Compile lines whose flags differ, counted per flag: a project's own -fPIC on 300 compiles
+    # is one finding with one fix, not 300 problems.
+    extra: dict[str, int] = field(default_factory=dict)
+    missing: dict[str, int] = field(default_factory=dict)
+    every_problem: list[str] = field(default_factory=list)   # uncapped, for the build log
 
     def to_json(self) -> dict:
         return {"verified": self.verified, "compiles": self.compiles, "links": self.links,
@@ -160,7 +165,7 @@ def audit(compile_log: Path, tree: Path, expected: list[str], tolerated: list[st
     if result.compiles == 0:
         result.problems.append(f"no compile command was recorded in {compile_log.name}: "
                                "the build did not use the audited compiler")
-    result.problems = _dedupe(result.problems)
+    result.problems = result.every_problem = _dedupe(result.problems)
     if len(result.problems) > MAX_PROBLEMS:
         extra = len(result.problems) - MAX_PROBLEMS
         result.problems = result.problems[:MAX_PROBLEMS] + [f"... and {extra} more"]
@@ -188,6 +193,10 @@ def _check_commands(commands: list[Command], want: list[str], tolerated: list[st
             objects_logged |= _outputs(cmd)
             if got != want:
                 result.problems.append(_mismatch(argv, cmd.cwd, got, want))
+                for flag in (f for f in got if f not in want):
+                    result.extra[flag] = result.extra.get(flag, 0) + 1
+                for flag in (f for f in want if f not in got):
+                    result.missing[flag] = result.missing.get(flag, 0) + 1
         else:
             result.links += 1
             extra = [f for f in got if f not in want]
@@ -278,6 +287,42 @@ def _mismatch(argv: list[str], cwd: Path, got: list[str], want: list[str]) -> st
     if not parts:
         parts = [f"order {' '.join(got)} instead of {' '.join(want)}"]
     return f"compile has {'; '.join(parts)}: {_short(argv, cwd)}"
+
+
+def explain(a: Audit, log: Path) -> str:
+    """An unverified audit in a few lines: each differing flag once with how many compile
+    lines it was on, the first other problems, and where the full list is."""
+    parts = [f"extra {flag} on {n} of {a.compiles} compile lines" for flag, n in a.extra.items()]
+    parts += [f"missing {flag} on {n} of {a.compiles} compile lines"
+              for flag, n in a.missing.items()]
+    flags_differ = [p for p in a.every_problem if p.startswith("compile has ")]
+    others = [p for p in a.every_problem if not p.startswith("compile has ")]
+    lines = ["; ".join(parts) + f" (first: {flags_differ[0]})"] if parts else []
+    lines += others[:3]
+    if len(others) > 3:
+        lines.append(f"... and {len(others) - 3} more")
+    lines.append(f"the full list ({len(a.every_problem)}) is in {log}")
+    return "\n".join(lines)
+
+
+def fixes(a: Audit, target_file: Path, tolerated: list[str]) -> list[str]:
+    """What to change, for the differences the audit counted per flag."""
+    out = []
+    # An optimisation level the project sets over the variant's is never to be tolerated: it
+    # is the very thing measured (docs/targets.md, project_flags vs tolerated_flags).
+    own = [f for f in a.extra if not f.startswith("-O")]
+    if own:
+        line = ", ".join(f'"{f}"' for f in _dedupe(tolerated + own))
+        out.append(f"if the project's build adds {' '.join(own)} itself (as CMake does -fPIC "
+                   f"for shared libraries), add under [build] in {target_file}: "
+                   f"tolerated_flags = [{line}]")
+    levels = [f for f in a.extra if f.startswith("-O")]
+    if levels or a.missing:
+        out.append("the build puts its own flags over the variant's "
+                   f"({' '.join(levels + ['no ' + f for f in a.missing])}): make its CFLAGS (make) "
+                   "or CMAKE_C_FLAGS (cmake) come only from flagsweep, and put the defines it "
+                   "needs in project_flags (docs/targets.md)")
+    return out
 
 
 def _short(argv: list[str], cwd: Path) -> str:

@@ -47,6 +47,7 @@ class VariantBuild:
     flags_verified: bool = False
     detail: str = ""
     audit: dict | None = field(default=None)
+    fixes: list[str] = field(default_factory=list)   # what to change, said once per sweep
 
     def contract(self, out_dir: Path) -> dict:
         """The results contract's `build` object."""
@@ -269,10 +270,28 @@ def _collect(v: Variant, manifest: dict, target: Target, out: Path) -> VariantBu
                         source=Path(manifest["source"]))
     result.audit, result.flags_verified = a.to_json(), a.verified
     result.status = "ok" if a.verified else "flags-mismatch"
-    result.detail = "; ".join(a.problems)
+    if not a.verified:
+        _log_audit(result.log, a.every_problem)
+        result.detail = audit_mod.explain(a, result.log)
+        result.fixes = audit_mod.fixes(a, target.path, target.spec.build.tolerated_flags)
     result.binary, result.size_bytes = binary, binary.stat().st_size
     result.code_sha256 = fingerprint.code_hash(binary)
     return result
+
+
+def failures(builds: list[VariantBuild]) -> list[str]:
+    """Each build that cannot be measured in one line, then each fix once: five variants with
+    the project's own -fPIC are five lines and one tolerated_flags line, not five lists."""
+    lines = [f"{b.variant.id}: {b.status}, not measured: {b.detail.splitlines()[0]}"
+             for b in builds if b.status != "ok" and b.detail]
+    return lines + list(dict.fromkeys(f for b in builds for f in b.fixes))
+
+
+def _log_audit(log: Path, problems: list[str]) -> None:
+    """Every audit problem, after the build's own output, where the summary points."""
+    with log.open("a") as f:
+        f.write(f"\n---- flag audit: {len(problems)} problems ----\n")
+        f.writelines(p + "\n" for p in problems)
 
 
 def _read_status(vdir: Path) -> dict:

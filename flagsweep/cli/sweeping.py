@@ -232,6 +232,7 @@ def _print_builds(builds, m) -> None:
                  " ".join(b.variant.flags) or "(none)")
     lines = ["* baseline;  code '= X': identical code to variant X, measured once"]
     lines += [f"\n{b.variant.id}: {b.status}\n{b.detail}" for b in builds if b.status != "ok"]
+    lines += [f"\n{fix}" for fix in dict.fromkeys(f for b in builds for f in b.fixes)]
     show.echo(t, *lines)
 
 

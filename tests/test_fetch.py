@@ -129,9 +129,16 @@ def test_wrong_sha256_is_refused_and_nothing_cached(tmp_path):
     with pytest.raises(FetchError) as err:
         fetch.fetch(source_for(tarball.as_uri(), wrong), cache=cache)
     message = str(err.value)
-    assert "sha256 mismatch" in message and wrong in message and sha256(tarball) in message
-    assert tarball.as_uri() in message
-    assert cache_files(cache) == []
+    got = sha256(tarball)
+    kept = cache / "downloads" / "quarantine" / f"{got[:16]}-pkg-1.0.tar.gz"
+    assert message == (f"target 'pkg': could not obtain its tarball (sha256 {wrong}); attempts:\n"
+                       f"  - {tarball.as_uri()}: sha256 mismatch for {tarball.as_uri()}: the "
+                       f"target expects {wrong}, the file has {got}; it is kept, unused, as "
+                       f"{kept}. If the target's sha256 is a placeholder (or you have checked "
+                       f'the file), put sha256 = "{got}" in the target file')
+    # Nothing unverified is cached; the download is kept aside, byte for byte, to look at.
+    assert cache_files(cache) == [f"quarantine/{kept.name}"]
+    assert kept.read_bytes() == tarball.read_bytes()
 
 
 def test_download_then_cached_without_network(tmp_path, http_dir):
@@ -183,6 +190,8 @@ def test_corrupt_cached_file_is_replaced(tmp_path):
     with pytest.raises(FetchError, match="offline"):
         fetch.fetch(source, cache=tmp_path / "cache", offline=True)
     assert not cached.exists()
+    assert (cached.parent / "quarantine" / f"{hashlib.sha256(b'bit rot').hexdigest()[:16]}-"
+            f"{cached.name}").read_bytes() == b"bit rot"
 
 
 def test_no_sources_at_all(tmp_path):
@@ -406,12 +415,30 @@ import json, os, shutil, sys
 with open(os.environ["FAKE_APT_LOG"], "a") as log:
     log.write(json.dumps(sys.argv[1:]) + "\\n")
 if "source" in sys.argv:
-    if os.environ.get("FAKE_APT_FAIL"):
+    if os.environ.get("FAKE_APT_FAIL") or sys.argv[-1] in os.environ.get("FAKE_APT_GONE", "").split():
         print("E: Unable to find a source package for " + sys.argv[-1], file=sys.stderr)
         sys.exit(100)
     shutil.copy(os.environ["FAKE_ORIG"], os.environ["FAKE_ORIG_NAME"])
     open("pkg_1.0-1.dsc", "w").write("fake")
 """
+
+
+FAKE_APT_CACHE = """\
+#!{python}
+# Stands in for apt-cache showsrc: prints $FAKE_SHOWSRC (the Sources stanzas), else knows nothing.
+import os, sys
+text = os.environ.get("FAKE_SHOWSRC")
+if not text:
+    print("W: Unable to locate package " + sys.argv[-1], file=sys.stderr)
+    sys.exit(0)
+print(text)
+"""
+
+
+def showsrc(version: str, orig_sha: str, orig: str = "pkg_1.0.orig.tar.gz") -> str:
+    return (f"Package: pkg\nVersion: {version}\nFormat: 3.0 (quilt)\nChecksums-Sha256:\n"
+            f" {'d' * 64} 100 pkg_{version}.dsc\n {orig_sha} 200 {orig}\n"
+            f" {'e' * 64} 300 pkg_{version}.debian.tar.xz\nDirectory: pool/main/p/pkg\n")
 
 
 @pytest.fixture
@@ -422,6 +449,9 @@ def fake_apt(tmp_path, monkeypatch):
     script = bin_dir / "apt-get"
     script.write_text(FAKE_APT_GET.format(python=sys.executable))
     script.chmod(0o755)
+    cache_script = bin_dir / "apt-cache"
+    cache_script.write_text(FAKE_APT_CACHE.format(python=sys.executable))
+    cache_script.chmod(0o755)
     etc = tmp_path / "etc-apt"
     etc.mkdir()
     (etc / "sources.list").write_text("deb http://mirror.example/debian bookworm main\n")
@@ -470,7 +500,39 @@ def test_debian_orig_with_other_bytes_is_refused(tmp_path, fake_apt, monkeypatch
     source = source_for("", "4" * 64, DebianSource("pkg", "1.0-1"))
     with pytest.raises(FetchError, match="sha256 mismatch for Debian's pkg_1.0.orig.tar.gz"):
         fetch.fetch(source, cache=tmp_path / "cache")
-    assert cache_files(tmp_path / "cache") == []
+    assert cache_files(tmp_path / "cache") == [f"quarantine/{sha256(orig)[:16]}-pkg_1.0.orig.tar.gz"]
+
+
+def test_a_version_the_mirror_lost_falls_back_to_another_with_the_same_orig(
+        tmp_path, fake_apt, monkeypatch):
+    orig = good_tarball(tmp_path / "orig.tar.gz")
+    monkeypatch.setenv("FAKE_ORIG", str(orig))
+    monkeypatch.setenv("FAKE_ORIG_NAME", "pkg_1.0.orig.tar.gz")
+    # The target names a security update the mirror no longer serves; the index lists it, the
+    # release it was made from (same orig), an older upload with other bytes, and a newer one.
+    monkeypatch.setenv("FAKE_APT_GONE", "pkg=1.0-3+deb12u1 pkg=1.0-4")
+    monkeypatch.setenv("FAKE_SHOWSRC", "\n".join([
+        showsrc("1.0-3", sha256(orig)), showsrc("0.9-1", "f" * 64, "pkg_0.9.orig.tar.gz"),
+        showsrc("1.0-4", sha256(orig)), showsrc("1.0-3+deb12u1", sha256(orig))]))
+    source = source_for("", sha256(orig), DebianSource("pkg", "1.0-3+deb12u1"))
+    path = fetch.fetch(source, cache=tmp_path / "cache")
+    assert sha256(path) == sha256(orig)
+    calls = [json.loads(line) for line in fake_apt.read_text().splitlines()]
+    tried = [argv[-1] for argv in calls if "source" in argv]
+    # The recorded version, then the same bytes newest first; never 0.9-1.
+    assert tried == ["pkg=1.0-3+deb12u1", "pkg=1.0-4", "pkg=1.0-3"]
+
+
+def test_debian_releases_lists_versions_newest_first_with_their_orig(tmp_path, fake_apt,
+                                                                       monkeypatch):
+    monkeypatch.setenv("FAKE_SHOWSRC", "\n".join([showsrc("1.0-3", "a" * 64),
+                                                  showsrc("1:0.1-1", "b" * 64, "pkg_0.1.orig.tar.xz"),
+                                                  showsrc("1.0-3+deb12u1", "a" * 64)]))
+    got = fetch.debian_releases("pkg", cache=tmp_path / "cache")
+    assert [(r.version, r.orig, r.orig_sha256) for r in got] == [
+        ("1:0.1-1", "pkg_0.1.orig.tar.xz", "b" * 64),          # an epoch wins
+        ("1.0-3+deb12u1", "pkg_1.0.orig.tar.gz", "a" * 64),
+        ("1.0-3", "pkg_1.0.orig.tar.gz", "a" * 64)]
 
 
 def test_debian_failure_lists_every_attempt(tmp_path, fake_apt, monkeypatch):

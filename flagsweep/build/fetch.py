@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import fcntl
+import functools
 import logging
 import os
 import re
@@ -24,6 +25,7 @@ import tarfile
 import tempfile
 import urllib.parse
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
@@ -37,6 +39,7 @@ log = logging.getLogger("flagsweep.build.fetch")
 URL_TIMEOUT = 20  # seconds without data before an upstream URL counts as failed
 APT_TIMEOUT = 900  # seconds for one apt-get run (update fetches ~10 MB of Sources indexes)
 APT_GET = "apt-get"
+APT_CACHE = "apt-cache"
 APT_ETC = Path("/etc/apt")
 _CHUNK = 1 << 20
 
@@ -103,10 +106,21 @@ def _find_cached(source: Source, downloads: Path) -> Path | None:
         if got == source.sha256:
             log.debug("%s: using cached %s", source.name, path)
             return path
-        log.warning("%s: cached %s has sha256 %s, expected %s; deleting it",
-                    source.name, path, got, source.sha256)
-        path.unlink()
+        kept = _quarantine(path, got, downloads)
+        log.warning("%s: cached %s has sha256 %s, expected %s; moved to %s",
+                    source.name, path, got, source.sha256, kept)
     return None
+
+
+def _quarantine(path: Path, got: str, downloads: Path, name: str | None = None) -> Path:
+    """Keep a file whose bytes are not the expected ones where it is never used, named by its
+    own sha256, so the user can look at it (a placeholder sha256 in a new target file, a
+    re-released tarball, a corrupt mirror) instead of downloading it again."""
+    folder = downloads / "quarantine"
+    folder.mkdir(parents=True, exist_ok=True)
+    kept = folder / f"{got[:16]}-{name or path.name}"
+    os.replace(path, kept)
+    return kept
 
 
 
@@ -129,8 +143,11 @@ def _install_verified(source: Source, candidate: Path, downloads: Path, origin: 
     """Rename candidate into the cache if its sha256 is the expected one, else refuse."""
     got = files.sha256_file(candidate)
     if got != source.sha256:
-        raise FetchError(f"sha256 mismatch for {origin}: expected {source.sha256}, got {got}; "
-                         f"the file was deleted")
+        kept = _quarantine(candidate, got, downloads, fallback_name)
+        raise FetchError(f"sha256 mismatch for {origin}: the target expects {source.sha256}, "
+                         f"the file has {got}; it is kept, unused, as {kept}. If the target's "
+                         "sha256 is a placeholder (or you have checked the file), put "
+                         f"sha256 = \"{got}\" in the target file")
     final = downloads / _cache_name(source, fallback_name)
     os.replace(candidate, final)
     log.info("%s: verified and cached %s", source.name, final)
@@ -147,15 +164,66 @@ def _download(source: Source, url: str, downloads: Path) -> Path:
                 shutil.copyfileobj(response, out, _CHUNK)
         except (OSError, ValueError) as err:  # URLError, HTTPError, timeouts are OSErrors
             raise FetchError(f"download failed: {err}") from err
+        base = Path(urllib.parse.urlsplit(url).path).name
         return _install_verified(source, part, downloads, url,
-                                 f"{source.name}-{source.version}.tar")
+                                 base if ".tar" in base else f"{source.name}-{source.version}.tar")
 
 
 # --- the Debian fallback -------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class DebianRelease:
+    """One version of a source package as the archive's Sources index lists it."""
+
+    package: str
+    version: str
+    orig: str | None           # the orig tarball's file name (None: a native package)
+    orig_sha256: str | None
+
+
+def debian_releases(package: str, cache: Path | None = None) -> list[DebianRelease]:
+    """Every version of a Debian source package the system's Debian mirrors list, newest
+    first, each with its orig tarball's name and sha256 (from the Sources index, before any
+    download)."""
+    downloads = (cache or cache_dir()) / "downloads"
+    downloads.mkdir(parents=True, exist_ok=True)
+    with _apt_tree(downloads) as (options, _):
+        return _releases(options, package, downloads)
+
+
 def _fetch_from_debian(source: Source, downloads: Path) -> Path:
-    """Download Debian's source package through a private apt tree; cache its orig tarball."""
+    """Download Debian's source package through a private apt tree; cache its orig tarball.
+
+    The recorded version first, then every other version whose orig tarball the index says
+    has the recorded sha256, newest first: a target that names a security update
+    (1.2-3+deb12u1) that a mirror no longer serves still gets the same bytes from 1.2-3."""
     assert source.debian is not None
+    with _apt_tree(downloads) as (options, update):
+        same = [r.version for r in _releases(options, source.debian.package, downloads)
+                if r.orig_sha256 == source.sha256 and r.version != source.debian.version]
+        failures = []
+        for version in [source.debian.version, *same]:
+            debian = DebianSource(source.debian.package, version)
+            # The download dir lives inside downloads/ so the orig tarball is renamed, not copied.
+            with tempfile.TemporaryDirectory(dir=downloads, prefix=".debian-") as workdir:
+                try:
+                    _apt_get_source(debian, options, Path(workdir), update)
+                except FetchError as err:
+                    failures.append(str(err) if not failures else f"then {version}: {err}")
+                    continue
+                if version != source.debian.version:
+                    log.warning("%s: %s=%s could not be fetched; %s has the same orig tarball",
+                                source.name, debian.package, source.debian.version, version)
+                orig = _pick_orig(debian, Path(workdir))
+                return _install_verified(source, orig, downloads,
+                                         f"Debian's {orig.name} (expected upstream bytes; "
+                                         f"Debian may have repacked it)", orig.name)
+        raise FetchError("\n".join(failures))
+
+
+@contextlib.contextmanager
+def _apt_tree(downloads: Path) -> Iterator[tuple[list[str], process.Result]]:
+    """The private apt tree, locked and updated: its apt options and the update's result."""
     apt_root = downloads.parent / "apt"
     sources_text = private_sources(APT_ETC)
     if not sources_text:
@@ -163,13 +231,60 @@ def _fetch_from_debian(source: Source, downloads: Path) -> Path:
                          f"{APT_ETC}/sources.list.d to derive deb-src entries from")
     with _locked(apt_root):
         options = _prepare_apt_tree(apt_root, sources_text)
-        # The download dir lives inside downloads/ so the orig tarball is renamed, not copied.
-        with tempfile.TemporaryDirectory(dir=downloads, prefix=".debian-") as workdir:
-            _apt_get_source(source.debian, options, Path(workdir))
-            orig = _pick_orig(source.debian, Path(workdir))
-            return _install_verified(source, orig, downloads,
-                                     f"Debian's {orig.name} (expected upstream bytes; "
-                                     f"Debian may have repacked it)", orig.name)
+        update = _run_apt(options, ["update"], apt_root, _apt_env())
+        # A failed update may still have refreshed the lists that matter (one third-party
+        # mirror without sources is enough to fail it), so go on and let `source` decide.
+        if not update.ok:
+            log.info("apt-get update failed (exit %d), trying apt-get source anyway:\n%s",
+                     update.returncode, update.tail(5))
+        yield options, update
+
+
+def _apt_env() -> dict[str, str]:
+    return dict(os.environ, LC_ALL="C")  # messages in the error tail the user can search for
+
+
+def _releases(options: list[str], package: str, workdir: Path) -> list[DebianRelease]:
+    """The index's versions of package, newest first; [] when apt-cache knows none."""
+    try:
+        shown = _run_apt(options, ["showsrc", "--only-source", package], workdir, _apt_env(),
+                         tool=APT_CACHE)
+    except FetchError as err:
+        log.info("apt-cache showsrc %s: %s", package, err)
+        return []
+    found: dict[str, DebianRelease] = {}
+    for stanza in shown.stdout.split("\n\n") if shown.ok else []:
+        fields = _showsrc_fields(stanza)
+        if fields.get("Package") != package or "Version" not in fields:
+            continue
+        orig = next(((name, sha) for sha, _, name in
+                     (line.split() for line in fields.get("Checksums-Sha256", "").splitlines()
+                      if len(line.split()) == 3)
+                     if ".orig.tar." in name), (None, None))
+        found.setdefault(fields["Version"], DebianRelease(package, fields["Version"], *orig))
+    return sorted(found.values(), key=functools.cmp_to_key(_version_order))
+
+
+def _showsrc_fields(stanza: str) -> dict[str, str]:
+    fields: dict[str, str] = {}
+    key = None
+    for line in stanza.splitlines():
+        if line[:1] in (" ", "\t") and key:
+            fields[key] += line.strip() + "\n"
+        elif ":" in line:
+            key, value = line.split(":", 1)
+            fields[key] = value.strip() + ("\n" if not value.strip() else "")
+    return fields
+
+
+def _version_order(a: DebianRelease, b: DebianRelease) -> int:
+    """Newest first, by dpkg's own comparison (epochs, ~, +deb12u1)."""
+    try:
+        newer = subprocess.run(["dpkg", "--compare-versions", a.version, "gt", b.version],
+                               capture_output=True).returncode == 0
+    except FileNotFoundError:  # not Debian: keep the index's order
+        return 0
+    return -1 if newer else (0 if a.version == b.version else 1)
 
 
 @contextlib.contextmanager
@@ -205,18 +320,12 @@ def _prepare_apt_tree(apt_root: Path, sources_text: str) -> list[str]:
     ]
 
 
-def _apt_get_source(debian: DebianSource, options: list[str], workdir: Path) -> None:
-    """apt-get update, then apt-get source --download-only into workdir; FetchError with the
-    error tails if the download did not happen."""
-    env = dict(os.environ, LC_ALL="C")  # messages in the error tail the user can search for
-    update = _run_apt(options, ["update"], workdir, env)
-    # A failed update may still have refreshed the lists that matter (one third-party mirror
-    # without sources is enough to fail it), so go on and let `source` decide.
-    if not update.ok:
-        log.info("apt-get update failed (exit %d), trying apt-get source anyway:\n%s",
-                 update.returncode, update.tail(5))
+def _apt_get_source(debian: DebianSource, options: list[str], workdir: Path,
+                    update: process.Result) -> None:
+    """apt-get source --download-only into workdir; FetchError with the error tails (the
+    update's too, when it failed) if the download did not happen."""
     spec = f"{debian.package}={debian.version}"
-    result = _run_apt(options, ["source", "--download-only", spec], workdir, env)
+    result = _run_apt(options, ["source", "--download-only", spec], workdir, _apt_env())
     if not result.ok:
         detail = f"apt-get source {spec} failed (exit {result.returncode}):\n{result.tail(10)}"
         if not update.ok:
@@ -226,15 +335,16 @@ def _apt_get_source(debian: DebianSource, options: list[str], workdir: Path) -> 
 
 
 def _run_apt(options: list[str], command: list[str], workdir: Path,
-             env: dict[str, str]) -> process.Result:
-    """Run apt-get with the private-tree options; FetchError when it is missing or hangs."""
+             env: dict[str, str], tool: str = APT_GET) -> process.Result:
+    """Run apt-get (or apt-cache) with the private-tree options; FetchError when it is missing
+    or hangs."""
     try:
-        return process.run([APT_GET, *options, *command], cwd=workdir, env=env,
+        return process.run([tool, *options, *command], cwd=workdir, env=env,
                            timeout=APT_TIMEOUT)
     except FileNotFoundError as err:
-        raise FetchError(f"{APT_GET} is not installed (or not on PATH): {err}") from err
+        raise FetchError(f"{tool} is not installed (or not on PATH): {err}") from err
     except subprocess.TimeoutExpired as err:
-        raise FetchError(f"{APT_GET} {' '.join(command)} timed out after "
+        raise FetchError(f"{tool} {' '.join(command)} timed out after "
                          f"{APT_TIMEOUT} s") from err
 
 

@@ -134,6 +134,25 @@ def test_builds_section_shows_compile_line_and_failures(rendered):
     assert "compile line lacks -fsneaky" in html
 
 
+def test_the_a_a_copy_says_what_it_is_instead_of_problems(rendered):
+    _, html, _ = rendered
+    assert ("<code>gcc-O2.aa</code>: not built: A/A twin: a copy of gcc-O2&#39;s binary</summary>"
+            in html)
+    assert "<code>gcc-O2-fsneaky</code>: first compile line and problems</summary>" in html
+    assert "<code>gcc-O2</code>: first compile line</summary>" in html
+
+
+def test_numbers_have_one_format_whatever_their_size():
+    # A peak RSS of 10810 KiB beside rows of 5000: both plain, grouped integers.
+    assert [view._num(x) for x in (10810, 5000.0, 10810.5, 0.523, 1.0811, 0.00012345, None)] == [
+        "10,810", "5,000", "10,810", "0.523", "1.081", "0.0001234", ""]
+
+
+def test_the_page_says_why_its_two_tables_differ(rendered):
+    _, html, _ = rendered
+    assert 'id="two-estimates"' in html and "Read this table for which flag matters" in html
+
+
 def test_reproduce_command_repeats_the_sweep():
     cmd = view.reproduce_command(rf.results_doc())
     assert cmd.startswith("flagsweep run /x --recipe olevels --compiler gcc --runs 12 --seed 42")

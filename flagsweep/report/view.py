@@ -7,6 +7,7 @@ lay these out, so the three never disagree and a test can check a decision witho
 
 from __future__ import annotations
 
+import math
 import os
 import shlex
 import statistics
@@ -119,6 +120,7 @@ class BuildRow:
     log_href: str | None
     log_path: str
     detail: str
+    shows: str          # what its folded part holds: compile line, problems, or what it is
 
 
 @dataclass
@@ -290,7 +292,15 @@ def _p(p: float | None) -> str:
 
 
 def _num(x: float | None) -> str:
-    return "" if x is None else f"{x:.4g}"
+    """At most four significant digits, never in exponent form (a peak RSS of 10810 KiB is 10,810, not
+    1.081e+04 beside rows of plain integers); whole numbers whole."""
+    if x is None:
+        return ""
+    if float(x).is_integer():
+        return f"{int(x):,}"
+    digits = max(0, 3 - math.floor(math.log10(abs(x))))
+    text = f"{x:,.{digits}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 def _times100(x: float | None) -> float | None:
@@ -603,6 +613,9 @@ def _build_row(v: dict, base_dir: Path, out_dir: Path) -> BuildRow:
     b = v["build"]
     audit = b.get("audit") or {}
     log = base_dir / b["log"] if b.get("log") else None
+    # The A/A twin and the reference arm are copies, not builds: their detail says of what.
+    shows = (f"not built: {b.get('detail')}" if is_control(v["id"])
+             else "first compile line and problems" if b.get("detail") else "first compile line")
     return BuildRow(
         id=v["id"], status=b["status"], verified=bool(b.get("flags_verified")),
         compiles=audit.get("compiles"),
@@ -610,7 +623,8 @@ def _build_row(v: dict, base_dir: Path, out_dir: Path) -> BuildRow:
         size=f"{b['size_bytes']:,}" if b.get("size_bytes") else "",
         compile_line=shlex.join(audit["compile_line"]) if audit.get("compile_line") else "",
         log_href=_href(log, out_dir) if log and log.exists() else None,
-        log_path=str(b.get("log") or ""), detail=b.get("detail") or "")
+        log_path=str(b.get("log") or ""),
+        detail="" if is_control(v["id"]) else b.get("detail") or "", shows=shows)
 
 
 def _href(path: Path, out_dir: Path) -> str:

@@ -148,6 +148,13 @@ def test_numbers_have_one_format_whatever_their_size():
         "10,810", "5,000", "10,810", "0.523", "1.081", "0.0001234", ""]
 
 
+def test_a_column_has_one_number_of_decimals():
+    assert view.column([0.321, 0.3206, None, 0.7028]) == ["0.3210", "0.3206", "", "0.7028"]
+    assert view.column([10810.0, 5000.0]) == ["10,810", "5,000"]
+    assert view.column([2.0, 1.5, 12.25]) == ["2.00", "1.50", "12.25"]
+    assert view.column([0.5, 0.5]) == ["0.5", "0.5"]
+
+
 def test_the_page_says_why_its_two_tables_differ(rendered):
     _, html, _ = rendered
     assert 'id="two-estimates"' in html and "Read this table for which flag matters" in html

@@ -206,7 +206,7 @@ def build(doc: dict, results_path: Path, out_dir: Path) -> Report:
         headline=_headline(doc, variants),
         metric=doc["metric"], unit=UNITS.get(doc["metric"], ""),
         threshold_pct=doc.get("threshold_pct", 1.0),
-        variants=_ordered(variants),
+        variants=_ordered(_medians_aligned(variants)),
         effects=sorted((_effect_row(e) for e in doc.get("effects") or []),
                        key=lambda e: e.effect_pct),
         effects_note=(doc.get("effects_design") or {}).get("note", ""),
@@ -266,6 +266,12 @@ def _variant_row(v: dict, doc: dict) -> VariantRow:
         why=c.get("why") or "")
 
 
+def _medians_aligned(rows: list[VariantRow]) -> list[VariantRow]:
+    for row, text in zip(rows, column([r.median for r in rows])):
+        row.median_text = text
+    return rows
+
+
 def _ordered(rows: list[VariantRow]) -> list[VariantRow]:
     """Baseline and its A/A copy first, then the others fastest first, unmeasured last."""
     def key(r: VariantRow):
@@ -289,6 +295,20 @@ def _p(p: float | None) -> str:
     if p is None:
         return ""
     return "<0.0001" if p < 1e-4 else f"{p:.2g}"
+
+
+def column(values: list[float | None]) -> list[str]:
+    """Numbers that are read down a column, with one number of decimals: four significant
+    digits for the smallest (0.321 and 0.3206 become 0.3210 and 0.3206) less the trailing zeros
+    every row shares; whole numbers whole, grouped; never in exponent form."""
+    present = [abs(x) for x in values if x is not None]
+    if not present or all(float(x).is_integer() for x in present):
+        return [_num(x) for x in values]
+    smallest = min((x for x in present if x), default=1.0)
+    digits = max(0, 3 - math.floor(math.log10(smallest)))
+    while digits and all(f"{x:.{digits}f}".endswith("0") for x in values if x is not None):
+        digits -= 1     # zeros every row would end in say nothing
+    return ["" if x is None else f"{x:,.{digits}f}" for x in values]
 
 
 def _num(x: float | None) -> str:
@@ -492,29 +512,35 @@ def _counters(doc: dict, labels: dict[str, str]) -> Counters | None:
     if not measured:
         return None
     if any("instructions" in v["samples"] and "cycles" in v["samples"] for v in measured):
-        rows = [(labels[v["id"]], [_rate(v["samples"], num, den, k) for _, num, den, k in HW_RATES])
-                for v in measured]
+        rows = _formatted([(labels[v["id"]], [_rate(v["samples"], num, den, k)
+                                              for _, num, den, k in HW_RATES]) for v in measured])
         return Counters("hardware", "Hardware counters from perf stat; each figure is the "
                         "median over runs of that run's rate.", [c[0] for c in HW_RATES], rows)
     cols = [(name, key) for name, key in SW_COLUMNS if any(key in v["samples"] for v in measured)]
-    rows = [(labels[v["id"]], [_median_text(v["samples"].get(key)) for _, key in cols])
-            for v in measured]
+    rows = _formatted([(labels[v["id"]], [_median(v["samples"].get(key)) for _, key in cols])
+                       for v in measured])
     return Counters("software", "No hardware counters: IPC and miss rates need a PMU. These "
                     "are the kernel's counts for each run (rusage, and perf's software events "
                     "when asked for), as medians.", [c[0] for c in cols], rows)
 
 
-def _rate(samples: dict, num: str, den: str, k: float) -> str:
+def _rate(samples: dict, num: str, den: str, k: float) -> float | None:
     a, b = samples.get(num), samples.get(den)
     if not a or not b:
-        return ""
+        return None
     rates = [x / y * k for x, y in zip(a, b) if x is not None and y]
-    return _num(statistics.median(rates)) if rates else ""
+    return statistics.median(rates) if rates else None
 
 
-def _median_text(values: list | None) -> str:
+def _median(values: list | None) -> float | None:
     good = [x for x in values or [] if x is not None]
-    return _num(statistics.median(good)) if good else ""
+    return statistics.median(good) if good else None
+
+
+def _formatted(rows: list[tuple[str, list[float | None]]]) -> list[tuple[str, list[str]]]:
+    """Each column in one format (see column)."""
+    texts = list(zip(*(column(list(c)) for c in zip(*(cells for _, cells in rows))))) if rows else []
+    return [(label, list(cells)) for (label, _), cells in zip(rows, texts)]
 
 
 # ---------------------------------------------------------------------------------------------

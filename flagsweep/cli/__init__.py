@@ -23,6 +23,7 @@ COMMANDS = {
     "list": "flagsweep.cli.inventory:list_cmd",
     "cpus": "flagsweep.cli.inventory:cpus_cmd",
     "system": "flagsweep.cli.inventory:system_cmd",
+    "new": "flagsweep.cli.scaffolding:new_cmd",
     "build": "flagsweep.cli.sweeping:build_cmd",
     "run": "flagsweep.cli.sweeping:run_cmd",
     "calibrate": "flagsweep.cli.sweeping:calibrate_cmd",

@@ -1,0 +1,48 @@
+"""`flagsweep new`: a commented target file for a program flagsweep does not ship."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import click
+
+from flagsweep.cli.params import say
+
+
+@click.command("new")
+@click.argument("name")
+@click.option("--debian", "package", metavar="PACKAGE",
+              help="Debian source package to take the program from (its newest version here).")
+@click.option("--version", "version", metavar="DEBIAN_VERSION",
+              help="That Debian version instead of the newest.")
+@click.option("--url", metavar="URL", help="The upstream tarball's URL, tried before Debian.")
+@click.option("--run", "run_line", metavar="COMMAND",
+              help="The run command, if you know it: '{binary} -9 -c {input}' (the input is "
+                   "then sized for it).")
+@click.option("--size", "size", is_flag=True,
+              help="Size NAME's corpus input by timing its own run command at -O2 (after you "
+                   "wrote it), and rewrite the sizes in its file.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), help="Parallel compile jobs.")
+def new_cmd(name, package, version, url, run_line, size, jobs) -> None:
+    """Write ./NAME/target.toml for Debian's source PACKAGE: the release and its sha256, the
+    build system, the executable and the flags the project adds itself, learned from a trial
+    -O2 build; and an input sized by a timed run. You then write the run command and check."""
+    from flagsweep import scaffold, sweep
+
+    jobs = jobs or sweep.cpu_count()
+    if size:
+        if package or version or url or run_line:
+            raise click.UsageError("--size re-times an existing target: no --debian, --version, "
+                                   "--url or --run")
+        click.echo(str(scaffold.resize(name, say, jobs)))
+        return
+    if not package:
+        raise click.UsageError("--debian PACKAGE: which Debian source package holds the program")
+    argv = shlex.split(run_line) if run_line else None
+    path = scaffold.new(name, package, Path(name), say, version=version, url=url, jobs=jobs,
+                        argv=argv)
+    todo = ("check its [check]" if argv else
+            f"write its [run] argv and [check], then `flagsweep new --size {name}`")
+    say(f"wrote {path}: {todo}, then `flagsweep run ./{name} --recipe olevels --quick`")
+    click.echo(str(path))

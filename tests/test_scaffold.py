@@ -1,0 +1,186 @@
+"""`flagsweep new`: the target file a trial build writes, offline on a purpose-made project
+(the Debian index stood in for) and for real on a Debian source package."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from flagsweep import files, scaffold
+from flagsweep.build import fetch, variants
+from flagsweep.errors import FlagsweepError
+from flagsweep.spec import matrix, recipe, target
+
+# A program whose Makefile adds -fPIC to one object (as a project with a shared library does),
+# whose executable is not named like the package, and which does work in proportion to its
+# input (so a run can be sized): 40 passes over the bytes.
+PROJECT = {
+    "Makefile": "all: tool\n"
+                "tool: main.o sum.o\n\t$(CC) $(CFLAGS) -o tool main.o sum.o\n"
+                "sum.o: sum.c\n\t$(CC) $(CFLAGS) -fPIC -c sum.c -o sum.o\n"
+                "main.o: main.c\n\t$(CC) $(CFLAGS) -c main.c -o main.o\n",
+    "sum.c": "unsigned long sum(const unsigned char *p, long n) {\n"
+             "  unsigned long s = 0;\n"
+             "  for (int pass = 0; pass < 40; pass++)\n"
+             "    for (long i = 0; i < n; i++) s = s * 31 + p[i] + pass;\n"
+             "  return s;\n}\n",
+    "main.c": "#include <stdio.h>\n#include <stdlib.h>\n"
+              "unsigned long sum(const unsigned char *, long);\n"
+              "int main(int argc, char **argv) {\n"
+              "  FILE *f = fopen(argv[1], \"rb\"); if (!f) return 2;\n"
+              "  fseek(f, 0, SEEK_END); long n = ftell(f); rewind(f);\n"
+              "  unsigned char *p = malloc(n); if (fread(p, 1, n, f) != (size_t)n) return 3;\n"
+              "  printf(\"%lu\\n\", sum(p, n)); return 0;\n}\n",
+}
+
+
+def _tarball(path: Path, top: str, members: dict[str, str]) -> Path:
+    with tarfile.open(path, "w:gz") as tar:
+        for name, text in members.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"{top}/{name}")
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+@pytest.fixture
+def demo_release(tmp_path, monkeypatch) -> fetch.DebianRelease:
+    """Debian's index as it would list a source package 'demo-src' 1.0-2, its orig tarball
+    already in the cache (so nothing is downloaded)."""
+    orig = _tarball(tmp_path / "demo-src_1.0.orig.tar.gz", "demo-1.0", PROJECT)
+    digest = hashlib.sha256(orig.read_bytes()).hexdigest()
+    downloads = files.cache_dir() / "downloads"
+    downloads.mkdir(parents=True, exist_ok=True)
+    shutil.copy(orig, downloads / f"{digest[:16]}-{orig.name}")
+    release = fetch.DebianRelease("demo-src", "1.0-2", orig.name, digest)
+    older = fetch.DebianRelease("demo-src", "0.9-1", "demo-src_0.9.orig.tar.gz", "0" * 64)
+    monkeypatch.setattr(fetch, "debian_releases", lambda package, cache=None: [release, older])
+    return release
+
+
+@pytest.mark.integration
+def test_new_finds_the_release_the_executable_and_the_projects_own_flags(tmp_path, demo_release):
+    said: list[str] = []
+    folder = tmp_path / "demo"
+    path = scaffold.new("demo", "demo-src", folder, said.append,
+                        argv=["{binary}", "{input}"])
+    text = path.read_text()
+    t = target.load(str(folder))
+    # The newest release, verified by its sha256.
+    assert t.spec.source.sha256 == demo_release.orig_sha256
+    assert (t.spec.source.debian.package, t.spec.source.debian.version) == ("demo-src", "1.0-2")
+    assert t.spec.version == "1.0" and t.spec.build.system == "make"
+    # The executable the trial build made, though not named like the package.
+    assert t.spec.build.binary == "tool"
+    assert "# the trial build made 1 executable(s): tool; this one was picked" in text
+    # The project's own -fPIC tolerated, with what the trial saw; never an -O level.
+    assert t.spec.build.tolerated_flags == ["-fPIC"]
+    assert ("#   -fPIC: the project's build adds it on 1 of 2 compile lines of the trial -O2 "
+            "build") in text
+    assert said[2:5] == ["trial build 1 at -O2: failed", "trial build 2 at -O2: flags-mismatch",
+                         "trial build 3 at -O2: ok"]
+    # Sized by timing the run command; the trial builds are gone, the file verifies as is.
+    assert "(timed at -O2: " in text and t.spec.inputs.quick_megabytes < t.spec.inputs.megabytes
+    assert not (folder / "trial").exists()
+    m = matrix.expand(recipe.from_flags(["-O2"], ["gcc"]))
+    (b,) = variants.build_all(t, m, variants.Options(out_dir=tmp_path / "check", jobs=2))
+    assert b.status == "ok" and b.flags_verified
+
+
+@pytest.mark.integration
+def test_new_with_a_placeholder_run_leaves_sizing_to_size(tmp_path, demo_release):
+    folder = tmp_path / "demo"
+    scaffold.new("demo", "demo-src", folder, lambda line: None)
+    text = (folder / "target.toml").read_text()
+    assert 'argv = ["{binary}", "{input}"]' in text
+    assert "megabytes = 1  # ~2 s at -O2 (not sized: write [run], then `flagsweep new --size" in text
+    # The user writes the run command; --size times it and rewrites only the sizes.
+    edited = text.replace('argv = ["{binary}", "{input}"]', 'argv = ["{binary}", "{input}"]  # mine')
+    (folder / "target.toml").write_text(edited)
+    scaffold.resize(str(folder), lambda line: None)
+    after = (folder / "target.toml").read_text()
+    assert "# mine" in after and "(timed at -O2: " in after
+    assert [line for line in after.splitlines() if "megabytes" not in line] == \
+        [line for line in edited.splitlines() if "megabytes" not in line]
+    t = target.load(str(folder))
+    assert 0 < t.spec.inputs.quick_megabytes < t.spec.inputs.megabytes
+
+
+def test_new_refuses_an_existing_file_and_a_bad_run(tmp_path, demo_release):
+    (tmp_path / "demo").mkdir()
+    (tmp_path / "demo" / "target.toml").write_text("")
+    with pytest.raises(FlagsweepError, match="target.toml exists: edit it, size its input"):
+        scaffold.new("demo", "demo-src", tmp_path / "demo", print)
+    with pytest.raises(FlagsweepError) as e:
+        scaffold.new("other", "demo-src", tmp_path / "other", print, argv=["cat", "{input}"])
+    assert "--run 'cat {input}':" in str(e.value) and "argv[0] must be '{binary}'" in str(e.value)
+    with pytest.raises(FlagsweepError, match=r"--version 7: demo-src has 1.0-2, 0.9-1 here"):
+        scaffold.new("other", "demo-src", tmp_path / "other", print, version="7")
+
+
+def test_build_systems_are_told_apart(tmp_path):
+    def tree(name: str, **members: str) -> Path:
+        root = tmp_path / name
+        root.mkdir()
+        for file, text in members.items():
+            (root / file).write_text(text)
+        return root
+
+    autoconf = "#! /bin/sh\n# Generated by GNU Autoconf 2.71 for x 1.0.\n"
+    assert scaffold.detect_system(tree("a", configure=autoconf, Makefile=""))[0] == "autotools"
+    # brotli's configure only wraps CMake: CMake it is.
+    wrapper = "#!/bin/sh\ncmake .\n"
+    assert scaffold.detect_system(tree("b", configure=wrapper,
+                                       **{"CMakeLists.txt": ""}))[0] == "cmake"
+    assert scaffold.detect_system(tree("c", Makefile=""))[0] == "make"
+    with pytest.raises(FlagsweepError, match="no configure script, CMakeLists.txt or Makefile"):
+        scaffold.detect_system(tree("d", **{"README": ""}))
+
+
+def test_executables_are_the_elf_programs_not_libraries_or_probes(tmp_path):
+    (tmp_path / "CMakeFiles").mkdir()
+    src = tmp_path / "x.c"
+    src.write_text("int main(void) { return 0; }\n")
+    subprocess.run(["gcc", str(src), "-o", str(tmp_path / "prog")], check=True)
+    subprocess.run(["gcc", str(src), "-o", str(tmp_path / "CMakeFiles" / "probe")], check=True)
+    subprocess.run(["gcc", "-shared", "-fPIC", str(src), "-o", str(tmp_path / "libx.so.1")],
+                   check=True)
+    (tmp_path / "script").write_text("#!/bin/sh\n")
+    os.chmod(tmp_path / "script", 0o755)
+    assert scaffold.executables(tmp_path) == [tmp_path / "prog"]
+
+
+def test_sizing_says_why_a_run_cannot_be_sized(tmp_path):
+    script = tmp_path / "fails"
+    script.write_text("#!/bin/sh\necho 'no such option: -q' >&2\nexit 4\n")
+    script.chmod(0o755)
+    with pytest.raises(FlagsweepError) as e:
+        scaffold.size_input(["{binary}", "-q", "{input}"], script, print)
+    assert str(e.value) == "{binary} -q {input} exited 4 (no such option: -q)"
+
+
+@pytest.mark.network
+@pytest.mark.integration
+def test_new_on_a_real_debian_package_builds_verified_without_edits(tmp_path):
+    """bzip2 (a plain Makefile): the file `new` writes builds verified at -O2 as it is."""
+    if shutil.which("apt-get") is None or not fetch.private_sources():
+        pytest.skip("no apt-get, or no Debian entries in the system's apt sources")
+    done = subprocess.run([sys.executable, "-m", "flagsweep", "new", "bz", "--debian", "bzip2"],
+                          cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "bz/target.toml"
+    t = target.load(str(tmp_path / "bz"))
+    assert t.spec.build.system == "make" and t.spec.build.binary == "bzip2"
+    assert "trial build 1 at -O2: ok" in done.stderr
+    m = matrix.expand(recipe.from_flags(["-O2"], ["gcc"]))
+    (b,) = variants.build_all(t, m, variants.Options(out_dir=tmp_path / "check", jobs=2))
+    assert b.status == "ok" and b.flags_verified

@@ -4,6 +4,7 @@ on the bundled tiny target and on small make projects that try to slip flags pas
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -61,6 +62,24 @@ def test_rebuild_in_a_fresh_folder_hits_ccache_and_gives_the_same_code(tmp_path,
     assert hits >= 2  # main.c and kernel.c (and CMake's compiler probe), in a new build folder
     assert after["cache_miss"] == before["cache_miss"]
     assert first["-O1 -fno-inline"].code_sha256 == second["-O1 -fno-inline"].code_sha256
+
+
+def test_a_copy_of_the_source_elsewhere_hits_the_same_cache_entries(tmp_path, isolated_cache):
+    """--source-dir with CMake: the same code in another folder is the same ccache entry."""
+    t = target.load("tiny")
+    m = matrix.expand(recipe.from_flags(["-O1 -fno-unroll-loops"], ["gcc"]))
+    (first,) = variants.build_all(t, m, variants.Options(out_dir=tmp_path / "a", jobs=2))
+    copy = tmp_path / "elsewhere" / "deeper" / "src"
+    shutil.copytree(t.local_source(), copy)
+    before = _ccache_stats(isolated_cache)
+    (second,) = variants.build_all(t, m, variants.Options(out_dir=tmp_path / "b", jobs=2,
+                                                          source_dir=copy))
+    after = _ccache_stats(isolated_cache)
+    hits = sum(after[k] - before.get(k, 0) for k in ("direct_cache_hit", "preprocessed_cache_hit"))
+    assert hits >= 2 and after["cache_miss"] == before["cache_miss"]
+    assert second.status == "ok" and second.flags_verified
+    assert first.code_sha256 == second.code_sha256
+    assert (tmp_path / "b" / "source").resolve() == copy.resolve()
 
 
 def test_a_failing_variant_does_not_sink_the_others(tmp_path):

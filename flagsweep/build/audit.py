@@ -154,7 +154,9 @@ def audit(compile_log: Path, tree: Path, expected: list[str], tolerated: list[st
     want = _dedupe(codegen_flags(["cc", *expected]))
     result = Audit(verified=False)
     objects_logged = _check_commands(commands, want, tolerated, result)
-    roots = [p.resolve() for p in (tree, source) if p is not None]
+    # A root as the build named it (a link: variants._linked) and as it really is.
+    roots = list(dict.fromkeys(r for p in (tree, source) if p is not None
+                               for r in (_norm(p.absolute()), p.resolve())))
     scan = SourceScan(roots, want, tolerated)
     scan.run([cmd for cmd in commands if cmd.kind == "compile"])
     result.problems += scan.problems

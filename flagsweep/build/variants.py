@@ -113,6 +113,8 @@ def build_all(target: Target, matrix: Matrix, opts: Options,
     refuse_earlier_build(out)
     source = source_tree(target, opts)
     (out / "builds").mkdir(parents=True, exist_ok=True)
+    if target.spec.build.system == "cmake":
+        source = _linked(source, out)
     manifest = _manifest(target, matrix, source, out, cache, opts.jobs)
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
     _write_plan(manifest, out)
@@ -124,7 +126,7 @@ def build_all(target: Target, matrix: Matrix, opts: Options,
 
 
 # What a build leaves in its output folder; any of them means the folder was built into before.
-BUILD_OUTPUTS = ("manifest.json", "plan.cmake", "superbuild", "builds", "builds.json")
+BUILD_OUTPUTS = ("manifest.json", "plan.cmake", "superbuild", "builds", "builds.json", "source")
 
 
 def refuse_earlier_build(out: Path) -> None:
@@ -135,6 +137,19 @@ def refuse_earlier_build(out: Path) -> None:
         raise BuildError(f"output folder {out} already holds a build ({', '.join(found)}); "
                          "builds start in a new folder so that no earlier binary or compile log "
                          "is reused: choose another --out, or remove this one")
+
+
+def _linked(source: Path, out: Path) -> Path:
+    """The source tree as CMake should see it: through out/source, a link to it.
+
+    CMake names every source file by its absolute path, and ccache hashes the command line, so
+    the same code in the cache's tree and in a --source-dir copy missed the cache (64 s instead
+    of 3.8 s). Seen through a link in the run's folder, every source tree has one place relative
+    to the build trees, and CCACHE_BASEDIR (the run's folder) makes those paths relative: the
+    same source is the same cache entry wherever it lives."""
+    link = out / "source"
+    link.symlink_to(source, target_is_directory=True)
+    return link
 
 
 def _manifest(target: Target, matrix: Matrix, source: Path, out: Path, cache: Path,

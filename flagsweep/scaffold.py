@@ -35,13 +35,14 @@ from pydantic import ValidationError
 from flagsweep import files
 from flagsweep.build import fetch, variants
 from flagsweep.errors import FlagsweepError
+from flagsweep.results.analysis import build_reason
 from flagsweep.spec import matrix, recipe, target
 from flagsweep.spec.source import DebianSource, Source
 from flagsweep.workload import inputs
 
 FULL_S, QUICK_S = 2.0, 0.3      # what a full and a quick run should take at -O2
 MAX_MB = 512                    # a generated corpus larger than this costs more than it tells
-TRIALS = 3                      # builds at most: as written, with the binary found, tolerated
+TRIALS = 4     # builds at most: as written, the program's own make rule, its binary, tolerated
 PLACEHOLDER_RUN = ["{binary}", "{input}"]
 
 
@@ -57,6 +58,9 @@ class Draft:
     system: str
     binary: str
     configure_args: list[str] = field(default_factory=list)
+    make_args: list[str] = field(default_factory=list)
+    make_note: str = ""
+    source: Path | None = None      # the fetched tree, for reading its Makefile
     tolerated: dict[str, str] = field(default_factory=dict)   # flag -> what the trial saw
     binary_note: str = ""
     build_note: str = ""
@@ -80,14 +84,17 @@ def new(name: str, package: str, folder: Path, say: Callable[[str], None],
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._+-]*", name):
         raise FlagsweepError(f"target name {name!r}: expected letters, digits, '._+-'")
     release = _release(package, version)
-    say(f"{package}: Debian {release.version}, {release.orig} (sha256 {release.orig_sha256})")
-    upstream = DebianSource(package, release.version).upstream_version
+    if release.package != package:
+        say(f"{package}: built from the Debian source package {release.package}")
+    say(f"{release.package}: Debian {release.version}, {release.orig} "
+        f"(sha256 {release.orig_sha256})")
+    upstream = DebianSource(release.package, release.version).upstream_version
     draft = Draft(name=name, package=package, release=release, upstream=upstream,
                   urls=[url] if url else [], system="", binary=package,
                   argv=argv or list(PLACEHOLDER_RUN), run_given=argv is not None)
     if argv:
         _check_run(argv)
-    tree = fetch.prepare(_source(draft))
+    tree = draft.source = fetch.prepare(_source(draft))
     draft.system, draft.configure_args, note = detect_system(tree)
     say(f"{package}: {note}")
     folder.mkdir(parents=True, exist_ok=True)
@@ -98,9 +105,16 @@ def new(name: str, package: str, folder: Path, say: Callable[[str], None],
             _size(draft, path, built, say)
     finally:
         path.write_text(render(draft))
-    if built is not None:
-        shutil.rmtree(trial, ignore_errors=True)
+    if built is None:
+        raise FlagsweepError(f"wrote {path}, but {draft.build_note}{_build_deps(draft)}")
+    shutil.rmtree(trial, ignore_errors=True)
     return path
+
+
+def _build_deps(d: Draft) -> str:
+    """A failed configure or compile is most often a missing library: Debian knows which."""
+    return (f". If a header or library is missing, Debian's build dependencies of the package "
+            f"are `apt-get build-dep {d.release.package}` (as root)")
 
 
 def resize(name_or_path: str, say: Callable[[str], None], jobs: int = 2) -> Path:
@@ -153,7 +167,7 @@ def _check_run(argv: list[str]) -> None:
 def _source(d: Draft) -> Source:
     return Source(name=d.name, version=d.upstream, urls=tuple(d.urls),
                   sha256=d.release.orig_sha256,
-                  debian=DebianSource(d.package, d.release.version))
+                  debian=DebianSource(d.release.package, d.release.version))
 
 
 def detect_system(tree: Path) -> tuple[str, list[str], str]:
@@ -193,22 +207,54 @@ def _trial_builds(d: Draft, path: Path, trial: Path, jobs: int,
             found = executables(tree)
             if not found:
                 break
-            d.binary = _pick(found, [d.package, d.name], tree)
+            d.binary = _pick(found, [d.package, d.release.package, d.name], tree)
             d.binary_note = (f"the trial build made {len(found)} executable(s): "
                              f"{', '.join(p.relative_to(tree).as_posix() for p in found[:6])}"
                              f"{' ...' if len(found) > 6 else ''}; this one was picked")
             continue
+        goal = _make_goal(d) if b.status == "failed" and attempt < TRIALS else None
+        if goal:
+            # zstd's full `make` links a shared library that needs the -fPIC its CFLAGS gave,
+            # and the variant's CFLAGS replace; the program alone needs no library.
+            d.make_args = [goal]
+            d.make_note = (f"`make` of everything failed in the trial ({build_reason(vars(b))}); "
+                           f"the Makefile has a rule for {goal}, so only it is built")
+            continue
         if b.status == "flags-mismatch" and _tolerable(b) and attempt < TRIALS:
             compiles = b.audit["compiles"]
             for flag in _tolerable(b):
-                d.tolerated[flag] = (f"the project's build adds it on {b.extra_flags[flag]} of "
-                                     f"{compiles} compile lines of the trial -O2 build")
+                d.tolerated[flag] = (
+                    f"the project's build adds it on {b.extra_flags[flag]} of {compiles} "
+                    "compile lines of the trial -O2 build" if flag in b.extra_flags else
+                    f"the project's source sets it in {b.source_flags[flag]} optimize "
+                    "attribute(s) or pragma(s) (see the trial's build log)")
             continue
         break
-    said = b.detail.splitlines()[0] if b.detail else "no detail"
+    said = _first(b.detail)
     d.build_note = (f"the trial -O2 build is {b.status}, kept in {trial}: {said}. Fix this "
                     f"file, then check it with `flagsweep build {path.parent} --flags -O2`")
     say(f"{b.variant.id}: {b.status}: {b.detail}")
+    return None
+
+
+def _first(detail: str) -> str:
+    return detail.splitlines()[0].rstrip(":") if detail else "no detail"
+
+
+def _make_goal(d: Draft) -> str | None:
+    """A make project's rule named like its program, when everything was being built."""
+    if d.system != "make" or d.make_args or d.source is None:
+        return None
+    for file in ("GNUmakefile", "makefile", "Makefile"):
+        if (d.source / file).is_file():
+            text = (d.source / file).read_text(errors="replace")
+            for name in dict.fromkeys([d.package, d.release.package, d.name]):
+                # A rule naming it among its targets ("zstd zstd-release:"), not "x := y".
+                word = r"[^\s:#=]+"
+                if re.search(rf"^(?:{word}[ \t]+)*{re.escape(name)}(?:[ \t]+{word})*[ \t]*:(?!=)",
+                             text, re.M):
+                    return name
+            return None
     return None
 
 
@@ -220,7 +266,7 @@ def _build(t: target.Target, out: Path, jobs: int) -> variants.VariantBuild:
 
 def _tolerable(b: variants.VariantBuild) -> list[str]:
     """The flags the audit counted as extra that a target may tolerate: not -O levels."""
-    return [f for f in b.extra_flags if not f.startswith("-O")]
+    return [f for f in dict.fromkeys([*b.extra_flags, *b.source_flags]) if not f.startswith("-O")]
 
 
 def executables(tree: Path) -> list[Path]:
@@ -365,11 +411,11 @@ def render(d: Draft) -> str:
         f"version = {_q(d.upstream)}",
         "",
         "[source]",
-        f"# Debian's {r.orig} of {d.package} {r.version} (the newest here); orig tarballs keep the",
+        f"# Debian's {r.orig} of {r.package} {r.version} (the newest here); orig tarballs keep the",
         "# upstream bytes. Other Debian versions with this sha256 are tried if this one goes.",
         f"urls = {_q(d.urls)}",
         f"sha256 = {_q(r.orig_sha256)}",
-        f"debian = {{ package = {_q(d.package)}, version = {_q(r.version)} }}",
+        f"debian = {{ package = {_q(r.package)}, version = {_q(r.version)} }}",
         "",
         "[build]",
         f"system = {_q(d.system)}",
@@ -379,6 +425,9 @@ def render(d: Draft) -> str:
     lines.append(f"binary = {_q(d.binary)}")
     if d.configure_args:
         lines.append(f"configure_args = {_q(d.configure_args)}")
+    if d.make_args:
+        lines.append(f"# {d.make_note}")
+        lines.append(f"make_args = {_q(d.make_args)}")
     if d.tolerated:
         lines.append("# Code-generation flags the project adds itself, which the audit ignores "
                      "(remove one if")

@@ -535,6 +535,15 @@ def test_debian_releases_lists_versions_newest_first_with_their_orig(tmp_path, f
         ("1.0-3", "pkg_1.0.orig.tar.gz", "a" * 64)]
 
 
+def test_debian_releases_finds_the_source_package_of_a_binary_name(tmp_path, fake_apt,
+                                                                     monkeypatch):
+    stanza = showsrc("1.5-2", "a" * 64, "libzz_1.5.orig.tar.xz").replace(
+        "Package: pkg\n", "Package: libzz\nBinary: zz, libzz1, libzz-dev\n")
+    monkeypatch.setenv("FAKE_SHOWSRC", stanza)
+    (got,) = fetch.debian_releases("zz", cache=tmp_path / "cache")
+    assert (got.package, got.version, got.orig) == ("libzz", "1.5-2", "libzz_1.5.orig.tar.xz")
+
+
 def test_debian_failure_lists_every_attempt(tmp_path, fake_apt, monkeypatch):
     monkeypatch.setenv("FAKE_APT_FAIL", "1")
     url = (tmp_path / "gone.tar.gz").as_uri()

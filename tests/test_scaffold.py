@@ -52,11 +52,10 @@ def _tarball(path: Path, top: str, members: dict[str, str]) -> Path:
     return path
 
 
-@pytest.fixture
-def demo_release(tmp_path, monkeypatch) -> fetch.DebianRelease:
-    """Debian's index as it would list a source package 'demo-src' 1.0-2, its orig tarball
-    already in the cache (so nothing is downloaded)."""
-    orig = _tarball(tmp_path / "demo-src_1.0.orig.tar.gz", "demo-1.0", PROJECT)
+def _release_of(tmp_path, monkeypatch, members: dict[str, str]) -> fetch.DebianRelease:
+    """Debian's index as it would list a source package 'demo-src' 1.0-2 of these files, its
+    orig tarball already in the cache (so nothing is downloaded)."""
+    orig = _tarball(tmp_path / "demo-src_1.0.orig.tar.gz", "demo-1.0", members)
     digest = hashlib.sha256(orig.read_bytes()).hexdigest()
     downloads = files.cache_dir() / "downloads"
     downloads.mkdir(parents=True, exist_ok=True)
@@ -65,6 +64,42 @@ def demo_release(tmp_path, monkeypatch) -> fetch.DebianRelease:
     older = fetch.DebianRelease("demo-src", "0.9-1", "demo-src_0.9.orig.tar.gz", "0" * 64)
     monkeypatch.setattr(fetch, "debian_releases", lambda package, cache=None: [release, older])
     return release
+
+
+@pytest.fixture
+def demo_release(tmp_path, monkeypatch) -> fetch.DebianRelease:
+    return _release_of(tmp_path, monkeypatch, PROJECT)
+
+
+# zstd's case: `make` of everything fails (there a shared library without its -fPIC), while a
+# rule named like the program builds it; and the source sets a flag in an optimize attribute.
+BROKEN_ALL = {
+    **PROJECT,
+    "Makefile": "all: shared demo-src\n"
+                "shared:\n\t@echo 'relocation R_X86_64_PC32 ...; recompile with -fPIC' >&2; exit 1\n"
+                "demo-src: main.o sum.o\n\t$(CC) $(CFLAGS) -o demo-src main.o sum.o\n"
+                "sum.o: sum.c\n\t$(CC) $(CFLAGS) -c sum.c -o sum.o\n"
+                "main.o: main.c\n\t$(CC) $(CFLAGS) -c main.c -o main.o\n",
+    "sum.c": "__attribute__((optimize(\"no-tree-vectorize\")))\n" + PROJECT["sum.c"],
+}
+
+
+@pytest.mark.integration
+def test_new_builds_only_the_programs_rule_when_everything_fails(tmp_path, monkeypatch):
+    _release_of(tmp_path, monkeypatch, BROKEN_ALL)
+    said: list[str] = []
+    folder = tmp_path / "demo"
+    path = scaffold.new("demo", "demo-src", folder, said.append)
+    t = target.load(str(path))
+    assert t.spec.build.make_args == ["demo-src"] and t.spec.build.binary == "demo-src"
+    assert t.spec.build.tolerated_flags == ["-fno-tree-vectorize"]
+    text = path.read_text()
+    assert "the Makefile has a rule for demo-src, so only it is built" in text
+    assert ("#   -fno-tree-vectorize: the project's source sets it in 1 optimize attribute(s) "
+            "or pragma(s)") in text
+    assert [line for line in said if line.startswith("trial build")] == [
+        "trial build 1 at -O2: failed", "trial build 2 at -O2: flags-mismatch",
+        "trial build 3 at -O2: ok"]
 
 
 @pytest.mark.integration

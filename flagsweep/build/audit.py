@@ -75,6 +75,7 @@ class Audit:
     # is one finding with one fix, not 300 problems.
     extra: dict[str, int] = field(default_factory=dict)
     missing: dict[str, int] = field(default_factory=dict)
+    in_source: dict[str, int] = field(default_factory=dict)  # set by optimize attributes, pragmas
     every_problem: list[str] = field(default_factory=list)   # uncapped, for the build log
 
     def to_json(self) -> dict:
@@ -161,6 +162,7 @@ def audit(compile_log: Path, tree: Path, expected: list[str], tolerated: list[st
     scan.run([cmd for cmd in commands if cmd.kind == "compile"])
     result.problems += scan.problems
     result.tolerated_seen = _dedupe(result.tolerated_seen + scan.tolerated_seen)
+    result.in_source = scan.in_source
     if binary is not None:
         result.problems += Trace(commands, roots, tree.resolve()).binary(binary)
     result.problems += _unaudited_objects(tree, objects_logged, since)
@@ -312,7 +314,7 @@ def fixes(a: Audit, target_file: Path, tolerated: list[str]) -> list[str]:
     out = []
     # An optimisation level the project sets over the variant's is never to be tolerated: it
     # is the very thing measured (docs/targets.md, project_flags vs tolerated_flags).
-    own = [f for f in a.extra if not f.startswith("-O")]
+    own = list(dict.fromkeys(f for f in [*a.extra, *a.in_source] if not f.startswith("-O")))
     if own:
         line = ", ".join(f'"{f}"' for f in _dedupe(tolerated + own))
         out.append(f"if the project's build adds {' '.join(own)} itself (as CMake does -fPIC "
@@ -554,6 +556,7 @@ class SourceScan:
         self.roots, self.want, self.tolerated = roots, want, tolerated
         self.problems: list[str] = []
         self.tolerated_seen: list[str] = []
+        self.in_source: dict[str, int] = {}     # flag -> attributes or pragmas setting it
 
     def run(self, compiles: list[Command]) -> None:
         workers = max(1, min(8, os.cpu_count() or 1))
@@ -608,6 +611,7 @@ class SourceScan:
             self.problems.append(f"{place}: {what} sets the optimisation level ({flag}) in the "
                                  "source, over the variant's flags")
         else:
+            self.in_source[flag] = self.in_source.get(flag, 0) + 1
             self.problems.append(f"{place}: {what} sets {flag} in the source, which the "
                                  "variant's flags do not have (list it in the target's "
                                  "build.tolerated_flags if it is the project's own)")

@@ -184,11 +184,11 @@ class DebianRelease:
 def debian_releases(package: str, cache: Path | None = None) -> list[DebianRelease]:
     """Every version of a Debian source package the system's Debian mirrors list, newest
     first, each with its orig tarball's name and sha256 (from the Sources index, before any
-    download)."""
+    download). A binary package's name finds the source package that builds it."""
     downloads = (cache or cache_dir()) / "downloads"
     downloads.mkdir(parents=True, exist_ok=True)
     with _apt_tree(downloads) as (options, _):
-        return _releases(options, package, downloads)
+        return _releases(options, package, downloads, by_binary=True)
 
 
 def _fetch_from_debian(source: Source, downloads: Path) -> Path:
@@ -244,25 +244,41 @@ def _apt_env() -> dict[str, str]:
     return dict(os.environ, LC_ALL="C")  # messages in the error tail the user can search for
 
 
-def _releases(options: list[str], package: str, workdir: Path) -> list[DebianRelease]:
-    """The index's versions of package, newest first; [] when apt-cache knows none."""
-    try:
-        shown = _run_apt(options, ["showsrc", "--only-source", package], workdir, _apt_env(),
-                         tool=APT_CACHE)
-    except FetchError as err:
-        log.info("apt-cache showsrc %s: %s", package, err)
-        return []
+def _releases(options: list[str], package: str, workdir: Path,
+              by_binary: bool = False) -> list[DebianRelease]:
+    """The index's versions of the source package, newest first; [] when apt-cache knows none.
+    by_binary: when no source package has that name, the one that builds a binary package of
+    that name (zstd is built from libzstd)."""
+    stanzas = _showsrc(options, package, workdir, only_source=not by_binary)
+    named = [f for f in stanzas if f.get("Package") == package]
+    if not named and by_binary:
+        builders = {f.get("Package") for f in stanzas
+                    if package in (f.get("Binary") or "").replace(",", " ").split()}
+        if len(builders) == 1:
+            named = [f for f in stanzas if f.get("Package") in builders]
     found: dict[str, DebianRelease] = {}
-    for stanza in shown.stdout.split("\n\n") if shown.ok else []:
-        fields = _showsrc_fields(stanza)
-        if fields.get("Package") != package or "Version" not in fields:
+    for fields in named:
+        if "Version" not in fields:
             continue
         orig = next(((name, sha) for sha, _, name in
                      (line.split() for line in fields.get("Checksums-Sha256", "").splitlines()
                       if len(line.split()) == 3)
                      if ".orig.tar." in name), (None, None))
-        found.setdefault(fields["Version"], DebianRelease(package, fields["Version"], *orig))
+        found.setdefault(fields["Version"],
+                         DebianRelease(fields["Package"], fields["Version"], *orig))
     return sorted(found.values(), key=functools.cmp_to_key(_version_order))
+
+
+def _showsrc(options: list[str], package: str, workdir: Path,
+             only_source: bool) -> list[dict[str, str]]:
+    """apt-cache showsrc's stanzas for a name; [] when it fails or knows nothing."""
+    args = ["showsrc", *(["--only-source"] if only_source else []), package]
+    try:
+        shown = _run_apt(options, args, workdir, _apt_env(), tool=APT_CACHE)
+    except FetchError as err:
+        log.info("apt-cache showsrc %s: %s", package, err)
+        return []
+    return [_showsrc_fields(stanza) for stanza in shown.stdout.split("\n\n")] if shown.ok else []
 
 
 def _showsrc_fields(stanza: str) -> dict[str, str]:

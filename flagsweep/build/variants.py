@@ -49,6 +49,7 @@ class VariantBuild:
     audit: dict | None = field(default=None)
     fixes: list[str] = field(default_factory=list)   # what to change, said once per sweep
     extra_flags: dict[str, int] = field(default_factory=dict)   # flag -> compile lines it was on
+    source_flags: dict[str, int] = field(default_factory=dict)  # flag -> places the source sets it
 
     def contract(self, out_dir: Path) -> dict:
         """The results contract's `build` object."""
@@ -290,7 +291,7 @@ def _collect(v: Variant, manifest: dict, target: Target, out: Path) -> VariantBu
         _log_audit(result.log, a.every_problem)
         result.detail = audit_mod.explain(a, result.log)
         result.fixes = audit_mod.fixes(a, target.path, target.spec.build.tolerated_flags)
-        result.extra_flags = a.extra
+        result.extra_flags, result.source_flags = a.extra, a.in_source
     result.binary, result.size_bytes = binary, binary.stat().st_size
     result.code_sha256 = fingerprint.code_hash(binary)
     return result

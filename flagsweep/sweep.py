@@ -275,23 +275,28 @@ def _measure(sweep: Sweep, store: Store, say: Callable[[str], None]) -> Path:
                              "results once that is fixed") from e
 
 
-# What the check and timed runs produced: judged and done with once the run is complete (a
-# quick sweep of one program left 57 MB, a full one ~350 MB). The stderr files, launcher
-# reports and perf's CSV stay: small, and what a puzzled user reads.
-PRODUCTS = ("*.out", "*.stdout", "*.roundtrip")
-
-
 def _drop_outputs(scratch: Path, say: Callable[[str], None]) -> None:
-    """Delete a complete run's program outputs from scratch/ (run --keep-scratch keeps them);
-    an interrupted or failed run keeps everything, for --resume and for finding out why."""
-    doomed = sorted({p for pattern in PRODUCTS for p in scratch.glob(pattern) if p.is_file()})
+    """Empty a complete run's scratch/ (run --keep-scratch keeps it): program outputs are
+    57 MB for a quick sweep of one program and ~350 MB at full size, and their checks are in
+    results.json. Only what a program said on stderr stays, as the diagnostic it is; an
+    interrupted or failed run keeps everything, for --resume and for finding out why."""
+    doomed = sorted(p for p in scratch.rglob("*") if p.is_file() and not _said_something(p))
     freed = 0
     for p in doomed:
         freed += p.stat().st_size
         p.unlink()
+    for folder in sorted((p for p in scratch.rglob("*") if p.is_dir()), reverse=True):
+        if not any(folder.iterdir()):
+            folder.rmdir()
+    if scratch.is_dir() and not any(scratch.iterdir()):
+        scratch.rmdir()
     if doomed:
-        say(f"scratch: {len(doomed)} program outputs deleted ({freed / 1e6:.1f} MB); "
-            "--keep-scratch keeps them")
+        say(f"scratch: {len(doomed)} files deleted ({freed / 1e6:.1f} MB); --keep-scratch "
+            "keeps them")
+
+
+def _said_something(path: Path) -> bool:
+    return path.name.endswith(".stderr") and path.stat().st_size > 0
 
 
 def _outputs_so_far(sweep: Sweep, store: Store, say: Callable[[str], None]) -> None:

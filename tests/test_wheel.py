@@ -1,6 +1,6 @@
 """The wheel works without a checkout: built from this checkout, installed into a fresh venv
-that cannot see it, `flagsweep list` shows every shipped target and recipe and `flagsweep build
-tiny` builds from the package's own data."""
+that cannot see it, `flagsweep list` shows every shipped target and recipe, `flagsweep build
+tiny` builds from the package's own data, and a sweep run from an empty folder writes there."""
 
 from __future__ import annotations
 
@@ -53,3 +53,13 @@ def test_a_wheel_installed_in_a_fresh_venv_lists_and_builds(tmp_path):
     assert variant["id"] == "gcc-O2" and variant["build"]["status"] == "ok"
     assert variant["build"]["flags_verified"] is True
     assert (tmp_path / "b" / "builds.json").exists()
+
+    # A sweep from an empty folder: its outputs under ./reports there, no program output left.
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    ran = _run([fresh / "bin" / "flagsweep", "run", "tiny", "--flags", "-O2", "--flags", "-O1",
+                "--runs", "2", "--quick"], empty, env)
+    page = Path(ran.stdout.strip().splitlines()[-1])
+    assert page.name == "index.html" and page.parent.parent == empty / "reports"
+    assert [p for p in (page.parent / "scratch").rglob("*") if p.is_file()] == []
+    assert sorted(p.name for p in empty.iterdir()) == ["reports"]

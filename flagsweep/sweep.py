@@ -243,6 +243,8 @@ def _measure(sweep: Sweep, store: Store, say: Callable[[str], None]) -> Path:
     try:
         inp = inputs.prepare(sweep.target, quick=sweep.opts.quick)
         workload = check.Workload(sweep.target, inp.path, sweep.out / "scratch")
+        # A resume measures without checking again, and a complete run's scratch/ is gone.
+        workload.scratch.mkdir(parents=True, exist_ok=True)
         store.set_option(sweep.run_id, "workload", workload_option(sweep.target, inp))
         measured = checked(sweep, workload, store, say)
         pre = counters_setup(sweep.opts.counters, say)

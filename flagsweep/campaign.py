@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Callable
 
 from flagsweep import report, shipped, sweep
+from flagsweep.build import selection
 from flagsweep.across import suite
 from flagsweep.errors import FlagsweepError, Interrupted
 from flagsweep.report import terminal
@@ -23,16 +24,16 @@ def suite_targets() -> list[str]:
     return [t.name for t in target.available() if t.spec.suite]
 
 
-def run(names: list[str], sel: sweep.Selection, opts: sweep.MeasureOptions, store: Store,
+def run(names: list[str], sel: selection.Selection, opts: sweep.MeasureOptions, store: Store,
         say: Callable[[str], None], wait: bool = False) -> Path:
     """Sweep each named target into OUT/NAME, then write the suite across them into OUT;
     returns the suite's page."""
-    out = (sel.out_dir or shipped.reports_dir() / f"suite-{sweep.stamp()}").resolve()
+    out = (sel.out_dir or shipped.reports_dir() / f"suite-{selection.stamp()}").resolve()
     done, failed, stopped = [], [], None
     for name in names:
         say(f"suite: {name} ({len(done) + len(failed) + 1} of {len(names)})")
         try:
-            t, r, m, build_opts = sweep.prepare(replace(sel, target_name=name, out_dir=out / name),
+            t, r, m, build_opts = selection.prepare(replace(sel, target_name=name, out_dir=out / name),
                                                 say)
             # Each sweep its own options: a sweep records its choices (metric, seed) in them.
             done.append(sweep.start(t, r, m, build_opts, replace(opts), store, say,

@@ -38,12 +38,13 @@ from pathlib import Path
 from typing import Callable
 
 from flagsweep import files, report, shipped, sweep
+from flagsweep.build import selection
 from flagsweep.across import merge
 from flagsweep.build import variants
 from flagsweep.errors import FlagsweepError
 from flagsweep.host import launcher, system
 from flagsweep.measure import rounds
-from flagsweep.report import terminal
+from flagsweep.report import lines
 from flagsweep.results import store
 from flagsweep.results.contract import AA_SUFFIX
 from flagsweep.spec import matrix, recipe, target
@@ -117,7 +118,7 @@ def build_task(target_file: str, target_sha: str, m: matrix.Matrix, key: str) ->
     t = _target(target_file, target_sha)
     out = files.cache_dir() / "fleet" / "builds" / key
     shutil.rmtree(out, ignore_errors=True)  # a private folder: an earlier build there is stale
-    builds = variants.build_all(t, m, variants.Options(out_dir=out, jobs=sweep.cpu_count()))
+    builds = variants.build_all(t, m, variants.Options(out_dir=out, jobs=selection.cpu_count()))
     blobs, logs = {}, {}
     for b in builds:
         logs[b.variant.id] = b.log.read_text(errors="replace") if b.log.exists() else ""
@@ -235,13 +236,13 @@ class Label:
     measured: list | None = None
 
 
-def sweep_on(scheduler: str, sel: sweep.Selection, labels: list[str], opts: sweep.MeasureOptions,
+def sweep_on(scheduler: str, sel: selection.Selection, labels: list[str], opts: sweep.MeasureOptions,
              db: store.Store, say: Callable[[str], None]) -> list[Path]:
     """`run --scheduler`: one selection's sweep on the cluster at `scheduler`, one results.json
     per CPU label (each checked by check_label), merged when there are several."""
     t = target.load(sel.target_name)
-    r = sweep.recipe_of(sel)
-    out = (sel.out_dir or shipped.reports_dir() / f"{t.name}-{sweep.stamp()}").resolve()
+    r = selection.recipe_of(sel)
+    out = (sel.out_dir or shipped.reports_dir() / f"{t.name}-{selection.stamp()}").resolve()
     client = connect(scheduler)
     try:
         return run(client, t, r, list(sel.compilers) or None, labels, out, opts, db, say)
@@ -402,7 +403,7 @@ def _rounds(client, t, parts: list[Label], blob, opts, db: store.Store, say) -> 
     outcome: dict[str, rounds.Outcome] = {}
     started = time.monotonic()
     pending = as_completed()
-    said_round = terminal.round_lines()
+    said_round = lines.round_lines()
 
     def submit(name: str) -> None:
         p, rnd = by_name[name], nxt[name]

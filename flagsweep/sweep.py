@@ -17,11 +17,10 @@ import shutil
 import signal
 import time
 from dataclasses import asdict, dataclass, replace
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from flagsweep import files, report, results, shipped
+from flagsweep import files, report, results
 from flagsweep.across import history
 from flagsweep.build import fingerprint, variants
 from flagsweep.errors import FlagsweepError, Interrupted
@@ -30,7 +29,7 @@ from flagsweep.host.lock import MeasureLock
 from flagsweep.measure import disturbance, rounds
 from flagsweep.measure import metric as metric_mod
 from flagsweep.measure.sample import Sample
-from flagsweep.report import terminal
+from flagsweep.report import lines, terminal
 from flagsweep.results import analysis
 from flagsweep.results.contract import AA_SUFFIX, REF_SUFFIX
 from flagsweep.results.store import Store
@@ -58,20 +57,6 @@ class MeasureOptions:
     threshold_pct: float = 1.0      # the practical threshold: smaller effects do not matter
     reference: str | None = None    # a binary, or an earlier run's folder: its baseline's binary
     keep_scratch: bool = False      # keep the check and timing outputs of a complete run
-
-
-@dataclass
-class Selection:
-    """What to build and how: a target, a recipe (or flag sets that replace it), and where."""
-
-    target_name: str | None = None
-    recipe_name: str | None = None
-    flag_sets: tuple[str, ...] = ()       # the first is the baseline
-    compilers: tuple[str, ...] = ()       # instead of the recipe's
-    jobs: int | None = None               # None: every CPU this process may use
-    out_dir: Path | None = None           # None: reports/TARGET-TIMESTAMP
-    offline: bool = False
-    source_dir: Path | None = None
 
 
 @dataclass
@@ -110,7 +95,7 @@ def start(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: vari
         try:
             inputs.prepare(t, quick=opts.quick)
             builds = variants.build_all(t, m, build_opts,
-                                        terminal.built_lines())
+                                        lines.built_lines())
         except KeyboardInterrupt:
             # No run exists yet, so there is nothing to resume; the build processes are ended
             # by then (process.run waits for their whole group).
@@ -129,35 +114,6 @@ def start(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: vari
         store.save_variants(run_id, docs)
         sweep = Sweep(run_id, t, r.name, out, opts, docs, m.baseline.id, execute)
         return _measure(sweep, store, say)
-
-
-def prepare(sel: Selection, say: Callable[[str], None]
-            ) -> tuple[target.Target, recipe.Recipe, matrix.Matrix, variants.Options]:
-    """The target, recipe, matrix and build options a selection names, its --out checked
-    writable before any work."""
-    if not sel.target_name:
-        raise FlagsweepError("no target given: name one (flagsweep list shows them)")
-    t = target.load(sel.target_name)
-    r = recipe_of(sel)
-    m = matrix.expand(r, list(sel.compilers) or None)
-    out = sel.out_dir or shipped.reports_dir() / f"{t.name}-{stamp()}"
-    files.check_writable(out, "--out")
-    opts = variants.Options(out_dir=out, jobs=sel.jobs or cpu_count(), offline=sel.offline,
-                            source_dir=sel.source_dir)
-    say(f"{t.name} {t.spec.version}: recipe {r.name}, {len(m.variants)} variants "
-        f"({m.design}), {len(m.skipped)} skipped")
-    for skipped in m.skipped:
-        say(skipped.line)
-    return t, r, m, opts
-
-
-def recipe_of(sel: Selection) -> recipe.Recipe:
-    """The --flags sets as a recipe of their own, else the named recipe (olevels by default)."""
-    if sel.flag_sets and sel.recipe_name:
-        raise FlagsweepError("give --recipe or --flags, not both")
-    if sel.flag_sets:
-        return recipe.from_flags(list(sel.flag_sets), list(sel.compilers) or ["gcc"])
-    return recipe.load(sel.recipe_name or "olevels")
 
 
 def confirm(screen_path: Path, t: target.Target, r: recipe.Recipe, m: matrix.Matrix,
@@ -180,16 +136,6 @@ def confirm(screen_path: Path, t: target.Target, r: recipe.Recipe, m: matrix.Mat
     return start(t, one_by_one, matrix.expand(one_by_one),
                  replace(build_opts, out_dir=out.with_name(out.name + "-confirm")),
                  replace(opts, seed=None), store, say, wait=wait)
-
-
-def stamp() -> str:
-    """The timestamp in default output folder names."""
-    return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-
-
-def cpu_count() -> int:
-    """CPUs this process may run on (its affinity, not the machine's count)."""
-    return len(os.sched_getaffinity(0))
 
 
 def resume(id_or_dir: str, store: Store, say: Callable[[str], None],
@@ -415,7 +361,7 @@ def _rounds(sweep: Sweep, workload: check.Workload, measured: list[str],
 
         try:
             return rounds.rounds(plan, store.done(sweep.run_id), measure, values, tick,
-                                 terminal.round_lines())
+                                 lines.round_lines())
         except Busy as e:
             counted = {s.round for s in store.samples(sweep.run_id) if s.round >= 0}
             say(f"warning: {e}")

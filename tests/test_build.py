@@ -17,10 +17,10 @@ from flagsweep.spec import matrix, recipe, target
 pytestmark = pytest.mark.integration
 
 
-def _build(t: target.Target, flag_sets: list[str], out: Path,
-           compiler: str = "gcc", filter_cpu: bool = True) -> dict[str, variants.VariantBuild]:
+def _build(t: target.Target, flag_sets: list[str], out: Path, compiler: str = "gcc",
+           filter_cpu: bool = True, rebuild: bool = False) -> dict[str, variants.VariantBuild]:
     m = matrix.expand(recipe.from_flags(flag_sets, [compiler]), filter_cpu=filter_cpu)
-    builds = variants.build_all(t, m, variants.Options(out_dir=out, jobs=2))
+    builds = variants.build_all(t, m, variants.Options(out_dir=out, jobs=2, rebuild=rebuild))
     return {" ".join(b.variant.flags): b for b in builds}
 
 
@@ -54,9 +54,9 @@ def test_tiny_four_variants_build_verified_and_grouped(tmp_path, isolated_cache)
 
 def test_rebuild_in_a_fresh_folder_hits_ccache_and_gives_the_same_code(tmp_path, isolated_cache):
     t = target.load("tiny")
-    first = _build(t, ["-O1 -fno-inline"], tmp_path / "a")
+    first = _build(t, ["-O1 -fno-inline"], tmp_path / "a", rebuild=True)
     before = _ccache_stats(isolated_cache)
-    second = _build(t, ["-O1 -fno-inline"], tmp_path / "b")
+    second = _build(t, ["-O1 -fno-inline"], tmp_path / "b", rebuild=True)   # past the build cache
     after = _ccache_stats(isolated_cache)
     hits = sum(after[k] - before.get(k, 0) for k in ("direct_cache_hit", "preprocessed_cache_hit"))
     assert hits >= 2  # main.c and kernel.c (and CMake's compiler probe), in a new build folder
@@ -68,12 +68,13 @@ def test_a_copy_of_the_source_elsewhere_hits_the_same_cache_entries(tmp_path, is
     """--source-dir with CMake: the same code in another folder is the same ccache entry."""
     t = target.load("tiny")
     m = matrix.expand(recipe.from_flags(["-O1 -fno-unroll-loops"], ["gcc"]))
-    (first,) = variants.build_all(t, m, variants.Options(out_dir=tmp_path / "a", jobs=2))
+    (first,) = variants.build_all(t, m, variants.Options(out_dir=tmp_path / "a", jobs=2,
+                                                         rebuild=True))
     copy = tmp_path / "elsewhere" / "deeper" / "src"
     shutil.copytree(t.local_source(), copy)
     before = _ccache_stats(isolated_cache)
     (second,) = variants.build_all(t, m, variants.Options(out_dir=tmp_path / "b", jobs=2,
-                                                          source_dir=copy))
+                                                          source_dir=copy, rebuild=True))
     after = _ccache_stats(isolated_cache)
     hits = sum(after[k] - before.get(k, 0) for k in ("direct_cache_hit", "preprocessed_cache_hit"))
     assert hits >= 2 and after["cache_miss"] == before["cache_miss"]
@@ -164,7 +165,7 @@ MAIN_C = "int main(void) { return 0; }\n"
 
 def test_an_output_folder_built_into_before_is_refused(tmp_path, fixture_target):
     out = tmp_path / "run"
-    (first,) = _build(fixture_target("honest"), ["-O1"], out).values()
+    (first,) = _build(fixture_target("honest"), ["-O1"], out, rebuild=True).values()
     binary, log = first.binary.read_bytes(), (first.log.parent / "compile.jsonl").read_text()
     # Another program into the same folder: make would find prog up to date and the audit
     # would read the old compile log, so the old binary would be measured as verified.

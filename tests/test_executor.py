@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from flagsweep import sweep
+from flagsweep.build import selection
 from flagsweep.host.launcher import Execution
 from flagsweep.results import reader
 from flagsweep.results.store import Store
@@ -38,7 +39,7 @@ class Synthetic:
 
 def _start(tmp_path: Path, execute, out: str = "run", say=lambda _: None, **options) -> Path:
     folder = write_tiny_target(tmp_path / "tiny", megabytes=0.25, quick_megabytes=0.25)
-    t, r, m, build_opts = sweep.prepare(sweep.Selection(
+    t, r, m, build_opts = selection.prepare(selection.Selection(
         str(folder), flag_sets=("-O2", "-O1"), out_dir=tmp_path / out), lambda _: None)
     opts = sweep.MeasureOptions(min_runs=5, max_runs=12, warmup=1, seed=11, quick=True, **options)
     return sweep.start(t, r, m, build_opts, opts, Store(), say, execute=execute)
@@ -112,6 +113,7 @@ def test_the_reproduce_line_repeats_every_option_that_changed_the_measurement(tm
     same (the line once left out --metric and --cpu)."""
     import shlex
 
+    from flagsweep.build import selection as chosen
     from flagsweep.cli.params import selection
     from flagsweep.cli.sweeping import _measure_options, run_cmd
     from flagsweep.report.view import reproduce_command
@@ -126,7 +128,7 @@ def test_the_reproduce_line_repeats_every_option_that_changed_the_measurement(tm
     argv = shlex.split(line)
     assert argv[:2] == ["flagsweep", "run"]
     kw = run_cmd.make_context("run", argv[2:] + ["--out", str(tmp_path / "again")]).params
-    t, r, m, build_opts = sweep.prepare(selection(kw), lambda _: None)
+    t, r, m, build_opts = chosen.prepare(selection(kw), lambda _: None)
     again = sweep.start(t, r, m, build_opts, _measure_options(kw), Store(), lambda _: None,
                         execute=Synthetic({"gcc-O1": 1.10}))
     redo = reader.load(again)

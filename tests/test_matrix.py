@@ -401,15 +401,15 @@ def test_flags_a_compiler_refuses_or_ignores_are_skipped_with_its_words():
 
 
 def test_preparing_a_sweep_says_each_skipped_variant_and_why(tmp_path, v4_unrunnable):
-    """`run` and `build` both prepare through sweep.prepare: the count and, per skipped variant,
+    """`run` and `build` both prepare through selection.prepare: the count and, per skipped variant,
     the reason (run once said only "1 skipped")."""
-    from flagsweep import sweep
+    from flagsweep.build import selection
     from tests.tiny_target import write_tiny_target
 
     folder = write_tiny_target(tmp_path / "tiny")
     said = []
-    sweep.prepare(sweep.Selection(str(folder), flag_sets=("-O2", "-O2 -march=x86-64-v4"),
-                                  out_dir=tmp_path / "out"), said.append)
+    selection.prepare(selection.Selection(str(folder), flag_sets=("-O2", "-O2 -march=x86-64-v4"),
+                                          out_dir=tmp_path / "out"), said.append)
     assert said[0].endswith("1 skipped")
     assert said[1] == ("skipped gcc-O2-march-x86-64-v4: -march=x86-64-v4 needs avx512f, "
                        "avx512bw, avx512cd, avx512dq, avx512vl (this CPU lacks them)")

@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import sys
 import threading
 import time
@@ -23,6 +24,7 @@ from typing import Callable, Iterator
 
 from flagsweep import files, process, shipped
 from flagsweep.build import audit as audit_mod
+from flagsweep.build import cache as build_cache
 from flagsweep.build import fetch, fingerprint, wrapper
 from flagsweep.errors import BuildError
 from flagsweep.host import toolchain
@@ -47,6 +49,7 @@ class VariantBuild:
     flags_verified: bool = False
     detail: str = ""
     audit: dict | None = field(default=None)
+    reused: bool = False              # from the build cache: not configured, compiled or linked
     fixes: list[str] = field(default_factory=list)   # what to change, said once per sweep
     extra_flags: dict[str, int] = field(default_factory=dict)   # flag -> compile lines it was on
     source_flags: dict[str, int] = field(default_factory=dict)  # flag -> places the source sets it
@@ -58,7 +61,7 @@ class VariantBuild:
                 "binary": str(self.binary) if self.binary else None,
                 "code_sha256": self.code_sha256, "size_bytes": self.size_bytes,
                 "identical_to": self.identical_to, "flags_verified": self.flags_verified,
-                "detail": self.detail, "audit": self.audit}
+                "detail": self.detail, "audit": self.audit, "reused": self.reused}
 
 
     def doc(self, out_dir: Path) -> dict:
@@ -90,6 +93,7 @@ class Options:
     offline: bool = False
     source_dir: Path | None = None
     cache: Path | None = None
+    rebuild: bool = False       # build every variant, whatever the build cache holds
 
 
 def source_tree(target: Target, opts: Options) -> Path:
@@ -114,16 +118,69 @@ def build_all(target: Target, matrix: Matrix, opts: Options,
     refuse_earlier_build(out)
     source = source_tree(target, opts)
     (out / "builds").mkdir(parents=True, exist_ok=True)
+    keys = _keys(target, matrix.variants, source, opts)
+    hits = {} if opts.rebuild else {vid: hit for vid, k in keys.items()
+                                    if (hit := build_cache.load(k, cache)) is not None}
+    reused = {v.id: _reuse(v, *hits[v.id], target, out) for v in matrix.variants if v.id in hits}
+    todo = [v for v in matrix.variants if v.id not in hits]
+    for done, vid in enumerate(reused, 1):
+        if on_built:
+            on_built(vid, "reused", None, done, len(matrix.variants))
     if target.spec.build.system == "cmake":
         source = _linked(source, out)
-    manifest = _manifest(target, matrix, source, out, cache, opts.jobs)
+    manifest = _manifest(target, todo, source, out, cache, opts.jobs)
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
-    _write_plan(manifest, out)
-    with _watching(out, [v.id for v in matrix.variants], on_built):
-        _run_superbuild(out, opts.jobs)
-    builds = [_collect(v, manifest, target, out) for v in matrix.variants]
+    if todo:
+        _write_plan(manifest, out)
+        with _watching(out, [v.id for v in todo], on_built, len(reused), len(matrix.variants)):
+            _run_superbuild(out, opts.jobs)
+    built = {v.id: _collect(v, manifest, target, out) for v in todo}
+    for b in built.values():
+        if b.status == "ok" and b.flags_verified:
+            build_cache.store(keys[b.variant.id], _record(b), b.binary,
+                              {"build.log": b.log, "compile.jsonl": b.log.parent / "compile.jsonl"},
+                              cache)
+    builds = [reused.get(v.id) or built[v.id] for v in matrix.variants]
     _group_identical(builds)
     return builds
+
+
+def _keys(target: Target, variants: list[Variant], source: Path, opts: Options) -> dict[str, str]:
+    """Each variant's build-cache key."""
+    tarball = (target.spec.source.sha256 if opts.source_dir is None
+               and target.local_source() is None else None)
+    sid = build_cache.source_id(tarball, source)
+    flags = target.spec.build.project_flags
+    return {v.id: build_cache.key(sid, target.path,
+                                  toolchain.describe(toolchain.resolve(v.compiler)),
+                                  [*v.flags, *flags])
+            for v in variants}
+
+
+# What of a verified build the cache keeps beside its binary and logs.
+RECORDED = ("seconds", "code_sha256", "size_bytes", "audit")
+
+
+def _record(b: VariantBuild) -> dict:
+    return {name: getattr(b, name) for name in RECORDED}
+
+
+def _reuse(v: Variant, record: dict, entry: Path, target: Target, out: Path) -> VariantBuild:
+    """A cached build laid out as if built here: the binary at its place in the tree, the logs
+    beside it (the build log saying where it came from)."""
+    vdir = out / "builds" / v.id
+    binary = vdir / "tree" / target.spec.build.binary
+    binary.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(entry / "binary", binary)
+    if (entry / "compile.jsonl").is_file():
+        shutil.copy2(entry / "compile.jsonl", vdir / "compile.jsonl")
+    told = (f"# reused from the build cache, {entry} (built {record.get('seconds') or 0:.1f} s "
+            "then): every input of the build was the same; --rebuild builds it again\n")
+    earlier = (entry / "build.log").read_text(errors="replace") if (entry / "build.log").is_file() else ""
+    (vdir / "build.log").write_text(told + earlier)
+    return VariantBuild(variant=v, status="ok", log=vdir / "build.log", binary=binary,
+                        flags_verified=True, reused=True,
+                        **{name: record.get(name) for name in RECORDED})
 
 
 # What a build leaves in its output folder; any of them means the folder was built into before.
@@ -153,12 +210,12 @@ def _linked(source: Path, out: Path) -> Path:
     return link
 
 
-def _manifest(target: Target, matrix: Matrix, source: Path, out: Path, cache: Path,
+def _manifest(target: Target, variants: list[Variant], source: Path, out: Path, cache: Path,
               jobs: int) -> dict:
     b = target.spec.build
-    names = sorted({v.compiler for v in matrix.variants})
+    names = sorted({v.compiler for v in variants})
     compilers = {n: _wrappers(toolchain.resolve(n), cache) for n in names}
-    per_variant_jobs = max(1, jobs // max(1, min(jobs, len(matrix.variants))))
+    per_variant_jobs = max(1, jobs // max(1, min(jobs, len(variants))))
     templates = {}
     if b.system == "autotools":  # keyed by a CMake-safe name: a compiler may be a path
         templates = {_slug(n): _template(target, source, n, compilers[n], cache, out)
@@ -170,7 +227,7 @@ def _manifest(target: Target, matrix: Matrix, source: Path, out: Path, cache: Pa
         "variants": {v.id: {"compiler": v.compiler, "template": _slug(v.compiler),
                             "flags": [*v.flags, *b.project_flags],
                             "dir": str(out / "builds" / v.id), "jobs": per_variant_jobs}
-                     for v in matrix.variants},
+                     for v in variants},
     }
 
 
@@ -238,7 +295,8 @@ def _run_superbuild(out: Path, jobs: int) -> None:
 
 
 @contextmanager
-def _watching(out: Path, ids: list[str], on_built: OnBuilt | None) -> Iterator[None]:
+def _watching(out: Path, ids: list[str], on_built: OnBuilt | None, before: int = 0,
+              total: int | None = None) -> Iterator[None]:
     """Calls on_built as each variant's status.json says its build ended: the superbuild builds
     every variant in one CMake run, so without this a long build is silent until its end."""
     if on_built is None:
@@ -253,7 +311,7 @@ def _watching(out: Path, ids: list[str], on_built: OnBuilt | None) -> Iterator[N
             if vid not in said and (ended or final):
                 said.add(vid)
                 on_built(vid, status.get("status") if ended else "failed", status.get("seconds"),
-                         len(said), len(ids))
+                         before + len(said), total or len(ids))
 
     stop = threading.Event()
 

@@ -24,6 +24,7 @@ COMMANDS = {
     "cpus": "flagsweep.cli.inventory:cpus_cmd",
     "system": "flagsweep.cli.inventory:system_cmd",
     "new": "flagsweep.cli.scaffolding:new_cmd",
+    "cache": "flagsweep.cli.inventory:cache_cmd",
     "build": "flagsweep.cli.sweeping:build_cmd",
     "run": "flagsweep.cli.sweeping:run_cmd",
     "calibrate": "flagsweep.cli.sweeping:calibrate_cmd",

@@ -100,3 +100,17 @@ def system_cmd(tune, reset_, as_json) -> None:
         show.add(t, item["name"], str(item["value"]) if item["value"] is not None else "n/a",
                   item["advice"] or "")
     show.echo(t, *(f"warning: {warning}" for warning in advice.warnings(state)))
+
+
+@click.command("cache")
+@click.option("--clear", is_flag=True, help="Remove every kept build.")
+def cache_cmd(clear: bool) -> None:
+    """The build cache: verified variant builds kept by the key of everything that decides their
+    binary, reused instead of built again (bounded by $FLAGSWEEP_BUILD_CACHE_MB, default 2048)."""
+    from flagsweep.build import cache
+
+    if clear:
+        click.echo(f"build cache {cache.folder()}: {cache.clear()} builds removed")
+        return
+    entries, size = cache.size()
+    click.echo(f"build cache {cache.folder()}: {entries} builds, {size / 1e6:.1f} MB")

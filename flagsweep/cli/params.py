@@ -40,7 +40,7 @@ class Folder(click.Path):
 
 def target_options(f):
     """The options `build` and `run` share, what to build and how: they arrive as the
-    fields of a sweep.Selection (see `selection`)."""
+    fields of a build.selection.Selection (see `selection`)."""
     options = [
         click.argument("target_name", metavar="TARGET", required=False),
         click.option("--recipe", "recipe_name", help="Recipe name or path [default: olevels]."),
@@ -53,10 +53,12 @@ def target_options(f):
                      help="Parallel build jobs, 1 to 4096 (CMake takes no more than an int) "
                           "[default: number of CPUs]."),
         click.option("--out", "out_dir", type=Folder(),
-                     help="Output folder [default: reports/TARGET-TIMESTAMP]."),
+                     help="Output folder [default: ./reports/TARGET-TIMESTAMP]."),
         click.option("--offline", is_flag=True, help="Use cached sources only; never download."),
         click.option("--source-dir", type=Folder(),
                      help="Use this unpacked source tree instead of fetching (air-gapped machines)."),
+        click.option("--rebuild", is_flag=True,
+                     help="Build every variant again, whatever the build cache holds."),
     ]
     for option in reversed(options):
         f = option(f)
@@ -64,17 +66,17 @@ def target_options(f):
 
 
 SELECTION = ("target_name", "recipe_name", "flag_sets", "compilers", "jobs", "out_dir", "offline",
-             "source_dir")
+             "source_dir", "rebuild")
 
 
 def selection(kw: dict):
-    """The target_options of a command's keyword arguments as a sweep.Selection; the usage
+    """The target_options of a command's keyword arguments as a build.selection.Selection; the usage
     errors among them said as click's."""
-    from flagsweep import sweep
+    from flagsweep.build import selection as chosen
 
     if kw["flag_sets"] and kw["recipe_name"]:
         raise click.UsageError("give --recipe or --flags, not both")
-    return sweep.Selection(**{name: kw[name] for name in SELECTION})
+    return chosen.Selection(**{name: kw[name] for name in SELECTION})
 
 
 def say(text: str) -> None:

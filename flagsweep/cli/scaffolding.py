@@ -28,9 +28,10 @@ def new_cmd(name, package, version, url, run_line, size, jobs) -> None:
     """Write ./NAME/target.toml for Debian's source PACKAGE: the release and its sha256, the
     build system, the executable and the flags the project adds itself, learned from a trial
     -O2 build; and an input sized by a timed run. You then write the run command and check."""
-    from flagsweep import scaffold, sweep
+    from flagsweep import scaffold
+    from flagsweep.build import selection
 
-    jobs = jobs or sweep.cpu_count()
+    jobs = jobs or selection.cpu_count()
     if size:
         if package or version or url or run_line:
             raise click.UsageError("--size re-times an existing target: no --debian, --version, "

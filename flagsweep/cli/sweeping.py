@@ -28,10 +28,10 @@ from flagsweep.measure.metric import COLUMNS
 def build_cmd(as_json, **kw) -> None:
     """Fetch TARGET and build every variant of a recipe, audited and fingerprinted."""
     from flagsweep.build import variants
-    from flagsweep.report import terminal
+    from flagsweep.report import lines
 
     t, r, m, opts = _prepare(kw)
-    builds = variants.build_all(t, m, opts, terminal.built_lines())
+    builds = variants.build_all(t, m, opts, lines.built_lines())
     out = opts.out_dir.resolve()
     summary_path = variants.write_summary(out, t, r, m, builds)
     if as_json:
@@ -45,11 +45,11 @@ def build_cmd(as_json, **kw) -> None:
 
 
 def _prepare(kw: dict):
-    from flagsweep import sweep
+    from flagsweep.build import selection as chosen
 
     if not kw["target_name"]:
         raise click.UsageError("missing argument TARGET")
-    return sweep.prepare(selection(kw), say)
+    return chosen.prepare(selection(kw), say)
 
 
 @click.command("run")
@@ -228,9 +228,11 @@ def _print_builds(builds, m) -> None:
         show.add(t, b.variant.id + (" *" if b.variant is m.baseline else ""), b.status,
                  "yes" if b.flags_verified else "no", code,
                  f"{b.size_bytes:,}" if b.size_bytes else "-",
-                 f"{b.seconds:.1f}" if b.seconds is not None else "-",
+                 "reused" if b.reused else f"{b.seconds:.1f}" if b.seconds is not None else "-",
                  " ".join(b.variant.flags) or "(none)")
-    lines = ["* baseline;  code '= X': identical code to variant X, measured once"]
+    lines = ["* baseline;  code '= X': identical code to variant X, measured once"
+             + ("; secs 'reused': from the build cache (--rebuild builds again)"
+                if any(b.reused for b in builds) else "")]
     lines += [f"\n{b.variant.id}: {b.status}\n{b.detail}" for b in builds if b.status != "ok"]
     lines += [f"\n{fix}" for fix in dict.fromkeys(f for b in builds for f in b.fixes)]
     show.echo(t, *lines)
@@ -248,14 +250,15 @@ def _print_builds(builds, m) -> None:
 def calibrate_cmd(runs, threshold_pct, quick, cpu, out_dir) -> None:
     """Plant effects of +1%, +3% and +10% in the bundled tiny program and see which this machine finds."""
     from flagsweep import calibration, shipped, sweep
+    from flagsweep.build import selection as chosen
     from flagsweep.build import variants
     from flagsweep.cli import show
     from flagsweep.results import store
 
-    out = out_dir or shipped.reports_dir() / f"calibrate-{sweep.stamp()}"
+    out = out_dir or shipped.reports_dir() / f"calibrate-{chosen.stamp()}"
     opts = sweep.MeasureOptions(runs=runs, min_runs=runs, max_runs=runs, quick=quick, cpu=cpu,
                                 threshold_pct=threshold_pct)
-    path, rows = calibration.run(variants.Options(out_dir=out, jobs=sweep.cpu_count()), opts,
+    path, rows = calibration.run(variants.Options(out_dir=out, jobs=chosen.cpu_count()), opts,
                                  store.Store(), say)
     t = show.table(f"planted effects on this machine ({runs} rounds, threshold {threshold_pct:g}%):",
                    "planted", "measured (95% CI)", "verdict", "outcome")

@@ -645,7 +645,8 @@ def _build_row(v: dict, base_dir: Path, out_dir: Path) -> BuildRow:
     return BuildRow(
         id=v["id"], status=b["status"], verified=bool(b.get("flags_verified")),
         compiles=audit.get("compiles"),
-        seconds=f"{b['seconds']:.1f}" if b.get("seconds") is not None else "",
+        seconds=("reused" if b.get("reused")
+                 else f"{b['seconds']:.1f}" if b.get("seconds") is not None else ""),
         size=f"{b['size_bytes']:,}" if b.get("size_bytes") else "",
         compile_line=shlex.join(audit["compile_line"]) if audit.get("compile_line") else "",
         log_href=_href(log, out_dir) if log and log.exists() else None,

@@ -143,6 +143,7 @@ class Build(Open):
     size_bytes: Num = None
     identical_to: Str | None = None
     flags_verified: Bool | None = None
+    reused: Bool | None = None          # from the build cache (build/cache.py)
 
 
 class Check(Open):

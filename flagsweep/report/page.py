@@ -1,0 +1,104 @@
+"""The pages: results.json becomes index.html (one self-contained page) and summary.md; two
+sweeps, a suite and a merge become theirs.
+
+    results.json -> view.build (every decision) -> plots (matplotlib SVG) -> templates (layout)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import jinja2
+
+from flagsweep import __version__
+from flagsweep.across import merge, suite
+from flagsweep.files import make_dir, write_atomic
+from flagsweep.report import compare, plots, view
+from flagsweep.results.reader import load
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+def write(results_path: Path, out_dir: Path | None = None) -> Path:
+    """Render index.html and summary.md for results_path into out_dir (default: beside it)."""
+    results_path = Path(results_path).resolve()
+    doc = load(results_path)
+    out = make_dir(Path(out_dir or results_path.parent).resolve(), "the report's folder")
+    r = view.build(doc, results_path, out)
+    figures = {"forest": plots.forest(r), "distributions": plots.distributions(r),
+               "run_order": plots.run_order(r), "history": plots.history(r)}
+    write_atomic(out / "summary.md", _render("summary.md.j2", r=r))
+    return write_atomic(out / "index.html", _render("index.html.j2", r=r, plots=figures))
+
+
+def write_comparison(a_path: Path, b_path: Path, out_dir: Path | None = None):
+    """The comparison of two results files; compare.html into out_dir when given."""
+    a_path, b_path = Path(a_path).resolve(), Path(b_path).resolve()
+    out = Path(out_dir).resolve() if out_dir else Path.cwd()
+    c = compare.build(load(a_path), a_path, load(b_path), b_path, out)
+    if out_dir:
+        page = _render("compare.html.j2", c=c)
+        write_atomic(make_dir(out, "the --out folder") / "compare.html", page)
+    return c
+
+
+def write_merge(machines, out: Path) -> Path:
+    """merged.json (the table as data) and merged.html (the variant x machine heatmap) into
+    `out`; returns the page. What merges is decided by across.merge."""
+    make_dir(out, "the --out folder")
+    variants, cells = merge.table(machines)
+    write_atomic(out / "merged.json", json.dumps(merge.to_json(machines, variants, cells), indent=1))
+    rows = [(view.MergeRow(view.label_of(v, {"variants": variants})),
+             [view.heat_cell(c.change_pct, c.ci, c.verdict) for c in row])
+            for v, row in zip(variants, cells)]
+    first = machines[0].doc
+    baseline = next(v for v in first["variants"] if v["id"] == first["baseline"])
+    page = _render("merged.html.j2", title=f"{first['target']}: {len(machines)} machines merged",
+                   machines=machines, rows=rows, baseline=" ".join(baseline["flags"]))
+    return write_atomic(out / "merged.html", page)
+
+
+def write_suite(s, out: Path) -> Path:
+    """suite.json and suite.html (variants x programs, the pooled suite column first) into
+    `out`; returns the page."""
+    out = make_dir(Path(out).resolve(), "the --out folder")
+    write_atomic(out / "suite.json", json.dumps(suite.to_json(s, out), indent=1))
+    links = [os.path.relpath(p.path.parent / "index.html", out) for p in s.programs]
+    page = _render("suite.html.j2", title=f"Suite of {len(s.programs)} programs: {s.baseline}",
+                   s=s, rows=view.suite_rows(s), links=links)
+    return write_atomic(out / "suite.html", page)
+
+
+def _render(name: str, **context) -> str:
+    html = name.endswith(".html.j2")
+    env = _environment(html)
+    return env.get_template(name).render(
+        css=(TEMPLATES / "page.css").read_text() if html else "", colors=view.COLORS,
+        verdict_text=view.VERDICT_TEXT, version=__version__, **context)
+
+
+def _environment(html: bool) -> jinja2.Environment:
+    """HTML with autoescape on (a target or flag named '<script>' is text); Markdown with its
+    own escaping filters instead. StrictUndefined: a misspelt field is an error, not a blank."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=html,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True,
+                             lstrip_blocks=True, keep_trailing_newline=True)
+    env.filters["md"] = markdown_text
+    env.filters["code"] = markdown_code
+    return env
+
+
+def markdown_text(text: str) -> str:
+    """Text that Markdown (GitHub's, in a table cell too) shows as written."""
+    text = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    for ch in "\\`*_|":
+        text = text.replace(ch, "\\" + ch)
+    return text.replace("](", "]\\(").replace("\n", " ")  # [x](y) would be a link
+
+
+def markdown_code(text: str) -> str:
+    """A code span that survives backticks and table pipes in the text."""
+    text = str(text).replace("|", "\\|").replace("\n", " ")
+    fence = "``" if "`" in text else "`"
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"

@@ -14,6 +14,7 @@ import logging
 import os
 import select
 import signal
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -178,6 +179,28 @@ def _stop(pid: int) -> None:
         os.close(fd)
     if not ended:
         _kill_group(pid)
+    # With perf outside the launcher, perf may end first while the launcher inside is still
+    # killing and reaping the workload (seen on a busy machine): wait until the whole group,
+    # which the workload's processes share, has ended.
+    deadline, killed = time.monotonic() + STOP_GRACE_S, not ended
+    while _group_running(pid) and time.monotonic() < deadline:
+        if not killed and time.monotonic() > deadline - 1.0:
+            _kill_group(pid)             # the last second: SIGKILL, then its teardown
+            killed = True
+        time.sleep(0.01)
+
+
+def _group_running(pgid: int) -> bool:
+    """Whether any live (not zombie) process is in process group pgid."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        state, _ppid, pgrp = text[text.rindex(")") + 2:].split()[:3]
+        if int(pgrp) == pgid and state != "Z":
+            return True
+    return False
 
 
 # ---- workloads left by a flagsweep that was killed -------------------------------------------

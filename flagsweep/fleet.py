@@ -383,25 +383,17 @@ def _check(client, t, p: Label, blob, db: store.Store, opts, say) -> None:
 
 def _rounds(client, t, parts: list[Label], blob, opts, db: store.Store, say) -> None:
     """Rounds per label, as many in flight as that label has workers, until each label's
-    stopping rule (rounds.decided; or max runs, or the budget) says stop; then each run is finished."""
+    stopping rule (rounds.Stopping, the same as a local sweep's) says stop; then each run is
+    finished."""
     from distributed import as_completed
 
     metric = sweep.METRICS[opts.metric]
-    plans = {p.name: rounds.Plan(p.measured, opts.seed, warmup=opts.warmup,
-                                 min_runs=opts.runs or opts.min_runs,
-                                 max_runs=opts.runs or opts.max_runs, budget_s=opts.budget,
-                                 precision=opts.precision_pct / 100, metric=metric,
-                                 baseline=p.matrix.baseline.id,
-                                 threshold=opts.threshold_pct / 100)
-             for p in parts}
+    plans = {p.name: sweep.plan_for(opts, p.measured, p.matrix.baseline.id) for p in parts}
     by_name = {p.name: p for p in parts}
     sha = files.sha256_file(t.path)
     scattered = {p.name: {vid: p.binaries[vid] for vid in p.measured} for p in parts}
     nxt = {p.name: -opts.warmup for p in parts}
-    completed = {p.name: 0 for p in parts}
-    round_s: dict[str, float | None] = {p.name: None for p in parts}   # the last round's time
-    outcome: dict[str, rounds.Outcome] = {}
-    started = time.monotonic()
+    stops = {name: rounds.Stopping(plan) for name, plan in plans.items()}
     pending = as_completed()
     said_round = lines.round_lines()
 
@@ -423,26 +415,16 @@ def _rounds(client, t, parts: list[Label], blob, opts, db: store.Store, say) -> 
                 submit(p.name)
     for f in pending:
         f.result()                             # a task's own error stops the sweep here
-        name, plan = f.label, plans[f.label]
-        if f.round >= 0:
-            completed[name] += 1
-            round_s[name] = time.monotonic() - f.submitted
+        name, stop = f.label, stops[f.label]
         values = sweep.round_values(db, by_name[name].run_id, metric)
-        done = rounds.decided(plan, values, completed[name])
-        if said_round and f.round >= 0:
-            said_round(completed[name], plan.max_runs, f"label {name}: " + (
-                done.stop_reason if done else rounds.standing(plan, values, completed[name])))
-        # The budget means what it means here: no round starts that would end past it.
-        over = not rounds.starts_in_budget(plan, time.monotonic() - started, round_s[name])
-        if name not in outcome and (done or over or nxt[name] >= plan.max_runs):
-            outcome[name] = done or (rounds.budget_outcome(plan, values, completed[name])
-                                     if over else None)
-        if name not in outcome:
+        if f.round >= 0:
+            stop.after(values, time.monotonic() - f.submitted)
+            if said_round:
+                said_round(stop.completed, stop.plan.max_runs, f"label {name}: {stop.said(values)}")
+        if nxt[name] < stop.plan.max_runs and stop.may_start():
             submit(name)
     for p in parts:
-        plan = plans[p.name]
-        o = outcome.get(p.name) or rounds.max_runs_outcome(
-            plan, sweep.round_values(db, p.run_id, metric))
+        o = stops[p.name].final(sweep.round_values(db, p.run_id, metric))
         db.finish_run(p.run_id, "complete", o.stop_reason)
         say(f"{p.name}: {o.stop_reason}")
 

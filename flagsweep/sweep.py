@@ -338,11 +338,7 @@ def _rounds(sweep: Sweep, workload: check.Workload, measured: list[str],
     o = sweep.opts
     binaries = {vid: path for vid, path in runnable(sweep.builds).items() if vid in measured}
     cachegrind = o.metric == "instructions" and (pre is None or not pre.hw_counters)
-    plan = rounds.Plan(measured, o.seed, warmup=0 if cachegrind else o.warmup,
-                       min_runs=o.runs or (1 if cachegrind else o.min_runs),
-                       max_runs=o.runs or (1 if cachegrind else o.max_runs),
-                       budget_s=o.budget, precision=o.precision_pct / 100,
-                       baseline=sweep.baseline, threshold=o.threshold_pct / 100)
+    plan = plan_for(o, measured, sweep.baseline, once=cachegrind)
     if cachegrind:
         say("metric: instructions counted by Cachegrind (no PMU here): a deterministic change "
             "detector, not a speed")
@@ -366,6 +362,17 @@ def _rounds(sweep: Sweep, workload: check.Workload, measured: list[str],
             counted = {s.round for s in store.samples(sweep.run_id) if s.round >= 0}
             say(f"warning: {e}")
             return rounds.Outcome(len(counted), str(e))
+
+
+def plan_for(o: MeasureOptions, measured: list[str], baseline: str, once: bool = False) -> rounds.Plan:
+    """The rounds a sweep's options ask for, here or on a fleet; `once`: a deterministic count
+    (Cachegrind) needs one round and no warmup, unless --runs says otherwise."""
+    return rounds.Plan(measured, o.seed, warmup=0 if once else o.warmup,
+                       min_runs=o.runs or (1 if once else o.min_runs),
+                       max_runs=o.runs or (1 if once else o.max_runs),
+                       budget_s=o.budget, precision=o.precision_pct / 100,
+                       metric=METRICS[o.metric], baseline=baseline,
+                       threshold=o.threshold_pct / 100)
 
 
 def _choose_metric(sweep: Sweep, plan: rounds.Plan, measure: Sampler, store: Store,

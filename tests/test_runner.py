@@ -234,6 +234,44 @@ def test_budget_stops_before_a_round_that_would_overrun(monkeypatch):
     assert "time budget of 45 s reached" in outcome.stop_reason and outcome.rounds < 50
 
 
+
+def test_the_stopping_rule_as_a_fleet_asks_it_with_rounds_in_flight():
+    """A fleet asks the same rule after each round a worker returns, while others still run:
+    the rule stops once, later returns keep its outcome, and no round may start after it; the
+    budget and max runs end it the way they end a local sweep."""
+    now = [0.0]
+    plan = rounds.Plan(["a", "b"], seed=1, warmup=0, min_runs=1, max_runs=30, baseline="a")
+    stop = rounds.Stopping(plan, clock=lambda: now[0])
+    values: dict[str, dict[int, float]] = {"a": {}, "b": {}}
+    for r in range(rounds.first_stop(plan)):              # identical values: equivalent
+        values["a"][r] = values["b"][r] = 1.0
+        assert stop.may_start()
+        decided = stop.after(values, 5.0)
+        assert (decided is None) == (stop.completed < rounds.first_stop(plan))
+    assert not stop.may_start()
+    values["a"][99], values["b"][99] = 1.0, 2.0           # a round in flight comes back late
+    assert stop.after(values, 5.0) is decided and stop.completed == rounds.first_stop(plan) + 1
+    assert stop.final(values).stop_reason.startswith(f"decided after {rounds.first_stop(plan)} rounds")
+    assert "decided after" in stop.said(values)
+
+    plan = rounds.Plan(["a", "b"], seed=1, warmup=0, min_runs=30, max_runs=30, budget_s=12,
+                       baseline="a")
+    stop = rounds.Stopping(plan, clock=lambda: now[0])
+    assert stop.may_start()                                # no pace yet: the first one starts
+    now[0] = 5.0
+    stop.after({"a": {0: 1.0}, "b": {0: 1.0}}, 5.0)
+    assert stop.may_start()                                # 5 + 5 <= 12
+    now[0] = 10.0
+    stop.after({"a": {0: 1.0, 1: 1.0}, "b": {0: 1.0, 1: 1.0}}, 5.0)
+    assert not stop.may_start()                            # 10 + 5 > 12
+    assert stop.final({}).stop_reason.startswith("time budget of 12 s reached after 2 rounds")
+
+    plan = rounds.Plan(["a", "b"], seed=1, warmup=0, min_runs=2, max_runs=2, baseline="a")
+    stop = rounds.Stopping(plan, clock=lambda: now[0])
+    for _ in range(2):
+        stop.after({"a": {0: 1.0, 1: 1.1}, "b": {0: 1.2, 1: 1.0}}, 1.0)
+    assert stop.final({}).stop_reason.startswith("the fixed 2 rounds are done")
+
 # ---- a launcher that could not report ----------------------------------------------------------
 
 def test_a_full_disk_stops_the_run_naming_the_disk(program, small_fs):

@@ -58,6 +58,45 @@ Values = dict[str, dict[int, float]]     # variant -> {round: value}, as analysi
 DECISION_MARGIN = 2                      # rounds beyond the fewest at which a verdict can exist
 
 
+class Stopping:
+    """The one stopping rule of a sweep, as a loop asks it: a local sweep after each round, a
+    fleet after each round a worker returns (several may be in flight). It counts the completed
+    rounds and times them; `may_start` is the budget's one meaning, `after` the rule, `final`
+    the outcome when the loop ends otherwise."""
+
+    def __init__(self, plan: Plan, clock: Callable[[], float] | None = None):
+        self.plan, self.clock = plan, clock or time.monotonic
+        self.started, self.round_s, self.completed = self.clock(), None, 0
+        self.outcome: Outcome | None = None
+
+    def may_start(self) -> bool:
+        """Whether another counted round may start now: not once the rule has stopped, and only
+        if it ends within the budget at the last round's pace (max runs is the loop's own)."""
+        return (self.outcome is None
+                and starts_in_budget(self.plan, self.clock() - self.started, self.round_s))
+
+    def after(self, values: Values, round_s: float) -> Outcome | None:
+        """A counted round completed in `round_s` seconds: the rule's outcome, or None to go on."""
+        self.completed += 1
+        self.round_s = round_s
+        if self.outcome is None:
+            self.outcome = decided(self.plan, values, self.completed)
+        return self.outcome
+
+    def said(self, values: Values) -> str:
+        """The line after a round: why it stopped, or where the rule stands."""
+        return (self.outcome.stop_reason if self.outcome
+                else standing(self.plan, values, self.completed))
+
+    def final(self, values: Values) -> Outcome:
+        """The outcome when the loop ended: the rule's, else the budget's, else max runs'."""
+        if self.outcome is None:
+            self.outcome = (max_runs_outcome(self.plan, values)
+                            if self.completed >= self.plan.max_runs
+                            else budget_outcome(self.plan, values, self.completed))
+        return self.outcome
+
+
 def rounds(plan: Plan, done: set[tuple[str, int]], measure: Callable[[str, int, int, int], Sample],
            values: Callable[[], Values],
            progress: Callable[[str, int, int], None] | None = None,
@@ -68,11 +107,10 @@ def rounds(plan: Plan, done: set[tuple[str, int]], measure: Callable[[str, int, 
     primary metric's good values per variant and round so far; pairs in `done` are skipped
     (resume). `round_done(completed, max_runs, what the rule says)` follows each counted round.
     """
-    started = time.monotonic()
-    round_s = None
+    stop = Stopping(plan)
     for r in range(-plan.warmup, plan.max_runs):
-        if r >= 0 and not starts_in_budget(plan, time.monotonic() - started, round_s):
-            return budget_outcome(plan, values(), r)
+        if r >= 0 and not stop.may_start():
+            break
         t0 = time.monotonic()
         for pos, vid in enumerate(order(plan, r)):
             if (vid, r) in done:
@@ -80,17 +118,15 @@ def rounds(plan: Plan, done: set[tuple[str, int]], measure: Callable[[str, int, 
             if progress:
                 progress(vid, r, pos)
             measure(vid, r, pos, env_pad(plan, vid, r))
-        round_s = time.monotonic() - t0 if r >= 0 else round_s
         if r < 0:
             continue
         now = values()
-        done_now = decided(plan, now, r + 1)
+        stop.after(now, time.monotonic() - t0)
         if round_done:
-            round_done(r + 1, plan.max_runs,
-                       done_now.stop_reason if done_now else standing(plan, now, r + 1))
-        if done_now is not None:
-            return done_now
-    return max_runs_outcome(plan, values())
+            round_done(stop.completed, plan.max_runs, stop.said(now))
+        if stop.outcome is not None:
+            break
+    return stop.final(values())
 
 
 def standing(plan: Plan, values: Values, completed: int) -> str:

@@ -4,37 +4,16 @@ resume) are tested on exact, seeded executions, so load cannot flip them."""
 
 from __future__ import annotations
 
-import math
-import random
 from pathlib import Path
 
 import pytest
+from synthetic import Synthetic
+from tiny_target import write_tiny_target
 
 from flagsweep import sweep
 from flagsweep.build import selection
-from flagsweep.host.launcher import Execution
 from flagsweep.results import reader
 from flagsweep.results.store import Store
-from tests.tiny_target import write_tiny_target
-
-
-class Synthetic:
-    """Executions of each variant at a planted speed: 0.1 s x its factor x a seeded lognormal
-    (CV 0.3%) per call, single-threaded and CPU-bound (user time 98% of wall). The variant is
-    read from the binary's path (.../builds/<variant>/...)."""
-
-    def __init__(self, factors: dict[str, float], stop_after: int | None = None):
-        self.factors, self.stop_after, self.calls = factors, stop_after, 0
-        self.rng = random.Random(7)
-
-    def __call__(self, argv, *, env, timeout, stderr_path, perf=None, perf_csv=None) -> Execution:
-        self.calls += 1
-        if self.stop_after is not None and self.calls > self.stop_after:
-            raise KeyboardInterrupt
-        parts = Path(argv[0]).parts
-        vid = parts[parts.index("builds") + 1]
-        wall = 0.1 * self.factors.get(vid, 1.0) * math.exp(self.rng.gauss(0, 0.003))
-        return Execution(wall, 0.98 * wall, 0.002, 2000, None, False, None)
 
 
 def _start(tmp_path: Path, execute, out: str = "run", say=lambda _: None, **options) -> Path:

@@ -1,6 +1,6 @@
-"""History: steps judged against the history's own spread (unit), and end to end a planted
-regression in a newer build of the tiny target caught by `flagsweep history --check`, an
-unchanged build not."""
+"""History: steps judged against the history's own spread (unit); nightly sweeps of the real
+tiny target timed through the executor seam, a planted regression in a newer build caught by
+`flagsweep history --check` and an unchanged build not; and end to end the reference arm."""
 
 from __future__ import annotations
 
@@ -108,36 +108,49 @@ def _flagsweep(*args: str, env: dict) -> subprocess.CompletedProcess:
 
 @pytest.mark.integration
 def test_history_check_catches_a_planted_regression(tmp_path, monkeypatch):
-    import os
+    """Three nightly sweeps of the real tiny target (really built and checked) in a store of
+    their own, timed through the executor seam at planted speeds: two alike, then version 1.1
+    30% slower. `history --check` passes after the second and fails after the third, naming
+    the step and what changed; load cannot flip it, since no timing is real."""
+    from click.testing import CliRunner
+    from synthetic import Synthetic
 
-    env = {**os.environ, "FLAGSWEEP_DB": f"sqlite:///{tmp_path / 'history.sqlite'}"}
-    same = _tiny(tmp_path / "same", "1.0")
-    # The newer build repeats its kernels over an extra 30% of the input: about 30% more
-    # instructions. Cachegrind's count is exact, so neither an unchanged build nor the planted step
-    # depends on how busy the machine is (timed, a planted +30% once read +9.7% [-3.5, +22.0]
-    # on a CI runner, inconclusive).
-    slower = _tiny(tmp_path / "slower", "1.1", 'project_flags = ["-DTINY_EXTRA_PERMILLE=300"]')
-    run = ["--flags", "-O2", "--metric", "instructions", "--runs", "3", "--seed", "3"]
-    for i, folder in enumerate([same, same]):
-        r = _flagsweep("run", str(folder), *run, "--out", str(tmp_path / f"run{i}"), env=env)
-        assert r.returncode == 0, r.stderr[-2000:]
-    unchanged = _flagsweep("history", "tiny", "--check", "--threshold", "5", env=env)
-    assert unchanged.returncode == 0, unchanged.stdout + unchanged.stderr
-    assert "regression:" not in unchanged.stderr
+    from flagsweep import sweep
+    from flagsweep.build import selection
+    from flagsweep.cli import cli
+    from flagsweep.results.store import Store
 
-    r = _flagsweep("run", str(slower), *run, "--out", str(tmp_path / "run2"), env=env)
-    assert r.returncode == 0, r.stderr[-2000:]
-    caught = _flagsweep("history", "tiny", "--check", "--threshold", "5", env=env)
-    assert caught.returncode == 1, caught.stdout + caught.stderr
-    assert "regression: gcc-O2 +" in caught.stderr and "target 1.0 -> 1.1" in caught.stderr
-    as_json = _flagsweep("history", "tiny", "--threshold", "5", "--json", env=env)
+    monkeypatch.setenv("FLAGSWEEP_DB", f"sqlite:///{tmp_path / 'history.sqlite'}")
+    same, slower = _tiny(tmp_path / "same", "1.0"), _tiny(tmp_path / "slower", "1.1")
+
+    def night(folder: Path, i: int, factor: float) -> Path:
+        t, r, m, build_opts = selection.prepare(selection.Selection(
+            str(folder), flag_sets=("-O2",), out_dir=tmp_path / f"run{i}"), lambda _: None)
+        opts = sweep.MeasureOptions(runs=10, min_runs=10, max_runs=10, warmup=1, seed=3 + i,
+                                    quick=True, metric="cpu")
+        speeds = {"gcc-O2": factor, "gcc-O2.aa": factor}
+        return sweep.start(t, r, m, build_opts, opts, Store(), lambda _: None,
+                           execute=Synthetic(speeds))
+
+    night(same, 0, 1.0)
+    night(same, 1, 1.0)
+    unchanged = CliRunner().invoke(cli, ["history", "tiny", "--check", "--threshold", "5"])
+    assert unchanged.exit_code == 0, unchanged.output
+    assert "regression:" not in unchanged.output
+
+    latest = night(slower, 2, 1.3)
+    caught = CliRunner().invoke(cli, ["history", "tiny", "--check", "--threshold", "5"])
+    assert caught.exit_code == 1, caught.output
+    assert "regression: gcc-O2 +" in caught.output and "target 1.0 -> 1.1" in caught.output
+    as_json = CliRunner().invoke(cli, ["history", "tiny", "--threshold", "5", "--json"])
     series = json.loads(as_json.stdout)      # the regression line is on stderr, not in the JSON
     assert "gcc-O2" in {s["variant"] for s in series} and "regression:" in as_json.stderr
     # The newest sweep's results and report carry the history too.
-    doc = json.loads((tmp_path / "run2" / "results.json").read_text())
-    (latest,) = [h for h in doc["history"] if h["variant"] == "gcc-O2"]
-    assert latest["latest"]["verdict"] == "slower" and len(latest["points"]) == 3
-    html = (tmp_path / "run2" / "index.html").read_text()
+    doc = json.loads(latest.read_text())
+    (gcc_o2,) = [h for h in doc["history"] if h["variant"] == "gcc-O2"]
+    assert gcc_o2["latest"]["verdict"] == "slower" and len(gcc_o2["points"]) == 3
+    assert 1.29 < gcc_o2["latest"]["ratio"] < 1.31
+    html = (latest.parent / "index.html").read_text()
     assert 'id="history"' in html and "Slower than this target&#39;s earlier sweeps" in html
 
 

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable
 
-from flagsweep import files, report, results
+from flagsweep import files, report
 from flagsweep.across import history
 from flagsweep.build import fingerprint, variants
 from flagsweep.errors import FlagsweepError, Interrupted
@@ -30,7 +30,7 @@ from flagsweep.measure import disturbance, rounds
 from flagsweep.measure import metric as metric_mod
 from flagsweep.measure.sample import Sample
 from flagsweep.report import lines, terminal
-from flagsweep.results import analysis
+from flagsweep.results import analysis, writer
 from flagsweep.results.contract import AA_SUFFIX, REF_SUFFIX
 from flagsweep.results.store import Store
 from flagsweep.spec import matrix, recipe, target
@@ -273,7 +273,7 @@ def workload_option(t: target.Target, inp: inputs.Input) -> dict:
 def write_outputs(sweep: Sweep, store: Store, say: Callable[[str], None]) -> Path:
     """results.json and samples.csv, then the report made from them. A report that cannot be
     drawn must not cost the results: they are written first, and the failure is told."""
-    path = results.write(sweep.out, store, sweep.run_id, history.of_run(store, sweep.run_id))
+    path = writer.write(sweep.out, store, sweep.run_id, history.of_run(store, sweep.run_id))
     try:
         report.write(path)
     except Exception as e:  # noqa: BLE001 - any drawing failure; the data is already safe

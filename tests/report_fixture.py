@@ -1,7 +1,7 @@
 """A results.json made for the report tests: every verdict, failures, identical code, an A/A
 arm, a differing output, and names that try to be HTML. Nothing in it is written by hand: a
 run is recorded in a store as a sweep records one (its options, its variants' builds and
-checks, one Sample per variant and round, seeded and synthetic) and results.write makes the
+checks, one Sample per variant and round, seeded and synthetic) and writer.write makes the
 document, so a key renamed in the writer is renamed here too."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from flagsweep import results
 from flagsweep.measure.sample import Sample
+from flagsweep.results import writer
 from flagsweep.results.contract import AA_SUFFIX
 from flagsweep.results.store import Store
 
@@ -48,7 +48,7 @@ def sweep_doc(plan: dict[str, tuple[list[str], float | None, float]], *, rounds:
               seed: int = 5, counters: bool = False, study: bool = False,
               checks: dict[str, dict | None] | None = None,
               factors: dict[str, dict] | None = None) -> dict:
-    """results.write's document for a sweep of `plan` (id -> flags, true ratio to the
+    """writer.write's document for a sweep of `plan` (id -> flags, true ratio to the
     baseline or None for never measured, noise CV), the first id its baseline, `rounds`
     rounds; `checks` and `factors` replace a variant's output check and factor levels."""
     key = json.dumps([plan, rounds, seed, counters, study, checks, factors], sort_keys=True)
@@ -88,7 +88,7 @@ def write(folder: Path, doc: dict) -> Path:
 
 def _written(options: dict, docs: list[dict], checks: dict[str, dict | None],
              taken: dict[str, tuple[list[float], list[float]]], counters: bool) -> dict:
-    """Record the run in a store of its own, as a sweep does, and return results.write's
+    """Record the run in a store of its own, as a sweep does, and return writer.write's
     document. taken: variant -> (wall time per round, seconds from the start per round)."""
     with tempfile.TemporaryDirectory(prefix="report-fixture-") as scratch:
         store = Store(f"sqlite:///{scratch}/store.sqlite")
@@ -103,7 +103,7 @@ def _written(options: dict, docs: list[dict], checks: dict[str, dict | None],
                 store.add_sample(RUN_ID, _sample(vid, rnd, position, w, started + t, counters))
         runs = options["measure"]["runs"]
         store.finish_run(RUN_ID, "complete", f"the fixed {runs} rounds are done")
-        path = results.write(Path(scratch), store, RUN_ID)
+        path = writer.write(Path(scratch), store, RUN_ID)
         store.engine.dispose()
         return json.loads(path.read_text())
 

@@ -15,7 +15,7 @@ WRONG = ["-O2", "-DTINY_WRONG"]
 
 def _doc(plan: dict, rounds: int, *, cv: float = 0.004, seed: int = 1,
          factors=None) -> dict:
-    """A results document written by results.write: plan is id -> (flags, true ratio to
+    """A results document written by writer.write: plan is id -> (flags, true ratio to
     the baseline or None, check status), the first id the baseline; cv 0 gives a
     deterministic metric (a count)."""
     checks = {vid: {"status": check, "detail": "" if check == "ok" else "a number differs"}

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from flagsweep import results, sweep
+from flagsweep import sweep
 from flagsweep.host import launcher
 from flagsweep.measure import disturbance, metric
 from flagsweep.measure.sample import Sample
+from flagsweep.results import writer
 from flagsweep.results.store import Store
 from flagsweep.spec import target
 from flagsweep.workload.check import Workload
@@ -216,7 +217,7 @@ def test_results_count_disturbed_and_retaken_runs(sampler, tmp_path):
     s("b", 0, 1, 0)
     s("a", 1, 0, 0)
     s("b", 1, 1, 0)          # still disturbed after three retakes
-    path = results.write(tmp_path, store, "r")
+    path = writer.write(tmp_path, store, "r")
     import json
     doc = json.loads(path.read_text())
     m = doc["measurement"]

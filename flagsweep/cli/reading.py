@@ -133,9 +133,9 @@ def pick_cmd(paths, baseline_isa, threshold_pct, as_json) -> None:
 
 def _located(args, scratch: Path) -> list[Path]:
     """RESULTS arguments: results.json files, their folders, or run ids in the store."""
-    from flagsweep import results
+    from flagsweep.results import writer
 
-    return [results.located(a, scratch) for a in args]
+    return [writer.located(a, scratch) for a in args]
 
 
 @click.command("schema")

@@ -1,4 +1,4 @@
-"""Results files: results.json (the public contract, flagsweep.results.contract, docs/results.md),
+"""The results files: results.json (the public contract, flagsweep.results.contract, docs/results.md),
 samples.csv (one row per sample, warmups and failures included), and the progress display.
 
 Both files are rebuilt from the store, so an interrupted sweep's files hold every sample taken so

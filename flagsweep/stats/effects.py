@@ -36,14 +36,13 @@ Wijshoff, MASCOTS 2004, for compiler options).
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from dataclasses import dataclass, replace
 
 import numpy as np
-import statsmodels.api as sm
 from scipy import stats as sps
-from statsmodels.tools.sm_exceptions import SingularMatrixWarning
 
 from flagsweep import stats
 
@@ -367,7 +366,8 @@ def _fit(y: np.ndarray, x: np.ndarray, k: int) -> _Fit | None:
         return None
     with warnings.catch_warnings():
         # Rank deficiency is expected and handled: only estimable coefficients are reported.
-        warnings.simplefilter("ignore", SingularMatrixWarning)
+        sm = _statsmodels()
+        warnings.simplefilter("ignore", sm.SingularMatrixWarning)
         ols = sm.OLS(y, x).fit(method="pinv")
     ok = _estimable(x)[:k]
     if stats.mad(ols.resid) <= ZERO_SCALE_TOL * max(1.0, float(np.max(np.abs(y)))):
@@ -377,7 +377,7 @@ def _fit(y: np.ndarray, x: np.ndarray, k: int) -> _Fit | None:
         coefs = [_coef(ols.params[j], ols.bse[j], dist) if ok[j] else None for j in range(k)]
         return _Fit(coefs, df, float(ols.ssr), ROBUST_SKIPPED)
     cols = _basis_columns(x, np.concatenate([ok, np.zeros(x.shape[1] - k, dtype=bool)]))
-    res = sm.RLM(y, x[:, cols], M=sm.robust.norms.HuberT()).fit()
+    res = sm.RLM(y, x[:, cols], M=sm.HuberT()).fit()
     dist = sps.norm()
     where = {c: i for i, c in enumerate(cols)}
     coefs = [_coef(res.params[where[j]], res.bse[where[j]], dist) if ok[j] else None
@@ -446,7 +446,8 @@ def _lack_of_fit_note(y: np.ndarray, x_fac: np.ndarray, x_blk: np.ndarray, cells
     if df1 <= 0 or df2 <= 0:
         return []
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", SingularMatrixWarning)
+        sm = _statsmodels()
+        warnings.simplefilter("ignore", sm.SingularMatrixWarning)
         rss_full = float(sm.OLS(y, x_full).fit(method="pinv").ssr)
     if rss_full <= 0:
         return []
@@ -478,3 +479,18 @@ def _no_replication(notes: list[str]) -> EffectsResult:
     why = ("No residual degrees of freedom: as many parameters as observations, so no error "
            "estimate and no intervals; measure more rounds.")
     return EffectsResult("not-estimable", [], " ".join([why] + notes))
+
+
+@functools.cache
+def _statsmodels():
+    """statsmodels' OLS, RLM and HuberT, imported on first use: loading statsmodels takes
+    about 0.7 s, which every command that only refuses its arguments or reads a contract
+    would pay at start-up."""
+    from types import SimpleNamespace
+
+    from statsmodels.regression.linear_model import OLS
+    from statsmodels.robust.norms import HuberT
+    from statsmodels.robust.robust_linear_model import RLM
+    from statsmodels.tools.sm_exceptions import SingularMatrixWarning
+    return SimpleNamespace(OLS=OLS, RLM=RLM, HuberT=HuberT,
+                           SingularMatrixWarning=SingularMatrixWarning)

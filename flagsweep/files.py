@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import json
 import os
 import secrets
 from pathlib import Path
@@ -98,3 +99,13 @@ def sha256_file(path: Path) -> str:
     """The sha256 of a file's bytes, read in blocks (tarballs and inputs run to gigabytes)."""
     with open(path, "rb") as f:
         return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def key_sha256(key: object) -> str:
+    """The sha256 of a cache key: its JSON with sorted keys, so equal keys hash alike whatever
+    order their dicts were built in."""
+    return sha256_bytes(json.dumps(key, sort_keys=True).encode())

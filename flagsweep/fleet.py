@@ -26,7 +26,6 @@ duplicate impossible. One store run per label, each with its own results.json an
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import re
@@ -38,9 +37,8 @@ from pathlib import Path
 from typing import Callable
 
 from flagsweep import files, report, shipped, sweep
-from flagsweep.build import selection
 from flagsweep.across import merge
-from flagsweep.build import variants
+from flagsweep.build import selection, variants
 from flagsweep.errors import FlagsweepError
 from flagsweep.host import launcher, system
 from flagsweep.measure import rounds
@@ -124,7 +122,7 @@ def build_task(target_file: str, target_sha: str, m: matrix.Matrix, key: str) ->
         logs[b.variant.id] = b.log.read_text(errors="replace") if b.log.exists() else ""
         if b.status == "ok" and b.binary:
             data = Path(b.binary).read_bytes()
-            blobs[b.variant.id] = (hashlib.sha256(data).hexdigest(), data)
+            blobs[b.variant.id] = (files.sha256_bytes(data), data)
     return {"docs": [b.doc(out) for b in builds], "blobs": blobs, "logs": logs,
             "worker": _worker_name()}
 
@@ -186,7 +184,7 @@ def _target(target_file: str, sha: str) -> target.Target:
 
 def _materialize(sha: str, data: bytes, name: str) -> Path:
     """The bytes as a file in this machine's content-addressed cache, hash verified."""
-    if hashlib.sha256(data).hexdigest() != sha:
+    if files.sha256_bytes(data) != sha:
         raise FlagsweepError(f"worker {_worker_name()}: received bytes for {sha[:12]} that do "
                              "not hash to it; refusing to run them")
     path = files.cache_dir() / "fleet" / "blobs" / sha / name
@@ -326,7 +324,7 @@ def _build(client, t: target.Target, parts: list[Label], say) -> None:
         key = (p.name if native else "") + "|" + ",".join(v.id for v in p.matrix.variants)
         if key not in jobs:
             where = {BENCH: 1, **({label_resource(p.name): 1} if native else {})}
-            tag = hashlib.sha256(key.encode()).hexdigest()[:12]
+            tag = files.sha256_bytes(key.encode())[:12]
             jobs[key] = client.submit(build_task, str(t.path), sha, p.matrix, tag, pure=False,
                                       resources=where)
         keys.append(key)

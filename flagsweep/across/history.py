@@ -39,14 +39,13 @@ placed a night or two earlier.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import stats as sps
 
-from flagsweep import stats
+from flagsweep import files, stats
 from flagsweep.measure import metric as metric_mod
 from flagsweep.results import analysis
 from flagsweep.results.contract import REF_SUFFIX, is_control
@@ -106,7 +105,7 @@ class Series:
 
 def machine_key(machine: dict) -> str:
     """The CPU identity two sweeps must share to be one series."""
-    flags = hashlib.sha256(" ".join(sorted(machine.get("cpu_flags") or [])).encode()).hexdigest()
+    flags = files.sha256_bytes(" ".join(sorted(machine.get("cpu_flags") or [])).encode())
     return (f"{machine.get('cpu_model', '?')} (family {machine.get('family', '?')} model "
             f"{machine.get('model', '?')}, microcode {machine.get('microcode', '?')}, "
             f"flags {flags[:8]})")

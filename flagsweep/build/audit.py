@@ -24,7 +24,6 @@ audit guards against build systems that bypass the flags, not against one that f
 from __future__ import annotations
 
 import bisect
-import hashlib
 import json
 import os
 import re
@@ -411,7 +410,7 @@ class Trace:
         for name, data in ar_members(path):
             if isinstance(data, Path):   # a thin archive names its members' files
                 self._input(_norm(path.parent / data), name, link)
-            elif hashlib.sha256(data).hexdigest() not in compiled:
+            elif files.sha256_bytes(data) not in compiled:
                 self.problems.append(f"archive {self._name(path)} holds {name}, which no "
                                      "recorded compile of this build produced (a hard-coded "
                                      "compiler, or a prebuilt or stale object?)")

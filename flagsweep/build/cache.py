@@ -57,7 +57,7 @@ def key(source_id: str, target_file: Path, compiler: dict, flags: list[str]) -> 
                    if any("native" in f for f in flags) else None),
         "env": {k: os.environ[k] for k in ENV_READ if os.environ.get(k)},
     }
-    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+    return files.key_sha256(parts)
 
 
 def source_id(tarball_sha256: str | None, tree: Path) -> str:

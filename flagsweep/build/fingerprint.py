@@ -15,13 +15,15 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
 
+from flagsweep import files
+
 
 def code_hash(binary: Path) -> str:
     """sha256 of the binary's code and data as loaded; a non-ELF file hashes whole."""
     try:
         return _elf_hash(binary)
     except ELFError:
-        return hashlib.sha256(binary.read_bytes()).hexdigest()
+        return files.sha256_file(binary)
 
 
 def _elf_hash(binary: Path) -> str:

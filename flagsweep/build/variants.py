@@ -8,7 +8,6 @@ log and hash its code. The result per variant uses the results contract's `build
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -246,7 +245,7 @@ def _template(target: Target, source: Path, name: str, tools: dict, cache: Path,
     """Where the compiler's configure tree is cached: keyed by everything configure sees."""
     key_parts = [TEMPLATE_FORMAT, str(source), target.spec.build.configure_args, tools,
                  (source / "configure").stat().st_mtime_ns if (source / "configure").exists() else 0]
-    key = hashlib.sha256(json.dumps(key_parts, sort_keys=True).encode()).hexdigest()[:16]
+    key = files.key_sha256(key_parts)[:16]
     folder = f"{target.name}-{_slug(name)}-{key}"
     return {"compiler": name, "dir": str(cache / "configured" / folder),
             "log": str(out / "builds" / f"configure-{_slug(name)}.log")}

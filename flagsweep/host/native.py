@@ -7,8 +7,6 @@ flagsweep version or another compiler rebuilds it and nothing else does.
 from __future__ import annotations
 
 import functools
-import hashlib
-import json
 import os
 import shutil
 from pathlib import Path
@@ -23,7 +21,7 @@ def build_tool(source: Path, dest: Path, cc: str | Path, defines: dict[str, str]
                static: bool = False) -> Path:
     """Compile source into dest unless the one there was built from the same inputs."""
     flags = [f"-D{name}={value}" for name, value in sorted(defines.items())]
-    key = hashlib.sha256(json.dumps([source.read_text(), str(cc), flags, static]).encode()).hexdigest()
+    key = files.key_sha256([source.read_text(), str(cc), flags, static])
     stamp = dest.with_name(dest.name + ".key")
     if dest.exists() and stamp.exists() and stamp.read_text() == key:
         return dest

@@ -6,11 +6,11 @@ the same flags give the same id in any recipe and any sweep (history and merging
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import re
 from dataclasses import dataclass, field
 
+from flagsweep import files
 from flagsweep.errors import ConfigError
 from flagsweep.host import cpu, toolchain
 from flagsweep.spec.recipe import AxisLevel, Recipe, split_flags
@@ -58,7 +58,7 @@ def variant_id(compiler: str, flags: tuple[str, ...]) -> str:
     safe = [re.sub(r"[^A-Za-z0-9._+-]", "_", p) for p in parts]
     vid = "-".join(safe) if flags else f"{safe[0]}-default"
     if safe != parts or len(vid) > ID_MAX:
-        digest = hashlib.sha256("\0".join((compiler, *flags)).encode()).hexdigest()[:10]
+        digest = files.sha256_bytes("\0".join((compiler, *flags)).encode())[:10]
         vid = f"{vid[:ID_MAX - 11]}-{digest}"
     return vid
 

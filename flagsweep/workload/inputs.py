@@ -15,7 +15,6 @@ output (lengths, counts, choices) uses integer or plain IEEE arithmetic, never l
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import math
@@ -78,7 +77,7 @@ def prepare(target: Target, quick: bool = False, cache: Path | None = None) -> I
 def _generated(store: Path, key: dict, ext: str, description: str,
                generate: Callable[[], bytes]) -> Input:
     """The cached input for key if its bytes still hash right, else generate and store it."""
-    index = store / "keys" / f"{_sha256_bytes(json.dumps(key, sort_keys=True).encode())}.json"
+    index = store / "keys" / f"{files.key_sha256(key)}.json"
     found = _lookup(store, index, key, description)
     if found is not None:
         return found
@@ -86,7 +85,7 @@ def _generated(store: Path, key: dict, ext: str, description: str,
     data = generate()
     log.info("generated %s (%d bytes) in %.2f s", description, len(data),
              time.monotonic() - started)
-    sha = _sha256_bytes(data)
+    sha = files.sha256_bytes(data)
     path = store / f"{sha}.{ext}"
     # Another key (or process) may have produced the same bytes already.
     if not (path.is_file() and files.sha256_file(path) == sha):
@@ -144,9 +143,6 @@ def _copy_given(target: Target, spec: FileInput, store: Path) -> Input:
             Path(name).unlink(missing_ok=True)
     return Input(path, sha, path.stat().st_size, f"file: {spec.path}")
 
-
-def _sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 

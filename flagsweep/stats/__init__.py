@@ -142,13 +142,17 @@ class Comparison:
     why: str = ""
     paired: bool = True                # False: two independent samples (compare_unpaired)
     pooled: int = 0                    # >0: a geometric mean of this many estimates (pool)
+    layouts: int = 0                   # >0: over this many layout replicates a side (stats.layout)
+    layout_sd: float | None = None     # the spread between one arm's layouts (relative)
 
     def to_json(self) -> dict:
         # JSON has no inf/nan: an interval that does not exist (too few pairs) is null.
         return {"ratio": _num(self.ratio), "ci95": _interval(self.ci95),
                 "p_value": self.p_value, "p_adjusted": self.p_adjusted, "verdict": self.verdict,
                 "ci90": _interval(self.ci90), "n_pairs": self.n_pairs,
-                "rounds_needed": self.rounds_needed, "why": self.why}
+                "rounds_needed": self.rounds_needed, "why": self.why,
+                **({"layouts": self.layouts, "layout_sd_pct": _num(100 * self.layout_sd)
+                    if self.layout_sd is not None else None} if self.layouts else {})}
 
 
 def compare(variant: dict[int, float], baseline: dict[int, float], *, seed: int = 0,
@@ -430,7 +434,7 @@ def adjust(comparisons: list[Comparison], threshold: float = 0.01, alpha: float 
     for c, p in zip(comparisons, p_adj):
         c.p_adjusted = float(p)
         c.verdict, c.rounds_needed = _verdict(c, threshold, alpha), None
-        if c.verdict == "inconclusive" and not c.pooled:
+        if c.verdict == "inconclusive" and not (c.pooled or c.layouts):
             c.rounds_needed = _rounds_needed(c, threshold, alpha, len(comparisons))
         c.why = _why(c, threshold, alpha)
 
@@ -509,11 +513,13 @@ def _ratio_sq(half_width: float, margin: float) -> float:
 def _why(c: Comparison, threshold: float, alpha: float) -> str:
     t = f"{threshold * 100:g}%"
     p = f"adjusted p = {c.p_adjusted:.2g}"
-    if c.pooled and c.verdict == "inconclusive":
+    if (c.pooled or c.layouts) and c.verdict == "inconclusive":
         reason = (f"significant ({p}) but the 95% CI {_fmt(c.ci95)} reaches into +-{t}"
                   if c.p_adjusted < alpha else f"not significant ({p}) and the 90% CI "
                   f"{_fmt(c.ci90)} does not fit inside +-{t}")
-        return f"{reason}, {_over(c)}; more rounds of the undecided ones would narrow it"
+        more = ("more layouts (not more rounds: they leave each layout's effect as it is)"
+                if c.layouts else "more rounds of the undecided ones")
+        return f"{reason}, {_over(c)}; {more} would narrow it"
     if c.n_pairs < 2:
         return (f"only {c.n_pairs} round(s) measured both binaries, so there is no interval or "
                 f"test; measure at least {c.rounds_needed} rounds")
@@ -541,6 +547,9 @@ def _why(c: Comparison, threshold: float, alpha: float) -> str:
 def _over(c: Comparison) -> str:
     if c.pooled:
         return f"the geometric mean of {c.pooled} estimates"
+    if c.layouts:
+        spread = f", layout alone moving it by +-{100 * c.layout_sd:.1f}%" if c.layout_sd else ""
+        return f"{c.layouts} layouts a side{spread}"
     return f"{c.n_pairs} paired rounds" if c.paired else f"at least {c.n_pairs} runs in each sweep"
 
 

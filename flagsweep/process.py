@@ -86,20 +86,65 @@ def _run_grouped(args: list[str], *, timeout: float | None, input: str | None = 
 
 
 def _end_group(proc: subprocess.Popen) -> None:
-    """SIGTERM the whole group, so a build tool passes it on (ninja to the groups it gave its
-    jobs, which this module's SIGTERM handling in turn ends); wait until no process of the
-    group is left, and SIGKILL what remains after END_GRACE_S. The leader alone ending is not
-    enough: cmake --build exits at once while its ninja is still ending the jobs."""
-    pgid = proc.pid
-    _signal_group(pgid, signal.SIGTERM)
+    """End the program and everything it started, and wait until none of it runs.
+
+    SIGTERM first, so a build tool passes it on; SIGKILL what still runs after END_GRACE_S.
+    The program's own group is not enough: ninja gives every job a group of its own, a build
+    step run by this module gives its make another, and `cmake -E env` blocks SIGTERM. When the
+    leader ends first (cmake --build, ninja) those groups live on as orphans, so the family is
+    followed through /proc (parents and groups, again on every pass, as they change) and every
+    group in it is signalled. A zombie counts as ended: an orphan's zombie waits for init, and
+    some inits never reap."""
+    family = {proc.pid: proc.pid}      # pid -> its process group, once seen (the leader's own)
+    signalled: set[int] = set()        # groups sent SIGTERM
     deadline = time.monotonic() + END_GRACE_S
-    while time.monotonic() < deadline:
-        proc.poll()  # reap the leader; the group lives on while any other member does
-        if not _signal_group(pgid, 0):
+    while True:
+        table = _processes()
+        _grow(family, table)
+        groups = set(family.values()) - {os.getpgrp()}   # never this process's own group
+        for group in groups - signalled:
+            _signal_group(group, signal.SIGTERM)
+        signalled |= groups
+        if not any(table.get(pid, (0, 0, "X"))[2] not in "ZX" for pid in family):
             return
+        if time.monotonic() > deadline:
+            break
+        proc.poll()                    # reap the leader
         time.sleep(0.02)
-    _signal_group(pgid, signal.SIGKILL)
+    for group in signalled:
+        _signal_group(group, signal.SIGKILL)
     proc.wait()
+
+
+def _processes() -> dict[int, tuple[int, int, str]]:
+    """Every process's (parent pid, process group, state), read from /proc/PID/stat."""
+    table = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                stat = f.read().decode(errors="replace")
+        except OSError:
+            continue                   # it ended meanwhile
+        # The command name may hold spaces and ")": the fields start after its last ")".
+        state, ppid, pgid = stat[stat.rindex(")") + 2:].split()[:3]
+        table[int(entry.name)] = (int(ppid), int(pgid), state)
+    return table
+
+
+def _grow(family: dict[int, int], table) -> None:
+    """Add to family (pid -> group) the descendants of its processes and the members of its
+    groups, as far as table shows them."""
+    groups = set(family.values()) - {os.getpgrp()}
+    changed = True
+    while changed:
+        changed = False
+        for pid, (ppid, pgid, _) in table.items():
+            if pid not in family and (ppid in family or pgid in groups):
+                family[pid] = pgid
+                groups.add(pgid)
+                changed = True
 
 
 def _signal_group(pgid: int, sig: int) -> bool:
@@ -107,7 +152,7 @@ def _signal_group(pgid: int, sig: int) -> bool:
     try:
         os.killpg(pgid, sig)
         return True
-    except ProcessLookupError:
+    except (ProcessLookupError, PermissionError):
         return False
 
 

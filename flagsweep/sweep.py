@@ -98,7 +98,7 @@ def start(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: vari
                                         lines.built_lines())
         except KeyboardInterrupt:
             # No run exists yet, so there is nothing to resume; the build processes are ended
-            # by then (process.run waits for their whole group).
+            # by then (process.run waits until none of them runs).
             raise Interrupted(f"interrupted before measuring; no run was recorded. {out} holds "
                               "a partial build, and builds start in a new folder: run again "
                               "with another --out, or remove it first") from None

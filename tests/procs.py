@@ -28,6 +28,17 @@ def running(mark: str) -> list[int]:
     return found
 
 
+def alive(pid: int) -> bool:
+    """Whether pid is a process that can still run: gone or a zombie is not. An orphan's zombie
+    stays until init reaps it, and an init that never reaps (some containers' and VMs' PID 1)
+    leaves it there for good, so `os.kill(pid, 0)` succeeding says nothing."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] not in "ZX"
+
+
 def wait_for(predicate, what: str, seconds: float = 60.0):
     """Poll until predicate() is true (it returns the value); a liveness check, not a timing."""
     deadline = time.monotonic() + seconds

@@ -41,6 +41,15 @@ def test_a_timeout_ends_the_whole_group(mark):
     assert running(mark) == []
 
 
+def test_a_timeout_ends_children_in_groups_of_their_own(mark):
+    """ninja gives each job a process group, and a build step gives its make another: those
+    groups outlive the leader's, so they are followed and ended too, before run returns."""
+    with pytest.raises(subprocess.TimeoutExpired):
+        process.run(["sh", "-c", (f"setsid sleep {mark} & setsid sh -c 'sleep {mark}; :' & "
+                                  f"sleep {mark}; :")], timeout=0.5)
+    assert running(mark) == []
+
+
 def test_a_normal_run_is_unchanged():
     r = process.run(["sh", "-c", "echo out; echo err >&2; exit 3"])
     assert (r.returncode, r.stdout, r.stderr) == (3, "out\n", "err\n")

@@ -153,10 +153,16 @@ def test_interrupted_sweep_resumes_without_loss_or_duplicates(tiny, tmp_path, ho
     after = _samples(db, run_id)
     assert set(before) <= set(after)  # nothing lost: the same rows, same timestamps
     pairs = [(v, r) for v, r, _ in after]
-    # nothing duplicated: (O2, O1, O2's A/A twin) x (1 warmup + 8 rounds)
-    assert len(pairs) == len(set(pairs)) == 3 * 9
+    assert len(pairs) == len(set(pairs))        # nothing duplicated
     doc = _results(out)
     assert doc["status"] == "complete"
+    if doc["stop_reason"].startswith("the machine is busy"):
+        # Under a heavy load the resumed sweep may stop early, as it must when most runs stay
+        # disturbed (measure.disturbance.busy): then it has taken more, and lost nothing.
+        assert len(after) > len(before)
+        return
+    # (O2, O1, O2's A/A twin) x (1 warmup + 8 rounds)
+    assert len(pairs) == 3 * 9
     assert {v["id"]: v["summary"]["n"] for v in doc["variants"]} == {
         "gcc-O2": 8, "gcc-O1": 8, "gcc-O2.aa": 8}
 

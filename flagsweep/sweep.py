@@ -22,7 +22,7 @@ from typing import Callable
 
 from flagsweep import files, report
 from flagsweep.across import history
-from flagsweep.build import fingerprint, variants
+from flagsweep.build import fingerprint, layout, variants
 from flagsweep.errors import FlagsweepError, Interrupted
 from flagsweep.host import advice, launcher, probes, system, toolchain
 from flagsweep.host.lock import MeasureLock
@@ -57,6 +57,7 @@ class MeasureOptions:
     threshold_pct: float = 1.0      # the practical threshold: smaller effects do not matter
     reference: str | None = None    # a binary, or an earlier run's folder: its baseline's binary
     keep_scratch: bool = False      # keep the check and timing outputs of a complete run
+    layouts: int = 0                # K >= 2: every variant built K times in seeded layouts
 
 
 @dataclass
@@ -84,6 +85,8 @@ def start(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: vari
     base = run_name or out.name      # the run id: this, numbered if the store has it
     opts.seed = opts.seed if opts.seed is not None else random.SystemRandom().randrange(2**31)
     cpu = _cpu(opts)
+    if opts.layouts:
+        m = _layouts(m, opts.layouts)
     with MeasureLock(f"{t.name} {base}", cpu, wait=wait, say=say), _terminate_as_interrupt():
         # Before building: the load average must show other work, not our own compiles.
         machine = system.machine_state(sorted({v.compiler for v in m.variants}),
@@ -106,7 +109,8 @@ def start(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: vari
         for line in variants.failures(builds):
             say(line)
         docs = [b.doc(out) for b in builds]
-        docs += aa_twin(docs, m.baseline.id, out)
+        if not opts.layouts:         # with layouts the twin is built: other layouts, same code
+            docs += aa_twin(docs, m.baseline.id, out)
         docs += reference_arm(docs, m.baseline.id, out, reference)
         run_id = store.create_unique_run(base, t.name, r.name, out, run_options(t, r, m, opts),
                                          machine)
@@ -114,6 +118,15 @@ def start(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: vari
         store.save_variants(run_id, docs)
         sweep = Sweep(run_id, t, r.name, out, opts, docs, m.baseline.id, execute)
         return _measure(sweep, store, say)
+
+
+def _layouts(m: matrix.Matrix, k: int) -> matrix.Matrix:
+    """The matrix as layout replicates (build.layout), refused where the linker cannot."""
+    for compiler in sorted({v.compiler for v in m.variants}):
+        why = layout.unavailable(toolchain.resolve(compiler).cc)
+        if why:
+            raise FlagsweepError(f"--layouts {k}: {why}")
+    return layout.replicate(m, k, m.baseline.id + AA_SUFFIX)
 
 
 def confirm(screen_path: Path, t: target.Target, r: recipe.Recipe, m: matrix.Matrix,
@@ -152,8 +165,9 @@ def resume(id_or_dir: str, store: Store, say: Callable[[str], None],
     if o.get("target_sha256") and files.sha256_file(t.path) != o["target_sha256"]:
         raise FlagsweepError(f"{t.path} changed since run {run_id} started; its remaining "
                              "samples would not measure the same thing. Start a new run")
-    sweep = Sweep(run_id, t, row["recipe"], Path(row["out_dir"]), opts, docs, o["baseline"],
-                  execute)
+    # With layouts the run's baseline is a variant: its first layout is the binary checks use.
+    baseline = next((d["id"] for d in docs if d.get("layout_of") == o["baseline"]), o["baseline"])
+    sweep = Sweep(run_id, t, row["recipe"], Path(row["out_dir"]), opts, docs, baseline, execute)
     with MeasureLock(f"{sweep.target.name} {run_id} (resumed)", _cpu(opts), wait=wait, say=say), \
             _terminate_as_interrupt():
         _same_binaries(sweep)
@@ -338,7 +352,7 @@ def _rounds(sweep: Sweep, workload: check.Workload, measured: list[str],
     o = sweep.opts
     binaries = {vid: path for vid, path in runnable(sweep.builds).items() if vid in measured}
     cachegrind = o.metric == "instructions" and (pre is None or not pre.hw_counters)
-    plan = plan_for(o, measured, sweep.baseline, once=cachegrind)
+    plan = plan_for(o, measured, sweep.baseline, once=cachegrind, layouts=layouts_of(sweep.builds))
     if cachegrind:
         say("metric: instructions counted by Cachegrind (no PMU here): a deterministic change "
             "detector, not a speed")
@@ -364,15 +378,25 @@ def _rounds(sweep: Sweep, workload: check.Workload, measured: list[str],
             return rounds.Outcome(len(counted), str(e))
 
 
-def plan_for(o: MeasureOptions, measured: list[str], baseline: str, once: bool = False) -> rounds.Plan:
+def plan_for(o: MeasureOptions, measured: list[str], baseline: str, once: bool = False,
+             layouts: dict[str, str] | None = None) -> rounds.Plan:
     """The rounds a sweep's options ask for, here or on a fleet; `once`: a deterministic count
-    (Cachegrind) needs one round and no warmup, unless --runs says otherwise."""
+    (Cachegrind) needs one round and no warmup, unless --runs says otherwise. With layouts
+    (binary id -> variant), every layout of every variant runs in every round: each round is a
+    balanced block, so the round's drift still cancels and each layout's level has as many runs
+    as any other's."""
+    layouts = layouts or {}
     return rounds.Plan(measured, o.seed, warmup=0 if once else o.warmup,
                        min_runs=o.runs or (1 if once else o.min_runs),
                        max_runs=o.runs or (1 if once else o.max_runs),
                        budget_s=o.budget, precision=o.precision_pct / 100,
-                       metric=METRICS[o.metric], baseline=baseline,
-                       threshold=o.threshold_pct / 100)
+                       metric=METRICS[o.metric], baseline=layouts.get(baseline, baseline),
+                       threshold=o.threshold_pct / 100, layouts=layouts)
+
+
+def layouts_of(docs: list[dict]) -> dict[str, str]:
+    """binary id -> the variant it is a layout of, for a sweep with --layouts (else empty)."""
+    return {d["id"]: d["layout_of"] for d in docs if d.get("layout_of")}
 
 
 def _choose_metric(sweep: Sweep, plan: rounds.Plan, measure: Sampler, store: Store,
@@ -592,7 +616,7 @@ def run_options(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, opts: Meas
             "measure": asdict(opts),
             "compilers": [toolchain.describe(toolchain.resolve(c))
                           for c in sorted({v.compiler for v in m.variants})],
-            "baseline": m.baseline.id, "design": m.design,
+            "baseline": m.baseline.layout_of or m.baseline.id, "design": m.design,
             "skipped": [{"id": s.variant.id, "flags": list(s.variant.flags), "reason": s.reason}
                         for s in m.skipped]}
 

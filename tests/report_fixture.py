@@ -77,6 +77,30 @@ def _sweep_doc(plan, rounds, seed, counters, study, checks, factors) -> dict:
                     counters)
 
 
+def layouts_doc(k: int = 3, rounds: int = 8, seed: int = 3) -> dict:
+    """writer.write's document for a sweep with --layouts k: -O2 (the baseline), -O3 5% faster
+    and -O2's A/A twin, each as k layout replicates with their own seeded layout effect (sd
+    2%), as sweep.start records them."""
+    rng = np.random.default_rng(seed)
+    docs, checked, taken = [], {}, {}
+    for vid, flags, ratio, seeds in (("gcc-O2", ["-O2"], 1.0, range(1, k + 1)),
+                                     ("gcc-O3", ["-O3"], 0.95, range(1, k + 1)),
+                                     ("gcc-O2.aa", ["-O2"], 1.0, range(k + 1, 2 * k + 1))):
+        for j in seeds:
+            doc, check = _variant(f"{vid}.L{j}", [*flags, "-ffunction-sections", "-fdata-sections",
+                                                  "-fuse-ld=lld", f"-Wl,--shuffle-sections=*={j}"])
+            doc.update(layout_of=vid, layout=j, factors={"opt": flags[0]})
+            doc["build"]["functions_sha256"] = vid.removesuffix(AA_SUFFIX)
+            docs.append(doc)
+            checked[doc["id"]] = check
+            level = ratio * float(np.exp(rng.normal(0, 0.02)))
+            taken[doc["id"]] = ([level * float(np.exp(rng.normal(0, 0.003))) for _ in range(rounds)],
+                                [float(i * 10 + rng.uniform(0, 5)) for i in range(rounds)])
+    options = _options(False, False, "gcc-O2", rounds)
+    options["measure"]["layouts"] = k
+    return _written(options, docs, checked, taken, False)
+
+
 def write(folder: Path, doc: dict) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "builds" / "gcc-O2").mkdir(parents=True, exist_ok=True)

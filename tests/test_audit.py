@@ -317,3 +317,24 @@ def test_long_options_that_change_nothing_unseen_pass(make_project, flags, extra
     makefile = HONEST.replace("$(CFLAGS) -c", f"$(CFLAGS) {extra} -c")
     result = make_project({"Makefile": makefile, "a.c": MAIN, "b.c": HELPER}, flags=flags)
     assert result.verified, result.problems
+
+
+
+LAYOUT_FLAGS = "-O2 -ffunction-sections -fuse-ld=lld -Wl,--shuffle-sections=*=3"
+
+
+@pytest.mark.parametrize("makefile, verified", [
+    (HONEST, True),
+    (HONEST.replace("$(CC) $(CFLAGS) -o prog", "$(CC) -o prog"), False),   # links without them
+])
+def test_link_flags_must_reach_the_link_that_writes_the_binary(make_project, makefile, verified):
+    """A variant's linker options (a layout's shuffle, -Wl,...) act only on the link: a build
+    that links without CFLAGS or drops LDFLAGS silently gives every layout the same order."""
+    if shutil.which("ld.lld") is None:
+        pytest.skip("LLD is not installed")
+    result = make_project({"Makefile": makefile, "a.c": MAIN, "b.c": HELPER}, flags=LAYOUT_FLAGS)
+    assert result.verified == verified, result.problems
+    if not verified:
+        assert _one_problem(result).startswith(
+            "the link that wrote prog lacks the variant's link flags -fuse-ld=lld "
+            "-Wl,--shuffle-sections=*=3 (a build that drops LDFLAGS, or links without CFLAGS): ")

@@ -115,7 +115,7 @@ def test_a_seed_moves_the_functions_and_leaves_the_code_and_its_output(compiler,
         subprocess.run([compiler, "-O2", *link.COMPILE_FLAGS, "-I", str(TINY_SRC), "-c",
                         str(source), "-o", str(obj)], check=True)
         objects.append(str(obj))
-    order, hashes, outputs = {}, {}, {}
+    order, hashes, outputs, functions = {}, {}, {}, {}
     data = tmp_path / "input"
     data.write_bytes(bytes(range(256)) * 4096)
     for seed in (0, 1, 2):
@@ -127,9 +127,87 @@ def test_a_seed_moves_the_functions_and_leaves_the_code_and_its_output(compiler,
         order[seed] = [s.split()[2] for s in symbols if s.split()[1:2] in (["t"], ["T"])
                        and s.split()[2].startswith(("tiny_", "main"))]
         hashes[seed] = fingerprint.code_hash(binary)
+        functions[seed] = fingerprint.functions_hash(binary)
         outputs[seed] = subprocess.run([str(binary), str(data), "1"], capture_output=True,
                                        check=True).stdout
     assert sorted(order[0]) == sorted(order[1]) == sorted(order[2])    # the same functions
     assert len({tuple(o) for o in order.values()}) > 1                 # placed differently
     assert len(set(hashes.values())) == 3
+    assert len(set(functions.values())) == 1 and functions[0] is not None  # same code, moved
     assert outputs[0] == outputs[1] == outputs[2]
+
+
+# ---- a sweep with --layouts, its executions from the stand-in executor -------------------------
+
+@pytest.mark.integration
+def test_a_sweep_with_layouts_builds_checks_and_compares_over_them(tmp_path):
+    """tiny at -O2 and -O1, 3 layouts each, really built and checked; each binary timed at a
+    planted speed: -O1 10% slower, and every layout of every variant off by its own seeded
+    amount (sd 2%). Each variant has 3 verified, checked binaries with 3 code hashes and the
+    same functions; the A/A twin is 3 more layouts of -O2 (relinked, not a copy); results.json
+    has the two-level comparison, its layout spread and each layout's own summary."""
+    from synthetic import Synthetic
+    from tiny_target import write_tiny_target
+
+    from flagsweep import sweep
+    from flagsweep.build import selection
+    from flagsweep.build import layout as link
+    from flagsweep.results import reader
+    from flagsweep.results.store import Store
+
+    if link.unavailable("gcc"):
+        pytest.skip(link.unavailable("gcc"))
+    rng = np.random.default_rng(5)
+    ids = [f"{v}{link.MARK}{j}" for v in ("gcc-O2", "gcc-O1") for j in (1, 2, 3)]
+    ids += [f"gcc-O2.aa{link.MARK}{j}" for j in (4, 5, 6)]
+    planted = {vid: (1.10 if vid.startswith("gcc-O1") else 1.0) * math.exp(rng.normal(0, 0.02))
+               for vid in ids}
+    folder = write_tiny_target(tmp_path / "tiny", megabytes=0.25, quick_megabytes=0.25)
+    t, r, m, build_opts = selection.prepare(selection.Selection(
+        str(folder), flag_sets=("-O2", "-O1"), out_dir=tmp_path / "run"), lambda _: None)
+    opts = sweep.MeasureOptions(min_runs=5, max_runs=8, warmup=1, seed=3, quick=True, layouts=3)
+    said: list[str] = []
+    doc = reader.load(sweep.start(t, r, m, build_opts, opts, Store(), said.append,
+                                  execute=Synthetic(planted)))
+    assert doc["measurement"]["layouts"]["k"] == 3
+    by_id = {v["id"]: v for v in doc["variants"]}
+    assert list(by_id) == ["gcc-O2", "gcc-O1", "gcc-O2.aa"] and doc["baseline"] == "gcc-O2"
+    for vid, seeds in (("gcc-O2", [1, 2, 3]), ("gcc-O1", [1, 2, 3]), ("gcc-O2.aa", [4, 5, 6])):
+        v = by_id[vid]
+        layouts = v["build"]["layouts"]
+        assert [x["seed"] for x in layouts] == seeds and v["flags"] == ["-" + vid.split("-")[1][:2]]
+        assert all(x["flags_verified"] and x["status"] == "ok" for x in layouts)
+        assert len({x["code_sha256"] for x in layouts}) == 3 and v["build"]["same_functions"]
+        assert v["check"]["status"] == "ok"
+        assert [x["seed"] for x in v["summary"]["layouts"]] == seeds
+        assert all(x["n"] >= 5 for x in v["summary"]["layouts"])
+        assert sorted(set(v["samples"]["layout"])) == seeds
+    assert by_id["gcc-O2.aa"]["aa_of"] == "gcc-O2"
+    assert not {x["code_sha256"] for x in by_id["gcc-O2.aa"]["build"]["layouts"]} & \
+        {x["code_sha256"] for x in by_id["gcc-O2"]["build"]["layouts"]}       # relinked
+    o1 = by_id["gcc-O1"]["vs_baseline"]
+    assert o1["verdict"] == "slower" and o1["layouts"] == 3 and 1.0 < o1["layout_sd_pct"] < 5
+    assert "3 layouts a side" in o1["why"]
+    assert by_id["gcc-O2.aa"]["vs_baseline"]["verdict"] in ("equivalent", "inconclusive")
+    assert doc["noise"]["source"] == "the A/A twin's layouts"
+    page = (tmp_path / "run" / "index.html").read_text()
+    assert 'id="layouts"' in page and "across 3 layouts" in page
+    assert "--layouts 3" in page                                  # the Reproduce line
+
+
+@pytest.mark.parametrize("extra, expected", [
+    (["--layouts", "1"], "--layouts 1 is one layout"),
+    (["--layouts", "65"], "65 is not in the range 0<=x<=64"),
+    (["--layouts", "2", "--reference", "/bin/true"], "--layouts is for a sweep on this machine"),
+])
+def test_layout_options_that_mean_nothing_are_refused_before_any_work(tmp_path, extra, expected):
+    from click.testing import CliRunner
+    from tiny_target import write_tiny_target
+
+    from flagsweep import cli
+
+    folder = write_tiny_target(tmp_path / "tiny")
+    result = CliRunner().invoke(cli.cli, ["run", str(folder), "--flags", "-O2", "--quick",
+                                          "--out", str(tmp_path / "run"), *extra])
+    assert result.exit_code == 2 and expected in result.output, result.output
+    assert not (tmp_path / "run").exists()

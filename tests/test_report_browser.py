@@ -32,6 +32,20 @@ def test_report_loads_clean_and_sorts(browser, tmp_path):
     assert again == sorted(numbers, reverse=True)
 
 
+def test_the_layout_panel_renders(browser, tmp_path):
+    """run --layouts: the page's Layout section, its plot and one row per variant, each layout
+    a column; loads clean and fits a phone."""
+    page = report.write(rf.write(tmp_path / "run", rf.layouts_doc()))
+    load = browser.open(page, screenshot=tmp_path / "layouts.png", width=390, height=844)
+    assert load.console_errors == [] and load.external_requests == []
+    assert browser.evaluate("document.querySelectorAll('#layouts svg.plot').length") == 1
+    assert browser.evaluate("document.querySelectorAll('#layouts tbody tr').length") == 3
+    assert browser.evaluate("document.querySelectorAll('#layouts thead th').length") == 3 + 3
+    text = browser.evaluate("document.querySelector('#layouts').innerText")
+    assert "Layout alone moves this program by" in text and "across 3 layouts" in text
+    assert browser.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+
+
 def test_report_fits_a_phone(browser, tmp_path):
     page = report.write(rf.write(tmp_path / "run", rf.results_doc()))
     load = browser.open(page, screenshot=tmp_path / "phone.png", width=390, height=844)

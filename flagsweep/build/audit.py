@@ -163,7 +163,8 @@ def audit(compile_log: Path, tree: Path, expected: list[str], tolerated: list[st
     result.tolerated_seen = _dedupe(result.tolerated_seen + scan.tolerated_seen)
     result.in_source = scan.in_source
     if binary is not None:
-        result.problems += Trace(commands, roots, tree.resolve()).binary(binary)
+        result.problems += Trace(commands, roots, tree.resolve(),
+                                 link_flags(expected)).binary(binary)
     result.problems += _unaudited_objects(tree, objects_logged, since)
     if result.compiles == 0:
         result.problems.append(f"no compile command was recorded in {compile_log.name}: "
@@ -336,11 +337,19 @@ def _short(argv: list[str], cwd: Path) -> str:
 
 # ---- tracing the binary back to recorded compiles ------------------------------------------
 
+def link_flags(flags: list[str]) -> list[str]:
+    """The variant's flags that only the link acts on (the linker's own options, the linker
+    chosen): they must be on the link that writes the measured binary, as code-generation
+    flags must be on every compile."""
+    return [f for f in flags if f.startswith(("-Wl,", "-fuse-ld="))]
+
+
 class Trace:
     """Follows the measured binary through the links that made it to the compiles behind them."""
 
-    def __init__(self, commands: list[Command], roots: list[Path], tree: Path):
-        self.roots, self.tree = roots, tree
+    def __init__(self, commands: list[Command], roots: list[Path], tree: Path,
+                 link_flags: list[str] | None = None):
+        self.roots, self.tree, self.link_flags = roots, tree, link_flags or []
         self.writers: dict[Path, Command] = {}    # file -> the last recorded command writing it
         for cmd in commands:
             if cmd.kind != "other":
@@ -358,6 +367,11 @@ class Trace:
             return [f"the measured binary {self._name(path)} was not linked by the audited "
                     "compiler (a hard-coded compiler, or a prebuilt or stale file?)"]
         self._unchanged(path, cmd)
+        missing = [f for f in self.link_flags if f not in cmd.argv]
+        if missing:
+            self.problems.append(f"the link that wrote {self._name(path)} lacks the variant's "
+                                 f"link flags {' '.join(missing)} (a build that drops LDFLAGS, "
+                                 f"or links without CFLAGS): {_short(cmd.argv, cmd.cwd)}")
         self._follow(cmd)
         return self.problems
 

@@ -40,6 +40,22 @@ def _elf_hash(binary: Path) -> str:
     return digest.hexdigest()
 
 
+def functions_hash(binary: Path) -> str | None:
+    """sha256 of the binary's functions by name and size, whatever their places: two layouts of
+    one variant (flagsweep.build.layout) have the same, two builds of different code almost
+    never. None without a symbol table (a stripped binary) or for a file that is not ELF."""
+    try:
+        with open(binary, "rb") as f:
+            symtab = ELFFile(f).get_section_by_name(".symtab")
+            if symtab is None:
+                return None
+            functions = sorted(f"{sym.name}:{sym['st_size']}" for sym in symtab.iter_symbols()
+                               if sym["st_info"]["type"] == "STT_FUNC" and sym["st_size"])
+    except ELFError:
+        return None
+    return files.sha256_bytes("\n".join(functions).encode())
+
+
 def group(hashes: dict[str, str]) -> dict[str, str | None]:
     """variant id -> the id of the first earlier variant with the same code (or None).
 

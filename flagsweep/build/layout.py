@@ -14,11 +14,47 @@ ships with clang's toolchain and takes a glob, so one linker serves both compile
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 
 from flagsweep import process
+from flagsweep.spec.matrix import Matrix, Variant
 
 COMPILE_FLAGS = ("-ffunction-sections", "-fdata-sections")
 LINKER = "lld"
+MARK = ".L"         # a replicate's id: its variant's id, then MARK and its layout seed
+METHOD = ("two-level: each layout's level is its median over rounds against the round's "
+          "baseline mean; variant and baseline compared over their layouts by Welch's t test "
+          "(flagsweep.stats.layout)")
+
+
+def described(k: int) -> dict:
+    """results.json's `measurement.layouts`: how many, how they were made, how compared."""
+    return {"k": k, "seeds": f"1..{k} for every variant, {k + 1}..{2 * k} for the A/A twin",
+            "flags": [*COMPILE_FLAGS, f"-fuse-ld={LINKER}", "-Wl,--shuffle-sections=*=SEED"],
+            "method": METHOD}
+
+
+def replicate(m: Matrix, k: int, twin: str) -> Matrix:
+    """Every variant of m as k builds, layout seeds 1..k: the same flags, compiled the same,
+    linked in k shuffled orders. The baseline gets k more (seeds k+1..2k) under the id `twin`:
+    its A/A arm, the same code in other layouts, so the arm shows what layout alone does. One
+    seed gives every variant the same shuffle of its own functions. The baseline of the result
+    is the baseline's first replicate (checks compare outputs with a binary)."""
+    out = [_replicate(v, v.id, seed) for v in m.variants for seed in range(1, k + 1)]
+    out += [_replicate(m.baseline, twin, seed) for seed in range(k + 1, 2 * k + 1)]
+    return replace(m, variants=out, baseline=out[0])
+
+
+def _replicate(v: Variant, of: str, seed: int) -> Variant:
+    return Variant(f"{of}{MARK}{seed}", v.compiler, (*v.flags, *flags(seed)), v.factors,
+                   layout_of=of, layout=seed)
+
+
+def flags(seed: int) -> tuple[str, ...]:
+    """The flags that make layout `seed`: every function and datum in a section of its own,
+    and LLD shuffling them. The compile flags reach the compile lines and the audit checks them
+    there like the variant's; the link flags must reach the link that writes the binary."""
+    return (*COMPILE_FLAGS, *link_flags(seed))
 
 
 def link_flags(seed: int) -> list[str]:

@@ -43,6 +43,7 @@ class VariantBuild:
     seconds: float | None = None
     binary: Path | None = None
     code_sha256: str | None = None
+    functions_sha256: str | None = None   # by name and size, whatever their places (layouts)
     size_bytes: int | None = None
     identical_to: str | None = None
     flags_verified: bool = False
@@ -58,7 +59,8 @@ class VariantBuild:
         return {"status": self.status, "seconds": self.seconds,
                 "log": str(self.log.relative_to(out_dir)),
                 "binary": str(self.binary) if self.binary else None,
-                "code_sha256": self.code_sha256, "size_bytes": self.size_bytes,
+                "code_sha256": self.code_sha256, "functions_sha256": self.functions_sha256,
+                "size_bytes": self.size_bytes,
                 "identical_to": self.identical_to, "flags_verified": self.flags_verified,
                 "detail": self.detail, "audit": self.audit, "reused": self.reused}
 
@@ -66,8 +68,9 @@ class VariantBuild:
     def doc(self, out_dir: Path) -> dict:
         """The variant as results.json and builds.json list it."""
         v = self.variant
+        layout = {"layout_of": v.layout_of, "layout": v.layout} if v.layout_of else {}
         return {"id": v.id, "compiler": v.compiler, "flags": list(v.flags),
-                "factors": v.factors, "build": self.contract(out_dir)}
+                "factors": v.factors, **layout, "build": self.contract(out_dir)}
 
 
 def write_summary(out: Path, target: Target, recipe, m: Matrix,
@@ -157,7 +160,7 @@ def _keys(target: Target, variants: list[Variant], source: Path, opts: Options) 
 
 
 # What of a verified build the cache keeps beside its binary and logs.
-RECORDED = ("seconds", "code_sha256", "size_bytes", "audit")
+RECORDED = ("seconds", "code_sha256", "functions_sha256", "size_bytes", "audit")
 
 
 def _record(b: VariantBuild) -> dict:
@@ -351,6 +354,7 @@ def _collect(v: Variant, manifest: dict, target: Target, out: Path) -> VariantBu
         result.extra_flags, result.source_flags = a.extra, a.in_source
     result.binary, result.size_bytes = binary, binary.stat().st_size
     result.code_sha256 = fingerprint.code_hash(binary)
+    result.functions_sha256 = fingerprint.functions_hash(binary)
     return result
 
 

@@ -92,6 +92,11 @@ def _prepare(kw: dict):
               help="Measure this kept binary (or an earlier run's baseline binary) beside the "
                    "baseline in every round; `history` divides the machine's drift out by it. "
                    "See docs/history.md.")
+@click.option("--layouts", type=click.IntRange(min=0, max=64), default=0,
+              help="Build every variant K times (K >= 2), the same code linked in K seeded "
+                   "function orders (LLD's --shuffle-sections), and compare over the layouts, "
+                   "so a verdict must beat what layout alone does; the A/A twin is then K more "
+                   "layouts of the baseline. See docs/measurement.md.")
 @click.option("--confirm", is_flag=True, help="After a plackett-burman screen, re-test the flags "
                                               "that matter one at a time against the base.")
 @click.option("--wait", is_flag=True,
@@ -123,6 +128,12 @@ def run_cmd(confirm, wait, resume_id, all_, skip, scheduler, cpu_labels, **kw) -
     if mopts.reference and (scheduler or cpu_labels or all_ or skip):
         raise click.UsageError("--reference is one binary beside one target's baseline on this "
                                "machine: not with --all or --scheduler")
+    if mopts.layouts == 1:
+        raise click.UsageError("--layouts 1 is one layout, as without the option: give 2 or "
+                               "more (the spread between layouts needs two)")
+    if mopts.layouts and (scheduler or cpu_labels or confirm or mopts.reference):
+        raise click.UsageError("--layouts is for a sweep on this machine: not with --scheduler, "
+                               "--confirm or --reference")
     if scheduler or cpu_labels:
         _fleet_usage(scheduler, cpu_labels, confirm, all_, mopts, kw)
         labels = [fleet.check_label(label) for label in dict.fromkeys(cpu_labels)]

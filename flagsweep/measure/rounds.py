@@ -18,6 +18,7 @@ from typing import Callable
 from flagsweep import stats
 from flagsweep.host.launcher import ENV_PAD_MAX
 from flagsweep.measure.sample import Sample
+from flagsweep.stats import layout
 
 
 @dataclass
@@ -34,6 +35,9 @@ class Plan:
     metric: str = "wall_s"
     baseline: str | None = None      # what every other binary is compared with
     threshold: float = 0.01          # the verdicts' practical threshold, as analysis.apply's
+    # run --layouts: binary id -> the variant it is a layout of; comparisons are then made
+    # over each variant's layouts (stats.layout) and `baseline` names a variant
+    layouts: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -135,7 +139,8 @@ def standing(plan: Plan, values: Values, completed: int) -> str:
     stop at all before max_runs)."""
     floor = first_stop(plan)
     if completed < floor <= plan.max_runs:
-        return f"no stop before round {floor} (the fewest at which a verdict can pass)"
+        why = "--min-runs" if plan.layouts else "the fewest at which a verdict can pass"
+        return f"no stop before round {floor} ({why})"
     comparisons = _comparisons(plan, values)
     widths = {vid: stats.log_half_width(c.ci95) for vid, c in comparisons.items()}
     return _tally(comparisons, widths, plan)
@@ -154,7 +159,9 @@ def first_stop(plan: Plan) -> int:
     comparisons (stats.fewest_decisive_pairs) plus DECISION_MARGIN. At that floor exactly, one
     round whose sign goes the other way (a stall) already keeps every verdict out of reach; two
     more rounds leave room for it (at m = 2: 9 rounds, where a wrong sign on a rank <= 3 still
-    passes)."""
+    passes). Over layouts the test is on the layouts' levels, and min_runs alone holds."""
+    if plan.layouts:    # compared over layouts (a t test), not by the exact test on rounds
+        return plan.min_runs
     m = max(1, len([v for v in plan.variant_ids if v != plan.baseline]))
     return max(plan.min_runs, stats.fewest_decisive_pairs(m) + DECISION_MARGIN)
 
@@ -175,10 +182,16 @@ def decided(plan: Plan, values: Values, completed: int) -> Outcome | None:
         return None
     comparisons = _comparisons(plan, values)
     widths = {vid: stats.log_half_width(c.ci95) for vid, c in comparisons.items()}
-    if not comparisons or any(c.verdict != "equivalent" and widths[vid] > plan.precision
+    if not comparisons or any(not _settled(c, widths[vid], plan)
                               for vid, c in comparisons.items()):
         return None
     return _outcome(plan, completed, f"decided after {completed} rounds", comparisons)
+
+
+def _settled(c: stats.Comparison, width: float, plan: Plan) -> bool:
+    """Equivalent, known to within the precision, or (over layouts) no longer narrowed by more
+    rounds: the layouts' own spread is then nearly all of its uncertainty."""
+    return c.verdict == "equivalent" or width <= plan.precision or not c.more_rounds_help
 
 
 def max_runs_outcome(plan: Plan, values: Values) -> Outcome:
@@ -200,11 +213,14 @@ def _outcome(plan: Plan, completed: int, head: str,
 
 def _comparisons(plan: Plan, values: Values) -> dict[str, stats.Comparison]:
     """Every measured variant against the baseline, adjusted together, as analysis.apply does."""
-    base = values.get(plan.baseline) if plan.baseline else None
-    if not base:
-        return {}
-    out = {vid: stats.compare(values[vid], base, seed=plan.seed)
-           for vid in plan.variant_ids if vid != plan.baseline and vid in values}
+    if plan.layouts:
+        out = layout.compare_all(values, plan.layouts, plan.baseline)
+    else:
+        base = values.get(plan.baseline) if plan.baseline else None
+        if not base:
+            return {}
+        out = {vid: stats.compare(values[vid], base, seed=plan.seed)
+               for vid in plan.variant_ids if vid != plan.baseline and vid in values}
     stats.adjust(list(out.values()), threshold=plan.threshold)
     return out
 
@@ -217,8 +233,7 @@ def _tally(comparisons: dict[str, stats.Comparison], widths: dict[str, float], p
     for c in comparisons.values():
         counts[c.verdict] = counts.get(c.verdict, 0) + 1
     text = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
-    unsettled = [widths[v] for v, c in comparisons.items()
-                 if c.verdict != "equivalent" and widths[v] > plan.precision]
+    unsettled = [widths[v] for v, c in comparisons.items() if not _settled(c, widths[v], plan)]
     if unsettled and math.isfinite(max(unsettled)):
         text += (f" (widest unsettled 95% CI +-{100 * max(unsettled):.2f}%, "
                  f"target +-{100 * plan.precision:g}%)")

@@ -26,7 +26,8 @@ def write(results_path: Path, out_dir: Path | None = None) -> Path:
     out = make_dir(Path(out_dir or results_path.parent).resolve(), "the report's folder")
     r = view.build(doc, results_path, out)
     figures = {"forest": plots.forest(r), "distributions": plots.distributions(r),
-               "run_order": plots.run_order(r), "history": plots.history(r)}
+               "run_order": plots.run_order(r), "history": plots.history(r),
+               "layouts": plots.layouts(r)}
     write_atomic(out / "summary.md", _render("summary.md.j2", r=r))
     return write_atomic(out / "index.html", _render("index.html.j2", r=r, plots=figures))
 

@@ -73,6 +73,38 @@ def forest(report: Report) -> Figure | None:
     return fig
 
 
+@_styled("layouts")
+def layouts(report: Report) -> Figure | None:
+    """run --layouts: each layout's median as a dot, % from the baseline's layouts' mean, and
+    the variant's change over its layouts with its 95% CI as a bar: the layout spread against
+    the effect."""
+    panel = report.layouts
+    if panel is None or not panel.rows:
+        return None
+    rows = panel.rows
+    fig = Figure(figsize=(WIDTH, 0.9 + 0.34 * len(rows)))
+    ax = fig.subplots()
+    thr = report.threshold_pct
+    ax.axvspan(-thr, thr, color="#d0d7de", alpha=0.6, lw=0, label=f"+-{thr:g}% threshold")
+    ax.axvline(0, color=COLORS["baseline"], lw=0.8)
+    for i, row in enumerate(rows):
+        y = len(rows) - 1 - i
+        color = COLORS.get(row.verdict, "#24292f")
+        if row.ci is not None:
+            ax.plot(row.ci, [y - 0.18, y - 0.18], color=color, lw=2, solid_capstyle="butt")
+        if row.change_pct is not None:
+            ax.plot([row.change_pct], [y - 0.18], "o", color=color, ms=5)
+        ax.scatter(row.levels, [y + 0.12] * len(row.levels), s=22, color="#24292f",
+                   alpha=0.75, lw=0, zorder=3)
+    ax.set_yticks(range(len(rows))[::-1], [_label(r.label) for r in rows])
+    spots = [x for r in rows for x in r.levels] + [x for r in rows if r.ci for x in r.ci]
+    _scale_for(ax, spots + [-thr, thr], thr)
+    ax.set_xlabel(f"% from the baseline's layouts ({report.metric}); dots: one layout each, "
+                  "bar: the variant over its layouts, 95% CI")
+    ax.legend(loc="lower left", bbox_to_anchor=(0, 1), frameon=False, fontsize=8)
+    return fig
+
+
 @_styled("distributions")
 def distributions(report: Report) -> Figure | None:
     """Every counted sample of the primary metric per variant, a box for the quartiles, the

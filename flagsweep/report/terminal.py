@@ -64,6 +64,9 @@ def _findings(doc: dict, r: view.Report) -> list[str]:
         lines.append(f"noise: baseline CV {100 * (noise.get('baseline_cv') or 0):.2f}%, effects of "
                      f"{noise['mde_pct']:.2f}% or more are called at 80% power "
                      f"(threshold {r.threshold_pct:g}%)")
+    if r.layouts:
+        lines += [f"layout: {row.sentence}" for row in r.layouts.rows
+                  if row.change_pct is not None]
     if r.effects:
         # The same estimate, interval and adjusted p as the page's effects table, and for a
         # one-change design as the variants table above.

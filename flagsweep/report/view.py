@@ -160,6 +160,27 @@ class HistoryRow:
 
 
 @dataclass
+class LayoutRow:
+    id: str
+    label: str
+    seeds: list[int]
+    levels: list[float]              # each layout's median, % from the baseline's layouts' mean
+    spread_pct: float | None         # the spread between this comparison's layouts (one sd)
+    change_pct: float | None         # the variant against the baseline over the layouts
+    ci: tuple[float, float] | None
+    verdict: str
+    sentence: str
+
+
+@dataclass
+class Layouts:
+    k: int
+    alone_pct: float | None          # what layout alone does to this program (the A/A twin)
+    rows: list[LayoutRow]
+    note: str
+
+
+@dataclass
 class Headline:
     title: str
     question: str
@@ -194,7 +215,8 @@ class Report:
     baseline_label: str
     results_href: str
     samples_href: str | None
-    doc: dict = field(repr=False)    # for the plots, which need the raw samples
+    layouts: Layouts | None = None
+    doc: dict = field(repr=False, default_factory=dict)   # for the plots: the raw samples
 
 
 def build(doc: dict, results_path: Path, out_dir: Path) -> Report:
@@ -220,6 +242,7 @@ def build(doc: dict, results_path: Path, out_dir: Path) -> Report:
         results_href=_href(results_path, out_dir),
         samples_href=_href(base_dir / "samples.csv", out_dir)
         if (base_dir / "samples.csv").exists() else None,
+        layouts=_layouts(doc, labels),
         doc=doc)
 
 
@@ -241,7 +264,10 @@ def label_of(v: dict, doc: dict) -> str:
     flags = " ".join(v["flags"]) or "(no flags)"
     several = len({x["compiler"] for x in doc["variants"]}) > 1
     text = f"{v['compiler']} {flags}" if several else flags
-    return text + (" (A/A copy)" if v["id"].endswith(AA_SUFFIX) else "")
+    if not v["id"].endswith(AA_SUFFIX):
+        return text
+    return text + (" (A/A: other layouts)" if (doc.get("measurement") or {}).get("layouts")
+                   else " (A/A copy)")
 
 
 def _variant_row(v: dict, doc: dict) -> VariantRow:
@@ -421,7 +447,7 @@ def warnings(doc: dict) -> list[Warning]:
         out.insert(0, Warning("unstable", aa["warning"][0].upper() + aa["warning"][1:] + "."))
     elif aa and aa.get("verdict") != "equivalent":
         out.append(Warning("aa", aa.get("warning") or
-                           f"The A/A arm (a copy of the baseline's binary) came out "
+                           f"The A/A arm ({aa.get('is', 'a copy of the baseline binary')}) came out "
                            f"{aa.get('verdict')}, not equivalent: the noise floor is unproven."))
     out += _disturbance_warnings(doc)
     out += _variant_warnings(doc)
@@ -592,6 +618,11 @@ def _method(doc: dict) -> list[tuple[str, str]]:
         ("counters", str(ms.get("counters", "?"))),
         ("stopped", doc.get("stop_reason") or "?"),
     ]
+    layouts = ms.get("layouts")
+    if layouts:
+        pairs.append(("layouts", f"{layouts['k']} builds a variant ({layouts.get('seeds')}), "
+                                 f"flags {' '.join(layouts.get('flags') or [])}; "
+                                 f"{layouts.get('method')}; this replaces the paired ratio below"))
     return pairs + METHODS
 
 
@@ -603,6 +634,59 @@ REPRODUCED = (("seed", "--seed"), ("warmup", "--warmup"), ("min_runs", "--min-ru
               ("precision_pct", "--precision"), ("threshold_pct", "--threshold"),
               ("metric", "--metric"), ("counters", "--counters"), ("cpu", "--cpu"),
               ("reference", "--reference"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Layouts (run --layouts)
+# ---------------------------------------------------------------------------------------------
+
+def _layouts(doc: dict, labels: dict[str, str]) -> Layouts | None:
+    """Each variant's layouts side by side, against what layout alone does: the finding of a
+    sweep with --layouts, in one sentence per variant."""
+    k = ((doc.get("measurement") or {}).get("layouts") or {}).get("k")
+    if not k:
+        return None
+    by_id = {v["id"]: v for v in doc["variants"]}
+    base = by_id.get(doc["baseline"])
+    medians = [x["median"] for x in ((base or {}).get("summary") or {}).get("layouts") or []
+               if x.get("median")]
+    if not medians:
+        return None
+    center = math.exp(sum(math.log(x) for x in medians) / len(medians))
+    twin = (by_id.get(doc["baseline"] + AA_SUFFIX) or {}).get("vs_baseline") or {}
+    alone = twin.get("layout_sd_pct")
+    rows = [_layout_row(v, doc, labels, center, alone) for v in doc["variants"]
+            if (v.get("summary") or {}).get("layouts")]
+    note = (f"Each variant was built {k} times: the same code (every function the same size), "
+            f"linked in {k} seeded orders. A dot is one layout's median run; the bar, the "
+            "variant against the baseline over its layouts (95% CI). A verdict needs the "
+            "change to stand out from the spread between layouts, which more rounds do not "
+            "shrink.")
+    return Layouts(k, alone, rows, note)
+
+
+def _layout_row(v: dict, doc: dict, labels: dict[str, str], center: float,
+                alone: float | None) -> LayoutRow:
+    c = v.get("vs_baseline") or {}
+    reps = v["summary"]["layouts"]
+    levels = [(x["median"] / center - 1) * 100 for x in reps if x.get("median")]
+    change = _pct(c.get("ratio"))
+    ci = _pct_pair(c.get("ci95"))
+    label = labels.get(v["id"], v["id"])
+    own = c.get("layout_sd_pct")
+    if v["id"] == doc["baseline"]:
+        sentence = f"{label}: the baseline, {len(reps)} layouts"
+    elif change is None:
+        sentence = f"{label}: {c.get('verdict', 'not measured')}"
+    else:
+        sentence = (f"{label} vs {labels.get(doc['baseline'], doc['baseline'])}: "
+                    f"{signed_pct(change)} {ci_pct_text(c.get('ci95'))} across {len(reps)} "
+                    f"layouts ({c.get('verdict')})")
+        spread = alone if alone is not None else own
+        if spread is not None:
+            sentence += f"; layout alone moves this program by +-{spread:.1f}%"
+    return LayoutRow(v["id"], label, [x["seed"] for x in reps], levels, own, change, ci,
+                     c.get("verdict") or "baseline", sentence)
 
 
 def reproduce_command(doc: dict) -> str:
@@ -624,6 +708,7 @@ def reproduce_command(doc: dict) -> str:
         if ms.get(key) is not None and not (key in ("min_runs", "max_runs")
                                             and ms.get("runs") is not None):
             args += [opt, f"{ms[key]:g}" if isinstance(ms[key], float) else str(ms[key])]
+    args += ["--layouts", str(ms["layouts"]["k"])] if ms.get("layouts") else []
     args += ["--quick"] if ms.get("quick") else []
     args += ["--strict-check"] if ms.get("strict_check") else []
     return shlex.join(args)

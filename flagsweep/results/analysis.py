@@ -16,6 +16,7 @@ from flagsweep.measure import metric as metric_mod
 from flagsweep.measure.sample import Sample
 from flagsweep.results.contract import AA_SUFFIX, is_control
 from flagsweep.stats import effects as effects_mod
+from flagsweep.stats import layout
 
 
 def values_by_round(samples: list[Sample], metric_of,
@@ -31,26 +32,54 @@ def values_by_round(samples: list[Sample], metric_of,
     return out
 
 
-def apply(doc: dict, values: dict[str, dict[int, float]], threshold_pct: float, seed: int) -> None:
-    """Fill summary/vs_baseline on doc's variants and the sweep-level statistics fields."""
+def apply(doc: dict, values: dict[str, dict[int, float]], threshold_pct: float, seed: int,
+          replicates: dict[str, dict[str, dict[int, float]]] | None = None) -> None:
+    """Fill summary/vs_baseline on doc's variants and the sweep-level statistics fields.
+
+    `replicates` (run --layouts): variant -> its layouts' values. The comparisons are then made
+    over the layouts (flagsweep.stats.layout), and `values` holds each variant's per-round
+    geometric mean of its layouts, for the summaries."""
     baseline = doc["baseline"]
     variants = {v["id"]: v for v in doc["variants"]}
     comparisons: dict[str, stats.Comparison] = {}
     for vid, v in variants.items():
         v["summary"] = stats.summarize(values.get(vid, {})).to_json()
-        if vid != baseline and vid in values and baseline in values:
+        if replicates is not None:
+            v["summary"]["layouts"] = _layout_summaries(v, replicates.get(vid, {}))
+        elif vid != baseline and vid in values and baseline in values:
             comparisons[vid] = stats.compare(values[vid], values[baseline], seed=seed)
+    if replicates is not None:
+        flat = {rid: by_round for reps in replicates.values() for rid, by_round in reps.items()}
+        comparisons = layout.compare_all(flat, {rid: vid for vid, reps in replicates.items()
+                                                for rid in reps}, baseline)
     stats.adjust(list(comparisons.values()), threshold=threshold_pct / 100)
     twin = baseline + AA_SUFFIX
-    gate = _gate(comparisons, twin, threshold_pct)
+    twin_is = TWIN_IS[replicates is not None]
+    gate = _gate(comparisons, twin, threshold_pct, twin_is)
     for vid, v in variants.items():
         v["vs_baseline"] = _vs_baseline(v, vid, baseline, comparisons, variants)
-    doc["aa"] = _aa(twin, comparisons.get(twin), gate)
-    doc["noise"] = stats.noise(values.get(baseline, {}), values.get(twin), threshold_pct,
-                               m=len(comparisons))
-    doc["effects"], doc["effects_design"] = _effects(doc, values, threshold_pct, comparisons,
-                                                     gate)
+    doc["aa"] = _aa(twin, comparisons.get(twin), gate, twin_is)
+    if replicates is None:
+        doc["noise"] = stats.noise(values.get(baseline, {}), values.get(twin), threshold_pct,
+                                   m=len(comparisons))
+    else:
+        doc["noise"] = layout.noise(replicates.get(baseline, {}), replicates.get(twin),
+                                    threshold_pct, m=len(comparisons))
+    effect_values = values if replicates is None else layout.level_values(replicates, baseline)
+    doc["effects"], doc["effects_design"] = _effects(doc, effect_values, threshold_pct,
+                                                     comparisons, gate,
+                                                     layouts=replicates is not None)
     doc["recommendation"] = _recommend(doc, threshold_pct)
+
+
+def _layout_summaries(v: dict, reps: dict[str, dict[int, float]]) -> list[dict]:
+    """Each layout of a variant: its seed, its binary's code hash, its median and run count."""
+    out = []
+    for b in v["build"].get("layouts") or []:
+        s = stats.summarize(reps.get(b["id"], {}))
+        out.append({"id": b["id"], "seed": b["seed"], "code_sha256": b["code_sha256"],
+                    "median": s.median, "n": s.n})
+    return out
 
 
 # A budget a user can spend: a night. Beyond it "--max-runs N" is no advice (10204 rounds, days
@@ -188,11 +217,17 @@ def build_reason(b: dict) -> str:
     return (quoted or lines or ["no detail recorded"])[0]
 
 
-def _gate(comparisons: dict[str, stats.Comparison], twin: str, threshold_pct: float) -> dict:
+# What the A/A twin is: a copy of the baseline's binary, or with --layouts the baseline's code
+# linked in other layouts (then it shows what layout alone does, as well as the machine).
+TWIN_IS = {False: "the baseline's own binary again", True: "the baseline's code in other layouts"}
+
+
+def _gate(comparisons: dict[str, stats.Comparison], twin: str, threshold_pct: float,
+          twin_is: str = TWIN_IS[False]) -> dict:
     """The A/A arm judges the sweep before the sweep judges the flags.
 
-    The twin is the baseline's own binary again, so any faster/slower call on it is the machine
-    moving under the measurement. Then no verdict of the sweep can be trusted: every faster,
+    The twin is the baseline's own binary again (or its code in other layouts), so any
+    faster/slower call on it is the machine (or layout alone) moving under the measurement. Then no verdict of the sweep can be trusted: every faster,
     slower and equivalent becomes inconclusive, said so in each comparison's why. Otherwise the
     twin's ratio is how far this sweep moved a ratio between two identical binaries, so a
     faster/slower call also needs its whole interval beyond that offset (the bound, when it is
@@ -203,8 +238,8 @@ def _gate(comparisons: dict[str, stats.Comparison], twin: str, threshold_pct: fl
         return {"unstable": False, "bound_pct": None, "gated": []}
     others = {vid: c for vid, c in comparisons.items() if vid != twin}
     if aa.verdict in ("faster", "slower"):
-        why = (f"the machine was unstable during this sweep: the A/A arm (the baseline's own "
-               f"binary again) came out {aa.verdict} by {abs(aa.ratio - 1) * 100:.1f}%")
+        why = (f"the machine was unstable during this sweep: the A/A arm ({twin_is}) came "
+               f"out {aa.verdict} by {abs(aa.ratio - 1) * 100:.1f}%")
         gated = [vid for vid, c in others.items() if c.verdict in ("faster", "slower", "equivalent")]
         for vid in gated:
             _overrule(others[vid], why)
@@ -216,7 +251,7 @@ def _gate(comparisons: dict[str, stats.Comparison], twin: str, threshold_pct: fl
              and c.ci95[0] <= 1 + bound and c.ci95[1] >= 1 - bound]
     for vid in gated:
         _overrule(others[vid], f"its 95% CI reaches into +-{100 * bound:.1f}%, as far as the A/A "
-                               "arm (the baseline's own binary again) moved in this sweep")
+                               f"arm ({twin_is}) moved in this sweep")
     return {"unstable": False, "bound_pct": 100 * bound, "gated": gated}
 
 
@@ -232,26 +267,29 @@ def _overrule(c: stats.Comparison, why: str) -> None:
     c.verdict, c.rounds_needed = "inconclusive", None
 
 
-def _aa(twin: str, c: stats.Comparison | None, gate: dict) -> dict | None:
+def _aa(twin: str, c: stats.Comparison | None, gate: dict,
+        twin_is: str = TWIN_IS[False]) -> dict | None:
     if c is None:
         return None
     warning = None
     if c.verdict in ("faster", "slower"):
-        warning = (f"the machine was unstable during this sweep: the A/A arm (a second copy of "
-                   f"the baseline's binary) came out {c.verdict} by {abs(c.ratio - 1) * 100:.1f}%, "
+        warning = (f"the machine was unstable during this sweep: the A/A arm ({twin_is}) "
+                   f"came out {c.verdict} by {abs(c.ratio - 1) * 100:.1f}%, "
                    f"so every verdict is reported as inconclusive ({len(gate['gated'])} "
                    "overruled); measure again on a quieter machine")
     elif gate["gated"]:
         warning = (f"{len(gate['gated'])} faster/slower call(s) overruled: their intervals reach "
                    f"into the +-{gate['bound_pct']:.1f}% by which the A/A arm moved by itself")
     j = c.to_json()  # non-finite values become null: results.json stays strict JSON
-    return {"variant": twin, "verdict": c.verdict, "ratio": j["ratio"], "ci95": j["ci95"],
+    return {"variant": twin, "is": twin_is, "verdict": c.verdict, "ratio": j["ratio"],
+            "ci95": j["ci95"],
             "p_value": c.p_value, "warning": warning, "unstable": gate["unstable"],
             "bound_pct": gate["bound_pct"], "gated": gate["gated"]}
 
 
 def _effects(doc: dict, values: dict[str, dict[int, float]], threshold_pct: float,
-             comparisons: dict[str, stats.Comparison], gate: dict) -> tuple[list[dict], dict]:
+             comparisons: dict[str, stats.Comparison], gate: dict,
+             layouts: bool = False) -> tuple[list[dict], dict]:
     """Which flags matter, over the measured, distinct, non-twin variants whose output is right.
 
     The rows must tell the same story as the variants table. Where every measured variant
@@ -267,7 +305,12 @@ def _effects(doc: dict, values: dict[str, dict[int, float]], threshold_pct: floa
     values = {vid: s for vid, s in values.items() if vid not in wrong}
     notes = [f"Left out, their output did not pass the check: {', '.join(wrong)}."] \
         if wrong else []
-    undecided = _undecided(values.get(doc["baseline"], {}))
+    # Over layouts a model's observations are the layouts' levels, one per layout: its own
+    # intervals then carry the layout level, and rounds say nothing of them.
+    undecided = None if layouts else _undecided(values.get(doc["baseline"], {}))
+    if layouts:
+        notes.append("Each observation is one layout's level (its median over the rounds "
+                     "against the round's baseline), so the effects carry the layout level.")
     screen = doc.get("design") == "plackett-burman"
     paired = None if screen else _one_change_rows(doc, designed, values, comparisons, wrong)
     if paired is not None:

@@ -116,6 +116,13 @@ class Skipped(Open):
     reason: Str
 
 
+class Layouts(Open):
+    k: Num
+    seeds: Str | None = None
+    flags: list[Str] | None = None
+    method: Str | None = None
+
+
 class Measurement(Open):
     seed: Num = None
     warmup: Num = None
@@ -131,6 +138,17 @@ class Measurement(Open):
     runs_saved: Num = None
     reference: Str | None = None
     metric: Str | None = None               # the --metric option (auto, wall, ...); `metric` is the column
+    layouts: Layouts | None = None          # run --layouts: how many, how made, how compared
+
+
+class LayoutBuild(Open):
+    id: Str
+    seed: Num
+    status: Str
+    binary: Str | None = None
+    code_sha256: Str | None = None
+    functions_sha256: Str | None = None
+    flags_verified: Bool | None = None
 
 
 class Build(Open):
@@ -139,16 +157,27 @@ class Build(Open):
     log: Str | None = None
     binary: Str | None = None
     code_sha256: Str | None = None
+    functions_sha256: Str | None = None     # functions by name and size, whatever their places
     reference_sha256: Str | None = None
     size_bytes: Num = None
     identical_to: Str | None = None
     flags_verified: Bool | None = None
     reused: Bool | None = None          # from the build cache (build/cache.py)
+    same_functions: Bool | None = None  # with layouts: every layout has the same functions
+    layouts: list[LayoutBuild] | None = None   # with layouts: each layout's own binary
 
 
 class Check(Open):
     status: Str
     detail: Str | None = None
+
+
+class LayoutSummary(Open):
+    id: Str
+    seed: Num
+    code_sha256: Str | None = None
+    median: Num = None
+    n: Num = None
 
 
 class Summary(Open):
@@ -161,6 +190,9 @@ class Summary(Open):
     disturbed: Num = None
     retaken: Num = None
     stopped_at: Num = None
+    layouts: list[LayoutSummary] | None = None  # with layouts: each layout's median and n
+
+
 
 
 class Comparison(Open):

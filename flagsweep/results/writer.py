@@ -20,7 +20,8 @@ from flagsweep.files import write_atomic
 from flagsweep.measure import disturbance
 from flagsweep.measure import metric as metric_mod
 from flagsweep.measure.sample import SAMPLE_METRICS, Sample
-from flagsweep.results import analysis
+from flagsweep.build import layout
+from flagsweep.results import analysis, layouts
 from flagsweep.results.contract import SCHEMA
 from flagsweep.results.store import Store
 
@@ -128,7 +129,13 @@ def _document(run: dict, variants: list[dict], samples: list[Sample]) -> dict:
     }
     doc["threshold_pct"] = m.get("threshold_pct", 1.0)
     values = analysis.values_by_round(samples, lambda s: metric_mod.metric_of(s, metric))
-    analysis.apply(doc, values, doc["threshold_pct"], seed=m.get("seed") or 0)
+    replicates, doc["measurement"]["layouts"] = None, None
+    if m.get("layouts"):
+        folded = layouts.fold(doc["variants"], values, doc["baseline"])
+        doc["variants"], values, replicates = folded.variants, folded.values, folded.replicates
+        doc["measurement"]["layouts"] = layout.described(m["layouts"])
+    analysis.apply(doc, values, doc["threshold_pct"], seed=m.get("seed") or 0,
+                   replicates=replicates)
     analysis.advise(doc, samples)
     return doc
 

@@ -24,6 +24,10 @@ class Variant:
     compiler: str
     flags: tuple[str, ...]
     factors: dict[str, str] = field(hash=False, compare=False)
+    # A layout replicate (run --layouts): the variant it is a build of, and its layout seed.
+    # Its flags are that variant's plus the layout's (flagsweep.build.layout).
+    layout_of: str | None = None
+    layout: int = 0
 
 
 @dataclass(frozen=True)

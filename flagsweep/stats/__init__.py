@@ -144,6 +144,7 @@ class Comparison:
     pooled: int = 0                    # >0: a geometric mean of this many estimates (pool)
     layouts: int = 0                   # >0: over this many layout replicates a side (stats.layout)
     layout_sd: float | None = None     # the spread between one arm's layouts (relative)
+    more_rounds_help: bool = True      # False: the layouts' spread is nearly all its variance
 
     def to_json(self) -> dict:
         # JSON has no inf/nan: an interval that does not exist (too few pairs) is null.

@@ -32,9 +32,32 @@ import math
 import numpy as np
 from scipy import stats as sps
 
+from flagsweep import stats
 from flagsweep.stats import Comparison
 
 Replicates = dict[str, dict[int, float]]     # replicate id -> {round: value}
+# More rounds no longer narrow a comparison once the runs' share of the variance of a layout's
+# level is below this: the layouts' own spread is then nearly all of it (Kalibera & Jones, ISMM
+# 2013: repeat at the level where the variance lives).
+RUN_SHARE_SETTLED = 0.1
+
+
+def group(values: dict[str, dict[int, float]], layouts: dict[str, str]) -> dict[str, Replicates]:
+    """variant -> its replicates' values, from values keyed by replicate id (`layouts`:
+    replicate id -> variant id; an id not in it is a variant of one build)."""
+    out: dict[str, Replicates] = {}
+    for rid, by_round in values.items():
+        out.setdefault(layouts.get(rid, rid), {})[rid] = by_round
+    return out
+
+
+def compare_all(values: dict[str, dict[int, float]], layouts: dict[str, str],
+                baseline: str) -> dict[str, Comparison]:
+    """Every variant against the baseline over their layouts (not adjusted: stats.adjust)."""
+    arms = group(values, layouts)
+    if baseline not in arms:
+        return {}
+    return {vid: compare(reps, arms[baseline]) for vid, reps in arms.items() if vid != baseline}
 
 
 def compare(variant: Replicates, baseline: Replicates) -> Comparison:
@@ -46,21 +69,62 @@ def compare(variant: Replicates, baseline: Replicates) -> Comparison:
     k = min(len(v), len(b))
     if k < 2:
         return Comparison(math.exp(float(np.mean(v) - np.mean(b))) if k else math.nan,
-                          (0.0, math.inf), (0.0, math.inf), 1.0, k, layouts=k)
-    diff = float(np.mean(v) - np.mean(b))
+                          (0.0, math.inf), (0.0, math.inf), 1.0, k, layouts=k,
+                          more_rounds_help=False)
+    diff, se, df, sd = _welch(v, b)
     var_v, var_b = float(np.var(v, ddof=1)), float(np.var(b, ddof=1))
-    se = math.sqrt(var_v / len(v) + var_b / len(b))
-    sd = math.sqrt(((len(v) - 1) * var_v + (len(b) - 1) * var_b) / (len(v) + len(b) - 2))
     if se == 0:                      # every replicate alike: a deterministic metric
         exact = (math.exp(diff), math.exp(diff))
         return Comparison(math.exp(diff), exact, exact, 1.0 if diff == 0 else 0.0, k,
-                          layouts=k, layout_sd=0.0)
-    df = _welch_df(var_v, len(v), var_b, len(b))
+                          layouts=k, layout_sd=0.0, more_rounds_help=False)
     t = abs(diff) / se
     ci = lambda level: tuple(math.exp(diff + s * float(sps.t.ppf(0.5 + level / 2, df)) * se)  # noqa: E731
                              for s in (-1, 1))
+    runs = (_run_variance(variant, drift) + _run_variance(baseline, drift)) / 2
     return Comparison(math.exp(diff), ci(0.95), ci(0.90), float(2 * sps.t.sf(t, df)), k,
-                      layouts=k, layout_sd=math.expm1(sd))
+                      layouts=k, layout_sd=math.expm1(sd),
+                      more_rounds_help=runs > RUN_SHARE_SETTLED * (var_v + var_b) / 2)
+
+
+def noise(baseline: Replicates, twin: Replicates | None, threshold_pct: float,
+          m: int = 1, alpha: float = 0.05) -> dict:
+    """results.json's `noise` over layouts: the smallest effect this sweep calls at 80% power
+    when each comparison is the two-level one above, read from the A/A twin (other layouts of
+    the baseline's code): Welch's intervals at 95% and at 1 - alpha/m from its levels' spread,
+    turned into an effect by stats.detectable_pct. More rounds do not shrink it once the
+    layouts' spread dominates; more layouts do."""
+    out = {"baseline_cv": stats.summarize(pooled(baseline)).cv, "mde_pct": None,
+           "sd_log_diff": None, "n_pairs": 0, "source": "the A/A twin's layouts",
+           "comparisons": m, "power": 0.8, "warning": None, "rounds_needed": None}
+    if not twin:
+        return {**out, "warning": "no A/A twin layouts were measured, so the noise of this "
+                                  "sweep is unknown"}
+    drift = _round_levels(baseline)
+    v, b = _levels(twin, drift), _levels(baseline, drift)
+    k = min(len(v), len(b))
+    if k < 2:
+        return {**out, "n_pairs": k, "warning": f"{k} layout(s) a side measured: no spread "
+                                                "between layouts can be estimated"}
+    _, se, df, sd = _welch(v, b)
+    half95 = float(sps.t.ppf(0.975, df)) * se
+    half_m = float(sps.t.ppf(1 - alpha / max(1, m) / 2, df)) * se
+    mde = stats.detectable_pct(half95, half_m, threshold_pct) if se > 0 else threshold_pct
+    warning = None
+    if mde > 2 * threshold_pct:
+        warning = (f"with {k} layouts a side this sweep calls effects of {mde:.1f}% or more "
+                   f"(80% power); layout alone moves this program by +-{100 * math.expm1(sd):.1f}%"
+                   ", which more rounds do not narrow: more layouts (--layouts) do")
+    return {**out, "mde_pct": mde, "sd_log_diff": sd, "n_pairs": k, "warning": warning}
+
+
+def level_values(arms: dict[str, Replicates], baseline: str) -> dict[str, dict[int, float]]:
+    """variant -> {layout's place: exp(its level)}: one observation per layout, for a model of
+    the factors (flagsweep.stats.effects) that must carry the layout level."""
+    if baseline not in arms:
+        return {}
+    drift = _round_levels(arms[baseline])
+    return {vid: {j: math.exp(level) for j, level in enumerate(_levels(reps, drift))}
+            for vid, reps in arms.items()}
 
 
 def pooled(arm: Replicates) -> dict[int, float]:
@@ -90,6 +154,26 @@ def _levels(arm: Replicates, drift: dict[int, float]) -> np.ndarray:
         if d:
             out.append(float(np.median(d)))
     return np.asarray(out)
+
+
+def _welch(v: np.ndarray, b: np.ndarray) -> tuple[float, float, float, float]:
+    """(difference of means, its standard error, Welch's degrees of freedom, the pooled sd)."""
+    var_v, var_b = float(np.var(v, ddof=1)), float(np.var(b, ddof=1))
+    se = math.sqrt(var_v / len(v) + var_b / len(b))
+    sd = math.sqrt(((len(v) - 1) * var_v + (len(b) - 1) * var_b) / (len(v) + len(b) - 2))
+    return float(np.mean(v) - np.mean(b)), se, _welch_df(var_v, len(v), var_b, len(b)), sd
+
+
+def _run_variance(arm: Replicates, drift: dict[int, float]) -> float:
+    """The part of a layout level's variance that the runs bring, averaged over the arm's
+    replicates: the variance of its drift-free log values over the rounds, divided by their
+    number and times pi/2 (the median's efficiency on normal data)."""
+    parts = []
+    for values in arm.values():
+        d = [math.log(x) - drift[r] for r, x in values.items() if r in drift and x > 0]
+        if len(d) >= 2:
+            parts.append(float(np.var(d, ddof=1)) / len(d) * math.pi / 2)
+    return float(np.mean(parts)) if parts else 0.0
 
 
 def _welch_df(var_a: float, n_a: int, var_b: float, n_b: int) -> float:

@@ -1,0 +1,112 @@
+"""Layout replicates (run --layouts) folded back into their variants for results.json.
+
+A sweep with layouts builds, checks and times each variant as K binaries, the same code linked in
+K seeded orders (flagsweep.build.layout), each stored under its own id (`gcc-O2.L3`). Users ask
+about variants, so results.json lists one entry per variant: its build with `layouts` (each
+binary: seed, hashes, status), its samples with a `layout` column beside `round`, and the
+values the statistics need: per round, the geometric mean of its layouts (summary, noise,
+plots), and per layout (the two-level comparison, flagsweep.stats.layout).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flagsweep.build import layout
+from flagsweep.results.contract import AA_SUFFIX
+from flagsweep.stats import layout as layout_stats
+
+Values = dict[str, dict[int, float]]      # id -> {round: value}
+
+
+@dataclass
+class Folded:
+    variants: list[dict]                  # one per variant, replicates folded in
+    values: Values                        # variant -> {round: its layouts' geometric mean}
+    replicates: dict[str, Values]         # variant -> {binary id: {round: value}}
+
+
+def fold(docs: list[dict], values: Values, baseline: str) -> Folded:
+    """Fold the replicate docs (those with `layout_of`) into one doc per variant; docs without
+    layouts pass unchanged. A replicate with identical code to another variant's replicate of
+    the same seed was not timed: it takes that one's values."""
+    groups: dict[str, list[dict]] = {}
+    out: list[dict] = []
+    for d in docs:
+        of = d.get("layout_of")
+        if of is None:
+            out.append(d)
+        elif of not in groups:
+            groups[of] = [d]
+            out.append({"id": of})          # its place in matrix order, filled below
+        else:
+            groups[of].append(d)
+    replicates = {of: {d["id"]: values[_timed(d)] for d in reps if _timed(d) in values}
+                  for of, reps in groups.items()}
+    folded = [_variant(groups[d["id"]], baseline) if d["id"] in groups else d for d in out]
+    pooled = {vid: v for vid, v in values.items() if vid not in _ids(groups)}
+    pooled |= {of: layout_stats.pooled(reps) for of, reps in replicates.items() if reps}
+    return Folded(folded, pooled, replicates)
+
+
+def _ids(groups: dict[str, list[dict]]) -> set[str]:
+    return {d["id"] for reps in groups.values() for d in reps}
+
+
+def _timed(d: dict) -> str:
+    """The binary whose samples stand for this replicate."""
+    return d["build"].get("identical_to") or d["id"]
+
+
+def _variant(reps: list[dict], baseline: str) -> dict:
+    first = reps[0]
+    of = first["layout_of"]
+    own = len(layout.flags(first["layout"]))
+    doc = {k: v for k, v in first.items() if k not in ("layout_of", "layout", "samples",
+                                                       "failures", "multiplexed", "build")}
+    doc["id"], doc["flags"] = of, first["flags"][:-own]
+    if of == baseline + AA_SUFFIX:
+        doc["aa_of"] = baseline
+    doc["build"] = _build(reps)
+    doc["check"] = next((r["check"] for r in reps if (r.get("check") or {}).get("status") != "ok"),
+                        first.get("check"))
+    doc["samples"] = _samples(reps)
+    doc["failures"] = [{**f, "layout": r["layout"]} for r in reps for f in r.get("failures", [])]
+    doc["multiplexed"] = sum(r.get("multiplexed") or 0 for r in reps)
+    return doc
+
+
+def _build(reps: list[dict]) -> dict:
+    """The variant's build: the first layout's, judged over all of them, with each layout's."""
+    builds = [r["build"] for r in reps]
+    bad = next((b for b in builds if b["status"] != "ok"), None)
+    twins = {(b.get("identical_to") or "").rsplit(layout.MARK, 1)[0] for b in builds}
+    functions = {b.get("functions_sha256") for b in builds}
+    return {**(bad or builds[0]),
+            "flags_verified": all(b.get("flags_verified") for b in builds),
+            # Every layout's code equal to the same other variant's: the variant is that one.
+            "identical_to": twins.pop() if len(twins) == 1 and "" not in twins
+            and reps[0]["layout_of"] not in twins else None,
+            "seconds": sum(b.get("seconds") or 0 for b in builds) or None,
+            "same_functions": len(functions) == 1 and None not in functions,
+            "layouts": [{"id": r["id"], "seed": r["layout"], "status": r["build"]["status"],
+                         "binary": r["build"].get("binary"),
+                         "code_sha256": r["build"].get("code_sha256"),
+                         "functions_sha256": r["build"].get("functions_sha256"),
+                         "flags_verified": r["build"].get("flags_verified"),
+                         "identical_to": r["build"].get("identical_to"),
+                         "log": r["build"].get("log")} for r in reps]}
+
+
+def _samples(reps: list[dict]) -> dict[str, list]:
+    """The layouts' sample columns one after another, with `layout` (the seed) beside `round`."""
+    names = list(dict.fromkeys(k for r in reps for k in (r.get("samples") or {})))
+    cols: dict[str, list] = {k: [] for k in names}
+    cols["layout"] = []
+    for r in reps:
+        s = r.get("samples") or {}
+        n = max((len(v) for v in s.values()), default=0)
+        for k in names:
+            cols[k] += s.get(k, [None] * n)
+        cols["layout"] += [r["layout"]] * n
+    return cols if cols["layout"] else {}

@@ -185,7 +185,12 @@ def decided(plan: Plan, values: Values, completed: int) -> Outcome | None:
     if not comparisons or any(not _settled(c, widths[vid], plan)
                               for vid, c in comparisons.items()):
         return None
-    return _outcome(plan, completed, f"decided after {completed} rounds", comparisons)
+    head = f"decided after {completed} rounds"
+    if any(c.verdict == "inconclusive" and widths[vid] > plan.precision
+           for vid, c in comparisons.items()):
+        head += (" (more rounds would leave the spread between layouts as it is: more "
+                 "layouts would narrow the inconclusive)")
+    return _outcome(plan, completed, head, comparisons)
 
 
 def _settled(c: stats.Comparison, width: float, plan: Plan) -> bool:

@@ -8,7 +8,7 @@ would have given: layout j of every variant alone, paired by round with layout j
 baseline (stats.compare and stats.adjust, as a sweep without --layouts), for each j. A verdict
 that changes with j is layout luck; the two-level verdict is the one that accounts for it.
 
-Usage: python bench/layout_study.py RESULTS.json [RESULTS.json ...]
+Usage: .venv/bin/python bench/layout_study.py RESULTS.json [RESULTS.json ...]
 """
 
 from __future__ import annotations
@@ -16,11 +16,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from flagsweep import stats  # noqa: E402
-from flagsweep.report.view import metric_values  # noqa: E402
-from flagsweep.results import reader  # noqa: E402
+from flagsweep import stats
+from flagsweep.report.view import metric_values
+from flagsweep.results import reader
 
 
 def by_layout(v: dict, metric: str) -> dict[int, dict[int, float]]:
@@ -80,7 +78,8 @@ def main(paths: list[str]) -> None:
             ones = single[v["id"]]
             changed = "yes" if len({x.split()[0] for x in ones} | {c["verdict"]}) > 1 else "no"
             spread = c.get("layout_sd_pct")
-            print(f"| {' '.join([v['compiler'], *v['flags']])} | {two} | "
+            name = " ".join([v["compiler"], *v["flags"]]) + (" (A/A twin)" if v.get("aa_of") else "")
+            print(f"| {name} | {two} | "
                   f"{'' if spread is None else f'+-{spread:.2f}%'} | {' | '.join(ones)} | {changed} |")
         print()
 

@@ -211,3 +211,40 @@ def test_layout_options_that_mean_nothing_are_refused_before_any_work(tmp_path, 
                                           "--out", str(tmp_path / "run"), *extra])
     assert result.exit_code == 2 and expected in result.output, result.output
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.integration
+def test_a_sweep_with_layouts_resumes_with_exactly_the_missing_samples(tmp_path):
+    """Interrupted after 20 executions, resumed: the layouts are found again from the stored
+    variants (the run's baseline is a variant, its first layout the binary checks use)."""
+    from synthetic import Synthetic
+    from tiny_target import write_tiny_target
+
+    from flagsweep import sweep
+    from flagsweep.build import layout as link
+    from flagsweep.build import selection
+    from flagsweep.errors import Interrupted
+    from flagsweep.results import reader
+    from flagsweep.results.store import Store
+
+    if link.unavailable("gcc"):
+        pytest.skip(link.unavailable("gcc"))
+    slower = {f"gcc-O1{link.MARK}{j}": 1.10 for j in (1, 2)}
+    folder = write_tiny_target(tmp_path / "tiny", megabytes=0.25, quick_megabytes=0.25)
+    t, r, m, build_opts = selection.prepare(selection.Selection(
+        str(folder), flag_sets=("-O2", "-O1"), out_dir=tmp_path / "run"), lambda _: None)
+    opts = sweep.MeasureOptions(runs=6, min_runs=6, max_runs=6, warmup=1, seed=4, quick=True,
+                                layouts=2)
+    with pytest.raises(Interrupted):
+        sweep.start(t, r, m, build_opts, opts, Store(), lambda _: None,
+                    execute=Synthetic(slower, stop_after=20))
+    db = Store()
+    run_id = db.find_run(str(tmp_path / "run"))
+    before = {(s.variant_id, s.round) for s in db.samples(run_id)}
+    assert len(before) == 20
+    doc = reader.load(sweep.resume(run_id, db, lambda _: None, execute=Synthetic(slower)))
+    after = [(s.variant_id, s.round) for s in db.samples(run_id)]
+    assert len(after) == len(set(after)) == 6 * (1 + 6) and before <= set(after)
+    by_id = {v["id"]: v for v in doc["variants"]}
+    assert doc["status"] == "complete" and by_id["gcc-O1"]["vs_baseline"]["verdict"] == "slower"
+    assert [x["n"] for x in by_id["gcc-O2"]["summary"]["layouts"]] == [6, 6]

@@ -49,9 +49,7 @@ def apply(doc: dict, values: dict[str, dict[int, float]], threshold_pct: float, 
         elif vid != baseline and vid in values and baseline in values:
             comparisons[vid] = stats.compare(values[vid], values[baseline], seed=seed)
     if replicates is not None:
-        flat = {rid: by_round for reps in replicates.values() for rid, by_round in reps.items()}
-        comparisons = layout.compare_all(flat, {rid: vid for vid, reps in replicates.items()
-                                                for rid in reps}, baseline)
+        comparisons = layout.compare_arms(replicates, baseline)
     stats.adjust(list(comparisons.values()), threshold=threshold_pct / 100)
     twin = baseline + AA_SUFFIX
     twin_is = TWIN_IS[replicates is not None]
@@ -227,8 +225,9 @@ def _gate(comparisons: dict[str, stats.Comparison], twin: str, threshold_pct: fl
     """The A/A arm judges the sweep before the sweep judges the flags.
 
     The twin is the baseline's own binary again (or its code in other layouts), so any
-    faster/slower call on it is the machine (or layout alone) moving under the measurement. Then no verdict of the sweep can be trusted: every faster,
-    slower and equivalent becomes inconclusive, said so in each comparison's why. Otherwise the
+    faster/slower call on it is the machine (or layout alone) moving under the measurement.
+    Then no verdict of the sweep can be trusted: every faster, slower and equivalent becomes
+    inconclusive, said so in each comparison's why. Otherwise the
     twin's ratio is how far this sweep moved a ratio between two identical binaries, so a
     faster/slower call also needs its whole interval beyond that offset (the bound, when it is
     larger than the threshold: a twin 4% off, yet not significantly, leaves a 3% effect unproven).

@@ -54,7 +54,11 @@ def group(values: dict[str, dict[int, float]], layouts: dict[str, str]) -> dict[
 def compare_all(values: dict[str, dict[int, float]], layouts: dict[str, str],
                 baseline: str) -> dict[str, Comparison]:
     """Every variant against the baseline over their layouts (not adjusted: stats.adjust)."""
-    arms = group(values, layouts)
+    return compare_arms(group(values, layouts), baseline)
+
+
+def compare_arms(arms: dict[str, Replicates], baseline: str) -> dict[str, Comparison]:
+    """compare_all for values already grouped by variant."""
     if baseline not in arms:
         return {}
     return {vid: compare(reps, arms[baseline]) for vid, reps in arms.items() if vid != baseline}

@@ -352,7 +352,8 @@ def _rounds(sweep: Sweep, workload: check.Workload, measured: list[str],
     o = sweep.opts
     binaries = {vid: path for vid, path in runnable(sweep.builds).items() if vid in measured}
     cachegrind = o.metric == "instructions" and (pre is None or not pre.hw_counters)
-    plan = plan_for(o, measured, sweep.baseline, once=cachegrind, layouts=layouts_of(sweep.builds))
+    plan = plan_for(o, measured, sweep.baseline, once=cachegrind, layouts=layouts_of(sweep.builds),
+                    drop=True)
     if cachegrind:
         say("metric: instructions counted by Cachegrind (no PMU here): a deterministic change "
             "detector, not a speed")
@@ -369,9 +370,15 @@ def _rounds(sweep: Sweep, workload: check.Workload, measured: list[str],
         def values() -> rounds.Values:
             return round_values(store, sweep.run_id, plan.metric)
 
+        def stopped(vid: str, stop: rounds.Stop) -> None:
+            # Kept with the run as it happens: an interrupted sweep's results say it too.
+            so_far = dict(store.run(sweep.run_id)["options"].get("stopped") or {})
+            so_far[vid] = {"rounds": stop.rounds, "verdict": stop.verdict, "why": stop.why}
+            store.set_option(sweep.run_id, "stopped", so_far)
+
         try:
             return rounds.rounds(plan, store.done(sweep.run_id), measure, values, tick,
-                                 lines.round_lines())
+                                 lines.round_lines(), stopped)
         except Busy as e:
             counted = {s.round for s in store.samples(sweep.run_id) if s.round >= 0}
             say(f"warning: {e}")
@@ -379,19 +386,27 @@ def _rounds(sweep: Sweep, workload: check.Workload, measured: list[str],
 
 
 def plan_for(o: MeasureOptions, measured: list[str], baseline: str, once: bool = False,
-             layouts: dict[str, str] | None = None) -> rounds.Plan:
+             layouts: dict[str, str] | None = None, drop: bool = False) -> rounds.Plan:
     """The rounds a sweep's options ask for, here or on a fleet; `once`: a deterministic count
     (Cachegrind) needs one round and no warmup, unless --runs says otherwise. With layouts
     (binary id -> variant), every layout of every variant runs in every round: each round is a
     balanced block, so the round's drift still cancels and each layout's level has as many runs
-    as any other's."""
+    as any other's.
+
+    `drop`: a variant stops once its verdict is final (rounds.stops). Not with --runs (a fixed
+    design is asked for), nor over layouts (rounds do not narrow the layouts' spread, which
+    rounds.decided already weighs), nor on a fleet (a worker runs whole rounds it was given).
+    The baseline, its twin and a reference arm always run: every round is paired with them."""
     layouts = layouts or {}
+    base = layouts.get(baseline, baseline)
     return rounds.Plan(measured, o.seed, warmup=0 if once else o.warmup,
                        min_runs=o.runs or (1 if once else o.min_runs),
                        max_runs=o.runs or (1 if once else o.max_runs),
                        budget_s=o.budget, precision=o.precision_pct / 100,
-                       metric=METRICS[o.metric], baseline=layouts.get(baseline, baseline),
-                       threshold=o.threshold_pct / 100, layouts=layouts)
+                       metric=METRICS[o.metric], baseline=base,
+                       threshold=o.threshold_pct / 100, layouts=layouts,
+                       drop=drop and not (o.runs or once or layouts),
+                       keep=frozenset({base, base + AA_SUFFIX, base + REF_SUFFIX}))
 
 
 def layouts_of(docs: list[dict]) -> dict[str, str]:

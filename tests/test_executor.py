@@ -114,3 +114,72 @@ def test_the_reproduce_line_repeats_every_option_that_changed_the_measurement(tm
     assert redo["measurement"] == doc["measurement"]
     assert [v["flags"] for v in redo["variants"]] == [v["flags"] for v in doc["variants"]]
     assert reproduce_command(redo) == line
+
+
+def _start3(tmp_path: Path, execute, **options) -> Path:
+    """-O2 (baseline), -O0 planted far slower, -O1 planted at the band's edge: with a precision
+    no interval reaches, the sweep runs its most rounds, and -O0 may stop long before."""
+    folder = write_tiny_target(tmp_path / "tiny", megabytes=0.25, quick_megabytes=0.25)
+    t, r, m, build_opts = selection.prepare(selection.Selection(
+        str(folder), flag_sets=("-O2", "-O0", "-O1"), out_dir=tmp_path / "run"), lambda _: None)
+    opts = sweep.MeasureOptions(min_runs=5, max_runs=20, warmup=1, seed=11, quick=True,
+                                precision_pct=0.01, **options)
+    return sweep.start(t, r, m, build_opts, opts, Store(), lambda _: None, execute=execute)
+
+
+FACTORS = {"gcc-O0": 2.0, "gcc-O1": 1.01}
+
+
+@pytest.mark.integration
+def test_a_decided_variant_stops_early_and_says_so_in_the_results(tmp_path):
+    path = _start3(tmp_path, Synthetic(FACTORS))
+    doc = reader.load(path)
+    by_id = {v["id"]: v for v in doc["variants"]}
+    o0 = by_id["gcc-O0"]
+    assert o0["vs_baseline"]["verdict"] == "slower"
+    ran = by_id["gcc-O2"]["summary"]["n"]
+    assert o0["summary"]["stopped_at"] == o0["summary"]["n"] < ran
+    assert o0["summary"]["stopped_why"].startswith("slower beyond any later round")
+    assert by_id["gcc-O2.aa"]["summary"]["stopped_at"] is None       # a control never stops
+    assert doc["measurement"]["runs_saved"] == ran - o0["summary"]["stopped_at"] > 0
+    db = Store()
+    rounds_o0 = {s.round for s in db.samples(doc["run_id"]) if s.variant_id == "gcc-O0"}
+    assert max(rounds_o0) == o0["summary"]["stopped_at"] - 1
+    # the page and the terminal say which stopped, what it saved, and what is still open
+    from flagsweep.report import terminal, view
+    said = "\n".join(terminal._findings(doc, view.build(doc, path, path.parent)))
+    stopped = f"-O0 after {o0['summary']['stopped_at']} of {ran} rounds (slower)"
+    assert f"{stopped}; {doc['measurement']['runs_saved']} runs not spent" in said
+    page = (path.parent / "index.html").read_text()
+    assert stopped in page and '<span class="stopped">stopped</span>' in page
+
+
+@pytest.mark.integration
+def test_a_fixed_design_stops_nothing_and_reaches_the_same_verdicts(tmp_path):
+    adaptive = reader.load(_start3(tmp_path / "a", Synthetic(FACTORS)))
+    fixed = reader.load(_start3(tmp_path / "f", Synthetic(FACTORS), runs=20))
+    assert fixed["measurement"]["runs_saved"] == 0
+    assert all(v["summary"]["stopped_at"] is None for v in fixed["variants"])
+    verdicts = [{v["id"]: v["vs_baseline"] and v["vs_baseline"]["verdict"] for v in d["variants"]}
+                for d in (adaptive, fixed)]
+    assert verdicts[0] == verdicts[1]
+
+
+@pytest.mark.integration
+def test_a_sweep_interrupted_after_a_stop_resumes_without_measuring_the_stopped_variant(tmp_path):
+    from flagsweep.errors import Interrupted
+
+    whole = reader.load(_start3(tmp_path / "whole", Synthetic(FACTORS)))
+    at = {v["id"]: v for v in whole["variants"]}["gcc-O0"]["summary"]["stopped_at"]
+    # 4 binaries in the warmup round and in each round up to the stop, 3 after it
+    cut = 4 * (1 + at) + 3 * 2
+    with pytest.raises(Interrupted):
+        _start3(tmp_path / "cut", Synthetic(FACTORS, stop_after=cut))
+    db = Store()
+    run_id = db.find_run(str(tmp_path / "cut" / "run"))
+    path = sweep.resume(run_id, db, lambda _: None, execute=Synthetic(FACTORS))
+    doc = reader.load(path)
+    o0 = {v["id"]: v for v in doc["variants"]}["gcc-O0"]
+    ran = {v["id"]: v for v in doc["variants"]}["gcc-O2"]["summary"]["n"]
+    assert o0["summary"]["stopped_at"] == at and doc["measurement"]["runs_saved"] == ran - at
+    assert max(s.round for s in db.samples(run_id) if s.variant_id == "gcc-O0") == at - 1

@@ -1,10 +1,12 @@
-"""Rounds: each round runs every binary once, in a freshly shuffled order.
+"""Rounds: each round runs every binary still measured once, in a freshly shuffled order.
 
 (docs/statistics.md, "Pairing by round".) The order comes from a seeded generator per round, so a resumed
-sweep recomputes exactly the order it was following. After each round the stopping rule
-(`decided`) asks what the analysis would conclude from the rounds so far, with its own
-functions, and stops once every comparison is decided or known to within the precision, never
-before the rounds at which a verdict can exist at all for this sweep's number of comparisons.
+sweep recomputes exactly the order it was following. After each round two rules look at the
+rounds so far, with the analysis's own functions: a variant whose verdict no later round can
+change stops (stats.sequential; the baseline and the controls never do), and the sweep stops
+(`decided`) once every comparison is decided or known to within the precision, never before
+the rounds at which a verdict can exist at all for this sweep's number of comparisons. Both are
+functions of the rounds so far alone, so a resumed sweep replays them to the same stops.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Callable
 from flagsweep import stats
 from flagsweep.host.launcher import ENV_PAD_MAX
 from flagsweep.measure.sample import Sample
-from flagsweep.stats import layout
+from flagsweep.stats import layout, sequential
 
 
 @dataclass
@@ -38,6 +40,18 @@ class Plan:
     # run --layouts: binary id -> the variant it is a layout of; comparisons are then made
     # over each variant's layouts (stats.layout) and `baseline` names a variant
     layouts: dict[str, str] = field(default_factory=dict)
+    # stop measuring a variant once its verdict is final (stats.sequential); never the binaries
+    # in `keep` (the baseline and the controls: the twin, a reference)
+    drop: bool = False
+    keep: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Stop:
+    """A variant that stopped early: after `rounds` counted rounds, at a final verdict."""
+    rounds: int
+    verdict: str
+    why: str
 
 
 @dataclass
@@ -45,6 +59,7 @@ class Outcome:
     rounds: int
     stop_reason: str
     half_widths: dict[str, float] = field(default_factory=dict)   # per comparison, relative
+    stopped: dict[str, Stop] = field(default_factory=dict)
 
 
 def order(plan: Plan, round_no: int) -> list[str]:
@@ -72,6 +87,12 @@ class Stopping:
         self.plan, self.clock = plan, clock or time.monotonic
         self.started, self.round_s, self.completed = self.clock(), None, 0
         self.outcome: Outcome | None = None
+        self.stopped: dict[str, Stop] = {}
+        self.new_stops: dict[str, Stop] = {}        # those of the last round
+
+    def active(self, ids: list[str]) -> list[str]:
+        """The binaries of a round that are still measured."""
+        return [vid for vid in ids if vid not in self.stopped]
 
     def may_start(self) -> bool:
         """Whether another counted round may start now: not once the rule has stopped, and only
@@ -83,40 +104,51 @@ class Stopping:
         """A counted round completed in `round_s` seconds: the rule's outcome, or None to go on."""
         self.completed += 1
         self.round_s = round_s
+        self.new_stops = {}
         if self.outcome is None:
-            self.outcome = decided(self.plan, values, self.completed)
+            new = stops(self.plan, values, self.completed, self.stopped)
+            self.outcome = decided(self.plan, values, self.completed, {**self.stopped, **new})
+            if self.outcome is None:         # a stop in the sweep's last round saves nothing
+                self.new_stops = new
+                self.stopped.update(new)
         return self.outcome
 
     def said(self, values: Values) -> str:
-        """The line after a round: why it stopped, or where the rule stands."""
-        return (self.outcome.stop_reason if self.outcome
-                else standing(self.plan, values, self.completed))
+        """The line after a round: the variants that stopped in it, then why the sweep stopped
+        or where the rule stands."""
+        rule = (self.outcome.stop_reason if self.outcome
+                else standing(self.plan, values, self.completed, self.stopped))
+        return "".join(f"{vid} stops ({s.verdict}); " for vid, s in self.new_stops.items()) + rule
 
     def final(self, values: Values) -> Outcome:
         """The outcome when the loop ended: the rule's, else the budget's, else max runs'."""
         if self.outcome is None:
-            self.outcome = (max_runs_outcome(self.plan, values)
+            self.outcome = (max_runs_outcome(self.plan, values, self.stopped)
                             if self.completed >= self.plan.max_runs
-                            else budget_outcome(self.plan, values, self.completed))
+                            else budget_outcome(self.plan, values, self.completed, self.stopped))
         return self.outcome
 
 
 def rounds(plan: Plan, done: set[tuple[str, int]], measure: Callable[[str, int, int, int], Sample],
            values: Callable[[], Values],
            progress: Callable[[str, int, int], None] | None = None,
-           round_done: Callable[[int, int, str], None] | None = None) -> Outcome:
+           round_done: Callable[[int, int, str], None] | None = None,
+           stopped: Callable[[str, Stop], None] | None = None) -> Outcome:
     """Warmup rounds (negative numbers), then counted rounds until the stopping rule says stop.
 
     `measure(variant, round, position, pad)` takes and stores one sample; `values()` returns the
     primary metric's good values per variant and round so far; pairs in `done` are skipped
-    (resume). `round_done(completed, max_runs, what the rule says)` follows each counted round.
+    (resume). `round_done(completed, max_runs, what the rule says)` follows each counted round,
+    `stopped(variant, stop)` each variant that stops early. The rules after round r see rounds
+    up to r only, so a resumed sweep, whose store already holds later ones, replays the stops
+    its first part made.
     """
     stop = Stopping(plan)
     for r in range(-plan.warmup, plan.max_runs):
         if r >= 0 and not stop.may_start():
             break
         t0 = time.monotonic()
-        for pos, vid in enumerate(order(plan, r)):
+        for pos, vid in enumerate(stop.active(order(plan, r))):
             if (vid, r) in done:
                 continue
             if progress:
@@ -124,16 +156,45 @@ def rounds(plan: Plan, done: set[tuple[str, int]], measure: Callable[[str, int, 
             measure(vid, r, pos, env_pad(plan, vid, r))
         if r < 0:
             continue
-        now = values()
+        now = first_rounds(values(), r + 1)
         stop.after(now, time.monotonic() - t0)
+        for vid, s in stop.new_stops.items():
+            if stopped:
+                stopped(vid, s)
         if round_done:
             round_done(stop.completed, plan.max_runs, stop.said(now))
         if stop.outcome is not None:
             break
-    return stop.final(values())
+    return stop.final(first_rounds(values(), stop.completed))
 
 
-def standing(plan: Plan, values: Values, completed: int) -> str:
+def first_rounds(values: Values, k: int) -> Values:
+    """The values of counted rounds 0 .. k-1."""
+    return {vid: {r: x for r, x in by.items() if r < k} for vid, by in values.items()}
+
+
+def stops(plan: Plan, values: Values, completed: int,
+          stopped: dict[str, Stop]) -> dict[str, Stop]:
+    """The variants whose verdict became final in this round (stats.sequential), none when the
+    plan does not drop. Compared one by one with the baseline, at the boundary for the plan's m
+    comparisons and most rounds."""
+    base = values.get(plan.baseline) if plan.baseline else None
+    if not plan.drop or not base or completed < first_stop(plan):
+        return {}
+    m = len([v for v in plan.variant_ids if v != plan.baseline])
+    out = {}
+    for vid in plan.variant_ids:
+        if vid in stopped or vid in plan.keep or vid == plan.baseline or vid not in values:
+            continue
+        got = sequential.final(values[vid], base, m=m, max_rounds=plan.max_runs,
+                               threshold=plan.threshold, seed=plan.seed)
+        if got:
+            out[vid] = Stop(completed, *got)
+    return out
+
+
+def standing(plan: Plan, values: Values, completed: int,
+             stopped: dict[str, Stop] | None = None) -> str:
     """What the stopping rule sees after `completed` rounds when it goes on: the verdicts so far
     and the widest unsettled interval, or the round before which it cannot stop (when it could
     stop at all before max_runs)."""
@@ -143,7 +204,7 @@ def standing(plan: Plan, values: Values, completed: int) -> str:
         return f"no stop before round {floor} ({why})"
     comparisons = _comparisons(plan, values)
     widths = {vid: stats.log_half_width(c.ci95) for vid, c in comparisons.items()}
-    return _tally(comparisons, widths, plan)
+    return _tally(comparisons, widths, plan, stopped or {})
 
 
 def starts_in_budget(plan: Plan, elapsed_s: float, round_s: float | None) -> bool:
@@ -166,23 +227,25 @@ def first_stop(plan: Plan) -> int:
     return max(plan.min_runs, stats.fewest_decisive_pairs(m) + DECISION_MARGIN)
 
 
-def decided(plan: Plan, values: Values, completed: int) -> Outcome | None:
+def decided(plan: Plan, values: Values, completed: int,
+            stopped: dict[str, Stop] | None = None) -> Outcome | None:
     """The stopping rule after `completed` counted rounds; None: go on.
 
     It asks what the analysis will conclude, with the analysis's own functions: every variant
     against the baseline by stats.compare, then stats.adjust across the sweep. It stops once
-    every comparison is settled: equivalent, or known to within a paired 95% CI of +-precision,
-    where more rounds would hardly change its verdict (an undecided effect that close to the
-    threshold needs many times the rounds so far). A faster or slower verdict alone does not
+    every comparison is settled: equivalent, stopped at a final verdict (`stops`), or known to
+    within a paired 95% CI of +-precision, where more rounds would hardly change its verdict (an
+    undecided effect that close to the threshold needs many times the rounds so far). A faster or slower verdict alone does not
     settle a comparison: stopping on the first one to appear is a test repeated every round,
     and it let the A/A twin come out faster or slower in 7.3% of sweeps at CV 5%
     (bench/statistics.py). Never before first_stop: on a quiet machine
     every interval is narrow after 6 rounds, where no verdict can pass BH yet."""
     if completed < first_stop(plan):
         return None
+    stopped = stopped or {}
     comparisons = _comparisons(plan, values)
     widths = {vid: stats.log_half_width(c.ci95) for vid, c in comparisons.items()}
-    if not comparisons or any(not _settled(c, widths[vid], plan)
+    if not comparisons or any(vid not in stopped and not _settled(c, widths[vid], plan)
                               for vid, c in comparisons.items()):
         return None
     head = f"decided after {completed} rounds"
@@ -190,7 +253,7 @@ def decided(plan: Plan, values: Values, completed: int) -> Outcome | None:
            for vid, c in comparisons.items()):
         head += (" (more rounds would leave the spread between layouts as it is: more "
                  "layouts would narrow the inconclusive)")
-    return _outcome(plan, completed, head, comparisons)
+    return _outcome(plan, completed, head, comparisons, stopped)
 
 
 def _settled(c: stats.Comparison, width: float, plan: Plan) -> bool:
@@ -199,21 +262,26 @@ def _settled(c: stats.Comparison, width: float, plan: Plan) -> bool:
     return c.verdict == "equivalent" or width <= plan.precision or not c.more_rounds_help
 
 
-def max_runs_outcome(plan: Plan, values: Values) -> Outcome:
+def max_runs_outcome(plan: Plan, values: Values,
+                     stopped: dict[str, Stop] | None = None) -> Outcome:
     head = (f"the fixed {plan.max_runs} rounds are done" if plan.min_runs >= plan.max_runs
             else f"max runs ({plan.max_runs}) reached")
-    return _outcome(plan, plan.max_runs, head, _comparisons(plan, values))
+    return _outcome(plan, plan.max_runs, head, _comparisons(plan, values), stopped)
 
 
-def budget_outcome(plan: Plan, values: Values, completed: int) -> Outcome:
+def budget_outcome(plan: Plan, values: Values, completed: int,
+                   stopped: dict[str, Stop] | None = None) -> Outcome:
     return _outcome(plan, completed, f"time budget of {plan.budget_s:g} s reached after "
-                    f"{completed} rounds", _comparisons(plan, values))
+                    f"{completed} rounds", _comparisons(plan, values), stopped)
 
 
-def _outcome(plan: Plan, completed: int, head: str,
-             comparisons: dict[str, stats.Comparison]) -> Outcome:
+def _outcome(plan: Plan, completed: int, head: str, comparisons: dict[str, stats.Comparison],
+             stopped: dict[str, Stop] | None = None) -> Outcome:
+    # stopped before the last round: a variant settled in it ran as long as the sweep
+    stopped = {vid: s for vid, s in (stopped or {}).items() if s.rounds < completed}
     widths = {vid: stats.log_half_width(c.ci95) for vid, c in comparisons.items()}
-    return Outcome(completed, f"{head}: {_tally(comparisons, widths, plan)}", widths)
+    return Outcome(completed, f"{head}: {_tally(comparisons, widths, plan, stopped)}", widths,
+                   stopped)
 
 
 def _comparisons(plan: Plan, values: Values) -> dict[str, stats.Comparison]:
@@ -230,15 +298,21 @@ def _comparisons(plan: Plan, values: Values) -> dict[str, stats.Comparison]:
     return out
 
 
-def _tally(comparisons: dict[str, stats.Comparison], widths: dict[str, float], plan: Plan) -> str:
-    """"1 slower, 1 equivalent" plus, when some comparison is not settled, its widest interval."""
+def _tally(comparisons: dict[str, stats.Comparison], widths: dict[str, float], plan: Plan,
+           stopped: dict[str, Stop]) -> str:
+    """"1 slower, 1 equivalent" plus the variants stopped early and, when some comparison is
+    not settled, its widest interval."""
     if not comparisons:
         return "nothing to compare with the baseline"
     counts: dict[str, int] = {}
     for c in comparisons.values():
         counts[c.verdict] = counts.get(c.verdict, 0) + 1
     text = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
-    unsettled = [widths[v] for v, c in comparisons.items() if not _settled(c, widths[v], plan)]
+    if stopped:
+        text += " (stopped early: " + ", ".join(f"{vid} after {s.rounds}"
+                                                for vid, s in sorted(stopped.items())) + ")"
+    unsettled = [widths[v] for v, c in comparisons.items()
+                 if v not in stopped and not _settled(c, widths[v], plan)]
     if unsettled and math.isfinite(max(unsettled)):
         text += (f" (widest unsettled 95% CI +-{100 * max(unsettled):.2f}%, "
                  f"target +-{100 * plan.precision:g}%)")

@@ -78,6 +78,7 @@ def _findings(doc: dict, r: view.Report) -> list[str]:
         lines.append(f"flags that matter ({design.get('design')}): {named or none}")
     lines += [f"{'UNSTABLE' if w.kind == 'unstable' else 'warning'}: {w.text}"
               for w in r.headline.warnings if w.kind != "machine"]
+    lines += r.spending.sentences if r.spending else []
     lines.append(f"recommendation: {r.headline.recommendation}")
     return lines
 

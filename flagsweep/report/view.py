@@ -90,6 +90,7 @@ class VariantRow:
     check: str
     check_detail: str
     why: str
+    stopped_at: int | None = None    # stopped early at a final verdict, after this many rounds
 
     @property
     def badge(self) -> str:
@@ -216,6 +217,7 @@ class Report:
     results_href: str
     samples_href: str | None
     layouts: Layouts | None = None
+    spending: Spending | None = None
     doc: dict = field(repr=False, default_factory=dict)   # for the plots: the raw samples
 
 
@@ -242,6 +244,7 @@ def build(doc: dict, results_path: Path, out_dir: Path) -> Report:
         results_href=_href(results_path, out_dir),
         samples_href=_href(base_dir / "samples.csv", out_dir)
         if (base_dir / "samples.csv").exists() else None,
+        spending=_spending(doc, variants),
         layouts=_layouts(doc, labels),
         doc=doc)
 
@@ -289,7 +292,46 @@ def _variant_row(v: dict, doc: dict) -> VariantRow:
         same_code_as=v["build"].get("identical_to") or "",
         check=check.get("status", "") if v["build"]["status"] == "ok" else v["build"]["status"],
         check_detail=check.get("detail", "") or v["build"].get("detail", ""),
-        why=c.get("why") or "")
+        why=c.get("why") or "", stopped_at=s.get("stopped_at"))
+
+
+@dataclass
+class Spending:
+    """Where the sweep's rounds went: the variants that stopped at a final verdict, the runs
+    that saved, and the comparisons still open with what would likely close them."""
+    stopped: list[str]               # "-O0 after 12 of 30 rounds (slower)"
+    saved: int
+    open: list[str]                  # "-O3: roughly 45 rounds would likely decide"
+
+    @property
+    def sentences(self) -> list[str]:
+        out = []
+        if self.stopped:
+            out.append(f"Stopped early, their verdicts final (not measured again): "
+                       f"{'; '.join(self.stopped)}; {self.saved} runs not spent.")
+        if self.open:
+            out.append(f"Still open: {'; '.join(self.open)}.")
+        return out
+
+
+def _spending(doc: dict, rows: list[VariantRow]) -> Spending:
+    ran = max((r.n for r in rows if r.role == "baseline"), default=0)
+    by_id = {v["id"]: v for v in doc["variants"]}
+    stopped = [f"{r.label} after {r.stopped_at} of {ran} rounds ({r.verdict})"
+               for r in rows if r.stopped_at]
+    still = []
+    for r in rows:
+        c = by_id[r.id].get("vs_baseline") or {}
+        if r.verdict != "inconclusive":
+            continue
+        if c.get("rounds_needed"):
+            still.append(f"{r.label}: roughly {c['rounds_needed']} rounds would likely decide")
+        elif c.get("layouts"):
+            still.append(f"{r.label}: more layouts, not more rounds, would narrow it")
+        else:
+            still.append(f"{r.label}: undecided")
+    saved = (doc.get("measurement") or {}).get("runs_saved") or 0
+    return Spending(stopped, saved, still)
 
 
 def _medians_aligned(rows: list[VariantRow]) -> list[VariantRow]:
@@ -610,7 +652,10 @@ def _method(doc: dict) -> list[tuple[str, str]]:
                    f"{', '.join(map(str, counted)) or 'none'})"),
         ("stopping rule", f"every comparison decided or its paired 95% CI within "
                           f"+-{ms.get('precision_pct', '?')}% (not before a verdict can pass BH), "
-                          f"or {ms.get('max_runs', '?')} rounds, or {ms.get('budget', '?')} s"),
+                          f"or {ms.get('max_runs', '?')} rounds, or {ms.get('budget', '?')} s; "
+                          "a variant stops earlier once its verdict holds at 0.05 / (comparisons "
+                          "x rounds at which it could stop), a level no later round can undo "
+                          f"({ms.get('runs_saved') or 0} runs not spent)"),
         ("order", "each round a seeded shuffle of the variants; environment size padded at random"),
         ("seed", str(ms.get("seed", "?"))),
         ("threshold", f"+-{doc.get('threshold_pct', 1.0):g}%: smaller effects do not matter"),

@@ -189,7 +189,8 @@ class Summary(Open):
     outliers: Num = None
     disturbed: Num = None
     retaken: Num = None
-    stopped_at: Num = None
+    stopped_at: Num = None                 # stopped early: the counted rounds it ran
+    stopped_why: Str | None = None
     layouts: list[LayoutSummary] | None = None  # with layouts: each layout's median and n
 
 

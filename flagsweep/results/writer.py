@@ -136,8 +136,25 @@ def _document(run: dict, variants: list[dict], samples: list[Sample]) -> dict:
         doc["measurement"]["layouts"] = layout.described(m["layouts"])
     analysis.apply(doc, values, doc["threshold_pct"], seed=m.get("seed") or 0,
                    replicates=replicates)
+    _stopped(doc, o.get("stopped") or {}, samples)
     analysis.advise(doc, samples)
     return doc
+
+
+def _stopped(doc: dict, stopped: dict[str, dict], samples: list[Sample]) -> None:
+    """The variants that stopped early (measure.rounds.stops): each one's round count and why in
+    its summary, and the runs the sweep did not spend on them, against every variant in every
+    round it ran."""
+    counted = [s.round for s in samples if s.round >= 0]
+    ran = max(counted) + 1 if counted else 0
+    saved = 0
+    for v in doc["variants"]:
+        stop = stopped.get(v["id"])
+        v["summary"]["stopped_at"] = stop["rounds"] if stop else None
+        v["summary"]["stopped_why"] = stop["why"] if stop else None
+        if stop:
+            saved += max(0, ran - stop["rounds"])
+    doc["measurement"]["runs_saved"] = saved
 
 
 def _variant(v: dict, samples: list[Sample], started: float) -> dict:

@@ -194,6 +194,19 @@ def compare(variant: dict[int, float], baseline: dict[int, float], *, seed: int 
 _NO_INTERVAL = (0.0, math.inf)       # an interval that decides nothing: never faster/slower/equal
 
 
+def paired_interval(variant: dict[int, float], baseline: dict[int, float],
+                    level: float) -> tuple[float, float]:
+    """compare's interval of the ratio at any level: the Walsh-average (Tukey) interval of the
+    per-round log ratios over the rounds both measured. _NO_INTERVAL when a value is not
+    positive or the pairs are too few for the level."""
+    common = sorted(set(variant) & set(baseline))
+    v = np.array([variant[r] for r in common], dtype=float)
+    b = np.array([baseline[r] for r in common], dtype=float)
+    if len(common) < 2 or not (np.all(v > 0) and np.all(b > 0)):
+        return _NO_INTERVAL
+    return _walsh_interval(_walsh_averages(np.log(v) - np.log(b)), len(common), level)
+
+
 def compare_unpaired(b: Sequence[float], a: Sequence[float]) -> Comparison:
     """b / a for two independent samples of positive values: the same variant in two sweeps
     (`flagsweep compare`), where no round pairs one sample with another.

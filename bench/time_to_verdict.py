@@ -99,7 +99,8 @@ def one_target(name: str, recipe: str, seed: int, quick: bool, repeat: int,
     store = Store()
     print(f"\n== {name} --recipe {recipe}{' --quick' if quick else ''} --seed {seed}, "
           f"{repeat} pair(s), the two designs alternating")
-    print(f"{'design':<20} {'rounds':>6} {'wall s':>8} {'final at':>9} {'final s':>8}  verdicts")
+    print(f"{'design':<20} {'rounds':>6} {'wall s':>8} {'final at':>9} {'final s':>8} "
+          f"{'runs':>5} {'saved':>5}  stopped early; verdicts")
     walls: dict[str, list[float]] = {}
     finals: dict[str, list[float]] = {}
     agree, hyperfine = 0, []
@@ -110,8 +111,12 @@ def one_target(name: str, recipe: str, seed: int, quick: bool, repeat: int,
             series = verdicts_by_round(doc, store)
             k, when = final_at(series)
             verdicts = ", ".join(f"{v}={x}" for v, x in sorted(series[-1][2].items()))
-            print(f"{label:<20} {series[-1][0]:>6} {wall:>8.1f} {k:>9} {when - launched:>8.1f}  "
-                  f"{verdicts}", flush=True)
+            stopped = ", ".join(f"{v['id']}@{v['summary']['stopped_at']}" for v in doc["variants"]
+                                if (v.get("summary") or {}).get("stopped_at")) or "none"
+            runs = sum((v.get("summary") or {}).get("n") or 0 for v in doc["variants"])
+            saved = doc["measurement"].get("runs_saved") or 0
+            print(f"{label:<20} {series[-1][0]:>6} {wall:>8.1f} {k:>9} {when - launched:>8.1f} "
+                  f"{runs:>5} {saved:>5}  {stopped}; {verdicts}", flush=True)
             walls.setdefault(label, []).append(wall)
             finals.setdefault(label, []).append(when - launched)
             ends[label] = series[-1][2]

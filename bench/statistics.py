@@ -104,6 +104,23 @@ def sweep(rng: np.random.Generator, noise: Noise, effects: dict[str, float], run
     return comparisons, n, statement
 
 
+def looped(values: dict[str, dict[int, float]], plan: rounds.Plan
+           ) -> tuple[dict[str, stats.Comparison], int, rounds.Outcome]:
+    """A sweep through `rounds.rounds` itself, the run's own loop with its stops, over values
+    drawn beforehand: (comparisons as the analysis makes them on what was measured, runs
+    taken, the loop's outcome)."""
+    measured: dict[str, dict[int, float]] = {}
+
+    def measure(vid, rnd, pos, pad):
+        measured.setdefault(vid, {})[rnd] = values[vid][rnd]
+
+    outcome = rounds.rounds(plan, set(), measure, lambda: measured)
+    comparisons = {vid: stats.compare(measured[vid], measured["base"], seed=plan.seed)
+                   for vid in plan.variant_ids if vid != "base"}
+    stats.adjust(list(comparisons.values()), threshold=THRESHOLD)
+    return comparisons, sum(len(v) for v in measured.values()), outcome
+
+
 def _first(values: dict[str, dict[int, float]], k: int) -> dict[str, dict[int, float]]:
     return {vid: {r: x for r, x in v.items() if r < k} for vid, v in values.items()}
 
@@ -240,6 +257,71 @@ def statement(scale: float) -> None:
            "called at the stated effect, half slower, half faster (goal 75-85%)"], rows)
 
 
+def sequential(scale: float) -> None:
+    """Stopping decided variants (rounds.stops) with the peeking it implies, through the run's
+    own loop. Each sweep is drawn once and run twice, with and without the stops, so the runs
+    and the verdicts compare like for like; the fixed design is every binary in all 30 rounds.
+    A false discovery is faster/slower for a true ratio within the band (its edge included) or
+    on the wrong side; a false equivalence is "equivalent" for a true ratio at or beyond the
+    band's edge."""
+    print("### Stopping decided variants: baseline + twin + 6 variants (m = 7), 30 rounds at "
+          "most\n")
+    far = {"far1": 1.35, "far2": 0.80, "far3": 1.10}
+    cells = [("half far, half null", Noise(0.01), {**far, "null1": 1.0, "null2": 1.0, "null3": 1.0}),
+             ("half far, half null", Noise(0.03), {**far, "null1": 1.0, "null2": 1.0, "null3": 1.0}),
+             ("half far, half null", Noise(0.02, stalls=0.05),
+              {**far, "null1": 1.0, "null2": 1.0, "null3": 1.0}),
+             ("half far, half at the edge", Noise(0.005), {**far, "edge1": 1.01, "edge2": 0.99,
+                                                           "edge3": 1.01}),
+             ("half far, half at the edge", Noise(0.01), {**far, "edge1": 1.01, "edge2": 0.99,
+                                                          "edge3": 1.01}),
+             ("all null", Noise(0.005), {f"null{j}": 1.0 for j in range(6)}),
+             ("all null", Noise(0.02, t3=True), {f"null{j}": 1.0 for j in range(6)})]
+    rows = []
+    for k, (what, noise, effects) in enumerate(cells):
+        n = _sweeps(200, scale)
+        rng = np.random.default_rng([SEED, 7, k])
+        ids = ["base", "base.aa", *effects]
+        truth = {"base.aa": 1.0, **effects}
+        fdp, false_eq, beyond, runs, agree, stopped, calls = [], 0, 0, {True: [], False: []}, 0, 0, 0
+        for i in range(n):
+            plan = rounds.Plan(ids, seed=i, warmup=0, baseline="base", threshold=THRESHOLD)
+            logs = noise.draw(rng, plan, plan.max_runs)
+            values = {vid: {r: float(math.exp(x + math.log(truth.get(vid, 1.0))))
+                            for r, x in enumerate(logs[vid])} for vid in ids}
+            verdicts = {}
+            for drop in (True, False):
+                plan = rounds.Plan(ids, seed=i, warmup=0, baseline="base", threshold=THRESHOLD,
+                                   drop=drop, keep=frozenset({"base", "base.aa"}))
+                cs, used, outcome = looped(values, plan)
+                runs[drop].append(used)
+                verdicts[drop] = {vid: c.verdict for vid, c in cs.items()}
+                if not drop:
+                    continue
+                stopped += len(outcome.stopped)
+                said = [vid for vid, c in cs.items() if c.verdict in ("faster", "slower")]
+                wrong = [vid for vid in said if abs(math.log(truth[vid])) <= math.log1p(THRESHOLD)
+                         + 1e-12 or (cs[vid].verdict == "faster") != (truth[vid] < 1)]
+                calls += len(said)
+                fdp.append(len(wrong) / max(1, len(said)))
+                edge = [vid for vid in cs if abs(math.log(truth[vid])) >= math.log1p(THRESHOLD)
+                        - 1e-3]
+                beyond += len(edge)
+                false_eq += sum(cs[vid].verdict == "equivalent" for vid in edge)
+            agree += verdicts[True] == verdicts[False]
+        fixed = len(ids) * 30
+        seq, plain = np.mean(runs[True]), np.mean(runs[False])
+        rows.append([what, noise.name, str(n), f"{100 * np.mean(fdp):.2f}%",
+                     rate(false_eq, beyond), f"{stopped / n:.1f}",
+                     f"{seq:.0f} / {plain:.0f} / {fixed}",
+                     f"{100 * (1 - seq / fixed):.0f}%", f"{100 * (1 - seq / plain):.0f}%",
+                     f"{100 * agree / n:.1f}%"])
+    table(["variants", "noise", "sweeps", "FDR (mean false share of calls)",
+           "false equivalence (true ratio at or beyond the edge)", "variants stopped a sweep",
+           "runs: stops / no stops / fixed 30", "fewer than fixed", "fewer than no stops",
+           "sweeps with the same verdicts without stops"], rows)
+
+
 def nights(scale: float) -> None:
     print("### History: 20 nights, 10 samples per night (CV 1%), `history --check` each night\n")
     rows_null, rows_step = [], []
@@ -325,7 +407,7 @@ def _sweeps(n: int, scale: float) -> int:
 
 
 TABLES = {"stopping": stopping, "aa": aa, "band": band_edge, "statement": statement,
-          "history": nights, "cost": cost}
+          "sequential": sequential, "history": nights, "cost": cost}
 
 
 def main() -> None:

@@ -32,7 +32,8 @@ def test_a_planted_effect_is_called_and_the_twin_is_not(tmp_path):
     o1 = by_id["gcc-O1"]["vs_baseline"]
     assert o1["verdict"] == "slower" and 1.09 < o1["ratio"] < 1.11
     assert by_id["gcc-O2.aa"]["vs_baseline"]["verdict"] == "equivalent"
-    assert doc["stop_reason"] == "decided after 9 rounds: 1 equivalent, 1 slower"
+    assert doc["stop_reason"] == ("decided after 9 rounds: 1 equivalent, 1 slower (stopped early: "
+                                  "gcc-O1 after 7)")
 
 
 @pytest.mark.integration
@@ -117,8 +118,8 @@ def test_the_reproduce_line_repeats_every_option_that_changed_the_measurement(tm
 
 
 def _start3(tmp_path: Path, execute, **options) -> Path:
-    """-O2 (baseline), -O0 planted far slower, -O1 planted at the band's edge: with a precision
-    no interval reaches, the sweep runs its most rounds, and -O0 may stop long before."""
+    """-O2 (baseline), -O0 planted far slower, -O1 +3%: a precision no interval reaches keeps
+    a faster/slower comparison unsettled unless it stops at a final verdict."""
     folder = write_tiny_target(tmp_path / "tiny", megabytes=0.25, quick_megabytes=0.25)
     t, r, m, build_opts = selection.prepare(selection.Selection(
         str(folder), flag_sets=("-O2", "-O0", "-O1"), out_dir=tmp_path / "run"), lambda _: None)
@@ -127,7 +128,7 @@ def _start3(tmp_path: Path, execute, **options) -> Path:
     return sweep.start(t, r, m, build_opts, opts, Store(), lambda _: None, execute=execute)
 
 
-FACTORS = {"gcc-O0": 2.0, "gcc-O1": 1.01}
+FACTORS = {"gcc-O0": 2.0, "gcc-O1": 1.03}
 
 
 @pytest.mark.integration
@@ -141,7 +142,8 @@ def test_a_decided_variant_stops_early_and_says_so_in_the_results(tmp_path):
     assert o0["summary"]["stopped_at"] == o0["summary"]["n"] < ran
     assert o0["summary"]["stopped_why"].startswith("slower beyond any later round")
     assert by_id["gcc-O2.aa"]["summary"]["stopped_at"] is None       # a control never stops
-    assert doc["measurement"]["runs_saved"] == ran - o0["summary"]["stopped_at"] > 0
+    assert doc["measurement"]["runs_saved"] == sum(
+        ran - v["summary"]["stopped_at"] for v in doc["variants"] if v["summary"]["stopped_at"])
     db = Store()
     rounds_o0 = {s.round for s in db.samples(doc["run_id"]) if s.variant_id == "gcc-O0"}
     assert max(rounds_o0) == o0["summary"]["stopped_at"] - 1
@@ -149,7 +151,7 @@ def test_a_decided_variant_stops_early_and_says_so_in_the_results(tmp_path):
     from flagsweep.report import terminal, view
     said = "\n".join(terminal._findings(doc, view.build(doc, path, path.parent)))
     stopped = f"-O0 after {o0['summary']['stopped_at']} of {ran} rounds (slower)"
-    assert f"{stopped}; {doc['measurement']['runs_saved']} runs not spent" in said
+    assert stopped in said and f"; {doc['measurement']['runs_saved']} runs not spent" in said
     page = (path.parent / "index.html").read_text()
     assert stopped in page and '<span class="stopped">stopped</span>' in page
 
@@ -171,8 +173,8 @@ def test_a_sweep_interrupted_after_a_stop_resumes_without_measuring_the_stopped_
 
     whole = reader.load(_start3(tmp_path / "whole", Synthetic(FACTORS)))
     at = {v["id"]: v for v in whole["variants"]}["gcc-O0"]["summary"]["stopped_at"]
-    # 4 binaries in the warmup round and in each round up to the stop, 3 after it
-    cut = 4 * (1 + at) + 3 * 2
+    cut = 4 * (1 + at) + 1             # the warmup and the rounds up to the stop, then one more
+
     with pytest.raises(Interrupted):
         _start3(tmp_path / "cut", Synthetic(FACTORS, stop_after=cut))
     db = Store()
@@ -181,5 +183,5 @@ def test_a_sweep_interrupted_after_a_stop_resumes_without_measuring_the_stopped_
     doc = reader.load(path)
     o0 = {v["id"]: v for v in doc["variants"]}["gcc-O0"]
     ran = {v["id"]: v for v in doc["variants"]}["gcc-O2"]["summary"]["n"]
-    assert o0["summary"]["stopped_at"] == at and doc["measurement"]["runs_saved"] == ran - at
+    assert o0["summary"]["stopped_at"] == at and doc["measurement"]["runs_saved"] >= ran - at
     assert max(s.round for s in db.samples(run_id) if s.variant_id == "gcc-O0") == at - 1

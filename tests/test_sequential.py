@@ -21,42 +21,58 @@ def _values(ratios: dict[str, float], n: int, cv: float, seed: int = 1) -> dict[
             for vid, ratio in ratios.items()}
 
 
-def test_the_boundary_splits_alpha_over_comparisons_and_the_looks_that_can_stop():
+def test_the_looks_spend_alpha_over_m_first_where_the_exact_test_can_first_pass():
     b = sequential.looks(5, 30)
-    assert b.count == 30 - b.first + 1 and math.isclose(b.level, 0.05 / (5 * b.count))
-    assert 2.0 ** -b.first <= b.level < 2.0 ** -(b.first - 1)    # no earlier look can stop
-    assert sequential.looks(10, 30).level < b.level < sequential.looks(1, 30).level
-    assert sequential.looks(5, 60).level < b.level                 # more looks, a stricter level
-    assert sequential.looks(5, 3).count == 0                      # too few rounds to stop at all
+    assert b.first == stats.fewest_decisive_pairs(5) == 8 and b.later == 22
+    assert b.first_level == 2.0 ** (1 - 8)                   # exactly what the test needs there
+    assert math.isclose(b.first_level + b.later * b.later_level, 0.05 / 5)
+    assert b.level(7) == 0 and b.level(8) == b.first_level and b.level(20) == b.later_level
+    assert sequential.looks(5, 60).later_level < b.later_level   # more looks, a stricter level
+    assert sequential.looks(5, 8).first_level == 0.05 / 5       # one look spends it all
+    assert sequential.looks(5, 7).level(7) == 0                 # too few rounds to stop at all
 
 
-def test_a_far_variant_is_final_once_the_strict_test_can_pass_and_not_before():
+def test_a_far_variant_is_final_at_the_first_look_and_not_before():
     v = _values({"base": 1.0, "far": 1.35}, 30, cv=0.01)
-    b = sequential.looks(5, 30)
-    first = {k: {r: x for r, x in by.items() if r < b.first} for k, by in v.items()}
-    assert sequential.final(first["far"], first["base"], m=5, max_rounds=30, threshold=0.01,
-                            seed=1) is None               # 2/2^11 > the level: the test cannot pass
-    got = sequential.final(v["far"], v["base"], m=5, max_rounds=30, threshold=0.01, seed=1)
+    first = {k: {r: x for r, x in by.items() if r < 7} for k, by in v.items()}
+    assert sequential.final(first["far"], first["base"], round_count=7, m=5, max_rounds=30,
+                            threshold=0.01, seed=1) is None
+    first = {k: {r: x for r, x in by.items() if r < 8} for k, by in v.items()}
+    got = sequential.final(first["far"], first["base"], round_count=8, m=5, max_rounds=30,
+                           threshold=0.01, seed=1)
     assert got and got[0] == "slower" and "beyond any later round" in got[1]
+
+
+def test_a_variant_missed_at_the_first_look_needs_the_later_looks_stricter_level():
+    """+5% at CV 2%: not all of 8 pairs beyond +1% (the first look needs every one), and a
+    later look at 1e-4 needs 15 pairs or more."""
+    v = _values({"base": 1.0, "mid": 1.05}, 30, cv=0.02, seed=2)
+    got = [k for k in range(8, 31)
+           if sequential.final({r: x for r, x in v["mid"].items() if r < k}, v["base"],
+                               round_count=k, m=5, max_rounds=30, threshold=0.01, seed=1)]
+    assert got and 15 <= got[0]
 
 
 def test_a_null_variant_on_a_noisy_machine_never_stops_and_a_quiet_one_stops_equivalent():
     noisy = _values({"base": 1.0, "null": 1.0}, 30, cv=0.05)
     assert all(sequential.final({r: x for r, x in noisy["null"].items() if r < k}, noisy["base"],
-                                m=5, max_rounds=30, threshold=0.01, seed=1) is None
+                                round_count=k, m=5, max_rounds=30, threshold=0.01,
+                                seed=1) is None
                for k in range(2, 31))
     quiet = _values({"base": 1.0, "null": 1.0}, 30, cv=0.0005)
-    got = sequential.final(quiet["null"], quiet["base"], m=5, max_rounds=30, threshold=0.01, seed=1)
+    got = sequential.final(quiet["null"], quiet["base"], round_count=30, m=5, max_rounds=30,
+                           threshold=0.01, seed=1)
     assert got and got[0] == "equivalent"
 
 
 def test_the_verdict_at_the_stop_is_the_analysis_verdict_on_the_same_rounds():
     """The analysis at the end (compare, then BH over every comparison at alpha) reaches the
     stop's verdict whatever the other comparisons' p-values are."""
-    v = _values({"base": 1.0, "far": 0.7}, 14, cv=0.01)
-    verdict, _ = sequential.final(v["far"], v["base"], m=5, max_rounds=30, threshold=0.01, seed=3)
+    v = _values({"base": 1.0, "far": 0.7}, 8, cv=0.01)
+    verdict, _ = sequential.final(v["far"], v["base"], round_count=8, m=5, max_rounds=30,
+                                  threshold=0.01, seed=3)
     c = stats.compare(v["far"], v["base"], seed=3)
-    others = [stats.Comparison(1.0, (0.5, 2.0), (0.6, 1.7), 1.0, 14) for _ in range(4)]
+    others = [stats.Comparison(1.0, (0.5, 2.0), (0.6, 1.7), 1.0, 8) for _ in range(4)]
     stats.adjust([c, *others], threshold=0.01)
     assert verdict == c.verdict == "faster"
 
@@ -99,7 +115,7 @@ def test_a_stopped_variant_is_not_measured_again_and_the_controls_always_are():
     outcome, taken, store, stops = _sweep(_plan(), RATIOS, cv=0.02)
     assert [vid for vid, _ in stops] == ["far"] and set(outcome.stopped) == {"far"}
     at = outcome.stopped["far"].rounds
-    assert rounds.first_stop(_plan()) <= at < outcome.rounds == 30
+    assert sequential.looks(3, 30).first <= at < outcome.rounds == 30
     assert max(r for vid, r in taken if vid == "far") == at - 1
     for vid in ("base", "base.aa", "edge"):
         assert sorted(r for v, r in taken if v == vid) == list(range(30))

@@ -179,15 +179,15 @@ def stops(plan: Plan, values: Values, completed: int,
     plan does not drop. Compared one by one with the baseline, at the boundary for the plan's m
     comparisons and most rounds."""
     base = values.get(plan.baseline) if plan.baseline else None
-    if not plan.drop or not base or completed < first_stop(plan):
+    if not plan.drop or not base:
         return {}
     m = len([v for v in plan.variant_ids if v != plan.baseline])
     out = {}
     for vid in plan.variant_ids:
         if vid in stopped or vid in plan.keep or vid == plan.baseline or vid not in values:
             continue
-        got = sequential.final(values[vid], base, m=m, max_rounds=plan.max_runs,
-                               threshold=plan.threshold, seed=plan.seed)
+        got = sequential.final(values[vid], base, round_count=completed, m=m,
+                               max_rounds=plan.max_runs, threshold=plan.threshold, seed=plan.seed)
         if got:
             out[vid] = Stop(completed, *got)
     return out

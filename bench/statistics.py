@@ -277,13 +277,19 @@ def sequential(scale: float) -> None:
                                                           "edge3": 1.01}),
              ("all null", Noise(0.005), {f"null{j}": 1.0 for j in range(6)}),
              ("all null", Noise(0.02, t3=True), {f"null{j}": 1.0 for j in range(6)})]
-    rows = []
+    head = ["variants", "noise", "sweeps", "FDR (mean false share of calls)",
+            "false equivalence (true ratio at or beyond the edge)", "variants stopped a sweep",
+            "runs: stops / no stops / fixed 30", "fewer than fixed", "fewer than no stops",
+            "sweeps with the same verdicts without stops", "sweeps where both decided differently"]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head), flush=True)
     for k, (what, noise, effects) in enumerate(cells):
         n = _sweeps(200, scale)
         rng = np.random.default_rng([SEED, 7, k])
         ids = ["base", "base.aa", *effects]
         truth = {"base.aa": 1.0, **effects}
         fdp, false_eq, beyond, runs, agree, stopped, calls = [], 0, 0, {True: [], False: []}, 0, 0, 0
+        conflicts = 0
         for i in range(n):
             plan = rounds.Plan(ids, seed=i, warmup=0, baseline="base", threshold=THRESHOLD)
             logs = noise.draw(rng, plan, plan.max_runs)
@@ -309,17 +315,17 @@ def sequential(scale: float) -> None:
                 beyond += len(edge)
                 false_eq += sum(cs[vid].verdict == "equivalent" for vid in edge)
             agree += verdicts[True] == verdicts[False]
+            conflicts += any(verdicts[True][v] != verdicts[False][v] and "inconclusive" not in
+                             (verdicts[True][v], verdicts[False][v]) for v in verdicts[True])
         fixed = len(ids) * 30
         seq, plain = np.mean(runs[True]), np.mean(runs[False])
-        rows.append([what, noise.name, str(n), f"{100 * np.mean(fdp):.2f}%",
-                     rate(false_eq, beyond), f"{stopped / n:.1f}",
-                     f"{seq:.0f} / {plain:.0f} / {fixed}",
-                     f"{100 * (1 - seq / fixed):.0f}%", f"{100 * (1 - seq / plain):.0f}%",
-                     f"{100 * agree / n:.1f}%"])
-    table(["variants", "noise", "sweeps", "FDR (mean false share of calls)",
-           "false equivalence (true ratio at or beyond the edge)", "variants stopped a sweep",
-           "runs: stops / no stops / fixed 30", "fewer than fixed", "fewer than no stops",
-           "sweeps with the same verdicts without stops"], rows)
+        row = [what, noise.name, str(n), f"{100 * np.mean(fdp):.2f}%",
+               rate(false_eq, beyond) if beyond else "none there", f"{stopped / n:.1f}",
+               f"{seq:.0f} / {plain:.0f} / {fixed}", f"{100 * (1 - seq / fixed):.0f}%",
+               f"{100 * (1 - seq / plain):.0f}%", f"{100 * agree / n:.1f}%",
+               f"{100 * conflicts / n:.1f}%"]
+        print("| " + " | ".join(row) + " |", flush=True)
+    print()
 
 
 def nights(scale: float) -> None:

@@ -624,6 +624,13 @@ def _cpu(opts: MeasureOptions) -> int:
     return opts.cpu
 
 
+def distro_doc(m: matrix.Matrix) -> dict | None:
+    """The distribution's flags every variant started from, as read on this machine."""
+    b = m.base
+    return None if b is None else {"name": b.name, "source": b.source, "flags": list(b.flags),
+                                   "parts": b.parts}
+
+
 def run_options(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, opts: MeasureOptions) -> dict:
     study = r.spec.study.model_dump() if r.spec.study else None
     return {"target_path": str(t.path), "target_sha256": files.sha256_file(t.path),
@@ -632,6 +639,7 @@ def run_options(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, opts: Meas
             "compilers": [toolchain.describe(toolchain.resolve(c))
                           for c in sorted({v.compiler for v in m.variants})],
             "baseline": m.baseline.layout_of or m.baseline.id, "design": m.design,
+            "distro": distro_doc(m),
             "skipped": [{"id": s.variant.id, "flags": list(s.variant.flags), "reason": s.reason}
                         for s in m.skipped]}
 

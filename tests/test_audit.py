@@ -338,3 +338,22 @@ def test_link_flags_must_reach_the_link_that_writes_the_binary(make_project, mak
         assert _one_problem(result).startswith(
             "the link that wrote prog lacks the variant's link flags -fuse-ld=lld "
             "-Wl,--shuffle-sections=*=3 (a build that drops LDFLAGS, or links without CFLAGS): ")
+
+
+DISTRO_FLAGS = "-O2 -fstack-protector-strong -D_FORTIFY_SOURCE=2 -Wl,-z,relro -Wl,-z,now -flto"
+
+
+@pytest.mark.parametrize("makefile, verified", [
+    (HONEST, True),
+    (HONEST.replace("$(CC) $(CFLAGS) -o prog", "$(CC) -O2 -o prog"), False),   # drops LDFLAGS
+])
+def test_a_package_that_drops_the_distributions_link_flags_is_a_mismatch(make_project, makefile,
+                                                                         verified):
+    """The frame-pointer lesson for link flags: a package whose own link line leaves out what
+    the distribution passes (relro, now, LTO) silently ships without them."""
+    result = make_project({"Makefile": makefile, "a.c": MAIN, "b.c": HELPER}, flags=DISTRO_FLAGS)
+    assert result.verified == verified, result.problems
+    if not verified:
+        assert _one_problem(result).startswith(
+            "the link that wrote prog lacks the variant's link flags -Wl,-z,relro -Wl,-z,now "
+            "-flto (a build that drops LDFLAGS, or links without CFLAGS): ")

@@ -413,3 +413,33 @@ def test_preparing_a_sweep_says_each_skipped_variant_and_why(tmp_path, v4_unrunn
     assert said[0].endswith("1 skipped")
     assert said[1] == ("skipped gcc-O2-march-x86-64-v4: -march=x86-64-v4 needs avx512f, "
                        "avx512bw, avx512cd, avx512dq, avx512vl (this CPU lacks them)")
+
+
+# ---- a distribution's flags as the base ------------------------------------------------------
+
+def test_a_distro_recipe_starts_every_variant_from_dpkg_buildflags(tmp_path):
+    from flagsweep.host import distro
+
+    base = distro.read("debian")
+    assert "-O2" in base.flags and "-Wl,-z,relro" in base.flags
+    assert not any(f.startswith("-ffile-prefix-map=") for f in base.flags)   # names a folder
+    assert base.parts["LDFLAGS"] == [f for f in base.flags if f.startswith("-Wl,")]
+    r = _recipe(tmp_path, 'summary = "s"\ndistro = "debian"\nbaseline = { change = "debian" }\n'
+                '[axes]\nchange = [{ label = "debian", flags = "" }, '
+                '{ label = "O3", flags = "-O3" }]\n')
+    m = matrix.expand(r, ["gcc"])
+    assert m.base == base and m.baseline.flags == base.flags
+    o3 = next(v for v in m.variants if v.factors["change"] == "O3")
+    assert o3.flags == base.flags + ("-O3",)                 # the change after the base
+    assert o3.id.startswith("gcc-debian-O3-") and m.baseline.id.startswith("gcc-debian-")
+
+
+def test_a_distro_is_named_or_refused(tmp_path, monkeypatch):
+    from flagsweep.host import distro
+
+    with pytest.raises(ConfigError, match=r"distro is 'fedora'; expected one of \['debian'\]"):
+        _recipe(tmp_path, 'summary = "s"\ndistro = "fedora"\nbaseline = { o = "-O2" }\n'
+                '[axes]\no = ["-O2"]\n')
+    monkeypatch.setattr(distro.shutil, "which", lambda _: None)
+    with pytest.raises(ConfigError, match="dpkg-buildflags, which is not installed here"):
+        distro.read("debian")

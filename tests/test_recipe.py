@@ -11,7 +11,7 @@ from flagsweep.errors import ConfigError
 from flagsweep.spec import recipe
 from flagsweep.spec.recipe import AxisLevel
 
-SHIPPED = ["march", "olevels", "screen-f", "seed-2003", "simd"]
+SHIPPED = ["distro", "march", "olevels", "screen-f", "seed-2003", "simd"]
 
 
 def _write(tmp_path: Path, text: str, name: str = "r.toml") -> Path:
@@ -38,7 +38,7 @@ def test_shipped_recipe_loads_by_name(name):
     r = recipe.load(name)
     assert r.name == name
     assert r.path == recipe.RECIPES_DIR / f"{name}.toml"
-    assert r.spec.compilers == ["gcc"]
+    assert r.spec.compilers == (["gcc", "clang"] if name == "distro" else ["gcc"])
     assert r.spec.summary
 
 
@@ -80,7 +80,7 @@ def test_unknown_recipe_name_lists_the_shipped_ones():
         recipe.load("no-such-recipe")
     assert str(info.value) == ("no recipe 'no-such-recipe': not a file, and not a shipped "
                                f"recipe or one in {shipped.user_dir() / 'recipes'} "
-                               "(march, olevels, screen-f, seed-2003, simd)")
+                               "(distro, march, olevels, screen-f, seed-2003, simd)")
 
 
 # --- axes and levels ---------------------------------------------------------------------------

@@ -338,10 +338,10 @@ def _short(argv: list[str], cwd: Path) -> str:
 # ---- tracing the binary back to recorded compiles ------------------------------------------
 
 def link_flags(flags: list[str]) -> list[str]:
-    """The variant's flags that only the link acts on (the linker's own options, the linker
-    chosen): they must be on the link that writes the measured binary, as code-generation
-    flags must be on every compile."""
-    return [f for f in flags if f.startswith(("-Wl,", "-fuse-ld="))]
+    """The variant's flags that the link acts on (the linker's own options, the linker chosen,
+    link-time optimisation, which is done at the link or not at all): they must be on the link
+    that writes the measured binary, as code-generation flags must be on every compile."""
+    return [f for f in flags if f.startswith(("-Wl,", "-fuse-ld=", "-flto"))]
 
 
 class Trace:

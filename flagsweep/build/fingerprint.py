@@ -40,6 +40,26 @@ def _elf_hash(binary: Path) -> str:
     return digest.hexdigest()
 
 
+def sizes(binary: Path) -> dict[str, int] | None:
+    """The loaded image's size as `size` (Berkeley format) counts it: `text` the executable and
+    read-only sections, `data` the writable ones with contents, `bss` the zero-filled ones. What
+    a distribution's package and its users' memory pay for; the file's own size also carries
+    debug info and symbols. None for a file that is not ELF."""
+    out = {"text": 0, "data": 0, "bss": 0}
+    try:
+        with open(binary, "rb") as f:
+            for section in ELFFile(f).iter_sections():
+                flags = section["sh_flags"]
+                if not flags & SH_FLAGS.SHF_ALLOC:
+                    continue
+                kind = ("bss" if section["sh_type"] == "SHT_NOBITS"
+                        else "data" if flags & SH_FLAGS.SHF_WRITE else "text")
+                out[kind] += section["sh_size"]
+    except ELFError:
+        return None
+    return out
+
+
 def functions_hash(binary: Path) -> str | None:
     """sha256 of the binary's functions by name and size, whatever their places: two layouts of
     one variant (flagsweep.build.layout) have the same, two builds of different code almost

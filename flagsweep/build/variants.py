@@ -45,6 +45,8 @@ class VariantBuild:
     code_sha256: str | None = None
     functions_sha256: str | None = None   # by name and size, whatever their places (layouts)
     size_bytes: int | None = None
+    sizes: dict[str, int] | None = None   # the ELF image: text, data, bss (fingerprint.sizes)
+    cpu_seconds: float | None = None      # the build's CPU time (configure, compiles, link)
     identical_to: str | None = None
     flags_verified: bool = False
     detail: str = ""
@@ -60,9 +62,18 @@ class VariantBuild:
                 "log": str(self.log.relative_to(out_dir)),
                 "binary": str(self.binary) if self.binary else None,
                 "code_sha256": self.code_sha256, "functions_sha256": self.functions_sha256,
-                "size_bytes": self.size_bytes,
+                "size_bytes": self.size_bytes, "sizes": self.sizes,
+                "cpu_seconds": self.cpu_seconds, "lto": self.lto,
                 "identical_to": self.identical_to, "flags_verified": self.flags_verified,
                 "detail": self.detail, "audit": self.audit, "reused": self.reused}
+
+    @property
+    def lto(self) -> bool | None:
+        """Link-time optimised: -flto in its flags, and (for a verified build) on the link
+        that wrote the binary, which the audit checks (audit.link_flags)."""
+        if not any(f.startswith("-flto") for f in self.variant.flags):
+            return None
+        return self.flags_verified
 
 
     def doc(self, out_dir: Path) -> dict:
@@ -160,7 +171,8 @@ def _keys(target: Target, variants: list[Variant], source: Path, opts: Options) 
 
 
 # What of a verified build the cache keeps beside its binary and logs.
-RECORDED = ("seconds", "code_sha256", "functions_sha256", "size_bytes", "audit")
+RECORDED = ("seconds", "code_sha256", "functions_sha256", "size_bytes", "sizes", "cpu_seconds",
+            "audit")
 
 
 def _record(b: VariantBuild) -> dict:
@@ -335,7 +347,7 @@ def _collect(v: Variant, manifest: dict, target: Target, out: Path) -> VariantBu
     vdir = out / "builds" / v.id
     result = VariantBuild(variant=v, status="failed", log=vdir / "build.log")
     status = _read_status(vdir)
-    result.seconds = status.get("seconds")
+    result.seconds, result.cpu_seconds = status.get("seconds"), status.get("cpu_seconds")
     if status.get("status") != "ok":
         result.detail = _failure_detail(status, vdir, manifest, v)
         return result
@@ -353,6 +365,7 @@ def _collect(v: Variant, manifest: dict, target: Target, out: Path) -> VariantBu
         result.fixes = audit_mod.fixes(a, target.path, target.spec.build.tolerated_flags)
         result.extra_flags, result.source_flags = a.extra, a.in_source
     result.binary, result.size_bytes = binary, binary.stat().st_size
+    result.sizes = fingerprint.sizes(binary)
     result.code_sha256 = fingerprint.code_hash(binary)
     result.functions_sha256 = fingerprint.functions_hash(binary)
     return result

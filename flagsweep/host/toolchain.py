@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import re
 import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,8 +82,12 @@ def rejects(name: str, flags: tuple[str, ...]) -> str | None:
     program compiled with them, so the answer is the compiler's own (`-mfpmath=387` is gcc's,
     `-fipa-pta` is unknown to clang), not a table that goes stale."""
     c = resolve(name)
-    out = process.run([c.cc, *IGNORED_AS_ERRORS[c.family], *flags, "-x", "c", "-c",
-                       "-o", "/dev/null", "-"], input="int main(void) { return 0; }\n")
+    # Compiled and linked: link flags (-Wl,..., -flto) are the compiler's to accept too, and a
+    # compile alone would call them unused.
+    with tempfile.TemporaryDirectory(prefix="flagsweep-probe-") as tmp:
+        out = process.run([c.cc, *IGNORED_AS_ERRORS[c.family], *flags, "-x", "c",
+                           "-o", str(Path(tmp) / "a.out"), "-"],
+                          input="int main(void) { return 0; }\n")
     if out.ok:
         return None
     lines = [line for line in (out.stderr or out.stdout).splitlines() if "error" in line]

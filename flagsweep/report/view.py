@@ -265,6 +265,10 @@ def metric_values(samples: dict, metric: str) -> list[float | None]:
 def label_of(v: dict, doc: dict) -> str:
     """What people call a variant: its flags, with the compiler when the sweep has several."""
     flags = " ".join(v["flags"]) or "(no flags)"
+    if doc.get("distro"):       # a change to a distribution's flags: named by the change
+        changes = [x for k, x in (v.get("factors") or {}).items() if k != "compiler"]
+        name = doc["distro"]["name"]
+        flags = " ".join([name, *(f"+{c}" for c in changes if c != name)])
     several = len({x["compiler"] for x in doc["variants"]}) > 1
     text = f"{v['compiler']} {flags}" if several else flags
     if not v["id"].endswith(AA_SUFFIX):

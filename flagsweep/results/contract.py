@@ -123,6 +123,13 @@ class Layouts(Open):
     method: Str | None = None
 
 
+class Distro(Open):
+    name: Str
+    source: Str                              # how the flags were read (dpkg-buildflags ...)
+    flags: list[Str]                         # what every variant starts from
+    parts: dict[str, list[Str]] | None = None    # each variable as read (CPPFLAGS, CFLAGS, ...)
+
+
 class Measurement(Open):
     seed: Num = None
     warmup: Num = None
@@ -160,6 +167,10 @@ class Build(Open):
     functions_sha256: Str | None = None     # functions by name and size, whatever their places
     reference_sha256: Str | None = None
     size_bytes: Num = None
+    sizes: dict[str, Num] | None = None     # the ELF image: text, data, bss bytes
+    cpu_seconds: Num = None                 # the build's CPU time (its configure, compiles, link)
+    lto: Bool | None = None                 # -flto given and verified on the binary's link
+    pgo: dict | None = None                 # profile-guided: training command, profile sha256
     identical_to: Str | None = None
     flags_verified: Bool | None = None
     reused: Bool | None = None          # from the build cache (build/cache.py)
@@ -306,6 +317,7 @@ class Results(Open):
     compilers: list[Compiler] | None = None
     workload: Workload | None = None
     design: Str | None = None
+    distro: Distro | None = None            # a distribution's flags every variant starts from
     skipped: list[Skipped] | None = None
     measurement: Measurement | None = None
     threshold_pct: Num = None

@@ -119,6 +119,7 @@ def _document(run: dict, variants: list[dict], samples: list[Sample]) -> dict:
         "workload": o.get("workload", {"target_file": t_path}),
         "baseline": o["baseline"],
         "design": o.get("design"),
+        "distro": o.get("distro"),
         "skipped": o.get("skipped", []),
         "measurement": {k: m[k] for k in ("seed", "warmup", "min_runs", "max_runs", "runs",
                                           "budget", "precision_pct", "cpu", "quick",

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from flagsweep import files
 from flagsweep.errors import ConfigError
-from flagsweep.host import cpu, toolchain
+from flagsweep.host import cpu, distro, toolchain
 from flagsweep.spec.recipe import AxisLevel, Recipe, split_flags
 
 ID_MAX = 80
@@ -47,6 +47,7 @@ class Matrix:
     baseline: Variant
     skipped: list[Skipped]
     design: str                    # "full-factorial", "explicit" or "factorial+explicit"
+    base: distro.Base | None = None  # a distribution's flags every variant starts from
 
 
 def variant_id(compiler: str, flags: tuple[str, ...]) -> str:
@@ -73,15 +74,30 @@ def expand(recipe: Recipe, compilers: list[str] | None = None, filter_cpu: bool 
     compilers = compilers or recipe.spec.compilers
     if recipe.spec.design == "plackett-burman":
         return _screening(recipe, compilers, filter_cpu)
+    base = distro.read(recipe.spec.distro) if recipe.spec.distro else None
     candidates = _compiler_factor(_factorial(recipe, compilers) + _included(recipe, compilers),
                                   compilers)
+    if base:
+        candidates = [_on(base, v) for v in candidates]
     kept = [v for v in candidates if not _excluded(v, recipe.spec.exclude)]
     kept = _dedupe(kept, recipe)
     skipped = _unrunnable(kept) if filter_cpu else []
     runnable = [v for v in kept if v not in {s.variant for s in skipped}]
     baseline = _baseline(recipe, runnable, skipped, compilers)
     ordered = [baseline] + [v for v in runnable if v is not baseline]
-    return Matrix(ordered, baseline, skipped, _design(recipe))
+    return Matrix(ordered, baseline, skipped, _design(recipe), base)
+
+
+def _on(base: distro.Base, v: Variant) -> Variant:
+    """A variant as a change to a distribution's flags: the base first, the variant's own after
+    (the compiler takes the last of -O levels and -march values, as a package's own flags
+    override its distribution's). Its id names the distribution and the change, and ends in a
+    hash of the exact flags, which differ from one dpkg version to another."""
+    flags = base.flags + v.flags
+    change = variant_id(v.compiler, v.flags).removeprefix(v.compiler).removesuffix("-default")
+    digest = files.sha256_bytes("\0".join((v.compiler, *flags)).encode())[:10]
+    vid = f"{v.compiler}-{base.name}{change}"[:ID_MAX - 11] + f"-{digest}"
+    return Variant(vid, v.compiler, flags, v.factors)
 
 
 def _screening(recipe: Recipe, compilers: list[str], filter_cpu: bool) -> Matrix:

@@ -20,6 +20,7 @@ from flagsweep.errors import ConfigError
 from flagsweep.spec.strict import Strict, read_toml, validate
 
 RECIPES_DIR = shipped.RECIPES
+DISTROS = ("debian",)                    # the distributions whose flags host.distro reads
 LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+=-]*")
 # What some layer between a recipe and the compiler would act on instead of passing it on:
 # '$' (make's and Ninja's variables, make's $(shell ...), the shell's $(...) and ${...}; CMake
@@ -94,6 +95,7 @@ class RecipeFile(Strict):
     include: list[Include] = []
     baseline: dict[str, str] = {}
     base: str | None = None              # plackett-burman: the flags every row starts from
+    distro: str | None = None            # every variant starts from this distribution's flags
     screen: list[str] = []               # plackett-burman: the on/off flags screened
     study: Study | None = None           # an earlier study's timings, for the report
 
@@ -122,6 +124,8 @@ class RecipeFile(Strict):
             return self._screening()
         if self.base is not None or self.screen:
             raise ValueError("'base' and 'screen' belong to design = \"plackett-burman\"")
+        if self.distro is not None and self.distro not in DISTROS:
+            raise ValueError(f"distro is {self.distro!r}; expected one of {list(DISTROS)}")
         if not self.axes and not self.include:
             raise ValueError("a recipe needs 'axes' or 'include' entries (or both)")
         if not self.baseline:
@@ -173,7 +177,7 @@ class RecipeFile(Strict):
         if self.base is None or len(self.screen) < 2:
             raise ValueError("design = \"plackett-burman\" needs 'base' (flags) and 'screen' "
                              "(at least two on/off flags)")
-        if self.axes or self.include or self.exclude or self.baseline:
+        if self.axes or self.include or self.exclude or self.baseline or self.distro:
             raise ValueError("design = \"plackett-burman\" takes no axes, include, exclude or "
                              "baseline: the rows come from the design, the baseline is 'base'")
         if len(set(self.screen)) != len(self.screen):

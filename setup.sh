@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-PACKAGES=(cmake ninja-build ccache gcc g++ clang lld make binutils dpkg-dev xz-utils git
+PACKAGES=(cmake ninja-build ccache gcc g++ clang lld llvm libclang-rt-dev make binutils dpkg-dev xz-utils git
           python3 python3-venv linux-perf valgrind)
 # The report's browser test opens index.html in headless Chromium (tests/browser.py); the
 # store's tests start a throwaway PostgreSQL server (tests/conftest.py postgres_url).

@@ -97,6 +97,8 @@ def start(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: vari
         reference = reference_binary(Path(opts.reference)) if opts.reference else None
         try:
             inputs.prepare(t, quick=opts.quick)
+            if any(v.pgo for v in m.variants):
+                build_opts = replace(build_opts, training=inputs.training(t))
             builds = variants.build_all(t, m, build_opts,
                                         lines.built_lines())
         except KeyboardInterrupt:

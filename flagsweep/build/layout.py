@@ -47,7 +47,7 @@ def replicate(m: Matrix, k: int, twin: str) -> Matrix:
 
 def _replicate(v: Variant, of: str, seed: int) -> Variant:
     return Variant(f"{of}{MARK}{seed}", v.compiler, (*v.flags, *flags(seed)), v.factors,
-                   layout_of=of, layout=seed)
+                   layout_of=of, layout=seed, pgo=v.pgo)
 
 
 def flags(seed: int) -> tuple[str, ...]:

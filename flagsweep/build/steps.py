@@ -5,6 +5,7 @@ The superbuild (CMakeLists.txt) calls `python -m flagsweep.build.steps MANIFEST 
   template COMPILER   autotools only: run ./configure once per compiler into a cached tree
   prepare  VARIANT    give the variant its own build tree (copy of the template, or cmake configure)
   build    VARIANT    compile with exactly the variant's flags, every compile through the wrapper
+                      (a profile-guided variant first builds instrumented, trains, cleans: pgo.py)
 
 Flags are injected one way per build system and nothing else is allowed to add optimisation
 flags on top (the audit checks it):
@@ -91,7 +92,9 @@ def prepare(m: dict, vid: str) -> int:
     elif m["system"] == "make":
         shutil.copytree(m["source"], tree, symlinks=True, dirs_exist_ok=True)
     else:
-        result = process.run(_cmake_configure(m, v, tree), log_file=vdir / "build.log",
+        # CMake fixes the flags at configure: a profile-guided variant starts instrumented
+        flags = v["pgo"]["instrumented"] if v.get("pgo") else None
+        result = process.run(_cmake_configure(m, v, tree, flags), log_file=vdir / "build.log",
                              env=_env(m, vdir / "configure.jsonl"))
         if not result.ok:
             return _fail(vdir, "configure", started, f"cmake configure exited {result.returncode}")
@@ -108,8 +111,10 @@ def _children_cpu() -> float:
     return round(r.ru_utime + r.ru_stime, 3)
 
 
-def _cmake_configure(m: dict, v: dict, tree: Path) -> list[str]:
-    tools, flags = m["compilers"][v["compiler"]], shlex.join(v["flags"])
+def _cmake_configure(m: dict, v: dict, tree: Path, flags_list: list[str] | None = None
+                     ) -> list[str]:
+    tools = m["compilers"][v["compiler"]]
+    flags = shlex.join(v["flags"] if flags_list is None else flags_list)
     argv = ["cmake", "-S", m["source"], "-B", str(tree), "-G", "Ninja", "--no-warn-unused-cli",
             "-DCMAKE_BUILD_TYPE=",
             f"-DCMAKE_C_COMPILER={tools['cc']}", f"-DCMAKE_C_FLAGS={flags}"]
@@ -145,7 +150,9 @@ def build(m: dict, vid: str) -> int:
     vdir, tree = Path(v["dir"]), Path(v["dir"]) / "tree"
     prepared = json.loads((vdir / "status.json").read_text())
     started = prepared["started"]
-    build_started = time.time()
+    if v.get("pgo") and (failed := _trained(m, v, vdir, tree, started)):
+        return failed
+    build_started = time.time()      # the audit checks the compiles from here on
     result = process.run(_build_argv(m, v, tree), cwd=tree, log_file=vdir / "build.log",
                          env=_env(m, vdir / "compile.jsonl"))
     if not result.ok:
@@ -164,8 +171,39 @@ def build(m: dict, vid: str) -> int:
     return 0
 
 
-def _build_argv(m: dict, v: dict, tree: Path) -> list[str]:
-    flags = shlex.join(v["flags"])
+def _trained(m: dict, v: dict, vdir: Path, tree: Path, started: float) -> int:
+    """Stages 1 and 2 of a profile-guided build, then the clean before stage 3 (pgo.py): 0 when
+    the profile is ready, else the step's failure."""
+    p, log = v["pgo"], vdir / "build.log"
+    env = _env(m, vdir / "instrumented.jsonl")
+    Path(p["profile_dir"]).mkdir(parents=True, exist_ok=True)
+    if not process.run(_build_argv(m, v, tree, p["instrumented"]), cwd=tree, log_file=log,
+                       env=env).ok:
+        return _fail(vdir, "pgo-instrumented", started, "the instrumented build failed")
+    trained = process.run(p["train_argv"], cwd=vdir, log_file=vdir / "training.out",
+                          timeout=p["timeout"], env={**os.environ, "LC_ALL": "C"})
+    log.open("a").write(f"flagsweep: training run {shlex.join(p['train_argv'])}: exit "
+                        f"{trained.returncode} (its output: training.out)\n")
+    if not trained.ok:
+        return _fail(vdir, "pgo-training", started, f"the training run exited "
+                     f"{trained.returncode} (see training.out)")
+    if p.get("profdata"):
+        raws = sorted(str(f) for f in Path(p["profile_dir"]).glob("*.profraw"))
+        merged = process.run([p["profdata"], "merge", "-o",
+                              str(Path(p["profile_dir"]) / "merged.profdata"), *raws], log_file=log)
+        if not raws or not merged.ok:
+            return _fail(vdir, "pgo-merge", started, "llvm-profdata merge failed or the "
+                         "training wrote no raw profile")
+    # CMake: configured again with the final flags, which rebuilds every object; make: clean
+    clean = (_cmake_configure(m, v, tree) if m["system"] == "cmake"
+             else ["make", "clean", *m["make_args"]])
+    if not process.run(clean, cwd=tree, log_file=log, env=env).ok:
+        return _fail(vdir, "pgo-clean", started, "cleaning the instrumented objects failed")
+    return 0
+
+
+def _build_argv(m: dict, v: dict, tree: Path, flags_list: list[str] | None = None) -> list[str]:
+    flags = shlex.join(v["flags"] if flags_list is None else flags_list)
     jobs = f"-j{v['jobs']}"
     if m["system"] == "cmake":
         return ["cmake", "--build", str(tree), jobs, *m["make_args"]]

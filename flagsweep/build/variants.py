@@ -24,7 +24,7 @@ from typing import Callable, Iterator
 from flagsweep import files, process, shipped
 from flagsweep.build import audit as audit_mod
 from flagsweep.build import cache as build_cache
-from flagsweep.build import fetch, fingerprint, wrapper
+from flagsweep.build import fetch, fingerprint, pgo, wrapper
 from flagsweep.errors import BuildError
 from flagsweep.host import toolchain
 from flagsweep.spec.matrix import Matrix, Variant
@@ -45,6 +45,7 @@ class VariantBuild:
     code_sha256: str | None = None
     functions_sha256: str | None = None   # by name and size, whatever their places (layouts)
     size_bytes: int | None = None
+    pgo: dict | None = None               # profile-guided: training, profile sha256, matched
     sizes: dict[str, int] | None = None   # the ELF image: text, data, bss (fingerprint.sizes)
     cpu_seconds: float | None = None      # the build's CPU time (configure, compiles, link)
     identical_to: str | None = None
@@ -63,7 +64,7 @@ class VariantBuild:
                 "binary": str(self.binary) if self.binary else None,
                 "code_sha256": self.code_sha256, "functions_sha256": self.functions_sha256,
                 "size_bytes": self.size_bytes, "sizes": self.sizes,
-                "cpu_seconds": self.cpu_seconds, "lto": self.lto,
+                "cpu_seconds": self.cpu_seconds, "lto": self.lto, "pgo": self.pgo,
                 "identical_to": self.identical_to, "flags_verified": self.flags_verified,
                 "detail": self.detail, "audit": self.audit, "reused": self.reused}
 
@@ -107,6 +108,15 @@ class Options:
     source_dir: Path | None = None
     cache: Path | None = None
     rebuild: bool = False       # build every variant, whatever the build cache holds
+    training: Training | None = None    # what a profile-guided variant is trained on
+
+
+@dataclass(frozen=True)
+class Training:
+    """A profile-guided build's training input: not the measured one (pgo.py)."""
+    path: Path
+    sha256: str
+    description: str
 
 
 def source_tree(target: Target, opts: Options) -> Path:
@@ -141,7 +151,7 @@ def build_all(target: Target, matrix: Matrix, opts: Options,
             on_built(vid, "reused", None, done, len(matrix.variants))
     if target.spec.build.system == "cmake":
         source = _linked(source, out)
-    manifest = _manifest(target, todo, source, out, cache, opts.jobs)
+    manifest = _manifest(target, todo, source, out, cache, opts.jobs, opts.training)
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
     if todo:
         _write_plan(manifest, out)
@@ -164,15 +174,16 @@ def _keys(target: Target, variants: list[Variant], source: Path, opts: Options) 
                and target.local_source() is None else None)
     sid = build_cache.source_id(tarball, source)
     flags = target.spec.build.project_flags
+    trained = [f"+pgo:{opts.training.sha256}"] if opts.training else ["+pgo"]
     return {v.id: build_cache.key(sid, target.path,
                                   toolchain.describe(toolchain.resolve(v.compiler)),
-                                  [*v.flags, *flags])
+                                  [*v.flags, *flags, *(trained if v.pgo else [])])
             for v in variants}
 
 
 # What of a verified build the cache keeps beside its binary and logs.
 RECORDED = ("seconds", "code_sha256", "functions_sha256", "size_bytes", "sizes", "cpu_seconds",
-            "audit")
+            "pgo", "audit")
 
 
 def _record(b: VariantBuild) -> dict:
@@ -225,7 +236,7 @@ def _linked(source: Path, out: Path) -> Path:
 
 
 def _manifest(target: Target, variants: list[Variant], source: Path, out: Path, cache: Path,
-              jobs: int) -> dict:
+              jobs: int, training: Training | None = None) -> dict:
     b = target.spec.build
     names = sorted({v.compiler for v in variants})
     compilers = {n: _wrappers(toolchain.resolve(n), cache) for n in names}
@@ -238,11 +249,43 @@ def _manifest(target: Target, variants: list[Variant], source: Path, out: Path, 
         "system": b.system, "source": str(source), "binary": b.binary,
         "configure_args": b.configure_args, "make_args": b.make_args,
         "ccache_env": _ccache_env(cache, out), "compilers": compilers, "templates": templates,
-        "variants": {v.id: {"compiler": v.compiler, "template": _slug(v.compiler),
-                            "flags": [*v.flags, *b.project_flags],
-                            "dir": str(out / "builds" / v.id), "jobs": per_variant_jobs}
+        "variants": {v.id: _entry(target, v, out, per_variant_jobs, training)
                      for v in variants},
     }
+
+
+def _entry(target: Target, v: Variant, out: Path, jobs: int, training: Training | None) -> dict:
+    """The step driver's view of one variant; a profile-guided one also gets its stages'
+    flags and training command, and is audited on its final flags (pgo.py)."""
+    vdir = out / "builds" / v.id
+    flags = [*v.flags, *target.spec.build.project_flags]
+    entry = {"compiler": v.compiler, "template": _slug(v.compiler), "flags": flags,
+             "dir": str(vdir), "jobs": jobs}
+    if not v.pgo:
+        return entry
+    if training is None:
+        raise BuildError(f"{v.id} is profile-guided and needs a training input; this command "
+                         "builds without one (use `flagsweep build` or `flagsweep run`)")
+    family = toolchain.resolve(v.compiler).family
+    profiles = vdir / pgo.PROFILE_DIR
+    values = {"binary": str(vdir / "tree" / target.spec.build.binary),
+              "input": str(training.path), "output": str(vdir / "training.product")}
+    entry["flags"] = [*flags, *pgo.use(family, profiles)]
+    entry["pgo"] = {"profile_dir": str(profiles), "instrumented": [*flags, *pgo.generate(family, profiles)],
+                    "train_argv": [a.format(**values) for a in target.spec.run.argv],
+                    "timeout": target.spec.run.timeout, "input": training.description,
+                    "profdata": _profdata(v.compiler) if family == "clang" else None}
+    return entry
+
+
+def _profdata(compiler: str) -> str:
+    """llvm-profdata of the clang's own LLVM version (a profile's format follows LLVM's)."""
+    major = toolchain.resolve(compiler).version.split(".")[0]
+    for name in (f"llvm-profdata-{major}", "llvm-profdata"):
+        if found := shutil.which(name):
+            return found
+    raise BuildError(f"clang PGO merges raw profiles with llvm-profdata-{major}, which is not "
+                     "installed here (Debian's llvm package has it)")
 
 
 def _wrappers(compiler: toolchain.Compiler, cache: Path) -> dict:
@@ -359,6 +402,8 @@ def _collect(v: Variant, manifest: dict, target: Target, out: Path) -> VariantBu
                         source=Path(manifest["source"]))
     result.audit, result.flags_verified = a.to_json(), a.verified
     result.status = "ok" if a.verified else "flags-mismatch"
+    if v.pgo:
+        _profile_used(result, manifest["variants"][v.id])
     if not a.verified:
         _log_audit(result.log, a.every_problem)
         result.detail = audit_mod.explain(a, result.log)
@@ -369,6 +414,31 @@ def _collect(v: Variant, manifest: dict, target: Target, out: Path) -> VariantBu
     result.code_sha256 = fingerprint.code_hash(binary)
     result.functions_sha256 = fingerprint.functions_hash(binary)
     return result
+
+
+def _profile_used(result: VariantBuild, entry: dict) -> None:
+    """A profile-guided build whose last stage says a profile was missing or did not match is
+    not the build it claims to be: flags-mismatch, with the compiler's words."""
+    spec = entry["pgo"]
+    text = result.log.read_text(errors="replace")
+    last = text[text.rfind("flagsweep: training run"):]
+    problems, absent = pgo.mismatched(last), pgo.missing(last)
+    compiles = (result.audit or {}).get("compiles") or 0
+    profile = pgo.profile_sha256(Path(spec["profile_dir"]))
+    if not problems and (profile is None or absent >= compiles):
+        problems = [f"no compile of the last stage found its profile ({absent} said so, "
+                    f"{compiles} compiles)"]
+    result.pgo = {"training": " ".join(spec["train_argv"]), "input": spec["input"],
+                  "profile_sha256": profile, "matched": not problems,
+                  "objects_without_profile": absent,
+                  "use_flags": [f for f in entry["flags"] if f.startswith("-fprofile")
+                                or f == "-Wmissing-profile"]}
+    if result.pgo["matched"]:
+        return
+    result.flags_verified, result.status = False, "flags-mismatch"
+    why = problems[0]
+    result.detail = (f"profile-guided build: {why} ({len(problems)} such line(s) in "
+                     f"{result.log.name}); the profile did not fit the code it was used on")
 
 
 def failures(builds: list[VariantBuild]) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -31,6 +32,9 @@ def build_cmd(as_json, **kw) -> None:
     from flagsweep.report import lines
 
     t, r, m, opts = _prepare(kw)
+    if any(v.pgo for v in m.variants):
+        from flagsweep.workload import inputs
+        opts = dataclasses.replace(opts, training=inputs.training(t))
     builds = variants.build_all(t, m, opts, lines.built_lines())
     out = opts.out_dir.resolve()
     summary_path = variants.write_summary(out, t, r, m, builds)

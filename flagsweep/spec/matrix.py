@@ -28,6 +28,9 @@ class Variant:
     # Its flags are that variant's plus the layout's (flagsweep.build.layout).
     layout_of: str | None = None
     layout: int = 0
+    # Profile-guided: built with instrumentation, trained, built again with the profile
+    # (flagsweep.build.pgo); its id ends in "-pgo".
+    pgo: bool = False
 
 
 @dataclass(frozen=True)
@@ -95,9 +98,10 @@ def _on(base: distro.Base, v: Variant) -> Variant:
     hash of the exact flags, which differ from one dpkg version to another."""
     flags = base.flags + v.flags
     change = variant_id(v.compiler, v.flags).removeprefix(v.compiler).removesuffix("-default")
-    digest = files.sha256_bytes("\0".join((v.compiler, *flags)).encode())[:10]
+    change += "-pgo" if v.pgo else ""
+    digest = files.sha256_bytes("\0".join((v.compiler, *flags, *["+pgo"] * v.pgo)).encode())[:10]
     vid = f"{v.compiler}-{base.name}{change}"[:ID_MAX - 11] + f"-{digest}"
-    return Variant(vid, v.compiler, flags, v.factors)
+    return Variant(vid, v.compiler, flags, v.factors, pgo=v.pgo)
 
 
 def _screening(recipe: Recipe, compilers: list[str], filter_cpu: bool) -> Matrix:
@@ -135,7 +139,7 @@ def _compiler_factor(variants: list[Variant], compilers: list[str]) -> list[Vari
     the compiler's own effect beside the flags'."""
     if len(set(compilers)) < 2:
         return variants
-    return [Variant(v.id, v.compiler, v.flags, {**v.factors, "compiler": v.compiler})
+    return [Variant(v.id, v.compiler, v.flags, {**v.factors, "compiler": v.compiler}, pgo=v.pgo)
             for v in variants]
 
 
@@ -154,7 +158,9 @@ def _factorial(recipe: Recipe, compilers: list[str]) -> list[Variant]:
 def _variant(compiler: str, levels: dict[str, AxisLevel]) -> Variant:
     flags = tuple(f for level in levels.values() for f in level.flags)
     factors = {axis: level.label for axis, level in levels.items()}
-    return Variant(variant_id(compiler, flags), compiler, flags, factors)
+    pgo = any(level.pgo for level in levels.values())
+    return Variant(variant_id(compiler, flags) + ("-pgo" if pgo else ""), compiler, flags,
+                   factors, pgo=pgo)
 
 
 def _included(recipe: Recipe, compilers: list[str]) -> list[Variant]:
@@ -188,7 +194,7 @@ def _dedupe(variants: list[Variant], recipe: Recipe) -> list[Variant]:
                               f"same id '{v.id}'; change one flag spelling")
         else:
             merged = {**v.factors, **other.factors}
-            seen[v.id] = Variant(other.id, other.compiler, other.flags, merged)
+            seen[v.id] = Variant(other.id, other.compiler, other.flags, merged, pgo=other.pgo)
     return list(seen.values())
 
 

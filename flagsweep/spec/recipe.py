@@ -47,6 +47,7 @@ def _flag_string(text: str) -> str:
 class LabelledLevel(Strict):
     label: str
     flags: str
+    build: Literal["pgo"] | None = None      # pgo: built twice, trained in between (build.pgo)
 
     _flags = field_validator("flags")(_flag_string)
 
@@ -212,10 +213,12 @@ def check_flags(text: str) -> str:
 
 @dataclass(frozen=True)
 class AxisLevel:
-    """One level of an axis: the label results use for it, and the flags it contributes."""
+    """One level of an axis: the label results use for it, the flags it contributes, and
+    whether it makes the variant a profile-guided build."""
 
     label: str
     flags: tuple[str, ...]
+    pgo: bool = False
 
 
 @dataclass(frozen=True)
@@ -231,7 +234,7 @@ class Recipe:
 def level_of(value: str | LabelledLevel) -> AxisLevel:
     """A bare string is its own label ('' is 'none'); a table gives label and flags apart."""
     if isinstance(value, LabelledLevel):
-        return AxisLevel(value.label, split_flags(value.flags))
+        return AxisLevel(value.label, split_flags(value.flags), value.build == "pgo")
     return AxisLevel(value.strip() or "none", split_flags(value))
 
 

@@ -30,6 +30,7 @@ from typing import Callable
 import numpy as np
 
 from flagsweep import files
+from flagsweep.build.variants import Training
 from flagsweep.errors import ConfigError
 from flagsweep.spec.target import CorpusInput, FileInput, Target, WavInput
 
@@ -49,27 +50,41 @@ class Input:
     description: str    # e.g. "wav: 200 s stereo 44.1 kHz 16-bit, seed 2003"
 
 
-def prepare(target: Target, quick: bool = False, cache: Path | None = None) -> Input:
-    """The target's workload input, generated deterministically from its seed and cached by
-    content hash (`quick` picks the smaller size)."""
+def prepare(target: Target, quick: bool = False, cache: Path | None = None,
+            seed_offset: int = 0) -> Input:
+    """The target's workload input, generated deterministically from its seed (plus
+    `seed_offset`) and cached by content hash (`quick` picks the smaller size)."""
     spec = target.spec.inputs
     store = (cache or files.cache_dir()) / "inputs"
     if isinstance(spec, FileInput):
         return _copy_given(target, spec, store)
+    seed = spec.seed + seed_offset
     if isinstance(spec, WavInput):
         seconds = spec.quick_seconds if quick else spec.seconds
         frames = round(seconds * RATE)
         key = {"generator": GENERATOR_VERSION, "kind": "wav", "frames": frames,
-               "seed": spec.seed, "quick": quick}
-        description = f"wav: {seconds:g} s stereo 44.1 kHz 16-bit, seed {spec.seed}"
-        return _generated(store, key, "wav", description, lambda: wav_bytes(frames, spec.seed))
+               "seed": seed, "quick": quick}
+        description = f"wav: {seconds:g} s stereo 44.1 kHz 16-bit, seed {seed}"
+        return _generated(store, key, "wav", description, lambda: wav_bytes(frames, seed))
     assert isinstance(spec, CorpusInput)
     megabytes = spec.quick_megabytes if quick else spec.megabytes
     size = round(megabytes * MB)
     key = {"generator": GENERATOR_VERSION, "kind": "corpus", "bytes": size,
-           "seed": spec.seed, "quick": quick}
-    description = f"corpus: {megabytes:g} MB mixed text and binary, seed {spec.seed}"
-    return _generated(store, key, "bin", description, lambda: corpus_bytes(size, spec.seed))
+           "seed": seed, "quick": quick}
+    description = f"corpus: {megabytes:g} MB mixed text and binary, seed {seed}"
+    return _generated(store, key, "bin", description, lambda: corpus_bytes(size, seed))
+
+
+def training(target: Target, cache: Path | None = None) -> Training:
+    """What a profile-guided build trains on: the target's input made from the next seed at
+    the quick size, so the profile comes from other data than the measured input (a program
+    trained on its benchmark input is tuned to it). A file input has no other: the file
+    itself, and the description says so."""
+    made = prepare(target, quick=True, cache=cache, seed_offset=1)
+    what = made.description
+    if isinstance(target.spec.inputs, FileInput):
+        what += " (the measured file itself: a file input has no other to train on)"
+    return Training(made.path, made.sha256, f"{what} (training)")
 
 
 # --- the content store ---------------------------------------------------------------------

@@ -119,3 +119,25 @@ def test_merge_and_pick_refuse_a_ratio_that_is_not_a_number(two_machines, tmp_pa
                               text=True)
         assert (done.returncode, done.stderr) == (2, f"flagsweep: {why}\n")
     assert not (tmp_path / "m").exists()
+
+
+def test_pick_shows_each_candidates_skew_worst_loss_and_costs(two_machines, tmp_path):
+    """-O3 is 10% faster on alpha and 12.5% slower on beta: a mean hides that, the skew does
+    not; its text size and build CPU against the baseline's sit beside it."""
+    docs = [json.loads(p.read_text()) for p in two_machines]
+    for doc in docs:
+        for v in doc["variants"]:
+            grow = {"gcc-O3": 1.3, V3: 1.02}.get(v["id"], 1.0)
+            v["build"].update(sizes={"text": int(100_000 * grow), "data": 10, "bss": 5},
+                              cpu_seconds=10.0 * grow)
+    paths = [rf.write(tmp_path / name, doc) for name, doc in zip("ab", docs)]
+    p = pick.pick(paths)
+    o3 = next(c for c in p.candidates if c.id == "gcc-O3")
+    assert o3.skew == {"faster": 1, "equivalent": 0, "slower": 1, "undecided": 0}
+    assert "beta CPU 1" in o3.worst.machine and o3.worst.ratio > 1.1
+    assert o3.size_ratio == pytest.approx(1.3) and o3.build_cpu_ratio == pytest.approx(1.3)
+    assert "-O3: " in p.answer and "faster on 1, equivalent on 0, slower on 1" in p.answer
+    assert "worst tiny +" in p.answer and "text size +30.0%; build CPU +30.0%" in p.answer
+    result = CliRunner().invoke(cli, ["pick", *map(str, paths)])
+    assert result.exit_code == 0, result.output
+    assert "1/0/1/0" in result.output and "+30.0%" in result.output

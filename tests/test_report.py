@@ -349,3 +349,18 @@ def test_report_and_compare_of_a_non_number_are_one_line(tmp_path):
         done = _flagsweep(*args)
         assert (done.returncode, done.stderr) == (2, why)
     assert not (bad.parent / "index.html").exists()
+
+
+def test_builds_show_size_build_cpu_and_lto_pgo_beside_speed(tmp_path):
+    doc = rf.results_doc()
+    o3 = next(v for v in doc["variants"] if v["id"] == "gcc-O3")
+    o3["build"].update(sizes={"text": 123_456, "data": 1, "bss": 2}, cpu_seconds=42.25,
+                       lto=True, pgo={"matched": True, "training": "tiny in",
+                                      "profile_sha256": "ab" * 32})
+    doc["distro"] = {"name": "debian", "source": "dpkg-buildflags", "flags": ["-O2"]}
+    html = report.write(rf.write(tmp_path / "r", doc)).read_text()
+    builds = html[html.index('<section id="builds">'):]
+    assert "<td class=\"num\">42.2</td>" in builds or "<td class=\"num\">42.3</td>" in builds
+    assert "123,456" in builds and "<td>LTO, PGO</td>" in builds
+    # named by the change to the distribution's flags, not by its flags
+    assert "debian +" in html

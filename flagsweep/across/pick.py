@@ -12,10 +12,16 @@ them), with a 95% CI that combines the pairs' own intervals as independent estim
 (stats.pool, which `flagsweep suite` uses too).
 The pick is the candidate with the lowest geometric mean whose whole interval lies below
 1 - threshold; none, and the baseline stays. Every pair where the pick is slower is listed.
+
+A distribution's decision is rarely the mean alone: beside it each candidate shows its skew
+(on how many programs it is faster, equivalent, slower or undecided, and its worst loss with
+the interval), and its costs: the loaded image's text size and the build's CPU time against
+the baseline's, geometric means over the programs. `answer` says it in one paragraph.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -25,7 +31,7 @@ from flagsweep import stats
 from flagsweep.across import comparable, merge
 from flagsweep.errors import FlagsweepError
 from flagsweep.host import cpu
-from flagsweep.results import reader
+from flagsweep.results import names, reader
 from flagsweep.results.contract import is_control
 
 
@@ -47,10 +53,27 @@ class Candidate:
     excluded: str = ""                       # why it cannot be the pick
     ratio: float | None = None               # geometric mean over the pairs
     ci95: tuple[float, float] | None = None
+    label: str = ""                          # what people call it (results.names)
+    size_ratio: float | None = None          # text size against the baseline's, over programs
+    build_cpu_ratio: float | None = None     # build CPU time against the baseline's
 
     @property
     def losses(self) -> list[Pair]:
         return [p for p in self.pairs if p.verdict == "slower" or (p.ci95 and p.ci95[0] > 1)]
+
+    @property
+    def skew(self) -> dict[str, int]:
+        """Pairs by verdict: faster, equivalent (identical code counts), slower, undecided."""
+        out = {"faster": 0, "equivalent": 0, "slower": 0, "undecided": 0}
+        for p in self.pairs:
+            key = {"identical-code": "equivalent", "inconclusive": "undecided"}.get(p.verdict,
+                                                                                 p.verdict)
+            out[key if key in out else "undecided"] += 1
+        return out
+
+    @property
+    def worst(self) -> Pair | None:
+        return max(self.pairs, key=lambda p: p.ratio, default=None)
 
 
 @dataclass
@@ -62,6 +85,7 @@ class Pick:
     chosen: Candidate | None
     why: str
     levels: list[str]                        # per program: is an -march=x86-64-vN build worth it
+    answer: str = ""                         # the decision in one paragraph
 
 
 def pick(paths: list[Path], baseline_isa: str | None = None, threshold_pct: float = 1.0) -> Pick:
@@ -72,9 +96,51 @@ def pick(paths: list[Path], baseline_isa: str | None = None, threshold_pct: floa
     candidates = [_candidate(vid, docs, least, baseline_isa) for vid in _common_ids(docs)]
     for c in candidates:
         _combine(c)
+    for c in candidates:
+        c.size_ratio = _cost(c.id, by_program, lambda b: (b.get("sizes") or {}).get("text"))
+        c.build_cpu_ratio = _cost(c.id, by_program, lambda b: b.get("cpu_seconds"))
     chosen, why = _choose(candidates, baseline, threshold_pct)
-    return Pick(baseline, sorted(by_program), sorted({merge.label(d) for _, d in docs}),
-                candidates, chosen, why, _level_answers(candidates, docs))
+    p = Pick(baseline, sorted(by_program), sorted({merge.label(d) for _, d in docs}),
+             candidates, chosen, why, _level_answers(candidates, docs))
+    p.answer = answer(p, threshold_pct)
+    return p
+
+
+def _cost(vid: str, by_program: dict[str, list], of) -> float | None:
+    """The geometric mean over programs of a build's cost against its baseline's (one result
+    per program: the binaries are the same on every machine); None without every figure."""
+    ratios = []
+    for group in by_program.values():
+        doc = group[0][1]
+        builds = {v["id"]: v["build"] for v in doc["variants"]}
+        mine, base = of(builds.get(vid) or {}), of(builds.get(doc["baseline"]) or {})
+        if not mine or not base:
+            return None
+        ratios.append(mine / base)
+    return math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else None
+
+
+def answer(p: Pick, threshold_pct: float) -> str:
+    """The decision as a distribution's mailing list would read it: the pick or why none, each
+    eligible candidate's skew and costs in a sentence, the worst loss named."""
+    lines = [f"Across {len(p.programs)} program(s) on {len(p.machines)} result(s), against "
+             f"{p.baseline}: {p.why}."]
+    for c in sorted((c for c in p.candidates if c.ratio), key=lambda c: c.ratio):
+        s, worst = c.skew, c.worst
+        text = (f"{c.label or ' '.join(c.flags)}: {stats.change_text(c.ratio, c.ci95)}; faster "
+                f"on {s['faster']}, equivalent on {s['equivalent']}, slower on {s['slower']}, "
+                f"undecided on {s['undecided']} of {len(c.pairs)}")
+        if worst and worst.ratio > 1:
+            text += f"; worst {worst.program} {stats.change_text(worst.ratio, worst.ci95)}"
+        costs = [f"text size {_signed(c.size_ratio)}" if c.size_ratio else "",
+                 f"build CPU {_signed(c.build_cpu_ratio)}" if c.build_cpu_ratio else ""]
+        text += "".join(f"; {x}" for x in costs if x)
+        lines.append(text + (f" (not eligible: {c.excluded})" if c.excluded else "") + ".")
+    return " ".join(lines)
+
+
+def _signed(ratio: float) -> str:
+    return f"{(ratio - 1) * 100:+.1f}%"
 
 
 def _by_program(docs: list[tuple[Path, dict]]) -> dict[str, list]:
@@ -105,7 +171,7 @@ def _common_ids(docs: list[tuple[Path, dict]]) -> list[str]:
 
 def _candidate(vid: str, docs, least, level: str | None) -> Candidate:
     v0 = next(v for v in docs[0][1]["variants"] if v["id"] == vid)
-    c = Candidate(vid, v0["compiler"], v0["flags"])
+    c = Candidate(vid, v0["compiler"], v0["flags"], label=names.label(v0, docs[0][1]))
     if any(re.match(r"-m(arch|tune|cpu)=native$", f) for f in c.flags):
         c.excluded = "-march=native is a different CPU on every machine"
     for path, doc in docs:

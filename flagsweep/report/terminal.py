@@ -148,13 +148,18 @@ def show_pick(p, out: Console | None = None) -> None:
     t = Table(title=f"pick across {len(p.programs)} program(s) x {len(p.machines)} result(s), "
                     f"baseline {p.baseline}", title_justify="left", header_style="bold",
               box=None, pad_edge=False)
-    for name in ("flags", "geometric mean", "95% CI", "pairs", "slower on", "excluded because"):
+    for name in ("variant", "geometric mean", "95% CI", "pairs", "faster/equal/slower/open",
+                 "worst", "text size", "build CPU", "excluded because"):
         t.add_column(name, overflow="fold")
     for c in sorted(p.candidates, key=lambda c: (bool(c.excluded), c.ratio or 9)):
         gm = view.signed_pct((c.ratio - 1) * 100) if c.ratio else ""
         ci = stats.ci_text(c.ci95)
-        t.add_row(Text(" ".join(c.flags)), gm, ci, str(len(c.pairs)), str(len(c.losses)),
-                  Text(c.excluded))
+        s, worst = c.skew, c.worst
+        t.add_row(Text(c.label or " ".join(c.flags)), gm, ci, str(len(c.pairs)),
+                  f"{s['faster']}/{s['equivalent']}/{s['slower']}/{s['undecided']}",
+                  Text(f"{worst.program} {stats.change_text(worst.ratio, worst.ci95)}"
+                       if worst and worst.ratio > 1 else ""),
+                  _cost(c.size_ratio), _cost(c.build_cpu_ratio), Text(c.excluded))
     out.print(t)
     out.print(f"pick: {p.why}", markup=False)
     if p.chosen:
@@ -163,6 +168,11 @@ def show_pick(p, out: Console | None = None) -> None:
                       f"{view.signed_pct((loss.ratio - 1) * 100)}", markup=False)
     for line in p.levels:
         out.print(f"worth shipping? {line}", markup=False)
+    out.print(f"\n{p.answer}", markup=False)
+
+
+def _cost(ratio: float | None) -> str:
+    return view.signed_pct((ratio - 1) * 100) if ratio else ""
 
 
 def show_suite(s, out: Console | None = None) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from flagsweep import shipped, stats
 from flagsweep.host import advice
+from flagsweep.results import names
 from flagsweep.results.contract import AA_SUFFIX, is_control
 from flagsweep.spec import recipe
 
@@ -122,6 +123,9 @@ class BuildRow:
     log_path: str
     detail: str
     shows: str          # what its folded part holds: compile line, problems, or what it is
+    text: str = ""      # the loaded image's executable and read-only bytes (ELF text)
+    cpu: str = ""       # the build's CPU seconds
+    mode: str = ""      # LTO and PGO, each when verified
 
 
 @dataclass
@@ -262,21 +266,6 @@ def metric_values(samples: dict, metric: str) -> list[float | None]:
     return list(samples.get(metric) or [])
 
 
-def label_of(v: dict, doc: dict) -> str:
-    """What people call a variant: its flags, with the compiler when the sweep has several."""
-    flags = " ".join(v["flags"]) or "(no flags)"
-    if doc.get("distro"):       # a change to a distribution's flags: named by the change
-        changes = [x for k, x in (v.get("factors") or {}).items() if k != "compiler"]
-        name = doc["distro"]["name"]
-        flags = " ".join([name, *(f"+{c}" for c in changes if c != name)])
-    several = len({x["compiler"] for x in doc["variants"]}) > 1
-    text = f"{v['compiler']} {flags}" if several else flags
-    if not v["id"].endswith(AA_SUFFIX):
-        return text
-    return text + (" (A/A: other layouts)" if (doc.get("measurement") or {}).get("layouts")
-                   else " (A/A copy)")
-
-
 def _variant_row(v: dict, doc: dict) -> VariantRow:
     s, c = v.get("summary") or {}, v.get("vs_baseline") or {}
     role = ("baseline" if v["id"] == doc["baseline"]
@@ -285,7 +274,7 @@ def _variant_row(v: dict, doc: dict) -> VariantRow:
     change = _pct(c.get("ratio"))
     check = v.get("check") or {}
     return VariantRow(
-        id=v["id"], label=label_of(v, doc), flags=" ".join(v["flags"]), compiler=v["compiler"],
+        id=v["id"], label=names.label(v, doc), flags=" ".join(v["flags"]), compiler=v["compiler"],
         role=role, verdict=verdict, change_pct=change,
         change_text=signed_pct(change) if change is not None and role != "baseline" else "",
         ci_text=ci_pct_text(c.get("ci95")), p_adjusted=c.get("p_adjusted"),
@@ -782,6 +771,10 @@ def _build_row(v: dict, base_dir: Path, out_dir: Path) -> BuildRow:
         seconds=("reused" if b.get("reused")
                  else f"{b['seconds']:.1f}" if b.get("seconds") is not None else ""),
         size=f"{b['size_bytes']:,}" if b.get("size_bytes") else "",
+        text=f"{b['sizes']['text']:,}" if (b.get("sizes") or {}).get("text") else "",
+        cpu=f"{b['cpu_seconds']:.1f}" if b.get("cpu_seconds") is not None else "",
+        mode=", ".join(m for m, on in (("LTO", b.get("lto")), ("PGO", (b.get("pgo") or {})
+                                                                 .get("matched"))) if on),
         compile_line=shlex.join(audit["compile_line"]) if audit.get("compile_line") else "",
         log_href=_href(log, out_dir) if log and log.exists() else None,
         log_path=str(b.get("log") or ""),

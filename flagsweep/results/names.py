@@ -1,0 +1,21 @@
+"""What people call a variant, wherever results are shown: the page, the terminal, pick."""
+
+from __future__ import annotations
+
+from flagsweep.results.contract import AA_SUFFIX
+
+
+def label(v: dict, doc: dict) -> str:
+    """Its flags, with the compiler when the sweep has several; a change to a distribution's
+    flags is named by the change ("debian +O3"), not by the dozen flags of the base."""
+    flags = " ".join(v["flags"]) or "(no flags)"
+    if doc.get("distro"):
+        changes = [x for k, x in (v.get("factors") or {}).items() if k != "compiler"]
+        name = doc["distro"]["name"]
+        flags = " ".join([name, *(f"+{c}" for c in changes if c != name)])
+    several = len({x["compiler"] for x in doc["variants"]}) > 1
+    text = f"{v['compiler']} {flags}" if several else flags
+    if not v["id"].endswith(AA_SUFFIX):
+        return text
+    return text + (" (A/A: other layouts)" if (doc.get("measurement") or {}).get("layouts")
+                   else " (A/A copy)")

@@ -98,3 +98,13 @@ def test_the_stage_flags_of_each_compiler():
     assert pgo.use("gcc", d) == ["-fprofile-use=/p", "-Wmissing-profile"]
     assert pgo.generate("clang", d) == ["-fprofile-instr-generate=/p/%m-%p.profraw"]
     assert pgo.use("clang", d) == ["-fprofile-instr-use=/p/merged.profdata"]
+
+
+def test_the_clean_between_stages_keeps_make_options_and_drops_targets():
+    """`make clean bzip2` would clean and build again with the Makefile's own flags."""
+    from flagsweep.build.steps import _make_options
+
+    assert _make_options(["bzip2"]) == []
+    assert _make_options(["-C", "programs", "zstd-release", "HAVE_THREAD=0"]) == \
+        ["-C", "programs", "HAVE_THREAD=0"]
+    assert _make_options(["ASSOCMATHCFLAGS="]) == ["ASSOCMATHCFLAGS="]

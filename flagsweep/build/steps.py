@@ -196,10 +196,25 @@ def _trained(m: dict, v: dict, vdir: Path, tree: Path, started: float) -> int:
                          "training wrote no raw profile")
     # CMake: configured again with the final flags, which rebuilds every object; make: clean
     clean = (_cmake_configure(m, v, tree) if m["system"] == "cmake"
-             else ["make", "clean", *m["make_args"]])
+             else ["make", "clean", *_make_options(m["make_args"])])
     if not process.run(clean, cwd=tree, log_file=log, env=env).ok:
         return _fail(vdir, "pgo-clean", started, "cleaning the instrumented objects failed")
     return 0
+
+
+# make's options that take the next word as their value
+MAKE_VALUED = ("-C", "-f", "-I", "-o", "-W", "--directory", "--file", "--include-dir")
+
+
+def _make_options(make_args: list[str]) -> list[str]:
+    """A project's make options and variables without its targets: `make clean bzip2` would
+    clean and then build again, with the Makefile's own flags."""
+    out, take = [], False
+    for word in make_args:
+        if take or word.startswith("-") or "=" in word:
+            out.append(word)
+            take = word in MAKE_VALUED
+    return out
 
 
 def _build_argv(m: dict, v: dict, tree: Path, flags_list: list[str] | None = None) -> list[str]:

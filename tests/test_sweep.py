@@ -310,7 +310,9 @@ def test_calibrate_plants_effects_and_reports_what_it_found(tmp_path):
     ten = next(v for v in doc["variants"] if v["flags"] == ["-O2", "-DTINY_EXTRA_PERMILLE=100"])
     # Measured, every round: the ratio itself is a timing, which six quick rounds on a noisy
     # machine can move anywhere (a planted +10% read +1.2% once), so it is not asserted here.
-    assert ten["summary"]["n"] == 6 and ten["vs_baseline"]["n_pairs"] == 6
+    # (A machine busy enough ends the rounds early, saying so: every round taken still pairs.)
+    rounds = ten["summary"]["n"] if doc["stop_reason"].startswith("the machine is busy") else 6
+    assert ten["summary"]["n"] == rounds == ten["vs_baseline"]["n_pairs"]
     assert ten["build"]["code_sha256"] != doc["variants"][0]["build"]["code_sha256"]
 
 

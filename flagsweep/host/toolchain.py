@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import re
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,18 +75,21 @@ IGNORED_AS_ERRORS = {"gcc": [],
                                "-Werror=unused-command-line-argument"]}
 
 
+LINKER_ONLY = ("-Wl,", "-fuse-ld=")
+
+
 @functools.lru_cache(maxsize=None)
 def rejects(name: str, flags: tuple[str, ...]) -> str | None:
     """Why compiler `name` refuses these flags, or None when it accepts them: a one-line C
     program compiled with them, so the answer is the compiler's own (`-mfpmath=387` is gcc's,
     `-fipa-pta` is unknown to clang), not a table that goes stale."""
     c = resolve(name)
-    # Compiled and linked: link flags (-Wl,..., -flto) are the compiler's to accept too, and a
-    # compile alone would call them unused.
-    with tempfile.TemporaryDirectory(prefix="flagsweep-probe-") as tmp:
-        out = process.run([c.cc, *IGNORED_AS_ERRORS[c.family], *flags, "-x", "c",
-                           "-o", str(Path(tmp) / "a.out"), "-"],
-                          input="int main(void) { return 0; }\n")
+    # The linker's own options are left out: a compile alone calls them unused (clang makes
+    # that an error here), and whether the linker takes them is the build's to find out, where
+    # a failed link is recorded with ld's reason.
+    compiled = [f for f in flags if not f.startswith(LINKER_ONLY)]
+    out = process.run([c.cc, *IGNORED_AS_ERRORS[c.family], *compiled, "-x", "c", "-c",
+                       "-o", "/dev/null", "-"], input="int main(void) { return 0; }\n")
     if out.ok:
         return None
     lines = [line for line in (out.stderr or out.stdout).splitlines() if "error" in line]

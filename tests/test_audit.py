@@ -357,3 +357,12 @@ def test_a_package_that_drops_the_distributions_link_flags_is_a_mismatch(make_pr
         assert _one_problem(result).startswith(
             "the link that wrote prog lacks the variant's link flags -Wl,-z,relro -Wl,-z,now "
             "-flto (a build that drops LDFLAGS, or links without CFLAGS): ")
+
+
+def test_a_linker_option_split_as_libtool_writes_it_is_on_the_link():
+    """libtool passes -Wl,-z,relro on as -Wl,-z -Wl,relro: the linker reads the same words."""
+    link = ["gcc", "-O2", "-Wl,-z", "-Wl,relro", "-Xlinker", "-z", "-Xlinker", "now", "-o", "p"]
+    assert audit.on_link("-Wl,-z,relro", link) and audit.on_link("-Wl,-z,now", link)
+    assert not audit.on_link("-Wl,-z,lazy", link)
+    assert not audit.on_link("-Wl,now,-z", link)              # the words in their order
+    assert audit.on_link("-flto", ["gcc", "-flto", "-o", "p"]) and not audit.on_link("-flto", link)

@@ -344,6 +344,29 @@ def link_flags(flags: list[str]) -> list[str]:
     return [f for f in flags if f.startswith(("-Wl,", "-fuse-ld=", "-flto"))]
 
 
+def on_link(flag: str, argv: list[str]) -> bool:
+    """Whether a link command carries the flag: as written, or for a linker option its words
+    in the same order among the linker's arguments. libtool passes `-Wl,-z,relro` on as
+    `-Wl,-z -Wl,relro`, which the linker reads alike."""
+    if flag in argv:
+        return True
+    if not flag.startswith("-Wl,"):
+        return False
+    want, have = flag[4:].split(","), _linker_words(argv)
+    return any(have[i:i + len(want)] == want for i in range(len(have) - len(want) + 1))
+
+
+def _linker_words(argv: list[str]) -> list[str]:
+    """What the compiler driver hands the linker of its -Wl, and -Xlinker options, in order."""
+    out: list[str] = []
+    for i, word in enumerate(argv):
+        if word.startswith("-Wl,"):
+            out += word[4:].split(",")
+        elif word == "-Xlinker" and i + 1 < len(argv):
+            out.append(argv[i + 1])
+    return out
+
+
 class Trace:
     """Follows the measured binary through the links that made it to the compiles behind them."""
 
@@ -367,7 +390,7 @@ class Trace:
             return [f"the measured binary {self._name(path)} was not linked by the audited "
                     "compiler (a hard-coded compiler, or a prebuilt or stale file?)"]
         self._unchanged(path, cmd)
-        missing = [f for f in self.link_flags if f not in cmd.argv]
+        missing = [f for f in self.link_flags if not on_link(f, cmd.argv)]
         if missing:
             self.problems.append(f"the link that wrote {self._name(path)} lacks the variant's "
                                  f"link flags {' '.join(missing)} (a build that drops LDFLAGS, "

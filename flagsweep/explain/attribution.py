@@ -64,16 +64,20 @@ def _row(name: str, base: Profile, var: Profile, change: float, gross: float,
 
 def _fate(name: str, b: float, v: float, base_sizes: dict[str, int],
           var_sizes: dict[str, int]) -> str | None:
-    """Why a function has a cost on one side only. Absent from a binary's symbol table while
-    the other binary runs it: the compiler inlined it into its callers (whose rows carry its
-    cost there) or removed it. Sizes known for neither binary (stripped): nothing to say."""
+    """Why a function has a cost on one side only. One of the program's own functions (in the
+    symbol table of the binary that runs it) absent from the other binary's symbol table: the
+    compiler inlined it there into its callers, whose rows carry its cost, or removed it. A
+    function in neither table is a shared library's (a libm `sqrt` that one variant calls and
+    the other computes inline). Sizes known for neither binary (stripped): nothing to say."""
     if b and v:
         return None
-    if b and var_sizes and name not in var_sizes:
-        return "no such function in the variant: inlined into its callers (or removed)"
-    if v and base_sizes and name not in base_sizes:
-        return "no such function in the baseline: inlined into its callers there (or removed)"
-    return "runs in the baseline only" if b else "runs in the variant only"
+    mine, other, side, there = ((base_sizes, var_sizes, "baseline", "variant") if b
+                                else (var_sizes, base_sizes, "variant", "baseline"))
+    if mine and name in mine and other and name not in other:
+        return f"no such function in the {there}: inlined into its callers there (or removed)"
+    if mine and name not in mine:
+        return f"runs in the {side} only; a shared library's function"
+    return f"runs in the {side} only"
 
 
 def _pct(change: float, of: float) -> float | None:

@@ -32,6 +32,7 @@ class VariantExplain:
     verdict: str
     status: str
     failure: str | None
+    baseline_total: float | None
     headline: str            # "instructions +212% (3.1 G -> 9.8 G); the 10 functions below: 97% of the change"
     rows: list[FunctionRow]
 
@@ -73,10 +74,10 @@ def _variant(v: dict, labels: dict[str, str], unit: str) -> VariantExplain:
     headline = ""
     if e.get("status") == "ok":
         headline = (f"{unit} {_signed_pct(e.get('change_pct'))} ({count(e.get('baseline_total'))}"
-                    f" -> {count(e.get('variant_total'))}); these {len(rows)} functions: "
-                    f"{_share(e.get('top_share_pct'))} of the change, function by function")
+                    f" -> {count(e.get('variant_total'))}); the {len(rows)} functions below hold "
+                    f"{_share(e.get('top_share_pct'))} of the change")
     return VariantExplain(v["id"], labels.get(v["id"], v["id"]), verdict, e.get("status", ""),
-                          e.get("failure"), headline, rows)
+                          e.get("failure"), e.get("baseline_total"), headline, rows)
 
 
 def _function(f: dict) -> FunctionRow:

@@ -24,13 +24,14 @@ from flagsweep import files, report
 from flagsweep.across import history
 from flagsweep.build import fingerprint, layout, variants
 from flagsweep.errors import FlagsweepError, Interrupted
+from flagsweep.explain import explanation
 from flagsweep.host import advice, launcher, probes, system, toolchain
 from flagsweep.host.lock import MeasureLock
 from flagsweep.measure import disturbance, rounds
 from flagsweep.measure import metric as metric_mod
 from flagsweep.measure.sample import Sample
 from flagsweep.report import lines, terminal
-from flagsweep.results import analysis, writer
+from flagsweep.results import analysis, reader, writer
 from flagsweep.results.contract import AA_SUFFIX, REF_SUFFIX
 from flagsweep.results.store import Store
 from flagsweep.spec import matrix, recipe, target
@@ -58,6 +59,7 @@ class MeasureOptions:
     reference: str | None = None    # a binary, or an earlier run's folder: its baseline's binary
     keep_scratch: bool = False      # keep the check and timing outputs of a complete run
     layouts: int = 0                # K >= 2: every variant built K times in seeded layouts
+    explain: bool = False           # profile the baseline and each faster/slower variant
 
 
 @dataclass
@@ -226,6 +228,8 @@ def _measure(sweep: Sweep, store: Store, say: Callable[[str], None]) -> Path:
     store.finish_run(sweep.run_id, "complete", outcome.stop_reason)
     try:
         path = write_outputs(sweep, store, say)
+        if sweep.opts.explain:
+            path = _explained(sweep, store, path, say)
         if not sweep.opts.keep_scratch:
             _drop_outputs(workload.scratch, say)
         return path
@@ -237,6 +241,19 @@ def _measure(sweep: Sweep, store: Store, say: Callable[[str], None]) -> Path:
         raise FlagsweepError(f"run {sweep.run_id}: {why}; the run is marked failed and keeps "
                              f"its samples: `flagsweep run --resume {sweep.run_id}` writes the "
                              "results once that is fixed") from e
+
+
+def _explained(sweep: Sweep, store: Store, path: Path, say: Callable[[str], None]) -> Path:
+    """run --explain, once the verdicts are in results.json: the profiles are stored with the
+    run (so every later rewrite of results.json keeps them) and the files written again. The
+    explanation never costs the results: a failure of it is recorded and told."""
+    try:
+        found = explanation.explain(reader.load(path), sweep.out, say)
+    except FlagsweepError as e:
+        say(f"explain: not done ({e})")
+        found = {"method": None, "failure": str(e), "variants": {}}
+    store.set_option(sweep.run_id, "explain", found)
+    return write_outputs(sweep, store, say)
 
 
 def _drop_outputs(scratch: Path, say: Callable[[str], None]) -> None:

@@ -51,10 +51,10 @@ def test_a_written_document_loads_as_it_was_written(tmp_path):
 
 def test_a_newer_minor_writers_extra_keys_load(tmp_path):
     doc = rf.results_doc()
-    doc["explain"] = [{"variant": "gcc-O3", "functions": []}]
+    doc["annotations"] = [{"variant": "gcc-O3", "functions": []}]
     doc["variants"][2]["summary"]["quantiles"] = [{"q": 0.9, "value": 1.0}]
     path = rf.write(tmp_path / "run", doc)
-    assert reader.load(path)["explain"] == doc["explain"]
+    assert reader.load(path)["annotations"] == doc["annotations"]
 
 
 @pytest.mark.breaks_contract

@@ -91,3 +91,22 @@ def test_suite_page_loads_clean_and_fits_a_phone(browser, tmp_path):
     # one row per compared variant (not the baseline, not the A/A copy)
     assert browser.evaluate("document.querySelectorAll('#suite-table tbody tr').length") == len(rf.PLAN) - 2
     assert browser.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+
+
+def test_the_explain_section_draws_a_diverging_chart_per_variant(browser, tmp_path):
+    """run --explain: one diverging bar chart and one table per explained variant; loads clean
+    and fits a phone."""
+    page = report.write(rf.write(tmp_path / "run", rf.explained_doc()))
+    load = browser.open(page, screenshot=tmp_path / "explain.png", width=390, height=844)
+    assert load.console_errors == [] and load.external_requests == []
+    assert browser.evaluate("document.querySelectorAll('#explain figure.diverging svg.plot')"
+                            ".length") == 2
+    # Diverging: -O3's bars go both ways (fewer instructions green, more red).
+    o3 = "document.querySelectorAll('#explain figure.diverging')[0]"
+    assert browser.evaluate(f"{o3}.querySelectorAll('path[style*=\"fill: #1a7f37\"]').length") == 3
+    assert browser.evaluate(f"{o3}.querySelectorAll('path[style*=\"fill: #cf222e\"]').length") == 1
+    assert browser.evaluate("document.querySelectorAll('#explain table tbody tr').length") == 4 + 5
+    text = browser.evaluate("document.querySelector('#explain').innerText")
+    assert "longest_match" in text and "<script>alert('x')</script>" in text  # text, not markup
+    assert "inlined" in text
+    assert browser.evaluate("document.documentElement.scrollWidth <= window.innerWidth")

@@ -30,6 +30,7 @@ COMMANDS = {
     "calibrate": "flagsweep.cli.sweeping:calibrate_cmd",
     "worker": "flagsweep.cli.sweeping:worker_cmd",
     "report": "flagsweep.cli.reading:report_cmd",
+    "explain": "flagsweep.cli.reading:explain_cmd",
     "compare": "flagsweep.cli.reading:compare_cmd",
     "suite": "flagsweep.cli.reading:suite_cmd",
     "history": "flagsweep.cli.reading:history_cmd",

@@ -26,6 +26,25 @@ def report_cmd(results_path, out_dir) -> None:
     click.echo(str(page))
 
 
+@click.command("explain")
+@click.argument("results_path", metavar="RESULTS.json", type=click.Path(path_type=Path))
+@click.option("--with", "method", type=click.Choice(["auto", "cachegrind", "perf"]),
+              default="auto", show_default=True,
+              help="The profiler: auto = perf record of cycles with a PMU, else Cachegrind.")
+@click.option("--repeats", type=click.IntRange(min=1, max=100), default=5, show_default=True,
+              help="perf records per binary (the interval on each function's share).")
+def explain_cmd(results_path, method, repeats) -> None:
+    """Profile a sweep's baseline and faster/slower variants; attribute each change to functions."""
+    from flagsweep import report
+    from flagsweep.explain import explanation
+    from flagsweep.report import terminal
+
+    path = explanation.explain_file(results_path, say, method, repeats)
+    page = report.write(path)
+    terminal.show(path)
+    click.echo(str(page))
+
+
 @click.command("compare")
 @click.argument("a_path", metavar="A.json", type=click.Path(path_type=Path))
 @click.argument("b_path", metavar="B.json", type=click.Path(path_type=Path))

@@ -101,6 +101,10 @@ def _prepare(kw: dict):
                    "function orders (LLD's --shuffle-sections), and compare over the layouts, "
                    "so a verdict must beat what layout alone does; the A/A twin is then K more "
                    "layouts of the baseline. See docs/measurement.md.")
+@click.option("--explain", is_flag=True,
+              help="Then profile the baseline and every faster or slower variant on the "
+                   "workload and attribute each change to functions (Cachegrind without a PMU, "
+                   "perf record with one); see docs/explain.md.")
 @click.option("--confirm", is_flag=True, help="After a plackett-burman screen, re-test the flags "
                                               "that matter one at a time against the base.")
 @click.option("--wait", is_flag=True,
@@ -135,6 +139,9 @@ def run_cmd(confirm, wait, resume_id, all_, skip, scheduler, cpu_labels, **kw) -
     if mopts.layouts == 1:
         raise click.UsageError("--layouts 1 is one layout, as without the option: give 2 or "
                                "more (the spread between layouts needs two)")
+    if mopts.explain and (scheduler or cpu_labels):
+        raise click.UsageError("--explain profiles on this machine: not with --scheduler "
+                               "(run flagsweep explain RESULTS.json on a worker's files)")
     if mopts.layouts and (scheduler or cpu_labels or confirm or mopts.reference):
         raise click.UsageError("--layouts is for a sweep on this machine: not with --scheduler, "
                                "--confirm or --reference")

@@ -28,7 +28,7 @@ def write(results_path: Path, out_dir: Path | None = None) -> Path:
     r = view.build(doc, results_path, out)
     figures = {"forest": plots.forest(r), "distributions": plots.distributions(r),
                "run_order": plots.run_order(r), "history": plots.history(r),
-               "layouts": plots.layouts(r)}
+               "layouts": plots.layouts(r), "explain": plots.explained(r)}
     write_atomic(out / "summary.md", _render("summary.md.j2", r=r))
     return write_atomic(out / "index.html", _render("index.html.j2", r=r, plots=figures))
 

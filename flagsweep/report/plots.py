@@ -209,6 +209,37 @@ def history(report: Report) -> Figure | None:
     return fig
 
 
+def explained(report: Report) -> dict[str, str]:
+    """run --explain: one diverging bar chart per explained variant, variant id -> SVG."""
+    if not report.explained:
+        return {}
+    return {v.id: _diverging(v, report.explained.unit) for v in report.explained.variants
+            if v.status == "ok" and v.rows and v.baseline_total}
+
+
+def _diverging(v, unit: str) -> str:
+    """Each top function's change as a share of the baseline's whole cost, so the bars add up
+    to the program's change; bars right of 0 cost more (red), left cost less (green)."""
+    with matplotlib.rc_context({**STYLE, "svg.hashsalt": f"flagsweep-explain-{v.id}"}):
+        rows = v.rows
+        fig = Figure(figsize=(WIDTH, 0.9 + 0.3 * len(rows)))
+        ax = fig.subplots()
+        y = np.arange(len(rows))[::-1]
+        pct = [100.0 * r.change / v.baseline_total for r in rows]
+        colors = [COLORS["slower"] if x > 0 else COLORS["faster"] for x in pct]
+        ax.barh(y, pct, color=colors, height=0.6)
+        ax.axvline(0, color="#24292f", lw=0.8)
+        for yi, x, r in zip(y, pct, rows):
+            ax.annotate(f" {r.share_text} ", (x, yi), va="center", fontsize=8,
+                        ha="left" if x >= 0 else "right", color="#57606a")
+        ax.set_yticks(y, [_label(r.function) for r in rows])
+        span = max(abs(x) for x in pct) or 1.0
+        ax.set_xlim(-1.25 * span, 1.25 * span)
+        ax.set_xlabel(f"change in {unit}, % of the baseline's total (labels: share of the "
+                      "change, function by function)")
+        return _svg(fig, f"explain {v.id} diverging")
+
+
 def _series(report: Report) -> list[Series]:
     """The counted samples of the primary metric for each measured variant, in table order."""
     by_id = {v["id"]: v for v in report.doc["variants"]}

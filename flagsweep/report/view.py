@@ -16,6 +16,7 @@ from pathlib import Path
 
 from flagsweep import shipped, stats
 from flagsweep.host import advice
+from flagsweep.report import explanation
 from flagsweep.results import names
 from flagsweep.results.contract import AA_SUFFIX, is_control
 from flagsweep.spec import recipe
@@ -222,6 +223,7 @@ class Report:
     samples_href: str | None
     layouts: Layouts | None = None
     spending: Spending | None = None
+    explained: explanation.Explained | None = None         # run --explain's profiles
     doc: dict = field(repr=False, default_factory=dict)   # for the plots: the raw samples
 
 
@@ -250,6 +252,7 @@ def build(doc: dict, results_path: Path, out_dir: Path) -> Report:
         if (base_dir / "samples.csv").exists() else None,
         spending=_spending(doc, variants),
         layouts=_layouts(doc, labels),
+        explained=explanation.explained(doc, labels),
         doc=doc)
 
 

@@ -226,6 +226,70 @@ class VsBaseline(Comparison):
     layout_sd_pct: Num = None
 
 
+class ExplainFunction(Open):
+    """One function's part in a variant's change (flagsweep.explain.attribution)."""
+    function: Str
+    baseline: Num = None                   # its cost in the baseline's profile (explain.unit)
+    variant: Num = None                    # and in the variant's
+    change: Num = None                     # variant - baseline
+    change_pct: Num = None                 # of its own baseline cost; null when that is 0
+    share_pct: Num = None                  # |change| / the gross change (sum of |change|)
+    symbols_baseline: list[Str] | None = None   # the symbols summed into it (clones, parts)
+    symbols_variant: list[Str] | None = None
+    size_baseline: Num = None              # bytes in the symbol table; null: not a function there
+    size_variant: Num = None
+    note: Str | None = None                # why it costs on one side only (inlined, ...)
+    events_baseline: dict[str, Num] | None = None   # every event of the profile (Cachegrind's
+    events_variant: dict[str, Num] | None = None    # cache and branch simulation)
+    share_ci_baseline: Pair = None         # perf: its share of cycles, 95% CI over the records
+    share_ci_variant: Pair = None
+
+
+class Explain(Open):
+    """Why one variant is faster or slower: its change attributed to functions."""
+    status: Str                            # ok | failed
+    method: Str | None = None              # cachegrind | perf
+    failure: Str | None = None
+    unit: Str | None = None                # instructions (Cachegrind) | cycles (perf)
+    baseline_total: Num = None
+    variant_total: Num = None
+    change: Num = None
+    change_pct: Num = None
+    gross_change: Num = None
+    top_share_pct: Num = None              # the listed functions' shares, summed (<= 100)
+    functions: list[ExplainFunction] = []
+    baseline_profile: Str | None = None
+    variant_profile: Str | None = None
+    samples: Pair = None                   # perf: samples per record, baseline and variant
+    unknown_share_pct: Pair = None         # perf: % of samples in no known symbol
+
+
+class ExplainTop(Open):
+    function: Str
+    cost: Num = None
+    share_pct: Num = None
+    size: Num = None
+
+
+class ExplainBaseline(Open):
+    variant: Str
+    total: Num = None
+    profile: Str | None = None
+    samples: Num = None
+    unknown_share_pct: Num = None
+    functions: list[ExplainTop] = []
+
+
+class ExplainRun(Open):
+    """run --explain / flagsweep explain: how the profiles were taken, the baseline's own."""
+    method: Str | None = None
+    unit: Str | None = None
+    baseline: ExplainBaseline | None = None
+    explained: list[Str] = []              # the variants with an `explain` entry
+    failure: Str | None = None
+    note: Str | None = None
+
+
 class Variant(Open):
     id: Str
     compiler: Str
@@ -236,6 +300,7 @@ class Variant(Open):
     samples: dict[str, list[Num]] | None = None
     summary: Summary | None = None
     vs_baseline: VsBaseline | None = None
+    explain: Explain | None = None         # run --explain: faster/slower variants only
 
 
 class Effect(Open):
@@ -326,6 +391,7 @@ class Results(Open):
     noise: Noise | None = None
     recommendation: Recommendation | None = None
     history: list[HistorySeries] | None = None
+    explain: ExplainRun | None = None
 
 
 # ---- suite.json and merged.json -----------------------------------------------------------------

@@ -139,7 +139,21 @@ def _document(run: dict, variants: list[dict], samples: list[Sample]) -> dict:
                    replicates=replicates)
     _stopped(doc, o.get("stopped") or {}, samples)
     analysis.advise(doc, samples)
+    add_explain(doc, o.get("explain"))
     return doc
+
+
+def add_explain(doc: dict, explain: dict | None) -> None:
+    """run --explain's profiles (flagsweep.explain.explanation.explain) into the document: each
+    explained variant's entry as its `explain`, the rest as the top-level `explain`."""
+    if not explain:
+        return
+    entries = explain.get("variants") or {}
+    for v in doc["variants"]:
+        if v["id"] in entries:
+            v["explain"] = entries[v["id"]]
+    doc["explain"] = {k: val for k, val in explain.items() if k != "variants"} | {
+        "explained": [v["id"] for v in doc["variants"] if v["id"] in entries]}
 
 
 def _stopped(doc: dict, stopped: dict[str, dict], samples: list[Sample]) -> None:

@@ -1,0 +1,173 @@
+"""Explaining a sweep's verdicts: the baseline and every variant called faster or slower are
+profiled on the checked workload, and each variant's change attributed to functions.
+
+Used by `flagsweep run --explain` (after results.json is written, so the verdicts are known)
+and by `flagsweep explain RESULTS.json` afterwards. A variant whose profile fails is recorded
+with the reason (`status: failed`) and the others go on; the sweep's results never depend on it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from flagsweep.errors import FlagsweepError
+from flagsweep.explain import attribution, sampling, symbols
+from flagsweep.explain.profile import Profile, cachegrind
+from flagsweep.host import launcher, probes
+from flagsweep.files import write_atomic
+from flagsweep.results import contract, reader, writer
+from flagsweep.results.contract import is_control
+from flagsweep.results.store import Store
+from flagsweep.spec import target
+from flagsweep.workload import check, inputs
+
+EXPLAINED = ("faster", "slower")
+METHODS = ("auto", "cachegrind", "perf")
+FOLDER = "explain"          # in the run's folder: the profiles, for cg_annotate / perf report
+
+
+@dataclass
+class Setup:
+    workload: check.Workload
+    method: str             # cachegrind | perf
+    repeats: int            # perf records per binary
+
+
+def explain(doc: dict, out: Path, say: Callable[[str], None], method: str = "auto",
+            repeats: int = sampling.REPEATS) -> dict:
+    """The `explain` of a results document: {method, unit, baseline, variants: {id: entry}}."""
+    chosen = [v for v in doc["variants"] if not is_control(v["id"])
+              and (v.get("vs_baseline") or {}).get("verdict") in EXPLAINED]
+    if not chosen:
+        return {"method": None, "unit": None, "baseline": None, "variants": {},
+                "note": "no variant is faster or slower than the baseline: nothing to explain"}
+    setup = Setup(_workload(doc, out / FOLDER), _method(method), repeats)
+    base = next(v for v in doc["variants"] if v["id"] == doc["baseline"])
+    say(f"explain: profiling {base['id']} (baseline) with {setup.method}")
+    try:
+        base_profile = _profile(setup, base, out)
+    except FlagsweepError as e:
+        why = f"the baseline's profile failed: {e}"
+        return {"method": setup.method, "unit": None, "baseline": None, "failure": why,
+                "variants": {v["id"]: _failed(setup, why) for v in chosen}}
+    base_sizes = _sizes(base, out)
+    entries = {}
+    for v in chosen:
+        say(f"explain: profiling {v['id']} ({v['vs_baseline']['verdict']}) with {setup.method}")
+        try:
+            entries[v["id"]] = attribution.attribute(base_profile, _profile(setup, v, out),
+                                                     base_sizes, _sizes(v, out))
+        except FlagsweepError as e:
+            say(f"explain: {v['id']}: {e}")
+            entries[v["id"]] = _failed(setup, str(e))
+    return {"method": setup.method, "unit": attribution.unit_of(base_profile),
+            "baseline": _baseline(base["id"], base_profile, base_sizes), "variants": entries}
+
+
+def _failed(setup: Setup, why: str) -> dict:
+    return {"status": "failed", "failure": why, "method": setup.method, "functions": []}
+
+
+def _baseline(vid: str, profile: Profile, sizes: dict[str, int]) -> dict:
+    """The baseline's own top functions: where the program spends its cost at all."""
+    total = profile.total
+    top = sorted(profile.functions, key=lambda n: (-profile.cost(n), n))[:attribution.TOP]
+    return {"variant": vid, "total": total, "profile": profile.path,
+            "samples": profile.samples,
+            "unknown_share_pct": None if profile.unknown_share is None
+            else 100.0 * profile.unknown_share,
+            "functions": [{"function": n, "cost": profile.cost(n),
+                           "share_pct": 100.0 * profile.cost(n) / total if total else None,
+                           "size": sizes.get(n)} for n in top]}
+
+
+def _method(asked: str) -> str:
+    """perf where it can sample cycles (a PMU), else Cachegrind."""
+    if asked not in METHODS:
+        raise FlagsweepError(f"--explain-with {asked}: expected one of {', '.join(METHODS)}")
+    if asked != "auto":
+        return asked
+    return "perf" if probes.preflight().mode == "hardware" else "cachegrind"
+
+
+def _workload(doc: dict, folder: Path) -> check.Workload:
+    """The run's own workload: its target file and the same input (checked by sha256)."""
+    w = doc.get("workload") or {}
+    if not w.get("target_file"):
+        raise FlagsweepError("results.json: key 'workload.target_file' is missing; expected the "
+                             "target file the run measured (written by flagsweep run)")
+    t = target.load(w["target_file"])
+    inp = inputs.prepare(t, quick=bool((doc.get("measurement") or {}).get("quick")))
+    if w.get("input_sha256") and inp.sha256 != w["input_sha256"]:
+        raise FlagsweepError(f"the input of {t.path} now has sha256 {inp.sha256[:16]}..., the "
+                             f"run measured {w['input_sha256'][:16]}... (key "
+                             "'workload.input_sha256'): the target changed since the run")
+    folder.mkdir(parents=True, exist_ok=True)
+    return check.Workload(t, inp.path, folder)
+
+
+def _binary(v: dict, out: Path) -> Path:
+    path = Path(v["build"].get("binary") or "")
+    path = path if path.is_absolute() else out / path
+    if not path.is_file():
+        raise FlagsweepError(f"the binary of {v['id']}, {path}, is missing (key "
+                             f"'variants[{v['id']}].build.binary')")
+    return path
+
+
+def _profile(setup: Setup, v: dict, out: Path) -> Profile:
+    w = setup.workload
+    product = w.scratch / f"{v['id']}.out"
+    argv = w.argv(_binary(v, out), product)
+    env = launcher.padded_env(launcher.MINIMAL_ENV, 0)
+    try:
+        if setup.method == "perf":
+            return sampling.record(argv, env=env, cwd=w.scratch, timeout=w.timeout * 3,
+                                   out_stem=w.scratch / f"{v['id']}.perf",
+                                   repeats=setup.repeats)
+        # Cachegrind runs the program ~20-100x slower than natively.
+        return cachegrind(argv, env=env, cwd=w.scratch, timeout=w.timeout * 100,
+                          out_file=w.scratch / f"{v['id']}.cachegrind.out")
+    finally:
+        product.unlink(missing_ok=True)     # the program's output: checked already, not kept
+
+
+def _sizes(v: dict, out: Path) -> dict[str, int]:
+    """Function sizes from the binary's symbol table; none when it cannot be read (a missing
+    binary fails its profile with the reason already)."""
+    try:
+        return symbols.function_sizes(_binary(v, out))
+    except FlagsweepError:
+        return {}
+
+
+def explain_file(path: Path, say: Callable[[str], None], method: str = "auto",
+                 repeats: int = sampling.REPEATS) -> Path:
+    """`flagsweep explain RESULTS.json`: the profiles of a finished sweep, written into its
+    results.json (replacing an earlier explanation) and, when the run is in the store, kept
+    with it so a later rewrite of the file from the store keeps them."""
+    path = Path(path)
+    doc = reader.load(path)
+    found = explain(doc, path.parent.resolve(), say, method, repeats)
+    for v in doc["variants"]:
+        v.pop("explain", None)
+    writer.add_explain(doc, found)
+    contract.validate(doc, path)
+    write_atomic(path, json.dumps(doc, indent=1))
+    _keep(doc.get("run_id"), found)
+    return path
+
+
+def _keep(run_id: str | None, found: dict) -> None:
+    """Into the store's copy of the run, if the store has it (a colleague's file has none)."""
+    if not run_id:
+        return
+    db = Store()
+    try:
+        db.run(run_id)
+    except FlagsweepError:
+        return
+    db.set_option(run_id, "explain", found)

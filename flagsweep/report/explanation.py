@@ -1,0 +1,136 @@
+"""The view of run --explain's entries (results.json `explain`): per explained variant, its top
+functions with their cost in the baseline and the variant, the change and its share, as the
+page's table and diverging bars and the terminal's top lines show them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+METHOD_TEXT = {"cachegrind": "Cachegrind, instructions executed (deterministic; not time)",
+               "perf": "perf record, cycles sampled"}
+TERMINAL_LINES = 3
+
+
+@dataclass
+class FunctionRow:
+    function: str
+    change: float
+    share_pct: float
+    baseline_text: str
+    variant_text: str
+    change_text: str         # e.g. "+1.2 G (+250%)"
+    share_text: str          # e.g. "45%"
+    size_text: str           # e.g. "1,204 -> 2,310 B"
+    note: str
+    events: str              # Cachegrind's cache and branch events where they moved
+
+
+@dataclass
+class VariantExplain:
+    id: str
+    label: str
+    verdict: str
+    status: str
+    failure: str | None
+    baseline_total: float | None
+    headline: str            # "instructions +212% (3.1 G -> 9.8 G); the 10 functions below: 97% of the change"
+    rows: list[FunctionRow]
+
+    def lines(self, n: int = TERMINAL_LINES) -> list[str]:
+        """The terminal's top lines: the variant's n largest function changes."""
+        if self.status != "ok":
+            return [f"explain {self.label}: not profiled ({self.failure})"]
+        return [f"explain {self.label} ({self.verdict}): {r.function} {r.change_text}, "
+                f"{r.share_text} of the change" + (f"; {r.note}" if r.note else "")
+                for r in self.rows[:n]] or [f"explain {self.label}: no function changed"]
+
+
+@dataclass
+class Explained:
+    method: str
+    unit: str
+    note: str                # the method in words, or why nothing was explained
+    variants: list[VariantExplain]
+    baseline_top: list[tuple[str, str, str]]     # function, cost, share
+
+
+def explained(doc: dict, labels: dict[str, str]) -> Explained | None:
+    run = doc.get("explain")
+    if not run:
+        return None
+    unit = run.get("unit") or ""
+    note = run.get("failure") or run.get("note") or METHOD_TEXT.get(run.get("method") or "", "")
+    rows = [_variant(v, labels, unit) for v in doc["variants"] if v.get("explain")]
+    base = run.get("baseline") or {}
+    top = [(f["function"], count(f.get("cost")), _share(f.get("share_pct")))
+           for f in base.get("functions") or []]
+    return Explained(run.get("method") or "", unit, note, rows, top)
+
+
+def _variant(v: dict, labels: dict[str, str], unit: str) -> VariantExplain:
+    e = v["explain"]
+    verdict = (v.get("vs_baseline") or {}).get("verdict", "")
+    rows = [_function(f) for f in e.get("functions") or []]
+    headline = ""
+    if e.get("status") == "ok":
+        headline = (f"{unit} {_signed_pct(e.get('change_pct'))} ({count(e.get('baseline_total'))}"
+                    f" -> {count(e.get('variant_total'))}); the {len(rows)} functions below hold "
+                    f"{_share(e.get('top_share_pct'))} of the change")
+    return VariantExplain(v["id"], labels.get(v["id"], v["id"]), verdict, e.get("status", ""),
+                          e.get("failure"), e.get("baseline_total"), headline, rows)
+
+
+def _function(f: dict) -> FunctionRow:
+    change = f.get("change") or 0.0
+    pct = f.get("change_pct")
+    change_text = _signed_count(change) + (f" ({_signed_pct(pct)})" if pct is not None else "")
+    return FunctionRow(f["function"], change, f.get("share_pct") or 0.0,
+                       count(f.get("baseline")), count(f.get("variant")), change_text,
+                       _share(f.get("share_pct")), _sizes(f), f.get("note") or "",
+                       _events(f))
+
+
+def _sizes(f: dict) -> str:
+    b, v = f.get("size_baseline"), f.get("size_variant")
+    if b is None and v is None:
+        return "-"
+    return f"{_bytes(b)} -> {_bytes(v)}"
+
+
+def _bytes(n) -> str:
+    return "none" if n is None else f"{int(n):,} B"
+
+
+# Cachegrind's simulated events worth a reader's eye when they move, in the order shown.
+EVENTS = (("Dr", "reads"), ("Dw", "writes"), ("D1mr", "L1d misses"), ("DLmr", "LL misses"),
+          ("Bc", "branches"), ("Bcm", "mispredicts"))
+
+
+def _events(f: dict) -> str:
+    b, v = f.get("events_baseline") or {}, f.get("events_variant") or {}
+    parts = [f"{name} {count(b.get(k, 0))} -> {count(v.get(k, 0))}" for k, name in EVENTS
+             if k in b or k in v]
+    return "; ".join(parts)
+
+
+def count(x) -> str:
+    """A count in a few digits: 1234 -> 1,234; 3.1e9 -> 3.10 G."""
+    if x is None:
+        return "-"
+    x = float(x)
+    for scale, suffix in ((1e9, " G"), (1e6, " M"), (1e4, " k")):
+        if abs(x) >= scale:
+            return f"{x / scale:.3g}{suffix}"
+    return f"{x:,.0f}"
+
+
+def _signed_count(x: float) -> str:
+    return ("+" if x > 0 else "") + count(x)
+
+
+def _signed_pct(p) -> str:
+    return "-" if p is None else f"{p:+.1f}%"
+
+
+def _share(p) -> str:
+    return "-" if p is None else f"{p:.0f}%"

@@ -99,10 +99,12 @@ def pick(paths: list[Path], baseline_isa: str | None = None, threshold_pct: floa
     for c in candidates:
         c.size_ratio = _cost(c.id, by_program, lambda b: (b.get("sizes") or {}).get("text"))
         c.build_cpu_ratio = _cost(c.id, by_program, lambda b: b.get("cpu_seconds"))
-    chosen, why = _choose(candidates, baseline, threshold_pct)
+    doc0 = docs[0][1]
+    named = names.label(next(v for v in doc0["variants"] if v["id"] == doc0["baseline"]), doc0)
+    chosen, why = _choose(candidates, named if doc0.get("distro") else baseline, threshold_pct)
     p = Pick(baseline, sorted(by_program), sorted({merge.label(d) for _, d in docs}),
              candidates, chosen, why, _level_answers(candidates, docs))
-    p.answer = answer(p, threshold_pct)
+    p.answer = answer(p, threshold_pct, named if doc0.get("distro") else baseline)
     return p
 
 
@@ -120,11 +122,11 @@ def _cost(vid: str, by_program: dict[str, list], of) -> float | None:
     return math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else None
 
 
-def answer(p: Pick, threshold_pct: float) -> str:
+def answer(p: Pick, threshold_pct: float, baseline: str) -> str:
     """The decision as a distribution's mailing list would read it: the pick or why none, each
-    eligible candidate's skew and costs in a sentence, the worst loss named."""
+    candidate's skew and costs in a sentence, the worst loss named."""
     lines = [f"Across {len(p.programs)} program(s) on {len(p.machines)} result(s), against "
-             f"{p.baseline}: {p.why}."]
+             f"{baseline}: {p.why}."]
     for c in sorted((c for c in p.candidates if c.ratio), key=lambda c: c.ratio):
         s, worst = c.skew, c.worst
         text = (f"{c.label or ' '.join(c.flags)}: {stats.change_text(c.ratio, c.ci95)}; faster "
@@ -223,7 +225,7 @@ def _choose(candidates: list[Candidate], baseline: str, threshold_pct: float):
                       f"{threshold_pct:g}% across every machine and program ({len(eligible)} "
                       "eligible); keep the baseline")
     best = min(winners, key=lambda c: c.ratio)
-    return best, (f"{' '.join(best.flags)}: {stats.change_text(best.ratio, best.ci95)} "
+    return best, (f"{best.label or ' '.join(best.flags)}: {stats.change_text(best.ratio, best.ci95)} "
                   f"geometric mean over {len(best.pairs)} program x machine pairs; slower on "
                   f"{len(best.losses)} of them")
 
@@ -241,6 +243,6 @@ def _level_answers(candidates: list[Candidate], docs) -> list[str]:
             lacking = [merge.label(d) for _, d in docs if d["target"] == program and not
                        cpu.can_run_flags(tuple(c.flags), c.compiler, cpu.host_from_machine(d["machine"])).ok]
             change = stats.change_text(mine.ratio, mine.ci95) if mine.ratio else "not measured"
-            out.append(f"{program}: {' '.join(c.flags)} {change} on {len(mine.pairs)} machine(s) "
+            out.append(f"{program}: {c.label or ' '.join(c.flags)} {change} on {len(mine.pairs)} machine(s) "
                        f"that run {level}" + (f"; cannot run on {len(lacking)}" if lacking else ""))
     return out

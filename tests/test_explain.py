@@ -221,3 +221,26 @@ def test_nothing_faster_or_slower_is_nothing_to_explain(tmp_path):
     doc = {"variants": [{"id": "a", "vs_baseline": {"verdict": "equivalent"}}], "baseline": "b"}
     found = explanation.explain(doc, tmp_path, lambda _: None)
     assert found["variants"] == {} and "nothing to explain" in found["note"]
+
+
+def test_a_function_is_disassembled_side_by_side_and_an_inlined_one_is_said_so(tmp_path):
+    import subprocess
+
+    from flagsweep.explain import disassembly
+
+    src = tmp_path / "p.c"
+    src.write_text("static int helper(int x) { return x * 3 + 1; }\n"
+                   "int work(int n) { int s = 0; for (int i = 0; i < n; i++) s += helper(i); "
+                   "return s; }\nint main(int c, char **v) { return work(c * 1000) & 1; }\n")
+    bins = {}
+    for level in ("-O0", "-O2"):
+        bins[level] = tmp_path / f"p{level}"
+        subprocess.run(["gcc", level, "-o", str(bins[level]), str(src)], check=True)
+    o0, o2 = (disassembly.listing(bins[k], "work") for k in ("-O0", "-O2"))
+    assert o0[0] == "<work>:" and o2[0].startswith("<work")
+    assert not any(line[:1].isdigit() for line in o0 + o2)        # addresses dropped
+    assert disassembly.listing(bins["-O2"], "helper") == []       # inlined at -O2
+    rows = disassembly.side_by_side(disassembly.listing(bins["-O0"], "helper"), [],
+                                    ("gcc-O0", "gcc-O2"), width=40)
+    assert rows[0].startswith("gcc-O0") and rows[0].endswith("| gcc-O2")
+    assert rows[2].startswith("<helper>:") and "(not in this binary: inlined or removed)" in rows[2]

@@ -33,16 +33,56 @@ def report_cmd(results_path, out_dir) -> None:
               help="The profiler: auto = perf record of cycles with a PMU, else Cachegrind.")
 @click.option("--repeats", type=click.IntRange(min=1, max=100), default=5, show_default=True,
               help="perf records per binary (the interval on each function's share).")
-def explain_cmd(results_path, method, repeats) -> None:
+@click.option("--disassemble", "function", metavar="FUNCTION",
+              help="Instead of profiling: FUNCTION's machine code in the baseline and in each "
+                   "variant (or --variant), side by side.")
+@click.option("--variant", "variant_id", metavar="ID", help="With --disassemble: only this variant.")
+def explain_cmd(results_path, method, repeats, function, variant_id) -> None:
     """Profile a sweep's baseline and faster/slower variants; attribute each change to functions."""
     from flagsweep import report
     from flagsweep.explain import explanation
     from flagsweep.report import terminal
 
+    if function:
+        return _disassemble(results_path, function, variant_id)
+    if variant_id:
+        raise click.UsageError("--variant goes with --disassemble")
     path = explanation.explain_file(results_path, say, method, repeats)
     page = report.write(path)
     terminal.show(path)
     click.echo(str(page))
+
+
+def _disassemble(results_path: Path, function: str, variant_id: str | None) -> None:
+    """FUNCTION in the baseline's binary beside each variant's that was explained (or the one
+    named), addresses dropped so equal code lines up."""
+    from flagsweep.explain import disassembly
+    from flagsweep.results import reader
+
+    doc = reader.load(results_path)
+    by_id = {v["id"]: v for v in doc["variants"]}
+    explained = list((doc.get("explain") or {}).get("explained") or [])
+    others = [variant_id] if variant_id else explained
+    if variant_id and variant_id not in by_id:
+        raise click.UsageError(f"--variant {variant_id}: not a variant of {results_path} "
+                               f"(its variants: {', '.join(by_id)})")
+    if not others:
+        raise click.UsageError(f"{results_path} has no explained variant: give --variant ID")
+    base = by_id[doc["baseline"]]
+    left = disassembly.listing(_binary(base, results_path), function)
+    for vid in others:
+        right = disassembly.listing(_binary(by_id[vid], results_path), function)
+        for line in disassembly.side_by_side(left, right, (base["id"], vid)):
+            click.echo(line)
+        click.echo("")
+
+
+def _binary(v: dict, results_path: Path) -> Path:
+    path = Path(v["build"].get("binary") or "")
+    if not path.is_file():
+        raise click.UsageError(f"{v['id']}: its binary {path} is gone (builds are kept in the "
+                               f"run's folder beside {results_path})")
+    return path
 
 
 @click.command("compare")

@@ -86,6 +86,7 @@ class Pick:
     why: str
     levels: list[str]                        # per program: is an -march=x86-64-vN build worth it
     answer: str = ""                         # the decision in one paragraph
+    baseline_label: str = ""                 # what people call the baseline
 
 
 def pick(paths: list[Path], baseline_isa: str | None = None, threshold_pct: float = 1.0) -> Pick:
@@ -104,7 +105,8 @@ def pick(paths: list[Path], baseline_isa: str | None = None, threshold_pct: floa
     chosen, why = _choose(candidates, named if doc0.get("distro") else baseline, threshold_pct)
     p = Pick(baseline, sorted(by_program), sorted({merge.label(d) for _, d in docs}),
              candidates, chosen, why, _level_answers(candidates, docs))
-    p.answer = answer(p, threshold_pct, named if doc0.get("distro") else baseline)
+    p.baseline_label = named if doc0.get("distro") else baseline
+    p.answer = answer(p, threshold_pct, p.baseline_label)
     return p
 
 

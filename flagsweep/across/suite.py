@@ -27,7 +27,7 @@ from pathlib import Path
 from flagsweep import stats
 from flagsweep.across import comparable, pick
 from flagsweep.errors import FlagsweepError
-from flagsweep.results import reader
+from flagsweep.results import names, reader
 from flagsweep.results.contract import SUITE_SCHEMA, is_control
 
 
@@ -49,6 +49,7 @@ class Row:
     cells: dict[str, pick.Pair | None]             # program -> its own comparison, None: absent
     suite: stats.Comparison | None = None
     missing: str = ""                              # why there is no suite estimate
+    label: str = ""                                # what people call it (results.names)
 
     def on(self, verdict: str) -> list[str]:
         """The programs whose own sweep called this variant `verdict`."""
@@ -120,7 +121,8 @@ def _row(vid: str, docs: list[tuple[Path, dict]]) -> Row:
     v0 = next(v for _, d in docs for v in d["variants"] if v["id"] == vid)
     cells = {d["target"]: (pick.pair(d, vid) if any(v["id"] == vid for v in d["variants"])
                            else None) for _, d in docs}
-    row = Row(vid, v0["compiler"], v0["flags"], cells)
+    d0 = next(d for _, d in docs if v0 in d["variants"])
+    row = Row(vid, v0["compiler"], v0["flags"], cells, label=names.label(v0, d0))
     absent = [p for p, c in cells.items() if c is None]
     no_ci = [p for p, c in cells.items() if c and c.ci95 is None and c.verdict != "identical-code"]
     if absent or no_ci:
@@ -161,7 +163,9 @@ def _recommend(s: Suite) -> str:
     undecided = [p for p, c in best.cells.items() if c and c.verdict not in ("faster", "slower")]
     if undecided:
         parts.append(f"no difference or undecided on {', '.join(undecided)}")
-    return (f"{best.compiler} {' '.join(best.flags)}: {_pct_ci(best.suite)} across the {n} "
+    plain = f"{best.compiler} {' '.join(best.flags)}"
+    named = best.label if best.label and best.label != " ".join(best.flags) else plain
+    return (f"{named}: {_pct_ci(best.suite)} across the {n} "
             f"programs (geometric mean); by program: {'; '.join(parts)}.")
 
 

@@ -149,7 +149,7 @@ def show_pick(p, out: Console | None = None) -> None:
     """`flagsweep pick`: every candidate with its combined change, exclusions and losses."""
     out = out or console()
     t = Table(title=f"pick across {len(p.programs)} program(s) x {len(p.machines)} result(s), "
-                    f"baseline {p.baseline}", title_justify="left", header_style="bold",
+                    f"baseline {p.baseline_label or p.baseline}", title_justify="left", header_style="bold",
               box=None, pad_edge=False)
     for name in ("variant", "geometric mean", "95% CI", "pairs", "faster/equal/slower/open",
                  "worst", "text size", "build CPU", "excluded because"):

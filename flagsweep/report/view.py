@@ -935,7 +935,8 @@ def suite_rows(s) -> list[SuiteRow]:
                   else heat_cell(None, None, "not-measured"))
         cells = [heat_cell((p.ratio - 1) * 100, _pct_pair(p.ci95), p.verdict) if p
                  else heat_cell(None, None, "not-measured") for p in r.cells.values()]
-        out.append(SuiteRow(f"{r.compiler} {flags}" if several else flags, pooled,
+        label = r.label or (f"{r.compiler} {flags}" if several else flags)
+        out.append(SuiteRow(label, pooled,
                             c.why if c else r.missing, cells, r.on("slower"), r.on("faster")))
     return out
 

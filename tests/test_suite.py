@@ -143,3 +143,15 @@ def test_run_all_usage_errors():
     assert res.exit_code == 2 and "not a suite target" in res.output
     res = CliRunner().invoke(cli, ["run", "--skip", "gzip"])
     assert res.exit_code == 2 and "--skip goes with --all" in res.output
+
+
+def test_programs_timed_in_wall_and_cpu_time_pool_with_a_warning_and_a_count_is_refused(tmp_path):
+    """--metric auto chooses per program (a program that waits is timed in wall time): each
+    change is to its own baseline in its own time, so they pool; a count beside a time does not."""
+    a, b = _program("alpha", 1), _program("beta", 2)
+    b["metric"] = "cpu_s" if a["metric"] == "wall_s" else "wall_s"
+    s = _suite(tmp_path, a, b)
+    assert any(w.startswith("the programs' own metrics differ (alpha: ") for w in s.warnings)
+    b["metric"] = "instructions"
+    with pytest.raises(FlagsweepError, match="the sweeps measured different quantities"):
+        _suite(tmp_path / "count", a, b)

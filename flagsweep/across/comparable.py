@@ -31,8 +31,9 @@ KEYS = {
 # One program on several machines (merge, pick within a target): the same program, version,
 # input, metric and baseline; the machines differ by design.
 ACROSS_MACHINES = ("target", "target version", "input (sha256)", "metric", "baseline flags")
-# Several programs on one machine (suite): the programs differ by design.
-ONE_MACHINE = ("machine (CPU identity)", "metric", "baseline flags")
+# Several programs on one machine (suite): the programs differ by design, and so may their times
+# (suite.TIMES): each program's ratio is to its own baseline in its own metric.
+ONE_MACHINE = ("machine (CPU identity)", "baseline flags")
 # Two sweeps of one program (compare): anything else may have changed, and compare says what.
 TWO_SWEEPS = ("target", "metric")
 

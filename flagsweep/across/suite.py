@@ -30,6 +30,10 @@ from flagsweep.errors import FlagsweepError
 from flagsweep.results import names, reader
 from flagsweep.results.contract import SUITE_SCHEMA, is_control
 
+# A suite pools each program's change against its own baseline: a change in wall time beside
+# one in CPU time is still a change in time (a program that waits is measured in wall time).
+TIMES = {"wall_s", "cpu_s"}
+
 
 @dataclass
 class Program:
@@ -80,6 +84,11 @@ def load_all(paths: list[Path]) -> list[tuple[Path, dict]]:
         seen[doc["target"]] = path
     comparable.check(docs, "one suite (it compares flags on one machine against one baseline; "
                            "merge and pick work across machines)", comparable.ONE_MACHINE)
+    metrics = {d["metric"]: p for p, d in docs}
+    if len(metrics) > 1 and not set(metrics) <= TIMES:
+        named = "; ".join(f"{p}: {m}" for m, p in metrics.items())
+        raise FlagsweepError(f"the sweeps measured different quantities ({named}): a suite pools "
+                             "changes in time, wall or CPU, per program, not a count beside a time")
     return docs
 
 
@@ -138,6 +147,11 @@ def _row(vid: str, docs: list[tuple[Path, dict]]) -> Row:
 
 def _warnings(docs, thresholds: set[float], threshold: float, failed: list[dict]) -> list[str]:
     out = []
+    metrics = {d["target"]: d["metric"] for _, d in docs}
+    if len(set(metrics.values())) > 1:
+        out.append("the programs' own metrics differ (" + ", ".join(
+            f"{t}: {m}" for t, m in metrics.items()) + "; each chose its own, --metric auto): "
+            "each program's change is in its own time, and the suite pools those changes")
     if len(thresholds) > 1:
         out.append(f"the sweeps used different thresholds ({', '.join(f'{t:g}%' for t in sorted(thresholds))});"
                    f" the suite verdicts use {threshold:g}%, each program's keeps its own")

@@ -93,10 +93,10 @@ def sweep(rng: np.random.Generator, noise: Noise, effects: dict[str, float], run
     values = {vid: {r: float(math.exp(x)) for r, x in enumerate(logs[vid])} for vid in ids}
     n = plan.max_runs
     for k in range(rounds.first_stop(plan), plan.max_runs + 1):
-        if rounds.decided(plan, _first(values, k), k) is not None:
+        if rounds.decided(plan, rounds.first_rounds(values, k), k) is not None:
             n = k
             break
-    measured = _first(values, n)
+    measured = rounds.first_rounds(values, n)
     comparisons = {vid: stats.compare(measured[vid], measured["base"], seed=seed)
                    for vid in ids if vid != "base"}
     stats.adjust(list(comparisons.values()), threshold=THRESHOLD)
@@ -119,10 +119,6 @@ def looped(values: dict[str, dict[int, float]], plan: rounds.Plan
                    for vid in plan.variant_ids if vid != "base"}
     stats.adjust(list(comparisons.values()), threshold=THRESHOLD)
     return comparisons, sum(len(v) for v in measured.values()), outcome
-
-
-def _first(values: dict[str, dict[int, float]], k: int) -> dict[str, dict[int, float]]:
-    return {vid: {r: x for r, x in v.items() if r < k} for vid, v in values.items()}
 
 
 # ---- rates -----------------------------------------------------------------------------------

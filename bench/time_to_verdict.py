@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from flagsweep.measure import metric as metric_mod
+from flagsweep.measure import rounds
 from flagsweep.results import analysis
 from flagsweep.results.store import Store
 
@@ -60,7 +61,7 @@ def verdicts_by_round(doc: dict, store: Store) -> list[tuple[int, float, dict[st
     n = max(s.round for s in counted) + 1
     out = []
     for k in range(1, n + 1):
-        first = {v: {r: x for r, x in by.items() if r < k} for v, by in values.items()}
+        first = rounds.first_rounds(values, k)
         replay = copy.deepcopy(doc)
         analysis.apply(replay, first, doc["threshold_pct"], doc["measurement"]["seed"])
         verdicts = {v["id"]: (v.get("vs_baseline") or {}).get("verdict")

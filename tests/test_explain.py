@@ -178,6 +178,12 @@ def test_run_explain_writes_entries_for_the_called_variants_and_survives_a_faile
         assert e["top_share_pct"] <= 100.0 + 1e-9
         assert all(f["baseline"] is not None and f["variant"] is not None for f in e["functions"])
         assert Path(e["variant_profile"]).is_file()
+        # The remarks rebuild of the variant's own compile commands, on every row.
+        assert e["remarks"]["status"] == "ok" and e["remarks"]["compiler"] == "gcc"
+        assert all(isinstance(f["remarks_variant"], dict) for f in e["functions"])
+    # -O0 runs no vectoriser: none of its functions has a vectorised loop.
+    assert all(f["remarks_variant"]["loops"] == 0 for f in by_id["gcc-O0"]["explain"]["functions"])
+    assert doc["explain"]["baseline"]["remarks"]["status"] == "ok"
     assert by_id["gcc-O0"]["explain"]["variant_total"] > by_id["gcc-O0"]["explain"]["baseline_total"]
     base_top = doc["explain"]["baseline"]["functions"]
     assert base_top[0]["cost"] >= base_top[-1]["cost"] and base_top[0]["size"]
@@ -244,3 +250,16 @@ def test_a_function_is_disassembled_side_by_side_and_an_inlined_one_is_said_so(t
                                     ("gcc-O0", "gcc-O2"), width=40)
     assert rows[0].startswith("gcc-O0") and rows[0].endswith("| gcc-O2")
     assert rows[2].startswith("<helper>:") and "(not in this binary: inlined or removed)" in rows[2]
+
+
+def test_an_instruction_valgrind_cannot_run_is_named_with_where_it_was():
+    # valgrind 3.19's own words on a -march=native binary of an AVX-512 CPU (lame, recorded).
+    stderr = ("==24783== Command: lame --help\n==24783== \n"
+              "vex amd64->IR: unhandled instruction bytes: 0x62 0xF2 0xFD 0x8 0x7C 0xC7 0xB9 0x0\n"
+              "vex amd64->IR:   REX=0 REX.W=0 REX.R=0 REX.X=0 REX.B=0\n"
+              "==24783== valgrind: Unrecognised instruction at address 0x10ef45.\n"
+              "==24783==    at 0x10EF45: frontend_open_console (in /x/lame)\n"
+              "==24783==    by 0x10C45D: main (in /x/lame)\n")
+    said = profile._unrecognised(stderr)
+    assert "AVX-512" in said and "frontend_open_console" in said and "--with perf" in said
+    assert profile._unrecognised("==1== I   refs: 294,478\n") is None

@@ -37,7 +37,10 @@ def report_cmd(results_path, out_dir) -> None:
               help="Instead of profiling: FUNCTION's machine code in the baseline and in each "
                    "variant (or --variant), side by side.")
 @click.option("--variant", "variant_id", metavar="ID", help="With --disassemble: only this variant.")
-def explain_cmd(results_path, method, repeats, function, variant_id) -> None:
+@click.option("--remarks/--no-remarks", "with_remarks", default=True, show_default=True,
+              help="Rebuild the profiled binaries' compiles with the compiler's optimisation "
+                   "record on, for each top function's vectorisation remarks.")
+def explain_cmd(results_path, method, repeats, function, variant_id, with_remarks) -> None:
     """Profile a sweep's baseline and faster/slower variants; attribute each change to functions."""
     from flagsweep import report
     from flagsweep.explain import explanation
@@ -47,7 +50,7 @@ def explain_cmd(results_path, method, repeats, function, variant_id) -> None:
         return _disassemble(results_path, function, variant_id)
     if variant_id:
         raise click.UsageError("--variant goes with --disassemble")
-    path = explanation.explain_file(results_path, say, method, repeats)
+    path = explanation.explain_file(results_path, say, method, repeats, with_remarks)
     page = report.write(path)
     terminal.show(path)
     click.echo(str(page))

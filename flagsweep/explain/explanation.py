@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from flagsweep.errors import FlagsweepError
-from flagsweep.explain import attribution, sampling, symbols
+from flagsweep.explain import attribution, remarks, sampling, symbols
 from flagsweep.explain.profile import Profile, cachegrind
 from flagsweep.host import launcher, probes
 from flagsweep.files import write_atomic
@@ -37,7 +37,7 @@ class Setup:
 
 
 def explain(doc: dict, out: Path, say: Callable[[str], None], method: str = "auto",
-            repeats: int = sampling.REPEATS) -> dict:
+            repeats: int = sampling.REPEATS, with_remarks: bool = True) -> dict:
     """The `explain` of a results document: {method, unit, baseline, variants: {id: entry}}."""
     chosen = [v for v in doc["variants"] if not is_control(v["id"])
               and (v.get("vs_baseline") or {}).get("verdict") in EXPLAINED]
@@ -54,6 +54,7 @@ def explain(doc: dict, out: Path, say: Callable[[str], None], method: str = "aut
         return {"method": setup.method, "unit": None, "baseline": None, "failure": why,
                 "variants": {v["id"]: _failed(setup, why) for v in chosen}}
     base_sizes = _sizes(base, out)
+    base_remarks = _remarks(base, out, say) if with_remarks else None
     entries = {}
     for v in chosen:
         say(f"explain: profiling {v['id']} ({v['vs_baseline']['verdict']}) with {setup.method}")
@@ -63,8 +64,42 @@ def explain(doc: dict, out: Path, say: Callable[[str], None], method: str = "aut
         except FlagsweepError as e:
             say(f"explain: {v['id']}: {e}")
             entries[v["id"]] = _failed(setup, str(e))
+            continue
+        if base_remarks:
+            _add_remarks(entries[v["id"]], base_remarks, _remarks(v, out, say))
+    baseline = _baseline(base["id"], base_profile, base_sizes)
+    if base_remarks:
+        baseline["remarks"] = base_remarks.summary()
+        for f in baseline["functions"]:
+            f["remarks"] = base_remarks.of(f["function"])
     return {"method": setup.method, "unit": attribution.unit_of(base_profile),
-            "baseline": _baseline(base["id"], base_profile, base_sizes), "variants": entries}
+            "baseline": baseline, "variants": entries}
+
+
+def _remarks(v: dict, out: Path, say: Callable[[str], None]) -> remarks.Remarks:
+    """The vectorisation remarks of one variant's build (a rebuild of its logged compiles)."""
+    say(f"explain: the compiler's vectorisation remarks for {v['id']}")
+    found = remarks.collect(out / "builds" / v["id"] / "compile.jsonl", _templates(out))
+    if found.status != "ok":
+        say(f"explain: {v['id']}: remarks {found.status}: {found.why}")
+    return found
+
+
+def _templates(out: Path) -> list[Path]:
+    """The compilers' configured trees of the run (manifest.json), where a reused build's
+    compile commands can run when the folder they first ran in is gone."""
+    try:
+        manifest = json.loads((out / "manifest.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return []
+    return [Path(t["dir"]) for t in (manifest.get("templates") or {}).values() if t.get("dir")]
+
+
+def _add_remarks(entry: dict, base: remarks.Remarks, var: remarks.Remarks) -> None:
+    entry["remarks"] = var.summary()
+    for f in entry["functions"]:
+        f["remarks_baseline"] = base.of(f["function"])
+        f["remarks_variant"] = var.of(f["function"])
 
 
 def _failed(setup: Setup, why: str) -> dict:
@@ -145,13 +180,13 @@ def _sizes(v: dict, out: Path) -> dict[str, int]:
 
 
 def explain_file(path: Path, say: Callable[[str], None], method: str = "auto",
-                 repeats: int = sampling.REPEATS) -> Path:
+                 repeats: int = sampling.REPEATS, with_remarks: bool = True) -> Path:
     """`flagsweep explain RESULTS.json`: the profiles of a finished sweep, written into its
     results.json (replacing an earlier explanation) and, when the run is in the store, kept
     with it so a later rewrite of the file from the store keeps them."""
     path = Path(path)
     doc = reader.load(path)
-    found = explain(doc, path.parent.resolve(), say, method, repeats)
+    found = explain(doc, path.parent.resolve(), say, method, repeats, with_remarks)
     for v in doc["variants"]:
         v.pop("explain", None)
     writer.add_explain(doc, found)

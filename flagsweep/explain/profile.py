@@ -9,6 +9,7 @@ say so). With a PMU, `perf record` of cycles (flagsweep.explain.sampling).
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass, field
@@ -75,6 +76,24 @@ def parse_cachegrind(text: str, where: str = "cachegrind output") -> Profile:
     return Profile("cachegrind", "Ir", events, functions, symbols)
 
 
+def _unrecognised(stderr: str) -> str | None:
+    """Valgrind's VEX does not decode every instruction: valgrind 3.19 (Debian 12) decodes none
+    with the EVEX prefix (0x62) of AVX-512, which -march=native emits on an AVX-512 CPU. Said
+    plainly, with the instruction's bytes and where it was, instead of valgrind's guesses."""
+    found = re.search(r"unhandled instruction bytes: ((?:0x[0-9A-Fa-f]+ ?)+)", stderr)
+    if not found and "Unrecognised instruction" not in stderr:
+        return None
+    raw = found.group(1).split() if found else []
+    at = re.search(r"==\d+==\s+at 0x[0-9A-Fa-f]+: (\S+)", stderr)
+    what = ("an AVX-512 instruction (EVEX prefix 0x62), which this valgrind does not implement"
+            if raw[:1] == ["0x62"] else "an instruction valgrind does not implement")
+    return (f"Cachegrind cannot run this binary: it executes {what}"
+            + (f" ({' '.join(raw[:6])}...)" if raw else "")
+            + (f" in {at.group(1)}" if at else "")
+            + ". Explain it with perf on a machine with a PMU (--with perf), or compare a "
+              "variant built for a -march valgrind runs (x86-64-v3)")
+
+
 def cachegrind(argv: list[str], *, env: dict[str, str], cwd: Path, timeout: float,
                out_file: Path) -> Profile:
     """One run of argv under Cachegrind with the cache and branch simulation, its profile kept
@@ -91,7 +110,8 @@ def cachegrind(argv: list[str], *, env: dict[str, str], cwd: Path, timeout: floa
     except subprocess.TimeoutExpired:
         raise FlagsweepError(f"cachegrind run of {argv[0]} timed out after {timeout:g} s") from None
     if not res.ok:
-        raise FlagsweepError(f"cachegrind run of {' '.join(argv)} failed (exit "
+        raise FlagsweepError(_unrecognised(res.stderr) or
+                             f"cachegrind run of {' '.join(argv)} failed (exit "
                              f"{res.returncode}):\n{res.tail()}")
     try:
         text = out_file.read_text(errors="replace")

@@ -23,6 +23,8 @@ class FunctionRow:
     size_text: str           # e.g. "1,204 -> 2,310 B"
     note: str
     events: str              # Cachegrind's cache and branch events where they moved
+    vectorised: str          # "3 loops -> none", from the compiler's remarks ("" not collected)
+    remarks: str             # the remarks themselves, one per line (the cell's tooltip)
 
 
 @dataclass
@@ -42,6 +44,7 @@ class VariantExplain:
             return [f"explain {self.label}: not profiled ({self.failure})"]
         return [f"explain {self.label} ({self.verdict}): {r.function} {r.change_text}, "
                 f"{r.share_text} of the change" + (f"; {r.note}" if r.note else "")
+                + (f"; vectorised {r.vectorised}" if _moved(r.vectorised) else "")
                 for r in self.rows[:n]] or [f"explain {self.label}: no function changed"]
 
 
@@ -87,7 +90,44 @@ def _function(f: dict) -> FunctionRow:
     return FunctionRow(f["function"], change, f.get("share_pct") or 0.0,
                        count(f.get("baseline")), count(f.get("variant")), change_text,
                        _share(f.get("share_pct")), _sizes(f), f.get("note") or "",
-                       _events(f))
+                       _events(f), _vectorised(f), _remarks(f))
+
+
+def _vectorised(f: dict) -> str:
+    """What the vectorisers did to the function in each binary: "2 loops, 1 block -> none"."""
+    b, v = f.get("remarks_baseline"), f.get("remarks_variant")
+    if b is None and v is None:
+        return ""
+    return f"{_vector_count(b)} -> {_vector_count(v)}"
+
+
+def _vector_count(r: dict | None) -> str:
+    if r is None:
+        return "?"
+    parts = [f"{n} {word}{'s' if n != 1 else ''}" for n, word in
+             ((r.get("loops") or 0, "loop"), (r.get("blocks") or 0, "block")) if n]
+    return ", ".join(parts) or "none"
+
+
+def _moved(vectorised: str) -> bool:
+    """Worth the terminal's line: the vectorisers did something different in the two binaries."""
+    before, _, after = vectorised.partition(" -> ")
+    return bool(vectorised) and before != after
+
+
+def _remarks(f: dict) -> str:
+    lines = []
+    for side in ("baseline", "variant"):
+        r = f.get(f"remarks_{side}")
+        if r is None:
+            continue
+        said = (r.get("vectorized") or []) + (r.get("missed") or [])
+        more = (r.get("missed_total") or 0) - len(r.get("missed") or [])
+        lines += [f"{side}:"] + [f"  {m}" for m in said] + ([f"  ... {more} more not vectorized"]
+                                                            if more > 0 else [])
+        if not said:
+            lines.append("  no vectoriser remark")
+    return "\n".join(lines)
 
 
 def _sizes(f: dict) -> str:

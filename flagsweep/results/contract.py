@@ -226,6 +226,23 @@ class VsBaseline(Comparison):
     layout_sd_pct: Num = None
 
 
+class FunctionRemarks(Open):
+    """What the vectorisers said about one function (flagsweep.explain.remarks)."""
+    vectorized: list[Str] = []             # "file.c:56: loop vectorized using 32 byte vectors"
+    missed: list[Str] = []                 # the first few "not vectorized: <reason>"
+    missed_total: Num = None
+    loops: Num = None                      # loops vectorised
+    blocks: Num = None                     # basic blocks vectorised (SLP)
+
+
+class RemarksRun(Open):
+    """How one binary's remarks were collected: a rebuild of its compile commands."""
+    status: Str                            # ok | failed | skipped (LTO)
+    why: Str | None = None
+    commands: Num = None
+    compiler: Str | None = None            # gcc | clang
+
+
 class ExplainFunction(Open):
     """One function's part in a variant's change (flagsweep.explain.attribution)."""
     function: Str
@@ -243,6 +260,8 @@ class ExplainFunction(Open):
     events_variant: dict[str, Num] | None = None    # cache and branch simulation)
     share_ci_baseline: Pair = None         # perf: its share of cycles, 95% CI over the records
     share_ci_variant: Pair = None
+    remarks_baseline: FunctionRemarks | None = None   # the compiler's vectorisation remarks;
+    remarks_variant: FunctionRemarks | None = None    # null: not collected (Explain.remarks says why)
 
 
 class Explain(Open):
@@ -262,6 +281,7 @@ class Explain(Open):
     variant_profile: Str | None = None
     samples: Pair = None                   # perf: samples per record, baseline and variant
     unknown_share_pct: Pair = None         # perf: % of samples in no known symbol
+    remarks: RemarksRun | None = None      # the variant's remarks rebuild
 
 
 class ExplainTop(Open):
@@ -269,6 +289,7 @@ class ExplainTop(Open):
     cost: Num = None
     share_pct: Num = None
     size: Num = None
+    remarks: FunctionRemarks | None = None
 
 
 class ExplainBaseline(Open):
@@ -278,6 +299,7 @@ class ExplainBaseline(Open):
     samples: Num = None
     unknown_share_pct: Num = None
     functions: list[ExplainTop] = []
+    remarks: RemarksRun | None = None      # the baseline's remarks rebuild
 
 
 class ExplainRun(Open):

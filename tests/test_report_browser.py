@@ -109,4 +109,9 @@ def test_the_explain_section_draws_a_diverging_chart_per_variant(browser, tmp_pa
     text = browser.evaluate("document.querySelector('#explain').innerText")
     assert "longest_match" in text and "<script>alert('x')</script>" in text  # text, not markup
     assert "inlined" in text
+    # The vectorisers' remarks: what changed in the cell, the remarks in its tooltip.
+    cell = "[...document.querySelectorAll('#explain td.remarks')].find(c => c.innerText.includes('loop'))"
+    assert browser.evaluate(f"{cell}.innerText") == "none -> 2 loops"
+    assert "loop vectorized using 16 byte vectors" in browser.evaluate(f"{cell}.title")
+    assert "control flow in loop" in browser.evaluate(f"{cell}.title")
     assert browser.evaluate("document.documentElement.scrollWidth <= window.innerWidth")

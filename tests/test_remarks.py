@@ -62,6 +62,7 @@ def test_real_remarks_name_the_vectorised_loop_the_missed_one_and_the_inlined_on
     assert found.commands == 1 and found.compiler == compiler
     saxpy = found.of("saxpy")
     assert saxpy["loops"] >= 1 and any("k.c:3:" in m for m in saxpy["vectorized"])
+    assert saxpy["widest"] == (16 if compiler == "gcc" else None)   # x86-64's SSE2; clang: lanes
     # The inlined helper's loop is vectorised where it was inlined, in the caller.
     assert found.of("twice")["loops"] >= 2
     chase = found.of("chase")
@@ -75,11 +76,17 @@ def test_real_remarks_name_the_vectorised_loop_the_missed_one_and_the_inlined_on
     assert again.of("saxpy") == saxpy and again.compiler == compiler
 
 
+def test_gcc_for_x86_64_v3_says_its_vectors_are_twice_as_wide(tmp_path):
+    found = remarks.collect(_project(tmp_path, "gcc", ["-O3", "-march=x86-64-v3"]),
+                            cache=tmp_path / "cache")
+    assert found.of("saxpy")["widest"] == 32
+
+
 def test_gcc_at_O1_does_not_vectorise_and_says_nothing_of_it(tmp_path):
     found = remarks.collect(_project(tmp_path, "gcc", ["-O1"]), cache=tmp_path / "cache")
     assert found.status == "ok"
     assert found.of("saxpy") == {"vectorized": [], "missed": [], "missed_total": 0, "loops": 0,
-                                 "blocks": 0}
+                                 "blocks": 0, "widest": None}
 
 
 def test_a_reused_build_compiles_in_the_configured_tree_it_was_copied_from(tmp_path):
@@ -131,4 +138,7 @@ def test_the_page_and_terminal_say_what_the_vectorisers_did_on_each_side():
     bare = view.explained({**doc, "variants": [{**doc["variants"][0], "explain": {
         "status": "ok", "functions": [{k: v for k, v in row.items() if "remarks" not in k}]}}]},
         {})
+    wider = {**row, "remarks_variant": {**row["remarks_baseline"], "widest": 32},
+             "remarks_baseline": {**row["remarks_baseline"], "widest": 16}}
+    assert view._vectorised(wider) == "2 loops, 1 block, 16 B vectors -> 2 loops, 1 block, 32 B vectors"
     assert bare.variants[0].rows[0].vectorised == "" and "vectorised" not in bare.variants[0].lines()[0]

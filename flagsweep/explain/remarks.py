@@ -27,6 +27,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import shlex
 import tempfile
 from collections import Counter
@@ -42,7 +43,7 @@ from flagsweep.explain import symbols
 from flagsweep.files import cache_dir, key_sha256, write_atomic
 from flagsweep.host import toolchain
 
-FORMAT = 1                  # of the cached remarks; bump when what is kept changes
+FORMAT = 2                  # of the cached remarks; bump when what is kept changes
 SOURCES = (".c", ".cc", ".cpp", ".cxx", ".C", ".c++")
 MISSED_KEPT = 5             # per function: the reasons a loop was not vectorised, the first few
 COMPILE_TIMEOUT_S = 600.0
@@ -51,6 +52,7 @@ LOOP = "loop"               # in a vectorised remark: a loop's (gcc "loop vector
                             # "vectorized loop"), else a basic block's (SLP)
 # Arguments that write files beside the object (dependency files) or elsewhere in the tree;
 # the rebuild must not touch the variant's tree. With their argument when they take one.
+_WIDTH = re.compile(r"using (\d+) byte vectors")     # gcc's "... vectorized using 32 byte vectors"
 _DEP_ALONE = ("-MD", "-MMD", "-MP", "-save-temps")
 _DEP_WITH_ARG = ("-MF", "-MT", "-MQ")
 
@@ -62,10 +64,12 @@ class FunctionRemarks:
     missed_total: int = 0
     loops: int = 0          # loops vectorised (an epilogue vectorised again counts again)
     blocks: int = 0         # basic blocks vectorised (SLP)
+    widest: int | None = None   # bytes of the widest vectors used (gcc says; clang gives lanes)
 
     def as_dict(self) -> dict:
         return {"vectorized": self.vectorized, "missed": self.missed,
-                "missed_total": self.missed_total, "loops": self.loops, "blocks": self.blocks}
+                "missed_total": self.missed_total, "loops": self.loops, "blocks": self.blocks,
+                "widest": self.widest}
 
 
 @dataclass
@@ -208,7 +212,8 @@ def _rebuild(commands: list[tuple[list[str], str]], family: str) -> Remarks:
         found.functions[name] = FunctionRemarks(
             _counted(vec[name]), _counted(missed[name])[:MISSED_KEPT], sum(missed[name].values()),
             loops=sum(n for m, n in vec[name].items() if LOOP in m),
-            blocks=sum(n for m, n in vec[name].items() if LOOP not in m))
+            blocks=sum(n for m, n in vec[name].items() if LOOP not in m),
+            widest=max((int(w) for m in vec[name] for w in _WIDTH.findall(m)), default=None))
     return found
 
 

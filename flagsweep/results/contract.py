@@ -233,6 +233,7 @@ class FunctionRemarks(Open):
     missed_total: Num = None
     loops: Num = None                      # loops vectorised
     blocks: Num = None                     # basic blocks vectorised (SLP)
+    widest: Num = None                     # bytes of the widest vectors (gcc; null for clang)
 
 
 class RemarksRun(Open):

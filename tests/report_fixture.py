@@ -234,8 +234,8 @@ def explained_doc() -> dict:
     missed = remarks.FunctionRemarks([], ["deflate.c:560: not vectorized: control flow in loop."],
                                      missed_total=1)
     explanation._add_remarks(entries["gcc-O3"],
-                             remarks.Remarks("ok", functions={"fill_window": missed}),
-                             remarks.Remarks("ok", functions={"fill_window": vectorised}))
+                             (remarks.Remarks("ok", functions={"fill_window": missed}), sizes),
+                             (remarks.Remarks("ok", functions={"fill_window": vectorised}), sizes))
     doc = results_doc()
     top = [{"function": n, "cost": base.cost(n), "share_pct": 100 * base.cost(n) / base.total,
             "size": sizes.get(n)} for n in base.functions]

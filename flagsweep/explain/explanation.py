@@ -58,20 +58,22 @@ def explain(doc: dict, out: Path, say: Callable[[str], None], method: str = "aut
     entries = {}
     for v in chosen:
         say(f"explain: profiling {v['id']} ({v['vs_baseline']['verdict']}) with {setup.method}")
+        var_sizes = _sizes(v, out)
         try:
             entries[v["id"]] = attribution.attribute(base_profile, _profile(setup, v, out),
-                                                     base_sizes, _sizes(v, out))
+                                                     base_sizes, var_sizes)
         except FlagsweepError as e:
             say(f"explain: {v['id']}: {e}")
             entries[v["id"]] = _failed(setup, str(e))
             continue
         if base_remarks:
-            _add_remarks(entries[v["id"]], base_remarks, _remarks(v, out, say))
+            _add_remarks(entries[v["id"]], (base_remarks, base_sizes),
+                         (_remarks(v, out, say), var_sizes))
     baseline = _baseline(base["id"], base_profile, base_sizes)
     if base_remarks:
         baseline["remarks"] = base_remarks.summary()
         for f in baseline["functions"]:
-            f["remarks"] = base_remarks.of(f["function"])
+            f["remarks"] = _remarks_of(f["function"], base_remarks, base_sizes)
     return {"method": setup.method, "unit": attribution.unit_of(base_profile),
             "baseline": baseline, "variants": entries}
 
@@ -95,11 +97,22 @@ def _templates(out: Path) -> list[Path]:
     return [Path(t["dir"]) for t in (manifest.get("templates") or {}).values() if t.get("dir")]
 
 
-def _add_remarks(entry: dict, base: remarks.Remarks, var: remarks.Remarks) -> None:
-    entry["remarks"] = var.summary()
+def _add_remarks(entry: dict, base: tuple[remarks.Remarks, dict[str, int]],
+                 var: tuple[remarks.Remarks, dict[str, int]]) -> None:
+    """Each row's remarks on both sides: (the remarks, the binary's function sizes)."""
+    entry["remarks"] = var[0].summary()
     for f in entry["functions"]:
-        f["remarks_baseline"] = base.of(f["function"])
-        f["remarks_variant"] = var.of(f["function"])
+        f["remarks_baseline"] = _remarks_of(f["function"], *base)
+        f["remarks_variant"] = _remarks_of(f["function"], *var)
+
+
+def _remarks_of(name: str, found: remarks.Remarks, sizes: dict[str, int]) -> dict | None:
+    """A function the binary's symbol table does not hold (a shared library's, or one inlined
+    away) was not compiled as itself by this build: no remarks, rather than "none". A stripped
+    binary's table is empty and tells nothing."""
+    if sizes and name not in sizes:
+        return None
+    return found.of(name)
 
 
 def _failed(setup: Setup, why: str) -> dict:

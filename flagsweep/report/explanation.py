@@ -104,7 +104,7 @@ def _vectorised(f: dict) -> str:
 
 def _vector_count(r: dict | None) -> str:
     if r is None:
-        return "?"
+        return "-"          # not compiled as itself in that binary (inlined, a library's)
     parts = [f"{n} {word}{'s' if n != 1 else ''}" for n, word in
              ((r.get("loops") or 0, "loop"), (r.get("blocks") or 0, "block")) if n]
     if parts and r.get("widest"):
@@ -115,7 +115,7 @@ def _vector_count(r: dict | None) -> str:
 def _moved(vectorised: str) -> bool:
     """Worth the terminal's line: the vectorisers did something different in the two binaries."""
     before, _, after = vectorised.partition(" -> ")
-    return bool(vectorised) and before != after
+    return bool(vectorised) and before != after and "-" not in (before, after)
 
 
 def _remarks(f: dict) -> str:

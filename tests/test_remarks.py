@@ -142,3 +142,15 @@ def test_the_page_and_terminal_say_what_the_vectorisers_did_on_each_side():
              "remarks_baseline": {**row["remarks_baseline"], "widest": 16}}
     assert view._vectorised(wider) == "2 loops, 1 block, 16 B vectors -> 2 loops, 1 block, 32 B vectors"
     assert bare.variants[0].rows[0].vectorised == "" and "vectorised" not in bare.variants[0].lines()[0]
+
+
+def test_a_profile_guided_gcc_build_is_skipped_and_a_lost_clang_profile_refused(tmp_path):
+    gcc = remarks.collect(_project(tmp_path / "g", "gcc", ["-O2", "-fprofile-use=/p"]),
+                          cache=tmp_path / "c")
+    assert gcc.status == "skipped" and "profile-guided" in gcc.why
+    if shutil.which("clang") is None:
+        pytest.skip("clang not installed")
+    lost = tmp_path / "gone" / "merged.profdata"
+    clang = remarks.collect(_project(tmp_path / "k", "clang", ["-O2", f"-fprofile-instr-use={lost}"]),
+                            cache=tmp_path / "c")
+    assert clang.status == "failed" and "merged.profdata" in clang.why

@@ -19,7 +19,9 @@ command with -fsave-optimization-record but not the record, so a cache hit leave
 The parsed remarks are kept in flagsweep's cache instead, keyed by the commands and the
 compiler, so a variant's rebuild happens once. LTO: with -flto the compile step writes IR and
 the vectoriser runs at link time, so a -flto variant's compile records hold no vectorisation;
-its remarks are marked as not collected rather than read as "nothing vectorised".
+its remarks are marked as not collected rather than read as "nothing vectorised". A
+profile-guided gcc build likewise (gcc finds each object's profile by the object's path); a
+clang one reads its single merged profile, and a rebuild that cannot is refused.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from pathlib import Path
 import yaml
 
 from flagsweep import process
+from flagsweep.build import pgo
 from flagsweep.errors import FlagsweepError
 from flagsweep.explain import symbols
 from flagsweep.files import cache_dir, key_sha256, write_atomic
@@ -103,6 +106,11 @@ def collect(compile_log: Path, templates: list[Path] | None = None,
         return Remarks("skipped", "built with -flto: vectorisation happens at link time, after "
                        "the compile commands' records", len(commands))
     family = toolchain.resolve(commands[0][0][0]).family
+    if family == "gcc" and any(a.startswith("-fprofile-use") for argv, _ in commands for a in argv):
+        return Remarks("skipped", "a profile-guided gcc build: gcc finds each object's profile by "
+                       "the object's path, and the remarks rebuild writes its objects elsewhere, "
+                       "so its remarks would be those of a build without the profile",
+                       len(commands), family)
     where = (cache or cache_dir() / "remarks") / f"{key_sha256([FORMAT, family, commands])[:24]}.json"
     if where.is_file():
         return _load(where)
@@ -230,6 +238,13 @@ def _compile(argv: list[str], cwd: str, folder: Path, family: str) -> dict:
     if not result.ok:
         raise FlagsweepError(f"the remarks rebuild failed (exit {result.returncode}) in {cwd}: "
                              f"{shlex.join(argv)}\n{result.tail(5)}")
+    unfit = pgo.mismatched(result.stderr) or (pgo.missing(result.stderr) and [
+        line for line in result.stderr.splitlines() if pgo.MISSING.search(line)])
+    if unfit:
+        # clang's one profile file: gone or changed since the build, so this compile would not
+        # be the measured code.
+        raise FlagsweepError(f"the remarks rebuild of {shlex.join(argv)} did not use the "
+                             f"profile the build used: {unfit[0]}")
     records = sorted(folder.glob("*.opt-record.json.gz" if family == "gcc" else "*.opt.yaml"))
     if not records:
         raise FlagsweepError(f"{argv[0]} wrote no optimisation record in {folder} for "

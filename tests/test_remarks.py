@@ -154,3 +154,8 @@ def test_a_profile_guided_gcc_build_is_skipped_and_a_lost_clang_profile_refused(
     clang = remarks.collect(_project(tmp_path / "k", "clang", ["-O2", f"-fprofile-instr-use={lost}"]),
                             cache=tmp_path / "c")
     assert clang.status == "failed" and "merged.profdata" in clang.why
+
+
+def test_a_compiler_that_is_gone_is_named(tmp_path):
+    found = remarks.collect(_project(tmp_path, "/nonexistent/gcc-99", ["-O2"]), cache=tmp_path / "c")
+    assert found.status == "failed" and "/nonexistent/gcc-99" in found.why

@@ -105,7 +105,10 @@ def collect(compile_log: Path, templates: list[Path] | None = None,
     if any(_is_lto(argv) for argv, _ in commands):
         return Remarks("skipped", "built with -flto: vectorisation happens at link time, after "
                        "the compile commands' records", len(commands))
-    family = toolchain.resolve(commands[0][0][0]).family
+    try:
+        family = toolchain.resolve(commands[0][0][0]).family
+    except FlagsweepError as e:
+        return Remarks("failed", f"the compiler of {compile_log} cannot be run: {e}")
     if family == "gcc" and any(a.startswith("-fprofile-use") for argv, _ in commands for a in argv):
         return Remarks("skipped", "a profile-guided gcc build: gcc finds each object's profile by "
                        "the object's path, and the remarks rebuild writes its objects elsewhere, "
@@ -238,8 +241,8 @@ def _compile(argv: list[str], cwd: str, folder: Path, family: str) -> dict:
     if not result.ok:
         raise FlagsweepError(f"the remarks rebuild failed (exit {result.returncode}) in {cwd}: "
                              f"{shlex.join(argv)}\n{result.tail(5)}")
-    unfit = pgo.mismatched(result.stderr) or (pgo.missing(result.stderr) and [
-        line for line in result.stderr.splitlines() if pgo.MISSING.search(line)])
+    unfit = pgo.mismatched(result.stderr) + [line for line in result.stderr.splitlines()
+                                             if pgo.MISSING.search(line)]
     if unfit:
         # clang's one profile file: gone or changed since the build, so this compile would not
         # be the measured code.

@@ -161,6 +161,8 @@ def resume(id_or_dir: str, store: Store, say: Callable[[str], None],
     run_id = store.find_run(id_or_dir)
     row = store.run(run_id)
     if row["status"] == "complete":
+        if not (Path(row["out_dir"]) / "results.json").is_file():
+            return written_again(run_id, store, say)
         raise FlagsweepError(f"run {run_id} is already complete ({row['stop_reason']})")
     o = row["options"]
     opts = MeasureOptions(**o["measure"])
@@ -181,26 +183,52 @@ def resume(id_or_dir: str, store: Store, say: Callable[[str], None],
         return _measure(sweep, store, say)
 
 
+def written_again(run_id: str, store: Store, say: Callable[[str], None]) -> Path:
+    """A run's results.json, samples.csv and report, written again from the store into its
+    own folder: the store holds every sample, so files lost (a kill between the last round and
+    the writing, a folder cleaned by hand) are never lost for good."""
+    row = store.run(run_id)
+    out = files.make_dir(Path(row["out_dir"]), f"run {run_id}'s folder")
+    say(f"run {run_id} is {row['status']}, but {out / 'results.json'} is missing: written "
+        "again from the store")
+    return _write_files(store, run_id, out, say)
+
+
 def _same_binaries(sweep: Sweep) -> None:
     """A resumed sweep times the programs it started with, or none: each binary it will run
     must still be on disk with the code its build recorded. A binary removed or rebuilt since
     (a cleaned folder, another sweep writing into the same --out) would otherwise be timed as
     if it were the variant, or recorded as the variant's own failures."""
-    recorded = {d["id"]: d["build"]["code_sha256"] for d in sweep.builds}
+    builds = {d["id"]: d["build"] for d in sweep.builds}
     for vid, path in runnable(sweep.builds).items():
-        expected = recorded[vid]
-        try:
-            got = fingerprint.code_hash(path)
-            what = f"has changed since the run started (its code sha256 is now {got[:16]}...)"
-        except FileNotFoundError:
-            got, what = None, "is missing"
-        except OSError as e:
-            got, what = None, f"cannot be read ({e.strerror})"
-        if got != expected:
-            raise FlagsweepError(f"cannot resume run {sweep.run_id}: the binary of {vid}, {path}, "
-                                 f"{what}; the build recorded code sha256 {expected[:16]}... "
-                                 "The remaining samples would not time the program the sweep "
-                                 "started with: restore its builds folder, or start a new run")
+        changed = fingerprint.recheck(builds[vid], path)
+        if changed is None:
+            continue
+        what = (f"has changed since the run started (its {changed.kind} is now "
+                f"{changed.now[:16]}...)" if changed.now else changed.state)
+        raise FlagsweepError(f"cannot resume run {sweep.run_id}: the binary of {vid}, {path}, "
+                             f"{what}; the build recorded {changed.kind} "
+                             f"{changed.recorded[:16]}... The remaining samples would not time "
+                             "the program the sweep started with: restore its builds folder, "
+                             "or start a new run")
+
+
+def _replaced(sweep: Sweep, store: Store, say: Callable[[str], None]) -> None:
+    """After the rounds: each timed binary against its build's record. A workload can replace
+    its own binary, or another variant's (it runs as the user, in the run's folder), and the
+    samples after that time another program: such a variant gets no verdict and is never
+    recommended. Kept with the run (option `replaced`), so every later rewrite of results.json
+    says so, and a resumed run adds to it."""
+    builds = {d["id"]: d["build"] for d in sweep.builds}
+    found = dict(store.run(sweep.run_id)["options"].get("replaced") or {})
+    for vid, path in runnable(sweep.builds).items():
+        changed = fingerprint.recheck(builds[vid], path)
+        if changed is not None and vid not in found:
+            found[vid] = changed.to_json()
+            say(f"warning: {vid}: {changed.text()}; it was replaced during the sweep, so it "
+                "gets no verdict")
+    if found:
+        store.set_option(sweep.run_id, "replaced", found)
 
 
 def _measure(sweep: Sweep, store: Store, say: Callable[[str], None]) -> Path:
@@ -214,6 +242,7 @@ def _measure(sweep: Sweep, store: Store, say: Callable[[str], None]) -> Path:
         pre = counters_setup(sweep.opts.counters, say)
         store.set_option(sweep.run_id, "counters", pre.to_json() if pre else None)
         outcome = _rounds(sweep, workload, measured, pre, store, say)
+        _replaced(sweep, store, say)
     except KeyboardInterrupt:
         store.finish_run(sweep.run_id, "interrupted", "interrupted")
         _outputs_so_far(sweep, store, say)
@@ -225,9 +254,12 @@ def _measure(sweep: Sweep, store: Store, say: Callable[[str], None]) -> Path:
         store.finish_run(sweep.run_id, "failed", _reason(e))
         _outputs_so_far(sweep, store, say)
         raise
-    store.finish_run(sweep.run_id, "complete", outcome.stop_reason)
+    ending = {"status": "complete", "stop_reason": outcome.stop_reason, "finished": time.time()}
     try:
-        path = write_outputs(sweep, store, say)
+        # The files first, then the status: killed in between, the run is still resumable
+        # (resuming writes them); the other way round it was complete with no results.json.
+        path = write_outputs(sweep, store, say, ending)
+        store.finish_run(sweep.run_id, **ending)
         if sweep.opts.explain:
             path = _explained(sweep, store, path, say)
         if not sweep.opts.keep_scratch:
@@ -284,6 +316,7 @@ def _outputs_so_far(sweep: Sweep, store: Store, say: Callable[[str], None]) -> N
     """results.json of a stopped run, if it can be written: the error that stopped the run is
     what the user must see, not a second one from writing."""
     try:
+        _replaced(sweep, store, say)
         write_outputs(sweep, store, say)
     except Exception as e:  # noqa: BLE001 - the stopping error is raised by the caller
         log.info("results.json not written", exc_info=True)
@@ -303,10 +336,18 @@ def workload_option(t: target.Target, inp: inputs.Input) -> dict:
             "target_file": str(t.path)}
 
 
-def write_outputs(sweep: Sweep, store: Store, say: Callable[[str], None]) -> Path:
+def write_outputs(sweep: Sweep, store: Store, say: Callable[[str], None],
+                  ending: dict | None = None) -> Path:
     """results.json and samples.csv, then the report made from them. A report that cannot be
-    drawn must not cost the results: they are written first, and the failure is told."""
-    path = writer.write(sweep.out, store, sweep.run_id, history.of_run(store, sweep.run_id))
+    drawn must not cost the results: they are written first, and the failure is told.
+    `ending`: how the run ends, when the files are written before the store is told."""
+    return _write_files(store, sweep.run_id, sweep.out, say, ending)
+
+
+def _write_files(store: Store, run_id: str, out: Path, say: Callable[[str], None],
+                 ending: dict | None = None) -> Path:
+    path = writer.write(out, store, run_id, history.of_run(store, run_id, ending is not None),
+                        ending)
     try:
         report.write(path)
     except Exception as e:  # noqa: BLE001 - any drawing failure; the data is already safe

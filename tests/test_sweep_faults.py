@@ -6,6 +6,7 @@ and never a traceback."""
 from __future__ import annotations
 
 import csv
+import html
 import json
 import shutil
 import sqlite3
@@ -18,7 +19,7 @@ from click.testing import CliRunner
 import procs
 from tiny_target import TINY_SRC, write_tiny_target
 
-from flagsweep import cli
+from flagsweep import cli, files
 
 BAD_LINK = "-O2 -Wl,--no-such-opt"     # compiles, then ld refuses the option
 
@@ -332,3 +333,170 @@ def test_sigterm_while_building_ends_the_build_and_says_how_to_go_on(tmp_path, i
     assert "Traceback" not in err and "Aborted!" not in err
     assert "interrupted before measuring; no run was recorded" in err and str(out) in err
     assert not procs.alive(compiling)
+
+
+# A program that, in a timed run of the variant built with -DSWAP (flagsweep pads the timed
+# runs' environment, not the check's), renames another program over its own binary: every
+# later sample of that variant times /bin/sh doing nothing.
+SWAPPING_SRC = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+int main(int argc, char **argv)
+{
+    double x = 0;
+    for (long i = 1; i < 3000000; i++)
+        x += 1.0 / (double)i;
+#ifdef SWAP
+    if (getenv("FLAGSWEEP_PAD")) {
+        char other[4096];
+        snprintf(other, sizeof other, "%s.other", argv[0]);
+        FILE *f = fopen(other, "w");
+        fputs("#!/bin/sh\nexit 0\n", f);
+        fclose(f);
+        chmod(other, 0755);
+        rename(other, argv[0]);
+    }
+#endif
+    printf("%.6f\n", x);
+    return 0;
+}
+"""
+
+
+def _swapping_target(folder: Path) -> Path:
+    src = folder / "src"
+    src.mkdir(parents=True)
+    (src / "prog.c").write_text(SWAPPING_SRC)
+    (src / "Makefile").write_text("prog: prog.c\n\t$(CC) $(CFLAGS) -o prog prog.c\n")
+    (folder / "target.toml").write_text(
+        'summary = "a program that replaces its own binary"\nversion = "1"\nname = "swapper"\n'
+        '[source]\npath = "src"\n[build]\nsystem = "make"\nbinary = "prog"\n'
+        '[inputs]\nkind = "corpus"\nmegabytes = 0.1\nquick_megabytes = 0.1\n'
+        '[run]\nargv = ["{binary}"]\nstdout = "compared"\ntimeout = 20\n[check]\nmethod = "exact"\n')
+    return folder
+
+
+def test_a_binary_replaced_during_the_rounds_gets_no_verdict(tmp_path, isolated_cache, main):
+    """The workload of `-O1 -DSWAP` renames a shell script over its own binary in its first
+    timed run. Its samples after that timed the script (about 100% faster), and the sweep
+    used to call it faster and recommend it, with the old code hash in results.json."""
+    out = tmp_path / "run"
+    code, err = main("run", str(_swapping_target(tmp_path / "t")), *_flags("-O2", "-O1 -DSWAP"),
+                     "--runs", "3", "--warmup", "0", "--metric", "wall", "--quick",
+                     "--out", str(out))
+    assert code == 0, err
+    doc = json.loads((out / "results.json").read_text())
+    v = _by_flags(out)
+    swapped = v["-O1 -DSWAP"]
+    binary, recorded = swapped["build"]["binary"], swapped["build"]["code_sha256"]
+    now = files.sha256_file(Path(binary))           # the script: not ELF, hashed whole
+    assert swapped["replaced"] == {
+        "binary": binary, "recorded_sha256": recorded, "now_sha256": now,
+        "why": f"its binary {binary} now has code sha256 {now[:16]}..., but its build "
+               f"recorded code sha256 {recorded[:16]}..."}
+    assert swapped["vs_baseline"]["verdict"] == "not-measured"
+    assert swapped["vs_baseline"]["why"].startswith(
+        f"replaced during the sweep: its binary {binary} now has code sha256 {now[:16]}")
+    assert swapped["summary"]["n"] == 3              # what was timed is kept, not judged
+    rec = doc["recommendation"]
+    assert rec["variant"] != swapped["id"] and swapped["id"] in rec["why"]
+    assert f"warning: {swapped['id']}: its binary {binary} now has code sha256" in err
+    flat = " ".join(err.split())                     # the terminal wraps long lines
+    assert f"no verdict for {swapped['id']} (its binary {binary}" in flat
+    page = (out / "index.html").read_text()
+    assert f"no verdict for {swapped['id']} (its binary {html.escape(binary)}" in page
+    # The baseline and its twin were left alone and are judged as ever.
+    assert v["-O2 aa"]["vs_baseline"]["verdict"] != "not-measured"
+
+
+def test_explain_refuses_a_variant_whose_binary_was_swapped(tiny, tmp_path, isolated_cache,
+                                                            main):
+    """`explain` profiled whatever stood at a variant's path: a -57.5% variant whose binary
+    had been swapped was explained as "no function changed"."""
+    out = tmp_path / "run"
+    assert main("run", str(tiny), *_flags("-O2", "-O1"), "--runs", "2", "--warmup", "0",
+                "--quick", "--out", str(out))[0] == 0
+    path = out / "results.json"
+    doc = json.loads(path.read_text())
+    o1 = next(v for v in doc["variants"] if v["flags"] == ["-O1"])
+    base = next(v for v in doc["variants"] if v["id"] == doc["baseline"])
+    o1["vs_baseline"]["verdict"] = "faster"          # a verdict to explain, whatever the timing
+    path.write_text(json.dumps(doc))
+    shutil.copy2(base["build"]["binary"], o1["build"]["binary"])   # another program in its place
+    code, err = main("explain", str(path), "--with", "cachegrind", "--no-remarks")
+    assert code == 0, err
+    entry = json.loads(path.read_text())
+    entry = next(v for v in entry["variants"] if v["id"] == o1["id"])["explain"]
+    recorded, now = o1["build"]["code_sha256"], base["build"]["code_sha256"]
+    assert entry["status"] == "failed"
+    assert entry["failure"] == (
+        f"{o1['id']} is not profiled: its binary {o1['build']['binary']} now has code sha256 "
+        f"{now[:16]}..., but its build recorded code sha256 {recorded[:16]}... (key "
+        f"'variants[{o1['id']}].build.code_sha256'); it is not the program the sweep timed")
+    assert f"explain: {o1['id']}: {o1['id']} is not profiled" in err
+
+
+# flagsweep, killed by SIGKILL the moment it starts writing results.json: the window between
+# the last round and the files, reproduced exactly.
+KILLED_WHEN_WRITING = """
+import os, signal, sys
+from flagsweep import cli
+from flagsweep.results import writer
+
+writer.write = lambda *args, **kw: os.kill(os.getpid(), signal.SIGKILL)
+sys.argv = ["flagsweep", *sys.argv[1:]]
+cli.main()
+"""
+
+
+def test_a_kill_between_the_last_round_and_the_files_leaves_a_run_that_resumes(
+        tiny, tmp_path, isolated_cache, main):
+    """The run used to be marked complete before its files were written: killed in between,
+    it stayed complete with no results.json, and `--resume` said "already complete"."""
+    out, db = tmp_path / "run", isolated_cache / "store.sqlite"
+    killed = subprocess.run([sys.executable, "-c", KILLED_WHEN_WRITING, "run", str(tiny),
+                             *_flags("-O2", "-O1"), "--runs", "2", "--warmup", "0", "--quick",
+                             "--out", str(out)], capture_output=True, text=True)
+    assert killed.returncode == -9, killed.stderr
+    assert not (out / "results.json").exists()
+    run_id, status = _run(db, out)
+    assert status != "complete"
+    taken = _samples(db, run_id)
+    code, err = main("run", "--resume", run_id)
+    assert code == 0, err
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["status"] == "complete" and _run(db, out) == (run_id, "complete")
+    assert _samples(db, run_id) == taken                 # nothing measured twice, nothing lost
+    assert all(v["summary"]["n"] == 2 for v in doc["variants"])
+
+
+def test_the_results_of_a_complete_run_are_written_again_from_the_store(
+        tiny, tmp_path, isolated_cache, main):
+    """A complete run whose results.json is gone (a kill before the files, with an older
+    flagsweep; a folder cleaned by hand): `report RUN_ID` and `run --resume RUN_ID` write it
+    from the store, which holds every sample. Both used to refuse."""
+    out, db = tmp_path / "run", isolated_cache / "store.sqlite"
+    assert main("run", str(tiny), *_flags("-O2", "-O1"), "--runs", "2", "--warmup", "0",
+                "--quick", "--out", str(out))[0] == 0
+    first = json.loads((out / "results.json").read_text())
+    run_id, _ = _run(db, out)
+    for written in ("results.json", "samples.csv", "index.html"):
+        (out / written).unlink()
+    code, err = main("report", run_id)
+    assert code == 0, err
+    assert f"run {run_id} is complete, but {out / 'results.json'} is missing: written again " \
+           "from the store" in " ".join(err.split())
+    again = json.loads((out / "results.json").read_text())
+    assert again["status"] == "complete" and (out / "samples.csv").is_file()
+    assert (out / "index.html").is_file()
+    assert [v["summary"] for v in again["variants"]] == [v["summary"] for v in first["variants"]]
+    (out / "results.json").unlink()
+    code, err = main("run", "--resume", run_id)
+    assert code == 0, err
+    assert json.loads((out / "results.json").read_text())["status"] == "complete"
+    assert _run(db, out) == (run_id, "complete")
+    # With its results.json in place, a complete run is not resumed again.
+    code, err = main("run", "--resume", run_id)
+    assert code == 2 and f"run {run_id} is already complete" in err

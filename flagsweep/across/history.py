@@ -112,10 +112,12 @@ def machine_key(machine: dict) -> str:
 
 
 def collect(store: Store, target: str, until: str | None = None,
-            threshold_pct: float | None = None) -> list[Series]:
+            threshold_pct: float | None = None, finishing: str | None = None) -> list[Series]:
     """Every series of `target`, from its complete sweeps in start order (up to and including
-    run `until` when given), with steps detected."""
-    runs = [r for r in store.runs_of(target) if r["status"] == "complete"]
+    run `until` when given), with steps detected. `finishing`: a run whose results are being
+    written before it is marked complete, counted as complete."""
+    runs = [r for r in store.runs_of(target)
+            if r["status"] == "complete" or r["run_id"] == finishing]
     ids = [r["run_id"] for r in runs]
     if until in ids:
         runs = runs[:ids.index(until) + 1]
@@ -282,12 +284,14 @@ def _changed(before: dict[str, str], after: dict[str, str]) -> list[str]:
             for k in sorted(set(before) | set(after)) if before.get(k) != after.get(k)]
 
 
-def of_run(store: Store, run_id: str) -> list[dict]:
+def of_run(store: Store, run_id: str, finishing: bool = False) -> list[dict]:
     """This run's variants in the earlier complete sweeps of the same target, machine, input
-    and metric, for the report's history plot; [] when there are none."""
+    and metric, for the report's history plot; [] when there are none. `finishing`: the run is
+    complete, its results are written before the store says so."""
     run = store.run(run_id)
-    if run["status"] != "complete":
+    if run["status"] != "complete" and not finishing:
         return []
     mine = machine_key(run["machine"] or {})
-    return [s.to_json() for s in collect(store, run["target"], until=run_id)
+    return [s.to_json() for s in collect(store, run["target"], until=run_id,
+                                         finishing=run_id if finishing else None)
             if s.machine == mine and len(s.points) >= 2 and s.points[-1].run_id == run_id]

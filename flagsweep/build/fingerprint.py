@@ -9,6 +9,7 @@ This is LNT's rule (hash with non-code sections stripped), done on the sections 
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from pathlib import Path
 
 from elftools.common.exceptions import ELFError
@@ -38,6 +39,45 @@ def _elf_hash(binary: Path) -> str:
             if section["sh_type"] != "SHT_NOBITS":
                 digest.update(section.data())
     return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class Changed:
+    """A binary whose code is no longer what its build recorded."""
+
+    binary: Path
+    recorded: str
+    now: str | None          # None: the file is missing or cannot be read
+    state: str               # "now has code sha256 ...", "is missing", "cannot be read (...)"
+    kind: str = "code sha256"
+
+    def text(self) -> str:
+        return (f"its binary {self.binary} {self.state}, but its build recorded {self.kind} "
+                f"{self.recorded[:16]}...")
+
+    def to_json(self) -> dict:
+        return {"binary": str(self.binary), "recorded_sha256": self.recorded,
+                "now_sha256": self.now, "why": self.text()}
+
+
+def recheck(build: dict, binary: Path) -> Changed | None:
+    """The binary against its build's record (a results.json `build`): None when its code is
+    the recorded one. Everything a sweep or a profile says of a variant is said of that code,
+    and the binary is an ordinary file its own workload (or anyone) can replace. A reference
+    arm records the whole file's sha256 (it was copied, not built); a record without a hash
+    (an older results.json) cannot be checked."""
+    whole = build.get("reference_sha256")
+    recorded, kind = (whole, "sha256") if whole else (build.get("code_sha256"), "code sha256")
+    if not recorded:
+        return None
+    try:
+        now = files.sha256_file(binary) if whole else code_hash(binary)
+        state = f"now has {kind} {now[:16]}..."
+    except FileNotFoundError:
+        now, state = None, "is missing"
+    except OSError as e:
+        now, state = None, f"cannot be read ({e.strerror})"
+    return None if now == recorded else Changed(binary, recorded, now, state, kind)
 
 
 def sizes(binary: Path) -> dict[str, int] | None:

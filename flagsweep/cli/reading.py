@@ -13,17 +13,41 @@ from flagsweep.host.cpu import LEVELS
 
 
 @click.command("report")
-@click.argument("results_path", metavar="RESULTS.json", type=click.Path(path_type=Path))
+@click.argument("results_path", metavar="RESULTS.json|RUN_ID", type=click.Path(path_type=Path))
 @click.option("--out", "out_dir", type=Folder(),
               help="Folder for index.html and summary.md [default: beside RESULTS.json].")
 def report_cmd(results_path, out_dir) -> None:
-    """Render the HTML report (index.html) and summary.md from a results.json again."""
+    """Render the HTML report (index.html) and summary.md from a results.json again; given a
+    run id (or a run's folder) whose results.json is missing, write it from the store first."""
     from flagsweep import report
     from flagsweep.report import terminal
 
+    results_path = _results_of(results_path)
     page = report.write(results_path, out_dir)
     terminal.show(results_path)
     click.echo(str(page))
+
+
+def _results_of(arg: Path) -> Path:
+    """A results.json as given, or the one of a run in the store, written again into the run's
+    folder when it is missing there (the store keeps every sample)."""
+    from flagsweep import sweep
+    from flagsweep.errors import FlagsweepError
+    from flagsweep.results.store import Store
+
+    if arg.is_file():
+        return arg
+    if arg.is_dir() and (arg / "results.json").is_file():
+        return arg / "results.json"
+    db = Store()
+    run_id = db.find_run(str(arg))
+    try:
+        row = db.run(run_id)
+    except FlagsweepError:
+        raise FlagsweepError(f"{arg}: no such results file, and no run of that id in the store "
+                             f"{db.url}") from None
+    path = Path(row["out_dir"]) / "results.json"
+    return path if path.is_file() else sweep.written_again(run_id, db, say)
 
 
 @click.command("explain")
@@ -81,10 +105,15 @@ def _disassemble(results_path: Path, function: str, variant_id: str | None) -> N
 
 
 def _binary(v: dict, results_path: Path) -> Path:
+    from flagsweep.build import fingerprint
+
     path = Path(v["build"].get("binary") or "")
     if not path.is_file():
         raise click.UsageError(f"{v['id']}: its binary {path} is gone (builds are kept in the "
                                f"run's folder beside {results_path})")
+    changed = fingerprint.recheck(v["build"], path)
+    if changed is not None:
+        raise click.UsageError(f"{v['id']}: {changed.text()}: not the code the sweep timed")
     return path
 
 

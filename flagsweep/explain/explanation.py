@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from flagsweep.build import fingerprint
 from flagsweep.errors import FlagsweepError
 from flagsweep.explain import attribution, remarks, sampling, symbols
 from flagsweep.explain.profile import Profile, cachegrind
@@ -163,6 +164,12 @@ def _binary(v: dict, out: Path) -> Path:
     if not path.is_file():
         raise FlagsweepError(f"the binary of {v['id']}, {path}, is missing (key "
                              f"'variants[{v['id']}].build.binary')")
+    changed = fingerprint.recheck(v["build"], path)
+    if changed is not None:
+        # A profile of other code would explain a verdict it never gave.
+        raise FlagsweepError(f"{v['id']} is not profiled: {changed.text()} (key "
+                             f"'variants[{v['id']}].build.code_sha256'); it is not the program "
+                             "the sweep timed")
     return path
 
 

@@ -522,6 +522,12 @@ def _variant_warnings(doc: dict) -> list[Warning]:
                   or (v["build"]["status"] == "ok" and not v["build"].get("flags_verified"))]
     broken = [v for v in doc["variants"] if v["build"]["status"] == "failed"]
     multiplexed = [v["id"] for v in doc["variants"] if v.get("multiplexed")]
+    replaced = [v for v in doc["variants"] if v.get("replaced")]
+    if replaced:
+        out.append(Warning("replaced", "A binary was replaced during the sweep, so its samples "
+                                       "time another program: no verdict for " + "; ".join(
+                                           f"{v['id']} ({v['replaced'].get('why')})"
+                                           for v in replaced) + "."))
     if differs:
         out.append(Warning("output", f"Output differs from the baseline's for {_names(differs)}: "
                                      "they were timed, but they do not compute the same thing."))

@@ -33,17 +33,27 @@ def values_by_round(samples: list[Sample], metric_of,
 
 
 def apply(doc: dict, values: dict[str, dict[int, float]], threshold_pct: float, seed: int,
-          replicates: dict[str, dict[str, dict[int, float]]] | None = None) -> None:
+          replicates: dict[str, dict[str, dict[int, float]]] | None = None,
+          refused: dict[str, str] | None = None) -> None:
     """Fill summary/vs_baseline on doc's variants and the sweep-level statistics fields.
 
     `replicates` (run --layouts): variant -> its layouts' values. The comparisons are then made
     over the layouts (flagsweep.stats.layout), and `values` holds each variant's per-round
-    geometric mean of its layouts, for the summaries."""
+    geometric mean of its layouts, for the summaries.
+
+    `refused`: variant -> why its samples judge nothing (its binary was replaced during the
+    sweep). Its summary still says what was timed; it is compared with nothing, and when it is
+    the baseline nothing is compared at all."""
     baseline = doc["baseline"]
     variants = {v["id"]: v for v in doc["variants"]}
+    refused = _refusals(refused or {}, variants, baseline)
+    summarized = values
+    values = {vid: vals for vid, vals in values.items() if vid not in refused}
+    if replicates is not None:
+        replicates = {vid: reps for vid, reps in replicates.items() if vid not in refused}
     comparisons: dict[str, stats.Comparison] = {}
     for vid, v in variants.items():
-        v["summary"] = stats.summarize(values.get(vid, {})).to_json()
+        v["summary"] = stats.summarize(summarized.get(vid, {})).to_json()
         if replicates is not None:
             v["summary"]["layouts"] = _layout_summaries(v, replicates.get(vid, {}))
         elif vid != baseline and vid in values and baseline in values:
@@ -56,6 +66,8 @@ def apply(doc: dict, values: dict[str, dict[int, float]], threshold_pct: float, 
     gate = _gate(comparisons, twin, threshold_pct, twin_is)
     for vid, v in variants.items():
         v["vs_baseline"] = _vs_baseline(v, vid, baseline, comparisons, variants)
+        if vid in refused and vid != baseline and not v["build"].get("identical_to"):
+            v["vs_baseline"] = {"verdict": "not-measured", "why": refused[vid]}
     doc["aa"] = _aa(twin, comparisons.get(twin), gate, twin_is)
     if replicates is None:
         doc["noise"] = stats.noise(values.get(baseline, {}), values.get(twin), threshold_pct,
@@ -67,7 +79,15 @@ def apply(doc: dict, values: dict[str, dict[int, float]], threshold_pct: float, 
     doc["effects"], doc["effects_design"] = _effects(doc, effect_values, threshold_pct,
                                                      comparisons, gate,
                                                      layouts=replicates is not None)
-    doc["recommendation"] = _recommend(doc, threshold_pct)
+    doc["recommendation"] = _recommend(doc, threshold_pct, refused)
+
+
+def _refusals(refused: dict[str, str], variants: dict[str, dict], baseline: str) -> dict[str, str]:
+    """Every variant is judged against the baseline: with its binary replaced, none is."""
+    if baseline not in refused:
+        return refused
+    why = f"the baseline {refused[baseline]}"
+    return {vid: refused.get(vid, why) for vid in variants}
 
 
 def _layout_summaries(v: dict, reps: dict[str, dict[int, float]]) -> list[dict]:
@@ -436,11 +456,16 @@ def _screen(doc: dict, designed: dict[str, dict], values: dict[str, dict[int, fl
     return j["rows"], {"design": j["design"], "note": j["note"]}
 
 
-def _recommend(doc: dict, threshold_pct: float) -> dict:
+def _recommend(doc: dict, threshold_pct: float, refused: dict[str, str] | None = None) -> dict:
     """The fastest significantly-faster variant, and the simplest one within the threshold of it;
     only among programs whose output passed the check, whatever --strict-check said about
-    timing them, and never a baseline whose own output failed it."""
+    timing them, and never a baseline whose own output failed it, nor one whose binary was
+    replaced during the sweep."""
+    refused = refused or {}
     base = next(v for v in doc["variants"] if v["id"] == doc["baseline"])
+    if base["id"] in refused:
+        return {"flags": None, "variant": None,
+                "why": f"No recommendation: the baseline was {refused[base['id']]}."}
     rows = [v for v in doc["variants"] if (v.get("vs_baseline") or {}).get("verdict") in
             ("faster", "equivalent", "slower", "inconclusive") and not is_control(v["id"])]
     faster = [v for v in rows if v["vs_baseline"]["verdict"] == "faster" and output_ok(v)]
@@ -448,6 +473,9 @@ def _recommend(doc: dict, threshold_pct: float) -> dict:
              if v["vs_baseline"]["verdict"] == "faster" and not output_ok(v)]
     excluded = (f" Faster but not recommended, their output did not pass the check: "
                 f"{'; '.join(wrong)}." if wrong else "")
+    gone = [vid for vid in refused if not is_control(vid)]
+    excluded += (f" Not judged, their binaries were replaced during the sweep: "
+                 f"{', '.join(gone)}." if gone else "")
     if not output_ok(base) and not faster:
         check = base.get("check") or {}
         return {"flags": None, "variant": None,

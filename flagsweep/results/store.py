@@ -349,10 +349,11 @@ class Store:
         with self._begin() as c:
             c.execute(runs.update().where(runs.c.run_id == run_id).values(options=options))
 
-    def finish_run(self, run_id: str, status: str, stop_reason: str) -> None:
+    def finish_run(self, run_id: str, status: str, stop_reason: str,
+                   finished: float | None = None) -> None:
         with self._begin() as c:
             c.execute(runs.update().where(runs.c.run_id == run_id).values(
-                status=status, stop_reason=stop_reason, finished=time.time()))
+                status=status, stop_reason=stop_reason, finished=finished or time.time()))
 
     def reopen_run(self, run_id: str) -> None:
         with self._begin() as c:

@@ -31,10 +31,13 @@ CSV_COUNTERS = ("cycles", "instructions", "branch_misses", "cache_misses", "task
                 "involuntary_switches", "run_delay_s", "on_cpu_s", "steal_s")
 
 
-def write(out: Path, store: Store, run_id: str, history: list[dict] | None = None) -> Path:
+def write(out: Path, store: Store, run_id: str, history: list[dict] | None = None,
+          ending: dict | None = None) -> Path:
     """Write results.json and samples.csv into out; return the results.json path. `history`:
-    this run's variants in earlier sweeps (across.history.of_run), for the report's plot."""
-    run = store.run(run_id)
+    this run's variants in earlier sweeps (across.history.of_run), for the report's plot.
+    `ending` (status, stop_reason, finished): how the run ends, for the files written before
+    the store is told, so that a run the store calls complete always has its files."""
+    run = {**store.run(run_id), **(ending or {})}
     all_samples, set_aside = store.samples(run_id), store.attempts(run_id)
     doc = _document(run, store.variants(run_id), all_samples)
     _disturbance(doc, all_samples, set_aside)
@@ -130,17 +133,33 @@ def _document(run: dict, variants: list[dict], samples: list[Sample]) -> dict:
     }
     doc["threshold_pct"] = m.get("threshold_pct", 1.0)
     values = analysis.values_by_round(samples, lambda s: metric_mod.metric_of(s, metric))
+    refused = _replaced(doc["variants"], o.get("replaced") or {})
     replicates, doc["measurement"]["layouts"] = None, None
     if m.get("layouts"):
         folded = layouts.fold(doc["variants"], values, doc["baseline"])
         doc["variants"], values, replicates = folded.variants, folded.values, folded.replicates
         doc["measurement"]["layouts"] = layout.described(m["layouts"])
     analysis.apply(doc, values, doc["threshold_pct"], seed=m.get("seed") or 0,
-                   replicates=replicates)
+                   replicates=replicates, refused=refused)
     _stopped(doc, o.get("stopped") or {}, samples)
     analysis.advise(doc, samples)
     add_explain(doc, o.get("explain"))
     return doc
+
+
+def _replaced(variants: list[dict], replaced: dict[str, dict]) -> dict[str, str]:
+    """The binaries found replaced after the rounds (sweep._replaced): each one's record as its
+    variant's `replaced`; returns variant -> why, for the verdicts it does not get. A layout's
+    replaced binary refuses the whole variant it is a layout of."""
+    refused: dict[str, str] = {}
+    for v in variants:
+        record = replaced.get(v["id"])
+        if record:
+            v["replaced"] = record
+            refused[v.get("layout_of") or v["id"]] = (f"replaced during the sweep: "
+                                                     f"{record['why']}; its samples do not "
+                                                     "time one program, so it has no verdict")
+    return refused
 
 
 def add_explain(doc: dict, explain: dict | None) -> None:

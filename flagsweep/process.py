@@ -6,11 +6,14 @@ shows exactly what was executed, and no argument is ever re-parsed by /bin/sh.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import shlex
+import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from contextlib import contextmanager
@@ -47,6 +50,7 @@ def run(
     input: str | None = None,
     timeout: float | None = None,
     log_file: Path | None = None,
+    guard: bool = False,
 ) -> Result:
     """Run argv and capture its output; never raises on a nonzero exit (callers decide).
 
@@ -55,22 +59,44 @@ def run(
     Raises FileNotFoundError when the program does not exist, so callers can name it.
     The program runs in a process group of its own, ended whole (see `_end_group`) if the
     wait is cut short: a timeout, Ctrl-C, or SIGTERM, which ends the wait as Ctrl-C does.
+    With guard, it runs under flagsweep/guard.py, which ends it and everything it started when
+    flagsweep itself dies, even by SIGKILL: for long commands (a build, a profile); the guard's
+    interpreter start is too dear for every short probe.
     """
     args = [os.fspath(a) for a in argv]
     log.debug("run: %s (cwd=%s)", shlex.join(args), cwd or ".")
+    spawned = _guarded(args, env, cwd) if guard else args
     if log_file is not None:
         log_file.parent.mkdir(parents=True, exist_ok=True)
         with open(log_file, "ab") as out:
             out.write(f"$ {shlex.join(args)}\n".encode())
             out.flush()
-            returncode, _, _ = _run_grouped(args, cwd=cwd, env=env, timeout=timeout, stdout=out,
-                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            returncode, _, _ = _run_grouped(spawned, cwd=cwd, env=env, timeout=timeout,
+                                            stdout=out, stderr=subprocess.STDOUT,
+                                            stdin=subprocess.DEVNULL)
         return Result(args, returncode, "", "")
     returncode, stdout, stderr = _run_grouped(
-        args, cwd=cwd, env=env, timeout=timeout, input=input, stdout=subprocess.PIPE,
+        spawned, cwd=cwd, env=env, timeout=timeout, input=input, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True, errors="replace",
         stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL)
     return Result(args, returncode, stdout, stderr)
+
+
+GUARD = Path(__file__).resolve().with_name("guard.py")
+
+
+def _guarded(args: list[str], env: Mapping[str, str] | None,
+             cwd: str | os.PathLike | None) -> list[str]:
+    """args run by the guard. A missing program is FileNotFoundError here, as without it (the
+    guard itself could only exit nonzero)."""
+    if os.sep in args[0]:
+        found = os.access(os.path.join(cwd or ".", args[0]), os.X_OK)
+    else:
+        found = shutil.which(args[0], path=(env if env is not None else os.environ)
+                             .get("PATH", os.defpath)) is not None
+    if not found:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), args[0])
+    return [sys.executable, "-I", "-S", str(GUARD), str(os.getpid()), "--", *args]
 
 
 def _run_grouped(args: list[str], *, timeout: float | None, input: str | None = None,

@@ -9,7 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from procs import kill_all, marker, running, wait_for
+from procs import alive, kill_all, marker, running, wait_for
 
 from flagsweep import process
 
@@ -68,10 +68,8 @@ def _mentioning(text: str) -> list[int]:
     return found
 
 
-@pytest.mark.integration
-def test_sigterm_during_the_build_leaves_no_build_running(tmp_path, mark):
-    """`flagsweep run` stopped by SIGTERM while make sleeps in a build step: ninja, make and the
-    step used to build on after flagsweep had exited and released the measurement lock."""
+def _slow_make_target(tmp_path: Path, mark: str) -> Path:
+    """A make project whose build sleeps `mark` seconds in every variant's build step."""
     src = tmp_path / "slow" / "src"
     src.mkdir(parents=True)
     (src / "prog.c").write_text("int main(void) { return 0; }\n")
@@ -93,8 +91,16 @@ def test_sigterm_during_the_build_leaves_no_build_running(tmp_path, mark):
         [check]
         method = "exact"
     """))
+    return src.parent
+
+
+@pytest.mark.integration
+def test_sigterm_during_the_build_leaves_no_build_running(tmp_path, mark):
+    """`flagsweep run` stopped by SIGTERM while make sleeps in a build step: ninja, make and the
+    step used to build on after flagsweep had exited and released the measurement lock."""
+    target = _slow_make_target(tmp_path, mark)
     out = tmp_path / "out"
-    sweep = subprocess.Popen([sys.executable, "-m", "flagsweep", "run", str(src.parent), "--flags",
+    sweep = subprocess.Popen([sys.executable, "-m", "flagsweep", "run", str(target), "--flags",
                               "-O2", "--flags", "-O1", "--quick", "--runs", "2", "--out", str(out)],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     wait_for(lambda: len(running(mark)) == 2, "both variants' build steps to start")
@@ -102,3 +108,24 @@ def test_sigterm_during_the_build_leaves_no_build_running(tmp_path, mark):
     sweep.communicate(timeout=120)
     assert sweep.returncode != 0
     assert running(mark) == [] and _mentioning(str(out)) == []
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("command", ["build", "run"])
+def test_sigkill_during_the_build_leaves_no_build_running(tmp_path, mark, command):
+    """kill -9 of flagsweep while make sleeps in a build step: nothing in flagsweep can act,
+    and the superbuild (cmake, ninja, each step, make) built on under PID 1 with the
+    measurement lock already free. Its guard ends all of it."""
+    target = _slow_make_target(tmp_path, mark)
+    out = tmp_path / "out"
+    extra = ["--quick", "--runs", "2"] if command == "run" else []
+    sweep = subprocess.Popen([sys.executable, "-m", "flagsweep", command, str(target), "--flags",
+                              "-O2", "--flags", "-O1", *extra, "--out", str(out)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for(lambda: len(running(mark)) == 2, "both variants' build steps to start")
+    builders = _mentioning(str(out))
+    assert builders                                 # cmake, ninja, the steps, make
+    sweep.kill()
+    assert sweep.wait(timeout=60) == -signal.SIGKILL
+    wait_for(lambda: running(mark) == [] and not any(alive(p) for p in _mentioning(str(out))),
+             "every process of the build to end", seconds=30)

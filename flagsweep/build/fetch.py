@@ -356,7 +356,7 @@ def _run_apt(options: list[str], command: list[str], workdir: Path,
     or hangs."""
     try:
         return process.run([tool, *options, *command], cwd=workdir, env=env,
-                           timeout=APT_TIMEOUT)
+                           timeout=APT_TIMEOUT, guard=True)
     except FileNotFoundError as err:
         raise FetchError(f"{tool} is not installed (or not on PATH): {err}") from err
     except subprocess.TimeoutExpired as err:

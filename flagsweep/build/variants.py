@@ -343,11 +343,14 @@ def _write_plan(manifest: dict, out: Path) -> None:
 def _run_superbuild(out: Path, jobs: int) -> None:
     sb, logfile = out / "superbuild", out / "superbuild.log"
     configure = process.run(["cmake", "-S", shipped.SUPERBUILD, "-B", sb, "-G", "Ninja",
-                             f"-DFLAGSWEEP_PLAN={out / 'plan.cmake'}"], log_file=logfile)
+                             f"-DFLAGSWEEP_PLAN={out / 'plan.cmake'}"], log_file=logfile,
+                            guard=True)
     if not configure.ok:
         raise BuildError(f"the superbuild did not configure; see {logfile}")
     started = time.time()
-    process.run(["cmake", "--build", sb, "-j", str(jobs), "--", "-k", "0"], log_file=logfile)
+    # Guarded: killed by SIGKILL, flagsweep would leave the whole build running.
+    process.run(["cmake", "--build", sb, "-j", str(jobs), "--", "-k", "0"], log_file=logfile,
+                guard=True)
     log.info("superbuild finished in %.1f s", time.time() - started)
 
 

@@ -106,7 +106,7 @@ def cachegrind(argv: list[str], *, env: dict[str, str], cwd: Path, timeout: floa
     cmd = [valgrind, "--tool=cachegrind", "--cache-sim=yes", "--branch-sim=yes",
            f"--cachegrind-out-file={out_file}", "--", *argv]
     try:
-        res = process.run(cmd, env=env, cwd=cwd, timeout=timeout)
+        res = process.run(cmd, env=env, cwd=cwd, timeout=timeout, guard=True)
     except subprocess.TimeoutExpired:
         raise FlagsweepError(f"cachegrind run of {argv[0]} timed out after {timeout:g} s") from None
     if not res.ok:

@@ -151,7 +151,7 @@ def record(argv: list[str], *, env: dict[str, str], cwd: Path, timeout: float,
 
 def _perf(cmd: list[str], env: dict[str, str], cwd: Path, timeout: float) -> str:
     try:
-        res = process.run(cmd, env=env, cwd=cwd, timeout=timeout)
+        res = process.run(cmd, env=env, cwd=cwd, timeout=timeout, guard=True)
     except subprocess.TimeoutExpired:
         raise FlagsweepError(f"{' '.join(cmd[:2])} timed out after {timeout:g} s") from None
     if not res.ok:

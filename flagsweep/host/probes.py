@@ -512,7 +512,7 @@ def cachegrind_instructions(argv: list[str], *, env: dict[str, str], cwd: Path |
     out_file = Path(name)
     cmd = [valgrind, "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={out_file}", "--", *argv]
     try:
-        res = process.run(cmd, env=env, cwd=cwd, timeout=timeout)
+        res = process.run(cmd, env=env, cwd=cwd, timeout=timeout, guard=True)
     except subprocess.TimeoutExpired:
         raise FlagsweepError(f"cachegrind run of {argv[0]} timed out after {timeout:g} s") from None
     except OSError as exc:

@@ -13,6 +13,7 @@ import io
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tarfile
 import threading
@@ -586,3 +587,124 @@ def test_real_debian_fallback_gzip(tmp_path):
     tree = fetch.prepare(source, cache=tmp_path / "cache")
     assert (tree / "configure").is_file() and (tree / "gzip.c").is_file()
     assert sha256(fetch.fetch(source, cache=tmp_path / "cache", offline=True)) == GZIP_112_SHA256
+
+
+# --- unpack limits ---------------------------------------------------------------------------
+
+class _Zeros(io.RawIOBase):
+    """`size` zero bytes, read in chunks: a bomb's member without holding it in memory."""
+
+    def __init__(self, size: int):
+        self.left = size
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        n = min(len(buffer), self.left)
+        buffer[:n] = bytes(n)
+        self.left -= n
+        return n
+
+
+def bomb(path: Path, megabytes: int) -> Path:
+    """A real gzip bomb: megabytes of zeros in one member, a few hundred KB packed."""
+    with tarfile.open(path, "w:gz") as tar:
+        tar.addfile(entry("pkg-1.0", tarfile.DIRTYPE))
+        tar.addfile(entry("pkg-1.0/main.c", tarfile.REGTYPE))
+        info = tarfile.TarInfo("pkg-1.0/zeros.bin")
+        info.size, info.mtime, info.mode = megabytes * 10**6, MTIME, 0o644
+        tar.addfile(info, _Zeros(info.size))
+    return path
+
+
+def _used_bytes(folder: Path) -> int:
+    """Real disk use under folder (allocated blocks, holes not counted)."""
+    return sum(p.lstat().st_blocks * 512 for p in folder.rglob("*")) if folder.exists() else 0
+
+
+def test_a_gzip_bomb_is_refused_before_it_is_unpacked(tmp_path):
+    """A 14 MB gzip bomb used to unpack 3.1 GB into the cache: 200 MB of zeros here."""
+    tarball = bomb(tmp_path / "pkg-1.0.tar.gz", 200)
+    packed = tarball.stat().st_size
+    assert packed < 10**6
+    with pytest.raises(FetchError) as e:
+        fetch.extract(tarball, tmp_path / "out")
+    ratio = 200 * 10**6 / packed
+    assert str(e.value).startswith(
+        f"{tarball}: refusing member 'pkg-1.0/zeros.bin': it unpacks to 200.0 MB, which brings "
+        f"the tree to 200.0 MB from a {packed / 1e6:.1f} MB tarball, {ratio:.0f} times its "
+        "size, beyond the limit of 100 (FLAGSWEEP_UNPACK_RATIO); nothing was unpacked")
+    assert _used_bytes(tmp_path / "out") < 10**6
+
+
+def _sparse_tarball(tmp_path: Path, megabytes: int) -> Path:
+    """A real GNU sparse member (tar -S): `megabytes` long, a few bytes of data."""
+    tree = tmp_path / "sparse-src" / "pkg-1.0"
+    tree.mkdir(parents=True)
+    (tree / "main.c").write_text("int main(void){return 0;}\n")
+    with open(tree / "holes.img", "wb") as f:
+        f.seek(megabytes * 10**6 - 5)
+        f.write(b"data\n")
+    tarball = tmp_path / "pkg-1.0.tar.gz"
+    subprocess.run(["tar", "-C", str(tree.parent), "-cSzf", str(tarball), "pkg-1.0"], check=True)
+    return tarball
+
+
+def test_a_sparse_member_beyond_the_file_limit_is_refused(tmp_path, monkeypatch):
+    """A 621-byte tarball with a 10 GB sparse member: here 300 MB, with the file limit set to
+    100 MB (FLAGSWEEP_UNPACK_FILE_MB), refused by its size whatever its holes."""
+    tarball = _sparse_tarball(tmp_path, 300)
+    assert tarball.stat().st_size < 10**5
+    monkeypatch.setenv("FLAGSWEEP_UNPACK_FILE_MB", "100")
+    monkeypatch.setenv("FLAGSWEEP_UNPACK_RATIO", "1e12")      # the file limit alone
+    with pytest.raises(FetchError) as e:
+        fetch.extract(tarball, tmp_path / "out")
+    assert str(e.value).startswith(
+        f"{tarball}: refusing member 'pkg-1.0/holes.img': it unpacks to 300.0 MB (a sparse "
+        "file), beyond the limit of 100 MB for one file (FLAGSWEEP_UNPACK_FILE_MB); nothing "
+        "was unpacked")
+    assert _used_bytes(tmp_path / "out") < 10**6
+
+
+def test_the_unpack_limits_are_configured_by_environment(tmp_path, monkeypatch):
+    two = os.urandom(2 * 10**6)          # incompressible: no ratio to speak of
+    tarball = make_tarball(tmp_path / "pkg-1.0.tar.gz",
+                           [entry("pkg-1.0", tarfile.DIRTYPE), ("pkg-1.0/a.bin", two),
+                            ("pkg-1.0/b.bin", two)])
+    assert (fetch.extract(tarball, tmp_path / "default") / "b.bin").read_bytes() == two
+    monkeypatch.setenv("FLAGSWEEP_UNPACK_TOTAL_MB", "3")
+    with pytest.raises(FetchError, match=r"refusing member 'pkg-1.0/b.bin': it unpacks to 2.0 "
+                                         r"MB, which brings the tree to 4.0 MB, beyond the limit "
+                                         r"of 3 MB \(FLAGSWEEP_UNPACK_TOTAL_MB\)"):
+        fetch.extract(tarball, tmp_path / "total")
+    monkeypatch.setenv("FLAGSWEEP_UNPACK_FILE_MB", "1.5")
+    with pytest.raises(FetchError, match=r"refusing member 'pkg-1.0/a.bin': it unpacks to 2.0 "
+                                         r"MB, beyond the limit of 1.5 MB for one file"):
+        fetch.extract(tarball, tmp_path / "file")
+    for bad in ("lots", "0", "-5", "inf"):
+        monkeypatch.setenv("FLAGSWEEP_UNPACK_FILE_MB", bad)
+        with pytest.raises(FetchError) as e:
+            fetch.extract(tarball, tmp_path / "bad")
+        assert str(e.value) == (f"FLAGSWEEP_UNPACK_FILE_MB={bad!r}: expected a number above 0 "
+                                "(default 1024)")
+    assert not (tmp_path / "total").exists() or not any((tmp_path / "total").iterdir())
+
+
+def test_a_target_whose_tarball_is_a_bomb_is_one_line_and_leaves_no_tree(tmp_path,
+                                                                         isolated_cache):
+    tarball = bomb(tmp_path / "pkg-1.0.tar.gz", 200)
+    (tmp_path / "target.toml").write_text(
+        f'summary = "a bomb"\nversion = "1.0"\nname = "pkg"\n[source]\n'
+        f'urls = ["file://{tarball}"]\nsha256 = "{sha256(tarball)}"\n'
+        '[build]\nsystem = "make"\nbinary = "prog"\n[inputs]\nkind = "corpus"\nmegabytes = 1\n'
+        'quick_megabytes = 1\n[run]\nargv = ["{binary}"]\n[check]\nmethod = "exact"\n')
+    done = subprocess.run([sys.executable, "-m", "flagsweep", "build", str(tmp_path),
+                           "--flags", "-O2", "--out", str(tmp_path / "run")],
+                          capture_output=True, text=True)
+    assert done.returncode == 2
+    lines = done.stderr.splitlines()
+    assert lines[-1].startswith(f"flagsweep: {isolated_cache / 'downloads'}/")
+    assert "refusing member 'pkg-1.0/zeros.bin': it unpacks to 200.0 MB" in lines[-1]
+    assert "Traceback" not in done.stderr
+    assert _used_bytes(isolated_cache / "src") < 10**6

@@ -510,6 +510,73 @@ def render_deb822(stanzas: list[dict[str, str]]) -> str:
 # tarfile's extraction filters arrived in 3.11.4; Debian 12's python3 is 3.11.2.
 _HAS_TAR_FILTERS = hasattr(tarfile, "data_filter")
 
+# What a tarball may unpack to (docs/targets.md): a 621-byte tarball held a 10 GB sparse file
+# and a 14 MB one 3.1 GB of zeros. Real source trees are far below these (gcc's is ~1 GB).
+UNPACK_LIMITS = {"FLAGSWEEP_UNPACK_FILE_MB": 1024.0,     # one member, by its unpacked size
+                 "FLAGSWEEP_UNPACK_TOTAL_MB": 8192.0,    # every member together
+                 "FLAGSWEEP_UNPACK_RATIO": 100.0}        # unpacked bytes per tarball byte
+# Below this many unpacked megabytes the ratio does not matter: a small file of zeros is no bomb.
+RATIO_FLOOR_MB = 64
+
+
+def unpack_limits() -> dict[str, float]:
+    """The limits, each from its environment variable when set."""
+    limits = {}
+    for name, default in UNPACK_LIMITS.items():
+        raw = os.environ.get(name)
+        try:
+            value = float(raw) if raw else default
+        except ValueError:
+            value = float("nan")
+        if not 0 < value < float("inf"):
+            raise FetchError(f"{name}={raw!r}: expected a number above 0 "
+                             f"(default {default:g})")
+        limits[name] = value
+    return limits
+
+
+class _Budget:
+    """The limits, checked member by member as each header is read: a member beyond them is
+    refused before its data is unpacked, so refusing a bomb costs no more than the limits."""
+
+    def __init__(self, tarball: Path):
+        self.tarball, self.limits = tarball, unpack_limits()
+        try:
+            self.packed = max(1, tarball.stat().st_size)
+        except OSError:
+            self.packed = 1          # tarfile.open names what is wrong with it
+        self.total = 0
+
+    def take(self, member: tarfile.TarInfo) -> None:
+        if not member.isreg():
+            return
+        self.total += member.size
+        file_mb = self.limits["FLAGSWEEP_UNPACK_FILE_MB"]
+        total_mb = self.limits["FLAGSWEEP_UNPACK_TOTAL_MB"]
+        ratio = self.limits["FLAGSWEEP_UNPACK_RATIO"]
+        what = f"{_mb(member.size)}{' (a sparse file)' if member.sparse is not None else ''}"
+        if member.size > file_mb * 1e6:
+            self._refuse(member, f"it unpacks to {what}, beyond the limit of {file_mb:g} MB "
+                                 "for one file (FLAGSWEEP_UNPACK_FILE_MB)")
+        if self.total > total_mb * 1e6:
+            self._refuse(member, f"it unpacks to {what}, which brings the tree to "
+                                 f"{_mb(self.total)}, beyond the limit of {total_mb:g} MB "
+                                 "(FLAGSWEEP_UNPACK_TOTAL_MB)")
+        if self.total > RATIO_FLOOR_MB * 1e6 and self.total > ratio * self.packed:
+            self._refuse(member, f"it unpacks to {what}, which brings the tree to "
+                                 f"{_mb(self.total)} from a {_mb(self.packed)} tarball, "
+                                 f"{self.total / self.packed:.0f} times its size, beyond the "
+                                 f"limit of {ratio:g} (FLAGSWEEP_UNPACK_RATIO)")
+
+    def _refuse(self, member: tarfile.TarInfo, why: str) -> None:
+        raise FetchError(f"{self.tarball}: refusing member {member.name!r}: {why}; nothing "
+                         "was unpacked. A source tree this large is not expected: if it is "
+                         "right, raise the limit (docs/targets.md)")
+
+
+def _mb(size: int) -> str:
+    return f"{size / 1e6:.1f} MB" if size >= 1e5 else f"{size} bytes"
+
 
 def extract(tarball: Path, dest: Path, strip_components: int = 1) -> Path:
     """Safely extract tarball (.tar.gz/.xz/.bz2, detected from content) into dest and return it.
@@ -519,18 +586,21 @@ def extract(tarball: Path, dest: Path, strip_components: int = 1) -> Path:
     outside dest, and device files raise FetchError. Each member is checked again against the
     tree as extracted so far, which catches links that only escape through earlier links.
     Modes are tamed as tarfile.data_filter does; mtimes are kept (autotools trees need them,
-    or make tries to re-run automake).
+    or make tries to re-run automake). A member beyond the unpack limits (a file too large,
+    sparse or not, a tree too large, or too many times the tarball's size) is refused too.
     """
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise FetchError(f"cannot extract {tarball} into {dest}: it exists and is not an "
                          f"empty directory")
+    budget = _Budget(tarball)
     existed = dest.exists()
     dest.mkdir(parents=True, exist_ok=True)
     member_filter = _member_filter(tarball, strip_components)
     try:
         with tarfile.open(tarball, "r:*") as tar:
             tar.errorlevel = 2  # every extraction error raises; none is only logged
-            for member in tar.getmembers():
+            for member in tar:  # header by header: a member is judged before its data is read
+                budget.take(member)
                 member_filter(member, str(dest))
             if _HAS_TAR_FILTERS:
                 tar.extractall(dest, filter=member_filter)

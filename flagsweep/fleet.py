@@ -269,9 +269,14 @@ def run(client, t: target.Target, r: recipe.Recipe, compilers: list[str] | None,
         p.binaries = {vid: _scatter(client, payload) for vid, payload in p.binaries.items()}
         _start_run(p, t, r, opts, db, given, say)
         _check(client, t, p, blob, db, opts, say)
-    _rounds(client, t, parts, blob, opts, db, say)
-    paths = [sweep.write_outputs(sweep.Sweep(p.run_id, t, r.name, p.out, opts, p.docs, p.matrix.baseline.id),
-                          db, say) for p in parts]
+    endings = _rounds(client, t, parts, blob, opts, db, say)
+    paths = []
+    for p in parts:
+        # The files first, then the status, as a local sweep does (sweep._measure).
+        paths.append(sweep.write_outputs(sweep.Sweep(p.run_id, t, r.name, p.out, opts, p.docs,
+                                                     p.matrix.baseline.id), db, say,
+                                         endings[p.name]))
+        db.finish_run(p.run_id, **endings[p.name])
     if len(paths) > 1:
         try:
             page = report.write_merge(merge.load_all(paths), out)
@@ -379,10 +384,10 @@ def _check(client, t, p: Label, blob, db: store.Store, opts, say) -> None:
     p.measured = sweep.checked(s, None, db, lambda text: say(f"{p.name}: {text}"), remote)
 
 
-def _rounds(client, t, parts: list[Label], blob, opts, db: store.Store, say) -> None:
+def _rounds(client, t, parts: list[Label], blob, opts, db: store.Store, say) -> dict[str, dict]:
     """Rounds per label, as many in flight as that label has workers, until each label's
-    stopping rule (rounds.Stopping, the same as a local sweep's) says stop; then each run is
-    finished."""
+    stopping rule (rounds.Stopping, the same as a local sweep's) says stop; returns how each
+    label's run ends (status, stop_reason, finished), for its files and then the store."""
     from distributed import as_completed
 
     metric = sweep.METRICS[opts.metric]
@@ -421,10 +426,13 @@ def _rounds(client, t, parts: list[Label], blob, opts, db: store.Store, say) -> 
                 said_round(stop.completed, stop.plan.max_runs, f"label {name}: {stop.said(values)}")
         if nxt[name] < stop.plan.max_runs and stop.may_start():
             submit(name)
+    endings = {}
     for p in parts:
         o = stops[p.name].final(sweep.round_values(db, p.run_id, metric))
-        db.finish_run(p.run_id, "complete", o.stop_reason)
+        endings[p.name] = {"status": "complete", "stop_reason": o.stop_reason,
+                           "finished": time.time()}
         say(f"{p.name}: {o.stop_reason}")
+    return endings
 
 
 def _worker_count(client, label: str) -> int:

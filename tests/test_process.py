@@ -56,6 +56,28 @@ def test_a_normal_run_is_unchanged():
     assert process.run(["cat"], input="fed").stdout == "fed"
 
 
+def test_a_guarded_run_is_unchanged(tmp_path):
+    """Under the guard (process.run(guard=True)) a program's output, exit status, input,
+    signal death and absence are what they are without it."""
+    r = process.run(["sh", "-c", "echo out; echo err >&2; exit 3"], guard=True)
+    assert (r.argv[0], r.returncode, r.stdout, r.stderr) == ("sh", 3, "out\n", "err\n")
+    assert process.run(["cat"], input="fed", guard=True).stdout == "fed"
+    assert process.run(["sh", "-c", "kill -SEGV $$"], guard=True).returncode == -signal.SIGSEGV
+    with pytest.raises(FileNotFoundError):
+        process.run(["no-such-program-here"], guard=True)
+    log = tmp_path / "log"
+    assert process.run(["sh", "-c", "echo logged"], log_file=log, guard=True).ok
+    assert log.read_text() == "$ sh -c 'echo logged'\nlogged\n"
+
+
+def test_a_guarded_command_leaves_nothing_running_after_it_exits(mark):
+    """What a guarded command starts and leaves behind, even in a session of its own, ends
+    with it instead of running beside the measurements."""
+    r = process.run(["sh", "-c", f"setsid sleep {mark} & sleep {mark} & exit 0"], guard=True)
+    assert r.ok
+    assert running(mark) == []
+
+
 def _mentioning(text: str) -> list[int]:
     """Pids of live processes with `text` in their command line."""
     found = []

@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from report_fixture import RUN_ID, results_doc
 
 from flagsweep.build import variants
 from flagsweep.errors import BuildError
@@ -173,7 +175,7 @@ def test_an_output_folder_built_into_before_is_refused(tmp_path, fixture_target)
         _build(fixture_target("sneaky"), ["-O1"], out)
     assert str(info.value) == (
         f"output folder {out} already holds a build (manifest.json, plan.cmake, superbuild, "
-        "builds); builds start in a new folder so that no earlier binary or compile log is "
+        "superbuild.log, builds); builds start in a new folder so that no earlier binary or compile log is "
         "reused: choose another --out, or remove this one")
     assert first.binary.read_bytes() == binary
     assert (first.log.parent / "compile.jsonl").read_text() == log
@@ -244,3 +246,49 @@ def test_a_flag_the_project_adds_itself_is_one_line_with_the_tolerated_flags_to_
     t.path.write_text(toml)
     (b,) = _build(target.load(str(t.path.parent)), ["-O2"], tmp_path / "run2").values()
     assert b.status == "ok" and b.audit["tolerated_seen"] == ["-fPIC"]
+
+
+def _earlier_results(out: Path) -> None:
+    """What a finished run leaves beside its builds: results.json and samples.csv."""
+    (out / "results.json").write_text(json.dumps(results_doc()))
+    (out / "samples.csv").write_text("run_id,variant_id,round\n")
+
+
+@pytest.mark.parametrize("planted", ["results", "scratch link", "explain link"])
+def test_an_output_folder_holding_another_runs_outputs_is_refused(planted, tmp_path,
+                                                                   fixture_target):
+    """Another run's results.json and samples.csv (no builds) were overwritten silently; a
+    scratch/ planted as a link had the launcher write through it."""
+    out, victim = tmp_path / "run", tmp_path / "elsewhere"
+    out.mkdir()
+    victim.mkdir()
+    if planted == "results":
+        _earlier_results(out)
+        names = "results.json, samples.csv"
+    else:
+        name = planted.split()[0]
+        (out / name).symlink_to(victim / "gone")     # dangling: it still counts
+        names = name
+    with pytest.raises(BuildError) as info:
+        _build(fixture_target("honest"), ["-O1"], out)
+    assert str(info.value) == (
+        f"output folder {out} already holds another run's outputs ({names}); a run starts in a "
+        "new folder so that no earlier result is overwritten or written through: choose another "
+        "--out, or remove this one")
+    assert sorted(p.name for p in out.iterdir()) == sorted(names.split(", "))
+    assert list(victim.iterdir()) == []
+    if planted == "results":
+        assert json.loads((out / "results.json").read_text())["run_id"] == RUN_ID
+
+
+def test_run_into_a_folder_with_another_runs_results_is_one_line(tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    _earlier_results(out)
+    done = subprocess.run([sys.executable, "-m", "flagsweep", "run", "tiny", "--quick", "--runs",
+                           "2", "--flags", "-O2", "--out", str(out)], capture_output=True, text=True)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.splitlines()[-1].startswith(
+        f"flagsweep: output folder {out} already holds another run's outputs (results.json, "
+        "samples.csv)")
+    assert json.loads((out / "results.json").read_text())["run_id"] == RUN_ID

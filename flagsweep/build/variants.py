@@ -209,17 +209,28 @@ def _reuse(v: Variant, record: dict, entry: Path, target: Target, out: Path) -> 
 
 
 # What a build leaves in its output folder; any of them means the folder was built into before.
-BUILD_OUTPUTS = ("manifest.json", "plan.cmake", "superbuild", "builds", "builds.json", "source")
+BUILD_OUTPUTS = ("manifest.json", "plan.cmake", "superbuild", "superbuild.log", "builds",
+                 "builds.json", "source")
+# What a run adds to it (scratch: the check and timing outputs; explain: the profiles).
+RUN_OUTPUTS = ("results.json", "samples.csv", "index.html", "summary.md", "scratch", "explain")
 
 
 def refuse_earlier_build(out: Path) -> None:
     """Builds start from nothing: in a folder built into before, make finds its targets up to
-    date and the audit reads the old compile logs, so the old binaries would be measured."""
-    found = [name for name in BUILD_OUTPUTS if (out / name).exists()]
+    date and the audit reads the old compile logs, so the old binaries would be measured; a
+    folder holding another run's results would have them overwritten. A name counts even as a
+    link (dangling or not): every file flagsweep writes there must be its own."""
+    found = [name for name in BUILD_OUTPUTS if os.path.lexists(out / name)]
     if found:
         raise BuildError(f"output folder {out} already holds a build ({', '.join(found)}); "
                          "builds start in a new folder so that no earlier binary or compile log "
                          "is reused: choose another --out, or remove this one")
+    found = [name for name in RUN_OUTPUTS if os.path.lexists(out / name)]
+    if found:
+        raise BuildError(f"output folder {out} already holds another run's outputs "
+                         f"({', '.join(found)}); a run starts in a new folder so that no earlier "
+                         "result is overwritten or written through: choose another --out, or "
+                         "remove this one")
 
 
 def _linked(source: Path, out: Path) -> Path:

@@ -292,3 +292,64 @@ def test_run_into_a_folder_with_another_runs_results_is_one_line(tmp_path):
         f"flagsweep: output folder {out} already holds another run's outputs (results.json, "
         "samples.csv)")
     assert json.loads((out / "results.json").read_text())["run_id"] == RUN_ID
+
+
+@pytest.mark.parametrize("payload, refused", [
+    ('x")\nexecute_process(COMMAND touch {marker})\n#', "'\"', which CMake's ExternalProject "
+     "writes unescaped into its scripts, so it cannot be in a path"),
+    ("x)\nexecute_process(COMMAND touch {marker})\n", "a newline (U+000A), which CMake and "
+     "Ninja cannot carry in a path")])
+def test_an_output_path_is_data_to_cmake_never_code(payload, refused, tmp_path, fixture_target):
+    """plan.cmake held --out as "...": a folder named `")`, a newline and execute_process(...)
+    ran the command when the superbuild configured."""
+    marker = tmp_path / "MARKER"
+    out = tmp_path / payload.format(marker=marker)
+    with pytest.raises(BuildError) as info:
+        _build(fixture_target("honest"), ["-O1"], out)
+    assert str(info.value) == f"output folder {str(out)!r} holds {refused}: choose another --out"
+    assert not marker.exists() and not out.exists()
+
+
+def test_an_output_path_that_closes_a_command_runs_nothing(tmp_path, fixture_target):
+    """Without a newline nothing can follow set(...) as a second command; the path is carried."""
+    marker = tmp_path / "MARKER"
+    out = tmp_path / f"x ) execute_process(COMMAND touch {marker}) '" / "run"
+    (b,) = _build(fixture_target("honest"), ["-O1"], out).values()
+    assert b.status == "ok" and b.flags_verified, b.detail
+    assert not marker.exists()
+    assert (out / "plan.cmake").read_text().startswith(
+        f"set(FLAGSWEEP_MANIFEST [[{out}/manifest.json]])\n")
+
+
+@pytest.mark.parametrize("name", ["paren)(", "sp ace", "quote'", "br{ace}", "a*?b", "x=y,z"])
+def test_an_output_path_with_cmake_syntax_builds(name, tmp_path, fixture_target):
+    """Parentheses, braces, spaces, quotes, wildcards, '=' and ',' in --out are carried as they are."""
+    out = tmp_path / name / "run"
+    (b,) = _build(fixture_target("honest"), ["-O1"], out).values()
+    assert b.status == "ok" and b.flags_verified, b.detail
+    assert b.binary.is_relative_to(out)
+
+
+@pytest.mark.parametrize("char, why", [
+    (";", "CMake reads as a list separator"),
+    ('"', "CMake's ExternalProject writes unescaped into its scripts"),
+    ("\\", "CMake reads as an escape or a Windows path separator"),
+    ("$", "ccache and make expand as a variable"),
+    ("]", "CMake's lists read as a group (a ';' inside it separates nothing)"),
+    ("#", "CMake refuses in the name of a file a build step makes"),
+    ("<", "CMake refuses in the name of a file a build step makes")])
+def test_a_character_the_build_tools_cannot_carry_is_refused_naming_it(char, why, tmp_path,
+                                                                       fixture_target):
+    """Before: each failed the superbuild's configure ("see superbuild.log") or every variant's
+    build ('$x': ccache refused CCACHE_BASEDIR), none saying which character or why."""
+    out = tmp_path / f"a{char}b" / "run"
+    with pytest.raises(BuildError) as info:
+        _build(fixture_target("honest"), ["-O1"], out)
+    assert str(info.value) == (f"output folder {str(out)!r} holds {char!r}, which {why}, so it "
+                               "cannot be in a path: choose another --out")
+    assert not (tmp_path / f"a{char}b").exists()
+
+
+def test_cmake_text_is_a_bracket_argument_its_text_cannot_close():
+    assert variants.cmake_text('a")') == '[[a")]]'
+    assert variants.cmake_text("a]]b]=]c") == "[==[a]]b]=]c]==]"

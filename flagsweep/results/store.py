@@ -112,21 +112,48 @@ def default_url() -> str:
     return f"sqlite:///{base / 'store.sqlite'}"
 
 
+SCHEMES = ("sqlite", "postgresql", "postgres")
+ENCODE = ("a user name or password holding '@', ':', '/' or '%' must be percent-encoded in the "
+          "URL (@ as %40, : as %3A, / as %2F, % as %25)")
+
+
 def engine_url(url: str | sa.URL) -> sa.URL:
-    """The URL the engine connects with: `postgresql://` and `postgres://` use psycopg 3."""
+    """The URL the engine connects with: `postgresql://` and `postgres://` use psycopg 3.
+
+    A URL that cannot be read is refused naming its scheme alone: what follows it may hold a
+    password, and SQLAlchemy's own errors quote the URL, or the part it took for a port."""
     try:
         u = sa.make_url(url)
-    except sa.exc.ArgumentError:  # not shown: SQLAlchemy's message quotes it, password and all
-        raise FlagsweepError("the store URL is not a database URL; expected e.g. "
+        u.port        # noqa: B018 - SQLAlchemy reads the port only when asked (ValueError)
+    except (sa.exc.ArgumentError, ValueError):
+        raise FlagsweepError(f"the store URL {_scheme(url)}... is not a database URL (a port "
+                             f"that is not a number?); {ENCODE}; expected e.g. "
                              "sqlite:///path/store.sqlite or postgresql://user@host/db") from None
+    if "@" in (u.host or "") or "@" in (u.username or ""):
+        # Read as a host or user name, the part after an unencoded '@' would be printed.
+        raise FlagsweepError(f"the store URL {_scheme(url)}... holds more than one '@'; {ENCODE}")
+    if u.get_backend_name() not in SCHEMES:
+        raise FlagsweepError(f"the store URL's scheme {u.drivername}:// is not one flagsweep "
+                             "can use; expected sqlite:///path/store.sqlite or "
+                             "postgresql://user@host/db")
     if u.drivername in ("postgresql", "postgres"):
         u = u.set(drivername="postgresql+psycopg")
     return u
 
 
+def _scheme(url: str | sa.URL) -> str:
+    """The URL's scheme, up to '://', or nothing when it has none (all else may be secret)."""
+    text = url if isinstance(url, str) else url.drivername + "://"
+    head, sep, _ = text.partition("://")
+    return f"{head}://" if sep and head.replace("+", "").isalnum() else ""
+
+
 def masked(url: str | sa.URL) -> str:
-    """The URL as it may be printed or written: any password replaced by ***."""
-    return sa.make_url(url).render_as_string(hide_password=True)
+    """The URL as it may be printed or written: any password replaced by ***, also one passed
+    as a query parameter (libpq reads ?password=)."""
+    u = sa.make_url(url)
+    secret = {k: "***" for k in u.query if k.lower() in ("password", "passfile", "sslpassword")}
+    return u.update_query_dict(secret).render_as_string(hide_password=True)
 
 
 # ---- migrations ------------------------------------------------------------------------------
@@ -221,7 +248,7 @@ class Store:
 
     def _trouble(self, e: sa.exc.DBAPIError, opening: bool) -> str:
         """What went wrong with the store, and what to do about it."""
-        why = str(e.orig).strip() if e.orig else str(e)
+        why = " ".join((str(e.orig) if e.orig else str(e)).split())  # one line: libpq says two
         code = getattr(e.orig, "sqlite_errorname", "")
         where = f"the store {self.url}"
         if self.engine.dialect.name == "sqlite":

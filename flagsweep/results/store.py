@@ -104,12 +104,21 @@ meta = sa.Table(
 
 
 def default_url() -> str:
-    """$FLAGSWEEP_DB, else an SQLite file in $XDG_DATA_HOME/flagsweep (~/.local/share/flagsweep)."""
+    """$FLAGSWEEP_DB, else an SQLite file in $XDG_DATA_HOME/flagsweep (~/.local/share/flagsweep).
+    Nothing is created here: a command that only reads must leave no store behind."""
     if os.environ.get("FLAGSWEEP_DB"):
         return os.environ["FLAGSWEEP_DB"]
     base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local/share") / "flagsweep"
-    base.mkdir(parents=True, exist_ok=True)
     return f"sqlite:///{base / 'store.sqlite'}"
+
+
+# Where a store comes from, for messages about its file or folder.
+CHOOSE = ("FLAGSWEEP_DB or --db choose another store (the default one is in "
+          "$XDG_DATA_HOME/flagsweep, else ~/.local/share/flagsweep)")
+
+
+class NoStore(FlagsweepError):
+    """A command that only reads found no store file: nothing was ever stored there."""
 
 
 SCHEMES = ("sqlite", "postgresql", "postgres")
@@ -191,11 +200,24 @@ assert len(MIGRATIONS) == SCHEMA_VERSION - 1
 class Store:
     """One connection to the store; every write is its own committed transaction."""
 
-    def __init__(self, url: str | None = None):
+    def __init__(self, url: str | None = None, create: bool = True):
+        """create=False (commands that only read): a missing SQLite file is NoStore, and
+        neither it nor its folder is made."""
+        default = not url and not os.environ.get("FLAGSWEEP_DB")
         real = engine_url(url or default_url())
         self.url = masked(real)   # for messages: the password, if any, never leaves the engine
+        if real.get_backend_name() == "sqlite" and real.database not in (None, "", ":memory:"):
+            _sqlite_file(Path(real.database), create, default)
         self.engine = self._create_engine(real)
-        self._open()
+        if create or self._schema() != SCHEMA_VERSION:
+            self._open()   # a store only read is written only to bring its tables up to date
+
+    def _schema(self) -> int | None:
+        with self._connect(opening=True) as c:
+            if not sa.inspect(c).has_table(meta.name):
+                return None
+            row = c.execute(sa.select(meta.c.value).where(meta.c.key == "schema")).first()
+        return int(row.value) if row else None
 
     def _create_engine(self, url: sa.URL) -> sa.Engine:
         connect_args: dict[str, Any] = {}
@@ -472,6 +494,22 @@ def _columns(run_id: str, s: Sample) -> dict:
                 user_s=s.user_s, sys_s=s.sys_s, maxrss_kb=s.maxrss_kb, counters=s.counters,
                 multiplexed=s.multiplexed, failure=s.failure,
                 worker=s.worker or socket.gethostname())
+
+
+def _sqlite_file(path: Path, create: bool, default: bool) -> None:
+    """An SQLite store's file found (not create), or the default store's folder made (one the
+    user named must exist: a typo in FLAGSWEEP_DB should not make a new store elsewhere)."""
+    if not create:
+        if not path.exists():
+            raise NoStore(f"nothing is stored yet: the store {path} does not exist; {CHOOSE}")
+        return
+    if not default:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise FlagsweepError(f"cannot create the store's folder {path.parent}: "
+                             f"{e.strerror or e}; {CHOOSE}") from None
 
 
 def _sqlite_pragmas(dbapi_conn, _record) -> None:

@@ -314,7 +314,7 @@ def test_an_output_path_that_closes_a_command_runs_nothing(tmp_path, fixture_tar
     """Without a newline nothing can follow set(...) as a second command; the path is carried."""
     marker = tmp_path / "MARKER"
     out = tmp_path / f"x ) execute_process(COMMAND touch {marker}) '" / "run"
-    (b,) = _build(fixture_target("honest"), ["-O1"], out).values()
+    (b,) = _build(fixture_target("honest"), ["-O1"], out, rebuild=True).values()  # a plan
     assert b.status == "ok" and b.flags_verified, b.detail
     assert not marker.exists()
     assert (out / "plan.cmake").read_text().startswith(
@@ -325,7 +325,7 @@ def test_an_output_path_that_closes_a_command_runs_nothing(tmp_path, fixture_tar
 def test_an_output_path_with_cmake_syntax_builds(name, tmp_path, fixture_target):
     """Parentheses, braces, spaces, quotes, wildcards, '=' and ',' in --out are carried as they are."""
     out = tmp_path / name / "run"
-    (b,) = _build(fixture_target("honest"), ["-O1"], out).values()
+    (b,) = _build(fixture_target("honest"), ["-O1"], out, rebuild=True).values()  # built here
     assert b.status == "ok" and b.flags_verified, b.detail
     assert b.binary.is_relative_to(out)
 

@@ -43,6 +43,22 @@ def write_atomic(path: Path, data: str | bytes, mode: int | None = None) -> Path
     return path
 
 
+def create_new(path: Path) -> int:
+    """A new, empty file at path, open for writing (an fd, not inherited by children): what
+    was there is removed first, and the name is created exclusively without following a link,
+    so a link planted under the name (to /etc/shadow, say) is replaced, never written through."""
+    path = Path(path)
+    try:
+        try:
+            path.unlink()            # removes a link itself, never what it points to
+        except FileNotFoundError:
+            pass
+        return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                       0o644)
+    except OSError as e:
+        raise FlagsweepError(f"cannot write {path}: {reason(e)}") from None
+
+
 def make_dir(path: Path, what: str = "folder") -> Path:
     """mkdir -p, with a failure named (what: e.g. "the --out folder")."""
     path = Path(path)

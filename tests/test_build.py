@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from report_fixture import RUN_ID, results_doc
 
 from flagsweep.build import variants
 from flagsweep.errors import BuildError
@@ -173,7 +175,7 @@ def test_an_output_folder_built_into_before_is_refused(tmp_path, fixture_target)
         _build(fixture_target("sneaky"), ["-O1"], out)
     assert str(info.value) == (
         f"output folder {out} already holds a build (manifest.json, plan.cmake, superbuild, "
-        "builds); builds start in a new folder so that no earlier binary or compile log is "
+        "superbuild.log, builds); builds start in a new folder so that no earlier binary or compile log is "
         "reused: choose another --out, or remove this one")
     assert first.binary.read_bytes() == binary
     assert (first.log.parent / "compile.jsonl").read_text() == log
@@ -278,3 +280,110 @@ def test_a_sparse_file_is_copied_sparsely_into_each_variant(tmp_path, isolated_c
             assert f.read() == b"data\n"
         assert (f"flagsweep: {tmp_path / 't' / 'src' / 'holes.img'} is a sparse file; copied "
                 "sparsely (its holes stay holes)") in b.log.read_text()
+
+
+def _earlier_results(out: Path) -> None:
+    """What a finished run leaves beside its builds: results.json and samples.csv."""
+    (out / "results.json").write_text(json.dumps(results_doc()))
+    (out / "samples.csv").write_text("run_id,variant_id,round\n")
+
+
+@pytest.mark.parametrize("planted", ["results", "scratch link", "explain link"])
+def test_an_output_folder_holding_another_runs_outputs_is_refused(planted, tmp_path,
+                                                                   fixture_target):
+    """Another run's results.json and samples.csv (no builds) were overwritten silently; a
+    scratch/ planted as a link had the launcher write through it."""
+    out, victim = tmp_path / "run", tmp_path / "elsewhere"
+    out.mkdir()
+    victim.mkdir()
+    if planted == "results":
+        _earlier_results(out)
+        names = "results.json, samples.csv"
+    else:
+        name = planted.split()[0]
+        (out / name).symlink_to(victim / "gone")     # dangling: it still counts
+        names = name
+    with pytest.raises(BuildError) as info:
+        _build(fixture_target("honest"), ["-O1"], out)
+    assert str(info.value) == (
+        f"output folder {out} already holds another run's outputs ({names}); a run starts in a "
+        "new folder so that no earlier result is overwritten or written through: choose another "
+        "--out, or remove this one")
+    assert sorted(p.name for p in out.iterdir()) == sorted(names.split(", "))
+    assert list(victim.iterdir()) == []
+    if planted == "results":
+        assert json.loads((out / "results.json").read_text())["run_id"] == RUN_ID
+
+
+def test_run_into_a_folder_with_another_runs_results_is_one_line(tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    _earlier_results(out)
+    done = subprocess.run([sys.executable, "-m", "flagsweep", "run", "tiny", "--quick", "--runs",
+                           "2", "--flags", "-O2", "--out", str(out)], capture_output=True, text=True)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.splitlines()[-1].startswith(
+        f"flagsweep: output folder {out} already holds another run's outputs (results.json, "
+        "samples.csv)")
+    assert json.loads((out / "results.json").read_text())["run_id"] == RUN_ID
+
+
+@pytest.mark.parametrize("payload, refused", [
+    ('x")\nexecute_process(COMMAND touch {marker})\n#', "'\"', which CMake's ExternalProject "
+     "writes unescaped into its scripts, so it cannot be in a path"),
+    ("x)\nexecute_process(COMMAND touch {marker})\n", "a newline (U+000A), which CMake and "
+     "Ninja cannot carry in a path")])
+def test_an_output_path_is_data_to_cmake_never_code(payload, refused, tmp_path, fixture_target):
+    """plan.cmake held --out as "...": a folder named `")`, a newline and execute_process(...)
+    ran the command when the superbuild configured."""
+    marker = tmp_path / "MARKER"
+    out = tmp_path / payload.format(marker=marker)
+    with pytest.raises(BuildError) as info:
+        _build(fixture_target("honest"), ["-O1"], out)
+    assert str(info.value) == f"output folder {str(out)!r} holds {refused}: choose another --out"
+    assert not marker.exists() and not out.exists()
+
+
+def test_an_output_path_that_closes_a_command_runs_nothing(tmp_path, fixture_target):
+    """Without a newline nothing can follow set(...) as a second command; the path is carried."""
+    marker = tmp_path / "MARKER"
+    out = tmp_path / f"x ) execute_process(COMMAND touch {marker}) '" / "run"
+    (b,) = _build(fixture_target("honest"), ["-O1"], out, rebuild=True).values()  # a plan
+    assert b.status == "ok" and b.flags_verified, b.detail
+    assert not marker.exists()
+    assert (out / "plan.cmake").read_text().startswith(
+        f"set(FLAGSWEEP_MANIFEST [[{out}/manifest.json]])\n")
+
+
+@pytest.mark.parametrize("name", ["paren)(", "sp ace", "quote'", "br{ace}", "a*?b", "x=y,z"])
+def test_an_output_path_with_cmake_syntax_builds(name, tmp_path, fixture_target):
+    """Parentheses, braces, spaces, quotes, wildcards, '=' and ',' in --out are carried as they are."""
+    out = tmp_path / name / "run"
+    (b,) = _build(fixture_target("honest"), ["-O1"], out, rebuild=True).values()  # built here
+    assert b.status == "ok" and b.flags_verified, b.detail
+    assert b.binary.is_relative_to(out)
+
+
+@pytest.mark.parametrize("char, why", [
+    (";", "CMake reads as a list separator"),
+    ('"', "CMake's ExternalProject writes unescaped into its scripts"),
+    ("\\", "CMake reads as an escape or a Windows path separator"),
+    ("$", "ccache and make expand as a variable"),
+    ("]", "CMake's lists read as a group (a ';' inside it separates nothing)"),
+    ("#", "CMake refuses in the name of a file a build step makes"),
+    ("<", "CMake refuses in the name of a file a build step makes")])
+def test_a_character_the_build_tools_cannot_carry_is_refused_naming_it(char, why, tmp_path,
+                                                                       fixture_target):
+    """Before: each failed the superbuild's configure ("see superbuild.log") or every variant's
+    build ('$x': ccache refused CCACHE_BASEDIR), none saying which character or why."""
+    out = tmp_path / f"a{char}b" / "run"
+    with pytest.raises(BuildError) as info:
+        _build(fixture_target("honest"), ["-O1"], out)
+    assert str(info.value) == (f"output folder {str(out)!r} holds {char!r}, which {why}, so it "
+                               "cannot be in a path: choose another --out")
+    assert not (tmp_path / f"a{char}b").exists()
+
+
+def test_cmake_text_is_a_bracket_argument_its_text_cannot_close():
+    assert variants.cmake_text('a")') == '[[a")]]'
+    assert variants.cmake_text("a]]b]=]c") == "[==[a]]b]=]c]==]"

@@ -3,9 +3,13 @@ a $FLAGSWEEP_LOCK_DIR that cannot hold lock files named, with the variable, befo
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -102,3 +106,59 @@ def test_wait_queues_behind_the_holder_and_starts_when_it_lets_go(tmp_path, monk
         assert holder.wait(timeout=30) == 0   # the lock came only once the holder was gone
     assert said[0].startswith(f"waiting for CPU 0: pid {holder.pid}: holder, since ")
     assert said[-1].startswith("CPU 0 is free after ") and said[-1].endswith("; starting")
+
+
+@pytest.fixture
+def sticky(tmp_path):
+    """A folder like /tmp (world-writable, sticky) that the user nobody can reach."""
+    shared = Path(tempfile.mkdtemp(prefix="flagsweep-sticky-", dir="/tmp"))
+    shared.chmod(0o1777)
+    yield shared
+    shutil.rmtree(shared)
+
+
+def _as_nobody(*argv: str) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("planting a file as another user needs root")
+    subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", *argv],
+                   check=True)
+
+
+def test_a_lock_planted_as_a_link_by_another_user_is_neither_followed_nor_written(sticky, tmp_path):
+    secret = tmp_path / "shadow"
+    secret.write_text("root:secret-hash:19000::::::\n")
+    secret.chmod(0o600)
+    before = secret.stat()
+    _as_nobody("ln", "-s", str(secret), str(sticky / "flagsweep-cpu1.lock"))
+    with pytest.raises(FlagsweepError) as e, MeasureLock("gzip", 1, where=sticky):
+        pass
+    assert secret.read_text() == "root:secret-hash:19000::::::\n"
+    after = secret.stat()
+    assert (after.st_mode, after.st_uid, after.st_size) == (before.st_mode, before.st_uid,
+                                                            before.st_size)
+    assert str(e.value) == (f"the measurement lock {sticky}/flagsweep-cpu1.lock is a symbolic "
+                            "link, not a plain lock file; flagsweep neither follows nor writes "
+                            "it (someone may have planted it to have another file overwritten): "
+                            "remove it, or ask root to")
+    assert "\n" not in str(e.value)
+
+
+def test_a_lock_planted_as_a_fifo_or_hard_link_is_refused_and_never_hangs(sticky, tmp_path):
+    _as_nobody("mkfifo", str(sticky / "flagsweep-cpu2.lock"))
+    _as_nobody("sh", "-c", f"echo '{{}}' > {sticky}/mine && ln {sticky}/mine "
+                           f"{sticky}/flagsweep-cpu3.lock")
+    assert lock.holders(sticky) == {}        # a FIFO opened for reading would block here
+    with pytest.raises(FlagsweepError, match="cpu2.lock is not a regular file, not a plain"):
+        with MeasureLock("gzip", 2, where=sticky):
+            pass
+    with pytest.raises(FlagsweepError, match=r"cpu3.lock has 2 names \(a hard link"):
+        with MeasureLock("gzip", 3, where=sticky):
+            pass
+    assert (sticky / "mine").read_text() == "{}\n"
+
+
+def test_a_lock_file_another_user_created_is_shared(sticky):
+    _as_nobody("sh", "-c", f"umask 0; : > {sticky}/flagsweep-cpu4.lock")
+    with MeasureLock("gzip", 4, where=sticky):
+        assert lock.holders(sticky).keys() == {4}
+    assert (sticky / "flagsweep-cpu4.lock").stat().st_uid != 0

@@ -141,3 +141,21 @@ def test_pick_shows_each_candidates_skew_worst_loss_and_costs(two_machines, tmp_
     result = CliRunner().invoke(cli, ["pick", *map(str, paths)])
     assert result.exit_code == 0, result.output
     assert "1/0/1/0" in result.output and "+30.0%" in result.output
+
+
+def test_results_from_the_store_are_never_written_through_a_planted_link(tmp_path):
+    """merge and suite write a stored run's results into OUT/runs/<id>/: a link planted there
+    had them renamed into the folder it points to."""
+    from flagsweep.results import writer
+    from flagsweep.results.store import Store
+
+    db = Store(f"sqlite:///{tmp_path}/store.sqlite")
+    db.create_run("tiny-stored", "tiny", "olevels", tmp_path / "run", {}, {})
+    elsewhere, out = tmp_path / "elsewhere", tmp_path / "out"
+    elsewhere.mkdir()
+    out.mkdir()
+    (out / "runs").symlink_to(elsewhere)
+    with pytest.raises(FlagsweepError, match=rf"^{out}/runs is a symbolic link; the results of "
+                                             "run tiny-stored are written only into"):
+        writer.located("tiny-stored", out / "runs", db)
+    assert list(elsewhere.iterdir()) == []

@@ -364,3 +364,69 @@ def test_builds_show_size_build_cpu_and_lto_pgo_beside_speed(tmp_path):
     assert "123,456" in builds and "<td>LTO, PGO</td>" in builds
     # named by the change to the distribution's flags, not by its flags
     assert "debian +" in html
+
+
+HOSTILE_LOGS = ["javascript:alert(1)", "/etc/passwd", "../../x", "http://evil",
+                "data:text/html,<script>alert(1)</script>", "linked.log"]
+
+
+def _hostile_folder(tmp_path):
+    """A results folder whose build log paths try to leave it: a file really named
+    `javascript:alert(1)` (and `http:/evil`, `data:...`) inside it, /etc/passwd, a file two
+    levels up, and a log that is a link to /etc/passwd."""
+    folder = tmp_path / "a" / "b" / "run"
+    doc = rf.results_doc()
+    path = rf.write(folder, doc)
+    for v, log in zip(doc["variants"], HOSTILE_LOGS):
+        v["build"]["log"] = log
+        if not log.startswith("/"):
+            target = (folder / log)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if log == "linked.log":
+                target.symlink_to("/etc/passwd")
+            else:
+                target.write_text("log\n")
+    path.write_text(json.dumps(doc, indent=1))
+    return path
+
+
+def _leaves(href: str, page_dir, folder) -> bool:
+    """Whether a link goes anywhere but a file inside the results folder."""
+    if href.startswith("#"):
+        return False
+    if re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", href) or href.startswith(("/", "\\")):
+        return True
+    from urllib.parse import unquote
+    target = (page_dir / unquote(href)).resolve()
+    return not target.is_relative_to(folder.resolve())
+
+
+@pytest.mark.parametrize("elsewhere", [False, True])
+def test_every_link_of_a_hostile_results_folder_stays_inside_it(elsewhere, tmp_path):
+    """A build log path of `javascript:alert(1)` became <a href="javascript:alert(1)">; an
+    absolute or `..` path, or a link, pointed the page outside the results folder."""
+    path = _hostile_folder(tmp_path)
+    out = tmp_path / "pages" if elsewhere else None
+    page = report.write(path, out)
+    html = page.read_text()
+    urls = Page(html).urls
+    assert urls
+    left = [u for u in urls if _leaves(u, page.parent, path.parent)]
+    assert left == []
+    for bad in ("javascript:", "/etc/passwd", "http:", "data:", "../../x"):
+        assert not [u for u in urls if bad in u], bad
+    # What cannot be a link is shown as text; a file inside the folder named like a scheme is
+    # linked, its ':' percent-encoded so that it is a path, not a scheme.
+    for shown in ("/etc/passwd", "../../x", "linked.log"):
+        assert f'<span class="note">{shown}</span>' in html, shown
+    assert [u for u in urls if u.endswith("run/javascript%3Aalert%281%29")
+            or u == "javascript%3Aalert%281%29"]
+
+
+def test_a_suite_links_only_to_pages_inside_each_programs_folder(tmp_path):
+    path = _hostile_folder(tmp_path)
+    (path.parent / "index.html").symlink_to("/etc/passwd")
+    out = tmp_path / "suite"
+    CliRunner().invoke(cli, ["suite", str(path), "--out", str(out)], catch_exceptions=False)
+    urls = Page((out / "suite.html").read_text()).urls
+    assert not [u for u in urls if _leaves(u, out, path.parent)]

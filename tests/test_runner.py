@@ -14,7 +14,7 @@ import pytest
 from procs import kill_all, marker, running, wait_for
 
 from flagsweep.errors import FlagsweepError
-from flagsweep.host import launcher, probes
+from flagsweep.host import launcher, native, probes
 from flagsweep.measure import rounds
 from flagsweep.measure.sample import Sample
 
@@ -334,7 +334,7 @@ def test_a_timeout_ends_what_left_the_group_too(tmp_path, mark):
 HUNG_RUN = """
 import sys
 from pathlib import Path
-from flagsweep.host import launcher, probes
+from flagsweep.host import launcher, native, probes
 folder, mark, perf = Path(sys.argv[1]), sys.argv[2], sys.argv[3] == "perf"
 pre = None
 if perf:  # a stand-in for perf: a parent between flagsweep and the launcher that stays alive
@@ -378,3 +378,32 @@ def test_a_resumed_run_stops_a_workload_left_running(tmp_path, mark, caplog):
     assert warnings == [f"a workload started by flagsweep process {owner}, which is gone, was "
                         f"still running (launcher pid {started_by}, recorded in {record}); "
                         "stopping it before measuring beside it"]
+
+
+def test_the_launchers_files_are_never_written_through_a_planted_link(program, tmp_path):
+    """Links planted in the scratch folder under the names a run writes (its stdout, stderr,
+    the launcher's report and the running record) point to a root-owned 0600 file: the run
+    replaces the links with files of its own and the file keeps its content and mode."""
+    victim = tmp_path / "shadow"
+    victim.write_text("root:secret-hash:19000::::::\n")
+    victim.chmod(0o600)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    for name in ("out", "err", "err.launch", "err.running"):
+        (scratch / name).symlink_to(victim)
+    e = launcher.run_once([str(program), "ok"], env=launcher.padded_env(launcher.MINIMAL_ENV, 10),
+                          timeout=10, stderr_path=scratch / "err", stdout_path=scratch / "out")
+    assert e.failure is None and e.wall_s > 0
+    assert victim.read_text() == "root:secret-hash:19000::::::\n"
+    assert victim.stat().st_mode & 0o777 == 0o600
+    assert not (scratch / "out").is_symlink() and (scratch / "out").read_text().strip().isdigit()
+
+
+def test_the_launcher_itself_never_writes_its_report_through_a_link(tmp_path):
+    victim = tmp_path / "shadow"
+    victim.write_text("secret\n")
+    (tmp_path / "report").symlink_to(victim)
+    done = subprocess.run([str(native.launcher()), str(tmp_path / "report"), "/bin/true"],
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and victim.read_text() == "secret\n"
+    assert done.stderr.startswith(f"{tmp_path / 'report'}: File exists")

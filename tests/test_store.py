@@ -379,3 +379,37 @@ def test_a_full_disk_at_a_runs_start_is_not_a_race_for_its_id(small_fs):
             s.create_unique_run(f"run-{i}", "gzip", "olevels", Path("/tmp/out"),
                                 {"pad": "x" * 4000}, {})
     s.engine.dispose()
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]       # nothing listens on it once the socket is closed
+
+
+@pytest.mark.parametrize("how", ["--db", "FLAGSWEEP_DB"])
+@pytest.mark.parametrize("url, says", [
+    ("postgresql://u:Top@Secret:77@host/db", "is not a database URL"),        # unencoded @
+    ("postgresql://u:Top@Secret@host/db", "holds more than one '@'"),          # read as a host
+    ("postgresql://u@Top:Secret@host/db", "holds more than one '@'"),          # read as a user
+    ("postgresql://u:TopSecret@host:port/db", "is not a database URL"),        # bad port
+    ("mongodb://u:TopSecret@host/db", "scheme mongodb:// is not one flagsweep can use"),
+    ("postgresql://u:Top:Secret@127.0.0.1:{port}/db", "Connection refused"),   # ':' in it
+    ("postgresql://u:Top%40Secret@127.0.0.1:{port}/db", "Connection refused"),
+    ("postgresql://u@127.0.0.1:{port}/db?password=TopSecret", "Connection refused"),
+])
+def test_a_store_url_error_is_one_line_without_the_password(url, says, how, tmp_path):
+    """An unencoded '@' ended in a ValueError traceback holding part of the password; a
+    refused connection was two lines."""
+    url = url.format(port=_closed_port())
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    argv = [sys.executable, "-m", "flagsweep", *(["--db", url] if how == "--db" else []),
+            "history", "gzip"]
+    if how == "FLAGSWEEP_DB":
+        env["FLAGSWEEP_DB"] = url
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == "" and len(done.stderr.splitlines()) == 1, done.stderr
+    assert done.stderr.startswith("flagsweep: ") and says in done.stderr
+    for part in ("Top", "Secret"):
+        assert part not in done.stderr

@@ -138,8 +138,14 @@ def build_all(target: Target, matrix: Matrix, opts: Options,
     """Build every variant of the matrix; never raises for a variant's own failure."""
     cache = opts.cache or files.cache_dir()
     out = opts.out_dir.resolve()
+    refuse_uncarried(out, "output folder", "choose another --out")
+    refuse_uncarried(Path(sys.executable), "flagsweep's Python", "install flagsweep elsewhere")
+    refuse_uncarried(shipped.IMPORT_ROOT, "flagsweep's package folder", "install it elsewhere")
+    refuse_uncarried(cache, "cache folder", "set FLAGSWEEP_CACHE to another folder")
     refuse_earlier_build(out)
     source = source_tree(target, opts)
+    refuse_uncarried(source, "source folder", "choose another --source-dir" if opts.source_dir
+                     else "move the target's source, or set FLAGSWEEP_CACHE")
     (out / "builds").mkdir(parents=True, exist_ok=True)
     keys = _keys(target, matrix.variants, source, opts)
     hits = {} if opts.rebuild else {vid: hit for vid, k in keys.items()
@@ -209,17 +215,28 @@ def _reuse(v: Variant, record: dict, entry: Path, target: Target, out: Path) -> 
 
 
 # What a build leaves in its output folder; any of them means the folder was built into before.
-BUILD_OUTPUTS = ("manifest.json", "plan.cmake", "superbuild", "builds", "builds.json", "source")
+BUILD_OUTPUTS = ("manifest.json", "plan.cmake", "superbuild", "superbuild.log", "builds",
+                 "builds.json", "source")
+# What a run adds to it (scratch: the check and timing outputs; explain: the profiles).
+RUN_OUTPUTS = ("results.json", "samples.csv", "index.html", "summary.md", "scratch", "explain")
 
 
 def refuse_earlier_build(out: Path) -> None:
     """Builds start from nothing: in a folder built into before, make finds its targets up to
-    date and the audit reads the old compile logs, so the old binaries would be measured."""
-    found = [name for name in BUILD_OUTPUTS if (out / name).exists()]
+    date and the audit reads the old compile logs, so the old binaries would be measured; a
+    folder holding another run's results would have them overwritten. A name counts even as a
+    link (dangling or not): every file flagsweep writes there must be its own."""
+    found = [name for name in BUILD_OUTPUTS if os.path.lexists(out / name)]
     if found:
         raise BuildError(f"output folder {out} already holds a build ({', '.join(found)}); "
                          "builds start in a new folder so that no earlier binary or compile log "
                          "is reused: choose another --out, or remove this one")
+    found = [name for name in RUN_OUTPUTS if os.path.lexists(out / name)]
+    if found:
+        raise BuildError(f"output folder {out} already holds another run's outputs "
+                         f"({', '.join(found)}); a run starts in a new folder so that no earlier "
+                         "result is overwritten or written through: choose another --out, or "
+                         "remove this one")
 
 
 def _linked(source: Path, out: Path) -> Path:
@@ -327,15 +344,57 @@ def _ccache_env(cache: Path, out: Path) -> dict[str, str]:
     return env
 
 
+def refuse_uncarried(path: Path, what: str, fix: str) -> None:
+    """Refuse a path the build tools cannot take as it is. plan.cmake carries any text (each
+    string is a bracket argument), but a newline ends a CMake, Ninja or make line, CMake splits
+    a path at ';' into a list, ExternalProject writes paths into CMake scripts of its own
+    between '"' unescaped (so '"' and '\\' break them) and passes them on as lists, where
+    brackets group elements, and ccache expands '$NAME' in CCACHE_BASEDIR as make does '$(...)'."""
+    text = str(path)
+    for char in text:
+        if ord(char) < 0x20 or ord(char) == 0x7f:
+            name = "a newline" if char == "\n" else "a control character"
+            why = f"holds {name} (U+{ord(char):04X}), which CMake and Ninja cannot carry in a path"
+        elif char in UNCARRIED:
+            why = f"holds {char!r}, which {UNCARRIED[char]}, so it cannot be in a path"
+        else:
+            continue
+        raise BuildError(f"{what} {text!r} {why}: {fix}")
+
+
+# Printable characters a path given to the superbuild may not hold, and who cannot carry them.
+UNCARRIED = {";": "CMake reads as a list separator",
+             '"': "CMake's ExternalProject writes unescaped into its scripts",
+             "\\": "CMake reads as an escape or a Windows path separator",
+             "$": "ccache and make expand as a variable",
+             "#": "CMake refuses in the name of a file a build step makes",
+             "<": "CMake refuses in the name of a file a build step makes",
+             ">": "CMake refuses in the name of a file a build step makes",
+             "[": "CMake's lists read as a group (a ';' inside it separates nothing)",
+             "]": "CMake's lists read as a group (a ';' inside it separates nothing)"}
+
+
+def cmake_text(text: str) -> str:
+    """text as one CMake bracket argument: nothing in it is evaluated (no variable, escape or
+    quote), whatever it holds; the bracket's level of '=' is one the text does not close."""
+    level = 0
+    while f"]{'=' * level}]" in text:
+        level += 1
+    return f"[{'=' * level}[{text}]{'=' * level}]"
+
+
 def _write_plan(manifest: dict, out: Path) -> None:
-    lines = [f'set(FLAGSWEEP_MANIFEST "{out / "manifest.json"}")',
-             f'set(FLAGSWEEP_PYTHON "{sys.executable}")',
-             f'set(FLAGSWEEP_PYTHONPATH "{shipped.IMPORT_ROOT}")',
-             f'set(FLAGSWEEP_SOURCE "{manifest["source"]}")',
-             f'set(FLAGSWEEP_BUILDS "{out / "builds"}")',
-             f'set(FLAGSWEEP_TEMPLATES {" ".join(manifest["templates"])})',
-             f'set(FLAGSWEEP_VARIANTS {" ".join(manifest["variants"])})']
-    lines += [f'set(FLAGSWEEP_COMPILER_{vid} "{v["template"]}")'
+    def define(name: str, *values: str) -> str:
+        return f"set({name} {' '.join(cmake_text(str(v)) for v in values)})"
+
+    lines = [define("FLAGSWEEP_MANIFEST", out / "manifest.json"),
+             define("FLAGSWEEP_PYTHON", sys.executable),
+             define("FLAGSWEEP_PYTHONPATH", shipped.IMPORT_ROOT),
+             define("FLAGSWEEP_SOURCE", manifest["source"]),
+             define("FLAGSWEEP_BUILDS", out / "builds"),
+             define("FLAGSWEEP_TEMPLATES", *manifest["templates"]),
+             define("FLAGSWEEP_VARIANTS", *manifest["variants"])]
+    lines += [define(f"FLAGSWEEP_COMPILER_{vid}", v["template"])
               for vid, v in manifest["variants"].items()]
     (out / "plan.cmake").write_text("\n".join(lines) + "\n")
 

@@ -84,5 +84,29 @@ def main() -> None:
         # user's to fix, so it is said in one line; -vv logs where it happened.
         logging.getLogger("flagsweep").debug("stopped by", exc_info=True)
         where = f"{e.filename}: " if e.filename else ""
-        click.echo(f"flagsweep: {where}{files.reason(e)}", err=True)
+        click.echo(f"flagsweep: {where}{files.reason(e)}{_whose(e.filename)}", err=True)
         sys.exit(2)
+
+
+def _whose(filename) -> str:
+    """Which of flagsweep's own folders a failing path is in (or on the way to), and the
+    variable that moves it: '/root/.cache: Read-only file system' alone says neither."""
+    if not filename:
+        return ""
+    from pathlib import Path
+
+    from flagsweep import files, shipped
+
+    path = Path(os.fsdecode(filename)).absolute()
+    data = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local/share") / "flagsweep"
+    folders = [(files.cache_dir(), "flagsweep's cache; FLAGSWEEP_CACHE or XDG_CACHE_HOME move it"),
+               (data, "the store's folder; FLAGSWEEP_DB or --db choose another store, "
+                      "XDG_DATA_HOME moves this folder"),
+               (shipped.user_dir(), "flagsweep's own targets and recipes; XDG_CONFIG_HOME "
+                                    "moves them")]
+    for folder, what in folders:
+        folder = folder.absolute()
+        if path == folder or folder in path.parents or (path in folder.parents
+                                                         and path != Path(path.anchor)):
+            return f" ({folder} is {what})"
+    return ""

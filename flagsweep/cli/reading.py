@@ -168,7 +168,7 @@ def history_cmd(target_name, check, threshold_pct, as_json) -> None:
     from flagsweep.spec import target
 
     name = target.load(target_name).name if "/" in target_name else target_name
-    db = store.Store()
+    db = store.Store(create=False)
     series = history.collect(db, name, threshold_pct=threshold_pct)
     if not series:
         raise FlagsweepError(f"no complete sweep of {name!r} in the store {db.url}")

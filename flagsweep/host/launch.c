@@ -36,6 +36,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -238,7 +239,10 @@ int main(int argc, char **argv)
             return 2;
         }
     int leftover = end_leftovers();
-    FILE *out = fopen(argv[1], "w");
+    /* Created new, never through a link found under its name: run as root, a planted link
+     * would have this truncate the file it points to. flagsweep removes the old report first. */
+    int fd = open(argv[1], O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    FILE *out = fd < 0 ? NULL : fdopen(fd, "w");
     if (!out) {
         perror(argv[1]);
         return 2;

@@ -49,22 +49,31 @@ def run_once(argv: list[str], *, env: dict[str, str], timeout: float, stderr_pat
     """Execute argv once and measure it; a crash, a timeout or a nonzero exit is a failure."""
     use_perf = perf is not None and perf.mode != "none" and perf_csv is not None
     report = stderr_path.with_name(stderr_path.name + ".launch")
-    report.unlink(missing_ok=True)
     # perf (when used) outside, the launcher inside: the launcher's report of the workload's
     # status, wall time and rusage then never depends on perf, which on this project's VM
     # misses its workload's start now and then (2% of runs: no counts, no signal reported).
     launch = [str(native.launcher()), str(report), *argv]
     if use_perf:
         launch = [*probes.perf_prefix(perf, perf_csv), *launch]
-    actions = [(os.POSIX_SPAWN_OPEN, 0, str(stdin_path or os.devnull), os.O_RDONLY, 0),
-               (os.POSIX_SPAWN_OPEN, 1, str(stdout_path or os.devnull),
-                os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644),
-               (os.POSIX_SPAWN_OPEN, 2, str(stderr_path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)]
-    stop_leftovers(stderr_path.parent)
+    stop_leftovers(stderr_path.parent)    # first: a launcher stopped there writes its report
+    # Every file this run writes is made new, never opened through a link found under its name
+    # (the launcher creates its report the same way): flagsweep runs as root, and a link in
+    # the folder would otherwise have it truncate whatever file the link points to.
+    report.unlink(missing_ok=True)
+    if use_perf:
+        perf_csv.unlink(missing_ok=True)
+    opened = [files.create_new(stderr_path)]
     try:
+        opened.append(files.create_new(stdout_path) if stdout_path
+                      else os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC))
+        actions = [(os.POSIX_SPAWN_OPEN, 0, str(stdin_path or os.devnull), os.O_RDONLY, 0),
+                   (os.POSIX_SPAWN_DUP2, opened[1], 1), (os.POSIX_SPAWN_DUP2, opened[0], 2)]
         pid = os.posix_spawn(launch[0], launch, env, file_actions=actions, setpgroup=0)
     except OSError as e:
         return _failed(f"could not start {launch[0]}: {e.strerror}")
+    finally:
+        for fd in opened:
+            os.close(fd)
     record = _record(stderr_path, pid)
     try:
         timed_out = _wait_or_kill(pid, timeout)
@@ -217,8 +226,9 @@ _checked_folders: set[Path] = set()
 def _record(stderr_path: Path, pid: int) -> Path:
     path = stderr_path.with_name(stderr_path.name + ".running")
     try:
-        path.write_text(f"{pid} {_started(pid)} {os.getpid()} {_started(os.getpid())}\n")
-    except OSError:
+        with os.fdopen(files.create_new(path), "w") as f:
+            f.write(f"{pid} {_started(pid)} {os.getpid()} {_started(os.getpid())}\n")
+    except (OSError, FlagsweepError):
         pass  # a full disk: the launcher still ends with flagsweep, through PR_SET_PDEATHSIG
     return path
 

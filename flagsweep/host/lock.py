@@ -6,14 +6,23 @@ a refusal. So the lock is per CPU: an flock on /tmp/flagsweep-cpu<N>.lock (share
 of the machine; the kernel releases it when the holder dies, even by kill -9). The holder writes
 who it is into the file so a second sweep can say who to wait for, and `--wait` queues behind
 it. $FLAGSWEEP_LOCK_DIR puts the lock files in another folder (tests).
+
+The folder is shared with every local user (sticky /tmp), and the sweep usually runs as root, so
+the lock file is opened without following a link (one planted to /etc/shadow would otherwise be
+emptied and made world-writable) and must be a plain file with one name: nothing else in the
+folder is ever truncated, written or chmodded. A lock file another user created is still a lock
+file (the lock is shared by design); a user can hold it as long as they like, as they could load
+the CPU, and the refusal names the holder's pid.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
 import socket
+import stat
 import time
 from pathlib import Path
 from typing import Callable
@@ -71,18 +80,32 @@ class MeasureLock:
 
     def _open(self) -> int:
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
-        except PermissionError:
-            raise FlagsweepError(f"cannot open the measurement lock {self._named()}: another "
-                                 "user created it without write permission for others; ask "
-                                 "them (or root) to remove it") from None
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o666)
         except OSError as e:
-            raise FlagsweepError(f"cannot open the measurement lock {self._named()}: "
-                                 f"{e.strerror}; expected a file that can be created and "
-                                 "written, in an existing folder") from None
+            if e.errno == errno.ELOOP or self.path.is_symlink():  # some kernels say EACCES
+                raise FlagsweepError(self._not_a_lock("is a symbolic link")) from None
+            raise self._unopened(e) from None
+        wrong = _not_plain(os.fstat(fd))
+        if wrong:
+            os.close(fd)
+            raise FlagsweepError(self._not_a_lock(wrong))
         if os.fstat(fd).st_uid == os.geteuid():
             os.fchmod(fd, 0o666)  # the umask trimmed it: every user of the machine must lock it
         return fd
+
+    def _unopened(self, e: OSError) -> FlagsweepError:
+        if isinstance(e, PermissionError):
+            return FlagsweepError(f"cannot open the measurement lock {self._named()}: another "
+                                  "user created it without write permission for others; ask "
+                                  "them (or root) to remove it")
+        return FlagsweepError(f"cannot open the measurement lock {self._named()}: {e.strerror}; "
+                              "expected a file that can be created and written, in an existing "
+                              "folder")
+
+    def _not_a_lock(self, what: str) -> str:
+        return (f"the measurement lock {self._named()} {what}, not a plain lock file; "
+                "flagsweep neither follows nor writes it (someone may have planted it to have "
+                "another file overwritten): remove it, or ask root to")
 
     def _acquire(self, fd: int) -> None:
         """Take the lock now, or (with wait) once the holder lets go, saying so as time passes."""
@@ -129,10 +152,12 @@ def holders(where: Path | None = None) -> dict[int, str]:
     for path in sorted((where or folder()).glob("flagsweep-cpu*.lock")):
         try:
             cpu = int(path.name[len("flagsweep-cpu"):-len(".lock")])
-            fd = os.open(path, os.O_RDONLY)
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except (ValueError, OSError):
             continue
         try:
+            if _not_plain(os.fstat(fd)):
+                continue   # not read: a link or a FIFO planted to show another file or hang
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
             fcntl.flock(fd, fcntl.LOCK_UN)
         except BlockingIOError:
@@ -156,6 +181,15 @@ def neighbours(cpu: int, where: Path | None = None) -> list[str]:
         lines.append(f"another sweep measures on CPU {other} ({holder}): {shared}; both "
                      "sweeps' timings include some of the other's")
     return lines
+
+
+def _not_plain(info: os.stat_result) -> str:
+    """Why an opened lock file is not one flagsweep may write: '' when it is."""
+    if not stat.S_ISREG(info.st_mode):
+        return "is not a regular file"
+    if info.st_nlink != 1:
+        return f"has {info.st_nlink} names (a hard link to another file?)"
+    return ""
 
 
 def _free_list(where: Path, cpu: int) -> str:

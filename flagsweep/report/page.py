@@ -7,7 +7,6 @@ sweeps, a suite and a merge become theirs.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import jinja2
@@ -15,7 +14,7 @@ import jinja2
 from flagsweep import __version__
 from flagsweep.across import merge, suite
 from flagsweep.files import make_dir, write_atomic
-from flagsweep.report import compare, plots, view
+from flagsweep.report import compare, view
 from flagsweep.results import names
 from flagsweep.results.reader import load
 
@@ -26,6 +25,8 @@ def write(results_path: Path, out_dir: Path | None = None) -> Path:
     doc = load(results_path)
     out = make_dir(Path(out_dir or results_path.parent).resolve(), "the report's folder")
     r = view.build(doc, results_path, out)
+    from flagsweep.report import plots   # here: matplotlib only for a page that draws
+
     figures = {"forest": plots.forest(r), "distributions": plots.distributions(r),
                "run_order": plots.run_order(r), "history": plots.history(r),
                "layouts": plots.layouts(r), "explain": plots.explained(r)}
@@ -65,7 +66,7 @@ def write_suite(s, out: Path) -> Path:
     `out`; returns the page."""
     out = make_dir(Path(out).resolve(), "the --out folder")
     write_atomic(out / "suite.json", json.dumps(suite.to_json(s, out), indent=1))
-    links = [os.path.relpath(p.path.parent / "index.html", out) for p in s.programs]
+    links = [view.link(p.path.parent / "index.html", out, p.path.parent) for p in s.programs]
     page = _render("suite.html.j2", title=f"Suite of {len(s.programs)} programs: {s.baseline}",
                    s=s, rows=view.suite_rows(s), links=links)
     return write_atomic(out / "suite.html", page)

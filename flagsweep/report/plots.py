@@ -10,13 +10,20 @@ from __future__ import annotations
 
 import functools
 import io
+import os
 import re
 from dataclasses import dataclass
 
-import matplotlib
+from flagsweep import files
+
+# matplotlib keeps its font cache and settings in ~/.cache and ~/.config unless told otherwise:
+# in flagsweep's cache instead, which FLAGSWEEP_CACHE moves (a read-only or missing HOME).
+os.environ.setdefault("MPLCONFIGDIR", str(files.cache_dir() / "matplotlib"))
+
+import matplotlib  # noqa: E402 - after MPLCONFIGDIR, which it reads on import
 import numpy as np
-from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, NullFormatter
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 
 from flagsweep.report import view
 from flagsweep.report.view import COLORS, Report, VariantRow

@@ -11,6 +11,7 @@ import math
 import os
 import shlex
 import statistics
+import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -247,9 +248,8 @@ def build(doc: dict, results_path: Path, out_dir: Path) -> Report:
         study=_study(doc, variants),
         history=[_history_row(h, labels) for h in doc.get("history") or []],
         baseline_label=labels.get(doc["baseline"], doc["baseline"]),
-        results_href=_href(results_path, out_dir),
-        samples_href=_href(base_dir / "samples.csv", out_dir)
-        if (base_dir / "samples.csv").exists() else None,
+        results_href=link(results_path, out_dir, base_dir) or "results.json",
+        samples_href=link(base_dir / "samples.csv", out_dir, base_dir),
         spending=_spending(doc, variants),
         layouts=_layouts(doc, labels),
         explained=explanation.explained(doc, labels),
@@ -785,14 +785,24 @@ def _build_row(v: dict, base_dir: Path, out_dir: Path) -> BuildRow:
         mode=", ".join(m for m, on in (("LTO", b.get("lto")), ("PGO", (b.get("pgo") or {})
                                                                  .get("matched"))) if on),
         compile_line=shlex.join(audit["compile_line"]) if audit.get("compile_line") else "",
-        log_href=_href(log, out_dir) if log and log.exists() else None,
+        log_href=link(log, out_dir, base_dir) if log else None,
         log_path=str(b.get("log") or ""),
         detail="" if is_control(v["id"]) else b.get("detail") or "", shows=shows)
 
 
-def _href(path: Path, out_dir: Path) -> str:
-    """A link from the page to a file beside the results: relative, so the folder can move."""
-    return Path(os.path.relpath(path.resolve(), out_dir.resolve())).as_posix()
+def link(path: Path, out_dir: Path, inside: Path) -> str | None:
+    """The href of every link a page makes to a file: relative to the page's folder (so the
+    folder can move), to an existing file inside `inside` (the results folder) once every link
+    is followed, and percent-encoded, so no part of it is a scheme (javascript:, data:), a query
+    or a fragment. None for a path that does not qualify: a results file is input that anyone
+    may have written, and the page shows such a path as text instead."""
+    try:
+        target = path.resolve()
+        if not target.is_file() or not target.is_relative_to(inside.resolve()):
+            return None
+    except (OSError, RuntimeError, ValueError):   # a link loop, a NUL in the path
+        return None
+    return urllib.parse.quote(Path(os.path.relpath(target, out_dir.resolve())).as_posix())
 
 
 # ---------------------------------------------------------------------------------------------

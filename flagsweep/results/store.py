@@ -104,29 +104,65 @@ meta = sa.Table(
 
 
 def default_url() -> str:
-    """$FLAGSWEEP_DB, else an SQLite file in $XDG_DATA_HOME/flagsweep (~/.local/share/flagsweep)."""
+    """$FLAGSWEEP_DB, else an SQLite file in $XDG_DATA_HOME/flagsweep (~/.local/share/flagsweep).
+    Nothing is created here: a command that only reads must leave no store behind."""
     if os.environ.get("FLAGSWEEP_DB"):
         return os.environ["FLAGSWEEP_DB"]
     base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local/share") / "flagsweep"
-    base.mkdir(parents=True, exist_ok=True)
     return f"sqlite:///{base / 'store.sqlite'}"
 
 
+# Where a store comes from, for messages about its file or folder.
+CHOOSE = ("FLAGSWEEP_DB or --db choose another store (the default one is in "
+          "$XDG_DATA_HOME/flagsweep, else ~/.local/share/flagsweep)")
+
+
+class NoStore(FlagsweepError):
+    """A command that only reads found no store file: nothing was ever stored there."""
+
+
+SCHEMES = ("sqlite", "postgresql", "postgres")
+ENCODE = ("a user name or password holding '@', ':', '/' or '%' must be percent-encoded in the "
+          "URL (@ as %40, : as %3A, / as %2F, % as %25)")
+
+
 def engine_url(url: str | sa.URL) -> sa.URL:
-    """The URL the engine connects with: `postgresql://` and `postgres://` use psycopg 3."""
+    """The URL the engine connects with: `postgresql://` and `postgres://` use psycopg 3.
+
+    A URL that cannot be read is refused naming its scheme alone: what follows it may hold a
+    password, and SQLAlchemy's own errors quote the URL, or the part it took for a port."""
     try:
         u = sa.make_url(url)
-    except sa.exc.ArgumentError:  # not shown: SQLAlchemy's message quotes it, password and all
-        raise FlagsweepError("the store URL is not a database URL; expected e.g. "
+        u.port        # noqa: B018 - SQLAlchemy reads the port only when asked (ValueError)
+    except (sa.exc.ArgumentError, ValueError):
+        raise FlagsweepError(f"the store URL {_scheme(url)}... is not a database URL (a port "
+                             f"that is not a number?); {ENCODE}; expected e.g. "
                              "sqlite:///path/store.sqlite or postgresql://user@host/db") from None
+    if "@" in (u.host or "") or "@" in (u.username or ""):
+        # Read as a host or user name, the part after an unencoded '@' would be printed.
+        raise FlagsweepError(f"the store URL {_scheme(url)}... holds more than one '@'; {ENCODE}")
+    if u.get_backend_name() not in SCHEMES:
+        raise FlagsweepError(f"the store URL's scheme {u.drivername}:// is not one flagsweep "
+                             "can use; expected sqlite:///path/store.sqlite or "
+                             "postgresql://user@host/db")
     if u.drivername in ("postgresql", "postgres"):
         u = u.set(drivername="postgresql+psycopg")
     return u
 
 
+def _scheme(url: str | sa.URL) -> str:
+    """The URL's scheme, up to '://', or nothing when it has none (all else may be secret)."""
+    text = url if isinstance(url, str) else url.drivername + "://"
+    head, sep, _ = text.partition("://")
+    return f"{head}://" if sep and head.replace("+", "").isalnum() else ""
+
+
 def masked(url: str | sa.URL) -> str:
-    """The URL as it may be printed or written: any password replaced by ***."""
-    return sa.make_url(url).render_as_string(hide_password=True)
+    """The URL as it may be printed or written: any password replaced by ***, also one passed
+    as a query parameter (libpq reads ?password=)."""
+    u = sa.make_url(url)
+    secret = {k: "***" for k in u.query if k.lower() in ("password", "passfile", "sslpassword")}
+    return u.update_query_dict(secret).render_as_string(hide_password=True)
 
 
 # ---- migrations ------------------------------------------------------------------------------
@@ -164,11 +200,24 @@ assert len(MIGRATIONS) == SCHEMA_VERSION - 1
 class Store:
     """One connection to the store; every write is its own committed transaction."""
 
-    def __init__(self, url: str | None = None):
+    def __init__(self, url: str | None = None, create: bool = True):
+        """create=False (commands that only read): a missing SQLite file is NoStore, and
+        neither it nor its folder is made."""
+        default = not url and not os.environ.get("FLAGSWEEP_DB")
         real = engine_url(url or default_url())
         self.url = masked(real)   # for messages: the password, if any, never leaves the engine
+        if real.get_backend_name() == "sqlite" and real.database not in (None, "", ":memory:"):
+            _sqlite_file(Path(real.database), create, default)
         self.engine = self._create_engine(real)
-        self._open()
+        if create or self._schema() != SCHEMA_VERSION:
+            self._open()   # a store only read is written only to bring its tables up to date
+
+    def _schema(self) -> int | None:
+        with self._connect(opening=True) as c:
+            if not sa.inspect(c).has_table(meta.name):
+                return None
+            row = c.execute(sa.select(meta.c.value).where(meta.c.key == "schema")).first()
+        return int(row.value) if row else None
 
     def _create_engine(self, url: sa.URL) -> sa.Engine:
         connect_args: dict[str, Any] = {}
@@ -221,7 +270,7 @@ class Store:
 
     def _trouble(self, e: sa.exc.DBAPIError, opening: bool) -> str:
         """What went wrong with the store, and what to do about it."""
-        why = str(e.orig).strip() if e.orig else str(e)
+        why = " ".join((str(e.orig) if e.orig else str(e)).split())  # one line: libpq says two
         code = getattr(e.orig, "sqlite_errorname", "")
         where = f"the store {self.url}"
         if self.engine.dialect.name == "sqlite":
@@ -446,6 +495,22 @@ def _columns(run_id: str, s: Sample) -> dict:
                 user_s=s.user_s, sys_s=s.sys_s, maxrss_kb=s.maxrss_kb, counters=s.counters,
                 multiplexed=s.multiplexed, failure=s.failure,
                 worker=s.worker or socket.gethostname())
+
+
+def _sqlite_file(path: Path, create: bool, default: bool) -> None:
+    """An SQLite store's file found (not create), or the default store's folder made (one the
+    user named must exist: a typo in FLAGSWEEP_DB should not make a new store elsewhere)."""
+    if not create:
+        if not path.exists():
+            raise NoStore(f"nothing is stored yet: the store {path} does not exist; {CHOOSE}")
+        return
+    if not default:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise FlagsweepError(f"cannot create the store's folder {path.parent}: "
+                             f"{e.strerror or e}; {CHOOSE}") from None
 
 
 def _sqlite_pragmas(dbapi_conn, _record) -> None:

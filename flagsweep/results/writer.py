@@ -23,7 +23,7 @@ from flagsweep.measure.sample import SAMPLE_METRICS, Sample
 from flagsweep.build import layout
 from flagsweep.results import analysis, layouts
 from flagsweep.results.contract import SCHEMA
-from flagsweep.results.store import Store
+from flagsweep.results.store import NoStore, Store
 
 log = logging.getLogger("flagsweep.results")
 CSV_COUNTERS = ("cycles", "instructions", "branch_misses", "cache_misses", "task_clock_s",
@@ -81,7 +81,10 @@ def located(arg: str | Path, scratch: Path, store: Store | None = None) -> Path:
         return path
     if path.is_dir() and (path / "results.json").is_file():
         return path / "results.json"
-    db = store or Store()
+    try:
+        db = store or Store(create=False)
+    except NoStore as e:
+        raise FlagsweepError(f"{arg}: no such results file, and {e}") from None
     run_id = db.find_run(str(arg))
     try:
         db.run(run_id)
@@ -89,6 +92,10 @@ def located(arg: str | Path, scratch: Path, store: Store | None = None) -> Path:
         raise FlagsweepError(f"{arg}: no such results file, and no run of that id in the store "
                              f"{db.url}") from None
     out = scratch / run_id
+    for folder in (scratch, out):   # renamed into place, a file would land where a link points
+        if folder.is_symlink():
+            raise FlagsweepError(f"{folder} is a symbolic link; the results of run {run_id} are "
+                                 "written only into a folder of the --out folder's own: remove it")
     out.mkdir(parents=True, exist_ok=True)
     try:
         return write(out, db, run_id)

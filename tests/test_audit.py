@@ -131,11 +131,11 @@ HONEST = ("prog: a.o b.o\n\t$(CC) $(CFLAGS) -o prog a.o b.o\n"
 def make_project(tmp_path, isolated_cache):
     """Build a make project (files: name -> text) with the real wrapper as CC and `make
     CFLAGS=<flags>`, as the step driver does, then audit it with the measured binary `prog`."""
-    gcc = Path(shutil.which("gcc"))
-    cc = wrapper.install(gcc, isolated_cache / "wrappers" / "audit-test" / "cc", gcc, None)
-
     def build(files: dict[str, str], flags: str = "-O2", tolerated: tuple[str, ...] = (),
-              before=None) -> audit.Audit:
+              before=None, compiler: str = "gcc") -> audit.Audit:
+        real = Path(shutil.which(compiler))
+        cc = wrapper.install(real, isolated_cache / "wrappers" / f"audit-test-{compiler}" / "cc",
+                             real, None)
         tree = tmp_path / "tree"
         tree.mkdir()
         for name, text in files.items():
@@ -466,3 +466,14 @@ def test_a_flag_handed_to_the_compiler_through_the_preprocessor_is_compared(make
     makefile = HONEST.replace("$(CFLAGS) -c", f"$(CFLAGS) {passed} -c")
     problem = make_project({"Makefile": makefile, "a.c": MAIN, "b.c": HELPER}).problems[0]
     assert problem.startswith("compile has extra -fno-tree-vectorize: ")
+
+
+@pytest.mark.parametrize("compiler, verified", [("gcc", True), ("clang", False)])
+def test_a_word_is_a_value_only_where_the_compiler_reads_it_so(make_project, compiler, verified):
+    """gcc takes the word after -aux-info as its file; clang 14 reads it as an option of its
+    own, so there -O0 is the level the code was compiled at."""
+    makefile = HONEST.replace("$(CFLAGS) -c", "$(CFLAGS) -aux-info -O0 -c")
+    result = make_project({"Makefile": makefile, "a.c": MAIN, "b.c": HELPER}, compiler=compiler)
+    assert result.verified == verified, result.problems
+    if not verified:
+        assert result.problems[0].startswith("compile has extra -O0: ")

@@ -665,7 +665,10 @@ class _Lines:
 def _preprocess(cmd: Command) -> tuple[str | None, str | None]:
     """The code the compile compiled, as its compiler preprocesses it (nothing written), or why
     the audit cannot read it: a compile the audit cannot read is never taken on trust."""
-    sources = [w for w in cmdline.sources(cmd.argv) if w.language != "assembler"]
+    sources = cmdline.sources(cmd.argv)
+    if not sources:     # a compile that succeeded had one: the audit misread the command
+        return None, "the audit found no source file in it"
+    sources = [w for w in sources if w.language != "assembler"]
     for word in sources:
         if (why := _unreadable(cmd, word.text)) is not None:
             return None, why

@@ -12,57 +12,59 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from flagsweep.errors import ConfigError
+from flagsweep.host import toolchain
+
 # Options whose value is the next word(s) when written alone (`-I dir`; `-Idir` is one word),
-# with how many words they take: gcc's (`gcc --help=separate`, its driver's own options) and
-# clang's (Separate, JoinedOrSeparate and MultiArg options of its Options.td).
-SEPARATE: dict[str, int] = {
+# with how many words they take. Each family's own drivers were asked (gcc 12, clang 14: with
+# `-###`, is the word after the option read as its value or as an option of its own?), and an
+# option is listed for a family only where that family reads it so: where they differ, a word
+# taken for a value that the compiler reads as an option would hide an -O0 or a source.
+BOTH: dict[str, int] = dict.fromkeys((
+    "-A", "-D", "-U", "-I", "-F", "-include", "-imacros", "-idirafter", "-iquote", "-isystem",
+    "-iprefix", "-iwithprefix", "-iwithprefixbefore", "-isysroot", "-imultilib",
+    "-MF", "-MT", "-MQ", "-o", "-x", "-Xlinker", "-Xassembler", "-Xpreprocessor",
+    "-L", "-l", "-u", "-e", "-T", "-Tbss", "-Tdata", "-Ttext", "-z", "-B", "-specs", "--param",
+    "--sysroot", "--specs", "--prefix", "--output", "--language", "--include", "--imacros",
+    "--include-directory", "--include-directory-after", "--include-prefix",
+    "--include-with-prefix", "--include-with-prefix-after", "--include-with-prefix-before",
+    "--define-macro", "--undefine-macro", "--assert", "--for-linker", "--force-link",
+    "--library-directory"), 1)
+# clang 14 reads the word after these as an option of its own (-aux-info -O0 compiles at -O0).
+GCC_ONLY: dict[str, int] = dict.fromkeys((
+    "-aux-info", "-dumpbase", "-dumpbase-ext", "-dumpdir", "-imultiarch", "-wrapper", "-J",
+    "-fintrinsic-modules-path", "-gnatO", "-Hd", "-Hf", "-Xf", "--entry", "--dump",
+    "--dumpbase", "--dumpbase-ext", "--dumpdir"), 1)
+# gcc reads the word after these as an option or an input of its own (-include-pch is
+# -include of a file named -pch to it).
+CLANG_ONLY: dict[str, int] = {
     **dict.fromkeys((
-        # preprocessor
-        "-A", "-D", "-U", "-I", "-F", "-J", "-include", "-imacros", "-include-pch", "-idirafter",
-        "-iquote", "-isystem", "-isystem-after", "-iprefix", "-iwithprefix",
-        "-iwithprefixbefore", "-iwithsysroot", "-isysroot", "-iframework",
-        "-iframeworkwithsysroot", "-ivfsoverlay", "-cxx-isystem", "-imultilib", "-imultiarch",
-        "-fintrinsic-modules-path",
-        # dependency and diagnostics files
-        "-MF", "-MT", "-MQ", "-MJ", "-dependency-file", "-dependency-dot",
-        "-serialize-diagnostics", "-aux-info", "-dumpbase", "-dumpbase-ext", "-dumpdir",
-        # output, language, passing words on to the tools
-        "-o", "-x", "-Xlinker", "-Xassembler", "-Xpreprocessor", "-Xclang", "-Xanalyzer",
-        "-Xcuda-fatbinary", "-Xcuda-ptxas", "-Xopenmp-target", "-Xflang", "-mllvm",
-        # linking
-        "-L", "-l", "-u", "-e", "-T", "-Tbss", "-Tdata", "-Ttext", "-z", "-rpath", "-G",
-        # the toolchain and the target
-        "-B", "-wrapper", "-specs", "-target", "-arch", "-arch_only", "-gcc-toolchain",
-        "-ccc-gcc-name", "-ccc-install-dir", "-ccc-arcmt-migrate", "-resource-dir",
-        "-working-directory", "-ftrapv-handler",
-        # other languages gcc's driver knows
-        "-gnatO", "-Hd", "-Hf", "-Xf",
-        # long spellings
-        "--param", "--sysroot", "--specs", "--config", "--prefix", "--output", "--language",
-        "--include", "--imacros", "--include-directory", "--include-directory-after",
-        "--include-prefix", "--include-with-prefix", "--include-with-prefix-after",
-        "--include-with-prefix-before", "--define-macro", "--undefine-macro", "--assert",
-        "--dump", "--dumpbase", "--dumpbase-ext", "--dumpdir", "--for-linker", "--force-link",
-        "--library-directory", "--entry", "--serialize-diagnostics", "--analyzer-output",
+        "-include-pch", "-isystem-after", "-iwithsysroot", "-iframework",
+        "-iframeworkwithsysroot", "-ivfsoverlay", "-cxx-isystem", "-MJ", "-dependency-file",
+        "-dependency-dot", "-serialize-diagnostics", "-Xclang", "-Xanalyzer",
+        "-Xcuda-fatbinary", "-Xcuda-ptxas", "-Xopenmp-target", "-mllvm", "-rpath", "-G",
+        "-target", "-arch", "-arch_only", "-ccc-gcc-name", "-ccc-install-dir",
+        "-ccc-arcmt-migrate", "-resource-dir", "-working-directory", "-ftrapv-handler",
+        "--config", "--serialize-diagnostics", "--analyzer-output",
         # Darwin's linker options, which clang's driver takes everywhere
         "-allowable_client", "-bundle_loader", "-client_name", "-compatibility_version",
         "-current_version", "-dylib_file", "-dylinker_install_name", "-exported_symbols_list",
         "-filelist", "-framework", "-image_base", "-init", "-install_name", "-lazy_framework",
         "-lazy_library", "-multiply_defined", "-multiply_defined_unused", "-read_only_relocs",
-        "-reexport_framework", "-reexport_library", "-seg_addr_table",
-        "-seg_addr_table_filename", "-seg1addr", "-segs_read_only_addr",
+        "-seg_addr_table", "-seg_addr_table_filename", "-seg1addr", "-segs_read_only_addr",
         "-segs_read_write_addr", "-sub_library", "-sub_umbrella", "-umbrella",
         "-unexported_symbols_list", "-weak_framework", "-weak_library",
         "-weak_reference_mismatches"), 1),
     "-sectobjectsymbols": 2, "-segaddr": 2,
     "-sectalign": 3, "-sectcreate": 3, "-sectorder": 3, "-segcreate": 3, "-segprot": 3,
 }
-# Families of options each of which takes the next word: `-Xarch_x86_64 -O0`,
-# `-Xopenmp-target=x86_64 -O0`, `-Xoffload-linker-x86_64 ...`.
-SEPARATE_FAMILIES = ("-Xarch_", "-Xopenmp-target=", "-Xoffload-linker")
+SEPARATE = {"gcc": {**BOTH, **GCC_ONLY}, "clang": {**BOTH, **CLANG_ONLY}, None: BOTH}
+# Families of clang options each of which takes the next word: `-Xarch_x86_64 -O0`,
+# `-Xopenmp-target=x86_64 -O0`.
+SEPARATE_FAMILIES = {"gcc": (), "clang": ("-Xarch_", "-Xopenmp-target="), None: ()}
 # Options that hand their value on to the compiler proper, where it can choose code: their
 # value is a flag of the compile, compared as one word with the option (`--param=n=v`).
-PASSED_ON = ("--param", "-Xclang", "-mllvm", "-Xarch_", "-Xopenmp-target", "-Xflang")
+PASSED_ON = ("--param", "-Xclang", "-mllvm", "-Xarch_", "-Xopenmp-target")
 # Options whose value (or comma-separated values) gcc's integrated preprocessor, cc1 itself,
 # reads as its own options: `-Xpreprocessor -fno-tree-vectorize` and
 # `-Wp,-fno-tree-vectorize` change the code as the flag written plainly does.
@@ -95,20 +97,32 @@ class Word:
         return [self.text, *self.values]
 
 
-def arity(option: str) -> int:
-    """How many following words the option takes as its value (0 for a word alone)."""
-    if option in SEPARATE:
-        return SEPARATE[option]
-    return 1 if option.startswith(SEPARATE_FAMILIES) else 0
+def family(compiler: str) -> str | None:
+    """'gcc' or 'clang' as the compiler says of itself; None when it cannot be asked (then only
+    what both families read alike is read as a value)."""
+    try:
+        return toolchain.resolve(compiler).family
+    except (ConfigError, OSError):
+        return None
+
+
+def arity(option: str, kind: str | None) -> int:
+    """How many following words the option takes as its value for a compiler of that family
+    (0: the word stands alone)."""
+    if option in SEPARATE[kind]:
+        return SEPARATE[kind][option]
+    return 1 if option.startswith(SEPARATE_FAMILIES[kind]) else 0
 
 
 def split(argv: list[str]) -> list[Word]:
-    """argv[1:] as options with their values and inputs with their language."""
+    """argv[1:] as options with their values and inputs with their language, as argv[0] reads
+    them."""
+    kind = family(argv[0]) if argv else None
     out, i, forced = [], 1, None
     while i < len(argv):
         word = argv[i]
         if word.startswith("-") and word != "-":
-            n = arity(word)
+            n = arity(word, kind)
             values = tuple(argv[i + 1:i + 1 + n])
             language = values[0] if word == "-x" and values else (
                 word[2:] if word.startswith("-x") and len(word) > 2 else None)

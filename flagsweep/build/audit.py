@@ -36,6 +36,7 @@ from pathlib import Path
 
 from flagsweep import files
 from flagsweep.build import cmdline
+from flagsweep.host import environment
 
 OBJECT_SUFFIXES = (".o", ".obj")
 # -f options that only change diagnostics or recorded paths, never the generated code.
@@ -714,7 +715,8 @@ def _run_preprocessor(cmd: Command, sources: list[str]) -> tuple[str | None, str
                   or (arg.startswith("-o") and len(arg) > 2)):
             argv += word.words
     try:
-        done = subprocess.run(argv + ["-E"], cwd=cmd.cwd, capture_output=True, timeout=600)
+        done = subprocess.run(argv + ["-E"], cwd=cmd.cwd, capture_output=True, timeout=600,
+                              env=environment.build({}))   # as the build's compiler saw it
     except (OSError, subprocess.TimeoutExpired) as e:
         return None, str(e)
     if done.returncode != 0:

@@ -9,8 +9,9 @@ and the build says so (`reused` in builds.json and results.json).
 The key is a sha256 over: the source (the tarball's sha256, or every file of a local or
 --source-dir tree, path and bytes, a symlinked file or folder by what it points at, even outside
 the tree), the target file's bytes, the compiler (path and version),
-the variant's flags, what -march=native means here when a flag asks for it, the build
-environment variables that configure and make read, and this builder's own code (the step
+the variant's flags, what -march=native means here when a flag asks for it, the variables of
+the build's environment that can still change the code (environment.KEYED: the rest are
+dropped), and this builder's own code (the step
 driver, wrapper, superbuild, audit and fingerprint files), so a change to any of them is a miss.
 
 Only verified builds are kept (a failure may be a missing package the user then installs).
@@ -34,16 +35,16 @@ from pathlib import Path
 from typing import Iterator
 
 from flagsweep import files, shipped
+from flagsweep.host import environment
 from flagsweep.host import cpu
 
 log = logging.getLogger("flagsweep.build.cache")
 
 FORMAT = 2
 DEFAULT_MB = 2048
-ENV_READ = ("CPPFLAGS", "LDFLAGS", "LIBS", "CPATH", "C_INCLUDE_PATH", "LIBRARY_PATH",
-            "PKG_CONFIG_PATH", "MAKEFLAGS")
 # The builder's own code: a change to how a variant is built is a change to every key.
-BUILDER = ("steps.py", "wrapper.c", "wrapper.py", "variants.py", "audit.py", "fingerprint.py")
+BUILDER = ("steps.py", "wrapper.c", "wrapper.py", "variants.py", "audit.py", "cmdline.py",
+           "fingerprint.py")
 ENTRY = "entry.json"
 
 
@@ -58,7 +59,7 @@ def key(source_id: str, target_file: Path, compiler: dict, flags: list[str]) -> 
         "target": files.sha256_file(target_file), "compiler": compiler, "flags": flags,
         "native": (cpu.march_native(compiler.get("name", "gcc"))
                    if any("native" in f for f in flags) else None),
-        "env": {k: os.environ[k] for k in ENV_READ if os.environ.get(k)},
+        "env": environment.keyed(),
     }
     return files.key_sha256(parts)
 
@@ -114,6 +115,7 @@ def _builder_hash() -> str:
     for name in BUILDER:
         h.update(name.encode() + b"\0" + (here / name).read_bytes())
     h.update(Path(shipped.SUPERBUILD, "CMakeLists.txt").read_bytes())
+    h.update(Path(environment.__file__).read_bytes())     # what a build's environment holds
     return h.hexdigest()
 
 

@@ -384,13 +384,18 @@ SLOW_B = '#pragma GCC optimize ("O0")\n' + HELPER
      "generates a source must keep it)"),
     ("$(CC) $(CFLAGS) -x c -c - -o b.o < slow.txt",
      "it read its source from standard input, which cannot be read again"),
+    # compiled as it was, then rewritten in place: the audit would read the honest text
+    ("cp slow.txt gen.c && $(CC) $(CFLAGS) -c gen.c -o b.o && sleep 0.05 && cp honest.txt gen.c",
+     "its source gen.c changed after the compile (rewritten by a later command), so the code "
+     "compiled is no longer there to read"),
     ("rm -f gen.c && mkfifo gen.c && (cat slow.txt > gen.c &) && "
      "$(CC) $(CFLAGS) -x c -c gen.c -o b.o",
      "its source gen.c is not a regular file"),
 ])
 def test_a_compile_whose_source_cannot_be_read_again_is_refused(make_project, rule, problem):
     makefile = HONEST + f"b.o:\n\t{rule}\n"
-    result = make_project({"Makefile": makefile, "a.c": MAIN, "slow.txt": SLOW_B})
+    result = make_project({"Makefile": makefile, "a.c": MAIN, "slow.txt": SLOW_B,
+                           "honest.txt": HELPER})
     assert not result.verified
     assert any(p.startswith(f"could not read the code this compile compiled to look for "
                             f"optimisation set in it ({problem}): ") for p in result.problems), \

@@ -83,6 +83,7 @@ class Command:
     cwd: Path
     exit: int = 0
     output_stat: dict | None = None    # the -o file as the command left it
+    inputs: dict[str, list[int]] = field(default_factory=dict)  # word -> mtime_ns, size, inode
 
     @property
     def kind(self) -> str:
@@ -196,7 +197,8 @@ def _records(log: Path) -> list[Command]:
         return []
     # Arguments need not be UTF-8; undecodable bytes must not hide a command from the audit.
     lines = log.read_text(errors="replace").splitlines()
-    return [Command(r["argv"], Path(r["cwd"]), r.get("exit", 0), r.get("output"))
+    return [Command(r["argv"], Path(r["cwd"]), r.get("exit", 0), r.get("output"),
+                    {word: ident for word, *ident in r.get("inputs", [])})
             for r in map(json.loads, filter(str.strip, lines))]
 
 
@@ -692,13 +694,18 @@ def _unreadable(cmd: Command, source: str) -> str | None:
     try:
         # without blocking: a named pipe would wait for a writer that is long gone
         with open(path, "rb", opener=lambda p, f: os.open(p, f | os.O_NONBLOCK)) as f:
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
                 return f"its source {source} is not a regular file"
     except FileNotFoundError:
         return (f"its source {source} is no longer there (removed or moved after the compile; "
                 "a build that generates a source must keep it)")
     except OSError as e:
         return f"its source {source} cannot be read ({e.strerror})"
+    was = cmd.inputs.get(source)
+    if was is not None and [st.st_mtime_ns, st.st_size, st.st_ino] != was:
+        return (f"its source {source} changed after the compile (rewritten by a later "
+                "command), so the code compiled is no longer there to read")
     return None
 
 

@@ -14,10 +14,13 @@ Reads the compile log the wrapper wrote during the variant's build step. A varia
     recorded command (stale or prebuilt objects shipped with the source are refused);
   - the sources compiled set no optimisation of their own (`#pragma GCC optimize`,
     `__attribute__((optimize))`, clang's `#pragma clang optimize off` and `optnone`), except
-    -f options the target tolerates;
+    -f options the target tolerates; a compile whose code the audit cannot read again (its
+    source removed, rewritten since, read from stdin) is refused, never taken on trust;
   - every object file the build produced was compiled through the wrapper (a Makefile that
     calls `gcc` directly would otherwise build unaudited code).
-The problems name the offending command or file, so "flags-mismatch" is never a mystery. The
+Commands are read with cmdline.py's table of two-word options, so `-I dir` or `-MF -O3.d` is
+one option with its value. The problems name the offending command or file, so
+"flags-mismatch" is never a mystery. The
 audit guards against build systems that bypass the flags, not against one that forges the log.
 """
 

@@ -102,6 +102,12 @@ def test_two_word_param_in_the_variant_matches_the_compile_line(tmp_path):
                        time.time()).verified
 
 
+def test_a_clang_value_handed_on_in_the_variant_matches_the_compile_line(tmp_path):
+    log = _log(tmp_path, ["clang", "-O2", "-mllvm", "-unroll-threshold=100", "-c", "a.c"])
+    assert audit.audit(log, tmp_path, ["-O2", "-mllvm", "-unroll-threshold=100"], [],
+                       time.time()).verified
+
+
 def test_a_tolerated_flag_that_is_also_the_variants_own_is_expected(tmp_path):
     log = _log(tmp_path, ["cc", "-O2", "-msse", "-c", "a.c"], ["cc", "-O2", "-msse", "-msse", "-c", "b.c"])
     own = audit.audit(log, tmp_path, ["-O2", "-msse"], ["-msse"], time.time())

@@ -136,8 +136,10 @@ def audit(compile_log: Path, tree: Path, expected: list[str], tolerated: list[st
     measured binary, also trace it back to the recorded compiles (source: the source tree)."""
     # A command that failed left nothing a binary could be made of.
     commands = [c for c in _records(compile_log) if c.exit == 0]
-    # The variant's flags are read like a command line, so `--param x=y` compares as one flag.
-    want = _dedupe(codegen_flags(["cc", *expected]))
+    # The variant's flags are read like a command line of the compiler that ran, so `--param
+    # x=y` (and clang's `-mllvm x`) compares as one flag.
+    compiler = next((c.argv[0] for c in commands if c.kind == "compile"), "cc")
+    want = _dedupe(codegen_flags([compiler, *expected]))
     result = Audit(verified=False)
     objects_logged = _check_commands(commands, want, tolerated, result)
     # A root as the build named it (a link: variants._linked) and as it really is.

@@ -11,6 +11,10 @@ from flagsweep.build import audit
 
 
 def _log(tmp_path: Path, *commands: list[str]) -> Path:
+    """A compile log of these commands, run in tmp_path, with their (empty) sources there: the
+    audit reads every compile's source again."""
+    for source in {a for c in commands for a in c[1:] if a.endswith(".c")}:
+        (tmp_path / source).touch()
     log = tmp_path / "compile.jsonl"
     log.write_text("".join(json.dumps({"argv": c, "cwd": str(tmp_path)}) + "\n" for c in commands))
     return log
@@ -98,6 +102,12 @@ def test_two_word_param_in_the_variant_matches_the_compile_line(tmp_path):
                        time.time()).verified
 
 
+def test_a_clang_value_handed_on_in_the_variant_matches_the_compile_line(tmp_path):
+    log = _log(tmp_path, ["clang", "-O2", "-mllvm", "-unroll-threshold=100", "-c", "a.c"])
+    assert audit.audit(log, tmp_path, ["-O2", "-mllvm", "-unroll-threshold=100"], [],
+                       time.time()).verified
+
+
 def test_a_tolerated_flag_that_is_also_the_variants_own_is_expected(tmp_path):
     log = _log(tmp_path, ["cc", "-O2", "-msse", "-c", "a.c"], ["cc", "-O2", "-msse", "-msse", "-c", "b.c"])
     own = audit.audit(log, tmp_path, ["-O2", "-msse"], ["-msse"], time.time())
@@ -127,11 +137,11 @@ HONEST = ("prog: a.o b.o\n\t$(CC) $(CFLAGS) -o prog a.o b.o\n"
 def make_project(tmp_path, isolated_cache):
     """Build a make project (files: name -> text) with the real wrapper as CC and `make
     CFLAGS=<flags>`, as the step driver does, then audit it with the measured binary `prog`."""
-    gcc = Path(shutil.which("gcc"))
-    cc = wrapper.install(gcc, isolated_cache / "wrappers" / "audit-test" / "cc", gcc, None)
-
     def build(files: dict[str, str], flags: str = "-O2", tolerated: tuple[str, ...] = (),
-              before=None) -> audit.Audit:
+              before=None, compiler: str = "gcc") -> audit.Audit:
+        real = Path(shutil.which(compiler))
+        cc = wrapper.install(real, isolated_cache / "wrappers" / f"audit-test-{compiler}" / "cc",
+                             real, None)
         tree = tmp_path / "tree"
         tree.mkdir()
         for name, text in files.items():
@@ -366,3 +376,115 @@ def test_a_linker_option_split_as_libtool_writes_it_is_on_the_link():
     assert not audit.on_link("-Wl,-z,lazy", link)
     assert not audit.on_link("-Wl,now,-z", link)              # the words in their order
     assert audit.on_link("-flto", ["gcc", "-flto", "-o", "p"]) and not audit.on_link("-flto", link)
+
+
+# ---- compiles the audit cannot read again ----------------------------------------------------
+
+SLOW_B = '#pragma GCC optimize ("O0")\n' + HELPER
+
+
+@pytest.mark.parametrize("rule, problem", [
+    # written, compiled and removed within one rule: the object is the only trace
+    ("cp slow.txt gen.c && $(CC) $(CFLAGS) -c gen.c -o b.o && rm gen.c",
+     "its source gen.c is no longer there (removed or moved after the compile; a build that "
+     "generates a source must keep it)"),
+    ("$(CC) $(CFLAGS) -x c -c - -o b.o < slow.txt",
+     "it read its source from standard input, which cannot be read again"),
+    # compiled as it was, then rewritten in place: the audit would read the honest text
+    ("cp slow.txt gen.c && $(CC) $(CFLAGS) -c gen.c -o b.o && sleep 0.05 && cp honest.txt gen.c",
+     "its source gen.c changed after the compile (rewritten by a later command), so the code "
+     "compiled is no longer there to read"),
+    ("rm -f gen.c && mkfifo gen.c && (cat slow.txt > gen.c &) && "
+     "$(CC) $(CFLAGS) -x c -c gen.c -o b.o",
+     "its source gen.c is not a regular file"),
+])
+def test_a_compile_whose_source_cannot_be_read_again_is_refused(make_project, rule, problem):
+    makefile = HONEST + f"b.o:\n\t{rule}\n"
+    result = make_project({"Makefile": makefile, "a.c": MAIN, "slow.txt": SLOW_B,
+                           "honest.txt": HELPER})
+    assert not result.verified
+    assert any(p.startswith(f"could not read the code this compile compiled to look for "
+                            f"optimisation set in it ({problem}): ") for p in result.problems), \
+        result.problems
+
+
+@pytest.mark.parametrize("files, rule", [
+    # a source whose suffix is not C, compiled as C
+    ({"b.txt": SLOW_B}, "$(CC) $(CFLAGS) -x c -c b.txt -o b.o"),
+    # preprocessed text: compiled as it is, pragma and all
+    ({"b.i": '# 1 "b.c"\n' + SLOW_B}, "$(CC) $(CFLAGS) -c b.i -o b.o"),
+])
+def test_a_source_of_any_name_or_already_preprocessed_is_read(make_project, files, rule):
+    makefile = HONEST + f"b.o:\n\t{rule}\n"
+    result = make_project({"Makefile": makefile, "a.c": MAIN, **files})
+    assert not result.verified
+    assert any("sets the optimisation level (-O0) in the source" in p for p in result.problems), \
+        result.problems
+
+
+# ---- options written as two words ------------------------------------------------------------
+
+# Each option with its value as a separate word, as honest projects write them, on the compile
+# (and where it belongs, the link) of b.c; the files and folders they name are in the tree.
+TWO_WORD = {
+    "-I": "-I inc", "-iquote": "-iquote inc", "-isystem": "-isystem inc",
+    "-idirafter": "-idirafter inc", "-include": "-include inc/config.h",
+    "-imacros": "-imacros inc/config.h", "-iprefix": "-iprefix inc/ -iwithprefix sub",
+    "-iwithprefixbefore": "-iprefix inc/ -iwithprefixbefore sub", "-isysroot": "-isysroot /",
+    "-D": "-D LIMIT=100", "-U": "-U LIMIT -D LIMIT=100", "-MF": "-MD -MF b.d -MT b.o -MQ b.o",
+    "-x": "-x c", "-aux-info": "-aux-info b.aux", "-dumpbase": "-dumpbase b.c -dumpdir ./",
+    "-Xpreprocessor": "-Xpreprocessor -DLIMIT=100",
+    "--param": "--param max-unroll-times=4",
+}
+TWO_WORD_LINK = {
+    "-L": "-L lib -l helper", "-Xlinker": "-Xlinker -z -Xlinker now", "-u": "-u main",
+    "-z": "-z now", "-Xlinker --as-needed": "-Xlinker --as-needed",
+    "-Xassembler": "-Xassembler --noexecstack",
+}
+
+
+@pytest.mark.parametrize("option", list(TWO_WORD))
+def test_an_option_with_its_value_as_the_next_word_passes(make_project, option):
+    words = TWO_WORD[option]
+    flags = "-O2 --param max-unroll-times=4" if option == "--param" else "-O2"
+    extra = words if option != "--param" else ""
+    makefile = (f"prog: a.o b.o\n\t$(CC) $(CFLAGS) -o prog a.o b.o\n"
+                f"a.o: a.c\n\t$(CC) $(CFLAGS) -c a.c -o a.o\n"
+                f"b.o: b.c\n\t$(CC) $(CFLAGS) {extra} -c b.c -o b.o\n")
+    helper = "#ifndef LIMIT\n#define LIMIT 100\n#endif\n" + HELPER.replace("100", "LIMIT")
+    result = make_project({"Makefile": makefile, "a.c": MAIN, "b.c": helper,
+                           "inc/config.h": "#define FROM_CONFIG 1\n", "inc/sub/x.h": ""},
+                          flags=flags)
+    assert result.verified, result.problems
+
+
+@pytest.mark.parametrize("option", list(TWO_WORD_LINK))
+def test_a_link_option_with_its_value_as_the_next_word_passes(make_project, option):
+    """Linker (and assembler) options, their values long options of those tools, not gcc's."""
+    inputs = "-L lib -l helper" if option == "-L" else f"lib/libhelper.a {TWO_WORD_LINK[option]}"
+    makefile = (f"prog: a.o lib/libhelper.a\n\t$(CC) $(CFLAGS) -o prog a.o {inputs}\n"
+                "lib/libhelper.a: b.o\n\tmkdir -p lib && ar rcs lib/libhelper.a b.o\n"
+                "%.o: %.c\n\t$(CC) $(CFLAGS) -c $< -o $@\n")
+    result = make_project({"Makefile": makefile, "a.c": MAIN, "b.c": HELPER})
+    assert result.verified, result.problems
+
+
+@pytest.mark.parametrize("passed", ["-Xpreprocessor -fno-tree-vectorize",
+                                    "-Wp,-fno-tree-vectorize"])
+def test_a_flag_handed_to_the_compiler_through_the_preprocessor_is_compared(make_project,
+                                                                             passed):
+    """gcc's preprocessor is cc1 itself, so its options choose code like any other flag."""
+    makefile = HONEST.replace("$(CFLAGS) -c", f"$(CFLAGS) {passed} -c")
+    problem = make_project({"Makefile": makefile, "a.c": MAIN, "b.c": HELPER}).problems[0]
+    assert problem.startswith("compile has extra -fno-tree-vectorize: ")
+
+
+@pytest.mark.parametrize("compiler, verified", [("gcc", True), ("clang", False)])
+def test_a_word_is_a_value_only_where_the_compiler_reads_it_so(make_project, compiler, verified):
+    """gcc takes the word after -aux-info as its file; clang 14 reads it as an option of its
+    own, so there -O0 is the level the code was compiled at."""
+    makefile = HONEST.replace("$(CFLAGS) -c", "$(CFLAGS) -aux-info -O0 -c")
+    result = make_project({"Makefile": makefile, "a.c": MAIN, "b.c": HELPER}, compiler=compiler)
+    assert result.verified == verified, result.problems
+    if not verified:
+        assert result.problems[0].startswith("compile has extra -O0: ")

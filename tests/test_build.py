@@ -387,3 +387,48 @@ def test_a_character_the_build_tools_cannot_carry_is_refused_naming_it(char, why
 def test_cmake_text_is_a_bracket_argument_its_text_cannot_close():
     assert variants.cmake_text('a")') == '[[a")]]'
     assert variants.cmake_text("a]]b]=]c") == "[==[a]]b]=]c]==]"
+
+
+# Every option an honest Makefile may write as two words, on the compile and the link.
+TWO_WORD_MAKEFILE = (
+    "prog: main.o b.o lib/libhelper.a\n"
+    "\t$(CC) $(CFLAGS) -o prog main.o b.o -L lib -l helper -Xlinker -z -Xlinker now -u main\n"
+    "lib/libhelper.a: helper.o\n\tmkdir -p lib && ar rcs lib/libhelper.a helper.o\n"
+    "main.o: main.c\n\t$(CC) $(CFLAGS) -I inc -iquote inc -isystem inc -idirafter inc "
+    "-include inc/config.h -imacros inc/config.h -D LIMIT=9 -U UNUSED -MD -MF main.d -MT main.o "
+    "-c main.c -o main.o\n"
+    "b.o: b.txt\n\t$(CC) $(CFLAGS) -Xpreprocessor -DFROM_CPP -x c -c b.txt -x none -o b.o\n"
+    "helper.o: helper.c\n\t$(CC) $(CFLAGS) -iprefix inc/ -iwithprefix sub -c helper.c -o helper.o\n")
+
+
+@pytest.mark.parametrize("compiler", ["gcc", "clang"])
+def test_options_written_as_two_words_build_verified(tmp_path, compiler):
+    t = _project(tmp_path / "two", "make", {
+        "Makefile": TWO_WORD_MAKEFILE,
+        "main.c": "int b(void); int helper(void);\n"
+                  "int main(void) { return b() + helper() + LIMIT + FROM_CONFIG - 10; }\n",
+        "b.txt": "int b(void) { return FROM_CPP - 1; }\n",
+        "helper.c": '#include "inner.h"\nint helper(void) { return INNER; }\n'})
+    (t.local_source() / "inc" / "sub").mkdir(parents=True)
+    (t.local_source() / "inc" / "config.h").write_text("#define FROM_CONFIG 1\n")
+    (t.local_source() / "inc" / "sub" / "inner.h").write_text("#define INNER 0\n")
+    (b,) = _build(t, ["-O2"], tmp_path / "run", compiler=compiler).values()
+    assert b.status == "ok" and b.flags_verified, b.detail
+    assert b.audit["compiles"] == 3
+    assert subprocess.run([b.binary]).returncode == 0
+
+
+def test_a_source_generated_compiled_and_removed_is_a_flags_mismatch(tmp_path):
+    t = _project(tmp_path / "gone", "make", {
+        "Makefile": "prog: main.o fast.o\n\t$(CC) $(CFLAGS) -o prog main.o fast.o\n"
+                    "main.o: main.c\n\t$(CC) $(CFLAGS) -c main.c -o main.o\n"
+                    "fast.o: fast.in\n\tcp fast.in fast.c && $(CC) $(CFLAGS) -c fast.c -o fast.o "
+                    "&& rm fast.c\n",
+        "main.c": "int fast(void);\nint main(void) { return fast(); }\n",
+        "fast.in": '#pragma GCC optimize ("O0")\nint fast(void) { return 0; }\n'})
+    (b,) = _build(t, ["-O2"], tmp_path / "run").values()
+    assert b.status == "flags-mismatch" and not b.flags_verified
+    assert b.detail.startswith("could not read the code this compile compiled to look for "
+                               "optimisation set in it (its source fast.c is no longer there "
+                               "(removed or moved after the compile; a build that generates a "
+                               "source must keep it)): ")

@@ -105,3 +105,61 @@ def test_cache_command_says_the_size_and_clears(tmp_path, isolated_cache):
     cleared = subprocess.run(run + ["--clear"], capture_output=True, text=True, check=True).stdout
     assert cleared.startswith(f"build cache {isolated_cache / 'builds'}: ") and "removed" in cleared
     assert cache.size() == (0, 0)
+
+
+def _make_target(folder: Path) -> target.Target:
+    """A plain-make program, `prog`, whose source tree is given with --source-dir."""
+    folder.mkdir(parents=True)
+    (folder / "target.toml").write_text(
+        'summary = "linked sources"\nversion = "1"\n[source]\npath = "unused"\n'
+        '[build]\nsystem = "make"\nbinary = "prog"\n'
+        '[inputs]\nkind = "file"\npath = "x"\n[run]\nargv = ["{binary}"]\n[check]\nmethod = "exact"\n')
+    return target.load(str(folder))
+
+
+MAKEFILE = "prog: a.c part/b.c\n\t$(CC) $(CFLAGS) -o prog a.c part/b.c\n"
+
+
+@pytest.mark.parametrize("linked", ["file", "folder"])
+def test_a_source_behind_a_symlink_is_in_the_key(tmp_path, linked):
+    """b.c reached through a link (to a file, or to its folder) outside the --source-dir tree:
+    when what it points at changes, the build is done again and the new program comes out."""
+    t = _make_target(tmp_path / "target")
+    tree, elsewhere = tmp_path / "tree", tmp_path / "elsewhere"
+    tree.mkdir()
+    elsewhere.mkdir()
+    (tree / "Makefile").write_text(MAKEFILE)
+    (tree / "a.c").write_text('#include <stdio.h>\nint b(void);\n'
+                              'int main(void) { printf("%d\\n", b()); return 0; }\n')
+    (elsewhere / "b.c").write_text("int b(void) { return 1; }\n")
+    if linked == "file":
+        (tree / "part").mkdir()
+        (tree / "part" / "b.c").symlink_to(elsewhere / "b.c")
+    else:
+        (tree / "part").symlink_to(elsewhere, target_is_directory=True)
+
+    def build(out: str) -> variants.VariantBuild:
+        m = matrix.expand(recipe.from_flags(["-O2"], ["gcc"]))
+        (b,) = variants.build_all(t, m, variants.Options(out_dir=tmp_path / out, jobs=2,
+                                                         source_dir=tree))
+        assert b.status == "ok", b.detail
+        return b
+
+    first = build("a")
+    assert subprocess.run([first.binary], capture_output=True, text=True).stdout == "1\n"
+    assert build("same").reused       # nothing changed: reused
+    (elsewhere / "b.c").write_text("int b(void) { return 2; }\n")
+    second = build("b")
+    assert not second.reused
+    assert subprocess.run([second.binary], capture_output=True, text=True).stdout == "2\n"
+
+
+def test_a_link_that_leads_back_up_the_tree_is_keyed_by_its_text(tmp_path):
+    tree = tmp_path / "tree"
+    (tree / "sub").mkdir(parents=True)
+    (tree / "sub" / "up").symlink_to(tree, target_is_directory=True)
+    (tree / "gone.c").symlink_to(tmp_path / "nowhere.c")
+    first = cache.source_id(None, tree)
+    (tree / "gone.c").unlink()
+    (tree / "gone.c").symlink_to(tmp_path / "elsewhere.c")
+    assert cache.source_id(None, tree) != first

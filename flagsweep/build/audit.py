@@ -14,10 +14,13 @@ Reads the compile log the wrapper wrote during the variant's build step. A varia
     recorded command (stale or prebuilt objects shipped with the source are refused);
   - the sources compiled set no optimisation of their own (`#pragma GCC optimize`,
     `__attribute__((optimize))`, clang's `#pragma clang optimize off` and `optnone`), except
-    -f options the target tolerates;
+    -f options the target tolerates; a compile whose code the audit cannot read again (its
+    source removed, rewritten since, read from stdin) is refused, never taken on trust;
   - every object file the build produced was compiled through the wrapper (a Makefile that
     calls `gcc` directly would otherwise build unaudited code).
-The problems name the offending command or file, so "flags-mismatch" is never a mystery. The
+Commands are read with cmdline.py's table of two-word options, so `-I dir` or `-MF -O3.d` is
+one option with its value. The problems name the offending command or file, so
+"flags-mismatch" is never a mystery. The
 audit guards against build systems that bypass the flags, not against one that forges the log.
 """
 
@@ -27,6 +30,7 @@ import bisect
 import json
 import os
 import re
+import stat
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -34,8 +38,9 @@ from functools import cached_property
 from pathlib import Path
 
 from flagsweep import files
+from flagsweep.build import cmdline
+from flagsweep.host import environment
 
-SOURCE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".c++", ".C", ".s", ".S", ".i", ".ii")
 OBJECT_SUFFIXES = (".o", ".obj")
 # -f options that only change diagnostics or recorded paths, never the generated code.
 NON_CODEGEN_F = ("-fdiagnostics", "-fno-diagnostics", "-fcolor-diagnostics", "-fno-color-diagnostics",
@@ -43,16 +48,6 @@ NON_CODEGEN_F = ("-fdiagnostics", "-fno-diagnostics", "-fcolor-diagnostics", "-f
                  "-fdebug-prefix-map", "-ffile-prefix-map", "-fmacro-prefix-map",
                  "-ftrack-macro-expansion", "-fno-caret-diagnostics", "-fcaret-diagnostics",
                  "-fansi-escape-codes", "-fsyntax-only", "-fworking-directory", "-fno-working-directory")
-# Options whose next word is their value, never a flag of its own.
-VALUE_OPTIONS = ("-o", "-MF", "-MT", "-MQ", "-I", "-D", "-U", "-include", "-isystem", "-x")
-# Options whose next word is their value, for finding a link's inputs (a superset).
-LINK_VALUE_OPTIONS = VALUE_OPTIONS + (
-    "-L", "-l", "-T", "-u", "-e", "-z", "-Xlinker", "-Xassembler", "-Xpreprocessor", "-Xclang",
-    "-mllvm", "-imacros", "-idirafter", "-iquote", "-iprefix", "-iwithprefix",
-    "-iwithprefixbefore", "-isysroot", "-aux-info", "-dumpbase", "-dumpbase-ext", "-dumpdir",
-    "--param", "-target", "-arch", "-specs", "-B", "-wrapper")
-# Two-word options whose value chooses code generation: compared as one flag.
-JOINED = ("--param", "-Xclang", "-mllvm")
 # Long options that change nothing the audit compares. Any other is refused: gcc reads
 # --optimize=0 as -O0 and accepts any unambiguous abbreviation (--op is -O1).
 HARMLESS_LONG = ("--sysroot=", "--std=", "--coverage", "--verbose", "--pedantic", "--pedantic-errors",
@@ -91,6 +86,7 @@ class Command:
     cwd: Path
     exit: int = 0
     output_stat: dict | None = None    # the -o file as the command left it
+    inputs: dict[str, list[int]] = field(default_factory=dict)  # word -> mtime_ns, size, inode
 
     @property
     def kind(self) -> str:
@@ -102,31 +98,27 @@ class Command:
 
 def is_codegen(flag: str) -> bool:
     """True for flags that choose how code is generated: -O*, -f* (bar diagnostics), -m*,
-    --param, -Xclang and -mllvm values, -p/-pg, --coverage."""
+    values handed on to the compiler proper (--param, -Xclang, -mllvm, ...), -p/-pg,
+    --coverage."""
     if flag.startswith("-f"):
         return not flag.startswith(NON_CODEGEN_F)
-    return (flag.startswith(("-O", "-m", "--param", "-Xclang"))
+    return (flag.startswith(("-O", "-m", *cmdline.PASSED_ON))
             or flag in ("-p", "-pg", "--coverage"))
 
 
 def codegen_flags(argv: list[str]) -> list[str]:
-    """The code-generation flags of a command line, in order (`--param x=y` kept as one)."""
-    out, args = [], iter(argv[1:])
-    for arg in args:
-        if arg in JOINED:
-            out.append(f"{arg}={next(args, '')}")
-        elif arg in VALUE_OPTIONS:
-            next(args, None)  # these take the next word as a value, which is never a flag here
-        elif is_codegen(arg):
-            out.append(arg)
-    return out
+    """The code-generation flags of a command line, in order (`--param x=y` kept as one, a
+    value of -I, -include, -MF ... never read as a flag)."""
+    return [flag for word in cmdline.split(argv) if word.option
+            for flag in cmdline.passed_on(word) if is_codegen(flag)]
 
 
 def kind(argv: list[str]) -> str:
     """'compile', 'link', or 'other' (preprocessing, version probes)."""
-    if "-E" in argv or "-M" in argv or "-MM" in argv:
+    opts = cmdline.options(argv)
+    if "-E" in opts or "-M" in opts or "-MM" in opts:
         return "other"
-    if "-c" in argv or "-S" in argv:
+    if "-c" in opts or "-S" in opts:
         return "compile"
     if _sources(argv):
         return "compile"  # compile and link in one go
@@ -135,13 +127,7 @@ def kind(argv: list[str]) -> str:
 
 def output_arg(argv: list[str]) -> str | None:
     """The -o value ("-o FILE" or "-oFILE"; the last one wins, as in gcc)."""
-    out, args = None, iter(argv[1:])
-    for arg in args:
-        if arg == "-o":
-            out = next(args, None)
-        elif arg.startswith("-o") and len(arg) > 2:
-            out = arg[2:]
-    return out
+    return cmdline.output(argv)
 
 
 def audit(compile_log: Path, tree: Path, expected: list[str], tolerated: list[str],
@@ -150,8 +136,10 @@ def audit(compile_log: Path, tree: Path, expected: list[str], tolerated: list[st
     measured binary, also trace it back to the recorded compiles (source: the source tree)."""
     # A command that failed left nothing a binary could be made of.
     commands = [c for c in _records(compile_log) if c.exit == 0]
-    # The variant's flags are read like a command line, so `--param x=y` compares as one flag.
-    want = _dedupe(codegen_flags(["cc", *expected]))
+    # The variant's flags are read like a command line of the compiler that ran, so `--param
+    # x=y` (and clang's `-mllvm x`) compares as one flag.
+    compiler = next((c.argv[0] for c in commands if c.kind == "compile"), "cc")
+    want = _dedupe(codegen_flags([compiler, *expected]))
     result = Audit(verified=False)
     objects_logged = _check_commands(commands, want, tolerated, result)
     # A root as the build named it (a link: variants._linked) and as it really is.
@@ -214,7 +202,8 @@ def _records(log: Path) -> list[Command]:
         return []
     # Arguments need not be UTF-8; undecodable bytes must not hide a command from the audit.
     lines = log.read_text(errors="replace").splitlines()
-    return [Command(r["argv"], Path(r["cwd"]), r.get("exit", 0), r.get("output"))
+    return [Command(r["argv"], Path(r["cwd"]), r.get("exit", 0), r.get("output"),
+                    {word: ident for word, *ident in r.get("inputs", [])})
             for r in map(json.loads, filter(str.strip, lines))]
 
 
@@ -232,12 +221,15 @@ def _hidden_options(cmd: Command, what: str) -> list[str]:
     call that looks like neither a compile nor a link only a response file matters: the whole
     compile may be in it."""
     problems = []
+    # gcc expands a response file wherever it stands, even as another option's value; the
+    # other checks are of the compiler's own options (-Xlinker --as-needed is the linker's).
+    options = set(cmdline.options(cmd.argv))
     for arg in cmd.argv[1:]:
         why = None
         linker_words = arg[4:].split(",") if arg.startswith("-Wl,") else []
         if arg.startswith("@") or any(w.startswith("@") for w in linker_words):
             why = "reads more options from a response file, which the audit cannot check"
-        elif what == "other":
+        elif what == "other" or arg not in options:
             continue
         elif arg.startswith(("-specs", "--specs")):
             why = "reads a spec file, which can change any option the compiler passes on"
@@ -253,7 +245,8 @@ def _hidden_options(cmd: Command, what: str) -> list[str]:
 
 
 def _sources(argv: list[str]) -> list[str]:
-    return [a for a in argv[1:] if a.endswith(SOURCE_SUFFIXES) and not a.startswith("-")]
+    """The files a command compiles (by -x, or by suffix), `-` for standard input."""
+    return [w.text for w in cmdline.sources(argv)]
 
 
 def _outputs(cmd: Command) -> set[Path]:
@@ -261,9 +254,10 @@ def _outputs(cmd: Command) -> set[Path]:
     out = output_arg(cmd.argv)
     if out is not None:
         return {cmd.path(out)}
-    if "-c" not in cmd.argv and "-S" not in cmd.argv:
+    opts = cmdline.options(cmd.argv)
+    if "-c" not in opts and "-S" not in opts:
         return {cmd.path("a.out")}
-    suffix = ".s" if "-S" in cmd.argv else ".o"
+    suffix = ".s" if "-S" in opts else ".o"
     return {cmd.path(Path(s).stem + suffix) for s in _sources(cmd.argv)}
 
 
@@ -419,8 +413,6 @@ class Trace:
             self._input(path, named, link)
 
     def _input(self, path: Path, named: str, link: Command) -> None:
-        if path.suffix in SOURCE_SUFFIXES:
-            return  # compiled by this very command, whose flags are checked
         cmd = self.writers.get(path)
         if cmd is not None:
             self._unchanged(path, cmd)
@@ -483,19 +475,19 @@ def _link_inputs(cmd: Command) -> list[tuple[Path, str]]:
     found in its -L folders, and files handed to the linker through -Wl, or -Xlinker."""
     inputs: list[tuple[Path, str]] = []
     libdirs, libs, linker_words = [], [], []
-    args = iter(cmd.argv[1:])
-    for arg in args:
-        if arg in LINK_VALUE_OPTIONS:
-            value = next(args, "")
-            {"-L": libdirs, "-l": libs, "-Xlinker": linker_words}.get(arg, []).append(value)
+    for word in cmdline.split(cmd.argv):
+        arg = word.text
+        if not word.option:
+            if word.language is None:    # a source is compiled by this very command, checked
+                inputs.append((cmd.path(arg), arg))
+        elif word.values:
+            {"-L": libdirs, "-l": libs, "-Xlinker": linker_words}.get(arg, []).extend(word.values)
         elif arg.startswith("-L"):
             libdirs.append(arg[2:])
         elif arg.startswith("-l"):
             libs.append(arg[2:])
         elif arg.startswith("-Wl,"):
             linker_words += arg[4:].split(",")
-        elif not arg.startswith("-"):
-            inputs.append((cmd.path(arg), arg))
     for word in linker_words:
         path = cmd.path(word)
         if not word.startswith("-") and _file_kind(path) in ("object", "archive", "shared"):
@@ -576,10 +568,11 @@ ATTRIBUTE = re.compile(r"__attribute(?:__)?\s*\(\(|\[\[")   # GNU's, and C23/C++
 OPTIMIZE_ATTR = re.compile(r"\b(?:gnu::|__gnu__::)?(?:__optimize__|optimize)\s*\(")
 OPTNONE = re.compile(r"\b(?:clang::)?(?:__optnone__|optnone)\b")
 LINE_MARKER = re.compile(r'^# (\d+) "((?:\\.|[^"\\])*)"[ \d]*$', re.M)
-PREPROCESSED = (".c", ".cc", ".cpp", ".cxx", ".c++", ".C", ".S")
 # Options dropped when a compile is run again as `-E`: what it writes besides the text.
 NOT_FOR_E = ("-c", "-S", "-MD", "-MMD", "-MP", "-M", "-MM", "-pipe")
-NOT_FOR_E_VALUE = ("-o", "-MF", "-MT", "-MQ", "-Xlinker")
+NOT_FOR_E_VALUE = ("-o", "-MF", "-MT", "-MQ", "-MJ", "-dependency-file", "-dependency-dot",
+                   "-serialize-diagnostics", "-Xlinker", "-L", "-l", "-u", "-e", "-T", "-z",
+                   "-rpath")
 
 
 class SourceScan:
@@ -599,8 +592,8 @@ class SourceScan:
         with ThreadPoolExecutor(workers) as pool:
             for cmd, (text, error) in zip(compiles, pool.map(_preprocess, compiles)):
                 if error:
-                    self.problems.append(f"could not preprocess a compile to look for "
-                                         f"optimisation set in its source ({error}): "
+                    self.problems.append(f"could not read the code this compile compiled to "
+                                         f"look for optimisation set in it ({error}): "
                                          f"{_short(cmd.argv, cmd.cwd)}")
                 elif text:
                     self._check(cmd, text)
@@ -678,23 +671,64 @@ class _Lines:
 
 
 def _preprocess(cmd: Command) -> tuple[str | None, str | None]:
-    """The compile's source as its compiler preprocesses it (nothing written), or an error."""
-    sources = [s for s in _sources(cmd.argv) if s.endswith(PREPROCESSED)]
-    # A source gone since (a generated file removed) cannot be read again; its flags were checked.
-    if not sources or not all(cmd.path(s).is_file() for s in sources):
-        return None, None
-    argv, args = [cmd.argv[0]], iter(cmd.argv[1:])
-    for arg in args:
-        if arg in NOT_FOR_E_VALUE:
-            next(args, None)
-        elif (arg in NOT_FOR_E or arg.startswith(("-Wl,", "-l", "-L", "-save-temps", "-Wp,-M"))
-              or (arg.startswith("-o") and len(arg) > 2)
-              or (not arg.startswith("-") and arg not in sources)):
-            continue
-        else:
-            argv.append(arg)
+    """The code the compile compiled, as its compiler preprocesses it (nothing written), or why
+    the audit cannot read it: a compile the audit cannot read is never taken on trust."""
+    sources = cmdline.sources(cmd.argv)
+    if not sources:     # a compile that succeeded had one: the audit misread the command
+        return None, "the audit found no source file in it"
+    sources = [w for w in sources if w.language != "assembler"]
+    for word in sources:
+        if (why := _unreadable(cmd, word.text)) is not None:
+            return None, why
+    texts = [cmd.path(w.text).read_text(errors="replace") for w in sources
+             if w.language in cmdline.READ_AS_IS]
+    if any(w.language not in cmdline.READ_AS_IS for w in sources):
+        text, error = _run_preprocessor(cmd, [w.text for w in sources
+                                              if w.language not in cmdline.READ_AS_IS])
+        if error:
+            return None, error
+        texts.append(text)
+    return "\n".join(texts), None
+
+
+def _unreadable(cmd: Command, source: str) -> str | None:
+    """Why the audit cannot read a compile's source again, or None."""
+    if source == "-":
+        return "it read its source from standard input, which cannot be read again"
+    path = cmd.path(source)
     try:
-        done = subprocess.run(argv + ["-E"], cwd=cmd.cwd, capture_output=True, timeout=600)
+        # without blocking: a named pipe would wait for a writer that is long gone
+        with open(path, "rb", opener=lambda p, f: os.open(p, f | os.O_NONBLOCK)) as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                return f"its source {source} is not a regular file"
+    except FileNotFoundError:
+        return (f"its source {source} is no longer there (removed or moved after the compile; "
+                "a build that generates a source must keep it)")
+    except OSError as e:
+        return f"its source {source} cannot be read ({e.strerror})"
+    was = cmd.inputs.get(source)
+    if was is not None and [st.st_mtime_ns, st.st_size, st.st_ino] != was:
+        return (f"its source {source} changed after the compile (rewritten by a later "
+                "command), so the code compiled is no longer there to read")
+    return None
+
+
+def _run_preprocessor(cmd: Command, sources: list[str]) -> tuple[str | None, str | None]:
+    """The command again with -E on the given sources, without what writes files or links."""
+    argv = [cmd.argv[0]]
+    for word in cmdline.split(cmd.argv):
+        arg = word.text
+        if not word.option:
+            if arg in sources:
+                argv.append(arg)
+        elif not (arg in NOT_FOR_E or arg in NOT_FOR_E_VALUE
+                  or arg.startswith(("-Wl,", "-l", "-L", "-save-temps", "-Wp,-M"))
+                  or (arg.startswith("-o") and len(arg) > 2)):
+            argv += word.words
+    try:
+        done = subprocess.run(argv + ["-E"], cwd=cmd.cwd, capture_output=True, timeout=600,
+                              env=environment.build({}))   # as the build's compiler saw it
     except (OSError, subprocess.TimeoutExpired) as e:
         return None, str(e)
     if done.returncode != 0:

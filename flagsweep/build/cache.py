@@ -7,9 +7,11 @@ configured, compiled or linked again: its binary, build log, compile log and aud
 and the build says so (`reused` in builds.json and results.json).
 
 The key is a sha256 over: the source (the tarball's sha256, or every file of a local or
---source-dir tree, path and bytes), the target file's bytes, the compiler (path and version),
-the variant's flags, what -march=native means here when a flag asks for it, the build
-environment variables that configure and make read, and this builder's own code (the step
+--source-dir tree, path and bytes, a symlinked file or folder by what it points at, even outside
+the tree), the target file's bytes, the compiler (path and version),
+the variant's flags, what -march=native means here when a flag asks for it, the variables of
+the build's environment that can still change the code (environment.KEYED: the rest are
+dropped), and this builder's own code (the step
 driver, wrapper, superbuild, audit and fingerprint files), so a change to any of them is a miss.
 
 Only verified builds are kept (a failure may be a missing package the user then installs).
@@ -26,21 +28,23 @@ import json
 import logging
 import os
 import shutil
+import stat
 import tempfile
 import time
 from pathlib import Path
+from typing import Iterator
 
 from flagsweep import files, shipped
+from flagsweep.host import environment
 from flagsweep.host import cpu
 
 log = logging.getLogger("flagsweep.build.cache")
 
-FORMAT = 1
+FORMAT = 2
 DEFAULT_MB = 2048
-ENV_READ = ("CPPFLAGS", "LDFLAGS", "LIBS", "CPATH", "C_INCLUDE_PATH", "LIBRARY_PATH",
-            "PKG_CONFIG_PATH", "MAKEFLAGS")
 # The builder's own code: a change to how a variant is built is a change to every key.
-BUILDER = ("steps.py", "wrapper.c", "wrapper.py", "variants.py", "audit.py", "fingerprint.py")
+BUILDER = ("steps.py", "wrapper.c", "wrapper.py", "variants.py", "audit.py", "cmdline.py",
+           "fingerprint.py")
 ENTRY = "entry.json"
 
 
@@ -55,7 +59,7 @@ def key(source_id: str, target_file: Path, compiler: dict, flags: list[str]) -> 
         "target": files.sha256_file(target_file), "compiler": compiler, "flags": flags,
         "native": (cpu.march_native(compiler.get("name", "gcc"))
                    if any("native" in f for f in flags) else None),
-        "env": {k: os.environ[k] for k in ENV_READ if os.environ.get(k)},
+        "env": environment.keyed(),
     }
     return files.key_sha256(parts)
 
@@ -66,10 +70,43 @@ def source_id(tarball_sha256: str | None, tree: Path) -> str:
     if tarball_sha256:
         return tarball_sha256
     h = hashlib.sha256()
-    for path in sorted(p for p in tree.rglob("*") if p.is_file() and not p.is_symlink()):
-        h.update(path.relative_to(tree).as_posix().encode() + b"\0")
-        h.update(files.sha256_file(path).encode())
+    for name, content in _tree_files(tree.resolve(), "", frozenset()):
+        h.update(name.encode(errors="surrogateescape") + b"\0" + content.encode() + b"\0")
     return "tree:" + h.hexdigest()
+
+
+def _tree_files(folder: Path, prefix: str, above: frozenset) -> Iterator[tuple[str, str]]:
+    """(path in the tree, what decides its content) for every file the build can read through
+    the tree. A symlink counts by what it points at, wherever that is (the build reads the
+    target, so a change there is a change of source), with its own text (a link moved to
+    another file is another source); a linked folder counts by what is in it. A link that
+    leads nowhere or back into a folder above it counts by its text alone."""
+    here = folder.stat()
+    above = above | {(here.st_dev, here.st_ino)}
+    for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+        name, path = prefix + entry.name, Path(entry.path)
+        link = f"link {os.readlink(path)}: " if entry.is_symlink() else ""
+        try:
+            st = path.stat()
+        except OSError:
+            yield name, f"{link}nothing"
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            if (st.st_dev, st.st_ino) in above:
+                yield name, f"{link}a folder above it"
+            else:
+                if link:
+                    yield name, link
+                yield from _tree_files(path, name + "/", above)
+        elif stat.S_ISREG(st.st_mode):
+            yield name, link + _content(path)
+
+
+def _content(path: Path) -> str:
+    try:
+        return files.sha256_file(path)
+    except OSError as e:    # the build cannot read it either; it stays what it is
+        return f"unreadable ({e.strerror})"
 
 
 def _builder_hash() -> str:
@@ -78,6 +115,7 @@ def _builder_hash() -> str:
     for name in BUILDER:
         h.update(name.encode() + b"\0" + (here / name).read_bytes())
     h.update(Path(shipped.SUPERBUILD, "CMakeLists.txt").read_bytes())
+    h.update(Path(environment.__file__).read_bytes())     # what a build's environment holds
     return h.hexdigest()
 
 

@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 
 from flagsweep import process
+from flagsweep.host import environment
 from flagsweep.files import write_atomic
 
 # Configure probes run with these flags; the variants' own flags replace them at make time.
@@ -290,11 +291,7 @@ def _build_argv(m: dict, v: dict, tree: Path, flags_list: list[str] | None = Non
 
 
 def _env(m: dict, compile_log: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(m["ccache_env"])
-    env["FLAGSWEEP_COMPILE_LOG"] = str(compile_log)
-    env["LC_ALL"] = "C"  # build logs in one language, parsable by anyone
-    return env
+    return environment.build(m["ccache_env"], compile_log)
 
 
 def _status(vdir: Path, status: dict) -> None:

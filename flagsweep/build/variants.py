@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import shutil
 import sys
@@ -26,7 +25,7 @@ from flagsweep.build import audit as audit_mod
 from flagsweep.build import cache as build_cache
 from flagsweep.build import fetch, fingerprint, pgo, wrapper
 from flagsweep.errors import BuildError
-from flagsweep.host import toolchain
+from flagsweep.host import environment, toolchain
 from flagsweep.spec.matrix import Matrix, Variant
 from flagsweep.spec.target import Target
 
@@ -143,6 +142,10 @@ def build_all(target: Target, matrix: Matrix, opts: Options,
     refuse_uncarried(shipped.IMPORT_ROOT, "flagsweep's package folder", "install it elsewhere")
     refuse_uncarried(cache, "cache folder", "set FLAGSWEEP_CACHE to another folder")
     refuse_earlier_build(out)
+    if ignored := environment.ignored():
+        log.warning("the build ignores %s from the environment: a build's compiler, flags and "
+                    "ccache settings are flagsweep's own (docs/architecture.md, ccache)",
+                    ", ".join(ignored))
     source = source_tree(target, opts)
     refuse_uncarried(source, "source folder", "choose another --source-dir" if opts.source_dir
                      else "move the target's source, or set FLAGSWEEP_CACHE")
@@ -265,7 +268,8 @@ def _manifest(target: Target, variants: list[Variant], source: Path, out: Path, 
     return {
         "system": b.system, "source": str(source), "binary": b.binary,
         "configure_args": b.configure_args, "make_args": b.make_args,
-        "ccache_env": _ccache_env(cache, out), "compilers": compilers, "templates": templates,
+        "ccache_env": environment.ccache(cache, out), "compilers": compilers,
+        "templates": templates,
         "variants": {v.id: _entry(target, v, out, per_variant_jobs, training)
                      for v in variants},
     }
@@ -319,7 +323,8 @@ def _template(target: Target, source: Path, name: str, tools: dict, cache: Path,
               out: Path) -> dict:
     """Where the compiler's configure tree is cached: keyed by everything configure sees."""
     key_parts = [TEMPLATE_FORMAT, str(source), target.spec.build.configure_args, tools,
-                 (source / "configure").stat().st_mtime_ns if (source / "configure").exists() else 0]
+                 (source / "configure").stat().st_mtime_ns if (source / "configure").exists() else 0,
+                 environment.keyed()]
     key = files.key_sha256(key_parts)[:16]
     folder = f"{target.name}-{_slug(name)}-{key}"
     return {"compiler": name, "dir": str(cache / "configured" / folder),
@@ -329,19 +334,6 @@ def _template(target: Target, source: Path, name: str, tools: dict, cache: Path,
 def _slug(name: str) -> str:
     """A compiler name usable in file and CMake target names ('/usr/bin/gcc' -> '_usr_bin_gcc')."""
     return re.sub(r"[^A-Za-z0-9._+-]", "_", name)
-
-
-def _ccache_env(cache: Path, out: Path) -> dict[str, str]:
-    """ccache settings: a base dir so that a fresh build tree still hits the cache.
-
-    CCACHE_BASEDIR turns absolute paths under the run's folder into relative ones, so the same
-    compile in reports/A/builds/x and reports/B/builds/x is one cache entry. A user's own
-    CCACHE_DIR wins over flagsweep's default.
-    """
-    env = {"CCACHE_BASEDIR": str(out)}
-    if "CCACHE_DIR" not in os.environ:
-        env["CCACHE_DIR"] = str(cache / "ccache")
-    return env
 
 
 def refuse_uncarried(path: Path, what: str, fix: str) -> None:
@@ -401,15 +393,16 @@ def _write_plan(manifest: dict, out: Path) -> None:
 
 def _run_superbuild(out: Path, jobs: int) -> None:
     sb, logfile = out / "superbuild", out / "superbuild.log"
+    env = environment.build({})
     configure = process.run(["cmake", "-S", shipped.SUPERBUILD, "-B", sb, "-G", "Ninja",
                              f"-DFLAGSWEEP_PLAN={out / 'plan.cmake'}"], log_file=logfile,
-                            guard=True)
+                            env=env, guard=True)
     if not configure.ok:
         raise BuildError(f"the superbuild did not configure; see {logfile}")
     started = time.time()
     # Guarded: killed by SIGKILL, flagsweep would leave the whole build running.
     process.run(["cmake", "--build", sb, "-j", str(jobs), "--", "-k", "0"], log_file=logfile,
-                guard=True)
+                env=env, guard=True)
     log.info("superbuild finished in %.1f s", time.time() - started)
 
 

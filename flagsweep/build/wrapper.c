@@ -3,10 +3,13 @@
  * Built by flagsweep/build/wrapper.py once per real compiler, with REAL and LAUNCHER baked in.
  * Runs LAUNCHER REAL args..., or REAL args... when LAUNCHER is "" or $FLAGSWEEP_CCACHE is "0".
  * When $FLAGSWEEP_COMPILE_LOG is set it waits for that command and appends
- *   {"argv": [REAL, args...], "cwd": "...", "exit": N, "output": {"mtime_ns", "size", "ino"}}
+ *   {"argv": [REAL, args...], "cwd": "...", "exit": N, "output": {"mtime_ns", "size", "ino"},
+ *    "inputs": [[word, mtime_ns, size, ino], ...]}
  * as one JSON line (a single O_APPEND write, so lines from make -j never interleave); "output"
  * describes the -o file as the command left it, so the audit can tell a file that something
- * else rewrote later. Without the variable it simply execs.
+ * else rewrote later, and "inputs" every other file an argument names (its sources among
+ * them), so the audit can tell a source rewritten after the compile from the one compiled.
+ * Without the variable it simply execs.
  * Written in C because it runs once per compile: a Python wrapper's start-up cost dominated
  * warm-ccache rebuilds. A command that cannot be recorded fails, so the audit never trusts a
  * log with holes in it. */
@@ -95,7 +98,21 @@ static void record(const char *log, int argc, char **argv, int exit_code)
                  (long long)st.st_size, (unsigned long long)st.st_ino);
         put(&b, num, strlen(num));
     }
-    put(&b, "}\n", 2);
+    put(&b, ", \"inputs\": [", 13);
+    int listed = 0;
+    for (int i = 1; i < argc; i++) {
+        if (argv[i][0] == '-' || stat(argv[i], &st) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        if (listed++)
+            put(&b, ", ", 2);
+        put(&b, "[", 1);
+        put_string(&b, argv[i]);
+        snprintf(num, sizeof num, ", %lld, %lld, %llu]",
+                 (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec,
+                 (long long)st.st_size, (unsigned long long)st.st_ino);
+        put(&b, num, strlen(num));
+    }
+    put(&b, "]}\n", 3);
     int fd = open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0 || write(fd, b.data, b.len) != (ssize_t)b.len) {
         fprintf(stderr, "flagsweep wrapper: cannot record to %s: %s\n", log, strerror(errno));

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from flagsweep import files, process
 from flagsweep.errors import BuildError
+from flagsweep.host import environment
 
 HERE = Path(__file__).parent
 
@@ -28,9 +29,10 @@ def build_tool(source: Path, dest: Path, cc: str | Path, defines: dict[str, str]
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(f"{dest.name}.tmp{os.getpid()}")
     argv = [str(cc), "-O2", "-o", str(tmp), str(source), *flags]
-    result = process.run(argv + (["-static"] if static else []))
+    env = environment.build({})    # a cc1 planted through GCC_EXEC_PREFIX is not run
+    result = process.run(argv + (["-static"] if static else []), env=env)
     if not result.ok and static:  # no static libc installed: a dynamic one is still correct
-        result = process.run(argv)
+        result = process.run(argv, env=env)
     if not result.ok:
         raise BuildError(f"could not build {source.name} with {cc}: {result.tail(5)}")
     os.replace(tmp, dest)  # atomic: a concurrent sweep sees the old program or the new one

@@ -73,7 +73,7 @@ LINKER_OPTIONS = re.compile(
     r"|--pack-dyn-relocs=(none|relr)|-x|--discard-all|-X|--discard-locals|--fatal-warnings"
     r"|--warn-common|--no-keep-memory|--reduce-memory-overheads|--no-relax|-z[a-z][a-z0-9-]*")
 Z_KEYWORD = re.compile(r"[a-z][a-z0-9-]*(=(0x[0-9a-fA-F]+|[0-9]+))?")
-ASSEMBLER_OPTIONS = re.compile(r"-m[a-z0-9][a-z0-9-]*(=[A-Za-z0-9_.+-]+)?|--noexecstack")
+ASSEMBLER_OPTIONS = re.compile(r"-m[A-Za-z0-9][A-Za-z0-9-]*(=[A-Za-z0-9_.+-]+)?|--noexecstack")
 
 # Code-generation families' members that are not code generation: (prefix, why).
 RUNS = "runs or loads another program"
@@ -119,9 +119,6 @@ def abbreviated(flag: str) -> str:
 def check_flags(text: str) -> str:
     """text, one flag set, unchanged; ValueError naming the first flag in it that is not a
     code-generation option (the module's rule) or is too long."""
-    if len(text) > SET_MAX:
-        raise ValueError(f"the flag set {abbreviated(text)} is longer than {SET_MAX} characters, "
-                         "the most a variant's flags may hold")
     check_words(split_flags(text))
     return text
 
@@ -129,11 +126,12 @@ def check_flags(text: str) -> str:
 def check_words(words: tuple[str, ...] | list[str]) -> None:
     """check_flags for flags already split (a variant's, a distribution's); ValueError naming
     the first flag refused."""
-    if len(" ".join(words)) > SET_MAX:
-        raise ValueError(f"the flags {abbreviated(' '.join(words))} are longer than {SET_MAX} "
-                         "characters, the most a variant's flags may hold")
     for word in words:
         _check_text(word)
+    joined = " ".join(words)
+    if len(joined) > SET_MAX:
+        raise ValueError(f"the flags {abbreviated(joined)} are longer than {SET_MAX} "
+                         "characters, the most a variant's flags may hold")
     for flag in _joined(list(words)):
         if why := refusal(flag):
             raise ValueError(f"flag {abbreviated(flag)} {why}; flags are code-generation "
@@ -174,8 +172,16 @@ def _joined(words: list[str]) -> list[str]:
 
 def refusal(flag: str) -> str | None:
     """Why one flag (a two-word option joined) is not a code-generation option, or None."""
-    if "/" in flag or flag.startswith("@"):
-        return NAMES
+    if flag.startswith("@"):
+        return "names a file of more flags to read"
+    why = _form(flag)
+    if why is None and "/" in flag:
+        return NAMES      # a path, in an option that looked harmless
+    return why
+
+
+def _form(flag: str) -> str | None:
+    """Why a flag is outside the code-generation forms, or None."""
     if flag.startswith("-Wl,"):
         return _linker(flag.removeprefix("-Wl,").split(","))
     if flag.startswith("-Wa,"):

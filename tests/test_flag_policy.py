@@ -8,6 +8,7 @@ refusal comes before any compiler sees the flags.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -17,6 +18,7 @@ import pytest
 
 from flagsweep import shipped
 from flagsweep.errors import ConfigError
+from flagsweep.explain import remarks
 from flagsweep.host import toolchain
 from flagsweep.spec import flags, matrix, recipe, target
 from test_cli import flagsweep
@@ -316,3 +318,37 @@ def test_every_shipped_recipe_and_target_passes_the_rule():
         matrix.expand(r, filter_cpu=False)     # the distribution's flags too
     for path in sorted(shipped.TARGETS.glob("*/target.toml")):
         flags.check_words(target.load(str(path)).spec.build.project_flags)
+
+
+# --- a build's logged commands, run again by explain ------------------------------------------
+
+def _logged(tmp_path: Path, *commands: list[str]) -> Path:
+    """A compile log as a results folder from elsewhere could hold it."""
+    tree = tmp_path / "run" / "builds" / "v" / "tree"
+    tree.mkdir(parents=True)
+    (tree / "k.c").write_text("int k(int x) { return x + 1; }\n")
+    log = tree.parent / "compile.jsonl"
+    log.write_text("".join(json.dumps({"argv": argv, "cwd": str(tree), "exit": 0}) + "\n"
+                           for argv in commands))
+    return log
+
+
+def test_explain_does_not_run_a_logged_command_with_a_wrapper(tmp_path):
+    marker = tmp_path / "wrapper-ran"
+    log = _logged(tmp_path, ["gcc", "-O2", "-wrapper", f"/bin/sh,-c,touch {marker}", "-c", "k.c",
+                             "-o", "k.o"])
+    found = remarks.collect(log, cache=tmp_path / "cache")
+    assert found.status == "failed"
+    assert found.why.endswith("a logged command holds '-wrapper', with which the compiler runs "
+                              "or loads another program; flagsweep does not run it again")
+    assert not marker.exists()
+
+
+def test_explain_does_not_run_a_logged_program_that_is_no_compiler(tmp_path):
+    marker = tmp_path / "python-ran"
+    log = _logged(tmp_path, ["gcc", "-O2", "-c", "k.c", "-o", "k.o"],
+                  ["/usr/bin/python3", "-c", f"open('{marker}', 'w')", "-c", "k.c"])
+    found = remarks.collect(log, cache=tmp_path / "cache")
+    assert found.status == "failed"
+    assert "is not a C compiler that identifies itself as gcc or clang" in found.why
+    assert not marker.exists()

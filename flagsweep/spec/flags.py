@@ -75,6 +75,12 @@ LINKER_OPTIONS = re.compile(
 Z_KEYWORD = re.compile(r"[a-z][a-z0-9-]*(=(0x[0-9a-fA-F]+|[0-9]+))?")
 ASSEMBLER_OPTIONS = re.compile(r"-m[A-Za-z0-9][A-Za-z0-9-]*(=[A-Za-z0-9_.+-]+)?|--noexecstack")
 
+# Options with which the compiler runs or loads another program, or reads more options from a
+# file: refused in flags, and in a build's logged commands before explain runs them again.
+PROGRAM_OPTIONS = ("-wrapper", "-B", "-fplugin", "-fpass-plugin", "-specs", "--specs",
+                   "--ld-path", "-ccc-", "-Xclang", "-mllvm", "--gcc-toolchain",
+                   "--gcc-install-dir", "-no-integrated-as", "-integrated-as", "@")
+
 # Code-generation families' members that are not code generation: (prefix, why).
 RUNS = "runs or loads another program"
 NAMES = "names a file or folder to read, or writes files other than the build's objects"
@@ -214,6 +220,13 @@ def _form(flag: str) -> str | None:
     return None
 
 
+def program_option(argv: list[str]) -> str | None:
+    """The first word of a compile command (not its program) with which the compiler would run
+    or load another program, or None. A build's own paths, defines and outputs are its
+    business; this is what no command flagsweep runs again may hold."""
+    return next((a for a in argv if a.startswith(PROGRAM_OPTIONS)), None)
+
+
 def _linker(words: list[str]) -> str | None:
     i = 0
     while i < len(words):
@@ -235,9 +248,7 @@ def _outside(flag: str) -> str:
         return "changes what the compiler produces, not the code it generates"
     if flag.startswith(("-o", "-M", "-save-temps", "-dump", "-aux-info", "--output")):
         return NAMES
-    if flag.startswith(("-wrapper", "-B", "-specs", "--specs", "--ld-path", "-ccc-",
-                        "--gcc-toolchain", "--gcc-install-dir", "-fplugin", "-no-integrated-as",
-                        "-integrated-as")):
+    if flag.startswith(PROGRAM_OPTIONS):
         return RUNS
     if flag.startswith(("-I", "-i", "--sysroot", "-L", "-T", "-nostd", "--include", "-resource-dir")):
         return "changes where the compiler looks for headers, libraries or its own programs"

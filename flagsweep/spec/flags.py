@@ -1,9 +1,11 @@
 """What a flag may be: the one check every flag set passes before any program sees it.
 
 The rule: **a flag is a code-generation option.** It changes the code the compiler generates
-for the target's own sources and nothing else, so a flag set is data that flagsweep hands to
-the compiler, never a way to run, load, read or write anything. A flag is accepted only in
-these forms (an allow-list: an option not in it is refused, whatever it does):
+for the target's own sources and nothing else: flagsweep hands it to the compiler as data,
+and it must not make the compiler run or load another program, read a file or folder the
+build did not choose, write anywhere but the build's objects, or produce something other than
+code. A flag is accepted only in these forms (an allow-list: an option outside them is
+refused, whatever it does):
 
 - `-O...`, `-g...`, `-f...`, `-m...`, `-W...` (warnings), `-std=...`, `-ansi`, `-pedantic`,
   `-pedantic-errors`, `-w`, `-pipe`, `-pthread`, `-s`, and the link modes `-static`,
@@ -13,28 +15,30 @@ these forms (an allow-list: an option not in it is refused, whatever it does):
 - `-DNAME`, `-DNAME=VALUE`, `-UNAME` (also as two words, and as `-Wp,-D...`): an object-like
   macro whose value holds no `(){}[];`, so a define can set a value but not write a call or a
   statement (`-D'exit(x)=system("...")'` would). A define is still part of the program's
-  source: it can rename one identifier to another, as the target's own sources can do
-  anything, so a recipe's defines deserve the reading its source does;
+  source (`-Dfree=system` renames one identifier to another), so a recipe's defines deserve
+  the reading its source does;
 - linker options (`-Wl,...`, `-Xlinker ...`, `-z ...`): `-z KEYWORD` and the layout and
-  hardening options in LINKER_OPTIONS; assembler options (`-Wa,...`): `-m...` and
-  `--noexecstack`.
+  hardening options of LINKER_OPTIONS; assembler options (`-Wa,...`): `-m...`, `--noexecstack`.
 
-Among those forms, and whatever the form, a flag is refused when it
-- runs or loads another program: `-fplugin`, `-fpass-plugin=`, `-mllvm` and `-Xclang` (they
-  reach the compiler's internals, where `-load` and `-plugin` are), and every option outside
-  the forms above, such as `-wrapper`, `-B`, `-specs`, `--ld-path=`, `-ccc-*`, `-Wl,-plugin`;
-- names a file or folder, to read or to write: anything holding `/` or starting with `@`, and
-  the options that take a file name, such as `-o`, `-MF`, `-MD`, `-save-temps`, `-dumpdir`,
-  `-I`, `-include`, `--sysroot`, `-iprefix`, `-fdump-...`, `-fopt-info-...=`,
-  `-foptimization-record-file=`, `-fprofile-generate`/`-use` and the other profile files
-  (profile-guided builds are `build = "pgo"` levels: flagsweep names their files), `-Wl,-o`,
-  `-Wl,-Map=`, `-Wl,-rpath`, `-Wl,--dynamic-linker`;
-- changes what the compiler produces (`-E`, `-S`, `-c`, `-x`, `-###`, `-print-...`);
+Within those forms a flag is still refused when it
+- runs or loads another program: `-fplugin...`, `-fpass-plugin=`, `-foffload...`, `-mllvm`
+  (LLVM's internal options load and write files); outside them `-wrapper`, `-B`, `-specs`,
+  `--ld-path=`, `-ccc-...`, `-Xclang`, `-Wl,-plugin`, `@FILE` are refused too;
+- names a file or folder, to read or to write: anything holding `/`, `-fdump-...`,
+  `-fopt-info-...=FILE`, `-foptimization-record-file=`, `-fsave-optimization-record`,
+  `-fstack-usage`, `-fcallgraph-info`, the profile files (`-fprofile-generate`, `-use`, `-dir`,
+  `-instr-...`, `-fauto-profile`, `-fprofile-arcs`, ...: profile-guided builds are
+  `build = "pgo"` levels, whose files flagsweep names), and the linker's `-o`, `-Map=`,
+  `-rpath`, `--dynamic-linker`, `--version-script=`, `--dependency-file=` (outside the forms:
+  `-o`, `-MD`, `-MF`, `-save-temps`, `-dumpdir`, `-I`, `-include`, `--sysroot`, `-iprefix`,
+  `-L`, `-T`);
+- changes what the compiler produces (`-E`, `-S`, `-c`, `-x`, `-###`, `-print-...`, a file);
 - holds what make, Ninja or the shell would evaluate (`$`, `` ` ``, control characters);
-- is longer than FLAG_MAX characters, or makes a variant's whole flag set longer than SET_MAX
-  (the kernel refuses a single argument over 128 KiB with "Argument list too long").
+- is longer than FLAG_MAX characters, or makes a variant's flags longer than SET_MAX (the
+  kernel takes no single argument over 128 KiB: "Argument list too long", and make echoes
+  every compile line).
 
-Every message names the flag, abbreviated to ABBREVIATED characters.
+Every message names the flag, cut to ABBREVIATED characters with its length when longer.
 """
 
 from __future__ import annotations
@@ -85,7 +89,7 @@ PROGRAM_OPTIONS = ("-wrapper", "-B", "-fplugin", "-fpass-plugin", "-specs", "--s
 RUNS = "runs or loads another program"
 NAMES = "names a file or folder to read, or writes files other than the build's objects"
 REFUSED_IN_FAMILIES = (
-    ("-fplugin", RUNS), ("-fpass-plugin", RUNS), ("-mllvm", RUNS),
+    ("-fplugin", RUNS), ("-fpass-plugin", RUNS), ("-mllvm", RUNS), ("-foffload", RUNS),
     ("-fdump-", NAMES), ("-foptimization-record-file", NAMES), ("-fsave-optimization-record", NAMES),
     ("-fprofile-generate", NAMES), ("-fprofile-use", NAMES), ("-fprofile-dir", NAMES),
     ("-fprofile-instr-", NAMES), ("-fprofile-sample-use", NAMES), ("-fprofile-list", NAMES),

@@ -352,3 +352,17 @@ def test_explain_does_not_run_a_logged_program_that_is_no_compiler(tmp_path):
     assert found.status == "failed"
     assert "is not a C compiler that identifies itself as gcc or clang" in found.why
     assert not marker.exists()
+
+
+def test_a_cxx_driver_others_can_replace_is_refused(tmp_path):
+    """gcc's g++ beside it builds a C++ target's compiles: it is held to the same rule."""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    shutil.copy2(Path(shutil.which("gcc")).resolve(), folder / "gcc")
+    cxx = folder / "g++"
+    cxx.write_text("#!/bin/sh\nexec g++ \"$@\"\n")
+    cxx.chmod(0o777)
+    with pytest.raises(ConfigError) as info:
+        toolchain.resolve(str(folder / "gcc"))
+    assert str(info.value).startswith(f"compiler '{folder / 'gcc'}': its C++ driver {cxx}: "
+                                      f"{cxx} is writable by every user")

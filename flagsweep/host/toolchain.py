@@ -56,10 +56,14 @@ def resolve(name: str) -> Compiler:
     if why := replaceable(Path(cc)):
         raise ConfigError(f"compiler '{name}' ({cc_path}): {why}; flagsweep runs only a "
                           "compiler no other user can change")
+    cxx = _cxx_for(cc_path)
+    if cxx and (why := replaceable(cxx)):
+        raise ConfigError(f"compiler '{name}': its C++ driver {cxx}: {why}; flagsweep runs "
+                          "only a compiler no other user can change")
     macros = _predefined(name, cc_path)
     family = "clang" if "__clang__" in macros else "gcc"
     _probe(name, cc_path)
-    return Compiler(name=name, family=family, cc=cc_path, cxx=_cxx_for(cc_path),
+    return Compiler(name=name, family=family, cc=cc_path, cxx=cxx,
                     version=_version(macros, family))
 
 
@@ -88,7 +92,8 @@ def _predefined(name: str, cc: Path) -> set[str]:
     out = _probe_run(name, [cc, "-dM", "-E", "-x", "c", "-"], "")
     macros = {m.group(1): m.group(2) for m in DEFINE.finditer(out.stdout)} if out.ok else {}
     if "__GNUC__" not in macros and "__clang__" not in macros:
-        said = out.tail(1)[:120] or "nothing"
+        said = next((line for line in out.stderr.splitlines() if "error" in line),
+                    out.tail(1))[:160] or "nothing"
         raise ConfigError(f"compiler '{name}' ({cc}) is not a C compiler that identifies itself "
                           f"as gcc or clang: `{cc.name} -dM -E -x c -` of an empty file should "
                           f"predefine __GNUC__ or __clang__ (exit {out.returncode}, it said: "

@@ -62,7 +62,6 @@ FAMILIES = ("-O", "-g", "-f", "-m", "-W", "-std=")
 LINKERS = {"bfd", "gold", "lld", "mold"}
 # The two-word options, each checked as the joined spelling of the pair.
 PAIRED = {"--param": "--param=", "-D": "-D", "-U": "-U", "-Xlinker": "-Wl,", "-z": "-Wl,-z,"}
-VALUE = re.compile(r"[A-Za-z0-9_.+-]*")
 DEFINE = re.compile(r"-D[A-Za-z_][A-Za-z0-9_]*(=[^(){}\[\];]*)?|-U[A-Za-z_][A-Za-z0-9_]*")
 PARAM = re.compile(r"--param=[A-Za-z0-9_-]+=[A-Za-z0-9_.+-]+")
 LIBRARY = re.compile(r"-l[A-Za-z0-9_.+-]+")
@@ -75,7 +74,7 @@ LINKER_OPTIONS = re.compile(
     r"|--hash-style=(gnu|sysv|both)|--build-id(=(none|md5|sha1|uuid|fast))?|--icf=(all|safe|none)"
     r"|--enable-new-dtags|--disable-new-dtags|-pie|--pie|--no-undefined|--lto-O[0-3]"
     r"|--pack-dyn-relocs=(none|relr)|-x|--discard-all|-X|--discard-locals|--fatal-warnings"
-    r"|--warn-common|--no-keep-memory|--reduce-memory-overheads|--no-relax|-z[a-z][a-z0-9-]*")
+    r"|--warn-common|--no-keep-memory|--reduce-memory-overheads|-z[a-z][a-z0-9-]*")
 Z_KEYWORD = re.compile(r"[a-z][a-z0-9-]*(=(0x[0-9a-fA-F]+|[0-9]+))?")
 ASSEMBLER_OPTIONS = re.compile(r"-m[A-Za-z0-9][A-Za-z0-9-]*(=[A-Za-z0-9_.+-]+)?|--noexecstack")
 
@@ -90,7 +89,8 @@ RUNS = "runs or loads another program"
 NAMES = "names a file or folder to read, or writes files other than the build's objects"
 REFUSED_IN_FAMILIES = (
     ("-fplugin", RUNS), ("-fpass-plugin", RUNS), ("-mllvm", RUNS), ("-foffload", RUNS),
-    ("-fdump-", NAMES), ("-foptimization-record-file", NAMES), ("-fsave-optimization-record", NAMES),
+    ("-fdump-", NAMES), ("-foptimization-record-file", NAMES),
+    ("-fsave-optimization-record", NAMES),
     ("-fprofile-generate", NAMES), ("-fprofile-use", NAMES), ("-fprofile-dir", NAMES),
     ("-fprofile-instr-", NAMES), ("-fprofile-sample-use", NAMES), ("-fprofile-list", NAMES),
     ("-fprofile-prefix-", NAMES), ("-fprofile-note", NAMES), ("-fprofile-remapping-file", NAMES),
@@ -195,11 +195,11 @@ def _form(flag: str) -> str | None:
     if flag.startswith("-Wl,"):
         return _linker(flag.removeprefix("-Wl,").split(","))
     if flag.startswith("-Wa,"):
-        bad = [w for w in flag.removeprefix("-Wa,").split(",") if not ASSEMBLER_OPTIONS.fullmatch(w)]
-        return f"passes {bad[0]!r} to the assembler, which takes only -m... and --noexecstack here" if bad else None
+        bad = _unmatched(flag, ASSEMBLER_OPTIONS)
+        return bad and f"passes {bad!r} to the assembler, which takes only -m... and --noexecstack here"
     if flag.startswith("-Wp,"):
-        bad = [w for w in flag.removeprefix("-Wp,").split(",") if not DEFINE.fullmatch(w)]
-        return f"passes {bad[0]!r} to the preprocessor, which takes only defines here" if bad else None
+        bad = _unmatched(flag, DEFINE)
+        return bad and f"passes {bad!r} to the preprocessor, which takes only defines here"
     if flag.startswith(("-D", "-U")):
         return None if DEFINE.fullmatch(flag) else (
             "is not an object-like macro with a value (-DNAME or -DNAME=VALUE, the value "
@@ -222,6 +222,11 @@ def _form(flag: str) -> str | None:
     if flag.startswith("-fopt-info") and "=" in flag:
         return NAMES
     return None
+
+
+def _unmatched(flag: str, allowed: re.Pattern) -> str | None:
+    """The first word of a `-Wa,...` or `-Wp,...` flag that the pattern does not allow."""
+    return next((w for w in flag[4:].split(",") if not allowed.fullmatch(w)), None)
 
 
 def program_option(argv: list[str]) -> str | None:
@@ -248,7 +253,7 @@ def _linker(words: list[str]) -> str | None:
 
 def _outside(flag: str) -> str:
     """Why a flag outside the code-generation forms is refused, in the words of what it is."""
-    if flag in ("-E", "-S", "-c", "-x", "-###", "-v") or flag.startswith(("-print-", "--print", "-x")):
+    if flag in ("-E", "-S", "-c", "-###", "-v") or flag.startswith(("-print-", "--print", "-x")):
         return "changes what the compiler produces, not the code it generates"
     if flag.startswith(("-o", "-M", "-save-temps", "-dump", "-aux-info", "--output")):
         return NAMES

@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -280,7 +281,7 @@ def test_a_compiler_others_can_replace_is_refused(tmp_path, mode, why):
         toolchain.resolve(str(folder / "gcc"))
     assert f"{folder} {why}" in str(info.value)
     folder.chmod(0o755)                 # the same link, in a folder only its owner writes
-    assert toolchain.resolve.__wrapped__(str(folder / "gcc")).family == "gcc"
+    assert toolchain._resolved.__wrapped__(str(folder / "gcc")).family == "gcc"
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
@@ -366,3 +367,26 @@ def test_a_cxx_driver_others_can_replace_is_refused(tmp_path):
         toolchain.resolve(str(folder / "gcc"))
     assert str(info.value).startswith(f"compiler '{folder / 'gcc'}': its C++ driver {cxx}: "
                                       f"{cxx} is writable by every user")
+
+
+@pytest.mark.parametrize("variable", ["GCC_EXEC_PREFIX", "COMPILER_PATH"])
+def test_a_planted_cc1_behind_an_environment_variable_never_runs(tmp_path, variable):
+    """GCC_EXEC_PREFIX and COMPILER_PATH are -B by another name."""
+    folder, marker = _planted_cc1(tmp_path)
+    out = tmp_path / "out"
+    run = subprocess.run([sys.executable, "-m", "flagsweep", "build", "tiny", "--flags", "-O2",
+                          "--out", str(out)], capture_output=True, text=True,
+                         env={**os.environ, variable: f"{folder}/"})
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert run.stderr.startswith(f"flagsweep: the environment sets {variable}={folder}/: with "
+                                 "it the compiler runs programs")
+    assert not marker.exists() and not out.exists()
+
+
+def test_a_plugin_added_by_clangs_override_variable_is_never_loaded(tmp_path, monkeypatch):
+    plugin, marker = _planted_plugin(tmp_path)
+    monkeypatch.setenv("CCC_OVERRIDE_OPTIONS", f"+-fplugin={plugin}")
+    with pytest.raises(ConfigError) as info:
+        matrix.expand(recipe.from_flags(["-O2"], ["clang"]))
+    assert str(info.value).startswith("the environment sets CCC_OVERRIDE_OPTIONS=+-fplugin=")
+    assert not marker.exists()

@@ -37,8 +37,39 @@ class Compiler:
     version: str
 
 
-@functools.lru_cache(maxsize=None)
+# Environment variables that are compiler options by another name: with them gcc or clang runs
+# programs from another folder (GCC_EXEC_PREFIX and COMPILER_PATH are -B; clang adds any
+# option CCC_OVERRIDE_OPTIONS names, -fplugin= included), reads headers or libraries from
+# elsewhere (-I, -L), writes files (-MF) or compiles twice with other options. Flags are
+# code-generation options only (spec/flags.py), so these are refused by name, not ignored: a
+# build without the folder its user meant would fail, or differ, without saying why.
+DRIVER_ENV = ("GCC_EXEC_PREFIX", "COMPILER_PATH", "CCC_OVERRIDE_OPTIONS", "LIBRARY_PATH", "CPATH",
+              "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "OBJC_INCLUDE_PATH", "DEPENDENCIES_OUTPUT",
+              "SUNPRO_DEPENDENCIES", "GCC_COMPARE_DEBUG", "CC_PRINT_OPTIONS_FILE",
+              "CC_PRINT_HEADERS_FILE", "CC_LOG_DIAGNOSTICS_FILE", "CC_PRINT_PROC_STAT_FILE")
+
+
 def resolve(name: str) -> Compiler:
+    """The compiler a recipe or --compiler names, once it has shown it is one, in an
+    environment that adds no option to it."""
+    check_environment()
+    return _resolved(name)
+
+
+def check_environment() -> None:
+    """ConfigError naming the first variable of DRIVER_ENV the environment sets."""
+    for var in DRIVER_ENV:
+        if os.environ.get(var):
+            value = os.environ[var]
+            shown = value if len(value) <= 80 else f"{value[:80]}... ({len(value)} characters)"
+            raise ConfigError(f"the environment sets {var}={shown}: with it the compiler runs "
+                              "programs, reads or writes files as a flag would, and flags are "
+                              "code-generation options only (docs/recipes.md#what-a-flag-may-be); "
+                              f"unset {var}")
+
+
+@functools.lru_cache(maxsize=None)
+def _resolved(name: str) -> Compiler:
     """The compiler a recipe or --compiler names, once it has shown it is one.
 
     A compiler is a program flagsweep runs (as root, under `./setup.sh run`) with every

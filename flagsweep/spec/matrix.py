@@ -229,7 +229,9 @@ def _named(recipe: Recipe, compilers: list[str], given: bool) -> dict[str, str]:
 def _unrunnable(variants: list[Variant], compilers: dict[str, str]) -> list[Skipped]:
     """Variants whose target options (-march, -mavx512f, ...) this CPU cannot execute, and
     variants whose compiler refuses (or would silently ignore) one of their flags. Each
-    compiler is first shown to be one (toolchain.resolve), with none of the flags."""
+    compiler is first shown to be one (toolchain.resolve), with none of the flags, in an
+    environment that adds none."""
+    toolchain.check_environment()
     for name, where in compilers.items():
         try:
             toolchain.resolve(name)

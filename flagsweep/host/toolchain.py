@@ -39,12 +39,12 @@ class Compiler:
 
 # Environment variables that are compiler options by another name: with them gcc or clang runs
 # programs from another folder (GCC_EXEC_PREFIX and COMPILER_PATH are -B; clang adds any
-# option CCC_OVERRIDE_OPTIONS names, -fplugin= included), reads headers or libraries from
-# elsewhere (-I, -L), writes files (-MF) or compiles twice with other options. Flags are
-# code-generation options only (spec/flags.py), so these are refused by name, not ignored: a
-# build without the folder its user meant would fail, or differ, without saying why.
-DRIVER_ENV = ("GCC_EXEC_PREFIX", "COMPILER_PATH", "CCC_OVERRIDE_OPTIONS", "LIBRARY_PATH", "CPATH",
-              "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "OBJC_INCLUDE_PATH", "DEPENDENCIES_OUTPUT",
+# option CCC_OVERRIDE_OPTIONS names, -fplugin= included), writes files (-MF, clang's logs) or
+# compiles twice with other options. Flags are code-generation options only (spec/flags.py),
+# so these are refused by name, not ignored: a build without them would differ without saying
+# why. The search paths (CPATH, LIBRARY_PATH, ...) only read, are often a machine's own set-up
+# (environment modules), and are part of the build cache's key (build.cache.ENV_READ).
+DRIVER_ENV = ("GCC_EXEC_PREFIX", "COMPILER_PATH", "CCC_OVERRIDE_OPTIONS", "DEPENDENCIES_OUTPUT",
               "SUNPRO_DEPENDENCIES", "GCC_COMPARE_DEBUG", "CC_PRINT_OPTIONS_FILE",
               "CC_PRINT_HEADERS_FILE", "CC_LOG_DIAGNOSTICS_FILE", "CC_PRINT_PROC_STAT_FILE")
 
@@ -63,7 +63,7 @@ def check_environment() -> None:
             value = os.environ[var]
             shown = value if len(value) <= 80 else f"{value[:80]}... ({len(value)} characters)"
             raise ConfigError(f"the environment sets {var}={shown}: with it the compiler runs "
-                              "programs, reads or writes files as a flag would, and flags are "
+                              "programs or writes files as a flag would, and flags are "
                               "code-generation options only (docs/recipes.md#what-a-flag-may-be); "
                               f"unset {var}")
 

@@ -45,6 +45,7 @@ from flagsweep.errors import FlagsweepError
 from flagsweep.explain import symbols
 from flagsweep.files import cache_dir, key_sha256, write_atomic
 from flagsweep.host import toolchain
+from flagsweep.spec import flags
 
 FORMAT = 2                  # of the cached remarks; bump when what is kept changes
 SOURCES = (".c", ".cc", ".cpp", ".cxx", ".C", ".c++")
@@ -106,7 +107,7 @@ def collect(compile_log: Path, templates: list[Path] | None = None,
         return Remarks("skipped", "built with -flto: vectorisation happens at link time, after "
                        "the compile commands' records", len(commands))
     try:
-        family = toolchain.resolve(commands[0][0][0]).family
+        family = _family(commands)
     except FlagsweepError as e:
         return Remarks("failed", f"the compiler of {compile_log} cannot be run: {e}")
     if family == "gcc" and any(a.startswith("-fprofile-use") for argv, _ in commands for a in argv):
@@ -180,6 +181,21 @@ def _cwd(recorded: str, templates: list[Path], compile_log: Path) -> str:
     raise FlagsweepError(f"{compile_log}: the folder its commands ran in, {recorded}, is gone and "
                          "no configured tree has its place; rebuild the variant (run --rebuild) "
                          "to collect its remarks")
+
+
+def _family(commands: list[tuple[list[str], str]]) -> str:
+    """The family of the logged commands' compiler, once each command has shown it runs a
+    compiler (toolchain.resolve) and nothing else: a results folder can come from anyone, and
+    its log is run again here."""
+    for argv, _ in commands:
+        if found := flags.program_option(argv[1:]):
+            raise FlagsweepError(f"a logged command holds {flags.abbreviated(found)}, with which "
+                                 "the compiler runs or loads another program; flagsweep does not "
+                                 "run it again")
+    families = {toolchain.resolve(program).family for program in {a[0] for a, _ in commands}}
+    if len(families) != 1:
+        raise FlagsweepError(f"its commands mix compilers of families {sorted(families)}")
+    return families.pop()
 
 
 def _is_lto(argv: list[str]) -> bool:

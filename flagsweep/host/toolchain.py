@@ -7,8 +7,12 @@ same wrapper. The version is recorded in every result: a flag's effect belongs t
 from __future__ import annotations
 
 import functools
+import os
 import re
 import shutil
+import stat
+import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +24,10 @@ CXX_OF = [(re.compile(r"^gcc(?=$|-)"), "g++"), (re.compile(r"^clang(?=$|-)"), "c
           (re.compile(r"^cc$"), "c++")]
 
 
+PROBE_TIMEOUT_S = 60.0
+DEFINE = re.compile(r"^#define (\w+) ?(.*)$", re.M)
+
+
 @dataclass(frozen=True)
 class Compiler:
     name: str          # as the recipe names it
@@ -29,20 +37,111 @@ class Compiler:
     version: str
 
 
-@functools.lru_cache(maxsize=None)
+# Environment variables that are compiler options by another name: with them gcc or clang runs
+# programs from another folder (GCC_EXEC_PREFIX and COMPILER_PATH are -B; clang adds any
+# option CCC_OVERRIDE_OPTIONS names, -fplugin= included), writes files (-MF, clang's logs) or
+# compiles twice with other options. Flags are code-generation options only (spec/flags.py),
+# so these are refused by name, not ignored: a build without them would differ without saying
+# why. The search paths (CPATH, LIBRARY_PATH, ...) only read, are often a machine's own set-up
+# (environment modules), and are part of the build cache's key (build.cache.ENV_READ).
+DRIVER_ENV = ("GCC_EXEC_PREFIX", "COMPILER_PATH", "CCC_OVERRIDE_OPTIONS", "DEPENDENCIES_OUTPUT",
+              "SUNPRO_DEPENDENCIES", "GCC_COMPARE_DEBUG", "CC_PRINT_OPTIONS_FILE",
+              "CC_PRINT_HEADERS_FILE", "CC_LOG_DIAGNOSTICS_FILE", "CC_PRINT_PROC_STAT_FILE")
+
+
 def resolve(name: str) -> Compiler:
+    """The compiler a recipe or --compiler names, once it has shown it is one, in an
+    environment that adds no option to it."""
+    check_environment()
+    return _resolved(name)
+
+
+def check_environment() -> None:
+    """ConfigError naming the first variable of DRIVER_ENV the environment sets."""
+    for var in DRIVER_ENV:
+        if os.environ.get(var):
+            value = os.environ[var]
+            shown = value if len(value) <= 80 else f"{value[:80]}... ({len(value)} characters)"
+            raise ConfigError(f"the environment sets {var}={shown}: with it the compiler runs "
+                              "programs or writes files as a flag would, and flags are "
+                              "code-generation options only (docs/recipes.md#what-a-flag-may-be); "
+                              f"unset {var}")
+
+
+@functools.lru_cache(maxsize=None)
+def _resolved(name: str) -> Compiler:
+    """The compiler a recipe or --compiler names, once it has shown it is one.
+
+    A compiler is a program flagsweep runs (as root, under `./setup.sh run`) with every
+    variant's flags, so it must be a C compiler and a program only its owner can change:
+    an executable file that, with every folder above it, is owned by root or by the user
+    running flagsweep and writable by no one else (a sticky folder such as /tmp aside), as
+    OpenSSH asks of the files it trusts; then it must say it is gcc or clang in the macros it
+    predefines for an empty C file (`-dM -E`: __GNUC__, __clang__) and compile a probe into an
+    object file. It is run for that with no recipe flag on its command line."""
     cc = shutil.which(name)
     if cc is None:
         raise ConfigError(f"compiler '{name}' not found on PATH "
                           "(install it, e.g. apt-get install gcc clang, or give a path)")
     cc_path = Path(cc).resolve() if "/" in name else Path(cc)
-    out = process.run([cc_path, "--version"])
-    if not out.ok:
-        raise ConfigError(f"compiler '{name}' ({cc_path}) failed to run --version: {out.tail(3)}")
-    first = out.stdout.splitlines()[0] if out.stdout else ""
-    family = "clang" if "clang" in first else "gcc"
-    return Compiler(name=name, family=family, cc=cc_path, cxx=_cxx_for(cc_path),
-                    version=_version(cc_path, family, first))
+    if why := replaceable(Path(cc)):
+        raise ConfigError(f"compiler '{name}' ({cc_path}): {why}; flagsweep runs only a "
+                          "compiler no other user can change")
+    cxx = _cxx_for(cc_path)
+    if cxx and (why := replaceable(cxx)):
+        raise ConfigError(f"compiler '{name}': its C++ driver {cxx}: {why}; flagsweep runs "
+                          "only a compiler no other user can change")
+    macros = _predefined(name, cc_path)
+    family = "clang" if "__clang__" in macros else "gcc"
+    _probe(name, cc_path)
+    return Compiler(name=name, family=family, cc=cc_path, cxx=cxx,
+                    version=_version(macros, family))
+
+
+def replaceable(path: Path) -> str | None:
+    """Why someone other than root and this user could change the program at path (the file
+    a link leads to, and every folder above the link and the file), or None."""
+    me = os.geteuid()
+    real = path.resolve()
+    for p in dict.fromkeys([real, *real.parents, *path.absolute().parents]):
+        st = p.stat()
+        if p == real and not (stat.S_ISREG(st.st_mode) and st.st_mode & 0o111):
+            return f"{p} is not an executable file"
+        if st.st_uid not in (0, me):
+            return f"{p} is owned by uid {st.st_uid}, not by root or by uid {me} (you)"
+        sticky = stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_ISVTX
+        if st.st_mode & 0o002 and not sticky:
+            return f"{p} is writable by every user"
+        if st.st_mode & 0o020 and st.st_gid != 0 and not sticky:
+            return f"{p} is writable by group {st.st_gid}"
+    return None
+
+
+def _predefined(name: str, cc: Path) -> set[str]:
+    """The macro names the program predefines for an empty C file; ConfigError unless that
+    shows gcc or clang."""
+    out = _probe_run(name, [cc, "-dM", "-E", "-x", "c", "-"], "")
+    macros = {m.group(1): m.group(2) for m in DEFINE.finditer(out.stdout)} if out.ok else {}
+    if "__GNUC__" not in macros and "__clang__" not in macros:
+        said = next((line for line in out.stderr.splitlines() if "error" in line),
+                    out.tail(1))[:160] or "nothing"
+        raise ConfigError(f"compiler '{name}' ({cc}) is not a C compiler that identifies itself "
+                          f"as gcc or clang: `{cc.name} -dM -E -x c -` of an empty file should "
+                          f"predefine __GNUC__ or __clang__ (exit {out.returncode}, it said: "
+                          f"{said})")
+    return macros
+
+
+def _probe(name: str, cc: Path) -> None:
+    """A one-line C program compiled into an object file, which must be ELF."""
+    with tempfile.TemporaryDirectory(prefix="flagsweep-probe-") as scratch:
+        obj = Path(scratch) / "probe.o"
+        out = _probe_run(name, [cc, "-x", "c", "-c", "-o", obj, "-"],
+                         "int main(void) { return 0; }\n")
+        made = obj.is_file() and obj.read_bytes()[:4] == b"\x7fELF"
+        if not (out.ok and made):
+            raise ConfigError(f"compiler '{name}' ({cc}) did not compile a one-line C program "
+                              f"into an object file (exit {out.returncode}): {out.tail(3)[:300]}")
 
 
 def _cxx_for(cc: Path) -> Path | None:
@@ -53,13 +152,20 @@ def _cxx_for(cc: Path) -> Path | None:
     return None
 
 
-def _version(cc: Path, family: str, first_line: str) -> str:
-    if family == "gcc":
-        out = process.run([cc, "-dumpfullversion"])
-        if out.ok and out.stdout.strip():
-            return out.stdout.strip()
-    match = re.search(r"\b(\d+\.\d+(?:\.\d+)?)\b", first_line)
-    return match.group(1) if match else first_line
+def _probe_run(name: str, argv: list, text: str) -> process.Result:
+    try:
+        return process.run(argv, input=text, timeout=PROBE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise ConfigError(f"compiler '{name}' ({argv[0]}) did not finish compiling an empty "
+                          f"file in {PROBE_TIMEOUT_S:.0f} s") from None
+
+
+def _version(macros: dict[str, str], family: str) -> str:
+    """major.minor.patch from the predefined macros (what gcc's -dumpfullversion and clang's
+    --version say)."""
+    parts = (("__clang_major__", "__clang_minor__", "__clang_patchlevel__") if family == "clang"
+             else ("__GNUC__", "__GNUC_MINOR__", "__GNUC_PATCHLEVEL__"))
+    return ".".join(macros.get(p, "0") for p in parts)
 
 
 def describe(compiler: Compiler) -> dict:

@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from flagsweep import files
 from flagsweep.errors import ConfigError
 from flagsweep.host import cpu, distro, toolchain
-from flagsweep.spec.recipe import AxisLevel, Recipe, split_flags
+from flagsweep.spec import flags
+from flagsweep.spec.flags import split_flags
+from flagsweep.spec.recipe import FLAGS_RECIPE, AxisLevel, Recipe
 
 ID_MAX = 80
 
@@ -74,9 +76,9 @@ def variant_id(compiler: str, flags: tuple[str, ...]) -> str:
 def expand(recipe: Recipe, compilers: list[str] | None = None, filter_cpu: bool = True) -> Matrix:
     """All variants of a recipe, the baseline identified, un-runnable -march values skipped
     (for the CPU this runs on: a fleet expands each CPU's matrix on a worker with that CPU)."""
-    compilers = compilers or recipe.spec.compilers
+    given, compilers = bool(compilers), compilers or recipe.spec.compilers
     if recipe.spec.design == "plackett-burman":
-        return _screening(recipe, compilers, filter_cpu)
+        return _screening(recipe, compilers, given, filter_cpu)
     base = distro.read(recipe.spec.distro) if recipe.spec.distro else None
     candidates = _compiler_factor(_factorial(recipe, compilers) + _included(recipe, compilers),
                                   compilers)
@@ -84,7 +86,8 @@ def expand(recipe: Recipe, compilers: list[str] | None = None, filter_cpu: bool 
         candidates = [_on(base, v) for v in candidates]
     kept = [v for v in candidates if not _excluded(v, recipe.spec.exclude)]
     kept = _dedupe(kept, recipe)
-    skipped = _unrunnable(kept) if filter_cpu else []
+    _check_flags(recipe, kept, base)
+    skipped = _unrunnable(kept, _named(recipe, compilers, given)) if filter_cpu else []
     runnable = [v for v in kept if v not in {s.variant for s in skipped}]
     baseline = _baseline(recipe, runnable, skipped, compilers)
     ordered = [baseline] + [v for v in runnable if v is not baseline]
@@ -104,7 +107,7 @@ def _on(base: distro.Base, v: Variant) -> Variant:
     return Variant(vid, v.compiler, flags, v.factors, pgo=v.pgo)
 
 
-def _screening(recipe: Recipe, compilers: list[str], filter_cpu: bool) -> Matrix:
+def _screening(recipe: Recipe, compilers: list[str], given: bool, filter_cpu: bool) -> Matrix:
     """One variant per Plackett-Burman row (base + the flags switched on), factors flag: on|off;
     the baseline is the all-off row (the base alone), added when the design has none."""
     from flagsweep.spec.design import plackett_burman_rows
@@ -124,7 +127,8 @@ def _screening(recipe: Recipe, compilers: list[str], filter_cpu: bool) -> Matrix
         raise ConfigError(f"{recipe.path}: a plackett-burman screen takes one or two compilers "
                           f"(the compiler is one more two-level column), got {', '.join(compilers)}")
     variants = _dedupe(_compiler_factor(variants, compilers), recipe)
-    skipped = _unrunnable(variants) if filter_cpu else []
+    _check_flags(recipe, variants, None)
+    skipped = _unrunnable(variants, _named(recipe, compilers, given)) if filter_cpu else []
     runnable = [v for v in variants if v not in {s.variant for s in skipped}]
     baseline = next((v for v in runnable if v.flags == base and v.compiler == compilers[0]), None)
     if baseline is None:
@@ -198,9 +202,41 @@ def _dedupe(variants: list[Variant], recipe: Recipe) -> list[Variant]:
     return list(seen.values())
 
 
-def _unrunnable(variants: list[Variant]) -> list[Skipped]:
+def _check_flags(recipe: Recipe, variants: list[Variant], base: distro.Base | None) -> None:
+    """Every variant's flags pass the flag rule (spec.flags) before any compiler sees them.
+    The recipe's keys were checked as it loaded; this catches what only a variant holds (a
+    distribution's flags, levels that pass the length limit together) and a recipe that did
+    not come through a file (a fleet worker's)."""
+    if base:
+        try:
+            flags.check_words(base.flags)
+        except ValueError as e:
+            raise ConfigError(f"{recipe.path}: key 'distro' ({base.source}): {e}") from None
+    for v in variants:
+        try:
+            flags.check_words(v.flags)
+        except ValueError as e:
+            raise ConfigError(f"{recipe.path}: variant {v.id}: {e}") from None
+
+
+def _named(recipe: Recipe, compilers: list[str], given: bool) -> dict[str, str]:
+    """Each compiler with where it was named: `--compiler` or the recipe's key."""
+    if given or recipe.name == FLAGS_RECIPE:
+        return {c: f"--compiler {c}" for c in compilers}
+    return {c: f"{recipe.path}: key 'compilers[{i}]'" for i, c in enumerate(compilers)}
+
+
+def _unrunnable(variants: list[Variant], compilers: dict[str, str]) -> list[Skipped]:
     """Variants whose target options (-march, -mavx512f, ...) this CPU cannot execute, and
-    variants whose compiler refuses (or would silently ignore) one of their flags."""
+    variants whose compiler refuses (or would silently ignore) one of their flags. Each
+    compiler is first shown to be one (toolchain.resolve), with none of the flags, in an
+    environment that adds none."""
+    toolchain.check_environment()
+    for name, where in compilers.items():
+        try:
+            toolchain.resolve(name)
+        except ConfigError as e:
+            raise ConfigError(f"{where}: {e}") from None
     out = []
     for v in variants:
         if why := toolchain.rejects(v.compiler, v.flags):

@@ -8,7 +8,6 @@ its rows), the compilers, and the baseline. docs/recipes.md documents the format
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal, Union
@@ -17,26 +16,12 @@ from pydantic import Field, field_validator, model_validator
 
 from flagsweep import shipped
 from flagsweep.errors import ConfigError
+from flagsweep.spec.flags import abbreviated, check_flags, split_flags
 from flagsweep.spec.strict import Strict, read_toml, validate
 
 RECIPES_DIR = shipped.RECIPES
 DISTROS = ("debian",)                    # the distributions whose flags host.distro reads
 LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+=-]*")
-# What some layer between a recipe and the compiler would act on instead of passing it on:
-# '$' (make's and Ninja's variables, make's $(shell ...), the shell's $(...) and ${...}; CMake
-# writes flags into build.ninja unescaped), '`' (the shell's command substitution) and control
-# characters (a newline ends a make or Ninja line). A flag is data, so these are refused.
-EVALUATED = re.compile(r"[$`\x00-\x1f\x7f]")
-
-
-def split_flags(text: str) -> tuple[str, ...]:
-    """A flag string split as a shell splits it. An unbalanced quote (or a trailing backslash)
-    is an error naming the string: shlex alone says only "No closing quotation"."""
-    try:
-        return tuple(shlex.split(text))
-    except ValueError as e:
-        raise ValueError(f"{text!r}: {str(e).lower()}; quote flags as in a shell, every quote "
-                         "closed (e.g. \"-O2 '-DNAME=a b'\")") from None
 
 
 def _flag_string(text: str) -> str:
@@ -199,18 +184,6 @@ class RecipeFile(Strict):
                                  f"levels {sorted(known)}")
 
 
-def check_flags(text: str) -> str:
-    """text, one flag set, unchanged; ValueError naming the first flag in it that make,
-    CMake/Ninja or the shell would evaluate rather than hand to the compiler."""
-    for word in split_flags(text):
-        found = EVALUATED.search(word)
-        if found:
-            raise ValueError(f"flag {word!r} contains {found.group()!r}, which make, Ninja or the "
-                             "shell would evaluate instead of passing it to the compiler; flags "
-                             "are data: write them without '$', '`' or control characters")
-    return text
-
-
 @dataclass(frozen=True)
 class AxisLevel:
     """One level of an axis: the label results use for it, the flags it contributes, and
@@ -290,7 +263,7 @@ def from_flags(flag_sets: list[str], compilers: list[str]) -> Recipe:
         try:
             check_flags(f)
         except ValueError as e:
-            raise ConfigError(f"--flags {f!r}: {e}") from None
+            raise ConfigError(f"--flags {abbreviated(f)}: {e}") from None
     include = [Include(flags=f, factors={"flags": f.strip() or "none"}) for f in flag_sets]
     spec = RecipeFile(summary="flags given on the command line", compilers=compilers,
                       include=include, baseline={"flags": flag_sets[0].strip() or "none"})

@@ -24,6 +24,7 @@ class Strict(BaseModel):
 
 
 M = TypeVar("M", bound=BaseModel)
+QUOTED = 200                # characters of a value a message quotes
 
 
 def read_toml(path: Path) -> dict:
@@ -65,7 +66,7 @@ def _describe(errors: list[dict], data: dict) -> list[str]:
                 problems.append(key)  # placeholder, filled below once all forms are known
             wanted.setdefault(key, []).append(_expected(err))
             value = err.get("input")
-            got[key] = "" if isinstance(value, (dict, list)) else f", got {value!r}"
+            got[key] = "" if isinstance(value, (dict, list)) else f", got {_quoted(value)}"
     out = []
     for p in dict.fromkeys(problems):
         if p in wanted:
@@ -74,6 +75,12 @@ def _describe(errors: list[dict], data: dict) -> list[str]:
         else:
             out.append(p)
     return out
+
+
+def _quoted(value: object) -> str:
+    """A value as a message quotes it: a long one (a 100 KB flag) cut, with its length."""
+    text = repr(value)
+    return text if len(text) <= QUOTED else f"{text[:QUOTED]}... ({len(text)} characters)"
 
 
 def _key(err: dict, data: dict) -> str:

@@ -20,7 +20,7 @@ from pydantic import Field, field_validator, model_validator
 from flagsweep import shipped
 from flagsweep.errors import ConfigError
 from flagsweep.spec import source
-from flagsweep.spec.recipe import check_flags
+from flagsweep.spec.flags import check_flags
 from flagsweep.spec.strict import Strict, read_toml, validate
 
 TARGETS_DIR = shipped.TARGETS

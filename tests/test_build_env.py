@@ -13,6 +13,7 @@ import pytest
 from elftools.elf.elffile import ELFFile
 
 from flagsweep.build import variants
+from flagsweep.errors import ConfigError
 from flagsweep.spec import matrix, recipe, target
 
 pytestmark = pytest.mark.integration
@@ -38,9 +39,16 @@ def _target(folder: Path, system: str = "make") -> target.Target:
     return target.load(str(folder))
 
 
+def _matrix(compiler: str = "gcc") -> matrix.Matrix:
+    return matrix.expand(recipe.from_flags(["-O2"], [compiler]))
+
+
 def _build(t: target.Target, out: Path, cache: Path, compiler: str = "gcc",
-           rebuild: bool = False) -> variants.VariantBuild:
-    m = matrix.expand(recipe.from_flags(["-O2"], [compiler]))
+           rebuild: bool = False, m: matrix.Matrix | None = None) -> variants.VariantBuild:
+    """The -O2 build; with m, that matrix, expanded before a hostile variable was set: the
+    compiler probes refuse the variables that run programs (tests/test_flag_policy.py), so
+    the build's own environment is tested past them."""
+    m = m or _matrix(compiler)
     (b,) = variants.build_all(t, m, variants.Options(out_dir=out, jobs=2, cache=cache,
                                                      rebuild=rebuild))
     return b
@@ -70,8 +78,6 @@ def _cc1_adding_O0(folder: Path) -> Path:
 # Each variable, pointed at something that compiles -O0 code where the variant asked -O2.
 HOSTILE = {
     "CCACHE_PREFIX": lambda d: str(_script(d / "prefix", 'exec "$@" -O0\n')),
-    "GCC_EXEC_PREFIX": lambda d: f"{_cc1_adding_O0(d / 'exec')}/",
-    "COMPILER_PATH": lambda d: str(_cc1_adding_O0(d / 'path')),
     "MAKEFILES": lambda d: str(_write(d / "extra.mk", "override CFLAGS += -O0\n")),
     "MAKEFLAGS": lambda d: "TARGET_ARCH=-O0",
     "TARGET_ARCH": lambda d: "-O0",
@@ -98,10 +104,10 @@ def reference(tmp_path) -> tuple[target.Target, str]:
 def test_a_hostile_variable_neither_builds_other_code_nor_poisons_later_builds(
         reference, tmp_path, monkeypatch, name):
     t, code = reference
-    cache = tmp_path / "cache"
+    cache, m = tmp_path / "cache", _matrix()
     with monkeypatch.context() as env:
         env.setenv(name, HOSTILE[name](tmp_path / "planted"))
-        hostile = _build(t, tmp_path / "hostile", cache, rebuild=True)
+        hostile = _build(t, tmp_path / "hostile", cache, rebuild=True, m=m)
     assert hostile.status == "ok" and hostile.flags_verified, hostile.detail
     assert hostile.code_sha256 == code
     # A clean build after it, past the build cache (ccache only) and through it.
@@ -121,12 +127,24 @@ def test_ccache_compiler_in_the_environment_does_not_swap_the_compiler(reference
     assert "clang" not in _comment(later.binary)
 
 
-def test_clang_options_from_the_environment_are_not_read(tmp_path, monkeypatch):
-    t = _target(tmp_path / "project")
-    code = _build(t, tmp_path / "reference", tmp_path / "reference-cache", "clang").code_sha256
-    monkeypatch.setenv("CCC_OVERRIDE_OPTIONS", "+-O0")
-    b = _build(t, tmp_path / "hostile", tmp_path / "cache", "clang", rebuild=True)
-    assert b.status == "ok" and b.code_sha256 == code
+# The variables with which the compiler itself runs programs: refused by name when a compiler
+# is resolved, so also when the build starts after a matrix expanded in a clean environment.
+RUNNING = {
+    "GCC_EXEC_PREFIX": ("gcc", lambda d: f"{_cc1_adding_O0(d / 'exec')}/"),
+    "COMPILER_PATH": ("gcc", lambda d: str(_cc1_adding_O0(d / 'path'))),
+    "CCC_OVERRIDE_OPTIONS": ("clang", lambda d: "+-O0"),
+}
+
+
+@pytest.mark.parametrize("name", list(RUNNING))
+def test_a_variable_with_which_the_compiler_runs_programs_stops_the_build(tmp_path, monkeypatch,
+                                                                          name):
+    compiler, value = RUNNING[name]
+    t, m = _target(tmp_path / "project"), _matrix(compiler)
+    monkeypatch.setenv(name, value(tmp_path / "planted"))
+    with pytest.raises(ConfigError, match=f"^the environment sets {name}="):
+        _build(t, tmp_path / "hostile", tmp_path / "cache", compiler, rebuild=True, m=m)
+    assert not list((tmp_path / "hostile").rglob("*.o"))        # no compile ran
 
 
 def test_a_cmake_launcher_from_the_environment_is_not_used(tmp_path, monkeypatch):

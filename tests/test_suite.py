@@ -69,6 +69,8 @@ def test_suite_recommends_a_flag_that_wins_across_programs(tmp_path):
 
 def test_suite_json_and_page(tmp_path):
     s = _suite(tmp_path, _program("alpha", 1), _program("beta", 2, scale={"gcc-O3": 1.25}))
+    for name in ("alpha", "beta"):      # a sweep's folder holds its page beside results.json
+        (tmp_path / name / "index.html").write_text("<!doctype html>")
     page = report.write_suite(s, tmp_path / "out")
     data = json.loads((tmp_path / "out" / "suite.json").read_text())
     assert data["schema"] == "flagsweep-suite/1"

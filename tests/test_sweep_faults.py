@@ -500,3 +500,50 @@ def test_the_results_of_a_complete_run_are_written_again_from_the_store(
     # With its results.json in place, a complete run is not resumed again.
     code, err = main("run", "--resume", run_id)
     assert code == 2 and f"run {run_id} is already complete" in err
+
+
+def test_explain_of_a_hostile_results_folder_runs_nothing_it_names(tiny, tmp_path,
+                                                                   isolated_cache, main):
+    """A results folder can come from anyone: explain ran the binary its results.json named
+    (an absolute path anywhere), the run command of any target file it named, and wrote its
+    profiles through an `explain` link planted in the folder."""
+    out = tmp_path / "run"
+    assert main("run", str(tiny), *_flags("-O2", "-O1"), "--runs", "2", "--warmup", "0",
+                "--quick", "--out", str(out))[0] == 0
+    path = out / "results.json"
+    clean = json.loads(path.read_text())
+    o1 = next(v for v in clean["variants"] if v["flags"] == ["-O1"])
+    o1["vs_baseline"]["verdict"] = "faster"
+
+    elsewhere = tmp_path / "elsewhere"          # the same program, outside the folder
+    elsewhere.mkdir()
+    shutil.copy2(o1["build"]["binary"], elsewhere / "prog")
+    doc = json.loads(json.dumps(clean))
+    next(v for v in doc["variants"] if v["id"] == o1["id"])["build"]["binary"] = \
+        str(elsewhere / "prog")
+    path.write_text(json.dumps(doc))
+    assert main("explain", str(path), "--with", "cachegrind", "--no-remarks")[0] == 0
+    entry = next(v for v in json.loads(path.read_text())["variants"] if v["id"] == o1["id"])
+    assert entry["explain"]["status"] == "failed"
+    assert "is outside the results folder" in entry["explain"]["failure"]
+
+    # A target file another user could have written (a world-writable folder, no sticky bit).
+    shared = tmp_path / "shared"
+    shutil.copytree(Path(clean["workload"]["target_file"]).parent, shared)
+    shared.chmod(0o777)
+    doc = json.loads(json.dumps(clean))
+    doc["workload"]["target_file"] = str(shared / "target.toml")
+    path.write_text(json.dumps(doc))
+    code, err = main("explain", str(path), "--with", "cachegrind", "--no-remarks")
+    assert code == 2 and "Traceback" not in err
+    assert f"the target file {shared / 'target.toml'} (key 'workload.target_file') is not " \
+           f"run: {shared} is writable by every user" in err
+
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    shutil.rmtree(out / "explain")                  # the first explain's profiles
+    (out / "explain").symlink_to(victim)
+    path.write_text(json.dumps(clean))
+    code, err = main("explain", str(path), "--with", "cachegrind", "--no-remarks")
+    assert code == 2 and f"{out / 'explain'} is a symbolic link" in err
+    assert list(victim.iterdir()) == []

@@ -17,7 +17,7 @@ from flagsweep.build import fingerprint
 from flagsweep.errors import FlagsweepError
 from flagsweep.explain import attribution, remarks, sampling, symbols
 from flagsweep.explain.profile import Profile, cachegrind
-from flagsweep.host import launcher, probes
+from flagsweep.host import launcher, probes, toolchain
 from flagsweep.files import write_atomic
 from flagsweep.results import contract, reader, writer
 from flagsweep.results.contract import is_control
@@ -148,12 +148,21 @@ def _workload(doc: dict, folder: Path) -> check.Workload:
     if not w.get("target_file"):
         raise FlagsweepError("results.json: key 'workload.target_file' is missing; expected the "
                              "target file the run measured (written by flagsweep run)")
+    # The target's run command runs here: a results folder may come from anyone, so the
+    # target file it names must be one only root or this user could have written.
+    if why := toolchain.replaceable(Path(w["target_file"]), program=False):
+        raise FlagsweepError(f"the target file {w['target_file']} (key 'workload.target_file') "
+                             f"is not run: {why}; explain runs only a target root or you "
+                             "could have written")
     t = target.load(w["target_file"])
     inp = inputs.prepare(t, quick=bool((doc.get("measurement") or {}).get("quick")))
     if w.get("input_sha256") and inp.sha256 != w["input_sha256"]:
         raise FlagsweepError(f"the input of {t.path} now has sha256 {inp.sha256[:16]}..., the "
                              f"run measured {w['input_sha256'][:16]}... (key "
                              "'workload.input_sha256'): the target changed since the run")
+    if folder.is_symlink():     # the profiles and the program's output would land elsewhere
+        raise FlagsweepError(f"{folder} is a symbolic link; explain writes its profiles only "
+                             "into a folder of the results folder's own: remove the link")
     folder.mkdir(parents=True, exist_ok=True)
     return check.Workload(t, inp.path, folder)
 
@@ -164,6 +173,11 @@ def _binary(v: dict, out: Path) -> Path:
     if not path.is_file():
         raise FlagsweepError(f"the binary of {v['id']}, {path}, is missing (key "
                              f"'variants[{v['id']}].build.binary')")
+    if not path.resolve().is_relative_to(out.resolve()):
+        # Profiling runs the binary: only one the sweep built into this folder.
+        raise FlagsweepError(f"the binary of {v['id']}, {path}, is outside the results folder "
+                             f"{out} (key 'variants[{v['id']}].build.binary'); explain runs "
+                             "only the binaries a sweep built there")
     changed = fingerprint.recheck(v["build"], path)
     if changed is not None:
         # A profile of other code would explain a verdict it never gave.

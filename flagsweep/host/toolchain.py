@@ -98,15 +98,16 @@ def _resolved(name: str) -> Compiler:
                     version=_version(macros, family))
 
 
-def replaceable(path: Path) -> str | None:
-    """Why someone other than root and this user could change the program at path (the file
-    a link leads to, and every folder above the link and the file), or None."""
+def replaceable(path: Path, program: bool = True) -> str | None:
+    """Why someone other than root and this user could change the program (or, with program
+    False, the file) at path (the file a link leads to, and every folder above the link and
+    the file), or None."""
     me = os.geteuid()
     real = path.resolve()
     for p in dict.fromkeys([real, *real.parents, *path.absolute().parents]):
         st = p.stat()
-        if p == real and not (stat.S_ISREG(st.st_mode) and st.st_mode & 0o111):
-            return f"{p} is not an executable file"
+        if p == real and not (stat.S_ISREG(st.st_mode) and (st.st_mode & 0o111 or not program)):
+            return f"{p} is not {'an executable' if program else 'a regular'} file"
         if st.st_uid not in (0, me):
             return f"{p} is owned by uid {st.st_uid}, not by root or by uid {me} (you)"
         sticky = stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_ISVTX

@@ -44,7 +44,7 @@ from flagsweep.build import pgo
 from flagsweep.errors import FlagsweepError
 from flagsweep.explain import symbols
 from flagsweep.files import cache_dir, key_sha256, write_atomic
-from flagsweep.host import toolchain
+from flagsweep.host import environment, toolchain
 from flagsweep.spec import flags
 
 FORMAT = 2                  # of the cached remarks; bump when what is kept changes
@@ -253,7 +253,7 @@ def _counted(messages: Counter) -> list[str]:
 def _compile(argv: list[str], cwd: str, folder: Path, family: str) -> dict:
     folder.mkdir()
     result = process.run(argv, cwd=cwd, timeout=COMPILE_TIMEOUT_S,
-                         env={**os.environ, "LC_ALL": "C"})
+                         env={**environment.clean(), "LC_ALL": "C"})
     if not result.ok:
         raise FlagsweepError(f"the remarks rebuild failed (exit {result.returncode}) in {cwd}: "
                              f"{shlex.join(argv)}\n{result.tail(5)}")

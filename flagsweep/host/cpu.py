@@ -23,6 +23,7 @@ from pathlib import Path
 
 from flagsweep import process
 from flagsweep.errors import ConfigError
+from flagsweep.host import environment
 
 log = logging.getLogger("flagsweep.host.cpu")
 
@@ -279,12 +280,12 @@ def _is_clang(compiler: str) -> bool:
     """Whether the compiler is clang (including a `cc` or `c++` that is really clang)."""
     if "clang" in os.path.basename(compiler):
         return True
-    result = process.run([compiler, "--version"])
+    result = process.run([compiler, "--version"], env=environment.clean())
     return "clang" in result.stdout.lower()
 
 
 def _gcc_native(compiler: str) -> str | None:
-    result = process.run([compiler, "-march=native", "-Q", "--help=target"])
+    result = process.run([compiler, "-march=native", "-Q", "--help=target"], env=environment.clean())
     for line in result.stdout.splitlines():
         parts = line.split()
         # the setting line is "-march=  <value>"; the later "Known valid arguments for
@@ -297,7 +298,8 @@ def _gcc_native(compiler: str) -> str | None:
 
 
 def _clang_native(compiler: str) -> str | None:
-    result = process.run([compiler, "-march=native", "-###", "-c", "-x", "c", os.devnull])
+    result = process.run([compiler, "-march=native", "-###", "-c", "-x", "c", os.devnull],
+                         env=environment.clean())
     found = re.search(r'"-target-cpu" "([^"]+)"', result.stderr)
     if found:
         return found.group(1)
@@ -334,7 +336,7 @@ def _macros_set_to_one(compiler: str, options: tuple[str, ...]) -> frozenset[str
     argv = [compiler, *options, "-dM", "-E", "-x", "c", os.devnull]
     what = " ".join(options) or "its defaults"
     try:
-        result = process.run(argv, input="")
+        result = process.run(argv, input="", env=environment.clean())
     except FileNotFoundError:
         raise ConfigError(f"compiler {compiler!r} not found (needed to check {what})") from None
     if not result.ok:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from flagsweep import process
 from flagsweep.errors import ConfigError
+from flagsweep.host import environment
 
 # C driver name -> C++ driver name, applied to the basename (gcc-12 -> g++-12).
 CXX_OF = [(re.compile(r"^gcc(?=$|-)"), "g++"), (re.compile(r"^clang(?=$|-)"), "clang++"),
@@ -155,7 +156,7 @@ def _cxx_for(cc: Path) -> Path | None:
 
 def _probe_run(name: str, argv: list, text: str) -> process.Result:
     try:
-        return process.run(argv, input=text, timeout=PROBE_TIMEOUT_S)
+        return process.run(argv, input=text, timeout=PROBE_TIMEOUT_S, env=environment.clean())
     except subprocess.TimeoutExpired:
         raise ConfigError(f"compiler '{name}' ({argv[0]}) did not finish compiling an empty "
                           f"file in {PROBE_TIMEOUT_S:.0f} s") from None
@@ -196,7 +197,8 @@ def rejects(name: str, flags: tuple[str, ...]) -> str | None:
     # a failed link is recorded with ld's reason.
     compiled = [f for f in flags if not f.startswith(LINKER_ONLY)]
     out = process.run([c.cc, *IGNORED_AS_ERRORS[c.family], *compiled, "-x", "c", "-c",
-                       "-o", "/dev/null", "-"], input="int main(void) { return 0; }\n")
+                       "-o", "/dev/null", "-"], input="int main(void) { return 0; }\n",
+                      env=environment.clean())
     if out.ok:
         return None
     lines = [line for line in (out.stderr or out.stdout).splitlines() if "error" in line]

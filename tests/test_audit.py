@@ -408,6 +408,29 @@ def test_a_compile_whose_source_cannot_be_read_again_is_refused(make_project, ru
         result.problems
 
 
+@pytest.mark.parametrize("probe", [
+    # zstd's Makefile asks whether the compiler takes an option this way
+    "$(CC) $(CFLAGS) -x c -Werror -c - -o /dev/null < slow.txt",
+    "$(CC) $(CFLAGS) -fsyntax-only -x c - < slow.txt",
+])
+def test_a_compile_that_writes_nothing_is_not_read_again(make_project, probe):
+    """A probe compiled from standard input to /dev/null can put nothing into the binary."""
+    makefile = HONEST.replace("prog: a.o b.o\n", f"prog: a.o b.o\n\t{probe}\n")
+    result = make_project({"Makefile": makefile, "a.c": MAIN, "b.c": HELPER, "slow.txt": SLOW_B})
+    assert result.verified, result.problems
+
+
+def test_a_probe_the_binary_is_not_made_from_is_not_read_again(make_project):
+    """zstd's Makefile writes have_pthread.c, builds a scratch program from it and removes
+    both: a compile the measured binary does not trace to cannot have put code into it."""
+    probe = ("cp slow.txt probe.c && $(CC) $(CFLAGS) -c probe.c -o probe.o && "
+             "$(CC) $(CFLAGS) -o probe probe.o && rm -f probe.c probe.o probe")
+    makefile = HONEST.replace("prog: a.o b.o\n", f"prog: a.o b.o\n\t{probe}\n")
+    result = make_project({"Makefile": makefile, "a.c": MAIN, "b.c": HELPER,
+                           "slow.txt": SLOW_B.replace("int helper", "int main(void) { return 0; }\nint helper")})
+    assert result.verified, result.problems
+
+
 @pytest.mark.parametrize("files, rule", [
     # a source whose suffix is not C, compiled as C
     ({"b.txt": SLOW_B}, "$(CC) $(CFLAGS) -x c -c b.txt -o b.o"),

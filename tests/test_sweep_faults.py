@@ -21,7 +21,8 @@ from tiny_target import TINY_SRC, write_tiny_target
 
 from flagsweep import cli, files
 
-BAD_LINK = "-O2 -Wl,--no-such-opt"     # compiles, then ld refuses the option
+# Compiles, then ld finds no such library (a flag the flag rule accepts: -lNAME).
+BAD_LINK = "-O2 -lflagsweep_no_such_library"
 
 
 @pytest.fixture
@@ -91,7 +92,7 @@ def _assert_failed_link_recorded(out: Path, stderr: str) -> dict:
     assert broken["vs_baseline"]["verdict"] == "not-measured"
     assert broken["vs_baseline"]["why"].startswith("build failed: ")
     # ld's own line names the cause; gcc's "collect2: ... ld returned 1" after it does not.
-    assert "--no-such-opt" in broken["vs_baseline"]["why"]
+    assert "cannot find -lflagsweep_no_such_library" in broken["vs_baseline"]["why"]
     assert broken["check"] is None and broken["summary"]["n"] == 0 and broken["failures"] == []
     rows = list(csv.DictReader(open(out / "samples.csv")))
     assert rows and broken["id"] not in {r["variant"] for r in rows}
@@ -141,8 +142,8 @@ def test_a_failed_baseline_fails_the_run_with_its_reason(tiny, tmp_path, isolate
     code, err = main("run", str(tiny), *_flags(BAD_LINK, "-O1"), "--runs", "1", "--quick",
                      "--out", str(out))
     assert code == 2
-    assert "flagsweep: the baseline gcc-O2-Wl_--no-such-opt" in err
-    assert "did not build (failed: " in err and "ld: unrecognized option '--no-such-opt')" in err
+    assert "flagsweep: the baseline gcc-O2-lflagsweep_no_such_library" in err
+    assert "did not build (failed: " in err and "ld: cannot find -lflagsweep_no_such_library" in err
     doc = json.loads((out / "results.json").read_text())
     assert doc["status"] == "failed" and "did not build" in doc["stop_reason"]
     assert _run(isolated_cache / "store.sqlite", out)[1] == "failed"

@@ -125,6 +125,13 @@ def kind(argv: list[str]) -> str:
     return "link" if output_arg(argv) is not None else "other"
 
 
+def _writes_nothing(cmd: Command) -> bool:
+    """A compile whose output goes nowhere (a build system's probe of whether the compiler takes
+    an option, zstd's `-x c - -o /dev/null`): nothing of it can reach the binary, so there is
+    no code of it to read."""
+    return output_arg(cmd.argv) == os.devnull or "-fsyntax-only" in cmd.argv
+
+
 def output_arg(argv: list[str]) -> str | None:
     """The -o value ("-o FILE" or "-oFILE"; the last one wins, as in gcc)."""
     return cmdline.output(argv)
@@ -145,14 +152,15 @@ def audit(compile_log: Path, tree: Path, expected: list[str], tolerated: list[st
     # A root as the build named it (a link: variants._linked) and as it really is.
     roots = list(dict.fromkeys(r for p in (tree, source) if p is not None
                                for r in (_norm(p.absolute()), p.resolve())))
+    trace = Trace(commands, roots, tree.resolve(), link_flags(expected)) if binary else None
+    traced = trace.binary(binary) if trace else []
     scan = SourceScan(roots, want, tolerated)
-    scan.run([cmd for cmd in commands if cmd.kind == "compile"])
+    scan.run([cmd for cmd in commands if cmd.kind == "compile" and not _writes_nothing(cmd)],
+             trace.used if trace else None)
     result.problems += scan.problems
     result.tolerated_seen = _dedupe(result.tolerated_seen + scan.tolerated_seen)
     result.in_source = scan.in_source
-    if binary is not None:
-        result.problems += Trace(commands, roots, tree.resolve(),
-                                 link_flags(expected)).binary(binary)
+    result.problems += traced
     result.problems += _unaudited_objects(tree, objects_logged, since)
     if result.compiles == 0:
         result.problems.append(f"no compile command was recorded in {compile_log.name}: "
@@ -374,6 +382,7 @@ class Trace:
                     self.writers[out] = cmd
         self.problems: list[str] = []
         self._followed: set[int] = set()
+        self.used: set[int] = set()     # ids of the commands the binary was made from
 
     def binary(self, binary: Path) -> list[str]:
         path = _norm(binary.resolve())
@@ -384,6 +393,7 @@ class Trace:
             return [f"the measured binary {self._name(path)} was not linked by the audited "
                     "compiler (a hard-coded compiler, or a prebuilt or stale file?)"]
         self._unchanged(path, cmd)
+        self.used.add(id(cmd))
         missing = [f for f in self.link_flags if not on_link(f, cmd.argv)]
         if missing:
             self.problems.append(f"the link that wrote {self._name(path)} lacks the variant's "
@@ -416,6 +426,7 @@ class Trace:
         cmd = self.writers.get(path)
         if cmd is not None:
             self._unchanged(path, cmd)
+            self.used.add(id(cmd))
             if cmd.kind == "link":  # a library or a partial link built here: follow it too
                 self._follow(cmd)
             return
@@ -439,19 +450,18 @@ class Trace:
         for name, data in ar_members(path):
             if isinstance(data, Path):   # a thin archive names its members' files
                 self._input(_norm(path.parent / data), name, link)
-            elif files.sha256_bytes(data) not in compiled:
+            elif (cmd := compiled.get(files.sha256_bytes(data))) is not None:
+                self.used.add(id(cmd))
+            else:
                 self.problems.append(f"archive {self._name(path)} holds {name}, which no "
                                      "recorded compile of this build produced (a hard-coded "
                                      "compiler, or a prebuilt or stale object?)")
 
     @cached_property
-    def _compiled_objects(self) -> frozenset[str]:
-        """sha256 of every object file a recorded compile left."""
-        hashes = set()
-        for path, cmd in self.writers.items():
-            if cmd.kind == "compile" and path.is_file():
-                hashes.add(files.sha256_file(path))
-        return frozenset(hashes)
+    def _compiled_objects(self) -> dict[str, Command]:
+        """sha256 of every object file a recorded compile left -> that compile."""
+        return {files.sha256_file(path): cmd for path, cmd in self.writers.items()
+                if cmd.kind == "compile" and path.is_file()}
 
     def _unchanged(self, path: Path, cmd: Command) -> None:
         """The file is still what its recorded command left (nothing rewrote it since)."""
@@ -587,10 +597,16 @@ class SourceScan:
         self.tolerated_seen: list[str] = []
         self.in_source: dict[str, int] = {}     # flag -> attributes or pragmas setting it
 
-    def run(self, compiles: list[Command]) -> None:
+    def run(self, compiles: list[Command], traced: set[int] | None = None) -> None:
+        """traced: the ids of the compiles the measured binary was made from, when it was
+        traced. A compile the audit cannot read again is refused when it is one of them (or
+        nothing was traced): a build's own probes (a source written, compiled to a scratch
+        program and removed, as zstd's Makefile does) put nothing into the binary."""
         workers = max(1, min(8, os.cpu_count() or 1))
         with ThreadPoolExecutor(workers) as pool:
             for cmd, (text, error) in zip(compiles, pool.map(_preprocess, compiles)):
+                if error and traced is not None and id(cmd) not in traced:
+                    continue
                 if error:
                     self.problems.append(f"could not read the code this compile compiled to "
                                          f"look for optimisation set in it ({error}): "

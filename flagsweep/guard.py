@@ -27,6 +27,7 @@ import time
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 PARENT_GONE = signal.SIGUSR1    # not SIGTERM: that one asks for the graceful end, passed on
+DYING_S = 120                   # how long killed processes may take to exit before the guard stops waiting
 child = 0
 
 
@@ -69,7 +70,7 @@ def _parent_gone(signum, frame) -> None:
 def _end_orphans() -> None:
     """Kill and reap this process's children until it has none: each killed one hands its own
     children over to this subreaper, so a whole tree ends level by level."""
-    idle = 0
+    deadline = time.monotonic() + DYING_S
     while True:
         try:
             if os.waitpid(-1, os.WNOHANG)[0]:
@@ -77,11 +78,13 @@ def _end_orphans() -> None:
         except ChildProcessError:
             return
         killed = _kill_children()
-        if not killed:           # one is exiting right now: wait for it, or give up after 1 s
-            idle += 1
-            if idle > 1000:
+        if not killed:
+            # Every child is exiting right now: a zombie whose other threads still run cannot
+            # be reaped yet, and on a loaded machine they may not run for a while. Giving up
+            # after 1 s left their children to PID 1, still building.
+            if time.monotonic() > deadline:
                 return
-            time.sleep(0.001)
+            time.sleep(0.005)
             continue
         for _ in range(killed):
             try:

@@ -90,6 +90,20 @@ def _mentioning(text: str) -> list[int]:
     return found
 
 
+def _described(pids: list[int]) -> list[str]:
+    """pid, state, parent and command line of each process, for a failure to say what is left."""
+    lines = []
+    for pid in dict.fromkeys(pids):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        state, ppid = stat[stat.rindex(")") + 2:].split()[:2]
+        lines.append(f"{pid} {state} ppid {ppid}: {cmd[:200]}")
+    return lines
+
+
 def _slow_make_target(tmp_path: Path, mark: str) -> Path:
     """A make project whose build sleeps `mark` seconds in every variant's build step."""
     src = tmp_path / "slow" / "src"
@@ -149,5 +163,8 @@ def test_sigkill_during_the_build_leaves_no_build_running(tmp_path, mark, comman
     assert builders                                 # cmake, ninja, the steps, make
     sweep.kill()
     assert sweep.wait(timeout=60) == -signal.SIGKILL
-    wait_for(lambda: running(mark) == [] and not any(alive(p) for p in _mentioning(str(out))),
-             "every process of the build to end", seconds=30)
+    try:
+        wait_for(lambda: running(mark) == [] and not any(alive(p) for p in _mentioning(str(out))),
+                 "every process of the build to end", seconds=30)
+    except AssertionError as e:
+        raise AssertionError(f"{e}; left: {_described(running(mark) + _mentioning(str(out)))}")

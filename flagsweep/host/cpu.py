@@ -340,15 +340,24 @@ def isa_macros_for(compiler: str, options: tuple[str, ...]) -> frozenset[str]:
     if recording is None or "-march=native" not in options:
         return _live_isa_macros(compiler, options)
     if not _is_clang(compiler):
-        expanded = recording.gcc_native_options()
-        return _live_isa_macros(compiler, tuple(
-            word for option in options
-            for word in (expanded if option == "-march=native" else (option,))))
+        return _live_isa_macros(compiler, target_options(compiler, options))
     others = tuple(option for option in options if option != "-march=native")
     defined = _macros_of(recording.native_macros("clang"))
     if others:
         defined |= _macros_set_to_one(compiler, others)
     return _feature_macros(compiler, defined)
+
+
+def target_options(compiler: str, options: tuple[str, ...]) -> tuple[str, ...]:
+    """The options with -march=native spelled out as the recorded host's gcc driver did
+    ($FLAGSWEEP_HOST), so the local gcc compiles for that CPU; unchanged on the live machine
+    and for clang, whose driver expansion is not recorded."""
+    recording = recorded.active()
+    if recording is None or "-march=native" not in options or _is_clang(compiler):
+        return options
+    expanded = recording.gcc_native_options()
+    return tuple(word for option in options
+                 for word in (expanded if option == "-march=native" else (option,)))
 
 
 @functools.lru_cache(maxsize=None)
@@ -479,7 +488,7 @@ def can_run_flags(flags: tuple[str, ...], compiler: str = "gcc",
                      "compilers emit those only for explicit intrinsics")
     doubted = _doubted(missing, compiler)
     if doubted and probe is not None:
-        ran = probe(compiler, options)
+        ran = probe(compiler, target_options(compiler, options))
         if ran:
             missing = tuple(flag for flag in missing if flag not in doubted)
             notes.append(f"cpuinfo does not list {', '.join(doubted)}, but a probe built with "

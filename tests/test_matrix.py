@@ -396,7 +396,8 @@ def test_a_v1_only_host_drops_the_later_levels_and_keeps_native(monkeypatch):
     monkeypatch.setenv("FLAGSWEEP_HOST", str(HOSTS / "x86-64-v1-vm"))
     m = matrix.expand(recipe.load("march"))
     assert [v.factors["march"] for v in m.variants] == ["x86-64", "native"]
-    assert [s.variant.factors["march"] for s in m.skipped] == ["x86-64-v2", "x86-64-v3", "x86-64-v4"]
+    assert [s.variant.factors["march"] for s in m.skipped] == ["x86-64-v2", "x86-64-v3",
+                                                               "x86-64-v4"]
     assert m.skipped[0].reason == ("-march=x86-64-v2 needs cx16, lahf_lm, popcnt, pni, ssse3, "
                                    "sse4_1, sse4_2 (this CPU lacks them)")
     # -march=native -mavx2 asks for more than this host's native: skipped, with what it lacks.

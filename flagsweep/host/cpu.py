@@ -213,7 +213,8 @@ def read_host(cpuinfo: str | None = None) -> Host:
     """
     if cpuinfo is None:
         recording = recorded.active()
-        cpuinfo = recording.text("cpuinfo.txt") if recording else CPUINFO.read_text(errors="replace")
+        cpuinfo = (recording.text("cpuinfo.txt") if recording
+                   else CPUINFO.read_text(errors="replace"))
     fields = _first_processor(cpuinfo)
     flags = tuple(sorted(set((fields.get("flags") or fields.get("Features", "")).split())))
     values = {name: next((fields[k] for k in keys if k in fields), "")

@@ -68,7 +68,10 @@ def probe_runs(compiler: str, options: tuple[str, ...]) -> bool | None:
                             env=environment.build({}))
         if not built.ok:
             return None
-        result = subprocess.run([str(binary)], capture_output=True, timeout=60, check=False)
+        try:
+            result = subprocess.run([str(binary)], capture_output=True, timeout=60, check=False)
+        except subprocess.TimeoutExpired:
+            return None
     if result.returncode == -signal.SIGILL:
         return False
     return True if result.returncode == 0 else None

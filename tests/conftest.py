@@ -27,7 +27,21 @@ def isolated_cache(session_cache: Path, monkeypatch) -> Path:
     monkeypatch.setenv("FLAGSWEEP_LOCK_DIR", str(session_cache))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(session_cache / "config"))   # no user targets
     monkeypatch.delenv("CCACHE_DIR", raising=False)
+    monkeypatch.delenv("FLAGSWEEP_HOST", raising=False)    # the live CPU unless a test records one
     return session_cache
+
+
+HOSTS = Path(__file__).parent / "fixtures" / "hosts"
+RECORDED_HOSTS = sorted(p.name for p in HOSTS.iterdir() if p.is_dir())
+
+
+@pytest.fixture(params=RECORDED_HOSTS)
+def recorded_host(request, monkeypatch) -> Path:
+    """Each recorded host in turn (tests/fixtures/hosts), read through $FLAGSWEEP_HOST: a test
+    about CPU decisions then means the same on any machine it runs on."""
+    folder = HOSTS / request.param
+    monkeypatch.setenv("FLAGSWEEP_HOST", str(folder))
+    return folder
 
 
 # The files of the results contract, and the kind `flagsweep schema KIND` describes each with.

@@ -62,6 +62,25 @@ def test_cpus_json_describes_this_machine():
     assert info["march_native"]["gcc"]
 
 
+def test_cpus_on_a_recorded_host_says_it_is_not_this_machine(recorded_host, monkeypatch):
+    """FLAGSWEEP_HOST: the recorded CPU, its -march=native and levels, and a first line that
+    says whose they are; a folder that is not a recording is one line and status 2."""
+    text = flagsweep("cpus").stdout
+    assert text.splitlines()[0].split() == ["recorded", "host", str(recorded_host),
+                                            "($FLAGSWEEP_HOST),", "not", "this", "machine"]
+    info = json.loads(flagsweep("cpus", "--json").stdout)
+    flags = next(line for line in (recorded_host / "cpuinfo.txt").read_text().splitlines()
+                 if line.startswith("flags"))
+    assert info["cpu_flags"] == sorted(flags.partition(":")[2].split())
+    listing = (recorded_host / "gcc-march-native-help-target.txt").read_text()
+    assert f"-march=                     \t\t{info['march_native']['gcc']}\n" in listing
+    monkeypatch.setenv("FLAGSWEEP_HOST", str(recorded_host / "cpuinfo.txt"))
+    out = flagsweep("cpus", check=False)
+    assert out.returncode == 2 and out.stdout == "" and "Traceback" not in out.stderr
+    assert out.stderr.startswith(f"flagsweep: FLAGSWEEP_HOST={recorded_host / 'cpuinfo.txt'}: "
+                                 "expected a recorded host folder with cpuinfo.txt")
+
+
 @pytest.mark.integration
 def test_build_json_uses_the_contract_names(tmp_path):
     out = flagsweep("build", "tiny", "--flags", "-O2", "--flags", "-O2 -mfpmath=sse", "--json",

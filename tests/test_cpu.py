@@ -5,12 +5,15 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import re
 import shutil
+from pathlib import Path
 
 import pytest
 
 from flagsweep.errors import ConfigError
-from flagsweep.host import cpu
+from flagsweep.host import cpu, native
+from tests.conftest import HOSTS
 
 # Trimmed /proc/cpuinfo texts. Flags are real ones for each CPU, abridged of power-management
 # and mitigation noise that the module does not look at.
@@ -153,9 +156,9 @@ def test_isa_macros_v3_has_avx2_not_avx512_nor_codegen_macros():
 def test_isa_macros_is_cached():
     _need("gcc")
     assert cpu.isa_macros("gcc", "x86-64-v2") is cpu.isa_macros("gcc", "x86-64-v2")
-    before = cpu.isa_macros_for.cache_info().hits
+    before = cpu._live_isa_macros.cache_info().hits
     cpu.isa_macros("gcc", "x86-64-v2")
-    assert cpu.isa_macros_for.cache_info().hits == before + 1
+    assert cpu._live_isa_macros.cache_info().hits == before + 1
 
 
 def test_bad_march_raises_config_error_naming_it():
@@ -237,11 +240,12 @@ def test_can_run_v2_on_core2_lists_sse4():
 
 def test_can_run_single_missing_flag_says_it():
     _need("gcc")
-    # Haswell has everything -march=broadwell adds except ADX, RDSEED and PREFETCHW.
+    # Haswell has everything -march=broadwell adds except ADX, RDSEED and PREFETCHW; RDSEED
+    # comes only from intrinsics, so it is noted, not missing.
     result = cpu.can_run("broadwell", "gcc", cpu.read_host(HASWELL))
-    assert result.missing == ("rdseed", "adx", "3dnowprefetch")
+    assert result.missing == ("adx", "3dnowprefetch")
     haswell = cpu.read_host(HASWELL)
-    no_adx = dataclasses.replace(haswell, flags=haswell.flags + ("rdseed", "3dnowprefetch"))
+    no_adx = dataclasses.replace(haswell, flags=haswell.flags + ("3dnowprefetch",))
     single = cpu.can_run("broadwell", "gcc", no_adx)
     assert single.missing == ("adx",)
     assert single.reason == "-march=broadwell needs adx (this CPU lacks it)"
@@ -340,3 +344,97 @@ def test_describe_core2_levels():
     assert summary["march_native"] == {}
     assert summary["levels"][1] == {"level": "x86-64-v2", "runnable": False,
                                     "missing": ["popcnt", "sse4_1", "sse4_2"]}
+
+
+# --- recorded hosts and the probe -----------------------------------------------------------
+
+def _live_flags() -> set[str]:
+    return set(cpu.read_host(Path("/proc/cpuinfo").read_text()).flags)
+
+
+def _recorded_copy(tmp_path, monkeypatch, name: str, without: str) -> Path:
+    """A recorded host whose kernel also hides `without`, read through $FLAGSWEEP_HOST."""
+    folder = tmp_path / name
+    shutil.copytree(HOSTS / name, folder)
+    info = folder / "cpuinfo.txt"
+    info.write_text(re.sub(rf" {without}(?= |$)", "", info.read_text(), flags=re.MULTILINE))
+    monkeypatch.setenv("FLAGSWEEP_HOST", str(folder))
+    assert without not in cpu.read_host().flags
+    return folder
+
+
+def test_a_recorded_host_answers_as_that_host(recorded_host):
+    """cpuinfo, -march=native's value and its feature macros come from the recording: gcc asked
+    about the options the recorded driver expanded native to defines that host's macros."""
+    _need("gcc")
+    assert cpu.read_host() == cpu.read_host((recorded_host / "cpuinfo.txt").read_text())
+    listing = (recorded_host / "gcc-march-native-help-target.txt").read_text()
+    assert cpu.march_native("gcc") == re.search(r"-march=\s+(\S+)\n", listing).group(1)
+    recorded_macros = {line.split()[1] for line in
+                       (recorded_host / "gcc-march-native-macros.txt").read_text().splitlines()
+                       if line.endswith(" 1") and line.split()[1] in cpu.MACRO_FLAGS}
+    native = cpu.isa_macros_for("gcc", ("-march=native",))
+    assert {m for m in native if m in cpu.MACRO_FLAGS} == recorded_macros
+    assert cpu.can_run_flags(("-O2", "-march=native"), "gcc").ok
+
+
+def test_a_recorded_host_folder_that_is_not_one_is_a_clear_error(tmp_path, monkeypatch):
+    (tmp_path / "cpuinfo.txt").write_text("processor : 0\n")
+    monkeypatch.setenv("FLAGSWEEP_HOST", str(tmp_path))
+    with pytest.raises(ConfigError) as e:
+        cpu.read_host()
+    assert str(e.value) == (
+        f"FLAGSWEEP_HOST={tmp_path}: expected a recorded host folder with cpuinfo.txt, "
+        "gcc-march-native-help-target.txt, gcc-march-native-driver.txt, "
+        "gcc-march-native-macros.txt, clang-march-native-macros.txt; missing "
+        "gcc-march-native-help-target.txt, gcc-march-native-driver.txt, "
+        "gcc-march-native-macros.txt, clang-march-native-macros.txt")
+
+
+@pytest.mark.parametrize("compiler", ["gcc", "clang"])
+def test_random_number_features_the_kernel_hides_do_not_block_native(compiler, tmp_path,
+                                                                     monkeypatch):
+    """Zen 5's kernel hides rdseed while CPUID has it; rdrand hidden too changes nothing:
+    compilers emit RDRAND/RDSEED only for intrinsics."""
+    _need(compiler)
+    _recorded_copy(tmp_path, monkeypatch, "amd-zen5-vm-rdseed-hidden", "rdrand")
+    result = cpu.can_run_flags(("-O3", "-march=native"), compiler)
+    assert result.ok and result.missing == ()
+    assert result.reason == ("-march=native also enables rdrand, rdseed, which this CPU lacks; "
+                             "compilers emit those only for explicit intrinsics")
+
+
+def test_the_probe_runs_what_this_cpu_has_and_dies_of_sigill_otherwise():
+    """Live: the probe needs this CPU. It answers by running code built with the options."""
+    _need("gcc")
+    if "avx512f" in _live_flags():
+        pytest.skip("needs a live CPU without AVX-512 (to see SIGILL)")
+    assert native.probe_runs("gcc", ("-march=x86-64",)) is True
+    assert native.probe_runs("gcc", ("-march=x86-64-v4",)) is False
+    assert native.probe_runs("gcc", ("-mno-such-option",)) is None
+
+
+def test_a_feature_in_doubt_is_kept_when_the_probe_runs(tmp_path, monkeypatch):
+    """avx2 missing from cpuinfo while gcc's native enables it is a doubt (the compiler does emit
+    AVX2): without a probe it is missing; the real probe, run on this CPU, settles it."""
+    _need("gcc")
+    _recorded_copy(tmp_path, monkeypatch, "amd-epyc-v3-dev", "avx2")
+    assert cpu.can_run_flags(("-march=native",), "gcc").missing == ("avx2",)
+    needed = set(cpu._needed_flags(cpu.isa_macros_for("gcc", ("-march=native",))))
+    if not needed - cpu.INTRINSIC_ONLY <= _live_flags():
+        pytest.skip("needs a live CPU with the recorded Zen 3's features")
+    result = cpu.can_run_flags(("-march=native",), "gcc", probe=native.probe_runs)
+    assert result.ok and result.reason.endswith(
+        "cpuinfo does not list avx2, but a probe built with -march=native ran here")
+    assert "-mavx2" in cpu.target_options("gcc", ("-march=native",))   # the recorded CPU's
+
+
+def test_a_feature_in_doubt_is_missing_when_the_probe_dies_of_sigill(tmp_path, monkeypatch):
+    _need("gcc")
+    if "avx512f" in _live_flags():
+        pytest.skip("needs a live CPU without AVX-512 (the probe must die of SIGILL)")
+    _recorded_copy(tmp_path, monkeypatch, "amd-zen5-vm-rdseed-hidden", "avx512f")
+    result = cpu.can_run_flags(("-march=native",), "gcc", probe=native.probe_runs)
+    assert not result.ok and result.missing == ("avx512f",)
+    assert result.reason == ("-march=native needs avx512f (this CPU lacks it: a probe built with "
+                             "these flags died of SIGILL)")

@@ -12,6 +12,7 @@ from flagsweep.errors import ConfigError
 from flagsweep.host import cpu
 from flagsweep.spec import matrix, recipe
 from flagsweep.spec.matrix import variant_id
+from tests.conftest import HOSTS
 
 SAFE_ID = re.compile(r"[A-Za-z0-9._+-]+")
 
@@ -26,20 +27,11 @@ def _ids(m: matrix.Matrix) -> list[str]:
     return [v.id for v in m.variants]
 
 
-HASWELL_CPUINFO = """\
-processor	: 0
-vendor_id	: GenuineIntel
-model name	: Intel(R) Core(TM) i7-4770 CPU @ 3.40GHz
-flags		: fpu vme de pse tsc msr pae mce cx8 apic sep mtrr pge mca cmov pat pse36 clflush mmx fxsr sse sse2 ss ht syscall nx pdpe1gb rdtscp lm constant_tsc rep_good nopl xtopology nonstop_tsc cpuid pni pclmulqdq ssse3 fma cx16 pcid sse4_1 sse4_2 x2apic movbe popcnt aes xsave avx f16c rdrand lahf_lm abm fsgsbase bmi1 avx2 smep bmi2 erms invpcid xsaveopt
-"""
-
-
 @pytest.fixture
 def v4_unrunnable(monkeypatch):
-    """Pretend to be a Haswell (AVX2, no AVX-512): the real check then rejects x86-64-v4."""
-    haswell = cpu.read_host(HASWELL_CPUINFO)
-    monkeypatch.setattr(cpu, "read_host", lambda cpuinfo=None: haswell)
-    return haswell
+    """Run on the recorded Zen 3 host (AVX2, no AVX-512): the real check then rejects x86-64-v4."""
+    monkeypatch.setenv("FLAGSWEEP_HOST", str(HOSTS / "amd-epyc-v3-dev"))
+    return cpu.read_host()
 
 
 # --- variant ids -------------------------------------------------------------------------------
@@ -366,28 +358,57 @@ def test_march_recipe_with_v4_unrunnable(v4_unrunnable):
     assert m.baseline.id == "gcc-O2-march-x86-64"
 
 
-def test_march_recipe_on_this_machine():
-    """With the real cpu.can_run: the levels this CPU has (per the psABI table) are kept."""
-    if shutil.which("gcc") is None:
-        pytest.skip("needs gcc")
+def test_march_recipe_on_a_recorded_host(recorded_host):
+    """With the real cpu.can_run_flags: the levels the host has (per the psABI table) are kept,
+    the others skipped with the flags they need, and -march=native always kept."""
+    _need("gcc")
     host = cpu.read_host()
-    if "x86-64-v3" not in host.isa_levels:
-        pytest.skip(f"this CPU is not x86-64-v3 ({host.isa_levels})")
     m = matrix.expand(recipe.load("march"))
     kept = [v.factors["march"] for v in m.variants]
-    skipped = [s.variant.factors["march"] for s in m.skipped]
+    skipped = {s.variant.factors["march"]: s.reason for s in m.skipped}
     assert kept[0] == "x86-64" and m.baseline.factors["march"] == "x86-64"
-    assert {"x86-64", "x86-64-v2", "x86-64-v3", "native"} <= set(kept)
-    assert sorted(kept + skipped) == sorted(["x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4",
-                                             "native"])
-    if "x86-64-v4" in host.isa_levels:
-        assert "x86-64-v4" in kept and skipped == []
-    else:
-        assert skipped == ["x86-64-v4"]
-        assert m.skipped[0].reason.startswith("-march=x86-64-v4 needs ")
+    assert sorted(kept + list(skipped)) == sorted(["x86-64", "x86-64-v2", "x86-64-v3",
+                                                   "x86-64-v4", "native"])
+    assert set(kept) == {*host.isa_levels, "native"}
+    for level, reason in skipped.items():
+        assert reason.startswith(f"-march={level} needs ") and reason.endswith("lacks them)")
 
 
-def test_flags_a_compiler_refuses_or_ignores_are_skipped_with_its_words():
+def test_the_zen5_host_that_hides_rdseed_keeps_every_native_variant(monkeypatch):
+    """The kernel hides rdseed, gcc's -march=native enables -mrdseed (CPUID has it): compilers
+    emit RDSEED only for intrinsics, so the march and seed-2003 recipes keep -march=native."""
+    _need("gcc")
+    zen5 = HOSTS / "amd-zen5-vm-rdseed-hidden"
+    monkeypatch.setenv("FLAGSWEEP_HOST", str(zen5))
+    assert "rdseed" not in cpu.read_host().flags
+    assert "-mrdseed" in (zen5 / "gcc-march-native-driver.txt").read_text()
+    march = matrix.expand(recipe.load("march"))
+    assert march.skipped == [] and "native" in [v.factors["march"] for v in march.variants]
+    seed = matrix.expand(recipe.load("seed-2003"))
+    every = matrix.expand(recipe.load("seed-2003"), filter_cpu=False)
+    assert seed.skipped == [] and _ids(seed) == _ids(every)
+    natives = [v.id for v in seed.variants if "-march=native" in v.flags]
+    assert len(natives) == 4 and "gcc-O3-march-native" in natives
+
+
+def test_a_v1_only_host_drops_the_later_levels_and_keeps_native(monkeypatch):
+    _need("gcc")
+    monkeypatch.setenv("FLAGSWEEP_HOST", str(HOSTS / "x86-64-v1-vm"))
+    m = matrix.expand(recipe.load("march"))
+    assert [v.factors["march"] for v in m.variants] == ["x86-64", "native"]
+    assert [s.variant.factors["march"] for s in m.skipped] == ["x86-64-v2", "x86-64-v3",
+                                                               "x86-64-v4"]
+    assert m.skipped[0].reason == ("-march=x86-64-v2 needs cx16, lahf_lm, popcnt, pni, ssse3, "
+                                   "sse4_1, sse4_2 (this CPU lacks them)")
+    # -march=native -mavx2 asks for more than this host's native: skipped, with what it lacks.
+    seed = {s.variant.id: s.reason for s in matrix.expand(recipe.load("seed-2003")).skipped}
+    native_avx2 = [r for i, r in seed.items() if "march-native" in i]
+    assert native_avx2 and all("avx2" in r and "fma" in r for r in native_avx2)
+
+
+def test_flags_a_compiler_refuses_or_ignores_are_skipped_with_its_words(recorded_host):
+    _need("gcc")
+    _need("clang")
     m = matrix.expand(recipe.load("seed-2003"), compilers=["gcc", "clang"])
     skipped = {s.variant.id: s.reason for s in m.skipped}
     x87 = "clang-O3-march-native-fomit-frame-pointer-funroll-loops-mfpmath-387"
@@ -398,6 +419,11 @@ def test_flags_a_compiler_refuses_or_ignores_are_skipped_with_its_words():
     screen = matrix.expand(recipe.load("screen-f"), compilers=["clang"])
     assert any("is not supported" in s.reason or "unknown argument" in s.reason
                for s in screen.skipped)
+
+
+def _need(compiler: str) -> None:
+    if shutil.which(compiler) is None:
+        pytest.skip(f"needs {compiler}")
 
 
 def test_preparing_a_sweep_says_each_skipped_variant_and_why(tmp_path, v4_unrunnable):

@@ -57,13 +57,16 @@ def _origin(entry) -> str:
 def cpus_cmd(as_json: bool, compilers: tuple[str, ...]) -> None:
     """This CPU: model, ISA features, -march=native, and the x86-64 levels it can run."""
     from flagsweep.cli import show
-    from flagsweep.host import cpu
+    from flagsweep.host import cpu, recorded
 
     info = cpu.describe(cpu.read_host(), list(compilers))
     if as_json:
         click.echo(json.dumps(info, indent=2))
         return
     t = show.table(None, "what", "value", header=False)
+    recording = recorded.active()
+    if recording is not None:   # a recording is not this CPU: say so before anything else
+        show.add(t, "recorded host", f"{recording.folder} ($FLAGSWEEP_HOST), not this machine")
     show.add(t, "cpu", f"{info['cpu_model']} ({info['vendor']}, family {info['family']}, "
                      f"model {info['model']}, microcode {info['microcode'] or '?'})")
     show.add(t, "hypervisor", "yes" if info["hypervisor"] else "no")

@@ -18,12 +18,13 @@ import functools
 import logging
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from flagsweep import process
 from flagsweep.errors import ConfigError
-from flagsweep.host import environment
+from flagsweep.host import environment, native, recorded
 
 log = logging.getLogger("flagsweep.host.cpu")
 
@@ -211,7 +212,9 @@ def read_host(cpuinfo: str | None = None) -> Host:
     are only worked out from a real x86 "flags" line (isa_levels is () elsewhere).
     """
     if cpuinfo is None:
-        cpuinfo = CPUINFO.read_text(errors="replace")
+        recording = recorded.active()
+        cpuinfo = (recording.text("cpuinfo.txt") if recording
+                   else CPUINFO.read_text(errors="replace"))
     fields = _first_processor(cpuinfo)
     flags = tuple(sorted(set((fields.get("flags") or fields.get("Features", "")).split())))
     values = {name: next((fields[k] for k in keys if k in fields), "")
@@ -260,9 +263,23 @@ def isa_levels(flags: tuple[str, ...] | frozenset[str]) -> tuple[str, ...]:
     return tuple(level for level, needed in LEVELS.items() if have.issuperset(needed))
 
 
-@functools.lru_cache(maxsize=None)
 def march_native(compiler: str = "gcc") -> str | None:
     """What -march=native resolves to for that compiler, or None (the reason is logged).
+
+    On a recorded host ($FLAGSWEEP_HOST) gcc's answer is the recorded listing; clang's driver
+    output is not recorded, so its answer there is None.
+    """
+    recording = recorded.active()
+    if recording is None:
+        return _live_march_native(compiler)
+    if _is_clang(compiler):
+        return None
+    return recorded.march_value(recording.text("gcc-march-native-help-target.txt"))
+
+
+@functools.lru_cache(maxsize=None)
+def _live_march_native(compiler: str) -> str | None:
+    """What -march=native resolves to on this machine.
 
     gcc reports it in `-Q --help=target`; clang has no such listing, but its driver passes
     the resolved CPU to cc1 as "-target-cpu", which `-###` prints without running anything.
@@ -313,9 +330,40 @@ def isa_macros(compiler: str, march: str) -> frozenset[str]:
     return isa_macros_for(compiler, (f"-march={march}",))
 
 
-@functools.lru_cache(maxsize=None)
 def isa_macros_for(compiler: str, options: tuple[str, ...]) -> frozenset[str]:
     """The ISA feature macros the compiler defines with these target options (-march, -mavx2...).
+
+    -march=native means the host's CPU: on a recorded host ($FLAGSWEEP_HOST) gcc is asked about
+    the options its driver expanded -march=native to there, and clang's recorded macros stand
+    for it (with those of the other options added).
+    """
+    recording = recorded.active()
+    if recording is None or "-march=native" not in options:
+        return _live_isa_macros(compiler, options)
+    if not _is_clang(compiler):
+        return _live_isa_macros(compiler, target_options(compiler, options))
+    others = tuple(option for option in options if option != "-march=native")
+    defined = _macros_of(recording.native_macros("clang"))
+    if others:
+        defined |= _macros_set_to_one(compiler, others)
+    return _feature_macros(compiler, defined)
+
+
+def target_options(compiler: str, options: tuple[str, ...]) -> tuple[str, ...]:
+    """The options with -march=native spelled out as the recorded host's gcc driver did
+    ($FLAGSWEEP_HOST), so the local gcc compiles for that CPU; unchanged on the live machine
+    and for clang, whose driver expansion is not recorded."""
+    recording = recorded.active()
+    if recording is None or "-march=native" not in options or _is_clang(compiler):
+        return options
+    expanded = recording.gcc_native_options()
+    return tuple(word for option in options
+                 for word in (expanded if option == "-march=native" else (option,)))
+
+
+@functools.lru_cache(maxsize=None)
+def _live_isa_macros(compiler: str, options: tuple[str, ...]) -> frozenset[str]:
+    """The ISA feature macros the local compiler defines with these target options.
 
     A macro counts when the table knows it, or when it has the feature shape, is defined to 1,
     does not describe a C type (__FLT16_HAS_DENORM__ appears once a -march enables _Float16),
@@ -324,7 +372,11 @@ def isa_macros_for(compiler: str, options: tuple[str, ...]) -> frozenset[str]:
     they describe the language or how the compiler uses SSE, and the options did not add them.
     Raises ConfigError when the compiler rejects an option or does not exist.
     """
-    defined = _macros_set_to_one(compiler, options)
+    return _feature_macros(compiler, _macros_set_to_one(compiler, options))
+
+
+def _feature_macros(compiler: str, defined: frozenset[str]) -> frozenset[str]:
+    """The ISA feature macros among `defined` (see `_live_isa_macros` for the rule)."""
     added = defined - _macros_set_to_one(compiler, ())
     feature_like = {m for m in added if _FEATURE_SHAPE.fullmatch(m) and "_HAS_" not in m}
     return frozenset({m for m in defined if m in MACRO_FLAGS} | feature_like)
@@ -341,7 +393,12 @@ def _macros_set_to_one(compiler: str, options: tuple[str, ...]) -> frozenset[str
         raise ConfigError(f"compiler {compiler!r} not found (needed to check {what})") from None
     if not result.ok:
         raise ConfigError(f"{compiler} rejects {what}: {_error_line(result)}")
-    matches = (_DEFINE.match(line) for line in result.stdout.splitlines())
+    return _macros_of(result.stdout)
+
+
+def _macros_of(listing: str) -> frozenset[str]:
+    """Names of the macros a `-dM -E` listing defines as 1."""
+    matches = (_DEFINE.match(line) for line in listing.splitlines())
     return frozenset(m.group(1) for m in matches if m and m.group(2).strip() == "1")
 
 
@@ -361,13 +418,32 @@ def unchecked_macros(compiler: str, march: str) -> tuple[str, ...]:
 
 
 # Features that compilers never use on their own: their instructions are only reachable through
-# intrinsics or inline assembly, and most need the OS or firmware to enable them (enclaves,
-# protection keys, user wait). Hypervisors often hide them (this project's own CI VM reports a
-# Rocket Lake without pku/sgx), and a strict check would then call -march=<the host's own
-# micro-architecture> unrunnable. Code built for such a -march runs as long as the program
-# itself does not call those intrinsics, so their absence is reported, not disqualifying.
-INTRINSIC_ONLY = frozenset({"sgx", "pconfig", "wbnoinvd", "enqcmd", "ospke", "pku", "waitpkg",
-                            "avx512_vp2intersect", "clzero", "mwaitx"})
+# intrinsics or inline assembly (gcc and clang have no pattern that emits them from plain C), so
+# code built with them enabled runs on a CPU without them as long as the program itself does not
+# call those intrinsics; their absence is reported, not disqualifying. Grouped by why:
+# - random numbers (RDRAND, RDSEED): a program asks for them. Kernels hide them on CPUs with
+#   broken implementations (AMD's Zen 5 RDSEED erratum) while CPUID still reports them, so
+#   gcc's -march=native enables -mrdseed there; a strict check would drop -march=native.
+# - OS or firmware state (SGX enclaves, PCONFIG, protection keys, ENQCMD, user wait, FSGSBASE,
+#   INVPCID, PTWRITE, LWP): need the OS to enable them, and hypervisors often hide them (this
+#   project's own CI VM reports a Rocket Lake without pku/sgx).
+# - cache, memory-ordering and transaction instructions (CLFLUSHOPT, CLWB, CLDEMOTE, MOVDIRI,
+#   MOVDIR64B, WBNOINVD, CLZERO, MONITORX, SERIALIZE, TSXLDTRK, RTM, HLE) and RDPID/RDPRU.
+# - XSAVEOPT/XSAVEC/XSAVES: state saving for context switches and the dynamic linker.
+# - AVX512_VP2INTERSECT: only the VP2INTERSECT intrinsics; no vectoriser pattern uses it.
+# Everything else a kernel does not list is in doubt, and `can_run_flags` answers by a probe.
+INTRINSIC_ONLY = frozenset({
+    "rdrand", "rdseed",
+    "sgx", "pconfig", "ospke", "pku", "enqcmd", "waitpkg", "fsgsbase", "invpcid", "lwp",
+    "clflushopt", "clwb", "cldemote", "movdiri", "movdir64b", "wbnoinvd", "clzero", "mwaitx",
+    "serialize", "tsxldtrk", "rtm", "hle", "rdpid", "rdpru",
+    "xsaveopt", "xsavec", "xsaves",
+    "avx512_vp2intersect",
+})
+
+# How `can_run_flags` settles a doubt: (compiler, target options) -> True when a probe built
+# with them ran here, False when it died of SIGILL, None when it could not tell.
+Probe = Callable[[str, tuple[str, ...]], "bool | None"]
 
 
 def can_run(march: str, compiler: str = "gcc", host: Host | None = None) -> Runnable:
@@ -384,29 +460,61 @@ def can_run(march: str, compiler: str = "gcc", host: Host | None = None) -> Runn
 
 
 def can_run_flags(flags: tuple[str, ...], compiler: str = "gcc",
-                  host: Host | None = None) -> Runnable:
+                  host: Host | None = None, probe: Probe | None = None) -> Runnable:
     """Whether this CPU executes code built with these flags: all their target options count.
 
     -march=native -mavx512f asks for more than the host has, and -march=x86-64-v4
     -march=x86-64 for less than its first -march says, so the compiler is asked about the whole
     set of -m options (the last -march wins, as the compiler decides) rather than one -march.
+
+    A feature the compiler may emit that cpuinfo lacks, but that the compiler's own -march=native
+    turns on (CPUID says yes, the kernel does not list it), is in doubt: `probe` builds a small
+    program with the options and runs it, and SIGILL decides. Without a probe (the default for a
+    given or recorded host: nothing can run on that CPU) the doubt counts as missing.
     """
     options = tuple(f for f in flags if f.startswith("-m"))
     if not options:
         return Runnable(ok=True, missing=(), reason="")
-    host = host if host is not None else read_host()
+    if host is None:
+        host = read_host()
+        probe = probe if probe is not None or recorded.active() else native.probe_runs
     have = set(host.flags)
     lacking = [flag for flag in _needed_flags(isa_macros_for(compiler, options)) if flag not in have]
     missing = tuple(flag for flag in lacking if flag not in INTRINSIC_ONLY)
     what = " ".join(options)
+    notes = []
+    unused = [flag for flag in lacking if flag in INTRINSIC_ONLY]
+    if unused:
+        notes.append(f"{what} also enables {', '.join(unused)}, which this CPU lacks; "
+                     "compilers emit those only for explicit intrinsics")
+    doubted = _doubted(missing, compiler)
+    if doubted and probe is not None:
+        ran = probe(compiler, target_options(compiler, options))
+        if ran:
+            missing = tuple(flag for flag in missing if flag not in doubted)
+            notes.append(f"cpuinfo does not list {', '.join(doubted)}, but a probe built with "
+                         f"{what} ran here")
+        elif ran is False:
+            them = "it" if len(missing) == 1 else "them"
+            return Runnable(ok=False, missing=missing,
+                            reason=f"{what} needs {', '.join(missing)} (this CPU lacks {them}: "
+                                   "a probe built with these flags died of SIGILL)")
     if not missing:
-        unused = [flag for flag in lacking if flag in INTRINSIC_ONLY]
-        note = (f"{what} also enables {', '.join(unused)}, which this CPU lacks; "
-                "compilers emit those only for explicit intrinsics") if unused else ""
-        return Runnable(ok=True, missing=(), reason=note)
+        return Runnable(ok=True, missing=(), reason="; ".join(notes))
     them = "it" if len(missing) == 1 else "them"
     return Runnable(ok=False, missing=missing,
                     reason=f"{what} needs {', '.join(missing)} (this CPU lacks {them})")
+
+
+def _doubted(missing: tuple[str, ...], compiler: str) -> tuple[str, ...]:
+    """The missing flags the compiler's -march=native turns on: CPUID reports them there."""
+    if not missing:
+        return ()
+    try:
+        claimed = set(_needed_flags(isa_macros_for(compiler, ("-march=native",))))
+    except ConfigError:
+        return ()
+    return tuple(flag for flag in missing if flag in claimed)
 
 
 def _needed_flags(macros: frozenset[str]) -> tuple[str, ...]:

@@ -9,6 +9,9 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import signal
+import subprocess
+import tempfile
 from pathlib import Path
 
 from flagsweep import files, process
@@ -48,3 +51,27 @@ def launcher() -> Path:
     if cc is None:
         raise BuildError("no C compiler on PATH to build flagsweep's launcher (apt-get install gcc)")
     return build_tool(HERE / "launch.c", files.cache_dir() / "tools" / "launch", cc, {}, static=True)
+
+
+@functools.lru_cache(maxsize=None)
+def probe_runs(compiler: str, options: tuple[str, ...]) -> bool | None:
+    """Whether a small program built with these target options runs on this CPU: True when it
+    ran, False when it died of SIGILL, None when it could not be built or failed otherwise.
+
+    probe.c has loops gcc and clang vectorise at -O3 with the widest vectors the options allow,
+    plus bit counting and byte swapping, so the instructions the options let the compiler emit
+    for ordinary code are executed, not only assembled.
+    """
+    with tempfile.TemporaryDirectory(prefix="flagsweep-probe-") as folder:
+        binary = Path(folder) / "probe"
+        built = process.run([compiler, "-O3", *options, "-o", str(binary), str(HERE / "probe.c")],
+                            env=environment.build({}))
+        if not built.ok:
+            return None
+        try:
+            result = subprocess.run([str(binary)], capture_output=True, timeout=60, check=False)
+        except subprocess.TimeoutExpired:
+            return None
+    if result.returncode == -signal.SIGILL:
+        return False
+    return True if result.returncode == 0 else None

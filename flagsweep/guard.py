@@ -29,6 +29,7 @@ PR_SET_CHILD_SUBREAPER = 36
 PARENT_GONE = signal.SIGUSR1    # not SIGTERM: that one asks for the graceful end, passed on
 DYING_S = 120                   # how long killed processes may take to exit before the guard stops waiting
 child = 0
+ending = False
 
 
 def main(argv: list[str]) -> int:
@@ -56,15 +57,30 @@ def main(argv: list[str]) -> int:
 
 
 def _pass_on(signum, frame) -> None:
-    if child:
-        os.kill(child, signum)
+    _signal(child, signum)
 
 
 def _parent_gone(signum, frame) -> None:
-    if child:
-        os.kill(child, signal.SIGKILL)
+    """Runs once: the signal comes again for every thread of flagsweep that ends after the one
+    that started the guard (the kernel hands the guard to the next live thread and signals it
+    when that one ends too), and a second run inside the first found the command already reaped
+    and died of it, leaving the rest of the build to PID 1."""
+    global ending
+    if ending:
+        return
+    ending = True
+    signal.signal(PARENT_GONE, signal.SIG_IGN)
+    _signal(child, signal.SIGKILL)
     _end_orphans()
     os._exit(1)
+
+
+def _signal(pid: int, signum: int) -> None:
+    if pid:
+        try:
+            os.kill(pid, signum)
+        except ProcessLookupError:      # reaped already: nothing left of it to signal
+            pass
 
 
 def _end_orphans() -> None:

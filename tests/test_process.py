@@ -78,6 +78,26 @@ def test_a_guarded_command_leaves_nothing_running_after_it_exits(mark):
     assert running(mark) == []
 
 
+def test_the_guard_told_again_after_it_reaped_the_command_still_ends_quietly():
+    """flagsweep's threads die one by one under SIGKILL and the kernel signals the guard once per
+    thread. A signal that came after the guard had reaped the command killed the guard itself (no
+    such process to kill), and the rest of the build ran on under PID 1."""
+    script = textwrap.dedent(f"""
+        import importlib.util, os, signal
+        spec = importlib.util.spec_from_file_location("guard", {str(process.GUARD)!r})
+        guard = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(guard)
+        command = os.fork()
+        if command == 0:
+            os._exit(0)
+        os.waitpid(command, 0)              # ended and reaped by the first signal's work
+        guard.child = command
+        guard._parent_gone(signal.SIGUSR1, None)
+    """)
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert (r.returncode, r.stderr) == (1, "")
+
+
 def _mentioning(text: str) -> list[int]:
     """Pids of live processes with `text` in their command line."""
     found = []

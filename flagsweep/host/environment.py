@@ -20,18 +20,28 @@ import os
 from pathlib import Path
 from typing import Mapping
 
+# Variables that are compiler options by another name: with them gcc or clang runs programs
+# from another folder (GCC_EXEC_PREFIX and COMPILER_PATH are -B; clang adds any option
+# CCC_OVERRIDE_OPTIONS names, -fplugin= included), writes files (-MF, clang's logs) or compiles
+# twice with other options. Flags are code-generation options only (spec/flags.py), so a shell
+# that sets one is refused (toolchain.check_environment), not ignored: a build without them
+# would differ without saying why. The search paths (CPATH, LIBRARY_PATH, ...) only read, are
+# often a machine's own set-up (environment modules), and are part of the build cache's key.
+DRIVER_ENV = ("GCC_EXEC_PREFIX", "COMPILER_PATH", "CCC_OVERRIDE_OPTIONS", "DEPENDENCIES_OUTPUT",
+              "SUNPRO_DEPENDENCIES", "GCC_COMPARE_DEBUG", "CC_PRINT_OPTIONS_FILE",
+              "CC_PRINT_HEADERS_FILE", "CC_LOG_DIAGNOSTICS_FILE", "CC_PRINT_PROC_STAT_FILE")
 # Variables no build command sees, by name ...
 DROPPED = frozenset((
     # the build's tools and flags, which the recipe and the target file give
     "CC", "CXX", "CPP", "CXXCPP", "AS", "LD", "AR", "RANLIB", "NM", "STRIP", "OBJCOPY",
     "OBJDUMP", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "LIBS", "LDLIBS", "ASFLAGS",
     "CCASFLAGS", "TARGET_ARCH",
-    # what gcc and clang read: other compiler programs, search paths, extra outputs, options
-    "GCC_EXEC_PREFIX", "COMPILER_PATH", "LIBRARY_PATH", "CPATH", "C_INCLUDE_PATH",
-    "CPLUS_INCLUDE_PATH", "OBJC_INCLUDE_PATH", "DEPENDENCIES_OUTPUT", "SUNPRO_DEPENDENCIES",
-    "GCC_COMPARE_DEBUG", "CCC_OVERRIDE_OPTIONS", "LD_RUN_PATH",
+    # the compilers' search paths
+    "LIBRARY_PATH", "CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "OBJC_INCLUDE_PATH",
+    "LD_RUN_PATH",
     # make's variables and makefiles from outside
     "MAKEFLAGS", "MFLAGS", "GNUMAKEFLAGS", "MAKEFILES",
+    *DRIVER_ENV,
 ))
 # ... and by prefix: ccache's settings are flagsweep's own (`ccache`), CMake's are the step
 # driver's (a CMAKE_TOOLCHAIN_FILE or CMAKE_C_COMPILER_LAUNCHER from the shell runs code of its

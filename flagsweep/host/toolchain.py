@@ -38,18 +38,6 @@ class Compiler:
     version: str
 
 
-# Environment variables that are compiler options by another name: with them gcc or clang runs
-# programs from another folder (GCC_EXEC_PREFIX and COMPILER_PATH are -B; clang adds any
-# option CCC_OVERRIDE_OPTIONS names, -fplugin= included), writes files (-MF, clang's logs) or
-# compiles twice with other options. Flags are code-generation options only (spec/flags.py),
-# so these are refused by name, not ignored: a build without them would differ without saying
-# why. The search paths (CPATH, LIBRARY_PATH, ...) only read, are often a machine's own set-up
-# (environment modules), and are part of the build cache's key (build.cache.ENV_READ).
-DRIVER_ENV = ("GCC_EXEC_PREFIX", "COMPILER_PATH", "CCC_OVERRIDE_OPTIONS", "DEPENDENCIES_OUTPUT",
-              "SUNPRO_DEPENDENCIES", "GCC_COMPARE_DEBUG", "CC_PRINT_OPTIONS_FILE",
-              "CC_PRINT_HEADERS_FILE", "CC_LOG_DIAGNOSTICS_FILE", "CC_PRINT_PROC_STAT_FILE")
-
-
 def resolve(name: str) -> Compiler:
     """The compiler a recipe or --compiler names, once it has shown it is one, in an
     environment that adds no option to it."""
@@ -58,8 +46,8 @@ def resolve(name: str) -> Compiler:
 
 
 def check_environment() -> None:
-    """ConfigError naming the first variable of DRIVER_ENV the environment sets."""
-    for var in DRIVER_ENV:
+    """ConfigError naming the first variable of environment.DRIVER_ENV the environment sets."""
+    for var in environment.DRIVER_ENV:
         if os.environ.get(var):
             value = os.environ[var]
             shown = value if len(value) <= 80 else f"{value[:80]}... ({len(value)} characters)"

@@ -412,18 +412,25 @@ def test_a_binary_replaced_during_the_rounds_gets_no_verdict(tmp_path, isolated_
     assert v["-O2 aa"]["vs_baseline"]["verdict"] != "not-measured"
 
 
-def test_explain_refuses_a_variant_whose_binary_was_swapped(tiny, tmp_path, isolated_cache,
-                                                            main):
-    """`explain` profiled whatever stood at a variant's path: a -57.5% variant whose binary
-    had been swapped was explained as "no function changed"."""
+def _explainable(tiny, tmp_path, main) -> tuple[Path, dict, dict]:
+    """A finished -O2/-O1 sweep's results.json, its document and its -O1 entry, given a
+    verdict to explain whatever the timing said."""
     out = tmp_path / "run"
     assert main("run", str(tiny), *_flags("-O2", "-O1"), "--runs", "2", "--warmup", "0",
                 "--quick", "--out", str(out))[0] == 0
     path = out / "results.json"
     doc = json.loads(path.read_text())
     o1 = next(v for v in doc["variants"] if v["flags"] == ["-O1"])
+    o1["vs_baseline"]["verdict"] = "faster"
+    return path, doc, o1
+
+
+def test_explain_refuses_a_variant_whose_binary_was_swapped(tiny, tmp_path, isolated_cache,
+                                                            main):
+    """`explain` profiled whatever stood at a variant's path: a -57.5% variant whose binary
+    had been swapped was explained as "no function changed"."""
+    path, doc, o1 = _explainable(tiny, tmp_path, main)
     base = next(v for v in doc["variants"] if v["id"] == doc["baseline"])
-    o1["vs_baseline"]["verdict"] = "faster"          # a verdict to explain, whatever the timing
     path.write_text(json.dumps(doc))
     shutil.copy2(base["build"]["binary"], o1["build"]["binary"])   # another program in its place
     code, err = main("explain", str(path), "--with", "cachegrind", "--no-remarks")
@@ -508,13 +515,8 @@ def test_explain_of_a_hostile_results_folder_runs_nothing_it_names(tiny, tmp_pat
     """A results folder can come from anyone: explain ran the binary its results.json named
     (an absolute path anywhere), the run command of any target file it named, and wrote its
     profiles through an `explain` link planted in the folder."""
-    out = tmp_path / "run"
-    assert main("run", str(tiny), *_flags("-O2", "-O1"), "--runs", "2", "--warmup", "0",
-                "--quick", "--out", str(out))[0] == 0
-    path = out / "results.json"
-    clean = json.loads(path.read_text())
-    o1 = next(v for v in clean["variants"] if v["flags"] == ["-O1"])
-    o1["vs_baseline"]["verdict"] = "faster"
+    path, clean, o1 = _explainable(tiny, tmp_path, main)
+    out = path.parent
 
     elsewhere = tmp_path / "elsewhere"          # the same program, outside the folder
     elsewhere.mkdir()

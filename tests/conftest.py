@@ -20,10 +20,13 @@ def session_cache(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(autouse=True)
-def isolated_cache(session_cache: Path, monkeypatch) -> Path:
-    """One cache for the whole session (so ccache hits across tests are possible), never the user's."""
+def isolated_cache(session_cache: Path, tmp_path_factory, monkeypatch) -> Path:
+    """One cache for the whole session (so ccache hits across tests are possible), never the
+    user's; a store of each test's own: what one test's sweeps leave there (a kept reference
+    arm, a history) must not change what another measures."""
     monkeypatch.setenv("FLAGSWEEP_CACHE", str(session_cache))
-    monkeypatch.setenv("FLAGSWEEP_DB", f"sqlite:///{session_cache / 'store.sqlite'}")
+    store = tmp_path_factory.mktemp("store") / "store.sqlite"
+    monkeypatch.setenv("FLAGSWEEP_DB", f"sqlite:///{store}")
     monkeypatch.setenv("FLAGSWEEP_LOCK_DIR", str(session_cache))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(session_cache / "config"))   # no user targets
     monkeypatch.delenv("CCACHE_DIR", raising=False)

@@ -45,7 +45,7 @@ _spec = importlib.util.spec_from_file_location("bench_statistics",
                                                Path(__file__).with_name("statistics.py"))
 _stats = sys.modules["bench_statistics"] = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_stats)            # its rate and table: one format for every table
-rate, table = _stats.rate, _stats.table
+rate = _stats.rate
 
 SEED = 20261126
 NIGHTS = 20
@@ -54,6 +54,12 @@ CV = 0.01
 KEPT = "kept-sha"
 FIRST = [{"id": "v"}, {"id": "v.aa", "aa_of": "v", "build": {}}]
 LATER = [{"id": "v"}, {"id": "v.ref", "reference_of": "v", "build": {"reference_sha256": KEPT}}]
+
+
+def header(cols: list[str]) -> None:
+    """A table's head; its rows are printed as their cells are done."""
+    print("| " + " | ".join(cols) + " |")
+    print("|" + "---|" * len(cols), flush=True)
 
 
 def levels(rng: np.random.Generator, drift: str, day: float) -> np.ndarray:
@@ -116,12 +122,14 @@ def null(scale: float, jobs: int) -> None:
     cells += [("independent", day, 1.0, setup, part) for day in (0.02, 0.03)
               for setup in ("before", "after, default")]
     cells += [("walk", 0.03, 3.0, "after, no reference", max(20, int(100 * scale)))]
-    with multiprocessing.Pool(jobs) as pool:
-        rows = pool.map(false_alarms, [(k, *c) for k, c in enumerate(cells)])
-    table(["drift", "D a night", "--threshold", "code", "reference arm", "series",
+    header(["drift", "D a night", "--threshold", "code", "reference arm", "series",
            ">= 1 false alarm (exit 1) in 20 nights",
            f"... on nights {history.MIN_SPREAD_RUNS + 1}-{NIGHTS}",
-           "says it cannot tell (exit 3)"], rows)
+           "says it cannot tell (exit 3)"])
+    with multiprocessing.Pool(jobs) as pool:       # each row as it is done, in order
+        for row in pool.imap(false_alarms, [(k, *c) for k, c in enumerate(cells)]):
+            print("| " + " | ".join(row) + " |", flush=True)
+    print()
 
 
 def found(cell: tuple) -> list[str]:
@@ -143,10 +151,12 @@ def step(scale: float, jobs: int) -> None:
     n = max(20, int(250 * scale))
     cells = [(k, day, thr, n) for k, (day, thr) in
              enumerate([(0.02, 1.0), (0.02, 3.0), (0.03, 1.0), (0.03, 3.0)])]
+    header(["D a night", "--threshold", "series", "fails on night 15",
+            "found by night 20, placed on night 15", ">= 1 false alarm on nights 2-14"])
     with multiprocessing.Pool(jobs) as pool:
-        rows = pool.map(found, cells)
-    table(["D a night", "--threshold", "series", "fails on night 15",
-           "found by night 20, placed on night 15", ">= 1 false alarm on nights 2-14"], rows)
+        for row in pool.imap(found, cells):
+            print("| " + " | ".join(row) + " |", flush=True)
+    print()
 
 
 TABLES = {"null": null, "step": step}

@@ -45,7 +45,8 @@ runs = sa.Table(
     sa.Column("out_dir", sa.Text, nullable=False),
     sa.Column("started", sa.Float, nullable=False),
     sa.Column("finished", sa.Float),
-    sa.Column("status", sa.String(20), nullable=False),      # running | complete | busy | interrupted | failed
+    # running | complete | busy (stopped early, the machine busy) | interrupted | failed
+    sa.Column("status", sa.String(20), nullable=False),
     sa.Column("stop_reason", sa.Text),
     sa.Column("options", sa.JSON, nullable=False),           # everything needed to resume
     sa.Column("machine", sa.JSON),

@@ -114,7 +114,9 @@ class SmallFs:
 
     def fill(self) -> None:
         """Write until the file system refuses: ENOSPC for whatever comes next."""
-        with open(self.path / "filler", "wb") as f:
+        # Unbuffered: a buffered file would hold the part of its last write the disk refused and
+        # raise ENOSPC again when closed, depending on how much room happened to be left.
+        with open(self.path / "filler", "wb", buffering=0) as f:
             try:
                 while True:
                     f.write(b"\0" * 65536)

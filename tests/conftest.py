@@ -20,12 +20,14 @@ def session_cache(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(autouse=True)
-def isolated_cache(session_cache: Path, tmp_path_factory, monkeypatch) -> Path:
+def isolated_cache(session_cache: Path, monkeypatch) -> Path:
     """One cache for the whole session (so ccache hits across tests are possible), never the
-    user's; a store of each test's own: what one test's sweeps leave there (a kept reference
-    arm, a history) must not change what another measures."""
+    user's; an empty store for each test, in the cache: what one test's sweeps leave there (a
+    kept reference arm, a history) must not change what another measures."""
     monkeypatch.setenv("FLAGSWEEP_CACHE", str(session_cache))
-    store = tmp_path_factory.mktemp("store") / "store.sqlite"
+    store = session_cache / "store.sqlite"
+    for leftover in (store, store.with_name("store.sqlite-wal"), store.with_name("store.sqlite-shm")):
+        leftover.unlink(missing_ok=True)
     monkeypatch.setenv("FLAGSWEEP_DB", f"sqlite:///{store}")
     monkeypatch.setenv("FLAGSWEEP_LOCK_DIR", str(session_cache))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(session_cache / "config"))   # no user targets

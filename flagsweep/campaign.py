@@ -58,7 +58,11 @@ def run(names: list[str], sel: selection.Selection, opts: sweep.MeasureOptions, 
 def write(paths: list[Path], failed: list[dict], out: Path) -> Path:
     """The suite of these sweeps (and the targets that failed): its page, and its table on
     stderr."""
-    s = suite.build(suite.load_all(paths), failed=failed)
+    paths, busy = suite.left_out(paths)
+    if not paths:
+        raise FlagsweepError("no target of the suite has complete results: "
+                             + "; ".join(f"{f['target']}: {f['error']}" for f in failed + busy))
+    s = suite.build(suite.load_all(paths), failed=failed + busy)
     page = report.write_suite(s, out)
     terminal.show_suite(s)
     return page

@@ -57,6 +57,7 @@ class MeasureOptions:
     counters: str = "auto"          # auto | hardware | software | none
     threshold_pct: float = 1.0      # the practical threshold: smaller effects do not matter
     reference: str | None = None    # a binary, or an earlier run's folder: its baseline's binary
+    no_reference: bool = False      # no kept reference arm (else the store's, once it has one)
     keep_scratch: bool = False      # keep the check and timing outputs of a complete run
     layouts: int = 0                # K >= 2: every variant built K times in seeded layouts
     explain: bool = False           # profile the baseline and each faster/slower variant
@@ -115,6 +116,8 @@ def start(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: vari
         docs = [b.doc(out) for b in builds]
         if not opts.layouts:         # with layouts the twin is built: other layouts, same code
             docs += aa_twin(docs, m.baseline.id, out)
+        if reference is None and kept_reference_applies(opts):
+            reference = kept_reference(store, t.name, machine, m.baseline.id, out, say)
         docs += reference_arm(docs, m.baseline.id, out, reference)
         run_id = store.create_unique_run(base, t.name, r.name, out, run_options(t, r, m, opts),
                                          machine)
@@ -241,7 +244,7 @@ def _measure(sweep: Sweep, store: Store, say: Callable[[str], None]) -> Path:
         measured = checked(sweep, workload, store, say)
         pre = counters_setup(sweep.opts.counters, say)
         store.set_option(sweep.run_id, "counters", pre.to_json() if pre else None)
-        outcome = _rounds(sweep, workload, measured, pre, store, say)
+        outcome, status = _rounds(sweep, workload, measured, pre, store, say)
         _replaced(sweep, store, say)
     except KeyboardInterrupt:
         store.finish_run(sweep.run_id, "interrupted", "interrupted")
@@ -254,12 +257,14 @@ def _measure(sweep: Sweep, store: Store, say: Callable[[str], None]) -> Path:
         store.finish_run(sweep.run_id, "failed", _reason(e))
         _outputs_so_far(sweep, store, say)
         raise
-    ending = {"status": "complete", "stop_reason": outcome.stop_reason, "finished": time.time()}
+    ending = {"status": status, "stop_reason": outcome.stop_reason, "finished": time.time()}
     try:
         # The files first, then the status: killed in between, the run is still resumable
         # (resuming writes them); the other way round it was complete with no results.json.
         path = write_outputs(sweep, store, say, ending)
         store.finish_run(sweep.run_id, **ending)
+        if status == "complete":
+            _keep_reference(sweep, store, say)
         if sweep.opts.explain:
             path = _explained(sweep, store, path, say)
         if not sweep.opts.keep_scratch:
@@ -408,7 +413,12 @@ def _baseline_built(sweep: Sweep) -> None:
 
 
 def _rounds(sweep: Sweep, workload: check.Workload, measured: list[str],
-            pre: probes.Preflight | None, store: Store, say: Callable[[str], None]) -> rounds.Outcome:
+            pre: probes.Preflight | None, store: Store, say: Callable[[str], None]
+            ) -> tuple[rounds.Outcome, str]:
+    """The rounds' outcome and the run's status: complete, or busy when most runs stayed
+    disturbed and the sweep stopped early. A busy run is kept as what it is, a partial
+    measurement of a busy machine (resumable), not a sweep history, suite, pick or merge
+    should take as complete."""
     o = sweep.opts
     binaries = {vid: path for vid, path in runnable(sweep.builds).items() if vid in measured}
     cachegrind = o.metric == "instructions" and (pre is None or not pre.hw_counters)
@@ -438,11 +448,12 @@ def _rounds(sweep: Sweep, workload: check.Workload, measured: list[str],
 
         try:
             return rounds.rounds(plan, store.done(sweep.run_id), measure, values, tick,
-                                 lines.round_lines(), stopped)
+                                 lines.round_lines(), stopped), "complete"
         except Busy as e:
             counted = {s.round for s in store.samples(sweep.run_id) if s.round >= 0}
-            say(f"warning: {e}")
-            return rounds.Outcome(len(counted), str(e))
+            say(f"warning: {e}; the run is stored as busy, not complete (flagsweep run "
+                f"--resume {sweep.run_id} continues it)")
+            return rounds.Outcome(len(counted), str(e)), "busy"
 
 
 def plan_for(o: MeasureOptions, measured: list[str], baseline: str, once: bool = False,
@@ -538,6 +549,51 @@ def reference_arm(docs: list[dict], baseline: str, out: Path,
                  "detail": f"reference arm: {source} (sha256 {sha[:12]}), measured, not built"}
     return [{**base, "id": baseline + REF_SUFFIX, "reference_of": baseline,
              "flags": flags if flags is not None else base["flags"], "build": build_doc}]
+
+
+def kept_reference_applies(opts: MeasureOptions) -> bool:
+    """A nightly series keeps a reference arm by default: not when one is named
+    (--reference), refused (--no-reference), or with --layouts (no reference arm there)."""
+    return not (opts.reference or opts.no_reference or opts.layouts)
+
+
+def kept_reference(store: Store, target_name: str, machine: dict, baseline: str, out: Path,
+                   say: Callable[[str], None]) -> tuple[Path, list[str] | None] | None:
+    """The reference binary the store keeps for this target, machine and baseline (the first
+    complete sweep's baseline binary, see _keep_reference), written into the run's folder for
+    reference_arm; None when none is kept yet. Without it a nightly history cannot tell the
+    machine's drift from the program's (docs/history.md)."""
+    kept = store.reference(target_name, history.machine_key(machine), baseline)
+    if kept is None:
+        return None
+    folder = files.make_dir(out / "reference", "the kept reference's folder")
+    path = folder / kept["name"]
+    path.write_bytes(kept["binary"])
+    path.chmod(0o755)
+    say(f"reference arm: {baseline}'s binary kept from run {kept['run_id']} (sha256 "
+        f"{kept['sha256'][:12]}), measured beside this build (--no-reference: without it)")
+    return path, list(kept["flags"])
+
+
+def _keep_reference(sweep: Sweep, store: Store, say: Callable[[str], None]) -> None:
+    """After a complete sweep without a reference arm: keep its baseline binary in the store as
+    the reference every later sweep of this target, machine and baseline measures beside its
+    own build, unless one is kept already. The A/A twin is a copy of that binary, so this very
+    sweep is the series' first point against it (across.history)."""
+    if not kept_reference_applies(sweep.opts) or any(d["id"].endswith(REF_SUFFIX)
+                                                     for d in sweep.builds):
+        return
+    base = next(d for d in sweep.builds if d["id"] == sweep.baseline)
+    binary = Path(base["build"].get("binary") or "")
+    if base["build"]["status"] != "ok" or not binary.is_file():
+        return
+    row = store.run(sweep.run_id)
+    key = history.machine_key(row["machine"] or {})
+    if store.keep_reference(sweep.target.name, key, sweep.baseline, binary,
+                            list(base.get("flags") or []), sweep.run_id,
+                            files.sha256_file(binary)):
+        say(f"reference arm: {sweep.baseline}'s binary kept in the store; later sweeps of "
+            f"{sweep.target.name} on this machine measure it beside their own build")
 
 
 def reference_binary(where: Path) -> tuple[Path, list[str] | None]:

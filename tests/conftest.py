@@ -21,9 +21,14 @@ def session_cache(tmp_path_factory) -> Path:
 
 @pytest.fixture(autouse=True)
 def isolated_cache(session_cache: Path, monkeypatch) -> Path:
-    """One cache for the whole session (so ccache hits across tests are possible), never the user's."""
+    """One cache for the whole session (so ccache hits across tests are possible), never the
+    user's; an empty store for each test, in the cache: what one test's sweeps leave there (a
+    kept reference arm, a history) must not change what another measures."""
     monkeypatch.setenv("FLAGSWEEP_CACHE", str(session_cache))
-    monkeypatch.setenv("FLAGSWEEP_DB", f"sqlite:///{session_cache / 'store.sqlite'}")
+    store = session_cache / "store.sqlite"
+    for leftover in (store, store.with_name("store.sqlite-wal"), store.with_name("store.sqlite-shm")):
+        leftover.unlink(missing_ok=True)
+    monkeypatch.setenv("FLAGSWEEP_DB", f"sqlite:///{store}")
     monkeypatch.setenv("FLAGSWEEP_LOCK_DIR", str(session_cache))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(session_cache / "config"))   # no user targets
     monkeypatch.delenv("CCACHE_DIR", raising=False)
@@ -111,7 +116,9 @@ class SmallFs:
 
     def fill(self) -> None:
         """Write until the file system refuses: ENOSPC for whatever comes next."""
-        with open(self.path / "filler", "wb") as f:
+        # Unbuffered: a buffered file would hold the part of its last write the disk refused and
+        # raise ENOSPC again when closed, depending on how much room happened to be left.
+        with open(self.path / "filler", "wb", buffering=0) as f:
             try:
                 while True:
                     f.write(b"\0" * 65536)

@@ -213,6 +213,9 @@ def test_run_with_a_reference_measures_it_and_history_divides_by_it(tmp_path):
     assert doc["recommendation"]["variant"] != "gcc-O2.ref"
     series = json.loads(_flagsweep("history", "tiny", "--json", env=env).stdout)
     by_ref = {s["reference"]: s for s in series if s["variant"] == "gcc-O2"}
-    assert set(by_ref) == {None, ref["build"]["reference_sha256"]}
-    (point,) = by_ref[ref["build"]["reference_sha256"]]["points"]
+    # The first run's baseline is the reference (the store kept it too, by default): its A/A
+    # twin, a copy of that binary, makes the first night a point of the same series.
+    assert set(by_ref) == {ref["build"]["reference_sha256"]}
+    first_night, point = by_ref[ref["build"]["reference_sha256"]]["points"]
+    assert first_night["median"] == pytest.approx(1.0, abs=0.01)
     assert 1.15 < point["median"] < 1.45                       # the ratio to the kept binary

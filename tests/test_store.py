@@ -63,7 +63,7 @@ def _engine(url: str) -> sa.Engine:
 # ---- what every store does, on both backends -----------------------------------------------
 
 def test_fresh_store_is_at_the_current_schema(store):
-    assert store.schema_version() == SCHEMA_VERSION == 3
+    assert store.schema_version() == SCHEMA_VERSION == 4
     inspector = sa.inspect(store.engine)
     assert "worker" in {c["name"] for c in inspector.get_columns("samples")}
     assert "ix_runs_target" in {i["name"] for i in inspector.get_indexes("runs")}

@@ -157,3 +157,19 @@ def test_programs_timed_in_wall_and_cpu_time_pool_with_a_warning_and_a_count_is_
     b["metric"] = "instructions"
     with pytest.raises(FlagsweepError, match="the sweeps measured different quantities"):
         _suite(tmp_path / "count", a, b)
+
+
+def test_a_program_whose_aa_arm_failed_is_shown_but_not_pooled(tmp_path):
+    """beta's sweep was unstable (its A/A twin, the baseline's own binary, came out 20% slower):
+    its ratios measured the machine moving, so the suite pools alpha and gamma alone, and says
+    why beta is left out."""
+    beta = _program("beta", 2, scale={"gcc-O2.aa": 1.2, "gcc-O3": 1.5})
+    assert beta["aa"]["unstable"]
+    s = _suite(tmp_path, _program("alpha", 1), beta, _program("gamma", 3))
+    o3 = next(r for r in s.rows if r.id == "gcc-O3")
+    assert o3.cells["beta"] is not None                        # shown with its own verdict
+    assert o3.suite.ratio == pytest.approx(0.9, rel=0.01) and o3.suite.pooled == 2
+    assert any(w.startswith("beta: its A/A arm failed") for w in s.warnings)
+    assert "across the 2 programs" in s.recommendation
+    data = json.loads((report.write_suite(s, tmp_path / "out").parent / "suite.json").read_text())
+    assert [p["unstable"] for p in data["programs"]] == [False, True, False]

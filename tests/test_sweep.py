@@ -155,8 +155,8 @@ def test_interrupted_sweep_resumes_without_loss_or_duplicates(tiny, tmp_path, ho
     pairs = [(v, r) for v, r, _ in after]
     assert len(pairs) == len(set(pairs))        # nothing duplicated
     doc = _results(out)
-    assert doc["status"] == "complete"
-    if doc["stop_reason"].startswith("the machine is busy"):
+    assert doc["status"] in ("complete", "busy")
+    if doc["status"] == "busy":
         # Under a heavy load the resumed sweep may stop early, as it must when most runs stay
         # disturbed (measure.disturbance.busy): then it has taken more, and lost nothing.
         assert len(after) > len(before)

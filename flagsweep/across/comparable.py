@@ -48,3 +48,24 @@ def check(docs: list[tuple[Path, dict]], what: str, keys: tuple[str, ...]) -> No
                 raise FlagsweepError(f"{path} and {first_path} differ in {key} ({mine!r} vs "
                                      f"{theirs!r}): their numbers do not compare, so they "
                                      f"are not {what}")
+
+
+# A sweep stopped early because the machine was busy (sweep._rounds) is kept as `busy`: a few
+# rounds of a disturbed machine, not a measurement to pool, merge or pick from unless asked.
+PARTIAL = ("busy",)
+
+
+def partial(doc: dict) -> str:
+    """Why a results file is a partial sweep that must be asked for (--partial), else ""."""
+    if doc.get("status") not in PARTIAL:
+        return ""
+    return (f"its sweep stopped early, status {doc['status']} ({doc.get('stop_reason') or '?'}); "
+            "--partial takes it anyway")
+
+
+def refuse_partial(docs: list[tuple[Path, dict]], allowed: bool) -> None:
+    """Refuse, naming the file, a busy sweep unless --partial allows it."""
+    for path, doc in docs:
+        why = partial(doc)
+        if why and not allowed:
+            raise FlagsweepError(f"{path}: {why}")

@@ -2,10 +2,26 @@
 machine, with the steps in it and whether the latest sweep regressed.
 
 A series is keyed by what must be equal for two sweeps' numbers to compare: the target, the
-CPU's identity (model, family, microcode and its feature flags), the input's sha256, the metric
-and the variant id (compiler and flags). What may change between nightly sweeps, and is what a
-nightly job watches, is recorded on each point instead: the target's version and the compilers'
-versions. A step then names what changed with it ("gcc 12.2.0 -> 13.1.0").
+CPU's identity (model, family, microcode and its feature flags), the input's sha256, the
+variant id (compiler and flags) and the reference binary the values are divided by, if any.
+What may change between nightly sweeps, and is what a nightly job watches, is recorded on each
+point instead: the target's version and the compilers' versions. A step then names what changed
+with it ("gcc 12.2.0 -> 13.1.0"). The metric is the series' own, the one its first sweep
+measured: a later sweep whose `--metric auto` chose the other time is read in the series'
+metric from its samples (every sample has wall, user and sys time), so a regression that comes
+with a metric flip is still compared with the nights before it.
+
+A night is judged only when it was measured well and its numbers are the series' quantity: a
+sweep whose A/A arm failed (the machine moved two identical binaries apart: results.json's
+`aa.unstable`) or whose samples lack the series' metric is kept as an unjudged point, neither a
+pass nor a regression, and out of the segment later nights are compared with. Only complete
+sweeps are read (a sweep stopped because the machine was busy is `busy`), unless asked.
+
+Without a reference arm (sweep.kept_reference) a night's level is the program's and the
+machine's together: on a machine that drifts 2-3% from night to night, the more so when the
+drift wanders (a random walk: the nights are then not independent, and the t test below
+assumes they are), no test on the nights alone can tell the two apart. Such a series is checked
+as before, and `unchecked` says that it cannot be trusted either way.
 
 Steps are found sequentially. The sweeps since the last step form a segment; each new
 sweep's samples are compared with the pooled samples of the segment's last WINDOW sweeps by
@@ -48,7 +64,7 @@ from scipy import stats as sps
 from flagsweep import files, stats
 from flagsweep.measure import metric as metric_mod
 from flagsweep.results import analysis
-from flagsweep.results.contract import REF_SUFFIX, is_control
+from flagsweep.results.contract import AA_SUFFIX, REF_SUFFIX, is_control
 from flagsweep.results.store import Store
 
 WINDOW = 5
@@ -67,6 +83,7 @@ class Point:
     median: float
     ci95: tuple[float, float] | None
     versions: dict[str, str]                 # "target" and each compiler name -> version
+    unjudged: str = ""                       # why this night is neither a pass nor a step
 
 
 @dataclass
@@ -89,13 +106,17 @@ class Series:
     steps: list[Step] = field(default_factory=list)
     latest: dict | None = None               # the latest sweep against its segment
     reference: str | None = None             # the reference binary's sha256: values are ratios to it
+    metric: str = ""                         # the series' quantity: its first sweep's metric
+    unjudged: list[Point] = field(default_factory=list)   # nights measured but not judged
 
     def to_json(self) -> dict:
         return {"variant": self.variant, "flags": self.flags, "machine": self.machine,
-                "reference": self.reference,
+                "reference": self.reference, "metric": self.metric,
                 "points": [{"run_id": p.run_id, "started": p.started, "median": p.median,
                             "ci95": list(p.ci95) if p.ci95 else None, "n": len(p.values),
                             "versions": p.versions} for p in self.points],
+                "unjudged": [{"run_id": p.run_id, "started": p.started, "why": p.unjudged}
+                             for p in self.unjudged],
                 "steps": [{"run_id": s.run_id, "verdict": s.verdict, "ratio": s.ratio,
                            "ci95": list(s.ci95), "why": s.why, "changed": s.changed,
                            "found_in": s.found_in}
@@ -111,25 +132,37 @@ def machine_key(machine: dict) -> str:
             f"flags {flags[:8]})")
 
 
+# The statuses `collect` reads: complete sweeps, and with `partial` also those stopped early
+# because the machine was busy (sweep._rounds), whose few rounds are a night measured badly.
+PARTIAL = ("busy",)
+
+
 def collect(store: Store, target: str, until: str | None = None,
-            threshold_pct: float | None = None, finishing: str | None = None) -> list[Series]:
-    """Every series of `target`, from its complete sweeps in start order (up to and including
-    run `until` when given), with steps detected. `finishing`: a run whose results are being
-    written before it is marked complete, counted as complete."""
+            threshold_pct: float | None = None, finishing: str | None = None,
+            partial: bool = False) -> list[Series]:
+    """Every series of `target`, from its complete sweeps (and busy ones, with `partial`) in
+    start order (up to and including run `until` when given), with steps detected.
+    `finishing`: a run whose results are being written before it is marked complete, counted
+    as complete."""
+    statuses = ("complete", *PARTIAL) if partial else ("complete",)
     runs = [r for r in store.runs_of(target)
-            if r["status"] == "complete" or r["run_id"] == finishing]
+            if r["status"] in statuses or r["run_id"] == finishing]
     ids = [r["run_id"] for r in runs]
     if until in ids:
         runs = runs[:ids.index(until) + 1]
     by_key: dict[tuple, Series] = {}
     thresholds = []
+    kept = store.references_of(target)
     for run in runs:
         thresholds.append(run["options"]["measure"].get("threshold_pct", 1.0))
-        for key, series, point in _points(store, run):
-            by_key.setdefault(key, series).points.append(point)
+        for key, series, point in _points(store, run, by_key, kept.get(run["run_id"])):
+            s = by_key.setdefault(key, series)
+            (s.unjudged if point.unjudged else s.points).append(point)
     thr = threshold_pct if threshold_pct is not None else (thresholds[-1] if thresholds else 1.0)
-    all_series = list(by_key.values())
+    all_series = [s for s in by_key.values() if s.points or s.unjudged]
     _detect(all_series, thr)
+    for s in all_series:
+        _unjudged_latest(s)
     return all_series
 
 
@@ -140,42 +173,121 @@ def regressions(all_series: list[Series], latest_run: str | None = None) -> list
             and s.steps[-1].verdict == "slower" and s.points[-1].run_id == latest_run]
 
 
+NO_REFERENCE = ("no reference arm: the night's level is the program's and the machine's "
+                "together, and on a machine that drifts from night to night (the more so when "
+                "the drift wanders) the sweeps alone cannot tell the two apart; measure a kept "
+                "reference beside each build (the default of flagsweep run from its second "
+                "sweep on, or --reference)")
+
+
+def unchecked(all_series: list[Series], latest_run: str | None = None
+              ) -> list[tuple[Series, str]]:
+    """(series, why) for each series the latest sweep (the newest overall unless named) is in
+    but cannot be checked by: that night is unjudged (its A/A arm failed, its samples lack the
+    series' metric), or the series has earlier nights but no reference arm. Neither a pass nor
+    a regression: `history --check` says so."""
+    latest_run = latest_run or _newest(all_series)
+    out = []
+    for s in all_series:
+        night = next((p for p in s.unjudged if p.run_id == latest_run), None)
+        if night is not None:
+            out.append((s, night.unjudged))
+        elif s.reference is None and len(s.points) >= 2 and s.points[-1].run_id == latest_run:
+            out.append((s, NO_REFERENCE))
+    return out
+
+
 def _newest(all_series: list[Series]) -> str | None:
-    points = [p for s in all_series for p in s.points]
+    points = [p for s in all_series for p in (*s.points, *s.unjudged)]
     return max(points, key=lambda p: p.started).run_id if points else None
 
 
-def _points(store: Store, run: dict):
-    """(series key, empty series, point) for each measured variant of one sweep."""
+def _unjudged_latest(s: Series) -> None:
+    """An unjudged night newer than every judged one is the series' latest: neither a pass nor
+    a step, and said so."""
+    night = max(s.unjudged, key=lambda p: p.started, default=None)
+    if night is not None and (not s.points or night.started > s.points[-1].started):
+        s.latest = {"run_id": night.run_id, "verdict": "unjudged", "ratio": None, "ci95": None,
+                    "why": night.unjudged, "against": []}
+
+
+def _points(store: Store, run: dict, known: dict[tuple, Series], kept_sha: str | None = None):
+    """(series key, empty series, point) for each measured variant of one sweep; `known`: the
+    series so far (a night is read in its series' metric); `kept_sha`: the sha256 of the
+    reference kept from this sweep's baseline, if one was."""
     o = run["options"]
     metric = metric_mod.column(o["measure"]["metric"])
     machine = machine_key(run["machine"] or {})
     input_sha = (o.get("workload") or {}).get("input_sha256")
-    values = analysis.values_by_round(store.samples(run["run_id"]),
-                                      lambda s: metric_mod.metric_of(s, metric))
+    samples = store.samples(run["run_id"])
+    by_metric: dict[str, tuple] = {}
     versions = {"target": o.get("target_version") or "?",
                 **{c["name"]: c.get("version", "?") for c in o.get("compilers") or []}}
     docs = [v["doc"] for v in store.variants(run["run_id"])]
-    values, reference = _against_reference(docs, values)
+    raw = analysis.values_by_round(samples, lambda s: metric_mod.metric_of(s, metric))
+    shaky = _unstable(raw, o, docs)
+    _, reference = _against_reference(docs, raw, kept_sha)
     for doc in docs:
-        if is_control(doc["id"]) or doc["id"] not in values:
+        if is_control(doc["id"]):
             continue
-        x = list(values[doc["id"]].values())
-        summary = stats.summarize(values[doc["id"]])
-        key = (machine, input_sha, metric, doc["id"], reference)
-        yield key, Series(doc["id"], doc["flags"], machine, reference=reference), Point(
-            run["run_id"], run["started"], x, summary.median, summary.ci95, versions)
+        key = (machine, input_sha, doc["id"], reference)
+        series = known.get(key) or Series(doc["id"], doc["flags"], machine, reference=reference,
+                                          metric=metric)
+        if series.metric not in by_metric:
+            by_metric[series.metric] = _against_reference(docs, analysis.values_by_round(
+                samples, lambda s, m=series.metric: metric_mod.metric_of(s, m)), kept_sha)
+        values, _ = by_metric[series.metric]
+        why = shaky
+        if doc["id"] not in values:
+            if doc["id"] not in raw:
+                continue                    # not measured that night (a failed build)
+            why = why or (f"this sweep measured {metric}, and its samples carry no "
+                          f"{series.metric}, the series' metric: nothing to compare")
+        x = list((values.get(doc["id"]) or {}).values())
+        summary = stats.summarize(values.get(doc["id"]) or {})
+        yield key, series, Point(run["run_id"], run["started"], x, summary.median,
+                                 summary.ci95, versions, unjudged=why)
 
 
-def _against_reference(docs: list[dict], values: dict[str, dict[int, float]]
+def _unstable(values: dict[str, dict[int, float]], options: dict, docs: list[dict]) -> str:
+    """Why the sweep's A/A gate failed (analysis._gate: its twin, a copy of the baseline,
+    came out faster or slower after Benjamini-Hochberg across the sweep's comparisons, as
+    results.json's `aa.unstable` says), else "". Such a night measured the machine moving, so
+    it judges nothing."""
+    baseline = options.get("baseline")
+    twin = f"{baseline}{AA_SUFFIX}"
+    m = options["measure"]
+    if m.get("layouts") or twin not in values or baseline not in values:
+        return ""
+    measured = [d["id"] for d in docs if d["id"] != baseline and d["id"] in values
+                and not (d.get("build") or {}).get("identical_to")]
+    comparisons = {vid: stats.compare(values[vid], values[baseline], seed=m.get("seed") or 0)
+                   for vid in measured}
+    stats.adjust(list(comparisons.values()), threshold=m.get("threshold_pct", 1.0) / 100)
+    aa = comparisons[twin]
+    if aa.verdict not in ("faster", "slower"):
+        return ""
+    return (f"the sweep's A/A arm ({baseline}'s own binary again) came out {aa.verdict} by "
+            f"{abs(aa.ratio - 1) * 100:.1f}%: the machine was unstable that night, so it is "
+            "neither a pass nor a regression")
+
+
+def _against_reference(docs: list[dict], values: dict[str, dict[int, float]],
+                       kept_sha: str | None = None
                        ) -> tuple[dict[str, dict[int, float]], str | None]:
-    """With a reference arm (run --reference), each value divided by the reference's in the
-    same round, and the reference binary's sha256 (only sweeps with the same reference make
-    one series); else the values as they are and None. The reference runs the same code every
-    night in the same shuffled rounds, so the machine's level that night cancels in the ratio
-    and what is left is the program's own change against a fixed yardstick."""
+    """With a reference arm (run --reference, or the kept reference a sweep measures by
+    default), each value divided by the reference's in the same round, and the reference
+    binary's sha256 (only sweeps with the same reference make one series); else the values as
+    they are and None. The reference runs the same code every night in the same shuffled
+    rounds, so the machine's level that night cancels in the ratio and what is left is the
+    program's own change against a fixed yardstick. `kept_sha`: this sweep's own baseline
+    binary was kept as the reference (sweep._keep_reference); its A/A twin, a copy of that
+    binary, is then the reference arm of the series' first night."""
     ref = next((d for d in docs if d["id"].endswith(REF_SUFFIX)
                 and (d.get("build") or {}).get("reference_sha256")), None)
+    if ref is None and kept_sha:
+        twin = next((d for d in docs if d.get("aa_of")), None)
+        ref = twin and {**twin, "build": {**twin["build"], "reference_sha256": kept_sha}}
     if ref is None or ref["id"] not in values:
         return values, None
     by_round = values[ref["id"]]

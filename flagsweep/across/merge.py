@@ -36,11 +36,13 @@ class Cell:
     verdict: str
 
 
-def load_all(paths: list[Path]) -> list[Machine]:
-    """Each results file as one machine column; refused when two must not be merged."""
+def load_all(paths: list[Path], partial: bool = False) -> list[Machine]:
+    """Each results file as one machine column; refused when two must not be merged, or when
+    one is a sweep stopped early (busy) and `partial` does not allow it."""
     if len(paths) < 2:
         raise FlagsweepError("merge needs at least two results files")
     docs = [(Path(p), reader.load(Path(p))) for p in paths]
+    comparable.refuse_partial(docs, partial)
     comparable.check(docs, "merged", comparable.ACROSS_MACHINES)
     return [Machine(label(doc), doc["machine"].get("cpu_model", "?"), str(path), doc)
             for path, doc in docs]

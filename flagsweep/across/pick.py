@@ -89,8 +89,11 @@ class Pick:
     baseline_label: str = ""                 # what people call the baseline
 
 
-def pick(paths: list[Path], baseline_isa: str | None = None, threshold_pct: float = 1.0) -> Pick:
+def pick(paths: list[Path], baseline_isa: str | None = None, threshold_pct: float = 1.0,
+         partial: bool = False) -> Pick:
+    """`partial`: take sweeps stopped early (busy) too; else such a file is refused."""
     docs = [(Path(p), reader.load(Path(p))) for p in paths]
+    comparable.refuse_partial(docs, partial)
     by_program = _by_program(docs)
     baseline = _common_baseline(docs)
     least = cpu.host_of_level(baseline_isa) if baseline_isa else None

@@ -43,6 +43,7 @@ class Program:
     status: str                      # the sweep's: complete, interrupted, failed
     recommendation: str
     stop_reason: str = ""
+    unstable: bool = False           # its A/A gate failed: shown, not pooled
 
 
 @dataclass
@@ -73,9 +74,11 @@ class Suite:
     warnings: list[str] = field(default_factory=list)
 
 
-def load_all(paths: list[Path]) -> list[tuple[Path, dict]]:
-    """The results files, checked to belong in one suite."""
+def load_all(paths: list[Path], partial: bool = False) -> list[tuple[Path, dict]]:
+    """The results files, checked to belong in one suite; a sweep stopped early (busy) is
+    refused unless `partial` (left_out says which, for `run --all`)."""
     docs = [(Path(p).resolve(), reader.load(Path(p))) for p in paths]
+    comparable.refuse_partial(docs, partial)
     seen: dict[str, Path] = {}
     for path, doc in docs:
         if doc["target"] in seen:
@@ -92,6 +95,26 @@ def load_all(paths: list[Path]) -> list[tuple[Path, dict]]:
     return docs
 
 
+def left_out(paths: list[Path]) -> tuple[list[Path], list[dict]]:
+    """(the results files a suite takes, {"target", "error"} for each sweep stopped early):
+    `run --all` goes on with the other programs, as with one that failed."""
+    keep, out = [], []
+    for p in paths:
+        doc = reader.load(Path(p))
+        why = comparable.partial(doc)
+        if why:
+            out.append({"target": doc["target"], "error": why})
+        else:
+            keep.append(p)
+    return keep, out
+
+
+def unstable(doc: dict) -> bool:
+    """The sweep's A/A gate failed (analysis._gate): its twin, the baseline's own binary again,
+    came out faster or slower, so the machine moved every ratio of that sweep."""
+    return bool((doc.get("aa") or {}).get("unstable"))
+
+
 def build(docs: list[tuple[Path, dict]], threshold_pct: float | None = None,
           failed: list[dict] | None = None) -> Suite:
     """Per-program cells, pooled suite rows with their verdicts, and the suite's recommendation."""
@@ -102,9 +125,11 @@ def build(docs: list[tuple[Path, dict]], threshold_pct: float | None = None,
     thresholds = {d["threshold_pct"] for _, d in docs}
     threshold = threshold_pct or max(thresholds)
     programs = [Program(d["target"], d.get("target_version") or "?", p, d.get("status", "?"),
-                        (d.get("recommendation") or {}).get("why", ""), d.get("stop_reason") or "")
+                        (d.get("recommendation") or {}).get("why", ""), d.get("stop_reason") or "",
+                        unstable(d))
                 for p, d in docs]
-    rows = [_row(vid, docs) for vid in _variant_ids(docs)]
+    shaky = {d["target"] for _, d in docs if unstable(d)}
+    rows = [_row(vid, docs, shaky) for vid in _variant_ids(docs)]
     pooled = [r.suite for r in rows if r.suite is not None]
     stats.adjust(pooled, threshold / 100)
     m = first["machine"]
@@ -126,20 +151,24 @@ def _variant_ids(docs: list[tuple[Path, dict]]) -> list[str]:
     return list(out)
 
 
-def _row(vid: str, docs: list[tuple[Path, dict]]) -> Row:
+def _row(vid: str, docs: list[tuple[Path, dict]], shaky: set[str] = frozenset()) -> Row:
+    """A variant's cells on every program, pooled over the programs whose sweep passed its A/A
+    gate (`shaky`: those that did not; their cells are shown, never pooled)."""
     v0 = next(v for _, d in docs for v in d["variants"] if v["id"] == vid)
     cells = {d["target"]: (pick.pair(d, vid) if any(v["id"] == vid for v in d["variants"])
                            else None) for _, d in docs}
     d0 = next(d for _, d in docs if v0 in d["variants"])
     row = Row(vid, v0["compiler"], v0["flags"], cells, label=names.label(v0, d0))
-    absent = [p for p, c in cells.items() if c is None]
-    no_ci = [p for p, c in cells.items() if c and c.ci95 is None and c.verdict != "identical-code"]
-    if absent or no_ci:
+    pooled = {p: c for p, c in cells.items() if p not in shaky}
+    absent = [p for p, c in pooled.items() if c is None]
+    no_ci = [p for p, c in pooled.items() if c and c.ci95 is None and c.verdict != "identical-code"]
+    if absent or no_ci or not pooled:
         row.missing = "; ".join(filter(None, [
             f"not measured on {', '.join(absent)}" if absent else "",
-            f"no interval on {', '.join(no_ci)}" if no_ci else ""]))
+            f"no interval on {', '.join(no_ci)}" if no_ci else "",
+            "every program's sweep was unstable (its A/A arm failed)" if not pooled else ""]))
         return row
-    row.suite = stats.pool([(c.ratio, c.ci95) for c in cells.values()])
+    row.suite = stats.pool([(c.ratio, c.ci95) for c in pooled.values()])
     if row.suite is None:
         row.missing = "no usable estimate"
     return row
@@ -161,6 +190,9 @@ def _warnings(docs, thresholds: set[float], threshold: float, failed: list[dict]
                        f"({doc.get('stop_reason')}), so its numbers are partial ({path})")
         if (doc.get("aa") or {}).get("warning"):
             out.append(f"{doc['target']}: {doc['aa']['warning']}")
+        if unstable(doc):
+            out.append(f"{doc['target']}: its A/A arm failed, so its ratios are shown but not "
+                       "pooled: the suite column is over the other programs")
     for f in failed:
         out.append(f"{f['target']}: no results ({f['error']}); the suite is over the others")
     return out
@@ -168,7 +200,7 @@ def _warnings(docs, thresholds: set[float], threshold: float, failed: list[dict]
 
 def _recommend(s: Suite) -> str:
     faster = [r for r in s.rows if r.suite and r.suite.verdict == "faster"]
-    n = len(s.programs)
+    n = len(s.programs) - sum(p.unstable for p in s.programs)
     if not faster:
         return (f"Keep {s.baseline}: no variant was significantly faster than it by more than "
                 f"{s.threshold_pct:g}% across the {n} programs (geometric mean).")
@@ -195,7 +227,8 @@ def to_json(s: Suite, out: Path) -> dict:
         "warnings": s.warnings, "failed": s.failed,
         "programs": [{"target": p.target, "version": p.version, "status": p.status,
                       "results": os.path.relpath(p.path, out),
-                      "stop_reason": p.stop_reason, "recommendation": p.recommendation}
+                      "stop_reason": p.stop_reason, "recommendation": p.recommendation,
+                      "unstable": p.unstable}
                      for p in s.programs],
         "variants": [{"id": r.id, "compiler": r.compiler, "flags": r.flags,
                       "per_program": {k: (c.__dict__ if c else None) for k, c in r.cells.items()},

@@ -12,6 +12,10 @@ from flagsweep.cli.params import THRESHOLD, Folder, say
 from flagsweep.host.cpu import LEVELS
 
 
+PARTIAL = ("Also take sweeps stopped early because the machine was busy (status busy); "
+           "without it such a results file is refused.")
+
+
 @click.command("report")
 @click.argument("results_path", metavar="RESULTS.json|RUN_ID", type=click.Path(path_type=Path))
 @click.option("--out", "out_dir", type=Folder(),
@@ -139,13 +143,15 @@ def compare_cmd(a_path, b_path, out_dir) -> None:
               help="Folder for suite.html and suite.json.")
 @click.option("--threshold", "threshold_pct", type=THRESHOLD,
               help="Practical threshold in % for the suite verdicts [default: the sweeps'].")
-def suite_cmd(paths, out_dir, threshold_pct) -> None:
+@click.option("--partial", is_flag=True, help=PARTIAL)
+def suite_cmd(paths, out_dir, threshold_pct, partial) -> None:
     """Several programs' sweeps on one machine: each program's verdicts and the suite's."""
     from flagsweep import report
     from flagsweep.across import suite
     from flagsweep.report import terminal
 
-    s = suite.build(suite.load_all(_located(paths, out_dir.resolve() / "runs")), threshold_pct)
+    s = suite.build(suite.load_all(_located(paths, out_dir.resolve() / "runs"), partial),
+                    threshold_pct)
     page = report.write_suite(s, out_dir)
     terminal.show_suite(s)
     click.echo(str(page))
@@ -158,8 +164,13 @@ def suite_cmd(paths, out_dir, threshold_pct) -> None:
 @click.option("--threshold", "threshold_pct", type=THRESHOLD,
               help="Practical threshold in % [default: the latest sweep's].")
 @click.option("--json", "as_json", is_flag=True, help="Print the series as JSON.")
-def history_cmd(target_name, check, threshold_pct, as_json) -> None:
-    """Every complete sweep of TARGET in the store: the trend per variant, steps, regressions."""
+@click.option("--partial", is_flag=True,
+              help="Also read sweeps stopped early because the machine was busy (status busy).")
+def history_cmd(target_name, check, threshold_pct, as_json, partial) -> None:
+    """Every complete sweep of TARGET in the store: the trend per variant, steps, regressions.
+
+    With --check the exit code is 1 for a regression, 3 when the newest sweep cannot be
+    checked (no reference arm, an unstable night, another metric): said on stderr."""
     from flagsweep import stats
     from flagsweep.across import history
     from flagsweep.errors import FlagsweepError
@@ -169,33 +180,45 @@ def history_cmd(target_name, check, threshold_pct, as_json) -> None:
 
     name = target.load(target_name).name if "/" in target_name else target_name
     db = store.Store(create=False)
-    series = history.collect(db, name, threshold_pct=threshold_pct)
+    series = history.collect(db, name, threshold_pct=threshold_pct, partial=partial)
     if not series:
         raise FlagsweepError(f"no complete sweep of {name!r} in the store {db.url}")
     if as_json:
         click.echo(json.dumps([s.to_json() for s in series], indent=1))
     else:
         terminal.show_history(name, series)
-    worse = history.regressions(series)
-    for s in worse:
+    open_ = history.unchecked(series)
+    doubtful = {id(s) for s, _ in open_}
+    worse = [s for s in history.regressions(series) if id(s) not in doubtful]
+    for s in history.regressions(series):
         step = s.steps[-1]
-        say(f"regression: {s.variant} {stats.change_text(step.ratio)} in {step.run_id}"
+        say(("regression" if id(s) not in doubtful else "slower, unconfirmed")
+            + f": {s.variant} {stats.change_text(step.ratio)} in {step.run_id}"
             + (f" ({', '.join(step.changed)})" if step.changed else "") + f": {step.why}")
+    for s, why in open_:
+        say(f"cannot check {_series_name(s)}: {why}")
     if check and worse:
         sys.exit(1)
+    if check and open_:
+        sys.exit(3)
+
+
+def _series_name(s) -> str:
+    return s.variant + (f" / ref {s.reference[:8]}" if s.reference else "")
 
 
 @click.command("merge")
 @click.argument("paths", metavar="RESULTS...", nargs=-1, required=True)
 @click.option("--out", "out_dir", type=Folder(), required=True,
               help="Folder for merged.html and merged.json.")
-def merge_cmd(paths, out_dir) -> None:
+@click.option("--partial", is_flag=True, help=PARTIAL)
+def merge_cmd(paths, out_dir, partial) -> None:
     """One target's results from several machines: a variant x machine heatmap."""
     from flagsweep import report
     from flagsweep.across import merge
 
     out = out_dir.resolve()
-    page = report.write_merge(merge.load_all(_located(paths, out / "runs")), out)
+    page = report.write_merge(merge.load_all(_located(paths, out / "runs"), partial), out)
     click.echo(str(page))
 
 
@@ -206,7 +229,8 @@ def merge_cmd(paths, out_dir) -> None:
 @click.option("--threshold", "threshold_pct", type=THRESHOLD, default=1.0,
               show_default=True, help="The pick must beat the baseline by more than this, everywhere combined.")
 @click.option("--json", "as_json", is_flag=True, help="Print the candidates as JSON.")
-def pick_cmd(paths, baseline_isa, threshold_pct, as_json) -> None:
+@click.option("--partial", is_flag=True, help=PARTIAL)
+def pick_cmd(paths, baseline_isa, threshold_pct, as_json, partial) -> None:
     """One flag set for all the machines (and programs) given: a distribution's CFLAGS."""
     import dataclasses
     import tempfile
@@ -215,7 +239,7 @@ def pick_cmd(paths, baseline_isa, threshold_pct, as_json) -> None:
     from flagsweep.report import terminal
 
     with tempfile.TemporaryDirectory(prefix="flagsweep-pick-") as scratch:
-        p = pick.pick(_located(paths, Path(scratch)), baseline_isa, threshold_pct)
+        p = pick.pick(_located(paths, Path(scratch)), baseline_isa, threshold_pct, partial)
     if as_json:
         click.echo(json.dumps(dataclasses.asdict(p), indent=1))
     else:

@@ -96,6 +96,11 @@ def _prepare(kw: dict):
               help="Measure this kept binary (or an earlier run's baseline binary) beside the "
                    "baseline in every round; `history` divides the machine's drift out by it. "
                    "See docs/history.md.")
+@click.option("--no-reference", is_flag=True,
+              help="Measure no kept reference arm. By default a sweep measures the binary the "
+                   "store keeps for this target, machine and baseline (the first complete "
+                   "sweep's baseline) beside its own build, so `history` can tell the machine's "
+                   "drift from the program's; the first sweep keeps it. See docs/history.md.")
 @click.option("--layouts", type=click.IntRange(min=0, max=64), default=0,
               help="Build every variant K times (K >= 2), the same code linked in K seeded "
                    "function orders (LLD's --shuffle-sections), and compare over the layouts, "
@@ -133,6 +138,9 @@ def run_cmd(confirm, wait, resume_id, all_, skip, scheduler, cpu_labels, **kw) -
         _resume_alone()
         return _finish(sweep.resume(resume_id, db, say, wait=wait))
     mopts = _measure_options(kw)
+    if mopts.reference and mopts.no_reference:
+        raise click.UsageError("--reference names a reference arm, --no-reference asks for none: "
+                               "give one of them")
     if mopts.reference and (scheduler or cpu_labels or all_ or skip):
         raise click.UsageError("--reference is one binary beside one target's baseline on this "
                                "machine: not with --all or --scheduler")
@@ -279,7 +287,7 @@ def calibrate_cmd(runs, threshold_pct, quick, cpu, out_dir) -> None:
 
     out = out_dir or shipped.reports_dir() / f"calibrate-{chosen.stamp()}"
     opts = sweep.MeasureOptions(runs=runs, min_runs=runs, max_runs=runs, quick=quick, cpu=cpu,
-                                threshold_pct=threshold_pct)
+                                threshold_pct=threshold_pct, no_reference=True)
     path, rows = calibration.run(variants.Options(out_dir=out, jobs=chosen.cpu_count()), opts,
                                  store.Store(), say)
     t = show.table(f"planted effects on this machine ({runs} rounds, threshold {threshold_pct:g}%):",

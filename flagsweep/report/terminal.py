@@ -127,16 +127,20 @@ def show_history(target: str, all_series, out: Console | None = None) -> None:
               if latest.get("ratio") else "")
         steps = ", ".join(f"{st.run_id} {view.signed_pct((st.ratio - 1) * 100)}" for st in s.steps)
         name = s.variant + (f" / ref {s.reference[:8]}" if s.reference else "")
-        row = [Text(name), str(len(s.points)), f"{s.points[0].median:.4g}",
-               f"{s.points[-1].median:.4g}", vs,
+        first, last = (f"{p.median:.4g}" if p else "-" for p in
+                       ((s.points or [None])[0], (s.points or [None])[-1]))
+        row = [Text(name), str(len(s.points)), first, last, vs,
                Text(view.VERDICT_TEXT.get(latest.get("verdict", ""), latest.get("verdict", "-")),
                     style=view.COLORS.get(latest.get("verdict", ""), "")), steps]
         t.add_row(*row, *([s.machine] if len(machines) > 1 else []))
     out.print(t)
     if any(s.reference for s in all_series):
         out.print("note: `/ ref` series are ratios to a reference binary measured in the same "
-                  "rounds (run --reference): the machine's night-to-night drift is divided out.",
-                  markup=False)
+                  "rounds (the one the store kept from the first sweep, or run --reference): "
+                  "the machine's night-to-night drift is divided out.", markup=False)
+    if any(s.unjudged for s in all_series):
+        out.print("note: unjudged nights (an A/A arm that failed, another metric) are neither a "
+                  "pass nor a step; `--json` lists them with why.", markup=False)
     short = [s for s in all_series if 1 < len(s.points) <= history.MIN_SPREAD_RUNS]
     if short:
         out.print(f"note: with {history.MIN_SPREAD_RUNS} or fewer sweeps the sweep-to-sweep "

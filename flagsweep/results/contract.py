@@ -377,6 +377,12 @@ class HistoryStep(Open):
     ci95: Pair = None
 
 
+class HistoryUnjudged(Open):
+    run_id: Str
+    started: Num = None
+    why: Str
+
+
 class HistorySeries(Open):
     """One variant's earlier sweeps on this machine (flagsweep.across.history)."""
     variant: Str
@@ -385,6 +391,9 @@ class HistorySeries(Open):
     points: list[HistoryPoint]
     steps: list[HistoryStep]
     latest: dict[str, Any] | None = None
+    reference: Str | None = None            # the reference binary's sha256: points are ratios to it
+    metric: Str | None = None               # the series' metric (its first sweep's)
+    unjudged: list[HistoryUnjudged] | None = None   # nights neither a pass nor a step, and why
 
 
 class Results(Open):
@@ -400,7 +409,7 @@ class Results(Open):
     target_version: Str | None = None
     started: Str | None = None
     finished: Str | None = None
-    status: Str | None = None
+    status: Str | None = None               # complete | busy | interrupted | failed | running
     stop_reason: Str | None = None
     compilers: list[Compiler] | None = None
     workload: Workload | None = None
@@ -435,6 +444,7 @@ class SuiteProgram(Open):
     results: Str                                  # its results.json, relative to suite.json
     stop_reason: Str | None = None
     recommendation: Str | None = None
+    unstable: Bool | None = None                  # its A/A gate failed: shown, not pooled
 
 
 class SuiteVariant(Open):

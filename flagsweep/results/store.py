@@ -28,7 +28,7 @@ from sqlalchemy.dialects import sqlite as sqlite_dialect
 from flagsweep.errors import FlagsweepError
 from flagsweep.measure.sample import Sample
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 metadata = sa.MetaData()
 
 # pg_advisory_xact_lock key serialising the first open and migrations of a PostgreSQL store
@@ -45,7 +45,8 @@ runs = sa.Table(
     sa.Column("out_dir", sa.Text, nullable=False),
     sa.Column("started", sa.Float, nullable=False),
     sa.Column("finished", sa.Float),
-    sa.Column("status", sa.String(20), nullable=False),      # running | complete | interrupted
+    # running | complete | busy (stopped early, the machine busy) | interrupted | failed
+    sa.Column("status", sa.String(20), nullable=False),
     sa.Column("stop_reason", sa.Text),
     sa.Column("options", sa.JSON, nullable=False),           # everything needed to resume
     sa.Column("machine", sa.JSON),
@@ -95,6 +96,22 @@ attempts = sa.Table(
 attempts_by_run = sa.Index("ix_attempts_run", attempts.c.run_id)
 
 runs_by_target = sa.Index("ix_runs_target", runs.c.target)  # v2: history reads runs by target
+
+# v4: the binary a target's nightly series is measured against (its reference arm): the first
+# complete sweep's baseline binary on this machine, kept so every later sweep measures it beside
+# its own build. One per target, CPU identity (across.history.machine_key) and baseline variant.
+references = sa.Table(
+    "kept_references", metadata,
+    sa.Column("target", sa.String(200), primary_key=True),
+    sa.Column("machine", sa.String(500), primary_key=True),
+    sa.Column("baseline", sa.String(200), primary_key=True),
+    sa.Column("sha256", sa.String(64), nullable=False),
+    sa.Column("name", sa.String(200), nullable=False),       # the binary's file name
+    sa.Column("flags", sa.JSON, nullable=False),
+    sa.Column("run_id", sa.String(200), nullable=False),     # the sweep it was kept from
+    sa.Column("kept", sa.Float, nullable=False),
+    sa.Column("binary", sa.LargeBinary, nullable=False),
+)
 
 meta = sa.Table(
     "flagsweep_meta", metadata,
@@ -190,9 +207,15 @@ def _v3_disturbed_and_attempts(c: sa.Connection) -> None:
     attempts_by_run.create(c, checkfirst=True)
 
 
+def _v4_references(c: sa.Connection) -> None:
+    """The kept_references table (made by create_all before the steps run)."""
+    references.create(c, checkfirst=True)
+
+
 MIGRATIONS: list[Callable[[sa.Connection], None]] = [
     _v2_sample_worker_and_runs_index,   # 1 -> 2
     _v3_disturbed_and_attempts,         # 2 -> 3
+    _v4_references,                     # 3 -> 4
 ]
 assert len(MIGRATIONS) == SCHEMA_VERSION - 1
 
@@ -430,6 +453,47 @@ class Store:
                              .where(variants.c.run_id == run_id)
                              .order_by(variants.c.position)).mappings().all()
         return [dict(r) for r in rows]
+
+    # ---- kept references -----------------------------------------------------------------------
+
+    def reference(self, target: str, machine: str, baseline: str) -> dict | None:
+        """The kept reference binary of this target, machine and baseline variant: sha256, name,
+        flags, run_id, kept and the binary's bytes; None when none is kept yet."""
+        with self._connect() as c:
+            row = c.execute(sa.select(references).where(
+                references.c.target == target, references.c.machine == machine,
+                references.c.baseline == baseline)).mappings().first()
+        return dict(row) if row else None
+
+    def keep_reference(self, target: str, machine: str, baseline: str, binary: Path,
+                       flags: list[str], run_id: str, sha256: str) -> bool:
+        """Keep `binary` as the reference of (target, machine, baseline) unless one is kept
+        already (the first sweep's stays: every later night must measure the same program);
+        True when this one was kept."""
+        row = dict(target=target, machine=machine, baseline=baseline, sha256=sha256,
+                   name=binary.name, flags=list(flags), run_id=run_id, kept=time.time(),
+                   binary=binary.read_bytes())
+        try:
+            with self._begin() as c:
+                if self._reference_row(c, target, machine, baseline):
+                    return False
+                c.execute(references.insert().values(row))
+            return True
+        except sa.exc.IntegrityError:
+            return False          # another sweep kept one between the look and the insert
+
+    @staticmethod
+    def _reference_row(c: sa.Connection, target: str, machine: str, baseline: str):
+        return c.execute(sa.select(references.c.sha256).where(
+            references.c.target == target, references.c.machine == machine,
+            references.c.baseline == baseline)).first()
+
+    def references_of(self, target: str) -> dict[str, str]:
+        """run id -> sha256 of the references kept from that run's baseline, for a target."""
+        with self._connect() as c:
+            rows = c.execute(sa.select(references.c.run_id, references.c.sha256)
+                             .where(references.c.target == target)).all()
+        return {r.run_id: r.sha256 for r in rows}
 
     # ---- samples -------------------------------------------------------------------------
 

@@ -648,7 +648,7 @@ def _significant_but(c: Comparison, threshold: float, p: str) -> str:
     clears = lambda ci: ci[1] < lo or ci[0] > hi  # noqa: E731
     if c.ci_fcr is not None and clears(c.ci95) and not clears(c.ci_fcr):
         return (f"significant ({p}) and the 95% CI {_fmt(c.ci95)} clears +-{t}, but the "
-                f"{_level_text(c.fcr_level)} CI {_fmt(c.ci_fcr)} that this many comparisons "
+                f"{level_text(c.fcr_level)} CI {_fmt(c.ci_fcr)} that this many comparisons "
                 f"call for (false-coverage adjusted) reaches into it")
     return f"significant ({p}) but the 95% CI {_fmt(c.ci95)} reaches into +-{t}"
 
@@ -659,10 +659,10 @@ def _fcr_text(c: Comparison) -> str:
     if c.ci_fcr is None or c.fcr_level is None or c.fcr_level <= 0.95 + 1e-12:
         return ""
     lo, hi = sorted(abs(x - 1) * 100 for x in c.ci_fcr)
-    return f"; {_level_text(c.fcr_level)} CI {lo:.1f}% to {hi:.1f}%, false-coverage adjusted"
+    return f"; {level_text(c.fcr_level)} CI {lo:.1f}% to {hi:.1f}%, false-coverage adjusted"
 
 
-def _level_text(level: float | None) -> str:
+def level_text(level: float | None) -> str:
     """99.55% -> "99.5%": a level rounded down, so it never claims more than it is."""
     if level is None:
         return "adjusted"

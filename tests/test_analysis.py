@@ -255,3 +255,33 @@ def test_no_advice_without_a_warning():
                for r in range(12) for k, v in enumerate(("base", "base.aa", "var"))]
     doc = _doc_for(samples)
     assert doc["noise"]["warning"] is None and doc["noise"]["rounds_needed"] is None
+
+
+def test_a_variant_just_beyond_the_threshold_among_ten_is_judged_on_its_adjusted_interval():
+    """One variant +1.5% among nine comparisons at 0 (the twin included): its 95% CI clears the
+    1% threshold, its false-coverage adjusted one (99.5%, one selected of ten) does not, so it is
+    inconclusive, and results.json and the table show the interval the verdict rests on."""
+    from flagsweep.report import view
+    from flagsweep.results import contract
+
+    pattern = np.linspace(-1, 1, 12)
+    base = {r: 1.0 for r in range(12)}
+    spread = lambda shift, width: {r: float(np.exp(shift + width * x))  # noqa: E731
+                                   for r, x in enumerate(pattern)}
+    ids = ["b", "b.aa", "edge", *(f"n{j}" for j in range(8))]
+    doc = {"baseline": "b", "design": "explicit", "threshold_pct": 1.0,
+           "variants": [{**_variant(vid, [f"-f{vid}"], {"row": vid}), "compiler": "gcc"}
+                        for vid in ids]}
+    values = {"b": base, "edge": spread(np.log(1.01) + 0.005, 0.01),
+              **{vid: spread(0.0, 0.003) for vid in ids if vid not in ("b", "edge")}}
+    analysis.apply(doc, values, 1.0, seed=1)
+    edge = next(v for v in doc["variants"] if v["id"] == "edge")
+    c = edge["vs_baseline"]
+    assert c["ci95"][0] > 1.01 and c["p_adjusted"] < 0.05
+    assert c["verdict"] == "inconclusive"
+    assert c["fcr_level"] == pytest.approx(0.995) and c["ci_fcr"][0] < 1.01
+    assert contract.VsBaseline.model_validate(c).fcr_level == pytest.approx(0.995)
+    row = view._variant_row(edge, doc)
+    assert row.ci_text.startswith("[+1.0, +2.0]; 99.5% [")
+    with pytest.raises(Exception, match="ci_fcr"):
+        contract.VsBaseline.model_validate({**c, "ci_fcr": [0.9]})

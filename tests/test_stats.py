@@ -104,7 +104,9 @@ def test_aa_false_positive_rate():
 
 def test_planted_three_percent_is_found_at_ten_rounds():
     """+3% and -3% at CV 1% with 10 rounds (round drift included, which pairing cancels), in one
-    sweep with two A/A arms so BH has a realistic family: found >= 95% of the time each."""
+    sweep with two A/A arms so BH has a realistic family: found >= 90% of the time each. (With
+    plain 95% intervals 97-98%; two selected of four need 97.5% false-coverage adjusted ones,
+    which at 10 pairs cut three more Walsh averages from each end.)"""
     started = time.perf_counter()
     rng = np.random.default_rng(3)
     slower, faster, wrong = 0, 0, 0
@@ -118,8 +120,8 @@ def test_planted_three_percent_is_found_at_ten_rounds():
     _report("power +-3%", Counter(slower=slower, faster=faster, wrong=wrong), started)
     print(f"power at 3%, CV 1%, 10 rounds: slower {slower / TRIALS:.1%}, "
           f"faster {faster / TRIALS:.1%}")
-    assert slower / TRIALS >= 0.95
-    assert faster / TRIALS >= 0.95
+    assert slower / TRIALS >= 0.90
+    assert faster / TRIALS >= 0.90
     assert wrong == 0
 
 
@@ -317,10 +319,11 @@ def test_identical_counts_are_equivalent():
 
 
 def test_detectable_effect_and_rounds_for_precision_numbers():
-    # The threshold binds: log(1.01) + 0.0196 + 0.8416 / 1.96 * 0.0196 = 0.03797 -> 3.87%.
-    assert stats.detectable_pct(0.0196, 0.0224, 1.0) == pytest.approx(3.870, abs=1e-3)
-    # The test binds (a big 1 - alpha/m interval): 0.05 + 0.8416 / 1.96 * 0.001 -> 5.17%.
-    assert stats.detectable_pct(0.001, 0.05, 1.0) == pytest.approx(5.172, abs=1e-3)
+    # The 1 - alpha/m interval (a lone effect's false-coverage adjusted one) must clear the
+    # threshold: log(1.01) + 0.0224 + 0.8416 / 1.96 * 0.0196 = 0.04077 -> 4.16%.
+    assert stats.detectable_pct(0.0196, 0.0224, 1.0) == pytest.approx(4.161, abs=1e-3)
+    # A big 1 - alpha/m interval: log(1.01) + 0.05 + 0.8416 / 1.96 * 0.001 = 0.06038 -> 6.22%.
+    assert stats.detectable_pct(0.001, 0.05, 1.0) == pytest.approx(6.224, abs=1e-3)
     assert stats.detectable_pct(0.01, math.inf, 1.0) == math.inf
     # ... and the rounds that bring it down to an effect: half-widths shrink as 1/sqrt(n).
     n = stats.rounds_to_detect(0.0196, 0.0224, 10, 2.0, 1.0, m=2)
@@ -494,3 +497,75 @@ def test_unpaired_verdicts_say_runs_not_rounds():
     c = stats.compare_unpaired(a * 1.1, a)
     stats.adjust([c], threshold=0.01)
     assert c.verdict == "slower" and "at least 12 runs in each sweep" in c.why
+
+
+# "Beyond the threshold" across a sweep: false-coverage-rate adjusted intervals
+# (Benjamini & Yekutieli, JASA 2005). Per-round log ratios are a fixed pattern, 12 rounds,
+# all of one sign where an effect is meant, so every p-value is exact (2 / 2^12).
+
+_PATTERN = np.linspace(-1, 1, 12)
+_BASE = {r: 1.0 for r in range(12)}
+
+
+def _shifted(log_ratio: float, spread: float = 0.01) -> stats.Comparison:
+    d = log_ratio + spread * _PATTERN
+    return stats.compare({r: float(math.exp(x)) for r, x in enumerate(d)}, _BASE)
+
+
+def _just_beyond() -> stats.Comparison:
+    """+1.5%: its 95% interval's low end 1.0105 clears 1.01, its 97.5% one (1.0095) does not."""
+    return _shifted(math.log(1.01) + 0.005)
+
+
+def _nulls(k: int) -> list[stats.Comparison]:
+    return [_shifted(0.0, 0.003) for _ in range(k)]
+
+
+def test_one_interval_just_beyond_the_threshold_among_ten_is_not_a_slower_call():
+    alone, among = _just_beyond(), _just_beyond()
+    stats.adjust([alone], threshold=0.01)
+    stats.adjust([among, *_nulls(9)], threshold=0.01)
+    assert alone.ci95[0] > 1.01 and among.ci95[0] > 1.01 and among.p_adjusted < 0.05
+    # One of ten: a 1 - 0.05/10 = 99.5% interval, which reaches into the band.
+    assert among.verdict == "inconclusive"
+    # Alone, one of one selected: the 95% interval is the adjusted one, and it clears 1%.
+    assert alone.verdict == "slower" and alone.fcr_level == pytest.approx(0.95)
+    assert among.fcr_level == pytest.approx(0.995)
+    assert among.ci_fcr == stats.paired_interval(
+        {r: float(math.exp(math.log(1.01) + 0.005 + 0.01 * x)) for r, x in enumerate(_PATTERN)},
+        _BASE, 0.995)
+    assert among.ci_fcr[0] < 1.01 < among.ci95[0]
+    assert "99.5% CI" in among.why and "false-coverage adjusted" in among.why
+    row = among.to_json()
+    assert row["ci_fcr"] == [among.ci_fcr[0], among.ci_fcr[1]] and row["fcr_level"] == 0.995
+
+
+def test_ten_intervals_just_beyond_the_threshold_among_twenty_are_not_slower_calls():
+    edge = [_just_beyond() for _ in range(10)]
+    stats.adjust([*edge, *_nulls(10)], threshold=0.01)
+    assert all(c.ci95[0] > 1.01 and c.p_adjusted < 0.05 for c in edge)
+    assert [c.verdict for c in edge] == ["inconclusive"] * 10
+    # R = 10 of 20 would need 97.5% intervals beyond 1%; none is, nor at any smaller R.
+    assert stats.fcr_intervals([*edge, *_nulls(10)], 0.01) == 0
+    assert all(c.ci_fcr[0] < 1.01 for c in edge)
+
+
+def test_a_clear_effect_among_ten_is_still_slower_and_says_its_adjusted_interval():
+    clear = _shifted(math.log(1.01) + 0.02)          # +3.0%: 99.5% interval from +2.3%
+    stats.adjust([clear, *_nulls(9)], threshold=0.01)
+    assert clear.verdict == "slower"
+    assert clear.fcr_level == pytest.approx(0.995)
+    assert clear.ci_fcr[0] < clear.ci95[0] and clear.ci_fcr[0] > 1.01
+    assert "99.5% CI 2.3% to 3.8%, false-coverage adjusted" in clear.why
+
+
+def test_the_step_up_selects_every_clear_effect_at_its_own_level():
+    # Five clear effects and five nulls: R = 5 of 10, each selected one judged at 97.5%; a
+    # just-beyond one joins only if its 1 - 6 * 0.05 / 11 interval clears, which it does not.
+    clear = [_shifted(math.log(1.01) + 0.02) for _ in range(5)]
+    edge = _just_beyond()
+    stats.adjust([*clear, edge, *_nulls(5)], threshold=0.01)
+    assert [c.verdict for c in clear] == ["slower"] * 5
+    assert all(c.fcr_level == pytest.approx(1 - 5 * 0.05 / 11) for c in clear)
+    assert edge.verdict == "inconclusive"
+    assert edge.fcr_level == pytest.approx(1 - 6 * 0.05 / 11)

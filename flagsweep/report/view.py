@@ -280,7 +280,7 @@ def _variant_row(v: dict, doc: dict) -> VariantRow:
         id=v["id"], label=names.label(v, doc), flags=" ".join(v["flags"]), compiler=v["compiler"],
         role=role, verdict=verdict, change_pct=change,
         change_text=signed_pct(change) if change is not None and role != "baseline" else "",
-        ci_text=ci_pct_text(c.get("ci95")), p_adjusted=c.get("p_adjusted"),
+        ci_text=_ci_with_fcr(c, doc.get("threshold_pct")), p_adjusted=c.get("p_adjusted"),
         p_text=_p(c.get("p_adjusted")), median=s.get("median"),
         median_text=_num(s.get("median")), cv_pct=_times100(s.get("cv")),
         n=s.get("n", 0), outliers=s.get("outliers", 0) or 0, retaken=s.get("retaken", 0) or 0,
@@ -353,6 +353,19 @@ def signed_pct(pct: float) -> str:
 
 def ci_pct_text(ci) -> str:
     return stats.ci_text(ci)
+
+
+def _ci_with_fcr(c: dict, threshold_pct: float | None) -> str:
+    """The 95% CI, then the false-coverage adjusted one where the verdict rests on it (the 95%
+    one clears the threshold and the adjusted one is wider): "[+1.4, +1.8]; 99.5% [+1.4, +1.9]"."""
+    text = ci_pct_text(c.get("ci95"))
+    ci95, fcr, level = c.get("ci95"), c.get("ci_fcr"), c.get("fcr_level")
+    if not (ci95 and fcr and level and level > 0.95 + 1e-9 and threshold_pct is not None):
+        return text
+    t = threshold_pct / 100
+    if not (ci95[1] < 1 - t or ci95[0] > 1 + t):
+        return text
+    return f"{text}; {stats.level_text(level)} {ci_pct_text(fcr)}"
 
 
 def _p(p: float | None) -> str:

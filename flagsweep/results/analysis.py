@@ -266,11 +266,12 @@ def _gate(comparisons: dict[str, stats.Comparison], twin: str, threshold_pct: fl
     bound = _aa_bound(aa)
     if bound is None or bound <= threshold_pct / 100:
         return {"unstable": False, "bound_pct": None if bound is None else 100 * bound, "gated": []}
+    # The interval the verdict rests on: false-coverage adjusted (stats.fcr_intervals).
     gated = [vid for vid, c in others.items() if c.verdict in ("faster", "slower")
-             and c.ci95[0] <= 1 + bound and c.ci95[1] >= 1 - bound]
+             and (c.ci_fcr or c.ci95)[0] <= 1 + bound and (c.ci_fcr or c.ci95)[1] >= 1 - bound]
     for vid in gated:
-        _overrule(others[vid], f"its 95% CI reaches into +-{100 * bound:.1f}%, as far as the A/A "
-                               f"arm ({twin_is}) moved in this sweep")
+        _overrule(others[vid], f"its interval reaches into +-{100 * bound:.1f}%, as far as the "
+                               f"A/A arm ({twin_is}) moved in this sweep")
     return {"unstable": False, "bound_pct": 100 * bound, "gated": gated}
 
 

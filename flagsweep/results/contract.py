@@ -219,6 +219,10 @@ class Comparison(Open):
     n_pairs: Num = None
     rounds_needed: Num = None
     why: Str | None = None
+    # Where the estimate lies beyond the threshold: the false-coverage-rate adjusted interval
+    # a faster/slower verdict needs wholly beyond it, and its level (stats.fcr_intervals).
+    ci_fcr: Pair = None
+    fcr_level: Num = None
 
 
 class VsBaseline(Comparison):

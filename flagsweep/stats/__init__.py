@@ -8,8 +8,9 @@ what a whole sweep may conclude, and what this machine can resolve at all.
   90% intervals, and a sign-flip permutation p-value with the signed-rank statistic (a
   bootstrap only for metrics that can be zero). docs/statistics.md says why these replaced the
   design sketch's ratio of medians with bootstrap CIs.
-- adjust: Benjamini-Hochberg across the sweep, then one of four verdicts (faster, slower,
-  equivalent, inconclusive with the rounds that would likely decide).
+- adjust: Benjamini-Hochberg across the sweep, false-coverage-rate adjusted intervals for the
+  "beyond the threshold" claim, then one of four verdicts (faster, slower, equivalent,
+  inconclusive with the rounds that would likely decide).
 - detectable_pct, rounds_for_precision, noise: sensitivity stated up front.
 
 The median's CI comes from order statistics: for n independent samples, the number below the
@@ -24,8 +25,8 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import stats as sps
@@ -145,6 +146,13 @@ class Comparison:
     layouts: int = 0                   # >0: over this many layout replicates a side (stats.layout)
     layout_sd: float | None = None     # the spread between one arm's layouts (relative)
     more_rounds_help: bool = True      # False: the layouts' spread is nearly all its variance
+    # By adjust(), where the estimate lies beyond the threshold: the false-coverage-rate
+    # adjusted interval that a faster/slower verdict needs wholly beyond it, and its level.
+    ci_fcr: tuple[float, float] | None = None
+    fcr_level: float | None = None
+    # The same interval as ci95/ci90 at any level (level -> (low, high)); None: see _at_level.
+    interval_at: Callable[[float], tuple[float, float]] | None = field(
+        default=None, repr=False, compare=False)
 
     def to_json(self) -> dict:
         # JSON has no inf/nan: an interval that does not exist (too few pairs) is null.
@@ -152,6 +160,8 @@ class Comparison:
                 "p_value": self.p_value, "p_adjusted": self.p_adjusted, "verdict": self.verdict,
                 "ci90": _interval(self.ci90), "n_pairs": self.n_pairs,
                 "rounds_needed": self.rounds_needed, "why": self.why,
+                **({"ci_fcr": _interval(self.ci_fcr), "fcr_level": self.fcr_level}
+                   if self.ci_fcr is not None else {}),
                 **({"layouts": self.layouts, "layout_sd_pct": _num(100 * self.layout_sd)
                     if self.layout_sd is not None else None} if self.layouts else {})}
 
@@ -182,13 +192,14 @@ def compare(variant: dict[int, float], baseline: dict[int, float], *, seed: int 
         d = np.log(v) - np.log(b)
         w = _walsh_averages(d)
         ratio = math.exp(float(np.median(w)))
-        ci95, ci90 = _walsh_interval(w, len(d), 0.95), _walsh_interval(w, len(d), 0.90)
+        at = functools.partial(_walsh_interval, w, len(d))
     else:
         d = v - b
         ratio = float(_median_ratios(v[None, :], b[None, :])[0])
         boot = _bootstrap_median_ratios(v, b, rng, n_boot)
-        ci95, ci90 = _percentiles(boot, 95), _percentiles(boot, 90)
-    return Comparison(ratio, ci95, ci90, _signflip_p(d, rng), len(common))
+        at = lambda level: _percentiles(boot, 100 * level)  # noqa: E731
+    return Comparison(ratio, at(0.95), at(0.90), _signflip_p(d, rng), len(common),
+                      interval_at=at)
 
 
 _NO_INTERVAL = (0.0, math.inf)       # an interval that decides nothing: never faster/slower/equal
@@ -227,8 +238,8 @@ def compare_unpaired(b: Sequence[float], a: Sequence[float]) -> Comparison:
     diffs = np.sort((lb[:, None] - la[None, :]).ravel())
     ratio = math.exp(float(np.median(diffs)))
     p = float(sps.mannwhitneyu(lb, la, alternative="two-sided").pvalue)
-    return Comparison(ratio, _mw_interval(diffs, m, n, 0.95), _mw_interval(diffs, m, n, 0.90),
-                      p, min(m, n), paired=False)
+    at = functools.partial(_mw_interval, diffs, m, n)
+    return Comparison(ratio, at(0.95), at(0.90), p, min(m, n), paired=False, interval_at=at)
 
 
 def pool(estimates: Sequence[tuple[float, tuple[float, float] | None]]) -> Comparison | None:
@@ -259,10 +270,16 @@ def pool(estimates: Sequence[tuple[float, tuple[float, float] | None]]) -> Compa
     if se == 0:      # every estimate exact: the same code everywhere
         exact = (math.exp(mean), math.exp(mean))
         return Comparison(math.exp(mean), exact, exact, 1.0 if mean == 0 else 0.0, k, pooled=k)
-    z90 = float(sps.norm.isf(0.05))
-    ci = lambda z: (math.exp(mean - z * se), math.exp(mean + z * se))  # noqa: E731
+    ci = lambda level: _normal_interval(mean, se, se, level)  # noqa: E731
     p = float(2 * sps.norm.sf(abs(mean) / se))
-    return Comparison(math.exp(mean), ci(Z95), ci(z90), p, k, pooled=k)
+    return Comparison(math.exp(mean), ci(0.95), ci(0.90), p, k, pooled=k, interval_at=ci)
+
+
+def _normal_interval(mean: float, se_low: float, se_high: float,
+                     level: float) -> tuple[float, float]:
+    """exp(mean -+ z se) at `level`, each side with its own standard error."""
+    z = float(sps.norm.isf((1 - level) / 2))
+    return (math.exp(mean - z * se_low), math.exp(mean + z * se_high))
 
 
 def _mw_interval(diffs: np.ndarray, m: int, n: int, level: float) -> tuple[float, float]:
@@ -431,7 +448,8 @@ def _all_signs(n: int) -> np.ndarray:
 def adjust(comparisons: list[Comparison], threshold: float = 0.01, alpha: float = 0.05) -> None:
     """Benjamini-Hochberg adjusted p-values across ALL comparisons of the sweep, then a verdict:
 
-    - faster / slower: p_adjusted < alpha and the 95% CI entirely beyond 1 -+ threshold;
+    - faster / slower: p_adjusted < alpha and the false-coverage-rate adjusted interval
+      (ci_fcr, at level 1 - R alpha / m: fcr_intervals) entirely beyond 1 -+ threshold;
     - equivalent: the 90% CI inside (1 - threshold, 1 + threshold), which is the two one-sided
       tests procedure at alpha = 0.05 (Schuirmann, A comparison of the two one-sided tests
       procedure and the power approach for assessing the equivalence of average
@@ -441,10 +459,12 @@ def adjust(comparisons: list[Comparison], threshold: float = 0.01, alpha: float 
     BH controls the expected share of false discoveries among the comparisons called different
     (Benjamini & Hochberg, Controlling the false discovery rate, JRSS B 57(1), 1995), computed by
     scipy.stats.false_discovery_control. A sweep of 20 A/A variants at p < 0.05 each would
-    otherwise expect one "different" build from noise alone."""
+    otherwise expect one "different" build from noise alone. "Beyond the threshold" is a claim
+    about the interval, so it gets the same control through the intervals (fcr_intervals)."""
     if not comparisons:
         return
     p_adj = sps.false_discovery_control([c.p_value for c in comparisons], method="bh")
+    fcr_intervals(comparisons, threshold, alpha)
     for c, p in zip(comparisons, p_adj):
         c.p_adjusted = float(p)
         c.verdict, c.rounds_needed = _verdict(c, threshold, alpha), None
@@ -453,12 +473,73 @@ def adjust(comparisons: list[Comparison], threshold: float = 0.01, alpha: float 
         c.why = _why(c, threshold, alpha)
 
 
+def fcr_intervals(comparisons: list[Comparison], threshold: float, alpha: float = 0.05) -> int:
+    """Set ci_fcr and fcr_level on every comparison whose estimate lies beyond 1 -+ threshold;
+    return R, how many comparisons' adjusted intervals lie wholly beyond it.
+
+    A 95% interval per comparison misses its true ratio 5% of the time each: with 10 variants
+    whose true ratio is exactly the threshold, one of ten 95% intervals cleared it by chance in
+    13-16% of simulated sweeps at CV 1-3%, 1-2.6% with these (bench/statistics.py, beyond). Benjamini & Yekutieli (False discovery
+    rate-adjusted multiple confidence intervals for selected parameters, JASA 100(469), 2005)
+    bound the expected share of non-covering intervals among the R selected out of m (the
+    false coverage rate) by alpha when each selected one is given at level 1 - R alpha / m.
+    The selection here is the claim itself, which makes R the largest r for which at least r
+    comparisons have their 1 - r alpha / m interval wholly beyond the threshold: the
+    Benjamini-Hochberg step-up on the tests of "no further than the threshold" that these
+    intervals invert, the consistent pairing of selection and intervals of B&Y's section 5.
+    With every true ratio at the threshold that selects nothing in about 1 - alpha of sweeps
+    (BH under a complete null), and a lone real effect among m needs its 1 - alpha / m interval
+    beyond it, as BH asks its p-value to be below alpha / m. A comparison not selected gets the
+    interval it would have needed, at 1 - (R + 1) alpha / m, which is never wholly beyond.
+    The comparisons share the baseline, so they are positively dependent; B&Y's proof assumes
+    independence (their arbitrary-dependence bound divides alpha by 1 + 1/2 + ... + 1/m),
+    which the simulations check instead."""
+    m = len(comparisons)
+    lo, hi = 1 - threshold, 1 + threshold
+    beyond = lambda ci: ci[1] < lo or ci[0] > hi  # noqa: E731
+    # Every level used is at least 1 - alpha and the intervals nest, so only a comparison
+    # whose 1 - alpha interval clears the band can be selected.
+    candidates = [c for c in comparisons if beyond(_at_level(c, 1 - alpha))]
+    selected: list[Comparison] = []
+    for r in range(len(candidates), 0, -1):
+        level = 1 - r * alpha / m
+        selected = [c for c in candidates if beyond(_at_level(c, level))]
+        if len(selected) >= r:
+            break
+    else:
+        selected = []
+    r = len(selected)
+    for c in comparisons:
+        c.ci_fcr = c.fcr_level = None
+        if not (c.ratio < lo or c.ratio > hi):     # also nan: no claim to judge
+            continue
+        level = 1 - (r if any(c is s for s in selected) else min(r + 1, m)) * alpha / m
+        c.ci_fcr, c.fcr_level = _at_level(c, level), level
+    return r
+
+
+def _at_level(c: Comparison, level: float) -> tuple[float, float]:
+    """c's interval at `level`: its own method where it carries one (interval_at), else read
+    from its 95% interval on the log scale as normal, each side scaled by z_level / z_0.975
+    (a Comparison built by hand)."""
+    if c.interval_at is not None:
+        return c.interval_at(level)
+    if abs(level - 0.95) < 1e-12:
+        return c.ci95
+    lo, hi = c.ci95
+    if not (0 < lo <= c.ratio <= hi < math.inf):
+        return _NO_INTERVAL
+    est = math.log(c.ratio)
+    return _normal_interval(est, (est - math.log(lo)) / Z95, (math.log(hi) - est) / Z95, level)
+
+
 def _verdict(c: Comparison, threshold: float, alpha: float) -> str:
     lo, hi = 1 - threshold, 1 + threshold
     significant = c.p_adjusted is not None and c.p_adjusted < alpha
-    if significant and c.ci95[1] < lo:
+    ci = c.ci_fcr or c.ci95     # no ci_fcr: the estimate is inside the band, so is the interval
+    if significant and ci[1] < lo:
         return "faster"
-    if significant and c.ci95[0] > hi:
+    if significant and ci[0] > hi:
         return "slower"
     if lo < c.ci90[0] and c.ci90[1] < hi:
         return "equivalent"
@@ -470,8 +551,8 @@ def _rounds_needed(c: Comparison, threshold: float, alpha: float, m: int) -> int
 
     A CI's half-width shrinks about as 1/sqrt(n), so with half-width h at n pairs, a margin g
     between the estimate and a decision boundary is cleared near n' = n (h / g)^2. Which
-    boundary: an estimate outside the +-threshold band would become faster/slower once the 95%
-    CI's near end crosses the band's edge; one inside would become equivalent once both ends of
+    boundary: an estimate outside the +-threshold band would become faster/slower once the
+    adjusted interval's (ci_fcr's) near end crosses the band's edge; one inside would become equivalent once both ends of
     the 90% CI fit inside the band. faster/slower also need the adjusted p below alpha, and a
     test statistic grows about as sqrt(n) too, so n' = n (z_needed / z_now)^2 from the raw p
     and the factor BH applied to it; the larger of the two counts. Never below the fewest pairs
@@ -486,10 +567,11 @@ def _rounds_needed(c: Comparison, threshold: float, alpha: float, m: int) -> int
             or min(c.ci95 + c.ci90) <= 0:
         return min(ROUNDS_CAP, floor)
     lo_b, hi_b = math.log(1 - threshold), math.log(1 + threshold)
+    near = c.ci_fcr if c.ci_fcr and 0 < c.ci_fcr[0] <= c.ci_fcr[1] < math.inf else c.ci95
     if est <= lo_b:
-        scale = max(_ratio_sq(math.log(c.ci95[1]) - est, lo_b - est), _p_scale(c, alpha))
+        scale = max(_ratio_sq(math.log(near[1]) - est, lo_b - est), _p_scale(c, alpha))
     elif est >= hi_b:
-        scale = max(_ratio_sq(est - math.log(c.ci95[0]), est - hi_b), _p_scale(c, alpha))
+        scale = max(_ratio_sq(est - math.log(near[0]), est - hi_b), _p_scale(c, alpha))
     else:
         scale = max(_ratio_sq(math.log(c.ci90[1]) - est, hi_b - est),
                     _ratio_sq(est - math.log(c.ci90[0]), est - lo_b))
@@ -528,9 +610,9 @@ def _why(c: Comparison, threshold: float, alpha: float) -> str:
     t = f"{threshold * 100:g}%"
     p = f"adjusted p = {c.p_adjusted:.2g}"
     if (c.pooled or c.layouts) and c.verdict == "inconclusive":
-        reason = (f"significant ({p}) but the 95% CI {_fmt(c.ci95)} reaches into +-{t}"
-                  if c.p_adjusted < alpha else f"not significant ({p}) and the 90% CI "
-                  f"{_fmt(c.ci90)} does not fit inside +-{t}")
+        reason = (_significant_but(c, threshold, p) if c.p_adjusted < alpha
+                  else f"not significant ({p}) and the 90% CI {_fmt(c.ci90)} does not fit "
+                  f"inside +-{t}")
         more = ("more layouts (not more rounds: they leave each layout's effect as it is)"
                 if c.layouts else "more rounds of the undecided ones")
         return f"{reason}, {_over(c)}; {more} would narrow it"
@@ -539,8 +621,8 @@ def _why(c: Comparison, threshold: float, alpha: float) -> str:
                 f"test; measure at least {c.rounds_needed} rounds")
     if c.verdict in ("faster", "slower"):
         lo, hi = sorted(abs(x - 1) * 100 for x in c.ci95)
-        return (f"{abs(c.ratio - 1) * 100:.1f}% {c.verdict} (95% CI {lo:.1f}% to {hi:.1f}%), "
-                f"beyond the {t} threshold, {p} over {_over(c)}")
+        return (f"{abs(c.ratio - 1) * 100:.1f}% {c.verdict} (95% CI {lo:.1f}% to {hi:.1f}%"
+                f"{_fcr_text(c)}), beyond the {t} threshold, {p} over {_over(c)}")
     if c.verdict == "equivalent":
         return (f"within +-{t}: the 90% CI {_fmt(c.ci90)} lies inside the band "
                 f"(two one-sided tests), over {_over(c)}")
@@ -550,12 +632,42 @@ def _why(c: Comparison, threshold: float, alpha: float) -> str:
         return (f"only {c.n_pairs} paired rounds, too few for a 95% interval; measure at "
                 f"least {c.rounds_needed} rounds")
     elif c.p_adjusted < alpha:
-        reason = f"significant ({p}) but the 95% CI {_fmt(c.ci95)} reaches into +-{t}"
+        reason = _significant_but(c, threshold, p)
     else:
         reason = f"not significant ({p}) and the 90% CI {_fmt(c.ci90)} does not fit inside +-{t}"
     capped = " or more" if c.rounds_needed >= ROUNDS_CAP else ""
     return (f"{reason}; roughly {c.rounds_needed}{capped} rounds would likely decide (rough: it "
             f"assumes the estimate holds), {_over(c)} so far")
+
+
+def _significant_but(c: Comparison, threshold: float, p: str) -> str:
+    """Why a significant comparison is not faster/slower: the interval the claim rests on
+    reaches into the band, the 95% one or only the false-coverage adjusted one."""
+    lo, hi = 1 - threshold, 1 + threshold
+    t = f"{threshold * 100:g}%"
+    clears = lambda ci: ci[1] < lo or ci[0] > hi  # noqa: E731
+    if c.ci_fcr is not None and clears(c.ci95) and not clears(c.ci_fcr):
+        return (f"significant ({p}) and the 95% CI {_fmt(c.ci95)} clears +-{t}, but the "
+                f"{level_text(c.fcr_level)} CI {_fmt(c.ci_fcr)} that this many comparisons "
+                f"call for (false-coverage adjusted) reaches into it")
+    return f"significant ({p}) but the 95% CI {_fmt(c.ci95)} reaches into +-{t}"
+
+
+def _fcr_text(c: Comparison) -> str:
+    """"; 99.5% CI 2.1% to 6.0%, false-coverage adjusted" where the adjusted interval is wider
+    than the 95% one; "" where it is the 95% one (R = m)."""
+    if c.ci_fcr is None or c.fcr_level is None or c.fcr_level <= 0.95 + 1e-12:
+        return ""
+    lo, hi = sorted(abs(x - 1) * 100 for x in c.ci_fcr)
+    return f"; {level_text(c.fcr_level)} CI {lo:.1f}% to {hi:.1f}%, false-coverage adjusted"
+
+
+def level_text(level: float | None) -> str:
+    """99.55% -> "99.5%": a level rounded down, so it never claims more than it is."""
+    if level is None:
+        return "adjusted"
+    pct = math.floor(level * 1000 + 1e-9) / 10
+    return f"{pct:g}%"
 
 
 def _over(c: Comparison) -> str:
@@ -607,19 +719,19 @@ def detectable_pct(half95: float, half_m: float, threshold_pct: float,
     the side that must clear the threshold, the estimate varying with `spread95` (the 95%
     half-width of its variation; `half95` when not given).
 
-    adjust() calls a lone effect among m comparisons slower when the 95% CI's low end clears
-    log(1 + t) and its p-value is below alpha / m (what BH asks of it when its companions are
-    null), i.e. when the 1 - alpha/m interval, which inverts the same signed-rank test,
-    excludes 0. Both hold once the estimate exceeds max(log(1 + t) + half95, half_m); with the
-    estimate about normal with standard error spread95 / z_0.975, it does so with probability
-    80% at
-        delta = max(log(1 + t) + half95, half_m) + z_0.80 spread95 / z_0.975,
+    adjust() calls a lone effect among m comparisons slower when its p-value is below alpha / m
+    (what BH asks of it when its companions are null) and its false-coverage adjusted interval,
+    at 1 - alpha/m for one selected of m (fcr_intervals), clears log(1 + t). The second
+    implies the first (the 1 - alpha/m interval inverts the same signed-rank test), and it
+    holds once the estimate exceeds log(1 + t) + half_m; with the estimate about normal with
+    standard error spread95 / z_0.975, it does so with probability 80% at
+        delta = log(1 + t) + half_m + z_0.80 spread95 / z_0.975,
     the power formula of a one-sided test against a shifted null (Chow, Shao & Wang, Sample
     Size Calculations in Clinical Research, 2nd ed., Chapman & Hall/CRC 2008, ch. 3, tests for
     superiority by a margin). Faster is the mirror image: pass the reaches of the other side."""
     margin = math.log1p(threshold_pct / 100)
     spread = half95 if spread95 is None else spread95
-    return 100 * math.expm1(max(margin + half95, half_m) + Z80 / Z95 * spread)
+    return 100 * math.expm1(margin + half_m + Z80 / Z95 * spread)
 
 
 def rounds_to_detect(half95: float, half_m: float, n: int, effect_pct: float,
@@ -629,8 +741,7 @@ def rounds_to_detect(half95: float, half_m: float, n: int, effect_pct: float,
     target, margin = math.log1p(effect_pct / 100), math.log1p(threshold_pct / 100)
     if target <= margin:
         return None
-    k = Z80 / Z95
-    shrink = min((target - margin) / (half95 * (1 + k)), target / (half_m + k * half95))
+    shrink = (target - margin) / (half_m + Z80 / Z95 * half95)
     return max(math.ceil(n / shrink ** 2 - 1e-9), fewest_decisive_pairs(m))
 
 

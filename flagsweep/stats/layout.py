@@ -86,7 +86,7 @@ def compare(variant: Replicates, baseline: Replicates) -> Comparison:
                              for s in (-1, 1))
     runs = (_run_variance(variant, drift) + _run_variance(baseline, drift)) / 2
     return Comparison(math.exp(diff), ci(0.95), ci(0.90), float(2 * sps.t.sf(t, df)), k,
-                      layouts=k, layout_sd=math.expm1(sd),
+                      layouts=k, layout_sd=math.expm1(sd), interval_at=ci,
                       more_rounds_help=runs > RUN_SHARE_SETTLED * (var_v + var_b) / 2)
 
 

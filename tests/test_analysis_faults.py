@@ -4,10 +4,13 @@ the variants table says (same p, same verdict, no interval where the table has n
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import report_fixture
 from rich.console import Console
 
+from flagsweep import report
 from flagsweep.report import terminal
 
 WRONG = ["-O2", "-DTINY_WRONG"]
@@ -73,10 +76,20 @@ SNR_LOW = "SNR 30.02 dB vs the baseline's 38.44 dB, beyond the 0.1 dB tolerance"
 SNR_EQ = "equivalent output (SNR 38.42 dB vs the baseline's 38.44 dB; bytes differ at byte 417)"
 
 
+def _figures(snr_db: float, baseline: bool = False) -> dict:
+    """The quality check's figures as check.py writes them."""
+    q = {"snr_db": snr_db, "lag_frames": 0, "frames": 1323000, "size_bytes": 481280,
+         "snr_tolerance_db": 0.1, "size_rel_tolerance": 0.01,
+         "decoder": "{baseline} --quiet --decode {product} {output}"}
+    return q if baseline else {**q, "baseline_snr_db": 38.44, "baseline_size_bytes": 481280}
+
+
 def _lame_like(eq_check: str, eq_detail: str = SNR_EQ) -> dict:
-    checks = {"v3": {"status": "differs", "detail": SNR_LOW},
+    checks = {"base": {"status": "ok", "detail": "reference output (the baseline's): SNR "
+                       "38.44 dB", "quality": _figures(38.44, baseline=True)},
+              "v3": {"status": "differs", "detail": SNR_LOW, "quality": _figures(30.02)},
               "v2": {"status": "failed", "detail": "the check run failed: exit status 1"},
-              "eq": {"status": eq_check, "detail": eq_detail}}
+              "eq": {"status": eq_check, "detail": eq_detail, "quality": _figures(38.42)}}
     return report_fixture.sweep_doc(
         {"base": (["-O3", "-ffast-math"], 1.0, 0.004), "base.aa": (["-O3", "-ffast-math"], 1.0, 0.004),
          "v3": (V3, 0.919, 0.004), "v2": (V2, 0.927, 0.004), "eq": (EQ, 0.954, 0.004)},
@@ -104,8 +117,14 @@ def test_an_equivalent_output_is_recommended_and_the_faster_ones_left_out_are_na
                          f"{SNR_LOW}. Also faster and left out: -O3 -march=x86-64-v2 is "
                          f"{pct['v2']} faster but its output failed its check: the check run "
                          "failed: exit status 1.")
-    assert [e["level"] for e in doc["effects"]] == ["x86-64-v2"] or "eq" not in \
-        doc["effects_design"]["note"]
+    assert "eq" not in doc["effects_design"]["note"]      # not left out of the effects either
+    # The figures are in results.json (the contract validates them) and on the page.
+    path = report_fixture.write(tmp_path / "page", doc)
+    written = _by_id(json.loads(path.read_text()))
+    assert written["eq"]["check"]["quality"]["snr_db"] == 38.42
+    html = report.write(path).read_text()
+    assert "SNR 38.42 dB (baseline 38.44 dB), 481,280 bytes" in html
+    assert "SNR 38.44 dB, 481,280 bytes" in html
 
 
 def test_the_headline_never_keeps_the_baseline_over_faster_rows_without_saying_why(tmp_path):

@@ -277,3 +277,36 @@ decode_argv = ["{baseline}"]
     with pytest.raises(ConfigError, match="check method 'quality' compares the decoded product "
                                           "with the input, which must be a WAV"):
         target.load(str(tmp_path))
+
+
+# ---- with the real lame ------------------------------------------------------------------------
+
+LAME = shutil.which("lame", path="/usr/bin:/bin")
+
+
+@pytest.mark.skipif(LAME is None, reason="needs Debian's lame (/usr/bin/lame; ./setup.sh test "
+                                         "installs it)")
+def test_real_mp3s_decoded_by_the_baseline_s_lame(source, tmp_path):
+    """lame's own target check on real MP3s, seconds long: each 'variant' is lame with other
+    options, decoded by the baseline's lame --decode. --noreplaygain changes only the LAME tag
+    (other bytes, the very same audio: equivalent); an 8 kHz low-pass is a worse result."""
+    def variant(name: str, options: str) -> Path:
+        path = tmp_path / name
+        path.write_text(f'#!/bin/sh\nexec {LAME} {options} "$@"\n')
+        path.chmod(0o755)
+        return path
+    bins = {"base": variant("base", ""), "base.aa": variant("twin", ""),
+            "tag": variant("tag", "--noreplaygain"),
+            "dull": variant("dull", "--resample 44.1 --lowpass 8")}
+    lame_target = target.load("lame")
+    w = check.Workload(lame_target, source, tmp_path / "scratch")
+    results = check.check_all(w, bins, "base")
+    base = results["base"]["quality"]
+    assert base["lag_frames"] == 0 and base["frames"] == FRAMES   # lame --decode removes the delay
+    assert results["base.aa"]["status"] == "ok"
+    tag = results["tag"]
+    assert tag["status"] == "equivalent" and tag["quality"]["snr_db"] == base["snr_db"]
+    assert tag["detail"].startswith(f"equivalent output (SNR {base['snr_db']:.2f} dB vs the "
+                                    f"baseline's {base['snr_db']:.2f} dB; bytes differ at byte ")
+    dull = results["dull"]
+    assert dull["status"] == "differs" and dull["quality"]["snr_db"] < base["snr_db"] - 1

@@ -310,3 +310,24 @@ def test_real_mp3s_decoded_by_the_baseline_s_lame(source, tmp_path):
                                     f"baseline's {base['snr_db']:.2f} dB; bytes differ at byte ")
     dull = results["dull"]
     assert dull["status"] == "differs" and dull["quality"]["snr_db"] < base["snr_db"] - 1
+
+
+def test_a_variant_over_layouts_has_its_worst_layout_s_output(tmp_path):
+    """run --layouts checks every layout's binary; the variant is as good as its worst: other
+    bytes in one layout make it equivalent, an output that differs in any makes it differ."""
+    from flagsweep.build import layout
+    from flagsweep.results import layouts
+
+    def rep(seed: int, status: str) -> dict:
+        return {"id": f"v.L{seed}", "layout_of": "v", "layout": seed, "compiler": "gcc",
+                "flags": ["-O2", *layout.flags(seed)], "check": {"status": status, "detail": ""},
+                "build": {"status": "ok", "flags_verified": True}}
+
+    def folded(*statuses: str) -> str:
+        docs = [rep(i + 1, s) for i, s in enumerate(statuses)]
+        return layouts.fold(docs, {}, "b").variants[0]["check"]["status"]
+
+    assert folded("ok", "equivalent", "ok") == "equivalent"
+    assert folded("equivalent", "differs", "ok") == "differs"
+    assert folded("equivalent", "failed", "differs") == "failed"
+    assert folded("ok", "ok") == "ok"

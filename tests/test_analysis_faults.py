@@ -80,7 +80,7 @@ def _figures(snr_db: float, baseline: bool = False) -> dict:
     """The quality check's figures as check.py writes them."""
     q = {"snr_db": snr_db, "lag_frames": 0, "frames": 1323000, "size_bytes": 481280,
          "snr_tolerance_db": 0.1, "size_rel_tolerance": 0.01,
-         "decoder": "{baseline} --quiet --decode {product} {output}"}
+         "decoder": "{baseline} --quiet --decode --mp3input {product} {output}"}
     return q if baseline else {**q, "baseline_snr_db": 38.44, "baseline_size_bytes": 481280}
 
 

@@ -177,11 +177,13 @@ def test_the_quality_check_judges_each_product_against_the_baseline(source, tmp_
     assert near["quality"]["snr_db"] == pytest.approx(want["near"])
     assert near["quality"]["baseline_snr_db"] == pytest.approx(want["base"])
     assert near["detail"].startswith(f"equivalent output (SNR {want['near']:.2f} dB vs the "
-                                     f"baseline's {want['base']:.2f} dB; bytes differ at byte ")
+                                     f"baseline's {want['base']:.2f} dB "
+                                     f"({want['near'] - want['base']:+.3f} dB); bytes differ "
+                                     "at byte ")
     far = results["far"]
     assert far["status"] == "differs" and far["detail"].startswith(
-        f"SNR {want['far']:.2f} dB vs the baseline's {want['base']:.2f} dB, beyond the 0.1 dB "
-        "tolerance")
+        f"SNR {want['far']:.2f} dB vs the baseline's {want['base']:.2f} dB "
+        f"({want['far'] - want['base']:+.3f} dB), beyond the 0.1 dB tolerance")
     # The same samples with 8 KiB more bytes: as good, but not the same size.
     big = results["big"]
     assert big["quality"]["snr_db"] == pytest.approx(want["base"])
@@ -307,7 +309,8 @@ def test_real_mp3s_decoded_by_the_baseline_s_lame(source, tmp_path):
     tag = results["tag"]
     assert tag["status"] == "equivalent" and tag["quality"]["snr_db"] == base["snr_db"]
     assert tag["detail"].startswith(f"equivalent output (SNR {base['snr_db']:.2f} dB vs the "
-                                    f"baseline's {base['snr_db']:.2f} dB; bytes differ at byte ")
+                                    f"baseline's {base['snr_db']:.2f} dB (+0.000 dB); bytes "
+                                    "differ at byte ")
     dull = results["dull"]
     assert dull["status"] == "differs" and dull["quality"]["snr_db"] < base["snr_db"] - 1
 

@@ -195,6 +195,8 @@ def _judged(workload: Workload, got: dict, base: dict, where: str) -> dict:
     spec = workload.target.spec.check
     got = {**got, "baseline_snr_db": base["snr_db"], "baseline_size_bytes": base["size_bytes"]}
     snr_text = f"SNR {_db(got['snr_db'])} vs the baseline's {_db(base['snr_db'])}"
+    if got["snr_db"] is not None and base["snr_db"] is not None:   # two decimals may not show it
+        snr_text += f" ({got['snr_db'] - base['snr_db']:+.3f} dB)"
     size_change = got["size_bytes"] / base["size_bytes"] - 1 if base["size_bytes"] else 0.0
     bytes_note = where.replace("output differs from the baseline's", "bytes differ")
     if not _snr_close(got["snr_db"], base["snr_db"], spec.snr_tolerance_db):

@@ -386,7 +386,7 @@ def checked(sweep: Sweep, workload: check.Workload | None, store: Store,
     for vid, c in stored.items():
         if c and c["status"] != "ok":
             say(f"check {vid}: {c['status']}: {c['detail']}")
-    allowed = {"ok"} if sweep.opts.strict_check else {"ok", "differs"}
+    allowed = set(analysis.PASSED) | (set() if sweep.opts.strict_check else {"differs"})
     measured = [vid for vid in distinct if stored[vid]["status"] in allowed]
     if not measured:
         raise FlagsweepError("nothing to measure: every distinct binary failed to build or "

@@ -4,10 +4,13 @@ the variants table says (same p, same verdict, no interval where the table has n
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import report_fixture
 from rich.console import Console
 
+from flagsweep import report
 from flagsweep.report import terminal
 
 WRONG = ["-O2", "-DTINY_WRONG"]
@@ -58,10 +61,103 @@ def test_when_only_a_wrong_program_is_faster_the_baseline_is_kept(tmp_path):
                 "gcc-O1": (["-O1"], 1.3, "ok")}, rounds=12)
     rec = doc["recommendation"]
     assert rec["flags"] == ["-O2"] and rec["variant"] == "gcc-O2"
+    faster = 100 * (1 - _by_id(doc)["gcc-wrong"]["vs_baseline"]["ratio"])
     assert rec["why"].endswith("Keep the baseline's flags. Faster but not recommended, their "
-                               "output did not pass the check: -O2 -DTINY_WRONG.")
+                               f"output did not pass the check: -O2 -DTINY_WRONG is "
+                               f"{faster:.1f}% faster but its output differs: a number differs.")
     assert not any(e["matters"] and e["effect_pct"] < 0 for e in doc["effects"])
     assert "recommendation: Keep -O2:" in _terminal(doc, tmp_path)
+
+
+# The lame seed-2003 case: strict-float variants faster than a -ffast-math baseline, their MP3s
+# other bytes; the quality check calls one as good, two not.
+V3, V2, EQ = ["-O3", "-march=x86-64-v3"], ["-O3", "-march=x86-64-v2"], ["-O2", "-march=x86-64-v2"]
+SNR_LOW = "SNR 30.02 dB vs the baseline's 38.44 dB, beyond the 0.1 dB tolerance"
+SNR_EQ = "equivalent output (SNR 38.42 dB vs the baseline's 38.44 dB; bytes differ at byte 417)"
+
+
+def _figures(snr_db: float, baseline: bool = False) -> dict:
+    """The quality check's figures as check.py writes them."""
+    q = {"snr_db": snr_db, "lag_frames": 0, "frames": 1323000, "size_bytes": 481280,
+         "snr_tolerance_db": 0.1, "size_rel_tolerance": 0.01,
+         "decoder": "{baseline} --quiet --decode --mp3input {product} {output}"}
+    return q if baseline else {**q, "baseline_snr_db": 38.44, "baseline_size_bytes": 481280}
+
+
+def _lame_like(eq_check: str, eq_detail: str = SNR_EQ) -> dict:
+    checks = {"base": {"status": "ok", "detail": "reference output (the baseline's): SNR "
+                       "38.44 dB", "quality": _figures(38.44, baseline=True)},
+              "v3": {"status": "differs", "detail": SNR_LOW, "quality": _figures(30.02)},
+              "v2": {"status": "failed", "detail": "the check run failed: exit status 1"},
+              "eq": {"status": eq_check, "detail": eq_detail, "quality": _figures(38.42)}}
+    return report_fixture.sweep_doc(
+        {"base": (["-O3", "-ffast-math"], 1.0, 0.004), "base.aa": (["-O3", "-ffast-math"], 1.0, 0.004),
+         "v3": (V3, 0.919, 0.004), "v2": (V2, 0.927, 0.004), "eq": (EQ, 0.954, 0.004)},
+        rounds=12, checks=checks)
+
+
+def _recommendation_line(text: str) -> str:
+    """The terminal's recommendation, its wrapped lines joined (it is the last but one)."""
+    flat = " ".join(text.split())
+    start = flat.index("recommendation:")
+    return flat[start:flat.index(" stopped:", start)]
+
+
+def test_an_equivalent_output_is_recommended_and_the_faster_ones_left_out_are_named(tmp_path):
+    doc = _lame_like("equivalent")
+    v = _by_id(doc)
+    rec = doc["recommendation"]
+    assert rec["flags"] == EQ
+    assert [(e["variant"], e["check"], e["why"]) for e in rec["excluded"]] == [
+        ("v3", "differs", SNR_LOW), ("v2", "failed", "the check run failed: exit status 1")]
+    pct = {vid: f"{100 * (1 - v[vid]['vs_baseline']['ratio']):.1f}%" for vid in ("v3", "v2")}
+    line = _recommendation_line(_terminal(doc, tmp_path))
+    assert line.startswith("recommendation: Use -O2 -march=x86-64-v2:")
+    assert line.endswith(f". -O3 -march=x86-64-v3 is {pct['v3']} faster but its output differs: "
+                         f"{SNR_LOW}. Also faster and left out: -O3 -march=x86-64-v2 is "
+                         f"{pct['v2']} faster but its output failed its check: the check run "
+                         "failed: exit status 1.")
+    assert "eq" not in doc["effects_design"]["note"]      # not left out of the effects either
+    # The figures are in results.json (the contract validates them) and on the page.
+    path = report_fixture.write(tmp_path / "page", doc)
+    written = _by_id(json.loads(path.read_text()))
+    assert written["eq"]["check"]["quality"]["snr_db"] == 38.42
+    html = report.write(path).read_text()
+    assert "SNR 38.42 dB (baseline 38.44 dB), 481,280 bytes" in html
+    assert "SNR 38.44 dB, 481,280 bytes" in html
+
+
+def test_the_headline_never_keeps_the_baseline_over_faster_rows_without_saying_why(tmp_path):
+    """lame's seed-2003 sweep printed "Keep ...: no variant was significantly faster" above
+    three faster rows, all left out for their output: now it names the fastest and why."""
+    doc = _lame_like("differs", "SNR 37.90 dB vs the baseline's 38.44 dB, beyond the 0.1 dB "
+                                "tolerance")
+    assert doc["recommendation"]["flags"] == ["-O3", "-ffast-math"]
+    assert len(doc["recommendation"]["excluded"]) == 3
+    ratio = _by_id(doc)["v3"]["vs_baseline"]["ratio"]
+    line = _recommendation_line(_terminal(doc, tmp_path))
+    assert line.startswith("recommendation: Keep -O3 -ffast-math: no variant whose output passed "
+                           "its check was significantly faster than it by more than 1%. -O3 "
+                           f"-march=x86-64-v3 is {100 * (1 - ratio):.1f}% faster but its output "
+                           f"differs: {SNR_LOW}. Also faster and left out: -O3 -march=x86-64-v2")
+    assert "-O2 -march=x86-64-v2 is " in line
+
+
+def test_a_twin_with_other_output_says_the_program_is_not_deterministic(tmp_path):
+    doc = report_fixture.sweep_doc(
+        {"gcc-O2": (["-O2"], 1.0, 0.004), "gcc-O2.aa": (["-O2"], 1.0, 0.004),
+         "gcc-O3": (["-O3"], 0.95, 0.004)}, rounds=12,
+        checks={"gcc-O2.aa": {"status": "differs", "detail": "output differs from the "
+                              "baseline's at byte 1234 (5000 vs 5000 bytes)"},
+                "gcc-O3": {"status": "differs", "detail": "output differs from the baseline's "
+                           "at byte 99 (5000 vs 5000 bytes)"}})
+    text = _terminal(doc, tmp_path)
+    assert ("warning: The program is not deterministic: the A/A twin (the baseline's own binary, "
+            "run again) wrote other output (differs: output differs from the baseline's at byte "
+            "1234 (5000 vs 5000 bytes)).") in text
+    assert "do not compute the same thing" not in text
+    assert "Output differs from the baseline's for gcc-O3: they were timed, but the program is " \
+           "not deterministic (above), so this may be chance, not the flags." in text
 
 
 def test_a_baseline_whose_own_output_is_wrong_is_not_recommended_either(tmp_path):

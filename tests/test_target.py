@@ -88,6 +88,9 @@ def test_shipped_target_details():
     assert lame.spec.inputs.seconds == 200
     assert lame.spec.inputs.quick_seconds == 30
     assert lame.spec.build.binary == "frontend/lame"
+    # A lossy float encoder: its MP3 decoded by the baseline's lame, judged by SNR.
+    assert lame.spec.check.method == "quality" and lame.spec.check.of == "output"
+    assert lame.spec.check.decode_argv[0] == "{baseline}"
 
     tiny = target.load("tiny")
     assert tiny.spec.build.system == "cmake"

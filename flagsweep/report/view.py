@@ -18,7 +18,7 @@ from pathlib import Path
 from flagsweep import shipped, stats
 from flagsweep.host import advice
 from flagsweep.report import explanation
-from flagsweep.results import names
+from flagsweep.results import analysis, names
 from flagsweep.results.contract import AA_SUFFIX, is_control
 from flagsweep.spec import recipe
 
@@ -94,6 +94,7 @@ class VariantRow:
     check_detail: str
     why: str
     stopped_at: int | None = None    # stopped early at a final verdict, after this many rounds
+    quality_text: str = ""           # the quality check's figures: "SNR 38.42 dB (baseline 38.44)"
 
     @property
     def badge(self) -> str:
@@ -288,7 +289,20 @@ def _variant_row(v: dict, doc: dict) -> VariantRow:
         same_code_as=v["build"].get("identical_to") or "",
         check=check.get("status", "") if v["build"]["status"] == "ok" else v["build"]["status"],
         check_detail=check.get("detail", "") or v["build"].get("detail", ""),
-        why=c.get("why") or "", stopped_at=s.get("stopped_at"))
+        why=c.get("why") or "", stopped_at=s.get("stopped_at"),
+        quality_text=quality_text(check.get("quality")))
+
+
+def quality_text(q: dict | None) -> str:
+    """The decoded quality in a table cell: its SNR, the baseline's beside it when it is not
+    the baseline, and the product's size."""
+    if not q:
+        return ""
+    def db(x):
+        return "no noise" if x is None else f"{x:.2f} dB"
+    base = f" (baseline {db(q['baseline_snr_db'])})" if "baseline_snr_db" in q else ""
+    size = f", {q['size_bytes']:,} bytes" if q.get("size_bytes") is not None else ""
+    return f"SNR {db(q.get('snr_db'))}{base}{size}"
 
 
 @dataclass
@@ -437,10 +451,26 @@ def recommendation_sentence(doc: dict, rows: list[VariantRow]) -> str:
     flags = " ".join(rec["flags"]) or "the default flags"
     chosen = next((r for r in rows if r.id == rec.get("variant")), None)
     thr = f"{doc.get('threshold_pct', 1.0):g}%"
+    excluded = rec.get("excluded") or []
     if chosen is None or chosen.role == "baseline":
-        return f"Keep {flags}: no variant was significantly faster than it by more than {thr}."
+        passing = " whose output passed its check" if excluded else ""
+        return (f"Keep {flags}: no variant{passing} was significantly faster than it by more "
+                f"than {thr}." + excluded_sentence(excluded))
     return (f"Use {flags}: {chosen.change_text} against the baseline (95% CI "
-            f"{chosen.ci_text}, adjusted p {chosen.p_text}).")
+            f"{chosen.ci_text}, adjusted p {chosen.p_text})." + excluded_sentence(excluded))
+
+
+def excluded_sentence(excluded: list[dict]) -> str:
+    """The faster variants the recommendation left out, fastest first, each with its reason:
+    the headline must not read as if the table had no faster row."""
+    if not excluded:
+        return ""
+    first, *rest = excluded
+    out = f" {analysis.excluded_text(first)}."
+    if rest:
+        out += (" Also faster and left out: "
+                + "; ".join(analysis.excluded_text(c) for c in rest) + ".")
+    return out
 
 
 FINDING_TITLES = {
@@ -529,7 +559,11 @@ def _variant_warnings(doc: dict) -> list[Warning]:
     if regressed:
         out.append(Warning("history", f"Slower than this target's earlier sweeps on this CPU: "
                                       f"{_names(regressed)} (see History)."))
-    differs = [v["id"] for v in doc["variants"] if (v.get("check") or {}).get("status") == "differs"]
+    twin = _twin_output(doc)
+    if twin:
+        out.append(twin)
+    differs = [v["id"] for v in doc["variants"] if (v.get("check") or {}).get("status") == "differs"
+               and not v["id"].endswith(AA_SUFFIX)]
     failed = [v["id"] for v in doc["variants"] if (v.get("check") or {}).get("status") == "failed"]
     unverified = [v["id"] for v in doc["variants"] if v["build"]["status"] == "flags-mismatch"
                   or (v["build"]["status"] == "ok" and not v["build"].get("flags_verified"))]
@@ -542,8 +576,10 @@ def _variant_warnings(doc: dict) -> list[Warning]:
                                            f"{v['id']} ({v['replaced'].get('why')})"
                                            for v in replaced) + "."))
     if differs:
+        same = ("the program is not deterministic (above), so this may be chance, not the flags"
+                if twin else "they do not compute the same thing")
         out.append(Warning("output", f"Output differs from the baseline's for {_names(differs)}: "
-                                     "they were timed, but they do not compute the same thing."))
+                                     f"they were timed, but {same}."))
     if failed:
         out.append(Warning("output", f"Output check failed for {_names(failed)}: not timed."))
     if unverified:
@@ -559,6 +595,21 @@ def _variant_warnings(doc: dict) -> list[Warning]:
         out.append(Warning("counters", f"Counters were multiplexed (scaled estimates) for "
                                        f"{_names(multiplexed)}."))
     return out
+
+
+def _twin_output(doc: dict) -> Warning | None:
+    """The A/A twin is the baseline's very binary: other output from it is no flag's doing,
+    the program does not give the same output twice (time, randomness, threads, addresses), and
+    every other variant's 'differs' may be that too."""
+    twin = next((v for v in doc["variants"] if v["id"] == doc["baseline"] + AA_SUFFIX), None)
+    check = (twin or {}).get("check") or {}
+    if check.get("status") not in ("differs", "equivalent"):
+        return None
+    return Warning("nondeterministic", f"The program is not deterministic: the A/A twin (the "
+                   f"baseline's own binary, run again) wrote other output ({check['status']}: "
+                   f"{check.get('detail') or 'no detail'}). Its output changes from run to run "
+                   "whatever the flags, so an output check against the baseline's cannot tell "
+                   "what the flags changed.")
 
 
 def _names(ids: list[str]) -> str:

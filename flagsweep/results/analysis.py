@@ -199,10 +199,15 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 86400:.0f} days"
 
 
+# Check statuses of an output that passed: the baseline's bytes, or other bytes as good a result
+# (the quality check's `equivalent`).
+PASSED = ("ok", "equivalent")
+
+
 def output_ok(v: dict) -> bool:
     """Whether a variant's output passed its check: a program that computes something else is
     shown and (without --strict-check) timed, but it is never a flag set to choose."""
-    return (v.get("check") or {}).get("status") == "ok"
+    return (v.get("check") or {}).get("status") in PASSED
 
 
 def _vs_baseline(v: dict, vid: str, baseline: str, comparisons: dict, variants: dict) -> dict | None:
@@ -470,23 +475,26 @@ def _recommend(doc: dict, threshold_pct: float, refused: dict[str, str] | None =
     rows = [v for v in doc["variants"] if (v.get("vs_baseline") or {}).get("verdict") in
             ("faster", "equivalent", "slower", "inconclusive") and not is_control(v["id"])]
     faster = [v for v in rows if v["vs_baseline"]["verdict"] == "faster" and output_ok(v)]
-    wrong = [" ".join(v["flags"]) for v in rows
-             if v["vs_baseline"]["verdict"] == "faster" and not output_ok(v)]
+    wrong = sorted((v for v in rows if v["vs_baseline"]["verdict"] == "faster"
+                    and not output_ok(v)), key=lambda v: v["vs_baseline"]["ratio"])
+    left_out = [_excluded(v) for v in wrong]
     excluded = (f" Faster but not recommended, their output did not pass the check: "
-                f"{'; '.join(wrong)}." if wrong else "")
+                f"{'; '.join(map(excluded_text, left_out))}." if wrong else "")
     gone = [vid for vid in refused if not is_control(vid)]
     excluded += (f" Not judged, their binaries were replaced during the sweep: "
                  f"{', '.join(gone)}." if gone else "")
+    out = {"excluded": left_out}
     if not output_ok(base) and not faster:
         check = base.get("check") or {}
-        return {"flags": None, "variant": None,
+        return {**out, "flags": None, "variant": None,
                 "why": f"No recommendation: the baseline's own output did not pass its check "
                        f"({check.get('status', 'not checked')}: {check.get('detail') or '-'}), "
                        f"and no variant with a correct output was faster.{excluded}"}
     if not faster:
         counts = _verdict_counts(doc)
-        return {"flags": base["flags"], "variant": base["id"],
-                "why": f"no variant was significantly faster than the baseline "
+        passing = " whose output passed its check" if wrong else ""
+        return {**out, "flags": base["flags"], "variant": base["id"],
+                "why": f"no variant{passing} was significantly faster than the baseline "
                        f"({' '.join(base['flags']) or 'default flags'}) by more than "
                        f"{threshold_pct:g}%: {counts}. Keep the baseline's flags.{excluded}"}
     best = min(faster, key=lambda v: v["vs_baseline"]["ratio"])
@@ -499,7 +507,25 @@ def _recommend(doc: dict, threshold_pct: float, refused: dict[str, str] | None =
         why += (f" {' '.join(simplest['flags'])} is within {threshold_pct:g}% of it "
                 f"({_pct(simplest)}) with fewer flags, so it is the recommendation "
                 "(judged on the point estimates).")
-    return {"flags": simplest["flags"], "variant": simplest["id"], "why": why + excluded}
+    return {**out, "flags": simplest["flags"], "variant": simplest["id"], "why": why + excluded}
+
+
+def _excluded(v: dict) -> dict:
+    """A faster variant left out of the recommendation, and why: its output's check."""
+    check = v.get("check") or {}
+    return {"variant": v["id"], "flags": v["flags"], "ratio": v["vs_baseline"]["ratio"],
+            "ci95": v["vs_baseline"].get("ci95"), "check": check.get("status"),
+            "why": check.get("detail") or ""}
+
+
+def excluded_text(c: dict) -> str:
+    """An `excluded` entry in words: '-O3 -march=x86-64-v3 is 8.1% faster but its output
+    differs: <the check's detail>'."""
+    flags = " ".join(c["flags"]) or "the default flags"
+    faster = f"{100 * (1 - c['ratio']):.1f}% faster" if c.get("ratio") else "faster"
+    status = {"differs": "differs", "failed": "failed its check"}.get(c.get("check"),
+                                                                      "did not pass its check")
+    return f"{flags} is {faster} but its output {status}" + (f": {c['why']}" if c["why"] else "")
 
 
 def _pct(v: dict) -> str:

@@ -178,9 +178,24 @@ class Build(Open):
     layouts: list[LayoutBuild] | None = None   # with layouts: each layout's own binary
 
 
+class Quality(Open):
+    """The `quality` check's figures: the product decoded by the one fixed decoder, its SNR
+    against the input (flagsweep.workload.quality), and the baseline's beside it."""
+    snr_db: Num = None                       # null: no noise at all
+    baseline_snr_db: Num = None              # absent on the baseline itself
+    size_bytes: Num = None
+    baseline_size_bytes: Num = None
+    lag_frames: Num = None                   # decoded frame i + lag is input frame i
+    frames: Num = None                       # input frames compared
+    snr_tolerance_db: Num = None
+    size_rel_tolerance: Num = None
+    decoder: Str | None = None               # the target's decode_argv, as written
+
+
 class Check(Open):
-    status: Str
+    status: Str                              # ok | equivalent | differs | failed
     detail: Str | None = None
+    quality: Quality | None = None           # method "quality" only
 
 
 class LayoutSummary(Open):
@@ -360,10 +375,21 @@ class Noise(Open):
     rounds_needed: Num = None
 
 
+class Excluded(Open):
+    """A variant called faster but left out of the recommendation: its output did not pass."""
+    variant: Str
+    flags: list[Str]
+    ratio: Num = None
+    ci95: Pair = None
+    check: Str | None = None                 # its check's status (differs, failed)
+    why: Str | None = None                   # its check's detail
+
+
 class Recommendation(Open):
     flags: list[Str] | None = None
     variant: Str | None = None
     why: Str
+    excluded: list[Excluded] | None = None   # fastest first
 
 
 class HistoryPoint(Open):

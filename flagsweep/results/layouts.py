@@ -68,12 +68,21 @@ def _variant(reps: list[dict], baseline: str) -> dict:
     if of == baseline + AA_SUFFIX:
         doc["aa_of"] = baseline
     doc["build"] = _build(reps)
-    doc["check"] = next((r["check"] for r in reps if (r.get("check") or {}).get("status") != "ok"),
-                        first.get("check"))
+    doc["check"] = _worst_check(reps)
     doc["samples"] = _samples(reps)
     doc["failures"] = [{**f, "layout": r["layout"]} for r in reps for f in r.get("failures", [])]
     doc["multiplexed"] = sum(r.get("multiplexed") or 0 for r in reps)
     return doc
+
+
+# A variant's output is as good as its worst layout's: a layout whose output failed or differs
+# makes the variant so, an equivalent one (other bytes, as good a result) before an ok one.
+CHECK_ORDER = {"failed": 0, "differs": 1, "equivalent": 2}
+
+
+def _worst_check(reps: list[dict]) -> dict | None:
+    checks = [r.get("check") for r in reps]
+    return min(checks, key=lambda c: CHECK_ORDER.get((c or {}).get("status"), 3))
 
 
 def _build(reps: list[dict]) -> dict:

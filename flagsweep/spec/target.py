@@ -25,6 +25,9 @@ from flagsweep.spec.strict import Strict, read_toml, validate
 
 TARGETS_DIR = shipped.TARGETS
 PLACEHOLDERS = {"binary", "input", "output"}
+# A decoder is one fixed program for the whole sweep, never the variant under judgement: it gets
+# the baseline's binary (or a program of its own), the product to decode and where to write.
+DECODE_PLACEHOLDERS = {"baseline", "product", "output"}
 # A name or version becomes part of a cache folder's name: one plain path component.
 COMPONENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+~-]*")
 
@@ -136,12 +139,12 @@ class RunSpec(Strict):
         return argv
 
 
-def check_placeholders(argv: list[str]) -> list[str]:
+def check_placeholders(argv: list[str], allowed: set[str] = PLACEHOLDERS) -> list[str]:
     for arg in argv:
         for _, name, _, _ in string.Formatter().parse(arg):
-            if name is not None and name not in PLACEHOLDERS:
+            if name is not None and name not in allowed:
                 raise ValueError(f"unknown placeholder {{{name}}} in {arg!r}; "
-                                 f"expected one of {sorted(PLACEHOLDERS)}")
+                                 f"expected one of {sorted(allowed)}")
     return argv
 
 
@@ -151,19 +154,31 @@ def check_sha256(value: str | None) -> str | None:
     return value
 
 
+# The quality check's defaults (docs/targets.md): float rounding moves a lossy encoder's SNR by
+# hundredths of a dB; a tenth of a dB is still far below what a listener hears.
+SNR_TOLERANCE_DB = 0.1
+SIZE_REL_TOLERANCE = 0.01
+
+
 class CheckSpec(Strict):
-    method: Literal["exact", "sha256", "roundtrip", "tolerance"]
+    method: Literal["exact", "sha256", "roundtrip", "tolerance", "quality"]
     of: Literal["stdout", "output"] = "stdout"
     sha256: str | None = None
     roundtrip_argv: list[str] | None = None
     rel_tolerance: Annotated[float, Field(ge=0)] | None = None
+    decode_argv: Annotated[list[str], Field(min_length=1)] | None = None
+    snr_tolerance_db: Annotated[float, Field(ge=0)] = SNR_TOLERANCE_DB
+    size_rel_tolerance: Annotated[float, Field(ge=0)] = SIZE_REL_TOLERANCE
 
     _hex = field_validator("sha256")(lambda cls, v: check_sha256(v))
     _argv = field_validator("roundtrip_argv")(lambda cls, v: v and check_placeholders(v))
+    _decode = field_validator("decode_argv")(
+        lambda cls, v: v and check_placeholders(v, DECODE_PLACEHOLDERS))
 
     @model_validator(mode="after")
     def _needs(self) -> "CheckSpec":
-        needed = {"sha256": "sha256", "roundtrip": "roundtrip_argv", "tolerance": "rel_tolerance"}
+        needed = {"sha256": "sha256", "roundtrip": "roundtrip_argv", "tolerance": "rel_tolerance",
+                  "quality": "decode_argv"}
         key = needed.get(self.method)
         if key and getattr(self, key) is None:
             raise ValueError(f"check method '{self.method}' needs '{key}'")
@@ -182,6 +197,16 @@ class TargetFile(Strict):
     inputs: InputSpec
     run: RunSpec
     check: CheckSpec
+
+    @model_validator(mode="after")
+    def _quality_of_audio(self) -> "TargetFile":
+        # The decoded product is compared with the input, so the input must be audio it can
+        # be compared with: a generated WAV, or a given file (read as WAV when checked).
+        if self.check.method == "quality" and self.inputs.kind == "corpus":
+            raise ValueError("check method 'quality' compares the decoded product with the "
+                             "input, which must be a WAV (inputs.kind 'wav' or 'file'), not "
+                             "a corpus")
+        return self
 
 
 @dataclass(frozen=True)

@@ -2,10 +2,13 @@
 
 Each binary runs the workload once. Its product (stdout, or the file at {output}) is compared
 by the target's method: `exact` bytes against the baseline's product, a fixed `sha256`, a
-`roundtrip` (the product fed back through e.g. `gzip -d` must give the input), or `tolerance`
-(numbers in the text within a relative tolerance of the baseline's, the rest exact). The result
-is the contract's check object: status "ok", "differs" (shown, and timed unless --strict-check:
--ffast-math legitimately changes lame's bytes) or "failed" (the run itself failed: never timed).
+`roundtrip` (the product fed back through e.g. `gzip -d` must give the input), `tolerance`
+(numbers in the text within a relative tolerance of the baseline's, the rest exact), or
+`quality` (a lossy product decoded by one fixed decoder and its SNR against the input within a
+tolerance of the baseline's, flagsweep.workload.quality). The result is the contract's check
+object: status "ok", "equivalent" (other bytes, as good a result: a flag set to choose),
+"differs" (shown, and timed unless --strict-check) or "failed" (the run itself failed: never
+timed).
 Products go to files, never into memory, and are compared a block at a time, so a workload's
 gigabytes of output cost a few megabytes here.
 """
@@ -21,6 +24,7 @@ from flagsweep import files
 from flagsweep.errors import FlagsweepError
 from flagsweep.host import launcher
 from flagsweep.spec.target import Target
+from flagsweep.workload import quality
 
 NUMBER = re.compile(rb"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
 NUMBER_SPLIT = re.compile(b"(" + NUMBER.pattern + b")")
@@ -57,6 +61,11 @@ def check_all(workload: Workload, binaries: dict[str, Path], baseline: str) -> d
         if failure:
             results[vid] = {"status": "failed", "detail": failure}
             continue
+        if spec.method == "quality":
+            results[vid] = _quality(workload, vid, product, vid == baseline,
+                                    products.get(baseline), binaries.get(baseline),
+                                    results.get(baseline))
+            continue
         results[vid] = _compare(spec.method, workload, vid, binaries[vid], product,
                                 products.get(baseline), vid == baseline)
     _group_outputs(results, products)
@@ -75,7 +84,7 @@ def _group_outputs(results: dict[str, dict], products: dict[str, Path | None]) -
         other = first.setdefault(digest, vid)
         if other != vid:
             results[vid]["same_output_as"] = other
-            if results[vid]["status"] == "differs":
+            if results[vid]["status"] in ("differs", "equivalent"):
                 results[vid]["detail"] += f"; same output as {other}"
 
 
@@ -129,6 +138,89 @@ def _roundtrip(workload: Workload, vid: str, binary: Path, product: Path) -> dic
     if verdict["status"] != "ok":
         verdict["detail"] = "the round trip did not give back the input: " + verdict["detail"]
     return verdict
+
+
+def _quality(workload: Workload, vid: str, product: Path, is_baseline: bool,
+             reference: Path | None, decoder: Path | None, base: dict | None) -> dict:
+    """The product decoded by the one fixed decoder and measured against the input; the
+    baseline's own figures are the reference, and a variant is `ok` with the baseline's very
+    bytes, `equivalent` when its SNR and size are within the tolerances of the baseline's,
+    `differs` otherwise."""
+    if decoder is None or not is_baseline and (reference is None
+                                                 or not (base or {}).get("quality")):
+        return {"status": "failed", "detail": "no reference: the baseline's own output could "
+                                              "not be decoded and measured"}
+    same = None if is_baseline else _exact(product, reference)
+    if same and same["status"] == "ok":
+        return {"status": "ok", "detail": "identical bytes to the baseline's",
+                "quality": {**base["quality"], "size_bytes": product.stat().st_size}}
+    try:
+        measured = _decoded_snr(workload, vid, product, decoder)
+    except quality.PcmError as e:
+        return {"status": "differs", "detail": f"the decoded output cannot be measured: {e}"}
+    figures = _figures(workload, measured, product)
+    if is_baseline:
+        return {"status": "ok", "detail": f"reference output (the baseline's): SNR "
+                                          f"{measured.text()}", "quality": figures}
+    return _judged(workload, figures, base["quality"], same["detail"])
+
+
+def _decoded_snr(workload: Workload, vid: str, product: Path, decoder: Path) -> quality.Snr:
+    spec = workload.target.spec.check
+    decoded = workload.scratch / f"{vid}.decoded.wav"
+    writes_file = any("{output}" in a for a in spec.decode_argv)
+    argv = [a.format(baseline=str(decoder), product=str(product), output=str(decoded))
+            for a in spec.decode_argv]
+    stdout = workload.scratch / f"{vid}.decode.stdout" if writes_file else decoded
+    decoded.unlink(missing_ok=True)
+    result = launcher.run_once(argv, env=launcher.MINIMAL_ENV, timeout=workload.timeout,
+                               stdin_path=product, stdout_path=stdout,
+                               stderr_path=workload.scratch / f"{vid}.decode.stderr")
+    if result.failure:
+        raise quality.PcmError(f"the decoder failed on it: {result.failure}")
+    return quality.snr(workload.input_path, decoded)
+
+
+def _figures(workload: Workload, measured: quality.Snr, product: Path) -> dict:
+    spec = workload.target.spec.check
+    return {"snr_db": measured.snr_db, "lag_frames": measured.lag_frames,
+            "frames": measured.frames, "size_bytes": product.stat().st_size,
+            "snr_tolerance_db": spec.snr_tolerance_db,
+            "size_rel_tolerance": spec.size_rel_tolerance,
+            "decoder": " ".join(spec.decode_argv)}
+
+
+def _judged(workload: Workload, got: dict, base: dict, where: str) -> dict:
+    """equivalent or differs, in one sentence with both SNRs; `where` says where the bytes part."""
+    spec = workload.target.spec.check
+    got = {**got, "baseline_snr_db": base["snr_db"], "baseline_size_bytes": base["size_bytes"]}
+    snr_text = f"SNR {_db(got['snr_db'])} vs the baseline's {_db(base['snr_db'])}"
+    if got["snr_db"] is not None and base["snr_db"] is not None:   # two decimals may not show it
+        snr_text += f" ({got['snr_db'] - base['snr_db']:+.3f} dB)"
+    size_change = got["size_bytes"] / base["size_bytes"] - 1 if base["size_bytes"] else 0.0
+    bytes_note = where.replace("output differs from the baseline's", "bytes differ")
+    if not _snr_close(got["snr_db"], base["snr_db"], spec.snr_tolerance_db):
+        return {"status": "differs", "quality": got,
+                "detail": f"{snr_text}, beyond the {spec.snr_tolerance_db:g} dB tolerance "
+                          f"({bytes_note})"}
+    if abs(size_change) > spec.size_rel_tolerance:
+        return {"status": "differs", "quality": got,
+                "detail": f"size {got['size_bytes']} vs the baseline's {base['size_bytes']} bytes "
+                          f"({size_change:+.1%}), beyond the {spec.size_rel_tolerance:.1%} "
+                          f"tolerance; {snr_text} ({bytes_note})"}
+    return {"status": "equivalent", "quality": got,
+            "detail": f"equivalent output ({snr_text}; {bytes_note})"}
+
+
+def _snr_close(a: float | None, b: float | None, tolerance_db: float) -> bool:
+    """Within the tolerance; None is no noise at all, close only to itself."""
+    if a is None or b is None:
+        return a is None and b is None
+    return abs(a - b) <= tolerance_db
+
+
+def _db(snr_db: float | None) -> str:
+    return "no noise" if snr_db is None else f"{snr_db:.2f} dB"
 
 
 def _exact(got: Path, want: Path, other: str = "the baseline's") -> dict:

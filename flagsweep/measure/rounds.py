@@ -197,7 +197,8 @@ def stops(plan: Plan, values: Values, completed: int,
         if vid in stopped or vid in plan.keep or vid == plan.baseline or vid not in values:
             continue
         got = sequential.final(values[vid], base, round_count=completed, m=m,
-                               max_rounds=plan.max_runs, threshold=plan.threshold, seed=plan.seed)
+                               max_rounds=plan.max_runs, threshold=plan.threshold, seed=plan.seed,
+                               plan=design(plan))
         if got:
             out[vid] = Stop(completed, *got)
     return out
@@ -233,8 +234,21 @@ def first_stop(plan: Plan) -> int:
     passes). Over layouts the test is on the layouts' levels, and min_runs alone holds."""
     if plan.layouts:    # compared over layouts (a t test), not by the exact test on rounds
         return plan.min_runs
-    m = max(1, len([v for v in plan.variant_ids if v != plan.baseline]))
-    return max(plan.min_runs, stats.fewest_decisive_pairs(m) + DECISION_MARGIN)
+    return max(plan.min_runs, stats.fewest_decisive_pairs(_m(plan), design(plan).alpha)
+               + DECISION_MARGIN)
+
+
+def design(plan: Plan) -> sequential.Design:
+    """The error the sweep's claims spend (stats.sequential.Design): with stops, the analysis's
+    BH at what they leave; equivalence at the level of a test repeated at every round at which
+    the sweep may stop. Over layouts one look (the layouts' t test is not the rounds')."""
+    if plan.layouts:
+        return sequential.Design()
+    return sequential.design(_m(plan), plan.min_runs, plan.max_runs, plan.drop)
+
+
+def _m(plan: Plan) -> int:
+    return max(1, len([v for v in plan.variant_ids if v != plan.baseline]))
 
 
 def decided(plan: Plan, values: Values, completed: int,
@@ -338,9 +352,10 @@ def _comparisons(plan: Plan, values: Values) -> dict[str, stats.Comparison]:
         base = values.get(plan.baseline) if plan.baseline else None
         if not base:
             return {}
-        out = {vid: stats.compare(values[vid], base, seed=plan.seed)
+        tost = design(plan).tost
+        out = {vid: stats.compare(values[vid], base, seed=plan.seed, tost=tost)
                for vid in plan.variant_ids if vid != plan.baseline and vid in values}
-    stats.adjust(list(out.values()), threshold=plan.threshold)
+    stats.adjust(list(out.values()), threshold=plan.threshold, alpha=design(plan).alpha)
     return out
 
 

@@ -4,8 +4,9 @@
 sweep recomputes exactly the order it was following. After each round two rules look at the
 rounds so far, with the analysis's own functions: a variant whose verdict no later round can
 change stops (stats.sequential; the baseline and the controls never do), and the sweep stops
-(`decided`) once every comparison is decided or known to within the precision, never before
-the rounds at which a verdict can exist at all for this sweep's number of comparisons. Both are
+(`decided`) once every comparison is decided or known to within the precision and not
+projected to decide within the rounds left, never before the rounds at which a verdict can
+exist at all for this sweep's number of comparisons. Both are
 functions of the rounds so far alone, so a resumed sweep replays them to the same stops.
 """
 

@@ -91,14 +91,16 @@ class Design:
 def design(m: int, min_rounds: int, max_rounds: int, drop: bool, alpha: float = ALPHA) -> Design:
     """The design of a sweep of m comparisons: `drop` when variants stop at final verdicts;
     adaptive (more than one look) when it may stop before max_rounds. Its equivalence looks are
-    every round from the fewest pairs at which the analysis can call anything to max_rounds, a
-    superset of the rounds at which the sweep or a variant can stop."""
+    every round from the fewest pairs at which the analysis can call anything (and, without
+    stops, min_rounds) to max_rounds, a superset of the rounds at which the sweep or a variant
+    can stop (a variant's stop does not wait for min_rounds)."""
     stops = STOP_SHARE * alpha if drop else 0.0
     final_alpha = alpha - stops
     first = stats.fewest_decisive_pairs(m, final_alpha)
-    adaptive = min_rounds < max_rounds and first < max_rounds
-    tost = pocock_level(min(max(first, min_rounds), max_rounds), max_rounds, alpha) \
-        if adaptive else alpha
+    if not drop:
+        first = max(first, min_rounds)
+    adaptive = (min_rounds < max_rounds or drop) and first < max_rounds
+    tost = pocock_level(first, max_rounds, alpha) if adaptive else alpha
     return Design(final_alpha, stops, tost)
 
 

@@ -17,6 +17,7 @@ seeded: the same command prints the same tables.
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import sys
 import time
@@ -428,13 +429,32 @@ def _exact(d: np.ndarray) -> float:
     if t_obs == 0:
         return 1.0
     top = int(w2.sum())
+    tail = _tails(tuple(sorted(w2[w2 > 0])))
+    return float(min(1.0, tail[t_obs]))
+
+
+@functools.lru_cache(maxsize=4096)
+def _tails(weights: tuple[int, ...]) -> np.ndarray:
+    """P(|signed sum| >= t) for every t, for these doubled ranks (no ties: one per n)."""
+    top = sum(weights)
     dist = np.zeros(top + 1)
     dist[0] = 1.0
-    for w in w2[w2 > 0]:
+    for w in weights:
         dist[w:] = (dist[w:] + dist[:top + 1 - w]) / 2
         dist[:w] /= 2
-    k = np.arange(top + 1)
-    return float(min(1.0, dist[np.abs(2 * k - top) >= t_obs].sum()))
+    t = np.abs(2 * np.arange(top + 1) - top)
+    by_t = np.bincount(t, weights=dist, minlength=top + 2)
+    return np.cumsum(by_t[::-1])[::-1]
+
+
+DROPS = (True, False)  # band-stops: with the variant stops and without
+PART = (0, 1)          # --part k/K: this process runs the sweeps i with i % K == k
+
+
+def _mine(n: int) -> list[int]:
+    """The sweeps of a cell this process runs; each draws from its own generator, so parts run
+    apart add up to the whole table (their counts are printed to be summed)."""
+    return [i for i in range(n) if i % PART[1] == PART[0]]
 
 
 def _world(rng: np.random.Generator, noise: Noise, truth: dict[str, float], seed: int,
@@ -479,10 +499,10 @@ def _reach(scale: float) -> None:
     rows = []
     for k, noise in enumerate([Noise(0.01)]):          # the cell the shared machine allowed
         n = _sweeps(1000, scale)
-        rng = np.random.default_rng([SEED, 20, k])
         in_reach, right, beyond, false, calls, used, decided = 0, 0, 0, 0, 0, [], 0
-        for i in range(n):
-            ids, values = _world(rng, noise, truth, i)
+        n = len(_mine(n))
+        for i in _mine(_sweeps(1000, scale)):
+            ids, values = _world(np.random.default_rng([SEED, 20, k, i]), noise, truth, i)
             cs, runs, outcome = _run(ids, values, i, drop=True)
             in_reach += _in_reach(cs, outcome)
             decided += outcome.stop_reason.startswith("decided")
@@ -498,6 +518,8 @@ def _reach(scale: float) -> None:
             used.append(outcome.rounds)
         rows.append([noise.name, str(n), rate(in_reach, n), rate(decided, n), rate(right, beyond),
                      rate(false, max(1, calls)), quantiles(used), f"{np.mean(used):.1f}"])
+        print(f"counts: in_reach {in_reach} decided {decided} right {right}/{beyond} "
+              f"false {false}/{calls} rounds_sum {sum(used)} n {n}")
     table(["noise", "sweeps", "said decided with a verdict in reach", "said decided",
            "power: beyond-threshold variants called right", "false share of faster/slower calls",
            "rounds q10/50/90", "mean rounds"], rows)
@@ -516,17 +538,19 @@ def _band_stops(scale: float) -> None:
     rows = []
     for k, noise in enumerate([Noise(0.01)]):          # the issue's CV 1%; 1.5% costs 3x
         n = _sweeps(1000, scale)
-        rng = np.random.default_rng([SEED, 21, k])
         hits, used = {True: 0, False: 0}, {True: [], False: []}
-        for i in range(n):
-            ids, values = _world(rng, noise, {"var": 1 + THRESHOLD}, i)
-            for drop in (True, False):
+        n = len(_mine(n))
+        for i in _mine(_sweeps(1000, scale)):
+            ids, values = _world(np.random.default_rng([SEED, 21, k, i]), noise,
+                                 {"var": 1 + THRESHOLD}, i)
+            for drop in DROPS:
                 cs, _, outcome = _run(ids, values, i, drop)
                 hits[drop] += cs["var"].verdict == "equivalent"
                 used[drop].append(outcome.rounds)
-        for drop in (True, False):
+        for drop in DROPS:
             rows.append([noise.name, "yes" if drop else "no", str(n), rate(hits[drop], n),
                          quantiles(used[drop])])
+            print(f"counts: drop {drop} equivalent {hits[drop]} n {n} rounds_sum {sum(used[drop])}")
     table(["noise", "variant stops", "sweeps", "P(equivalent) at ratio 1.01", "rounds q10/50/90"],
           rows)
 
@@ -538,19 +562,20 @@ def aa_paired(scale: float) -> None:
 
 def _aa_paired(scale: float) -> None:
     """The same A/A worlds run with and without the stops: sweeps with a false faster/slower."""
-    print("### Paired A/A at CV 10%: twin + 2 null variants (m = 3), the same worlds with and "
+    print("### Paired A/A at CV 10%: twin + 1 null variant (m = 2), the same worlds with and "
           "without stops\n")
-    n = _sweeps(1000, scale)
-    rng = np.random.default_rng([SEED, 22])
     got = {True: [], False: []}
-    for i in range(n):
-        ids, values = _world(rng, Noise(0.10), {"null1": 1.0, "null2": 1.0}, i)
+    n = len(_mine(_sweeps(1000, scale)))
+    for i in _mine(_sweeps(1000, scale)):
+        ids, values = _world(np.random.default_rng([SEED, 22, i]), Noise(0.10), {"null1": 1.0}, i)
         for drop in (True, False):
             cs, _, _ = _run(ids, values, i, drop)
             got[drop].append(any(c.verdict in ("faster", "slower") for c in cs.values()))
     only_with = sum(a and not b for a, b in zip(got[True], got[False]))
     only_without = sum(b and not a for a, b in zip(got[True], got[False]))
     p = sps.binomtest(only_with, only_with + only_without).pvalue if only_with + only_without else 1.0
+    print(f"counts: with {sum(got[True])} without {sum(got[False])} only_with {only_with} "
+          f"only_without {only_without} n {n}")
     table(["sweeps", "false faster/slower, with stops", "without stops", "only with",
            "only without", "McNemar exact p"],
           [[str(n), rate(sum(got[True]), n), rate(sum(got[False]), n), str(only_with),
@@ -564,12 +589,12 @@ def many(scale: float) -> None:
           "round 9\n")
     from flagsweep.stats import sequential as seq
     rows = []
-    for k, m in enumerate((10, 11, 51)):
-        n = _sweeps(1000, scale)
-        rng = np.random.default_rng([SEED, 23, k])
+    for k, m in enumerate((11, 51)):
+        n = len(_mine(_sweeps(1000, scale)))
         first = seq.looks(m, 30).first
         at = []
-        for i in range(n):
+        for i in _mine(_sweeps(1000, scale)):
+            rng = np.random.default_rng([SEED, 23, k, i])
             base = np.exp(rng.normal(0, 0.01, 30))
             base[rng.integers(0, 8)] *= 1.3
             var = 1.2 * np.exp(rng.normal(0, 0.01, 30))
@@ -579,6 +604,7 @@ def many(scale: float) -> None:
                                       max_rounds=30, threshold=THRESHOLD, seed=i)), None)
             at.append(stop)
         stopped = [r for r in at if r is not None]
+        print(f"counts: m {m} stopped {len(stopped)} n {n} rounds {sorted(stopped)[:0]}")
         rows.append([str(m), str(n), rate(len(stopped), n),
                      quantiles(stopped) if stopped else "-"])
     table(["m", "sweeps", "stops by round 30", "at round q10/50/90"], rows)
@@ -620,7 +646,14 @@ def main() -> None:
     ap.add_argument("tables", nargs="*", metavar="TABLE",
                     help=f"which tables (default: all): {', '.join(TABLES)}")
     ap.add_argument("--scale", type=float, default=1.0, help="multiply every cell's sweeps")
+    ap.add_argument("--part", default="0/1", help="k/K: run every K-th sweep from k (the stops' "
+                    "tables), to run a table in parts and add their counts")
+    ap.add_argument("--no-stops-arm", action="store_true",
+                    help="band-stops: only the sweeps with the variant stops")
     args = ap.parse_args()
+    global PART, DROPS
+    k, parts = map(int, args.part.split("/"))
+    PART, DROPS = (k, parts), ((True,) if args.no_stops_arm else (True, False))
     unknown = set(args.tables) - set(TABLES)
     if unknown:
         ap.error(f"unknown table(s): {', '.join(sorted(unknown))}")

@@ -3,9 +3,9 @@
 A sweep looks at its comparisons after every round. Stopping a variant at its first faster or
 slower verdict would test it once a round, and the error rate grows with the looks (a stop at
 the first verdict let the A/A twin come out faster or slower in 7.3% of sweeps at CV 5%,
-bench/statistics.py). Here each comparison has alpha / m to spend over all its looks (m the
-sweep's comparisons: Bonferroni across the sweep, stricter than the analysis's
-Benjamini-Hochberg), and a variant stops only at a verdict reached at its look's share. By
+bench/statistics.py). Here each comparison has s / m to spend over all its looks (s the stops'
+share of alpha, below; m the sweep's comparisons: Bonferroni across the sweep, stricter than
+the analysis's Benjamini-Hochberg), and a variant stops only at a verdict reached at its look's share. By
 Bonferroni across the looks, the chance that any look errs is at most the sum of the shares,
 whatever rule ends the sweep; any division of alpha over the looks fixed in advance is valid
 (the alpha-spending idea of Lan & DeMets, Discrete sequential boundaries for clinical trials,
@@ -13,17 +13,17 @@ Biometrika 70(3), 1983, here without their joint-normal refinement; Jennison & T
 Sequential Methods with Applications to Clinical Trials, Chapman & Hall/CRC 2000, ch. 7).
 
 The division: the first look is at the fewest rounds at which the exact signed-rank test can
-reach alpha / m at all (stats.fewest_decisive_pairs: 2 / 2^n <= alpha / m), the round the
-analysis itself could first call anything, and spends there exactly what the test needs, 2 / 2^n;
+reach s / m at all (stats.fewest_decisive_pairs: 2 / 2^n <= s / m), about the sweep's own
+floor, and spends there exactly what the test needs, 2 / 2^n;
 the rest is spread evenly over every later round up to the most rounds. A variant far from the
 threshold is evident at the first look, where every round it is spared saves the most; one
 near the threshold needs many rounds at any level.
 
 Why the verdict then stands: a stopped variant's samples are frozen, and the analysis at the
-end (stats.compare, stats.adjust at alpha) sees exactly them. A raw p below alpha / m has a
-Benjamini-Hochberg adjusted p below alpha whatever the other comparisons do (adjusted <= m p);
-an interval at 1 - a beyond the +-threshold band puts the 95% interval beyond it; a 1 - 2a
-interval inside the band (two one-sided tests at a) puts the 90% interval inside. So a stopped
+end (stats.compare, stats.adjust at what the stops leave of alpha) sees exactly them. A raw p
+within that alpha / m has an adjusted p below it whatever the other comparisons do (adjusted
+<= m p); an interval at 1 - a beyond the +-threshold band puts the 95% interval beyond it; an
+equivalent stop is the analysis's own equivalence at this look (below). So a stopped
 comparison's false faster/slower chance is at most its share over all its looks.
 
 The share is taken out of the analysis's alpha, not added to it (Design): the stops spend

@@ -106,6 +106,9 @@ def test_pocock_level_keeps_a_test_repeated_at_every_look_within_alpha():
     crossed = lambda a: float(np.mean((z >= sps.norm.isf(a)).any(axis=1)))  # noqa: E731
     assert abs(crossed(level) - 0.05) < 0.005 and crossed(0.05) > 0.15
     assert sequential.pocock_level(9, 9) == 0.05                   # a fixed design looks once
+    # more looks, a smaller level, also where long sweeps use a coarser grid
+    assert sequential.pocock_level(9, 1000) < sequential.pocock_level(9, 200) \
+        < sequential.pocock_level(9, 60) < sequential.pocock_level(9, 30)
 
 
 def test_the_sweep_treats_equivalence_at_its_repeated_level_not_at_90():

@@ -126,8 +126,9 @@ def _crossing(z: float, first: int, last: int, step: float = 0.05) -> float:
     grid = np.arange(-8 * math.sqrt(last), z * math.sqrt(last) + step, step)
     f = sps.norm.pdf(grid, scale=math.sqrt(first)) * step
     f[grid >= z * math.sqrt(first)] = 0
-    kernel = sps.norm.pdf(np.arange(-8, 8 + step / 2, step)) * step
-    half = len(kernel) // 2
+    half = math.ceil(8 / step)             # symmetric about 0, or the walk drifts a little a round
+    kernel = sps.norm.pdf(np.arange(-half, half + 1) * step)
+    kernel /= kernel.sum()                  # a step loses no mass but what crosses
     for n in range(first + 1, last + 1):
         f = np.convolve(f, kernel)[half:half + len(grid)]
         f[grid >= z * math.sqrt(n)] = 0

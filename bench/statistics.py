@@ -17,6 +17,7 @@ seeded: the same command prints the same tables.
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import sys
 import time
@@ -97,9 +98,7 @@ def sweep(rng: np.random.Generator, noise: Noise, effects: dict[str, float], run
             n = k
             break
     measured = rounds.first_rounds(values, n)
-    comparisons = {vid: stats.compare(measured[vid], measured["base"], seed=seed)
-                   for vid in ids if vid != "base"}
-    stats.adjust(list(comparisons.values()), threshold=THRESHOLD)
+    comparisons = _analysed(measured, plan)
     statement = stats.noise(measured["base"], measured["base.aa"], 100 * THRESHOLD, m=len(ids) - 1)
     return comparisons, n, statement
 
@@ -115,10 +114,13 @@ def looped(values: dict[str, dict[int, float]], plan: rounds.Plan
         measured.setdefault(vid, {})[rnd] = values[vid][rnd]
 
     outcome = rounds.rounds(plan, set(), measure, lambda: measured)
-    comparisons = {vid: stats.compare(measured[vid], measured["base"], seed=plan.seed)
-                   for vid in plan.variant_ids if vid != "base"}
-    stats.adjust(list(comparisons.values()), threshold=THRESHOLD)
-    return comparisons, sum(len(v) for v in measured.values()), outcome
+    return _analysed(measured, plan), sum(len(v) for v in measured.values()), outcome
+
+
+def _analysed(measured: dict[str, dict[int, float]], plan: rounds.Plan) -> dict[str, stats.Comparison]:
+    """The analysis at the end, as analysis.apply makes it with the design the sweep spent
+    (rounds._comparisons: stats.compare, then stats.adjust, at the sweep's levels)."""
+    return rounds._comparisons(plan, measured)
 
 
 # ---- rates -----------------------------------------------------------------------------------
@@ -475,13 +477,240 @@ def beyond_power(scale: float) -> None:
            "sweeps with a faster call (either)", "rounds q10/50/90"], rows)
 
 
+# ---- the stops and the sweep's rule: verdicts in reach, equivalence, alpha, many comparisons ---
+
+class _ExactP:
+    """Within it, the analysis's sign-flip p is the exact p its Monte Carlo estimates beyond 14
+    pairs (the signed sum's null distribution by the subset-sum recurrence, as
+    stats.signed_rank_p): the same test without the Monte Carlo's noise and 20000 sign vectors
+    a call, which made these tables hours long. Not for the table of stops among many
+    comparisons, whose point is the Monte Carlo's floor."""
+
+    def __enter__(self):
+        self.saved = stats._signflip_p
+        stats._signflip_p = lambda d, rng: _exact(d)
+
+    def __exit__(self, *exc):
+        stats._signflip_p = self.saved
+
+
+def _exact(d: np.ndarray) -> float:
+    w2 = np.rint(2 * sps.rankdata(np.abs(d)) * (d != 0)).astype(int)
+    t_obs = abs(int(np.sign(d) @ w2))
+    if t_obs == 0:
+        return 1.0
+    top = int(w2.sum())
+    tail = _tails(tuple(sorted(w2[w2 > 0])))
+    return float(min(1.0, tail[t_obs]))
+
+
+@functools.lru_cache(maxsize=4096)
+def _tails(weights: tuple[int, ...]) -> np.ndarray:
+    """P(|signed sum| >= t) for every t, for these doubled ranks (no ties: one per n)."""
+    top = sum(weights)
+    dist = np.zeros(top + 1)
+    dist[0] = 1.0
+    for w in weights:
+        dist[w:] = (dist[w:] + dist[:top + 1 - w]) / 2
+        dist[:w] /= 2
+    t = np.abs(2 * np.arange(top + 1) - top)
+    by_t = np.bincount(t, weights=dist, minlength=top + 2)
+    return np.cumsum(by_t[::-1])[::-1]
+
+
+DROPS = (True, False)  # band-stops: with the variant stops and without
+PART = (0, 1)          # --part k/K: this process runs the sweeps i with i % K == k
+
+
+def _mine(n: int) -> list[int]:
+    """The sweeps of a cell this process runs; each draws from its own generator, so parts run
+    apart add up to the whole table (their counts are printed to be summed)."""
+    return [i for i in range(n) if i % PART[1] == PART[0]]
+
+
+def _world(rng: np.random.Generator, noise: Noise, truth: dict[str, float], seed: int,
+           start: dict[str, int] | None = None) -> tuple[list[str], dict[str, dict[int, float]]]:
+    """One sweep's values for baseline, twin and `truth`'s variants over 30 rounds; a variant
+    in `start` takes its effect only from that round on (a program that changes mid-sweep)."""
+    ids = ["base", "base.aa", *truth]
+    plan = rounds.Plan(ids, seed=seed, warmup=0, baseline="base")
+    logs = noise.draw(rng, plan, plan.max_runs)
+    values = {}
+    for vid in ids:
+        effect = math.log(truth.get(vid, 1.0))
+        values[vid] = {r: float(math.exp(x + (effect if r >= (start or {}).get(vid, 0) else 0.0)))
+                       for r, x in enumerate(logs[vid])}
+    return ids, values
+
+
+def _run(ids: list[str], values, seed: int, drop: bool):
+    plan = rounds.Plan(ids, seed=seed, warmup=0, baseline="base", threshold=THRESHOLD,
+                       drop=drop, keep=frozenset({"base", "base.aa"}))
+    return looped(values, plan)
+
+
+def _in_reach(cs: dict[str, stats.Comparison], outcome: rounds.Outcome, max_runs: int = 30) -> bool:
+    """The sweep said "decided" while an undecided comparison was projected to decide within
+    the rounds it had left."""
+    return outcome.stop_reason.startswith("decided") and any(
+        c.verdict == "inconclusive" and c.rounds_needed is not None
+        and c.rounds_needed <= max_runs for vid, c in cs.items() if vid not in outcome.stopped)
+
+
+def reach(scale: float) -> None:
+    with _ExactP():
+        _reach(scale)
+
+
+def _reach(scale: float) -> None:
+    """Olevels-like sweeps through the run's own loop with its stops (the default local sweep):
+    how often it says "decided" with a verdict in reach, what it calls, and its rounds."""
+    print("### Verdicts in reach at the stop: baseline + twin + 4 variants (m = 5), stops on\n")
+    truth = {"v2": 1.02, "v15": 1.015, "vm15": 0.985, "far": 1.30}
+    rows = []
+    for k, noise in enumerate([Noise(0.01)]):          # the cell the shared machine allowed
+        n = _sweeps(1000, scale)
+        in_reach, right, beyond, false, calls, used, decided = 0, 0, 0, 0, 0, [], 0
+        n = len(_mine(n))
+        for i in _mine(_sweeps(1000, scale)):
+            ids, values = _world(np.random.default_rng([SEED, 20, k, i]), noise, truth, i)
+            cs, runs, outcome = _run(ids, values, i, drop=True)
+            in_reach += _in_reach(cs, outcome)
+            decided += outcome.stop_reason.startswith("decided")
+            for vid, c in cs.items():
+                t = {"base.aa": 1.0, **truth}[vid]
+                called = c.verdict in ("faster", "slower")
+                calls += called
+                if abs(math.log(t)) > math.log1p(THRESHOLD):
+                    beyond += 1
+                    right += c.verdict == ("slower" if t > 1 else "faster")
+                false += called and (abs(math.log(t)) <= math.log1p(THRESHOLD)
+                                     or (c.verdict == "slower") != (t > 1))
+            used.append(outcome.rounds)
+        rows.append([noise.name, str(n), rate(in_reach, n), rate(decided, n), rate(right, beyond),
+                     rate(false, max(1, calls)), quantiles(used), f"{np.mean(used):.1f}"])
+        print(f"counts: in_reach {in_reach} decided {decided} right {right}/{beyond} "
+              f"false {false}/{calls} rounds_sum {sum(used)} n {n}")
+    table(["noise", "sweeps", "said decided with a verdict in reach", "said decided",
+           "power: beyond-threshold variants called right", "false share of faster/slower calls",
+           "rounds q10/50/90", "mean rounds"], rows)
+
+
+def band_stops(scale: float) -> None:
+    with _ExactP():
+        _band_stops(scale)
+
+
+def _band_stops(scale: float) -> None:
+    """The issue's configuration: two-variant sweeps (twin + one at exactly +1%) through the
+    run's loop, with and without the variant stops, P(equivalent) for the +1% variant."""
+    print("### Equivalence at the band edge under the adaptive rule: twin + one variant at "
+          "exactly +1% (m = 2)\n")
+    rows = []
+    for k, noise in enumerate([Noise(0.01)]):          # the issue's CV 1%; 1.5% costs 3x
+        n = _sweeps(1000, scale)
+        hits, used = {True: 0, False: 0}, {True: [], False: []}
+        n = len(_mine(n))
+        for i in _mine(_sweeps(1000, scale)):
+            ids, values = _world(np.random.default_rng([SEED, 21, k, i]), noise,
+                                 {"var": 1 + THRESHOLD}, i)
+            for drop in DROPS:
+                cs, _, outcome = _run(ids, values, i, drop)
+                hits[drop] += cs["var"].verdict == "equivalent"
+                used[drop].append(outcome.rounds)
+        for drop in DROPS:
+            rows.append([noise.name, "yes" if drop else "no", str(n), rate(hits[drop], n),
+                         quantiles(used[drop])])
+            print(f"counts: drop {drop} equivalent {hits[drop]} n {n} rounds_sum {sum(used[drop])}")
+    table(["noise", "variant stops", "sweeps", "P(equivalent) at ratio 1.01", "rounds q10/50/90"],
+          rows)
+
+
+def aa_paired(scale: float) -> None:
+    with _ExactP():
+        _aa_paired(scale)
+
+
+def _aa_paired(scale: float) -> None:
+    """The same A/A worlds run with and without the stops: sweeps with a false faster/slower."""
+    print("### Paired A/A at CV 10%: twin + 1 null variant (m = 2), the same worlds with and "
+          "without stops\n")
+    got = {True: [], False: []}
+    n = len(_mine(_sweeps(1000, scale)))
+    for i in _mine(_sweeps(1000, scale)):
+        ids, values = _world(np.random.default_rng([SEED, 22, i]), Noise(0.10), {"null1": 1.0}, i)
+        for drop in (True, False):
+            cs, _, _ = _run(ids, values, i, drop)
+            got[drop].append(any(c.verdict in ("faster", "slower") for c in cs.values()))
+    only_with = sum(a and not b for a, b in zip(got[True], got[False]))
+    only_without = sum(b and not a for a, b in zip(got[True], got[False]))
+    p = sps.binomtest(only_with, only_with + only_without).pvalue if only_with + only_without else 1.0
+    print(f"counts: with {sum(got[True])} without {sum(got[False])} only_with {only_with} "
+          f"only_without {only_without} n {n}")
+    table(["sweeps", "false faster/slower, with stops", "without stops", "only with",
+           "only without", "McNemar exact p"],
+          [[str(n), rate(sum(got[True]), n), rate(sum(got[False]), n), str(only_with),
+            str(only_without), f"{p:.2g}"]])
+
+
+def many(scale: float) -> None:
+    """A +20% variant among m comparisons, its baseline stalled (x1.3) once in a round before
+    the first look: its stop by the stops' own rule (sequential.final, as rounds.stops asks)."""
+    print("### A stop among many comparisons: +20% at CV 1%, the baseline stalled once before "
+          "round 9\n")
+    from flagsweep.stats import sequential as seq
+    rows = []
+    for k, m in enumerate((11, 51)):
+        n = len(_mine(_sweeps(1000, scale)))
+        first = seq.looks(m, 30).first
+        at = []
+        for i in _mine(_sweeps(1000, scale)):
+            rng = np.random.default_rng([SEED, 23, k, i])
+            base = np.exp(rng.normal(0, 0.01, 30))
+            base[rng.integers(0, 8)] *= 1.3
+            var = 1.2 * np.exp(rng.normal(0, 0.01, 30))
+            stop = next((r for r in range(first, 31)
+                         if seq.final({j: float(var[j]) for j in range(r)},
+                                      {j: float(base[j]) for j in range(r)}, round_count=r, m=m,
+                                      max_rounds=30, threshold=THRESHOLD, seed=i)), None)
+            at.append(stop)
+        stopped = [r for r in at if r is not None]
+        print(f"counts: m {m} stopped {len(stopped)} n {n} rounds {sorted(stopped)[:0]}")
+        rows.append([str(m), str(n), rate(len(stopped), n),
+                     quantiles(stopped) if stopped else "-"])
+    table(["m", "sweeps", "stops by round 30", "at round q10/50/90"], rows)
+
+
+def changing(scale: float) -> None:
+    with _ExactP():
+        _changing(scale)
+
+
+def _changing(scale: float) -> None:
+    """A program that changes during the sweep: the variant's +5% starts at round 10."""
+    print("### A change mid-sweep: twin + a variant whose +5% starts at round 10 (m = 2), "
+          "CV 1%, stops on\n")
+    n = _sweeps(1000, scale)
+    rng = np.random.default_rng([SEED, 24])
+    early, final_eq = 0, 0
+    for i in range(n):
+        ids, values = _world(rng, Noise(0.01), {"var": 1.05}, i, start={"var": 10})
+        cs, _, outcome = _run(ids, values, i, drop=True)
+        s = outcome.stopped.get("var")
+        early += bool(s and s.verdict == "equivalent" and s.rounds < 10)
+        final_eq += cs["var"].verdict == "equivalent"
+    table(["sweeps", "frozen equivalent before round 10", "equivalent at the end"],
+          [[str(n), rate(early, n), rate(final_eq, n)]])
+
+
 def _sweeps(n: int, scale: float) -> int:
     return max(20, int(n * scale))
 
 
 TABLES = {"stopping": stopping, "aa": aa, "band": band_edge, "statement": statement,
           "sequential": sequential, "history": nights, "cost": cost,
-          "beyond": beyond, "beyond_power": beyond_power}
+          "beyond": beyond, "beyond_power": beyond_power, "reach": reach,
+          "band-stops": band_stops, "aa-paired": aa_paired, "many": many, "changing": changing}
 
 
 def main() -> None:
@@ -489,7 +718,14 @@ def main() -> None:
     ap.add_argument("tables", nargs="*", metavar="TABLE",
                     help=f"which tables (default: all): {', '.join(TABLES)}")
     ap.add_argument("--scale", type=float, default=1.0, help="multiply every cell's sweeps")
+    ap.add_argument("--part", default="0/1", help="k/K: run every K-th sweep from k (the stops' "
+                    "tables), to run a table in parts and add their counts")
+    ap.add_argument("--no-stops-arm", action="store_true",
+                    help="band-stops: only the sweeps with the variant stops")
     args = ap.parse_args()
+    global PART, DROPS
+    k, parts = map(int, args.part.split("/"))
+    PART, DROPS = (k, parts), ((True,) if args.no_stops_arm else (True, False))
     unknown = set(args.tables) - set(TABLES)
     if unknown:
         ap.error(f"unknown table(s): {', '.join(sorted(unknown))}")

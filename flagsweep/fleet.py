@@ -397,6 +397,8 @@ def _rounds(client, t, parts: list[Label], blob, opts, db: store.Store, say) -> 
     scattered = {p.name: {vid: p.binaries[vid] for vid in p.measured} for p in parts}
     nxt = {p.name: -opts.warmup for p in parts}
     stops = {name: rounds.Stopping(plan) for name, plan in plans.items()}
+    for p in parts:       # what the rule spends, for each label's analysis (sequential.Design)
+        db.set_option(p.run_id, "sequential", rounds.design(plans[p.name]).to_json())
     pending = as_completed()
     said_round = lines.round_lines()
 

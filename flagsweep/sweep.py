@@ -424,6 +424,8 @@ def _rounds(sweep: Sweep, workload: check.Workload, measured: list[str],
     cachegrind = o.metric == "instructions" and (pre is None or not pre.hw_counters)
     plan = plan_for(o, measured, sweep.baseline, once=cachegrind, layouts=layouts_of(sweep.builds),
                     drop=True)
+    # the levels the stops and the rule spend, for the analysis at the end (sequential.Design)
+    store.set_option(sweep.run_id, "sequential", rounds.design(plan).to_json())
     if cachegrind:
         say("metric: instructions counted by Cachegrind (no PMU here): a deterministic change "
             "detector, not a speed")

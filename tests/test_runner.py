@@ -210,8 +210,9 @@ def test_stops_once_everything_is_decided_and_runs_on_while_not():
     """CV 1%, +10%: decided well before max runs. CV 5%, +1.5%: undecided and wide, so max runs."""
     plan = rounds.Plan(["base", "base.aa", "var"], seed=4, warmup=0, baseline="base")
     outcome, _ = _simulate(plan, noise=0.01, effects={"var": 1.10}, seed=4)
-    assert outcome.rounds < 20 and outcome.stop_reason.startswith("decided after")
-    assert "1 slower" in outcome.stop_reason
+    assert outcome.rounds < 20 and outcome.stop_reason.startswith(f"stopped after {outcome.rounds}"
+                                                                  " rounds with 1 open (base.aa: ")
+    assert "1 slower" in outcome.stop_reason and "beyond --max-runs 30" in outcome.stop_reason
     outcome, _ = _simulate(plan, noise=0.05, effects={"var": 1.015}, seed=4)
     assert outcome.rounds == 30 and outcome.stop_reason.startswith("max runs (30) reached: ")
     assert "widest unsettled 95% CI" in outcome.stop_reason

@@ -21,35 +21,35 @@ def _values(ratios: dict[str, float], n: int, cv: float, seed: int = 1) -> dict[
             for vid, ratio in ratios.items()}
 
 
-def test_the_looks_spend_alpha_over_m_first_where_the_exact_test_can_first_pass():
-    b = sequential.looks(5, 30)
-    assert b.first == stats.fewest_decisive_pairs(5) == 8 and b.later == 22
-    assert b.first_level == 2.0 ** (1 - 8)                   # exactly what the test needs there
-    assert math.isclose(b.first_level + b.later * b.later_level, 0.05 / 5)
-    assert b.level(7) == 0 and b.level(8) == b.first_level and b.level(20) == b.later_level
+def test_the_looks_spend_the_stops_share_over_m_first_where_the_exact_test_can_first_pass():
+    b = sequential.looks(5, 30)                              # the stops spend 0.01 of 0.05
+    assert b.first == stats.fewest_decisive_pairs(5, 0.01) == 10 and b.later == 20
+    assert b.first_level == 2.0 ** (1 - 10)                  # exactly what the test needs there
+    assert math.isclose(b.first_level + b.later * b.later_level, 0.01 / 5)
+    assert b.level(9) == 0 and b.level(10) == b.first_level and b.level(20) == b.later_level
     assert sequential.looks(5, 60).later_level < b.later_level   # more looks, a stricter level
-    assert sequential.looks(5, 8).first_level == 0.05 / 5       # one look spends it all
-    assert sequential.looks(5, 7).level(7) == 0                 # too few rounds to stop at all
+    assert math.isclose(sequential.looks(5, 10).first_level, 0.01 / 5)   # one look: all
+    assert sequential.looks(5, 9).level(9) == 0                 # too few rounds to stop at all
 
 
 def test_a_far_variant_is_final_at_the_first_look_and_not_before():
     v = _values({"base": 1.0, "far": 1.35}, 30, cv=0.01)
-    first = {k: {r: x for r, x in by.items() if r < 7} for k, by in v.items()}
-    assert sequential.final(first["far"], first["base"], round_count=7, m=5, max_rounds=30,
+    first = {k: {r: x for r, x in by.items() if r < 9} for k, by in v.items()}
+    assert sequential.final(first["far"], first["base"], round_count=9, m=5, max_rounds=30,
                             threshold=0.01, seed=1) is None
-    first = {k: {r: x for r, x in by.items() if r < 8} for k, by in v.items()}
-    got = sequential.final(first["far"], first["base"], round_count=8, m=5, max_rounds=30,
+    first = {k: {r: x for r, x in by.items() if r < 10} for k, by in v.items()}
+    got = sequential.final(first["far"], first["base"], round_count=10, m=5, max_rounds=30,
                            threshold=0.01, seed=1)
     assert got and got[0] == "slower" and "beyond any later round" in got[1]
 
 
 def test_a_variant_missed_at_the_first_look_needs_the_later_looks_stricter_level():
-    """+5% at CV 2%: not all of 8 pairs beyond +1% (the first look needs every one), and a
-    later look at 1e-4 needs 15 pairs or more."""
+    """+5% at CV 2%, m = 2: not all of 9 pairs beyond +1% (the first look needs every one), and
+    a later look at 5e-5 needs 15 pairs or more."""
     v = _values({"base": 1.0, "mid": 1.05}, 30, cv=0.02, seed=2)
     got = [k for k in range(8, 31)
            if sequential.final({r: x for r, x in v["mid"].items() if r < k}, v["base"],
-                               round_count=k, m=5, max_rounds=30, threshold=0.01, seed=1)]
+                               round_count=k, m=2, max_rounds=30, threshold=0.01, seed=1)]
     assert got and 15 <= got[0]
 
 
@@ -66,14 +66,14 @@ def test_a_null_variant_on_a_noisy_machine_never_stops_and_a_quiet_one_stops_equ
 
 
 def test_the_verdict_at_the_stop_is_the_analysis_verdict_on_the_same_rounds():
-    """The analysis at the end (compare, then BH over every comparison at alpha) reaches the
-    stop's verdict whatever the other comparisons' p-values are."""
-    v = _values({"base": 1.0, "far": 0.7}, 8, cv=0.01)
-    verdict, _ = sequential.final(v["far"], v["base"], round_count=8, m=5, max_rounds=30,
+    """The analysis at the end (compare, then BH over every comparison at what the stops left
+    of alpha) reaches the stop's verdict whatever the other comparisons' p-values are."""
+    v = _values({"base": 1.0, "far": 0.7}, 10, cv=0.01)
+    verdict, _ = sequential.final(v["far"], v["base"], round_count=10, m=5, max_rounds=30,
                                   threshold=0.01, seed=3)
     c = stats.compare(v["far"], v["base"], seed=3)
-    others = [stats.Comparison(1.0, (0.5, 2.0), (0.6, 1.7), 1.0, 8) for _ in range(4)]
-    stats.adjust([c, *others], threshold=0.01)
+    others = [stats.Comparison(1.0, (0.5, 2.0), (0.6, 1.7), 1.0, 10) for _ in range(4)]
+    stats.adjust([c, *others], threshold=0.01, alpha=sequential.design(5, 5, 30, True).alpha)
     assert verdict == c.verdict == "faster"
 
 

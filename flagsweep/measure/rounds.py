@@ -4,8 +4,9 @@
 sweep recomputes exactly the order it was following. After each round two rules look at the
 rounds so far, with the analysis's own functions: a variant whose verdict no later round can
 change stops (stats.sequential; the baseline and the controls never do), and the sweep stops
-(`decided`) once every comparison is decided or known to within the precision, never before
-the rounds at which a verdict can exist at all for this sweep's number of comparisons. Both are
+(`decided`) once every comparison is decided or known to within the precision and not
+projected to decide within the rounds left, never before the rounds at which a verdict can
+exist at all for this sweep's number of comparisons. Both are
 functions of the rounds so far alone, so a resumed sweep replays them to the same stops.
 """
 
@@ -107,11 +108,21 @@ class Stopping:
         self.new_stops = {}
         if self.outcome is None:
             new = stops(self.plan, values, self.completed, self.stopped)
-            self.outcome = decided(self.plan, values, self.completed, {**self.stopped, **new})
+            self.outcome = decided(self.plan, values, self.completed, {**self.stopped, **new},
+                                   rounds_left=self.rounds_left())
             if self.outcome is None:         # a stop in the sweep's last round saves nothing
                 self.new_stops = new
                 self.stopped.update(new)
         return self.outcome
+
+    def rounds_left(self) -> int:
+        """The counted rounds that may still start: those max runs leaves, and no more than fit
+        in what is left of the budget at the last round's pace."""
+        left = self.plan.max_runs - self.completed
+        if self.plan.budget_s is not None and self.round_s:
+            spare = self.plan.budget_s - (self.clock() - self.started)
+            left = min(left, max(0, math.floor(spare / self.round_s)))
+        return left
 
     def said(self, values: Values) -> str:
         """The line after a round: the variants that stopped in it, then why the sweep stopped
@@ -187,7 +198,8 @@ def stops(plan: Plan, values: Values, completed: int,
         if vid in stopped or vid in plan.keep or vid == plan.baseline or vid not in values:
             continue
         got = sequential.final(values[vid], base, round_count=completed, m=m,
-                               max_rounds=plan.max_runs, threshold=plan.threshold, seed=plan.seed)
+                               max_rounds=plan.max_runs, threshold=plan.threshold, seed=plan.seed,
+                               plan=design(plan))
         if got:
             out[vid] = Stop(completed, *got)
     return out
@@ -223,43 +235,92 @@ def first_stop(plan: Plan) -> int:
     passes). Over layouts the test is on the layouts' levels, and min_runs alone holds."""
     if plan.layouts:    # compared over layouts (a t test), not by the exact test on rounds
         return plan.min_runs
-    m = max(1, len([v for v in plan.variant_ids if v != plan.baseline]))
-    return max(plan.min_runs, stats.fewest_decisive_pairs(m) + DECISION_MARGIN)
+    return max(plan.min_runs, stats.fewest_decisive_pairs(_m(plan), design(plan).alpha)
+               + DECISION_MARGIN)
+
+
+def design(plan: Plan) -> sequential.Design:
+    """The error the sweep's claims spend (stats.sequential.Design): with stops, the analysis's
+    BH at what they leave; equivalence at the level of a test repeated at every round at which
+    the sweep may stop. Over layouts one look (the layouts' t test is not the rounds')."""
+    if plan.layouts:
+        return sequential.Design()
+    return sequential.design(_m(plan), plan.min_runs, plan.max_runs, plan.drop)
+
+
+def _m(plan: Plan) -> int:
+    return max(1, len([v for v in plan.variant_ids if v != plan.baseline]))
 
 
 def decided(plan: Plan, values: Values, completed: int,
-            stopped: dict[str, Stop] | None = None) -> Outcome | None:
+            stopped: dict[str, Stop] | None = None,
+            rounds_left: int | None = None) -> Outcome | None:
     """The stopping rule after `completed` counted rounds; None: go on.
 
     It asks what the analysis will conclude, with the analysis's own functions: every variant
     against the baseline by stats.compare, then stats.adjust across the sweep. It stops once
-    every comparison is settled: equivalent, stopped at a final verdict (`stops`), or known to
-    within a paired 95% CI of +-precision, where more rounds would hardly change its verdict (an
-    undecided effect that close to the threshold needs many times the rounds so far). A faster or slower verdict alone does not
-    settle a comparison: stopping on the first one to appear is a test repeated every round,
-    and it let the A/A twin come out faster or slower in 7.3% of sweeps at CV 5%
-    (bench/statistics.py). Never before first_stop: on a quiet machine
-    every interval is narrow after 6 rounds, where no verdict can pass BH yet."""
+    every comparison is settled (_settled): equivalent, stopped at a final verdict (`stops`),
+    or known to within a paired 95% CI of +-precision, unless, still undecided, it is projected
+    to decide (stats' rounds_needed) within the rounds that may still start (`rounds_left`:
+    max runs' by default, fewer when the budget at this pace leaves fewer). A faster or slower
+    verdict alone does not settle a comparison: stopping on the first one to appear is a test
+    repeated every round, and it let the A/A twin come out faster or slower in 7.3% of sweeps
+    at CV 5% (bench/statistics.py). Never before first_stop: on a quiet machine every interval
+    is narrow after 6 rounds, where no verdict can pass BH yet.
+
+    The reason says "decided" only when every comparison is; otherwise it names the open ones
+    and why more rounds were not worth it (their projection beyond max runs or the budget)."""
     if completed < first_stop(plan):
         return None
     stopped = stopped or {}
+    reach = completed + (plan.max_runs - completed if rounds_left is None else rounds_left)
     comparisons = _comparisons(plan, values)
     widths = {vid: stats.log_half_width(c.ci95) for vid, c in comparisons.items()}
-    if not comparisons or any(vid not in stopped and not _settled(c, widths[vid], plan)
+    if not comparisons or any(vid not in stopped and not _settled(c, widths[vid], plan, reach)
                               for vid, c in comparisons.items()):
         return None
+    still = {vid: c for vid, c in comparisons.items()
+             if vid not in stopped and c.verdict not in DECIDED}
     head = f"decided after {completed} rounds"
-    if any(c.verdict == "inconclusive" and widths[vid] > plan.precision
-           for vid, c in comparisons.items()):
-        head += (" (more rounds would leave the spread between layouts as it is: more "
-                 "layouts would narrow the inconclusive)")
+    if still:
+        head = (f"stopped after {completed} rounds with {len(still)} open ("
+                + "; ".join(f"{vid}: {_open(c, plan, reach)}" for vid, c in sorted(still.items()))
+                + ")")
     return _outcome(plan, completed, head, comparisons, stopped)
 
 
-def _settled(c: stats.Comparison, width: float, plan: Plan) -> bool:
-    """Equivalent, known to within the precision, or (over layouts) no longer narrowed by more
-    rounds: the layouts' own spread is then nearly all of its uncertainty."""
-    return c.verdict == "equivalent" or width <= plan.precision or not c.more_rounds_help
+DECIDED = ("faster", "slower", "equivalent")
+
+
+def _settled(c: stats.Comparison, width: float, plan: Plan, reach: int | None = None) -> bool:
+    """Equivalent, known to within the precision and not projected to decide within `reach`
+    rounds in all (max runs by default), or (over layouts) no longer narrowed by more rounds:
+    the layouts' own spread is then nearly all of its uncertainty.
+
+    Within the precision an undecided estimate sits near the threshold, but not always near
+    enough: an estimate one to three thresholds from zero with an interval of +-threshold is
+    called within a few more rounds, and stopping there left it inconclusive with its verdict
+    in reach."""
+    if c.verdict == "equivalent" or not c.more_rounds_help:
+        return True
+    if width > plan.precision:
+        return False
+    reach = plan.max_runs if reach is None else reach
+    return c.verdict in DECIDED or c.rounds_needed is None or c.rounds_needed > reach
+
+
+def _open(c: stats.Comparison, plan: Plan, reach: int) -> str:
+    """Why an undecided comparison was left open: what would decide it, and why not here."""
+    if not c.more_rounds_help:
+        return ("more rounds would leave the spread between layouts as it is: more layouts "
+                "would narrow it")
+    if c.rounds_needed is None:
+        return "no projection of the rounds that would decide it"
+    capped = " or more" if c.rounds_needed >= stats.ROUNDS_CAP else ""
+    need = f"roughly {c.rounds_needed}{capped} rounds would likely decide"
+    if c.rounds_needed > plan.max_runs:
+        return f"{need}, beyond --max-runs {plan.max_runs}"
+    return f"{need}, beyond the {reach} rounds the budget allows at this pace"
 
 
 def max_runs_outcome(plan: Plan, values: Values,
@@ -292,9 +353,10 @@ def _comparisons(plan: Plan, values: Values) -> dict[str, stats.Comparison]:
         base = values.get(plan.baseline) if plan.baseline else None
         if not base:
             return {}
-        out = {vid: stats.compare(values[vid], base, seed=plan.seed)
+        tost = design(plan).tost
+        out = {vid: stats.compare(values[vid], base, seed=plan.seed, tost=tost)
                for vid in plan.variant_ids if vid != plan.baseline and vid in values}
-    stats.adjust(list(out.values()), threshold=plan.threshold)
+    stats.adjust(list(out.values()), threshold=plan.threshold, alpha=design(plan).alpha)
     return out
 
 

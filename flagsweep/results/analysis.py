@@ -16,7 +16,7 @@ from flagsweep.measure import metric as metric_mod
 from flagsweep.measure.sample import Sample
 from flagsweep.results.contract import AA_SUFFIX, is_control
 from flagsweep.stats import effects as effects_mod
-from flagsweep.stats import layout
+from flagsweep.stats import layout, sequential
 
 
 def values_by_round(samples: list[Sample], metric_of,
@@ -34,7 +34,8 @@ def values_by_round(samples: list[Sample], metric_of,
 
 def apply(doc: dict, values: dict[str, dict[int, float]], threshold_pct: float, seed: int,
           replicates: dict[str, dict[str, dict[int, float]]] | None = None,
-          refused: dict[str, str] | None = None) -> None:
+          refused: dict[str, str] | None = None,
+          design: sequential.Design | None = None) -> None:
     """Fill summary/vs_baseline on doc's variants and the sweep-level statistics fields.
 
     `replicates` (run --layouts): variant -> its layouts' values. The comparisons are then made
@@ -43,7 +44,12 @@ def apply(doc: dict, values: dict[str, dict[int, float]], threshold_pct: float, 
 
     `refused`: variant -> why its samples judge nothing (its binary was replaced during the
     sweep). Its summary still says what was timed; it is compared with nothing, and when it is
-    the baseline nothing is compared at all."""
+    the baseline nothing is compared at all.
+
+    `design`: the error the sweep spent (stats.sequential.Design, kept with the run): with
+    variant stops, Benjamini-Hochberg at what they left; in a sweep that could stop at several
+    rounds, equivalence at the level of a test repeated at each. None: a single look at 0.05."""
+    design = design or sequential.Design()
     baseline = doc["baseline"]
     variants = {v["id"]: v for v in doc["variants"]}
     refused = _refusals(refused or {}, variants, baseline)
@@ -57,10 +63,12 @@ def apply(doc: dict, values: dict[str, dict[int, float]], threshold_pct: float, 
         if replicates is not None:
             v["summary"]["layouts"] = _layout_summaries(v, replicates.get(vid, {}))
         elif vid != baseline and vid in values and baseline in values:
-            comparisons[vid] = stats.compare(values[vid], values[baseline], seed=seed)
+            comparisons[vid] = stats.compare(values[vid], values[baseline], seed=seed,
+                                             tost=design.tost)
     if replicates is not None:
         comparisons = layout.compare_arms(replicates, baseline)
-    stats.adjust(list(comparisons.values()), threshold=threshold_pct / 100)
+    stats.adjust(list(comparisons.values()), threshold=threshold_pct / 100,
+                 alpha=design.alpha if replicates is None else 0.05)
     twin = baseline + AA_SUFFIX
     twin_is = TWIN_IS[replicates is not None]
     gate = _gate(comparisons, twin, threshold_pct, twin_is)

@@ -130,6 +130,14 @@ class Distro(Open):
     parts: dict[str, list[Str]] | None = None    # each variable as read (CPPFLAGS, CFLAGS, ...)
 
 
+class Sequential(Open):
+    """The levels a sweep spent (stats.sequential.Design): BH at `alpha` at the end, `stops_alpha`
+    over the variant stops, equivalence by two one-sided tests at `tost_level` each."""
+    alpha: Num = None
+    stops_alpha: Num = None
+    tost_level: Num = None
+
+
 class Measurement(Open):
     seed: Num = None
     warmup: Num = None
@@ -146,6 +154,7 @@ class Measurement(Open):
     reference: Str | None = None
     metric: Str | None = None               # the --metric option (auto, wall, ...); `metric` is the column
     layouts: Layouts | None = None          # run --layouts: how many, how made, how compared
+    sequential: Sequential | None = None    # the error the sweep's looks spent
 
 
 class LayoutBuild(Open):
@@ -238,6 +247,8 @@ class Comparison(Open):
     # a faster/slower verdict needs wholly beyond it, and its level (stats.fcr_intervals).
     ci_fcr: Pair = None
     fcr_level: Num = None
+    ci_tost: Pair = None                   # equivalence's interval when tost_level < 0.05
+    tost_level: Num = None
 
 
 class VsBaseline(Comparison):

@@ -24,6 +24,7 @@ from flagsweep.build import layout
 from flagsweep.results import analysis, layouts
 from flagsweep.results.contract import SCHEMA
 from flagsweep.results.store import NoStore, Store
+from flagsweep.stats import sequential
 
 log = logging.getLogger("flagsweep.results")
 CSV_COUNTERS = ("cycles", "instructions", "branch_misses", "cache_misses", "task_clock_s",
@@ -146,8 +147,10 @@ def _document(run: dict, variants: list[dict], samples: list[Sample]) -> dict:
         folded = layouts.fold(doc["variants"], values, doc["baseline"])
         doc["variants"], values, replicates = folded.variants, folded.values, folded.replicates
         doc["measurement"]["layouts"] = layout.described(m["layouts"])
+    design = sequential.Design.from_json(o.get("sequential"))
+    doc["measurement"]["sequential"] = design.to_json()
     analysis.apply(doc, values, doc["threshold_pct"], seed=m.get("seed") or 0,
-                   replicates=replicates, refused=refused)
+                   replicates=replicates, refused=refused, design=design)
     _stopped(doc, o.get("stopped") or {}, samples)
     analysis.advise(doc, samples)
     add_explain(doc, o.get("explain"))

@@ -153,6 +153,15 @@ class Comparison:
     # The same interval as ci95/ci90 at any level (level -> (low, high)); None: see _at_level.
     interval_at: Callable[[float], tuple[float, float]] | None = field(
         default=None, repr=False, compare=False)
+    # a sweep that may stop at more than one round tests equivalence at a smaller level per
+    # one-sided test (stats.sequential.Design.tost); its interval, 1 - 2 tost. None: the 90%
+    ci_tost: tuple[float, float] | None = None
+    tost_level: float = 0.05
+
+    @property
+    def equivalence_ci(self) -> tuple[float, float]:
+        """The interval that must lie inside the band for "equivalent"."""
+        return self.ci_tost if self.ci_tost is not None else self.ci90
 
     def to_json(self) -> dict:
         # JSON has no inf/nan: an interval that does not exist (too few pairs) is null.
@@ -162,12 +171,14 @@ class Comparison:
                 "rounds_needed": self.rounds_needed, "why": self.why,
                 **({"ci_fcr": _interval(self.ci_fcr), "fcr_level": self.fcr_level}
                    if self.ci_fcr is not None else {}),
+                **({"ci_tost": _interval(self.ci_tost), "tost_level": self.tost_level}
+                   if self.ci_tost is not None else {}),
                 **({"layouts": self.layouts, "layout_sd_pct": _num(100 * self.layout_sd)
                     if self.layout_sd is not None else None} if self.layouts else {})}
 
 
 def compare(variant: dict[int, float], baseline: dict[int, float], *, seed: int = 0,
-            n_boot: int = 2000) -> Comparison:
+            n_boot: int = 2000, tost: float = 0.05) -> Comparison:
     """Variant / baseline ratio with CIs and a permutation p-value, all by round.
 
     Only rounds where both binaries were measured are used: a round is a block (same machine
@@ -176,7 +187,9 @@ def compare(variant: dict[int, float], baseline: dict[int, float], *, seed: int 
     signed-rank permutation test (_signflip_p), its Hodges-Lehmann estimate of the ratio, and the
     CIs that invert that test (_walsh_interval). A metric that can be zero has no log ratio: then
     the ratio of medians with a bootstrap over whole pairs (`n_boot` resamples), and plain
-    differences for the test. Deterministic given `seed`."""
+    differences for the test. Deterministic given `seed`. `tost` below 0.05: equivalence is
+    judged on the 1 - 2 tost interval (ci_tost), a sweep's level for a test repeated at every
+    look (stats.sequential)."""
     common = sorted(set(variant) & set(baseline))
     v = np.array([variant[r] for r in common], dtype=float)
     b = np.array([baseline[r] for r in common], dtype=float)
@@ -199,7 +212,8 @@ def compare(variant: dict[int, float], baseline: dict[int, float], *, seed: int 
         boot = _bootstrap_median_ratios(v, b, rng, n_boot)
         at = lambda level: _percentiles(boot, 100 * level)  # noqa: E731
     return Comparison(ratio, at(0.95), at(0.90), _signflip_p(d, rng), len(common),
-                      interval_at=at)
+                      interval_at=at, ci_tost=at(1 - 2 * tost) if tost < 0.05 else None,
+                      tost_level=tost)
 
 
 _NO_INTERVAL = (0.0, math.inf)       # an interval that decides nothing: never faster/slower/equal
@@ -434,6 +448,33 @@ def _signflip_p(d: np.ndarray, rng: np.random.Generator) -> float:
     return (1 + hits) / (1 + RANDOM_FLIPS)
 
 
+def signed_rank_p(d: Sequence[float]) -> float:
+    """The exact two-sided p of _signflip_p's test at any n: P(|sum s_r w_r| >= T) over all
+    2^n sign vectors s, w the (average) ranks of |d|, zeros weighing nothing.
+
+    _signflip_p estimates it from RANDOM_FLIPS random sign vectors beyond EXACT_MAX_PAIRS
+    pairs, so it cannot go below 1 / (1 + RANDOM_FLIPS) = 5.0e-5; a level smaller than that
+    (a stopping look's share among many comparisons, stats.sequential) needs the exact value.
+    It comes from the null distribution of the signed sum by the subset-sum recurrence that
+    counts the signed-rank statistic's null distribution (Wilcoxon 1945; Hollander, Wolfe &
+    Chicken, 2014, ch. 3), on doubled ranks so that tied (half-integer) ranks stay integers;
+    probabilities rather than counts, so 2^n does not overflow."""
+    x = np.asarray(d, dtype=float)
+    w2 = np.rint(2 * sps.rankdata(np.abs(x)) * (x != 0)).astype(int)
+    t_obs = abs(int(np.sign(x) @ w2))
+    if t_obs == 0:
+        return 1.0
+    top = int(w2.sum())
+    dist = np.zeros(top + 1)            # P(sum of the positive-signed weights = k)
+    dist[0] = 1.0
+    for w in w2[w2 > 0]:
+        dist[w:] = (dist[w:] + dist[:top + 1 - w]) / 2
+        dist[:w] /= 2
+    # sum s w = 2 P - top, P the positive-signed weights: |2P - top| >= t_obs
+    k = np.arange(top + 1)
+    return float(min(1.0, dist[np.abs(2 * k - top) >= t_obs].sum()))
+
+
 @functools.lru_cache(maxsize=None)
 def _all_signs(n: int) -> np.ndarray:
     """Every +-1 vector of length n, one per row (2^n rows)."""
@@ -541,7 +582,7 @@ def _verdict(c: Comparison, threshold: float, alpha: float) -> str:
         return "faster"
     if significant and ci[0] > hi:
         return "slower"
-    if lo < c.ci90[0] and c.ci90[1] < hi:
+    if lo < c.equivalence_ci[0] and c.equivalence_ci[1] < hi:
         return "equivalent"
     return "inconclusive"          # also where a CI is nan: every comparison above is False
 
@@ -563,8 +604,9 @@ def _rounds_needed(c: Comparison, threshold: float, alpha: float, m: int) -> int
     n = c.n_pairs
     floor = max(n + 1, fewest_decisive_pairs(m, alpha))
     est = math.log(c.ratio) if c.ratio > 0 else math.nan
-    if n < 2 or not math.isfinite(est) or not all(map(math.isfinite, c.ci95 + c.ci90)) \
-            or min(c.ci95 + c.ci90) <= 0:
+    eq = c.equivalence_ci
+    if n < 2 or not math.isfinite(est) or not all(map(math.isfinite, c.ci95 + eq)) \
+            or min(c.ci95 + eq) <= 0:
         return min(ROUNDS_CAP, floor)
     lo_b, hi_b = math.log(1 - threshold), math.log(1 + threshold)
     near = c.ci_fcr if c.ci_fcr and 0 < c.ci_fcr[0] <= c.ci_fcr[1] < math.inf else c.ci95
@@ -573,8 +615,8 @@ def _rounds_needed(c: Comparison, threshold: float, alpha: float, m: int) -> int
     elif est >= hi_b:
         scale = max(_ratio_sq(est - math.log(near[0]), est - hi_b), _p_scale(c, alpha))
     else:
-        scale = max(_ratio_sq(math.log(c.ci90[1]) - est, hi_b - est),
-                    _ratio_sq(est - math.log(c.ci90[0]), est - lo_b))
+        scale = max(_ratio_sq(math.log(eq[1]) - est, hi_b - est),
+                    _ratio_sq(est - math.log(eq[0]), est - lo_b))
     need = n * scale
     return min(ROUNDS_CAP, max(floor, math.ceil(need) if math.isfinite(need) else ROUNDS_CAP))
 
@@ -624,8 +666,8 @@ def _why(c: Comparison, threshold: float, alpha: float) -> str:
         return (f"{abs(c.ratio - 1) * 100:.1f}% {c.verdict} (95% CI {lo:.1f}% to {hi:.1f}%"
                 f"{_fcr_text(c)}), beyond the {t} threshold, {p} over {_over(c)}")
     if c.verdict == "equivalent":
-        return (f"within +-{t}: the 90% CI {_fmt(c.ci90)} lies inside the band "
-                f"(two one-sided tests), over {_over(c)}")
+        return (f"within +-{t}: the {_eq_name(c)} {_fmt(c.equivalence_ci)} lies inside the "
+                f"band (two one-sided tests{_eq_level(c)}), over {_over(c)}")
     if math.isnan(c.ci95[0]):
         reason = "the ratio has no finite interval (a median of zero)"
     elif c.ci95 == _NO_INTERVAL:
@@ -634,7 +676,8 @@ def _why(c: Comparison, threshold: float, alpha: float) -> str:
     elif c.p_adjusted < alpha:
         reason = _significant_but(c, threshold, p)
     else:
-        reason = f"not significant ({p}) and the 90% CI {_fmt(c.ci90)} does not fit inside +-{t}"
+        reason = (f"not significant ({p}) and the {_eq_name(c)} {_fmt(c.equivalence_ci)} does "
+                  f"not fit inside +-{t}")
     capped = " or more" if c.rounds_needed >= ROUNDS_CAP else ""
     return (f"{reason}; roughly {c.rounds_needed}{capped} rounds would likely decide (rough: it "
             f"assumes the estimate holds), {_over(c)} so far")
@@ -668,6 +711,14 @@ def level_text(level: float | None) -> str:
         return "adjusted"
     pct = math.floor(level * 1000 + 1e-9) / 10
     return f"{pct:g}%"
+def _eq_name(c: Comparison) -> str:
+    return "90% CI" if c.ci_tost is None else f"{100 * (1 - 2 * c.tost_level):.3g}% CI"
+
+
+def _eq_level(c: Comparison) -> str:
+    """A sweep that may stop at several rounds tests equivalence at each at a smaller level."""
+    return "" if c.ci_tost is None else (f" at {c.tost_level:.2g} each, the level that keeps "
+                                         "equivalence within 0.05 over this sweep's looks")
 
 
 def _over(c: Comparison) -> str:

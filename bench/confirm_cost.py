@@ -8,6 +8,9 @@ interval, the interval over K layouts each, the layout spread and its own time. 
 the time without confirmation is the run's time less the confirmation's own (`seconds`,
 measured from before its builds to its answer), which spares a second sweep on a busy machine.
 
+Pass --wait among RUN_ARGS on a shared machine (another sweep holding the CPU): the wall time
+then includes the wait, so each sweep's measuring time is printed beside it.
+
 Usage: python bench/confirm_cost.py [--once] OUT_DIR -- RUN_ARGS...
   e.g. python bench/confirm_cost.py /tmp/cc -- gzip --quick
        python bench/confirm_cost.py --once /tmp/cc -- tiny --recipe march --quick --seed 3
@@ -27,6 +30,7 @@ def sweep(args: list[str], out: Path) -> tuple[float, dict]:
     done = subprocess.run(["flagsweep", "run", *args, "--out", str(out)],
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     took = time.perf_counter() - started
+    out.with_name(out.name + ".stderr").write_text(done.stderr)     # what the terminal said
     if done.returncode != 0:
         sys.exit(f"flagsweep run {' '.join(args)} failed:\n{done.stderr[-2000:]}")
     return took, json.loads((out / "results.json").read_text())
@@ -40,11 +44,20 @@ def pct(c: dict | None) -> str:
     return f"{100 * (c['ratio'] - 1):+.1f}%{ci}"
 
 
+def _span(doc: dict) -> float:
+    """The sweep's own measuring time, its store's start (after the builds) to its end (before
+    any confirmation), from results.json."""
+    from datetime import datetime
+    stamp = [datetime.strptime(doc[k], "%Y-%m-%dT%H:%M:%SZ") for k in ("started", "finished")]
+    return (stamp[1] - stamp[0]).total_seconds()
+
+
 def describe(label: str, took: float, doc: dict) -> None:
     rec = doc.get("recommendation") or {}
     c = rec.get("confirmation") or {}
     over = c.get("over_layouts") or {}
-    print(f"{label}: {took:.0f} s wall, {doc.get('stop_reason')}")
+    print(f"{label}: {took:.0f} s wall (any wait for the CPU's lock included), measuring "
+          f"{_span(doc):.0f} s, {doc.get('stop_reason')}")
     print(f"  recommendation: {rec.get('flags')} ({rec.get('variant')})")
     print(f"  confirmation: {c.get('status')} of {c.get('variant')}; reach {c.get('reach_pct')}% "
           f"({c.get('reach_source')})")

@@ -30,6 +30,7 @@ def sweep(args: list[str], out: Path) -> tuple[float, dict]:
     done = subprocess.run(["flagsweep", "run", *args, "--out", str(out)],
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     took = time.perf_counter() - started
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.with_name(out.name + ".stderr").write_text(done.stderr)     # what the terminal said
     if done.returncode != 0:
         sys.exit(f"flagsweep run {' '.join(args)} failed:\n{done.stderr[-2000:]}")

@@ -27,7 +27,7 @@ static uint64_t run(const uint8_t *in, size_t n, uint64_t *table) {
         case MULK: stack[sp - 1] = (uint32_t)(stack[sp - 1] * ins->arg); break;
         case ROTL: { uint32_t x = (uint32_t)stack[sp - 1];
                      stack[sp - 1] = (x << ins->arg) | (x >> (32 - ins->arg)); break; }
-        case POPC: stack[sp - 1] = (uint64_t)__builtin_popcountll(stack[sp - 1]); break;
+        case POPC: stack[sp - 1] = (stack[sp - 1] * 0x9E3779B97F4A7C15ull) >> 58; break;
         case ADD: sp--; acc += stack[sp]; break;
         case DUP: stack[sp] = stack[sp - 1]; sp++; break;
         case SWAP: { uint64_t t = stack[sp - 1]; stack[sp - 1] = stack[sp - 2];

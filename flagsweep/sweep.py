@@ -31,7 +31,7 @@ from flagsweep.measure import disturbance, rounds
 from flagsweep.measure import metric as metric_mod
 from flagsweep.measure.sample import Sample
 from flagsweep.report import lines, terminal
-from flagsweep.results import analysis, reader, writer
+from flagsweep.results import analysis, confirmation, reader, writer
 from flagsweep.results.contract import AA_SUFFIX, REF_SUFFIX
 from flagsweep.results.store import Store
 from flagsweep.spec import matrix, recipe, target
@@ -61,6 +61,9 @@ class MeasureOptions:
     keep_scratch: bool = False      # keep the check and timing outputs of a complete run
     layouts: int = 0                # K >= 2: every variant built K times in seeded layouts
     explain: bool = False           # profile the baseline and each faster/slower variant
+    # A small "Use X" measured again over layouts before it is printed (results.confirmation).
+    layout_confirm: bool = True
+    confirm_layouts: int = confirmation.DEFAULT_LAYOUTS
 
 
 @dataclass
@@ -77,6 +80,8 @@ class Sweep:
     # What runs one workload (the executor): the real launcher, or in tests a stand-in that
     # replays or synthesises executions, so the decisions above it are tested without timing.
     execute: Callable[..., launcher.Execution] = launcher.run_once
+    # How its variants were built, for the confirmation's relinks (a resumed sweep: defaults).
+    build_opts: variants.Options | None = None
 
 
 def start(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: variants.Options,
@@ -88,43 +93,52 @@ def start(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: vari
     base = run_name or out.name      # the run id: this, numbered if the store has it
     opts.seed = opts.seed if opts.seed is not None else random.SystemRandom().randrange(2**31)
     cpu = _cpu(opts)
+    with MeasureLock(f"{t.name} {base}", cpu, wait=wait, say=say), _terminate_as_interrupt():
+        return _started(t, r, m, build_opts, opts, store, say, base, execute)
+
+
+def _started(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: variants.Options,
+             opts: MeasureOptions, store: Store, say: Callable[[str], None], base: str,
+             execute: Callable[..., launcher.Execution], confirms: dict | None = None) -> Path:
+    """start() once the CPU is ours; `confirms`: the sweep this one confirms over layouts."""
+    out = build_opts.out_dir.resolve()
+    cpu = _cpu(opts)
     if opts.layouts:
         m = _layouts(m, opts.layouts)
-    with MeasureLock(f"{t.name} {base}", cpu, wait=wait, say=say), _terminate_as_interrupt():
-        # Before building: the load average must show other work, not our own compiles.
-        machine = system.machine_state(sorted({v.compiler for v in m.variants}),
-                                       pinned_cpu=cpu)
-        for warning in advice.warnings(machine):
-            say(f"warning: {warning}")
-        _counters_usable(opts)               # fail fast, before any build, on what cannot work
-        reference = reference_binary(Path(opts.reference)) if opts.reference else None
-        try:
-            inputs.prepare(t, quick=opts.quick)
-            if any(v.pgo for v in m.variants):
-                build_opts = replace(build_opts, training=inputs.training(t))
-            builds = variants.build_all(t, m, build_opts,
-                                        lines.built_lines())
-        except KeyboardInterrupt:
-            # No run exists yet, so there is nothing to resume; the build processes are ended
-            # by then (process.run waits until none of them runs).
-            raise Interrupted(f"interrupted before measuring; no run was recorded. {out} holds "
-                              "a partial build, and builds start in a new folder: run again "
-                              "with another --out, or remove it first") from None
-        variants.write_summary(out, t, r, m, builds)
-        for line in variants.failures(builds):
-            say(line)
-        docs = [b.doc(out) for b in builds]
-        if not opts.layouts:         # with layouts the twin is built: other layouts, same code
-            docs += aa_twin(docs, m.baseline.id, out)
-        if reference is None and kept_reference_applies(opts):
-            reference = kept_reference(store, t.name, machine, m.baseline.id, out, say)
-        docs += reference_arm(docs, m.baseline.id, out, reference)
-        run_id = store.create_unique_run(base, t.name, r.name, out, run_options(t, r, m, opts),
-                                         machine)
-        say(f"run id {run_id}")
-        store.save_variants(run_id, docs)
-        sweep = Sweep(run_id, t, r.name, out, opts, docs, m.baseline.id, execute)
-        return _measure(sweep, store, say)
+    # Before building: the load average must show other work, not our own compiles.
+    machine = system.machine_state(sorted({v.compiler for v in m.variants}),
+                                   pinned_cpu=cpu)
+    for warning in advice.warnings(machine):
+        say(f"warning: {warning}")
+    _counters_usable(opts)               # fail fast, before any build, on what cannot work
+    reference = reference_binary(Path(opts.reference)) if opts.reference else None
+    try:
+        inputs.prepare(t, quick=opts.quick)
+        if any(v.pgo for v in m.variants):
+            build_opts = replace(build_opts, training=inputs.training(t))
+        builds = variants.build_all(t, m, build_opts,
+                                    lines.built_lines())
+    except KeyboardInterrupt:
+        # No run exists yet, so there is nothing to resume; the build processes are ended
+        # by then (process.run waits until none of them runs).
+        raise Interrupted(f"interrupted before measuring; no run was recorded. {out} holds "
+                          "a partial build, and builds start in a new folder: run again "
+                          "with another --out, or remove it first") from None
+    variants.write_summary(out, t, r, m, builds)
+    for line in variants.failures(builds):
+        say(line)
+    docs = [b.doc(out) for b in builds]
+    if not opts.layouts:         # with layouts the twin is built: other layouts, same code
+        docs += aa_twin(docs, m.baseline.id, out)
+    if reference is None and kept_reference_applies(opts):
+        reference = kept_reference(store, t.name, machine, m.baseline.id, out, say)
+    docs += reference_arm(docs, m.baseline.id, out, reference)
+    options = run_options(t, r, m, opts) | ({"confirms": confirms} if confirms else {})
+    run_id = store.create_unique_run(base, t.name, r.name, out, options, machine)
+    say(f"run id {run_id}")
+    store.save_variants(run_id, docs)
+    sweep = Sweep(run_id, t, r.name, out, opts, docs, m.baseline.id, execute, build_opts)
+    return _measure(sweep, store, say)
 
 
 def _layouts(m: matrix.Matrix, k: int) -> matrix.Matrix:
@@ -259,17 +273,22 @@ def _measure(sweep: Sweep, store: Store, say: Callable[[str], None]) -> Path:
         raise
     ending = {"status": status, "stop_reason": outcome.stop_reason, "finished": time.time()}
     try:
+        # Decided before the files are written: the page never says "Use X" unconfirmed.
+        _confirmation_planned(sweep, store, ending)
         # The files first, then the status: killed in between, the run is still resumable
         # (resuming writes them); the other way round it was complete with no results.json.
         path = write_outputs(sweep, store, say, ending)
         store.finish_run(sweep.run_id, **ending)
         if status == "complete":
             _keep_reference(sweep, store, say)
+        path = _confirmed(sweep, store, path, say)
         if sweep.opts.explain:
             path = _explained(sweep, store, path, say)
         if not sweep.opts.keep_scratch:
             _drop_outputs(workload.scratch, say)
         return path
+    except Interrupted:
+        raise                        # in the confirmation: this run is complete and stays so
     except Exception as e:
         # A complete run is one with its results written: otherwise it is failed, with why.
         why = f"every sample is taken, but results.json was not written ({_reason(e)})"
@@ -278,6 +297,90 @@ def _measure(sweep: Sweep, store: Store, say: Callable[[str], None]) -> Path:
         raise FlagsweepError(f"run {sweep.run_id}: {why}; the run is marked failed and keeps "
                              f"its samples: `flagsweep run --resume {sweep.run_id}` writes the "
                              "results once that is fixed") from e
+
+
+def _confirmation_planned(sweep: Sweep, store: Store, ending: dict) -> None:
+    """Whether this sweep's recommendation is confirmed over layouts (results.confirmation),
+    kept with the run: a confirmation that needs running is recorded `running` until it ends."""
+    doc = writer.document(store, sweep.run_id, ending)
+    reach = confirmation.measured_reach(store, sweep.target.name, doc["machine"])
+    record = confirmation.plan(doc, reach, sweep.opts.layout_confirm, sweep.opts.confirm_layouts)
+    store.set_option(sweep.run_id, "confirmation", record)
+
+
+def _confirmed(sweep: Sweep, store: Store, path: Path, say: Callable[[str], None]) -> Path:
+    """The confirmation over layouts, when this sweep's record asks for it: a sweep of its own
+    (the winner and the baseline, K layouts each, and the A/A twin's K) in `OUT/layouts`, its
+    answer written into this run's results. It never costs this run's samples or results: a
+    failure is recorded as the answer's caveat, and an interruption leaves a complete run and a
+    confirmation to resume. A confirmation sweep itself reports to the run it confirms."""
+    options = store.run(sweep.run_id)["options"]
+    if options.get("confirms"):
+        _report_confirmation(options["confirms"], path, store, say)
+        return path
+    record = options.get("confirmation") or {}
+    if record.get("status") != confirmation.PENDING:
+        return path
+    say(f"confirm: {record['variant']} is {record['why']}")
+    out = sweep.out / "layouts"
+    try:
+        _layout_sweep(sweep, record, out, store, say)
+    except Interrupted as e:
+        child = _run_in(store, out)
+        store.set_option(sweep.run_id, "confirmation", confirmation.ended(
+            record, confirmation.INTERRUPTED, f"not confirmed over layouts: the confirmation "
+            f"was interrupted ({e})", child))
+        path = write_outputs(sweep, store, say)
+        raise Interrupted(f"run {sweep.run_id} is complete ({path}), but the confirmation of "
+                          f"its recommendation over layouts was interrupted: {e}") from None
+    except Exception as e:  # noqa: BLE001 - whatever it was, the sweep's own answer stands
+        log.info("confirmation failed", exc_info=True)
+        store.set_option(sweep.run_id, "confirmation", confirmation.ended(
+            record, confirmation.FAILED, f"not confirmed over layouts: the confirmation "
+            f"failed ({_reason(e)})", _run_in(store, out)))
+    done = store.run(sweep.run_id)["options"]["confirmation"]
+    say(f"confirm: {done['variant']} is {done['why']}")
+    return write_outputs(sweep, store, say)
+
+
+def _layout_sweep(sweep: Sweep, record: dict, out: Path, store: Store,
+                  say: Callable[[str], None]) -> Path:
+    """The winner and the baseline again, each built in K seeded layouts (the same code relinked
+    in K function orders), measured like any sweep with --layouts, under this sweep's lock."""
+    by_id = {d["id"]: d for d in sweep.builds}
+    pair = [by_id[sweep.baseline], by_id[record["variant"]]]
+    chosen = [matrix.Variant(d["id"], d["compiler"], tuple(d["flags"]), d.get("factors") or {},
+                             pgo=d["id"].endswith("-pgo")) for d in pair]
+    r = recipe.from_flags([" ".join(d["flags"]) for d in pair],
+                          sorted({d["compiler"] for d in pair}))
+    m = matrix.Matrix(chosen, chosen[0], [], "explicit")
+    build_opts = replace(sweep.build_opts or variants.Options(out_dir=out), out_dir=out,
+                         training=None)
+    # Its own seed, derived from this one's: --seed reproduces the whole run.
+    opts = replace(sweep.opts, layouts=record["layouts"], layout_confirm=False, explain=False,
+                   reference=None, seed=(sweep.opts.seed or 0) + 1)
+    confirms = {"run_id": sweep.run_id, "began": time.time()}
+    return _started(sweep.target, r, m, build_opts, opts, store, say, f"{sweep.run_id}-layouts",
+                    sweep.execute, confirms)
+
+
+def _report_confirmation(confirms: dict, path: Path, store: Store,
+                         say: Callable[[str], None]) -> None:
+    """A confirmation sweep's answer into the run it confirms, and that run's files written
+    again (also when the confirmation was resumed on its own)."""
+    parent = store.run(confirms["run_id"])
+    record = (parent["options"] or {}).get("confirmation") or {}
+    if not record.get("variant"):
+        return
+    done = confirmation.outcome(record, reader.load(path), time.time() - confirms["began"], path)
+    store.set_option(confirms["run_id"], "confirmation", done)
+    _write_files(store, confirms["run_id"], Path(parent["out_dir"]), say)
+
+
+def _run_in(store: Store, out: Path) -> str | None:
+    """The run recorded in folder `out`, if one was."""
+    found = store.find_run(str(out))
+    return found if found != str(out) else None
 
 
 def _explained(sweep: Sweep, store: Store, path: Path, say: Callable[[str], None]) -> Path:

@@ -106,6 +106,14 @@ def _prepare(kw: dict):
                    "function orders (LLD's --shuffle-sections), and compare over the layouts, "
                    "so a verdict must beat what layout alone does; the A/A twin is then K more "
                    "layouts of the baseline. See docs/measurement.md.")
+@click.option("--no-confirm", "layout_confirm", is_flag=True, flag_value=False, default=True,
+              help="Do not confirm a small recommended win over code layouts (by default a "
+                   "\"Use X\" whose 95% CI comes within layout luck's reach of no change is "
+                   "measured again, X and the baseline relinked in K layouts each, before it "
+                   "is printed); the answer then says it is unconfirmed. See docs/statistics.md.")
+@click.option("--confirm-layouts", type=click.IntRange(min=2, max=64),
+              default=4, show_default=True,
+              help="Layouts a side (K) for that confirmation.")
 @click.option("--explain", is_flag=True,
               help="Then profile the baseline and every faster or slower variant on the "
                    "workload and attribute each change to functions (Cachegrind without a PMU, "
@@ -286,8 +294,10 @@ def calibrate_cmd(runs, threshold_pct, quick, cpu, out_dir) -> None:
     from flagsweep.results import store
 
     out = out_dir or shipped.reports_dir() / f"calibrate-{chosen.stamp()}"
+    # The plants are the same code: no recommendation to confirm over layouts.
     opts = sweep.MeasureOptions(runs=runs, min_runs=runs, max_runs=runs, quick=quick, cpu=cpu,
-                                threshold_pct=threshold_pct, no_reference=True)
+                                threshold_pct=threshold_pct, no_reference=True,
+                                layout_confirm=False)
     path, rows = calibration.run(variants.Options(out_dir=out, jobs=chosen.cpu_count()), opts,
                                  store.Store(), say)
     t = show.table(f"planted effects on this machine ({runs} rounds, threshold {threshold_pct:g}%):",

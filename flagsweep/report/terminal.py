@@ -80,6 +80,8 @@ def _findings(doc: dict, r: view.Report) -> list[str]:
               for w in r.headline.warnings if w.kind != "machine"]
     lines += r.spending.sentences if r.spending else []
     lines.append(f"recommendation: {r.headline.recommendation}")
+    if r.headline.confirmation:
+        lines.append(f"confirmation: {r.headline.confirmation}")
     if r.explained:
         lines += [f"explain: {r.explained.note}"] if not r.explained.variants else []
         lines += [line for v in r.explained.variants for line in v.lines()]

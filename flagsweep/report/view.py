@@ -18,7 +18,7 @@ from pathlib import Path
 from flagsweep import shipped, stats
 from flagsweep.host import advice
 from flagsweep.report import explanation
-from flagsweep.results import analysis, names
+from flagsweep.results import analysis, confirmation, names
 from flagsweep.results.contract import AA_SUFFIX, is_control
 from flagsweep.spec import recipe
 
@@ -201,6 +201,7 @@ class Headline:
     counts: list[tuple[str, int]]
     findings: list[Finding]
     warnings: list[Warning]
+    confirmation: str = ""          # how the recommendation was confirmed over layouts
 
 
 @dataclass
@@ -438,7 +439,7 @@ def _headline(doc: dict, rows: list[VariantRow]) -> Headline:
         recommendation=recommendation_sentence(doc, rows),
         counts=[(k, n) for k in VERDICTS if (n := sum(r.verdict == k for r in compared))],
         findings=_findings(doc, compared),
-        warnings=warnings(doc))
+        warnings=warnings(doc), confirmation=confirmation_note(doc))
 
 
 def recommendation_sentence(doc: dict, rows: list[VariantRow]) -> str:
@@ -454,11 +455,12 @@ def recommendation_sentence(doc: dict, rows: list[VariantRow]) -> str:
     excluded = rec.get("excluded") or []
     if chosen is None or chosen.role == "baseline":
         passing = " whose output passed its check" if excluded else ""
-        return (f"Keep {flags}: no variant{passing} was significantly faster than it by more "
-                f"than {thr}." + excluded_sentence(excluded))
-    return (f"Use {flags}: {chosen.change_text} against the baseline (95% CI "
-            f"{chosen.ci_text}, adjusted p {chosen.p_text})." + excluded_sentence(excluded))
-
+        sentence = (f"Keep {flags}: no variant{passing} was significantly faster than it by "
+                    f"more than {thr}.")
+    else:
+        sentence = (f"Use {flags}: {chosen.change_text} against the baseline (95% CI "
+                    f"{chosen.ci_text}, adjusted p {chosen.p_text}).")
+    return confirmed_sentence(doc, sentence) + excluded_sentence(excluded)
 
 def excluded_sentence(excluded: list[dict]) -> str:
     """The faster variants the recommendation left out, fastest first, each with its reason:
@@ -471,6 +473,39 @@ def excluded_sentence(excluded: list[dict]) -> str:
         out += (" Also faster and left out: "
                 + "; ".join(analysis.excluded_text(c) for c in rest) + ".")
     return out
+
+
+def confirmed_sentence(doc: dict, sentence: str) -> str:
+    """The recommendation as its confirmation over layouts leaves it: a "Use X" confirmed says
+    so; one not distinguishable from layout luck is not printed (keep the baseline, with both
+    intervals); one not confirmed (--no-confirm, failed, interrupted) says why; one being
+    confirmed is not yet a recommendation."""
+    rec = doc.get("recommendation") or {}
+    c = rec.get("confirmation") or {}
+    status, why = c.get("status"), c.get("why") or ""
+    if status == confirmation.LUCK and c.get("variant") != rec.get("variant"):
+        winner = next((v["flags"] for v in doc["variants"] if v["id"] == c["variant"]), [])
+        return (f"Keep {' '.join(rec.get('flags') or []) or 'the default flags'}: "
+                f"{' '.join(winner) or c['variant']} is {why}.")
+    if status == confirmation.CONFIRMED:
+        return f"{sentence[:-1]}; {why}."
+    if status == confirmation.PENDING:
+        return f"Not yet a recommendation, {why}: {sentence.removeprefix('Use ')}"
+    if status in (confirmation.SKIPPED, confirmation.FAILED, confirmation.INTERRUPTED):
+        return f"{sentence} {why[:1].upper()}{why[1:]}."
+    return sentence
+
+
+def confirmation_note(doc: dict) -> str:
+    """Where the confirmation's answer comes from: its run, layouts, reach and time."""
+    c = (doc.get("recommendation") or {}).get("confirmation") or {}
+    if c.get("status") not in (confirmation.CONFIRMED, confirmation.LUCK):
+        return ""
+    took = f", {c['seconds']:.0f} s with its builds" if c.get("seconds") is not None else ""
+    return (f"Measured again over layouts by run {c.get('run_id')} ({c.get('results')}): "
+            f"{c.get('variant')} and the baseline in {c.get('layouts')} layouts each{took}; "
+            f"it was needed because layout luck reaches {c.get('reach_pct', 0):.1f}% "
+            f"({c.get('reach_source')}).")
 
 
 FINDING_TITLES = {
@@ -820,9 +855,18 @@ def reproduce_command(doc: dict) -> str:
                                             and ms.get("runs") is not None):
             args += [opt, f"{ms[key]:g}" if isinstance(ms[key], float) else str(ms[key])]
     args += ["--layouts", str(ms["layouts"]["k"])] if ms.get("layouts") else []
+    args += _confirm_args((doc.get("recommendation") or {}).get("confirmation") or {})
     args += ["--quick"] if ms.get("quick") else []
     args += ["--strict-check"] if ms.get("strict_check") else []
     return shlex.join(args)
+
+
+def _confirm_args(c: dict) -> list[str]:
+    """How the run was told to confirm its recommendation over layouts, when not the default."""
+    if c.get("status") == confirmation.SKIPPED:
+        return ["--no-confirm"]
+    k = c.get("layouts")
+    return ["--confirm-layouts", str(k)] if k and k != confirmation.DEFAULT_LAYOUTS else []
 
 
 def _short_target(target_file: str, name: str) -> str:

@@ -396,11 +396,37 @@ class Excluded(Open):
     why: Str | None = None                   # its check's detail
 
 
+class LayoutEstimate(Open):
+    """A winner against the baseline in one layout, or over K layouts each."""
+    ratio: Num = None
+    ci95: Pair = None
+    verdict: Str | None = None
+    layouts: Num = None
+    layout_sd_pct: Num = None
+    p_adjusted: Num = None
+
+
+class Confirmation(Open):
+    """A recommendation's confirmation over code layouts (flagsweep.results.confirmation)."""
+    status: Str
+    variant: Str | None = None
+    why: Str | None = None
+    layouts: Num = None
+    reach_pct: Num = None
+    reach_source: Str | None = None
+    one_layout: LayoutEstimate | None = None      # the sweep's own comparison
+    over_layouts: LayoutEstimate | None = None    # the confirmation's, over the layouts
+    run_id: Str | None = None
+    results: Str | None = None
+    seconds: Num = None
+
+
 class Recommendation(Open):
     flags: list[Str] | None = None
     variant: Str | None = None
     why: Str
     excluded: list[Excluded] | None = None   # fastest first
+    confirmation: Confirmation | None = None
 
 
 class HistoryPoint(Open):

@@ -21,7 +21,7 @@ from flagsweep.measure import disturbance
 from flagsweep.measure import metric as metric_mod
 from flagsweep.measure.sample import SAMPLE_METRICS, Sample
 from flagsweep.build import layout
-from flagsweep.results import analysis, layouts
+from flagsweep.results import analysis, confirmation, layouts
 from flagsweep.results.contract import SCHEMA
 from flagsweep.results.store import NoStore, Store
 from flagsweep.stats import sequential
@@ -38,14 +38,23 @@ def write(out: Path, store: Store, run_id: str, history: list[dict] | None = Non
     this run's variants in earlier sweeps (across.history.of_run), for the report's plot.
     `ending` (status, stop_reason, finished): how the run ends, for the files written before
     the store is told, so that a run the store calls complete always has its files."""
-    run = {**store.run(run_id), **(ending or {})}
     all_samples, set_aside = store.samples(run_id), store.attempts(run_id)
-    doc = _document(run, store.variants(run_id), all_samples)
-    _disturbance(doc, all_samples, set_aside)
+    doc = document(store, run_id, ending, (all_samples, set_aside))
     doc["history"] = history or []
     path = write_atomic(out / "results.json", json.dumps(doc, indent=1))
     _write_csv(out / "samples.csv", run_id, all_samples, set_aside)
     return path
+
+
+def document(store: Store, run_id: str, ending: dict | None = None,
+             taken: tuple[list[Sample], list[Sample]] | None = None) -> dict:
+    """results.json's content for a run as the store holds it now, without its history;
+    `taken`: its samples and set-aside attempts, when already read."""
+    run = {**store.run(run_id), **(ending or {})}
+    all_samples, set_aside = taken or (store.samples(run_id), store.attempts(run_id))
+    doc = _document(run, store.variants(run_id), all_samples)
+    _disturbance(doc, all_samples, set_aside)
+    return doc
 
 
 def _disturbance(doc: dict, samples: list[Sample], set_aside: list[Sample]) -> None:
@@ -151,6 +160,7 @@ def _document(run: dict, variants: list[dict], samples: list[Sample]) -> dict:
     doc["measurement"]["sequential"] = design.to_json()
     analysis.apply(doc, values, doc["threshold_pct"], seed=m.get("seed") or 0,
                    replicates=replicates, refused=refused, design=design)
+    confirmation.apply(doc, o.get("confirmation"))
     _stopped(doc, o.get("stopped") or {}, samples)
     analysis.advise(doc, samples)
     add_explain(doc, o.get("explain"))

@@ -6,7 +6,10 @@ floor any harness pays: posix_spawn + waitpid in a loop. "flagsweep" is the real
 rounds.rounds driving sweep.Sampler (padded environment, the launcher's extra fork and exec,
 pidfd timeout, the store's committed insert per sample, the stopping rule's read-back after each
 round), pinned to one CPU as in a sweep. Printed: median milliseconds per run, and flagsweep's overhead over direct,
-without perf and with perf stat (when perf is usable here).
+without perf and with perf stat (when perf is usable here). Then the floor of a sample: the wall
+and CPU time the launcher itself reports for the program that does nothing (its fork, exec, the
+dynamic loader, exit), which every sample holds whatever the program does, and the shortest run
+it allows (flagsweep.measure.resolution).
 
 Usage: python bench/overhead.py [RUNS]      (default 300 samples per configuration)
 """
@@ -24,7 +27,7 @@ import numpy as np
 
 from flagsweep import sweep
 from flagsweep.host import launcher, probes
-from flagsweep.measure import rounds
+from flagsweep.measure import resolution, rounds
 from flagsweep.results.store import Store
 from flagsweep.spec import target
 from flagsweep.workload import check
@@ -87,6 +90,18 @@ def harness(folder: Path, binary: Path, n: int, perf: probes.Preflight | None) -
     return [b - a for a, b in zip(stamps, stamps[1:])]
 
 
+def floor(binary: Path, folder: Path, n: int) -> tuple[list[float], list[float]]:
+    """The launcher's own figures for a program that does nothing: wall and user + sys, s."""
+    wall, cpu = [], []
+    with launcher.pinned(launcher.choose_cpu([])):
+        for _ in range(n):
+            e = launcher.run_once([str(binary)], env={"PATH": "/usr/bin:/bin"}, timeout=10,
+                                  stderr_path=folder / "floor.err")
+            wall.append(e.wall_s)
+            cpu.append(e.user_s + e.sys_s)
+    return wall, cpu
+
+
 def main() -> None:
     try:
         measure_overhead()
@@ -106,6 +121,7 @@ def measure_overhead() -> None:
         plain = _median(harness(folder, binary, n, None))
         pre = probes.preflight()
         with_perf = _median(harness(folder, binary, n, pre)) if pre.mode != "none" else None
+        wall, cpu = floor(binary, folder, n)
     print(f"per run, median of {n} (ms): a program that does nothing")
     print(f"  direct posix_spawn + waitpid      {base:7.3f}")
     print(f"  flagsweep, counters none          {plain:7.3f}   overhead {plain - base:6.3f} ms")
@@ -113,6 +129,11 @@ def measure_overhead() -> None:
         print(f"  flagsweep, perf stat ({pre.mode:8s})  {with_perf:7.3f}   overhead "
               f"{with_perf - base:6.3f} ms (mostly perf's own start-up, which the launcher's "
               "wall time inside perf leaves out)")
+    print(f"floor of a sample (the launcher's figures for the same program, median / 90th pct):")
+    print(f"  wall {1e3 * _median(wall):7.3f} / {1e3 * np.percentile(wall, 90):7.3f}   "
+          f"cpu (user + sys) {1e3 * _median(cpu):7.3f} / {1e3 * np.percentile(cpu, 90):7.3f}")
+    print(f"  flagsweep warns below {1e3 * resolution.SHORTEST_S:g} ms a run "
+          f"({resolution.DILUTION:.0f} x the floor it assumes, {1e3 * resolution.FLOOR_S:g} ms)")
 
 
 if __name__ == "__main__":

@@ -38,12 +38,15 @@ from pathlib import Path
 import numpy as np
 from load import running  # noqa: E402  (bench/ is this script's folder, first on sys.path)
 
-from flagsweep import stats  # noqa: E402
+from flagsweep import calibration, stats  # noqa: E402
 from flagsweep.host import launcher
 
 ROOT = Path(__file__).resolve().parent.parent
 FLAGSWEEP = [sys.executable, "-m", "flagsweep"]
 PLANTED = {"base": 0, "plus3": 30, "plus10": 100}     # TINY_EXTRA_PERMILLE
+# tiny as calibrate runs it: the plants are whole extra rounds, so each is its stated share of
+# the run's instructions (flagsweep.calibration).
+PLANTED_TARGET = str(calibration.TARGET)
 
 
 def flagsweep(args: list[str], env: dict[str, str], log: Path) -> dict:
@@ -133,7 +136,7 @@ def section_aa(work: Path, env: dict[str, str], seed: int, sweeps: int, quick: b
     with loaded(load, seed):
         for i in range(sweeps):
             out = work / f"aa-{'load' if load else 'quiet'}-{i}"
-            args = ["run", "tiny", *flags, "--seed", str(1000 + i), "--metric", metric,
+            args = ["run", PLANTED_TARGET, *flags, "--seed", str(1000 + i), "--metric", metric,
                     "--out", str(out)] + (["--quick"] if quick else [])
             t0 = time.monotonic()
             doc = flagsweep(args, env, work / f"{out.name}.log")
@@ -218,7 +221,7 @@ def section_duet(work: Path, env: dict[str, str], seed: int, pairs: int = 40) ->
         return
     builds = {}
     for name, permille in (("base", 0), ("plus3", 30)):
-        doc = flagsweep(["run", "tiny", "--flags", f"-O2 -DTINY_EXTRA_PERMILLE={permille}",
+        doc = flagsweep(["run", PLANTED_TARGET, "--flags", f"-O2 -DTINY_EXTRA_PERMILLE={permille}",
                          "--runs", "2", "--out", str(work / f"duet-{name}")], env,
                         work / f"duet-{name}.log")
         builds[name] = doc

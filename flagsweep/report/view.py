@@ -565,6 +565,9 @@ def warnings(doc: dict) -> list[Warning]:
         out.append(Warning("aa", aa.get("warning") or
                            f"The A/A arm ({aa.get('is', 'a copy of the baseline binary')}) came out "
                            f"{aa.get('verdict')}, not equivalent: the noise floor is unproven."))
+    short = (doc.get("measurement") or {}).get("short_run")
+    if short:
+        out.append(Warning("short", short["warning"]))
     out += _disturbance_warnings(doc)
     out += _variant_warnings(doc)
     if not doc["machine"].get("hw_counters"):

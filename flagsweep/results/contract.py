@@ -138,6 +138,16 @@ class Sequential(Open):
     tost_level: Num = None
 
 
+class ShortRun(Open):
+    """A baseline whose runs are too short to time (flagsweep.measure.resolution)."""
+    median_s: Num = None
+    shortest_s: Num = None
+    input_key: Str | None = None
+    input_size: Num = None
+    input_needed: Num = None
+    warning: Str
+
+
 class Measurement(Open):
     seed: Num = None
     warmup: Num = None
@@ -155,6 +165,7 @@ class Measurement(Open):
     metric: Str | None = None               # the --metric option (auto, wall, ...); `metric` is the column
     layouts: Layouts | None = None          # run --layouts: how many, how made, how compared
     sequential: Sequential | None = None    # the error the sweep's looks spent
+    short_run: ShortRun | None = None       # the baseline's runs shorter than a sample resolves
 
 
 class LayoutBuild(Open):
@@ -350,7 +361,8 @@ class Variant(Open):
     factors: dict[str, Any] | None = None
     build: Build
     check: Check | None = None
-    samples: dict[str, list[Num]] | None = None
+    samples: dict[str, list[Num]] | None = Field(None, description=(
+        "the counted samples as columns; always holds the run's `metric` (cpu_s: user_s + sys_s)"))
     summary: Summary | None = None
     vs_baseline: VsBaseline | None = None
     explain: Explain | None = None         # run --explain: faster/slower variants only

@@ -12,18 +12,20 @@ import csv
 import io
 import json
 import logging
+import statistics
 from datetime import datetime, timezone
 from pathlib import Path
 
 from flagsweep.errors import FlagsweepError
 from flagsweep.files import write_atomic
-from flagsweep.measure import disturbance
+from flagsweep.measure import disturbance, resolution
 from flagsweep.measure import metric as metric_mod
 from flagsweep.measure.sample import SAMPLE_METRICS, Sample
 from flagsweep.build import layout
 from flagsweep.results import analysis, confirmation, layouts
 from flagsweep.results.contract import SCHEMA
 from flagsweep.results.store import NoStore, Store
+from flagsweep.spec import target
 from flagsweep.stats import sequential
 
 log = logging.getLogger("flagsweep.results")
@@ -146,7 +148,7 @@ def _document(run: dict, variants: list[dict], samples: list[Sample]) -> dict:
                                           "strict_check", "counters", "threshold_pct", "reference",
                                           "metric")
                         if k in m} | {"metric_choice": o.get("metric_choice")},
-        "variants": [_variant(v, samples, run["started"]) for v in variants],
+        "variants": [_variant(v, samples, run["started"], metric) for v in variants],
     }
     doc["threshold_pct"] = m.get("threshold_pct", 1.0)
     values = analysis.values_by_round(samples, lambda s: metric_mod.metric_of(s, metric))
@@ -162,9 +164,26 @@ def _document(run: dict, variants: list[dict], samples: list[Sample]) -> dict:
                    replicates=replicates, refused=refused, design=design)
     confirmation.apply(doc, o.get("confirmation"))
     _stopped(doc, o.get("stopped") or {}, samples)
+    _short_run(doc, t_path)
     analysis.advise(doc, samples)
     add_explain(doc, o.get("explain"))
     return doc
+
+
+def _short_run(doc: dict, target_path: str) -> None:
+    """`measurement.short_run`: the warning for a baseline whose runs are shorter than a sample
+    resolves, with the input size that would fix it (flagsweep.measure.resolution), or null.
+    Judged on a time: the metric, or wall time when the metric is a count."""
+    base = next((v for v in doc["variants"] if v["id"] == doc["baseline"]), None)
+    column = doc["metric"] if doc["metric"] in resolution.TIME_METRICS else "wall_s"
+    values = [x for x in ((base or {}).get("samples") or {}).get(column) or [] if x is not None]
+    try:
+        inputs = target.load(target_path).spec.inputs
+    except FlagsweepError:      # the target's file moved or changed: the warning without a size
+        inputs = None
+    doc["measurement"]["short_run"] = resolution.short_run(
+        statistics.median(values) if values else None, inputs,
+        bool(doc["measurement"].get("quick")), target_path)
 
 
 def _replaced(variants: list[dict], replaced: dict[str, dict]) -> dict[str, str]:
@@ -211,19 +230,22 @@ def _stopped(doc: dict, stopped: dict[str, dict], samples: list[Sample]) -> None
     doc["measurement"]["runs_saved"] = saved
 
 
-def _variant(v: dict, samples: list[Sample], started: float) -> dict:
+def _variant(v: dict, samples: list[Sample], started: float, metric: str) -> dict:
     doc = dict(v["doc"])
     mine = [s for s in samples if s.variant_id == doc["id"]]
     counted = [s for s in mine if s.ok and s.round >= 0]
     doc["check"] = v["check"]
-    doc["samples"] = _columns(counted, started)
+    doc["samples"] = _columns(counted, started, metric)
     doc["failures"] = [{"round": s.round, "failure": s.failure} for s in mine if not s.ok]
     doc["multiplexed"] = sum(s.multiplexed for s in counted)
     return doc
 
 
-def _columns(samples: list[Sample], started: float) -> dict[str, list]:
+def _columns(samples: list[Sample], started: float, metric: str) -> dict[str, list]:
     cols: dict[str, list] = {k: [getattr(s, k) for s in samples] for k in SAMPLE_METRICS}
+    # The run's metric is always a column, also when it is computed (cpu_s = user_s + sys_s):
+    # a reader of samples[doc["metric"]] finds the values the statistics used.
+    cols.setdefault(metric, [metric_mod.metric_of(s, metric) for s in samples])
     names = sorted({k for s in samples for k, val in (s.counters or {}).items()
                     if isinstance(val, (int, float))})
     for name in names:
@@ -232,7 +254,7 @@ def _columns(samples: list[Sample], started: float) -> dict[str, list]:
     cols["env_pad"] = [s.env_pad for s in samples]
     # When each sample was taken, in seconds from the run's start: the report's run-order plot.
     cols["elapsed_s"] = [round(s.taken_at - started, 3) for s in samples]
-    return {k: v for k, v in cols.items() if any(x is not None for x in v)}
+    return {k: v for k, v in cols.items() if k == metric or any(x is not None for x in v)}
 
 
 def _write_csv(path: Path, run_id: str, samples: list[Sample], set_aside: list[Sample]) -> None:

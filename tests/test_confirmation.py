@@ -162,6 +162,7 @@ def test_an_interrupted_confirmation_keeps_the_sweep_and_resumes(tmp_path):
     assert len(db.samples(main_id)) == main_calls
 
 
+@pytest.mark.breaks_contract        # stored runs' results.json hold only what the reach reads
 def test_the_reach_is_the_measured_layout_spread_where_known(tmp_path):
     """A complete --layouts run of the target on this machine says how far layout moves it:
     the reach is 1.96 sqrt(2) times that spread; another machine's run does not count."""

@@ -112,7 +112,10 @@ def test_the_reproduce_line_repeats_every_option_that_changed_the_measurement(tm
     assert argv[:2] == ["flagsweep", "run"]
     kw = run_cmd.make_context("run", argv[2:] + ["--out", str(tmp_path / "again")]).params
     t, r, m, build_opts = chosen.prepare(selection(kw), lambda _: None)
-    again = sweep.start(t, r, m, build_opts, _measure_options(kw), Store(), lambda _: None,
+    # Another machine's store, as the line would be run elsewhere: this one keeps the first
+    # sweep's baseline as a reference arm, which would change the design measured.
+    elsewhere = Store(f"sqlite:///{tmp_path / 'elsewhere.sqlite'}")
+    again = sweep.start(t, r, m, build_opts, _measure_options(kw), elsewhere, lambda _: None,
                         execute=Synthetic({"gcc-O1": 1.10}))
     redo = reader.load(again)
     assert redo["measurement"] == doc["measurement"]
@@ -127,8 +130,10 @@ def _start3(tmp_path: Path, execute, **options) -> Path:
     folder = write_tiny_target(tmp_path / "tiny", megabytes=0.25, quick_megabytes=0.25)
     t, r, m, build_opts = selection.prepare(selection.Selection(
         str(folder), flag_sets=("-O2", "-O0", "-O1"), out_dir=tmp_path / "run"), lambda _: None)
+    # No reference arm: sweeps of one test share a store, and a second would measure the
+    # first one's baseline binary beside its own.
     opts = sweep.MeasureOptions(min_runs=5, max_runs=20, warmup=1, seed=11, quick=True,
-                                precision_pct=0.01, **options)
+                                precision_pct=0.01, no_reference=True, **options)
     return sweep.start(t, r, m, build_opts, opts, Store(), lambda _: None, execute=execute)
 
 

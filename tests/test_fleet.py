@@ -137,7 +137,7 @@ def test_a_sweep_across_two_labels_gives_one_result_set_per_label(backend, clust
     # history reads the shared store: one series per label's CPU run, each variant in it
     hist = CliRunner().invoke(cli, ["history", "tiny", "--json"])
     assert hist.exit_code == 0, hist.output
-    assert {"gcc-O1", "gcc-O2"} <= {x["variant"] for x in json.loads(hist.output)}
+    assert {"gcc-O1", "gcc-O2"} <= {x["variant"] for x in json.loads(hist.stdout)}
     # the database password is in no output and no file the sweep wrote
     password = store.sa.make_url(os.environ["FLAGSWEEP_DB"]).password
     if password:

@@ -225,6 +225,13 @@ def test_the_decoder_is_the_baseline_s_binary_for_every_variant(source, tmp_path
     assert [results[v]["status"] for v in ("base", "v", "w")] == ["ok", "equivalent", "differs"]
 
 
+def _target_file(folder, inputs: str, check: str) -> None:
+    """A make target's file with these [inputs] and [check] tables."""
+    (folder / "target.toml").write_text(
+        'summary = "x"\nversion = "0"\n[source]\npath = "."\n[build]\nsystem = "make"\n'
+        f'binary = "x"\n[inputs]\n{inputs}\n[run]\nargv = ["{{binary}}"]\n[check]\n{check}\n')
+
+
 @pytest.mark.parametrize("table, message", [
     ('method = "quality"', "check method 'quality' needs 'decode_argv'"),
     ('method = "quality"\ndecode_argv = ["{binary}", "{product}"]',
@@ -233,23 +240,7 @@ def test_the_decoder_is_the_baseline_s_binary_for_every_variant(source, tmp_path
     ('method = "quality"\ndecode_argv = ["x"]\nsnr_tolerance_db = -1', "snr_tolerance_db"),
 ])
 def test_a_quality_table_that_cannot_work_is_refused_by_key(tmp_path, table, message):
-    (tmp_path / "target.toml").write_text(f'''
-summary = "x"
-version = "0"
-[source]
-path = "."
-[build]
-system = "make"
-binary = "x"
-[inputs]
-kind = "wav"
-seconds = 1
-quick_seconds = 1
-[run]
-argv = ["{{binary}}"]
-[check]
-{table}
-''')
+    _target_file(tmp_path, 'kind = "wav"\nseconds = 1\nquick_seconds = 1', table)
     with pytest.raises(ConfigError, match="target.toml: key 'check"):
         target.load(str(tmp_path))
     with pytest.raises(ConfigError) as e:
@@ -258,24 +249,8 @@ argv = ["{{binary}}"]
 
 
 def test_quality_needs_audio_input(tmp_path):
-    (tmp_path / "target.toml").write_text('''
-summary = "x"
-version = "0"
-[source]
-path = "."
-[build]
-system = "make"
-binary = "x"
-[inputs]
-kind = "corpus"
-megabytes = 1
-quick_megabytes = 1
-[run]
-argv = ["{binary}"]
-[check]
-method = "quality"
-decode_argv = ["{baseline}"]
-''')
+    _target_file(tmp_path, 'kind = "corpus"\nmegabytes = 1\nquick_megabytes = 1',
+                 'method = "quality"\ndecode_argv = ["{baseline}"]')
     with pytest.raises(ConfigError, match="check method 'quality' compares the decoded product "
                                           "with the input, which must be a WAV"):
         target.load(str(tmp_path))

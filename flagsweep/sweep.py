@@ -9,6 +9,7 @@ re-running what is done.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -23,7 +24,7 @@ from typing import Callable
 from flagsweep import files, report
 from flagsweep.across import history
 from flagsweep.build import fingerprint, layout, variants
-from flagsweep.errors import FlagsweepError, Interrupted
+from flagsweep.errors import ConfigError, FlagsweepError, Interrupted
 from flagsweep.explain import explanation
 from flagsweep.host import advice, launcher, probes, system, toolchain
 from flagsweep.host.lock import MeasureLock
@@ -671,8 +672,12 @@ def kept_reference(store: Store, target_name: str, machine: dict, baseline: str,
     kept = store.reference(target_name, history.machine_key(machine), baseline)
     if kept is None:
         return None
+    if hashlib.sha256(kept["binary"]).hexdigest() != kept["sha256"]:
+        raise ConfigError(f"the store's kept reference of {target_name} (run {kept['run_id']}) "
+                          f"does not have the sha256 it was kept with; run with --no-reference")
     folder = files.make_dir(out / "reference", "the kept reference's folder")
-    path = folder / kept["name"]
+    # A fixed name: the stored one is the store's word, and a path in it would write elsewhere.
+    path = folder / "binary"
     path.write_bytes(kept["binary"])
     path.chmod(0o755)
     say(f"reference arm: {baseline}'s binary kept from run {kept['run_id']} (sha256 "

@@ -149,3 +149,29 @@ def test_a_sweep_stopped_as_busy_is_stored_as_busy_and_kept_out_unless_asked(nig
     partial = CliRunner().invoke(cli, ["suite", str(busy), "--partial", "--out",
                                        str(tmp_path / "s")])
     assert partial.exit_code == 0, partial.output
+
+
+def test_a_kept_reference_is_written_under_a_fixed_name_and_only_with_its_sha256(tmp_path):
+    """The store is not trusted: its reference row named the file written into the run folder
+    (a path in it wrote elsewhere), and its bytes were run whatever sha256 it was kept with."""
+    import hashlib
+
+    from flagsweep import sweep as sweeping
+    from flagsweep.errors import ConfigError
+
+    data = b"\x7fELF not really"
+    row = {"name": "../../escaped", "binary": data, "sha256": hashlib.sha256(data).hexdigest(),
+           "run_id": "r1", "flags": ["-O2"]}
+
+    class Kept:
+        def reference(self, *key):
+            return row
+
+    out = tmp_path / "run"
+    out.mkdir()
+    path, flags = sweeping.kept_reference(Kept(), "t", {}, "gcc-O2", out, lambda _: None)
+    assert path == out / "reference" / "binary" and path.read_bytes() == data
+    assert not (tmp_path / "escaped").exists() and flags == ["-O2"]
+    row["binary"] = b"something else"
+    with pytest.raises(ConfigError, match="does not have the sha256 it was kept with"):
+        sweeping.kept_reference(Kept(), "t", {}, "gcc-O2", tmp_path / "run2", lambda _: None)

@@ -583,7 +583,8 @@ def plan_for(o: MeasureOptions, measured: list[str], baseline: str, once: bool =
                        metric=METRICS[o.metric], baseline=base,
                        threshold=o.threshold_pct / 100, layouts=layouts,
                        drop=drop and not (o.runs or once or layouts),
-                       keep=frozenset({base, base + AA_SUFFIX, base + REF_SUFFIX}))
+                       keep=frozenset({base, base + AA_SUFFIX, base + REF_SUFFIX}),
+                       twin=base + AA_SUFFIX)
 
 
 def layouts_of(docs: list[dict]) -> dict[str, str]:

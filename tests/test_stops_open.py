@@ -135,3 +135,26 @@ def test_the_stops_share_of_alpha_comes_out_of_the_final_analysis():
     assert rounds.design(_plan()).alpha == 0.05
     assert sequential.looks(2, 30).first_level + 21 * sequential.looks(2, 30).later_level \
         <= with_stops.stops / 2 + 1e-12
+
+
+def test_the_stop_line_counts_the_verdicts_the_a_a_gate_leaves():
+    """The twin moved +4% by itself (not significantly: a noisy twin) and the variant is +2.5%
+    with a tight interval: the table shows it inconclusive (its interval reaches into the
+    twin's +-4%), so the stop line must not count it slower."""
+    rng = np.random.default_rng(11)
+    base = {r: float(math.exp(rng.normal(0, 0.01))) for r in range(N)}
+    twin = {r: base[r] * math.exp(0.04 + rng.normal(0, 0.08)) for r in range(N)}
+    var = {r: base[r] * math.exp(0.025 + rng.normal(0, 0.002)) for r in range(N)}
+    values = {"base": base, "base.aa": twin, "var": var}
+    plan = _plan(max_runs=N, twin="base.aa")
+    comparisons = rounds._comparisons(plan, values)
+    assert comparisons["base.aa"].verdict == "inconclusive"
+    assert comparisons["base.aa"].ratio > 1.03
+    assert comparisons["var"].verdict == "inconclusive"
+    assert comparisons["var"].why.startswith("inconclusive, not slower: its interval reaches")
+    out = rounds.max_runs_outcome(plan, values)
+    assert "slower" not in out.stop_reason.split(": ", 1)[1]
+    assert ": 2 inconclusive (" in out.stop_reason
+    # without the twin named, the rule would have counted the call the table overrules
+    ungated = rounds.max_runs_outcome(_plan(max_runs=N), values)
+    assert "1 slower" in ungated.stop_reason

@@ -250,7 +250,7 @@ def _points(store: Store, run: dict, known: dict[tuple, Series], kept_sha: str |
 
 
 def _unstable(values: dict[str, dict[int, float]], options: dict, docs: list[dict]) -> str:
-    """Why the sweep's A/A gate failed (analysis._gate: its twin, a copy of the baseline,
+    """Why the sweep's A/A gate failed (stats.gate.aa_gate: its twin, a copy of the baseline,
     came out faster or slower after Benjamini-Hochberg across the sweep's comparisons, as
     results.json's `aa.unstable` says), else "". Such a night measured the machine moving, so
     it judges nothing."""

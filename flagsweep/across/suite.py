@@ -110,7 +110,7 @@ def left_out(paths: list[Path]) -> tuple[list[Path], list[dict]]:
 
 
 def unstable(doc: dict) -> bool:
-    """The sweep's A/A gate failed (analysis._gate): its twin, the baseline's own binary again,
+    """The sweep's A/A gate failed (stats.gate.aa_gate): its twin, the baseline's own binary again,
     came out faster or slower, so the machine moved every ratio of that sweep."""
     return bool((doc.get("aa") or {}).get("unstable"))
 

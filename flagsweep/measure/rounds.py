@@ -21,7 +21,7 @@ from typing import Callable
 from flagsweep import stats
 from flagsweep.host.launcher import ENV_PAD_MAX
 from flagsweep.measure.sample import Sample
-from flagsweep.stats import layout, sequential
+from flagsweep.stats import gate, layout, sequential
 
 
 @dataclass
@@ -45,6 +45,9 @@ class Plan:
     # in `keep` (the baseline and the controls: the twin, a reference)
     drop: bool = False
     keep: frozenset[str] = frozenset()
+    # the A/A twin: its comparison gates the others (stats.gate) here as in the analysis, so
+    # the stop line counts the verdicts the table will show
+    twin: str | None = None
 
 
 @dataclass(frozen=True)
@@ -311,6 +314,8 @@ def _settled(c: stats.Comparison, width: float, plan: Plan, reach: int | None = 
 
 def _open(c: stats.Comparison, plan: Plan, reach: int) -> str:
     """Why an undecided comparison was left open: what would decide it, and why not here."""
+    if gate.overruled(c):
+        return gate.overrule_summary(c)
     if not c.more_rounds_help:
         return ("more rounds would leave the spread between layouts as it is: more layouts "
                 "would narrow it")
@@ -357,6 +362,8 @@ def _comparisons(plan: Plan, values: Values) -> dict[str, stats.Comparison]:
         out = {vid: stats.compare(values[vid], base, seed=plan.seed, tost=tost)
                for vid in plan.variant_ids if vid != plan.baseline and vid in values}
     stats.adjust(list(out.values()), threshold=plan.threshold, alpha=design(plan).alpha)
+    if plan.twin:
+        gate.aa_gate(out, plan.twin, plan.threshold, gate.TWIN_IS[bool(plan.layouts)])
     return out
 
 

@@ -16,6 +16,7 @@ from flagsweep.measure import metric as metric_mod
 from flagsweep.measure.sample import Sample
 from flagsweep.results.contract import AA_SUFFIX, is_control
 from flagsweep.stats import effects as effects_mod
+from flagsweep.stats import gate as gate_mod
 from flagsweep.stats import layout, sequential
 
 
@@ -70,8 +71,8 @@ def apply(doc: dict, values: dict[str, dict[int, float]], threshold_pct: float, 
     stats.adjust(list(comparisons.values()), threshold=threshold_pct / 100,
                  alpha=design.alpha if replicates is None else 0.05)
     twin = baseline + AA_SUFFIX
-    twin_is = TWIN_IS[replicates is not None]
-    gate = _gate(comparisons, twin, threshold_pct, twin_is)
+    twin_is = gate_mod.TWIN_IS[replicates is not None]
+    gate = gate_mod.aa_gate(comparisons, twin, threshold_pct / 100, twin_is)
     for vid, v in variants.items():
         v["vs_baseline"] = _vs_baseline(v, vid, baseline, comparisons, variants)
         if vid in refused and vid != baseline and not v["build"].get("identical_to"):
@@ -248,60 +249,8 @@ def build_reason(b: dict) -> str:
     return (quoted or lines or ["no detail recorded"])[0]
 
 
-# What the A/A twin is: a copy of the baseline's binary, or with --layouts the baseline's code
-# linked in other layouts (then it shows what layout alone does, as well as the machine).
-TWIN_IS = {False: "the baseline's own binary again", True: "the baseline's code in other layouts"}
-
-
-def _gate(comparisons: dict[str, stats.Comparison], twin: str, threshold_pct: float,
-          twin_is: str = TWIN_IS[False]) -> dict:
-    """The A/A arm judges the sweep before the sweep judges the flags.
-
-    The twin is the baseline's own binary again (or its code in other layouts), so any
-    faster/slower call on it is the machine (or layout alone) moving under the measurement.
-    Then no verdict of the sweep can be trusted: every faster, slower and equivalent becomes
-    inconclusive, said so in each comparison's why. Otherwise the
-    twin's ratio is how far this sweep moved a ratio between two identical binaries, so a
-    faster/slower call also needs its whole interval beyond that offset (the bound, when it is
-    larger than the threshold: a twin 4% off, yet not significantly, leaves a 3% effect unproven).
-    Returns what was gated, for results.json's `aa`."""
-    aa = comparisons.get(twin)
-    if aa is None:
-        return {"unstable": False, "bound_pct": None, "gated": []}
-    others = {vid: c for vid, c in comparisons.items() if vid != twin}
-    if aa.verdict in ("faster", "slower"):
-        why = (f"the machine was unstable during this sweep: the A/A arm ({twin_is}) came "
-               f"out {aa.verdict} by {abs(aa.ratio - 1) * 100:.1f}%")
-        gated = [vid for vid, c in others.items() if c.verdict in ("faster", "slower", "equivalent")]
-        for vid in gated:
-            _overrule(others[vid], why)
-        return {"unstable": True, "bound_pct": None, "gated": gated}
-    bound = _aa_bound(aa)
-    if bound is None or bound <= threshold_pct / 100:
-        return {"unstable": False, "bound_pct": None if bound is None else 100 * bound, "gated": []}
-    # The interval the verdict rests on: false-coverage adjusted (stats.fcr_intervals).
-    gated = [vid for vid, c in others.items() if c.verdict in ("faster", "slower")
-             and (c.ci_fcr or c.ci95)[0] <= 1 + bound and (c.ci_fcr or c.ci95)[1] >= 1 - bound]
-    for vid in gated:
-        _overrule(others[vid], f"its interval reaches into +-{100 * bound:.1f}%, as far as the "
-                               f"A/A arm ({twin_is}) moved in this sweep")
-    return {"unstable": False, "bound_pct": 100 * bound, "gated": gated}
-
-
-def _aa_bound(aa: stats.Comparison) -> float | None:
-    """How far the twin's ratio lies from 1, as a fraction; None without an estimate."""
-    if not (0 < aa.ratio < float("inf")):
-        return None
-    return abs(aa.ratio - 1)
-
-
-def _overrule(c: stats.Comparison, why: str) -> None:
-    c.why = f"inconclusive, not {c.verdict}: {why} ({c.why})"
-    c.verdict, c.rounds_needed = "inconclusive", None
-
-
 def _aa(twin: str, c: stats.Comparison | None, gate: dict,
-        twin_is: str = TWIN_IS[False]) -> dict | None:
+        twin_is: str = gate_mod.TWIN_IS[False]) -> dict | None:
     if c is None:
         return None
     warning = None

@@ -1,0 +1,81 @@
+"""The A/A gate: the twin (the baseline's own binary again, or its code in other layouts)
+judges the sweep before the sweep judges the flags.
+
+One home for the rule, because two places apply it and must agree: the analysis that writes
+the verdicts (results.analysis) and the stopping rule that decides whether the sweep is done
+(measure.rounds). When only the analysis applied it, a sweep stopped "decided ... 2 slower"
+while its table showed those two overruled to inconclusive.
+
+The logic is the control-arm check of an A/A test (Kohavi, Tang & Xu, "Trustworthy Online
+Controlled Experiments", 2020, ch. 19): a difference between identical arms is the measurement
+moving by itself, so no verdict smaller than that movement is believed.
+"""
+
+from __future__ import annotations
+
+from flagsweep import stats
+
+# What the A/A twin is: a copy of the baseline's binary, or with --layouts the baseline's code
+# linked in other layouts (then it shows what layout alone does, as well as the machine).
+UNSTABLE = "the machine was unstable"
+TWIN_IS = {False: "the baseline's own binary again", True: "the baseline's code in other layouts"}
+
+
+def aa_gate(comparisons: dict[str, stats.Comparison], twin: str, threshold: float,
+            twin_is: str = TWIN_IS[False]) -> dict:
+    """Overrule, in place, the verdicts the twin's comparison does not let stand; `threshold`
+    is a fraction (0.01 for 1%).
+
+    Any faster/slower call on the twin is the machine (or layout alone) moving under the
+    measurement: then no verdict of the sweep can be trusted, and every faster, slower and
+    equivalent becomes inconclusive, said so in each comparison's why. Otherwise the twin's
+    ratio is how far this sweep moved a ratio between two identical binaries, so a faster/slower
+    call also needs its whole interval beyond that offset (the bound, when it is larger than
+    the threshold: a twin 4% off, yet not significantly, leaves a 3% effect unproven).
+    Returns what was gated, for results.json's `aa`."""
+    aa = comparisons.get(twin)
+    if aa is None:
+        return {"unstable": False, "bound_pct": None, "gated": []}
+    others = {vid: c for vid, c in comparisons.items() if vid != twin}
+    if aa.verdict in ("faster", "slower"):
+        why = (f"{UNSTABLE} during this sweep: the A/A arm ({twin_is}) came "
+               f"out {aa.verdict} by {abs(aa.ratio - 1) * 100:.1f}%")
+        gated = [vid for vid, c in others.items() if c.verdict in ("faster", "slower", "equivalent")]
+        for vid in gated:
+            _overrule(others[vid], why)
+        return {"unstable": True, "bound_pct": None, "gated": gated}
+    bound = _aa_bound(aa)
+    if bound is None or bound <= threshold:
+        return {"unstable": False, "bound_pct": None if bound is None else 100 * bound, "gated": []}
+    # The interval the verdict rests on: false-coverage adjusted (stats.fcr_intervals).
+    gated = [vid for vid, c in others.items() if c.verdict in ("faster", "slower")
+             and (c.ci_fcr or c.ci95)[0] <= 1 + bound and (c.ci_fcr or c.ci95)[1] >= 1 - bound]
+    for vid in gated:
+        _overrule(others[vid], f"its interval reaches into +-{100 * bound:.1f}%, as far as the "
+                               f"A/A arm ({twin_is}) moved in this sweep")
+    return {"unstable": False, "bound_pct": 100 * bound, "gated": gated}
+
+
+def overruled(c: stats.Comparison) -> bool:
+    """Whether the gate turned this comparison's verdict into inconclusive."""
+    return c.why.startswith("inconclusive, not ")
+
+
+def overrule_summary(c: stats.Comparison) -> str:
+    """One clause for a stop line: which call the gate overruled and why."""
+    was = c.why[len("inconclusive, not "):].split(":", 1)[0]
+    if UNSTABLE in c.why:
+        return f"{was}, overruled: the A/A arm moved by itself, so the machine was unstable"
+    return f"{was}, overruled: its interval reaches into how far the A/A arm moved"
+
+
+def _aa_bound(aa: stats.Comparison) -> float | None:
+    """How far the twin's ratio lies from 1, as a fraction; None without an estimate."""
+    if not (0 < aa.ratio < float("inf")):
+        return None
+    return abs(aa.ratio - 1)
+
+
+def _overrule(c: stats.Comparison, why: str) -> None:
+    c.why = f"inconclusive, not {c.verdict}: {why} ({c.why})"
+    c.verdict, c.rounds_needed = "inconclusive", None

@@ -668,22 +668,47 @@ def kept_reference(store: Store, target_name: str, machine: dict, baseline: str,
                    say: Callable[[str], None]) -> tuple[Path, list[str] | None] | None:
     """The reference binary the store keeps for this target, machine and baseline (the first
     complete sweep's baseline binary, see _keep_reference), written into the run's folder for
-    reference_arm; None when none is kept yet. Without it a nightly history cannot tell the
-    machine's drift from the program's (docs/history.md)."""
+    reference_arm; None when none is kept yet, or none may run. Without it a nightly history
+    cannot tell the machine's drift from the program's (docs/history.md).
+
+    A store is data, and other users may write it (a shared PostgreSQL, a SQLite file in a
+    shared folder): flagsweep, often root, must not run a program planted there. So the binary
+    that runs is this machine's own copy (kept_copy, written when it was kept), checked against
+    the store's sha256; the store's own bytes run only from a store no one else can write."""
     kept = store.reference(target_name, history.machine_key(machine), baseline)
     if kept is None:
         return None
-    if hashlib.sha256(kept["binary"]).hexdigest() != kept["sha256"]:
+    copy = kept_copy(kept["sha256"])
+    if copy.is_file() and toolchain.replaceable(copy) is None \
+            and files.sha256_file(copy) == kept["sha256"]:
+        data = copy.read_bytes()
+    elif (shared := store.shared()) is None:
+        data = kept["binary"]
+    else:
+        say(f"warning: reference arm left out: the store keeps {baseline}'s binary from run "
+            f"{kept['run_id']} (sha256 {kept['sha256'][:12]}), but this machine has no copy of "
+            f"it ({copy}) and flagsweep runs no program from a store others can write "
+            f"({shared}); put the binary there, or pass --reference or --no-reference")
+        return None
+    if hashlib.sha256(data).hexdigest() != kept["sha256"]:
         raise ConfigError(f"the store's kept reference of {target_name} (run {kept['run_id']}) "
                           f"does not have the sha256 it was kept with; run with --no-reference")
     folder = files.make_dir(out / "reference", "the kept reference's folder")
     # A fixed name: the stored one is the store's word, and a path in it would write elsewhere.
     path = folder / "binary"
-    path.write_bytes(kept["binary"])
-    path.chmod(0o755)
+    files.write_atomic(path, data, mode=0o755)
     say(f"reference arm: {baseline}'s binary kept from run {kept['run_id']} (sha256 "
         f"{kept['sha256'][:12]}), measured beside this build (--no-reference: without it)")
     return path, list(kept["flags"])
+
+
+def kept_copy(sha256: str) -> Path:
+    """Where this machine keeps its own copy of a kept reference binary: flagsweep's cache,
+    named by content (a sha256 is 64 hex digits, so the store's word cannot make it a path)."""
+    if not (len(sha256) == 64 and all(ch in "0123456789abcdef" for ch in sha256)):
+        raise ConfigError(f"the store's kept reference has sha256 {sha256[:80]!r}: expected "
+                          "64 hex digits")
+    return files.cache_dir() / "references" / sha256
 
 
 def _keep_reference(sweep: Sweep, store: Store, say: Callable[[str], None]) -> None:
@@ -700,9 +725,12 @@ def _keep_reference(sweep: Sweep, store: Store, say: Callable[[str], None]) -> N
         return
     row = store.run(sweep.run_id)
     key = history.machine_key(row["machine"] or {})
+    sha = files.sha256_file(binary)
     if store.keep_reference(sweep.target.name, key, sweep.baseline, binary,
-                            list(base.get("flags") or []), sweep.run_id,
-                            files.sha256_file(binary)):
+                            list(base.get("flags") or []), sweep.run_id, sha):
+        copy = kept_copy(sha)
+        files.make_dir(copy.parent, "the kept references' folder")
+        files.write_atomic(copy, binary.read_bytes(), mode=0o755)
         say(f"reference arm: {sweep.baseline}'s binary kept in the store; later sweeps of "
             f"{sweep.target.name} on this machine measure it beside their own build")
 

@@ -151,7 +151,21 @@ def test_a_sweep_stopped_as_busy_is_stored_as_busy_and_kept_out_unless_asked(nig
     assert partial.exit_code == 0, partial.output
 
 
-def test_a_kept_reference_is_written_under_a_fixed_name_and_only_with_its_sha256(tmp_path):
+class Kept:
+    """A store that keeps one reference row; `shared`: why others could write it."""
+
+    def __init__(self, row: dict, shared: str | None = None):
+        self.row, self.why = row, shared
+
+    def reference(self, *key):
+        return self.row
+
+    def shared(self):
+        return self.why
+
+
+def test_a_kept_reference_is_written_under_a_fixed_name_and_only_with_its_sha256(
+        tmp_path, monkeypatch):
     """The store is not trusted: its reference row named the file written into the run folder
     (a path in it wrote elsewhere), and its bytes were run whatever sha256 it was kept with."""
     import hashlib
@@ -159,19 +173,54 @@ def test_a_kept_reference_is_written_under_a_fixed_name_and_only_with_its_sha256
     from flagsweep import sweep as sweeping
     from flagsweep.errors import ConfigError
 
+    monkeypatch.setenv("FLAGSWEEP_CACHE", str(tmp_path / "cache"))
     data = b"\x7fELF not really"
     row = {"name": "../../escaped", "binary": data, "sha256": hashlib.sha256(data).hexdigest(),
            "run_id": "r1", "flags": ["-O2"]}
-
-    class Kept:
-        def reference(self, *key):
-            return row
+    kept = Kept(row)
 
     out = tmp_path / "run"
     out.mkdir()
-    path, flags = sweeping.kept_reference(Kept(), "t", {}, "gcc-O2", out, lambda _: None)
+    path, flags = sweeping.kept_reference(kept, "t", {}, "gcc-O2", out, lambda _: None)
     assert path == out / "reference" / "binary" and path.read_bytes() == data
     assert not (tmp_path / "escaped").exists() and flags == ["-O2"]
     row["binary"] = b"something else"
     with pytest.raises(ConfigError, match="does not have the sha256 it was kept with"):
-        sweeping.kept_reference(Kept(), "t", {}, "gcc-O2", tmp_path / "run2", lambda _: None)
+        sweeping.kept_reference(kept, "t", {}, "gcc-O2", tmp_path / "run2", lambda _: None)
+
+
+def test_a_store_others_can_write_never_hands_flagsweep_a_program_to_run(tmp_path, monkeypatch):
+    """A shared store (PostgreSQL, a SQLite file others can write) could plant a binary with
+    its own sha256 beside it: only this machine's own copy, kept when the reference was, runs."""
+    import hashlib
+    import os
+
+    from flagsweep import sweep as sweeping
+
+    monkeypatch.setenv("FLAGSWEEP_CACHE", str(tmp_path / "cache"))
+    planted = b"#!/bin/sh\ntouch /tmp/pwned\n"
+    row = {"binary": planted, "sha256": hashlib.sha256(planted).hexdigest(), "run_id": "r1",
+           "flags": ["-O2"]}
+    said: list[str] = []
+    out = tmp_path / "run"
+    assert sweeping.kept_reference(Kept(row, "the store is writable by every user"), "t", {},
+                                   "gcc-O2", out, said.append) is None
+    assert not (out / "reference").exists()
+    assert "runs no program from a store others can write (the store is writable" in said[-1]
+    # this machine's own copy, kept with the reference, runs
+    mine = b"\x7fELF the real baseline"
+    sha = hashlib.sha256(mine).hexdigest()
+    copy = sweeping.kept_copy(sha)
+    copy.parent.mkdir(parents=True)
+    copy.write_bytes(mine)
+    copy.chmod(0o755)
+    row.update(sha256=sha)
+    path, _ = sweeping.kept_reference(Kept(row, "shared"), "t", {}, "gcc-O2", out, said.append)
+    assert path.read_bytes() == mine
+    # a SQLite store says when others could write it
+    db = tmp_path / "shared" / "store.sqlite"
+    db.parent.mkdir()
+    store = Store(f"sqlite:///{db}")
+    assert store.shared() is None
+    os.chmod(db, 0o666)
+    assert "writable by every user" in store.shared()

@@ -25,6 +25,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql as pg_dialect
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 
+from flagsweep.host import toolchain
 from flagsweep.errors import FlagsweepError
 from flagsweep.measure.sample import Sample
 
@@ -229,11 +230,22 @@ class Store:
         default = not url and not os.environ.get("FLAGSWEEP_DB")
         real = engine_url(url or default_url())
         self.url = masked(real)   # for messages: the password, if any, never leaves the engine
+        self.file: Path | None = None     # the SQLite file, when the store is one
         if real.get_backend_name() == "sqlite" and real.database not in (None, "", ":memory:"):
-            _sqlite_file(Path(real.database), create, default)
+            self.file = Path(real.database)
+            _sqlite_file(self.file, create, default)
         self.engine = self._create_engine(real)
         if create or self._schema() != SCHEMA_VERSION:
             self._open()   # a store only read is written only to bring its tables up to date
+
+    def shared(self) -> str | None:
+        """Why users other than root and this one could write this store, or None. What a
+        store holds is data; a program it holds runs only from a store no one else writes."""
+        if self.engine.dialect.name != "sqlite":
+            return f"{self.url} is a {self.engine.dialect.name} database other users may write"
+        if self.file is None:
+            return None                   # in memory: this process's own
+        return toolchain.replaceable(self.file, program=False)
 
     def _schema(self) -> int | None:
         with self._connect(opening=True) as c:

@@ -159,3 +159,30 @@ def test_results_from_the_store_are_never_written_through_a_planted_link(tmp_pat
                                              "run tiny-stored are written only into"):
         writer.located("tiny-stored", out / "runs", db)
     assert list(elsewhere.iterdir()) == []
+
+
+def _candidate(i: int, ratio: float, half: float) -> pick.Candidate:
+    """One candidate measured on two programs at `ratio`, each 95% interval +-half (log)."""
+    import math
+    ci = (ratio * math.exp(-half), ratio * math.exp(half))
+    c = pick.Candidate(f"v{i}", "gcc", ["-O2", f"-fflag{i}"],
+                       [pick.Pair(p, "m", ratio, ci, "inconclusive") for p in ("a", "b")])
+    pick._combine(c)
+    return c
+
+
+def test_pick_adjusts_the_winners_interval_for_choosing_among_the_candidates():
+    """Ten candidates: one whose pooled 95% interval just clears -1% is not a pick among ten
+    (its interval adjusted for the choice, 1 - 0.05/10, reaches into the band), and is one
+    when it is the only candidate; a clear winner is picked among ten with that interval."""
+    near = [_candidate(0, 0.98, 0.012)] + [_candidate(i, 1.0, 0.012) for i in range(1, 10)]
+    assert near[0].ci95[1] < 0.99              # unadjusted, it would have been the pick
+    chosen, why = pick._choose(near, "gcc-O2", 1.0)
+    assert chosen is None and "adjusted for choosing among them" in why
+    alone, _ = pick._choose([_candidate(0, 0.98, 0.012)], "gcc-O2", 1.0)
+    assert alone is not None and alone.id == "v0"
+    clear = [_candidate(0, 0.95, 0.012)] + near[1:]
+    chosen, why = pick._choose(clear, "gcc-O2", 1.0)
+    assert chosen.id == "v0" and chosen.ci_fcr[1] < 0.99
+    assert chosen.ci_fcr[0] < chosen.ci95[0]       # wider than its own 95% interval
+    assert "99.5% interval, adjusted for choosing among 10" in why

@@ -318,7 +318,24 @@ def test_to_json_matches_contract():
     res = effects.estimate(simulate(np.random.default_rng(50), truth), factors, REF)
     doc = json.loads(json.dumps(res.to_json()))
     assert set(doc) == {"design", "note", "rows"}
-    contract = {"factor", "level", "reference", "effect_pct", "ci95_pct", "p_adjusted", "matters"}
+    contract = {"factor", "level", "reference", "effect_pct", "ci95_pct", "p_adjusted", "matters",
+                "ci_fcr_pct"}
     for row in doc["rows"]:
         assert set(row) == contract | {"p_value"}
         assert len(row["ci95_pct"]) == 2 and isinstance(row["matters"], bool)
+
+
+def test_an_effect_matters_only_with_its_adjusted_interval_beyond_the_threshold():
+    """Ten rows, one at +1.5% [+1.1, +1.9] (p 1e-9): its estimate is beyond the 1% threshold and
+    its 95% interval too, but among ten rows its interval adjusted for the selection (Benjamini
+    & Yekutieli 2005) reaches into the band, so it does not matter; a +5% row does."""
+    def row(i, pct, lo, hi):
+        return effects.Effect("flag", f"f{i}", "off", pct, (lo, hi), 1e-9)
+    rows = [row(0, 1.5, 1.1, 1.9)] + [row(i, 0.0, -0.4, 0.4) for i in range(1, 10)]
+    out = effects._finish("one-at-a-time", rows, [], 1.0, 0.05).effects
+    assert out[0].matters is False and out[0].ci_fcr_pct[0] < 1.0
+    rows[0] = row(0, 5.0, 4.6, 5.4)
+    out = effects._finish("one-at-a-time", rows, [], 1.0, 0.05).effects
+    assert out[0].matters is True and out[0].ci_fcr_pct[0] > 1.0
+    assert out[0].ci_fcr_pct[0] < 4.6              # wider than its own 95% interval
+    assert not any(r.matters for r in out[1:])

@@ -364,10 +364,11 @@ def _compared_row(c: dict, vid: str, axis: str, level: str, reference: str) -> d
     """A comparison's JSON (ratio, ci95 as ratios) as an effects row (percent changes)."""
     def pct(ratio):
         return None if ratio is None else 100 * (ratio - 1)
-    ci = c["ci95"]
+    ci, fcr = c["ci95"], c.get("ci_fcr")
     return {"factor": axis, "level": level, "reference": reference,
             "effect_pct": pct(c["ratio"]),
             "ci95_pct": [pct(ci[0]), pct(ci[1])] if ci and None not in ci else None,
+            "ci_fcr_pct": [pct(fcr[0]), pct(fcr[1])] if fcr and None not in fcr else None,
             "p_value": c["p_value"], "p_adjusted": c["p_adjusted"],
             "matters": c["verdict"] in ("faster", "slower"), "variant": vid,
             "verdict": c["verdict"]}

@@ -377,6 +377,7 @@ class Effect(Open):
     p_value: Num = None
     p_adjusted: Num = None
     matters: Bool | None = None
+    ci_fcr_pct: Pair = None
 
 
 class AA(Open):

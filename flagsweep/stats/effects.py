@@ -72,12 +72,16 @@ class Effect:
     p_value: float
     p_adjusted: float | None = None    # Benjamini-Hochberg across all rows of the result
     matters: bool | None = None        # significant after adjustment and beyond the threshold
+    # where the estimate lies beyond the threshold: the interval, adjusted for the rows
+    # selected as beyond it (stats.fcr_intervals), that `matters` needs wholly beyond it
+    ci_fcr_pct: tuple[float, float] | None = None
 
     def to_json(self) -> dict:
         """The results contract's `effects` row (plus the unadjusted p_value)."""
         return {"factor": self.factor, "level": self.level, "reference": self.reference,
                 "effect_pct": self.effect_pct, "ci95_pct": [self.ci95_pct[0], self.ci95_pct[1]],
-                "p_value": self.p_value, "p_adjusted": self.p_adjusted, "matters": self.matters}
+                "p_value": self.p_value, "p_adjusted": self.p_adjusted, "matters": self.matters,
+                "ci_fcr_pct": None if self.ci_fcr_pct is None else list(self.ci_fcr_pct)}
 
 
 @dataclass(frozen=True)
@@ -465,14 +469,35 @@ def _finish(design: str, rows: list[Effect], notes: list[str], threshold_pct: fl
     if not rows:
         return EffectsResult("not-estimable", [], " ".join(notes + ["No effect is estimable."]))
     p_adj = sps.false_discovery_control([e.p_value for e in rows], method="bh")
-    out = [replace(e, p_adjusted=float(pa), matters=_matters(e, float(pa), threshold_pct, alpha))
-           for e, pa in zip(rows, p_adj)]
+    adjusted = _fcr_pct(rows, threshold_pct, alpha)
+    out = [replace(e, p_adjusted=float(pa), ci_fcr_pct=ci,
+                   matters=_matters(float(pa), ci, threshold_pct, alpha))
+           for e, pa, ci in zip(rows, p_adj, adjusted)]
     return EffectsResult(design, out, " ".join(notes))
 
 
-def _matters(e: Effect, p_adjusted: float, threshold_pct: float, alpha: float) -> bool:
-    excludes_zero = e.ci95_pct[0] > 0 or e.ci95_pct[1] < 0
-    return p_adjusted < alpha and abs(e.effect_pct) > threshold_pct and excludes_zero
+def _fcr_pct(rows: list[Effect], threshold_pct: float,
+             alpha: float) -> list[tuple[float, float] | None]:
+    """Each row's interval adjusted for selecting the rows beyond the threshold (Benjamini &
+    Yekutieli, JASA 2005; stats.fcr_intervals), in percent. A row's interval is exp of a
+    normal interval on the log scale, the form fcr_intervals reads from a 95% interval."""
+    as_ratios = [stats.Comparison(1 + e.effect_pct / 100,
+                                  (1 + e.ci95_pct[0] / 100, 1 + e.ci95_pct[1] / 100),
+                                  (math.nan, math.nan), e.p_value, 0) for e in rows]
+    stats.fcr_intervals(as_ratios, threshold_pct / 100, alpha)
+    return [None if c.ci_fcr is None else (100 * (c.ci_fcr[0] - 1), 100 * (c.ci_fcr[1] - 1))
+            for c in as_ratios]
+
+
+def _matters(p_adjusted: float, ci_fcr_pct: tuple[float, float] | None, threshold_pct: float,
+             alpha: float) -> bool:
+    """Significant after adjustment, and beyond the threshold as a faster/slower call is: its
+    whole adjusted interval, not only the estimate (a row at exactly the threshold has an
+    estimate beyond it half the time)."""
+    if ci_fcr_pct is None:
+        return False
+    beyond = ci_fcr_pct[1] < -threshold_pct or ci_fcr_pct[0] > threshold_pct
+    return p_adjusted < alpha and beyond
 
 
 def _no_replication(notes: list[str]) -> EffectsResult:

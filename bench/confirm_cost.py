@@ -27,7 +27,7 @@ from pathlib import Path
 
 def sweep(args: list[str], out: Path) -> tuple[float, dict]:
     started = time.perf_counter()
-    done = subprocess.run(["flagsweep", "run", *args, "--out", str(out)],
+    done = subprocess.run([sys.executable, "-m", "flagsweep", "run", *args, "--out", str(out)],
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     took = time.perf_counter() - started
     out.parent.mkdir(parents=True, exist_ok=True)

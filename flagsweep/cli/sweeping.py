@@ -197,7 +197,8 @@ def _measure_options(kw: dict):
 
     from flagsweep import sweep
 
-    o = sweep.MeasureOptions(**{f.name: kw[f.name] for f in fields(sweep.MeasureOptions)})
+    o = sweep.MeasureOptions(**{f.name: kw[f.name] for f in fields(sweep.MeasureOptions)
+                                if f.name in kw})
     if o.runs is not None:
         o.min_runs = o.max_runs = o.runs
     if o.precision_pct is None:

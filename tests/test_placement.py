@@ -209,3 +209,41 @@ def test_a_sweeps_results_say_which_cpu_and_why(tmp_path, monkeypatch):
                                     "CPU 1 was 70% busy")
     assert choice["why"] in said and choice["cost_s"] >= 0
     assert [(c["cpu"], c["idle_pct"]) for c in choice["cpus"]][:2] == [(0, 98.0), (1, 30.0)]
+
+
+@pytest.mark.skipif(not {0, 1} <= os.sched_getaffinity(0), reason="needs CPUs 0 and 1")
+def test_a_sweep_stopped_as_busy_names_its_cpu_and_one_free_now(tmp_path, monkeypatch):
+    """--cpu 1, every run waiting for the CPU half its time (the executor seam), and CPU 1 busy,
+    CPU 0 idle in the window taken when it stops: the stop reason says to run on CPU 0."""
+    from tiny_target import write_tiny_target
+
+    from flagsweep import sweep
+    from flagsweep.build import selection
+    from flagsweep.host.launcher import Execution
+    from flagsweep.results.store import Store
+
+    def waiting(argv, **kw) -> Execution:
+        return Execution(1.0, 0.49, 0.01, 1000, {"run_delay_s": 0.5, "steal_s": 0.0,
+                                                 "on_cpu_s": 0.5}, False, None)
+
+    start = moved(RECORDED, {})
+    recorded = [load.Snapshot(load.parse_stat(start), {}, 1.0),
+                load.Snapshot(load.parse_stat(moved(start, {0: 1, 1: 40})), {}, 1.5)]
+    monkeypatch.setattr(load, "snapshot", lambda *a, **k: recorded.pop(0))
+    tiny = write_tiny_target(tmp_path / "tiny", version="1.0", megabytes=1, quick_megabytes=1,
+                             repeats=1, timeout=60)
+    t, r, m, build_opts = selection.prepare(selection.Selection(
+        str(tiny), flag_sets=("-O2",), out_dir=tmp_path / "out"), lambda _: None)
+    opts = sweep.MeasureOptions(runs=10, min_runs=10, max_runs=10, seed=1, quick=True,
+                                metric="wall", cpu=1)
+    said: list[str] = []
+    doc = json.loads(sweep.start(t, r, m, build_opts, opts, Store(), said.append,
+                                 execute=waiting).read_text())
+    assert doc["status"] == "busy" and doc["stop_reason"].startswith("the machine is busy")
+    assert doc["stop_reason"].endswith(
+        "; CPU 1, where it measured, was 80% busy over 0.5 s after it stopped; CPU 0 is free "
+        "now (98% idle, no other sweep): run again with --cpu 0")
+    assert doc["machine"]["cpu_choice"] == {"cpu": 1, "how": "given",
+                                            "why": "measuring on CPU 1: --cpu 1",
+                                            "window_s": None, "cost_s": 0.0, "cpus": []}
+    assert any("continues it on CPU 1" in line for line in said)

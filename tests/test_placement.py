@@ -66,48 +66,79 @@ def window(busy: dict[int, int], cpus: int = 2, before_tasks=(), after_tasks=())
                       100.5)), sleep=lambda s: None)
 
 
-def test_a_busy_last_cpu_sends_the_sweep_to_cpu_0():
-    chosen = placement.choose(window({0: 2, 1: 20}), [0, 1], [], {})
-    assert chosen.cpu == 0 and chosen.how == "quietest"
-    assert chosen.why == ("measuring on CPU 0: 96% idle over 0.5 s, no other sweep; "
-                          "CPU 1 was 40% busy")
+@pytest.fixture
+def machine(monkeypatch, tmp_path):
+    """A machine of `cpus` CPUs (all this process's, all online, `isolated` isolated) whose next
+    load window is the recorded /proc/stat moved on by `busy` ticks: returns the CPU a sweep
+    without --cpu pins to (sweep._cpu, the entry every sweep goes through) and what it said."""
+    from flagsweep import sweep
 
-
-def test_the_quieter_cpu_held_by_another_sweep_is_passed_over(tmp_path, monkeypatch):
     monkeypatch.setenv("FLAGSWEEP_LOCK_DIR", str(tmp_path))
-    measured = window({0: 15, 1: 25, 2: 45}, cpus=3)     # 30%, 50% and 90% busy
+
+    def pinned(busy: dict[int, int], cpus: int = 2, isolated=(), tasks=()):
+        start = moved(RECORDED, {}, cpus)
+        recorded = [load.Snapshot(load.parse_stat(start), {t.pid: t for t in tasks}, 1.0),
+                    load.Snapshot(load.parse_stat(moved(start, busy)), {t.pid: t for t in tasks},
+                                  1.5)]
+        monkeypatch.setattr(load, "snapshot", lambda *a, **k: recorded.pop(0))
+        monkeypatch.setattr(os, "sched_getaffinity",
+                            lambda pid: set(range(cpus)) - set(isolated))
+        monkeypatch.setattr(placement.system, "online_cpus", lambda *root: list(range(cpus)))
+        monkeypatch.setattr(placement.system, "isolated_cpus", lambda *root: list(isolated))
+        said: list[str] = []
+        opts = sweep.MeasureOptions()
+        cpu = sweep._cpu(opts, said.append)
+        assert said == [opts.cpu_choice["why"]] and opts.cpu == cpu
+        return cpu, said[0]
+    return pinned
+
+
+def test_a_busy_last_cpu_sends_the_sweep_to_cpu_0(machine):
+    assert machine({0: 2, 1: 20}) == (
+        0, "measuring on CPU 0: 96% idle over 0.5 s, no other sweep; CPU 1 was 40% busy")
+
+
+def test_the_quieter_cpu_held_by_another_sweep_is_passed_over(machine):
     with lock.MeasureLock("gzip other", 0):
-        held = lock.holders()
-        chosen = placement.choose(measured, [0, 1, 2], [], held)
-    assert chosen.cpu == 1
-    assert chosen.why == (f"measuring on CPU 1: 50% idle over 0.5 s, no other sweep; CPU 0 is "
-                          f"held by another sweep (pid {os.getpid()}); CPU 2 was 90% busy")
-    assert chosen.doc()["cpus"][0]["held_by"].startswith(f"pid {os.getpid()}: gzip other")
+        cpu, why = machine({0: 15, 1: 25, 2: 45}, cpus=3)     # 30%, 50% and 90% busy
+    assert cpu == 1
+    assert why == (f"measuring on CPU 1: 50% idle over 0.5 s, no other sweep; CPU 0 is held by "
+                   f"another sweep (pid {os.getpid()}); CPU 2 was 90% busy")
 
 
-def test_a_free_isolated_cpu_wins_over_idle_ones():
-    measured = window({0: 0, 1: 0, 2: 5, 3: 0}, cpus=4)
-    chosen = placement.choose(measured, [0, 3], [1, 2], {1: "pid 7: lame night, since ..."})
-    assert (chosen.cpu, chosen.how) == (2, "isolated")
-    assert chosen.why == ("measuring on CPU 2: isolated, 90% idle over 0.5 s, no other sweep; "
-                          "CPU 1 is held by another sweep (pid 7)")
+def test_a_free_isolated_cpu_wins_over_idle_ones(machine):
+    with lock.MeasureLock("lame night", 1):
+        cpu, why = machine({0: 0, 1: 0, 2: 5, 3: 0}, cpus=4, isolated=[1, 2])
+    assert cpu == 2
+    assert why == (f"measuring on CPU 2: isolated, 90% idle over 0.5 s, no other sweep; CPU 1 is "
+                   f"held by another sweep (pid {os.getpid()})")
 
 
-def test_work_pinned_to_a_cpu_counts_though_it_sleeps_now():
+def test_the_choice_keeps_what_it_saw_of_each_cpu(tmp_path, monkeypatch):
+    monkeypatch.setenv("FLAGSWEEP_LOCK_DIR", str(tmp_path))
+    measured = window({0: 15, 1: 25}, cpus=2)
+    with lock.MeasureLock("gzip other", 0):
+        doc = placement.choose(measured, [0, 1], [], lock.holders()).doc()
+    assert (doc["cpu"], doc["how"], doc["window_s"]) == (1, "quietest", 0.5)
+    assert [(c["cpu"], c["idle_pct"], c["isolated"]) for c in doc["cpus"]] == [
+        (0, 70.0, False), (1, 50.0, False)]
+    assert doc["cpus"][0]["held_by"].startswith(f"pid {os.getpid()}: gzip other")
+    assert doc["cpus"][1]["held_by"] is None
+
+
+def test_work_pinned_to_a_cpu_counts_though_it_sleeps_now(machine):
     """The issue's machine: a job pinned to the last CPU, between bursts when the sweep starts."""
     pinned = load.parse_task(LAME.replace(" R ", " S "), pinned_to=1)
-    measured = window({0: 1, 1: 1}, before_tasks=[pinned], after_tasks=[pinned])
-    assert measured.cpus[1].pinned == 1 and measured.cpus[0].pinned == 0
-    chosen = placement.choose(measured, [0, 1], [], {})
-    assert chosen.cpu == 0
-    assert chosen.why.endswith("CPU 1 as quiet but 1 task pinned there")
+    assert window({0: 1, 1: 1}, before_tasks=[pinned], after_tasks=[pinned]).cpus[1].pinned == 1
+    assert machine({0: 1, 1: 1}, tasks=[pinned]) == (
+        0, "measuring on CPU 0: 98% idle over 0.5 s, no other sweep; CPU 1 as quiet but 1 task "
+           "pinned there")
 
 
-def test_equally_quiet_cpus_keep_the_last_one():
-    chosen = placement.choose(window({0: 1, 1: 2}), [0, 1], [], {})
-    assert chosen.cpu == 1
-    assert chosen.why.endswith("CPU 0 as quiet: the highest-numbered quiet CPU is taken, as CPU 0 "
-                               "takes most interrupts")
+def test_equally_quiet_cpus_keep_the_last_one_and_say_why(machine):
+    assert machine({0: 1, 1: 2}) == (
+        1, "measuring on CPU 1: 96% idle over 0.5 s, no other sweep; CPU 0 as quiet: the "
+           "highest-numbered quiet CPU is taken, as CPU 0 takes most interrupts")
 
 
 def test_every_cpu_held_still_names_one_for_the_lock_to_refuse_or_wait_on():

@@ -288,3 +288,14 @@ def test_the_noise_advice_names_an_isolated_cpu_no_sweep_held():
     machine = {"cpu_count": 4, "isolated_cpus": [1, 3], "pinned_cpu": 0, "cpu_choice": choice}
     ways = analysis._machine_ways({"machine": machine, "threshold_pct": 1.0})
     assert ways == ["`--cpu 3`, a CPU the kernel keeps other tasks off"]
+
+
+def test_a_cpu_beyond_the_quietest_by_more_than_a_tie_is_called_busy():
+    """CPU 0 is the quietest but has a job pinned to it; CPU 1, 4 points busier, is as quiet
+    and taken; CPU 2, 8 points past the quietest, is busier, not as quiet."""
+    pinned = load.parse_task(LAME.replace(" R ", " S "), pinned_to=0)
+    measured = window({0: 0, 1: 2, 2: 4}, cpus=3, before_tasks=[pinned], after_tasks=[pinned])
+    chosen = placement.choose(measured, [0, 1, 2], [], {})
+    assert chosen.cpu == 1
+    assert chosen.why == ("measuring on CPU 1: 96% idle over 0.5 s, no other sweep; CPU 0 as "
+                          "quiet but 1 task pinned there; CPU 2 was 8% busy")

@@ -41,7 +41,7 @@ class Task:
     ticks: int              # utime + stime of all its threads, in USER_HZ ticks
     cpu: int                # the CPU its main thread last ran on
     runnable: bool          # state R: running or waiting for a CPU
-    pinned_to: int | None   # the one CPU its affinity allows; None: more, unknown, or a kernel thread
+    pinned_to: int | None   # the one CPU its affinity allows; None: several, unknown, kthread
 
 
 @dataclass(frozen=True)

@@ -122,9 +122,10 @@ def _reason(cpu: int, how: str, loads: dict[int, load.CpuLoad], pool: list[int],
     head += (f", held by another sweep ({_who(held[cpu])}): no CPU is free" if cpu in held
              else ", no other sweep")
     others = [o for o in loads if o != cpu and (how != "isolated" or o in isolated)]
-    said = [line for line in (_against(loads[o], loads[cpu], held, o in pool) for o in others)
-            if line]
-    tied = [o for o in others if not _against(loads[o], loads[cpu], held, o in pool)]
+    quietest = min(loads[p].busy_pct for p in pool)
+    why_not = {o: _against(loads[o], loads[cpu], held, o in pool, quietest) for o in others}
+    said = [line for line in why_not.values() if line]
+    tied = [o for o, line in why_not.items() if not line]
     if tied:
         said.append(f"CPU {', '.join(map(str, tied))} as quiet: the highest-numbered quiet CPU "
                     "is taken, as CPU 0 takes most interrupts")
@@ -141,13 +142,15 @@ def _state(c: load.CpuLoad, seconds: float, isolated: bool) -> str:
     return ", ".join((["isolated"] if isolated else []) + [idle] + extra)
 
 
-def _against(o: load.CpuLoad, chosen: load.CpuLoad, held: dict[int, str], free: bool) -> str:
-    """What made another CPU worse than the chosen one, in a few words ("" for a tie)."""
+def _against(o: load.CpuLoad, chosen: load.CpuLoad, held: dict[int, str], free: bool,
+             quietest: float) -> str:
+    """What made another CPU worse than the chosen one, in a few words ("" for a tie);
+    quietest: the least busy share among the candidates, as `_rank` compares."""
     if o.cpu in held and o.cpu != chosen.cpu:
         return f"CPU {o.cpu} is held by another sweep ({_who(held[o.cpu])})"
     if o.idle_pct is None:
         return f"CPU {o.cpu} not measured"
-    if o.busy_pct > chosen.busy_pct + load.TIE_POINTS or not free:
+    if o.busy_pct > quietest + load.TIE_POINTS or not free:
         return f"CPU {o.cpu} was {o.busy_pct:.0f}% busy"
     if o.pinned > chosen.pinned:
         return f"CPU {o.cpu} as quiet but {_tasks(o.pinned)} pinned there"

@@ -299,3 +299,13 @@ def test_a_cpu_beyond_the_quietest_by_more_than_a_tie_is_called_busy():
     assert chosen.cpu == 1
     assert chosen.why == ("measuring on CPU 1: 96% idle over 0.5 s, no other sweep; CPU 0 as "
                           "quiet but 1 task pinned there; CPU 2 was 8% busy")
+
+
+def test_the_report_says_why_the_sweep_measured_on_its_cpu():
+    from flagsweep.report import view
+
+    why = "measuring on CPU 0: 96% idle over 0.5 s, no other sweep; CPU 1 was 40% busy"
+    machine = {"pinned_cpu": 0, "cpu_choice": {"cpu": 0, "how": "quietest", "why": why}}
+    rows = dict(view._machine({"machine": machine}))
+    assert rows["pinned to CPU"] == "0 (96% idle over 0.5 s, no other sweep; CPU 1 was 40% busy)"
+    assert dict(view._machine({"machine": {"pinned_cpu": 1}}))["pinned to CPU"] == "1"

@@ -26,7 +26,7 @@ from flagsweep.across import history
 from flagsweep.build import fingerprint, layout, variants
 from flagsweep.errors import ConfigError, FlagsweepError, Interrupted
 from flagsweep.explain import explanation
-from flagsweep.host import advice, launcher, probes, system, toolchain
+from flagsweep.host import advice, launcher, placement, probes, system, toolchain
 from flagsweep.host.lock import MeasureLock
 from flagsweep.measure import disturbance, rounds
 from flagsweep.measure import metric as metric_mod
@@ -50,6 +50,9 @@ class MeasureOptions:
     budget: float | None = 1800.0
     warmup: int = 1
     cpu: int | None = None
+    # Why that CPU (host.placement's Choice.doc), for results.json's machine block; set with
+    # cpu when --cpu did not give it.
+    cpu_choice: dict | None = None
     metric: str = "auto"            # auto: CPU time where it is right, else wall (flagsweep.measure.metric)
     precision_pct: float = 1.0
     quick: bool = False
@@ -93,7 +96,7 @@ def start(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: vari
     out = build_opts.out_dir.resolve()
     base = run_name or out.name      # the run id: this, numbered if the store has it
     opts.seed = opts.seed if opts.seed is not None else random.SystemRandom().randrange(2**31)
-    cpu = _cpu(opts)
+    cpu = _cpu(opts, say)
     with MeasureLock(f"{t.name} {base}", cpu, wait=wait, say=say), _terminate_as_interrupt():
         return _started(t, r, m, build_opts, opts, store, say, base, execute)
 
@@ -109,6 +112,7 @@ def _started(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: v
     # Before building: the load average must show other work, not our own compiles.
     machine = system.machine_state(sorted({v.compiler for v in m.variants}),
                                    pinned_cpu=cpu)
+    machine["cpu_choice"] = opts.cpu_choice or placement.given(cpu).doc()
     for warning in advice.warnings(machine):
         say(f"warning: {warning}")
     _counters_usable(opts)               # fail fast, before any build, on what cannot work
@@ -556,10 +560,19 @@ def _rounds(sweep: Sweep, workload: check.Workload, measured: list[str],
             return rounds.rounds(plan, store.done(sweep.run_id), measure, values, tick,
                                  lines.round_lines(), stopped), "complete"
         except Busy as e:
-            counted = {s.round for s in store.samples(sweep.run_id) if s.round >= 0}
-            say(f"warning: {e}; the run is stored as busy, not complete (flagsweep run "
-                f"--resume {sweep.run_id} continues it)")
-            return rounds.Outcome(len(counted), str(e)), "busy"
+            busy = e
+    return _stopped_busy(sweep, store, say, cpu, busy)
+
+
+def _stopped_busy(sweep: Sweep, store: Store, say: Callable[[str], None], cpu: int,
+                  e: Busy) -> tuple[rounds.Outcome, str]:
+    """A sweep the machine was too busy for, with where it could measure now (measured
+    unpinned, so every CPU is a candidate)."""
+    counted = {s.round for s in store.samples(sweep.run_id) if s.round >= 0}
+    why = f"{e}; {placement.after_busy(cpu)}"
+    say(f"warning: {why}; the run is stored as busy, not complete (flagsweep run "
+        f"--resume {sweep.run_id} continues it on CPU {cpu})")
+    return rounds.Outcome(len(counted), why), "busy"
 
 
 def plan_for(o: MeasureOptions, measured: list[str], baseline: str, once: bool = False,
@@ -869,9 +882,15 @@ class Sampler:
         return sample
 
 
-def _cpu(opts: MeasureOptions) -> int:
+def _cpu(opts: MeasureOptions, say: Callable[[str], None] | None = None) -> int:
+    """The CPU the sweep pins to: --cpu, else the quietest free one, measured now (said, and
+    kept in opts for the machine block and for a resume)."""
     if opts.cpu is None:
-        opts.cpu = launcher.choose_cpu(system.isolated_cpus())
+        choice = placement.default()
+        opts.cpu, opts.cpu_choice = choice.cpu, choice.doc()
+        if say:
+            say(choice.why)
+        log.info("choosing the CPU took %.3f s", choice.cost_s)
     online = system.online_cpus()
     if opts.cpu not in online:
         raise FlagsweepError(f"--cpu {opts.cpu}: not an online CPU here (online: "

@@ -137,7 +137,8 @@ def test_absent_settings_give_no_warning():
 @pytest.mark.parametrize("change, words", [
     ({"governor": "powersave"}, ["governor is 'powersave' on CPU 3", "--tune", "performance"]),
     ({"boost": True}, ["Turbo boost is on", "--tune"]),
-    ({"isolated_cpus": []}, ["No isolated CPU", "isolcpus=3", "nohz_full=3", "--cpu 3"]),
+    ({"isolated_cpus": []}, ["No isolated CPU", "measured CPU 3", "isolcpus=3", "nohz_full=3",
+                             "without --cpu"]),
     ({"pinned_cpu": 0}, ["CPU 0 is not isolated", "--cpu 3"]),
     ({"pinned_cpu": None}, ["isolated but the run is not pinned", "--cpu 3"]),
     ({"nohz_full": []}, ["scheduler tick", "nohz_full=3"]),

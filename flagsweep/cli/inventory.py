@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 
 import click
 
@@ -84,9 +85,10 @@ def cpus_cmd(as_json: bool, compilers: tuple[str, ...]) -> None:
 @click.option("--reset", "reset_", is_flag=True, help="Undo what --tune changed.")
 @click.option("--json", "as_json", is_flag=True, help="Print the machine state as JSON.")
 def system_cmd(tune, reset_, as_json) -> None:
-    """What affects measurement noise on this machine, with advice (like pyperf system)."""
+    """What affects measurement noise on this machine, with advice (like pyperf system), and
+    what runs: each CPU's load and the busiest processes over half a second."""
     from flagsweep.cli import show
-    from flagsweep.host import advice, system
+    from flagsweep.host import advice, placement, system
 
     if tune and reset_:
         raise click.UsageError("give --tune or --reset, not both")
@@ -95,6 +97,9 @@ def system_cmd(tune, reset_, as_json) -> None:
             click.echo(line)
         return
     state = system.machine_state(["gcc"])
+    choice = placement.default()
+    state["cpu_choice"] = choice.doc()
+    state["busiest"] = [asdict(p) for p in choice.measured.busiest]
     if as_json:
         click.echo(json.dumps(state, indent=2))
         return
@@ -102,7 +107,34 @@ def system_cmd(tune, reset_, as_json) -> None:
     for item in system.show():
         show.add(t, item["name"], str(item["value"]) if item["value"] is not None else "n/a",
                   item["advice"] or "")
-    show.echo(t, *(f"warning: {warning}" for warning in advice.warnings(state)))
+    would = "a sweep would measure on" + choice.why.removeprefix("measuring on")
+    show.echo(t, _cpu_table(choice), _process_table(choice), would,
+              *(f"warning: {warning}" for warning in advice.warnings(state)))
+
+
+def _cpu_table(choice):
+    """Each CPU's load over the window, and what a sweep would make of it."""
+    from flagsweep.cli import show
+
+    t = show.table(f"CPU load over {choice.measured.seconds:.2g} s:", "cpu", "idle", "runnable",
+                   "pinned", "note")
+    for row in choice.doc()["cpus"]:
+        idle = f"{row['idle_pct']:.0f}%" if row["idle_pct"] is not None else "?"
+        note = [*(["isolated"] if row["isolated"] else []),
+                *([f"held by another sweep ({row['held_by']})"] if row["held_by"] else [])]
+        show.add(t, str(row["cpu"]), idle, str(row["runnable"]), str(row["pinned"]),
+                 ", ".join(note))
+    return t
+
+
+def _process_table(choice):
+    """The processes that used most CPU over the window."""
+    from flagsweep.cli import show
+
+    t = show.table("busiest processes:", "pid", "name", "cpu share", "last on CPU")
+    for p in choice.measured.busiest:
+        show.add(t, str(p.pid), p.name, f"{p.cpu_pct:.0f}%", str(p.cpu))
+    return t
 
 
 @click.command("cache")

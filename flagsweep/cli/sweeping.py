@@ -74,7 +74,10 @@ def _prepare(kw: dict):
                                       "(faster/slower need their CI beyond it).")
 @click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True,
               help="Warmup rounds (run, stored, not counted).")
-@click.option("--cpu", type=click.IntRange(min=0), help="CPU to pin to [default: an isolated CPU, else the last].")
+@click.option("--cpu", type=click.IntRange(min=0),
+              help="CPU to pin to [default: the quietest CPU no other sweep holds, measured "
+                   "over 0.5 s at the start (a free isolated CPU first); the sweep says which "
+                   "and why].")
 @click.option("--metric", type=click.Choice(sorted({*COLUMNS, "auto"})), default="auto",
               show_default=True,
               help="Primary metric. auto: CPU time when the warmup round shows a single-threaded, "
@@ -197,7 +200,8 @@ def _measure_options(kw: dict):
 
     from flagsweep import sweep
 
-    o = sweep.MeasureOptions(**{f.name: kw[f.name] for f in fields(sweep.MeasureOptions)})
+    o = sweep.MeasureOptions(**{f.name: kw[f.name] for f in fields(sweep.MeasureOptions)
+                                if f.name in kw})
     if o.runs is not None:
         o.min_runs = o.max_runs = o.runs
     if o.precision_pct is None:
@@ -282,7 +286,8 @@ def _print_builds(builds, m) -> None:
 @click.option("--threshold", "threshold_pct", type=THRESHOLD, default=1.0,
               show_default=True, help="Practical threshold in %, as for run.")
 @click.option("--quick", is_flag=True, help="The smaller input.")
-@click.option("--cpu", type=click.IntRange(min=0), help="CPU to pin to.")
+@click.option("--cpu", type=click.IntRange(min=0),
+              help="CPU to pin to [default: as for run, the quietest free CPU].")
 @click.option("--out", "out_dir", type=Folder(),
               help="Output folder [default: reports/calibrate-TIMESTAMP].")
 def calibrate_cmd(runs, threshold_pct, quick, cpu, out_dir) -> None:

@@ -77,17 +77,46 @@ def _isolation_warnings(state: dict) -> list[str]:
         return ["Only one CPU: every other process runs on the measured CPU; measure on a "
                 "machine with at least two."]
     if not isolated:
-        n = ncpu - 1
-        return [f"No isolated CPU: other processes share the measured CPU; for quieter runs "
-                f"boot with isolcpus={n} (and nohz_full={n}, rcu_nocbs={n}) and pass --cpu {n}."]
+        # The CPU measured on (or the one a sweep would take now), but never CPU 0: the
+        # kernel refuses nohz_full there and keeps its housekeeping on it.
+        n = (pinned if pinned is not None else _quietest(state)) or ncpu - 1
+        return [f"No isolated CPU: other processes share the measured CPU{_named(pinned)}; for "
+                f"quieter runs boot with isolcpus={n} (and nohz_full={n}, rcu_nocbs={n}): "
+                "flagsweep then measures on it without --cpu."]
     listed = ",".join(map(str, isolated))
+    free = free_isolated(state)
     if pinned is None:
         return [f"CPU {listed} {'is' if len(isolated) == 1 else 'are'} isolated but the run is "
-                f"not pinned: pass --cpu {isolated[0]}."]
+                f"not pinned: {_pass(free, isolated)}."]
     if pinned not in isolated:
         return [f"The measured CPU {pinned} is not isolated (isolated: {listed}): other "
-                f"processes share it; pass --cpu {isolated[0]}."]
+                f"processes share it; {_pass(free, isolated)}."]
     if pinned not in (state.get("nohz_full") or []):
         return [f"The measured CPU {pinned} is isolated but still takes the scheduler tick: "
                 f"add nohz_full={pinned} rcu_nocbs={pinned} to the kernel command line."]
     return []
+
+
+def free_isolated(state: dict) -> int | None:
+    """The quietest isolated CPU no other sweep held when the state was taken (its
+    `cpu_choice`, host.placement), else the first isolated one; None without one free."""
+    isolated = state.get("isolated_cpus") or []
+    cpus = {c["cpu"]: c for c in (state.get("cpu_choice") or {}).get("cpus") or ()}
+    free = [c for c in isolated if not (cpus.get(c) or {}).get("held_by")]
+    return min(free, key=lambda c: -((cpus.get(c) or {}).get("idle_pct") or 0), default=None)
+
+
+def _pass(free: int | None, isolated: list[int]) -> str:
+    if free is None:
+        return (f"every isolated CPU is held by another sweep: pass --cpu {isolated[0]} --wait "
+                "to measure there once it ends")
+    return f"pass --cpu {free}"
+
+
+def _quietest(state: dict) -> int | None:
+    """The CPU the state's placement measured as the one to take."""
+    return (state.get("cpu_choice") or {}).get("cpu")
+
+
+def _named(cpu: int | None) -> str:
+    return f" {cpu}" if cpu is not None else ""

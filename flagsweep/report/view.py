@@ -719,6 +719,13 @@ def _formatted(rows: list[tuple[str, list[float | None]]]) -> list[tuple[str, li
 # Machine, method, builds
 # ---------------------------------------------------------------------------------------------
 
+def _pinned(m: dict) -> str:
+    """The CPU measured on, and why it was that one (host.placement's line, after its CPU)."""
+    cpu = str(m.get("pinned_cpu", "?"))
+    why = (m.get("cpu_choice") or {}).get("why") or ""
+    return f"{cpu} ({why.partition(': ')[2]})" if why.partition(": ")[2] else cpu
+
+
 def _machine(doc: dict) -> list[tuple[str, str]]:
     m = doc["machine"]
     isolated = ", ".join(map(str, m.get("isolated_cpus") or [])) or "none"
@@ -732,7 +739,7 @@ def _machine(doc: dict) -> list[tuple[str, str]]:
         ("kernel", m.get("kernel") or "?"),
         ("host", f"{m.get('hostname', '?')}, {m.get('cpu_count', '?')} CPUs, "
                  f"{'virtual machine' if m.get('hypervisor') else 'bare metal'}"),
-        ("pinned to CPU", str(m.get("pinned_cpu", "?"))),
+        ("pinned to CPU", _pinned(m)),
         ("isolated CPUs", isolated),
         ("governor", str(m.get("governor") or "not exposed")),
         ("turbo boost", {True: "on", False: "off"}.get(m.get("boost"), "not exposed")),

@@ -164,11 +164,14 @@ def _machine_ways(doc: dict) -> list[str]:
                    "changes)")
     isolated = machine.get("isolated_cpus") or []
     pinned = machine.get("pinned_cpu")
+    free = machine_advice.free_isolated(machine)
     if isolated and pinned not in isolated:
-        out.append(f"`--cpu {isolated[0]}`, a CPU the kernel keeps other tasks off")
+        out.append(f"`--cpu {free}`, a CPU the kernel keeps other tasks off" if free is not None
+                   else f"`--cpu {isolated[0]} --wait`, a CPU the kernel keeps other tasks off "
+                        "(another sweep held every isolated one)")
     elif not isolated and (machine.get("cpu_count") or 0) > 1:
-        out.append("a CPU kept free of other tasks (isolcpus= on the kernel command line, "
-                   "then --cpu N)")
+        out.append("a CPU kept free of other tasks (isolcpus= on the kernel command line; "
+                   "sweeps then measure there without --cpu)")
     return out
 
 

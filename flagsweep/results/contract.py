@@ -81,6 +81,26 @@ class Open(BaseModel):
 
 # ---- results.json -------------------------------------------------------------------------------
 
+class CpuLoad(Open):
+    """One CPU as the choice saw it over its window (host.load)."""
+    cpu: Num
+    idle_pct: Num = None                     # null: not measured
+    runnable: Num = None                     # tasks running or waiting there at the window's end
+    pinned: Num = None                       # user tasks whose affinity is this CPU alone
+    isolated: Bool | None = None
+    held_by: Str | None = None               # the other sweep holding it, null when free
+
+
+class CpuChoice(Open):
+    """Which CPU the sweep measured on and why (host.placement)."""
+    cpu: Num
+    how: Str                                 # given (--cpu) | isolated | quietest
+    why: Str                                 # the line the sweep printed
+    window_s: Num = None                     # the load window; null when --cpu gave the CPU
+    cost_s: Num = None                       # what the choice took, the window included
+    cpus: list[CpuLoad] | None = None
+
+
 class Machine(Open):
     hostname: Str | None = None
     cpu_model: Str | None = None
@@ -94,6 +114,7 @@ class Machine(Open):
     perf_event_paranoid: Num = None
     hw_counters: Bool | None = None
     pinned_cpu: Num = None
+    cpu_choice: CpuChoice | None = None
 
 
 class Compiler(Open):

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -370,3 +371,15 @@ def test_tolerated_flags_the_verified_build_does_not_need_are_left_out(tmp_path,
     assert ("tolerated_flags: -fvisibility=hidden stale: no compile line of the verified trial "
             "build carried them; left out") in said
     assert 'tolerated_flags = ["-fPIC"]' in scaffold.render(d)
+
+
+def test_the_check_reads_what_the_run_command_writes(demo_release):
+    def check_of(argv: list[str]) -> str:
+        d = scaffold.Draft(name="demo", package="demo-src", release=demo_release,
+                           upstream="1.0", urls=[], system="make", binary="demo-src",
+                           argv=argv, run_given=True)
+        return target.TargetFile.model_validate(tomllib.loads(scaffold.render(d))).check.of
+
+    assert check_of(["{binary}", "-o", "{output}", "{input}"]) == "output"
+    assert check_of(["{binary}", "--out={output}", "{input}"]) == "output"
+    assert check_of(["{binary}", "-c", "{input}"]) == "stdout"

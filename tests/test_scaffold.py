@@ -272,7 +272,8 @@ def test_new_with_input_measures_the_users_file_hashed_and_unsized(tmp_path, int
     # The trial run read the user's file (a generated corpus is a syntax error to it).
     assert "trial run: `{binary} {input}` on bench.script exited 0" in said
     # Not sized: the file is the workload as it is, and the file says so.
-    assert "flagsweep does not size a given input" in path.read_text()
+    assert "# measured whole: a given input is not sized, and --quick uses it whole too" \
+        in path.read_text()
     assert any(line.startswith("input: ") and "is not sized" in line for line in said)
     assert not (folder / "trial").exists()
 
@@ -292,6 +293,7 @@ def test_new_stops_when_the_run_fails_on_its_input(tmp_path, interpreter):
     text = (folder / "target.toml").read_text()
     assert "# FAILED in the trial: `{binary} {input}` on a generated 1 MB corpus exited 1" in text
     assert "#   interp: syntax error at line 1" in text
+    assert "(not sized: the run command failed in the trial, see [run])" in text
     assert (folder / "trial").is_dir()
 
 

@@ -378,7 +378,7 @@ def _take_input(d: Draft, given: Path, folder: Path, say: Callable[[str], None])
     if copy.resolve() != given.resolve():
         shutil.copyfile(given, copy)
     d.given, d.input_path, d.input_sha256 = given, given.name, files.sha256_file(copy)
-    d.size_note = "measured whole: a given input is not sized, and --quick uses it whole too"
+    d.size_note = "measured whole: a given input is not sized, --quick uses it whole too"
     say(f"input: {copy} (sha256 {d.input_sha256}), copied from {given}; a given file is not "
         "sized, and --quick uses it whole")
 
@@ -615,8 +615,8 @@ def render(d: Draft) -> str:
 def _inputs_lines(d: Draft) -> list[str]:
     if d.input_path:
         return [f"# Your input (--input {d.given}), copied here and",
-                f"# {d.size_note}. A changed file needs its new sha256 here: the",
-                "# input is part of the workload.",
+                f"# {d.size_note}.",
+                "# A changed file needs its new sha256 here: the input is part of the workload.",
                 "kind = \"file\"",
                 f"path = {_q(d.input_path)}",
                 f"sha256 = {_q(d.input_sha256)}"]

@@ -131,7 +131,9 @@ def test_new_finds_the_release_the_executable_and_the_projects_own_flags(tmp_pat
     # The run command was run once on a generated corpus before the input was sized.
     assert "trial run: `{binary} {input}` on a generated 1 MB corpus exited 0" in said
     # Sized by timing the run command; the trial builds are gone, the file verifies as is.
-    assert "(timed at -O2: " in text and t.spec.inputs.quick_megabytes < t.spec.inputs.megabytes
+    # Which size is larger is a timing outcome: on a loaded machine both searches can end on
+    # one timed size, so only that both were timed is asserted.
+    assert "(timed at -O2: " in text and 0 < t.spec.inputs.quick_megabytes <= t.spec.inputs.megabytes
     assert not (folder / "trial").exists()
     m = matrix.expand(recipe.from_flags(["-O2"], ["gcc"]))
     (b,) = variants.build_all(t, m, variants.Options(out_dir=tmp_path / "check", jobs=2))
@@ -154,7 +156,7 @@ def test_new_with_a_placeholder_run_leaves_sizing_to_size(tmp_path, demo_release
     assert [line for line in after.splitlines() if "megabytes" not in line] == \
         [line for line in edited.splitlines() if "megabytes" not in line]
     t = target.load(str(folder))
-    assert 0 < t.spec.inputs.quick_megabytes < t.spec.inputs.megabytes
+    assert 0 < t.spec.inputs.quick_megabytes <= t.spec.inputs.megabytes   # a timing outcome
 
 
 def test_new_refuses_an_existing_file_and_a_bad_run(tmp_path, demo_release):

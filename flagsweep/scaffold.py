@@ -365,7 +365,8 @@ STDERR_LINES = 5                     # as many as a failed check run quotes (doc
 def _check_input(given: Path, folder: Path) -> None:
     """--input as it will be copied, before any download."""
     if not given.is_file():
-        raise FlagsweepError(f"--input {given}: {'not a file' if given.exists() else 'no such file'}")
+        what = "not a file" if given.exists() else "no such file"
+        raise FlagsweepError(f"--input {given}: {what}")
     if given.name in TAKEN:
         raise FlagsweepError(f"--input {given}: {folder}/{given.name} is written by `new` "
                              "itself; rename the input")

@@ -133,7 +133,8 @@ def test_new_finds_the_release_the_executable_and_the_projects_own_flags(tmp_pat
     # Sized by timing the run command; the trial builds are gone, the file verifies as is.
     # Which size is larger is a timing outcome: on a loaded machine both searches can end on
     # one timed size, so only that both were timed is asserted.
-    assert "(timed at -O2: " in text and 0 < t.spec.inputs.quick_megabytes <= t.spec.inputs.megabytes
+    sizes = t.spec.inputs
+    assert "(timed at -O2: " in text and 0 < sizes.quick_megabytes <= sizes.megabytes
     assert not (folder / "trial").exists()
     m = matrix.expand(recipe.from_flags(["-O2"], ["gcc"]))
     (b,) = variants.build_all(t, m, variants.Options(out_dir=tmp_path / "check", jobs=2))

@@ -263,6 +263,8 @@ def run(client, t: target.Target, r: recipe.Recipe, compilers: list[str] | None,
     opts.seed = opts.seed if opts.seed is not None else int.from_bytes(os.urandom(4), "big") >> 1
     parts = _describe(client, r, compilers, labels, out, opts, say)
     _build(client, t, parts, say)
+    if opts.quick and (note := inputs.quick_note(t)):
+        say(note)
     given = inputs.prepare(t, quick=opts.quick)
     blob = _scatter(client, (given.sha256, given.path.read_bytes(), given.path.name))
     for p in parts:

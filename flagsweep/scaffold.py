@@ -14,7 +14,11 @@ file the build makes, and an input size by guesswork. Here each is found, not gu
   the variant did not ask for (never an -O level: that is what is measured), each with the
   count the trial saw; the build is repeated with them to show the file verifies;
 - the input: a corpus sized by timing the run command at -O2 (about 2 s, quick about 0.3 s),
-  again with `--size` once the user has written the real run command.
+  again with `--size` once the user has written the real run command; or the user's own file
+  (`--input`: a script, an image), copied next to the target file with its sha256, never sized;
+- the run: the run command is run once on the input after the trial build, so a command that
+  fails there (a script the interpreter cannot parse, a missing option) stops `new` with the
+  program's own words instead of a file that only looks finished.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import math
 import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -44,6 +49,7 @@ FULL_S, QUICK_S = 2.0, 0.3      # what a full and a quick run should take at -O2
 MAX_MB = 512                    # a generated corpus larger than this costs more than it tells
 TRIALS = 4     # builds at most: as written, the program's own make rule, its binary, tolerated
 PLACEHOLDER_RUN = ["{binary}", "{input}"]
+RUN_TIMEOUT = 120               # the [run] timeout `new` writes
 
 
 @dataclass
@@ -64,19 +70,25 @@ class Draft:
     tolerated: dict[str, str] = field(default_factory=dict)   # flag -> what the trial saw
     binary_note: str = ""
     build_note: str = ""
+    build_errors: list[str] = field(default_factory=list)   # a failed trial build's log lines
     argv: list[str] = field(default_factory=lambda: list(PLACEHOLDER_RUN))
     run_given: bool = False     # the user's own command (--run), not the placeholder
     megabytes: float = 1.0
     quick_megabytes: float = 0.2
     size_note: str = "not sized yet"
+    given: Path | None = None    # the user's input (--input) as given
+    input_path: str = ""         # its copy, relative to the target file's folder
+    input_sha256: str = ""
+    run_note: list[str] = field(default_factory=list)   # why the trial run failed
 
 
 def new(name: str, package: str, folder: Path, say: Callable[[str], None],
         version: str | None = None, url: str | None = None, jobs: int = 2,
-        argv: list[str] | None = None) -> Path:
+        argv: list[str] | None = None, given: Path | None = None) -> Path:
     """Write folder/target.toml for Debian's source package; returns its path. The file is
     written even when a step fails, with that step's finding in a comment. argv: the run
-    command, if the user knows it already (the input is then sized for it)."""
+    command, if the user knows it already (the input is then sized for it, and it is run once
+    to prove it works). given: the user's input file, measured instead of a corpus."""
     path = folder / "target.toml"
     if path.exists():
         raise FlagsweepError(f"{path} exists: edit it, size its input with `flagsweep new --size "
@@ -94,19 +106,32 @@ def new(name: str, package: str, folder: Path, say: Callable[[str], None],
                   argv=argv or list(PLACEHOLDER_RUN), run_given=argv is not None)
     if argv:
         _check_run(argv)
+    if given is not None:
+        _check_input(given, folder)
     tree = draft.source = fetch.prepare(_source(draft))
     draft.system, draft.configure_args, note = detect_system(tree)
     say(f"{package}: {note}")
     folder.mkdir(parents=True, exist_ok=True)
+    if given is not None:
+        _take_input(draft, given, folder, say)
     trial = folder / "trial"
+    works = False
     try:
         built = _trial_builds(draft, path, trial, jobs, say)
         if built is not None:
+            works = _prove(draft, folder, built, say)
+        if works:
             _size(draft, path, built, say)
     finally:
         path.write_text(render(draft))
     if built is None:
-        raise FlagsweepError(f"wrote {path}, but {draft.build_note}{_build_deps(draft)}")
+        raise FlagsweepError(f"wrote {path}, but {draft.build_note}{_build_deps(draft)}"
+                             + "".join(f"\n  {line}" for line in draft.build_errors))
+    if not works:
+        raise FlagsweepError(f"wrote {path}, but its run command does not work: "
+                             + "\n".join(draft.run_note)
+                             + f"\nFix [run] (or the input) in {path}; the trial build is kept "
+                             f"in {trial}")
     shutil.rmtree(trial, ignore_errors=True)
     return path
 
@@ -198,7 +223,9 @@ def _trial_builds(d: Draft, path: Path, trial: Path, jobs: int,
         path.write_text(render(d))
         b = _build(target.load(str(path)), trial / str(attempt), jobs)
         say(f"trial build {attempt} at -O2: {b.status}")
+        _say_failure(b, say)
         if b.status == "ok":
+            _drop_stale(d, b, say)
             d.build_note = (f"a trial -O2 build verified: {b.audit['compiles']} compile lines "
                             "carried exactly the variant's flags")
             return b
@@ -231,10 +258,44 @@ def _trial_builds(d: Draft, path: Path, trial: Path, jobs: int,
             continue
         break
     said = _first(b.detail)
+    d.build_errors = _error_lines(b)
     d.build_note = (f"the trial -O2 build is {b.status}, kept in {trial}: {said}. Fix this "
                     f"file, then check it with `flagsweep build {path.parent} --flags -O2`")
-    say(f"{b.variant.id}: {b.status}: {b.detail}")
+    if b.status != "failed":     # a failed one's lines were said with it
+        say(f"{b.variant.id}: {b.status}: {b.detail}")
     return None
+
+
+def _error_lines(b: variants.VariantBuild) -> list[str]:
+    """The lines of a failed build's log that say why (the compiler's errors, else the log's
+    last lines, as the build quoted them), when that is more than a binary not found."""
+    if b.status != "failed" or "is missing from" in b.detail:
+        return []
+    return [line.rstrip() for line in b.detail.splitlines()[1:] if line.strip()]
+
+
+def _say_failure(b: variants.VariantBuild, say: Callable[[str], None]) -> None:
+    """A failed trial build with its reason and the log lines that say it: a status alone
+    leaves the user to dig through NAME/trial/."""
+    if b.status != "failed":
+        return
+    say(f"  {_first(b.detail)}")
+    for line in _error_lines(b):
+        say(f"    {line}")
+
+
+def _drop_stale(d: Draft, b: variants.VariantBuild, say: Callable[[str], None]) -> None:
+    """Leave out tolerated flags that no compile line (or source attribute) of the verified
+    build carried: an earlier trial needed them (a shared library's -fPIC before a static
+    build), this build does not, and a tolerance nothing needs only hides a flag later."""
+    seen = set((b.audit or {}).get("tolerated_seen") or [])
+    stale = [flag for flag in d.tolerated if flag not in seen]
+    if not stale:
+        return
+    say(f"tolerated_flags: {' '.join(stale)} stale: no compile line of the verified trial "
+        "build carried them; left out")
+    for flag in stale:
+        del d.tolerated[flag]
 
 
 def _first(detail: str) -> str:
@@ -295,9 +356,97 @@ def _pick(found: list[Path], names: list[str], tree: Path) -> str:
     return found[0].relative_to(tree).as_posix()
 
 
+# --- the user's input and the trial run -----------------------------------------------------
+
+TAKEN = {"target.toml", "trial"}     # names `new` writes in the folder itself
+STDERR_LINES = 5                     # as many as a failed check run quotes (docs/targets.md)
+
+
+def _check_input(given: Path, folder: Path) -> None:
+    """--input as it will be copied, before any download."""
+    if not given.is_file():
+        what = "not a file" if given.exists() else "no such file"
+        raise FlagsweepError(f"--input {given}: {what}")
+    if given.name in TAKEN:
+        raise FlagsweepError(f"--input {given}: {folder}/{given.name} is written by `new` "
+                             "itself; rename the input")
+
+
+def _take_input(d: Draft, given: Path, folder: Path, say: Callable[[str], None]) -> None:
+    """Copy the user's input next to the target file and record its sha256: a `file` input,
+    so a later edit of the original cannot change what a sweep measures."""
+    copy = folder / given.name
+    if copy.resolve() != given.resolve():
+        shutil.copyfile(given, copy)
+    d.given, d.input_path, d.input_sha256 = given, given.name, files.sha256_file(copy)
+    d.size_note = "measured whole: a given input is not sized, --quick uses it whole too"
+    say(f"input: {copy} (sha256 {d.input_sha256}), copied from {given}; a given file is not "
+        "sized, and --quick uses it whole")
+
+
+def _trial_input(d: Draft, folder: Path) -> tuple[Path, str]:
+    """The file the trial run reads, and how to name it."""
+    if d.input_path:
+        return folder / d.input_path, d.input_path
+    return _corpus(1.0), "a generated 1 MB corpus"
+
+
+def _prove(d: Draft, folder: Path, b: variants.VariantBuild,
+           say: Callable[[str], None]) -> bool:
+    """Run the user's run command once on the input with the trial -O2 binary: True when it
+    works (or there is no command of the user's to prove); else the finding in d.run_note."""
+    if not d.run_given:
+        return True
+    data, named = _trial_input(d, folder)
+    out = folder / "trial" / "output"
+    out.unlink(missing_ok=True)
+    args = [a.format(binary=str(b.binary), input=str(data), output=str(out)) for a in d.argv]
+    try:
+        done = subprocess.run(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, timeout=RUN_TIMEOUT)
+        failed = _failure(done.returncode)
+        stderr = done.stderr.decode(errors="replace")
+    except subprocess.TimeoutExpired as e:
+        failed, stderr = f"ran over {RUN_TIMEOUT} s", (e.stderr or b"").decode(errors="replace")
+    except OSError as e:
+        failed, stderr = f"could not be started ({e.strerror})", ""
+    if not failed and _writes_output(d.argv) and not out.is_file():
+        # [check] reads the {output} file: a run that writes none cannot be checked.
+        failed = "exited 0 but wrote no {output} file"
+    if not failed:
+        say(f"trial run: `{_shown(d.argv)}` on {named} exited 0")
+        return True
+    tail = [line.rstrip() for line in stderr.splitlines() if line.strip()][-STDERR_LINES:]
+    d.run_note = [f"`{_shown(d.argv)}` on {named} {failed}"
+                  + ("; the last lines of its stderr:" if tail else "; its stderr was empty")]
+    d.run_note += [f"  {line[:300]}" for line in tail]
+    if not d.input_path:
+        d.size_note = "not sized: the run command failed in the trial, see [run]"
+    say(f"trial run: {d.run_note[0]}")
+    return False
+
+
+def _failure(returncode: int) -> str:
+    """How a run ended, when not well: an exit status or the signal that killed it."""
+    if returncode > 0:
+        return f"exited {returncode}"
+    if returncode < 0:
+        try:
+            return f"was killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"was killed by signal {-returncode}"
+    return ""
+
+
+def _writes_output(argv: list[str]) -> bool:
+    return any("{output}" in arg for arg in argv)
+
+
 # --- sizing the input ------------------------------------------------------------------------
 
 def _size(d: Draft, path: Path, b: variants.VariantBuild, say: Callable[[str], None]) -> None:
+    if d.input_path:
+        return      # the user's file is the workload as it is
     if not d.run_given:
         # Timing a guess at the command would size the input for a run nobody measures.
         d.size_note = f"not sized: write [run], then `flagsweep new --size {path.parent}`"
@@ -355,12 +504,8 @@ def _secant(goal: float, points: list[tuple[float, float]], argv: list[str],
 def _timed(argv: list[str], binary: Path, megabytes: float) -> float:
     """Seconds of the best of two runs on a corpus of that size; FlagsweepError when the run
     fails."""
-    work = files.cache_dir() / "trial-runs"
-    work.mkdir(parents=True, exist_ok=True)
-    data = work / f"corpus-{megabytes:g}.bin"
-    if not data.exists():
-        data.write_bytes(inputs.corpus_bytes(round(megabytes * inputs.MB), 1))
-    out = work / "output"
+    data = _corpus(megabytes)
+    out = data.parent / "output"
     args = [a.format(binary=str(binary), input=str(data), output=str(out)) for a in argv]
     best = math.inf
     for _ in range(2):
@@ -377,6 +522,16 @@ def _timed(argv: list[str], binary: Path, megabytes: float) -> float:
                                  f"({why[0][:200]})")
         best = min(best, took)
     return best
+
+
+def _corpus(megabytes: float) -> Path:
+    """A generated corpus of that size for trial runs, kept in the cache between them."""
+    work = files.cache_dir() / "trial-runs"
+    work.mkdir(parents=True, exist_ok=True)
+    data = work / f"corpus-{megabytes:g}.bin"
+    if not data.exists():
+        data.write_bytes(inputs.corpus_bytes(round(megabytes * inputs.MB), 1))
+    return data
 
 
 def _round(mb: float) -> float:
@@ -436,30 +591,58 @@ def render(d: Draft) -> str:
         lines.append(f"tolerated_flags = {_q(list(d.tolerated))}")
     if d.build_note:
         lines.append(f"# {d.build_note}")
+        lines += [f"#   {line}" for line in d.build_errors]
+    lines += ["", "[inputs]", *_inputs_lines(d), "", "[run]"]
+    lines += [f"# {line}" for line in _run_finding(d)]
     lines += [
-        "",
-        "[inputs]",
-        "kind = \"corpus\"          # mixed text and binary, generated from the seed",
-        f"megabytes = {d.megabytes:g}  # ~{FULL_S:g} s at -O2 ({d.size_note})",
-        f"quick_megabytes = {d.quick_megabytes:g}  # ~{QUICK_S:g} s",
-        "seed = 1",
-        "",
-        "[run]",
         ("# The command to time (--run)." if d.run_given else "# EDIT: the command to time.")
         + " {binary} is the built program, {input} the input",
-        "# file, {output} a file it may write. After changing it, size the input for it again:"
-        if d.run_given else "# file, {output} a file it may write. Then size the input for it:",
-        f"#   flagsweep new --size {d.name}",
+        *_run_sizing(d),
         f"argv = {_q(d.argv)}",
         "stdout = \"compared\"",
-        "timeout = 120",
+        f"timeout = {RUN_TIMEOUT}",
         "",
         "[check]",
         "# EDIT: how a variant's result is checked against the baseline's: exact (the same",
         "# bytes), roundtrip (roundtrip_argv gives the input back), or tolerance (numbers within",
         "# rel_tolerance). See docs/targets.md.",
         "method = \"exact\"",
-        "of = \"stdout\"",
+        *_check_of(d),
         "",
     ]
     return "\n".join(lines)
+
+
+def _inputs_lines(d: Draft) -> list[str]:
+    if d.input_path:
+        return [f"# Your input (--input {d.given}), copied here and",
+                f"# {d.size_note}.",
+                "# A changed file needs its new sha256 here: the input is part of the workload.",
+                "kind = \"file\"",
+                f"path = {_q(d.input_path)}",
+                f"sha256 = {_q(d.input_sha256)}"]
+    return ["kind = \"corpus\"          # mixed text and binary, generated from the seed",
+            f"megabytes = {d.megabytes:g}  # ~{FULL_S:g} s at -O2 ({d.size_note})",
+            f"quick_megabytes = {d.quick_megabytes:g}  # ~{QUICK_S:g} s",
+            "seed = 1"]
+
+
+def _run_sizing(d: Draft) -> list[str]:
+    if d.input_path:
+        return ["# file, {output} a file it may write."]
+    return ["# file, {output} a file it may write. After changing it, size the input for it again:"
+            if d.run_given else "# file, {output} a file it may write. Then size the input for it:",
+            f"#   flagsweep new --size {d.name}"]
+
+
+def _run_finding(d: Draft) -> list[str]:
+    if not d.run_note:
+        return []
+    return ["FAILED in the trial: " + d.run_note[0], *d.run_note[1:]]
+
+
+def _check_of(d: Draft) -> list[str]:
+    """What the check reads follows the run command: the file it writes, else its stdout."""
+    if _writes_output(d.argv):
+        return ["of = \"output\"          # the run command writes {output}"]
+    return ["of = \"stdout\""]

@@ -117,6 +117,8 @@ def _started(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: v
         say(f"warning: {warning}")
     _counters_usable(opts)               # fail fast, before any build, on what cannot work
     reference = reference_binary(Path(opts.reference)) if opts.reference else None
+    if opts.quick and (note := inputs.quick_note(t)):
+        say(note)
     try:
         inputs.prepare(t, quick=opts.quick)
         if any(v.pgo for v in m.variants):

@@ -217,3 +217,61 @@ def test_missing_file_input_names_the_target_file_and_key(tmp_path):
     message = str(info.value)
     assert str(t.path) in message and "inputs.path" in message
     assert "nope.bin" in message and "does not exist" in message
+
+
+def test_file_input_with_a_sha256_must_still_have_those_bytes(tmp_path):
+    data = b"the measured bytes\n"
+    digest = hashlib.sha256(data).hexdigest()
+    t = _target(tmp_path, f'kind = "file"\npath = "input.dat"\nsha256 = "{digest}"')
+    (t.folder / "input.dat").write_bytes(data)
+    assert inputs.prepare(t, cache=tmp_path / "c").sha256 == digest
+    # Edited after the target file was written: another workload, refused by name.
+    (t.folder / "input.dat").write_bytes(b"edited\n")
+    edited = hashlib.sha256(b"edited\n").hexdigest()
+    with pytest.raises(ConfigError) as info:
+        inputs.prepare(t, cache=tmp_path / "c")
+    assert str(info.value) == (
+        f"{t.path}: key 'inputs.sha256': {t.folder / 'input.dat'} has sha256 {edited}, the "
+        f"target expects {digest}; if you changed the input on purpose, put sha256 = "
+        f"\"{edited}\" in the target file")
+
+
+class _Stop(Exception):
+    pass
+
+
+@pytest.mark.parametrize("kind, quick, said", [
+    ("file", True, "--quick: input data.bin is a file; it has no quick size, the full input "
+                   "is used"),
+    ("file", False, None),
+    ("corpus", True, None),
+])
+def test_quick_says_when_a_file_input_has_no_quick_size(tmp_path, monkeypatch, kind, quick, said):
+    """A sweep with --quick on a given file measures the file whole, and says so once before
+    it builds (the build is stopped there: what follows is not this test's)."""
+    from tiny_target import write_tiny_target
+
+    from flagsweep import sweep
+    from flagsweep.build import selection, variants
+    from flagsweep.results.store import Store
+
+    folder = write_tiny_target(tmp_path / "tiny")
+    if kind == "file":
+        text = (folder / "target.toml").read_text()
+        start, end = text.index("[inputs]"), text.index("[run]")
+        (folder / "target.toml").write_text(
+            text[:start] + '[inputs]\nkind = "file"\npath = "data.bin"\n' + text[end:])
+        (folder / "data.bin").write_bytes(b"x" * 1000)
+    t, r, m, build_opts = selection.prepare(selection.Selection(
+        str(folder), flag_sets=("-O2",), out_dir=tmp_path / "run"), lambda _: None)
+
+    def stop(*args, **kwargs):
+        raise _Stop
+
+    monkeypatch.setattr(variants, "build_all", stop)
+    lines: list[str] = []
+    with pytest.raises(_Stop):
+        sweep.start(t, r, m, build_opts, sweep.MeasureOptions(quick=quick, seed=1), Store(),
+                    lines.append)
+    quick_lines = [line for line in lines if line.startswith("--quick")]
+    assert quick_lines == ([said] if said else [])

@@ -18,32 +18,37 @@ from flagsweep.cli.params import say
               help="That Debian version instead of the newest.")
 @click.option("--url", metavar="URL", help="The upstream tarball's URL, tried before Debian.")
 @click.option("--run", "run_line", metavar="COMMAND",
-              help="The run command, if you know it: '{binary} -9 -c {input}' (the input is "
-                   "then sized for it).")
+              help="The run command, if you know it: '{binary} -9 -c {input}' (it is run once "
+                   "after the trial build, and the input is sized for it).")
+@click.option("--input", "given", metavar="FILE", type=click.Path(path_type=Path),
+              help="Your input (a script, an image, a corpus), copied next to target.toml with "
+                   "its sha256 and measured whole, instead of a generated corpus.")
 @click.option("--size", "size", is_flag=True,
               help="Size NAME's corpus input by timing its own run command at -O2 (after you "
                    "wrote it), and rewrite the sizes in its file.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Parallel compile jobs.")
-def new_cmd(name, package, version, url, run_line, size, jobs) -> None:
+def new_cmd(name, package, version, url, run_line, given, size, jobs) -> None:
     """Write ./NAME/target.toml for Debian's source PACKAGE: the release and its sha256, the
     build system, the executable and the flags the project adds itself, learned from a trial
-    -O2 build; and an input sized by a timed run. You then write the run command and check."""
+    -O2 build; and an input sized by a timed run (or your own, --input), on which the run
+    command (--run) is tried once. You then write the run command and check."""
     from flagsweep import scaffold
     from flagsweep.build import selection
 
     jobs = jobs or selection.cpu_count()
     if size:
-        if package or version or url or run_line:
+        if package or version or url or run_line or given:
             raise click.UsageError("--size re-times an existing target: no --debian, --version, "
-                                   "--url or --run")
+                                   "--url, --run or --input")
         click.echo(str(scaffold.resize(name, say, jobs)))
         return
     if not package:
         raise click.UsageError("--debian PACKAGE: which Debian source package holds the program")
     argv = shlex.split(run_line) if run_line else None
     path = scaffold.new(name, package, Path(name), say, version=version, url=url, jobs=jobs,
-                        argv=argv)
+                        argv=argv, given=given)
     todo = ("check its [check]" if argv else
+            f"write its [run] argv and [check]" if given else
             f"write its [run] argv and [check], then `flagsweep new --size {name}`")
     say(f"wrote {path}: {todo}, then `flagsweep run ./{name} --recipe olevels --quick`")
     click.echo(str(path))

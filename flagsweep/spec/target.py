@@ -120,6 +120,9 @@ class CorpusInput(Strict):
 class FileInput(Strict):
     kind: Literal["file"]
     path: str
+    sha256: str | None = None      # when given, the file must still have these bytes
+
+    _hex = field_validator("sha256")(lambda cls, v: check_sha256(v))
 
 
 InputSpec = Annotated[Union[WavInput, CorpusInput, FileInput], Field(discriminator="kind")]

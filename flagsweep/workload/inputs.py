@@ -75,6 +75,16 @@ def prepare(target: Target, quick: bool = False, cache: Path | None = None,
     return _generated(store, key, "bin", description, lambda: corpus_bytes(size, seed))
 
 
+def quick_note(target: Target) -> str | None:
+    """What --quick does to this target's input, when that is nothing: a given file has one
+    size only, so a quick run measures it whole."""
+    spec = target.spec.inputs
+    if isinstance(spec, FileInput):
+        return (f"--quick: input {spec.path} is a file; it has no quick size, the full input "
+                "is used")
+    return None
+
+
 def training(target: Target, cache: Path | None = None) -> Training:
     """What a profile-guided build trains on: the target's input made from the next seed at
     the quick size, so the profile comes from other data than the measured input (a program
@@ -141,6 +151,11 @@ def _copy_given(target: Target, spec: FileInput, store: Path) -> Input:
         raise ConfigError(f"{target.path}: key 'inputs.path': {source} "
                           f"{'is not a file' if source.exists() else 'does not exist'}")
     sha = files.sha256_file(source)
+    if spec.sha256 is not None and sha != spec.sha256:
+        # The input is part of what a sweep measures: other bytes are another workload.
+        raise ConfigError(f"{target.path}: key 'inputs.sha256': {source} has sha256 {sha}, "
+                          f"the target expects {spec.sha256}; if you changed the input on "
+                          f"purpose, put sha256 = \"{sha}\" in the target file")
     ext = source.suffix[1:] if source.suffix[1:].isalnum() else "bin"
     path = store / f"{sha}.{ext}"
     if not (path.is_file() and files.sha256_file(path) == sha):

@@ -13,7 +13,8 @@ flags on top (the audit checks it):
     time (`make CFLAGS=...`), which is what defeats configure scripts that add their own -O3;
   - cmake: CMAKE_C_FLAGS with the build type empty and every CMAKE_<LANG>_FLAGS_<CONFIG> blanked,
     because CMake appends those after the user's flags;
-  - make: CC, CXX, CFLAGS and CXXFLAGS on the make command line, which overrides hard-coded ones.
+  - make: CC, CXX, CFLAGS and CXXFLAGS on the make command line, which overrides hard-coded ones,
+    and LDFLAGS too when the variant has link flags (a Makefile may link without CFLAGS).
 
 Each step writes the variant's status.json and appends to its build.log; a failure exits 1 so
 Ninja skips the variant's later steps, while `-k 0` keeps every other variant going.
@@ -287,6 +288,10 @@ def _build_argv(m: dict, v: dict, tree: Path, flags_list: list[str] | None = Non
     if m["system"] == "make":
         tools = m["compilers"][v["compiler"]]
         argv += [f"CC={tools['cc']}"] + ([f"CXX={tools['cxx']}"] if tools.get("cxx") else [])
+        if v.get("ldflags"):
+            # A Makefile may link with `$(CC) -o prog $(OBJS) $(LDFLAGS)`, without CFLAGS: the
+            # variant's link flags (a layout's shuffle, -flto) must reach that link too.
+            argv.append(f"LDFLAGS={shlex.join(v['ldflags'])}")
     return argv + m["make_args"]
 
 

@@ -283,6 +283,8 @@ def _entry(target: Target, v: Variant, out: Path, jobs: int, training: Training 
     flags = [*v.flags, *target.spec.build.project_flags]
     entry = {"compiler": v.compiler, "template": _slug(v.compiler), "flags": flags,
              "dir": str(vdir), "jobs": jobs}
+    if target.spec.build.system == "make" and audit_mod.link_flags(flags):
+        entry["ldflags"] = audit_mod.link_flags(flags)
     if not v.pgo:
         return entry
     if training is None:

@@ -11,7 +11,9 @@ Reads the compile log the wrapper wrote during the variant's build step. A varia
   - the measured binary traces back to this build: a recorded link wrote it and nothing changed
     it since, and every object it links is the output of a recorded compile, every archive in
     the build or source tree holds only such objects, every library built there was linked by a
-    recorded command (stale or prebuilt objects shipped with the source are refused);
+    recorded command (stale or prebuilt objects shipped with the source are refused), and no
+    code of it is in a shared library of the tree loaded from elsewhere at run time (libtool's
+    .libs/ programs, its wrapper scripts);
   - the sources compiled set no optimisation of their own (`#pragma GCC optimize`,
     `__attribute__((optimize))`, clang's `#pragma clang optimize off` and `optnone`), except
     -f options the target tolerates; a compile whose code the audit cannot read again (its

@@ -14,7 +14,9 @@ flags on top (the audit checks it):
   - cmake: CMAKE_C_FLAGS with the build type empty and every CMAKE_<LANG>_FLAGS_<CONFIG> blanked,
     because CMake appends those after the user's flags;
   - make: CC, CXX, CFLAGS and CXXFLAGS on the make command line, which overrides hard-coded ones,
-    and LDFLAGS too when the variant has link flags (a Makefile may link without CFLAGS).
+    and LDFLAGS too when the variant has link flags (a Makefile may link without CFLAGS);
+  - autotools and make: FLAGSWEEP_LDFLAGS, the variant's link flags alone, for a target's
+    make_args to hand to the variable its link rule reads (link_fix says which).
 
 Each step writes the variant's status.json and appends to its build.log; a failure exits 1 so
 Ninja skips the variant's later steps, while `-k 0` keeps every other variant going.

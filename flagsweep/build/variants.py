@@ -283,8 +283,8 @@ def _entry(target: Target, v: Variant, out: Path, jobs: int, training: Training 
     flags = [*v.flags, *target.spec.build.project_flags]
     entry = {"compiler": v.compiler, "template": _slug(v.compiler), "flags": flags,
              "dir": str(vdir), "jobs": jobs}
-    if audit_mod.link_flags(flags):     # for make's command line (steps.LINK_VARIABLE)
-        entry["ldflags"] = audit_mod.link_flags(flags)
+    if ldflags := audit_mod.link_flags(flags):     # for make's command line (steps._build_argv)
+        entry["ldflags"] = ldflags
     if not v.pgo:
         return entry
     if training is None:

@@ -50,6 +50,11 @@ MAX_MB = 512                    # a generated corpus larger than this costs more
 TRIALS = 4     # builds at most: as written, the program's own make rule, its binary, tolerated
 PLACEHOLDER_RUN = ["{binary}", "{input}"]
 RUN_TIMEOUT = 120               # the [run] timeout `new` writes
+# libtool builds a project's library shared by default, and each program linked with it as a
+# wrapper script around .libs/PROGRAM, which loads the library at run time (an installed copy,
+# the system's, or the build's through the wrapper): the program's own code is not what runs.
+# Static, the program holds the library's code, built with the variant's flags.
+STATIC = ["--disable-shared", "--enable-static"]
 
 
 @dataclass
@@ -64,6 +69,7 @@ class Draft:
     system: str
     binary: str
     configure_args: list[str] = field(default_factory=list)
+    configure_note: str = ""
     make_args: list[str] = field(default_factory=list)
     make_note: str = ""
     source: Path | None = None      # the fetched tree, for reading its Makefile
@@ -111,6 +117,8 @@ def new(name: str, package: str, folder: Path, say: Callable[[str], None],
     tree = draft.source = fetch.prepare(_source(draft))
     draft.system, draft.configure_args, note = detect_system(tree)
     say(f"{package}: {note}")
+    if draft.system == "autotools" and (why := libtool_used(tree)):
+        say(f"{package}: {_static(draft, why)}")
     folder.mkdir(parents=True, exist_ok=True)
     if given is not None:
         _take_input(draft, given, folder, say)
@@ -230,6 +238,8 @@ def _trial_builds(d: Draft, path: Path, trial: Path, jobs: int,
                             "carried exactly the variant's flags")
             return b
         tree = trial / str(attempt) / "builds" / b.variant.id / "tree"
+        if b.status != "ok" and attempt < TRIALS and _libtool_configured(d, tree):
+            continue
         if b.status == "failed" and "is missing from" in b.detail and attempt < TRIALS:
             found = executables(tree)
             if not found:
@@ -298,6 +308,36 @@ def _drop_stale(d: Draft, b: variants.VariantBuild, say: Callable[[str], None]) 
         del d.tolerated[flag]
 
 
+def libtool_used(tree: Path) -> str | None:
+    """Where a source tree shows that it builds with libtool, or None."""
+    for found in [*tree.glob("ltmain.sh"), *tree.glob("*/ltmain.sh")]:
+        return f"{found.relative_to(tree).as_posix()} is libtool's"
+    for name in ("configure.ac", "configure.in"):
+        if (tree / name).is_file():
+            text = (tree / name).read_text(errors="replace")
+            if macro := re.search(r"\b(LT_INIT|AC_PROG_LIBTOOL|AM_PROG_LIBTOOL)\b", text):
+                return f"{name} calls {macro.group(1)}"
+    return None
+
+
+def _static(d: Draft, why: str) -> str:
+    """Configure a libtool project static (STATIC says why); what was done, in a line."""
+    d.configure_args += [a for a in STATIC if a not in d.configure_args]
+    d.configure_note = (f"libtool ({why}): built static, so the program holds the library's "
+                        "code; shared, it would load the library (an installed copy, or the "
+                        "system's) at run time")
+    return d.configure_note
+
+
+def _libtool_configured(d: Draft, tree: Path) -> bool:
+    """A trial whose configure wrote a `libtool` script, where the source showed no sign of
+    it: build static from now on. False when nothing changes."""
+    if d.configure_note or d.system != "autotools" or not (tree / "libtool").is_file():
+        return False
+    _static(d, "configure wrote a libtool script")
+    return True
+
+
 def _first(detail: str) -> str:
     return detail.splitlines()[0].rstrip(":") if detail else "no detail"
 
@@ -336,7 +376,10 @@ def executables(tree: Path) -> list[Path]:
     found = []
     for p in tree.rglob("*"):
         rel = p.relative_to(tree).as_posix()
+        # libtool's .libs/ holds the programs its wrapper scripts run, linked to load the
+        # project's shared library from elsewhere (STATIC).
         if ("CMakeFiles/" in rel or p.name.startswith("conftest") or ".so" in p.name
+                or {".libs", "_libs"} & set(p.relative_to(tree).parts[:-1])
                 or p.is_symlink() or not p.is_file() or not os.access(p, os.X_OK)):
             continue
         with open(p, "rb") as f:
@@ -578,6 +621,8 @@ def render(d: Draft) -> str:
     if d.binary_note:
         lines.append(f"# {d.binary_note}")
     lines.append(f"binary = {_q(d.binary)}")
+    if d.configure_note:
+        lines.append(f"# {d.configure_note}")
     if d.configure_args:
         lines.append(f"configure_args = {_q(d.configure_args)}")
     if d.make_args:

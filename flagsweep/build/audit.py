@@ -11,7 +11,9 @@ Reads the compile log the wrapper wrote during the variant's build step. A varia
   - the measured binary traces back to this build: a recorded link wrote it and nothing changed
     it since, and every object it links is the output of a recorded compile, every archive in
     the build or source tree holds only such objects, every library built there was linked by a
-    recorded command (stale or prebuilt objects shipped with the source are refused);
+    recorded command (stale or prebuilt objects shipped with the source are refused), and no
+    code of it is in a shared library of the tree loaded from elsewhere at run time (libtool's
+    .libs/ programs, its wrapper scripts);
   - the sources compiled set no optimisation of their own (`#pragma GCC optimize`,
     `__attribute__((optimize))`, clang's `#pragma clang optimize off` and `optnone`), except
     -f options the target tolerates; a compile whose code the audit cannot read again (its
@@ -36,6 +38,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.elffile import ELFFile
 
 from flagsweep import files
 from flagsweep.build import cmdline
@@ -71,6 +76,9 @@ class Audit:
     missing: dict[str, int] = field(default_factory=dict)
     in_source: dict[str, int] = field(default_factory=dict)  # set by optimize attributes, pragmas
     every_problem: list[str] = field(default_factory=list)   # uncapped, for the build log
+    # The variant's link flags the link that wrote the binary lacks, and where that link ran.
+    link_missing: list[str] = field(default_factory=list)
+    link_cwd: Path | None = None
 
     def to_json(self) -> dict:
         return {"verified": self.verified, "compiles": self.compiles, "links": self.links,
@@ -154,6 +162,8 @@ def audit(compile_log: Path, tree: Path, expected: list[str], tolerated: list[st
                                for r in (_norm(p.absolute()), p.resolve())))
     trace = Trace(commands, roots, tree.resolve(), link_flags(expected)) if binary else None
     traced = trace.binary(binary) if trace else []
+    if trace and trace.link_missing:
+        result.link_missing, result.link_cwd = trace.link_missing, trace.link_cwd
     scan = SourceScan(roots, want, tolerated)
     scan.run([cmd for cmd in commands if cmd.kind == "compile" and not _writes_nothing(cmd)],
              trace.used if trace else None)
@@ -383,12 +393,20 @@ class Trace:
         self.problems: list[str] = []
         self._followed: set[int] = set()
         self.used: set[int] = set()     # ids of the commands the binary was made from
+        self.link_missing: list[str] = []
+        self.link_cwd: Path | None = None
+        self.shared: dict[Path, Command | None] = {}   # libraries of the tree it was linked with
 
     def binary(self, binary: Path) -> list[str]:
         path = _norm(binary.resolve())
         cmd = self.writers.get(path)
         if cmd is None:   # a Makefile may link elsewhere and copy the result into place
             path, cmd = self._copy_of(path)
+        if cmd is None and (wrapped := libtool_wrapper(path)) is not None:
+            return [f"{self._name(path)} is libtool's wrapper script for "
+                    f"{self._name(_norm(path.parent / wrapped))}, whose code "
+                    "is in the project's shared library, loaded at run time: configure with "
+                    "--disable-shared (and measure the program itself, never one in .libs/)"]
         if cmd is None:
             return [f"the measured binary {self._name(path)} was not linked by the audited "
                     "compiler (a hard-coded compiler, or a prebuilt or stale file?)"]
@@ -396,11 +414,48 @@ class Trace:
         self.used.add(id(cmd))
         missing = [f for f in self.link_flags if not on_link(f, cmd.argv)]
         if missing:
+            self.link_missing, self.link_cwd = missing, cmd.cwd
             self.problems.append(f"the link that wrote {self._name(path)} lacks the variant's "
                                  f"link flags {' '.join(missing)} (a build that drops LDFLAGS, "
                                  f"or links without CFLAGS): {_short(cmd.argv, cmd.cwd)}")
         self._follow(cmd)
+        self._shared_code(path)
         return self.problems
+
+    def _shared_code(self, binary: Path) -> None:
+        """A program linked with the project's shared library holds none of its code: the
+        loader finds the library at run time, in the build tree only through the program's run
+        path, else wherever it looks (an installed copy, the system's). libtool's programs in
+        .libs/ have no run path into the tree (its wrapper script sets one), so they measure
+        another copy's code, or fail to start."""
+        needed, runpath = dynamic(binary)
+        built = self._libraries()
+        for name in needed:
+            if name not in built:
+                continue
+            lib, cmd = built[name]
+            if lib.resolve().parent not in runpath:
+                self.problems.append(
+                    f"{self._name(binary)}'s code is in {name} ({self._name(lib)}), loaded at "
+                    f"run time from where the loader finds it (the binary's run path: "
+                    f"{' '.join(map(str, runpath)) or 'none'}), not from this build: configure "
+                    "with --disable-shared (CMake: -DBUILD_SHARED_LIBS=OFF)")
+            elif cmd is None:
+                self.problems.append(f"{self._name(binary)} loads {self._name(lib)}, which "
+                                     "no recorded command of this build linked (a prebuilt or "
+                                     "stale file, or a hard-coded compiler)")
+            else:
+                self.used.add(id(cmd))
+                self._follow(cmd)
+
+    def _libraries(self) -> dict[str, tuple[Path, Command | None]]:
+        """soname -> (file, the recorded link that wrote it) of every shared library the
+        binary was linked with in the tree, and of every one this build linked (a program
+        linked with an installed copy of the project's library still runs that copy)."""
+        found = {_norm(p): cmd for p, cmd in self.writers.items()
+                 if cmd.kind == "link" and _file_kind(p) == "shared"}
+        found.update(self.shared)
+        return {(soname(p) or p.resolve().name): (p, cmd) for p, cmd in found.items()}
 
     def _copy_of(self, binary: Path) -> tuple[Path, Command | None]:
         """The recorded link output with the binary's very bytes, if there is one."""
@@ -423,6 +478,11 @@ class Trace:
             self._input(path, named, link)
 
     def _input(self, path: Path, named: str, link: Command) -> None:
+        inside = any(path.is_relative_to(r) for r in self.roots)
+        if inside and _file_kind(path) == "shared":
+            # libtool links libdemo.so, a symbolic link to the file its link wrote
+            self.shared[path] = self.writers.get(path) or self.writers.get(_norm(path.resolve()))
+            return
         cmd = self.writers.get(path)
         if cmd is not None:
             self._unchanged(path, cmd)
@@ -430,7 +490,6 @@ class Trace:
             if cmd.kind == "link":  # a library or a partial link built here: follow it too
                 self._follow(cmd)
             return
-        inside = any(path.is_relative_to(r) for r in self.roots)
         what = _file_kind(path)
         if what == "archive" and inside:
             self._archive(path, link)
@@ -511,6 +570,50 @@ def _link_inputs(cmd: Command) -> list[tuple[Path, str]]:
     return inputs
 
 
+
+
+def dynamic(binary: Path) -> tuple[list[str], list[Path]]:
+    """The shared libraries an ELF binary needs (DT_NEEDED) and the folders of its run path
+    (DT_RUNPATH, else DT_RPATH, $ORIGIN read as its folder); nothing for a static binary or a
+    file that is not ELF."""
+    try:
+        with open(binary, "rb") as f:
+            section = ELFFile(f).get_section_by_name(".dynamic")
+            tags = list(section.iter_tags()) if section is not None else []
+    except (OSError, ELFError):
+        return [], []
+    needed = [t.needed for t in tags if t.entry.d_tag == "DT_NEEDED"]
+    paths = ([t.runpath for t in tags if t.entry.d_tag == "DT_RUNPATH"]
+             or [t.rpath for t in tags if t.entry.d_tag == "DT_RPATH"])
+    origin = str(binary.parent)
+    folders = [d.replace("${ORIGIN}", origin).replace("$ORIGIN", origin)
+               for p in paths for d in p.split(":") if d]
+    return needed, [Path(d).resolve() for d in folders]
+
+
+def soname(library: Path) -> str | None:
+    """A shared library's DT_SONAME, the name a program linked with it asks the loader for."""
+    try:
+        with open(library, "rb") as f:
+            section = ELFFile(f).get_section_by_name(".dynamic")
+            for tag in section.iter_tags() if section is not None else []:
+                if tag.entry.d_tag == "DT_SONAME":
+                    return tag.soname
+    except (OSError, ELFError):
+        pass
+    return None
+
+
+def libtool_wrapper(path: Path) -> str | None:
+    """The program a libtool wrapper script runs (".libs/demo"), or None for any other file.
+    libtool writes one in place of each uninstalled program linked with a shared library."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(512).decode("latin-1")
+    except OSError:
+        return None
+    found = re.search(r"^# \S+ - temporary wrapper script for (\S+)$", head, re.M)
+    return found.group(1) if found and head.startswith("#!") else None
 
 
 def _stat(path: Path) -> os.stat_result | None:

@@ -13,7 +13,10 @@ flags on top (the audit checks it):
     time (`make CFLAGS=...`), which is what defeats configure scripts that add their own -O3;
   - cmake: CMAKE_C_FLAGS with the build type empty and every CMAKE_<LANG>_FLAGS_<CONFIG> blanked,
     because CMake appends those after the user's flags;
-  - make: CC, CXX, CFLAGS and CXXFLAGS on the make command line, which overrides hard-coded ones.
+  - make: CC, CXX, CFLAGS and CXXFLAGS on the make command line, which overrides hard-coded ones,
+    and LDFLAGS too when the variant has link flags (a Makefile may link without CFLAGS);
+  - autotools and make: FLAGSWEEP_LDFLAGS, the variant's link flags alone, for a target's
+    make_args to hand to the variable its link rule reads (link_fix says which).
 
 Each step writes the variant's status.json and appends to its build.log; a failure exits 1 so
 Ninja skips the variant's later steps, while `-k 0` keeps every other variant going.
@@ -24,6 +27,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import resource
 import shlex
 import shutil
@@ -283,11 +287,66 @@ def _build_argv(m: dict, v: dict, tree: Path, flags_list: list[str] | None = Non
     jobs = f"-j{v['jobs']}"
     if m["system"] == "cmake":
         return ["cmake", "--build", str(tree), jobs, *m["make_args"]]
-    argv = ["make", jobs, f"CFLAGS={flags}", f"CXXFLAGS={flags}"]
+    ldflags = shlex.join(v.get("ldflags", []))
+    argv = ["make", jobs, f"CFLAGS={flags}", f"CXXFLAGS={flags}", f"{LINK_VARIABLE}={ldflags}"]
     if m["system"] == "make":
         tools = m["compilers"][v["compiler"]]
         argv += [f"CC={tools['cc']}"] + ([f"CXX={tools['cxx']}"] if tools.get("cxx") else [])
+        if ldflags:
+            # A Makefile may link with `$(CC) -o prog $(OBJS) $(LDFLAGS)`, without CFLAGS: the
+            # variant's link flags (a layout's shuffle, -flto) must reach that link too.
+            argv.append(f"LDFLAGS={ldflags}")
     return argv + m["make_args"]
+
+
+# The variant's link flags alone, always set on make's command line (empty when it has none),
+# for a target's make_args to hand to the variable a Makefile's link rule reads
+# (make_args = ["LIBS=$(FLAGSWEEP_LDFLAGS) -lm"]); never from the environment.
+LINK_VARIABLE = "FLAGSWEEP_LDFLAGS"
+# The variables flagsweep sets on make's command line that a link may read the link flags from.
+LINK_CARRIERS = {"make": ("CFLAGS", "CXXFLAGS", "LDFLAGS"), "autotools": ("CFLAGS", "CXXFLAGS")}
+MAKEFILES = ("GNUmakefile", "makefile", "Makefile")
+
+
+def link_fix(system: str, missing: list[str], folder: Path, binary: str,
+             target_file: Path) -> str | None:
+    """What to set when the link that wrote the binary lacks the variant's link flags: the
+    make variable its rule reads, if the Makefile in the link's folder shows it."""
+    if system not in LINK_CARRIERS:
+        return None
+    carriers = ", ".join(LINK_CARRIERS[system])
+    rule = link_rule(folder, Path(binary).name)
+    where, names = rule if rule else (None, [])
+    variable = names[-1] if names else "LINKFLAGS"
+    reads = (f" (its rule, {where}, reads {' '.join(f'$({n})' for n in names)})" if names
+             else f" ({where})" if where else "")
+    return (f"the link that writes {binary} reads none of {carriers}, where flagsweep passes "
+            f"the variant's link flags ({' '.join(missing)}){reads}: give them to the variable "
+            f"it reads link options from, in {target_file} under [build]: make_args = "
+            f'["{variable}=$({LINK_VARIABLE})"] (keep what {variable} held after it, e.g. -lm)')
+
+
+def link_rule(folder: Path, name: str) -> tuple[str, list[str]] | None:
+    """The rule of the Makefile in folder whose targets name `name`: "Makefile:LINE" and the
+    variables its recipe reads other than the ones flagsweep sets."""
+    ours = {"CC", "CXX", "CFLAGS", "CXXFLAGS", "LDFLAGS", "CPPFLAGS", LINK_VARIABLE}
+    for file in (folder / f for f in MAKEFILES):
+        if not file.is_file():
+            continue
+        lines = file.read_text(errors="replace").splitlines()
+        for i, line in enumerate(lines):
+            head = re.match(r"^([^\t#:=][^:=]*):(?!=)", line)
+            if not head or name not in head.group(1).split():
+                continue
+            recipe = []
+            for body in lines[i + 1:]:
+                if not body.startswith("\t"):
+                    break
+                recipe.append(body)
+            names = re.findall(r"\$[({]([A-Za-z_][A-Za-z0-9_]*)[)}]", "\n".join(recipe))
+            return f"{file.name}:{i + 1}", [n for n in dict.fromkeys(names) if n not in ours]
+        return None
+    return None
 
 
 def _env(m: dict, compile_log: Path) -> dict[str, str]:

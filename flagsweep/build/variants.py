@@ -24,7 +24,7 @@ from typing import Callable, Iterator
 from flagsweep import files, process, shipped
 from flagsweep.build import audit as audit_mod
 from flagsweep.build import cache as build_cache
-from flagsweep.build import fetch, fingerprint, pgo, wrapper
+from flagsweep.build import fetch, fingerprint, pgo, steps, wrapper
 from flagsweep.errors import BuildError
 from flagsweep.host import environment, toolchain
 from flagsweep.spec.matrix import Matrix, Variant
@@ -283,6 +283,8 @@ def _entry(target: Target, v: Variant, out: Path, jobs: int, training: Training 
     flags = [*v.flags, *target.spec.build.project_flags]
     entry = {"compiler": v.compiler, "template": _slug(v.compiler), "flags": flags,
              "dir": str(vdir), "jobs": jobs}
+    if ldflags := audit_mod.link_flags(flags):     # for make's command line (steps._build_argv)
+        entry["ldflags"] = ldflags
     if not v.pgo:
         return entry
     if training is None:
@@ -464,6 +466,10 @@ def _collect(v: Variant, manifest: dict, target: Target, out: Path) -> VariantBu
         _log_audit(result.log, a.every_problem)
         result.detail = audit_mod.explain(a, result.log)
         result.fixes = audit_mod.fixes(a, target.path, target.spec.build.tolerated_flags)
+        if a.link_missing and a.link_cwd is not None and (fix := steps.link_fix(
+                target.spec.build.system, a.link_missing, a.link_cwd, target.spec.build.binary,
+                target.path)):
+            result.fixes.append(fix)
         result.extra_flags, result.source_flags = a.extra, a.in_source
     result.binary, result.size_bytes = binary, binary.stat().st_size
     result.sizes = fingerprint.sizes(binary)

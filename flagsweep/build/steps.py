@@ -14,6 +14,8 @@ flags on top (the audit checks it):
   - cmake: CMAKE_C_FLAGS with the build type empty and every CMAKE_<LANG>_FLAGS_<CONFIG> blanked,
     because CMake appends those after the user's flags;
   - make: CC, CXX, CFLAGS and CXXFLAGS on the make command line, which overrides hard-coded ones.
+The project's own build (an `own_flags` entry, reference.py) is the same without any of those
+flags: make without CFLAGS/CXXFLAGS, CMake with the project's own build type and flags.
 
 Each step writes the variant's status.json and appends to its build.log; a failure exits 1 so
 Ninja skips the variant's later steps, while `-k 0` keeps every other variant going.
@@ -175,12 +177,16 @@ def _children_cpu() -> float:
 def _cmake_configure(m: dict, v: dict, tree: Path, flags_list: list[str] | None = None
                      ) -> list[str]:
     tools = m["compilers"][v["compiler"]]
-    flags = shlex.join(v["flags"] if flags_list is None else flags_list)
     argv = ["cmake", "-S", m["source"], "-B", str(tree), "-G", "Ninja", "--no-warn-unused-cli",
-            "-DCMAKE_BUILD_TYPE=",
-            f"-DCMAKE_C_COMPILER={tools['cc']}", f"-DCMAKE_C_FLAGS={flags}"]
+            f"-DCMAKE_C_COMPILER={tools['cc']}"]
     if tools.get("cxx"):
-        argv += [f"-DCMAKE_CXX_COMPILER={tools['cxx']}", f"-DCMAKE_CXX_FLAGS={flags}"]
+        argv.append(f"-DCMAKE_CXX_COMPILER={tools['cxx']}")
+    if v.get("own_flags"):     # the project's own build: its build type and flags as it sets them
+        return argv + m["configure_args"]
+    flags = shlex.join(v["flags"] if flags_list is None else flags_list)
+    argv += ["-DCMAKE_BUILD_TYPE=", f"-DCMAKE_C_FLAGS={flags}"]
+    if tools.get("cxx"):
+        argv.append(f"-DCMAKE_CXX_FLAGS={flags}")
     for lang in ("C", "CXX"):
         argv += [f"-DCMAKE_{lang}_FLAGS_{config}=" for config in CMAKE_CONFIGS]
     return argv + m["configure_args"]
@@ -283,7 +289,8 @@ def _build_argv(m: dict, v: dict, tree: Path, flags_list: list[str] | None = Non
     jobs = f"-j{v['jobs']}"
     if m["system"] == "cmake":
         return ["cmake", "--build", str(tree), jobs, *m["make_args"]]
-    argv = ["make", jobs, f"CFLAGS={flags}", f"CXXFLAGS={flags}"]
+    # The project's own build (reference.py) leaves CFLAGS to the Makefile or configure.
+    argv = ["make", jobs] + ([] if v.get("own_flags") else [f"CFLAGS={flags}", f"CXXFLAGS={flags}"])
     if m["system"] == "make":
         tools = m["compilers"][v["compiler"]]
         argv += [f"CC={tools['cc']}"] + ([f"CXX={tools['cxx']}"] if tools.get("cxx") else [])

@@ -13,6 +13,9 @@ file the build makes, and an input size by guesswork. Here each is found, not gu
 - tolerated_flags: the code-generation flags the audit found on the project's compile lines that
   the variant did not ask for (never an -O level: that is what is measured), each with the
   count the trial saw; the build is repeated with them to show the file verifies;
+- project_flags: the project's own -D/-U/-I/-include/-std options that the trial's flags
+  dropped, found by comparing with the project's own build (build/reference.py), each with
+  where it came from;
 - the input: a corpus sized by timing the run command at -O2 (about 2 s, quick about 0.3 s),
   again with `--size` once the user has written the real run command.
 """

@@ -127,3 +127,22 @@ def test_new_keeps_the_projects_own_options_saying_where_each_came_from(tmp_path
         "trial build 3 at -O2: ok"]
     b = _build(t, "-O2", tmp_path / "check")
     assert b.status == "ok" and _says(b) == "feature\n"
+
+
+@pytest.mark.integration
+def test_a_cmake_projects_default_build_type_defines_are_its_own(tmp_path):
+    """CMake: the variant blanks CMAKE_C_FLAGS_RELEASE and with it the -DNDEBUG of the Release
+    type the project picks itself; what add_compile_definitions adds stays on every line."""
+    src = tmp_path / "p/src"
+    src.mkdir(parents=True)
+    (src / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.18)\nproject(p C)\n"
+        "if(NOT CMAKE_BUILD_TYPE)\n  set(CMAKE_BUILD_TYPE Release)\nendif()\n"
+        "add_compile_definitions(KEEP)\nadd_executable(prog main.c)\n")
+    (src / "main.c").write_text("#include <assert.h>\nint main(void) { assert(1); return 0; }\n")
+    (tmp_path / "p/target.toml").write_text(
+        'summary = "cmake"\nversion = "1"\n[source]\npath = "src"\n'
+        '[build]\nsystem = "cmake"\nbinary = "prog"\n'
+        '[inputs]\nkind = "file"\npath = "x"\n[run]\nargv = ["{binary}"]\n[check]\nmethod = "exact"\n')
+    b = _build(target.load(str(tmp_path / "p")), "-O2", tmp_path / "run")
+    assert b.status == "flags-mismatch" and list(b.dropped) == ["-DNDEBUG"], b.detail

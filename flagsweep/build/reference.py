@@ -22,7 +22,6 @@ Paths in option values are compared with the build and source trees written as <
 from __future__ import annotations
 
 import json
-import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,8 +30,6 @@ from flagsweep import files
 from flagsweep.build import cache as build_cache
 from flagsweep.build import cmdline
 from flagsweep.spec.target import DEFINE_OPTIONS, INCLUDE_OPTIONS
-
-log = logging.getLogger("flagsweep.build.reference")
 
 FORMAT = 1
 ID_PREFIX = "own-flags-"          # the superbuild's name for the project's own build

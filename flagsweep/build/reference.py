@@ -147,9 +147,7 @@ def key(source_id: str, build: dict, compiler: dict) -> str:
 
 
 def folder(cache: Path) -> Path:
-    """Inside the build cache, so `flagsweep cache --clear` empties it too; its leading dot
-    keeps it out of the cache's entries (size, trim)."""
-    return build_cache.folder(cache) / ".own-flags"
+    return cache / "own-flags"
 
 
 def load(k: str, cache: Path) -> dict | None:

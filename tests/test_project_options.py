@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -146,3 +147,11 @@ def test_a_cmake_projects_default_build_type_defines_are_its_own(tmp_path):
         '[inputs]\nkind = "file"\npath = "x"\n[run]\nargv = ["{binary}"]\n[check]\nmethod = "exact"\n')
     b = _build(target.load(str(tmp_path / "p")), "-O2", tmp_path / "run")
     assert b.status == "flags-mismatch" and list(b.dropped) == ["-DNDEBUG"], b.detail
+
+
+def test_cache_clear_removes_the_projects_own_builds(isolated_cache):
+    reference.store("k" * 64, {"compiles": {}}, isolated_cache)
+    done = subprocess.run([sys.executable, "-m", "flagsweep", "cache", "--clear"],
+                          capture_output=True, text=True, check=True)
+    assert f"{isolated_cache / 'own-flags'}: 1 projects' own builds removed" in done.stdout
+    assert reference.load("k" * 64, isolated_cache) is None

@@ -157,6 +157,14 @@ def load(k: str, cache: Path) -> dict | None:
         return None
 
 
+def clear(cache: Path) -> int:
+    """Remove every kept project's own build; how many went."""
+    kept = list(folder(cache).glob("*.json"))
+    for path in kept:
+        path.unlink(missing_ok=True)
+    return len(kept)
+
+
 def store(k: str, reference: dict, cache: Path) -> None:
     folder(cache).mkdir(parents=True, exist_ok=True)
     files.write_atomic(folder(cache) / f"{k}.json", json.dumps(reference))

@@ -13,6 +13,9 @@ file the build makes, and an input size by guesswork. Here each is found, not gu
 - tolerated_flags: the code-generation flags the audit found on the project's compile lines that
   the variant did not ask for (never an -O level: that is what is measured), each with the
   count the trial saw; the build is repeated with them to show the file verifies;
+- project_flags: the project's own -D/-U/-I/-include/-std options that the trial's flags
+  dropped, found by comparing with the project's own build (build/reference.py), each with
+  where it came from;
 - the input: a corpus sized by timing the run command at -O2 (about 2 s, quick about 0.3 s),
   again with `--size` once the user has written the real run command; or the user's own file
   (`--input`: a script, an image), copied next to the target file with its sha256, never sized;
@@ -38,7 +41,7 @@ from typing import Callable
 from pydantic import ValidationError
 
 from flagsweep import files
-from flagsweep.build import fetch, variants
+from flagsweep.build import fetch, reference, variants
 from flagsweep.errors import FlagsweepError
 from flagsweep.results.analysis import build_reason
 from flagsweep.spec import matrix, recipe, target
@@ -74,6 +77,8 @@ class Draft:
     make_note: str = ""
     source: Path | None = None      # the fetched tree, for reading its Makefile
     tolerated: dict[str, str] = field(default_factory=dict)   # flag -> what the trial saw
+    kept: dict[str, str] = field(default_factory=dict)      # project option -> where it came from
+    dropped: dict[str, str] = field(default_factory=dict)   # ... that project_flags cannot carry
     binary_note: str = ""
     build_note: str = ""
     build_errors: list[str] = field(default_factory=list)   # a failed trial build's log lines
@@ -257,7 +262,8 @@ def _trial_builds(d: Draft, path: Path, trial: Path, jobs: int,
             d.make_note = (f"`make` of everything failed in the trial ({build_reason(vars(b))}); "
                            f"the Makefile has a rule for {goal}, so only it is built")
             continue
-        if b.status == "flags-mismatch" and _tolerable(b) and attempt < TRIALS:
+        if b.status == "flags-mismatch" and (_tolerable(b) or b.dropped) and attempt < TRIALS:
+            _keep_project_options(d, b)
             compiles = b.audit["compiles"]
             for flag in _tolerable(b):
                 d.tolerated[flag] = (
@@ -363,6 +369,39 @@ def _build(t: target.Target, out: Path, jobs: int) -> variants.VariantBuild:
     m = matrix.expand(recipe.from_flags(["-O2"], ["gcc"]))
     (b,) = variants.build_all(t, m, variants.Options(out_dir=out, jobs=jobs))
     return b
+
+
+def _keep_project_options(d: Draft, b: variants.VariantBuild) -> None:
+    """The project's own -D/-U/-I/-include/-std options that the trial's flags dropped (the
+    builder compares its compile lines with the project's own build's): kept in project_flags,
+    or, when project_flags cannot carry one, listed as meant to be dropped, saying why."""
+    for option, why in b.dropped.items():
+        try:
+            if "<tree>" in option or "<source>" in option:
+                raise ValueError("it names a folder of the build by its absolute path")
+            target.check_project_flags(reference.as_words(option))
+            d.kept[option] = why
+        except ValueError as e:
+            d.dropped[option] = f"{why}; project_flags cannot carry it: {e}"
+
+
+def _project_lines(d: Draft) -> list[str]:
+    lines = []
+    if d.kept:
+        lines.append("# The project's own options, which the variants' flags (`make CFLAGS=...`) "
+                     "would drop,")
+        lines.append("# found by building it once with its own flags and given back to every "
+                     "variant:")
+        lines += [f"#   {option}: {why}" for option, why in d.kept.items()]
+        words = [w for option in d.kept for w in reference.as_words(option)]
+        lines.append(f"project_flags = {_q(words)}")
+    if d.dropped:
+        lines.append("# EDIT: the project's own options the variants build without (check that "
+                     "the program is")
+        lines.append("# still the one you mean to measure):")
+        lines += [f"#   {option}: {why}" for option, why in d.dropped.items()]
+        lines.append(f"dropped_flags = {_q(list(d.dropped))}")
+    return lines
 
 
 def _tolerable(b: variants.VariantBuild) -> list[str]:
@@ -628,6 +667,7 @@ def render(d: Draft) -> str:
     if d.make_args:
         lines.append(f"# {d.make_note}")
         lines.append(f"make_args = {_q(d.make_args)}")
+    lines += _project_lines(d)
     if d.tolerated:
         lines.append("# Code-generation flags the project adds itself, which the audit ignores "
                      "(remove one if")

@@ -44,7 +44,7 @@ FORMAT = 2
 DEFAULT_MB = 2048
 # The builder's own code: a change to how a variant is built is a change to every key.
 BUILDER = ("steps.py", "wrapper.c", "wrapper.py", "variants.py", "audit.py", "cmdline.py",
-           "fingerprint.py")
+           "fingerprint.py", "reference.py")
 ENTRY = "entry.json"
 
 
@@ -55,7 +55,7 @@ def folder(cache: Path | None = None) -> Path:
 def key(source_id: str, target_file: Path, compiler: dict, flags: list[str]) -> str:
     """The key of one variant's build (see the module's docstring for what goes in)."""
     parts = {
-        "format": FORMAT, "builder": _builder_hash(), "source": source_id,
+        "format": FORMAT, "builder": builder_hash(), "source": source_id,
         "target": files.sha256_file(target_file), "compiler": compiler, "flags": flags,
         "native": (cpu.march_native(compiler.get("name", "gcc"))
                    if any("native" in f for f in flags) else None),
@@ -109,7 +109,7 @@ def _content(path: Path) -> str:
         return f"unreadable ({e.strerror})"
 
 
-def _builder_hash() -> str:
+def builder_hash() -> str:
     here = Path(__file__).parent
     h = hashlib.sha256()
     for name in BUILDER:

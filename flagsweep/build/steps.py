@@ -17,6 +17,8 @@ flags on top (the audit checks it):
     and LDFLAGS too when the variant has link flags (a Makefile may link without CFLAGS);
   - autotools and make: FLAGSWEEP_LDFLAGS, the variant's link flags alone, for a target's
     make_args to hand to the variable its link rule reads (link_fix says which).
+The project's own build (an `own_flags` entry, reference.py) is the same without any of those
+flags: make without CFLAGS/CXXFLAGS/LDFLAGS, CMake with the project's own build type and flags.
 
 Each step writes the variant's status.json and appends to its build.log; a failure exits 1 so
 Ninja skips the variant's later steps, while `-k 0` keeps every other variant going.
@@ -179,12 +181,16 @@ def _children_cpu() -> float:
 def _cmake_configure(m: dict, v: dict, tree: Path, flags_list: list[str] | None = None
                      ) -> list[str]:
     tools = m["compilers"][v["compiler"]]
-    flags = shlex.join(v["flags"] if flags_list is None else flags_list)
     argv = ["cmake", "-S", m["source"], "-B", str(tree), "-G", "Ninja", "--no-warn-unused-cli",
-            "-DCMAKE_BUILD_TYPE=",
-            f"-DCMAKE_C_COMPILER={tools['cc']}", f"-DCMAKE_C_FLAGS={flags}"]
+            f"-DCMAKE_C_COMPILER={tools['cc']}"]
     if tools.get("cxx"):
-        argv += [f"-DCMAKE_CXX_COMPILER={tools['cxx']}", f"-DCMAKE_CXX_FLAGS={flags}"]
+        argv.append(f"-DCMAKE_CXX_COMPILER={tools['cxx']}")
+    if v.get("own_flags"):     # the project's own build: its build type and flags as it sets them
+        return argv + m["configure_args"]
+    flags = shlex.join(v["flags"] if flags_list is None else flags_list)
+    argv += ["-DCMAKE_BUILD_TYPE=", f"-DCMAKE_C_FLAGS={flags}"]
+    if tools.get("cxx"):
+        argv.append(f"-DCMAKE_CXX_FLAGS={flags}")
     for lang in ("C", "CXX"):
         argv += [f"-DCMAKE_{lang}_FLAGS_{config}=" for config in CMAKE_CONFIGS]
     return argv + m["configure_args"]
@@ -223,10 +229,10 @@ def build(m: dict, vid: str) -> int:
     if not result.ok:
         return _fail(vdir, "build", started, f"build exited {result.returncode}")
     binary = tree / m["binary"]
-    if not binary.is_file():
+    if not binary.is_file() and not v.get("own_flags"):   # its compile lines are all it gives
         return _fail(vdir, "build", started, f"the build succeeded but {m['binary']} is missing "
                      f"from {tree} (check build.binary in the target file)")
-    if not binary.resolve().is_relative_to(tree.resolve()):
+    if binary.is_file() and not binary.resolve().is_relative_to(tree.resolve()):
         return _fail(vdir, "build", started, f"{m['binary']} in {tree} is a link to "
                      f"{binary.resolve()}, outside the build tree: the measured program must be "
                      "the one built there")
@@ -287,8 +293,12 @@ def _build_argv(m: dict, v: dict, tree: Path, flags_list: list[str] | None = Non
     jobs = f"-j{v['jobs']}"
     if m["system"] == "cmake":
         return ["cmake", "--build", str(tree), jobs, *m["make_args"]]
-    ldflags = shlex.join(v.get("ldflags", []))
-    argv = ["make", jobs, f"CFLAGS={flags}", f"CXXFLAGS={flags}", f"{LINK_VARIABLE}={ldflags}"]
+    # The project's own build (reference.py) leaves CFLAGS and LDFLAGS to the Makefile or
+    # configure; FLAGSWEEP_LDFLAGS is still set (empty), as make_args may name it.
+    own = bool(v.get("own_flags"))
+    ldflags = "" if own else shlex.join(v.get("ldflags", []))
+    mine = [] if own else [f"CFLAGS={flags}", f"CXXFLAGS={flags}"]
+    argv = ["make", jobs, *mine, f"{LINK_VARIABLE}={ldflags}"]
     if m["system"] == "make":
         tools = m["compilers"][v["compiler"]]
         argv += [f"CC={tools['cc']}"] + ([f"CXX={tools['cxx']}"] if tools.get("cxx") else [])

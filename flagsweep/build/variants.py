@@ -24,7 +24,7 @@ from typing import Callable, Iterator
 from flagsweep import files, process, shipped
 from flagsweep.build import audit as audit_mod
 from flagsweep.build import cache as build_cache
-from flagsweep.build import fetch, fingerprint, pgo, steps, wrapper
+from flagsweep.build import fetch, fingerprint, pgo, reference, steps, wrapper
 from flagsweep.errors import BuildError
 from flagsweep.host import environment, toolchain
 from flagsweep.spec.matrix import Matrix, Variant
@@ -56,6 +56,7 @@ class VariantBuild:
     fixes: list[str] = field(default_factory=list)   # what to change, said once per sweep
     extra_flags: dict[str, int] = field(default_factory=dict)   # flag -> compile lines it was on
     source_flags: dict[str, int] = field(default_factory=dict)  # flag -> places the source sets it
+    dropped: dict[str, str] = field(default_factory=dict)   # project option -> where it came from
 
     def contract(self, out_dir: Path) -> dict:
         """The results contract's `build` object."""
@@ -151,7 +152,8 @@ def build_all(target: Target, matrix: Matrix, opts: Options,
     refuse_uncarried(source, "source folder", "choose another --source-dir" if opts.source_dir
                      else "move the target's source, or set FLAGSWEEP_CACHE")
     (out / "builds").mkdir(parents=True, exist_ok=True)
-    keys = _keys(target, matrix.variants, source, opts)
+    sid = _source_id(target, source, opts)
+    keys = _keys(target, matrix.variants, sid, opts)
     hits = {} if opts.rebuild else {vid: hit for vid, k in keys.items()
                                     if (hit := build_cache.load(k, cache)) is not None}
     reused = {v.id: _reuse(v, *hits[v.id], target, out) for v in matrix.variants if v.id in hits}
@@ -162,12 +164,15 @@ def build_all(target: Target, matrix: Matrix, opts: Options,
     if target.spec.build.system == "cmake":
         source = _linked(source, out)
     manifest = _manifest(target, todo, source, out, cache, opts.jobs, opts.training)
+    own = _own_flags(target, todo, sid, cache, opts.rebuild)
+    manifest["variants"].update(_own_flags_entries(own, manifest, out))
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
     if todo:
         _write_plan(manifest, out)
         with _watching(out, [v.id for v in todo], on_built, len(reused), len(matrix.variants)):
             _run_superbuild(out, opts.jobs)
-    built = {v.id: _collect(v, manifest, target, out) for v in todo}
+    _own_flags_built(own, manifest, cache)
+    built = {v.id: _collect(v, manifest, target, out, own[v.compiler][1]) for v in todo}
     for b in built.values():
         if b.status == "ok" and b.flags_verified:
             build_cache.store(keys[b.variant.id], _record(b), b.binary,
@@ -178,11 +183,14 @@ def build_all(target: Target, matrix: Matrix, opts: Options,
     return builds
 
 
-def _keys(target: Target, variants: list[Variant], source: Path, opts: Options) -> dict[str, str]:
-    """Each variant's build-cache key."""
+def _source_id(target: Target, source: Path, opts: Options) -> str:
     tarball = (target.spec.source.sha256 if opts.source_dir is None
                and target.local_source() is None else None)
-    sid = build_cache.source_id(tarball, source)
+    return build_cache.source_id(tarball, source)
+
+
+def _keys(target: Target, variants: list[Variant], sid: str, opts: Options) -> dict[str, str]:
+    """Each variant's build-cache key."""
     flags = target.spec.build.project_flags
     trained = [f"+pgo:{opts.training.sha256}"] if opts.training else ["+pgo"]
     return {v.id: build_cache.key(sid, target.path,
@@ -444,7 +452,8 @@ def _watching(out: Path, ids: list[str], on_built: OnBuilt | None, before: int =
     poll(True)       # what ended in the last half second, and any variant that never started
 
 
-def _collect(v: Variant, manifest: dict, target: Target, out: Path) -> VariantBuild:
+def _collect(v: Variant, manifest: dict, target: Target, out: Path,
+             own: dict | None = None) -> VariantBuild:
     vdir = out / "builds" / v.id
     result = VariantBuild(variant=v, status="failed", log=vdir / "build.log")
     status = _read_status(vdir)
@@ -458,6 +467,7 @@ def _collect(v: Variant, manifest: dict, target: Target, out: Path) -> VariantBu
                         tolerated=target.spec.build.tolerated_flags,
                         since=status["build_started"], binary=binary,
                         source=Path(manifest["source"]))
+    dropped = _dropped(own, vdir, manifest, target, a)
     result.audit, result.flags_verified = a.to_json(), a.verified
     result.status = "ok" if a.verified else "flags-mismatch"
     if v.pgo:
@@ -470,12 +480,77 @@ def _collect(v: Variant, manifest: dict, target: Target, out: Path) -> VariantBu
                 target.spec.build.system, a.link_missing, a.link_cwd, target.spec.build.binary,
                 target.path)):
             result.fixes.append(fix)
+        if dropped:
+            b = target.spec.build
+            result.fixes += reference.fixes(dropped, target.path, b.project_flags, b.dropped_flags)
+        result.dropped = {d.option: d.why() for d in dropped}
         result.extra_flags, result.source_flags = a.extra, a.in_source
     result.binary, result.size_bytes = binary, binary.stat().st_size
     result.sizes = fingerprint.sizes(binary)
     result.code_sha256 = fingerprint.code_hash(binary)
     result.functions_sha256 = fingerprint.functions_hash(binary)
     return result
+
+
+# ---- the project's own build (reference.py) ------------------------------------------------
+
+def _own_flags(target: Target, todo: list[Variant], sid: str, cache: Path,
+               rebuild: bool) -> dict[str, tuple[str, dict | None]]:
+    """Per compiler of the variants to build: the cache key of the project's own build and
+    its compile lines when the cache has them (None: built in this superbuild)."""
+    b = target.spec.build
+    config = {"system": b.system, "configure_args": b.configure_args, "make_args": b.make_args}
+    out = {}
+    for name in sorted({v.compiler for v in todo}):
+        k = reference.key(sid, config, toolchain.describe(toolchain.resolve(name)))
+        out[name] = (k, None if rebuild else reference.load(k, cache))
+    return out
+
+
+def _own_flags_entries(own: dict[str, tuple[str, dict | None]], manifest: dict,
+                       out: Path) -> dict[str, dict]:
+    """The superbuild entries of the project's own builds the cache does not have: a variant
+    of the compiler without flags of flagsweep's own, built beside the real ones."""
+    jobs = next((e["jobs"] for e in manifest["variants"].values()), 1)
+    return {f"{reference.ID_PREFIX}{_slug(name)}": {
+                "compiler": name, "template": _slug(name), "flags": [], "own_flags": True,
+                "dir": str(out / "builds" / f"{reference.ID_PREFIX}{_slug(name)}"), "jobs": jobs}
+            for name, (_, known) in own.items() if known is None}
+
+
+def _own_flags_built(own: dict[str, tuple[str, dict | None]], manifest: dict,
+                     cache: Path) -> None:
+    """Read and cache the project's own builds that this superbuild ran; one that failed is
+    said, and its variants go unchecked for dropped options."""
+    for name, (k, known) in list(own.items()):
+        if known is not None:
+            continue
+        vdir = Path(manifest["variants"][f"{reference.ID_PREFIX}{_slug(name)}"]["dir"])
+        if _read_status(vdir).get("status") != "ok":
+            log.warning("the project's own build with %s (its own CFLAGS, none of flagsweep's) "
+                        "did not succeed, so no variant is checked for project options it "
+                        "drops: see %s", name, vdir / "build.log")
+            continue
+        compiles = reference.compiles(vdir / "compile.jsonl", vdir / "tree",
+                                      Path(manifest["source"]))
+        own[name] = (k, {"compiles": compiles})
+        reference.store(k, own[name][1], cache)
+
+
+def _dropped(own: dict | None, vdir: Path, manifest: dict, target: Target,
+             a: audit_mod.Audit) -> list[reference.Dropped]:
+    """The project options the variant's build dropped, made the audit's first problem."""
+    if own is None:
+        return []
+    mine = reference.compiles(vdir / "compile.jsonl", vdir / "tree", Path(manifest["source"]))
+    found = reference.dropped(own, mine, target.spec.build.dropped_flags)
+    if found:
+        why = reference.problem(found, len(mine))
+        a.every_problem.insert(0, why)
+        if a.problems is not a.every_problem:     # the audit cut its list short
+            a.problems.insert(0, why)
+        a.verified = False
+    return found
 
 
 def _profile_used(result: VariantBuild, entry: dict) -> None:

@@ -20,7 +20,7 @@ from pydantic import Field, field_validator, model_validator
 from flagsweep import shipped
 from flagsweep.errors import ConfigError
 from flagsweep.spec import source
-from flagsweep.spec.flags import check_flags
+from flagsweep.spec.flags import EVALUATED, check_flags
 from flagsweep.spec.strict import Strict, read_toml, validate
 
 TARGETS_DIR = shipped.TARGETS
@@ -89,6 +89,45 @@ class SourceSpec(Strict):
         return self
 
 
+# The options that pick which source is compiled rather than how: macros, headers, the
+# language standard. A variant's CFLAGS can drop the project's own (build/reference.py).
+DEFINE_OPTIONS = ("-D", "-U")
+INCLUDE_OPTIONS = ("-I", "-include", "-imacros", "-iquote", "-isystem", "-idirafter")
+PROJECT_OPTION = re.compile(r"-[DUI]\S.*|-std=\S+|-(include|imacros|iquote|isystem|idirafter) \S.*")
+
+
+def check_project_flags(flags: list[str]) -> list[str]:
+    """project_flags: a recipe's flag rule, except that include folders and files may be named.
+    The target file is the project's build configuration, trusted as its Makefile is (which
+    names them too); recipes are not, and refuse them."""
+    rest, i = [], 0
+    while i < len(flags):
+        word = flags[i]
+        taken = flags[i:i + 2] if word in INCLUDE_OPTIONS else [word]
+        if word in INCLUDE_OPTIONS or word.startswith("-I"):
+            if len(taken) < 2 and word in INCLUDE_OPTIONS:
+                raise ValueError(f"flag {word!r} needs its folder or file as the next item")
+            for text in taken:
+                if EVALUATED.search(text):
+                    raise ValueError(f"flag {text!r} contains {EVALUATED.search(text).group()!r}, "
+                                     "which make, Ninja or the shell would evaluate; write it "
+                                     "without '$', '`' or control characters")
+        else:
+            rest.append(word)
+        i += len(taken)
+    check_flags(shlex.join(rest))
+    return flags
+
+
+def check_dropped(options: list[str]) -> list[str]:
+    for option in options:
+        if not PROJECT_OPTION.fullmatch(option):
+            raise ValueError(f"{option!r}: expected a project option as the audit names it: "
+                             "\"-DNAME\", \"-DNAME=VALUE\", \"-UNAME\", \"-Idir\", "
+                             "\"-include file\" (one string) or \"-std=...\"")
+    return options
+
+
 class BuildSpec(Strict):
     system: Literal["autotools", "cmake", "make"]
     binary: str
@@ -96,11 +135,14 @@ class BuildSpec(Strict):
     make_args: list[str] = []
     project_flags: list[str] = []
     tolerated_flags: list[str] = []
+    # The project's own options that the variants are meant to build without.
+    dropped_flags: list[str] = []
 
     # The binary is looked up in the variant's build tree: it must be a file built there.
     _binary = field_validator("binary")(lambda cls, v: check_relative(v))
     # Project flags travel with the variant's flags, through make and CMake, as data.
-    _flags = field_validator("project_flags")(lambda cls, v: check_flags(shlex.join(v)) and v)
+    _flags = field_validator("project_flags")(lambda cls, v: check_project_flags(v))
+    _dropped = field_validator("dropped_flags")(lambda cls, v: check_dropped(v))
 
 
 class WavInput(Strict):

@@ -17,7 +17,7 @@ For each program it prints the commands run, the edits made to target.toml (none
 [check]), the seconds from the empty folder to the verdicts, and the verdict lines. Anything
 else the target file needed is a failure of `new`, reported as such, never patched here.
 
-Usage: python bench/newcomer.py [PROGRAM ...] [--workdir DIR] [--run-arg ARG ...]
+Usage: python bench/newcomer.py [PROGRAM ...] [--workdir DIR] [--flagsweep CMD] [--run-arg ARG ...]
        (e.g. --run-arg=--cpu --run-arg=0 on a machine where another sweep holds the default CPU)
 Exit status: 0 when every program reached its verdicts, 1 when one did not, 3 when this
 flagsweep's `new` has no --input (the interface the acceptance is written against).
@@ -259,12 +259,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("programs", nargs="*", help=f"some of {', '.join(PROGRAMS)} (default: all)")
     parser.add_argument("--workdir", type=Path, help="where the empty folders go (default: a new temporary folder)")
+    parser.add_argument("--flagsweep", help="the flagsweep command to use (default: the one beside this Python, else on PATH)")
     parser.add_argument("--run-arg", action="append", default=[], help="extra argument for `flagsweep run` (repeatable)")
     args = parser.parse_args()
     unknown = [name for name in args.programs if name not in PROGRAMS]
     if unknown:
         parser.error(f"unknown program {unknown[0]!r}: expected one of {', '.join(PROGRAMS)}")
-    flagsweep = flagsweep_command()
+    flagsweep = shlex.split(args.flagsweep) if args.flagsweep else flagsweep_command()
     if not has_input_option(flagsweep):
         print(f"newcomer: `{shlex.join(flagsweep)} new` has no --input option: this flagsweep predates "
               "`new --input FILE`, so the acceptance cannot run as written (nothing was run)")

@@ -14,7 +14,7 @@ file the build makes, and an input size by guesswork. Here each is found, not gu
   the variant did not ask for (never an -O level: that is what is measured), each with the
   count the trial saw; the build is repeated with them to show the file verifies;
 - project_flags: the project's own -D/-U/-I/-include/-std options that the trial's flags
-  dropped, found by comparing with the project's own build (build/reference.py), each with
+  dropped, found by comparing with the project's own build (build/own_build.py), each with
   where it came from;
 - the input: a corpus sized by timing the run command at -O2 (about 2 s, quick about 0.3 s),
   again with `--size` once the user has written the real run command; or the user's own file
@@ -41,7 +41,7 @@ from typing import Callable
 from pydantic import ValidationError
 
 from flagsweep import files
-from flagsweep.build import fetch, reference, variants
+from flagsweep.build import fetch, own_build, variants
 from flagsweep.errors import FlagsweepError
 from flagsweep.results.analysis import build_reason
 from flagsweep.spec import matrix, recipe, target
@@ -379,7 +379,7 @@ def _keep_project_options(d: Draft, b: variants.VariantBuild) -> None:
         try:
             if "<tree>" in option or "<source>" in option:
                 raise ValueError("it names a folder of the build by its absolute path")
-            target.check_project_flags(reference.as_words(option))
+            target.check_project_flags(own_build.as_words(option))
             d.kept[option] = why
         except ValueError as e:
             d.dropped[option] = f"{why}; project_flags cannot carry it: {e}"
@@ -393,7 +393,7 @@ def _project_lines(d: Draft) -> list[str]:
         lines.append("# found by building it once with its own flags and given back to every "
                      "variant:")
         lines += [f"#   {option}: {why}" for option, why in d.kept.items()]
-        words = [w for option in d.kept for w in reference.as_words(option)]
+        words = [w for option in d.kept for w in own_build.as_words(option)]
         lines.append(f"project_flags = {_q(words)}")
     if d.dropped:
         lines.append("# EDIT: the project's own options the variants build without (check that "

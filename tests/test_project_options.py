@@ -13,7 +13,7 @@ import pytest
 from test_scaffold import _release_of
 
 from flagsweep import scaffold
-from flagsweep.build import reference, variants
+from flagsweep.build import own_build, variants
 from flagsweep.errors import ConfigError
 from flagsweep.spec import matrix, recipe, target
 
@@ -97,8 +97,8 @@ def test_the_projects_own_build_is_built_once_per_source_tree(tmp_path):
 def test_project_options_are_read_as_the_compiler_reads_them():
     argv = ["gcc", "-O2", "-D", "X=1", "-DY", "-I", "inc", "-include", "c.h", "--std=c11",
             "-MF", "-DZ.d", "-c", "a.c", "-o", "a.o"]
-    assert reference.options(argv) == ["-DX=1", "-DY", "-Iinc", "-include c.h", "-std=c11"]
-    assert reference.as_words("-include c.h") == ["-include", "c.h"]
+    assert own_build.options(argv) == ["-DX=1", "-DY", "-Iinc", "-include c.h", "-std=c11"]
+    assert own_build.as_words("-include c.h") == ["-include", "c.h"]
 
 
 def test_the_target_keys_take_project_options(tmp_path):
@@ -150,10 +150,10 @@ def test_a_cmake_projects_default_build_type_defines_are_its_own(tmp_path):
 
 
 def test_cache_clear_removes_the_projects_own_builds(isolated_cache):
-    reference.store("k" * 64, {"compiles": {}}, isolated_cache)
+    own_build.store("k" * 64, {"compiles": {}}, isolated_cache)
     done = subprocess.run([sys.executable, "-m", "flagsweep", "cache", "--clear"],
                           capture_output=True, text=True, check=True)
     said = done.stdout.splitlines()[-1]      # the session's cache: other tests' builds too
     assert said.startswith(f"{isolated_cache / 'own-flags'}: ") and said.endswith(
         " projects' own builds removed") and not said.endswith(": 0 projects' own builds removed")
-    assert reference.load("k" * 64, isolated_cache) is None
+    assert own_build.load("k" * 64, isolated_cache) is None

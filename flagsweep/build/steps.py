@@ -17,7 +17,7 @@ flags on top (the audit checks it):
     and LDFLAGS too when the variant has link flags (a Makefile may link without CFLAGS);
   - autotools and make: FLAGSWEEP_LDFLAGS, the variant's link flags alone, for a target's
     make_args to hand to the variable its link rule reads (link_fix says which).
-The project's own build (an `own_flags` entry, reference.py) is the same without any of those
+The project's own build (an `own_flags` entry, own_build.py) is the same without any of those
 flags: make without CFLAGS/CXXFLAGS/LDFLAGS, CMake with the project's own build type and flags.
 
 Each step writes the variant's status.json and appends to its build.log; a failure exits 1 so
@@ -293,7 +293,7 @@ def _build_argv(m: dict, v: dict, tree: Path, flags_list: list[str] | None = Non
     jobs = f"-j{v['jobs']}"
     if m["system"] == "cmake":
         return ["cmake", "--build", str(tree), jobs, *m["make_args"]]
-    # The project's own build (reference.py) leaves CFLAGS and LDFLAGS to the Makefile or
+    # The project's own build (own_build.py) leaves CFLAGS and LDFLAGS to the Makefile or
     # configure; FLAGSWEEP_LDFLAGS is still set (empty), as make_args may name it.
     own = bool(v.get("own_flags"))
     ldflags = "" if own else shlex.join(v.get("ldflags", []))

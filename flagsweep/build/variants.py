@@ -24,7 +24,7 @@ from typing import Callable, Iterator
 from flagsweep import files, process, shipped
 from flagsweep.build import audit as audit_mod
 from flagsweep.build import cache as build_cache
-from flagsweep.build import fetch, fingerprint, pgo, reference, steps, wrapper
+from flagsweep.build import fetch, fingerprint, own_build, pgo, steps, wrapper
 from flagsweep.errors import BuildError
 from flagsweep.host import environment, toolchain
 from flagsweep.spec.matrix import Matrix, Variant
@@ -482,7 +482,7 @@ def _collect(v: Variant, manifest: dict, target: Target, out: Path,
             result.fixes.append(fix)
         if dropped:
             b = target.spec.build
-            result.fixes += reference.fixes(dropped, target.path, b.project_flags, b.dropped_flags)
+            result.fixes += own_build.fixes(dropped, target.path, b.project_flags, b.dropped_flags)
         result.dropped = {d.option: d.why() for d in dropped}
         result.extra_flags, result.source_flags = a.extra, a.in_source
     result.binary, result.size_bytes = binary, binary.stat().st_size
@@ -492,7 +492,7 @@ def _collect(v: Variant, manifest: dict, target: Target, out: Path,
     return result
 
 
-# ---- the project's own build (reference.py) ------------------------------------------------
+# ---- the project's own build (own_build.py) ------------------------------------------------
 
 def _own_flags(target: Target, todo: list[Variant], sid: str, cache: Path,
                rebuild: bool) -> dict[str, tuple[str, dict | None]]:
@@ -502,8 +502,8 @@ def _own_flags(target: Target, todo: list[Variant], sid: str, cache: Path,
     config = {"system": b.system, "configure_args": b.configure_args, "make_args": b.make_args}
     out = {}
     for name in sorted({v.compiler for v in todo}):
-        k = reference.key(sid, config, toolchain.describe(toolchain.resolve(name)))
-        out[name] = (k, None if rebuild else reference.load(k, cache))
+        k = own_build.key(sid, config, toolchain.describe(toolchain.resolve(name)))
+        out[name] = (k, None if rebuild else own_build.load(k, cache))
     return out
 
 
@@ -512,9 +512,9 @@ def _own_flags_entries(own: dict[str, tuple[str, dict | None]], manifest: dict,
     """The superbuild entries of the project's own builds the cache does not have: a variant
     of the compiler without flags of flagsweep's own, built beside the real ones."""
     jobs = next((e["jobs"] for e in manifest["variants"].values()), 1)
-    return {f"{reference.ID_PREFIX}{_slug(name)}": {
+    return {f"{own_build.ID_PREFIX}{_slug(name)}": {
                 "compiler": name, "template": _slug(name), "flags": [], "own_flags": True,
-                "dir": str(out / "builds" / f"{reference.ID_PREFIX}{_slug(name)}"), "jobs": jobs}
+                "dir": str(out / "builds" / f"{own_build.ID_PREFIX}{_slug(name)}"), "jobs": jobs}
             for name, (_, known) in own.items() if known is None}
 
 
@@ -525,27 +525,27 @@ def _own_flags_built(own: dict[str, tuple[str, dict | None]], manifest: dict,
     for name, (k, known) in list(own.items()):
         if known is not None:
             continue
-        vdir = Path(manifest["variants"][f"{reference.ID_PREFIX}{_slug(name)}"]["dir"])
+        vdir = Path(manifest["variants"][f"{own_build.ID_PREFIX}{_slug(name)}"]["dir"])
         if _read_status(vdir).get("status") != "ok":
             log.warning("the project's own build with %s (its own CFLAGS, none of flagsweep's) "
                         "did not succeed, so no variant is checked for project options it "
                         "drops: see %s", name, vdir / "build.log")
             continue
-        compiles = reference.compiles(vdir / "compile.jsonl", vdir / "tree",
+        compiles = own_build.compiles(vdir / "compile.jsonl", vdir / "tree",
                                       Path(manifest["source"]))
         own[name] = (k, {"compiles": compiles})
-        reference.store(k, own[name][1], cache)
+        own_build.store(k, own[name][1], cache)
 
 
 def _dropped(own: dict | None, vdir: Path, manifest: dict, target: Target,
-             a: audit_mod.Audit) -> list[reference.Dropped]:
+             a: audit_mod.Audit) -> list[own_build.Dropped]:
     """The project options the variant's build dropped, made the audit's first problem."""
     if own is None:
         return []
-    mine = reference.compiles(vdir / "compile.jsonl", vdir / "tree", Path(manifest["source"]))
-    found = reference.dropped(own, mine, target.spec.build.dropped_flags)
+    mine = own_build.compiles(vdir / "compile.jsonl", vdir / "tree", Path(manifest["source"]))
+    found = own_build.dropped(own, mine, target.spec.build.dropped_flags)
     if found:
-        why = reference.problem(found, len(mine))
+        why = own_build.problem(found, len(mine))
         a.every_problem.insert(0, why)
         if a.problems is not a.every_problem:     # the audit cut its list short
             a.problems.insert(0, why)

@@ -143,12 +143,12 @@ def cache_cmd(clear: bool) -> None:
     """The build cache: verified variant builds kept by the key of everything that decides their
     binary, reused instead of built again (bounded by $FLAGSWEEP_BUILD_CACHE_MB, default 2048)."""
     from flagsweep import files
-    from flagsweep.build import cache, reference
+    from flagsweep.build import cache, own_build
 
     if clear:
         click.echo(f"build cache {cache.folder()}: {cache.clear()} builds removed")
-        own = reference.clear(files.cache_dir())
-        click.echo(f"{reference.folder(files.cache_dir())}: {own} projects' own builds removed")
+        own = own_build.clear(files.cache_dir())
+        click.echo(f"{own_build.folder(files.cache_dir())}: {own} projects' own builds removed")
         return
     entries, size = cache.size()
     click.echo(f"build cache {cache.folder()}: {entries} builds, {size / 1e6:.1f} MB")

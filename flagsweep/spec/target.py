@@ -90,7 +90,7 @@ class SourceSpec(Strict):
 
 
 # The options that pick which source is compiled rather than how: macros, headers, the
-# language standard. A variant's CFLAGS can drop the project's own (build/reference.py).
+# language standard. A variant's CFLAGS can drop the project's own (build/own_build.py).
 DEFINE_OPTIONS = ("-D", "-U")
 INCLUDE_OPTIONS = ("-I", "-include", "-imacros", "-iquote", "-isystem", "-idirafter")
 PROJECT_OPTION = re.compile(r"-[DUI]\S.*|-std=\S+|-(include|imacros|iquote|isystem|idirafter) \S.*")

@@ -157,3 +157,16 @@ def test_cache_clear_removes_the_projects_own_builds(isolated_cache):
     assert said.startswith(f"{isolated_cache / 'own-flags'}: ") and said.endswith(
         " projects' own builds removed") and not said.endswith(": 0 projects' own builds removed")
     assert own_build.load("k" * 64, isolated_cache) is None
+
+
+@pytest.mark.integration
+def test_options_a_makefile_keeps_in_its_cc_are_the_projects_own_too(tmp_path):
+    """Lua's Makefile says `CC= gcc -std=gnu99`: `make CC=...` drops the -std with the
+    compiler, so the project's own build runs with its own CC (the wrapper found on PATH under
+    the compiler's usual names) and sees it."""
+    t = _project(tmp_path / "p")
+    makefile = tmp_path / "p/src/Makefile"
+    makefile.write_text("CC = cc -std=gnu99\n" + makefile.read_text())
+    b = _build(t, "-O1", tmp_path / "run")
+    assert b.status == "flags-mismatch"
+    assert "-std=gnu99" in b.dropped and "-DFEATURE" in b.dropped

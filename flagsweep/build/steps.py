@@ -224,8 +224,11 @@ def build(m: dict, vid: str) -> int:
     if v.get("pgo") and (failed := _trained(m, v, vdir, tree, started)):
         return failed
     build_started = time.time()      # the audit checks the compiles from here on
+    env = _env(m, vdir / "compile.jsonl")
+    if v.get("own_flags") and m["system"] == "make":
+        env["PATH"] = f"{_shims(m, v, vdir)}{os.pathsep}{env.get('PATH', os.defpath)}"
     result = process.run(_build_argv(m, v, tree), cwd=tree, log_file=vdir / "build.log",
-                         env=_env(m, vdir / "compile.jsonl"))
+                         env=env)
     if not result.ok:
         return _fail(vdir, "build", started, f"build exited {result.returncode}")
     binary = tree / m["binary"]
@@ -240,6 +243,29 @@ def build(m: dict, vid: str) -> int:
                    "build_started": build_started, "seconds": round(time.time() - started, 3),
                    "cpu_seconds": round(prepared.get("cpu_seconds", 0) + _children_cpu(), 3)})
     return 0
+
+
+# The names a Makefile calls its compilers by (`CC= gcc -std=gnu99`).
+SHIM_NAMES = {"cc": ("cc", "gcc", "clang", "c99"), "cxx": ("c++", "g++", "clang++")}
+
+
+def _shims(m: dict, v: dict, vdir: Path) -> Path:
+    """A folder of links named like the usual compilers, each to the variant compiler's
+    wrapper, first on PATH for the project's own make build. It cannot be given CC= as the
+    variants are: a Makefile's CC may hold options of its own (Lua's `CC= gcc -std=gnu99`),
+    which CC= on make's command line replaces, and the project's own lines must keep them.
+    A Makefile naming its compiler by an absolute path is not seen this way."""
+    tools, folder = m["compilers"][v["compiler"]], vdir / "shims"
+    folder.mkdir(parents=True, exist_ok=True)
+    for kind, names in SHIM_NAMES.items():
+        if not tools.get(kind):
+            continue
+        for name in names:
+            link = folder / name
+            if link.is_symlink() or link.exists():
+                link.unlink()
+            link.symlink_to(tools[kind])
+    return folder
 
 
 def _trained(m: dict, v: dict, vdir: Path, tree: Path, started: float) -> int:
@@ -299,7 +325,7 @@ def _build_argv(m: dict, v: dict, tree: Path, flags_list: list[str] | None = Non
     ldflags = "" if own else shlex.join(v.get("ldflags", []))
     mine = [] if own else [f"CFLAGS={flags}", f"CXXFLAGS={flags}"]
     argv = ["make", jobs, *mine, f"{LINK_VARIABLE}={ldflags}"]
-    if m["system"] == "make":
+    if m["system"] == "make" and not own:
         tools = m["compilers"][v["compiler"]]
         argv += [f"CC={tools['cc']}"] + ([f"CXX={tools['cxx']}"] if tools.get("cxx") else [])
         if ldflags:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flagsweep.results.contract import AA_SUFFIX
+from flagsweep.results.contract import AA_SUFFIX, REF_SUFFIX
 
 
 def label(v: dict, doc: dict) -> str:
@@ -15,6 +15,10 @@ def label(v: dict, doc: dict) -> str:
         flags = " ".join([name, *(f"+{c}" for c in changes if c != name)])
     several = len({x["compiler"] for x in doc["variants"]}) > 1
     text = f"{v['compiler']} {flags}" if several else flags
+    if v["id"].endswith(REF_SUFFIX):
+        # the reference arm may carry the baseline's very flags: without a word it reads as
+        # a second baseline
+        return text + " (reference)"
     if not v["id"].endswith(AA_SUFFIX):
         return text
     return text + (" (A/A: other layouts)" if (doc.get("measurement") or {}).get("layouts")

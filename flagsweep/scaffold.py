@@ -33,6 +33,7 @@ import re
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -587,7 +588,11 @@ def _timed(argv: list[str], binary: Path, megabytes: float) -> float:
     """Seconds of the best of two runs on a corpus of that size; FlagsweepError when the run
     fails."""
     data = _corpus(megabytes)
-    out = data.parent / "output"
+    with tempfile.TemporaryDirectory(prefix="flagsweep-trial-") as scratch:
+        return _best_of_two(argv, binary, data, Path(scratch) / "output", megabytes)
+
+
+def _best_of_two(argv: list[str], binary: Path, data: Path, out: Path, megabytes: float) -> float:
     args = [a.format(binary=str(binary), input=str(data), output=str(out)) for a in argv]
     best = math.inf
     for _ in range(2):
@@ -612,7 +617,9 @@ def _corpus(megabytes: float) -> Path:
     work.mkdir(parents=True, exist_ok=True)
     data = work / f"corpus-{megabytes:g}.bin"
     if not data.exists():
-        data.write_bytes(inputs.corpus_bytes(round(megabytes * inputs.MB), 1))
+        # whole or not at all: another `new` may be timing the same size at the same moment,
+        # and a half-written corpus would size its input wrong
+        files.write_atomic(data, inputs.corpus_bytes(round(megabytes * inputs.MB), 1))
     return data
 
 

@@ -170,3 +170,22 @@ def test_options_a_makefile_keeps_in_its_cc_are_the_projects_own_too(tmp_path):
     b = _build(t, "-O1", tmp_path / "run")
     assert b.status == "flags-mismatch"
     assert "-std=gnu99" in b.dropped and "-DFEATURE" in b.dropped
+
+
+@pytest.mark.integration
+def test_a_variant_left_unchecked_by_a_failed_own_build_is_not_cached_as_verified(tmp_path):
+    """The project's own build fails (its own CFLAGS break it), so nothing says what a variant
+    drops: the variant is measured, with the warning, but not kept in the build cache, where a
+    later sweep would reuse it as verified without the check."""
+    t = _project(tmp_path / "p")
+    makefile = tmp_path / "p/src/Makefile"
+    makefile.write_text(makefile.read_text().replace("-DFEATURE", "-DFEATURE -DBROKEN"))
+    main = tmp_path / "p/src/main.c"
+    main.write_text("#ifdef BROKEN\n#error the project's own flags break it\n#endif\n"
+                    + main.read_text())
+    (tmp_path / "p/src/README").write_text(str(tmp_path))    # a source tree no test built
+    first = _build(t, "-O1", tmp_path / "first")
+    assert first.status == "ok" and first.flags_verified
+    _build(t, "-O1", tmp_path / "second")
+    built = json.loads((tmp_path / "second/manifest.json").read_text())["variants"]
+    assert "gcc-O1" in built                   # built again: the first was not cached

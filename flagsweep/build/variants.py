@@ -174,7 +174,9 @@ def build_all(target: Target, matrix: Matrix, opts: Options,
     _own_flags_built(own, manifest, cache)
     built = {v.id: _collect(v, manifest, target, out, own[v.compiler][1]) for v in todo}
     for b in built.values():
-        if b.status == "ok" and b.flags_verified:
+        # unchecked for dropped project options (its compiler's own build failed): kept out of
+        # the cache, so a later sweep checks it rather than reuse it as verified
+        if b.status == "ok" and b.flags_verified and own[b.variant.compiler][1] is not None:
             build_cache.store(keys[b.variant.id], _record(b), b.binary,
                               {"build.log": b.log, "compile.jsonl": b.log.parent / "compile.jsonl"},
                               cache)

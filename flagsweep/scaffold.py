@@ -41,7 +41,7 @@ from typing import Callable
 
 from pydantic import ValidationError
 
-from flagsweep import files
+from flagsweep import files, process
 from flagsweep.build import fetch, own_build, variants
 from flagsweep.errors import FlagsweepError
 from flagsweep.results.analysis import build_reason
@@ -485,12 +485,11 @@ def _prove(d: Draft, folder: Path, b: variants.VariantBuild,
     out.unlink(missing_ok=True)
     args = [a.format(binary=str(b.binary), input=str(data), output=str(out)) for a in d.argv]
     try:
-        done = subprocess.run(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, timeout=RUN_TIMEOUT)
-        failed = _failure(done.returncode)
-        stderr = done.stderr.decode(errors="replace")
-    except subprocess.TimeoutExpired as e:
-        failed, stderr = f"ran over {RUN_TIMEOUT} s", (e.stderr or b"").decode(errors="replace")
+        # process.run: a timeout ends the program's whole process group, not only the program
+        done = process.run(args, timeout=RUN_TIMEOUT)
+        failed, stderr = _failure(done.returncode), done.stderr
+    except subprocess.TimeoutExpired:
+        failed, stderr = f"ran over {RUN_TIMEOUT} s", ""
     except OSError as e:
         failed, stderr = f"could not be started ({e.strerror})", ""
     if not failed and _writes_output(d.argv) and not out.is_file():

@@ -214,20 +214,11 @@ def test_a_sweeps_results_say_which_cpu_and_why(tmp_path, monkeypatch):
     """A real sweep of tiny (timed through the executor seam) on a machine whose CPU 1 is busy:
     it measures on CPU 0, says so, and results.json's machine block keeps the choice."""
     from synthetic import Synthetic
-    from tiny_target import write_tiny_target
 
     from flagsweep import sweep
-    from flagsweep.build import selection
     from flagsweep.results.store import Store
 
-    start = moved(RECORDED, {})
-    recorded = [load.Snapshot(load.parse_stat(start), {}, 1.0),
-                load.Snapshot(load.parse_stat(moved(start, {0: 1, 1: 35})), {}, 1.5)]
-    monkeypatch.setattr(load, "snapshot", lambda *a, **k: recorded.pop(0))
-    tiny = write_tiny_target(tmp_path / "tiny", version="1.0", megabytes=1, quick_megabytes=1,
-                             repeats=1, timeout=60)
-    t, r, m, build_opts = selection.prepare(selection.Selection(
-        str(tiny), flag_sets=("-O2",), out_dir=tmp_path / "out"), lambda _: None)
+    t, r, m, build_opts = _tiny_on_a_recorded_machine(tmp_path, monkeypatch, cpu1_ticks=35)
     opts = sweep.MeasureOptions(runs=2, min_runs=2, max_runs=2, seed=1, quick=True, metric="cpu")
     said: list[str] = []
     path = sweep.start(t, r, m, build_opts, opts, Store(), said.append,
@@ -246,10 +237,7 @@ def test_a_sweeps_results_say_which_cpu_and_why(tmp_path, monkeypatch):
 def test_a_sweep_stopped_as_busy_names_its_cpu_and_one_free_now(tmp_path, monkeypatch):
     """--cpu 1, every run waiting for the CPU half its time (the executor seam), and CPU 1 busy,
     CPU 0 idle in the window taken when it stops: the stop reason says to run on CPU 0."""
-    from tiny_target import write_tiny_target
-
     from flagsweep import sweep
-    from flagsweep.build import selection
     from flagsweep.host.launcher import Execution
     from flagsweep.results.store import Store
 
@@ -257,14 +245,7 @@ def test_a_sweep_stopped_as_busy_names_its_cpu_and_one_free_now(tmp_path, monkey
         return Execution(1.0, 0.49, 0.01, 1000, {"run_delay_s": 0.5, "steal_s": 0.0,
                                                  "on_cpu_s": 0.5}, False, None)
 
-    start = moved(RECORDED, {})
-    recorded = [load.Snapshot(load.parse_stat(start), {}, 1.0),
-                load.Snapshot(load.parse_stat(moved(start, {0: 1, 1: 40})), {}, 1.5)]
-    monkeypatch.setattr(load, "snapshot", lambda *a, **k: recorded.pop(0))
-    tiny = write_tiny_target(tmp_path / "tiny", version="1.0", megabytes=1, quick_megabytes=1,
-                             repeats=1, timeout=60)
-    t, r, m, build_opts = selection.prepare(selection.Selection(
-        str(tiny), flag_sets=("-O2",), out_dir=tmp_path / "out"), lambda _: None)
+    t, r, m, build_opts = _tiny_on_a_recorded_machine(tmp_path, monkeypatch, cpu1_ticks=40)
     opts = sweep.MeasureOptions(runs=10, min_runs=10, max_runs=10, seed=1, quick=True,
                                 metric="wall", cpu=1)
     said: list[str] = []
@@ -309,3 +290,20 @@ def test_the_report_says_why_the_sweep_measured_on_its_cpu():
     rows = dict(view._machine({"machine": machine}))
     assert rows["pinned to CPU"] == "0 (96% idle over 0.5 s, no other sweep; CPU 1 was 40% busy)"
     assert dict(view._machine({"machine": {"pinned_cpu": 1}}))["pinned to CPU"] == "1"
+
+
+def _tiny_on_a_recorded_machine(tmp_path, monkeypatch, cpu1_ticks: int):
+    """tiny, prepared for a sweep, on a machine whose every /proc window is the recorded one
+    with CPU 1 busy for cpu1_ticks of it (CPU 0 for 1)."""
+    from tiny_target import write_tiny_target
+
+    from flagsweep.build import selection
+
+    start = moved(RECORDED, {})
+    recorded = [load.Snapshot(load.parse_stat(start), {}, 1.0),
+                load.Snapshot(load.parse_stat(moved(start, {0: 1, 1: cpu1_ticks})), {}, 1.5)]
+    monkeypatch.setattr(load, "snapshot", lambda *a, **k: recorded.pop(0))
+    tiny = write_tiny_target(tmp_path / "tiny", version="1.0", megabytes=1, quick_megabytes=1,
+                             repeats=1, timeout=60)
+    return selection.prepare(selection.Selection(
+        str(tiny), flag_sets=("-O2",), out_dir=tmp_path / "out"), lambda _: None)

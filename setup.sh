@@ -14,8 +14,8 @@ PACKAGES=(cmake ninja-build ccache gcc g++ clang lld llvm libclang-rt-dev make b
           python3 python3-venv linux-perf valgrind)
 # The report's browser test opens index.html in headless Chromium (tests/browser.py); the
 # store's tests start a throwaway PostgreSQL server (tests/conftest.py postgres_url); the
-# quality check's test decodes real MP3s with Debian's lame (tests/test_quality.py); `new`'s
-# libtool test makes a real libtool project with autoreconf (tests/test_libtool.py).
+# quality check's test decodes real MP3s with Debian's lame (tests/workload/test_quality.py); `new`'s
+# libtool test makes a real libtool project with autoreconf (tests/compilation/test_libtool.py).
 TEST_PACKAGES=(chromium fonts-dejavu-core postgresql lame autoconf automake libtool)
 
 as_root() {

@@ -22,8 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from flagsweep.build import fetch
-from flagsweep.spec import target as target_mod
+from flagsweep.compilation import fetch
+from flagsweep.experiment import target as target_mod
 
 
 def seed_cache(name: str, cache: Path) -> None:

@@ -25,11 +25,11 @@ from pathlib import Path
 
 import numpy as np
 
-from flagsweep import sweep
+from flagsweep.jobs import sweep
 from flagsweep.host import launcher, probes
 from flagsweep.measure import resolution, rounds
 from flagsweep.results.store import Store
-from flagsweep.spec import target
+from flagsweep.experiment import target
 from flagsweep.workload import check
 
 

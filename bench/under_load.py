@@ -38,14 +38,15 @@ from pathlib import Path
 import numpy as np
 from load import running  # noqa: E402  (bench/ is this script's folder, first on sys.path)
 
-from flagsweep import calibration, stats  # noqa: E402
+from flagsweep import stats  # noqa: E402
+from flagsweep.jobs import calibration
 from flagsweep.host import launcher
 
 ROOT = Path(__file__).resolve().parent.parent
 FLAGSWEEP = [sys.executable, "-m", "flagsweep"]
 PLANTED = {"base": 0, "plus3": 30, "plus10": 100}     # TINY_EXTRA_PERMILLE
 # tiny as calibrate runs it: the plants are whole extra rounds, so each is its stated share of
-# the run's instructions (flagsweep.calibration).
+# the run's instructions (flagsweep.jobs.calibration).
 PLANTED_TARGET = str(calibration.TARGET)
 
 

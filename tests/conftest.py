@@ -151,7 +151,7 @@ def small_fs(tmp_path) -> SmallFs:
 
 @pytest.fixture
 def fixture_target():
-    from flagsweep.spec import target
+    from flagsweep.experiment import target
 
     return lambda name: target.load(str(FIXTURES / name))
 

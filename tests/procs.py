@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import random
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -56,3 +58,9 @@ def kill_all(mark: str) -> None:
             os.kill(pid, 9)
         except ProcessLookupError:
             pass
+
+
+def flagsweep(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """The installed CLI, as a user runs it."""
+    return subprocess.run([sys.executable, "-m", "flagsweep", *args], capture_output=True,
+                          text=True, check=check)

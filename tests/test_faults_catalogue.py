@@ -9,8 +9,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CATALOGUE = ROOT / "docs" / "faults.md"
-# tests/test_x.py::name, or ::name alone after one of them in the same cell
-REFERENCE = re.compile(r"(tests/test_\w+\.py)?::(\w+)")
+# tests/stage/test_x.py::name, or ::name alone after one of them in the same cell
+REFERENCE = re.compile(r"(tests/(?:\w+/)?test_\w+\.py)?::(\w+)")
 
 
 def _tests_in(path: Path) -> set[str]:

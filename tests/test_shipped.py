@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from flagsweep import shipped
-from flagsweep.spec import recipe, target
+from flagsweep.experiment import recipe, target
 
 CHECKOUT = Path(__file__).resolve().parent.parent
 

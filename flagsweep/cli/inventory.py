@@ -14,7 +14,7 @@ def list_cmd() -> None:
     (in $XDG_CONFIG_HOME/flagsweep, default ~/.config/flagsweep)."""
     from flagsweep import shipped
     from flagsweep.cli import show
-    from flagsweep.spec import recipe, target
+    from flagsweep.experiment import recipe, target
 
     targets = show.table("targets", "name", "version", "summary", "from")
     for e in shipped.targets(target.TARGETS_DIR):
@@ -143,7 +143,7 @@ def cache_cmd(clear: bool) -> None:
     """The build cache: verified variant builds kept by the key of everything that decides their
     binary, reused instead of built again (bounded by $FLAGSWEEP_BUILD_CACHE_MB, default 2048)."""
     from flagsweep import files
-    from flagsweep.build import cache, own_build
+    from flagsweep.compilation import cache, own_build
 
     if clear:
         click.echo(f"build cache {cache.folder()}: {cache.clear()} builds removed")

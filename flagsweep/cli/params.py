@@ -72,7 +72,7 @@ SELECTION = ("target_name", "recipe_name", "flag_sets", "compilers", "jobs", "ou
 def selection(kw: dict):
     """The target_options of a command's keyword arguments as a build.selection.Selection; the usage
     errors among them said as click's."""
-    from flagsweep.build import selection as chosen
+    from flagsweep.compilation import selection as chosen
 
     if kw["flag_sets"] and kw["recipe_name"]:
         raise click.UsageError("give --recipe or --flags, not both")

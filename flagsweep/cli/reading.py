@@ -35,7 +35,7 @@ def report_cmd(results_path, out_dir) -> None:
 def _results_of(arg: Path) -> Path:
     """A results.json as given, or the one of a run in the store, written again into the run's
     folder when it is missing there (the store keeps every sample)."""
-    from flagsweep import sweep
+    from flagsweep.jobs import sweep
     from flagsweep.errors import FlagsweepError
     from flagsweep.results.store import Store
 
@@ -109,7 +109,7 @@ def _disassemble(results_path: Path, function: str, variant_id: str | None) -> N
 
 
 def _binary(v: dict, results_path: Path) -> Path:
-    from flagsweep.build import fingerprint
+    from flagsweep.compilation import fingerprint
 
     path = Path(v["build"].get("binary") or "")
     if not path.is_file():
@@ -176,7 +176,7 @@ def history_cmd(target_name, check, threshold_pct, as_json, partial) -> None:
     from flagsweep.errors import FlagsweepError
     from flagsweep.report import terminal
     from flagsweep.results import store
-    from flagsweep.spec import target
+    from flagsweep.experiment import target
 
     name = target.load(target_name).name if "/" in target_name else target_name
     db = store.Store(create=False)

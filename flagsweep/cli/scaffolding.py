@@ -32,8 +32,8 @@ def new_cmd(name, package, version, url, run_line, given, size, jobs) -> None:
     build system, the executable and the flags the project adds itself, learned from a trial
     -O2 build; and an input sized by a timed run (or your own, --input), on which the run
     command (--run) is tried once. You then write the run command and check."""
-    from flagsweep import scaffold
-    from flagsweep.build import selection
+    from flagsweep.jobs import scaffold
+    from flagsweep.compilation import selection
 
     jobs = jobs or selection.cpu_count()
     if size:

@@ -28,7 +28,7 @@ from flagsweep.measure.metric import COLUMNS
               help="Print the builds as JSON on stdout (the builds.json path goes to stderr).")
 def build_cmd(as_json, **kw) -> None:
     """Fetch TARGET and build every variant of a recipe, audited and fingerprinted."""
-    from flagsweep.build import variants
+    from flagsweep.compilation import variants
     from flagsweep.report import lines
 
     t, r, m, opts = _prepare(kw)
@@ -49,7 +49,7 @@ def build_cmd(as_json, **kw) -> None:
 
 
 def _prepare(kw: dict):
-    from flagsweep.build import selection as chosen
+    from flagsweep.compilation import selection as chosen
 
     if not kw["target_name"]:
         raise click.UsageError("missing argument TARGET")
@@ -141,7 +141,7 @@ def _prepare(kw: dict):
                    "results.json per label, merged).")
 def run_cmd(confirm, wait, resume_id, all_, skip, scheduler, cpu_labels, **kw) -> None:
     """Build TARGET's variants, check their outputs, and measure them in pinned shuffled rounds."""
-    from flagsweep import campaign, fleet, sweep
+    from flagsweep.jobs import campaign, fleet, sweep
     from flagsweep.results import store
 
     db = store.Store()
@@ -198,7 +198,7 @@ def _measure_options(kw: dict):
     """The measuring options of `run` (their names are sweep.MeasureOptions' fields)."""
     from dataclasses import fields
 
-    from flagsweep import sweep
+    from flagsweep.jobs import sweep
 
     o = sweep.MeasureOptions(**{f.name: kw[f.name] for f in fields(sweep.MeasureOptions)
                                 if f.name in kw})
@@ -236,7 +236,7 @@ def _show_fleet(paths: list[Path]) -> None:
 
 def _suite_names(all_, skip, confirm, kw) -> list[str]:
     """The targets `run --all` sweeps, the --skip ones left out."""
-    from flagsweep import campaign
+    from flagsweep.jobs import campaign
 
     if not all_:
         raise click.UsageError("--skip goes with --all")
@@ -292,9 +292,10 @@ def _print_builds(builds, m) -> None:
               help="Output folder [default: reports/calibrate-TIMESTAMP].")
 def calibrate_cmd(runs, threshold_pct, quick, cpu, out_dir) -> None:
     """Plant effects of +1%, +3% and +10% in the bundled tiny program and see which this machine finds."""
-    from flagsweep import calibration, shipped, sweep
-    from flagsweep.build import selection as chosen
-    from flagsweep.build import variants
+    from flagsweep import shipped
+    from flagsweep.jobs import calibration, sweep
+    from flagsweep.compilation import selection as chosen
+    from flagsweep.compilation import variants
     from flagsweep.cli import show
     from flagsweep.results import store
 
@@ -325,7 +326,7 @@ def calibrate_cmd(runs, threshold_pct, quick, cpu, out_dir) -> None:
 def worker_cmd(scheduler, cpu_label, cpu, name, listen) -> None:
     """Serve fleet sweeps on this machine: `dask worker` with flagsweep's resources
     (bench=1: one build or measurement at a time; cpu-LABEL=1: measurements of that label)."""
-    from flagsweep import fleet
+    from flagsweep.jobs import fleet
     from flagsweep.results import store
 
     label = fleet.check_label(cpu_label or fleet.default_label())

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from flagsweep.build import fingerprint
+from flagsweep.compilation import fingerprint
 from flagsweep.errors import FlagsweepError
 from flagsweep.explain import attribution, remarks, sampling, symbols
 from flagsweep.explain.profile import Profile, cachegrind
@@ -22,7 +22,7 @@ from flagsweep.files import write_atomic
 from flagsweep.results import contract, reader, writer
 from flagsweep.results.contract import is_control
 from flagsweep.results.store import Store
-from flagsweep.spec import target
+from flagsweep.experiment import target
 from flagsweep.workload import check, inputs
 
 EXPLAINED = ("faster", "slower")

@@ -40,12 +40,12 @@ from pathlib import Path
 import yaml
 
 from flagsweep import process
-from flagsweep.build import pgo
+from flagsweep.compilation import pgo
 from flagsweep.errors import FlagsweepError
 from flagsweep.explain import symbols
 from flagsweep.files import cache_dir, key_sha256, write_atomic
 from flagsweep.host import environment, toolchain
-from flagsweep.spec import flags
+from flagsweep.experiment import flags
 
 FORMAT = 2                  # of the cached remarks; bump when what is kept changes
 SOURCES = (".c", ".cc", ".cpp", ".cxx", ".C", ".c++")

@@ -13,7 +13,7 @@ that would reach it (the run's time grows with its input).
 
 from __future__ import annotations
 
-from flagsweep.spec.target import CorpusInput, InputSpec, WavInput
+from flagsweep.experiment.target import CorpusInput, InputSpec, WavInput
 
 FLOOR_S = 0.001           # what the launcher reports for a program that does nothing
 DILUTION = 10             # runs at least this many floors long

@@ -20,7 +20,7 @@ from flagsweep.host import advice
 from flagsweep.report import explanation
 from flagsweep.results import analysis, confirmation, names
 from flagsweep.results.contract import AA_SUFFIX, is_control
-from flagsweep.spec import recipe
+from flagsweep.experiment import recipe
 
 VERDICTS = ("faster", "slower", "equivalent", "inconclusive", "identical-code", "not-measured")
 # One colour per verdict, shared by the page's badges and the plots' markers.

@@ -10,7 +10,7 @@ compared with what and words the outcome.
 from __future__ import annotations
 
 from flagsweep import stats
-from flagsweep.build.variants import LINKER_SAYS
+from flagsweep.compilation.variants import LINKER_SAYS
 from flagsweep.host import advice as machine_advice
 from flagsweep.measure import metric as metric_mod
 from flagsweep.measure.sample import Sample

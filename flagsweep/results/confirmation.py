@@ -5,10 +5,10 @@ placement move a program's speed by a few percent with no change to its code (My
 Hauswirth & Sweeney, ASPLOS 2009; Curtsinger & Berger, STABILIZER, ASPLOS 2013), and no number of
 runs averages that draw away (Kalibera & Jones, ISMM 2013). So a recommended change whose effect
 is within reach of layout luck is measured again over layouts, the winner and the baseline K
-relinked layouts each (flagsweep.build.layout, compared by flagsweep.stats.layout), before the
+relinked layouts each (flagsweep.compilation.layout, compared by flagsweep.stats.layout), before the
 report says "Use X". This module holds the rule (when a confirmation is needed), the record it
 leaves in results.json (`recommendation.confirmation`) and what that record does to the
-recommendation; the stage that runs it is in flagsweep.sweep.
+recommendation; the stage that runs it is in flagsweep.jobs.sweep.
 
 The rule. With L ~ N(0, s^2) the layout effect of one build (the spread between layouts of one
 variant, measured by a sweep with --layouts), a one-build comparison carries L_v - L_b, whose sd

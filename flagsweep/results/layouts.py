@@ -1,7 +1,7 @@
 """Layout replicates (run --layouts) folded back into their variants for results.json.
 
 A sweep with layouts builds, checks and times each variant as K binaries, the same code linked in
-K seeded orders (flagsweep.build.layout), each stored under its own id (`gcc-O2.L3`). Users ask
+K seeded orders (flagsweep.compilation.layout), each stored under its own id (`gcc-O2.L3`). Users ask
 about variants, so results.json lists one entry per variant: its build with `layouts` (each
 binary: seed, hashes, status), its samples with a `layout` column beside `round`, and the
 values the statistics need: per round, the geometric mean of its layouts (summary, noise,
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from flagsweep.build import layout
+from flagsweep.compilation import layout
 from flagsweep.results.contract import AA_SUFFIX
 from flagsweep.stats import layout as layout_stats
 

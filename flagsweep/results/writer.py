@@ -21,11 +21,11 @@ from flagsweep.files import write_atomic
 from flagsweep.measure import disturbance, resolution
 from flagsweep.measure import metric as metric_mod
 from flagsweep.measure.sample import SAMPLE_METRICS, Sample
-from flagsweep.build import layout
+from flagsweep.compilation import layout
 from flagsweep.results import analysis, confirmation, layouts
 from flagsweep.results.contract import SCHEMA
 from flagsweep.results.store import NoStore, Store
-from flagsweep.spec import target
+from flagsweep.experiment import target
 from flagsweep.stats import sequential
 
 log = logging.getLogger("flagsweep.results")

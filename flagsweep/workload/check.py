@@ -23,7 +23,7 @@ from typing import BinaryIO
 from flagsweep import files
 from flagsweep.errors import FlagsweepError
 from flagsweep.host import launcher
-from flagsweep.spec.target import Target
+from flagsweep.experiment.target import Target
 from flagsweep.workload import quality
 
 NUMBER = re.compile(rb"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")

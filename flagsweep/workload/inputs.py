@@ -30,9 +30,9 @@ from typing import Callable
 import numpy as np
 
 from flagsweep import files
-from flagsweep.build.variants import Training
+from flagsweep.compilation.variants import Training
 from flagsweep.errors import ConfigError
-from flagsweep.spec.target import CorpusInput, FileInput, Target, WavInput
+from flagsweep.experiment.target import CorpusInput, FileInput, Target, WavInput
 
 log = logging.getLogger("flagsweep.workload.inputs")
 

@@ -1,0 +1,899 @@
+"""The flag audit: was the measured binary built only from code compiled with the variant's flags?
+
+Reads the compile log the wrapper wrote during the variant's build step. A variant passes when
+  - every compile command carries the variant's code-generation flags (plus the target's fixed
+    project flags), in that order, and no other code-generation flag (projects' own -D, -I, -W,
+    -g, -std are fine: they do not pick the optimisation being measured);
+  - link commands add no code-generation flag of their own (an -flto or -O3 there changes code);
+  - no command reads options the log does not show: response files (@file), spec files
+    (-specs=), other compiler programs (-B, -wrapper), or long spellings of options (gcc takes
+    --optimize=0 for -O0, and any unambiguous abbreviation of it);
+  - the measured binary traces back to this build: a recorded link wrote it and nothing changed
+    it since, and every object it links is the output of a recorded compile, every archive in
+    the build or source tree holds only such objects, every library built there was linked by a
+    recorded command (stale or prebuilt objects shipped with the source are refused), and no
+    code of it is in a shared library of the tree loaded from elsewhere at run time (libtool's
+    .libs/ programs, its wrapper scripts);
+  - the sources compiled set no optimisation of their own (`#pragma GCC optimize`,
+    `__attribute__((optimize))`, clang's `#pragma clang optimize off` and `optnone`), except
+    -f options the target tolerates; a compile whose code the audit cannot read again (its
+    source removed, rewritten since, read from stdin) is refused, never taken on trust;
+  - every object file the build produced was compiled through the wrapper (a Makefile that
+    calls `gcc` directly would otherwise build unaudited code).
+Commands are read with cmdline.py's table of two-word options, so `-I dir` or `-MF -O3.d` is
+one option with its value. The problems name the offending command or file, so
+"flags-mismatch" is never a mystery. The
+audit guards against build systems that bypass the flags, not against one that forges the log.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import os
+import re
+import stat
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.elffile import ELFFile
+
+from flagsweep import files
+from flagsweep.compilation import cmdline
+from flagsweep.host import environment
+
+OBJECT_SUFFIXES = (".o", ".obj")
+# -f options that only change diagnostics or recorded paths, never the generated code.
+NON_CODEGEN_F = ("-fdiagnostics", "-fno-diagnostics", "-fcolor-diagnostics", "-fno-color-diagnostics",
+                 "-fmessage-length", "-fmax-errors", "-fshow-column", "-fno-show-column",
+                 "-fdebug-prefix-map", "-ffile-prefix-map", "-fmacro-prefix-map",
+                 "-ftrack-macro-expansion", "-fno-caret-diagnostics", "-fcaret-diagnostics",
+                 "-fansi-escape-codes", "-fsyntax-only", "-fworking-directory", "-fno-working-directory")
+# Long options that change nothing the audit compares. Any other is refused: gcc reads
+# --optimize=0 as -O0 and accepts any unambiguous abbreviation (--op is -O1).
+HARMLESS_LONG = ("--sysroot=", "--std=", "--coverage", "--verbose", "--pedantic", "--pedantic-errors",
+                 "--no-warnings", "--pipe", "--all-warnings", "--extra-warnings", "--version",
+                 "--help", "--trace-includes")
+SYSTEM_LIB_DIRS = ("/usr/lib", "/lib", "/usr/lib64", "/lib64", "/usr/local/lib")
+MAX_PROBLEMS = 10
+
+
+@dataclass
+class Audit:
+    verified: bool
+    compiles: int = 0
+    links: int = 0
+    problems: list[str] = field(default_factory=list)
+    tolerated_seen: list[str] = field(default_factory=list)
+    compile_line: list[str] | None = None   # the first compile's argv, shown in the report
+    # Compile lines whose flags differ, counted per flag: a project's own -fPIC on 300 compiles
+    # is one finding with one fix, not 300 problems.
+    extra: dict[str, int] = field(default_factory=dict)
+    missing: dict[str, int] = field(default_factory=dict)
+    in_source: dict[str, int] = field(default_factory=dict)  # set by optimize attributes, pragmas
+    every_problem: list[str] = field(default_factory=list)   # uncapped, for the build log
+    # The variant's link flags the link that wrote the binary lacks, and where that link ran.
+    link_missing: list[str] = field(default_factory=list)
+    link_cwd: Path | None = None
+
+    def to_json(self) -> dict:
+        return {"verified": self.verified, "compiles": self.compiles, "links": self.links,
+                "problems": self.problems, "tolerated_seen": self.tolerated_seen,
+                "compile_line": self.compile_line}
+
+
+@dataclass
+class Command:
+    """One recorded compiler call."""
+
+    argv: list[str]
+    cwd: Path
+    exit: int = 0
+    output_stat: dict | None = None    # the -o file as the command left it
+    inputs: dict[str, list[int]] = field(default_factory=dict)  # word -> mtime_ns, size, inode
+
+    @property
+    def kind(self) -> str:
+        return kind(self.argv)
+
+    def path(self, arg: str) -> Path:
+        return _norm(self.cwd / arg)
+
+
+def is_codegen(flag: str) -> bool:
+    """True for flags that choose how code is generated: -O*, -f* (bar diagnostics), -m*,
+    values handed on to the compiler proper (--param, -Xclang, -mllvm, ...), -p/-pg,
+    --coverage."""
+    if flag.startswith("-f"):
+        return not flag.startswith(NON_CODEGEN_F)
+    return (flag.startswith(("-O", "-m", *cmdline.PASSED_ON))
+            or flag in ("-p", "-pg", "--coverage"))
+
+
+def codegen_flags(argv: list[str]) -> list[str]:
+    """The code-generation flags of a command line, in order (`--param x=y` kept as one, a
+    value of -I, -include, -MF ... never read as a flag)."""
+    return [flag for word in cmdline.split(argv) if word.option
+            for flag in cmdline.passed_on(word) if is_codegen(flag)]
+
+
+def kind(argv: list[str]) -> str:
+    """'compile', 'link', or 'other' (preprocessing, version probes)."""
+    opts = cmdline.options(argv)
+    if "-E" in opts or "-M" in opts or "-MM" in opts:
+        return "other"
+    if "-c" in opts or "-S" in opts:
+        return "compile"
+    if _sources(argv):
+        return "compile"  # compile and link in one go
+    return "link" if output_arg(argv) is not None else "other"
+
+
+def _writes_nothing(cmd: Command) -> bool:
+    """A compile whose output goes nowhere (a build system's probe of whether the compiler takes
+    an option, zstd's `-x c - -o /dev/null`): nothing of it can reach the binary, so there is
+    no code of it to read."""
+    return output_arg(cmd.argv) == os.devnull or "-fsyntax-only" in cmd.argv
+
+
+def output_arg(argv: list[str]) -> str | None:
+    """The -o value ("-o FILE" or "-oFILE"; the last one wins, as in gcc)."""
+    return cmdline.output(argv)
+
+
+def audit(compile_log: Path, tree: Path, expected: list[str], tolerated: list[str],
+          since: float, binary: Path | None = None, source: Path | None = None) -> Audit:
+    """Check a variant's compile log against its expected code-generation flags; with the
+    measured binary, also trace it back to the recorded compiles (source: the source tree)."""
+    # A command that failed left nothing a binary could be made of.
+    commands = [c for c in _records(compile_log) if c.exit == 0]
+    # The variant's flags are read like a command line of the compiler that ran, so `--param
+    # x=y` (and clang's `-mllvm x`) compares as one flag.
+    compiler = next((c.argv[0] for c in commands if c.kind == "compile"), "cc")
+    want = _dedupe(codegen_flags([compiler, *expected]))
+    result = Audit(verified=False)
+    objects_logged = _check_commands(commands, want, tolerated, result)
+    # A root as the build named it (a link: variants._linked) and as it really is.
+    roots = list(dict.fromkeys(r for p in (tree, source) if p is not None
+                               for r in (_norm(p.absolute()), p.resolve())))
+    trace = Trace(commands, roots, tree.resolve(), link_flags(expected)) if binary else None
+    traced = trace.binary(binary) if trace else []
+    if trace and trace.link_missing:
+        result.link_missing, result.link_cwd = trace.link_missing, trace.link_cwd
+    scan = SourceScan(roots, want, tolerated)
+    scan.run([cmd for cmd in commands if cmd.kind == "compile" and not _writes_nothing(cmd)],
+             trace.used if trace else None)
+    result.problems += scan.problems
+    result.tolerated_seen = _dedupe(result.tolerated_seen + scan.tolerated_seen)
+    result.in_source = scan.in_source
+    result.problems += traced
+    result.problems += _unaudited_objects(tree, objects_logged, since)
+    if result.compiles == 0:
+        result.problems.append(f"no compile command was recorded in {compile_log.name}: "
+                               "the build did not use the audited compiler")
+    result.problems = result.every_problem = _dedupe(result.problems)
+    if len(result.problems) > MAX_PROBLEMS:
+        extra = len(result.problems) - MAX_PROBLEMS
+        result.problems = result.problems[:MAX_PROBLEMS] + [f"... and {extra} more"]
+    result.verified = not result.problems
+    return result
+
+
+def _check_commands(commands: list[Command], want: list[str], tolerated: list[str],
+                    result: Audit) -> set[Path]:
+    """Each command's flags against the variant's, into result; the objects compiled."""
+    objects_logged: set[Path] = set()
+    for cmd in commands:
+        argv, what = cmd.argv, cmd.kind
+        result.problems += _hidden_options(cmd, what)
+        if what == "other":
+            continue
+        got = codegen_flags(argv)
+        # A tolerated flag that is also one of the variant's own is simply expected.
+        extra_ok = [f for f in got if f in tolerated and f not in want]
+        result.tolerated_seen = _dedupe(result.tolerated_seen + extra_ok)
+        got = _dedupe([f for f in got if f not in extra_ok])
+        if what == "compile":
+            result.compiles += 1
+            result.compile_line = result.compile_line or argv
+            objects_logged |= _outputs(cmd)
+            if got != want:
+                result.problems.append(_mismatch(argv, cmd.cwd, got, want))
+                for flag in (f for f in got if f not in want):
+                    result.extra[flag] = result.extra.get(flag, 0) + 1
+                for flag in (f for f in want if f not in got):
+                    result.missing[flag] = result.missing.get(flag, 0) + 1
+        else:
+            result.links += 1
+            extra = [f for f in got if f not in want]
+            if extra:
+                result.problems.append(f"link step adds {' '.join(extra)}: {_short(argv, cmd.cwd)}")
+    return objects_logged
+
+
+def _records(log: Path) -> list[Command]:
+    if not log.exists():
+        return []
+    # Arguments need not be UTF-8; undecodable bytes must not hide a command from the audit.
+    lines = log.read_text(errors="replace").splitlines()
+    return [Command(r["argv"], Path(r["cwd"]), r.get("exit", 0), r.get("output"),
+                    {word: ident for word, *ident in r.get("inputs", [])})
+            for r in map(json.loads, filter(str.strip, lines))]
+
+
+def _dedupe(items: list[str]) -> list[str]:
+    """Repeating a flag changes nothing; a different flag, or a different order, does."""
+    seen: list[str] = []
+    for f in items:
+        if f not in seen:
+            seen.append(f)
+    return seen
+
+
+def _hidden_options(cmd: Command, what: str) -> list[str]:
+    """Options that make the compiler read flags, or run programs, the log does not show. In a
+    call that looks like neither a compile nor a link only a response file matters: the whole
+    compile may be in it."""
+    problems = []
+    # gcc expands a response file wherever it stands, even as another option's value; the
+    # other checks are of the compiler's own options (-Xlinker --as-needed is the linker's).
+    options = set(cmdline.options(cmd.argv))
+    for arg in cmd.argv[1:]:
+        why = None
+        linker_words = arg[4:].split(",") if arg.startswith("-Wl,") else []
+        if arg.startswith("@") or any(w.startswith("@") for w in linker_words):
+            why = "reads more options from a response file, which the audit cannot check"
+        elif what == "other" or arg not in options:
+            continue
+        elif arg.startswith(("-specs", "--specs")):
+            why = "reads a spec file, which can change any option the compiler passes on"
+        elif arg.startswith("-B") or arg == "-wrapper":
+            why = "runs compiler programs other than the audited compiler's own"
+        elif (arg.startswith("--") and not arg.startswith("--param")
+              and not arg.startswith(HARMLESS_LONG)):
+            why = ("is a long option spelling, which gcc also accepts abbreviated "
+                   "(--optimize=0 is -O0); write the flag in its short form")
+        if why:
+            problems.append(f"{arg} {why}: {_short(cmd.argv, cmd.cwd)}")
+    return problems
+
+
+def _sources(argv: list[str]) -> list[str]:
+    """The files a command compiles (by -x, or by suffix), `-` for standard input."""
+    return [w.text for w in cmdline.sources(argv)]
+
+
+def _outputs(cmd: Command) -> set[Path]:
+    """The files a compile writes: its -o, else <stem>.o (.s with -S) per source, in its cwd."""
+    out = output_arg(cmd.argv)
+    if out is not None:
+        return {cmd.path(out)}
+    opts = cmdline.options(cmd.argv)
+    if "-c" not in opts and "-S" not in opts:
+        return {cmd.path("a.out")}
+    suffix = ".s" if "-S" in opts else ".o"
+    return {cmd.path(Path(s).stem + suffix) for s in _sources(cmd.argv)}
+
+
+def _norm(path: Path) -> Path:
+    return Path(os.path.normpath(path))
+
+
+def _unaudited_objects(tree: Path, logged: set[Path], since: float) -> list[str]:
+    """Objects built during this step that no recorded compile produced."""
+    fresh = [p for p in tree.rglob("*") if p.suffix in OBJECT_SUFFIXES and p.is_file()
+             and p.stat().st_mtime >= since - 1]
+    stray = sorted(_norm(p) for p in fresh if _norm(p) not in logged)
+    if not stray:
+        return []
+    shown = ", ".join(str(p.relative_to(tree)) for p in stray[:3])
+    return [f"{len(stray)} object file(s) were not compiled through the audited compiler "
+            f"(a hard-coded compiler in the build?): {shown}"]
+
+
+def _mismatch(argv: list[str], cwd: Path, got: list[str], want: list[str]) -> str:
+    extra = [f for f in got if f not in want]
+    missing = [f for f in want if f not in got]
+    parts = [f"extra {' '.join(extra)}"] if extra else []
+    parts += [f"missing {' '.join(missing)}"] if missing else []
+    if not parts:
+        parts = [f"order {' '.join(got)} instead of {' '.join(want)}"]
+    return f"compile has {'; '.join(parts)}: {_short(argv, cwd)}"
+
+
+def explain(a: Audit, log: Path) -> str:
+    """An unverified audit in a few lines: each differing flag once with how many compile
+    lines it was on, the first other problems, and where the full list is."""
+    parts = [f"extra {flag} on {n} of {a.compiles} compile lines" for flag, n in a.extra.items()]
+    parts += [f"missing {flag} on {n} of {a.compiles} compile lines"
+              for flag, n in a.missing.items()]
+    flags_differ = [p for p in a.every_problem if p.startswith("compile has ")]
+    others = [p for p in a.every_problem if not p.startswith("compile has ")]
+    lines = ["; ".join(parts) + f" (first: {flags_differ[0]})"] if parts else []
+    lines += others[:3]
+    if len(others) > 3:
+        lines.append(f"... and {len(others) - 3} more")
+    lines.append(f"the full list ({len(a.every_problem)}) is in {log}")
+    return "\n".join(lines)
+
+
+def fixes(a: Audit, target_file: Path, tolerated: list[str]) -> list[str]:
+    """What to change, for the differences the audit counted per flag."""
+    out = []
+    # An optimisation level the project sets over the variant's is never to be tolerated: it
+    # is the very thing measured (docs/targets.md, project_flags vs tolerated_flags).
+    own = list(dict.fromkeys(f for f in [*a.extra, *a.in_source] if not f.startswith("-O")))
+    if own:
+        line = ", ".join(f'"{f}"' for f in _dedupe(tolerated + own))
+        out.append(f"if the project's build adds {' '.join(own)} itself (as CMake does -fPIC "
+                   f"for shared libraries), add under [build] in {target_file}: "
+                   f"tolerated_flags = [{line}]")
+    levels = [f for f in a.extra if f.startswith("-O")]
+    if levels or a.missing:
+        out.append("the build puts its own flags over the variant's "
+                   f"({' '.join(levels + ['no ' + f for f in a.missing])}): make its CFLAGS (make) "
+                   "or CMAKE_C_FLAGS (cmake) come only from flagsweep, and put the defines it "
+                   "needs in project_flags (docs/targets.md)")
+    return out
+
+
+def _short(argv: list[str], cwd: Path) -> str:
+    """The command as a user would paste it, without its longest include lists."""
+    text = " ".join(argv)
+    return (text if len(text) < 400 else text[:400] + " ...") + f"  (in {cwd})"
+
+
+# ---- tracing the binary back to recorded compiles ------------------------------------------
+
+def link_flags(flags: list[str]) -> list[str]:
+    """The variant's flags that the link acts on (the linker's own options, the linker chosen,
+    link-time optimisation, which is done at the link or not at all): they must be on the link
+    that writes the measured binary, as code-generation flags must be on every compile."""
+    return [f for f in flags if f.startswith(("-Wl,", "-fuse-ld=", "-flto"))]
+
+
+def on_link(flag: str, argv: list[str]) -> bool:
+    """Whether a link command carries the flag: as written, or for a linker option its words
+    in the same order among the linker's arguments. libtool passes `-Wl,-z,relro` on as
+    `-Wl,-z -Wl,relro`, which the linker reads alike."""
+    if flag in argv:
+        return True
+    if not flag.startswith("-Wl,"):
+        return False
+    want, have = flag[4:].split(","), _linker_words(argv)
+    return any(have[i:i + len(want)] == want for i in range(len(have) - len(want) + 1))
+
+
+def _linker_words(argv: list[str]) -> list[str]:
+    """What the compiler driver hands the linker of its -Wl, and -Xlinker options, in order."""
+    out: list[str] = []
+    for i, word in enumerate(argv):
+        if word.startswith("-Wl,"):
+            out += word[4:].split(",")
+        elif word == "-Xlinker" and i + 1 < len(argv):
+            out.append(argv[i + 1])
+    return out
+
+
+class Trace:
+    """Follows the measured binary through the links that made it to the compiles behind them."""
+
+    def __init__(self, commands: list[Command], roots: list[Path], tree: Path,
+                 link_flags: list[str] | None = None):
+        self.roots, self.tree, self.link_flags = roots, tree, link_flags or []
+        self.writers: dict[Path, Command] = {}    # file -> the last recorded command writing it
+        for cmd in commands:
+            if cmd.kind != "other":
+                for out in _outputs(cmd):
+                    self.writers[out] = cmd
+        self.problems: list[str] = []
+        self._followed: set[int] = set()
+        self.used: set[int] = set()     # ids of the commands the binary was made from
+        self.link_missing: list[str] = []
+        self.link_cwd: Path | None = None
+        self.shared: dict[Path, Command | None] = {}   # libraries of the tree it was linked with
+
+    def binary(self, binary: Path) -> list[str]:
+        path = _norm(binary.resolve())
+        cmd = self.writers.get(path)
+        if cmd is None:   # a Makefile may link elsewhere and copy the result into place
+            path, cmd = self._copy_of(path)
+        if cmd is None and (wrapped := libtool_wrapper(path)) is not None:
+            return [f"{self._name(path)} is libtool's wrapper script for "
+                    f"{self._name(_norm(path.parent / wrapped))}, whose code "
+                    "is in the project's shared library, loaded at run time: configure with "
+                    "--disable-shared (and measure the program itself, never one in .libs/)"]
+        if cmd is None:
+            return [f"the measured binary {self._name(path)} was not linked by the audited "
+                    "compiler (a hard-coded compiler, or a prebuilt or stale file?)"]
+        self._unchanged(path, cmd)
+        self.used.add(id(cmd))
+        missing = [f for f in self.link_flags if not on_link(f, cmd.argv)]
+        if missing:
+            self.link_missing, self.link_cwd = missing, cmd.cwd
+            self.problems.append(f"the link that wrote {self._name(path)} lacks the variant's "
+                                 f"link flags {' '.join(missing)} (a build that drops LDFLAGS, "
+                                 f"or links without CFLAGS): {_short(cmd.argv, cmd.cwd)}")
+        self._follow(cmd)
+        self._shared_code(path)
+        return self.problems
+
+    def _shared_code(self, binary: Path) -> None:
+        """A program linked with the project's shared library holds none of its code: the
+        loader finds the library at run time, in the build tree only through the program's run
+        path, else wherever it looks (an installed copy, the system's). libtool's programs in
+        .libs/ have no run path into the tree (its wrapper script sets one), so they measure
+        another copy's code, or fail to start."""
+        needed, runpath = dynamic(binary)
+        built = self._libraries()
+        for name in needed:
+            if name not in built:
+                continue
+            lib, cmd = built[name]
+            if lib.resolve().parent not in runpath:
+                self.problems.append(
+                    f"{self._name(binary)}'s code is in {name} ({self._name(lib)}), loaded at "
+                    f"run time from where the loader finds it (the binary's run path: "
+                    f"{' '.join(map(str, runpath)) or 'none'}), not from this build: configure "
+                    "with --disable-shared (CMake: -DBUILD_SHARED_LIBS=OFF)")
+            elif cmd is None:
+                self.problems.append(f"{self._name(binary)} loads {self._name(lib)}, which "
+                                     "no recorded command of this build linked (a prebuilt or "
+                                     "stale file, or a hard-coded compiler)")
+            else:
+                self.used.add(id(cmd))
+                self._follow(cmd)
+
+    def _libraries(self) -> dict[str, tuple[Path, Command | None]]:
+        """soname -> (file, the recorded link that wrote it) of every shared library the
+        binary was linked with in the tree, and of every one this build linked (a program
+        linked with an installed copy of the project's library still runs that copy)."""
+        found = {_norm(p): cmd for p, cmd in self.writers.items()
+                 if cmd.kind == "link" and _file_kind(p) == "shared"}
+        found.update(self.shared)
+        return {(soname(p) or p.resolve().name): (p, cmd) for p, cmd in found.items()}
+
+    def _copy_of(self, binary: Path) -> tuple[Path, Command | None]:
+        """The recorded link output with the binary's very bytes, if there is one."""
+        st = _stat(binary)
+        if st is None:
+            return binary, None
+        digest = files.sha256_file(binary)
+        for path, cmd in self.writers.items():
+            if (cmd.kind != "other" and path != binary and (other := _stat(path)) is not None
+                    and other.st_size == st.st_size and files.sha256_file(path) == digest):
+                return path, cmd
+        return binary, None
+
+    def _follow(self, link: Command) -> None:
+        """Every input of a recorded link (or compile-and-link) must come from this build."""
+        if id(link) in self._followed:
+            return
+        self._followed.add(id(link))
+        for path, named in _link_inputs(link):
+            self._input(path, named, link)
+
+    def _input(self, path: Path, named: str, link: Command) -> None:
+        inside = any(path.is_relative_to(r) for r in self.roots)
+        if inside and _file_kind(path) == "shared":
+            # libtool links libdemo.so, a symbolic link to the file its link wrote
+            self.shared[path] = self.writers.get(path) or self.writers.get(_norm(path.resolve()))
+            return
+        cmd = self.writers.get(path)
+        if cmd is not None:
+            self._unchanged(path, cmd)
+            self.used.add(id(cmd))
+            if cmd.kind == "link":  # a library or a partial link built here: follow it too
+                self._follow(cmd)
+            return
+        what = _file_kind(path)
+        if what == "archive" and inside:
+            self._archive(path, link)
+        elif what in ("archive", "shared") and not inside:
+            return  # a library the program depends on, not the program's own code
+        elif what == "missing":
+            self.problems.append(f"link input {self._name(path)} was made by no recorded "
+                                 f"command and no longer exists: {_short(link.argv, link.cwd)}")
+        elif inside or what == "object":
+            self.problems.append(f"link input {self._name(path)} was not compiled in this build "
+                                 f"(a prebuilt or stale file, or a hard-coded compiler): "
+                                 f"{_short(link.argv, link.cwd)}")
+
+    def _archive(self, path: Path, link: Command) -> None:
+        """An archive built in the tree: each member must be an object compiled here."""
+        compiled = self._compiled_objects
+        for name, data in ar_members(path):
+            if isinstance(data, Path):   # a thin archive names its members' files
+                self._input(_norm(path.parent / data), name, link)
+            elif (cmd := compiled.get(files.sha256_bytes(data))) is not None:
+                self.used.add(id(cmd))
+            else:
+                self.problems.append(f"archive {self._name(path)} holds {name}, which no "
+                                     "recorded compile of this build produced (a hard-coded "
+                                     "compiler, or a prebuilt or stale object?)")
+
+    @cached_property
+    def _compiled_objects(self) -> dict[str, Command]:
+        """sha256 of every object file a recorded compile left -> that compile."""
+        return {files.sha256_file(path): cmd for path, cmd in self.writers.items()
+                if cmd.kind == "compile" and path.is_file()}
+
+    def _unchanged(self, path: Path, cmd: Command) -> None:
+        """The file is still what its recorded command left (nothing rewrote it since)."""
+        st, was = _stat(path), cmd.output_stat
+        out = output_arg(cmd.argv)
+        # A file removed after use (make deletes intermediate objects) was still the recorded one.
+        if st is None or was is None or out is None or cmd.path(out) != path:
+            return
+        if (st.st_mtime_ns, st.st_size, st.st_ino) != (
+                was["mtime_ns"], was["size"], was["ino"]):
+            self.problems.append(f"{self._name(path)} changed after the recorded command that "
+                                 "wrote it (rewritten by a command the audit did not see: a "
+                                 f"hard-coded compiler, strip, a copy?): {_short(cmd.argv, cmd.cwd)}")
+
+    def _name(self, path: Path) -> str:
+        return str(path.relative_to(self.tree)) if path.is_relative_to(self.tree) else str(path)
+
+
+def _link_inputs(cmd: Command) -> list[tuple[Path, str]]:
+    """(path, how it was named) for each file a link reads: positional arguments, -l libraries
+    found in its -L folders, and files handed to the linker through -Wl, or -Xlinker."""
+    inputs: list[tuple[Path, str]] = []
+    libdirs, libs, linker_words = [], [], []
+    for word in cmdline.split(cmd.argv):
+        arg = word.text
+        if not word.option:
+            if word.language is None:    # a source is compiled by this very command, checked
+                inputs.append((cmd.path(arg), arg))
+        elif word.values:
+            {"-L": libdirs, "-l": libs, "-Xlinker": linker_words}.get(arg, []).extend(word.values)
+        elif arg.startswith("-L"):
+            libdirs.append(arg[2:])
+        elif arg.startswith("-l"):
+            libs.append(arg[2:])
+        elif arg.startswith("-Wl,"):
+            linker_words += arg[4:].split(",")
+    for word in linker_words:
+        path = cmd.path(word)
+        if not word.startswith("-") and _file_kind(path) in ("object", "archive", "shared"):
+            inputs.append((path, word))
+    for lib in libs:
+        names = [lib[1:]] if lib.startswith(":") else [f"lib{lib}.so", f"lib{lib}.a"]
+        found = next((cmd.path(d) / n for d in libdirs for n in names
+                      if (cmd.path(d) / n).is_file()), None)
+        if found is not None:
+            inputs.append((_norm(found), "-l"))
+    return inputs
+
+
+
+
+def dynamic(binary: Path) -> tuple[list[str], list[Path]]:
+    """The shared libraries an ELF binary needs (DT_NEEDED) and the folders of its run path
+    (DT_RUNPATH, else DT_RPATH, $ORIGIN read as its folder); nothing for a static binary or a
+    file that is not ELF."""
+    try:
+        with open(binary, "rb") as f:
+            section = ELFFile(f).get_section_by_name(".dynamic")
+            tags = list(section.iter_tags()) if section is not None else []
+    except (OSError, ELFError):
+        return [], []
+    needed = [t.needed for t in tags if t.entry.d_tag == "DT_NEEDED"]
+    paths = ([t.runpath for t in tags if t.entry.d_tag == "DT_RUNPATH"]
+             or [t.rpath for t in tags if t.entry.d_tag == "DT_RPATH"])
+    origin = str(binary.parent)
+    folders = [d.replace("${ORIGIN}", origin).replace("$ORIGIN", origin)
+               for p in paths for d in p.split(":") if d]
+    return needed, [Path(d).resolve() for d in folders]
+
+
+def soname(library: Path) -> str | None:
+    """A shared library's DT_SONAME, the name a program linked with it asks the loader for."""
+    try:
+        with open(library, "rb") as f:
+            section = ELFFile(f).get_section_by_name(".dynamic")
+            for tag in section.iter_tags() if section is not None else []:
+                if tag.entry.d_tag == "DT_SONAME":
+                    return tag.soname
+    except (OSError, ELFError):
+        pass
+    return None
+
+
+def libtool_wrapper(path: Path) -> str | None:
+    """The program a libtool wrapper script runs (".libs/demo"), or None for any other file.
+    libtool writes one in place of each uninstalled program linked with a shared library."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(512).decode("latin-1")
+    except OSError:
+        return None
+    found = re.search(r"^# \S+ - temporary wrapper script for (\S+)$", head, re.M)
+    return found.group(1) if found and head.startswith("#!") else None
+
+
+def _stat(path: Path) -> os.stat_result | None:
+    try:
+        return path.stat()
+    except OSError:
+        return None
+
+
+def _file_kind(path: Path) -> str:
+    """'object', 'shared', 'archive', 'other' (a linker script, ...) or 'missing'."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(18)
+    except (FileNotFoundError, NotADirectoryError):
+        return "missing"
+    except OSError:
+        return "other"
+    if head.startswith((b"!<arch>\n", b"!<thin>\n")):
+        return "archive"
+    if head.startswith(b"\x7fELF") and len(head) == 18:
+        e_type = int.from_bytes(head[16:18], "little" if head[5] == 1 else "big")
+        return {1: "object", 3: "shared"}.get(e_type, "other")
+    return "other"
+
+
+def ar_members(path: Path) -> list[tuple[str, bytes | Path]]:
+    """The members of a Unix (GNU/BSD) archive: name and bytes, or name and path in a thin
+    archive. Symbol tables and the long-name table are left out."""
+    data = path.read_bytes()
+    thin = data.startswith(b"!<thin>\n")
+    pos, longnames, members = 8, b"", []
+    while pos + 60 <= len(data):
+        header = data[pos:pos + 60]
+        raw = header[:16].decode("latin-1").rstrip()
+        size = int(header[48:58].decode("latin-1").strip() or 0)
+        pos += 60
+        special = raw in ("/", "//", "/SYM64/", "__.SYMDEF", "__.SYMDEF SORTED")
+        # Thin archives keep only the symbol and name tables inside; members stay outside.
+        body_size = size if (special or not thin) else 0
+        body = data[pos:pos + body_size]
+        if raw == "//":
+            longnames = body
+        elif raw.startswith("#1/"):          # BSD: the name heads the body
+            n = int(raw[3:])
+            members.append((body[:n].decode("latin-1").rstrip("\0"), body[n:]))
+        elif not special:
+            if raw.startswith("/") and raw[1:].isdigit():   # GNU: an offset in the name table
+                start = int(raw[1:])
+                name = longnames[start:longnames.index(b"/\n", start)].decode("latin-1")
+            else:
+                name = raw.removesuffix("/")
+            members.append((name, Path(name) if thin else body))
+        pos += body_size + (body_size % 2)
+    return members
+
+
+# ---- optimisation set in the source ---------------------------------------------------------
+
+# `#pragma GCC optimize (...)` (the preprocessor writes `_Pragma("...")` out as one): the rest of
+# the line is read.
+GCC_PRAGMA = re.compile(r'^[ \t]*#[ \t]*pragma[ \t]+GCC[ \t]+optimize\b([^\n]*)', re.M)
+CLANG_OFF = re.compile(r'^[ \t]*#[ \t]*pragma[ \t]+clang[ \t]+optimize[ \t]+off\b', re.M)
+ATTRIBUTE = re.compile(r"__attribute(?:__)?\s*\(\(|\[\[")   # GNU's, and C23/C++'s
+OPTIMIZE_ATTR = re.compile(r"\b(?:gnu::|__gnu__::)?(?:__optimize__|optimize)\s*\(")
+OPTNONE = re.compile(r"\b(?:clang::)?(?:__optnone__|optnone)\b")
+LINE_MARKER = re.compile(r'^# (\d+) "((?:\\.|[^"\\])*)"[ \d]*$', re.M)
+# Options dropped when a compile is run again as `-E`: what it writes besides the text.
+NOT_FOR_E = ("-c", "-S", "-MD", "-MMD", "-MP", "-M", "-MM", "-pipe")
+NOT_FOR_E_VALUE = ("-o", "-MF", "-MT", "-MQ", "-MJ", "-dependency-file", "-dependency-dot",
+                   "-serialize-diagnostics", "-Xlinker", "-L", "-l", "-u", "-e", "-T", "-z",
+                   "-rpath")
+
+
+class SourceScan:
+    """Optimisation the compiled code sets for itself, as the compiler's preprocessor sees it
+    (conditionals evaluated, macros expanded): in the sources and the project's headers, found
+    by running each recorded compile again with -E. Files outside the build and source trees
+    (system headers) are not the project's to judge."""
+
+    def __init__(self, roots: list[Path], want: list[str], tolerated: list[str]):
+        self.roots, self.want, self.tolerated = roots, want, tolerated
+        self.problems: list[str] = []
+        self.tolerated_seen: list[str] = []
+        self.in_source: dict[str, int] = {}     # flag -> attributes or pragmas setting it
+
+    def run(self, compiles: list[Command], traced: set[int] | None = None) -> None:
+        """traced: the ids of the compiles the measured binary was made from, when it was
+        traced. A compile the audit cannot read again is refused when it is one of them (or
+        nothing was traced): a build's own probes (a source written, compiled to a scratch
+        program and removed, as zstd's Makefile does) put nothing into the binary."""
+        workers = max(1, min(8, os.cpu_count() or 1))
+        with ThreadPoolExecutor(workers) as pool:
+            for cmd, (text, error) in zip(compiles, pool.map(_preprocess, compiles)):
+                if error and traced is not None and id(cmd) not in traced:
+                    continue
+                if error:
+                    self.problems.append(f"could not read the code this compile compiled to "
+                                         f"look for optimisation set in it ({error}): "
+                                         f"{_short(cmd.argv, cmd.cwd)}")
+                elif text:
+                    self._check(cmd, text)
+
+    def _check(self, cmd: Command, code: str) -> None:
+        if "optimize" not in code and "optnone" not in code:
+            return   # most compiles: nothing to look at closer
+        where = _Lines(cmd, code)
+        for found in GCC_PRAGMA.finditer(code):
+            args = found.group(1).strip()
+            if args.startswith("("):
+                args = _balanced(args, 1)
+            self._settings(where, found.start(), f"#pragma GCC optimize ({args})", args)
+        for found in CLANG_OFF.finditer(code):
+            self._problem(where, found.start(), "#pragma clang optimize off", "-O0")
+        for span in ATTRIBUTE.finditer(code):
+            body = _balanced(code, span.end(), "[]" if span.group() == "[[" else "()")
+            for attr in OPTIMIZE_ATTR.finditer(body):
+                args = _balanced(body, attr.end())
+                self._settings(where, span.start(), f"attribute optimize({args})", args)
+            if OPTNONE.search(body):
+                self._problem(where, span.start(), "attribute optnone", "-O0")
+
+    def _settings(self, where: "_Lines", at: int, what: str, args: str) -> None:
+        """One optimize pragma or attribute: each of its settings, as the flag it stands for."""
+        flags = optimize_flags(args)
+        if not flags:
+            self._problem(where, at, what, None)
+        for flag in flags:
+            if flag.startswith("-O") or (flag not in self.want and flag not in self.tolerated):
+                self._problem(where, at, what, flag)
+            elif flag not in self.want and where.file(at) is not None:
+                self.tolerated_seen = _dedupe(self.tolerated_seen + [flag])
+
+    def _problem(self, where: "_Lines", at: int, what: str, flag: str | None) -> None:
+        file = where.file(at)
+        if file is None or not any(file.is_relative_to(r) for r in self.roots):
+            return
+        place = f"{file}:{where.line(at)}"
+        if flag is None:
+            self.problems.append(f"{place}: {what} sets optimisation in the source, and the "
+                                 "audit cannot tell which")
+        elif flag.startswith("-O"):
+            self.problems.append(f"{place}: {what} sets the optimisation level ({flag}) in the "
+                                 "source, over the variant's flags")
+        else:
+            self.in_source[flag] = self.in_source.get(flag, 0) + 1
+            self.problems.append(f"{place}: {what} sets {flag} in the source, which the "
+                                 "variant's flags do not have (list it in the target's "
+                                 "build.tolerated_flags if it is the project's own)")
+
+
+class _Lines:
+    """Maps an offset in preprocessed text back to its file and line through the line markers."""
+
+    def __init__(self, cmd: Command, code: str):
+        self.cmd, self.code = cmd, code
+        self.markers = [(m.end() + 1, m.group(2), int(m.group(1)))
+                        for m in LINE_MARKER.finditer(code)]
+        self.starts = [m[0] for m in self.markers]
+
+    def _marker(self, at: int) -> tuple[int, str, int] | None:
+        i = bisect.bisect_right(self.starts, at) - 1
+        return self.markers[i] if i >= 0 else None
+
+    def file(self, at: int) -> Path | None:
+        marker = self._marker(at)
+        if marker is None or marker[1].startswith("<"):   # <built-in>, <command-line>
+            return None
+        return self.cmd.path(re.sub(r"\\(.)", r"\1", marker[1]))   # markers escape \\ and "
+
+    def line(self, at: int) -> int:
+        marker = self._marker(at)
+        return marker[2] + self.code.count("\n", marker[0], at) if marker else 0
+
+
+def _preprocess(cmd: Command) -> tuple[str | None, str | None]:
+    """The code the compile compiled, as its compiler preprocesses it (nothing written), or why
+    the audit cannot read it: a compile the audit cannot read is never taken on trust."""
+    sources = cmdline.sources(cmd.argv)
+    if not sources:     # a compile that succeeded had one: the audit misread the command
+        return None, "the audit found no source file in it"
+    sources = [w for w in sources if w.language != "assembler"]
+    for word in sources:
+        if (why := _unreadable(cmd, word.text)) is not None:
+            return None, why
+    texts = [cmd.path(w.text).read_text(errors="replace") for w in sources
+             if w.language in cmdline.READ_AS_IS]
+    if any(w.language not in cmdline.READ_AS_IS for w in sources):
+        text, error = _run_preprocessor(cmd, [w.text for w in sources
+                                              if w.language not in cmdline.READ_AS_IS])
+        if error:
+            return None, error
+        texts.append(text)
+    return "\n".join(texts), None
+
+
+def _unreadable(cmd: Command, source: str) -> str | None:
+    """Why the audit cannot read a compile's source again, or None."""
+    if source == "-":
+        return "it read its source from standard input, which cannot be read again"
+    path = cmd.path(source)
+    try:
+        # without blocking: a named pipe would wait for a writer that is long gone
+        with open(path, "rb", opener=lambda p, f: os.open(p, f | os.O_NONBLOCK)) as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                return f"its source {source} is not a regular file"
+    except FileNotFoundError:
+        return (f"its source {source} is no longer there (removed or moved after the compile; "
+                "a build that generates a source must keep it)")
+    except OSError as e:
+        return f"its source {source} cannot be read ({e.strerror})"
+    was = cmd.inputs.get(source)
+    if was is not None and [st.st_mtime_ns, st.st_size, st.st_ino] != was:
+        return (f"its source {source} changed after the compile (rewritten by a later "
+                "command), so the code compiled is no longer there to read")
+    return None
+
+
+def _run_preprocessor(cmd: Command, sources: list[str]) -> tuple[str | None, str | None]:
+    """The command again with -E on the given sources, without what writes files or links."""
+    argv = [cmd.argv[0]]
+    for word in cmdline.split(cmd.argv):
+        arg = word.text
+        if not word.option:
+            if arg in sources:
+                argv.append(arg)
+        elif not (arg in NOT_FOR_E or arg in NOT_FOR_E_VALUE
+                  or arg.startswith(("-Wl,", "-l", "-L", "-save-temps", "-Wp,-M"))
+                  or (arg.startswith("-o") and len(arg) > 2)):
+            argv += word.words
+    try:
+        done = subprocess.run(argv + ["-E"], cwd=cmd.cwd, capture_output=True, timeout=600,
+                              env=environment.build({}))   # as the build's compiler saw it
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return None, str(e)
+    if done.returncode != 0:
+        tail = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
+        return None, f"exit {done.returncode}: {tail[0]}"
+    return done.stdout.decode(errors="replace"), None
+
+
+def optimize_flags(args: str) -> list[str]:
+    """The flags an optimize pragma's or attribute's arguments stand for, as gcc reads them:
+    a number is -O<n>; each comma-separated part of a string is an option if it starts with
+    '-', -O<...> if it starts with 'O', else -f<part>. [] when an argument is not a literal."""
+    flags = []
+    for arg in (a.strip() for a in _split_args(args)):
+        if arg.isdigit():
+            flags.append(f"-O{arg}")
+        elif len(arg) >= 2 and arg[0] == arg[-1] == '"':
+            for part in filter(None, (p.strip() for p in arg[1:-1].split(","))):
+                flags.append(part if part.startswith("-") else
+                             f"-{part}" if part.startswith("O") else f"-f{part}")
+        else:
+            return []
+    return flags
+
+
+def _split_args(text: str) -> list[str]:
+    """Top-level comma-separated arguments, commas inside string literals kept."""
+    parts = re.findall(r'"(?:\\.|[^"\\])*"|[^"]+', text)
+    args, current = [], ""
+    for part in parts:
+        if part.startswith('"'):
+            current += part
+        else:
+            pieces = part.split(",")
+            current += pieces[0]
+            for piece in pieces[1:]:
+                args.append(current)
+                current = piece
+    args.append(current)
+    return [a for a in args if a.strip()] if text.strip() else [""]
+
+
+def _balanced(text: str, start: int, pair: str = "()") -> str:
+    """text from start up to the bracket that closes the one just before start."""
+    depth, i = 1, start
+    while i < len(text) and depth:
+        depth += {pair[0]: 1, pair[1]: -1}.get(text[i], 0)
+        i += 1
+    return text[start:i - 1] if depth == 0 else text[start:]

@@ -1,0 +1,405 @@
+"""The step driver: how one variant of an autotools, CMake or plain-make project is built.
+
+The superbuild (CMakeLists.txt) calls `python -m flagsweep.compilation.steps MANIFEST STEP NAME`:
+
+  template COMPILER   autotools only: run ./configure once per compiler into a cached tree
+  prepare  VARIANT    give the variant its own build tree (copy of the template, or cmake configure)
+  build    VARIANT    compile with exactly the variant's flags, every compile through the wrapper
+                      (a profile-guided variant first builds instrumented, trains, cleans: pgo.py)
+
+Flags are injected one way per build system and nothing else is allowed to add optimisation
+flags on top (the audit checks it):
+  - autotools: configure runs with neutral CFLAGS; the variant's flags replace CFLAGS at make
+    time (`make CFLAGS=...`), which is what defeats configure scripts that add their own -O3;
+  - cmake: CMAKE_C_FLAGS with the build type empty and every CMAKE_<LANG>_FLAGS_<CONFIG> blanked,
+    because CMake appends those after the user's flags;
+  - make: CC, CXX, CFLAGS and CXXFLAGS on the make command line, which overrides hard-coded ones,
+    and LDFLAGS too when the variant has link flags (a Makefile may link without CFLAGS);
+  - autotools and make: FLAGSWEEP_LDFLAGS, the variant's link flags alone, for a target's
+    make_args to hand to the variable its link rule reads (link_fix says which).
+The project's own build (an `own_flags` entry, own_build.py) is the same without any of those
+flags: make without CFLAGS/CXXFLAGS/LDFLAGS, CMake with the project's own build type and flags.
+
+Each step writes the variant's status.json and appends to its build.log; a failure exits 1 so
+Ninja skips the variant's later steps, while `-k 0` keeps every other variant going.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+import resource
+import shlex
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from flagsweep import process
+from flagsweep.host import environment
+from flagsweep.files import write_atomic
+
+# Configure probes run with these flags; the variants' own flags replace them at make time.
+CONFIGURE_CFLAGS = "-O2"
+CMAKE_CONFIGS = ("DEBUG", "RELEASE", "RELWITHDEBINFO", "MINSIZEREL")
+ORIGIN_FILE = ".flagsweep-origin"
+
+
+def main(argv: list[str]) -> int:
+    manifest_path, step, name = argv
+    manifest = json.loads(Path(manifest_path).read_text())
+    steps = {"template": template, "prepare": prepare, "build": build}
+    return steps[step](manifest, name)
+
+
+# ---- template: flag-independent configure work, once per compiler --------------------------
+
+def template(m: dict, name: str) -> int:
+    t = m["templates"][name]
+    dest, log = Path(t["dir"]), Path(t["log"])
+    if (dest / ORIGIN_FILE).exists():
+        log.write_text(f"configure tree reused from the cache: {dest}\n")
+        return 0
+    work = dest.with_name(f"{dest.name}.tmp{os.getpid()}")
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    tools = m["compilers"][t["compiler"]]
+    argv = [str(Path(m["source"]) / "configure"), f"CC={tools['cc']}", f"CFLAGS={CONFIGURE_CFLAGS}"]
+    if tools.get("cxx"):
+        argv += [f"CXX={tools['cxx']}", f"CXXFLAGS={CONFIGURE_CFLAGS}"]
+    result = process.run(argv + m["configure_args"], cwd=work, log_file=log,
+                         env=_env(m, work / "configure.jsonl"))
+    if not result.ok:
+        log.open("a").write(f"\nflagsweep: configure failed (exit {result.returncode})\n")
+        shutil.rmtree(work, ignore_errors=True)
+        return 1
+    (work / ORIGIN_FILE).write_text(str(work))
+    try:
+        work.rename(dest)
+    except OSError:  # another sweep configured the same tree meanwhile: theirs is as good
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+# ---- prepare: the variant's own build tree ---------------------------------------------------
+
+def prepare(m: dict, vid: str) -> int:
+    v = m["variants"][vid]
+    vdir, tree = Path(v["dir"]), Path(v["dir"]) / "tree"
+    started = time.time()
+    _status(vdir, {"status": "running", "stage": "configure", "started": started})
+    if m["system"] == "autotools":
+        tmpl = Path(m["templates"][v["template"]]["dir"])
+        if not (tmpl / ORIGIN_FILE).exists():
+            return _fail(vdir, "configure", started, f"configure tree {tmpl} missing: "
+                         f"see {m['templates'][v['template']]['log']}")
+        _copy_tree(tmpl, tree, vdir / "build.log")
+        relocate(tree, (tmpl / ORIGIN_FILE).read_text(), str(tree))
+    elif m["system"] == "make":
+        _copy_tree(Path(m["source"]), tree, vdir / "build.log")
+    else:
+        # CMake fixes the flags at configure: a profile-guided variant starts instrumented
+        flags = v["pgo"]["instrumented"] if v.get("pgo") else None
+        result = process.run(_cmake_configure(m, v, tree, flags), log_file=vdir / "build.log",
+                             env=_env(m, vdir / "configure.jsonl"))
+        if not result.ok:
+            return _fail(vdir, "configure", started, f"cmake configure exited {result.returncode}")
+    _status(vdir, {"status": "running", "stage": "build", "started": started,
+                   "cpu_seconds": _children_cpu()})
+    return 0
+
+
+def _copy_tree(source: Path, tree: Path, log: Path) -> None:
+    """The variant's own copy of a tree, its sparse files copied sparsely (each named in the
+    build log): copied byte by byte, a 10 GB sparse file in a 621-byte tarball became 10 GB of
+    real data in every variant's tree."""
+    sparse: list[str] = []
+
+    def copy(src: str, dst: str) -> str:
+        if _copy_sparse(Path(src), Path(dst)):
+            sparse.append(src)
+            return dst
+        return shutil.copy2(src, dst)
+
+    shutil.copytree(source, tree, symlinks=True, dirs_exist_ok=True, copy_function=copy)
+    if sparse:
+        with open(log, "a") as f:
+            f.writelines(f"flagsweep: {p} is a sparse file; copied sparsely (its holes stay "
+                         "holes)\n" for p in sparse)
+
+
+def _copy_sparse(src: Path, dst: Path) -> bool:
+    """Copy src's data extents only, leaving its holes as holes; False (nothing done) when src
+    is not sparse or its file system cannot say where its data is."""
+    st = src.stat()
+    if st.st_blocks * 512 >= st.st_size:
+        return False
+    with open(src, "rb") as fin:
+        extents = _extents(fin.fileno(), st.st_size)
+        if extents is None:
+            return False
+        with open(dst, "wb") as fout:
+            for start, end in extents:
+                fin.seek(start)
+                fout.seek(start)
+                while start < end:
+                    chunk = fin.read(min(end - start, 1 << 20))
+                    if not chunk:
+                        break
+                    fout.write(chunk)
+                    start += len(chunk)
+            fout.truncate(st.st_size)
+    shutil.copystat(src, dst)
+    return True
+
+
+def _extents(fd: int, size: int) -> list[tuple[int, int]] | None:
+    """(start, end) of each data extent of a file; None without SEEK_DATA support."""
+    extents, at = [], 0
+    while at < size:
+        try:
+            start = os.lseek(fd, at, os.SEEK_DATA)
+        except OSError as e:
+            if e.errno == errno.ENXIO:      # only a hole is left
+                break
+            return None
+        at = os.lseek(fd, start, os.SEEK_HOLE)
+        extents.append((start, at))
+    return extents
+
+
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of this step's finished children and everything they waited
+    for: configure, make, every compile and link of the variant (ccache hits cost little here,
+    as they do in a distribution's rebuild)."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return round(r.ru_utime + r.ru_stime, 3)
+
+
+def _cmake_configure(m: dict, v: dict, tree: Path, flags_list: list[str] | None = None
+                     ) -> list[str]:
+    tools = m["compilers"][v["compiler"]]
+    argv = ["cmake", "-S", m["source"], "-B", str(tree), "-G", "Ninja", "--no-warn-unused-cli",
+            f"-DCMAKE_C_COMPILER={tools['cc']}"]
+    if tools.get("cxx"):
+        argv.append(f"-DCMAKE_CXX_COMPILER={tools['cxx']}")
+    if v.get("own_flags"):     # the project's own build: its build type and flags as it sets them
+        return argv + m["configure_args"]
+    flags = shlex.join(v["flags"] if flags_list is None else flags_list)
+    argv += ["-DCMAKE_BUILD_TYPE=", f"-DCMAKE_C_FLAGS={flags}"]
+    if tools.get("cxx"):
+        argv.append(f"-DCMAKE_CXX_FLAGS={flags}")
+    for lang in ("C", "CXX"):
+        argv += [f"-DCMAKE_{lang}_FLAGS_{config}=" for config in CMAKE_CONFIGS]
+    return argv + m["configure_args"]
+
+
+def relocate(tree: Path, old: str, new: str) -> None:
+    """Rewrite a copied configure tree's absolute paths to its new place, keeping mtimes.
+
+    config.status bakes the configure directory into Makefiles, libtool and config files; the
+    mtimes must survive or make would re-run config.status in every copy.
+    """
+    old_b, new_b = old.encode(), new.encode()
+    for path in tree.rglob("*"):
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > 8 << 20:
+            continue
+        data = path.read_bytes()
+        if old_b not in data or b"\0" in data[:8192]:
+            continue
+        st = path.stat()
+        path.write_bytes(data.replace(old_b, new_b))
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+# ---- build: compile with exactly the variant's flags -------------------------------------------
+
+def build(m: dict, vid: str) -> int:
+    v = m["variants"][vid]
+    vdir, tree = Path(v["dir"]), Path(v["dir"]) / "tree"
+    prepared = json.loads((vdir / "status.json").read_text())
+    started = prepared["started"]
+    if v.get("pgo") and (failed := _trained(m, v, vdir, tree, started)):
+        return failed
+    build_started = time.time()      # the audit checks the compiles from here on
+    env = _env(m, vdir / "compile.jsonl")
+    if v.get("own_flags") and m["system"] == "make":
+        env["PATH"] = f"{_shims(m, v, vdir)}{os.pathsep}{env.get('PATH', os.defpath)}"
+    result = process.run(_build_argv(m, v, tree), cwd=tree, log_file=vdir / "build.log",
+                         env=env)
+    if not result.ok:
+        return _fail(vdir, "build", started, f"build exited {result.returncode}")
+    binary = tree / m["binary"]
+    if not binary.is_file() and not v.get("own_flags"):   # its compile lines are all it gives
+        return _fail(vdir, "build", started, f"the build succeeded but {m['binary']} is missing "
+                     f"from {tree} (check build.binary in the target file)")
+    if binary.is_file() and not binary.resolve().is_relative_to(tree.resolve()):
+        return _fail(vdir, "build", started, f"{m['binary']} in {tree} is a link to "
+                     f"{binary.resolve()}, outside the build tree: the measured program must be "
+                     "the one built there")
+    _status(vdir, {"status": "ok", "stage": "done", "started": started,
+                   "build_started": build_started, "seconds": round(time.time() - started, 3),
+                   "cpu_seconds": round(prepared.get("cpu_seconds", 0) + _children_cpu(), 3)})
+    return 0
+
+
+# The names a Makefile calls its compilers by (`CC= gcc -std=gnu99`).
+SHIM_NAMES = {"cc": ("cc", "gcc", "clang", "c99"), "cxx": ("c++", "g++", "clang++")}
+
+
+def _shims(m: dict, v: dict, vdir: Path) -> Path:
+    """A folder of links named like the usual compilers, each to the variant compiler's
+    wrapper, first on PATH for the project's own make build. It cannot be given CC= as the
+    variants are: a Makefile's CC may hold options of its own (Lua's `CC= gcc -std=gnu99`),
+    which CC= on make's command line replaces, and the project's own lines must keep them.
+    A Makefile naming its compiler by an absolute path is not seen this way."""
+    tools, folder = m["compilers"][v["compiler"]], vdir / "shims"
+    folder.mkdir(parents=True, exist_ok=True)
+    for kind, names in SHIM_NAMES.items():
+        if not tools.get(kind):
+            continue
+        for name in names:
+            link = folder / name
+            if link.is_symlink() or link.exists():
+                link.unlink()
+            link.symlink_to(tools[kind])
+    return folder
+
+
+def _trained(m: dict, v: dict, vdir: Path, tree: Path, started: float) -> int:
+    """Stages 1 and 2 of a profile-guided build, then the clean before stage 3 (pgo.py): 0 when
+    the profile is ready, else the step's failure."""
+    p, log = v["pgo"], vdir / "build.log"
+    env = _env(m, vdir / "instrumented.jsonl")
+    Path(p["profile_dir"]).mkdir(parents=True, exist_ok=True)
+    if not process.run(_build_argv(m, v, tree, p["instrumented"]), cwd=tree, log_file=log,
+                       env=env).ok:
+        return _fail(vdir, "pgo-instrumented", started, "the instrumented build failed")
+    trained = process.run(p["train_argv"], cwd=vdir, log_file=vdir / "training.out",
+                          timeout=p["timeout"], env={**os.environ, "LC_ALL": "C"})
+    log.open("a").write(f"flagsweep: training run {shlex.join(p['train_argv'])}: exit "
+                        f"{trained.returncode} (its output: training.out)\n")
+    if not trained.ok:
+        return _fail(vdir, "pgo-training", started, f"the training run exited "
+                     f"{trained.returncode} (see training.out)")
+    if p.get("profdata"):
+        raws = sorted(str(f) for f in Path(p["profile_dir"]).glob("*.profraw"))
+        merged = process.run([p["profdata"], "merge", "-o",
+                              str(Path(p["profile_dir"]) / "merged.profdata"), *raws], log_file=log)
+        if not raws or not merged.ok:
+            return _fail(vdir, "pgo-merge", started, "llvm-profdata merge failed or the "
+                         "training wrote no raw profile")
+    # CMake: configured again with the final flags, which rebuilds every object; make: clean
+    clean = (_cmake_configure(m, v, tree) if m["system"] == "cmake"
+             else ["make", "clean", *_make_options(m["make_args"])])
+    if not process.run(clean, cwd=tree, log_file=log, env=env).ok:
+        return _fail(vdir, "pgo-clean", started, "cleaning the instrumented objects failed")
+    return 0
+
+
+# make's options that take the next word as their value
+MAKE_VALUED = ("-C", "-f", "-I", "-o", "-W", "--directory", "--file", "--include-dir")
+
+
+def _make_options(make_args: list[str]) -> list[str]:
+    """A project's make options and variables without its targets: `make clean bzip2` would
+    clean and then build again, with the Makefile's own flags."""
+    out, take = [], False
+    for word in make_args:
+        if take or word.startswith("-") or "=" in word:
+            out.append(word)
+            take = word in MAKE_VALUED
+    return out
+
+
+def _build_argv(m: dict, v: dict, tree: Path, flags_list: list[str] | None = None) -> list[str]:
+    flags = shlex.join(v["flags"] if flags_list is None else flags_list)
+    jobs = f"-j{v['jobs']}"
+    if m["system"] == "cmake":
+        return ["cmake", "--build", str(tree), jobs, *m["make_args"]]
+    # The project's own build (own_build.py) leaves CFLAGS and LDFLAGS to the Makefile or
+    # configure; FLAGSWEEP_LDFLAGS is still set (empty), as make_args may name it.
+    own = bool(v.get("own_flags"))
+    ldflags = "" if own else shlex.join(v.get("ldflags", []))
+    mine = [] if own else [f"CFLAGS={flags}", f"CXXFLAGS={flags}"]
+    argv = ["make", jobs, *mine, f"{LINK_VARIABLE}={ldflags}"]
+    if m["system"] == "make" and not own:
+        tools = m["compilers"][v["compiler"]]
+        argv += [f"CC={tools['cc']}"] + ([f"CXX={tools['cxx']}"] if tools.get("cxx") else [])
+        if ldflags:
+            # A Makefile may link with `$(CC) -o prog $(OBJS) $(LDFLAGS)`, without CFLAGS: the
+            # variant's link flags (a layout's shuffle, -flto) must reach that link too.
+            argv.append(f"LDFLAGS={ldflags}")
+    return argv + m["make_args"]
+
+
+# The variant's link flags alone, always set on make's command line (empty when it has none),
+# for a target's make_args to hand to the variable a Makefile's link rule reads
+# (make_args = ["LIBS=$(FLAGSWEEP_LDFLAGS) -lm"]); never from the environment.
+LINK_VARIABLE = "FLAGSWEEP_LDFLAGS"
+# The variables flagsweep sets on make's command line that a link may read the link flags from.
+LINK_CARRIERS = {"make": ("CFLAGS", "CXXFLAGS", "LDFLAGS"), "autotools": ("CFLAGS", "CXXFLAGS")}
+MAKEFILES = ("GNUmakefile", "makefile", "Makefile")
+
+
+def link_fix(system: str, missing: list[str], folder: Path, binary: str,
+             target_file: Path) -> str | None:
+    """What to set when the link that wrote the binary lacks the variant's link flags: the
+    make variable its rule reads, if the Makefile in the link's folder shows it."""
+    if system not in LINK_CARRIERS:
+        return None
+    carriers = ", ".join(LINK_CARRIERS[system])
+    rule = link_rule(folder, Path(binary).name)
+    where, names = rule if rule else (None, [])
+    variable = names[-1] if names else "LINKFLAGS"
+    reads = (f" (its rule, {where}, reads {' '.join(f'$({n})' for n in names)})" if names
+             else f" ({where})" if where else "")
+    return (f"the link that writes {binary} reads none of {carriers}, where flagsweep passes "
+            f"the variant's link flags ({' '.join(missing)}){reads}: give them to the variable "
+            f"it reads link options from, in {target_file} under [build]: make_args = "
+            f'["{variable}=$({LINK_VARIABLE})"] (keep what {variable} held after it, e.g. -lm)')
+
+
+def link_rule(folder: Path, name: str) -> tuple[str, list[str]] | None:
+    """The rule of the Makefile in folder whose targets name `name`: "Makefile:LINE" and the
+    variables its recipe reads other than the ones flagsweep sets."""
+    ours = {"CC", "CXX", "CFLAGS", "CXXFLAGS", "LDFLAGS", "CPPFLAGS", LINK_VARIABLE}
+    for file in (folder / f for f in MAKEFILES):
+        if not file.is_file():
+            continue
+        lines = file.read_text(errors="replace").splitlines()
+        for i, line in enumerate(lines):
+            head = re.match(r"^([^\t#:=][^:=]*):(?!=)", line)
+            if not head or name not in head.group(1).split():
+                continue
+            recipe = []
+            for body in lines[i + 1:]:
+                if not body.startswith("\t"):
+                    break
+                recipe.append(body)
+            names = re.findall(r"\$[({]([A-Za-z_][A-Za-z0-9_]*)[)}]", "\n".join(recipe))
+            return f"{file.name}:{i + 1}", [n for n in dict.fromkeys(names) if n not in ours]
+        return None
+    return None
+
+
+def _env(m: dict, compile_log: Path) -> dict[str, str]:
+    return environment.build(m["ccache_env"], compile_log)
+
+
+def _status(vdir: Path, status: dict) -> None:
+    vdir.mkdir(parents=True, exist_ok=True)
+    write_atomic(vdir / "status.json", json.dumps(status))
+
+
+def _fail(vdir: Path, stage: str, started: float, why: str) -> int:
+    _status(vdir, {"status": "failed", "stage": stage, "started": started, "why": why,
+                   "seconds": round(time.time() - started, 3)})
+    print(f"flagsweep: {vdir.name}: {why}", file=sys.stderr)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

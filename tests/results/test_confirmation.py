@@ -1,0 +1,186 @@
+"""A small "Use X" confirmed over code layouts before it is printed (flagsweep.results.confirmation,
+the stage in flagsweep.jobs.sweep): tiny really built, checked and relinked in seeded layouts; every
+execution from the stand-in executor at a planted speed per binary, so each test plants what one
+build and what each layout would show, and the decisions above the seam are tested without timing."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+
+import pytest
+from rich.console import Console
+from synthetic import Synthetic
+from tiny_target import write_tiny_target
+
+from flagsweep.jobs import sweep
+from flagsweep.compilation import layout as link
+from flagsweep.compilation import selection
+from flagsweep.errors import Interrupted
+from flagsweep.report import terminal
+from flagsweep.results import confirmation, reader
+from flagsweep.results.store import Store
+
+K = 2                   # layouts a side in the tests' confirmations: the fewest that give a spread
+
+
+def _layouts_of(vid: str, levels: list[float]) -> dict[str, float]:
+    """The confirmation's binaries of `vid`, one planted level per layout seed."""
+    return {f"{vid}{link.MARK}{seed}": level for seed, level in enumerate(levels, 1)}
+
+
+def _twin(levels: list[float]) -> dict[str, float]:
+    return {f"gcc-O2.aa{link.MARK}{seed}": level for seed, level in enumerate(levels, K + 1)}
+
+
+def _run(tmp_path, name: str, planted: dict[str, float], stop_after: int | None = None,
+         **opts):
+    """tiny at -O2 (the baseline) and -O1, 8 fixed rounds; a target name of its own, so no
+    other test's layout spread is found in the session's store."""
+    if link.unavailable("gcc"):
+        pytest.skip(link.unavailable("gcc"))
+    folder = write_tiny_target(tmp_path / name, name=name, megabytes=0.25, quick_megabytes=0.25)
+    t, r, m, build_opts = selection.prepare(selection.Selection(
+        str(folder), flag_sets=("-O2", "-O1"), out_dir=tmp_path / "run"), lambda _: None)
+    o = sweep.MeasureOptions(runs=8, min_runs=8, max_runs=8, warmup=1, seed=5, quick=True,
+                             confirm_layouts=K, **opts)
+    said: list[str] = []
+    path = sweep.start(t, r, m, build_opts, o, Store(), said.append,
+                       execute=Synthetic(planted, stop_after=stop_after))
+    return reader.load(path), path, said
+
+
+def _terminal(path) -> str:
+    buf = io.StringIO()
+    terminal.show(path, Console(file=buf, width=400, highlight=False))
+    return buf.getvalue()
+
+
+def _page(path) -> str:
+    return (path.parent / "index.html").read_text()
+
+
+@pytest.mark.integration
+def test_a_small_win_that_layout_swallows_is_not_recommended(tmp_path):
+    """One build a variant: -O1 3% faster (a "Use -O1" of 95% CI within the 5% default reach).
+    Relinked, -O1's layouts land at +3% and -4%, the baseline's at -3% and +4%: over the layouts
+    there is no effect. The answer is the baseline, "not distinguishable from layout luck",
+    with both intervals, on the page and in the terminal; the main sweep stays complete."""
+    planted = {"gcc-O1": 0.97, **_layouts_of("gcc-O1", [1.03, 0.96]),
+               **_layouts_of("gcc-O2", [0.97, 1.04]), **_twin([1.02, 0.98])}
+    doc, path, said = _run(tmp_path, "tinyluck", planted)
+    rec = doc["recommendation"]
+    c = rec["confirmation"]
+    assert c["status"] == confirmation.LUCK and c["variant"] == "gcc-O1"
+    assert rec["variant"] == "gcc-O2" and rec["flags"] == ["-O2"]
+    assert c["reach_pct"] == confirmation.DEFAULT_REACH_PCT and "default" in c["reach_source"]
+    one, over = c["one_layout"], c["over_layouts"]
+    assert one["ci95"][1] < 0.99 and over["layouts"] == K and over["verdict"] != "faster"
+    assert over["ci95"][0] < 1 < over["ci95"][1]
+    both = (f"not distinguishable from layout luck: {_change(one)} in one layout, but "
+            f"{_change(over)} over {K} layouts each")
+    assert both in rec["why"]
+    for text in (_page(path), _terminal(path)):
+        assert f"Keep -O2: -O1 is {both}" in text
+        assert "Use -O1" not in text
+    assert doc["status"] == "complete"
+    child = Store().run(c["run_id"])
+    assert child["status"] == "complete" and child["options"]["measure"]["layouts"] == K
+    assert child["options"]["confirms"]["run_id"] == doc["run_id"]
+    assert any("confirm: gcc-O1 is not distinguishable" in line for line in said)
+
+
+def _change(c: dict) -> str:
+    from flagsweep import stats
+    return stats.change_text(c["ratio"], c["ci95"])
+
+
+@pytest.mark.integration
+def test_a_small_win_that_holds_in_every_layout_is_confirmed(tmp_path):
+    """The same 3% win, and every layout of -O1 3% faster than every layout of the baseline:
+    "Use -O1", confirmed over the layouts, with the confirmation's interval beside the sweep's."""
+    planted = {"gcc-O1": 0.97, **_layouts_of("gcc-O1", [0.97, 0.971]),
+               **_layouts_of("gcc-O2", [1.0, 1.001]), **_twin([1.0, 1.001])}
+    doc, path, _ = _run(tmp_path, "tinyheld", planted)
+    rec, c = doc["recommendation"], doc["recommendation"]["confirmation"]
+    assert c["status"] == confirmation.CONFIRMED
+    assert rec["variant"] == "gcc-O1" and rec["flags"] == ["-O1"]
+    assert c["over_layouts"]["verdict"] == "faster" and c["over_layouts"]["ci95"][1] < 0.99
+    assert c["seconds"] > 0 and (tmp_path / "run" / "layouts" / "results.json").is_file()
+    for text in (_page(path), _terminal(path)):
+        assert f"Use -O1: {_change(c['one_layout']).split()[0]} against the baseline" in text
+        assert f"; confirmed over layouts: {_change(c['over_layouts'])} over {K} layouts" in text
+
+
+@pytest.mark.integration
+def test_no_confirm_says_the_answer_is_unconfirmed(tmp_path):
+    """--no-confirm: the same small win is recommended, no layout is built, and the answer says
+    it was not confirmed and why that matters; the Reproduce line keeps the option."""
+    doc, path, _ = _run(tmp_path, "tinyskip", {"gcc-O1": 0.97}, layout_confirm=False)
+    rec, c = doc["recommendation"], doc["recommendation"]["confirmation"]
+    assert c["status"] == confirmation.SKIPPED and rec["variant"] == "gcc-O1"
+    assert not (tmp_path / "run" / "layouts").exists()
+    for text in (_page(path), _terminal(path)):
+        assert "Use -O1" in text and "Not confirmed over layouts (--no-confirm)" in text
+    assert "--no-confirm" in _page(path).split("Reproduce")[-1]
+
+
+@pytest.mark.integration
+def test_a_win_far_beyond_layout_reach_is_not_confirmed_again(tmp_path):
+    """-O1 20% faster: its whole interval lies beyond the reach of layout luck, so nothing is
+    relinked and the answer is the sweep's own."""
+    doc, path, _ = _run(tmp_path, "tinyfar", {"gcc-O1": 0.80})
+    rec, c = doc["recommendation"], doc["recommendation"]["confirmation"]
+    assert c["status"] == confirmation.NOT_NEEDED and "beyond the 5.0%" in c["why"]
+    assert rec["variant"] == "gcc-O1"
+    assert not (tmp_path / "run" / "layouts").exists()
+    said = _page(path).split('id="recommendation">')[1].split("<")[0]
+    assert said.startswith("Use -O1: -") and "layout" not in said
+
+
+@pytest.mark.integration
+def test_an_interrupted_confirmation_keeps_the_sweep_and_resumes(tmp_path):
+    """Ctrl-C in the confirmation's rounds: the sweep is complete with every sample, its answer
+    says the confirmation was interrupted; resuming the confirmation finishes the answer."""
+    planted = {"gcc-O1": 0.97, **_layouts_of("gcc-O1", [1.03, 0.96]),
+               **_layouts_of("gcc-O2", [0.97, 1.04]), **_twin([1.02, 0.98])}
+    main_calls = 3 * (1 + 8)                  # three binaries, a warmup and eight rounds
+    with pytest.raises(Interrupted, match="is complete"):
+        _run(tmp_path, "tinystop", planted, stop_after=main_calls + 10)
+    db = Store()
+    main_id = db.find_run(str(tmp_path / "run"))
+    assert db.run(main_id)["status"] == "complete" and len(db.samples(main_id)) == main_calls
+    doc = json.loads((tmp_path / "run" / "results.json").read_text())
+    c = doc["recommendation"]["confirmation"]
+    assert c["status"] == confirmation.INTERRUPTED and c["run_id"]
+    assert "the confirmation was interrupted" in _page(tmp_path / "run" / "results.json")
+    sweep.resume(c["run_id"], db, lambda _: None, execute=Synthetic(planted))
+    doc = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert doc["recommendation"]["confirmation"]["status"] == confirmation.LUCK
+    assert doc["recommendation"]["variant"] == "gcc-O2"
+    assert len(db.samples(main_id)) == main_calls
+
+
+@pytest.mark.breaks_contract        # stored runs' results.json hold only what the reach reads
+def test_the_reach_is_the_measured_layout_spread_where_known(tmp_path):
+    """A complete --layouts run of the target on this machine says how far layout moves it:
+    the reach is 1.96 sqrt(2) times that spread; another machine's run does not count."""
+    db = Store()
+    machine = {"hostname": "h", "cpu_model": "c"}
+    for name, where, sd in (("near", machine, 0.01), ("other", {**machine, "hostname": "x"}, 0.1)):
+        out = tmp_path / name
+        out.mkdir()
+        (out / "results.json").write_text(json.dumps({"noise": {"sd_log_diff": sd}}))
+        run_id = db.create_unique_run(name, "reachy", "olevels", out,
+                                      {"measure": {"layouts": 4}}, where)
+        db.finish_run(run_id, "complete", "decided")
+    reach, source = confirmation.measured_reach(db, "reachy", machine)
+    assert reach == pytest.approx(100 * math.expm1(1.959964 * math.sqrt(2) * 0.01))
+    assert "+-1.0%" in source and "near" in source
+    doc = {"baseline": "b", "measurement": {}, "recommendation": {"variant": "v"},
+           "variants": [{"id": "b"}, {"id": "v", "vs_baseline": {"ratio": 0.96,
+                                                                 "ci95": [0.955, 0.965]}}]}
+    assert confirmation.plan(doc, (reach, source), True)["status"] == confirmation.NOT_NEEDED
+    assert confirmation.plan(doc, None, True)["status"] == confirmation.PENDING
+    assert confirmation.measured_reach(db, "nothing", machine) is None

@@ -1,0 +1,175 @@
+"""The results contract: the models' JSON Schema (`flagsweep schema`), the one loader with its
+upgrade path, and the check that every contract file a test writes follows the schema."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+import report_fixture as rf
+from conftest import contract_problems, contract_validator
+
+import flagsweep
+from flagsweep.errors import FlagsweepError
+from flagsweep.results import contract, reader
+
+
+def test_schema_command_prints_pure_json_for_each_kind():
+    for kind, title in (("results", "Results"), ("suite", "Suite"), ("merged", "Merged")):
+        done = subprocess.run([sys.executable, "-m", "flagsweep", "schema", kind],
+                              capture_output=True, text=True)
+        assert (done.returncode, done.stderr) == (0, "")
+        schema = json.loads(done.stdout)
+        assert schema["title"] == title and "variants" in schema["required"]
+
+
+def test_the_schema_keeps_the_contracts_names():
+    schema = json.loads(contract.json_schema("results"))
+    assert {"schema", "target", "recipe", "metric", "baseline", "machine", "variants"} \
+        <= set(schema["required"])
+    for key in ("started", "finished", "compilers", "workload", "effects", "aa", "noise",
+                "recommendation", "measurement", "history"):
+        assert key in schema["properties"], key
+    defs = schema["$defs"]
+    assert {"ratio", "ci95", "p_value", "p_adjusted", "verdict"} \
+        <= set(defs["VsBaseline"]["properties"])
+    assert defs["VsBaseline"]["properties"]["ci95"]["minItems"] == 2
+    assert {"code_sha256", "identical_to", "flags_verified"} <= set(defs["Build"]["properties"])
+
+
+def test_a_written_document_loads_as_it_was_written(tmp_path):
+    path = rf.write(tmp_path / "run", rf.results_doc(counters=True, study=True))
+    assert reader.load(path) == json.loads(path.read_text())   # no default added, nothing coerced
+    assert contract_problems(tmp_path) == []
+
+
+def test_a_newer_minor_writers_extra_keys_load(tmp_path):
+    doc = rf.results_doc()
+    doc["annotations"] = [{"variant": "gcc-O3", "functions": []}]
+    doc["variants"][2]["summary"]["quantiles"] = [{"q": 0.9, "value": 1.0}]
+    path = rf.write(tmp_path / "run", doc)
+    assert reader.load(path)["annotations"] == doc["annotations"]
+
+
+@pytest.mark.breaks_contract
+def test_a_renamed_key_fails_the_loader_and_the_schema(tmp_path):
+    doc = rf.results_doc()
+    doc["variant_list"] = doc.pop("variants")
+    path = rf.write(tmp_path / "run", doc)
+    with pytest.raises(FlagsweepError, match=r"results.json: not a results.json: missing key\(s\) "
+                                             r"variants$"):
+        reader.load(path)
+    assert contract_problems(tmp_path) == [f"{path}: (the document): 'variants' is a required "
+                                           "property"]
+
+
+@pytest.mark.breaks_contract
+def test_load_names_the_key_path_of_a_wrong_kind(tmp_path):
+    for key, value, message in [
+            ("machine", [1], "key 'machine': expected an object, got [1]"),
+            ("variants", {}, "key 'variants': expected a list, got {}"),
+            ("target", 3, "key 'target': expected a string, got 3"),
+            ("variants[1].build.flags_verified", "yes",
+             "key 'variants[1].build.flags_verified': expected true or false, got \"yes\"")]:
+        doc = rf.results_doc()
+        _set(doc, key, value)
+        path = rf.write(tmp_path / "run", doc)
+        with pytest.raises(FlagsweepError) as e:
+            reader.load(path)
+        assert str(e.value) == f"{path}: {message}"
+
+
+def _set(doc: dict, key: str, value) -> None:
+    *parents, last = key.replace("[", ".").replace("]", "").split(".")
+    node = doc
+    for p in parents:
+        node = node[int(p) if p.isdigit() else p]
+    node[last] = value
+
+
+@pytest.mark.breaks_contract
+def test_an_older_schema_is_upgraded_on_load(tmp_path, monkeypatch):
+    """The upgrade table turns each older version into the next; the loader applies it."""
+    def zero_to_one(doc: dict) -> dict:
+        doc = dict(doc, schema=contract.SCHEMA)
+        doc["threshold_pct"] = doc.pop("threshold")
+        return doc
+
+    monkeypatch.setitem(contract.UPGRADES, "flagsweep/0", zero_to_one)
+    old = rf.results_doc()
+    old["schema"], old["threshold"] = "flagsweep/0", old.pop("threshold_pct")
+    path = rf.write(tmp_path / "run", old)
+    doc = reader.load(path)
+    assert doc["schema"] == contract.SCHEMA and doc["threshold_pct"] == old["threshold"]
+    assert contract.readable() == ["flagsweep/0", "flagsweep/1"]
+
+
+@pytest.mark.breaks_contract
+def test_an_unknown_or_newer_schema_is_refused_by_name(tmp_path):
+    for version in ("flagsweep/2", "nonsense", 7):
+        path = rf.write(tmp_path / "run", {**rf.results_doc(), "schema": version})
+        with pytest.raises(FlagsweepError) as e:
+            reader.load(path)
+        assert str(e.value) == (f"{path}: key 'schema' is {version!r}; this flagsweep reads "
+                                "'flagsweep/1' (a newer flagsweep wrote it? upgrade flagsweep "
+                                "to read it)")
+
+
+def test_suite_and_merged_json_follow_their_schemas():
+    suite_doc = {"schema": contract.SUITE_SCHEMA, "machine": "m", "metric": "wall_s",
+                 "baseline": "gcc -O2", "threshold_pct": 1.0, "programs": [],
+                 "variants": [{"id": "a", "compiler": "gcc", "flags": [], "per_program": {
+                     "p": {"program": "p", "machine": "m", "ratio": "fast", "ci95": None,
+                           "verdict": "faster"}}}]}
+    error = jsonschema.exceptions.best_match(contract_validator("suite").iter_errors(suite_doc))
+    assert error.json_path == "$.variants[0].per_program.p.ratio"
+    with pytest.raises(FlagsweepError, match=r"s.json: key 'variants\[0\].per_program.p.ratio': "
+                                             r"expected a number or null, got \"fast\""):
+        contract.validate(suite_doc, "s.json", "suite")
+
+
+PLANTED = '''
+import json
+import pytest
+
+DOC = {"schema": "flagsweep/1", "target": "t", "recipe": "r", "metric": "wall_s",
+       "baseline": "a", "machine": {},
+       "variants": [{"id": "a", "compiler": "gcc", "flags": [], "build": {"status": "ok"},
+                     "vs_baseline": {"verdict": "faster", "ratio": "fast"}}]}
+
+
+def test_writes_a_broken_results_json(tmp_path):
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "results.json").write_text(json.dumps(DOC))
+
+
+@pytest.mark.breaks_contract
+def test_plants_one_on_purpose(tmp_path):
+    (tmp_path / "results.json").write_text(json.dumps(DOC))
+'''
+
+
+@pytest.mark.breaks_contract   # its own tmp_path holds the inner session's broken file
+def test_the_check_after_each_test_catches_a_broken_file(tmp_path):
+    """The conftest's check really runs: in a pytest of its own, a test that writes a broken
+    results.json errors at teardown, naming the file and the key; a marked one passes."""
+    shutil.copy(Path(__file__).parents[1] / "conftest.py", tmp_path / "conftest.py")
+    (tmp_path / "test_planted.py").write_text(PLANTED)
+    package_root = str(Path(flagsweep.__file__).parents[1])   # this checkout's flagsweep
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "--rootdir", str(tmp_path), "--basetemp", str(tmp_path / "base"),
+                           str(tmp_path / "test_planted.py")],
+                          capture_output=True, text=True, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": package_root})
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "2 passed" in done.stdout and "1 error" in done.stdout   # its error is at teardown
+    assert "ERROR at teardown of test_writes_a_broken_results_json" in done.stdout, done.stdout
+    broken = next((tmp_path / "base").glob("test_writes_a_broken*0/out/results.json"))
+    assert f"{broken}: variants[0].vs_baseline.ratio: 'fast' is not of type 'number', 'null'" \
+        in done.stdout

@@ -70,7 +70,7 @@ def harness(folder: Path, binary: Path, n: int, perf: probes.Preflight | None) -
     run_id = store.new_run_id("bench")
     store.create_run(run_id, "bench", "bench", folder, {}, {})
     t = target.load(str(folder))
-    workload = check.Workload(t, folder / "noop.c", folder / "scratch")
+    workload = check.Invocation(t, folder / "noop.c", folder / "scratch")
     workload.scratch.mkdir(exist_ok=True)
     ids = ["a", "b", "c", "d"]
     sampler = sweep.Sampler(run_id, workload, {i: binary for i in ids}, perf, False, store,

@@ -17,7 +17,7 @@ import shutil
 from dataclasses import replace
 
 from flagsweep import process
-from flagsweep.experiment.matrix import Matrix, Variant
+from flagsweep.experiment.matrix import Matrix, Cell
 
 COMPILE_FLAGS = ("-ffunction-sections", "-fdata-sections")
 LINKER = "lld"
@@ -45,8 +45,8 @@ def replicate(m: Matrix, k: int, twin: str) -> Matrix:
     return replace(m, variants=out, baseline=out[0])
 
 
-def _replicate(v: Variant, of: str, seed: int) -> Variant:
-    return Variant(f"{of}{MARK}{seed}", v.compiler, (*v.flags, *flags(seed)), v.factors,
+def _replicate(v: Cell, of: str, seed: int) -> Cell:
+    return Cell(f"{of}{MARK}{seed}", v.compiler, (*v.flags, *flags(seed)), v.factors,
                    layout_of=of, layout=seed, pgo=v.pgo)
 
 

@@ -27,7 +27,7 @@ from flagsweep.compilation import cache as build_cache
 from flagsweep.compilation import fetch, fingerprint, own_build, pgo, steps, wrapper
 from flagsweep.errors import BuildError
 from flagsweep.host import environment, toolchain
-from flagsweep.experiment.matrix import Matrix, Variant
+from flagsweep.experiment.matrix import Matrix, Cell
 from flagsweep.experiment.target import Target
 
 log = logging.getLogger("flagsweep.compilation.variants")
@@ -37,7 +37,7 @@ TEMPLATE_FORMAT = 1
 
 @dataclass
 class VariantBuild:
-    variant: Variant
+    variant: Cell
     status: str                       # "ok" | "failed" | "flags-mismatch"
     log: Path
     seconds: float | None = None
@@ -191,7 +191,7 @@ def _source_id(target: Target, source: Path, opts: Options) -> str:
     return build_cache.source_id(tarball, source)
 
 
-def _keys(target: Target, variants: list[Variant], sid: str, opts: Options) -> dict[str, str]:
+def _keys(target: Target, variants: list[Cell], sid: str, opts: Options) -> dict[str, str]:
     """Each variant's build-cache key."""
     flags = target.spec.build.project_flags
     trained = [f"+pgo:{opts.training.sha256}"] if opts.training else ["+pgo"]
@@ -210,7 +210,7 @@ def _record(b: VariantBuild) -> dict:
     return {name: getattr(b, name) for name in RECORDED}
 
 
-def _reuse(v: Variant, record: dict, entry: Path, target: Target, out: Path) -> VariantBuild:
+def _reuse(v: Cell, record: dict, entry: Path, target: Target, out: Path) -> VariantBuild:
     """A cached build laid out as if built here: the binary at its place in the tree, the logs
     beside it (the build log saying where it came from)."""
     vdir = out / "builds" / v.id
@@ -266,7 +266,7 @@ def _linked(source: Path, out: Path) -> Path:
     return link
 
 
-def _manifest(target: Target, variants: list[Variant], source: Path, out: Path, cache: Path,
+def _manifest(target: Target, variants: list[Cell], source: Path, out: Path, cache: Path,
               jobs: int, training: Training | None = None) -> dict:
     b = target.spec.build
     names = sorted({v.compiler for v in variants})
@@ -286,7 +286,7 @@ def _manifest(target: Target, variants: list[Variant], source: Path, out: Path, 
     }
 
 
-def _entry(target: Target, v: Variant, out: Path, jobs: int, training: Training | None) -> dict:
+def _entry(target: Target, v: Cell, out: Path, jobs: int, training: Training | None) -> dict:
     """The step driver's view of one variant; a profile-guided one also gets its stages'
     flags and training command, and is audited on its final flags (pgo.py)."""
     vdir = out / "builds" / v.id
@@ -322,7 +322,7 @@ def _profdata(compiler: str) -> str:
                      "installed here (Debian's llvm package has it)")
 
 
-def _wrappers(compiler: toolchain.Compiler, cache: Path) -> dict:
+def _wrappers(compiler: toolchain.Toolchain, cache: Path) -> dict:
     where = cache / "wrappers" / _slug(compiler.name)
     tools = {"cc": str(wrapper.install(compiler.cc, where / "cc", compiler.cc, wrapper.ccache()))}
     if compiler.cxx:
@@ -454,7 +454,7 @@ def _watching(out: Path, ids: list[str], on_built: OnBuilt | None, before: int =
     poll(True)       # what ended in the last half second, and any variant that never started
 
 
-def _collect(v: Variant, manifest: dict, target: Target, out: Path,
+def _collect(v: Cell, manifest: dict, target: Target, out: Path,
              own: dict | None = None) -> VariantBuild:
     vdir = out / "builds" / v.id
     result = VariantBuild(variant=v, status="failed", log=vdir / "build.log")
@@ -496,7 +496,7 @@ def _collect(v: Variant, manifest: dict, target: Target, out: Path,
 
 # ---- the project's own build (own_build.py) ------------------------------------------------
 
-def _own_flags(target: Target, todo: list[Variant], sid: str, cache: Path,
+def _own_flags(target: Target, todo: list[Cell], sid: str, cache: Path,
                rebuild: bool) -> dict[str, tuple[str, dict | None]]:
     """Per compiler of the variants to build: the cache key of the project's own build and
     its compile lines when the cache has them (None: built in this superbuild)."""
@@ -602,7 +602,7 @@ def _read_status(vdir: Path) -> dict:
         return {}
 
 
-def _failure_detail(status: dict, vdir: Path, manifest: dict, v: Variant) -> str:
+def _failure_detail(status: dict, vdir: Path, manifest: dict, v: Cell) -> str:
     """Why it failed and the last lines of the log that says so."""
     if not status:  # never started: its configure tree failed, or the superbuild broke
         tmpl = manifest["templates"].get(_slug(v.compiler))

@@ -21,7 +21,7 @@ ID_MAX = 80
 
 
 @dataclass(frozen=True)
-class Variant:
+class Cell:
     id: str
     compiler: str
     flags: tuple[str, ...]
@@ -36,8 +36,8 @@ class Variant:
 
 
 @dataclass(frozen=True)
-class Skipped:
-    variant: Variant
+class SkippedCell:
+    variant: Cell
     reason: str
 
     @property
@@ -48,9 +48,9 @@ class Skipped:
 
 @dataclass(frozen=True)
 class Matrix:
-    variants: list[Variant]        # baseline first, then in recipe order
-    baseline: Variant
-    skipped: list[Skipped]
+    variants: list[Cell]        # baseline first, then in recipe order
+    baseline: Cell
+    skipped: list[SkippedCell]
     design: str                    # "full-factorial", "explicit" or "factorial+explicit"
     base: distro.Base | None = None  # a distribution's flags every variant starts from
 
@@ -94,7 +94,7 @@ def expand(recipe: Recipe, compilers: list[str] | None = None, filter_cpu: bool 
     return Matrix(ordered, baseline, skipped, _design(recipe), base)
 
 
-def _on(base: distro.Base, v: Variant) -> Variant:
+def _on(base: distro.Base, v: Cell) -> Cell:
     """A variant as a change to a distribution's flags: the base first, the variant's own after
     (the compiler takes the last of -O levels and -march values, as a package's own flags
     override its distribution's). Its id names the distribution and the change, and ends in a
@@ -104,7 +104,7 @@ def _on(base: distro.Base, v: Variant) -> Variant:
     change += "-pgo" if v.pgo else ""
     digest = files.sha256_bytes("\0".join((v.compiler, *flags, *["+pgo"] * v.pgo)).encode())[:10]
     vid = f"{v.compiler}-{base.name}{change}"[:ID_MAX - 11] + f"-{digest}"
-    return Variant(vid, v.compiler, flags, v.factors, pgo=v.pgo)
+    return Cell(vid, v.compiler, flags, v.factors, pgo=v.pgo)
 
 
 def _screening(recipe: Recipe, compilers: list[str], given: bool, filter_cpu: bool) -> Matrix:
@@ -122,7 +122,7 @@ def _screening(recipe: Recipe, compilers: list[str], given: bool, filter_cpu: bo
         for row in rows:
             flags = base + tuple(f for f, on in zip(spec.screen, row) if on)
             factors = {f: "on" if on else "off" for f, on in zip(spec.screen, row)}
-            variants.append(Variant(variant_id(compiler, flags), compiler, flags, factors))
+            variants.append(Cell(variant_id(compiler, flags), compiler, flags, factors))
     if len(compilers) > 2:
         raise ConfigError(f"{recipe.path}: a plackett-burman screen takes one or two compilers "
                           f"(the compiler is one more two-level column), got {', '.join(compilers)}")
@@ -137,17 +137,17 @@ def _screening(recipe: Recipe, compilers: list[str], given: bool, filter_cpu: bo
                   "plackett-burman")
 
 
-def _compiler_factor(variants: list[Variant], compilers: list[str]) -> list[Variant]:
+def _compiler_factor(variants: list[Cell], compilers: list[str]) -> list[Cell]:
     """With two or more compilers the compiler is a factor like any axis: gcc -O3 and clang -O3
     share the level -O3 but are not replicates of one cell, and the effects table then reports
     the compiler's own effect beside the flags'."""
     if len(set(compilers)) < 2:
         return variants
-    return [Variant(v.id, v.compiler, v.flags, {**v.factors, "compiler": v.compiler}, pgo=v.pgo)
+    return [Cell(v.id, v.compiler, v.flags, {**v.factors, "compiler": v.compiler}, pgo=v.pgo)
             for v in variants]
 
 
-def _factorial(recipe: Recipe, compilers: list[str]) -> list[Variant]:
+def _factorial(recipe: Recipe, compilers: list[str]) -> list[Cell]:
     axes = recipe.axes()
     if not axes:
         return []
@@ -159,36 +159,36 @@ def _factorial(recipe: Recipe, compilers: list[str]) -> list[Variant]:
     return out
 
 
-def _variant(compiler: str, levels: dict[str, AxisLevel]) -> Variant:
+def _variant(compiler: str, levels: dict[str, AxisLevel]) -> Cell:
     flags = tuple(f for level in levels.values() for f in level.flags)
     factors = {axis: level.label for axis, level in levels.items()}
     pgo = any(level.pgo for level in levels.values())
-    return Variant(variant_id(compiler, flags) + ("-pgo" if pgo else ""), compiler, flags,
+    return Cell(variant_id(compiler, flags) + ("-pgo" if pgo else ""), compiler, flags,
                    factors, pgo=pgo)
 
 
-def _included(recipe: Recipe, compilers: list[str]) -> list[Variant]:
+def _included(recipe: Recipe, compilers: list[str]) -> list[Cell]:
     out = []
     for inc in recipe.spec.include:
         for compiler in ([inc.compiler] if inc.compiler else compilers):
             if compiler not in compilers:
                 continue
             level = AxisLevel("", split_flags(inc.flags))
-            out.append(Variant(variant_id(compiler, level.flags), compiler, level.flags,
+            out.append(Cell(variant_id(compiler, level.flags), compiler, level.flags,
                                dict(inc.factors)))
     return out
 
 
-def _excluded(variant: Variant, rules: list[dict[str, str]]) -> bool:
+def _excluded(variant: Cell, rules: list[dict[str, str]]) -> bool:
     def matches(rule: dict[str, str]) -> bool:
         return all((variant.compiler if key == "compiler" else variant.factors.get(key)) == value
                    for key, value in rule.items())
     return any(matches(rule) for rule in rules)
 
 
-def _dedupe(variants: list[Variant], recipe: Recipe) -> list[Variant]:
+def _dedupe(variants: list[Cell], recipe: Recipe) -> list[Cell]:
     """Two rows with the same compiler and flags are one build, answering to both rows' factors."""
-    seen: dict[str, Variant] = {}
+    seen: dict[str, Cell] = {}
     for v in variants:
         other = seen.get(v.id)
         if other is None:
@@ -198,11 +198,11 @@ def _dedupe(variants: list[Variant], recipe: Recipe) -> list[Variant]:
                               f"same id '{v.id}'; change one flag spelling")
         else:
             merged = {**v.factors, **other.factors}
-            seen[v.id] = Variant(other.id, other.compiler, other.flags, merged, pgo=other.pgo)
+            seen[v.id] = Cell(other.id, other.compiler, other.flags, merged, pgo=other.pgo)
     return list(seen.values())
 
 
-def _check_flags(recipe: Recipe, variants: list[Variant], base: distro.Base | None) -> None:
+def _check_flags(recipe: Recipe, variants: list[Cell], base: distro.Base | None) -> None:
     """Every variant's flags pass the flag rule (spec.flags) before any compiler sees them.
     The recipe's keys were checked as it loaded; this catches what only a variant holds (a
     distribution's flags, levels that pass the length limit together) and a recipe that did
@@ -226,7 +226,7 @@ def _named(recipe: Recipe, compilers: list[str], given: bool) -> dict[str, str]:
     return {c: f"{recipe.path}: key 'compilers[{i}]'" for i, c in enumerate(compilers)}
 
 
-def _unrunnable(variants: list[Variant], compilers: dict[str, str]) -> list[Skipped]:
+def _unrunnable(variants: list[Cell], compilers: dict[str, str]) -> list[SkippedCell]:
     """Variants whose target options (-march, -mavx512f, ...) this CPU cannot execute, and
     variants whose compiler refuses (or would silently ignore) one of their flags. Each
     compiler is first shown to be one (toolchain.resolve), with none of the flags, in an
@@ -240,20 +240,20 @@ def _unrunnable(variants: list[Variant], compilers: dict[str, str]) -> list[Skip
     out = []
     for v in variants:
         if why := toolchain.rejects(v.compiler, v.flags):
-            out.append(Skipped(v, f"{v.compiler} does not take {' '.join(v.flags)}: {why}"))
+            out.append(SkippedCell(v, f"{v.compiler} does not take {' '.join(v.flags)}: {why}"))
             continue
         verdict = cpu.can_run_flags(v.flags, v.compiler)
         if not verdict.ok:
-            out.append(Skipped(v, verdict.reason))
+            out.append(SkippedCell(v, verdict.reason))
     return out
 
 
-def _baseline(recipe: Recipe, variants: list[Variant], skipped: list[Skipped],
-              compilers: list[str]) -> Variant:
+def _baseline(recipe: Recipe, variants: list[Cell], skipped: list[SkippedCell],
+              compilers: list[str]) -> Cell:
     want = dict(recipe.spec.baseline)
     want.setdefault("compiler", compilers[0])
 
-    def matches(v: Variant) -> bool:
+    def matches(v: Cell) -> bool:
         return all((v.compiler if k == "compiler" else v.factors.get(k)) == val
                    for k, val in want.items())
 

@@ -54,7 +54,7 @@ class Snapshot:
 
 
 @dataclass(frozen=True)
-class CpuLoad:
+class CpuWindow:
     cpu: int
     idle_pct: float | None  # share of the window the CPU was idle; None: not seen in both
     runnable: int           # tasks running or waiting there at the window's end
@@ -79,7 +79,7 @@ class Load:
     """The machine over one window."""
 
     seconds: float
-    cpus: dict[int, CpuLoad]
+    cpus: dict[int, CpuWindow]
     busiest: list[ProcessLoad]
 
 
@@ -155,7 +155,7 @@ def _text(path: Path) -> str | None:
 def between(before: Snapshot, after: Snapshot) -> Load:
     """What happened between two snapshots."""
     me = os.getpid()         # running while it reads /proc: not load
-    cpus = {cpu: CpuLoad(cpu, _idle_pct(before.cpus.get(cpu), ticks),
+    cpus = {cpu: CpuWindow(cpu, _idle_pct(before.cpus.get(cpu), ticks),
                          _count(after, lambda t: t.runnable and t.cpu == cpu and t.pid != me),
                          _count(after, lambda t: t.pinned_to == cpu))
             for cpu, ticks in sorted(after.cpus.items())}

@@ -25,7 +25,7 @@ MAX_NAMED = 4                # other CPUs the reason names before "and N more"
 
 
 @dataclass(frozen=True)
-class Choice:
+class Placement:
     cpu: int
     how: str                         # given (--cpu) | isolated | quietest
     why: str                         # the line a sweep prints
@@ -46,12 +46,12 @@ class Choice:
                           "held_by": held.get(c.cpu)} for c in cpus]}
 
 
-def given(cpu: int) -> Choice:
-    return Choice(cpu, "given", f"measuring on CPU {cpu}: --cpu {cpu}")
+def given(cpu: int) -> Placement:
+    return Placement(cpu, "given", f"measuring on CPU {cpu}: --cpu {cpu}")
 
 
 def default(window_s: float = load.WINDOW_S, take: Callable[[], load.Snapshot] | None = None,
-            sleep: Callable[[float], None] = time.sleep) -> Choice:
+            sleep: Callable[[float], None] = time.sleep) -> Placement:
     """Measure this machine over window_s and choose (take/sleep: the snapshot seam; take is
     load.snapshot, looked up when called so a test can stand in for /proc)."""
     began = time.monotonic()
@@ -74,7 +74,7 @@ def instead(cpu: int, measured: load.Load, allowed: list[int], isolated: list[in
             held: dict[int, str]) -> str:
     """That CPU's load over the window, and the CPU a new sweep would take now if another
     (held: the CPUs other sweeps hold)."""
-    here = measured.cpus.get(cpu) or load.CpuLoad(cpu, None, 0, 0)
+    here = measured.cpus.get(cpu) or load.CpuWindow(cpu, None, 0, 0)
     now = (f"CPU {cpu}, where it measured, was {here.busy_pct:.0f}% busy over "
            f"{measured.seconds:.2g} s after it stopped" if here.idle_pct is not None
            else f"CPU {cpu}, where it measured, has no load figure")
@@ -96,7 +96,7 @@ def _candidates() -> tuple[list[int], list[int]]:
 
 
 def choose(measured: load.Load, allowed: list[int], isolated: list[int],
-           held: dict[int, str]) -> Choice:
+           held: dict[int, str]) -> Placement:
     """The CPU to measure on, from a window's load, the CPUs this process may use, the isolated
     ones and those other sweeps hold (CPU -> holder)."""
     free_isolated = [c for c in isolated if c not in held]
@@ -104,19 +104,19 @@ def choose(measured: load.Load, allowed: list[int], isolated: list[int],
         pool, how = free_isolated, "isolated"
     else:
         pool, how = [c for c in allowed if c not in held] or list(allowed), "quietest"
-    loads = {c: measured.cpus.get(c) or load.CpuLoad(c, None, 0, 0)
+    loads = {c: measured.cpus.get(c) or load.CpuWindow(c, None, 0, 0)
              for c in sorted({*allowed, *isolated})}
     cpu = min(pool, key=lambda c: _rank(loads[c], loads, pool))
     why = _reason(cpu, how, loads, pool, held, measured.seconds, isolated)
-    return Choice(cpu, how, why, measured, dict(held), tuple(isolated))
+    return Placement(cpu, how, why, measured, dict(held), tuple(isolated))
 
 
-def _rank(c: load.CpuLoad, loads: dict[int, load.CpuLoad], pool: list[int]) -> tuple:
+def _rank(c: load.CpuWindow, loads: dict[int, load.CpuWindow], pool: list[int]) -> tuple:
     quietest = min(loads[p].busy_pct for p in pool)
     return (c.busy_pct > quietest + load.TIE_POINTS, c.pinned, c.runnable, -c.cpu)
 
 
-def _reason(cpu: int, how: str, loads: dict[int, load.CpuLoad], pool: list[int],
+def _reason(cpu: int, how: str, loads: dict[int, load.CpuWindow], pool: list[int],
             held: dict[int, str], seconds: float, isolated: list[int]) -> str:
     head = f"measuring on CPU {cpu}: {_state(loads[cpu], seconds, cpu in isolated)}"
     head += (f", held by another sweep ({_who(held[cpu])}): no CPU is free" if cpu in held
@@ -134,7 +134,7 @@ def _reason(cpu: int, how: str, loads: dict[int, load.CpuLoad], pool: list[int],
     return "; ".join([head, *said])
 
 
-def _state(c: load.CpuLoad, seconds: float, isolated: bool) -> str:
+def _state(c: load.CpuWindow, seconds: float, isolated: bool) -> str:
     idle = (f"{c.idle_pct:.0f}% idle over {seconds:.2g} s" if c.idle_pct is not None
             else "its load unknown")
     extra = [f"{_tasks(c.pinned)} pinned there"] if c.pinned else []
@@ -142,7 +142,7 @@ def _state(c: load.CpuLoad, seconds: float, isolated: bool) -> str:
     return ", ".join((["isolated"] if isolated else []) + [idle] + extra)
 
 
-def _against(o: load.CpuLoad, chosen: load.CpuLoad, held: dict[int, str], free: bool,
+def _against(o: load.CpuWindow, chosen: load.CpuWindow, held: dict[int, str], free: bool,
              quietest: float) -> str:
     """What made another CPU worse than the chosen one, in a few words ("" for a tie);
     quietest: the least busy share among the candidates, as `_rank` compares."""

@@ -30,7 +30,7 @@ DEFINE = re.compile(r"^#define (\w+) ?(.*)$", re.M)
 
 
 @dataclass(frozen=True)
-class Compiler:
+class Toolchain:
     name: str          # as the recipe names it
     family: str        # "gcc" or "clang": decides flag dialect questions
     cc: Path
@@ -38,7 +38,7 @@ class Compiler:
     version: str
 
 
-def resolve(name: str) -> Compiler:
+def resolve(name: str) -> Toolchain:
     """The compiler a recipe or --compiler names, once it has shown it is one, in an
     environment that adds no option to it."""
     check_environment()
@@ -58,7 +58,7 @@ def check_environment() -> None:
 
 
 @functools.lru_cache(maxsize=None)
-def _resolved(name: str) -> Compiler:
+def _resolved(name: str) -> Toolchain:
     """The compiler a recipe or --compiler names, once it has shown it is one.
 
     A compiler is a program flagsweep runs (as root, under `./setup.sh run`) with every
@@ -83,7 +83,7 @@ def _resolved(name: str) -> Compiler:
     macros = _predefined(name, cc_path)
     family = "clang" if "__clang__" in macros else "gcc"
     _probe(name, cc_path)
-    return Compiler(name=name, family=family, cc=cc_path, cxx=cxx,
+    return Toolchain(name=name, family=family, cc=cc_path, cxx=cxx,
                     version=_version(macros, family))
 
 
@@ -158,7 +158,7 @@ def _version(macros: dict[str, str], family: str) -> str:
     return ".".join(macros.get(p, "0") for p in parts)
 
 
-def describe(compiler: Compiler) -> dict:
+def describe(compiler: Toolchain) -> dict:
     """The results-contract form: {"name", "path", "version"}."""
     return {"name": compiler.name, "path": str(compiler.cc), "version": compiler.version}
 

@@ -43,7 +43,7 @@ def column(option: str) -> str:
 
 
 @dataclass(frozen=True)
-class Choice:
+class MetricChoice:
     metric: str          # "cpu" or "wall" (MeasureOptions.metric)
     why: str
 
@@ -51,18 +51,18 @@ class Choice:
         return {"metric": self.metric, "why": self.why}
 
 
-def choose(probes: list[Sample]) -> Choice:
+def choose(probes: list[Sample]) -> MetricChoice:
     """CPU time when every probed binary ran single-threaded and CPU-bound, else wall time."""
     good = [s for s in probes if s.ok and s.wall_s]
     if not good:
-        return Choice("wall", "wall time: no probe run succeeded, so nothing shows the workload "
+        return MetricChoice("wall", "wall time: no probe run succeeded, so nothing shows the workload "
                               "to be single-threaded and CPU-bound")
     for s in good:
         why = _not_cpu_bound(s)
         if why:
-            return Choice("wall", f"wall time: {why}; CPU time would not measure what users "
+            return MetricChoice("wall", f"wall time: {why}; CPU time would not measure what users "
                                   "wait for (--metric cpu forces it)")
-    return Choice("cpu", "CPU time (user + sys): every binary ran single-threaded and "
+    return MetricChoice("cpu", "CPU time (user + sys): every binary ran single-threaded and "
                          "CPU-bound, and CPU time does not grow while another program holds the "
                          "CPU, as wall time does (--metric wall forces wall time)")
 

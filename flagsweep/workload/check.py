@@ -34,7 +34,7 @@ MAX_RUN = 16 * BLOCK                # a run of number bytes longer than this is 
 
 
 @dataclass(frozen=True)
-class Workload:
+class Invocation:
     """How to run one binary: the target's argv with its placeholders filled in."""
 
     target: Target
@@ -50,7 +50,7 @@ class Workload:
         return self.target.spec.run.timeout
 
 
-def check_all(workload: Workload, binaries: dict[str, Path], baseline: str) -> dict[str, dict]:
+def check_all(workload: Invocation, binaries: dict[str, Path], baseline: str) -> dict[str, dict]:
     """{variant id: {"status", "detail"}} for each distinct binary; the baseline first (reference)."""
     spec = workload.target.spec.check
     products: dict[str, Path | None] = {}
@@ -88,7 +88,7 @@ def _group_outputs(results: dict[str, dict], products: dict[str, Path | None]) -
                 results[vid]["detail"] += f"; same output as {other}"
 
 
-def _produce(workload: Workload, vid: str, binary: Path) -> tuple[Path | None, str | None]:
+def _produce(workload: Invocation, vid: str, binary: Path) -> tuple[Path | None, str | None]:
     """Run the workload once; return its product file, or why it failed."""
     workload.scratch.mkdir(parents=True, exist_ok=True)
     stdout, output = workload.scratch / f"{vid}.stdout", workload.scratch / f"{vid}.out"
@@ -107,7 +107,7 @@ def _produce(workload: Workload, vid: str, binary: Path) -> tuple[Path | None, s
     return product, None
 
 
-def _compare(method: str, workload: Workload, vid: str, binary: Path, product: Path,
+def _compare(method: str, workload: Invocation, vid: str, binary: Path, product: Path,
              reference: Path | None, is_baseline: bool) -> dict:
     spec = workload.target.spec.check
     if method == "sha256":
@@ -124,7 +124,7 @@ def _compare(method: str, workload: Workload, vid: str, binary: Path, product: P
     return _tolerance(product, reference, spec.rel_tolerance)
 
 
-def _roundtrip(workload: Workload, vid: str, binary: Path, product: Path) -> dict:
+def _roundtrip(workload: Invocation, vid: str, binary: Path, product: Path) -> dict:
     spec = workload.target.spec.check
     back = workload.scratch / f"{vid}.roundtrip"
     argv = [a.format(binary=str(binary), input=str(workload.input_path), output=str(back))
@@ -140,7 +140,7 @@ def _roundtrip(workload: Workload, vid: str, binary: Path, product: Path) -> dic
     return verdict
 
 
-def _quality(workload: Workload, vid: str, product: Path, is_baseline: bool,
+def _quality(workload: Invocation, vid: str, product: Path, is_baseline: bool,
              reference: Path | None, decoder: Path | None, base: dict | None) -> dict:
     """The product decoded by the one fixed decoder and measured against the input; the
     baseline's own figures are the reference, and a variant is `ok` with the baseline's very
@@ -165,7 +165,7 @@ def _quality(workload: Workload, vid: str, product: Path, is_baseline: bool,
     return _judged(workload, figures, base["quality"], same["detail"])
 
 
-def _decoded_snr(workload: Workload, vid: str, product: Path, decoder: Path) -> quality.Snr:
+def _decoded_snr(workload: Invocation, vid: str, product: Path, decoder: Path) -> quality.Snr:
     spec = workload.target.spec.check
     decoded = workload.scratch / f"{vid}.decoded.wav"
     writes_file = any("{output}" in a for a in spec.decode_argv)
@@ -181,7 +181,7 @@ def _decoded_snr(workload: Workload, vid: str, product: Path, decoder: Path) -> 
     return quality.snr(workload.input_path, decoded)
 
 
-def _figures(workload: Workload, measured: quality.Snr, product: Path) -> dict:
+def _figures(workload: Invocation, measured: quality.Snr, product: Path) -> dict:
     spec = workload.target.spec.check
     return {"snr_db": measured.snr_db, "lag_frames": measured.lag_frames,
             "frames": measured.frames, "size_bytes": product.stat().st_size,
@@ -190,7 +190,7 @@ def _figures(workload: Workload, measured: quality.Snr, product: Path) -> dict:
             "decoder": " ".join(spec.decode_argv)}
 
 
-def _judged(workload: Workload, got: dict, base: dict, where: str) -> dict:
+def _judged(workload: Invocation, got: dict, base: dict, where: str) -> dict:
     """equivalent or differs, in one sentence with both SNRs; `where` says where the bytes part."""
     spec = workload.target.spec.check
     got = {**got, "baseline_snr_db": base["snr_db"], "baseline_size_bytes": base["size_bytes"]}

@@ -14,7 +14,7 @@ import pytest
 from tiny_target import write_tiny_target
 
 from flagsweep.compilation import pgo, variants
-from flagsweep.experiment.matrix import Variant
+from flagsweep.experiment.matrix import Cell
 
 RECIPE = '''summary = "pgo against plain"
 compilers = ["{compiler}"]
@@ -57,7 +57,7 @@ def _built(tmp_path: Path, log: str, profile: bool = True, compiles: int = 3) ->
     profiles.mkdir(exist_ok=True)
     if profile:
         (profiles / "a.gcda").write_bytes(b"counts")
-    b = variants.VariantBuild(Variant("gcc-O2-pgo", "gcc", ("-O2",), {}, pgo=True), "ok",
+    b = variants.VariantBuild(Cell("gcc-O2-pgo", "gcc", ("-O2",), {}, pgo=True), "ok",
                               tmp_path / "build.log", flags_verified=True,
                               audit={"compiles": compiles})
     entry = {"flags": ["-O2", f"-fprofile-use={profiles}", "-Wmissing-profile"],

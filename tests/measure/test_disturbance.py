@@ -19,7 +19,7 @@ from flagsweep.measure.sample import Sample
 from flagsweep.results import writer
 from flagsweep.results.store import Store
 from flagsweep.experiment import target
-from flagsweep.workload.check import Workload
+from flagsweep.workload.check import Invocation
 
 SPIN_AND_SLEEP = r"""
 #include <pthread.h>
@@ -164,7 +164,7 @@ def sampler(tmp_path):
     (tmp_path / "scratch").mkdir()
 
     def make(delays, metric_name="wall_s"):
-        return sweep.Sampler("r", Workload(t, tmp_path / "in", tmp_path / "scratch"),
+        return sweep.Sampler("r", Invocation(t, tmp_path / "in", tmp_path / "scratch"),
                              {"a": Path("/bin/true"), "b": Path("/bin/true")}, None, False, store,
                              lambda text: None, metric=metric_name, execute=Recorded(delays))
     return store, make

@@ -48,7 +48,7 @@ def big(tmp_path_factory):
     return out
 
 
-def _workload(tmp_path: Path, megabytes: int, check_table: str) -> check.Workload:
+def _workload(tmp_path: Path, megabytes: int, check_table: str) -> check.Invocation:
     folder = tmp_path / "target"
     folder.mkdir()
     (folder / "target.toml").write_text(f'''
@@ -70,7 +70,7 @@ timeout = 120
 [check]
 {check_table}
 ''')
-    return check.Workload(target.load(str(folder)), tmp_path / "input", tmp_path / "scratch")
+    return check.Invocation(target.load(str(folder)), tmp_path / "input", tmp_path / "scratch")
 
 
 def _checked(workload, binaries, baseline="base"):
@@ -140,7 +140,7 @@ def test_tolerance_across_block_boundaries(tmp_path, monkeypatch, got, want, det
 def test_a_check_on_a_full_disk_is_no_verdict(big, tmp_path, small_fs):
     """The product cut short by a full disk would read as "differs"; the check stops instead."""
     w = _workload(tmp_path, 8, 'method = "exact"')
-    w = check.Workload(w.target, w.input_path, small_fs.path / "scratch")
+    w = check.Invocation(w.target, w.input_path, small_fs.path / "scratch")
     with pytest.raises(FlagsweepError, match=rf"^the disk holding {small_fs.path}/scratch is full"
                        r".*free space there, then run again"):
         check.check_all(w, {"base": big["base"]}, "base")

@@ -128,7 +128,7 @@ def _encoder(folder: Path, name: str, level: float, seed: int, pad: int = 0) -> 
 
 
 def _workload(tmp_path: Path, source: Path, decode_argv: str,
-              extra: str = "") -> check.Workload:
+              extra: str = "") -> check.Invocation:
     folder = tmp_path / "target"
     folder.mkdir()
     (folder / "target.toml").write_text(f'''
@@ -151,7 +151,7 @@ of = "output"
 decode_argv = {decode_argv}
 {extra}
 ''')
-    return check.Workload(target.load(str(folder)), source, tmp_path / "scratch")
+    return check.Invocation(target.load(str(folder)), source, tmp_path / "scratch")
 
 
 CP = '["/bin/cp", "{product}", "{output}"]'
@@ -276,7 +276,7 @@ def test_real_mp3s_decoded_by_the_baseline_s_lame(source, tmp_path):
             "tag": variant("tag", "--noreplaygain"),
             "dull": variant("dull", "--resample 44.1 --lowpass 8")}
     lame_target = target.load("lame")
-    w = check.Workload(lame_target, source, tmp_path / "scratch")
+    w = check.Invocation(lame_target, source, tmp_path / "scratch")
     results = check.check_all(w, bins, "base")
     base = results["base"]["quality"]
     assert base["lag_frames"] == 0 and base["frames"] == FRAMES   # lame --decode removes the delay

@@ -82,7 +82,7 @@ def _cell(doc: dict, vid: str) -> Cell:
 def to_json(machines: list[Machine], variants: list[dict], cells) -> dict:
     """merged.json: the variant x machine table as data."""
     return {"schema": MERGE_SCHEMA, "target": machines[0].doc["target"],
-            "machines": [{"label": m.label, "path": m.path, "machine": m.doc["machine"]}
+            "machines": [{"label": m.label, "path": m.path, "machine": m.doc.machine.dump()}
                          for m in machines],
             "variants": [{"id": v["id"], "compiler": v["compiler"], "flags": v["flags"],
                           "per_machine": [c.__dict__ for c in row]}

@@ -32,7 +32,7 @@ FOLDER = "explain"          # in the run's folder: the profiles, for cg_annotate
 
 @dataclass
 class Setup:
-    workload: check.Workload
+    workload: check.Invocation
     method: str             # cachegrind | perf
     repeats: int            # perf records per binary
 
@@ -142,7 +142,7 @@ def _method(asked: str) -> str:
     return "perf" if probes.preflight().mode == "hardware" else "cachegrind"
 
 
-def _workload(doc: dict, folder: Path) -> check.Workload:
+def _workload(doc: dict, folder: Path) -> check.Invocation:
     """The run's own workload: its target file and the same input (checked by sha256)."""
     w = doc.get("workload") or {}
     if not w.get("target_file"):
@@ -164,7 +164,7 @@ def _workload(doc: dict, folder: Path) -> check.Workload:
         raise FlagsweepError(f"{folder} is a symbolic link; explain writes its profiles only "
                              "into a folder of the results folder's own: remove the link")
     folder.mkdir(parents=True, exist_ok=True)
-    return check.Workload(t, inp.path, folder)
+    return check.Invocation(t, inp.path, folder)
 
 
 def _binary(v: dict, out: Path) -> Path:
@@ -219,7 +219,7 @@ def explain_file(path: Path, say: Callable[[str], None], method: str = "auto",
     results.json (replacing an earlier explanation) and, when the run is in the store, kept
     with it so a later rewrite of the file from the store keeps them."""
     path = Path(path)
-    doc = reader.load(path)
+    doc = reader.load(path).dump()
     found = explain(doc, path.parent.resolve(), say, method, repeats, with_remarks)
     for v in doc["variants"]:
         v.pop("explain", None)

@@ -133,7 +133,7 @@ def check_task(target_file: str, target_sha: str, binaries: dict[str, tuple[str,
     """The output checks of a label's binaries, run on a worker of that label."""
     t = _target(target_file, target_sha)
     paths = {vid: _materialize(sha, data, "bin") for vid, (sha, data) in binaries.items()}
-    workload = check.Workload(t, _materialize(given[0], given[1], given[2]), _scratch("check"))
+    workload = check.Invocation(t, _materialize(given[0], given[1], given[2]), _scratch("check"))
     return check.check_all(workload, paths, baseline)
 
 
@@ -148,7 +148,7 @@ def round_task(job: dict, rnd: int, binaries: dict[str, tuple[str, bytes]],
                              f"to {job['store']}: start the worker with the same --db / FLAGSWEEP_DB")
     t = _target(job["target_file"], job["target_sha"])
     paths = {vid: _materialize(sha, data, "bin") for vid, (sha, data) in binaries.items()}
-    workload = check.Workload(t, _materialize(*given), _scratch(job["run_id"]))
+    workload = check.Invocation(t, _materialize(*given), _scratch(job["run_id"]))
     pre = sweep.counters_setup(job["counters"], lambda _text: None)
     done = db.done(job["run_id"])
     taken = 0

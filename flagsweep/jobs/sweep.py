@@ -258,7 +258,7 @@ def _replaced(sweep: Sweep, store: Store, say: Callable[[str], None]) -> None:
 def _measure(sweep: Sweep, store: Store, say: Callable[[str], None]) -> Path:
     try:
         inp = inputs.prepare(sweep.target, quick=sweep.opts.quick)
-        workload = check.Workload(sweep.target, inp.path, sweep.out / "scratch")
+        workload = check.Invocation(sweep.target, inp.path, sweep.out / "scratch")
         # A resume measures without checking again, and a complete run's scratch/ is gone.
         workload.scratch.mkdir(parents=True, exist_ok=True)
         store.set_option(sweep.run_id, "workload", workload_option(sweep.target, inp))
@@ -356,7 +356,7 @@ def _layout_sweep(sweep: Sweep, record: dict, out: Path, store: Store,
     in K function orders), measured like any sweep with --layouts, under this sweep's lock."""
     by_id = {d["id"]: d for d in sweep.builds}
     pair = [by_id[sweep.baseline], by_id[record["variant"]]]
-    chosen = [matrix.Variant(d["id"], d["compiler"], tuple(d["flags"]), d.get("factors") or {},
+    chosen = [matrix.Cell(d["id"], d["compiler"], tuple(d["flags"]), d.get("factors") or {},
                              pgo=d["id"].endswith("-pgo")) for d in pair]
     r = recipe.from_flags([" ".join(d["flags"]) for d in pair],
                           sorted({d["compiler"] for d in pair}))
@@ -472,7 +472,7 @@ def _write_files(store: Store, run_id: str, out: Path, say: Callable[[str], None
     return path
 
 
-def checked(sweep: Sweep, workload: check.Workload | None, store: Store,
+def checked(sweep: Sweep, workload: check.Invocation | None, store: Store,
              say: Callable[[str], None], run_checks=None) -> list[str]:
     """Check every distinct binary not checked yet; return the ids that will be timed.
     `run_checks(binaries, baseline)` runs them elsewhere (a fleet worker); default: here."""
@@ -522,7 +522,7 @@ def _baseline_built(sweep: Sweep) -> None:
                              "that builds first")
 
 
-def _rounds(sweep: Sweep, workload: check.Workload, measured: list[str],
+def _rounds(sweep: Sweep, workload: check.Invocation, measured: list[str],
             pre: probes.Preflight | None, store: Store, say: Callable[[str], None]
             ) -> tuple[rounds.Outcome, str]:
     """The rounds' outcome and the run's status: complete, or busy when most runs stayed
@@ -829,7 +829,7 @@ class Sampler:
     (launcher.run_once); tests give it recorded or synthetic executions."""
 
     run_id: str
-    workload: check.Workload
+    workload: check.Invocation
     binaries: dict[str, Path]
     perf: probes.Preflight | None
     cachegrind: bool

@@ -75,8 +75,35 @@ Bool = StrictBool
 
 
 class Open(BaseModel):
-    """An object of the contract: its named keys typed, any other key allowed."""
-    model_config = ConfigDict(extra="allow")
+    """An object of the contract: its named keys typed, any other key allowed. Read it by
+    attribute (`doc.machine.cpu_model`); a key it does not name is an attribute too."""
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    def dump(self) -> dict:
+        """The object as JSON: the keys it was given (explicit nulls kept), by their names."""
+        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+    # TRANSITIONAL mapping reads, while readers move to attributes.
+    def _name(self, key: str) -> str:
+        return "schema_" if key == "schema" else key
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self:
+            raise KeyError(key)
+        return getattr(self, self._name(key))
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        setattr(self, self._name(key), value)
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and (self._name(key) in self.model_fields_set
+                                         or key in (self.__pydantic_extra__ or {}))
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self[key] if key in self else default
+
+    def keys(self):
+        return self.dump().keys()
 
 
 # ---- results.json -------------------------------------------------------------------------------
@@ -639,13 +666,14 @@ def upgrade(doc: dict, path) -> dict:
     return doc
 
 
-def validate(doc: Any, path, kind: str = "results") -> None:
-    """Refuse, with the file and the key path named, what is not a document of this kind."""
+def validate(doc: Any, path, kind: str = "results") -> Open:
+    """The document as its model; refused, with the file and the key path named, when it is
+    not a document of this kind."""
     what = "results.json" if kind == "results" else f"{kind}.json"
     if not isinstance(doc, dict):
         raise FlagsweepError(f"{path}: not a {what} (expected a JSON object)")
     try:
-        KINDS[kind].model_validate(doc)
+        return KINDS[kind].model_validate(doc)
     except ValidationError as e:
         raise FlagsweepError(f"{path}: {_first_problem(e.errors(), what)}") from None
 

@@ -181,7 +181,7 @@ def test_run_explain_writes_entries_for_the_called_variants_and_survives_a_faile
         # The remarks rebuild of the variant's own compile commands, on every row.
         assert e["remarks"]["status"] == "ok" and e["remarks"]["compiler"] == "gcc"
         # The program's own functions have remarks; a library's (not compiled here) has none.
-        assert all(isinstance(f["remarks_variant"], dict) == (f["size_variant"] is not None)
+        assert all((f.remarks_variant is not None) == (f["size_variant"] is not None)
                    for f in e["functions"])
         assert any(f["remarks_variant"] for f in e["functions"])
     # -O0 runs no vectoriser: none of its functions has a vectorised loop.

@@ -14,7 +14,6 @@ loop are correlated), and would come out too narrow.
 
 from __future__ import annotations
 
-import math
 import re
 import shutil
 import subprocess

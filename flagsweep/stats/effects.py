@@ -9,8 +9,8 @@ rounds as blocks:
 fitted robustly, by Huber M-estimation (Huber, "Robust estimation of a location parameter",
 Ann. Math. Statist. 1964; Robust Statistics, Wiley, 1981, ch. 7) with the residual scale
 estimated by the MAD: a machine that stalls now and then makes a few samples 10-30% slower, and
-least squares chases those outliers (the paired comparisons in stats.py are rank-based for the
-same reason), while Huber's estimator down-weights them and behaves almost like least squares
+least squares chases those outliers (the paired comparisons, stats.comparison, are rank-based
+for the same reason), while Huber's estimator down-weights them and behaves almost like least squares
 (95% efficiency) on normal noise.
 
 Timings are multiplicative (a flag saves a fraction, not a number of seconds), so on the log

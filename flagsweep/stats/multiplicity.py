@@ -13,13 +13,14 @@ from flagsweep.stats.threshold import fraction
 def fcr_intervals(comparisons: list[RatioEstimate], threshold_pct: float,
                   alpha: float = 0.05) -> int:
     """Set ci_fcr and fcr_level on every comparison whose estimate lies beyond the threshold
-    (1 -+ threshold_pct / 100); return R, how many comparisons' adjusted intervals lie wholly beyond it.
+    (1 -+ threshold_pct / 100); return R, how many comparisons' adjusted intervals lie wholly
+    beyond it.
 
     A 95% interval per comparison misses its true ratio 5% of the time each: with 10 variants
     whose true ratio is exactly the threshold, one of ten 95% intervals cleared it by chance in
     13-16% of simulated sweeps at CV 1-3%, 1-2.6% with these (bench/statistics.py, beyond).
-    Benjamini & Yekutieli (False discovery rate-adjusted multiple confidence intervals for selected parameters, JASA 100(469), 2005)
-    bound the expected share of non-covering intervals among the R selected out of m (the
+    Benjamini & Yekutieli (False discovery rate-adjusted multiple confidence intervals for
+    selected parameters, JASA 100(469), 2005) bound the expected share of non-covering intervals among the R selected out of m (the
     false coverage rate) by alpha when each selected one is given at level 1 - R alpha / m.
     The selection here is the claim itself, which makes R the largest r for which at least r
     comparisons have their 1 - r alpha / m interval wholly beyond the threshold: the

@@ -183,13 +183,13 @@ def final(variant: dict[int, float], baseline: dict[int, float], *, round_count:
             p = _exact_p(variant, baseline)
             return verdict, (f"{verdict} beyond any later round: the {_pct(level)} CI "
                              f"{stats.ci_text(ci)} over {n} paired rounds lies beyond "
-                             f"+-{100 * threshold:g}% and p = {p:.2g}, both at "
+                             f"+-{threshold_pct:g}% and p = {p:.2g}, both at "
                              f"{_level(level, m, plan)}")
     eq = stats.paired_interval(variant, baseline, 1 - 2 * plan.tost)
     if lo < eq[0] and eq[1] < hi:
         return "equivalent", (f"equivalent beyond any later round: the {_pct(2 * plan.tost)} "
                               f"CI {stats.ci_text(eq)} over {n} paired rounds lies inside "
-                              f"+-{100 * threshold:g}% (two one-sided tests at "
+                              f"+-{threshold_pct:g}% (two one-sided tests at "
                               f"{plan.tost:.2g}, the level that keeps equivalence at every "
                               "look of this sweep within 0.05)")
     return None

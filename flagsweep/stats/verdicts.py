@@ -45,7 +45,7 @@ def adjust(comparisons: list[RatioEstimate], threshold_pct: float = THRESHOLD_PC
         c.verdict, c.rounds_needed = _verdict(c, threshold, alpha), None
         if c.verdict == "inconclusive" and not (c.pooled or c.layouts):
             c.rounds_needed = _rounds_needed(c, threshold, alpha, len(comparisons))
-        c.why = _why(c, threshold, alpha)
+        c.why = _why(c, threshold_pct, alpha)
 
 
 def _verdict(c: RatioEstimate, threshold: float, alpha: float) -> str:
@@ -67,8 +67,8 @@ def _rounds_needed(c: RatioEstimate, threshold: float, alpha: float, m: int) -> 
     A CI's half-width shrinks about as 1/sqrt(n), so with half-width h at n pairs, a margin g
     between the estimate and a decision boundary is cleared near n' = n (h / g)^2. Which
     boundary: an estimate outside the +-threshold band would become faster/slower once the
-    adjusted interval's (ci_fcr's) near end crosses the band's edge; one inside would become equivalent once both ends of
-    the 90% CI fit inside the band. faster/slower also need the adjusted p below alpha, and a
+    adjusted interval's (ci_fcr's) near end crosses the band's edge; one inside would become
+    equivalent once both ends of the 90% CI fit inside the band. faster/slower also need the adjusted p below alpha, and a
     test statistic grows about as sqrt(n) too, so n' = n (z_needed / z_now)^2 from the raw p
     and the factor BH applied to it; the larger of the two counts. Never below the fewest pairs
     at which the exact test can reach alpha / m at all (2 / 2^n) nor below those a 95% interval
@@ -108,11 +108,11 @@ def _ratio_sq(half_width: float, margin: float) -> float:
     return (half_width / margin) ** 2 if margin > 0 else math.inf
 
 
-def _why(c: RatioEstimate, threshold: float, alpha: float) -> str:
-    t = f"{threshold * 100:g}%"
+def _why(c: RatioEstimate, threshold_pct: float, alpha: float) -> str:
+    t = f"{threshold_pct:g}%"
     p = f"adjusted p = {c.p_adjusted:.2g}"
     if (c.pooled or c.layouts) and c.verdict == "inconclusive":
-        reason = (_significant_but(c, threshold, p) if c.p_adjusted < alpha
+        reason = (_significant_but(c, threshold_pct, p) if c.p_adjusted < alpha
                   else f"not significant ({p}) and the 90% CI {_fmt(c.ci90)} does not fit "
                   f"inside +-{t}")
         more = ("more layouts (not more rounds: they leave each layout's effect as it is)"
@@ -134,7 +134,7 @@ def _why(c: RatioEstimate, threshold: float, alpha: float) -> str:
         return (f"only {c.n_pairs} paired rounds, too few for a 95% interval; measure at "
                 f"least {c.rounds_needed} rounds")
     elif c.p_adjusted < alpha:
-        reason = _significant_but(c, threshold, p)
+        reason = _significant_but(c, threshold_pct, p)
     else:
         reason = (f"not significant ({p}) and the {_eq_name(c)} {_fmt(c.equivalence_ci)} does "
                   f"not fit inside +-{t}")
@@ -143,11 +143,11 @@ def _why(c: RatioEstimate, threshold: float, alpha: float) -> str:
             f"assumes the estimate holds), {_over(c)} so far")
 
 
-def _significant_but(c: RatioEstimate, threshold: float, p: str) -> str:
+def _significant_but(c: RatioEstimate, threshold_pct: float, p: str) -> str:
     """Why a significant comparison is not faster/slower: the interval the claim rests on
     reaches into the band, the 95% one or only the false-coverage adjusted one."""
-    lo, hi = 1 - threshold, 1 + threshold
-    t = f"{threshold * 100:g}%"
+    lo, hi = 1 - fraction(threshold_pct), 1 + fraction(threshold_pct)
+    t = f"{threshold_pct:g}%"
     clears = lambda ci: ci[1] < lo or ci[0] > hi  # noqa: E731
     if c.ci_fcr is not None and clears(c.ci95) and not clears(c.ci_fcr):
         return (f"significant ({p}) and the 95% CI {_fmt(c.ci95)} clears +-{t}, but the "

@@ -65,7 +65,8 @@ from flagsweep import files, stats
 from flagsweep.measure import metric as metric_mod
 from flagsweep.results import analysis
 from flagsweep.results.contract import (
-    AA_SUFFIX, REF_SUFFIX, Comparison, Compiler, Machine, Variant, Workload, is_control)
+    AA_SUFFIX, REF_SUFFIX, Comparison, Compiler, HistoryPoint, HistorySeries, HistoryStep,
+    HistoryUnjudged, Machine, Variant, Workload, is_control)
 from flagsweep.results.store import Store
 
 WINDOW = 5
@@ -111,19 +112,21 @@ class VariantSeries:
     metric: str = ""                         # the series' quantity: its first sweep's metric
     unjudged: list[Point] = field(default_factory=list)   # nights measured but not judged
 
-    def to_json(self) -> dict:
-        return {"variant": self.variant, "flags": self.flags, "machine": self.machine,
-                "reference": self.reference, "metric": self.metric,
-                "points": [{"run_id": p.run_id, "started": p.started, "median": p.median,
-                            "ci95": list(p.ci95) if p.ci95 else None, "n": len(p.values),
-                            "versions": p.versions} for p in self.points],
-                "unjudged": [{"run_id": p.run_id, "started": p.started, "why": p.unjudged}
-                             for p in self.unjudged],
-                "steps": [{"run_id": s.run_id, "verdict": s.verdict, "ratio": s.ratio,
-                           "ci95": list(s.ci95), "why": s.why, "changed": s.changed,
-                           "found_in": s.found_in}
-                          for s in self.steps],
-                "latest": self.latest}
+    def document(self) -> HistorySeries:
+        """The series as results.json's `history` and `history --json` carry it."""
+        return HistorySeries(
+            variant=self.variant, flags=self.flags, machine=self.machine,
+            reference=self.reference, metric=self.metric,
+            points=[HistoryPoint(run_id=p.run_id, started=p.started, median=p.median,
+                                 ci95=list(p.ci95) if p.ci95 else None, n=len(p.values),
+                                 versions=p.versions) for p in self.points],
+            unjudged=[HistoryUnjudged(run_id=p.run_id, started=p.started, why=p.unjudged)
+                      for p in self.unjudged],
+            steps=[HistoryStep(run_id=s.run_id, verdict=s.verdict, ratio=s.ratio,
+                               ci95=list(s.ci95), why=s.why, changed=s.changed,
+                               found_in=s.found_in)
+                   for s in self.steps],
+            latest=self.latest)
 
 
 def given(model, name: str):
@@ -442,6 +445,6 @@ def of_run(store: Store, run_id: str, finishing: bool = False) -> list[dict]:
     if run.status != "complete" and not finishing:
         return []
     mine = machine_key(run.machine)
-    return [s.to_json() for s in collect(store, run.target, until=run_id,
+    return [s.document().dump() for s in collect(store, run.target, until=run_id,
                                          finishing=run_id if finishing else None)
             if s.machine == mine and len(s.points) >= 2 and s.points[-1].run_id == run_id]

@@ -189,7 +189,7 @@ def history_cmd(target_name, check, threshold_pct, as_json, partial) -> None:
     if not series:
         raise FlagsweepError(f"no complete sweep of {name!r} in the store {db.url}")
     if as_json:
-        click.echo(json.dumps([s.to_json() for s in series], indent=1))
+        click.echo(json.dumps([s.document().dump() for s in series], indent=1))
     else:
         terminal.show_history(name, series)
     open_ = history.unchecked(series)

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from flagsweep.measure.sample import Sample
-from flagsweep.results import writer
+from flagsweep.results import contract, writer
 from flagsweep.results.contract import AA_SUFFIX
 from flagsweep.results.store import Store
 
@@ -229,10 +229,12 @@ def explained_doc() -> dict:
     entries = {"gcc-O3": attribution.attribute(base, o3, sizes, sizes),
                "gcc-O0": attribution.attribute(base, o0, sizes, {**sizes, "helper": 40})}
     # -O3 vectorises fill_window's hash slide; the baseline's rebuild says it did not.
-    vectorised = remarks.FunctionRemarks(
-        ["deflate.c:560: loop vectorized using 16 byte vectors (x2)"], loops=2)
-    missed = remarks.FunctionRemarks([], ["deflate.c:560: not vectorized: control flow in loop."],
-                                     missed_total=1)
+    vectorised = contract.FunctionRemarks(
+        vectorized=["deflate.c:560: loop vectorized using 16 byte vectors (x2)"], missed=[],
+        missed_total=0, loops=2, blocks=0, widest=None)
+    missed = contract.FunctionRemarks(
+        vectorized=[], missed=["deflate.c:560: not vectorized: control flow in loop."],
+        missed_total=1, loops=0, blocks=0, widest=None)
     explanation._add_remarks(entries["gcc-O3"],
                              (remarks.Remarks("ok", functions={"fill_window": missed}), sizes),
                              (remarks.Remarks("ok", functions={"fill_window": vectorised}), sizes))
@@ -241,5 +243,6 @@ def explained_doc() -> dict:
             "size": sizes.get(n)} for n in base.functions]
     writer.add_explain(doc, {"method": "cachegrind", "unit": "instructions",
                              "baseline": {"variant": "gcc-O2", "total": base.total,
-                                          "functions": top}, "variants": entries})
+                                          "functions": top},
+                             "variants": {k: e.dump() for k, e in entries.items()}})
     return doc

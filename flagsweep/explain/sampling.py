@@ -33,7 +33,7 @@ _UNKNOWN = re.compile(r"^(?:0x[0-9a-f]+|\[unknown\])$")
 
 
 @dataclass
-class Report:
+class PerfReport:
     """One `perf report` of one record."""
 
     event: str
@@ -44,7 +44,7 @@ class Report:
     unknown_samples: int             # samples in no known symbol (stripped code, JIT, ...)
 
 
-def parse_report(text: str, where: str = "perf report output") -> Report:
+def parse_report(text: str, where: str = "perf report output") -> PerfReport:
     event, samples = None, None
     periods: dict[str, float] = {}
     counts: dict[str, int] = {}
@@ -72,7 +72,7 @@ def parse_report(text: str, where: str = "perf report output") -> Report:
     if event is None:
         raise FlagsweepError(f"{where}: no `# Samples: N of event 'E'` header; expected perf "
                              "report --stdio output")
-    return Report(event, samples, periods, counts, symbols, unknown)
+    return PerfReport(event, samples, periods, counts, symbols, unknown)
 
 
 def _function(sym: str) -> str | None:
@@ -83,7 +83,7 @@ def _function(sym: str) -> str | None:
     return None if _UNKNOWN.match(name.strip()) else canonical(name)
 
 
-def combine(reports: list[Report]) -> Profile:
+def combine(reports: list[PerfReport]) -> Profile:
     """The profile of R records: mean cycles per function, each function's share with its
     t interval, the mean sample count and the share of samples in unknown symbols."""
     if not reports:

@@ -50,7 +50,7 @@ def write_merge(machines, out: Path) -> Path:
     `out`; returns the page. What merges is decided by across.merge."""
     make_dir(out, "the --out folder")
     variants, cells = merge.table(machines)
-    write_atomic(out / "merged.json", json.dumps(merge.to_json(machines, variants, cells), indent=1))
+    write_atomic(out / "merged.json", json.dumps(merge.merged(machines, variants, cells).dump(), indent=1))
     rows = [(view.MergeRow(names.label(v, {"variants": variants})),
              [view.heat_cell(c.change_pct, c.ci, c.verdict) for c in row])
             for v, row in zip(variants, cells)]
@@ -65,7 +65,7 @@ def write_suite(s, out: Path) -> Path:
     """suite.json and suite.html (variants x programs, the pooled suite column first) into
     `out`; returns the page."""
     out = make_dir(Path(out).resolve(), "the --out folder")
-    write_atomic(out / "suite.json", json.dumps(suite.to_json(s, out), indent=1))
+    write_atomic(out / "suite.json", json.dumps(suite.document(s, out).dump(), indent=1))
     links = [view.link(p.path.parent / "index.html", out, p.path.parent) for p in s.programs]
     page = _render("suite.html.j2", title=f"Suite of {len(s.programs)} programs: {s.baseline}",
                    s=s, rows=view.suite_rows(s), links=links)

@@ -61,13 +61,13 @@ def test_real_remarks_name_the_vectorised_loop_the_missed_one_and_the_inlined_on
     assert found.status == "ok", found.why
     assert found.commands == 1 and found.compiler == compiler
     saxpy = found.of("saxpy")
-    assert saxpy["loops"] >= 1 and any("k.c:3:" in m for m in saxpy["vectorized"])
-    assert saxpy["widest"] == (16 if compiler == "gcc" else None)   # x86-64's SSE2; clang: lanes
+    assert saxpy.loops >= 1 and any("k.c:3:" in m for m in saxpy.vectorized)
+    assert saxpy.widest == (16 if compiler == "gcc" else None)   # x86-64's SSE2; clang: lanes
     # The inlined helper's loop is vectorised where it was inlined, in the caller.
-    assert found.of("twice")["loops"] >= 2
+    assert found.of("twice").loops >= 2
     chase = found.of("chase")
-    assert chase["loops"] == 0 and chase["missed_total"] >= 1
-    assert any("k.c:5:" in m for m in chase["missed"])
+    assert chase.loops == 0 and chase.missed_total >= 1
+    assert any("k.c:5:" in m for m in chase.missed)
     # The variant's tree is left as it was: no object, no dependency file, no record there.
     assert sorted(p.name for p in (log.parent / "tree" / "src").iterdir()) == before
     # Kept in the cache: the second time reads it back without compiling.
@@ -79,13 +79,13 @@ def test_real_remarks_name_the_vectorised_loop_the_missed_one_and_the_inlined_on
 def test_gcc_for_x86_64_v3_says_its_vectors_are_twice_as_wide(tmp_path):
     found = remarks.collect(_project(tmp_path, "gcc", ["-O3", "-march=x86-64-v3"]),
                             cache=tmp_path / "cache")
-    assert found.of("saxpy")["widest"] == 32
+    assert found.of("saxpy").widest == 32
 
 
 def test_gcc_at_O1_does_not_vectorise_and_says_nothing_of_it(tmp_path):
     found = remarks.collect(_project(tmp_path, "gcc", ["-O1"]), cache=tmp_path / "cache")
     assert found.status == "ok"
-    assert found.of("saxpy") == {"vectorized": [], "missed": [], "missed_total": 0, "loops": 0,
+    assert found.of("saxpy").dump() == {"vectorized": [], "missed": [], "missed_total": 0, "loops": 0,
                                  "blocks": 0, "widest": None}
 
 
@@ -95,7 +95,7 @@ def test_a_reused_build_compiles_in_the_configured_tree_it_was_copied_from(tmp_p
     shutil.copytree(log.parent / "tree", template)
     shutil.rmtree(log.parent / "tree")              # the earlier run's folder is gone
     found = remarks.collect(log, [template], cache=tmp_path / "cache")
-    assert found.status == "ok" and found.of("saxpy")["loops"] >= 1
+    assert found.status == "ok" and found.of("saxpy").loops >= 1
     gone = remarks.collect(log, [], cache=tmp_path / "cache2")
     assert gone.status == "failed" and "is gone" in gone.why and "--rebuild" in gone.why
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from flagsweep.measure.sample import Sample
-from flagsweep.results import writer
+from flagsweep.results import contract, writer
 from flagsweep.results.contract import AA_SUFFIX
 from flagsweep.results.store import Store
 
@@ -42,6 +42,11 @@ def results_doc(*, counters: bool = False, study: bool = False, seed: int = 5,
     plan = {vid: (flags, None if ratio is None else ratio * (scale or {}).get(vid, 1.0), cv)
             for vid, (flags, ratio, cv) in PLAN.items()}
     return sweep_doc(plan, counters=counters, study=study, seed=seed)
+
+
+def model(doc: dict) -> contract.Results:
+    """A fixture document as the report reads it: the contract's model, as reader.load gives."""
+    return contract.validate(doc, "fixture results.json")
 
 
 def sweep_doc(plan: dict[str, tuple[list[str], float | None, float]], *, rounds: int = ROUNDS,

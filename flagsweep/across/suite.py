@@ -230,7 +230,7 @@ def to_json(s: Suite, out: Path) -> dict:
                       "stop_reason": p.stop_reason, "recommendation": p.recommendation,
                       "unstable": p.unstable}
                      for p in s.programs],
-        "variants": [{"id": r.id, "compiler": r.compiler, "flags": r.flags,
+        "variants": [{"id": r.id, "compiler": r.compiler, "flags": r.flags, "label": r.label,
                       "per_program": {k: (c.__dict__ if c else None) for k, c in r.cells.items()},
                       "suite": r.suite.to_json() if r.suite else None, "missing": r.missing,
                       "faster_on": r.on("faster"), "slower_on": r.on("slower")}

@@ -54,11 +54,11 @@ class Headline:
 def headline(doc: contract.Results, rows: list[VariantRow]) -> Headline:
     m = doc.machine
     version = f" {doc.target_version}" if doc.target_version else ""
-    question = (getattr(doc, "study", None) or {}).get("question", "")
+    published = study.published(doc)
     compared = [r for r in rows if r.role == "" and r.verdict != "baseline"]
     return Headline(
         title=f"{doc.target}{version}, recipe {doc.recipe}",
-        question=question,
+        question=published.question if published else "",
         machine=f"{m.cpu_model or '?'} (-march=native is {m.march_native or '?'})",
         compilers=", ".join(f"{c.name} {c.version or ''}".strip() for c in doc.compilers or []),
         date=(doc.finished or doc.started or "").replace("T", " ").rstrip("Z"),

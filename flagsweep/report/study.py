@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from flagsweep.experiment import recipe
 from flagsweep.report.formats import signed_pct, threshold
 from flagsweep.report.variants import VariantRow
 from flagsweep.results import contract
@@ -30,47 +31,54 @@ class ReproducedStudy:
     answer: str                      # the question answered in one paragraph
 
 
+def published(doc: contract.Results) -> recipe.Study | None:
+    """The study the sweep's recipe reproduces, as the recipe declared it (results.json keeps
+    the recipe's own `study` table)."""
+    study = getattr(doc, "study", None)
+    return recipe.Study.model_validate(study) if study else None
+
+
 def then_texts(doc: contract.Results) -> dict[str, str]:
     """variant id -> what the study measured for that row, relative to the study's baseline."""
-    study = getattr(doc, "study", None)
+    study = published(doc)
     if not study:
         return {}
     out = {}
     for v in doc.variants:
-        row = (v.factors or {}).get(study["factor"])
-        figures = [f"{signed_pct(then)} on {m['name']}" for m in study["machines"]
+        row = (v.factors or {}).get(study.factor)
+        figures = [f"{signed_pct(then)} on {m.name}" for m in study.machines
                    if (then := _then_pct(m, row, study)) is not None]
         if figures and not v.id.endswith(AA_SUFFIX):
             out[v.id] = "then: " + "; ".join(figures)
     return out
 
 
-def _then_pct(machine: dict, row: str | None, study: dict) -> float | None:
-    seconds = machine["seconds"]
-    if row not in seconds or row == study["baseline"]:
+def _then_pct(machine: recipe.StudyMachine, row: str | None,
+              study: recipe.Study) -> float | None:
+    seconds = machine.seconds
+    if row not in seconds or row == study.baseline:
         return None
-    return (seconds[row] / seconds[study["baseline"]] - 1) * 100
+    return (seconds[row] / seconds[study.baseline] - 1) * 100
 
 
 def reproduced(doc: contract.Results, rows: list[VariantRow]) -> ReproducedStudy | None:
-    study = getattr(doc, "study", None)
+    study = published(doc)
     if not study:
         return None
     by_id = {r.id: r for r in rows}
     out = []
     for v in doc.variants:
-        row = (v.factors or {}).get(study["factor"])
+        row = (v.factors or {}).get(study.factor)
         if row is None or v.id.endswith(AA_SUFFIX):
             continue
         r = by_id[v.id]
         then = [signed_pct(p) if (p := _then_pct(m, row, study)) is not None
-                else ("baseline" if row == study["baseline"] and row in m["seconds"] else "-")
-                for m in study["machines"]]
+                else ("baseline" if row == study.baseline and row in m.seconds else "-")
+                for m in study.machines]
         now = "baseline" if r.role == "baseline" else r.finding
         out.append(StudyRow(row, r.flags, then, now, r.verdict))
-    return ReproducedStudy(study["title"], study["question"],
-                           [m["name"] for m in study["machines"]], study["baseline"], out,
-                           _answer(out, doc, study["baseline"]))
+    return ReproducedStudy(study.title, study.question, [m.name for m in study.machines],
+                           study.baseline, out, _answer(out, doc, study.baseline))
 
 
 ANSWER_PARTS = [("slower", "still slower than {base}"), ("faster", "faster than {base}"),

@@ -73,8 +73,8 @@ def _name(doc: contract.Results) -> str:
     return f"{doc.run_id or doc.target} ({(doc.finished or '')[:10]})"
 
 
-def _rows(ra: view.SweepView, rb: view.SweepView, a_doc: contract.Results, b_doc: contract.Results,
-          thr: float) -> list[CompareRow]:
+def _rows(ra: view.SweepView, rb: view.SweepView, a_doc: contract.Results,
+          b_doc: contract.Results, thr: float) -> list[CompareRow]:
     a_rows, b_rows = {r.id: r for r in ra.variants}, {r.id: r for r in rb.variants}
     a_values, b_values = _values(a_doc), _values(b_doc)
     ids = [r.id for r in ra.variants] + [r.id for r in rb.variants if r.id not in a_rows]

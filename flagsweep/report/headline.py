@@ -251,14 +251,17 @@ def _variant_warnings(doc: contract.Results) -> list[Warning]:
                                     f"{names(unverified)}: not timed (see Builds)."))
     if broken:
         # vs_baseline's why carries the build's first error ("build failed: ...").
-        why = "; ".join(f"{v.id} ({(v.vs_baseline.why if v.vs_baseline else None) or 'build failed'})"
-                        for v in broken[:3])
+        why = "; ".join(f"{v.id} ({_failure(v)})" for v in broken[:3])
         more = f" and {len(broken) - 3} more" if len(broken) > 3 else ""
         out.append(Warning("build", f"Build failed for {why}{more}: not timed (see Builds)."))
     if multiplexed:
         out.append(Warning("counters", f"Counters were multiplexed (scaled estimates) for "
                                        f"{names(multiplexed)}."))
     return out
+
+
+def _failure(v: contract.Variant) -> str:
+    return (v.vs_baseline.why if v.vs_baseline else None) or "build failed"
 
 
 def _twin_output(doc: contract.Results) -> Warning | None:

@@ -79,7 +79,9 @@ def suite_rows(doc: contract.Suite) -> list[SuiteRow]:
     """The suite's rows, best pooled estimate first; rows without one last."""
     several = len({v.compiler for v in doc.variants}) > 1
     out = []
-    for v in sorted(doc.variants, key=lambda v: (v.suite is None, (v.suite.ratio or 0) if v.suite else 0)):
+    def key(v: contract.SuiteVariant):
+        return (v.suite is None, (v.suite.ratio or 0) if v.suite else 0)
+    for v in sorted(doc.variants, key=key):
         flags = " ".join(v.flags) or "(no flags)"
         label = getattr(v, "label", None) or (f"{v.compiler} {flags}" if several else flags)
         out.append(SuiteRow(label, _cell(v.suite), v.suite.why if v.suite else v.missing,

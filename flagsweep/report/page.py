@@ -17,7 +17,7 @@ from flagsweep.files import make_dir, write_atomic
 from flagsweep.report import compare, heatmap, view
 from flagsweep.report.formats import COLORS, VERDICT_TEXT
 from flagsweep.report.variants import link
-from flagsweep.results import names
+from flagsweep.results import contract, names
 from flagsweep.results.reader import load
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -52,14 +52,16 @@ def write_merge(machines, out: Path) -> Path:
     `out`; returns the page. What merges is decided by across.merge."""
     make_dir(out, "the --out folder")
     variants, cells = merge.table(machines)
-    write_atomic(out / "merged.json", json.dumps(merge.to_json(machines, variants, cells), indent=1))
+    text = json.dumps(merge.to_json(machines, variants, cells), indent=1)
+    write_atomic(out / "merged.json", text)
+    doc = contract.validate(json.loads(text), out / "merged.json", "merged")
     rows = [(heatmap.MergeRow(names.label(v, {"variants": variants})),
-             [heatmap.heat_cell(c.change_pct, c.ci, c.verdict) for c in row])
-            for v, row in zip(variants, cells)]
+             [heatmap.heat_cell(c.change_pct, c.ci, c.verdict) for c in row.per_machine])
+            for v, row in zip(variants, doc.variants)]
     first = machines[0].doc
     baseline = next(v for v in first.variants if v.id == first.baseline)
-    page = _render("merged.html.j2", title=f"{first.target}: {len(machines)} machines merged",
-                   machines=machines, rows=rows, baseline=" ".join(baseline.flags))
+    page = _render("merged.html.j2", title=f"{doc.target}: {len(doc.machines)} machines merged",
+                   machines=doc.machines, rows=rows, baseline=" ".join(baseline.flags))
     return write_atomic(out / "merged.html", page)
 
 

@@ -42,7 +42,7 @@ class SweepView:
     layouts: layouts.LayoutPanel | None = None
     spending: rows.Spending | None = None
     explained: explanation.Explained | None = None          # run --explain's profiles
-    results: contract.Results | None = field(repr=False, default=None)  # for the plots: the raw samples
+    results: contract.Results | None = field(repr=False, default=None)  # the plots' samples
 
 
 def build(doc: contract.Results, results_path: Path, out_dir: Path) -> SweepView:

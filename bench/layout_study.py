@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from flagsweep import stats
-from flagsweep.report.view import metric_values
+from flagsweep.report.variants import metric_values
 from flagsweep.results import reader
 
 

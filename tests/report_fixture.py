@@ -44,6 +44,11 @@ def results_doc(*, counters: bool = False, study: bool = False, seed: int = 5,
     return sweep_doc(plan, counters=counters, study=study, seed=seed)
 
 
+def model(doc: dict) -> contract.Results:
+    """A fixture document as the report reads it: the contract's model, as reader.load gives."""
+    return contract.validate(doc, "fixture results.json")
+
+
 def sweep_doc(plan: dict[str, tuple[list[str], float | None, float]], *, rounds: int = ROUNDS,
               seed: int = 5, counters: bool = False, study: bool = False,
               checks: dict[str, dict | None] | None = None,

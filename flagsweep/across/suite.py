@@ -237,7 +237,7 @@ def document(s: SuiteTable, out: Path) -> Suite:
                                stop_reason=p.stop_reason, recommendation=p.recommendation,
                                unstable=p.unstable)
                   for p in s.programs],
-        variants=[SuiteVariant(id=r.id, compiler=r.compiler, flags=r.flags,
+        variants=[SuiteVariant(id=r.id, compiler=r.compiler, flags=r.flags, label=r.label,
                                per_program={k: _cell(c) for k, c in r.cells.items()},
                                suite=Comparison.model_validate(r.suite.to_json())
                                if r.suite else None,

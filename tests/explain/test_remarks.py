@@ -11,6 +11,7 @@ import pytest
 
 from flagsweep.explain import remarks
 from flagsweep.report import explanation as view
+from flagsweep.results import contract
 
 # saxpy's loop vectorises at -O3 (and at -O2 in gcc 12); chase's loop cannot (control flow and
 # an indirect load); scale's loop is inlined into twice() and vectorised there.
@@ -119,6 +120,15 @@ def test_a_gcc_record_of_another_layout_is_refused_by_name(tmp_path):
         list(remarks.gcc_remarks(bad))
 
 
+def _results(doc: dict) -> contract.Results:
+    """The parts of a results.json the explanation's view reads, as the contract's models."""
+    return contract.Results.model_construct(
+        explain=contract.ExplainRun.model_validate(doc["explain"]),
+        variants=[contract.Variant.model_construct(
+            id=v["id"], vs_baseline=contract.VsBaseline.model_validate(v["vs_baseline"]),
+            explain=contract.Explain.model_validate(v["explain"])) for v in doc["variants"]])
+
+
 def test_the_page_and_terminal_say_what_the_vectorisers_did_on_each_side():
     row = {"function": "fill_window", "baseline": 5.9e6, "variant": 5.3e7, "change": 4.7e7,
            "change_pct": 800.0, "share_pct": 86.0,
@@ -129,18 +139,18 @@ def test_the_page_and_terminal_say_what_the_vectorisers_did_on_each_side():
     doc = {"explain": {"method": "cachegrind", "unit": "instructions", "baseline": None},
            "variants": [{"id": "gcc-Os", "vs_baseline": {"verdict": "slower"},
                          "explain": {"status": "ok", "functions": [row]}}]}
-    got = view.explained(doc, {"gcc-Os": "-Os"})
+    got = view.explained(_results(doc), {"gcc-Os": "-Os"})
     f = got.variants[0].rows[0]
     assert f.vectorised == "2 loops, 1 block -> none"
     assert "loop vectorized using 16 byte vectors" in f.remarks and "2 more not vectorized" in f.remarks
     assert got.variants[0].lines()[0].endswith("; vectorised 2 loops, 1 block -> none")
     # Not collected: nothing claimed either way.
-    bare = view.explained({**doc, "variants": [{**doc["variants"][0], "explain": {
-        "status": "ok", "functions": [{k: v for k, v in row.items() if "remarks" not in k}]}}]},
+    bare = view.explained(_results({**doc, "variants": [{**doc["variants"][0], "explain": {
+        "status": "ok", "functions": [{k: v for k, v in row.items() if "remarks" not in k}]}}]}),
         {})
     wider = {**row, "remarks_variant": {**row["remarks_baseline"], "widest": 32},
              "remarks_baseline": {**row["remarks_baseline"], "widest": 16}}
-    assert view._vectorised(wider) == "2 loops, 1 block, 16 B vectors -> 2 loops, 1 block, 32 B vectors"
+    assert view._vectorised(contract.ExplainFunction.model_validate(wider)) == "2 loops, 1 block, 16 B vectors -> 2 loops, 1 block, 32 B vectors"
     assert bare.variants[0].rows[0].vectorised == "" and "vectorised" not in bare.variants[0].lines()[0]
 
 

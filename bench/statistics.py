@@ -86,7 +86,7 @@ def sweep(rng: np.random.Generator, noise: Noise, effects: dict[str, float], run
           seed: int) -> tuple[dict[str, stats.Comparison], int, dict]:
     """(comparisons as the analysis makes them, rounds measured, stats.noise's statement)."""
     ids = ["base", "base.aa", *effects]
-    plan = rounds.Plan(ids, seed=seed, warmup=0, baseline="base", threshold=THRESHOLD,
+    plan = rounds.Plan(ids, seed=seed, warmup=0, baseline="base", threshold_pct=100 * THRESHOLD,
                        min_runs=runs or 5, max_runs=runs or 30)
     logs = noise.draw(rng, plan, plan.max_runs)
     for vid, ratio in effects.items():
@@ -289,13 +289,13 @@ def sequential(scale: float) -> None:
         fdp, false_eq, beyond, runs, agree, stopped, calls = [], 0, 0, {True: [], False: []}, 0, 0, 0
         conflicts = 0
         for i in range(n):
-            plan = rounds.Plan(ids, seed=i, warmup=0, baseline="base", threshold=THRESHOLD)
+            plan = rounds.Plan(ids, seed=i, warmup=0, baseline="base", threshold_pct=100 * THRESHOLD)
             logs = noise.draw(rng, plan, plan.max_runs)
             values = {vid: {r: float(math.exp(x + math.log(truth.get(vid, 1.0))))
                             for r, x in enumerate(logs[vid])} for vid in ids}
             verdicts = {}
             for drop in (True, False):
-                plan = rounds.Plan(ids, seed=i, warmup=0, baseline="base", threshold=THRESHOLD,
+                plan = rounds.Plan(ids, seed=i, warmup=0, baseline="base", threshold_pct=100 * THRESHOLD,
                                    drop=drop, keep=frozenset({"base", "base.aa"}))
                 cs, used, outcome = looped(values, plan)
                 runs[drop].append(used)
@@ -577,7 +577,7 @@ def _world(rng: np.random.Generator, noise: Noise, truth: dict[str, float], seed
 
 
 def _run(ids: list[str], values, seed: int, drop: bool):
-    plan = rounds.Plan(ids, seed=seed, warmup=0, baseline="base", threshold=THRESHOLD,
+    plan = rounds.Plan(ids, seed=seed, warmup=0, baseline="base", threshold_pct=100 * THRESHOLD,
                        drop=drop, keep=frozenset({"base", "base.aa"}))
     return looped(values, plan)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from flagsweep.measure.sample import Sample
-from flagsweep.results import writer
+from flagsweep.results import contract, writer
 from flagsweep.results.contract import AA_SUFFIX
 from flagsweep.results.store import Store
 
@@ -236,10 +236,10 @@ def explained_doc() -> dict:
     explanation._add_remarks(entries["gcc-O3"],
                              (remarks.Remarks("ok", functions={"fill_window": missed}), sizes),
                              (remarks.Remarks("ok", functions={"fill_window": vectorised}), sizes))
-    doc = results_doc()
+    doc = contract.Results.model_validate(results_doc())
     top = [{"function": n, "cost": base.cost(n), "share_pct": 100 * base.cost(n) / base.total,
             "size": sizes.get(n)} for n in base.functions]
     writer.add_explain(doc, {"method": "cachegrind", "unit": "instructions",
                              "baseline": {"variant": "gcc-O2", "total": base.total,
                                           "functions": top}, "variants": entries})
-    return doc
+    return doc.dump()

@@ -223,7 +223,7 @@ def _points(store: Store, run: dict, known: dict[tuple, Series], kept_sha: str |
     by_metric: dict[str, tuple] = {}
     versions = {"target": o.get("target_version") or "?",
                 **{c["name"]: c.get("version", "?") for c in o.get("compilers") or []}}
-    docs = [v["doc"] for v in store.variants(run["run_id"])]
+    docs = [v.dump() for v in store.variants(run["run_id"])]
     raw = analysis.values_by_round(samples, lambda s: metric_mod.metric_of(s, metric))
     shaky = _unstable(raw, o, docs)
     _, reference = _against_reference(docs, raw, kept_sha)

@@ -22,6 +22,7 @@ from flagsweep import stats
 from flagsweep.host.launcher import ENV_PAD_MAX
 from flagsweep.measure.sample import Sample
 from flagsweep.stats import gate, layout, sequential
+from flagsweep.stats.threshold import THRESHOLD_PCT, fraction
 
 
 @dataclass
@@ -37,7 +38,7 @@ class Plan:
                                      # --threshold
     metric: str = "wall_s"
     baseline: str | None = None      # what every other binary is compared with
-    threshold: float = 0.01          # the verdicts' practical threshold, as analysis.apply's
+    threshold_pct: float = THRESHOLD_PCT    # the verdicts' practical threshold (percent)
     # run --layouts: binary id -> the variant it is a layout of; comparisons are then made
     # over each variant's layouts (stats.layout) and `baseline` names a variant
     layouts: dict[str, str] = field(default_factory=dict)
@@ -201,8 +202,8 @@ def stops(plan: Plan, values: Values, completed: int,
         if vid in stopped or vid in plan.keep or vid == plan.baseline or vid not in values:
             continue
         got = sequential.final(values[vid], base, round_count=completed, m=m,
-                               max_rounds=plan.max_runs, threshold=plan.threshold, seed=plan.seed,
-                               plan=design(plan))
+                               max_rounds=plan.max_runs, threshold=fraction(plan.threshold_pct),
+                               seed=plan.seed, plan=design(plan))
         if got:
             out[vid] = Stop(completed, *got)
     return out
@@ -361,9 +362,10 @@ def _comparisons(plan: Plan, values: Values) -> dict[str, stats.Comparison]:
         tost = design(plan).tost
         out = {vid: stats.compare(values[vid], base, seed=plan.seed, tost=tost)
                for vid in plan.variant_ids if vid != plan.baseline and vid in values}
-    stats.adjust(list(out.values()), threshold=plan.threshold, alpha=design(plan).alpha)
+    stats.adjust(list(out.values()), threshold=fraction(plan.threshold_pct),
+                 alpha=design(plan).alpha)
     if plan.twin:
-        gate.aa_gate(out, plan.twin, plan.threshold, gate.TWIN_IS[bool(plan.layouts)])
+        gate.aa_gate(out, plan.twin, fraction(plan.threshold_pct), gate.TWIN_IS[bool(plan.layouts)])
     return out
 
 

@@ -15,7 +15,7 @@ from flagsweep import __version__
 from flagsweep.across import merge, suite
 from flagsweep.files import make_dir, write_atomic
 from flagsweep.report import compare, view
-from flagsweep.results import names
+from flagsweep.results import contract, names
 from flagsweep.results.reader import load
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -51,7 +51,7 @@ def write_merge(machines, out: Path) -> Path:
     make_dir(out, "the --out folder")
     variants, cells = merge.table(machines)
     write_atomic(out / "merged.json", json.dumps(merge.to_json(machines, variants, cells), indent=1))
-    rows = [(view.MergeRow(names.label(v, {"variants": variants})),
+    rows = [(view.MergeRow(names.label(v, contract.Results.model_construct(variants=variants))),
              [view.heat_cell(c.change_pct, c.ci, c.verdict) for c in row])
             for v, row in zip(variants, cells)]
     first = machines[0].doc

@@ -99,7 +99,7 @@ def plan(doc: contract.Results, reach: tuple[float, str] | None, enabled: bool,
     if winner is None:
         return record({**start, "why": "the recommendation keeps the baseline"})
     vs = winner.vs_baseline
-    start["one_layout"] = {"ratio": vs.ratio, "ci95": vs.ci95}
+    start |= {"one_layout": {"ratio": vs.ratio, "ci95": vs.ci95}}
     nearest = _nearest_pct(vs)
     if nearest is not None and nearest >= reach_pct:
         return record({**start, "why": f"its 95% CI ends {nearest:.1f}% from no change, beyond "

@@ -71,17 +71,14 @@ def _variant(reps: list[contract.Variant], baseline: str) -> contract.Variant:
     first = reps[0]
     of = _layout_of(first)
     own = len(layout.flags(first.layout))
-    doc = {k: v for k, v in first.dump().items() if k not in OWN}
-    doc["id"], doc["flags"] = of, first.flags[:-own]
-    if of == baseline + AA_SUFFIX:
-        doc["aa_of"] = baseline
-    doc["build"] = _build(reps)
-    doc["check"] = _worst_check(reps)
-    doc["samples"] = _samples(reps)
-    doc["failures"] = [{**f, "layout": r.layout} for r in reps
-                       for f in getattr(r, "failures", None) or []]
-    doc["multiplexed"] = sum(getattr(r, "multiplexed", None) or 0 for r in reps)
-    return contract.Variant.model_validate(doc)
+    kept = {k: v for k, v in first.dump().items() if k not in OWN}
+    twin = {"aa_of": baseline} if of == baseline + AA_SUFFIX else {}
+    return contract.Variant.model_validate({
+        **kept, "id": of, "flags": first.flags[:-own], **twin, "build": _build(reps),
+        "check": _worst_check(reps), "samples": _samples(reps),
+        "failures": [{**f, "layout": r.layout} for r in reps
+                     for f in getattr(r, "failures", None) or []],
+        "multiplexed": sum(getattr(r, "multiplexed", None) or 0 for r in reps)})
 
 
 # A variant's output is as good as its worst layout's: a layout whose output failed or differs

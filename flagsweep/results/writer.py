@@ -8,6 +8,7 @@ effects, aa, noise, recommendation) come from flagsweep.results.analysis.
 
 from __future__ import annotations
 
+import collections
 import csv
 import io
 import json
@@ -65,21 +66,14 @@ def _disturbance(doc: contract.Results, samples: list[Sample], set_aside: list[S
     it (flagsweep.measure.disturbance): the sweep's totals in `measurement`, each variant's in its
     summary. A set-aside attempt was disturbed and retaken; a counted sample still marked
     disturbed ran out of retakes."""
-    counts: dict[str, dict[str, int]] = {}
-    for s in set_aside:
-        c = counts.setdefault(s.variant_id, {"disturbed": 0, "retaken": 0})
-        c["disturbed"] += 1
-        c["retaken"] += 1
-    for s in samples:
-        if s.disturbed and s.round >= 0:
-            counts.setdefault(s.variant_id, {"disturbed": 0, "retaken": 0})["disturbed"] += 1
+    retaken = collections.Counter(s.variant_id for s in set_aside)
+    disturbed = retaken + collections.Counter(s.variant_id for s in samples
+                                              if s.disturbed and s.round >= 0)
     for v in doc.variants:
         if v.summary is not None:
-            mine = counts.get(v.id, {"disturbed": 0, "retaken": 0})
-            v.summary.disturbed, v.summary.retaken = mine["disturbed"], mine["retaken"]
+            v.summary.disturbed, v.summary.retaken = disturbed[v.id], retaken[v.id]
     m = doc.measurement
-    m.disturbed = sum(c["disturbed"] for c in counts.values())
-    m.retaken = sum(c["retaken"] for c in counts.values())
+    m.disturbed, m.retaken = sum(disturbed.values()), sum(retaken.values())
     m.still_disturbed = sum(s.disturbed for s in samples if s.round >= 0)
     most = disturbance.limit(doc.metric, doc.threshold_pct)
     m.disturbance_rule = None if most is None else {

@@ -59,7 +59,6 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats as sps
 
 from flagsweep import files, stats
 from flagsweep.measure import metric as metric_mod
@@ -263,7 +262,7 @@ def _unstable(values: dict[str, dict[int, float]], options: dict, docs: list[dic
                 and not (d.get("build") or {}).get("identical_to")]
     comparisons = {vid: stats.compare(values[vid], values[baseline], seed=m.get("seed") or 0)
                    for vid in measured}
-    stats.adjust(list(comparisons.values()), threshold=m.get("threshold_pct", 1.0) / 100)
+    stats.adjust(list(comparisons.values()), threshold_pct=m.get("threshold_pct", 1.0))
     aa = comparisons[twin]
     if aa.verdict not in ("faster", "slower"):
         return ""
@@ -310,7 +309,7 @@ def _detect(all_series: list[Series], threshold_pct: float) -> None:
             segment = s.points[segment_start[id(s)]:i][-WINDOW:]
             pooled = [x for p in segment for x in p.values]
             tests[id(s)] = (s, i, segment, stats.compare_unpaired(s.points[i].values, pooled))
-        stats.adjust([c for *_, c in tests.values()], threshold=threshold_pct / 100)
+        stats.adjust([c for *_, c in tests.values()], threshold_pct=threshold_pct)
         for s, i, segment, c in tests.values():
             verdict, why, at, ratio, ci = _judge(c, s.points[segment_start[id(s)]:i + 1],
                                                  threshold_pct)
@@ -326,13 +325,13 @@ def _detect(all_series: list[Series], threshold_pct: float) -> None:
                 segment_start[id(s)] = at
 
 
-def _judge(c: stats.Comparison, points: list[Point], threshold_pct: float):
+def _judge(c: stats.RatioEstimate, points: list[Point], threshold_pct: float):
     """(verdict, why, index of the step's first sweep in `points`, ratio, ci95) for the last of
     `points`, the segment so far: the samples' verdict unless the sweeps' own spread explains
     it, or a step that stayed (module docstring)."""
     levels = np.log([p.median for p in points])
     last = len(points) - 1
-    margin = math.log1p(threshold_pct / 100)
+    margin = math.log1p(stats.fraction(threshold_pct))
     sample_step = c.verdict in ("faster", "slower")
     if last < MIN_SPREAD_RUNS:
         if not sample_step:
@@ -349,7 +348,7 @@ def _judge(c: stats.Comparison, points: list[Point], threshold_pct: float):
     best = None
     for r in range(1, PERSIST + 1):
         before, after = levels[:-r][-REFERENCE:], levels[-r:]
-        shift, t, p, ci = _shift_test(before, after)
+        shift, t, p, ci = stats.mean_shift(before, after)
         same_side = np.all(np.sign(after - np.mean(before)) == np.sign(shift))
         agrees = (sample_step and (c.ratio > 1) == (shift > 0)) if r == 1 else same_side
         if p < NIGHT_ALPHA / PERSIST and abs(shift) > margin and agrees \
@@ -368,23 +367,6 @@ def _judge(c: stats.Comparison, points: list[Point], threshold_pct: float):
            f"{min(last + 1 - r, REFERENCE)} before (95% CI {_pct(ci)}), beyond the "
            f"{threshold_pct:g}% threshold and the sweep-to-sweep spread (t = {t:+.1f})")
     return verdict, why, last + 1 - r, math.exp(shift), ci
-
-
-def _shift_test(before: np.ndarray, after: np.ndarray):
-    """(mean shift, t, two-sided p, 95% CI of exp(shift)) of after against before, Student's
-    pooled two-sample t (both sets of sweeps share the machine's spread)."""
-    k, r = len(before), len(after)
-    shift = float(np.mean(after) - np.mean(before))
-    df = k + r - 2
-    ss = float(np.sum((before - before.mean()) ** 2) + np.sum((after - after.mean()) ** 2))
-    se = math.sqrt(ss / df * (1 / k + 1 / r)) if df > 0 else math.inf
-    if se == 0:
-        t = math.copysign(math.inf, shift) if shift else 0.0
-        return shift, t, 0.0 if shift else 1.0, (math.exp(shift), math.exp(shift))
-    t = shift / se
-    q = float(sps.t.isf(0.025, df))
-    return shift, t, float(2 * sps.t.sf(abs(t), df)), (math.exp(shift - q * se),
-                                                      math.exp(shift + q * se))
 
 
 def _pct(ci: tuple[float, float]) -> str:

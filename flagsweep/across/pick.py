@@ -222,7 +222,7 @@ def _combine(c: Candidate) -> None:
         c.ratio, c.ci95 = pooled.ratio, pooled.ci95
 
 
-def _pooled(c: Candidate) -> stats.Comparison | None:
+def _pooled(c: Candidate) -> stats.RatioEstimate | None:
     usable = [p for p in c.pairs if p.ci95 or p.verdict == "identical-code"]
     if not usable or len(usable) < len(c.pairs):
         return None
@@ -239,8 +239,8 @@ def _choose(candidates: list[Candidate], baseline: str, threshold_pct: float):
     Yekutieli, JASA 2005), as a sweep's faster/slower calls are."""
     pooled = {c.id: p for c in candidates if not c.excluded and (p := _pooled(c)) is not None}
     eligible = [c for c in candidates if c.id in pooled]
-    threshold = threshold_pct / 100
-    stats.fcr_intervals(list(pooled.values()), threshold)
+    stats.fcr_intervals(list(pooled.values()), threshold_pct)
+    threshold = stats.fraction(threshold_pct)
     for c in eligible:
         c.ci_fcr = pooled[c.id].ci_fcr
     winners = [c for c in eligible if c.ci_fcr is not None and c.ci_fcr[1] < 1 - threshold]

@@ -52,7 +52,7 @@ class Row:
     compiler: str
     flags: list[str]
     cells: dict[str, pick.Pair | None]             # program -> its own comparison, None: absent
-    suite: stats.Comparison | None = None
+    suite: stats.RatioEstimate | None = None
     missing: str = ""                              # why there is no suite estimate
     label: str = ""                                # what people call it (results.names)
 
@@ -131,7 +131,7 @@ def build(docs: list[tuple[Path, dict]], threshold_pct: float | None = None,
     shaky = {d["target"] for _, d in docs if unstable(d)}
     rows = [_row(vid, docs, shaky) for vid in _variant_ids(docs)]
     pooled = [r.suite for r in rows if r.suite is not None]
-    stats.adjust(pooled, threshold / 100)
+    stats.adjust(pooled, threshold)
     m = first["machine"]
     s = Suite(f"{m.get('cpu_model', '?')} ({m.get('march_native') or '?'}), {m.get('hostname', '?')}",
               first["metric"],
@@ -215,7 +215,7 @@ def _recommend(s: Suite) -> str:
             f"programs (geometric mean); by program: {'; '.join(parts)}.")
 
 
-def _pct_ci(c: stats.Comparison) -> str:
+def _pct_ci(c: stats.RatioEstimate) -> str:
     return stats.change_text(c.ratio, c.ci95)
 
 

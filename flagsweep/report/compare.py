@@ -75,7 +75,7 @@ def _rows(ra: view.Report, rb: view.Report, a_doc: dict, b_doc: dict,
     ids = [r.id for r in ra.variants] + [r.id for r in rb.variants if r.id not in a_rows]
     comparisons = {vid: stats.compare_unpaired(b_values[vid], a_values[vid]) for vid in ids
                    if vid in a_values and vid in b_values}
-    stats.adjust(list(comparisons.values()), threshold=thr / 100)
+    stats.adjust(list(comparisons.values()), threshold_pct=thr)
     out = []
     for vid in ids:
         a, b, c = a_rows.get(vid), b_rows.get(vid), comparisons.get(vid)

@@ -19,7 +19,6 @@ from flagsweep.results.contract import AA_SUFFIX, is_control
 from flagsweep.stats import effects as effects_mod
 from flagsweep.stats import gate as gate_mod
 from flagsweep.stats import layout, sequential
-from flagsweep.stats.threshold import fraction
 
 
 def values_by_round(samples: list[Sample], metric_of,
@@ -61,7 +60,7 @@ def apply(doc: contract.Results, values: dict[str, dict[int, float]], seed: int,
     values = {vid: vals for vid, vals in values.items() if vid not in refused}
     if replicates is not None:
         replicates = {vid: reps for vid, reps in replicates.items() if vid not in refused}
-    comparisons: dict[str, stats.Comparison] = {}
+    comparisons: dict[str, stats.RatioEstimate] = {}
     for vid, v in variants.items():
         v.summary = summary(stats.summarize(summarized.get(vid, {})))
         if replicates is not None:
@@ -71,11 +70,11 @@ def apply(doc: contract.Results, values: dict[str, dict[int, float]], seed: int,
                                              tost=design.tost)
     if replicates is not None:
         comparisons = layout.compare_arms(replicates, baseline)
-    stats.adjust(list(comparisons.values()), threshold=fraction(threshold_pct),
+    stats.adjust(list(comparisons.values()), threshold_pct=threshold_pct,
                  alpha=design.alpha if replicates is None else 0.05)
     twin = baseline + AA_SUFFIX
     twin_is = gate_mod.TWIN_IS[replicates is not None]
-    gate = gate_mod.aa_gate(comparisons, twin, fraction(threshold_pct), twin_is)
+    gate = gate_mod.aa_gate(comparisons, twin, threshold_pct, twin_is)
     for vid, v in variants.items():
         v.vs_baseline = _vs_baseline(v, baseline, comparisons)
         if vid in refused and vid != baseline and not v.build.identical_to:
@@ -95,18 +94,18 @@ def apply(doc: contract.Results, values: dict[str, dict[int, float]], seed: int,
 
 # ---- the statistics' own classes as the contract's: one conversion each -------------------------
 
-def summary(s: stats.Summary) -> contract.Summary:
+def summary(s: stats.SampleSummary) -> contract.Summary:
     """A variant's summary (stats.summarize) as results.json has it."""
     return contract.Summary.model_validate(s.to_json())
 
 
-def vs_baseline(c: stats.Comparison) -> contract.VsBaseline:
+def vs_baseline(c: stats.RatioEstimate) -> contract.VsBaseline:
     """A comparison with the baseline (stats.compare, adjusted) as a variant's vs_baseline;
     its to_json makes a non-finite value null: results.json stays strict JSON."""
     return contract.VsBaseline.model_validate(c.to_json())
 
 
-def effect(row: effects_mod.Effect) -> contract.Effect:
+def effect(row: effects_mod.FactorEffect) -> contract.Effect:
     """A model's effect row (stats.effects) as an `effects` row."""
     return contract.Effect.model_validate(row.to_json())
 
@@ -252,7 +251,7 @@ def output_ok(v: contract.Variant) -> bool:
 
 
 def _vs_baseline(v: contract.Variant, baseline: str,
-                 comparisons: dict[str, stats.Comparison]) -> contract.VsBaseline | None:
+                 comparisons: dict[str, stats.RatioEstimate]) -> contract.VsBaseline | None:
     if v.id == baseline:
         return None
     rep = v.build.identical_to
@@ -281,7 +280,7 @@ def build_reason(detail: str | None) -> str:
     return (quoted or lines or ["no detail recorded"])[0]
 
 
-def _aa(twin: str, c: stats.Comparison | None, gate: dict,
+def _aa(twin: str, c: stats.RatioEstimate | None, gate: dict,
         twin_is: str = gate_mod.TWIN_IS[False]) -> contract.AA | None:
     if c is None:
         return None
@@ -302,7 +301,7 @@ def _aa(twin: str, c: stats.Comparison | None, gate: dict,
 
 
 def _effects(doc: contract.Results, values: dict[str, dict[int, float]],
-             comparisons: dict[str, stats.Comparison], gate: dict,
+             comparisons: dict[str, stats.RatioEstimate], gate: dict,
              layouts: bool = False) -> tuple[list[contract.Effect], dict]:
     """Which flags matter, over the measured, distinct, non-twin variants whose output is right.
 
@@ -355,7 +354,7 @@ def _factorial(doc: contract.Results, designed: dict[str, contract.Variant],
 
 def _one_change_rows(doc: contract.Results, designed: dict[str, contract.Variant],
                      values: dict[str, dict[int, float]],
-                     comparisons: dict[str, stats.Comparison], left_out: list[str]):
+                     comparisons: dict[str, stats.RatioEstimate], left_out: list[str]):
     """(rows, design) when each measured variant changes exactly one factor of the baseline,
     no two to the same level; else None. Such a level's effect is its variant against the
     baseline, paired by round: what the variants table already says of it."""
@@ -497,7 +496,7 @@ def _recommend(doc: contract.Results,
                 f"({' '.join(base.flags) or 'default flags'}) by more than "
                 f"{threshold_pct:g}%: {counts}. Keep the baseline's flags.{excluded}")
     best = min(faster, key=lambda v: v.vs_baseline.ratio)
-    limit = best.vs_baseline.ratio * (1 + fraction(threshold_pct))
+    limit = best.vs_baseline.ratio * (1 + stats.fraction(threshold_pct))
     close = [v for v in faster if v.vs_baseline.ratio <= limit]
     simplest = min(close, key=lambda v: (len(v.flags), v.vs_baseline.ratio))
     why = (f"{' '.join(best.flags)} is the fastest: {_pct(best)} against the baseline "

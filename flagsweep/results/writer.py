@@ -27,8 +27,8 @@ from flagsweep.results import analysis, confirmation, contract, layouts
 from flagsweep.results.contract import SCHEMA
 from flagsweep.results.store import NoStore, Store
 from flagsweep.experiment import target
+from flagsweep import stats
 from flagsweep.stats import sequential
-from flagsweep.stats.threshold import THRESHOLD_PCT, fraction
 
 log = logging.getLogger("flagsweep.results")
 CSV_COUNTERS = ("cycles", "instructions", "branch_misses", "cache_misses", "task_clock_s",
@@ -77,7 +77,7 @@ def _disturbance(doc: contract.Results, samples: list[Sample], set_aside: list[S
     m.still_disturbed = sum(s.disturbed for s in samples if s.round >= 0)
     most = disturbance.limit(doc.metric, doc.threshold_pct)
     m.disturbance_rule = None if most is None else {
-        "off_cpu_share": most, "steal_share": fraction(doc.threshold_pct),
+        "off_cpu_share": most, "steal_share": stats.fraction(doc.threshold_pct),
         "max_retakes": disturbance.MAX_RETAKES}
 
 
@@ -139,7 +139,7 @@ def _document(run: dict, stored: list[contract.Variant],
         design=o.get("design"), distro=o.get("distro"), skipped=o.get("skipped", []),
         measurement=_measurement(m, o.get("metric_choice")),
         variants=[_variant(v, samples, run["started"], metric) for v in stored],
-        threshold_pct=m.get("threshold_pct", THRESHOLD_PCT))
+        threshold_pct=m.get("threshold_pct", stats.THRESHOLD_PCT))
     values = analysis.values_by_round(samples, lambda s: metric_mod.metric_of(s, metric))
     refused = _replaced(doc.variants, o.get("replaced") or {})
     replicates = None

@@ -17,7 +17,7 @@ from flagsweep import report
 from flagsweep.cli import cli
 from flagsweep.errors import FlagsweepError
 from flagsweep.report import view
-from flagsweep.results import reader
+from flagsweep.results import contract, reader
 
 SECTIONS = ["headline", "effects", "variants", "distributions", "counters", "machine", "builds"]
 
@@ -92,7 +92,7 @@ def test_every_verdict_has_its_badge_and_row(rendered):
 
 
 def test_headline_counts_findings_and_warnings():
-    doc = rf.results_doc()
+    doc = contract.Results.model_validate(rf.results_doc())
     r = view.build(doc, rf.Path("/x/results.json"), rf.Path("/x"))
     h = r.headline
     assert dict(h.counts) == {"faster": 1, "slower": 1, "equivalent": 2, "inconclusive": 1,
@@ -117,10 +117,12 @@ def test_a_failed_or_interrupted_sweep_says_so():
 
 
 def test_counters_without_and_with_a_pmu(tmp_path):
-    plain = view.build(rf.results_doc(), tmp_path / "r.json", tmp_path).counters
+    plain = view.build(contract.Results.model_validate(rf.results_doc()), tmp_path / "r.json",
+                       tmp_path).counters
     assert plain.kind == "software" and "IPC" not in plain.columns
     assert "context switches" in plain.columns
-    hw = view.build(rf.results_doc(counters=True), tmp_path / "r.json", tmp_path).counters
+    hw = view.build(contract.Results.model_validate(rf.results_doc(counters=True)),
+                    tmp_path / "r.json", tmp_path).counters
     assert hw.kind == "hardware"
     assert hw.columns[0] == "IPC"
     label, cells = hw.rows[0]
@@ -195,7 +197,7 @@ def test_nothing_measured_still_renders(tmp_path):
 
 
 def test_study_page_sets_then_beside_now(tmp_path):
-    doc = rf.results_doc(study=True)
+    doc = contract.Results.model_validate(rf.results_doc(study=True))
     r = view.build(doc, tmp_path / "r.json", tmp_path)
     rows = {row.label: row for row in r.study.rows}
     assert rows["-O0"].then == ["+150.0%"] and rows["-O0"].verdict == "slower"
@@ -204,7 +206,7 @@ def test_study_page_sets_then_beside_now(tmp_path):
     assert re.search(r"faster than -O2: -O3 \(-(9|10)\.\d%", r.study.answer)
     slower = next(f for f in r.headline.findings if f.verdict == "slower")
     assert slower.items[0].then == "then: +150.0% on Old box"
-    html = report.write(rf.write(tmp_path / "s", doc)).read_text()
+    html = report.write(rf.write(tmp_path / "s", doc.dump())).read_text()
     assert 'id="study"' in html and "Do the old flags still matter?" in html
 
 

@@ -20,7 +20,6 @@ Default targets gzip and lame, with --quick inputs unless --full. A private stor
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import os
 import subprocess
@@ -33,7 +32,7 @@ import numpy as np
 
 from flagsweep.measure import metric as metric_mod
 from flagsweep.measure import rounds
-from flagsweep.results import analysis
+from flagsweep.results import analysis, contract
 from flagsweep.results.store import Store
 
 FLAGSWEEP = [sys.executable, "-m", "flagsweep"]
@@ -62,10 +61,10 @@ def verdicts_by_round(doc: dict, store: Store) -> list[tuple[int, float, dict[st
     out = []
     for k in range(1, n + 1):
         first = rounds.first_rounds(values, k)
-        replay = copy.deepcopy(doc)
-        analysis.apply(replay, first, doc["threshold_pct"], doc["measurement"]["seed"])
-        verdicts = {v["id"]: (v.get("vs_baseline") or {}).get("verdict")
-                    for v in replay["variants"] if v["id"] != doc["baseline"]}
+        replay = contract.Results.model_validate(doc)
+        analysis.apply(replay, first, doc["measurement"]["seed"])
+        verdicts = {v.id: v.vs_baseline.verdict if v.vs_baseline else None
+                    for v in replay.variants if v.id != replay.baseline}
         ended = max(s.taken_at for s in counted if s.round == k - 1)
         out.append((k, ended, verdicts))
     return out

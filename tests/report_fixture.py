@@ -243,11 +243,10 @@ def explained_doc() -> dict:
     explanation._add_remarks(entries["gcc-O3"],
                              (remarks.Remarks("ok", functions={"fill_window": missed}), sizes),
                              (remarks.Remarks("ok", functions={"fill_window": vectorised}), sizes))
-    doc = results_doc()
+    doc = contract.Results.model_validate(results_doc())
     top = [{"function": n, "cost": base.cost(n), "share_pct": 100 * base.cost(n) / base.total,
             "size": sizes.get(n)} for n in base.functions]
     writer.add_explain(doc, {"method": "cachegrind", "unit": "instructions",
                              "baseline": {"variant": "gcc-O2", "total": base.total,
-                                          "functions": top},
-                             "variants": {k: e.dump() for k, e in entries.items()}})
-    return doc
+                                          "functions": top}, "variants": entries})
+    return doc.dump()

@@ -263,7 +263,7 @@ def _points(store: Store, run: StoredSweep, known: dict[tuple, VariantSeries],
     machine = machine_key(run.machine)
     samples = store.samples(run.run_id)
     by_metric: dict[str, tuple] = {}
-    docs = [Variant.model_validate(v["doc"]) for v in store.variants(run.run_id)]
+    docs = store.variants(run.run_id)
     raw = analysis.values_by_round(samples, lambda s: metric_mod.metric_of(s, metric))
     shaky = _unstable(raw, run, docs)
     _, reference = _against_reference(docs, raw, kept_sha)

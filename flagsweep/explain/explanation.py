@@ -228,9 +228,9 @@ def explain_file(path: Path, say: Callable[[str], None], method: str = "auto",
     doc = results.dump()
     for v in doc["variants"]:
         v.pop("explain", None)
-    writer.add_explain(doc, found)
-    contract.validate(doc, path)
-    write_atomic(path, json.dumps(doc, indent=1))
+    results = contract.validate(doc, path)
+    writer.add_explain(results, found)
+    write_atomic(path, json.dumps(results.dump(), indent=1))
     _keep(results.run_id, found)
     return path
 

@@ -48,6 +48,7 @@ from flagsweep.results import store
 from flagsweep.results.contract import AA_SUFFIX
 from flagsweep.experiment import matrix, recipe, target
 from flagsweep.workload import check, inputs
+from flagsweep.stats.threshold import THRESHOLD_PCT
 
 log = logging.getLogger("flagsweep.jobs.fleet")
 BENCH = "bench"
@@ -156,7 +157,7 @@ def round_task(job: dict, rnd: int, binaries: dict[str, tuple[str, bytes]],
     sampler = sweep.Sampler(job["run_id"], workload, paths, pre, False, db,
                             lambda text: log.warning("%s", text), worker=_worker_name(),
                             metric=job.get("metric", "wall_s"),
-                            threshold_pct=job.get("threshold_pct", 1.0))
+                            threshold_pct=job.get("threshold_pct", THRESHOLD_PCT))
     with launcher.pinned(_bench_cpu()):
         for pos, vid in enumerate(rounds.order(plan, rnd)):
             if (vid, rnd) in done:

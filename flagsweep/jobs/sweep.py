@@ -37,6 +37,7 @@ from flagsweep.results.contract import AA_SUFFIX, REF_SUFFIX
 from flagsweep.results.store import Store
 from flagsweep.experiment import matrix, recipe, target
 from flagsweep.workload import check, inputs
+from flagsweep.stats.threshold import THRESHOLD_PCT
 
 log = logging.getLogger("flagsweep.jobs.sweep")
 METRICS = {**metric_mod.COLUMNS, "auto": "auto"}
@@ -59,7 +60,7 @@ class MeasureOptions:
     strict_check: bool = False
     seed: int | None = None
     counters: str = "auto"          # auto | hardware | software | none
-    threshold_pct: float = 1.0      # the practical threshold: smaller effects do not matter
+    threshold_pct: float = THRESHOLD_PCT   # the practical threshold: smaller effects do not matter
     reference: str | None = None    # a binary, or an earlier run's folder: its baseline's binary
     no_reference: bool = False      # no kept reference arm (else the store's, once it has one)
     keep_scratch: bool = False      # keep the check and timing outputs of a complete run
@@ -190,7 +191,7 @@ def resume(id_or_dir: str, store: Store, say: Callable[[str], None],
         raise FlagsweepError(f"run {run_id} is already complete ({row['stop_reason']})")
     o = row["options"]
     opts = MeasureOptions(**o["measure"])
-    docs = [v["doc"] for v in store.variants(run_id)]
+    docs = [v.dump() for v in store.variants(run_id)]
     t = target.load(o["target_path"])
     if o.get("target_sha256") and files.sha256_file(t.path) != o["target_sha256"]:
         raise FlagsweepError(f"{t.path} changed since run {run_id} started; its remaining "
@@ -310,7 +311,7 @@ def _confirmation_planned(sweep: Sweep, store: Store, ending: dict) -> None:
     """Whether this sweep's recommendation is confirmed over layouts (results.confirmation),
     kept with the run: a confirmation that needs running is recorded `running` until it ends."""
     doc = writer.document(store, sweep.run_id, ending)
-    reach = confirmation.measured_reach(store, sweep.target.name, doc["machine"])
+    reach = confirmation.measured_reach(store, sweep.target.name, doc.machine)
     record = confirmation.plan(doc, reach, sweep.opts.layout_confirm, sweep.opts.confirm_layouts)
     store.set_option(sweep.run_id, "confirmation", record)
 
@@ -477,7 +478,7 @@ def checked(sweep: Sweep, workload: check.Invocation | None, store: Store,
     """Check every distinct binary not checked yet; return the ids that will be timed.
     `run_checks(binaries, baseline)` runs them elsewhere (a fleet worker); default: here."""
     run_checks = run_checks or (lambda todo, base: check.check_all(workload, todo, base))
-    stored = {v["doc"]["id"]: v["check"] for v in store.variants(sweep.run_id)}
+    stored = {v.id: v.check for v in store.variants(sweep.run_id)}
     _baseline_built(sweep)
     distinct = runnable(sweep.builds)
     todo = {vid: path for vid, path in distinct.items() if stored.get(vid) is None}
@@ -517,9 +518,9 @@ def _baseline_built(sweep: Sweep) -> None:
     b = next(d for d in sweep.builds if d["id"] == sweep.baseline)["build"]
     if b["status"] != "ok":
         raise FlagsweepError(f"the baseline {sweep.baseline} did not build ({b['status']}: "
-                             f"{analysis.build_reason(b)}); every variant is compared with it, "
-                             "so nothing can be measured. Fix its flags, or give a flag set "
-                             "that builds first")
+                             f"{analysis.build_reason(b.get('detail'))}); every variant is "
+                             "compared with it, so nothing can be measured. Fix its flags, or "
+                             "give a flag set that builds first")
 
 
 def _rounds(sweep: Sweep, workload: check.Invocation, measured: list[str],

@@ -55,7 +55,7 @@ def write_merge(machines, out: Path) -> Path:
     merged = merge.merged(machines, variants, cells)
     write_atomic(out / "merged.json", json.dumps(merged.dump(), indent=1))
     doc = contract.validate(merged.dump(), out / "merged.json", "merged")
-    rows = [(heatmap.MergeRow(names.label(v, {"variants": variants})),
+    rows = [(heatmap.MergeRow(names.label(v, contract.Results.model_construct(variants=variants))),
              [heatmap.heat_cell(c.change_pct, c.ci, c.verdict) for c in row.per_machine])
             for v, row in zip(variants, doc.variants)]
     first = machines[0].doc

@@ -14,6 +14,7 @@ from flagsweep.compilation.variants import LINKER_SAYS
 from flagsweep.host import advice as machine_advice
 from flagsweep.measure import metric as metric_mod
 from flagsweep.measure.sample import Sample
+from flagsweep.results import contract
 from flagsweep.results.contract import AA_SUFFIX, is_control
 from flagsweep.stats import effects as effects_mod
 from flagsweep.stats import gate as gate_mod
@@ -33,11 +34,12 @@ def values_by_round(samples: list[Sample], metric_of,
     return out
 
 
-def apply(doc: dict, values: dict[str, dict[int, float]], threshold_pct: float, seed: int,
+def apply(doc: contract.Results, values: dict[str, dict[int, float]], seed: int,
           replicates: dict[str, dict[str, dict[int, float]]] | None = None,
           refused: dict[str, str] | None = None,
           design: sequential.Design | None = None) -> None:
-    """Fill summary/vs_baseline on doc's variants and the sweep-level statistics fields.
+    """Fill summary/vs_baseline on doc's variants and the sweep-level statistics fields, at
+    the document's own practical threshold (`doc.threshold_pct`).
 
     `replicates` (run --layouts): variant -> its layouts' values. The comparisons are then made
     over the layouts (flagsweep.stats.layout), and `values` holds each variant's per-round
@@ -51,8 +53,8 @@ def apply(doc: dict, values: dict[str, dict[int, float]], threshold_pct: float, 
     variant stops, Benjamini-Hochberg at what they left; in a sweep that could stop at several
     rounds, equivalence at the level of a test repeated at each. None: a single look at 0.05."""
     design = design or sequential.Design()
-    baseline = doc["baseline"]
-    variants = {v["id"]: v for v in doc["variants"]}
+    baseline, threshold_pct = doc.baseline, doc.threshold_pct
+    variants = {v.id: v for v in doc.variants}
     refused = _refusals(refused or {}, variants, baseline)
     summarized = values
     values = {vid: vals for vid, vals in values.items() if vid not in refused}
@@ -60,9 +62,9 @@ def apply(doc: dict, values: dict[str, dict[int, float]], threshold_pct: float, 
         replicates = {vid: reps for vid, reps in replicates.items() if vid not in refused}
     comparisons: dict[str, stats.RatioEstimate] = {}
     for vid, v in variants.items():
-        v["summary"] = stats.summarize(summarized.get(vid, {})).to_json()
+        v.summary = summary(stats.summarize(summarized.get(vid, {})))
         if replicates is not None:
-            v["summary"]["layouts"] = _layout_summaries(v, replicates.get(vid, {}))
+            v.summary.layouts = _layout_summaries(v, replicates.get(vid, {}))
         elif vid != baseline and vid in values and baseline in values:
             comparisons[vid] = stats.compare(values[vid], values[baseline], seed=seed,
                                              tost=design.tost)
@@ -74,24 +76,47 @@ def apply(doc: dict, values: dict[str, dict[int, float]], threshold_pct: float, 
     twin_is = gate_mod.TWIN_IS[replicates is not None]
     gate = gate_mod.aa_gate(comparisons, twin, threshold_pct, twin_is)
     for vid, v in variants.items():
-        v["vs_baseline"] = _vs_baseline(v, vid, baseline, comparisons, variants)
-        if vid in refused and vid != baseline and not v["build"].get("identical_to"):
-            v["vs_baseline"] = {"verdict": "not-measured", "why": refused[vid]}
-    doc["aa"] = _aa(twin, comparisons.get(twin), gate, twin_is)
+        v.vs_baseline = _vs_baseline(v, baseline, comparisons)
+        if vid in refused and vid != baseline and not v.build.identical_to:
+            v.vs_baseline = contract.VsBaseline(verdict="not-measured", why=refused[vid])
+    doc.aa = _aa(twin, comparisons.get(twin), gate, twin_is)
     if replicates is None:
-        doc["noise"] = stats.noise(values.get(baseline, {}), values.get(twin), threshold_pct,
-                                   m=len(comparisons))
+        doc.noise = noise(stats.noise(values.get(baseline, {}), values.get(twin), threshold_pct,
+                                      m=len(comparisons)))
     else:
-        doc["noise"] = layout.noise(replicates.get(baseline, {}), replicates.get(twin),
-                                    threshold_pct, m=len(comparisons))
+        doc.noise = noise(layout.noise(replicates.get(baseline, {}), replicates.get(twin),
+                                       threshold_pct, m=len(comparisons)))
     effect_values = values if replicates is None else layout.level_values(replicates, baseline)
-    doc["effects"], doc["effects_design"] = _effects(doc, effect_values, threshold_pct,
-                                                     comparisons, gate,
-                                                     layouts=replicates is not None)
-    doc["recommendation"] = _recommend(doc, threshold_pct, refused)
+    doc.effects, doc.effects_design = _effects(doc, effect_values, comparisons, gate,
+                                               layouts=replicates is not None)
+    doc.recommendation = _recommend(doc, refused)
 
 
-def _refusals(refused: dict[str, str], variants: dict[str, dict], baseline: str) -> dict[str, str]:
+# ---- the statistics' own classes as the contract's: one conversion each -------------------------
+
+def summary(s: stats.SampleSummary) -> contract.Summary:
+    """A variant's summary (stats.summarize) as results.json has it."""
+    return contract.Summary.model_validate(s.to_json())
+
+
+def vs_baseline(c: stats.RatioEstimate) -> contract.VsBaseline:
+    """A comparison with the baseline (stats.compare, adjusted) as a variant's vs_baseline;
+    its to_json makes a non-finite value null: results.json stays strict JSON."""
+    return contract.VsBaseline.model_validate(c.to_json())
+
+
+def effect(row: effects_mod.FactorEffect) -> contract.Effect:
+    """A model's effect row (stats.effects) as an `effects` row."""
+    return contract.Effect.model_validate(row.to_json())
+
+
+def noise(statement: dict) -> contract.Noise:
+    """The noise statement (stats.noise, stats.layout.noise) as results.json's `noise`."""
+    return contract.Noise.model_validate(statement)
+
+
+def _refusals(refused: dict[str, str], variants: dict[str, contract.Variant],
+              baseline: str) -> dict[str, str]:
     """Every variant is judged against the baseline: with its binary replaced, none is."""
     if baseline not in refused:
         return refused
@@ -99,13 +124,14 @@ def _refusals(refused: dict[str, str], variants: dict[str, dict], baseline: str)
     return {vid: refused.get(vid, why) for vid in variants}
 
 
-def _layout_summaries(v: dict, reps: dict[str, dict[int, float]]) -> list[dict]:
+def _layout_summaries(v: contract.Variant,
+                      reps: dict[str, dict[int, float]]) -> list[contract.LayoutSummary]:
     """Each layout of a variant: its seed, its binary's code hash, its median and run count."""
     out = []
-    for b in v["build"].get("layouts") or []:
-        s = stats.summarize(reps.get(b["id"], {}))
-        out.append({"id": b["id"], "seed": b["seed"], "code_sha256": b["code_sha256"],
-                    "median": s.median, "n": s.n})
+    for b in v.build.layouts or []:
+        s = stats.summarize(reps.get(b.id, {}))
+        out.append(contract.LayoutSummary(id=b.id, seed=b.seed, code_sha256=b.code_sha256,
+                                          median=s.median, n=s.n))
     return out
 
 
@@ -116,34 +142,36 @@ NIGHT_S = 12 * 3600
 BETTER_METRIC = 0.75
 
 
-def advise(doc: dict, samples: list[Sample]) -> None:
+def advise(doc: contract.Results, samples: list[Sample]) -> None:
     """Follow the noise warning with what would help this sweep, only what can be done: a
     metric whose A/A noise is lower on these very samples, the machine settings that add noise
     (host.advice), an isolated CPU, and more rounds only when they fit in a night at this
     sweep's pace; else that this machine cannot resolve the effect for this program."""
-    noise = doc.get("noise") or {}
-    if not noise.get("warning"):
+    statement = doc.noise
+    if statement is None or not getattr(statement, "warning", None):
         return
-    ways = [*_other_metrics(doc, samples, noise), *_machine_ways(doc),
-            _more_rounds(noise, _pace_s(samples), doc["threshold_pct"])]
-    noise["warning"] += ". What would help: " + "; ".join(w for w in ways if w)
+    ways = [*_other_metrics(doc, samples, statement),
+            *_machine_ways(doc.machine, doc.threshold_pct),
+            _more_rounds(statement, _pace_s(samples), doc.threshold_pct)]
+    statement.warning += ". What would help: " + "; ".join(w for w in ways if w)
 
 
-def _other_metrics(doc: dict, samples: list[Sample], noise: dict) -> list[str]:
+def _other_metrics(doc: contract.Results, samples: list[Sample],
+                   statement: contract.Noise) -> list[str]:
     """The noise statement re-made on each other time-like metric the samples carry."""
-    if doc["metric"] != "wall_s":
+    if doc.metric != "wall_s":
         return []
-    choice = (doc.get("measurement") or {}).get("metric_choice") or {}
-    baseline, twin = doc["baseline"], doc["baseline"] + AA_SUFFIX
+    choice = getattr(doc.measurement, "metric_choice", None) or {}
+    baseline, twin = doc.baseline, doc.baseline + AA_SUFFIX
     out = []
     for name, option in (("cpu_s", "cpu"), ("cycles", "cycles")):
         values = values_by_round(samples, lambda s, n=name: metric_mod.metric_of(s, n))
         if twin not in values or baseline not in values:
             continue
-        other = stats.noise(values[baseline], values[twin], doc["threshold_pct"],
-                            m=noise.get("comparisons") or 1)["mde_pct"]
-        if other is None or (noise.get("mde_pct") is not None
-                             and other > BETTER_METRIC * noise["mde_pct"]):
+        other = noise(stats.noise(values[baseline], values[twin], doc.threshold_pct,
+                                  m=statement.comparisons or 1)).mde_pct
+        if other is None or (statement.mde_pct is not None
+                             and other > BETTER_METRIC * statement.mde_pct):
             continue
         if option == "cpu" and choice.get("metric") == "wall":
             out.append(f"`--metric cpu` would call {other:.1f}% on these samples, but this "
@@ -155,21 +183,20 @@ def _other_metrics(doc: dict, samples: list[Sample], noise: dict) -> list[str]:
     return out
 
 
-def _machine_ways(doc: dict) -> list[str]:
-    machine = doc.get("machine") or {}
+def _machine_ways(machine: contract.Machine, threshold_pct: float) -> list[str]:
+    state = machine.dump()          # host.advice reads the machine state it probed, as a dict
     out = []
     if any(machine_advice.TUNE_COMMAND in w
-           for w in machine_advice.warnings(machine, doc["threshold_pct"])):
+           for w in machine_advice.warnings(state, threshold_pct)):
         out.append(f"{machine_advice.TUNE_COMMAND} (as root; `flagsweep system` lists what it "
                    "changes)")
-    isolated = machine.get("isolated_cpus") or []
-    pinned = machine.get("pinned_cpu")
-    free = machine_advice.free_isolated(machine)
-    if isolated and pinned not in isolated:
+    isolated = getattr(machine, "isolated_cpus", None) or []
+    free = machine_advice.free_isolated(state)
+    if isolated and machine.pinned_cpu not in isolated:
         out.append(f"`--cpu {free}`, a CPU the kernel keeps other tasks off" if free is not None
                    else f"`--cpu {isolated[0]} --wait`, a CPU the kernel keeps other tasks off "
                         "(another sweep held every isolated one)")
-    elif not isolated and (machine.get("cpu_count") or 0) > 1:
+    elif not isolated and (getattr(machine, "cpu_count", None) or 0) > 1:
         out.append("a CPU kept free of other tasks (isolcpus= on the kernel command line; "
                    "sweeps then measure there without --cpu)")
     return out
@@ -188,8 +215,9 @@ def _pace_s(samples: list[Sample]) -> float | None:
     return span / (len(starts) - 1) if span > 0 else None
 
 
-def _more_rounds(noise: dict, pace_s: float | None, threshold_pct: float) -> str | None:
-    rounds = noise.get("rounds_needed")
+def _more_rounds(statement: contract.Noise, pace_s: float | None,
+                 threshold_pct: float) -> str | None:
+    rounds = statement.rounds_needed
     if not rounds:
         return None
     if pace_s is None:
@@ -216,44 +244,44 @@ def _duration(seconds: float) -> str:
 PASSED = ("ok", "equivalent")
 
 
-def output_ok(v: dict) -> bool:
+def output_ok(v: contract.Variant) -> bool:
     """Whether a variant's output passed its check: a program that computes something else is
     shown and (without --strict-check) timed, but it is never a flag set to choose."""
-    return (v.get("check") or {}).get("status") in PASSED
+    return v.check is not None and v.check.status in PASSED
 
 
-def _vs_baseline(v: dict, vid: str, baseline: str, comparisons: dict, variants: dict) -> dict | None:
-    if vid == baseline:
+def _vs_baseline(v: contract.Variant, baseline: str,
+                 comparisons: dict[str, stats.RatioEstimate]) -> contract.VsBaseline | None:
+    if v.id == baseline:
         return None
-    rep = v["build"].get("identical_to")
+    rep = v.build.identical_to
     if rep:
         base = comparisons.get(rep)
-        return {"verdict": "identical-code", "identical_to": rep,
-                "ratio": base.ratio if base else (1.0 if rep == baseline else None)}
-    if vid in comparisons:
-        return comparisons[vid].to_json()
-    return {"verdict": "not-measured", "why": _why_not_measured(v)}
+        return contract.VsBaseline(verdict="identical-code", identical_to=rep,
+                                   ratio=base.ratio if base else (1.0 if rep == baseline else None))
+    if v.id in comparisons:
+        return vs_baseline(comparisons[v.id])
+    return contract.VsBaseline(verdict="not-measured", why=_why_not_measured(v))
 
 
-def _why_not_measured(v: dict) -> str:
-    if v["build"]["status"] != "ok":
-        return f"build {v['build']['status']}: {build_reason(v['build'])}"
-    check = v.get("check") or {}
-    if check.get("status") in ("failed", "differs"):
-        return f"output check {check['status']}: {check.get('detail', '')}"
+def _why_not_measured(v: contract.Variant) -> str:
+    if v.build.status != "ok":
+        return f"build {v.build.status}: {build_reason(getattr(v.build, 'detail', None))}"
+    if v.check is not None and v.check.status in ("failed", "differs"):
+        return f"output check {v.check.status}: {v.check.detail or ''}"
     return "no successful samples"
 
 
-def build_reason(b: dict) -> str:
-    """Why a build is not usable, in one line: the first compiler or linker error its detail
-    quotes (the lines after "...; build.log:"), else the detail's first line."""
-    lines = [line.strip() for line in (b.get("detail") or "").splitlines() if line.strip()]
+def build_reason(detail: str | None) -> str:
+    """Why a build is not usable, in one line, from its detail: the first compiler or linker
+    error the detail quotes (the lines after "...; build.log:"), else its first line."""
+    lines = [line.strip() for line in (detail or "").splitlines() if line.strip()]
     quoted = [line for line in lines[1:] if "error" in line.lower() or LINKER_SAYS.search(line)]
     return (quoted or lines or ["no detail recorded"])[0]
 
 
 def _aa(twin: str, c: stats.RatioEstimate | None, gate: dict,
-        twin_is: str = gate_mod.TWIN_IS[False]) -> dict | None:
+        twin_is: str = gate_mod.TWIN_IS[False]) -> contract.AA | None:
     if c is None:
         return None
     warning = None
@@ -265,16 +293,16 @@ def _aa(twin: str, c: stats.RatioEstimate | None, gate: dict,
     elif gate["gated"]:
         warning = (f"{len(gate['gated'])} faster/slower call(s) overruled: their intervals reach "
                    f"into the +-{gate['bound_pct']:.1f}% by which the A/A arm moved by itself")
-    j = c.to_json()  # non-finite values become null: results.json stays strict JSON
-    return {"variant": twin, "is": twin_is, "verdict": c.verdict, "ratio": j["ratio"],
-            "ci95": j["ci95"],
-            "p_value": c.p_value, "warning": warning, "unstable": gate["unstable"],
-            "bound_pct": gate["bound_pct"], "gated": gate["gated"]}
+    estimate = vs_baseline(c)
+    return contract.AA.model_validate({
+        "variant": twin, "is": twin_is, "verdict": c.verdict, "ratio": estimate.ratio,
+        "ci95": estimate.ci95, "p_value": c.p_value, "warning": warning,
+        "unstable": gate["unstable"], "bound_pct": gate["bound_pct"], "gated": gate["gated"]})
 
 
-def _effects(doc: dict, values: dict[str, dict[int, float]], threshold_pct: float,
+def _effects(doc: contract.Results, values: dict[str, dict[int, float]],
              comparisons: dict[str, stats.RatioEstimate], gate: dict,
-             layouts: bool = False) -> tuple[list[dict], dict]:
+             layouts: bool = False) -> tuple[list[contract.Effect], dict]:
     """Which flags matter, over the measured, distinct, non-twin variants whose output is right.
 
     The rows must tell the same story as the variants table. Where every measured variant
@@ -285,24 +313,24 @@ def _effects(doc: dict, values: dict[str, dict[int, float]], threshold_pct: floa
     called that the A/A arm overrules."""
     # Every variant's levels go in (a level whose variants were not timed is then named in the
     # note); samples only from distinct, measured binaries, never the A/A twin.
-    designed = {v["id"]: v for v in doc["variants"] if not is_control(v["id"])}
+    designed = {v.id: v for v in doc.variants if not is_control(v.id)}
     wrong = [vid for vid in designed if vid in values and not output_ok(designed[vid])]
     values = {vid: s for vid, s in values.items() if vid not in wrong}
     notes = [f"Left out, their output did not pass the check: {', '.join(wrong)}."] \
         if wrong else []
     # Over layouts a model's observations are the layouts' levels, one per layout: its own
     # intervals then carry the layout level, and rounds say nothing of them.
-    undecided = None if layouts else _undecided(values.get(doc["baseline"], {}))
+    undecided = None if layouts else _undecided(values.get(doc.baseline, {}))
     if layouts:
         notes.append("Each observation is one layout's level (its median over the rounds "
                      "against the round's baseline), so the effects carry the layout level.")
-    screen = doc.get("design") == "plackett-burman"
+    screen = doc.design == "plackett-burman"
     paired = None if screen else _one_change_rows(doc, designed, values, comparisons, wrong)
     if paired is not None:
         rows, design = paired
     else:
-        rows, design = (_screen if screen else _factorial)(doc, designed, values, threshold_pct)
-        rows = [_held_to_table(row, undecided, gate, threshold_pct) for row in rows]
+        rows, design = (_screen if screen else _factorial)(doc, designed, values)
+        rows = [_held_to_table(row, undecided, gate, doc.threshold_pct) for row in rows]
     if undecided and rows:
         design["undecided"] = undecided
         notes.append(f"{undecided[0].upper()}{undecided[1:]}, so no effect is called.")
@@ -310,47 +338,47 @@ def _effects(doc: dict, values: dict[str, dict[int, float]], threshold_pct: floa
     return rows, design
 
 
-def _factorial(doc: dict, designed: dict[str, dict], values: dict[str, dict[int, float]],
-               threshold_pct: float):
+def _factorial(doc: contract.Results, designed: dict[str, contract.Variant],
+               values: dict[str, dict[int, float]]):
     """Main effects of the recipe's factors (flagsweep.stats.effects.estimate)."""
     measured = {vid for vid, v in designed.items()
-                if vid in values and not v["build"].get("identical_to")}
-    base = designed.get(doc["baseline"])
+                if vid in values and not v.build.identical_to}
+    base = designed.get(doc.baseline)
     if base is None or len(measured) < 2:
         return [], {"design": "not-estimable", "note": "fewer than two measured variants"}
     result = effects_mod.estimate({vid: values[vid] for vid in measured},
-                                  {vid: v["factors"] for vid, v in designed.items()},
-                                  base["factors"], threshold_pct=threshold_pct)
-    j = result.to_json()
-    return j["rows"], {"design": j["design"], "note": j["note"]}
+                                  {vid: v.factors for vid, v in designed.items()},
+                                  base.factors, threshold_pct=doc.threshold_pct)
+    return [effect(e) for e in result.effects], {"design": result.design, "note": result.note}
 
 
-def _one_change_rows(doc: dict, designed: dict[str, dict], values: dict[str, dict[int, float]],
+def _one_change_rows(doc: contract.Results, designed: dict[str, contract.Variant],
+                     values: dict[str, dict[int, float]],
                      comparisons: dict[str, stats.RatioEstimate], left_out: list[str]):
     """(rows, design) when each measured variant changes exactly one factor of the baseline,
     no two to the same level; else None. Such a level's effect is its variant against the
     baseline, paired by round: what the variants table already says of it."""
-    base = designed.get(doc["baseline"])
-    if base is None or doc["baseline"] not in values:
+    base = designed.get(doc.baseline)
+    if base is None or doc.baseline not in values:
         return None
-    ref = base["factors"]
+    ref = base.factors
     changes: dict[str, tuple[str, str]] = {}
     for vid, v in designed.items():
-        if vid == doc["baseline"] or vid not in values or v["build"].get("identical_to"):
+        if vid == doc.baseline or vid not in values or v.build.identical_to:
             continue
-        moved = [a for a in ref if v["factors"].get(a) != ref[a]]
-        if set(v["factors"]) != set(ref) or len(moved) != 1 or vid not in comparisons:
+        moved = [a for a in ref if v.factors.get(a) != ref[a]]
+        if set(v.factors) != set(ref) or len(moved) != 1 or vid not in comparisons:
             return None
-        change = (moved[0], v["factors"][moved[0]])
+        change = (moved[0], v.factors[moved[0]])
         if change in changes.values():
             return None
         changes[vid] = change
     if not changes:
         return None
-    rows = [_compared_row(comparisons[vid].to_json(), vid, axis, level, ref[axis])
+    rows = [_compared_row(vs_baseline(comparisons[vid]), vid, axis, level, ref[axis])
             for vid, (axis, level) in changes.items()]
     unmeasured = [vid for vid in designed
-                  if vid not in (doc["baseline"], *changes, *left_out)]
+                  if vid not in (doc.baseline, *changes, *left_out)]
     axes = {axis for axis, _ in changes.values()}
     note = ("Each level here is one variant that changes only that factor of the baseline, so "
             "its effect is that variant's comparison with the baseline, paired by round, as in "
@@ -359,22 +387,23 @@ def _one_change_rows(doc: dict, designed: dict[str, dict], values: dict[str, dic
     if unmeasured:
         note += (f" Not measured, so no effect of their own: {', '.join(unmeasured)} (failed "
                  "build or check, or identical code to another variant).")
-    return [r for r in rows if r["effect_pct"] is not None], \
+    return [r for r in rows if r.effect_pct is not None], \
         {"design": "one-factor" if len(axes) == 1 else "one-at-a-time", "note": note}
 
 
-def _compared_row(c: dict, vid: str, axis: str, level: str, reference: str) -> dict:
-    """A comparison's JSON (ratio, ci95 as ratios) as an effects row (percent changes)."""
+def _compared_row(c: contract.VsBaseline, vid: str, axis: str, level: str,
+                  reference: str) -> contract.Effect:
+    """A comparison (ratio, ci95 as ratios) as an effects row (percent changes)."""
     def pct(ratio):
         return None if ratio is None else 100 * (ratio - 1)
-    ci, fcr = c["ci95"], c.get("ci_fcr")
-    return {"factor": axis, "level": level, "reference": reference,
-            "effect_pct": pct(c["ratio"]),
-            "ci95_pct": [pct(ci[0]), pct(ci[1])] if ci and None not in ci else None,
-            "ci_fcr_pct": [pct(fcr[0]), pct(fcr[1])] if fcr and None not in fcr else None,
-            "p_value": c["p_value"], "p_adjusted": c["p_adjusted"],
-            "matters": c["verdict"] in ("faster", "slower"), "variant": vid,
-            "verdict": c["verdict"]}
+
+    def pcts(ci):
+        return [pct(ci[0]), pct(ci[1])] if ci and None not in ci else None
+    return contract.Effect(factor=axis, level=level, reference=reference,
+                           effect_pct=pct(c.ratio), ci95_pct=pcts(c.ci95),
+                           ci_fcr_pct=pcts(c.ci_fcr), p_value=c.p_value,
+                           p_adjusted=c.p_adjusted, matters=c.verdict in ("faster", "slower"),
+                           variant=vid, verdict=c.verdict)
 
 
 def _undecided(baseline: dict[int, float]) -> str | None:
@@ -388,119 +417,131 @@ def _undecided(baseline: dict[int, float]) -> str | None:
     return f"{len(baseline)} round(s) are too few for a 95% interval (at least {need} are needed)"
 
 
-def _held_to_table(row: dict, undecided: str | None, gate: dict, threshold_pct: float) -> dict:
+def _held_to_table(row: contract.Effect, undecided: str | None, gate: dict,
+                   threshold_pct: float) -> contract.Effect:
     """A model's effect row, held to the rules of the variants table: with too few rounds it
     has no interval and does not matter; when the A/A arm says the machine moved nothing
     matters; and a call must clear the A/A arm's own offset where that is beyond the threshold."""
     if undecided:
-        return {**row, "ci95_pct": None, "p_value": None, "p_adjusted": None, "matters": False}
+        row.ci95_pct = row.p_value = row.p_adjusted = None
+        row.matters = False
+        return row
     bound = gate.get("bound_pct")
-    lo, hi = row["ci95_pct"]
+    lo, hi = row.ci95_pct
     inside = bound is not None and bound > threshold_pct and lo <= bound and hi >= -bound
-    return {**row, "matters": bool(row["matters"]) and not gate["unstable"] and not inside}
+    row.matters = bool(row.matters) and not gate["unstable"] and not inside
+    return row
 
 
-def _screen(doc: dict, designed: dict[str, dict], values: dict[str, dict[int, float]],
-            threshold_pct: float):
+def _screen(doc: contract.Results, designed: dict[str, contract.Variant],
+            values: dict[str, dict[int, float]]):
     """Main effects of the screened flags. A saturated design needs every row, so a row with
     identical code to another is given that row's samples: it is the very same binary."""
-    base = designed[doc["baseline"]]["factors"]
+    base = designed[doc.baseline].factors
     flags = list(base)
     # A second compiler is one more two-level column: "on" is the other compiler.
     levels = {"compiler": (other, base["compiler"]) for other in
-              {v["factors"]["compiler"] for v in designed.values()} - {base["compiler"]}
+              {v.factors["compiler"] for v in designed.values()} - {base["compiler"]}
               } if "compiler" in base else {}
     samples, rows = {}, {}
     for vid, v in designed.items():
-        source = v["build"].get("identical_to") or vid
+        source = v.build.identical_to or vid
         if source in values:
             samples[vid] = values[source]
-            rows[vid] = [v["factors"][f] == (levels[f][0] if f in levels else "on") for f in flags]
+            rows[vid] = [v.factors[f] == (levels[f][0] if f in levels else "on") for f in flags]
     if len(samples) < 2:
         return [], {"design": "not-estimable", "note": "fewer than two measured rows"}
-    j = effects_mod.screen(samples, rows, flags, threshold_pct=threshold_pct,
-                           levels=levels).to_json()
-    return j["rows"], {"design": j["design"], "note": j["note"]}
+    result = effects_mod.screen(samples, rows, flags, threshold_pct=doc.threshold_pct,
+                                levels=levels)
+    return [effect(e) for e in result.effects], {"design": result.design, "note": result.note}
 
 
-def _recommend(doc: dict, threshold_pct: float, refused: dict[str, str] | None = None) -> dict:
+def _recommend(doc: contract.Results,
+               refused: dict[str, str] | None = None) -> contract.Recommendation:
     """The fastest significantly-faster variant, and the simplest one within the threshold of it;
     only among programs whose output passed the check, whatever --strict-check said about
     timing them, and never a baseline whose own output failed it, nor one whose binary was
     replaced during the sweep."""
-    refused = refused or {}
-    base = next(v for v in doc["variants"] if v["id"] == doc["baseline"])
-    if base["id"] in refused:
-        return {"flags": None, "variant": None,
-                "why": f"No recommendation: the baseline was {refused[base['id']]}."}
-    rows = [v for v in doc["variants"] if (v.get("vs_baseline") or {}).get("verdict") in
-            ("faster", "equivalent", "slower", "inconclusive") and not is_control(v["id"])]
-    faster = [v for v in rows if v["vs_baseline"]["verdict"] == "faster" and output_ok(v)]
-    wrong = sorted((v for v in rows if v["vs_baseline"]["verdict"] == "faster"
-                    and not output_ok(v)), key=lambda v: v["vs_baseline"]["ratio"])
+    refused, threshold_pct = refused or {}, doc.threshold_pct
+    base = next(v for v in doc.variants if v.id == doc.baseline)
+    if base.id in refused:
+        return contract.Recommendation(
+            flags=None, variant=None,
+            why=f"No recommendation: the baseline was {refused[base.id]}.")
+    rows = [v for v in doc.variants if _verdict(v) in
+            ("faster", "equivalent", "slower", "inconclusive") and not is_control(v.id)]
+    faster = [v for v in rows if v.vs_baseline.verdict == "faster" and output_ok(v)]
+    wrong = sorted((v for v in rows if v.vs_baseline.verdict == "faster"
+                    and not output_ok(v)), key=lambda v: v.vs_baseline.ratio)
     left_out = [_excluded(v) for v in wrong]
     excluded = (f" Faster but not recommended, their output did not pass the check: "
                 f"{'; '.join(map(excluded_text, left_out))}." if wrong else "")
     gone = [vid for vid in refused if not is_control(vid)]
     excluded += (f" Not judged, their binaries were replaced during the sweep: "
                  f"{', '.join(gone)}." if gone else "")
-    out = {"excluded": left_out}
     if not output_ok(base) and not faster:
-        check = base.get("check") or {}
-        return {**out, "flags": None, "variant": None,
-                "why": f"No recommendation: the baseline's own output did not pass its check "
-                       f"({check.get('status', 'not checked')}: {check.get('detail') or '-'}), "
-                       f"and no variant with a correct output was faster.{excluded}"}
+        check = base.check
+        return contract.Recommendation(
+            excluded=left_out, flags=None, variant=None,
+            why=f"No recommendation: the baseline's own output did not pass its check "
+                f"({check.status if check else 'not checked'}: "
+                f"{(check.detail if check else None) or '-'}), "
+                f"and no variant with a correct output was faster.{excluded}")
     if not faster:
         counts = _verdict_counts(doc)
         passing = " whose output passed its check" if wrong else ""
-        return {**out, "flags": base["flags"], "variant": base["id"],
-                "why": f"no variant{passing} was significantly faster than the baseline "
-                       f"({' '.join(base['flags']) or 'default flags'}) by more than "
-                       f"{threshold_pct:g}%: {counts}. Keep the baseline's flags.{excluded}"}
-    best = min(faster, key=lambda v: v["vs_baseline"]["ratio"])
-    limit = best["vs_baseline"]["ratio"] * (1 + threshold_pct / 100)
-    close = [v for v in faster if v["vs_baseline"]["ratio"] <= limit]
-    simplest = min(close, key=lambda v: (len(v["flags"]), v["vs_baseline"]["ratio"]))
-    why = (f"{' '.join(best['flags'])} is the fastest: {_pct(best)} against the baseline "
-           f"({' '.join(base['flags'])}), CI {_ci(best)}.")
+        return contract.Recommendation(
+            excluded=left_out, flags=base.flags, variant=base.id,
+            why=f"no variant{passing} was significantly faster than the baseline "
+                f"({' '.join(base.flags) or 'default flags'}) by more than "
+                f"{threshold_pct:g}%: {counts}. Keep the baseline's flags.{excluded}")
+    best = min(faster, key=lambda v: v.vs_baseline.ratio)
+    limit = best.vs_baseline.ratio * (1 + stats.fraction(threshold_pct))
+    close = [v for v in faster if v.vs_baseline.ratio <= limit]
+    simplest = min(close, key=lambda v: (len(v.flags), v.vs_baseline.ratio))
+    why = (f"{' '.join(best.flags)} is the fastest: {_pct(best)} against the baseline "
+           f"({' '.join(base.flags)}), CI {_ci(best)}.")
     if simplest is not best:
-        why += (f" {' '.join(simplest['flags'])} is within {threshold_pct:g}% of it "
+        why += (f" {' '.join(simplest.flags)} is within {threshold_pct:g}% of it "
                 f"({_pct(simplest)}) with fewer flags, so it is the recommendation "
                 "(judged on the point estimates).")
-    return {**out, "flags": simplest["flags"], "variant": simplest["id"], "why": why + excluded}
+    return contract.Recommendation(excluded=left_out, flags=simplest.flags,
+                                   variant=simplest.id, why=why + excluded)
 
 
-def _excluded(v: dict) -> dict:
+def _verdict(v: contract.Variant) -> str | None:
+    return v.vs_baseline.verdict if v.vs_baseline is not None else None
+
+
+def _excluded(v: contract.Variant) -> contract.Excluded:
     """A faster variant left out of the recommendation, and why: its output's check."""
-    check = v.get("check") or {}
-    return {"variant": v["id"], "flags": v["flags"], "ratio": v["vs_baseline"]["ratio"],
-            "ci95": v["vs_baseline"].get("ci95"), "check": check.get("status"),
-            "why": check.get("detail") or ""}
+    return contract.Excluded(variant=v.id, flags=v.flags, ratio=v.vs_baseline.ratio,
+                             ci95=v.vs_baseline.ci95, check=v.check.status if v.check else None,
+                             why=(v.check.detail if v.check else None) or "")
 
 
-def excluded_text(c: dict) -> str:
+def excluded_text(c: contract.Excluded) -> str:
     """An `excluded` entry in words: '-O3 -march=x86-64-v3 is 8.1% faster but its output
     differs: <the check's detail>'."""
-    flags = " ".join(c["flags"]) or "the default flags"
-    faster = f"{100 * (1 - c['ratio']):.1f}% faster" if c.get("ratio") else "faster"
-    status = {"differs": "differs", "failed": "failed its check"}.get(c.get("check"),
+    flags = " ".join(c.flags) or "the default flags"
+    faster = f"{100 * (1 - c.ratio):.1f}% faster" if c.ratio else "faster"
+    status = {"differs": "differs", "failed": "failed its check"}.get(c.check,
                                                                       "did not pass its check")
-    return f"{flags} is {faster} but its output {status}" + (f": {c['why']}" if c["why"] else "")
+    return f"{flags} is {faster} but its output {status}" + (f": {c.why}" if c.why else "")
 
 
-def _pct(v: dict) -> str:
-    return stats.change_text(v["vs_baseline"]["ratio"])
+def _pct(v: contract.Variant) -> str:
+    return stats.change_text(v.vs_baseline.ratio)
 
 
-def _ci(v: dict) -> str:
-    return stats.ci_text(v["vs_baseline"]["ci95"])
+def _ci(v: contract.Variant) -> str:
+    return stats.ci_text(v.vs_baseline.ci95)
 
 
-def _verdict_counts(doc: dict) -> str:
+def _verdict_counts(doc: contract.Results) -> str:
     counts: dict[str, int] = {}
-    for v in doc["variants"]:
-        verdict = (v.get("vs_baseline") or {}).get("verdict")
-        if verdict and not is_control(v["id"]):
+    for v in doc.variants:
+        verdict = _verdict(v)
+        if verdict and not is_control(v.id):
             counts[verdict] = counts.get(verdict, 0) + 1
     return ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "nothing compared"

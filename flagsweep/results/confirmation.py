@@ -22,12 +22,13 @@ twin's layouts: `noise.sd_log_diff`), else DEFAULT_REACH_PCT: the reach of a spr
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from flagsweep import stats
+from flagsweep.errors import FlagsweepError
+from flagsweep.results import contract, reader
 
 if TYPE_CHECKING:                    # the report reads records without opening a store
     from flagsweep.results.store import Store
@@ -46,7 +47,8 @@ def reach_of_spread(sd_log: float) -> float:
     return 100 * math.expm1(Z95 * math.sqrt(2) * sd_log)
 
 
-def measured_reach(store: Store, target: str, machine: dict) -> tuple[float, str] | None:
+def measured_reach(store: Store, target: str,
+                   machine: contract.Machine) -> tuple[float, str] | None:
     """(reach %, where it comes from) from the newest complete --layouts run of `target` on
     this machine whose results.json still says its layout spread; None when there is none."""
     for run in reversed(store.runs_of(target)):
@@ -60,111 +62,129 @@ def measured_reach(store: Store, target: str, machine: dict) -> tuple[float, str
     return None
 
 
-def _same_machine(a: dict | None, b: dict | None) -> bool:
-    a, b = a or {}, b or {}
-    return all(a.get(k) == b.get(k) for k in ("hostname", "cpu_model"))
+def _same_machine(stored: dict | None, machine: contract.Machine) -> bool:
+    """A run's machine as the store keeps it (its probed state) is this one."""
+    stored = stored or {}
+    return all(stored.get(k) == getattr(machine, k) for k in ("hostname", "cpu_model"))
 
 
 def _spread(path: Path) -> float | None:
     try:
-        sd = json.loads(path.read_text()).get("noise", {}).get("sd_log_diff")
-    except (OSError, ValueError, AttributeError):
+        statement = reader.load(path).noise
+    except FlagsweepError:
         return None
+    sd = statement.sd_log_diff if statement is not None else None
     return sd if isinstance(sd, (int, float)) and sd > 0 else None
 
 
-def plan(doc: dict, reach: tuple[float, str] | None, enabled: bool,
-         k: int = DEFAULT_LAYOUTS) -> dict:
+def record(stored: dict) -> contract.Confirmation:
+    """A confirmation record as the run's options keep it, as results.json's model."""
+    return contract.Confirmation.model_validate(stored)
+
+
+def plan(doc: contract.Results, reach: tuple[float, str] | None, enabled: bool,
+         k: int = DEFAULT_LAYOUTS) -> contract.Confirmation:
     """The record a sweep starts its confirmation with: status `running` when it is needed,
     else why not (`not-needed`, or `skipped` with --no-confirm)."""
-    rec = doc.get("recommendation") or {}
     reach_pct, source = reach or (DEFAULT_REACH_PCT, "the default: no layout spread measured "
                                                      "for this program on this machine")
-    record = {"status": NOT_NEEDED, "variant": rec.get("variant"), "layouts": k,
-              "reach_pct": reach_pct, "reach_source": source, "one_layout": None,
-              "over_layouts": None, "run_id": None, "results": None, "seconds": None}
-    if (doc.get("measurement") or {}).get("layouts"):
-        return {**record, "why": "the sweep compared every variant over its layouts already"}
+    start = {"status": NOT_NEEDED, "variant": doc.recommendation.variant
+             if doc.recommendation else None, "layouts": k, "reach_pct": reach_pct,
+             "reach_source": source, "one_layout": None, "over_layouts": None, "run_id": None,
+             "results": None, "seconds": None}
+    if doc.measurement is not None and doc.measurement.layouts:
+        return record({**start, "why": "the sweep compared every variant over its layouts "
+                                       "already"})
     winner = _winner(doc)
     if winner is None:
-        return {**record, "why": "the recommendation keeps the baseline"}
-    vs = winner["vs_baseline"]
-    record["one_layout"] = {"ratio": vs.get("ratio"), "ci95": vs.get("ci95")}
+        return record({**start, "why": "the recommendation keeps the baseline"})
+    vs = winner.vs_baseline
+    start |= {"one_layout": {"ratio": vs.ratio, "ci95": vs.ci95}}
     nearest = _nearest_pct(vs)
     if nearest is not None and nearest >= reach_pct:
-        return {**record, "why": f"its 95% CI ends {nearest:.1f}% from no change, beyond the "
-                                 f"{reach_pct:.1f}% layout luck reaches ({source})"}
+        return record({**start, "why": f"its 95% CI ends {nearest:.1f}% from no change, beyond "
+                                       f"the {reach_pct:.1f}% layout luck reaches ({source})"})
     if not enabled:
-        return {**record, "status": SKIPPED,
-                "why": f"not confirmed over layouts (--no-confirm): an effect this close to no "
-                       f"change can be layout luck (reach {reach_pct:.1f}%, {source})"}
-    return {**record, "status": PENDING,
-            "why": f"being confirmed over {k} layouts each of it and the baseline: its 95% CI "
-                   f"comes within {reach_pct:.1f}% of no change, where layout luck reaches "
-                   f"({source})"}
+        return record({**start, "status": SKIPPED,
+                       "why": f"not confirmed over layouts (--no-confirm): an effect this close "
+                              f"to no change can be layout luck (reach {reach_pct:.1f}%, "
+                              f"{source})"})
+    return record({**start, "status": PENDING,
+                   "why": f"being confirmed over {k} layouts each of it and the baseline: its "
+                          f"95% CI comes within {reach_pct:.1f}% of no change, where layout "
+                          f"luck reaches ({source})"})
 
 
-def _winner(doc: dict) -> dict | None:
-    rec = doc.get("recommendation") or {}
-    if not rec.get("variant") or rec["variant"] == doc["baseline"]:
+def _winner(doc: contract.Results) -> contract.Variant | None:
+    rec = doc.recommendation
+    if rec is None or not rec.variant or rec.variant == doc.baseline:
         return None
-    v = next((v for v in doc["variants"] if v["id"] == rec["variant"]), None)
-    return v if v and (v.get("vs_baseline") or {}).get("ratio") else None
+    v = next((v for v in doc.variants if v.id == rec.variant), None)
+    return v if v and v.vs_baseline is not None and v.vs_baseline.ratio else None
 
 
-def _nearest_pct(vs: dict) -> float | None:
+def _nearest_pct(vs: contract.VsBaseline) -> float | None:
     """How far from no change the interval's nearer end lies, in percent; None without one."""
-    ci = vs.get("ci95")
+    ci = vs.ci95
     if not ci or None in ci:
         return None
     lo, hi = ci
     return 0.0 if lo <= 1 <= hi else 100 * min(abs(lo - 1), abs(hi - 1))
 
 
-def outcome(record: dict, confirm_doc: dict, seconds: float, results: Path) -> dict:
-    """The record once the confirmation sweep (its results.json, `confirm_doc`) has its
-    answer: confirmed only when it calls the winner faster over the layouts, after its own A/A
-    gate; anything else is not distinguishable from layout luck."""
-    v = next((v for v in confirm_doc["variants"] if v["id"] == record["variant"]), None)
-    vs = (v or {}).get("vs_baseline") or {}
-    over = {"ratio": vs.get("ratio"), "ci95": vs.get("ci95"), "verdict": vs.get("verdict"),
-            "layouts": vs.get("layouts"), "layout_sd_pct": vs.get("layout_sd_pct"),
-            "p_adjusted": vs.get("p_adjusted")}
-    done = {**record, "over_layouts": over, "run_id": confirm_doc.get("run_id"),
-            "results": str(results), "seconds": round(seconds, 1)}
-    one = _text(record["one_layout"])
-    many = f"{_text(over)} over {over['layouts'] or record['layouts']} layouts each"
-    if vs.get("verdict") == "faster":
-        return {**done, "status": CONFIRMED,
-                "why": f"confirmed over layouts: {many} (one layout: {one})"}
-    return {**done, "status": LUCK,
-            "why": f"not distinguishable from layout luck: {one} in one layout, but {many} "
-                   f"({vs.get('verdict') or 'not measured'})"}
+def outcome(stored: dict, confirm_doc: contract.Results, seconds: float,
+            results: Path) -> contract.Confirmation:
+    """The record (as the run's options keep it) once the confirmation sweep (its
+    results.json, `confirm_doc`) has its answer: confirmed only when it calls the winner faster
+    over the layouts, after its own A/A gate; anything else is not distinguishable from layout
+    luck."""
+    start = record(stored)
+    v = next((v for v in confirm_doc.variants if v.id == start.variant), None)
+    vs = (v.vs_baseline if v else None) or contract.VsBaseline(verdict="")
+    over = contract.LayoutEstimate(ratio=vs.ratio, ci95=vs.ci95, verdict=vs.verdict or None,
+                                   layouts=getattr(vs, "layouts", None),
+                                   layout_sd_pct=vs.layout_sd_pct, p_adjusted=vs.p_adjusted)
+    done = start.model_copy()
+    done.over_layouts, done.run_id = over, confirm_doc.run_id
+    done.results, done.seconds = str(results), round(seconds, 1)
+    one = _text(start.one_layout)
+    many = f"{_text(over)} over {over.layouts or start.layouts} layouts each"
+    if vs.verdict == "faster":
+        done.status, done.why = CONFIRMED, f"confirmed over layouts: {many} (one layout: {one})"
+        return done
+    done.status = LUCK
+    done.why = (f"not distinguishable from layout luck: {one} in one layout, but {many} "
+                f"({vs.verdict or 'not measured'})")
+    return done
 
 
-def ended(record: dict, status: str, why: str, run_id: str | None = None) -> dict:
+def ended(stored: dict, status: str, why: str,
+          run_id: str | None = None) -> contract.Confirmation:
     """The record of a confirmation that did not finish (failed, interrupted)."""
-    return {**record, "status": status, "why": why, "run_id": run_id or record.get("run_id")}
+    done = record(stored)
+    done.status, done.why, done.run_id = status, why, run_id or done.run_id
+    return done
 
 
-def _text(c: dict | None) -> str:
-    if not c or c.get("ratio") is None:
+def _text(c: contract.LayoutEstimate | None) -> str:
+    if c is None or c.ratio is None:
         return "no estimate"
-    return stats.change_text(c["ratio"], c.get("ci95"))
+    return stats.change_text(c.ratio, c.ci95)
 
 
-def apply(doc: dict, record: dict | None) -> None:
-    """The record into results.json's recommendation. A winner not distinguishable from layout
-    luck is not recommended: the answer is the baseline's flags, saying why."""
-    rec = doc.get("recommendation")
-    if not record or not rec:
+def apply(doc: contract.Results, stored: dict | None) -> None:
+    """The record (as the run's options keep it) into results.json's recommendation. A winner
+    not distinguishable from layout luck is not recommended: the answer is the baseline's
+    flags, saying why."""
+    rec = doc.recommendation
+    if not stored or not rec:
         return
-    rec["confirmation"] = record
-    if record["status"] != LUCK or record["variant"] != rec.get("variant"):
+    rec.confirmation = confirmed = record(stored)
+    if confirmed.status != LUCK or confirmed.variant != rec.variant:
         return
-    base = next(v for v in doc["variants"] if v["id"] == doc["baseline"])
-    winner = " ".join(next((v["flags"] for v in doc["variants"] if v["id"] == record["variant"]),
-                           [record["variant"]]))
-    rec["why"] = (f"{winner} is {record['why']}. Keep the baseline's flags. (Before the "
-                  f"confirmation: {rec['why']})")
-    rec["flags"], rec["variant"] = base["flags"], base["id"]
+    base = next(v for v in doc.variants if v.id == doc.baseline)
+    winner = " ".join(next((v.flags for v in doc.variants if v.id == confirmed.variant),
+                           [confirmed.variant]))
+    rec.why = (f"{winner} is {confirmed.why}. Keep the baseline's flags. (Before the "
+               f"confirmation: {rec.why})")
+    rec.flags, rec.variant = base.flags, base.id

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from flagsweep.compilation import layout
+from flagsweep.results import contract
 from flagsweep.results.contract import AA_SUFFIX
 from flagsweep.stats import layout as layout_stats
 
@@ -21,58 +22,63 @@ Values = dict[str, dict[int, float]]      # id -> {round: value}
 
 @dataclass
 class Folded:
-    variants: list[dict]                  # one per variant, replicates folded in
+    variants: list[contract.Variant]      # one per variant, replicates folded in
     values: Values                        # variant -> {round: its layouts' geometric mean}
     replicates: dict[str, Values]         # variant -> {binary id: {round: value}}
 
 
-def fold(docs: list[dict], values: Values, baseline: str) -> Folded:
-    """Fold the replicate docs (those with `layout_of`) into one doc per variant; docs without
+def fold(docs: list[contract.Variant], values: Values, baseline: str) -> Folded:
+    """Fold the replicates (those with `layout_of`) into one variant each; variants without
     layouts pass unchanged. A replicate with identical code to another variant's replicate of
     the same seed was not timed: it takes that one's values."""
-    groups: dict[str, list[dict]] = {}
-    out: list[dict] = []
+    groups: dict[str, list[contract.Variant]] = {}
+    order: list[contract.Variant | str] = []   # a variant, or where a folded one goes
     for d in docs:
-        of = d.get("layout_of")
+        of = _layout_of(d)
         if of is None:
-            out.append(d)
+            order.append(d)
         elif of not in groups:
             groups[of] = [d]
-            out.append({"id": of})          # its place in matrix order, filled below
+            order.append(of)
         else:
             groups[of].append(d)
-    replicates = {of: {d["id"]: values[_timed(d)] for d in reps if _timed(d) in values}
+    replicates = {of: {d.id: values[_timed(d)] for d in reps if _timed(d) in values}
                   for of, reps in groups.items()}
-    folded = [_variant(groups[d["id"]], baseline) if d["id"] in groups else d for d in out]
+    folded = [_variant(groups[d], baseline) if isinstance(d, str) else d for d in order]
     pooled = {vid: v for vid, v in values.items() if vid not in _ids(groups)}
     pooled |= {of: layout_stats.pooled(reps) for of, reps in replicates.items() if reps}
     return Folded(folded, pooled, replicates)
 
 
-def _ids(groups: dict[str, list[dict]]) -> set[str]:
-    return {d["id"] for reps in groups.values() for d in reps}
+def _layout_of(d: contract.Variant) -> str | None:
+    return getattr(d, "layout_of", None)
 
 
-def _timed(d: dict) -> str:
+def _ids(groups: dict[str, list[contract.Variant]]) -> set[str]:
+    return {d.id for reps in groups.values() for d in reps}
+
+
+def _timed(d: contract.Variant) -> str:
     """The binary whose samples stand for this replicate."""
-    return d["build"].get("identical_to") or d["id"]
+    return d.build.identical_to or d.id
 
 
-def _variant(reps: list[dict], baseline: str) -> dict:
+# A replicate's own keys, not the variant's: the variant gets them folded over its layouts.
+OWN = {"layout_of", "layout", "samples", "failures", "multiplexed", "build", "check"}
+
+
+def _variant(reps: list[contract.Variant], baseline: str) -> contract.Variant:
     first = reps[0]
-    of = first["layout_of"]
-    own = len(layout.flags(first["layout"]))
-    doc = {k: v for k, v in first.items() if k not in ("layout_of", "layout", "samples",
-                                                       "failures", "multiplexed", "build")}
-    doc["id"], doc["flags"] = of, first["flags"][:-own]
-    if of == baseline + AA_SUFFIX:
-        doc["aa_of"] = baseline
-    doc["build"] = _build(reps)
-    doc["check"] = _worst_check(reps)
-    doc["samples"] = _samples(reps)
-    doc["failures"] = [{**f, "layout": r["layout"]} for r in reps for f in r.get("failures", [])]
-    doc["multiplexed"] = sum(r.get("multiplexed") or 0 for r in reps)
-    return doc
+    of = _layout_of(first)
+    own = len(layout.flags(first.layout))
+    kept = {k: v for k, v in first.dump().items() if k not in OWN}
+    twin = {"aa_of": baseline} if of == baseline + AA_SUFFIX else {}
+    return contract.Variant.model_validate({
+        **kept, "id": of, "flags": first.flags[:-own], **twin, "build": _build(reps),
+        "check": _worst_check(reps), "samples": _samples(reps),
+        "failures": [{**f, "layout": r.layout} for r in reps
+                     for f in getattr(r, "failures", None) or []],
+        "multiplexed": sum(getattr(r, "multiplexed", None) or 0 for r in reps)})
 
 
 # A variant's output is as good as its worst layout's: a layout whose output failed or differs
@@ -80,42 +86,42 @@ def _variant(reps: list[dict], baseline: str) -> dict:
 CHECK_ORDER = {"failed": 0, "differs": 1, "equivalent": 2}
 
 
-def _worst_check(reps: list[dict]) -> dict | None:
-    checks = [r.get("check") for r in reps]
-    return min(checks, key=lambda c: CHECK_ORDER.get((c or {}).get("status"), 3))
+def _worst_check(reps: list[contract.Variant]) -> dict | None:
+    checks = [r.check for r in reps]
+    worst = min(checks, key=lambda c: CHECK_ORDER.get(c.status if c else None, 3))
+    return worst.dump() if worst else None
 
 
-def _build(reps: list[dict]) -> dict:
+def _build(reps: list[contract.Variant]) -> dict:
     """The variant's build: the first layout's, judged over all of them, with each layout's."""
-    builds = [r["build"] for r in reps]
-    bad = next((b for b in builds if b["status"] != "ok"), None)
-    twins = {(b.get("identical_to") or "").rsplit(layout.MARK, 1)[0] for b in builds}
-    functions = {b.get("functions_sha256") for b in builds}
-    return {**(bad or builds[0]),
-            "flags_verified": all(b.get("flags_verified") for b in builds),
+    builds = [r.build for r in reps]
+    bad = next((b for b in builds if b.status != "ok"), None)
+    twins = {(b.identical_to or "").rsplit(layout.MARK, 1)[0] for b in builds}
+    functions = {b.functions_sha256 for b in builds}
+    return {**(bad or builds[0]).dump(),
+            "flags_verified": all(b.flags_verified for b in builds),
             # Every layout's code equal to the same other variant's: the variant is that one.
             "identical_to": twins.pop() if len(twins) == 1 and "" not in twins
-            and reps[0]["layout_of"] not in twins else None,
-            "seconds": sum(b.get("seconds") or 0 for b in builds) or None,
+            and _layout_of(reps[0]) not in twins else None,
+            "seconds": sum(b.seconds or 0 for b in builds) or None,
             "same_functions": len(functions) == 1 and None not in functions,
-            "layouts": [{"id": r["id"], "seed": r["layout"], "status": r["build"]["status"],
-                         "binary": r["build"].get("binary"),
-                         "code_sha256": r["build"].get("code_sha256"),
-                         "functions_sha256": r["build"].get("functions_sha256"),
-                         "flags_verified": r["build"].get("flags_verified"),
-                         "identical_to": r["build"].get("identical_to"),
-                         "log": r["build"].get("log")} for r in reps]}
+            "layouts": [{"id": r.id, "seed": r.layout, "status": r.build.status,
+                         "binary": r.build.binary, "code_sha256": r.build.code_sha256,
+                         "functions_sha256": r.build.functions_sha256,
+                         "flags_verified": r.build.flags_verified,
+                         "identical_to": r.build.identical_to,
+                         "log": r.build.log} for r in reps]}
 
 
-def _samples(reps: list[dict]) -> dict[str, list]:
+def _samples(reps: list[contract.Variant]) -> dict[str, list]:
     """The layouts' sample columns one after another, with `layout` (the seed) beside `round`."""
-    names = list(dict.fromkeys(k for r in reps for k in (r.get("samples") or {})))
+    names = list(dict.fromkeys(k for r in reps for k in (r.samples or {})))
     cols: dict[str, list] = {k: [] for k in names}
     cols["layout"] = []
     for r in reps:
-        s = r.get("samples") or {}
+        s = r.samples or {}
         n = max((len(v) for v in s.values()), default=0)
         for k in names:
             cols[k] += s.get(k, [None] * n)
-        cols["layout"] += [r["layout"]] * n
+        cols["layout"] += [r.layout] * n
     return cols if cols["layout"] else {}

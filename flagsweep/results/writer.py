@@ -8,6 +8,7 @@ effects, aa, noise, recommendation) come from flagsweep.results.analysis.
 
 from __future__ import annotations
 
+import collections
 import csv
 import io
 import json
@@ -22,10 +23,11 @@ from flagsweep.measure import disturbance, resolution
 from flagsweep.measure import metric as metric_mod
 from flagsweep.measure.sample import SAMPLE_METRICS, Sample
 from flagsweep.compilation import layout
-from flagsweep.results import analysis, confirmation, layouts
+from flagsweep.results import analysis, confirmation, contract, layouts
 from flagsweep.results.contract import SCHEMA
 from flagsweep.results.store import NoStore, Store
 from flagsweep.experiment import target
+from flagsweep import stats
 from flagsweep.stats import sequential
 
 log = logging.getLogger("flagsweep.results")
@@ -42,14 +44,14 @@ def write(out: Path, store: Store, run_id: str, history: list[dict] | None = Non
     the store is told, so that a run the store calls complete always has its files."""
     all_samples, set_aside = store.samples(run_id), store.attempts(run_id)
     doc = document(store, run_id, ending, (all_samples, set_aside))
-    doc["history"] = history or []
-    path = write_atomic(out / "results.json", json.dumps(doc, indent=1))
+    doc.history = [contract.HistorySeries.model_validate(series) for series in history or []]
+    path = write_atomic(out / "results.json", json.dumps(doc.dump(), indent=1))
     _write_csv(out / "samples.csv", run_id, all_samples, set_aside)
     return path
 
 
 def document(store: Store, run_id: str, ending: dict | None = None,
-             taken: tuple[list[Sample], list[Sample]] | None = None) -> dict:
+             taken: tuple[list[Sample], list[Sample]] | None = None) -> contract.Results:
     """results.json's content for a run as the store holds it now, without its history;
     `taken`: its samples and set-aside attempts, when already read."""
     run = {**store.run(run_id), **(ending or {})}
@@ -59,28 +61,23 @@ def document(store: Store, run_id: str, ending: dict | None = None,
     return doc
 
 
-def _disturbance(doc: dict, samples: list[Sample], set_aside: list[Sample]) -> None:
+def _disturbance(doc: contract.Results, samples: list[Sample], set_aside: list[Sample]) -> None:
     """How many counted runs the machine disturbed, and how many were taken again because of
     it (flagsweep.measure.disturbance): the sweep's totals in `measurement`, each variant's in its
     summary. A set-aside attempt was disturbed and retaken; a counted sample still marked
     disturbed ran out of retakes."""
-    counts: dict[str, dict[str, int]] = {}
-    for s in set_aside:
-        c = counts.setdefault(s.variant_id, {"disturbed": 0, "retaken": 0})
-        c["disturbed"] += 1
-        c["retaken"] += 1
-    for s in samples:
-        if s.disturbed and s.round >= 0:
-            counts.setdefault(s.variant_id, {"disturbed": 0, "retaken": 0})["disturbed"] += 1
-    for v in doc["variants"]:
-        if v.get("summary") is not None:
-            v["summary"].update(counts.get(v["id"], {"disturbed": 0, "retaken": 0}))
-    doc["measurement"]["disturbed"] = sum(c["disturbed"] for c in counts.values())
-    doc["measurement"]["retaken"] = sum(c["retaken"] for c in counts.values())
-    doc["measurement"]["still_disturbed"] = sum(s.disturbed for s in samples if s.round >= 0)
-    most = disturbance.limit(doc["metric"], doc["threshold_pct"])
-    doc["measurement"]["disturbance_rule"] = None if most is None else {
-        "off_cpu_share": most, "steal_share": doc["threshold_pct"] / 100,
+    retaken = collections.Counter(s.variant_id for s in set_aside)
+    disturbed = retaken + collections.Counter(s.variant_id for s in samples
+                                              if s.disturbed and s.round >= 0)
+    for v in doc.variants:
+        if v.summary is not None:
+            v.summary.disturbed, v.summary.retaken = disturbed[v.id], retaken[v.id]
+    m = doc.measurement
+    m.disturbed, m.retaken = sum(disturbed.values()), sum(retaken.values())
+    m.still_disturbed = sum(s.disturbed for s in samples if s.round >= 0)
+    most = disturbance.limit(doc.metric, doc.threshold_pct)
+    m.disturbance_rule = None if most is None else {
+        "off_cpu_share": most, "steal_share": stats.fraction(doc.threshold_pct),
         "max_retakes": disturbance.MAX_RETAKES}
 
 
@@ -122,46 +119,39 @@ def located(arg: str | Path, scratch: Path, store: Store | None = None) -> Path:
                              f"{db.url}: {type(e).__name__}: {e}") from e
 
 
-def _document(run: dict, variants: list[dict], samples: list[Sample]) -> dict:
+def _document(run: dict, stored: list[contract.Variant],
+              samples: list[Sample]) -> contract.Results:
+    """The document from the store's run record (its options as the sweep kept them) and its
+    variants; the statistics fields filled by analysis, confirmation and explain."""
     o = run["options"]
     m = o["measure"]
     metric = metric_mod.column(m["metric"])
     t_path = o["target_path"]
-    doc = {
-        "schema": SCHEMA,
-        "run_id": run["run_id"],
-        "target": run["target"], "target_version": o.get("target_version"),
-        "recipe": run["recipe"], "study": o.get("study"),
-        "started": _iso(run["started"]), "finished": _iso(run["finished"]),
-        "status": run["status"], "stop_reason": run["stop_reason"],
-        "machine": {**run["machine"],
-                    "hw_counters": bool((o.get("counters") or {}).get("hw_counters", False))},
-        "compilers": o.get("compilers", []),
-        "metric": metric,
-        "workload": o.get("workload", {"target_file": t_path}),
-        "baseline": o["baseline"],
-        "design": o.get("design"),
-        "distro": o.get("distro"),
-        "skipped": o.get("skipped", []),
-        "measurement": {k: m[k] for k in ("seed", "warmup", "min_runs", "max_runs", "runs",
-                                          "budget", "precision_pct", "cpu", "quick",
-                                          "strict_check", "counters", "threshold_pct", "reference",
-                                          "metric")
-                        if k in m} | {"metric_choice": o.get("metric_choice")},
-        "variants": [_variant(v, samples, run["started"], metric) for v in variants],
-    }
-    doc["threshold_pct"] = m.get("threshold_pct", 1.0)
+    doc = contract.Results(
+        schema=SCHEMA, run_id=run["run_id"], target=run["target"],
+        target_version=o.get("target_version"), recipe=run["recipe"], study=o.get("study"),
+        started=_iso(run["started"]), finished=_iso(run["finished"]), status=run["status"],
+        stop_reason=run["stop_reason"],
+        machine={**run["machine"],
+                 "hw_counters": bool((o.get("counters") or {}).get("hw_counters", False))},
+        compilers=o.get("compilers", []), metric=metric,
+        workload=o.get("workload", {"target_file": t_path}), baseline=o["baseline"],
+        design=o.get("design"), distro=o.get("distro"), skipped=o.get("skipped", []),
+        measurement=_measurement(m, o.get("metric_choice")),
+        variants=[_variant(v, samples, run["started"], metric) for v in stored],
+        threshold_pct=m.get("threshold_pct", stats.THRESHOLD_PCT))
     values = analysis.values_by_round(samples, lambda s: metric_mod.metric_of(s, metric))
-    refused = _replaced(doc["variants"], o.get("replaced") or {})
-    replicates, doc["measurement"]["layouts"] = None, None
+    refused = _replaced(doc.variants, o.get("replaced") or {})
+    replicates = None
+    doc.measurement.layouts = None
     if m.get("layouts"):
-        folded = layouts.fold(doc["variants"], values, doc["baseline"])
-        doc["variants"], values, replicates = folded.variants, folded.values, folded.replicates
-        doc["measurement"]["layouts"] = layout.described(m["layouts"])
+        folded = layouts.fold(doc.variants, values, doc.baseline)
+        doc.variants, values, replicates = folded.variants, folded.values, folded.replicates
+        doc.measurement.layouts = contract.Layouts.model_validate(layout.described(m["layouts"]))
     design = sequential.Design.from_json(o.get("sequential"))
-    doc["measurement"]["sequential"] = design.to_json()
-    analysis.apply(doc, values, doc["threshold_pct"], seed=m.get("seed") or 0,
-                   replicates=replicates, refused=refused, design=design)
+    doc.measurement.sequential = contract.Sequential.model_validate(design.to_json())
+    analysis.apply(doc, values, seed=m.get("seed") or 0, replicates=replicates,
+                   refused=refused, design=design)
     confirmation.apply(doc, o.get("confirmation"))
     _stopped(doc, o.get("stopped") or {}, samples)
     _short_run(doc, t_path)
@@ -170,75 +160,89 @@ def _document(run: dict, variants: list[dict], samples: list[Sample]) -> dict:
     return doc
 
 
-def _short_run(doc: dict, target_path: str) -> None:
+# The measuring options results.json repeats under `measurement`, as the sweep stored them.
+MEASUREMENT = ("seed", "warmup", "min_runs", "max_runs", "runs", "budget", "precision_pct", "cpu",
+               "quick", "strict_check", "counters", "threshold_pct", "reference", "metric")
+
+
+def _measurement(m: dict, metric_choice: dict | None) -> contract.Measurement:
+    return contract.Measurement.model_validate(
+        {k: m[k] for k in MEASUREMENT if k in m} | {"metric_choice": metric_choice})
+
+
+def _short_run(doc: contract.Results, target_path: str) -> None:
     """`measurement.short_run`: the warning for a baseline whose runs are shorter than a sample
     resolves, with the input size that would fix it (flagsweep.measure.resolution), or null.
     Judged on a time: the metric, or wall time when the metric is a count."""
-    base = next((v for v in doc["variants"] if v["id"] == doc["baseline"]), None)
-    column = doc["metric"] if doc["metric"] in resolution.TIME_METRICS else "wall_s"
-    values = [x for x in ((base or {}).get("samples") or {}).get(column) or [] if x is not None]
+    base = next((v for v in doc.variants if v.id == doc.baseline), None)
+    column = doc.metric if doc.metric in resolution.TIME_METRICS else "wall_s"
+    taken = (base.samples if base is not None else None) or {}
+    values = [x for x in taken.get(column) or [] if x is not None]
     try:
         inputs = target.load(target_path).spec.inputs
     except FlagsweepError:      # the target's file moved or changed: the warning without a size
         inputs = None
-    doc["measurement"]["short_run"] = resolution.short_run(
-        statistics.median(values) if values else None, inputs,
-        bool(doc["measurement"].get("quick")), target_path)
+    warning = resolution.short_run(statistics.median(values) if values else None, inputs,
+                                   bool(getattr(doc.measurement, "quick", False)), target_path)
+    doc.measurement.short_run = None if warning is None \
+        else contract.ShortRun.model_validate(warning)
 
 
-def _replaced(variants: list[dict], replaced: dict[str, dict]) -> dict[str, str]:
+def _replaced(variants: list[contract.Variant], replaced: dict[str, dict]) -> dict[str, str]:
     """The binaries found replaced after the rounds (sweep._replaced): each one's record as its
     variant's `replaced`; returns variant -> why, for the verdicts it does not get. A layout's
     replaced binary refuses the whole variant it is a layout of."""
     refused: dict[str, str] = {}
     for v in variants:
-        record = replaced.get(v["id"])
+        record = replaced.get(v.id)
         if record:
-            v["replaced"] = record
-            refused[v.get("layout_of") or v["id"]] = (f"replaced during the sweep: "
-                                                     f"{record['why']}; its samples do not "
-                                                     "time one program, so it has no verdict")
+            v.replaced = record
+            refused[getattr(v, "layout_of", None) or v.id] = (
+                f"replaced during the sweep: {record['why']}; its samples do not time one "
+                "program, so it has no verdict")
     return refused
 
 
-def add_explain(doc: dict, explain: dict | None) -> None:
+def add_explain(doc: contract.Results, explain: dict | None) -> None:
     """run --explain's profiles (flagsweep.explain.explanation.explain) into the document: each
     explained variant's entry as its `explain`, the rest as the top-level `explain`."""
     if not explain:
         return
     entries = explain.get("variants") or {}
-    for v in doc["variants"]:
-        if v["id"] in entries:
-            v["explain"] = entries[v["id"]]
-    doc["explain"] = {k: val for k, val in explain.items() if k != "variants"} | {
-        "explained": [v["id"] for v in doc["variants"] if v["id"] in entries]}
+    for v in doc.variants:
+        if v.id in entries:
+            v.explain = contract.Explain.model_validate(entries[v.id])
+    doc.explain = contract.ExplainRun.model_validate(
+        {k: val for k, val in explain.items() if k != "variants"}
+        | {"explained": [v.id for v in doc.variants if v.id in entries]})
 
 
-def _stopped(doc: dict, stopped: dict[str, dict], samples: list[Sample]) -> None:
+def _stopped(doc: contract.Results, stopped: dict[str, dict], samples: list[Sample]) -> None:
     """The variants that stopped early (measure.rounds.stops): each one's round count and why in
     its summary, and the runs the sweep did not spend on them, against every variant in every
     round it ran."""
     counted = [s.round for s in samples if s.round >= 0]
     ran = max(counted) + 1 if counted else 0
     saved = 0
-    for v in doc["variants"]:
-        stop = stopped.get(v["id"])
-        v["summary"]["stopped_at"] = stop["rounds"] if stop else None
-        v["summary"]["stopped_why"] = stop["why"] if stop else None
+    for v in doc.variants:
+        stop = stopped.get(v.id)
+        v.summary.stopped_at = stop["rounds"] if stop else None
+        v.summary.stopped_why = stop["why"] if stop else None
         if stop:
             saved += max(0, ran - stop["rounds"])
-    doc["measurement"]["runs_saved"] = saved
+    doc.measurement.runs_saved = saved
 
 
-def _variant(v: dict, samples: list[Sample], started: float, metric: str) -> dict:
-    doc = dict(v["doc"])
-    mine = [s for s in samples if s.variant_id == doc["id"]]
+def _variant(v: contract.Variant, samples: list[Sample], started: float,
+             metric: str) -> contract.Variant:
+    """A stored variant with what was measured of it: its counted samples as columns, its
+    failed runs, and how many of its samples perf multiplexed."""
+    mine = [s for s in samples if s.variant_id == v.id]
     counted = [s for s in mine if s.ok and s.round >= 0]
-    doc["check"] = v["check"]
-    doc["samples"] = _columns(counted, started, metric)
-    doc["failures"] = [{"round": s.round, "failure": s.failure} for s in mine if not s.ok]
-    doc["multiplexed"] = sum(s.multiplexed for s in counted)
-    return doc
+    v.samples = _columns(counted, started, metric)
+    v.failures = [{"round": s.round, "failure": s.failure} for s in mine if not s.ok]
+    v.multiplexed = sum(s.multiplexed for s in counted)
+    return v
 
 
 def _columns(samples: list[Sample], started: float, metric: str) -> dict[str, list]:

@@ -62,10 +62,11 @@ def test_a_nightly_series_keeps_its_reference_arm_and_the_machines_drift_divides
     ref = _variant(second, "gcc-O2.ref")
     assert ref is not None and ref["build"]["reference_sha256"] == files.sha256_file(kept)
     # with the baseline's own flags, it is named for what it is wherever results are shown
-    from flagsweep.results import names
-    doc = json.loads(second.read_text())
-    assert names.label(ref, doc) == "-O2 (reference)"
-    assert names.label(_variant(second, "gcc-O2"), doc) == "-O2"
+    from flagsweep.results import names, reader
+    doc = reader.load(second)
+    by_id = {v.id: v for v in doc.variants}
+    assert names.label(by_id["gcc-O2.ref"], doc) == "-O2 (reference)"
+    assert names.label(by_id["gcc-O2"], doc) == "-O2"
     slow_machine = {"gcc-O2": 1.3, "gcc-O2.aa": 1.3, "gcc-O2.ref": 1.3}
     nights(2, slow_machine)
     drifted = _check()

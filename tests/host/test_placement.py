@@ -262,12 +262,13 @@ def test_a_sweep_stopped_as_busy_names_its_cpu_and_one_free_now(tmp_path, monkey
 
 
 def test_the_noise_advice_names_an_isolated_cpu_no_sweep_held():
-    from flagsweep.results import analysis
+    from flagsweep.results import analysis, contract
 
-    choice = {"cpu": 3, "cpus": [{"cpu": 1, "idle_pct": 99.0, "held_by": "pid 7: lame"},
-                                 {"cpu": 3, "idle_pct": 98.0, "held_by": None}]}
+    choice = {"cpu": 3, "how": "isolated", "why": "CPU 3: isolated, free",
+              "cpus": [{"cpu": 1, "idle_pct": 99.0, "held_by": "pid 7: lame"},
+                       {"cpu": 3, "idle_pct": 98.0, "held_by": None}]}
     machine = {"cpu_count": 4, "isolated_cpus": [1, 3], "pinned_cpu": 0, "cpu_choice": choice}
-    ways = analysis._machine_ways({"machine": machine, "threshold_pct": 1.0})
+    ways = analysis._machine_ways(contract.Machine.model_validate(machine), 1.0)
     assert ways == ["`--cpu 3`, a CPU the kernel keeps other tasks off"]
 
 

@@ -8,13 +8,22 @@ import pytest
 
 from flagsweep.errors import ConfigError
 from flagsweep.measure.sample import Sample
-from flagsweep.results import analysis
+from flagsweep.results import analysis, contract
 from flagsweep.experiment import matrix, recipe
 
 
 def _variant(vid, flags, factors, status="ok", identical_to=None, check="ok"):
-    return {"id": vid, "flags": flags, "factors": factors, "check": {"status": check, "detail": ""},
+    return {"id": vid, "compiler": "gcc", "flags": flags, "factors": factors,
+            "check": {"status": check, "detail": ""},
             "build": {"status": status, "identical_to": identical_to}}
+
+
+def _doc(baseline, design, variants, **more) -> contract.Results:
+    """A results document of these variants as the writer has it before the analysis."""
+    return contract.Results.model_validate({
+        "schema": contract.SCHEMA, "target": "t", "recipe": "r", "metric": "wall_s",
+        "baseline": baseline, "design": design, "machine": {}, "threshold_pct": 1.0,
+        "variants": variants, **more})
 
 
 def _values(rng, scale, rounds=12, cv=0.005):
@@ -24,7 +33,7 @@ def _values(rng, scale, rounds=12, cv=0.005):
 
 def test_verdicts_aa_and_recommendation():
     rng = np.random.default_rng(4)
-    doc = {"baseline": "gcc-O2", "design": "full-factorial", "variants": [
+    doc = _doc("gcc-O2", "full-factorial", [
         _variant("gcc-O2", ["-O2"], {"opt": "-O2", "march": "x86-64"}),
         _variant("gcc-O3", ["-O3"], {"opt": "-O3", "march": "x86-64"}),
         _variant("gcc-O2-march-native", ["-O2", "-march=native"], {"opt": "-O2", "march": "native"}),
@@ -33,65 +42,65 @@ def test_verdicts_aa_and_recommendation():
                  identical_to="gcc-O2"),
         _variant("gcc-Os", ["-Os"], {"opt": "-Os", "march": "x86-64"}, status="failed"),
         _variant("gcc-O2.aa", ["-O2"], {"opt": "-O2", "march": "x86-64"}),
-    ]}
+    ])
     values = {"gcc-O2": _values(rng, 1.00), "gcc-O2.aa": _values(rng, 1.00),
               "gcc-O3": _values(rng, 0.90), "gcc-O2-march-native": _values(rng, 0.905),
               "gcc-O3-march-native": _values(rng, 0.80)}
-    analysis.apply(doc, values, threshold_pct=1.0, seed=1)
-    v = {x["id"]: x for x in doc["variants"]}
-    assert v["gcc-O2"]["vs_baseline"] is None and v["gcc-O2"]["summary"]["n"] == 12
-    assert v["gcc-O3"]["vs_baseline"]["verdict"] == "faster"
-    assert v["gcc-O3"]["vs_baseline"]["ratio"] == pytest.approx(0.90, abs=0.01)
-    assert v["gcc-O2-mfpmath-sse"]["vs_baseline"]["verdict"] == "identical-code"
-    assert v["gcc-Os"]["vs_baseline"] == {"verdict": "not-measured",
-                                         "why": "build failed: no detail recorded"}
-    assert doc["aa"]["variant"] == "gcc-O2.aa" and doc["aa"]["verdict"] in ("equivalent", "inconclusive")
-    assert doc["aa"]["warning"] is None
+    analysis.apply(doc, values, seed=1)
+    v = {x.id: x for x in doc.variants}
+    assert v["gcc-O2"].vs_baseline is None and v["gcc-O2"].summary.n == 12
+    assert v["gcc-O3"].vs_baseline.verdict == "faster"
+    assert v["gcc-O3"].vs_baseline.ratio == pytest.approx(0.90, abs=0.01)
+    assert v["gcc-O2-mfpmath-sse"].vs_baseline.verdict == "identical-code"
+    assert v["gcc-Os"].vs_baseline.dump() == {"verdict": "not-measured",
+                                                "why": "build failed: no detail recorded"}
+    assert doc.aa.variant == "gcc-O2.aa" and doc.aa.verdict in ("equivalent", "inconclusive")
+    assert doc.aa.warning is None
     # 12 rounds, 4 comparisons, CV 0.5%: a 2% effect is called with 80% power, 1% never is.
-    assert 1.0 < doc["noise"]["mde_pct"] < 2.0 and doc["noise"]["warning"] is None
-    assert doc["noise"]["comparisons"] == 4
+    assert 1.0 < doc.noise.mde_pct < 2.0 and doc.noise.warning is None
+    assert doc.noise.comparisons == 4
     # -O3 -march=native is fastest (-20%); nothing else is within 1% of it, so it is recommended.
-    assert doc["recommendation"]["flags"] == ["-O3", "-march=native"]
-    assert "fastest" in doc["recommendation"]["why"]
-    rows = {(e["factor"], e["level"]): e for e in doc["effects"]}
-    assert rows[("opt", "-O3")]["matters"] and rows[("march", "native")]["matters"]
-    assert doc["effects_design"]["design"] == "full-factorial"
+    assert doc.recommendation.flags == ["-O3", "-march=native"]
+    assert "fastest" in doc.recommendation.why
+    rows = {(e.factor, e.level): e for e in doc.effects}
+    assert rows[("opt", "-O3")].matters and rows[("march", "native")].matters
+    assert doc.effects_design["design"] == "full-factorial"
     assert ("opt", "-Os") not in rows  # not measured: no data for that level
 
 
 def test_recommendation_prefers_fewer_flags_within_the_threshold():
     rng = np.random.default_rng(7)
-    doc = {"baseline": "b", "design": "explicit", "variants": [
+    doc = _doc("b", "explicit", [
         _variant("b", ["-O2"], {"row": "b"}),
         _variant("many", ["-O3", "-march=native", "-funroll-loops"], {"row": "many"}),
         _variant("few", ["-O3", "-march=native"], {"row": "few"}),
-    ]}
+    ])
     values = {"b": _values(rng, 1.0), "many": _values(rng, 0.900), "few": _values(rng, 0.903)}
-    analysis.apply(doc, values, threshold_pct=1.0, seed=2)
-    assert doc["recommendation"]["flags"] == ["-O3", "-march=native"]
-    assert "fewer flags" in doc["recommendation"]["why"]
+    analysis.apply(doc, values, seed=2)
+    assert doc.recommendation.flags == ["-O3", "-march=native"]
+    assert "fewer flags" in doc.recommendation.why
 
 
 def test_an_aa_arm_that_moves_makes_every_verdict_inconclusive():
     """The twin is the baseline's own binary: if it comes out slower, the machine moved, and the
     -O3 that looks 10% faster and the -Os that looks equivalent are not verdicts either."""
     rng = np.random.default_rng(3)
-    doc = {"baseline": "b", "design": "explicit", "variants": [
+    doc = _doc("b", "explicit", [
         _variant("b", ["-O2"], {"row": "b"}), _variant("b.aa", ["-O2"], {"row": "b"}),
-        _variant("o3", ["-O3"], {"row": "o3"}), _variant("os", ["-Os"], {"row": "os"})]}
+        _variant("o3", ["-O3"], {"row": "o3"}), _variant("os", ["-Os"], {"row": "os"})])
     values = {"b": _values(rng, 1.0), "b.aa": _values(rng, 1.05), "o3": _values(rng, 0.90),
               "os": _values(rng, 1.0)}
-    analysis.apply(doc, values, 1.0, seed=1)
-    v = {x["id"]: x["vs_baseline"] for x in doc["variants"]}
-    assert doc["aa"]["verdict"] == "slower" and doc["aa"]["unstable"]
-    assert "machine was unstable" in doc["aa"]["warning"]
-    assert sorted(doc["aa"]["gated"]) == ["o3", "os"]
+    analysis.apply(doc, values, seed=1)
+    v = {x.id: x.vs_baseline for x in doc.variants}
+    assert doc.aa.verdict == "slower" and doc.aa.unstable
+    assert "machine was unstable" in doc.aa.warning
+    assert sorted(doc.aa.gated) == ["o3", "os"]
     for vid in ("o3", "os"):
-        assert v[vid]["verdict"] == "inconclusive"
-        assert "machine was unstable" in v[vid]["why"]
-    assert "not faster" in v["o3"]["why"] and "not equivalent" in v["os"]["why"]
-    assert v["o3"]["ratio"] == pytest.approx(0.90 / 1.0, abs=0.01)   # the estimate is still shown
-    assert "Keep the baseline" in doc["recommendation"]["why"]
+        assert v[vid].verdict == "inconclusive"
+        assert "machine was unstable" in v[vid].why
+    assert "not faster" in v["o3"].why and "not equivalent" in v["os"].why
+    assert v["o3"].ratio == pytest.approx(0.90 / 1.0, abs=0.01)   # the estimate is still shown
+    assert "Keep the baseline" in doc.recommendation.why
 
 
 def test_a_call_inside_the_aa_arms_own_spread_is_not_made():
@@ -100,23 +109,23 @@ def test_a_call_inside_the_aa_arms_own_spread_is_not_made():
     faster; a -30% one is."""
     rng = np.random.default_rng(22)
     base = {r: float(rng.lognormal(0, 0.03)) for r in range(20)}
-    doc = {"baseline": "b", "design": "explicit", "variants": [
+    doc = _doc("b", "explicit", [
         _variant("b", ["-O2"], {"row": "b"}), _variant("b.aa", ["-O2"], {"row": "b"}),
-        _variant("small", ["-O3"], {"row": "small"}), _variant("big", ["-O1"], {"row": "big"})]}
+        _variant("small", ["-O3"], {"row": "small"}), _variant("big", ["-O1"], {"row": "big"})])
     shifted = lambda scale, cv: {r: x * scale * float(rng.lognormal(0, cv))  # noqa: E731
                                  for r, x in base.items()}
     values = {"b": base, "b.aa": shifted(1.03, 0.06), "big": shifted(0.70, 0.01),
               "small": shifted(0.985, 0.002)}
-    analysis.apply(doc, values, 1.0, seed=4)
-    v = {x["id"]: x["vs_baseline"] for x in doc["variants"]}
-    bound = doc["aa"]["bound_pct"]
-    assert doc["aa"]["verdict"] == "inconclusive" and not doc["aa"]["unstable"]
-    assert bound == pytest.approx(abs(doc["aa"]["ratio"] - 1) * 100) and bound > 1.5
-    assert v["small"]["ci95"][1] < 0.99      # beyond the threshold: "faster" without the twin
-    assert v["small"]["ci95"][1] > 1 - bound / 100   # but not beyond the twin's own offset
-    assert v["small"]["verdict"] == "inconclusive" and "A/A arm" in v["small"]["why"]
-    assert doc["aa"]["gated"] == ["small"]
-    assert v["big"]["verdict"] == "faster"
+    analysis.apply(doc, values, seed=4)
+    v = {x.id: x.vs_baseline for x in doc.variants}
+    bound = doc.aa.bound_pct
+    assert doc.aa.verdict == "inconclusive" and not doc.aa.unstable
+    assert bound == pytest.approx(abs(doc.aa.ratio - 1) * 100) and bound > 1.5
+    assert v["small"].ci95[1] < 0.99      # beyond the threshold: "faster" without the twin
+    assert v["small"].ci95[1] > 1 - bound / 100   # but not beyond the twin's own offset
+    assert v["small"].verdict == "inconclusive" and "A/A arm" in v["small"].why
+    assert doc.aa.gated == ["small"]
+    assert v["big"].verdict == "faster"
 
 
 def test_screening_recipe_expands_to_design_rows_with_the_base_as_baseline():
@@ -156,10 +165,10 @@ def test_screening_analysis_reuses_identical_rows():
         variants.append(_variant(v.id, list(v.flags), v.factors, identical_to=same))
         if same is None:
             values[v.id] = _values(rng, scale, rounds=10)
-    doc = {"baseline": m.baseline.id, "design": "plackett-burman", "variants": variants}
-    analysis.apply(doc, values, threshold_pct=1.0, seed=5)
-    assert doc["effects_design"]["design"] == "plackett-burman"
-    mattering = {e["factor"] for e in doc["effects"] if e["matters"]}
+    doc = _doc(m.baseline.id, "plackett-burman", variants)
+    analysis.apply(doc, values, seed=5)
+    assert doc.effects_design["design"] == "plackett-burman"
+    mattering = {e.factor for e in doc.effects if e.matters}
     assert {"-funroll-loops", "-fno-inline"} <= mattering
 
 
@@ -173,14 +182,14 @@ def test_two_compilers_make_the_compiler_a_factor_of_the_effects():
     for v in m.variants:
         variants.append(_variant(v.id, list(v.flags), v.factors))
         values[v.id] = _values(rng, opt[v.factors["opt"]] * (1.08 if v.compiler == "clang" else 1.0))
-    doc = {"baseline": m.baseline.id, "design": m.design, "variants": variants}
-    analysis.apply(doc, values, threshold_pct=1.0, seed=3)
-    rows = {(e["factor"], e["level"]): e for e in doc["effects"]}
-    assert rows[("compiler", "clang")]["reference"] == "gcc"
-    assert rows[("compiler", "clang")]["effect_pct"] == pytest.approx(8.0, abs=0.6)
-    assert rows[("compiler", "clang")]["matters"]
-    assert rows[("opt", "-O0")]["effect_pct"] == pytest.approx(40.0, abs=1.5)
-    assert rows[("opt", "-O3")]["effect_pct"] == pytest.approx(-3.0, abs=0.6)
+    doc = _doc(m.baseline.id, m.design, variants)
+    analysis.apply(doc, values, seed=3)
+    rows = {(e.factor, e.level): e for e in doc.effects}
+    assert rows[("compiler", "clang")].reference == "gcc"
+    assert rows[("compiler", "clang")].effect_pct == pytest.approx(8.0, abs=0.6)
+    assert rows[("compiler", "clang")].matters
+    assert rows[("opt", "-O0")].effect_pct == pytest.approx(40.0, abs=1.5)
+    assert rows[("opt", "-O3")].effect_pct == pytest.approx(-3.0, abs=0.6)
 
 
 def test_two_compiler_screen_has_a_compiler_column():
@@ -192,12 +201,12 @@ def test_two_compiler_screen_has_a_compiler_column():
             1.10 if v.compiler == "clang" else 1.0)
         variants.append(_variant(v.id, list(v.flags), v.factors))
         values[v.id] = _values(rng, scale, rounds=10)
-    doc = {"baseline": m.baseline.id, "design": "plackett-burman", "variants": variants}
-    analysis.apply(doc, values, threshold_pct=1.0, seed=5)
-    rows = {e["factor"]: e for e in doc["effects"]}
-    assert (rows["compiler"]["level"], rows["compiler"]["reference"]) == ("clang", "gcc")
-    assert rows["compiler"]["effect_pct"] == pytest.approx(10.0, abs=1.0)
-    assert rows["-funroll-loops"]["matters"] and rows["compiler"]["matters"]
+    doc = _doc(m.baseline.id, "plackett-burman", variants)
+    analysis.apply(doc, values, seed=5)
+    rows = {e.factor: e for e in doc.effects}
+    assert (rows["compiler"].level, rows["compiler"].reference) == ("clang", "gcc")
+    assert rows["compiler"].effect_pct == pytest.approx(10.0, abs=1.0)
+    assert rows["-funroll-loops"].matters and rows["compiler"].matters
 
 
 def _noisy_samples(rng, pace_s, rounds=10):
@@ -213,12 +222,11 @@ def _noisy_samples(rng, pace_s, rounds=10):
 
 
 def _doc_for(samples, metric_choice=None, machine=None):
-    doc = {"baseline": "base", "design": None, "metric": "wall_s", "threshold_pct": 1.0,
-           "machine": machine or {"cpu_count": 2, "isolated_cpus": [], "pinned_cpu": None},
-           "measurement": {"metric_choice": metric_choice},
-           "variants": [_variant(v, ["-O2"], {}) for v in ("base", "base.aa", "var")]}
+    doc = _doc("base", None, [_variant(v, ["-O2"], {}) for v in ("base", "base.aa", "var")],
+               machine=machine or {"cpu_count": 2, "isolated_cpus": [], "pinned_cpu": None},
+               measurement={"metric_choice": metric_choice})
     values = analysis.values_by_round(samples, lambda s: s.wall_s)
-    analysis.apply(doc, values, threshold_pct=1.0, seed=1)
+    analysis.apply(doc, values, seed=1)
     analysis.advise(doc, samples)
     return doc
 
@@ -227,11 +235,11 @@ def test_noise_advice_names_what_can_be_followed():
     """Loud wall time over quiet CPU time: the warning names --metric cpu with the effect it
     would call on these samples, a quieter CPU, and more rounds with the time they take."""
     samples = _noisy_samples(np.random.default_rng(5), pace_s=3.0)
-    warning = _doc_for(samples)["noise"]["warning"]
+    warning = _doc_for(samples).noise.warning
     assert warning.startswith("with 10 rounds this sweep calls effects of")
     head, _, ways = warning.partition(". What would help: ")
     assert "`--metric cpu` would call" in ways and "isolcpus=" in ways
-    rounds = _doc_for(samples)["noise"]["rounds_needed"]
+    rounds = _doc_for(samples).noise.rounds_needed
     assert f"--max-runs {rounds} (about " in ways and "3.0 s a round" in ways
 
 
@@ -241,7 +249,7 @@ def test_noise_advice_says_when_rounds_cannot_help_and_when_cpu_time_is_wrong():
     doc = _doc_for(samples, metric_choice=choice,
                    machine={"cpu_count": 2, "isolated_cpus": [1], "pinned_cpu": 0,
                             "governor": "powersave"})
-    ways = doc["noise"]["warning"].partition(". What would help: ")[2]
+    ways = doc.noise.warning.partition(". What would help: ")[2]
     assert "not more rounds" in ways and "cannot resolve 2% for this program in a night" in ways
     assert "--max-runs" not in ways
     assert "but this workload is not one for it (wall time: the workload waits for I/O)" in ways
@@ -254,7 +262,7 @@ def test_no_advice_without_a_warning():
                       taken_at=1000 + 3 * r + k)
                for r in range(12) for k, v in enumerate(("base", "base.aa", "var"))]
     doc = _doc_for(samples)
-    assert doc["noise"]["warning"] is None and doc["noise"]["rounds_needed"] is None
+    assert doc.noise.warning is None and doc.noise.rounds_needed is None
 
 
 def test_a_variant_just_beyond_the_threshold_among_ten_is_judged_on_its_adjusted_interval():
@@ -262,29 +270,23 @@ def test_a_variant_just_beyond_the_threshold_among_ten_is_judged_on_its_adjusted
     1% threshold, its false-coverage adjusted one (99.5%, one selected of ten) does not, so it is
     inconclusive, and results.json and the table show the interval the verdict rests on."""
     from flagsweep.report import variants
-    from flagsweep.results import contract
 
     pattern = np.linspace(-1, 1, 12)
     base = {r: 1.0 for r in range(12)}
     spread = lambda shift, width: {r: float(np.exp(shift + width * x))  # noqa: E731
                                    for r, x in enumerate(pattern)}
     ids = ["b", "b.aa", "edge", *(f"n{j}" for j in range(8))]
-    doc = {"baseline": "b", "design": "explicit", "threshold_pct": 1.0,
-           "variants": [{**_variant(vid, [f"-f{vid}"], {"row": vid}), "compiler": "gcc"}
-                        for vid in ids]}
+    doc = _doc("b", "explicit", [_variant(vid, [f"-f{vid}"], {"row": vid}) for vid in ids])
     values = {"b": base, "edge": spread(np.log(1.01) + 0.005, 0.01),
               **{vid: spread(0.0, 0.003) for vid in ids if vid not in ("b", "edge")}}
-    analysis.apply(doc, values, 1.0, seed=1)
-    edge = next(v for v in doc["variants"] if v["id"] == "edge")
-    c = edge["vs_baseline"]
-    assert c["ci95"][0] > 1.01 and c["p_adjusted"] < 0.05
-    assert c["verdict"] == "inconclusive"
-    assert c["fcr_level"] == pytest.approx(0.995) and c["ci_fcr"][0] < 1.01
+    analysis.apply(doc, values, seed=1)
+    edge = next(v for v in doc.variants if v.id == "edge")
+    c = edge.vs_baseline
+    assert c.ci95[0] > 1.01 and c.p_adjusted < 0.05
+    assert c.verdict == "inconclusive"
+    assert c.fcr_level == pytest.approx(0.995) and c.ci_fcr[0] < 1.01
     assert contract.VsBaseline.model_validate(c).fcr_level == pytest.approx(0.995)
-    model = contract.Results.model_construct(
-        baseline="b", threshold_pct=1.0,
-        variants=[contract.Variant.model_validate(v) for v in doc["variants"]])
-    row = variants.variant_row(model.variants[ids.index("edge")], model)
+    row = variants.variant_row(edge, doc)
     assert row.ci_text.startswith("[+1.0, +2.0]; 99.5% [")
     with pytest.raises(Exception, match="ci_fcr"):
-        contract.VsBaseline.model_validate({**c, "ci_fcr": [0.9]})
+        contract.VsBaseline.model_validate({**c.dump(), "ci_fcr": [0.9]})

@@ -19,7 +19,7 @@ from flagsweep.compilation import layout as link
 from flagsweep.compilation import selection
 from flagsweep.errors import Interrupted
 from flagsweep.report import terminal
-from flagsweep.results import confirmation, reader
+from flagsweep.results import confirmation, contract, reader
 from flagsweep.results.store import Store
 
 K = 2                   # layouts a side in the tests' confirmations: the fewest that give a spread
@@ -171,16 +171,28 @@ def test_the_reach_is_the_measured_layout_spread_where_known(tmp_path):
     for name, where, sd in (("near", machine, 0.01), ("other", {**machine, "hostname": "x"}, 0.1)):
         out = tmp_path / name
         out.mkdir()
-        (out / "results.json").write_text(json.dumps({"noise": {"sd_log_diff": sd}}))
+        (out / "results.json").write_text(json.dumps(_results(noise={"sd_log_diff": sd})))
         run_id = db.create_unique_run(name, "reachy", "olevels", out,
                                       {"measure": {"layouts": 4}}, where)
         db.finish_run(run_id, "complete", "decided")
-    reach, source = confirmation.measured_reach(db, "reachy", machine)
+    here = contract.Machine.model_validate(machine)
+    reach, source = confirmation.measured_reach(db, "reachy", here)
     assert reach == pytest.approx(100 * math.expm1(1.959964 * math.sqrt(2) * 0.01))
     assert "+-1.0%" in source and "near" in source
-    doc = {"baseline": "b", "measurement": {}, "recommendation": {"variant": "v"},
-           "variants": [{"id": "b"}, {"id": "v", "vs_baseline": {"ratio": 0.96,
-                                                                 "ci95": [0.955, 0.965]}}]}
-    assert confirmation.plan(doc, (reach, source), True)["status"] == confirmation.NOT_NEEDED
-    assert confirmation.plan(doc, None, True)["status"] == confirmation.PENDING
-    assert confirmation.measured_reach(db, "nothing", machine) is None
+    doc = contract.Results.model_validate(_results(
+        measurement={}, recommendation={"variant": "v", "why": "faster"},
+        variants=[_built("b"), {**_built("v"), "vs_baseline": {
+            "verdict": "faster", "ratio": 0.96, "ci95": [0.955, 0.965]}}]))
+    assert confirmation.plan(doc, (reach, source), True).status == confirmation.NOT_NEEDED
+    assert confirmation.plan(doc, None, True).status == confirmation.PENDING
+    assert confirmation.measured_reach(db, "nothing", here) is None
+
+
+def _built(vid: str) -> dict:
+    return {"id": vid, "compiler": "gcc", "flags": [], "build": {"status": "ok"}}
+
+
+def _results(**keys) -> dict:
+    """A results.json of a sweep with baseline b, with these keys."""
+    return {"schema": contract.SCHEMA, "target": "reachy", "recipe": "olevels",
+            "metric": "wall_s", "baseline": "b", "machine": {}, "variants": [], **keys}

@@ -99,11 +99,12 @@ def test_run_ids_are_numbered_and_unique(store):
 
 def test_variants_and_checks(store):
     _run(store)
-    store.save_variants("run", [{"id": "O2", "flags": "-O2"}, {"id": "O1", "flags": "-O1"}])
+    o2, o1 = ({"id": vid, "compiler": "gcc", "flags": [f"-{vid}"], "build": {"status": "ok"}}
+              for vid in ("O2", "O1"))
+    store.save_variants("run", [o2, o1])
     store.save_check("run", "O1", {"status": "ok"})
-    assert store.variants("run") == [
-        {"doc": {"id": "O2", "flags": "-O2"}, "check": None},
-        {"doc": {"id": "O1", "flags": "-O1"}, "check": {"status": "ok"}}]
+    assert [v.dump() for v in store.variants("run")] == [
+        {**o2, "check": None}, {**o1, "check": {"status": "ok"}}]
 
 
 def test_samples_round_trip_with_their_worker(store):

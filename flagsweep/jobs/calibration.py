@@ -19,12 +19,14 @@ from pathlib import Path
 from typing import Callable
 
 from flagsweep import shipped, stats
-from flagsweep.jobs import sweep
 from flagsweep.compilation import variants
 from flagsweep.errors import ConfigError
-from flagsweep.host import launcher
-from flagsweep.results.store import Store
 from flagsweep.experiment import matrix, recipe, target
+from flagsweep.host import launcher
+from flagsweep.host.executor import Executor
+from flagsweep.jobs import sweep
+from flagsweep.measure.options import MeasureOptions
+from flagsweep.results.store import Store
 
 PLANTED_PCT = (1, 3, 10)
 TARGET = shipped.TARGETS / "tiny" / "calibrate.toml"
@@ -52,8 +54,8 @@ def flag_sets() -> list[str]:
     return ["-O2 -DTINY_EXTRA_PERMILLE=0"] + [f"-O2 -DTINY_EXTRA_PERMILLE={10 * p}" for p in PLANTED_PCT]
 
 
-def run(build_opts: variants.Options, opts: sweep.MeasureOptions, store: Store,
-        say: Callable[[str], None], execute: Callable[..., launcher.Execution] = launcher.run_once
+def run(build_opts: variants.Options, opts: MeasureOptions, store: Store,
+        say: Callable[[str], None], execute: Executor = launcher.run_once
         ) -> tuple[Path, list[dict]]:
     """Sweep the shipped tiny program with the planted flag sets; `execute` is the sweep's
     executor (the real launcher; tests pass executions of known speed)."""

@@ -37,16 +37,19 @@ from pathlib import Path
 from typing import Callable
 
 from flagsweep import files, report, shipped
-from flagsweep.jobs import sweep
 from flagsweep.across import merge
 from flagsweep.compilation import selection, variants
 from flagsweep.errors import FlagsweepError
+from flagsweep.experiment import matrix, recipe, target
 from flagsweep.host import launcher, system
-from flagsweep.measure import rounds
+from flagsweep.jobs import controls, sweep
+from flagsweep.measure import counters, rounds
+from flagsweep.measure.options import MeasureOptions
+from flagsweep.measure.plan import METRICS, plan_for, round_values
+from flagsweep.measure.sampler import Sampler
 from flagsweep.report import lines
 from flagsweep.results import store
 from flagsweep.results.contract import AA_SUFFIX
-from flagsweep.experiment import matrix, recipe, target
 from flagsweep.workload import check, inputs
 
 log = logging.getLogger("flagsweep.jobs.fleet")
@@ -101,12 +104,12 @@ def worker_argv(scheduler: str, label: str, name: str | None, listen: str | None
 # Worker side: the functions Dask runs (plain, picklable arguments; no client here)
 # ---------------------------------------------------------------------------------------------
 
-def describe_task(r: recipe.Recipe, compilers: list[str] | None, counters: str) -> dict:
+def describe_task(r: recipe.Recipe, compilers: list[str] | None, choice: str) -> dict:
     """On a worker of the label: its machine, its matrix (what its CPU and compilers can run),
-    and its counters, all decided where the code will run."""
+    and its counters (`choice`: --counters), all decided where the code will run."""
     m = matrix.expand(r, compilers)
     cpu = _bench_cpu()
-    pre = sweep.counters_setup(counters, lambda _text: None)
+    pre = counters.setup(choice, lambda _text: None)
     return {"machine": system.machine_state(sorted({v.compiler for v in m.variants}),
                                             pinned_cpu=cpu),
             "matrix": m, "counters": pre.to_json() if pre else None, "worker": _worker_name()}
@@ -149,14 +152,14 @@ def round_task(job: dict, rnd: int, binaries: dict[str, tuple[str, bytes]],
     t = _target(job["target_file"], job["target_sha"])
     paths = {vid: _materialize(sha, data, "bin") for vid, (sha, data) in binaries.items()}
     workload = check.Invocation(t, _materialize(*given), _scratch(job["run_id"]))
-    pre = sweep.counters_setup(job["counters"], lambda _text: None)
+    pre = counters.setup(job["counters"], lambda _text: None)
     done = db.done(job["run_id"])
     taken = 0
     plan = rounds.Plan(sorted(paths), job["seed"])
-    sampler = sweep.Sampler(job["run_id"], workload, paths, pre, False, db,
-                            lambda text: log.warning("%s", text), worker=_worker_name(),
-                            metric=job.get("metric", "wall_s"),
-                            threshold_pct=job.get("threshold_pct", 1.0))
+    sampler = Sampler(job["run_id"], workload, paths, pre, False, db,
+                      lambda text: log.warning("%s", text), worker=_worker_name(),
+                      metric=job.get("metric", "wall_s"),
+                      threshold_pct=job.get("threshold_pct", 1.0))
     with launcher.pinned(_bench_cpu()):
         for pos, vid in enumerate(rounds.order(plan, rnd)):
             if (vid, rnd) in done:
@@ -235,7 +238,7 @@ class Label:
     measured: list | None = None
 
 
-def sweep_on(scheduler: str, sel: selection.Selection, labels: list[str], opts: sweep.MeasureOptions,
+def sweep_on(scheduler: str, sel: selection.Selection, labels: list[str], opts: MeasureOptions,
              db: store.Store, say: Callable[[str], None]) -> list[Path]:
     """`run --scheduler`: one selection's sweep on the cluster at `scheduler`, one results.json
     per CPU label (each checked by check_label), merged when there are several."""
@@ -250,7 +253,7 @@ def sweep_on(scheduler: str, sel: selection.Selection, labels: list[str], opts: 
 
 
 def run(client, t: target.Target, r: recipe.Recipe, compilers: list[str] | None,
-        labels: list[str], out: Path, opts: sweep.MeasureOptions, db: store.Store,
+        labels: list[str], out: Path, opts: MeasureOptions, db: store.Store,
         say: Callable[[str], None]) -> list[Path]:
     """The whole fleet sweep; returns each label's results.json (and writes merged.html)."""
     _workers_for(client, labels)
@@ -275,7 +278,7 @@ def run(client, t: target.Target, r: recipe.Recipe, compilers: list[str] | None,
     endings = _rounds(client, t, parts, blob, opts, db, say)
     paths = []
     for p in parts:
-        # The files first, then the status, as a local sweep does (sweep._measure).
+        # The files first, then the status, as a local sweep does.
         paths.append(sweep.write_outputs(sweep.Sweep(p.run_id, t, r.name, p.out, opts, p.docs,
                                                      p.matrix.baseline.id), db, say,
                                          endings[p.name]))
@@ -362,7 +365,7 @@ def _place_builds(got: dict, out: Path) -> list[dict]:
 
 def _start_run(p: Label, t, r, opts, db: store.Store, given, say) -> None:
     p.out.mkdir(parents=True, exist_ok=True)
-    p.docs += sweep.aa_twin(p.docs, p.matrix.baseline.id, p.out)
+    p.docs += controls.aa_twin(p.docs, p.matrix.baseline.id, p.out)
     twin = p.matrix.baseline.id + AA_SUFFIX
     if p.matrix.baseline.id in p.binaries:
         p.binaries[twin] = p.binaries[p.matrix.baseline.id]
@@ -393,8 +396,9 @@ def _rounds(client, t, parts: list[Label], blob, opts, db: store.Store, say) -> 
     label's run ends (status, stop_reason, finished), for its files and then the store."""
     from distributed import as_completed
 
-    metric = sweep.METRICS[opts.metric]
-    plans = {p.name: sweep.plan_for(opts, p.measured, p.matrix.baseline.id) for p in parts}
+    metric = METRICS[opts.metric]
+    plans = {p.name: plan_for(opts, p.measured, p.matrix.baseline.id, controls.SUFFIXES)
+             for p in parts}
     by_name = {p.name: p for p in parts}
     sha = files.sha256_file(t.path)
     scattered = {p.name: {vid: p.binaries[vid] for vid in p.measured} for p in parts}
@@ -424,7 +428,7 @@ def _rounds(client, t, parts: list[Label], blob, opts, db: store.Store, say) -> 
     for f in pending:
         f.result()                             # a task's own error stops the sweep here
         name, stop = f.label, stops[f.label]
-        values = sweep.round_values(db, by_name[name].run_id, metric)
+        values = round_values(db.samples(by_name[name].run_id), metric)
         if f.round >= 0:
             stop.after(values, time.monotonic() - f.submitted)
             if said_round:
@@ -433,7 +437,7 @@ def _rounds(client, t, parts: list[Label], blob, opts, db: store.Store, say) -> 
             submit(name)
     endings = {}
     for p in parts:
-        o = stops[p.name].final(sweep.round_values(db, p.run_id, metric))
+        o = stops[p.name].final(round_values(db.samples(p.run_id), metric))
         endings[p.name] = {"status": "complete", "stop_reason": o.stop_reason,
                            "finished": time.time()}
         say(f"{p.name}: {o.stop_reason}")

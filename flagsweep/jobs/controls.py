@@ -9,7 +9,6 @@ and this machine's own copy of it, live here too.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 from pathlib import Path
@@ -20,7 +19,8 @@ from flagsweep.across import history
 from flagsweep.errors import ConfigError, FlagsweepError
 from flagsweep.host import toolchain
 from flagsweep.measure.options import MeasureOptions
-from flagsweep.results.contract import AA_SUFFIX, REF_SUFFIX
+from flagsweep.results import reader
+from flagsweep.results.contract import AA_SUFFIX, REF_SUFFIX, Variant
 from flagsweep.results.store import Store
 
 # The suffixes that make the baseline's control arms' ids, the A/A twin's first: every round
@@ -28,27 +28,27 @@ from flagsweep.results.store import Store
 SUFFIXES = (AA_SUFFIX, REF_SUFFIX)
 
 
-def aa_twin(docs: list[dict], baseline: str, out: Path) -> list[dict]:
+def aa_twin(docs: list[Variant], baseline: str, out: Path) -> list[Variant]:
     """The A/A arm (statistics.md choice 7): a second copy of the baseline's binary, measured
     and compared like any variant. It must come out equivalent or inconclusive; if it does not,
     the machine, not the flags, is moving the numbers. (A copy, not a rebuild with another link
     order: a layout change is a real change, and this arm must show the harness alone.)"""
-    base = next(d for d in docs if d["id"] == baseline)
-    if base["build"]["status"] != "ok":
+    base = next(d for d in docs if d.id == baseline)
+    if base.build.status != "ok":
         return []
     twin_id = baseline + AA_SUFFIX
-    binary = Path(base["build"]["binary"])
+    binary = Path(base.build.binary)
     folder = out / "builds" / twin_id
     folder.mkdir(parents=True, exist_ok=True)
     copy = folder / binary.name
     shutil.copy2(binary, copy)
-    build_doc = {**base["build"], "binary": str(copy), "identical_to": None,
-                 "detail": f"A/A twin: a copy of {baseline}'s binary"}
-    return [{**base, "id": twin_id, "aa_of": baseline, "build": build_doc}]
+    return [_arm(base, {"binary": str(copy), "identical_to": None,
+                        "detail": f"A/A twin: a copy of {baseline}'s binary"},
+                 id=twin_id, aa_of=baseline)]
 
 
-def reference_arm(docs: list[dict], baseline: str, out: Path,
-                  reference: tuple[Path, list[str] | None] | None) -> list[dict]:
+def reference_arm(docs: list[Variant], baseline: str, out: Path,
+                  reference: tuple[Path, list[str] | None] | None) -> list[Variant]:
     """The reference arm (--reference): a kept binary, the same every night, measured beside
     the baseline in the same shuffled rounds. Whatever moves the machine from one night to the
     next moves it too, so the history divides it out (across.history) and a nightly job sees the
@@ -57,20 +57,26 @@ def reference_arm(docs: list[dict], baseline: str, out: Path,
     the baseline says how far today's build is from the kept one."""
     if reference is None:
         return []
-    base = next(d for d in docs if d["id"] == baseline)
-    if base["build"]["status"] != "ok":
+    base = next(d for d in docs if d.id == baseline)
+    if base.build.status != "ok":
         return []
     source, flags = reference
     folder = out / "builds" / (baseline + REF_SUFFIX)
     folder.mkdir(parents=True, exist_ok=True)
-    copy = folder / Path(base["build"]["binary"]).name      # the run command's own name for it
+    copy = folder / Path(base.build.binary).name      # the run command's own name for it
     shutil.copy2(source, copy)
     sha = files.sha256_file(copy)
-    build_doc = {**base["build"], "binary": str(copy), "identical_to": None,
-                 "reference_sha256": sha,
-                 "detail": f"reference arm: {source} (sha256 {sha[:12]}), measured, not built"}
-    return [{**base, "id": baseline + REF_SUFFIX, "reference_of": baseline,
-             "flags": flags if flags is not None else base["flags"], "build": build_doc}]
+    return [_arm(base, {"binary": str(copy), "identical_to": None, "reference_sha256": sha,
+                        "detail": f"reference arm: {source} (sha256 {sha[:12]}), measured, "
+                                  "not built"},
+                 id=baseline + REF_SUFFIX, reference_of=baseline,
+                 flags=flags if flags is not None else base.flags)]
+
+
+def _arm(base: Variant, build: dict, **changes) -> Variant:
+    """A control arm: the baseline's record with these changes, and its build's with `build`."""
+    return Variant.model_validate({**base.dump(), **changes,
+                                   "build": {**base.build.dump(), **build}})
 
 
 def kept_reference_applies(opts: MeasureOptions) -> bool:
@@ -126,24 +132,23 @@ def kept_copy(sha256: str) -> Path:
     return files.cache_dir() / "references" / sha256
 
 
-def keep_reference(store: Store, run_id: str, target_name: str, builds: list[dict], baseline: str,
-                   say: Callable[[str], None]) -> None:
+def keep_reference(store: Store, run_id: str, target_name: str, builds: list[Variant],
+                   baseline: str, say: Callable[[str], None]) -> None:
     """After a complete sweep without a reference arm: keep its baseline binary in the store as
     the reference every later sweep of this target, machine and baseline measures beside its
     own build, unless one is kept already. The A/A twin is a copy of that binary, so this very
     sweep is the series' first point against it (across.history). Only for a sweep
     kept_reference_applies to."""
-    if any(d["id"].endswith(REF_SUFFIX) for d in builds):
+    if any(d.id.endswith(REF_SUFFIX) for d in builds):
         return
-    base = next(d for d in builds if d["id"] == baseline)
-    binary = Path(base["build"].get("binary") or "")
-    if base["build"]["status"] != "ok" or not binary.is_file():
+    base = next(d for d in builds if d.id == baseline)
+    binary = Path(base.build.binary or "")
+    if base.build.status != "ok" or not binary.is_file():
         return
     row = store.run(run_id)
     key = history.machine_key(row["machine"] or {})
     sha = files.sha256_file(binary)
-    if store.keep_reference(target_name, key, baseline, binary, list(base.get("flags") or []),
-                            run_id, sha):
+    if store.keep_reference(target_name, key, baseline, binary, list(base.flags), run_id, sha):
         copy = kept_copy(sha)
         files.make_dir(copy.parent, "the kept references' folder")
         files.write_atomic(copy, binary.read_bytes(), mode=0o755)
@@ -163,12 +168,12 @@ def reference_binary(where: Path) -> tuple[Path, list[str] | None]:
     if not doc_path.is_file():
         raise FlagsweepError(f"--reference {where}: neither a file nor a run's folder with "
                              "results.json; expected a built program or an earlier run's folder")
-    doc = json.loads(doc_path.read_text())
-    ref = next((v for v in doc.get("variants", []) if v.get("id") == doc.get("baseline")), None)
-    binary = Path((ref or {}).get("build", {}).get("binary") or "")
+    doc = reader.load(doc_path)
+    ref = next((v for v in doc.variants if v.id == doc.baseline), None)
+    binary = Path(ref.build.binary or "") if ref else Path()
     binary = binary if binary.is_absolute() else where / binary
     if ref is None or not binary.is_file():
         raise FlagsweepError(f"--reference {where}: its results.json names no baseline binary "
                              f"that still exists ({binary or 'none'}); keep the binary itself "
                              "and pass its path")
-    return binary, list(ref.get("flags") or [])
+    return binary, list(ref.flags)

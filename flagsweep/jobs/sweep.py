@@ -33,7 +33,7 @@ from flagsweep.measure.plan import METRICS, choose_metric, plan_for, round_value
 from flagsweep.measure.sampler import Busy, Sampler
 from flagsweep.process import sigterm_as_interrupt
 from flagsweep.report import lines, terminal
-from flagsweep.results import analysis, confirmation, reader, writer
+from flagsweep.results import analysis, confirmation, contract, reader, writer
 from flagsweep.results.contract import AA_SUFFIX
 from flagsweep.results.store import Store
 from flagsweep.workload import check, inputs
@@ -50,7 +50,7 @@ class Sweep:
     recipe_name: str
     out: Path
     opts: MeasureOptions
-    builds: list[dict]              # contract docs: id, compiler, flags, factors, build
+    builds: list[contract.Variant]  # each binary's id, compiler, flags, factors and build
     baseline: str
     # What runs one workload (the executor): the real launcher, or in tests a stand-in that
     # replays or synthesises executions, so the decisions above it are tested without timing.
@@ -80,12 +80,11 @@ def _started(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: v
     if opts.layouts:
         m = _layouts(m, opts.layouts)
     # Before building: the load average must show other work, not our own compiles.
-    machine = system.machine_state(sorted({v.compiler for v in m.variants}),
-                                   pinned_cpu=cpu)
-    machine["cpu_choice"] = opts.cpu_choice or placement.given(cpu).doc()
+    machine = system.machine_state(sorted({v.compiler for v in m.variants}), pinned_cpu=cpu) \
+        | {"cpu_choice": opts.cpu_choice or placement.given(cpu).doc()}
     for warning in advice.warnings(machine):
         say(f"warning: {warning}")
-    # fail fast, before any build, on what cannot work
+    # Fail fast, before any build, on what cannot work.
     counters.refuse_unusable(opts.counters, opts.metric)
     reference = controls.reference_binary(Path(opts.reference)) if opts.reference else None
     if opts.quick and (note := inputs.quick_note(t)):
@@ -105,7 +104,7 @@ def _started(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: v
     variants.write_summary(out, t, r, m, builds)
     for line in variants.failures(builds):
         say(line)
-    docs = [b.doc(out) for b in builds]
+    docs = [contract.Variant.model_validate(b.doc(out)) for b in builds]
     if not opts.layouts:         # with layouts the twin is built: other layouts, same code
         docs += controls.aa_twin(docs, m.baseline.id, out)
     if reference is None and controls.kept_reference_applies(opts):
@@ -114,7 +113,7 @@ def _started(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: v
     options = run_options(t, r, m, opts) | ({"confirms": confirms} if confirms else {})
     run_id = store.create_unique_run(base, t.name, r.name, out, options, machine)
     say(f"run id {run_id}")
-    store.save_variants(run_id, docs)
+    store.save_variants(run_id, [d.dump() for d in docs])
     sweep = Sweep(run_id, t, r.name, out, opts, docs, m.baseline.id, execute, build_opts)
     return _measure(sweep, store, say)
 
@@ -135,8 +134,8 @@ def confirm(screen_path: Path, t: target.Target, r: recipe.Recipe, m: matrix.Mat
     aliased with interactions, so survivors are confirmed one at a time. None: nothing
     mattered, so there is nothing to confirm."""
     # The compiler column of a two-compiler screen is not a flag to add to the base.
-    survivors = [e["factor"] for e in json.loads(screen_path.read_text())["effects"]
-                 if e.get("matters") and e["factor"] != "compiler"]
+    survivors = [e.factor for e in reader.load(screen_path).effects or []
+                 if e.matters and e.factor != "compiler"]
     if not survivors:
         say("confirm: no flag mattered in the screen; nothing to confirm")
         return None
@@ -160,13 +159,14 @@ def resume(id_or_dir: str, store: Store, say: Callable[[str], None],
         raise FlagsweepError(f"run {run_id} is already complete ({row['stop_reason']})")
     o = row["options"]
     opts = MeasureOptions(**o["measure"])
-    docs = [v["doc"] for v in store.variants(run_id)]
+    docs = stored_variants(store, run_id)
     t = target.load(o["target_path"])
     if o.get("target_sha256") and files.sha256_file(t.path) != o["target_sha256"]:
         raise FlagsweepError(f"{t.path} changed since run {run_id} started; its remaining "
                              "samples would not measure the same thing. Start a new run")
     # With layouts the run's baseline is a variant: its first layout is the binary checks use.
-    baseline = next((d["id"] for d in docs if d.get("layout_of") == o["baseline"]), o["baseline"])
+    baseline = next((d.id for d in docs if getattr(d, "layout_of", None) == o["baseline"]),
+                    o["baseline"])
     sweep = Sweep(run_id, t, row["recipe"], Path(row["out_dir"]), opts, docs, baseline, execute)
     with MeasureLock(f"{sweep.target.name} {run_id} (resumed)", chosen_cpu(opts), wait=wait,
                      say=say), sigterm_as_interrupt():
@@ -188,14 +188,19 @@ def written_again(run_id: str, store: Store, say: Callable[[str], None]) -> Path
     return _write_files(store, run_id, out, say)
 
 
+def stored_variants(store: Store, run_id: str) -> list[contract.Variant]:
+    """The run's binaries as the store keeps them, in matrix order."""
+    return [contract.Variant.model_validate(v["doc"]) for v in store.variants(run_id)]
+
+
 def _same_binaries(sweep: Sweep) -> None:
     """A resumed sweep times the programs it started with, or none: each binary it will run
     must still be on disk with the code its build recorded. A binary removed or rebuilt since
     (a cleaned folder, another sweep writing into the same --out) would otherwise be timed as
     if it were the variant, or recorded as the variant's own failures."""
-    builds = {d["id"]: d["build"] for d in sweep.builds}
+    builds = {d.id: d.build for d in sweep.builds}
     for vid, path in runnable(sweep.builds).items():
-        changed = fingerprint.recheck(builds[vid], path)
+        changed = fingerprint.recheck(builds[vid].dump(), path)
         if changed is None:
             continue
         what = (f"has changed since the run started (its {changed.kind} is now "
@@ -213,10 +218,10 @@ def _replaced(sweep: Sweep, store: Store, say: Callable[[str], None]) -> None:
     samples after that time another program: such a variant gets no verdict and is never
     recommended. Kept with the run (option `replaced`), so every later rewrite of results.json
     says so, and a resumed run adds to it."""
-    builds = {d["id"]: d["build"] for d in sweep.builds}
+    builds = {d.id: d.build for d in sweep.builds}
     found = dict(store.run(sweep.run_id)["options"].get("replaced") or {})
     for vid, path in runnable(sweep.builds).items():
-        changed = fingerprint.recheck(builds[vid], path)
+        changed = fingerprint.recheck(builds[vid].dump(), path)
         if changed is not None and vid not in found:
             found[vid] = changed.to_json()
             say(f"warning: {vid}: {changed.text()}; it was replaced during the sweep, so it "
@@ -296,17 +301,17 @@ def _confirmed(sweep: Sweep, store: Store, path: Path, say: Callable[[str], None
     if options.get("confirms"):
         _report_confirmation(options["confirms"], path, store, say)
         return path
-    record = options.get("confirmation") or {}
-    if record.get("status") != confirmation.PENDING:
+    record = _record(options)
+    if record is None or record.status != confirmation.PENDING:
         return path
-    say(f"confirm: {record['variant']} is {record['why']}")
+    say(f"confirm: {record.variant} is {record.why}")
     out = sweep.out / "layouts"
     try:
         _layout_sweep(sweep, record, out, store, say)
     except Interrupted as e:
         child = _run_in(store, out)
         store.set_option(sweep.run_id, "confirmation", confirmation.ended(
-            record, confirmation.INTERRUPTED, f"not confirmed over layouts: the confirmation "
+            record.dump(), confirmation.INTERRUPTED, f"not confirmed over layouts: the confirmation "
             f"was interrupted ({e})", child))
         path = write_outputs(sweep, store, say)
         raise Interrupted(f"run {sweep.run_id} is complete ({path}), but the confirmation of "
@@ -314,28 +319,34 @@ def _confirmed(sweep: Sweep, store: Store, path: Path, say: Callable[[str], None
     except Exception as e:  # noqa: BLE001 - whatever it was, the sweep's own answer stands
         log.info("confirmation failed", exc_info=True)
         store.set_option(sweep.run_id, "confirmation", confirmation.ended(
-            record, confirmation.FAILED, f"not confirmed over layouts: the confirmation "
+            record.dump(), confirmation.FAILED, f"not confirmed over layouts: the confirmation "
             f"failed ({_reason(e)})", _run_in(store, out)))
-    done = store.run(sweep.run_id)["options"]["confirmation"]
-    say(f"confirm: {done['variant']} is {done['why']}")
+    done = _record(store.run(sweep.run_id)["options"])
+    say(f"confirm: {done.variant} is {done.why}")
     return write_outputs(sweep, store, say)
 
 
-def _layout_sweep(sweep: Sweep, record: dict, out: Path, store: Store,
+def _record(options: dict) -> contract.Confirmation | None:
+    """A run's confirmation record (results.confirmation keeps it with the run's options), as
+    results.json's `recommendation.confirmation` says it; None before one is planned."""
+    found = options.get("confirmation")
+    return contract.Confirmation.model_validate(found) if found else None
+
+
+def _layout_sweep(sweep: Sweep, record: contract.Confirmation, out: Path, store: Store,
                   say: Callable[[str], None]) -> Path:
     """The winner and the baseline again, each built in K seeded layouts (the same code relinked
     in K function orders), measured like any sweep with --layouts, under this sweep's lock."""
-    by_id = {d["id"]: d for d in sweep.builds}
-    pair = [by_id[sweep.baseline], by_id[record["variant"]]]
-    chosen = [matrix.Cell(d["id"], d["compiler"], tuple(d["flags"]), d.get("factors") or {},
-                             pgo=d["id"].endswith("-pgo")) for d in pair]
-    r = recipe.from_flags([" ".join(d["flags"]) for d in pair],
-                          sorted({d["compiler"] for d in pair}))
+    by_id = {d.id: d for d in sweep.builds}
+    pair = [by_id[sweep.baseline], by_id[record.variant]]
+    chosen = [matrix.Cell(d.id, d.compiler, tuple(d.flags), d.factors or {},
+                          pgo=d.id.endswith("-pgo")) for d in pair]
+    r = recipe.from_flags([" ".join(d.flags) for d in pair], sorted({d.compiler for d in pair}))
     m = matrix.Matrix(chosen, chosen[0], [], "explicit")
     build_opts = replace(sweep.build_opts or variants.Options(out_dir=out), out_dir=out,
                          training=None)
     # Its own seed, derived from this one's: --seed reproduces the whole run.
-    opts = replace(sweep.opts, layouts=record["layouts"], layout_confirm=False, explain=False,
+    opts = replace(sweep.opts, layouts=record.layouts, layout_confirm=False, explain=False,
                    reference=None, seed=(sweep.opts.seed or 0) + 1)
     confirms = {"run_id": sweep.run_id, "began": time.time()}
     return _started(sweep.target, r, m, build_opts, opts, store, say, f"{sweep.run_id}-layouts",
@@ -347,10 +358,11 @@ def _report_confirmation(confirms: dict, path: Path, store: Store,
     """A confirmation sweep's answer into the run it confirms, and that run's files written
     again (also when the confirmation was resumed on its own)."""
     parent = store.run(confirms["run_id"])
-    record = (parent["options"] or {}).get("confirmation") or {}
-    if not record.get("variant"):
+    record = _record(parent["options"] or {})
+    if record is None or not record.variant:
         return
-    done = confirmation.outcome(record, reader.load(path), time.time() - confirms["began"], path)
+    done = confirmation.outcome(record.dump(), reader.load(path),
+                                time.time() - confirms["began"], path)
     store.set_option(confirms["run_id"], "confirmation", done)
     _write_files(store, confirms["run_id"], Path(parent["out_dir"]), say)
 
@@ -448,7 +460,7 @@ def checked(sweep: Sweep, workload: check.Invocation | None, store: Store,
     """Check every distinct binary not checked yet; return the ids that will be timed.
     `run_checks(binaries, baseline)` runs them elsewhere (a fleet worker); default: here."""
     run_checks = run_checks or (lambda todo, base: check.check_all(workload, todo, base))
-    stored = {v["doc"]["id"]: v["check"] for v in store.variants(sweep.run_id)}
+    stored = {d.id: d.check for d in stored_variants(store, sweep.run_id)}
     _baseline_built(sweep)
     distinct = runnable(sweep.builds)
     todo = {vid: path for vid, path in distinct.items() if stored.get(vid) is None}
@@ -456,39 +468,40 @@ def checked(sweep: Sweep, workload: check.Invocation | None, store: Store,
         if sweep.baseline not in todo and sweep.baseline in distinct:
             todo[sweep.baseline] = distinct[sweep.baseline]  # the reference must be at hand
         for vid, result in run_checks(todo, sweep.baseline).items():
-            stored[vid] = result
+            stored[vid] = contract.Check.model_validate(result)
             store.save_check(sweep.run_id, vid, result)
     for d in sweep.builds:  # identical code has the representative's output by construction
-        rep = d["build"]["identical_to"]
-        if rep and stored.get(d["id"]) is None and stored.get(rep):
-            why = f": {stored[rep]['detail']}" if stored[rep]["detail"] else ""
-            stored[d["id"]] = {**stored[rep], "detail": f"identical code to {rep}{why}"}
-            store.save_check(sweep.run_id, d["id"], stored[d["id"]])
+        rep = d.build.identical_to
+        if rep and stored.get(d.id) is None and stored.get(rep):
+            why = f": {stored[rep].detail}" if stored[rep].detail else ""
+            stored[d.id] = contract.Check.model_validate(
+                {**stored[rep].dump(), "detail": f"identical code to {rep}{why}"})
+            store.save_check(sweep.run_id, d.id, stored[d.id].dump())
     for vid, c in stored.items():
-        if c and c["status"] != "ok":
-            say(f"check {vid}: {c['status']}: {c['detail']}")
+        if c and c.status != "ok":
+            say(f"check {vid}: {c.status}: {c.detail}")
     allowed = set(analysis.PASSED) | (set() if sweep.opts.strict_check else {"differs"})
-    measured = [vid for vid in distinct if stored[vid]["status"] in allowed]
+    measured = [vid for vid in distinct if stored[vid].status in allowed]
     if not measured:
         raise FlagsweepError("nothing to measure: every distinct binary failed to build or "
                              "failed its output check (see above and builds/*/build.log)")
     return measured
 
 
-def runnable(builds: list[dict]) -> dict[str, Path]:
+def runnable(builds: list[contract.Variant]) -> dict[str, Path]:
     """variant id -> binary, for the builds a sweep runs: each good, distinct one. A failed or
     flags-mismatch build has no binary worth running, and identical code is its
     representative's, so neither is checked or timed; both stay in results.json as they are."""
-    return {d["id"]: Path(d["build"]["binary"]) for d in builds
-            if d["build"]["status"] == "ok" and not d["build"]["identical_to"]}
+    return {d.id: Path(d.build.binary) for d in builds
+            if d.build.status == "ok" and not d.build.identical_to}
 
 
 def _baseline_built(sweep: Sweep) -> None:
     """Every comparison is against the baseline: without its binary nothing can be judged."""
-    b = next(d for d in sweep.builds if d["id"] == sweep.baseline)["build"]
-    if b["status"] != "ok":
-        raise FlagsweepError(f"the baseline {sweep.baseline} did not build ({b['status']}: "
-                             f"{analysis.build_reason(b)}); every variant is compared with it, "
+    b = next(d for d in sweep.builds if d.id == sweep.baseline).build
+    if b.status != "ok":
+        raise FlagsweepError(f"the baseline {sweep.baseline} did not build ({b.status}: "
+                             f"{analysis.build_reason(b.dump())}); every variant is compared with it, "
                              "so nothing can be measured. Fix its flags, or give a flag set "
                              "that builds first")
 
@@ -560,9 +573,9 @@ def _metric_chosen(sweep: Sweep, plan: rounds.Plan, measure: Sampler, store: Sto
     say(f"metric: {choice.why}")
 
 
-def layouts_of(docs: list[dict]) -> dict[str, str]:
+def layouts_of(docs: list[contract.Variant]) -> dict[str, str]:
     """binary id -> the variant it is a layout of, for a sweep with --layouts (else empty)."""
-    return {d["id"]: d["layout_of"] for d in docs if d.get("layout_of")}
+    return {d.id: d.layout_of for d in docs if getattr(d, "layout_of", None)}
 
 
 def distro_doc(m: matrix.Matrix) -> dict | None:

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from flagsweep import stats
-from flagsweep.report.view import metric_values
+from flagsweep.report.variants import metric_values
 from flagsweep.results import reader
 
 
@@ -49,7 +49,7 @@ def single_build_verdicts(doc: dict) -> dict[str, list[str]]:
                 comparisons[v["id"]] = stats.compare(by_layout(v, metric)[mine[j]],
                                                      by_layout(base, metric)[base_layouts[j]],
                                                      seed=j)
-        stats.adjust(list(comparisons.values()), threshold=doc["threshold_pct"] / 100)
+        stats.adjust(list(comparisons.values()), threshold_pct=doc["threshold_pct"])
         for vid, c in comparisons.items():
             out[vid].append(f"{c.verdict} {100 * (c.ratio - 1):+.1f}%")
     return out

@@ -30,11 +30,13 @@ from scipy import stats as sps
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from flagsweep import stats  # noqa: E402
+from flagsweep.stats import significance  # noqa: E402
 from flagsweep.across import history
 from flagsweep.measure import rounds
 
 SEED = 20261123
-THRESHOLD = 0.01
+THRESHOLD_PCT = stats.THRESHOLD_PCT
+THRESHOLD = stats.fraction(THRESHOLD_PCT)
 STALL = math.log(1.3)
 MIN_TRUSTED = history.MIN_SPREAD_RUNS         # nights (from 1) judged before the t test applies
 
@@ -83,10 +85,10 @@ class Noise:
 # ---- one simulated sweep ---------------------------------------------------------------------
 
 def sweep(rng: np.random.Generator, noise: Noise, effects: dict[str, float], runs: int | None,
-          seed: int) -> tuple[dict[str, stats.Comparison], int, dict]:
+          seed: int) -> tuple[dict[str, stats.RatioEstimate], int, dict]:
     """(comparisons as the analysis makes them, rounds measured, stats.noise's statement)."""
     ids = ["base", "base.aa", *effects]
-    plan = rounds.Plan(ids, seed=seed, warmup=0, baseline="base", threshold=THRESHOLD,
+    plan = rounds.Plan(ids, seed=seed, warmup=0, baseline="base", threshold_pct=THRESHOLD_PCT,
                        min_runs=runs or 5, max_runs=runs or 30)
     logs = noise.draw(rng, plan, plan.max_runs)
     for vid, ratio in effects.items():
@@ -99,12 +101,12 @@ def sweep(rng: np.random.Generator, noise: Noise, effects: dict[str, float], run
             break
     measured = rounds.first_rounds(values, n)
     comparisons = _analysed(measured, plan)
-    statement = stats.noise(measured["base"], measured["base.aa"], 100 * THRESHOLD, m=len(ids) - 1)
+    statement = stats.noise(measured["base"], measured["base.aa"], THRESHOLD_PCT, m=len(ids) - 1)
     return comparisons, n, statement
 
 
 def looped(values: dict[str, dict[int, float]], plan: rounds.Plan
-           ) -> tuple[dict[str, stats.Comparison], int, rounds.Outcome]:
+           ) -> tuple[dict[str, stats.RatioEstimate], int, rounds.Outcome]:
     """A sweep through `rounds.rounds` itself, the run's own loop with its stops, over values
     drawn beforehand: (comparisons as the analysis makes them on what was measured, runs
     taken, the loop's outcome)."""
@@ -117,7 +119,7 @@ def looped(values: dict[str, dict[int, float]], plan: rounds.Plan
     return _analysed(measured, plan), sum(len(v) for v in measured.values()), outcome
 
 
-def _analysed(measured: dict[str, dict[int, float]], plan: rounds.Plan) -> dict[str, stats.Comparison]:
+def _analysed(measured: dict[str, dict[int, float]], plan: rounds.Plan) -> dict[str, stats.RatioEstimate]:
     """The analysis at the end, as analysis.apply makes it with the design the sweep spent
     (rounds._comparisons: stats.compare, then stats.adjust, at the sweep's levels)."""
     return rounds._comparisons(plan, measured)
@@ -238,7 +240,7 @@ def statement(scale: float) -> None:
             logs = noise.draw(rng, plan, runs)
             base = {r: float(math.exp(x)) for r, x in enumerate(logs["base"])}
             twin = {r: float(math.exp(x)) for r, x in enumerate(logs["base.aa"])}
-            said = stats.noise(base, twin, 100 * THRESHOLD, m=2)
+            said = stats.noise(base, twin, THRESHOLD_PCT, m=2)
             if said["mde_pct"] is None:
                 continue
             stated.append(said["mde_pct"])
@@ -246,7 +248,7 @@ def statement(scale: float) -> None:
             effect = sign * math.log(1 + said["mde_pct"] / 100)
             var = {r: float(math.exp(x + effect)) for r, x in enumerate(logs["var"])}
             cs = [stats.compare(twin, base, seed=i), stats.compare(var, base, seed=i)]
-            stats.adjust(cs, threshold=THRESHOLD)
+            stats.adjust(cs, threshold_pct=THRESHOLD_PCT)
             called += cs[1].verdict == verdict
         rows.append([noise.name, str(runs), str(len(stated)), f"{np.median(stated):.2f}%",
                      f"{np.percentile(stated, 10):.2f}..{np.percentile(stated, 90):.2f}%",
@@ -289,13 +291,13 @@ def sequential(scale: float) -> None:
         fdp, false_eq, beyond, runs, agree, stopped, calls = [], 0, 0, {True: [], False: []}, 0, 0, 0
         conflicts = 0
         for i in range(n):
-            plan = rounds.Plan(ids, seed=i, warmup=0, baseline="base", threshold=THRESHOLD)
+            plan = rounds.Plan(ids, seed=i, warmup=0, baseline="base", threshold_pct=THRESHOLD_PCT)
             logs = noise.draw(rng, plan, plan.max_runs)
             values = {vid: {r: float(math.exp(x + math.log(truth.get(vid, 1.0))))
                             for r, x in enumerate(logs[vid])} for vid in ids}
             verdicts = {}
             for drop in (True, False):
-                plan = rounds.Plan(ids, seed=i, warmup=0, baseline="base", threshold=THRESHOLD,
+                plan = rounds.Plan(ids, seed=i, warmup=0, baseline="base", threshold_pct=THRESHOLD_PCT,
                                    drop=drop, keep=frozenset({"base", "base.aa"}))
                 cs, used, outcome = looped(values, plan)
                 runs[drop].append(used)
@@ -408,7 +410,7 @@ def cost(scale: float) -> None:
 
 # ---- "beyond the threshold" across many variants -------------------------------------------
 
-def _unadjusted(c: stats.Comparison) -> str | None:
+def _unadjusted(c: stats.RatioEstimate) -> str | None:
     """The verdict as it was before false-coverage adjustment: BH-significant and the plain
     95% interval beyond the threshold. The stop does not depend on it (the rule settles on
     equivalence and widths), so one simulated sweep gives both verdicts, paired."""
@@ -469,9 +471,9 @@ def matters(scale: float) -> None:
         values = {vid: {r: float(math.exp(level[r] + sum(bit for bit in c) * math.log1p(THRESHOLD)
                                            + rng.normal(0, 0.01))) for r in range(10)}
                   for vid, c in zip(factors, combos)}
-        rows = effects.estimate(values, factors, reference, threshold_pct=100 * THRESHOLD).effects
+        rows = effects.estimate(values, factors, reference, threshold_pct=THRESHOLD_PCT).effects
         old = sum(bool(e.p_adjusted is not None and e.p_adjusted < 0.05
-                       and abs(e.effect_pct) > 100 * THRESHOLD
+                       and abs(e.effect_pct) > THRESHOLD_PCT
                        and (e.ci95_pct[0] > 0 or e.ci95_pct[1] < 0)) for e in rows)
         new = sum(bool(e.matters) for e in rows)
         for rule, x in (("before", old), ("now", new)):
@@ -520,11 +522,11 @@ class _ExactP:
     comparisons, whose point is the Monte Carlo's floor."""
 
     def __enter__(self):
-        self.saved = stats._signflip_p
-        stats._signflip_p = lambda d, rng: _exact(d)
+        self.saved = significance.signflip_p
+        significance.signflip_p = lambda d, rng: _exact(d)
 
     def __exit__(self, *exc):
-        stats._signflip_p = self.saved
+        significance.signflip_p = self.saved
 
 
 def _exact(d: np.ndarray) -> float:
@@ -577,12 +579,12 @@ def _world(rng: np.random.Generator, noise: Noise, truth: dict[str, float], seed
 
 
 def _run(ids: list[str], values, seed: int, drop: bool):
-    plan = rounds.Plan(ids, seed=seed, warmup=0, baseline="base", threshold=THRESHOLD,
+    plan = rounds.Plan(ids, seed=seed, warmup=0, baseline="base", threshold_pct=THRESHOLD_PCT,
                        drop=drop, keep=frozenset({"base", "base.aa"}))
     return looped(values, plan)
 
 
-def _in_reach(cs: dict[str, stats.Comparison], outcome: rounds.Outcome, max_runs: int = 30) -> bool:
+def _in_reach(cs: dict[str, stats.RatioEstimate], outcome: rounds.Outcome, max_runs: int = 30) -> bool:
     """The sweep said "decided" while an undecided comparison was projected to decide within
     the rounds it had left."""
     return outcome.stop_reason.startswith("decided") and any(
@@ -705,7 +707,7 @@ def many(scale: float) -> None:
             stop = next((r for r in range(first, 31)
                          if seq.final({j: float(var[j]) for j in range(r)},
                                       {j: float(base[j]) for j in range(r)}, round_count=r, m=m,
-                                      max_rounds=30, threshold=THRESHOLD, seed=i)), None)
+                                      max_rounds=30, threshold_pct=THRESHOLD_PCT, seed=i)), None)
             at.append(stop)
         stopped = [r for r in at if r is not None]
         print(f"counts: m {m} stopped {len(stopped)} n {n} rounds {sorted(stopped)[:0]}")

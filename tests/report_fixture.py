@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from flagsweep.measure.sample import Sample
-from flagsweep.results import writer
+from flagsweep.results import contract, writer
 from flagsweep.results.contract import AA_SUFFIX
 from flagsweep.results.store import Store
 
@@ -42,6 +42,11 @@ def results_doc(*, counters: bool = False, study: bool = False, seed: int = 5,
     plan = {vid: (flags, None if ratio is None else ratio * (scale or {}).get(vid, 1.0), cv)
             for vid, (flags, ratio, cv) in PLAN.items()}
     return sweep_doc(plan, counters=counters, study=study, seed=seed)
+
+
+def model(doc: dict) -> contract.Results:
+    """A fixture document as the report reads it: the contract's model, as reader.load gives."""
+    return contract.validate(doc, "fixture results.json")
 
 
 def sweep_doc(plan: dict[str, tuple[list[str], float | None, float]], *, rounds: int = ROUNDS,
@@ -229,10 +234,12 @@ def explained_doc() -> dict:
     entries = {"gcc-O3": attribution.attribute(base, o3, sizes, sizes),
                "gcc-O0": attribution.attribute(base, o0, sizes, {**sizes, "helper": 40})}
     # -O3 vectorises fill_window's hash slide; the baseline's rebuild says it did not.
-    vectorised = remarks.FunctionRemarks(
-        ["deflate.c:560: loop vectorized using 16 byte vectors (x2)"], loops=2)
-    missed = remarks.FunctionRemarks([], ["deflate.c:560: not vectorized: control flow in loop."],
-                                     missed_total=1)
+    vectorised = contract.FunctionRemarks(
+        vectorized=["deflate.c:560: loop vectorized using 16 byte vectors (x2)"], missed=[],
+        missed_total=0, loops=2, blocks=0, widest=None)
+    missed = contract.FunctionRemarks(
+        vectorized=[], missed=["deflate.c:560: not vectorized: control flow in loop."],
+        missed_total=1, loops=0, blocks=0, widest=None)
     explanation._add_remarks(entries["gcc-O3"],
                              (remarks.Remarks("ok", functions={"fill_window": missed}), sizes),
                              (remarks.Remarks("ok", functions={"fill_window": vectorised}), sizes))
@@ -241,5 +248,6 @@ def explained_doc() -> dict:
             "size": sizes.get(n)} for n in base.functions]
     writer.add_explain(doc, {"method": "cachegrind", "unit": "instructions",
                              "baseline": {"variant": "gcc-O2", "total": base.total,
-                                          "functions": top}, "variants": entries})
+                                          "functions": top},
+                             "variants": {k: e.dump() for k, e in entries.items()}})
     return doc

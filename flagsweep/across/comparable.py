@@ -11,21 +11,22 @@ from pathlib import Path
 
 from flagsweep.across import history
 from flagsweep.errors import FlagsweepError
+from flagsweep.results.contract import Results
 
 
-def baseline_flags(doc: dict) -> str | None:
+def baseline_flags(doc: Results) -> str | None:
     """The baseline's compiler and flags, as one string."""
-    return next((v["compiler"] + " " + " ".join(v["flags"])
-                 for v in doc["variants"] if v["id"] == doc["baseline"]), None)
+    return next((v.compiler + " " + " ".join(v.flags)
+                 for v in doc.variants if v.id == doc.baseline), None)
 
 
 # key -> how to read it from a results.json
 KEYS = {
-    "target": lambda d: d["target"],
-    "target version": lambda d: d.get("target_version"),
-    "input (sha256)": lambda d: (d.get("workload") or {}).get("input_sha256"),
-    "machine (CPU identity)": lambda d: history.machine_key(d["machine"]),
-    "metric": lambda d: d["metric"],
+    "target": lambda d: d.target,
+    "target version": lambda d: d.target_version,
+    "input (sha256)": lambda d: d.workload.input_sha256 if d.workload else None,
+    "machine (CPU identity)": lambda d: history.machine_key(d.machine),
+    "metric": lambda d: d.metric,
     "baseline flags": baseline_flags,
 }
 # One program on several machines (merge, pick within a target): the same program, version,
@@ -38,7 +39,7 @@ ONE_MACHINE = ("machine (CPU identity)", "baseline flags")
 TWO_SWEEPS = ("target", "metric")
 
 
-def check(docs: list[tuple[Path, dict]], what: str, keys: tuple[str, ...]) -> None:
+def check(docs: list[tuple[Path, Results]], what: str, keys: tuple[str, ...]) -> None:
     """Refuse, naming both files and the key, results whose numbers do not compare."""
     first_path, first = docs[0]
     for path, doc in docs[1:]:
@@ -55,15 +56,15 @@ def check(docs: list[tuple[Path, dict]], what: str, keys: tuple[str, ...]) -> No
 PARTIAL = ("busy",)
 
 
-def partial(doc: dict) -> str:
+def partial(doc: Results) -> str:
     """Why a results file is a partial sweep that must be asked for (--partial), else ""."""
-    if doc.get("status") not in PARTIAL:
+    if doc.status not in PARTIAL:
         return ""
-    return (f"its sweep stopped early, status {doc['status']} ({doc.get('stop_reason') or '?'}); "
+    return (f"its sweep stopped early, status {doc.status} ({doc.stop_reason or '?'}); "
             "--partial takes it anyway")
 
 
-def refuse_partial(docs: list[tuple[Path, dict]], allowed: bool) -> None:
+def refuse_partial(docs: list[tuple[Path, Results]], allowed: bool) -> None:
     """Refuse, naming the file, a busy sweep unless --partial allows it."""
     for path, doc in docs:
         why = partial(doc)

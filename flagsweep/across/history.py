@@ -59,12 +59,13 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats as sps
 
 from flagsweep import files, stats
 from flagsweep.measure import metric as metric_mod
 from flagsweep.results import analysis
-from flagsweep.results.contract import AA_SUFFIX, REF_SUFFIX, is_control
+from flagsweep.results.contract import (
+    AA_SUFFIX, REF_SUFFIX, Comparison, Compiler, HistoryPoint, HistorySeries, HistoryStep,
+    HistoryUnjudged, Machine, Variant, Workload, is_control)
 from flagsweep.results.store import Store
 
 WINDOW = 5
@@ -98,7 +99,8 @@ class Step:
 
 
 @dataclass
-class Series:
+class VariantSeries:
+    """One variant's sweeps on one machine and input, in start order, with the steps found."""
     variant: str
     flags: list[str]
     machine: str
@@ -109,27 +111,68 @@ class Series:
     metric: str = ""                         # the series' quantity: its first sweep's metric
     unjudged: list[Point] = field(default_factory=list)   # nights measured but not judged
 
-    def to_json(self) -> dict:
-        return {"variant": self.variant, "flags": self.flags, "machine": self.machine,
-                "reference": self.reference, "metric": self.metric,
-                "points": [{"run_id": p.run_id, "started": p.started, "median": p.median,
-                            "ci95": list(p.ci95) if p.ci95 else None, "n": len(p.values),
-                            "versions": p.versions} for p in self.points],
-                "unjudged": [{"run_id": p.run_id, "started": p.started, "why": p.unjudged}
-                             for p in self.unjudged],
-                "steps": [{"run_id": s.run_id, "verdict": s.verdict, "ratio": s.ratio,
-                           "ci95": list(s.ci95), "why": s.why, "changed": s.changed,
-                           "found_in": s.found_in}
-                          for s in self.steps],
-                "latest": self.latest}
+    def document(self) -> HistorySeries:
+        """The series as results.json's `history` and `history --json` carry it."""
+        return HistorySeries(
+            variant=self.variant, flags=self.flags, machine=self.machine,
+            reference=self.reference, metric=self.metric,
+            points=[HistoryPoint(run_id=p.run_id, started=p.started, median=p.median,
+                                 ci95=list(p.ci95) if p.ci95 else None, n=len(p.values),
+                                 versions=p.versions) for p in self.points],
+            unjudged=[HistoryUnjudged(run_id=p.run_id, started=p.started, why=p.unjudged)
+                      for p in self.unjudged],
+            steps=[HistoryStep(run_id=s.run_id, verdict=s.verdict, ratio=s.ratio,
+                               ci95=list(s.ci95), why=s.why, changed=s.changed,
+                               found_in=s.found_in)
+                   for s in self.steps],
+            latest=self.latest)
 
 
-def machine_key(machine: dict) -> str:
-    """The CPU identity two sweeps must share to be one series."""
-    flags = files.sha256_bytes(" ".join(sorted(machine.get("cpu_flags") or [])).encode())
-    return (f"{machine.get('cpu_model', '?')} (family {machine.get('family', '?')} model "
-            f"{machine.get('model', '?')}, microcode {machine.get('microcode', '?')}, "
+def given(model, name: str):
+    """The key's value as the document gave it (a null stays None), "?" when it has no such
+    key: what a name or a key made of several keys shows, unchanged since they were dicts."""
+    if name in model.model_fields_set or name in (model.model_extra or {}):
+        return getattr(model, name)
+    return "?"
+
+
+def machine_key(machine: Machine | dict) -> str:
+    """The CPU identity two sweeps must share to be one series (a machine block of results.json,
+    or the store's copy of one)."""
+    m = Machine.model_validate(machine)
+    flags = files.sha256_bytes(" ".join(sorted(m.cpu_flags or [])).encode())
+    return (f"{given(m, 'cpu_model')} (family {given(m, 'family')} model "
+            f"{given(m, 'model')}, microcode {given(m, 'microcode')}, "
             f"flags {flags[:8]})")
+
+
+@dataclass
+class StoredSweep:
+    """One sweep as the store keeps it (its run row), the things the history reads from it."""
+    run_id: str
+    started: float
+    status: str
+    target: str
+    machine: Machine
+    metric: str                  # the --metric option
+    threshold_pct: float
+    seed: int
+    layouts: bool
+    baseline: str | None
+    input_sha256: str | None
+    versions: dict[str, str]     # "target" and each compiler name -> version
+
+    @classmethod
+    def of(cls, run: dict) -> StoredSweep:
+        """The store's row, read here once."""
+        o, m = run["options"], run["options"]["measure"]
+        compilers = [Compiler.model_validate(c) for c in o.get("compilers") or []]
+        return cls(run["run_id"], run["started"], run["status"], run["target"],
+                   Machine.model_validate(run["machine"] or {}), m["metric"],
+                   m.get("threshold_pct", stats.THRESHOLD_PCT), m.get("seed") or 0, bool(m.get("layouts")),
+                   o.get("baseline"), Workload.model_validate(o.get("workload") or {}).input_sha256,
+                   {"target": o.get("target_version") or "?",
+                    **{c.name: given(c, "version") for c in compilers}})
 
 
 # The statuses `collect` reads: complete sweeps, and with `partial` also those stopped early
@@ -139,26 +182,26 @@ PARTIAL = ("busy",)
 
 def collect(store: Store, target: str, until: str | None = None,
             threshold_pct: float | None = None, finishing: str | None = None,
-            partial: bool = False) -> list[Series]:
+            partial: bool = False) -> list[VariantSeries]:
     """Every series of `target`, from its complete sweeps (and busy ones, with `partial`) in
     start order (up to and including run `until` when given), with steps detected.
     `finishing`: a run whose results are being written before it is marked complete, counted
     as complete."""
     statuses = ("complete", *PARTIAL) if partial else ("complete",)
-    runs = [r for r in store.runs_of(target)
-            if r["status"] in statuses or r["run_id"] == finishing]
-    ids = [r["run_id"] for r in runs]
+    runs = [r for r in map(StoredSweep.of, store.runs_of(target))
+            if r.status in statuses or r.run_id == finishing]
+    ids = [r.run_id for r in runs]
     if until in ids:
         runs = runs[:ids.index(until) + 1]
-    by_key: dict[tuple, Series] = {}
+    by_key: dict[tuple, VariantSeries] = {}
     thresholds = []
     kept = store.references_of(target)
     for run in runs:
-        thresholds.append(run["options"]["measure"].get("threshold_pct", 1.0))
-        for key, series, point in _points(store, run, by_key, kept.get(run["run_id"])):
+        thresholds.append(run.threshold_pct)
+        for key, series, point in _points(store, run, by_key, kept.get(run.run_id)):
             s = by_key.setdefault(key, series)
             (s.unjudged if point.unjudged else s.points).append(point)
-    thr = threshold_pct if threshold_pct is not None else (thresholds[-1] if thresholds else 1.0)
+    thr = threshold_pct if threshold_pct is not None else (thresholds[-1] if thresholds else stats.THRESHOLD_PCT)
     all_series = [s for s in by_key.values() if s.points or s.unjudged]
     _detect(all_series, thr)
     for s in all_series:
@@ -166,7 +209,7 @@ def collect(store: Store, target: str, until: str | None = None,
     return all_series
 
 
-def regressions(all_series: list[Series], latest_run: str | None = None) -> list[Series]:
+def regressions(all_series: list[VariantSeries], latest_run: str | None = None) -> list[VariantSeries]:
     """Series in which the latest sweep (the newest overall unless named) found a slower step."""
     latest_run = latest_run or _newest(all_series)
     return [s for s in all_series if s.steps and s.steps[-1].found_in == latest_run
@@ -180,8 +223,8 @@ NO_REFERENCE = ("no reference arm: the night's level is the program's and the ma
                 "sweep on, or --reference)")
 
 
-def unchecked(all_series: list[Series], latest_run: str | None = None
-              ) -> list[tuple[Series, str]]:
+def unchecked(all_series: list[VariantSeries], latest_run: str | None = None
+              ) -> list[tuple[VariantSeries, str]]:
     """(series, why) for each series the latest sweep (the newest overall unless named) is in
     but cannot be checked by: that night is unjudged (its A/A arm failed, its samples lack the
     series' metric), or the series has earlier nights but no reference arm. Neither a pass nor
@@ -197,12 +240,12 @@ def unchecked(all_series: list[Series], latest_run: str | None = None
     return out
 
 
-def _newest(all_series: list[Series]) -> str | None:
+def _newest(all_series: list[VariantSeries]) -> str | None:
     points = [p for s in all_series for p in (*s.points, *s.unjudged)]
     return max(points, key=lambda p: p.started).run_id if points else None
 
 
-def _unjudged_latest(s: Series) -> None:
+def _unjudged_latest(s: VariantSeries) -> None:
     """An unjudged night newer than every judged one is the series' latest: neither a pass nor
     a step, and said so."""
     night = max(s.unjudged, key=lambda p: p.started, default=None)
@@ -211,59 +254,55 @@ def _unjudged_latest(s: Series) -> None:
                     "why": night.unjudged, "against": []}
 
 
-def _points(store: Store, run: dict, known: dict[tuple, Series], kept_sha: str | None = None):
+def _points(store: Store, run: StoredSweep, known: dict[tuple, VariantSeries],
+            kept_sha: str | None = None):
     """(series key, empty series, point) for each measured variant of one sweep; `known`: the
     series so far (a night is read in its series' metric); `kept_sha`: the sha256 of the
     reference kept from this sweep's baseline, if one was."""
-    o = run["options"]
-    metric = metric_mod.column(o["measure"]["metric"])
-    machine = machine_key(run["machine"] or {})
-    input_sha = (o.get("workload") or {}).get("input_sha256")
-    samples = store.samples(run["run_id"])
+    metric = metric_mod.column(run.metric)
+    machine = machine_key(run.machine)
+    samples = store.samples(run.run_id)
     by_metric: dict[str, tuple] = {}
-    versions = {"target": o.get("target_version") or "?",
-                **{c["name"]: c.get("version", "?") for c in o.get("compilers") or []}}
-    docs = [v["doc"] for v in store.variants(run["run_id"])]
+    docs = [Variant.model_validate(v["doc"]) for v in store.variants(run.run_id)]
     raw = analysis.values_by_round(samples, lambda s: metric_mod.metric_of(s, metric))
-    shaky = _unstable(raw, o, docs)
+    shaky = _unstable(raw, run, docs)
     _, reference = _against_reference(docs, raw, kept_sha)
     for doc in docs:
-        if is_control(doc["id"]):
+        if is_control(doc.id):
             continue
-        key = (machine, input_sha, doc["id"], reference)
-        series = known.get(key) or Series(doc["id"], doc["flags"], machine, reference=reference,
-                                          metric=metric)
+        key = (machine, run.input_sha256, doc.id, reference)
+        series = known.get(key) or VariantSeries(doc.id, doc.flags, machine,
+                                                 reference=reference, metric=metric)
         if series.metric not in by_metric:
             by_metric[series.metric] = _against_reference(docs, analysis.values_by_round(
                 samples, lambda s, m=series.metric: metric_mod.metric_of(s, m)), kept_sha)
         values, _ = by_metric[series.metric]
         why = shaky
-        if doc["id"] not in values:
-            if doc["id"] not in raw:
+        if doc.id not in values:
+            if doc.id not in raw:
                 continue                    # not measured that night (a failed build)
             why = why or (f"this sweep measured {metric}, and its samples carry no "
                           f"{series.metric}, the series' metric: nothing to compare")
-        x = list((values.get(doc["id"]) or {}).values())
-        summary = stats.summarize(values.get(doc["id"]) or {})
-        yield key, series, Point(run["run_id"], run["started"], x, summary.median,
-                                 summary.ci95, versions, unjudged=why)
+        x = list((values.get(doc.id) or {}).values())
+        summary = stats.summarize(values.get(doc.id) or {})
+        yield key, series, Point(run.run_id, run.started, x, summary.median,
+                                 summary.ci95, run.versions, unjudged=why)
 
 
-def _unstable(values: dict[str, dict[int, float]], options: dict, docs: list[dict]) -> str:
+def _unstable(values: dict[str, dict[int, float]], run: StoredSweep, docs: list[Variant]) -> str:
     """Why the sweep's A/A gate failed (stats.gate.aa_gate: its twin, a copy of the baseline,
     came out faster or slower after Benjamini-Hochberg across the sweep's comparisons, as
     results.json's `aa.unstable` says), else "". Such a night measured the machine moving, so
     it judges nothing."""
-    baseline = options.get("baseline")
+    baseline = run.baseline
     twin = f"{baseline}{AA_SUFFIX}"
-    m = options["measure"]
-    if m.get("layouts") or twin not in values or baseline not in values:
+    if run.layouts or twin not in values or baseline not in values:
         return ""
-    measured = [d["id"] for d in docs if d["id"] != baseline and d["id"] in values
-                and not (d.get("build") or {}).get("identical_to")]
-    comparisons = {vid: stats.compare(values[vid], values[baseline], seed=m.get("seed") or 0)
+    measured = [d.id for d in docs if d.id != baseline and d.id in values
+                and not d.build.identical_to]
+    comparisons = {vid: stats.compare(values[vid], values[baseline], seed=run.seed)
                    for vid in measured}
-    stats.adjust(list(comparisons.values()), threshold=m.get("threshold_pct", 1.0) / 100)
+    stats.adjust(list(comparisons.values()), threshold_pct=run.threshold_pct)
     aa = comparisons[twin]
     if aa.verdict not in ("faster", "slower"):
         return ""
@@ -272,7 +311,7 @@ def _unstable(values: dict[str, dict[int, float]], options: dict, docs: list[dic
             "neither a pass nor a regression")
 
 
-def _against_reference(docs: list[dict], values: dict[str, dict[int, float]],
+def _against_reference(docs: list[Variant], values: dict[str, dict[int, float]],
                        kept_sha: str | None = None
                        ) -> tuple[dict[str, dict[int, float]], str | None]:
     """With a reference arm (run --reference, or the kept reference a sweep measures by
@@ -283,20 +322,20 @@ def _against_reference(docs: list[dict], values: dict[str, dict[int, float]],
     program's own change against a fixed yardstick. `kept_sha`: this sweep's own baseline
     binary was kept as the reference (jobs.controls.keep_reference); its A/A twin, a copy of that
     binary, is then the reference arm of the series' first night."""
-    ref = next((d for d in docs if d["id"].endswith(REF_SUFFIX)
-                and (d.get("build") or {}).get("reference_sha256")), None)
+    ref = next(((d.id, d.build.reference_sha256) for d in docs if d.id.endswith(REF_SUFFIX)
+                and d.build.reference_sha256), None)
     if ref is None and kept_sha:
-        twin = next((d for d in docs if d.get("aa_of")), None)
-        ref = twin and {**twin, "build": {**twin["build"], "reference_sha256": kept_sha}}
-    if ref is None or ref["id"] not in values:
+        twin = next((d for d in docs if getattr(d, "aa_of", None)), None)
+        ref = twin and (twin.id, kept_sha)
+    if ref is None or ref[0] not in values:
         return values, None
-    by_round = values[ref["id"]]
+    by_round = values[ref[0]]
     ratios = {vid: {r: x / by_round[r] for r, x in v.items() if r in by_round}
               for vid, v in values.items()}
-    return {vid: v for vid, v in ratios.items() if v}, ref["build"]["reference_sha256"]
+    return {vid: v for vid, v in ratios.items() if v}, ref[1]
 
 
-def _detect(all_series: list[Series], threshold_pct: float) -> None:
+def _detect(all_series: list[VariantSeries], threshold_pct: float) -> None:
     """Walk the sweeps in time order; per sweep, compare each series' new point with its
     segment, adjust across the series of that sweep, then keep the steps the spread allows."""
     segment_start = {id(s): 0 for s in all_series}
@@ -310,15 +349,16 @@ def _detect(all_series: list[Series], threshold_pct: float) -> None:
             segment = s.points[segment_start[id(s)]:i][-WINDOW:]
             pooled = [x for p in segment for x in p.values]
             tests[id(s)] = (s, i, segment, stats.compare_unpaired(s.points[i].values, pooled))
-        stats.adjust([c for *_, c in tests.values()], threshold=threshold_pct / 100)
+        stats.adjust([c for *_, c in tests.values()], threshold_pct=threshold_pct)
         for s, i, segment, c in tests.values():
             verdict, why, at, ratio, ci = _judge(c, s.points[segment_start[id(s)]:i + 1],
                                                  threshold_pct)
             at += segment_start[id(s)]
             if i == len(s.points) - 1:
-                j = c.to_json()  # strict JSON: an interval that does not exist is null
-                s.latest = {"run_id": run_id, "verdict": verdict, "ratio": j["ratio"],
-                            "ci95": j["ci95"], "why": why, "against": [p.run_id for p in segment]}
+                # strict JSON: an interval that does not exist is null
+                j = Comparison.model_validate(c.to_json())
+                s.latest = {"run_id": run_id, "verdict": verdict, "ratio": j.ratio,
+                            "ci95": j.ci95, "why": why, "against": [p.run_id for p in segment]}
             if verdict in ("faster", "slower"):
                 s.steps.append(Step(s.points[at].run_id, verdict, ratio, ci, why,
                                     _changed(s.points[at - 1].versions, s.points[at].versions),
@@ -326,13 +366,13 @@ def _detect(all_series: list[Series], threshold_pct: float) -> None:
                 segment_start[id(s)] = at
 
 
-def _judge(c: stats.Comparison, points: list[Point], threshold_pct: float):
+def _judge(c: stats.RatioEstimate, points: list[Point], threshold_pct: float):
     """(verdict, why, index of the step's first sweep in `points`, ratio, ci95) for the last of
     `points`, the segment so far: the samples' verdict unless the sweeps' own spread explains
     it, or a step that stayed (module docstring)."""
     levels = np.log([p.median for p in points])
     last = len(points) - 1
-    margin = math.log1p(threshold_pct / 100)
+    margin = math.log1p(stats.fraction(threshold_pct))
     sample_step = c.verdict in ("faster", "slower")
     if last < MIN_SPREAD_RUNS:
         if not sample_step:
@@ -349,7 +389,7 @@ def _judge(c: stats.Comparison, points: list[Point], threshold_pct: float):
     best = None
     for r in range(1, PERSIST + 1):
         before, after = levels[:-r][-REFERENCE:], levels[-r:]
-        shift, t, p, ci = _shift_test(before, after)
+        shift, t, p, ci = stats.mean_shift(before, after)
         same_side = np.all(np.sign(after - np.mean(before)) == np.sign(shift))
         agrees = (sample_step and (c.ratio > 1) == (shift > 0)) if r == 1 else same_side
         if p < NIGHT_ALPHA / PERSIST and abs(shift) > margin and agrees \
@@ -370,23 +410,6 @@ def _judge(c: stats.Comparison, points: list[Point], threshold_pct: float):
     return verdict, why, last + 1 - r, math.exp(shift), ci
 
 
-def _shift_test(before: np.ndarray, after: np.ndarray):
-    """(mean shift, t, two-sided p, 95% CI of exp(shift)) of after against before, Student's
-    pooled two-sample t (both sets of sweeps share the machine's spread)."""
-    k, r = len(before), len(after)
-    shift = float(np.mean(after) - np.mean(before))
-    df = k + r - 2
-    ss = float(np.sum((before - before.mean()) ** 2) + np.sum((after - after.mean()) ** 2))
-    se = math.sqrt(ss / df * (1 / k + 1 / r)) if df > 0 else math.inf
-    if se == 0:
-        t = math.copysign(math.inf, shift) if shift else 0.0
-        return shift, t, 0.0 if shift else 1.0, (math.exp(shift), math.exp(shift))
-    t = shift / se
-    q = float(sps.t.isf(0.025, df))
-    return shift, t, float(2 * sps.t.sf(abs(t), df)), (math.exp(shift - q * se),
-                                                      math.exp(shift + q * se))
-
-
 def _pct(ci: tuple[float, float]) -> str:
     return stats.ci_text(ci)
 
@@ -400,10 +423,10 @@ def of_run(store: Store, run_id: str, finishing: bool = False) -> list[dict]:
     """This run's variants in the earlier complete sweeps of the same target, machine, input
     and metric, for the report's history plot; [] when there are none. `finishing`: the run is
     complete, its results are written before the store says so."""
-    run = store.run(run_id)
-    if run["status"] != "complete" and not finishing:
+    run = StoredSweep.of(store.run(run_id))
+    if run.status != "complete" and not finishing:
         return []
-    mine = machine_key(run["machine"] or {})
-    return [s.to_json() for s in collect(store, run["target"], until=run_id,
+    mine = machine_key(run.machine)
+    return [s.document().dump() for s in collect(store, run.target, until=run_id,
                                          finishing=run_id if finishing else None)
             if s.machine == mine and len(s.points) >= 2 and s.points[-1].run_id == run_id]

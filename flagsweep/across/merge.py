@@ -16,27 +16,23 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from flagsweep.across import comparable
+from flagsweep.across.history import given
 from flagsweep.errors import FlagsweepError
 from flagsweep.results import reader
-from flagsweep.results.contract import MERGE_SCHEMA, is_control
+from flagsweep.results.contract import (
+    MERGE_SCHEMA, Merged, MergeCell, MergedMachine, MergedVariant, Results, Variant, is_control)
 
 
 @dataclass
-class Machine:
+class MachineColumn:
+    """One results file as a column of the merged table."""
     label: str                       # CPU, -march=native, host, pinned CPU, run id
     cpu_model: str
     path: str
-    doc: dict
+    doc: Results
 
 
-@dataclass
-class Cell:
-    change_pct: float | None
-    ci: tuple[float, float] | None
-    verdict: str
-
-
-def load_all(paths: list[Path], partial: bool = False) -> list[Machine]:
+def load_all(paths: list[Path], partial: bool = False) -> list[MachineColumn]:
     """Each results file as one machine column; refused when two must not be merged, or when
     one is a sweep stopped early (busy) and `partial` does not allow it."""
     if len(paths) < 2:
@@ -44,46 +40,47 @@ def load_all(paths: list[Path], partial: bool = False) -> list[Machine]:
     docs = [(Path(p), reader.load(Path(p))) for p in paths]
     comparable.refuse_partial(docs, partial)
     comparable.check(docs, "merged", comparable.ACROSS_MACHINES)
-    return [Machine(label(doc), doc["machine"].get("cpu_model", "?"), str(path), doc)
+    return [MachineColumn(label(doc), given(doc.machine, "cpu_model"), str(path), doc)
             for path, doc in docs]
 
 
-def label(doc: dict) -> str:
+def label(doc: Results) -> str:
     """A machine column's name: CPU, what -march=native is on it, host, pinned CPU, run id."""
-    m = doc["machine"]
-    return (f"{m.get('cpu_model', '?')} ({m.get('march_native') or '?'}), {m.get('hostname', '?')}"
-            f" CPU {m.get('pinned_cpu', '?')}, {doc.get('run_id', '?')}")
+    m = doc.machine
+    return (f"{given(m, 'cpu_model')} ({m.march_native or '?'}), {given(m, 'hostname')}"
+            f" CPU {given(m, 'pinned_cpu')}, {given(doc, 'run_id')}")
 
 
-def table(machines: list[Machine]) -> tuple[list[dict], list[list[Cell]]]:
+def table(machines: list[MachineColumn]) -> tuple[list[Variant], list[list[MergeCell]]]:
     """Rows (variants, in the first file's order, then any others) x machine cells."""
-    variants: dict[str, dict] = {}
+    variants: dict[str, Variant] = {}
     for m in machines:
-        for v in m.doc["variants"]:
-            if not is_control(v["id"]):
-                variants.setdefault(v["id"], v)
+        for v in m.doc.variants:
+            if not is_control(v.id):
+                variants.setdefault(v.id, v)
     cells = [[_cell(m.doc, vid) for m in machines] for vid in variants]
     return list(variants.values()), cells
 
 
-def _cell(doc: dict, vid: str) -> Cell:
-    v = next((v for v in doc["variants"] if v["id"] == vid), None)
+def _cell(doc: Results, vid: str) -> MergeCell:
+    v = next((v for v in doc.variants if v.id == vid), None)
     if v is None:
-        return Cell(None, None, "absent")
-    if vid == doc["baseline"]:
-        return Cell(0.0, None, "baseline")
-    c = v.get("vs_baseline") or {}
-    ratio, ci = c.get("ratio"), c.get("ci95")
-    return Cell((ratio - 1) * 100 if ratio is not None else None,
-                ((ci[0] - 1) * 100, (ci[1] - 1) * 100) if ci else None,
-                c.get("verdict") or "not-measured")
+        return MergeCell(change_pct=None, ci=None, verdict="absent")
+    if vid == doc.baseline:
+        return MergeCell(change_pct=0.0, ci=None, verdict="baseline")
+    c = v.vs_baseline
+    ratio, ci = (c.ratio, c.ci95) if c else (None, None)
+    return MergeCell(change_pct=(ratio - 1) * 100 if ratio is not None else None,
+                     ci=[(ci[0] - 1) * 100, (ci[1] - 1) * 100] if ci else None,
+                     verdict=(c and c.verdict) or "not-measured")
 
 
-def to_json(machines: list[Machine], variants: list[dict], cells) -> dict:
+def merged(machines: list[MachineColumn], variants: list[Variant],
+           cells: list[list[MergeCell]]) -> Merged:
     """merged.json: the variant x machine table as data."""
-    return {"schema": MERGE_SCHEMA, "target": machines[0].doc["target"],
-            "machines": [{"label": m.label, "path": m.path, "machine": m.doc.machine.dump()}
-                         for m in machines],
-            "variants": [{"id": v["id"], "compiler": v["compiler"], "flags": v["flags"],
-                          "per_machine": [c.__dict__ for c in row]}
-                         for v, row in zip(variants, cells)]}
+    return Merged(
+        schema=MERGE_SCHEMA, target=machines[0].doc.target,
+        machines=[MergedMachine(label=m.label, path=m.path, machine=m.doc.machine)
+                  for m in machines],
+        variants=[MergedVariant(id=v.id, compiler=v.compiler, flags=v.flags, per_machine=row)
+                  for v, row in zip(variants, cells)])

@@ -26,13 +26,14 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from flagsweep import stats
 from flagsweep.across import comparable, merge
 from flagsweep.errors import FlagsweepError
 from flagsweep.host import cpu
 from flagsweep.results import names, reader
-from flagsweep.results.contract import is_control
+from flagsweep.results.contract import Build, Results, is_control
 
 
 @dataclass
@@ -104,26 +105,27 @@ def pick(paths: list[Path], baseline_isa: str | None = None, threshold_pct: floa
     for c in candidates:
         _combine(c)
     for c in candidates:
-        c.size_ratio = _cost(c.id, by_program, lambda b: (b.get("sizes") or {}).get("text"))
-        c.build_cpu_ratio = _cost(c.id, by_program, lambda b: b.get("cpu_seconds"))
+        c.size_ratio = _cost(c.id, by_program, lambda b: (b.sizes or {}).get("text"))
+        c.build_cpu_ratio = _cost(c.id, by_program, lambda b: b.cpu_seconds)
     doc0 = docs[0][1]
-    named = names.label(next(v for v in doc0["variants"] if v["id"] == doc0["baseline"]), doc0)
-    chosen, why = _choose(candidates, named if doc0.get("distro") else baseline, threshold_pct)
+    named = names.label(next(v for v in doc0.variants if v.id == doc0.baseline), doc0)
+    chosen, why = _choose(candidates, named if doc0.distro else baseline, threshold_pct)
     p = Pick(baseline, sorted(by_program), sorted({merge.label(d) for _, d in docs}),
              candidates, chosen, why, _level_answers(candidates, docs))
-    p.baseline_label = named if doc0.get("distro") else baseline
+    p.baseline_label = named if doc0.distro else baseline
     p.answer = answer(p, threshold_pct, p.baseline_label)
     return p
 
 
-def _cost(vid: str, by_program: dict[str, list], of) -> float | None:
+def _cost(vid: str, by_program: dict[str, list], of: Callable[[Build], float | None]
+          ) -> float | None:
     """The geometric mean over programs of a build's cost against its baseline's (one result
     per program: the binaries are the same on every machine); None without every figure."""
     ratios = []
     for group in by_program.values():
         doc = group[0][1]
-        builds = {v["id"]: v["build"] for v in doc["variants"]}
-        mine, base = of(builds.get(vid) or {}), of(builds.get(doc["baseline"]) or {})
+        builds = {v.id: v.build for v in doc.variants}
+        mine, base = (of(builds[i]) if i in builds else None for i in (vid, doc.baseline))
         if not mine or not base:
             return None
         ratios.append(mine / base)
@@ -153,17 +155,17 @@ def _signed(ratio: float) -> str:
     return f"{(ratio - 1) * 100:+.1f}%"
 
 
-def _by_program(docs: list[tuple[Path, dict]]) -> dict[str, list]:
+def _by_program(docs: list[tuple[Path, Results]]) -> dict[str, list]:
     """Results grouped by target; within a target they must merge (comparable.ACROSS_MACHINES)."""
     groups: dict[str, list] = defaultdict(list)
     for path, doc in docs:
-        groups[doc["target"]].append((path, doc))
+        groups[doc.target].append((path, doc))
     for group in groups.values():
         comparable.check(group, "picked from together", comparable.ACROSS_MACHINES)
     return groups
 
 
-def _common_baseline(docs: list[tuple[Path, dict]]) -> str:
+def _common_baseline(docs: list[tuple[Path, Results]]) -> str:
     flags = {comparable.baseline_flags(doc): path for path, doc in docs}
     if len(flags) > 1:
         raise FlagsweepError("the results compare against different baselines ("
@@ -172,20 +174,20 @@ def _common_baseline(docs: list[tuple[Path, dict]]) -> str:
     return next(iter(flags))
 
 
-def _common_ids(docs: list[tuple[Path, dict]]) -> list[str]:
-    ids = [[v["id"] for v in doc["variants"] if v["id"] != doc["baseline"]
-            and not is_control(v["id"])] for _, doc in docs]
+def _common_ids(docs: list[tuple[Path, Results]]) -> list[str]:
+    ids = [[v.id for v in doc.variants if v.id != doc.baseline
+            and not is_control(v.id)] for _, doc in docs]
     common = set(ids[0]).intersection(*ids[1:])
     return [vid for vid in ids[0] if vid in common]
 
 
 def _candidate(vid: str, docs, least, level: str | None) -> Candidate:
-    v0 = next(v for v in docs[0][1]["variants"] if v["id"] == vid)
-    c = Candidate(vid, v0["compiler"], v0["flags"], label=names.label(v0, docs[0][1]))
+    v0 = next(v for v in docs[0][1].variants if v.id == vid)
+    c = Candidate(vid, v0.compiler, v0.flags, label=names.label(v0, docs[0][1]))
     if any(re.match(r"-m(arch|tune|cpu)=native$", f) for f in c.flags):
         c.excluded = "-march=native is a different CPU on every machine"
     for path, doc in docs:
-        host = cpu.host_from_machine(doc["machine"])
+        host = cpu.host_from_machine(doc.machine)
         runs = cpu.can_run_flags(tuple(c.flags), c.compiler, host)
         if not runs.ok and not c.excluded:
             c.excluded = f"{merge.label(doc)} cannot run it: {runs.reason}"
@@ -201,18 +203,17 @@ def _candidate(vid: str, docs, least, level: str | None) -> Candidate:
     return c
 
 
-def pair(doc: dict, vid: str) -> Pair | None:
+def pair(doc: Results, vid: str) -> Pair | None:
     """That machine's ratio to its baseline; identical code borrows its twin's comparison."""
-    variants = {v["id"]: v for v in doc["variants"]}
-    v = variants[vid]
-    source = v["build"].get("identical_to") or vid
-    vs = (variants.get(source) or {}).get("vs_baseline") or {}
-    if source == doc["baseline"]:
-        vs = {"ratio": 1.0, "ci95": None, "verdict": "identical-code"}
-    if vs.get("ratio") is None or vs.get("verdict") == "not-measured":
+    variants = {v.id: v for v in doc.variants}
+    source = variants[vid].build.identical_to or vid
+    if source == doc.baseline:
+        return Pair(doc.target, merge.label(doc), 1.0, None, "identical-code")
+    vs = variants[source].vs_baseline if source in variants else None
+    if vs is None or vs.ratio is None or vs.verdict == "not-measured":
         return None
-    ci = tuple(vs["ci95"]) if vs.get("ci95") else None
-    return Pair(doc["target"], merge.label(doc), vs["ratio"], ci, vs.get("verdict", ""))
+    return Pair(doc.target, merge.label(doc), vs.ratio, tuple(vs.ci95) if vs.ci95 else None,
+                vs.verdict)
 
 
 def _combine(c: Candidate) -> None:
@@ -222,7 +223,7 @@ def _combine(c: Candidate) -> None:
         c.ratio, c.ci95 = pooled.ratio, pooled.ci95
 
 
-def _pooled(c: Candidate) -> stats.Comparison | None:
+def _pooled(c: Candidate) -> stats.RatioEstimate | None:
     usable = [p for p in c.pairs if p.ci95 or p.verdict == "identical-code"]
     if not usable or len(usable) < len(c.pairs):
         return None
@@ -239,8 +240,8 @@ def _choose(candidates: list[Candidate], baseline: str, threshold_pct: float):
     Yekutieli, JASA 2005), as a sweep's faster/slower calls are."""
     pooled = {c.id: p for c in candidates if not c.excluded and (p := _pooled(c)) is not None}
     eligible = [c for c in candidates if c.id in pooled]
-    threshold = threshold_pct / 100
-    stats.fcr_intervals(list(pooled.values()), threshold)
+    stats.fcr_intervals(list(pooled.values()), threshold_pct)
+    threshold = stats.fraction(threshold_pct)
     for c in eligible:
         c.ci_fcr = pooled[c.id].ci_fcr
     winners = [c for c in eligible if c.ci_fcr is not None and c.ci_fcr[1] < 1 - threshold]
@@ -264,11 +265,11 @@ def _level_answers(candidates: list[Candidate], docs) -> list[str]:
         level = next((f.split("=", 1)[1] for f in c.flags if re.fullmatch(r"-march=x86-64-v\d", f)), None)
         if level is None:
             continue
-        for program in sorted({p.program for p in c.pairs} | {d["target"] for _, d in docs}):
+        for program in sorted({p.program for p in c.pairs} | {d.target for _, d in docs}):
             mine = Candidate(c.id, c.compiler, c.flags, [p for p in c.pairs if p.program == program])
             _combine(mine)
-            lacking = [merge.label(d) for _, d in docs if d["target"] == program and not
-                       cpu.can_run_flags(tuple(c.flags), c.compiler, cpu.host_from_machine(d["machine"])).ok]
+            lacking = [merge.label(d) for _, d in docs if d.target == program and not
+                       cpu.can_run_flags(tuple(c.flags), c.compiler, cpu.host_from_machine(d.machine)).ok]
             change = stats.change_text(mine.ratio, mine.ci95) if mine.ratio else "not measured"
             out.append(f"{program}: {c.label or ' '.join(c.flags)} {change} on {len(mine.pairs)} machine(s) "
                        f"that run {level}" + (f"; cannot run on {len(lacking)}" if lacking else ""))

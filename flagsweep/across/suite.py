@@ -26,9 +26,12 @@ from pathlib import Path
 
 from flagsweep import stats
 from flagsweep.across import comparable, pick
+from flagsweep.across.history import given
 from flagsweep.errors import FlagsweepError
 from flagsweep.results import names, reader
-from flagsweep.results.contract import SUITE_SCHEMA, is_control
+from flagsweep.results.contract import (
+    SUITE_SCHEMA, Comparison, ProgramCell, Results, Suite, SuiteFailure, SuiteProgram,
+    SuiteVariant, is_control)
 
 # A suite pools each program's change against its own baseline: a change in wall time beside
 # one in CPU time is still a change in time (a program that waits is measured in wall time).
@@ -52,7 +55,7 @@ class Row:
     compiler: str
     flags: list[str]
     cells: dict[str, pick.Pair | None]             # program -> its own comparison, None: absent
-    suite: stats.Comparison | None = None
+    suite: stats.RatioEstimate | None = None
     missing: str = ""                              # why there is no suite estimate
     label: str = ""                                # what people call it (results.names)
 
@@ -62,32 +65,33 @@ class Row:
 
 
 @dataclass
-class Suite:
+class SuiteTable:
+    """The variants x programs table with the pooled column, before it is suite.json."""
     machine: str
     metric: str
     baseline: str
     threshold_pct: float
     programs: list[Program]
     rows: list[Row]
-    failed: list[dict] = field(default_factory=list)   # {"target", "error"}: no results at all
+    failed: list[SuiteFailure] = field(default_factory=list)   # programs with no results at all
     recommendation: str = ""
     warnings: list[str] = field(default_factory=list)
 
 
-def load_all(paths: list[Path], partial: bool = False) -> list[tuple[Path, dict]]:
+def load_all(paths: list[Path], partial: bool = False) -> list[tuple[Path, Results]]:
     """The results files, checked to belong in one suite; a sweep stopped early (busy) is
     refused unless `partial` (left_out says which, for `run --all`)."""
     docs = [(Path(p).resolve(), reader.load(Path(p))) for p in paths]
     comparable.refuse_partial(docs, partial)
     seen: dict[str, Path] = {}
     for path, doc in docs:
-        if doc["target"] in seen:
-            raise FlagsweepError(f"{path} and {seen[doc['target']]} are both {doc['target']}: a "
+        if doc.target in seen:
+            raise FlagsweepError(f"{path} and {seen[doc.target]} are both {doc.target}: a "
                                  "suite takes one results file per program")
-        seen[doc["target"]] = path
+        seen[doc.target] = path
     comparable.check(docs, "one suite (it compares flags on one machine against one baseline; "
                            "merge and pick work across machines)", comparable.ONE_MACHINE)
-    metrics = {d["metric"]: p for p, d in docs}
+    metrics = {d.metric: p for p, d in docs}
     if len(metrics) > 1 and not set(metrics) <= TIMES:
         named = "; ".join(f"{p}: {m}" for m, p in metrics.items())
         raise FlagsweepError(f"the sweeps measured different quantities ({named}): a suite pools "
@@ -103,62 +107,64 @@ def left_out(paths: list[Path]) -> tuple[list[Path], list[dict]]:
         doc = reader.load(Path(p))
         why = comparable.partial(doc)
         if why:
-            out.append({"target": doc["target"], "error": why})
+            out.append({"target": doc.target, "error": why})
         else:
             keep.append(p)
     return keep, out
 
 
-def unstable(doc: dict) -> bool:
+def unstable(doc: Results) -> bool:
     """The sweep's A/A gate failed (stats.gate.aa_gate): its twin, the baseline's own binary again,
     came out faster or slower, so the machine moved every ratio of that sweep."""
-    return bool((doc.get("aa") or {}).get("unstable"))
+    return bool(doc.aa and getattr(doc.aa, "unstable", None))
 
 
-def build(docs: list[tuple[Path, dict]], threshold_pct: float | None = None,
-          failed: list[dict] | None = None) -> Suite:
-    """Per-program cells, pooled suite rows with their verdicts, and the suite's recommendation."""
+def build(docs: list[tuple[Path, Results]], threshold_pct: float | None = None,
+          failed: list[dict | SuiteFailure] | None = None) -> SuiteTable:
+    """Per-program cells, pooled suite rows with their verdicts, and the suite's recommendation.
+    `failed`: {"target", "error"} for each program with no results (run --all's)."""
+    failed = [SuiteFailure.model_validate(f) for f in failed or []]
     if not docs:
         raise FlagsweepError("no program of the suite has results"
-                             + "".join(f"; {f['target']}: {f['error']}" for f in failed or []))
+                             + "".join(f"; {f.target}: {f.error}" for f in failed))
     first = docs[0][1]
-    thresholds = {d["threshold_pct"] for _, d in docs}
+    thresholds = {d.threshold_pct for _, d in docs}
     threshold = threshold_pct or max(thresholds)
-    programs = [Program(d["target"], d.get("target_version") or "?", p, d.get("status", "?"),
-                        (d.get("recommendation") or {}).get("why", ""), d.get("stop_reason") or "",
+    programs = [Program(d.target, d.target_version or "?", p, given(d, "status"),
+                        d.recommendation.why if d.recommendation else "", d.stop_reason or "",
                         unstable(d))
                 for p, d in docs]
-    shaky = {d["target"] for _, d in docs if unstable(d)}
+    shaky = {d.target for _, d in docs if unstable(d)}
     rows = [_row(vid, docs, shaky) for vid in _variant_ids(docs)]
     pooled = [r.suite for r in rows if r.suite is not None]
-    stats.adjust(pooled, threshold / 100)
-    m = first["machine"]
-    s = Suite(f"{m.get('cpu_model', '?')} ({m.get('march_native') or '?'}), {m.get('hostname', '?')}",
-              first["metric"],
-              comparable.baseline_flags(first), threshold, programs, rows, list(failed or []))
+    stats.adjust(pooled, threshold)
+    m = first.machine
+    s = SuiteTable(f"{given(m, 'cpu_model')} ({m.march_native or '?'}), {given(m, 'hostname')}",
+                   first.metric,
+                   comparable.baseline_flags(first), threshold, programs, rows, failed)
     s.warnings = _warnings(docs, thresholds, threshold, s.failed)
     s.recommendation = _recommend(s)
     return s
 
 
-def _variant_ids(docs: list[tuple[Path, dict]]) -> list[str]:
+def _variant_ids(docs: list[tuple[Path, Results]]) -> list[str]:
     """Every compared variant of any program, in first-seen order (not baselines, not A/A)."""
     out: dict[str, None] = {}
     for _, doc in docs:
-        for v in doc["variants"]:
-            if v["id"] != doc["baseline"] and not is_control(v["id"]):
-                out.setdefault(v["id"])
+        for v in doc.variants:
+            if v.id != doc.baseline and not is_control(v.id):
+                out.setdefault(v.id)
     return list(out)
 
 
-def _row(vid: str, docs: list[tuple[Path, dict]], shaky: set[str] = frozenset()) -> Row:
+def _row(vid: str, docs: list[tuple[Path, Results]], shaky: set[str] = frozenset()) -> Row:
     """A variant's cells on every program, pooled over the programs whose sweep passed its A/A
     gate (`shaky`: those that did not; their cells are shown, never pooled)."""
-    v0 = next(v for _, d in docs for v in d["variants"] if v["id"] == vid)
-    cells = {d["target"]: (pick.pair(d, vid) if any(v["id"] == vid for v in d["variants"])
-                           else None) for _, d in docs}
-    d0 = next(d for _, d in docs if v0 in d["variants"])
-    row = Row(vid, v0["compiler"], v0["flags"], cells, label=names.label(v0, d0))
+    v0 = next(v for _, d in docs for v in d.variants if v.id == vid)
+    cells = {d.target: (pick.pair(d, vid) if any(v.id == vid for v in d.variants)
+                        else None) for _, d in docs}
+    d0 = next(d for _, d in docs if any(v is v0 for v in d.variants))
+    row = Row(vid, v0.compiler, v0.flags, cells, label=names.label(v0, d0))
     pooled = {p: c for p, c in cells.items() if p not in shaky}
     absent = [p for p, c in pooled.items() if c is None]
     no_ci = [p for p, c in pooled.items() if c and c.ci95 is None and c.verdict != "identical-code"]
@@ -174,9 +180,10 @@ def _row(vid: str, docs: list[tuple[Path, dict]], shaky: set[str] = frozenset())
     return row
 
 
-def _warnings(docs, thresholds: set[float], threshold: float, failed: list[dict]) -> list[str]:
+def _warnings(docs, thresholds: set[float], threshold: float,
+              failed: list[SuiteFailure]) -> list[str]:
     out = []
-    metrics = {d["target"]: d["metric"] for _, d in docs}
+    metrics = {d.target: d.metric for _, d in docs}
     if len(set(metrics.values())) > 1:
         out.append("the programs' own metrics differ (" + ", ".join(
             f"{t}: {m}" for t, m in metrics.items()) + "; each chose its own, --metric auto): "
@@ -185,20 +192,20 @@ def _warnings(docs, thresholds: set[float], threshold: float, failed: list[dict]
         out.append(f"the sweeps used different thresholds ({', '.join(f'{t:g}%' for t in sorted(thresholds))});"
                    f" the suite verdicts use {threshold:g}%, each program's keeps its own")
     for path, doc in docs:
-        if doc.get("status") != "complete":
-            out.append(f"{doc['target']}: its sweep is {doc.get('status')} "
-                       f"({doc.get('stop_reason')}), so its numbers are partial ({path})")
-        if (doc.get("aa") or {}).get("warning"):
-            out.append(f"{doc['target']}: {doc['aa']['warning']}")
+        if doc.status != "complete":
+            out.append(f"{doc.target}: its sweep is {doc.status} "
+                       f"({doc.stop_reason}), so its numbers are partial ({path})")
+        if warning := doc.aa and getattr(doc.aa, "warning", None):
+            out.append(f"{doc.target}: {warning}")
         if unstable(doc):
-            out.append(f"{doc['target']}: its A/A arm failed, so its ratios are shown but not "
+            out.append(f"{doc.target}: its A/A arm failed, so its ratios are shown but not "
                        "pooled: the suite column is over the other programs")
     for f in failed:
-        out.append(f"{f['target']}: no results ({f['error']}); the suite is over the others")
+        out.append(f"{f.target}: no results ({f.error}); the suite is over the others")
     return out
 
 
-def _recommend(s: Suite) -> str:
+def _recommend(s: SuiteTable) -> str:
     faster = [r for r in s.rows if r.suite and r.suite.verdict == "faster"]
     n = len(s.programs) - sum(p.unstable for p in s.programs)
     if not faster:
@@ -215,23 +222,30 @@ def _recommend(s: Suite) -> str:
             f"programs (geometric mean); by program: {'; '.join(parts)}.")
 
 
-def _pct_ci(c: stats.Comparison) -> str:
+def _pct_ci(c: stats.RatioEstimate) -> str:
     return stats.change_text(c.ratio, c.ci95)
 
 
-def to_json(s: Suite, out: Path) -> dict:
+def document(s: SuiteTable, out: Path) -> Suite:
     """suite.json: the same table as data, result paths relative to the suite's folder."""
-    return {
-        "schema": SUITE_SCHEMA, "machine": s.machine, "metric": s.metric, "baseline": s.baseline,
-        "threshold_pct": s.threshold_pct, "recommendation": s.recommendation,
-        "warnings": s.warnings, "failed": s.failed,
-        "programs": [{"target": p.target, "version": p.version, "status": p.status,
-                      "results": os.path.relpath(p.path, out),
-                      "stop_reason": p.stop_reason, "recommendation": p.recommendation,
-                      "unstable": p.unstable}
-                     for p in s.programs],
-        "variants": [{"id": r.id, "compiler": r.compiler, "flags": r.flags,
-                      "per_program": {k: (c.__dict__ if c else None) for k, c in r.cells.items()},
-                      "suite": r.suite.to_json() if r.suite else None, "missing": r.missing,
-                      "faster_on": r.on("faster"), "slower_on": r.on("slower")}
-                     for r in s.rows]}
+    return Suite(
+        schema=SUITE_SCHEMA, machine=s.machine, metric=s.metric, baseline=s.baseline,
+        threshold_pct=s.threshold_pct, recommendation=s.recommendation,
+        warnings=s.warnings, failed=s.failed,
+        programs=[SuiteProgram(target=p.target, version=p.version, status=p.status,
+                               results=os.path.relpath(p.path, out),
+                               stop_reason=p.stop_reason, recommendation=p.recommendation,
+                               unstable=p.unstable)
+                  for p in s.programs],
+        variants=[SuiteVariant(id=r.id, compiler=r.compiler, flags=r.flags, label=r.label,
+                               per_program={k: _cell(c) for k, c in r.cells.items()},
+                               suite=Comparison.model_validate(r.suite.to_json())
+                               if r.suite else None,
+                               missing=r.missing, faster_on=r.on("faster"),
+                               slower_on=r.on("slower"))
+                  for r in s.rows])
+
+
+def _cell(c: pick.Pair | None) -> ProgramCell | None:
+    return c and ProgramCell(program=c.program, machine=c.machine, ratio=c.ratio,
+                             ci95=list(c.ci95) if c.ci95 else None, verdict=c.verdict)

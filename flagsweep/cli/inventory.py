@@ -96,10 +96,9 @@ def system_cmd(tune, reset_, as_json) -> None:
         for line in (system.tune() if tune else system.reset()):
             click.echo(line)
         return
-    state = system.machine_state(["gcc"])
     choice = placement.default()
-    state["cpu_choice"] = choice.doc()
-    state["busiest"] = [asdict(p) for p in choice.measured.busiest]
+    state = {**system.machine_state(["gcc"]), "cpu_choice": choice.doc(),
+             "busiest": [asdict(p) for p in choice.measured.busiest]}
     if as_json:
         click.echo(json.dumps(state, indent=2))
         return
@@ -115,15 +114,15 @@ def system_cmd(tune, reset_, as_json) -> None:
 def _cpu_table(choice):
     """Each CPU's load over the window, and what a sweep would make of it."""
     from flagsweep.cli import show
+    from flagsweep.results.contract import CpuChoice
 
     t = show.table(f"CPU load over {choice.measured.seconds:.2g} s:", "cpu", "idle", "runnable",
                    "pinned", "note")
-    for row in choice.doc()["cpus"]:
-        idle = f"{row['idle_pct']:.0f}%" if row["idle_pct"] is not None else "?"
-        note = [*(["isolated"] if row["isolated"] else []),
-                *([f"held by another sweep ({row['held_by']})"] if row["held_by"] else [])]
-        show.add(t, str(row["cpu"]), idle, str(row["runnable"]), str(row["pinned"]),
-                 ", ".join(note))
+    for row in CpuChoice.model_validate(choice.doc()).cpus or []:
+        idle = f"{row.idle_pct:.0f}%" if row.idle_pct is not None else "?"
+        note = [*(["isolated"] if row.isolated else []),
+                *([f"held by another sweep ({row.held_by})"] if row.held_by else [])]
+        show.add(t, str(row.cpu), idle, str(row.runnable), str(row.pinned), ", ".join(note))
     return t
 
 

@@ -5,11 +5,15 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from flagsweep.cli.params import THRESHOLD, Folder, say
 from flagsweep.host.cpu import LEVELS
+
+if TYPE_CHECKING:       # the commands import what they run only when run: a fast --help
+    from flagsweep.results.contract import Variant
 
 
 PARTIAL = ("Also take sweeps stopped early because the machine was busy (status busy); "
@@ -91,33 +95,34 @@ def _disassemble(results_path: Path, function: str, variant_id: str | None) -> N
     from flagsweep.results import reader
 
     doc = reader.load(results_path)
-    by_id = {v["id"]: v for v in doc["variants"]}
-    explained = list((doc.get("explain") or {}).get("explained") or [])
+    by_id = {v.id: v for v in doc.variants}
+    explained = list(doc.explain.explained) if doc.explain else []
     others = [variant_id] if variant_id else explained
     if variant_id and variant_id not in by_id:
         raise click.UsageError(f"--variant {variant_id}: not a variant of {results_path} "
                                f"(its variants: {', '.join(by_id)})")
     if not others:
         raise click.UsageError(f"{results_path} has no explained variant: give --variant ID")
-    base = by_id[doc["baseline"]]
+    base = by_id[doc.baseline]
     left = disassembly.listing(_binary(base, results_path), function)
     for vid in others:
         right = disassembly.listing(_binary(by_id[vid], results_path), function)
-        for line in disassembly.side_by_side(left, right, (base["id"], vid)):
+        for line in disassembly.side_by_side(left, right, (base.id, vid)):
             click.echo(line)
         click.echo("")
 
 
-def _binary(v: dict, results_path: Path) -> Path:
+def _binary(v: Variant, results_path: Path) -> Path:
+    """The variant's binary, if it is still the code the sweep timed."""
     from flagsweep.compilation import fingerprint
 
-    path = Path(v["build"].get("binary") or "")
+    path = Path(v.build.binary or "")
     if not path.is_file():
-        raise click.UsageError(f"{v['id']}: its binary {path} is gone (builds are kept in the "
+        raise click.UsageError(f"{v.id}: its binary {path} is gone (builds are kept in the "
                                f"run's folder beside {results_path})")
-    changed = fingerprint.recheck(v["build"], path)
+    changed = fingerprint.recheck(v.build, path)
     if changed is not None:
-        raise click.UsageError(f"{v['id']}: {changed.text()}: not the code the sweep timed")
+        raise click.UsageError(f"{v.id}: {changed.text()}: not the code the sweep timed")
     return path
 
 
@@ -184,7 +189,7 @@ def history_cmd(target_name, check, threshold_pct, as_json, partial) -> None:
     if not series:
         raise FlagsweepError(f"no complete sweep of {name!r} in the store {db.url}")
     if as_json:
-        click.echo(json.dumps([s.to_json() for s in series], indent=1))
+        click.echo(json.dumps([s.document().dump() for s in series], indent=1))
     else:
         terminal.show_history(name, series)
     open_ = history.unchecked(series)

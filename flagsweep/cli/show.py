@@ -1,5 +1,5 @@
-"""Tables on stdout, in the style of the run's verdicts table (flagsweep.report.terminal):
-rich, no box, bold headers, the title on the left."""
+"""Tables on stdout, in the style of the run's verdicts table (flagsweep.report.terminal.table:
+rich, no box, bold headers, the title on the left)."""
 
 from __future__ import annotations
 
@@ -22,8 +22,9 @@ def echo(*things: Table | str) -> None:
 
 
 def table(title: str | None, *columns: str, header: bool = True) -> Table:
-    t = Table(title=title, title_justify="left", header_style="bold", box=None, pad_edge=False,
-              show_header=header)
+    from flagsweep.report import terminal   # here: it loads the statistics a listing never needs
+
+    t = terminal.table(title, header=header)
     for name in columns:
         t.add_column(name, overflow="fold")
     return t

@@ -11,12 +11,13 @@ to at most that; each row's own sign says which way it moved.
 from __future__ import annotations
 
 from flagsweep.explain.profile import Profile
+from flagsweep.results.contract import Explain, ExplainFunction
 
 TOP = 10
 
 
 def attribute(base: Profile, var: Profile, base_sizes: dict[str, int],
-              var_sizes: dict[str, int], top: int = TOP) -> dict:
+              var_sizes: dict[str, int], top: int = TOP) -> Explain:
     """The explain entry of one variant against the baseline (results.json `explain`)."""
     names = set(base.functions) | set(var.functions)
     change = {n: var.cost(n) - base.cost(n) for n in names}
@@ -24,19 +25,19 @@ def attribute(base: Profile, var: Profile, base_sizes: dict[str, int],
     ranked = sorted((n for n in names if change[n]), key=lambda n: (-abs(change[n]), n))[:top]
     rows = [_row(n, base, var, change[n], gross, base_sizes, var_sizes) for n in ranked]
     base_total, var_total = base.total, var.total
-    return {
-        "status": "ok", "method": base.source, "unit": unit_of(base),
-        "baseline_total": base_total, "variant_total": var_total,
-        "change": var_total - base_total,
-        "change_pct": _pct(var_total - base_total, base_total),
-        "gross_change": gross,
-        "top_share_pct": sum(r["share_pct"] for r in rows),
-        "functions": rows,
-        "baseline_profile": base.path, "variant_profile": var.path,
-        "samples": _pair_or_none(base.samples, var.samples),
-        "unknown_share_pct": _pair_or_none(_times100(base.unknown_share),
-                                           _times100(var.unknown_share)),
-    }
+    return Explain(
+        status="ok", method=base.source, unit=unit_of(base),
+        baseline_total=base_total, variant_total=var_total,
+        change=var_total - base_total,
+        change_pct=_pct(var_total - base_total, base_total),
+        gross_change=gross,
+        top_share_pct=sum(r.share_pct for r in rows),
+        functions=rows,
+        baseline_profile=base.path, variant_profile=var.path,
+        samples=_pair_or_none(base.samples, var.samples),
+        unknown_share_pct=_pair_or_none(_times100(base.unknown_share),
+                                        _times100(var.unknown_share)),
+    )
 
 
 def unit_of(profile: Profile) -> str:
@@ -44,22 +45,22 @@ def unit_of(profile: Profile) -> str:
 
 
 def _row(name: str, base: Profile, var: Profile, change: float, gross: float,
-         base_sizes: dict[str, int], var_sizes: dict[str, int]) -> dict:
+         base_sizes: dict[str, int], var_sizes: dict[str, int]) -> ExplainFunction:
     b, v = base.cost(name), var.cost(name)
-    return {
-        "function": name,
-        "baseline": b, "variant": v, "change": change,
-        "change_pct": _pct(change, b),
-        "share_pct": 100.0 * abs(change) / gross if gross else 0.0,
-        "symbols_baseline": base.symbols.get(name, []),
-        "symbols_variant": var.symbols.get(name, []),
-        "size_baseline": base_sizes.get(name), "size_variant": var_sizes.get(name),
-        "note": _fate(name, b, v, base_sizes, var_sizes),
-        "events_baseline": base.functions.get(name) or None,
-        "events_variant": var.functions.get(name) or None,
-        "share_ci_baseline": _ci_pct(base.share_ci.get(name)),
-        "share_ci_variant": _ci_pct(var.share_ci.get(name)),
-    }
+    return ExplainFunction(
+        function=name,
+        baseline=b, variant=v, change=change,
+        change_pct=_pct(change, b),
+        share_pct=100.0 * abs(change) / gross if gross else 0.0,
+        symbols_baseline=base.symbols.get(name, []),
+        symbols_variant=var.symbols.get(name, []),
+        size_baseline=base_sizes.get(name), size_variant=var_sizes.get(name),
+        note=_fate(name, b, v, base_sizes, var_sizes),
+        events_baseline=base.functions.get(name) or None,
+        events_variant=var.functions.get(name) or None,
+        share_ci_baseline=_ci_pct(base.share_ci.get(name)),
+        share_ci_variant=_ci_pct(var.share_ci.get(name)),
+    )
 
 
 def _fate(name: str, b: float, v: float, base_sizes: dict[str, int],

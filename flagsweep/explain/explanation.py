@@ -20,7 +20,8 @@ from flagsweep.explain.profile import Profile, cachegrind
 from flagsweep.host import launcher, probes, toolchain
 from flagsweep.files import write_atomic
 from flagsweep.results import contract, reader, writer
-from flagsweep.results.contract import is_control
+from flagsweep.results.contract import (
+    Explain, ExplainBaseline, ExplainTop, FunctionRemarks, Results, Variant, is_control)
 from flagsweep.results.store import Store
 from flagsweep.experiment import target
 from flagsweep.workload import check, inputs
@@ -37,54 +38,55 @@ class Setup:
     repeats: int            # perf records per binary
 
 
-def explain(doc: dict, out: Path, say: Callable[[str], None], method: str = "auto",
+def explain(doc: Results, out: Path, say: Callable[[str], None], method: str = "auto",
             repeats: int = sampling.REPEATS, with_remarks: bool = True) -> dict:
-    """The `explain` of a results document: {method, unit, baseline, variants: {id: entry}}."""
-    chosen = [v for v in doc["variants"] if not is_control(v["id"])
-              and (v.get("vs_baseline") or {}).get("verdict") in EXPLAINED]
+    """The `explain` of a results document: {method, unit, baseline, variants: {id: entry}},
+    as the store keeps it and writer.add_explain takes it."""
+    chosen = [v for v in doc.variants if not is_control(v.id)
+              and v.vs_baseline and v.vs_baseline.verdict in EXPLAINED]
     if not chosen:
         return {"method": None, "unit": None, "baseline": None, "variants": {},
                 "note": "no variant is faster or slower than the baseline: nothing to explain"}
     setup = Setup(_workload(doc, out / FOLDER), _method(method), repeats)
-    base = next(v for v in doc["variants"] if v["id"] == doc["baseline"])
-    say(f"explain: profiling {base['id']} (baseline) with {setup.method}")
+    base = next(v for v in doc.variants if v.id == doc.baseline)
+    say(f"explain: profiling {base.id} (baseline) with {setup.method}")
     try:
         base_profile = _profile(setup, base, out)
     except FlagsweepError as e:
         why = f"the baseline's profile failed: {e}"
         return {"method": setup.method, "unit": None, "baseline": None, "failure": why,
-                "variants": {v["id"]: _failed(setup, why) for v in chosen}}
+                "variants": {v.id: _failed(setup, why).dump() for v in chosen}}
     base_sizes = _sizes(base, out)
     base_remarks = _remarks(base, out, say) if with_remarks else None
-    entries = {}
+    entries: dict[str, Explain] = {}
     for v in chosen:
-        say(f"explain: profiling {v['id']} ({v['vs_baseline']['verdict']}) with {setup.method}")
+        say(f"explain: profiling {v.id} ({v.vs_baseline.verdict}) with {setup.method}")
         var_sizes = _sizes(v, out)
         try:
-            entries[v["id"]] = attribution.attribute(base_profile, _profile(setup, v, out),
-                                                     base_sizes, var_sizes)
+            entries[v.id] = attribution.attribute(base_profile, _profile(setup, v, out),
+                                                  base_sizes, var_sizes)
         except FlagsweepError as e:
-            say(f"explain: {v['id']}: {e}")
-            entries[v["id"]] = _failed(setup, str(e))
+            say(f"explain: {v.id}: {e}")
+            entries[v.id] = _failed(setup, str(e))
             continue
         if base_remarks:
-            _add_remarks(entries[v["id"]], (base_remarks, base_sizes),
+            _add_remarks(entries[v.id], (base_remarks, base_sizes),
                          (_remarks(v, out, say), var_sizes))
-    baseline = _baseline(base["id"], base_profile, base_sizes)
+    baseline = _baseline(base.id, base_profile, base_sizes)
     if base_remarks:
-        baseline["remarks"] = base_remarks.summary()
-        for f in baseline["functions"]:
-            f["remarks"] = _remarks_of(f["function"], base_remarks, base_sizes)
+        baseline.remarks = base_remarks.summary()
+        for f in baseline.functions:
+            f.remarks = _remarks_of(f.function, base_remarks, base_sizes)
     return {"method": setup.method, "unit": attribution.unit_of(base_profile),
-            "baseline": baseline, "variants": entries}
+            "baseline": baseline.dump(), "variants": {k: e.dump() for k, e in entries.items()}}
 
 
-def _remarks(v: dict, out: Path, say: Callable[[str], None]) -> remarks.Remarks:
+def _remarks(v: Variant, out: Path, say: Callable[[str], None]) -> remarks.Remarks:
     """The vectorisation remarks of one variant's build (a rebuild of its logged compiles)."""
-    say(f"explain: the compiler's vectorisation remarks for {v['id']}")
-    found = remarks.collect(out / "builds" / v["id"] / "compile.jsonl", _templates(out))
+    say(f"explain: the compiler's vectorisation remarks for {v.id}")
+    found = remarks.collect(out / "builds" / v.id / "compile.jsonl", _templates(out))
     if found.status != "ok":
-        say(f"explain: {v['id']}: remarks {found.status}: {found.why}")
+        say(f"explain: {v.id}: remarks {found.status}: {found.why}")
     return found
 
 
@@ -98,16 +100,17 @@ def _templates(out: Path) -> list[Path]:
     return [Path(t["dir"]) for t in (manifest.get("templates") or {}).values() if t.get("dir")]
 
 
-def _add_remarks(entry: dict, base: tuple[remarks.Remarks, dict[str, int]],
+def _add_remarks(entry: Explain, base: tuple[remarks.Remarks, dict[str, int]],
                  var: tuple[remarks.Remarks, dict[str, int]]) -> None:
     """Each row's remarks on both sides: (the remarks, the binary's function sizes)."""
-    entry["remarks"] = var[0].summary()
-    for f in entry["functions"]:
-        f["remarks_baseline"] = _remarks_of(f["function"], *base)
-        f["remarks_variant"] = _remarks_of(f["function"], *var)
+    entry.remarks = var[0].summary()
+    for f in entry.functions:
+        f.remarks_baseline = _remarks_of(f.function, *base)
+        f.remarks_variant = _remarks_of(f.function, *var)
 
 
-def _remarks_of(name: str, found: remarks.Remarks, sizes: dict[str, int]) -> dict | None:
+def _remarks_of(name: str, found: remarks.Remarks, sizes: dict[str, int]
+                ) -> FunctionRemarks | None:
     """A function the binary's symbol table does not hold (a shared library's, or one inlined
     away) was not compiled as itself by this build: no remarks, rather than "none". A stripped
     binary's table is empty and tells nothing."""
@@ -116,21 +119,21 @@ def _remarks_of(name: str, found: remarks.Remarks, sizes: dict[str, int]) -> dic
     return found.of(name)
 
 
-def _failed(setup: Setup, why: str) -> dict:
-    return {"status": "failed", "failure": why, "method": setup.method, "functions": []}
+def _failed(setup: Setup, why: str) -> Explain:
+    return Explain(status="failed", failure=why, method=setup.method, functions=[])
 
 
-def _baseline(vid: str, profile: Profile, sizes: dict[str, int]) -> dict:
+def _baseline(vid: str, profile: Profile, sizes: dict[str, int]) -> ExplainBaseline:
     """The baseline's own top functions: where the program spends its cost at all."""
     total = profile.total
     top = sorted(profile.functions, key=lambda n: (-profile.cost(n), n))[:attribution.TOP]
-    return {"variant": vid, "total": total, "profile": profile.path,
-            "samples": profile.samples,
-            "unknown_share_pct": None if profile.unknown_share is None
-            else 100.0 * profile.unknown_share,
-            "functions": [{"function": n, "cost": profile.cost(n),
-                           "share_pct": 100.0 * profile.cost(n) / total if total else None,
-                           "size": sizes.get(n)} for n in top]}
+    return ExplainBaseline(
+        variant=vid, total=total, profile=profile.path, samples=profile.samples,
+        unknown_share_pct=None if profile.unknown_share is None
+        else 100.0 * profile.unknown_share,
+        functions=[ExplainTop(function=n, cost=profile.cost(n),
+                              share_pct=100.0 * profile.cost(n) / total if total else None,
+                              size=sizes.get(n)) for n in top])
 
 
 def _method(asked: str) -> str:
@@ -142,23 +145,24 @@ def _method(asked: str) -> str:
     return "perf" if probes.preflight().mode == "hardware" else "cachegrind"
 
 
-def _workload(doc: dict, folder: Path) -> check.Invocation:
+def _workload(doc: Results, folder: Path) -> check.Invocation:
     """The run's own workload: its target file and the same input (checked by sha256)."""
-    w = doc.get("workload") or {}
-    if not w.get("target_file"):
+    target_file = getattr(doc.workload, "target_file", None)
+    if not target_file:
         raise FlagsweepError("results.json: key 'workload.target_file' is missing; expected the "
                              "target file the run measured (written by flagsweep run)")
     # The target's run command runs here: a results folder may come from anyone, so the
     # target file it names must be one only root or this user could have written.
-    if why := toolchain.replaceable(Path(w["target_file"]), program=False):
-        raise FlagsweepError(f"the target file {w['target_file']} (key 'workload.target_file') "
+    if why := toolchain.replaceable(Path(target_file), program=False):
+        raise FlagsweepError(f"the target file {target_file} (key 'workload.target_file') "
                              f"is not run: {why}; explain runs only a target root or you "
                              "could have written")
-    t = target.load(w["target_file"])
-    inp = inputs.prepare(t, quick=bool((doc.get("measurement") or {}).get("quick")))
-    if w.get("input_sha256") and inp.sha256 != w["input_sha256"]:
+    t = target.load(target_file)
+    inp = inputs.prepare(t, quick=bool(getattr(doc.measurement, "quick", None)))
+    measured = doc.workload.input_sha256
+    if measured and inp.sha256 != measured:
         raise FlagsweepError(f"the input of {t.path} now has sha256 {inp.sha256[:16]}..., the "
-                             f"run measured {w['input_sha256'][:16]}... (key "
+                             f"run measured {measured[:16]}... (key "
                              "'workload.input_sha256'): the target changed since the run")
     if folder.is_symlink():     # the profiles and the program's output would land elsewhere
         raise FlagsweepError(f"{folder} is a symbolic link; explain writes its profiles only "
@@ -167,44 +171,44 @@ def _workload(doc: dict, folder: Path) -> check.Invocation:
     return check.Invocation(t, inp.path, folder)
 
 
-def _binary(v: dict, out: Path) -> Path:
-    path = Path(v["build"].get("binary") or "")
+def _binary(v: Variant, out: Path) -> Path:
+    path = Path(v.build.binary or "")
     path = path if path.is_absolute() else out / path
     if not path.is_file():
-        raise FlagsweepError(f"the binary of {v['id']}, {path}, is missing (key "
-                             f"'variants[{v['id']}].build.binary')")
+        raise FlagsweepError(f"the binary of {v.id}, {path}, is missing (key "
+                             f"'variants[{v.id}].build.binary')")
     if not path.resolve().is_relative_to(out.resolve()):
         # Profiling runs the binary: only one the sweep built into this folder.
-        raise FlagsweepError(f"the binary of {v['id']}, {path}, is outside the results folder "
-                             f"{out} (key 'variants[{v['id']}].build.binary'); explain runs "
+        raise FlagsweepError(f"the binary of {v.id}, {path}, is outside the results folder "
+                             f"{out} (key 'variants[{v.id}].build.binary'); explain runs "
                              "only the binaries a sweep built there")
-    changed = fingerprint.recheck(v["build"], path)
+    changed = fingerprint.recheck(v.build, path)
     if changed is not None:
         # A profile of other code would explain a verdict it never gave.
-        raise FlagsweepError(f"{v['id']} is not profiled: {changed.text()} (key "
-                             f"'variants[{v['id']}].build.code_sha256'); it is not the program "
+        raise FlagsweepError(f"{v.id} is not profiled: {changed.text()} (key "
+                             f"'variants[{v.id}].build.code_sha256'); it is not the program "
                              "the sweep timed")
     return path
 
 
-def _profile(setup: Setup, v: dict, out: Path) -> Profile:
+def _profile(setup: Setup, v: Variant, out: Path) -> Profile:
     w = setup.workload
-    product = w.scratch / f"{v['id']}.out"
+    product = w.scratch / f"{v.id}.out"
     argv = w.argv(_binary(v, out), product)
     env = launcher.padded_env(launcher.MINIMAL_ENV, 0)
     try:
         if setup.method == "perf":
             return sampling.record(argv, env=env, cwd=w.scratch, timeout=w.timeout * 3,
-                                   out_stem=w.scratch / f"{v['id']}.perf",
+                                   out_stem=w.scratch / f"{v.id}.perf",
                                    repeats=setup.repeats)
         # Cachegrind runs the program ~20-100x slower than natively.
         return cachegrind(argv, env=env, cwd=w.scratch, timeout=w.timeout * 100,
-                          out_file=w.scratch / f"{v['id']}.cachegrind.out")
+                          out_file=w.scratch / f"{v.id}.cachegrind.out")
     finally:
         product.unlink(missing_ok=True)     # the program's output: checked already, not kept
 
 
-def _sizes(v: dict, out: Path) -> dict[str, int]:
+def _sizes(v: Variant, out: Path) -> dict[str, int]:
     """Function sizes from the binary's symbol table; none when it cannot be read (a missing
     binary fails its profile with the reason already)."""
     try:
@@ -219,14 +223,15 @@ def explain_file(path: Path, say: Callable[[str], None], method: str = "auto",
     results.json (replacing an earlier explanation) and, when the run is in the store, kept
     with it so a later rewrite of the file from the store keeps them."""
     path = Path(path)
-    doc = reader.load(path).dump()
-    found = explain(doc, path.parent.resolve(), say, method, repeats, with_remarks)
+    results = reader.load(path)
+    found = explain(results, path.parent.resolve(), say, method, repeats, with_remarks)
+    doc = results.dump()
     for v in doc["variants"]:
         v.pop("explain", None)
     writer.add_explain(doc, found)
     contract.validate(doc, path)
     write_atomic(path, json.dumps(doc, indent=1))
-    _keep(doc.get("run_id"), found)
+    _keep(results.run_id, found)
     return path
 
 

@@ -46,6 +46,7 @@ from flagsweep.explain import symbols
 from flagsweep.files import cache_dir, key_sha256, write_atomic
 from flagsweep.host import environment, toolchain
 from flagsweep.experiment import flags
+from flagsweep.results.contract import FunctionRemarks, RemarksRun
 
 FORMAT = 2                  # of the cached remarks; bump when what is kept changes
 SOURCES = (".c", ".cc", ".cpp", ".cxx", ".C", ".c++")
@@ -61,19 +62,10 @@ _DEP_ALONE = ("-MD", "-MMD", "-MP", "-save-temps")
 _DEP_WITH_ARG = ("-MF", "-MT", "-MQ")
 
 
-@dataclass
-class FunctionRemarks:
-    vectorized: list[str] = field(default_factory=list)   # "file.c:56: loop vectorized using 32 byte vectors"
-    missed: list[str] = field(default_factory=list)       # "file.c:60: not vectorized: control flow in loop."
-    missed_total: int = 0
-    loops: int = 0          # loops vectorised (an epilogue vectorised again counts again)
-    blocks: int = 0         # basic blocks vectorised (SLP)
-    widest: int | None = None   # bytes of the widest vectors used (gcc says; clang gives lanes)
-
-    def as_dict(self) -> dict:
-        return {"vectorized": self.vectorized, "missed": self.missed,
-                "missed_total": self.missed_total, "loops": self.loops, "blocks": self.blocks,
-                "widest": self.widest}
+def _nothing() -> FunctionRemarks:
+    """A function with no remark: every count said, as zero."""
+    return FunctionRemarks(vectorized=[], missed=[], missed_total=0, loops=0, blocks=0,
+                           widest=None)
 
 
 @dataclass
@@ -84,16 +76,16 @@ class Remarks:
     compiler: str | None = None              # gcc | clang
     functions: dict[str, FunctionRemarks] = field(default_factory=dict)
 
-    def of(self, name: str) -> dict | None:
+    def of(self, name: str) -> FunctionRemarks | None:
         """A function's remarks for results.json; None when none were collected. A function
         with no remark at all had no loop the vectoriser looked at (or was inlined away)."""
         if self.status != "ok":
             return None
-        return (self.functions.get(name) or FunctionRemarks()).as_dict()
+        return self.functions.get(name) or _nothing()
 
-    def summary(self) -> dict:
-        return {"status": self.status, "why": self.why, "commands": self.commands,
-                "compiler": self.compiler}
+    def summary(self) -> RemarksRun:
+        return RemarksRun(status=self.status, why=self.why, commands=self.commands,
+                          compiler=self.compiler)
 
 
 def collect(compile_log: Path, templates: list[Path] | None = None,
@@ -132,16 +124,16 @@ def _keep(where: Path, found: Remarks) -> None:
     try:
         where.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(where, json.dumps({"commands": found.commands, "compiler": found.compiler,
-                                        "functions": {n: r.as_dict()
+                                        "functions": {n: r.dump()
                                                       for n, r in found.functions.items()}}))
     except (OSError, FlagsweepError):
         pass
 
 
 def _load(path: Path) -> Remarks:
-    d = json.loads(path.read_text())
-    return Remarks("ok", None, d["commands"], d["compiler"],
-                   {n: FunctionRemarks(**r) for n, r in d["functions"].items()})
+    kept = json.loads(path.read_text())
+    return Remarks("ok", None, kept["commands"], kept["compiler"],
+                   {n: FunctionRemarks.model_validate(r) for n, r in kept["functions"].items()})
 
 
 # ---- the commands ---------------------------------------------------------------------------
@@ -237,7 +229,8 @@ def _rebuild(commands: list[tuple[list[str], str]], family: str) -> Remarks:
     found = Remarks("ok")
     for name in vec:
         found.functions[name] = FunctionRemarks(
-            _counted(vec[name]), _counted(missed[name])[:MISSED_KEPT], sum(missed[name].values()),
+            vectorized=_counted(vec[name]), missed=_counted(missed[name])[:MISSED_KEPT],
+            missed_total=sum(missed[name].values()),
             loops=sum(n for m, n in vec[name].items() if LOOP in m),
             blocks=sum(n for m, n in vec[name].items() if LOOP not in m),
             widest=max((int(w) for m in vec[name] for w in _WIDTH.findall(m)), default=None))

@@ -14,16 +14,13 @@ loop are correlated), and would come out too narrow.
 
 from __future__ import annotations
 
-import math
 import re
 import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from scipy import stats as scipy_stats
-
-from flagsweep import process
+from flagsweep import process, stats
 from flagsweep.errors import FlagsweepError
 from flagsweep.explain.profile import Profile
 from flagsweep.explain.symbols import canonical
@@ -36,7 +33,7 @@ _UNKNOWN = re.compile(r"^(?:0x[0-9a-f]+|\[unknown\])$")
 
 
 @dataclass
-class Report:
+class PerfReport:
     """One `perf report` of one record."""
 
     event: str
@@ -47,7 +44,7 @@ class Report:
     unknown_samples: int             # samples in no known symbol (stripped code, JIT, ...)
 
 
-def parse_report(text: str, where: str = "perf report output") -> Report:
+def parse_report(text: str, where: str = "perf report output") -> PerfReport:
     event, samples = None, None
     periods: dict[str, float] = {}
     counts: dict[str, int] = {}
@@ -75,7 +72,7 @@ def parse_report(text: str, where: str = "perf report output") -> Report:
     if event is None:
         raise FlagsweepError(f"{where}: no `# Samples: N of event 'E'` header; expected perf "
                              "report --stdio output")
-    return Report(event, samples, periods, counts, symbols, unknown)
+    return PerfReport(event, samples, periods, counts, symbols, unknown)
 
 
 def _function(sym: str) -> str | None:
@@ -86,7 +83,7 @@ def _function(sym: str) -> str | None:
     return None if _UNKNOWN.match(name.strip()) else canonical(name)
 
 
-def combine(reports: list[Report]) -> Profile:
+def combine(reports: list[PerfReport]) -> Profile:
     """The profile of R records: mean cycles per function, each function's share with its
     t interval, the mean sample count and the share of samples in unknown symbols."""
     if not reports:
@@ -99,9 +96,9 @@ def combine(reports: list[Report]) -> Profile:
     share_ci = {}
     for n in names:
         shares = [r.periods.get(n, 0.0) / t if t else 0.0 for r, t in zip(reports, totals)]
-        ci = t_interval(shares)
+        ci = stats.mean_interval(shares)
         if ci:
-            share_ci[n] = ci
+            share_ci[n] = max(0.0, ci[0]), min(1.0, ci[1])      # a share lies in [0, 1]
     symbols: dict[str, list[str]] = {}
     for r in reports:
         for n, syms in r.symbols.items():
@@ -111,17 +108,6 @@ def combine(reports: list[Report]) -> Profile:
     return Profile("perf", EVENT, [EVENT, "samples"], functions, symbols,
                    samples=round(_mean([r.samples for r in reports])), unknown_share=unknown,
                    share_ci=share_ci)
-
-
-def t_interval(values: list[float]) -> tuple[float, float] | None:
-    """Student's t 95% interval of the mean; None for fewer than two values."""
-    n = len(values)
-    if n < 2:
-        return None
-    mean = _mean(values)
-    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
-    half = scipy_stats.t.ppf(0.975, n - 1) * sd / math.sqrt(n)
-    return max(0.0, mean - half), min(1.0, mean + half)
 
 
 def _mean(values: list[float]) -> float:

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from flagsweep import files, report, shipped
+from flagsweep import files, report, shipped, stats
 from flagsweep.across import merge
 from flagsweep.compilation import selection, variants
 from flagsweep.errors import FlagsweepError
@@ -127,7 +127,7 @@ class RoundJob:
     seed: int
     counters: str                   # --counters
     metric: str = "wall_s"          # the sample column disturbance is judged for
-    threshold_pct: float = 1.0
+    threshold_pct: float = stats.THRESHOLD_PCT
 
 
 def describe_task(r: recipe.Recipe, compilers: list[str] | None, choice: str) -> Described:

@@ -11,6 +11,7 @@ import logging
 from dataclasses import dataclass
 from typing import Callable
 
+from flagsweep import stats
 from flagsweep.errors import FlagsweepError
 from flagsweep.host import placement, system
 
@@ -37,7 +38,7 @@ class MeasureOptions:
     strict_check: bool = False
     seed: int | None = None
     counters: str = "auto"          # auto | hardware | software | none
-    threshold_pct: float = 1.0      # the practical threshold: smaller effects do not matter
+    threshold_pct: float = stats.THRESHOLD_PCT  # smaller effects do not matter
     reference: str | None = None    # a binary, or an earlier run's folder: its baseline's binary
     no_reference: bool = False      # no kept reference arm (else the store's, once it has one)
     keep_scratch: bool = False      # keep the check and timing outputs of a complete run

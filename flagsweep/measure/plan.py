@@ -34,7 +34,7 @@ def plan_for(o: MeasureOptions, measured: list[str], baseline: str, arms: tuple[
                        max_runs=o.runs or (1 if once else o.max_runs),
                        budget_s=o.budget, precision=o.precision_pct / 100,
                        metric=METRICS[o.metric], baseline=base,
-                       threshold=o.threshold_pct / 100, layouts=layouts,
+                       threshold_pct=o.threshold_pct, layouts=layouts,
                        drop=drop and not (o.runs or once or layouts),
                        keep=frozenset({base, *(base + suffix for suffix in arms)}),
                        twin=base + arms[0] if arms else None)

@@ -37,7 +37,7 @@ class Plan:
                                      # --threshold
     metric: str = "wall_s"
     baseline: str | None = None      # what every other binary is compared with
-    threshold: float = 0.01          # the verdicts' practical threshold, as analysis.apply's
+    threshold_pct: float = stats.THRESHOLD_PCT    # the verdicts' practical threshold (percent)
     # run --layouts: binary id -> the variant it is a layout of; comparisons are then made
     # over each variant's layouts (stats.layout) and `baseline` names a variant
     layouts: dict[str, str] = field(default_factory=dict)
@@ -201,8 +201,8 @@ def stops(plan: Plan, values: Values, completed: int,
         if vid in stopped or vid in plan.keep or vid == plan.baseline or vid not in values:
             continue
         got = sequential.final(values[vid], base, round_count=completed, m=m,
-                               max_rounds=plan.max_runs, threshold=plan.threshold, seed=plan.seed,
-                               plan=design(plan))
+                               max_rounds=plan.max_runs, threshold_pct=plan.threshold_pct,
+                               seed=plan.seed, plan=design(plan))
         if got:
             out[vid] = Stop(completed, *got)
     return out
@@ -295,7 +295,7 @@ def decided(plan: Plan, values: Values, completed: int,
 DECIDED = ("faster", "slower", "equivalent")
 
 
-def _settled(c: stats.Comparison, width: float, plan: Plan, reach: int | None = None) -> bool:
+def _settled(c: stats.RatioEstimate, width: float, plan: Plan, reach: int | None = None) -> bool:
     """Equivalent, known to within the precision and not projected to decide within `reach`
     rounds in all (max runs by default), or (over layouts) no longer narrowed by more rounds:
     the layouts' own spread is then nearly all of its uncertainty.
@@ -312,7 +312,7 @@ def _settled(c: stats.Comparison, width: float, plan: Plan, reach: int | None = 
     return c.verdict in DECIDED or c.rounds_needed is None or c.rounds_needed > reach
 
 
-def _open(c: stats.Comparison, plan: Plan, reach: int) -> str:
+def _open(c: stats.RatioEstimate, plan: Plan, reach: int) -> str:
     """Why an undecided comparison was left open: what would decide it, and why not here."""
     if gate.overruled(c):
         return gate.overrule_summary(c)
@@ -341,7 +341,7 @@ def budget_outcome(plan: Plan, values: Values, completed: int,
                     f"{completed} rounds", _comparisons(plan, values), stopped)
 
 
-def _outcome(plan: Plan, completed: int, head: str, comparisons: dict[str, stats.Comparison],
+def _outcome(plan: Plan, completed: int, head: str, comparisons: dict[str, stats.RatioEstimate],
              stopped: dict[str, Stop] | None = None) -> Outcome:
     # stopped before the last round: a variant settled in it ran as long as the sweep
     stopped = {vid: s for vid, s in (stopped or {}).items() if s.rounds < completed}
@@ -350,7 +350,7 @@ def _outcome(plan: Plan, completed: int, head: str, comparisons: dict[str, stats
                    stopped)
 
 
-def _comparisons(plan: Plan, values: Values) -> dict[str, stats.Comparison]:
+def _comparisons(plan: Plan, values: Values) -> dict[str, stats.RatioEstimate]:
     """Every measured variant against the baseline, adjusted together, as analysis.apply does."""
     if plan.layouts:
         out = layout.compare_all(values, plan.layouts, plan.baseline)
@@ -361,13 +361,13 @@ def _comparisons(plan: Plan, values: Values) -> dict[str, stats.Comparison]:
         tost = design(plan).tost
         out = {vid: stats.compare(values[vid], base, seed=plan.seed, tost=tost)
                for vid in plan.variant_ids if vid != plan.baseline and vid in values}
-    stats.adjust(list(out.values()), threshold=plan.threshold, alpha=design(plan).alpha)
+    stats.adjust(list(out.values()), threshold_pct=plan.threshold_pct, alpha=design(plan).alpha)
     if plan.twin:
-        gate.aa_gate(out, plan.twin, plan.threshold, gate.TWIN_IS[bool(plan.layouts)])
+        gate.aa_gate(out, plan.twin, plan.threshold_pct, gate.TWIN_IS[bool(plan.layouts)])
     return out
 
 
-def _tally(comparisons: dict[str, stats.Comparison], widths: dict[str, float], plan: Plan,
+def _tally(comparisons: dict[str, stats.RatioEstimate], widths: dict[str, float], plan: Plan,
            stopped: dict[str, Stop]) -> str:
     """"1 slower, 1 equivalent" plus the variants stopped early and, when some comparison is
     not settled, its widest interval."""

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Protocol
 
+from flagsweep import stats
 from flagsweep.host import launcher, probes
 from flagsweep.host.executor import Executor
 from flagsweep.measure import disturbance
@@ -52,7 +53,7 @@ class Sampler:
     say: Callable[[str], None]
     worker: str | None = None       # who took it (a fleet worker), else this host
     metric: str = "wall_s"          # which metric disturbance is judged for
-    threshold_pct: float = 1.0      # and how much inflation would matter
+    threshold_pct: float = stats.THRESHOLD_PCT  # and how much inflation would matter
     execute: Executor = launcher.run_once
     counted: int = 0                # counted runs taken by this sampler, and of them those
     still_disturbed: int = 0        # that stayed disturbed after every retake

@@ -15,21 +15,24 @@ from pathlib import Path
 from flagsweep import stats
 from flagsweep.across import comparable
 from flagsweep.report import view
+from flagsweep.report.formats import ci_pct_text, signed_pct, threshold
+from flagsweep.report.variants import VariantRow, metric_values
+from flagsweep.results import contract
 
 
 @dataclass
 class Side:
     name: str                        # run id and date
     path: str
-    row: view.VariantRow | None
+    row: VariantRow | None
 
 
 @dataclass
 class CompareRow:
     id: str
     label: str
-    a: view.VariantRow | None
-    b: view.VariantRow | None
+    a: VariantRow | None
+    b: VariantRow | None
     across_text: str                 # B / A: "+1.2% [+0.4, +2.0]"
     across_verdict: str              # faster | slower | equivalent | inconclusive | ""
     across_why: str
@@ -37,7 +40,8 @@ class CompareRow:
 
 
 @dataclass
-class Comparison:
+class TwoSweeps:
+    """Two sweeps of one target side by side, as compare.html and the terminal show them."""
     title: str
     a: Side
     b: Side
@@ -48,7 +52,8 @@ class Comparison:
     summary: str
 
 
-def build(a_doc: dict, a_path: Path, b_doc: dict, b_path: Path, out_dir: Path) -> Comparison:
+def build(a_doc: contract.Results, a_path: Path, b_doc: contract.Results, b_path: Path,
+          out_dir: Path) -> TwoSweeps:
     """Refuses two different targets or metrics: their numbers do not compare."""
     comparable.check([(a_path, a_doc), (b_path, b_doc)], "two sweeps of one program to compare",
                      comparable.TWO_SWEEPS)
@@ -57,46 +62,46 @@ def build(a_doc: dict, a_path: Path, b_doc: dict, b_path: Path, out_dir: Path) -
     thr = max(ra.threshold_pct, rb.threshold_pct)
     rows = _rows(ra, rb, a_doc, b_doc, thr)
     diffs = _differences(a_doc, b_doc)
-    return Comparison(
-        title=f"{a_doc['target']}: two sweeps compared",
+    return TwoSweeps(
+        title=f"{a_doc.target}: two sweeps compared",
         a=Side(_name(a_doc), str(a_path), None), b=Side(_name(b_doc), str(b_path), None),
         differences=diffs, warnings=_warnings(a_doc, b_doc, diffs, rows),
         rows=rows, threshold_pct=thr, summary=_summary(rows, thr))
 
 
-def _name(doc: dict) -> str:
-    return f"{doc.get('run_id') or doc['target']} ({(doc.get('finished') or '')[:10]})"
+def _name(doc: contract.Results) -> str:
+    return f"{doc.run_id or doc.target} ({(doc.finished or '')[:10]})"
 
 
-def _rows(ra: view.Report, rb: view.Report, a_doc: dict, b_doc: dict,
-          thr: float) -> list[CompareRow]:
+def _rows(ra: view.SweepView, rb: view.SweepView, a_doc: contract.Results,
+          b_doc: contract.Results, thr: float) -> list[CompareRow]:
     a_rows, b_rows = {r.id: r for r in ra.variants}, {r.id: r for r in rb.variants}
     a_values, b_values = _values(a_doc), _values(b_doc)
     ids = [r.id for r in ra.variants] + [r.id for r in rb.variants if r.id not in a_rows]
     comparisons = {vid: stats.compare_unpaired(b_values[vid], a_values[vid]) for vid in ids
                    if vid in a_values and vid in b_values}
-    stats.adjust(list(comparisons.values()), threshold=thr / 100)
+    stats.adjust(list(comparisons.values()), threshold_pct=thr)
     out = []
     for vid in ids:
         a, b, c = a_rows.get(vid), b_rows.get(vid), comparisons.get(vid)
-        across = (f"{view.signed_pct((c.ratio - 1) * 100)} {view.ci_pct_text(c.ci95)}".strip()
+        across = (f"{signed_pct((c.ratio - 1) * 100)} {ci_pct_text(c.ci95)}".strip()
                   if c and c.ratio == c.ratio else "")
         out.append(CompareRow(vid, (a or b).label, a, b, across, c.verdict if c else "",
                               c.why if c else "not measured in both sweeps", _changed(a, b)))
     return out
 
 
-def _values(doc: dict) -> dict[str, list[float]]:
+def _values(doc: contract.Results) -> dict[str, list[float]]:
     out = {}
-    for v in doc["variants"]:
-        values = [x for x in view.metric_values(v.get("samples") or {}, doc["metric"])
+    for v in doc.variants:
+        values = [x for x in metric_values(v.samples or {}, doc.metric)
                   if x is not None and x > 0]
-        if values and not v["build"].get("identical_to"):
-            out[v["id"]] = values
+        if values and not v.build.identical_to:
+            out[v.id] = values
     return out
 
 
-def _changed(a: view.VariantRow | None, b: view.VariantRow | None) -> str:
+def _changed(a: VariantRow | None, b: VariantRow | None) -> str:
     if a is None or b is None:
         return "only in A" if b is None else "only in B"
     if a.verdict == b.verdict:
@@ -105,19 +110,19 @@ def _changed(a: view.VariantRow | None, b: view.VariantRow | None) -> str:
     return f"{a.badge} -> {b.badge}" + (" (reversed)" if flipped else "")
 
 
-DIFFERENCE_KEYS = [("recipe", lambda d: d.get("recipe")),
-                   ("baseline", lambda d: d.get("baseline")),
-                   ("CPU", lambda d: d["machine"].get("cpu_model")),
-                   ("-march=native", lambda d: d["machine"].get("march_native")),
-                   ("kernel", lambda d: d["machine"].get("kernel")),
-                   ("host", lambda d: d["machine"].get("hostname")),
-                   ("compilers", lambda d: ", ".join(f"{c['name']} {c.get('version', '')}"
-                                                     for c in d.get("compilers") or [])),
-                   ("input", lambda d: (d.get("workload") or {}).get("input_sha256")),
-                   ("threshold", lambda d: f"{d.get('threshold_pct', 1.0):g}%")]
+DIFFERENCE_KEYS = [("recipe", lambda d: d.recipe),
+                   ("baseline", lambda d: d.baseline),
+                   ("CPU", lambda d: d.machine.cpu_model),
+                   ("-march=native", lambda d: d.machine.march_native),
+                   ("kernel", lambda d: d.machine.kernel),
+                   ("host", lambda d: d.machine.hostname),
+                   ("compilers", lambda d: ", ".join(f"{c.name} {c.version or ''}"
+                                                     for c in d.compilers or [])),
+                   ("input", lambda d: d.workload.input_sha256 if d.workload else None),
+                   ("threshold", lambda d: f"{threshold(d.threshold_pct):g}%")]
 
 
-def _differences(a: dict, b: dict) -> list[tuple[str, str, str]]:
+def _differences(a: contract.Results, b: contract.Results) -> list[tuple[str, str, str]]:
     out = []
     for key, get in DIFFERENCE_KEYS:
         x, y = get(a), get(b)
@@ -126,7 +131,8 @@ def _differences(a: dict, b: dict) -> list[tuple[str, str, str]]:
     return out
 
 
-def _warnings(a: dict, b: dict, diffs: list, rows: list[CompareRow]) -> list[str]:
+def _warnings(a: contract.Results, b: contract.Results, diffs: list,
+              rows: list[CompareRow]) -> list[str]:
     keys = {k for k, _, _ in diffs}
     out = []
     if "baseline" in keys:
@@ -138,8 +144,8 @@ def _warnings(a: dict, b: dict, diffs: list, rows: list[CompareRow]) -> list[str
         out.append("The sweeps ran on different machines or toolchains (see the differences): "
                    "B / A includes that, not only the flags.")
     for doc, side in ((a, "A"), (b, "B")):
-        if doc.get("status") and doc["status"] != "complete":
-            out.append(f"Sweep {side} is {doc['status']}: {doc.get('stop_reason')}.")
+        if doc.status and doc.status != "complete":
+            out.append(f"Sweep {side} is {doc.status}: {doc.stop_reason}.")
     if any("reversed" in r.changed for r in rows):
         out.append("Some variant is faster in one sweep and slower in the other.")
     return out

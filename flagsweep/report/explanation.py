@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from flagsweep.results import contract
+
 METHOD_TEXT = {"cachegrind": "Cachegrind, instructions executed (deterministic; not time)",
                "perf": "perf record, cycles sampled"}
 TERMINAL_LINES = 3
@@ -57,58 +59,57 @@ class Explained:
     baseline_top: list[tuple[str, str, str]]     # function, cost, share
 
 
-def explained(doc: dict, labels: dict[str, str]) -> Explained | None:
-    run = doc.get("explain")
+def explained(doc: contract.Results, labels: dict[str, str]) -> Explained | None:
+    run = doc.explain
     if not run:
         return None
-    unit = run.get("unit") or ""
-    note = run.get("failure") or run.get("note") or METHOD_TEXT.get(run.get("method") or "", "")
-    rows = [_variant(v, labels, unit) for v in doc["variants"] if v.get("explain")]
-    base = run.get("baseline") or {}
-    top = [(f["function"], count(f.get("cost")), _share(f.get("share_pct")))
-           for f in base.get("functions") or []]
-    return Explained(run.get("method") or "", unit, note, rows, top)
+    unit = run.unit or ""
+    note = run.failure or run.note or METHOD_TEXT.get(run.method or "", "")
+    rows = [_variant(v, labels, unit) for v in doc.variants if v.explain]
+    top = [(f.function, count(f.cost), _share(f.share_pct))
+           for f in (run.baseline.functions if run.baseline else [])]
+    return Explained(run.method or "", unit, note, rows, top)
 
 
-def _variant(v: dict, labels: dict[str, str], unit: str) -> VariantExplain:
-    e = v["explain"]
-    verdict = (v.get("vs_baseline") or {}).get("verdict", "")
-    rows = [_function(f) for f in e.get("functions") or []]
+def _variant(v: contract.Variant, labels: dict[str, str], unit: str) -> VariantExplain:
+    e = v.explain
+    verdict = v.vs_baseline.verdict if v.vs_baseline else ""
+    rows = [_function(f) for f in e.functions]
     headline = ""
-    if e.get("status") == "ok":
-        headline = (f"{unit} {_signed_pct(e.get('change_pct'))} ({count(e.get('baseline_total'))}"
-                    f" -> {count(e.get('variant_total'))}); the {len(rows)} functions below hold "
-                    f"{_share(e.get('top_share_pct'))} of the change")
-    return VariantExplain(v["id"], labels.get(v["id"], v["id"]), verdict, e.get("status", ""),
-                          e.get("failure"), e.get("baseline_total"), headline, rows)
+    if e.status == "ok":
+        headline = (f"{unit} {_signed_pct(e.change_pct)} ({count(e.baseline_total)}"
+                    f" -> {count(e.variant_total)}); the {len(rows)} functions below hold "
+                    f"{_share(e.top_share_pct)} of the change")
+    return VariantExplain(v.id, labels.get(v.id, v.id), verdict, e.status,
+                          e.failure, e.baseline_total, headline, rows)
 
 
-def _function(f: dict) -> FunctionRow:
-    change = f.get("change") or 0.0
-    pct = f.get("change_pct")
+def _function(f: contract.ExplainFunction) -> FunctionRow:
+    change = f.change or 0.0
+    pct = f.change_pct
     change_text = _signed_count(change) + (f" ({_signed_pct(pct)})" if pct is not None else "")
-    return FunctionRow(f["function"], change, f.get("share_pct") or 0.0,
-                       count(f.get("baseline")), count(f.get("variant")), change_text,
-                       _share(f.get("share_pct")), _sizes(f), f.get("note") or "",
+    return FunctionRow(f.function, change, f.share_pct or 0.0,
+                       count(f.baseline), count(f.variant), change_text,
+                       _share(f.share_pct), _sizes(f), f.note or "",
                        _events(f), _vectorised(f), _remarks(f))
 
 
-def _vectorised(f: dict) -> str:
+def _vectorised(f: contract.ExplainFunction) -> str:
     """What the vectorisers did to the function in each binary: "1 loop, 16 B vectors -> 2
     loops, 32 B vectors" (the widest vectors are what -march changes most often)."""
-    b, v = f.get("remarks_baseline"), f.get("remarks_variant")
+    b, v = f.remarks_baseline, f.remarks_variant
     if b is None and v is None:
         return ""
     return f"{_vector_count(b)} -> {_vector_count(v)}"
 
 
-def _vector_count(r: dict | None) -> str:
+def _vector_count(r: contract.FunctionRemarks | None) -> str:
     if r is None:
         return "-"          # not compiled as itself in that binary (inlined, a library's)
     parts = [f"{n} {word}{'s' if n != 1 else ''}" for n, word in
-             ((r.get("loops") or 0, "loop"), (r.get("blocks") or 0, "block")) if n]
-    if parts and r.get("widest"):
-        parts.append(f"{r['widest']} B vectors")
+             ((r.loops or 0, "loop"), (r.blocks or 0, "block")) if n]
+    if parts and r.widest:
+        parts.append(f"{r.widest} B vectors")
     return ", ".join(parts) or "none"
 
 
@@ -118,14 +119,13 @@ def _moved(vectorised: str) -> bool:
     return bool(vectorised) and before != after and "-" not in (before, after)
 
 
-def _remarks(f: dict) -> str:
+def _remarks(f: contract.ExplainFunction) -> str:
     lines = []
-    for side in ("baseline", "variant"):
-        r = f.get(f"remarks_{side}")
+    for side, r in (("baseline", f.remarks_baseline), ("variant", f.remarks_variant)):
         if r is None:
             continue
-        said = (r.get("vectorized") or []) + (r.get("missed") or [])
-        more = (r.get("missed_total") or 0) - len(r.get("missed") or [])
+        said = (r.vectorized or []) + (r.missed or [])
+        more = (r.missed_total or 0) - len(r.missed or [])
         lines += [f"{side}:"] + [f"  {m}" for m in said] + ([f"  ... {more} more not vectorized"]
                                                             if more > 0 else [])
         if not said:
@@ -133,8 +133,8 @@ def _remarks(f: dict) -> str:
     return "\n".join(lines)
 
 
-def _sizes(f: dict) -> str:
-    b, v = f.get("size_baseline"), f.get("size_variant")
+def _sizes(f: contract.ExplainFunction) -> str:
+    b, v = f.size_baseline, f.size_variant
     if b is None and v is None:
         return "-"
     return f"{_bytes(b)} -> {_bytes(v)}"
@@ -149,8 +149,8 @@ EVENTS = (("Dr", "reads"), ("Dw", "writes"), ("D1mr", "L1d misses"), ("DLmr", "L
           ("Bc", "branches"), ("Bcm", "mispredicts"))
 
 
-def _events(f: dict) -> str:
-    b, v = f.get("events_baseline") or {}, f.get("events_variant") or {}
+def _events(f: contract.ExplainFunction) -> str:
+    b, v = f.events_baseline or {}, f.events_variant or {}
     parts = [f"{name} {count(b.get(k, 0))} -> {count(v.get(k, 0))}" for k, name in EVENTS
              if k in b or k in v]
     return "; ".join(parts)

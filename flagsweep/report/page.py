@@ -14,8 +14,10 @@ import jinja2
 from flagsweep import __version__
 from flagsweep.across import merge, suite
 from flagsweep.files import make_dir, write_atomic
-from flagsweep.report import compare, view
-from flagsweep.results import names
+from flagsweep.report import compare, heatmap, view
+from flagsweep.report.formats import COLORS, VERDICT_TEXT
+from flagsweep.report.variants import link
+from flagsweep.results import contract, names
 from flagsweep.results.reader import load
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -50,14 +52,16 @@ def write_merge(machines, out: Path) -> Path:
     `out`; returns the page. What merges is decided by across.merge."""
     make_dir(out, "the --out folder")
     variants, cells = merge.table(machines)
-    write_atomic(out / "merged.json", json.dumps(merge.to_json(machines, variants, cells), indent=1))
-    rows = [(view.MergeRow(names.label(v, {"variants": variants})),
-             [view.heat_cell(c.change_pct, c.ci, c.verdict) for c in row])
-            for v, row in zip(variants, cells)]
+    merged = merge.merged(machines, variants, cells)
+    write_atomic(out / "merged.json", json.dumps(merged.dump(), indent=1))
+    doc = contract.validate(merged.dump(), out / "merged.json", "merged")
+    rows = [(heatmap.MergeRow(names.label(v, {"variants": variants})),
+             [heatmap.heat_cell(c.change_pct, c.ci, c.verdict) for c in row.per_machine])
+            for v, row in zip(variants, doc.variants)]
     first = machines[0].doc
-    baseline = next(v for v in first["variants"] if v["id"] == first["baseline"])
-    page = _render("merged.html.j2", title=f"{first['target']}: {len(machines)} machines merged",
-                   machines=machines, rows=rows, baseline=" ".join(baseline["flags"]))
+    baseline = next(v for v in first.variants if v.id == first.baseline)
+    page = _render("merged.html.j2", title=f"{doc.target}: {len(doc.machines)} machines merged",
+                   machines=doc.machines, rows=rows, baseline=" ".join(baseline.flags))
     return write_atomic(out / "merged.html", page)
 
 
@@ -65,10 +69,12 @@ def write_suite(s, out: Path) -> Path:
     """suite.json and suite.html (variants x programs, the pooled suite column first) into
     `out`; returns the page."""
     out = make_dir(Path(out).resolve(), "the --out folder")
-    write_atomic(out / "suite.json", json.dumps(suite.to_json(s, out), indent=1))
-    links = [view.link(p.path.parent / "index.html", out, p.path.parent) for p in s.programs]
-    page = _render("suite.html.j2", title=f"Suite of {len(s.programs)} programs: {s.baseline}",
-                   s=s, rows=view.suite_rows(s), links=links)
+    doc = suite.document(s, out)
+    write_atomic(out / "suite.json", json.dumps(doc.dump(), indent=1))
+    folders = [(out / p.results).parent for p in doc.programs]
+    links = [link(folder / "index.html", out, folder) for folder in folders]
+    page = _render("suite.html.j2", title=f"Suite of {len(doc.programs)} programs: {doc.baseline}",
+                   s=doc, rows=heatmap.suite_rows(doc), links=links)
     return write_atomic(out / "suite.html", page)
 
 
@@ -76,8 +82,8 @@ def _render(name: str, **context) -> str:
     html = name.endswith(".html.j2")
     env = _environment(html)
     return env.get_template(name).render(
-        css=(TEMPLATES / "page.css").read_text() if html else "", colors=view.COLORS,
-        verdict_text=view.VERDICT_TEXT, version=__version__, **context)
+        css=(TEMPLATES / "page.css").read_text() if html else "", colors=COLORS,
+        verdict_text=VERDICT_TEXT, version=__version__, **context)
 
 
 def _environment(html: bool) -> jinja2.Environment:

@@ -25,8 +25,9 @@ import numpy as np
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 
-from flagsweep.report import view
-from flagsweep.report.view import COLORS, Report, VariantRow
+from flagsweep.report.formats import COLORS
+from flagsweep.report.variants import VariantRow, metric_values
+from flagsweep.report.view import SweepView
 
 WIDTH = 10                            # inches; the page scales the SVG to its column
 LABEL_CHARS = 48
@@ -47,7 +48,7 @@ def _styled(name: str):
     """Draw under the report's style: rcParams are read as artists are made, not at save."""
     def wrap(draw):
         @functools.wraps(draw)
-        def inner(report: Report) -> str:
+        def inner(report: SweepView) -> str:
             with matplotlib.rc_context({**STYLE, "svg.hashsalt": f"flagsweep-{name}"}):
                 fig = draw(report)
                 return _svg(fig, name) if fig is not None else ""
@@ -56,7 +57,7 @@ def _styled(name: str):
 
 
 @_styled("forest")
-def forest(report: Report) -> Figure | None:
+def forest(report: SweepView) -> Figure | None:
     """Effect of each factor level in % with its 95% CI, a line at 0 and the +-threshold band."""
     rows = [e for e in report.effects if e.ci is not None]
     if not rows:
@@ -81,7 +82,7 @@ def forest(report: Report) -> Figure | None:
 
 
 @_styled("layouts")
-def layouts(report: Report) -> Figure | None:
+def layouts(report: SweepView) -> Figure | None:
     """run --layouts: each layout's median as a dot, % from the baseline's layouts' mean, and
     the variant's change over its layouts with its 95% CI as a bar: the layout spread against
     the effect."""
@@ -113,7 +114,7 @@ def layouts(report: Report) -> Figure | None:
 
 
 @_styled("distributions")
-def distributions(report: Report) -> Figure | None:
+def distributions(report: SweepView) -> Figure | None:
     """Every counted sample of the primary metric per variant, a box for the quartiles, the
     outliers (modified z-score, as in the summary) marked with a red cross."""
     series = _series(report)
@@ -144,7 +145,7 @@ def distributions(report: Report) -> Figure | None:
 
 
 @_styled("run-order")
-def run_order(report: Report) -> Figure | None:
+def run_order(report: SweepView) -> Figure | None:
     """Each sample relative to its variant's median, against when it was taken, with a LOWESS
     trend through all of them (Cleveland, JASA 74(368), 1979): drift over the sweep shows as a
     slope, a disturbed stretch as a cluster."""
@@ -177,7 +178,8 @@ def run_order(report: Report) -> Figure | None:
 
 
 @dataclass
-class Series:
+class SampleSeries:
+    """One variant's counted samples of the primary metric, as the plots draw them."""
     row: VariantRow
     values: list[float]
     outliers: list[int]              # indices into values
@@ -186,28 +188,28 @@ class Series:
 
 
 @_styled("history")
-def history(report: Report) -> Figure | None:
+def history(report: SweepView) -> Figure | None:
     """Each variant's median (with its 95% CI) in every sweep of this target on this machine,
     relative to its first sweep; detected steps ringed (red: slower, green: faster)."""
-    series = report.doc.get("history") or []
+    series = report.results.history or []
     if not series:
         return None
-    order = [r for _, r in sorted({(p["started"], p["run_id"]) for s in series for p in s["points"]})]
+    order = [r for _, r in sorted({(p.started, p.run_id) for s in series for p in s.points})]
     fig = Figure(figsize=(WIDTH, 3.2))
     ax = fig.subplots()
     for s in series:
-        first = s["points"][0]["median"]
+        first = s.points[0].median
         pct = lambda v: (v / first - 1) * 100  # noqa: E731
-        x = [order.index(p["run_id"]) for p in s["points"]]
-        y = [pct(p["median"]) for p in s["points"]]
-        ci = [p["ci95"] or [p["median"], p["median"]] for p in s["points"]]
+        x = [order.index(p.run_id) for p in s.points]
+        y = [pct(p.median) for p in s.points]
+        ci = [p.ci95 or [p.median, p.median] for p in s.points]
         ax.errorbar(x, y, yerr=[[y_ - pct(c[0]) for y_, c in zip(y, ci)],
                                 [pct(c[1]) - y_ for y_, c in zip(y, ci)]],
-                    marker="o", ms=4, lw=1, capsize=2, label=_label(" ".join(s["flags"]) or s["variant"]))
-        for step in s["steps"]:
-            i = [p["run_id"] for p in s["points"]].index(step["run_id"])
+                    marker="o", ms=4, lw=1, capsize=2, label=_label(" ".join(s.flags) or s.variant))
+        for step in s.steps:
+            i = [p.run_id for p in s.points].index(step.run_id)
             ax.plot([x[i]], [y[i]], "o", ms=11, mfc="none", mew=1.5,
-                    color=COLORS["slower" if step["verdict"] == "slower" else "faster"])
+                    color=COLORS["slower" if step.verdict == "slower" else "faster"])
     ax.axhline(0, color="#8c959f", lw=0.6)
     ax.set_xticks(range(len(order)), [_label(r) for r in order], rotation=20, ha="right")
     ax.set_ylabel("% from the first sweep's median")
@@ -216,7 +218,7 @@ def history(report: Report) -> Figure | None:
     return fig
 
 
-def explained(report: Report) -> dict[str, str]:
+def explained(report: SweepView) -> dict[str, str]:
     """run --explain: one diverging bar chart per explained variant, variant id -> SVG."""
     if not report.explained:
         return {}
@@ -247,22 +249,22 @@ def _diverging(v, unit: str) -> str:
         return _svg(fig, f"explain {v.id} diverging")
 
 
-def _series(report: Report) -> list[Series]:
+def _series(report: SweepView) -> list[SampleSeries]:
     """The counted samples of the primary metric for each measured variant, in table order."""
-    by_id = {v["id"]: v for v in report.doc["variants"]}
+    by_id = {v.id: v for v in report.results.variants}
     out = []
     for row in report.variants:
         v = by_id[row.id]
-        samples = v.get("samples") or {}
-        values = view.metric_values(samples, report.metric)
+        samples = v.samples or {}
+        values = metric_values(samples, report.metric)
         keep = [i for i, x in enumerate(values) if x is not None and x > 0]
         if not keep:
             continue
-        flagged = set((v.get("summary") or {}).get("outlier_rounds") or [])
+        flagged = set(getattr(v.summary, "outlier_rounds", None) or [])
         rounds = samples.get("round") or [None] * len(values)
         elapsed = samples.get("elapsed_s")
         timed = bool(elapsed) and len(elapsed) == len(values)
-        out.append(Series(row, [values[i] for i in keep],
+        out.append(SampleSeries(row, [values[i] for i in keep],
                           [j for j, i in enumerate(keep) if rounds[i] in flagged],
                           [rounds[i] for i in keep], [elapsed[i] for i in keep] if timed else None))
     return out
@@ -278,7 +280,7 @@ def _scale_for(ax, values: list[float], thr: float) -> None:
     ax.margins(x=0.08)
 
 
-def _baseline_median(series: list[Series]) -> float:
+def _baseline_median(series: list[SampleSeries]) -> float:
     """The reference the distributions are drawn against: the baseline's median, else the
     first measured variant's (a sweep whose baseline failed)."""
     base = next((s for s in series if s.row.role == "baseline"), series[0])

@@ -1,5 +1,6 @@
 """The end of `flagsweep run` in the terminal: the variants table with verdicts (rich), then
-the sweep-level findings, from the same view model as the page."""
+the sweep-level findings, from the same view model as the page. Every table flagsweep prints
+is made by `table` here, in one style."""
 
 from __future__ import annotations
 
@@ -13,14 +14,22 @@ from rich.table import Table
 from rich.text import Text
 
 from flagsweep import stats
-from flagsweep.across import history
-from flagsweep.report import view
+from flagsweep.across import history, suite
+from flagsweep.report import heatmap, view
+from flagsweep.report.formats import COLORS, VERDICT_TEXT, ci_pct_text, signed_pct
+from flagsweep.results import contract
 from flagsweep.results.reader import load
 
 
 def console() -> Console:
     """stderr; wide when it is not a terminal, so a CI log keeps whole rows."""
     return Console(stderr=True, width=None if sys.stderr.isatty() else 160, highlight=False)
+
+
+def table(title: str | None, header: bool = True) -> Table:
+    """An empty table in flagsweep's style: no box, bold headers, the title on the left."""
+    return Table(title=title, title_justify="left", header_style="bold", box=None,
+                 pad_edge=False, show_header=header)
 
 
 def show(results_path: Path, out: Console | None = None) -> None:
@@ -31,38 +40,38 @@ def show(results_path: Path, out: Console | None = None) -> None:
     out.print(_table(r))
     for line in _findings(doc, r):
         out.print(line, markup=False)
-    out.print(f"stopped: {doc.get('stop_reason')}", markup=False)
+    out.print(f"stopped: {doc.stop_reason}", markup=False)
 
 
-def _table(r: view.Report) -> Table:
-    t = Table(title=r.headline.title, title_justify="left", header_style="bold", box=None,
-              pad_edge=False)
+def _table(r: view.SweepView) -> Table:
+    t = table(r.headline.title)
     for name, justify in (("variant", "left"), ("verdict", "left"), ("vs baseline", "right"),
                           ("95% CI", "right"), ("adj. p", "right"),
                           (f"median {r.metric}", "right"), ("n", "right")):
         t.add_column(name, justify=justify, overflow="fold")
     for v in r.variants:
-        verdict = Text(v.badge, style=view.COLORS.get(v.verdict, ""))
+        verdict = Text(v.badge, style=COLORS.get(v.verdict, ""))
         t.add_row(Text(v.label), verdict, v.change_text, v.ci_text, v.p_text, v.median_text,
                   str(v.n))
     return t
 
 
-def _findings(doc: dict, r: view.Report) -> list[str]:
+def _findings(doc: contract.Results, r: view.SweepView) -> list[str]:
     lines = []
-    aa, noise = doc.get("aa"), doc.get("noise") or {}
+    aa, noise = doc.aa, doc.noise
     if aa:
-        bound = f" (calls need their CI beyond +-{aa['bound_pct']:.1f}%)" \
-            if aa.get("bound_pct") is not None and aa.get("gated") else ""
-        lines.append(f"A/A arm: {aa['verdict']}{bound}")
-    m = doc.get("measurement") or {}
-    if m.get("disturbed") is not None and m.get("disturbance_rule"):
-        lines.append(f"disturbance: {m['disturbed']} run(s) disturbed, {m.get('retaken', 0)} "
+        bound = f" (calls need their CI beyond +-{aa.bound_pct:.1f}%)" \
+            if aa.bound_pct is not None and getattr(aa, "gated", None) else ""
+        lines.append(f"A/A arm: {aa.verdict}{bound}")
+    m = doc.measurement
+    rule = getattr(m, "disturbance_rule", None) if m else None
+    if m and m.disturbed is not None and rule:
+        lines.append(f"disturbance: {m.disturbed} run(s) disturbed, {m.retaken or 0} "
                      f"retaken (off-CPU share over "
-                     f"{100 * m['disturbance_rule']['off_cpu_share']:.2g}% for {doc['metric']})")
-    if noise.get("mde_pct") is not None:
-        lines.append(f"noise: baseline CV {100 * (noise.get('baseline_cv') or 0):.2f}%, effects of "
-                     f"{noise['mde_pct']:.2f}% or more are called at 80% power "
+                     f"{100 * rule['off_cpu_share']:.2g}% for {doc.metric})")
+    if noise and noise.mde_pct is not None:
+        lines.append(f"noise: baseline CV {100 * (noise.baseline_cv or 0):.2f}%, effects of "
+                     f"{noise.mde_pct:.2f}% or more are called at 80% power "
                      f"(threshold {r.threshold_pct:g}%)")
     if r.layouts:
         lines += [f"layout: {row.sentence}" for row in r.layouts.rows
@@ -70,7 +79,7 @@ def _findings(doc: dict, r: view.Report) -> list[str]:
     if r.effects:
         # The same estimate, interval and adjusted p as the page's effects table, and for a
         # one-change design as the variants table above.
-        design = doc.get("effects_design") or {}
+        design = getattr(doc, "effects_design", None) or {}
         named = ", ".join(f"{e.name} {e.text} {e.ci_text} adj. p {e.p_text}"
                           for e in r.effects if e.matters)
         none = f"none called: {design['undecided']}" if design.get("undecided") \
@@ -91,14 +100,13 @@ def _findings(doc: dict, r: view.Report) -> list[str]:
 def show_comparison(c, out: Console | None = None) -> None:
     """`flagsweep compare` in the terminal: the same rows as compare.html."""
     out = out or console()
-    t = Table(title=f"{c.title}\nA: {c.a.name}   B: {c.b.name}", title_justify="left",
-              header_style="bold", box=None, pad_edge=False)
+    t = table(f"{c.title}\nA: {c.a.name}   B: {c.b.name}")
     for name in ("variant", "A", "B", "changed", "B vs A (median)", "B vs A"):
         t.add_column(name, overflow="fold")
     for row in c.rows:
         t.add_row(Text(row.label), _side(row.a), _side(row.b), row.changed, row.across_text,
-                  Text(view.VERDICT_TEXT.get(row.across_verdict, row.across_verdict),
-                       style=view.COLORS.get(row.across_verdict, "")))
+                  Text(VERDICT_TEXT.get(row.across_verdict, row.across_verdict),
+                       style=COLORS.get(row.across_verdict, "")))
     out.print(t)
     for key, a, b in c.differences:
         out.print(f"differs: {key}: A {a} | B {b}", markup=False)
@@ -110,7 +118,7 @@ def show_comparison(c, out: Console | None = None) -> None:
 def _side(row) -> Text:
     if row is None:
         return Text("absent")
-    text = Text(row.badge, style=view.COLORS.get(row.verdict, ""))
+    text = Text(row.badge, style=COLORS.get(row.verdict, ""))
     return text + Text(f" {row.change_text}" if row.change_text else "")
 
 
@@ -118,22 +126,21 @@ def show_history(target: str, all_series, out: Console | None = None) -> None:
     """`flagsweep history`: one row per series, the latest sweep against its segment."""
     out = out or console()
     machines = sorted({s.machine for s in all_series})
-    t = Table(title=f"{target}: history", title_justify="left", header_style="bold", box=None,
-              pad_edge=False)
+    t = table(f"{target}: history")
     for name in ("variant", "sweeps", "first median", "latest median", "latest vs history",
                  "verdict", "steps") + (("machine",) if len(machines) > 1 else ()):
         t.add_column(name, overflow="fold")
     for s in all_series:
         latest = s.latest or {}
-        vs = (f"{view.signed_pct((latest['ratio'] - 1) * 100)} {view.ci_pct_text(latest['ci95'])}"
+        vs = (f"{signed_pct((latest['ratio'] - 1) * 100)} {ci_pct_text(latest['ci95'])}"
               if latest.get("ratio") else "")
-        steps = ", ".join(f"{st.run_id} {view.signed_pct((st.ratio - 1) * 100)}" for st in s.steps)
+        steps = ", ".join(f"{st.run_id} {signed_pct((st.ratio - 1) * 100)}" for st in s.steps)
         name = s.variant + (f" / ref {s.reference[:8]}" if s.reference else "")
         first, last = (f"{p.median:.4g}" if p else "-" for p in
                        ((s.points or [None])[0], (s.points or [None])[-1]))
         row = [Text(name), str(len(s.points)), first, last, vs,
-               Text(view.VERDICT_TEXT.get(latest.get("verdict", ""), latest.get("verdict", "-")),
-                    style=view.COLORS.get(latest.get("verdict", ""), "")), steps]
+               Text(VERDICT_TEXT.get(latest.get("verdict", ""), latest.get("verdict", "-")),
+                    style=COLORS.get(latest.get("verdict", ""), "")), steps]
         t.add_row(*row, *([s.machine] if len(machines) > 1 else []))
     out.print(t)
     if any(s.reference for s in all_series):
@@ -154,14 +161,13 @@ def show_history(target: str, all_series, out: Console | None = None) -> None:
 def show_pick(p, out: Console | None = None) -> None:
     """`flagsweep pick`: every candidate with its combined change, exclusions and losses."""
     out = out or console()
-    t = Table(title=f"pick across {len(p.programs)} program(s) x {len(p.machines)} result(s), "
-                    f"baseline {p.baseline_label or p.baseline}", title_justify="left", header_style="bold",
-              box=None, pad_edge=False)
+    t = table(f"pick across {len(p.programs)} program(s) x {len(p.machines)} result(s), "
+              f"baseline {p.baseline_label or p.baseline}")
     for name in ("variant", "geometric mean", "95% CI", "pairs", "faster/equal/slower/open",
                  "worst", "text size", "build CPU", "excluded because"):
         t.add_column(name, overflow="fold")
     for c in sorted(p.candidates, key=lambda c: (bool(c.excluded), c.ratio or 9)):
-        gm = view.signed_pct((c.ratio - 1) * 100) if c.ratio else ""
+        gm = signed_pct((c.ratio - 1) * 100) if c.ratio else ""
         ci = stats.ci_text(c.ci95)
         s, worst = c.skew, c.worst
         t.add_row(Text(c.label or " ".join(c.flags)), gm, ci, str(len(c.pairs)),
@@ -174,31 +180,31 @@ def show_pick(p, out: Console | None = None) -> None:
     if p.chosen:
         for loss in p.chosen.losses:
             out.print(f"  slower on {loss.program} / {loss.machine}: "
-                      f"{view.signed_pct((loss.ratio - 1) * 100)}", markup=False)
+                      f"{signed_pct((loss.ratio - 1) * 100)}", markup=False)
     for line in p.levels:
         out.print(f"worth shipping? {line}", markup=False)
     out.print(f"\n{p.answer}", markup=False)
 
 
 def _cost(ratio: float | None) -> str:
-    return view.signed_pct((ratio - 1) * 100) if ratio else ""
+    return signed_pct((ratio - 1) * 100) if ratio else ""
 
 
 def show_suite(s, out: Console | None = None) -> None:
     """The end of `flagsweep run --all` / `flagsweep suite`: pooled and per-program changes."""
     out = out or console()
-    t = Table(title=f"suite of {len(s.programs)} programs against {s.baseline}",
-              title_justify="left", header_style="bold", box=None, pad_edge=False)
+    s = suite.document(s, Path.cwd())
+    t = table(f"suite of {len(s.programs)} programs against {s.baseline}")
     t.add_column("variant", overflow="fold")
     t.add_column("suite", justify="right")
     t.add_column("verdict")
     for p in s.programs:
         t.add_column(p.target, justify="right")
     t.add_column("slower on", overflow="fold")
-    for r in view.suite_rows(s):
+    for r in heatmap.suite_rows(s):
         t.add_row(Text(r.label), f"{r.suite.text} {r.suite.ci_text}",
-                  Text(view.VERDICT_TEXT.get(r.suite.verdict, r.suite.verdict),
-                       style=view.COLORS.get(r.suite.verdict, "")),
+                  Text(VERDICT_TEXT.get(r.suite.verdict, r.suite.verdict),
+                       style=COLORS.get(r.suite.verdict, "")),
                   *(c.text for c in r.programs), ", ".join(r.slower_on))
     out.print(t)
     for w in s.warnings:

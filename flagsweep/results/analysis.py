@@ -46,7 +46,7 @@ def apply(doc: dict, values: dict[str, dict[int, float]], threshold_pct: float, 
     values = {vid: vals for vid, vals in values.items() if vid not in refused}
     if replicates is not None:
         replicates = {vid: reps for vid, reps in replicates.items() if vid not in refused}
-    comparisons: dict[str, stats.Comparison] = {}
+    comparisons: dict[str, stats.RatioEstimate] = {}
     for vid, v in variants.items():
         v["summary"] = stats.summarize(summarized.get(vid, {})).to_json()
         if replicates is not None:
@@ -56,11 +56,11 @@ def apply(doc: dict, values: dict[str, dict[int, float]], threshold_pct: float, 
                                              tost=design.tost)
     if replicates is not None:
         comparisons = layout.compare_arms(replicates, baseline)
-    stats.adjust(list(comparisons.values()), threshold=threshold_pct / 100,
+    stats.adjust(list(comparisons.values()), threshold_pct=threshold_pct,
                  alpha=design.alpha if replicates is None else 0.05)
     twin = baseline + AA_SUFFIX
     twin_is = gate_mod.TWIN_IS[replicates is not None]
-    gate = gate_mod.aa_gate(comparisons, twin, threshold_pct / 100, twin_is)
+    gate = gate_mod.aa_gate(comparisons, twin, threshold_pct, twin_is)
     for vid, v in variants.items():
         v["vs_baseline"] = _vs_baseline(v, vid, baseline, comparisons, variants)
         if vid in refused and vid != baseline and not v["build"].get("identical_to"):
@@ -240,7 +240,7 @@ def build_reason(b: dict) -> str:
     return (quoted or lines or ["no detail recorded"])[0]
 
 
-def _aa(twin: str, c: stats.Comparison | None, gate: dict,
+def _aa(twin: str, c: stats.RatioEstimate | None, gate: dict,
         twin_is: str = gate_mod.TWIN_IS[False]) -> dict | None:
     if c is None:
         return None
@@ -261,7 +261,7 @@ def _aa(twin: str, c: stats.Comparison | None, gate: dict,
 
 
 def _effects(doc: dict, values: dict[str, dict[int, float]], threshold_pct: float,
-             comparisons: dict[str, stats.Comparison], gate: dict,
+             comparisons: dict[str, stats.RatioEstimate], gate: dict,
              layouts: bool = False) -> tuple[list[dict], dict]:
     """Which flags matter, over the measured, distinct, non-twin variants whose output is right.
 
@@ -314,7 +314,7 @@ def _factorial(doc: dict, designed: dict[str, dict], values: dict[str, dict[int,
 
 
 def _one_change_rows(doc: dict, designed: dict[str, dict], values: dict[str, dict[int, float]],
-                     comparisons: dict[str, stats.Comparison], left_out: list[str]):
+                     comparisons: dict[str, stats.RatioEstimate], left_out: list[str]):
     """(rows, design) when each measured variant changes exactly one factor of the baseline,
     no two to the same level; else None. Such a level's effect is its variant against the
     baseline, paired by round: what the variants table already says of it."""

@@ -9,8 +9,8 @@ rounds as blocks:
 fitted robustly, by Huber M-estimation (Huber, "Robust estimation of a location parameter",
 Ann. Math. Statist. 1964; Robust Statistics, Wiley, 1981, ch. 7) with the residual scale
 estimated by the MAD: a machine that stalls now and then makes a few samples 10-30% slower, and
-least squares chases those outliers (the paired comparisons in stats.py are rank-based for the
-same reason), while Huber's estimator down-weights them and behaves almost like least squares
+least squares chases those outliers (the paired comparisons, stats.comparison, are rank-based
+for the same reason), while Huber's estimator down-weights them and behaves almost like least squares
 (95% efficiency) on normal noise.
 
 Timings are multiplicative (a flag saves a fraction, not a number of seconds), so on the log
@@ -63,7 +63,10 @@ PB_NOTE = ("Plackett-Burman screening: main effects only, each aliased with many
 
 
 @dataclass(frozen=True)
-class Effect:
+class FactorEffect:
+    """The effect of one factor level against its reference; the results layer turns it into
+    the contract's Effect (to_json is that row)."""
+
     factor: str
     level: str
     reference: str
@@ -87,7 +90,7 @@ class Effect:
 @dataclass(frozen=True)
 class EffectsResult:
     design: str     # full-factorial | fractional-factorial | plackett-burman | one-at-a-time | not-estimable
-    effects: list[Effect]
+    effects: list[FactorEffect]
     note: str
 
     def to_json(self) -> dict:
@@ -115,7 +118,7 @@ class _Fit:
 
 
 def estimate(samples: dict[str, dict[int, float]], factors: dict[str, dict[str, str]],
-             reference: dict[str, str], threshold_pct: float = 1.0,
+             reference: dict[str, str], threshold_pct: float = stats.THRESHOLD_PCT,
              alpha: float = 0.05) -> EffectsResult:
     """Main effect of every non-reference factor level, in percent of the metric, with its 95% CI.
 
@@ -279,7 +282,7 @@ def _dropped_note(labels: list[tuple[str, str]], fit: _Fit) -> list[str]:
 
 
 def screen(samples: dict[str, dict[int, float]], rows_by_variant: dict[str, list[bool]],
-           flags: list[str], threshold_pct: float = 1.0, alpha: float = 0.05,
+           flags: list[str], threshold_pct: float = stats.THRESHOLD_PCT, alpha: float = 0.05,
            levels: dict[str, tuple[str, str]] | None = None) -> EffectsResult:
     """Main effect of each flag (off -> on) from a Plackett-Burman design; `levels` names the
     (on, off) levels of a column that is not a flag (the compiler: ("clang", "gcc")).
@@ -427,10 +430,10 @@ def _robust_note(fit: _Fit) -> list[str]:
             f"{1.345 / LOW_WEIGHT:.1f} robust SDs, e.g. stalls)."]
 
 
-def _effect(factor: str, level: str, ref: str, c: _Coef, scale: float) -> Effect:
+def _effect(factor: str, level: str, ref: str, c: _Coef, scale: float) -> FactorEffect:
     """Coefficient on the log scale -> percent change; scale 2 for +-1 coded columns."""
     pct = lambda b: 100.0 * math.expm1(scale * b)
-    return Effect(factor, level, ref, pct(c.beta), (pct(c.low), pct(c.high)), c.p)
+    return FactorEffect(factor, level, ref, pct(c.beta), (pct(c.low), pct(c.high)), c.p)
 
 
 def _lack_of_fit_note(y: np.ndarray, x_fac: np.ndarray, x_blk: np.ndarray, cells: list[tuple],
@@ -463,7 +466,7 @@ def _lack_of_fit_note(y: np.ndarray, x_fac: np.ndarray, x_blk: np.ndarray, cells
             f"{f:.2f}, p = {p:.3g}, {verdict}."]
 
 
-def _finish(design: str, rows: list[Effect], notes: list[str], threshold_pct: float,
+def _finish(design: str, rows: list[FactorEffect], notes: list[str], threshold_pct: float,
             alpha: float) -> EffectsResult:
     """Benjamini-Hochberg across the rows, then the practical-and-significant verdict."""
     if not rows:
@@ -476,15 +479,15 @@ def _finish(design: str, rows: list[Effect], notes: list[str], threshold_pct: fl
     return EffectsResult(design, out, " ".join(notes))
 
 
-def _fcr_pct(rows: list[Effect], threshold_pct: float,
+def _fcr_pct(rows: list[FactorEffect], threshold_pct: float,
              alpha: float) -> list[tuple[float, float] | None]:
     """Each row's interval adjusted for selecting the rows beyond the threshold (Benjamini &
     Yekutieli, JASA 2005; stats.fcr_intervals), in percent. A row's interval is exp of a
     normal interval on the log scale, the form fcr_intervals reads from a 95% interval."""
-    as_ratios = [stats.Comparison(1 + e.effect_pct / 100,
-                                  (1 + e.ci95_pct[0] / 100, 1 + e.ci95_pct[1] / 100),
-                                  (math.nan, math.nan), e.p_value, 0) for e in rows]
-    stats.fcr_intervals(as_ratios, threshold_pct / 100, alpha)
+    as_ratios = [stats.RatioEstimate(1 + e.effect_pct / 100,
+                                     (1 + e.ci95_pct[0] / 100, 1 + e.ci95_pct[1] / 100),
+                                     (math.nan, math.nan), e.p_value, 0) for e in rows]
+    stats.fcr_intervals(as_ratios, threshold_pct, alpha)
     return [None if c.ci_fcr is None else (100 * (c.ci_fcr[0] - 1), 100 * (c.ci_fcr[1] - 1))
             for c in as_ratios]
 

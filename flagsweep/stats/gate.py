@@ -21,10 +21,9 @@ UNSTABLE = "the machine was unstable"
 TWIN_IS = {False: "the baseline's own binary again", True: "the baseline's code in other layouts"}
 
 
-def aa_gate(comparisons: dict[str, stats.Comparison], twin: str, threshold: float,
+def aa_gate(comparisons: dict[str, stats.RatioEstimate], twin: str, threshold_pct: float,
             twin_is: str = TWIN_IS[False]) -> dict:
-    """Overrule, in place, the verdicts the twin's comparison does not let stand; `threshold`
-    is a fraction (0.01 for 1%).
+    """Overrule, in place, the verdicts the twin's comparison does not let stand.
 
     Any faster/slower call on the twin is the machine (or layout alone) moving under the
     measurement: then no verdict of the sweep can be trusted, and every faster, slower and
@@ -45,7 +44,7 @@ def aa_gate(comparisons: dict[str, stats.Comparison], twin: str, threshold: floa
             _overrule(others[vid], why)
         return {"unstable": True, "bound_pct": None, "gated": gated}
     bound = _aa_bound(aa)
-    if bound is None or bound <= threshold:
+    if bound is None or bound <= stats.fraction(threshold_pct):
         return {"unstable": False, "bound_pct": None if bound is None else 100 * bound, "gated": []}
     # The interval the verdict rests on: false-coverage adjusted (stats.fcr_intervals).
     gated = [vid for vid, c in others.items() if c.verdict in ("faster", "slower")
@@ -56,12 +55,12 @@ def aa_gate(comparisons: dict[str, stats.Comparison], twin: str, threshold: floa
     return {"unstable": False, "bound_pct": 100 * bound, "gated": gated}
 
 
-def overruled(c: stats.Comparison) -> bool:
+def overruled(c: stats.RatioEstimate) -> bool:
     """Whether the gate turned this comparison's verdict into inconclusive."""
     return c.why.startswith("inconclusive, not ")
 
 
-def overrule_summary(c: stats.Comparison) -> str:
+def overrule_summary(c: stats.RatioEstimate) -> str:
     """One clause for a stop line: which call the gate overruled and why."""
     was = c.why[len("inconclusive, not "):].split(":", 1)[0]
     if UNSTABLE in c.why:
@@ -69,13 +68,13 @@ def overrule_summary(c: stats.Comparison) -> str:
     return f"{was}, overruled: its interval reaches into how far the A/A arm moved"
 
 
-def _aa_bound(aa: stats.Comparison) -> float | None:
+def _aa_bound(aa: stats.RatioEstimate) -> float | None:
     """How far the twin's ratio lies from 1, as a fraction; None without an estimate."""
     if not (0 < aa.ratio < float("inf")):
         return None
     return abs(aa.ratio - 1)
 
 
-def _overrule(c: stats.Comparison, why: str) -> None:
+def _overrule(c: stats.RatioEstimate, why: str) -> None:
     c.why = f"inconclusive, not {c.verdict}: {why} ({c.why})"
     c.verdict, c.rounds_needed = "inconclusive", None

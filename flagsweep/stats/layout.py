@@ -33,7 +33,7 @@ import numpy as np
 from scipy import stats as sps
 
 from flagsweep import stats
-from flagsweep.stats import Comparison
+from flagsweep.stats.comparison import RatioEstimate
 
 Replicates = dict[str, dict[int, float]]     # replicate id -> {round: value}
 # More rounds no longer narrow a comparison once the runs' share of the variance of a layout's
@@ -52,19 +52,19 @@ def group(values: dict[str, dict[int, float]], layouts: dict[str, str]) -> dict[
 
 
 def compare_all(values: dict[str, dict[int, float]], layouts: dict[str, str],
-                baseline: str) -> dict[str, Comparison]:
+                baseline: str) -> dict[str, RatioEstimate]:
     """Every variant against the baseline over their layouts (not adjusted: stats.adjust)."""
     return compare_arms(group(values, layouts), baseline)
 
 
-def compare_arms(arms: dict[str, Replicates], baseline: str) -> dict[str, Comparison]:
+def compare_arms(arms: dict[str, Replicates], baseline: str) -> dict[str, RatioEstimate]:
     """compare_all for values already grouped by variant."""
     if baseline not in arms:
         return {}
     return {vid: compare(reps, arms[baseline]) for vid, reps in arms.items() if vid != baseline}
 
 
-def compare(variant: Replicates, baseline: Replicates) -> Comparison:
+def compare(variant: Replicates, baseline: Replicates) -> RatioEstimate:
     """Variant / baseline over their layout replicates: the ratio of the arms' mean levels,
     Welch's 95% and 90% intervals and p-value, `layouts` the fewer replicates of the two arms,
     `layout_sd` the pooled spread between replicates of one arm (relative)."""
@@ -72,22 +72,22 @@ def compare(variant: Replicates, baseline: Replicates) -> Comparison:
     v, b = _levels(variant, drift), _levels(baseline, drift)
     k = min(len(v), len(b))
     if k < 2:
-        return Comparison(math.exp(float(np.mean(v) - np.mean(b))) if k else math.nan,
-                          (0.0, math.inf), (0.0, math.inf), 1.0, k, layouts=k,
-                          more_rounds_help=False)
+        return RatioEstimate(math.exp(float(np.mean(v) - np.mean(b))) if k else math.nan,
+                             (0.0, math.inf), (0.0, math.inf), 1.0, k, layouts=k,
+                             more_rounds_help=False)
     diff, se, df, sd = _welch(v, b)
     var_v, var_b = float(np.var(v, ddof=1)), float(np.var(b, ddof=1))
     if se == 0:                      # every replicate alike: a deterministic metric
         exact = (math.exp(diff), math.exp(diff))
-        return Comparison(math.exp(diff), exact, exact, 1.0 if diff == 0 else 0.0, k,
-                          layouts=k, layout_sd=0.0, more_rounds_help=False)
+        return RatioEstimate(math.exp(diff), exact, exact, 1.0 if diff == 0 else 0.0, k,
+                             layouts=k, layout_sd=0.0, more_rounds_help=False)
     t = abs(diff) / se
     ci = lambda level: tuple(math.exp(diff + s * float(sps.t.ppf(0.5 + level / 2, df)) * se)  # noqa: E731
                              for s in (-1, 1))
     runs = (_run_variance(variant, drift) + _run_variance(baseline, drift)) / 2
-    return Comparison(math.exp(diff), ci(0.95), ci(0.90), float(2 * sps.t.sf(t, df)), k,
-                      layouts=k, layout_sd=math.expm1(sd), interval_at=ci,
-                      more_rounds_help=runs > RUN_SHARE_SETTLED * (var_v + var_b) / 2)
+    return RatioEstimate(math.exp(diff), ci(0.95), ci(0.90), float(2 * sps.t.sf(t, df)), k,
+                         layouts=k, layout_sd=math.expm1(sd), interval_at=ci,
+                         more_rounds_help=runs > RUN_SHARE_SETTLED * (var_v + var_b) / 2)
 
 
 def noise(baseline: Replicates, twin: Replicates | None, threshold_pct: float,

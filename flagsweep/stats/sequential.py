@@ -162,11 +162,11 @@ def looks(m: int, max_rounds: int, alpha: float = STOP_SHARE * ALPHA) -> Looks:
 
 
 def final(variant: dict[int, float], baseline: dict[int, float], *, round_count: int, m: int,
-          max_rounds: int, threshold: float, seed: int,
+          max_rounds: int, threshold_pct: float, seed: int,
           plan: Design | None = None) -> tuple[str, str] | None:
     """(verdict, why) when this comparison's verdict is reached at the level of the look after
     `round_count` rounds, so that no later round of the others can change it; None: it goes on.
-    `variant`/`baseline`: round -> value, `threshold` relative (0.01), `seed` as
+    `variant`/`baseline`: round -> value, `seed` as
     stats.compare's (the p-value the analysis will compute from the same pairs), `plan` the
     sweep's Design (by default: stops with a share of alpha, every round a look)."""
     plan = plan or design(m, 1, max_rounds, drop=True)
@@ -174,6 +174,7 @@ def final(variant: dict[int, float], baseline: dict[int, float], *, round_count:
     n = len(set(variant) & set(baseline))
     if level <= 0 or n < 2:
         return None
+    threshold = stats.fraction(threshold_pct)
     lo, hi = 1 - threshold, 1 + threshold
     if 2.0 ** -n <= level:
         ci = stats.paired_interval(variant, baseline, 1 - level)
@@ -182,13 +183,13 @@ def final(variant: dict[int, float], baseline: dict[int, float], *, round_count:
             p = _exact_p(variant, baseline)
             return verdict, (f"{verdict} beyond any later round: the {_pct(level)} CI "
                              f"{stats.ci_text(ci)} over {n} paired rounds lies beyond "
-                             f"+-{100 * threshold:g}% and p = {p:.2g}, both at "
+                             f"+-{threshold_pct:g}% and p = {p:.2g}, both at "
                              f"{_level(level, m, plan)}")
     eq = stats.paired_interval(variant, baseline, 1 - 2 * plan.tost)
     if lo < eq[0] and eq[1] < hi:
         return "equivalent", (f"equivalent beyond any later round: the {_pct(2 * plan.tost)} "
                               f"CI {stats.ci_text(eq)} over {n} paired rounds lies inside "
-                              f"+-{100 * threshold:g}% (two one-sided tests at "
+                              f"+-{threshold_pct:g}% (two one-sided tests at "
                               f"{plan.tost:.2g}, the level that keeps equivalence at every "
                               "look of this sweep within 0.05)")
     return None

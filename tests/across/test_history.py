@@ -14,11 +14,12 @@ import pytest
 from tiny_target import write_tiny_target
 
 from flagsweep.across import history
+from flagsweep.results.contract import Build, Variant
 
 
-def _series(medians: list[float], cv: float = 0.003, n: int = 10) -> history.Series:
+def _series(medians: list[float], cv: float = 0.003, n: int = 10) -> history.VariantSeries:
     rng = np.random.default_rng(7)
-    s = history.Series("gcc-O2", ["-O2"], "cpu")
+    s = history.VariantSeries("gcc-O2", ["-O2"], "cpu")
     for i, m in enumerate(medians):
         values = list(m * np.exp(rng.normal(0, cv, n)))
         s.points.append(history.Point(f"r{i}", float(i), values, float(np.median(values)), None,
@@ -72,7 +73,7 @@ def test_a_step_that_stays_is_found_and_placed_on_its_night():
     for i, p in enumerate(s.points):
         p.versions = {"target": "1.1" if i >= 10 else "1.0"}
     for night in range(11, 14):
-        part = history.Series(s.variant, s.flags, s.machine, s.points[:night])
+        part = history.VariantSeries(s.variant, s.flags, s.machine, s.points[:night])
         history._detect([part], threshold_pct=1.0)
         fired = history.regressions([part])
         assert bool(fired) == (night == 13), night
@@ -85,7 +86,7 @@ def test_a_step_that_stays_is_found_and_placed_on_its_night():
 def test_zero_spread_does_not_switch_the_guard_off():
     """An exact count repeats to the last digit: its spread is 0, and any shift beyond the
     threshold stands out from it (the guard once skipped itself when the spread was 0)."""
-    s = history.Series("gcc-O2", ["-O2"], "cpu")
+    s = history.VariantSeries("gcc-O2", ["-O2"], "cpu")
     for i, x in enumerate([1e9] * 10 + [1.02e9]):
         s.points.append(history.Point(f"r{i}", float(i), [x] * 5, x, None, {"target": "1.0"}))
     history._detect([s], threshold_pct=1.0)
@@ -161,8 +162,8 @@ def test_a_reference_arm_divides_the_nights_drift_out():
     rng = np.random.default_rng(3)
     swing = [0.03, -0.03, 0.02, -0.02, 0.03, -0.03, 0.0, 0.03, -0.03, 0.02, -0.02, 0.03,
              -0.03, 0.01, -0.03, -0.03]
-    docs = [{"id": "gcc-O2"}, {"id": "gcc-O2.ref", "build": {"reference_sha256": "ab" * 32}}]
-    plain, divided = (history.Series("gcc-O2", ["-O2"], "cpu") for _ in range(2))
+    docs = [_variant("gcc-O2"), _variant("gcc-O2.ref", reference_sha256="ab" * 32)]
+    plain, divided = (history.VariantSeries("gcc-O2", ["-O2"], "cpu") for _ in range(2))
     for night, level in enumerate(swing):
         step = np.log(1.05) if night == 15 else 0.0
         values = {"gcc-O2": dict(enumerate(np.exp(level + step + rng.normal(0, 0.005, 10)))),
@@ -180,7 +181,11 @@ def test_a_reference_arm_divides_the_nights_drift_out():
     assert [(st.run_id, st.changed) for st in divided.steps] == [("r15", ["target 1.0 -> 1.1"])]
     # No reference arm (or none with a recorded binary hash): the values as they were.
     bare = {"gcc-O2": {0: 1.0}}
-    assert history._against_reference([{"id": "gcc-O2"}], bare) == (bare, None)
+    assert history._against_reference([_variant("gcc-O2")], bare) == (bare, None)
+
+
+def _variant(vid: str, **build) -> Variant:
+    return Variant(id=vid, compiler="gcc", flags=["-O2"], build=Build(status="ok", **build))
 
 
 @pytest.mark.integration

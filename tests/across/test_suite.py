@@ -26,7 +26,7 @@ def _program(name: str, seed: int, scale: dict | None = None) -> dict:
     return doc
 
 
-def _suite(tmp_path, *docs, **kw) -> suite.Suite:
+def _suite(tmp_path, *docs, **kw) -> suite.SuiteTable:
     paths = [rf.write(tmp_path / d["target"], d) for d in docs]
     return suite.build(suite.load_all(paths), **kw)
 

@@ -36,10 +36,10 @@ def _sweep(rng, ratio: float = 1.0, k: int = 4, rounds: int = 10, layout_sd: flo
             _arm(rng, 0.0, k, rounds, layout_sd, run_cv, drift))
 
 
-def _calls(comparisons: list[stats.Comparison]) -> float:
+def _calls(comparisons: list[stats.RatioEstimate]) -> float:
     """The share of single comparisons called faster or slower (threshold 1%, as a sweep)."""
     for c in comparisons:
-        stats.adjust([c], threshold=0.01)
+        stats.adjust([c], threshold_pct=1.0)
     return sum(c.verdict in ("faster", "slower") for c in comparisons) / len(comparisons)
 
 
@@ -75,7 +75,7 @@ def test_a_real_effect_beyond_the_layout_spread_is_still_found():
 def test_layout_says_what_it_rests_on_and_what_would_narrow_it():
     rng = np.random.default_rng(18)
     c = layout.compare(*_sweep(rng, ratio=1.005, k=3))
-    stats.adjust([c], threshold=0.01)
+    stats.adjust([c], threshold_pct=1.0)
     assert c.layouts == 3 and c.verdict == "inconclusive" and c.rounds_needed is None
     assert "3 layouts a side, layout alone moving it by +-" in c.why
     assert "more layouts" in c.why
@@ -90,7 +90,7 @@ def test_identical_layouts_and_too_few_replicates():
     assert c.ci95 == c.ci90 == (c.ratio, c.ratio) and abs(c.ratio - 1.2) < 1e-12
     assert c.layout_sd == 0.0
     one = layout.compare({"L0": {0: 1.1, 1: 1.1}}, same)  # one layout: no interval
-    stats.adjust([one], threshold=0.01)
+    stats.adjust([one], threshold_pct=1.0)
     assert one.verdict == "inconclusive" and one.layouts == 1
     # A replicate that shares no round with the baseline has no level.
     assert layout.compare({"L0": {5: 1.0}, "L1": {0: 1.0, 1: 1.0}}, same).layouts == 1

@@ -21,7 +21,7 @@ from flagsweep.cli import cli
 from flagsweep.errors import FlagsweepError
 from flagsweep.explain import attribution, explanation, profile, sampling, symbols
 from flagsweep.report import terminal
-from flagsweep.results import reader
+from flagsweep.results import contract, reader
 from flagsweep.results.store import Store
 
 PERF = Path(__file__).parents[1] / "fixtures" / "perf"
@@ -70,18 +70,18 @@ def test_clones_are_matched_and_a_function_inlined_away_is_said_to_be():
     assert base.cost("foo") == 640 and base.symbols["foo"] == ["foo.constprop.0", "foo.cold"]
     entry = attribution.attribute(base, var, {"main": 50, "foo": 80, "helper": 12},
                                   {"main": 90, "foo": 70})
-    rows = {r["function"]: r for r in entry["functions"]}
+    rows = {r.function: r for r in entry.functions}
     assert set(rows) == {"main", "foo", "helper"}
-    assert rows["foo"]["baseline"] == 640 and rows["foo"]["variant"] == 700
-    assert rows["foo"]["symbols_variant"] == ["foo"] and rows["foo"]["size_variant"] == 70
-    assert rows["helper"]["variant"] == 0 and "inlined" in rows["helper"]["note"]
-    assert rows["main"]["change"] == 350 and rows["main"]["note"] is None
+    assert rows["foo"].baseline == 640 and rows["foo"].variant == 700
+    assert rows["foo"].symbols_variant == ["foo"] and rows["foo"].size_variant == 70
+    assert rows["helper"].variant == 0 and "inlined" in rows["helper"].note
+    assert rows["main"].change == 350 and rows["main"].note is None
     # Gross change 350 + 60 + 200 = 610; the net is +210.
-    assert entry["change"] == 210 and entry["gross_change"] == 610
-    assert rows["main"]["share_pct"] == pytest.approx(100 * 350 / 610)
-    assert entry["top_share_pct"] == pytest.approx(100.0)
-    assert [r["function"] for r in entry["functions"]] == ["main", "helper", "foo"]
-    assert rows["foo"]["events_variant"]["Bcm"] == 9
+    assert entry.change == 210 and entry.gross_change == 610
+    assert rows["main"].share_pct == pytest.approx(100 * 350 / 610)
+    assert entry.top_share_pct == pytest.approx(100.0)
+    assert [r.function for r in entry.functions] == ["main", "helper", "foo"]
+    assert rows["foo"].events_variant["Bcm"] == 9
 
 
 def test_a_file_that_is_not_a_cachegrind_profile_is_refused_by_name():
@@ -104,11 +104,11 @@ def test_real_binaries_match_a_constprop_clone_and_show_the_inlined_helper(tmp_p
     assert runs["O0"].symbols["work"] == ["work"]
     assert "helper" in sizes["O0"] and "helper" not in sizes["O2"]
     entry = attribution.attribute(runs["O2"], runs["O0"], sizes["O2"], sizes["O0"])
-    rows = {r["function"]: r for r in entry["functions"]}
-    assert rows["work"]["baseline"] > 0 and rows["work"]["variant"] > rows["work"]["baseline"]
-    assert rows["helper"]["baseline"] == 0 and rows["helper"]["variant"] > 0
-    assert "inlined" in rows["helper"]["note"] and rows["helper"]["size_baseline"] is None
-    assert entry["variant_total"] > entry["baseline_total"]
+    rows = {r.function: r for r in entry.functions}
+    assert rows["work"].baseline > 0 and rows["work"].variant > rows["work"].baseline
+    assert rows["helper"].baseline == 0 and rows["helper"].variant > 0
+    assert "inlined" in rows["helper"].note and rows["helper"].size_baseline is None
+    assert entry.variant_total > entry.baseline_total
     # Deterministic: the same binary and input count the same again.
     again = profile.cachegrind([str(tmp_path / "O2"), "20000"], env=env, cwd=tmp_path,
                                timeout=60, out_file=tmp_path / "again.out")
@@ -138,11 +138,11 @@ def test_perf_records_give_each_share_a_t_interval_and_the_unknown_share():
     half = 4.3027 * 0.005 / 3 ** 0.5
     assert base.share_ci["fill_window"] == pytest.approx((0.05 - half, 0.05 + half), abs=1e-4)
     entry = attribution.attribute(base, var, {}, {})
-    top = entry["functions"][0]
-    assert top["function"] == "fill_window" and top["change"] == pytest.approx(3_500_000)
-    assert entry["unit"] == "cycles" and entry["samples"] == [1000, 1340]
-    assert entry["top_share_pct"] <= 100.0 + 1e-9
-    assert top["share_ci_variant"][0] < 100 * 4_000_000 / 13_450_000 < top["share_ci_variant"][1]
+    top = entry.functions[0]
+    assert top.function == "fill_window" and top.change == pytest.approx(3_500_000)
+    assert entry.unit == "cycles" and entry.samples == [1000, 1340]
+    assert entry.top_share_pct <= 100.0 + 1e-9
+    assert top.share_ci_variant[0] < 100 * 4_000_000 / 13_450_000 < top.share_ci_variant[1]
 
 
 def test_perf_output_in_another_format_is_refused_by_name():
@@ -197,8 +197,9 @@ def test_run_explain_writes_entries_for_the_called_variants_and_survives_a_faile
     # The top three functions per variant.
     assert [line.split(" ")[1] for line in said] == ["-O1"] * 3 + ["-O0"] * 3
     # One variant's binary gone: its entry says why, the other is still explained.
-    doc["variants"] = [dict(v, build=dict(v["build"], binary="/nonexistent/tiny"))
-                       if v["id"] == "gcc-O1" else v for v in doc["variants"]]
+    doc.variants = [v.model_copy(update={"build": v.build.model_copy(
+                        update={"binary": "/nonexistent/tiny"})})
+                    if v.id == "gcc-O1" else v for v in doc.variants]
     found = explanation.explain(doc, path.parent, lambda _: None)
     assert found["variants"]["gcc-O1"]["status"] == "failed"
     assert "/nonexistent/tiny" in found["variants"]["gcc-O1"]["failure"]
@@ -221,16 +222,23 @@ def test_flagsweep_explain_adds_the_section_to_a_finished_sweep(tmp_path):
 
 
 def test_a_results_file_without_its_target_file_is_refused_by_key(tmp_path):
-    doc = {"variants": [{"id": "a", "vs_baseline": {"verdict": "slower"}}], "workload": {},
-           "baseline": "b"}
+    doc = _results("slower", workload={})
     with pytest.raises(FlagsweepError, match="workload.target_file"):
         explanation.explain(doc, tmp_path, lambda _: None, method="cachegrind")
 
 
 def test_nothing_faster_or_slower_is_nothing_to_explain(tmp_path):
-    doc = {"variants": [{"id": "a", "vs_baseline": {"verdict": "equivalent"}}], "baseline": "b"}
-    found = explanation.explain(doc, tmp_path, lambda _: None)
+    found = explanation.explain(_results("equivalent"), tmp_path, lambda _: None)
     assert found["variants"] == {} and "nothing to explain" in found["note"]
+
+
+def _results(verdict: str, **more) -> contract.Results:
+    """A results document of one variant `a` with this verdict against baseline `b`."""
+    return contract.Results.model_validate({
+        "schema": contract.SCHEMA, "target": "t", "recipe": "r", "metric": "wall_s",
+        "baseline": "b", "machine": {}, **more,
+        "variants": [{"id": "a", "compiler": "gcc", "flags": [], "build": {"status": "ok"},
+                      "vs_baseline": {"verdict": verdict}}]})
 
 
 def test_a_function_is_disassembled_side_by_side_and_an_inlined_one_is_said_so(tmp_path):

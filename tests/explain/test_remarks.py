@@ -11,6 +11,7 @@ import pytest
 
 from flagsweep.explain import remarks
 from flagsweep.report import explanation as view
+from flagsweep.results import contract
 
 # saxpy's loop vectorises at -O3 (and at -O2 in gcc 12); chase's loop cannot (control flow and
 # an indirect load); scale's loop is inlined into twice() and vectorised there.
@@ -61,13 +62,13 @@ def test_real_remarks_name_the_vectorised_loop_the_missed_one_and_the_inlined_on
     assert found.status == "ok", found.why
     assert found.commands == 1 and found.compiler == compiler
     saxpy = found.of("saxpy")
-    assert saxpy["loops"] >= 1 and any("k.c:3:" in m for m in saxpy["vectorized"])
-    assert saxpy["widest"] == (16 if compiler == "gcc" else None)   # x86-64's SSE2; clang: lanes
+    assert saxpy.loops >= 1 and any("k.c:3:" in m for m in saxpy.vectorized)
+    assert saxpy.widest == (16 if compiler == "gcc" else None)   # x86-64's SSE2; clang: lanes
     # The inlined helper's loop is vectorised where it was inlined, in the caller.
-    assert found.of("twice")["loops"] >= 2
+    assert found.of("twice").loops >= 2
     chase = found.of("chase")
-    assert chase["loops"] == 0 and chase["missed_total"] >= 1
-    assert any("k.c:5:" in m for m in chase["missed"])
+    assert chase.loops == 0 and chase.missed_total >= 1
+    assert any("k.c:5:" in m for m in chase.missed)
     # The variant's tree is left as it was: no object, no dependency file, no record there.
     assert sorted(p.name for p in (log.parent / "tree" / "src").iterdir()) == before
     # Kept in the cache: the second time reads it back without compiling.
@@ -79,13 +80,13 @@ def test_real_remarks_name_the_vectorised_loop_the_missed_one_and_the_inlined_on
 def test_gcc_for_x86_64_v3_says_its_vectors_are_twice_as_wide(tmp_path):
     found = remarks.collect(_project(tmp_path, "gcc", ["-O3", "-march=x86-64-v3"]),
                             cache=tmp_path / "cache")
-    assert found.of("saxpy")["widest"] == 32
+    assert found.of("saxpy").widest == 32
 
 
 def test_gcc_at_O1_does_not_vectorise_and_says_nothing_of_it(tmp_path):
     found = remarks.collect(_project(tmp_path, "gcc", ["-O1"]), cache=tmp_path / "cache")
     assert found.status == "ok"
-    assert found.of("saxpy") == {"vectorized": [], "missed": [], "missed_total": 0, "loops": 0,
+    assert found.of("saxpy").dump() == {"vectorized": [], "missed": [], "missed_total": 0, "loops": 0,
                                  "blocks": 0, "widest": None}
 
 
@@ -95,7 +96,7 @@ def test_a_reused_build_compiles_in_the_configured_tree_it_was_copied_from(tmp_p
     shutil.copytree(log.parent / "tree", template)
     shutil.rmtree(log.parent / "tree")              # the earlier run's folder is gone
     found = remarks.collect(log, [template], cache=tmp_path / "cache")
-    assert found.status == "ok" and found.of("saxpy")["loops"] >= 1
+    assert found.status == "ok" and found.of("saxpy").loops >= 1
     gone = remarks.collect(log, [], cache=tmp_path / "cache2")
     assert gone.status == "failed" and "is gone" in gone.why and "--rebuild" in gone.why
 
@@ -119,6 +120,15 @@ def test_a_gcc_record_of_another_layout_is_refused_by_name(tmp_path):
         list(remarks.gcc_remarks(bad))
 
 
+def _results(doc: dict) -> contract.Results:
+    """The parts of a results.json the explanation's view reads, as the contract's models."""
+    return contract.Results.model_construct(
+        explain=contract.ExplainRun.model_validate(doc["explain"]),
+        variants=[contract.Variant.model_construct(
+            id=v["id"], vs_baseline=contract.VsBaseline.model_validate(v["vs_baseline"]),
+            explain=contract.Explain.model_validate(v["explain"])) for v in doc["variants"]])
+
+
 def test_the_page_and_terminal_say_what_the_vectorisers_did_on_each_side():
     row = {"function": "fill_window", "baseline": 5.9e6, "variant": 5.3e7, "change": 4.7e7,
            "change_pct": 800.0, "share_pct": 86.0,
@@ -129,18 +139,18 @@ def test_the_page_and_terminal_say_what_the_vectorisers_did_on_each_side():
     doc = {"explain": {"method": "cachegrind", "unit": "instructions", "baseline": None},
            "variants": [{"id": "gcc-Os", "vs_baseline": {"verdict": "slower"},
                          "explain": {"status": "ok", "functions": [row]}}]}
-    got = view.explained(doc, {"gcc-Os": "-Os"})
+    got = view.explained(_results(doc), {"gcc-Os": "-Os"})
     f = got.variants[0].rows[0]
     assert f.vectorised == "2 loops, 1 block -> none"
     assert "loop vectorized using 16 byte vectors" in f.remarks and "2 more not vectorized" in f.remarks
     assert got.variants[0].lines()[0].endswith("; vectorised 2 loops, 1 block -> none")
     # Not collected: nothing claimed either way.
-    bare = view.explained({**doc, "variants": [{**doc["variants"][0], "explain": {
-        "status": "ok", "functions": [{k: v for k, v in row.items() if "remarks" not in k}]}}]},
+    bare = view.explained(_results({**doc, "variants": [{**doc["variants"][0], "explain": {
+        "status": "ok", "functions": [{k: v for k, v in row.items() if "remarks" not in k}]}}]}),
         {})
     wider = {**row, "remarks_variant": {**row["remarks_baseline"], "widest": 32},
              "remarks_baseline": {**row["remarks_baseline"], "widest": 16}}
-    assert view._vectorised(wider) == "2 loops, 1 block, 16 B vectors -> 2 loops, 1 block, 32 B vectors"
+    assert view._vectorised(contract.ExplainFunction.model_validate(wider)) == "2 loops, 1 block, 16 B vectors -> 2 loops, 1 block, 32 B vectors"
     assert bare.variants[0].rows[0].vectorised == "" and "vectorised" not in bare.variants[0].lines()[0]
 
 

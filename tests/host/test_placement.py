@@ -284,13 +284,14 @@ def test_a_cpu_beyond_the_quietest_by_more_than_a_tie_is_called_busy():
 
 
 def test_the_report_says_why_the_sweep_measured_on_its_cpu():
-    from flagsweep.report import view
+    from flagsweep.report import method
+    from flagsweep.results.contract import Machine
 
     why = "measuring on CPU 0: 96% idle over 0.5 s, no other sweep; CPU 1 was 40% busy"
     machine = {"pinned_cpu": 0, "cpu_choice": {"cpu": 0, "how": "quietest", "why": why}}
-    rows = dict(view._machine({"machine": machine}))
+    rows = dict(method.machine_rows(Machine.model_validate(machine), []))
     assert rows["pinned to CPU"] == "0 (96% idle over 0.5 s, no other sweep; CPU 1 was 40% busy)"
-    assert dict(view._machine({"machine": {"pinned_cpu": 1}}))["pinned to CPU"] == "1"
+    assert dict(method.machine_rows(Machine(pinned_cpu=1), []))["pinned to CPU"] == "1"
 
 
 def _tiny_on_a_recorded_machine(tmp_path, monkeypatch, cpu1_ticks: int):

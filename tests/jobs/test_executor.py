@@ -99,7 +99,7 @@ def test_the_reproduce_line_repeats_every_option_that_changed_the_measurement(tm
     from flagsweep.compilation import selection as chosen
     from flagsweep.cli.params import selection
     from flagsweep.cli.sweeping import _measure_options, run_cmd
-    from flagsweep.report.view import reproduce_command
+    from flagsweep.report.method import reproduce_command
 
     first = _start(tmp_path, Synthetic({"gcc-O1": 1.10}), metric="cpu", cpu=0, threshold_pct=2.0,
                    counters="none", precision_pct=1.5, budget=900.0)

@@ -36,10 +36,10 @@ def test_a_far_variant_is_final_at_the_first_look_and_not_before():
     v = _values({"base": 1.0, "far": 1.35}, 30, cv=0.01)
     first = {k: {r: x for r, x in by.items() if r < 9} for k, by in v.items()}
     assert sequential.final(first["far"], first["base"], round_count=9, m=5, max_rounds=30,
-                            threshold=0.01, seed=1) is None
+                            threshold_pct=1.0, seed=1) is None
     first = {k: {r: x for r, x in by.items() if r < 10} for k, by in v.items()}
     got = sequential.final(first["far"], first["base"], round_count=10, m=5, max_rounds=30,
-                           threshold=0.01, seed=1)
+                           threshold_pct=1.0, seed=1)
     assert got and got[0] == "slower" and "beyond any later round" in got[1]
 
 
@@ -49,19 +49,19 @@ def test_a_variant_missed_at_the_first_look_needs_the_later_looks_stricter_level
     v = _values({"base": 1.0, "mid": 1.05}, 30, cv=0.02, seed=2)
     got = [k for k in range(8, 31)
            if sequential.final({r: x for r, x in v["mid"].items() if r < k}, v["base"],
-                               round_count=k, m=2, max_rounds=30, threshold=0.01, seed=1)]
+                               round_count=k, m=2, max_rounds=30, threshold_pct=1.0, seed=1)]
     assert got and 15 <= got[0]
 
 
 def test_a_null_variant_on_a_noisy_machine_never_stops_and_a_quiet_one_stops_equivalent():
     noisy = _values({"base": 1.0, "null": 1.0}, 30, cv=0.05)
     assert all(sequential.final({r: x for r, x in noisy["null"].items() if r < k}, noisy["base"],
-                                round_count=k, m=5, max_rounds=30, threshold=0.01,
+                                round_count=k, m=5, max_rounds=30, threshold_pct=1.0,
                                 seed=1) is None
                for k in range(2, 31))
     quiet = _values({"base": 1.0, "null": 1.0}, 30, cv=0.0005)
     got = sequential.final(quiet["null"], quiet["base"], round_count=30, m=5, max_rounds=30,
-                           threshold=0.01, seed=1)
+                           threshold_pct=1.0, seed=1)
     assert got and got[0] == "equivalent"
 
 
@@ -70,10 +70,10 @@ def test_the_verdict_at_the_stop_is_the_analysis_verdict_on_the_same_rounds():
     of alpha) reaches the stop's verdict whatever the other comparisons' p-values are."""
     v = _values({"base": 1.0, "far": 0.7}, 10, cv=0.01)
     verdict, _ = sequential.final(v["far"], v["base"], round_count=10, m=5, max_rounds=30,
-                                  threshold=0.01, seed=3)
+                                  threshold_pct=1.0, seed=3)
     c = stats.compare(v["far"], v["base"], seed=3)
-    others = [stats.Comparison(1.0, (0.5, 2.0), (0.6, 1.7), 1.0, 10) for _ in range(4)]
-    stats.adjust([c, *others], threshold=0.01, alpha=sequential.design(5, 5, 30, True).alpha)
+    others = [stats.RatioEstimate(1.0, (0.5, 2.0), (0.6, 1.7), 1.0, 10) for _ in range(4)]
+    stats.adjust([c, *others], threshold_pct=1.0, alpha=sequential.design(5, 5, 30, True).alpha)
     assert verdict == c.verdict == "faster"
 
 
@@ -122,7 +122,7 @@ def test_a_stopped_variant_is_not_measured_again_and_the_controls_always_are():
     assert f"stopped early: far after {at}" in outcome.stop_reason
     # the frozen rounds give the analysis the stop's verdict
     c = {vid: stats.compare(store[vid], store["base"], seed=4) for vid in RATIOS if vid != "base"}
-    stats.adjust(list(c.values()), threshold=0.01)
+    stats.adjust(list(c.values()), threshold_pct=1.0)
     assert c["far"].verdict == outcome.stopped["far"].verdict == "slower"
 
 

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from flagsweep import report
 from flagsweep.cli import cli
 from flagsweep.errors import FlagsweepError
-from flagsweep.report import view
+from flagsweep.report import formats, headline, method, view
 from flagsweep.results import reader
 
 SECTIONS = ["headline", "effects", "variants", "distributions", "counters", "machine", "builds"]
@@ -87,13 +87,13 @@ def test_every_verdict_has_its_badge_and_row(rendered):
     _, html, _ = rendered
     rows = Page(html).rows["variants-table"]
     assert len(rows) == len(rf.PLAN) + 1        # the header row too
-    for verdict in view.VERDICTS + ("baseline",):
+    for verdict in formats.VERDICTS + ("baseline",):
         assert f'class="badge {verdict}"' in html, verdict
 
 
 def test_headline_counts_findings_and_warnings():
     doc = rf.results_doc()
-    r = view.build(doc, rf.Path("/x/results.json"), rf.Path("/x"))
+    r = view.build(rf.model(doc), rf.Path("/x/results.json"), rf.Path("/x"))
     h = r.headline
     assert dict(h.counts) == {"faster": 1, "slower": 1, "equivalent": 2, "inconclusive": 1,
                               "identical-code": 1, "not-measured": 2}
@@ -111,16 +111,16 @@ def test_a_failed_or_interrupted_sweep_says_so():
     doc = rf.results_doc()
     doc.update(status="interrupted", stop_reason="interrupted")
     doc["aa"] = {**doc["aa"], "verdict": "slower", "warning": "the A/A arm came out slower"}
-    warnings = view.warnings(doc)
+    warnings = headline.warnings(rf.model(doc))
     assert any("interrupted" in w.text for w in warnings if w.kind == "status")
     assert any(w.kind == "aa" and "A/A" in w.text for w in warnings)
 
 
 def test_counters_without_and_with_a_pmu(tmp_path):
-    plain = view.build(rf.results_doc(), tmp_path / "r.json", tmp_path).counters
+    plain = view.build(rf.model(rf.results_doc()), tmp_path / "r.json", tmp_path).counters
     assert plain.kind == "software" and "IPC" not in plain.columns
     assert "context switches" in plain.columns
-    hw = view.build(rf.results_doc(counters=True), tmp_path / "r.json", tmp_path).counters
+    hw = view.build(rf.model(rf.results_doc(counters=True)), tmp_path / "r.json", tmp_path).counters
     assert hw.kind == "hardware"
     assert hw.columns[0] == "IPC"
     label, cells = hw.rows[0]
@@ -144,15 +144,15 @@ def test_the_a_a_copy_says_what_it_is_instead_of_problems(rendered):
 
 def test_numbers_have_one_format_whatever_their_size():
     # A peak RSS of 10810 KiB beside rows of 5000: both plain, grouped integers.
-    assert [view._num(x) for x in (10810, 5000.0, 10810.5, 0.523, 1.0811, 0.00012345, None)] == [
+    assert [formats.number(x) for x in (10810, 5000.0, 10810.5, 0.523, 1.0811, 0.00012345, None)] == [
         "10,810", "5,000", "10,810", "0.523", "1.081", "0.0001234", ""]
 
 
 def test_a_column_has_one_number_of_decimals():
-    assert view.column([0.321, 0.3206, None, 0.7028]) == ["0.3210", "0.3206", "", "0.7028"]
-    assert view.column([10810.0, 5000.0]) == ["10,810", "5,000"]
-    assert view.column([2.0, 1.5, 12.25]) == ["2.00", "1.50", "12.25"]
-    assert view.column([0.5, 0.5]) == ["0.5", "0.5"]
+    assert formats.column([0.321, 0.3206, None, 0.7028]) == ["0.3210", "0.3206", "", "0.7028"]
+    assert formats.column([10810.0, 5000.0]) == ["10,810", "5,000"]
+    assert formats.column([2.0, 1.5, 12.25]) == ["2.00", "1.50", "12.25"]
+    assert formats.column([0.5, 0.5]) == ["0.5", "0.5"]
 
 
 def test_the_page_says_why_its_two_tables_differ(rendered):
@@ -161,7 +161,7 @@ def test_the_page_says_why_its_two_tables_differ(rendered):
 
 
 def test_reproduce_command_repeats_the_sweep():
-    cmd = view.reproduce_command(rf.results_doc())
+    cmd = method.reproduce_command(rf.model(rf.results_doc()))
     assert cmd.startswith("flagsweep run /x --recipe olevels --compiler gcc --runs 12 --seed 42")
     assert "--min-runs" not in cmd and "--threshold 1" in cmd      # --runs sets both
     assert "--metric wall" in cmd and "--cpu 1" in cmd and "--counters auto" in cmd
@@ -196,7 +196,7 @@ def test_nothing_measured_still_renders(tmp_path):
 
 def test_study_page_sets_then_beside_now(tmp_path):
     doc = rf.results_doc(study=True)
-    r = view.build(doc, tmp_path / "r.json", tmp_path)
+    r = view.build(rf.model(doc), tmp_path / "r.json", tmp_path)
     rows = {row.label: row for row in r.study.rows}
     assert rows["-O0"].then == ["+150.0%"] and rows["-O0"].verdict == "slower"
     assert rows["-O2"].then == ["baseline"] and rows["-O1"].then == ["-"]

@@ -261,7 +261,7 @@ def test_a_variant_just_beyond_the_threshold_among_ten_is_judged_on_its_adjusted
     """One variant +1.5% among nine comparisons at 0 (the twin included): its 95% CI clears the
     1% threshold, its false-coverage adjusted one (99.5%, one selected of ten) does not, so it is
     inconclusive, and results.json and the table show the interval the verdict rests on."""
-    from flagsweep.report import view
+    from flagsweep.report import variants
     from flagsweep.results import contract
 
     pattern = np.linspace(-1, 1, 12)
@@ -281,7 +281,10 @@ def test_a_variant_just_beyond_the_threshold_among_ten_is_judged_on_its_adjusted
     assert c["verdict"] == "inconclusive"
     assert c["fcr_level"] == pytest.approx(0.995) and c["ci_fcr"][0] < 1.01
     assert contract.VsBaseline.model_validate(c).fcr_level == pytest.approx(0.995)
-    row = view._variant_row(edge, doc)
+    model = contract.Results.model_construct(
+        baseline="b", threshold_pct=1.0,
+        variants=[contract.Variant.model_validate(v) for v in doc["variants"]])
+    row = variants.variant_row(model.variants[ids.index("edge")], model)
     assert row.ci_text.startswith("[+1.0, +2.0]; 99.5% [")
     with pytest.raises(Exception, match="ci_fcr"):
         contract.VsBaseline.model_validate({**c, "ci_fcr": [0.9]})

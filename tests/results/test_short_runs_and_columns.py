@@ -14,7 +14,7 @@ from tiny_target import write_tiny_target
 from flagsweep.jobs import sweep
 from flagsweep.compilation import selection
 from flagsweep.measure import resolution
-from flagsweep.report import view
+from flagsweep.report import headline
 from flagsweep.results import reader
 from flagsweep.results.store import Store
 
@@ -43,14 +43,14 @@ def test_a_run_shorter_than_a_sample_resolves_is_warned_with_the_input_size_that
     assert "0.7 ms" in text and f"{1e3 * resolution.SHORTEST_S:g} ms" in text
     assert f"`inputs.quick_megabytes` to {short['input_needed']:g}" in text
     assert str(tmp_path / "tiny" / "target.toml") in text
-    assert ("short", text) in [(w.kind, w.text) for w in view.warnings(doc)]
+    assert ("short", text) in [(w.kind, w.text) for w in headline.warnings(doc)]
 
 
 @pytest.mark.integration
 def test_a_run_long_enough_gets_no_short_run_warning(tmp_path):
     doc = reader.load(_sweep(tmp_path, seconds=0.1))
     assert doc["measurement"]["short_run"] is None
-    assert "short" not in [w.kind for w in view.warnings(doc)]
+    assert "short" not in [w.kind for w in headline.warnings(doc)]
 
 
 @pytest.mark.integration

@@ -330,7 +330,7 @@ def test_an_effect_matters_only_with_its_adjusted_interval_beyond_the_threshold(
     its 95% interval too, but among ten rows its interval adjusted for the selection (Benjamini
     & Yekutieli 2005) reaches into the band, so it does not matter; a +5% row does."""
     def row(i, pct, lo, hi):
-        return effects.Effect("flag", f"f{i}", "off", pct, (lo, hi), 1e-9)
+        return effects.FactorEffect("flag", f"f{i}", "off", pct, (lo, hi), 1e-9)
     rows = [row(0, 1.5, 1.1, 1.9)] + [row(i, 0.0, -0.4, 0.4) for i in range(1, 10)]
     out = effects._finish("one-at-a-time", rows, [], 1.0, 0.05).effects
     assert out[0].matters is False and out[0].ci_fcr_pct[0] < 1.0

@@ -14,6 +14,7 @@ import pytest
 from scipy import stats as sps
 
 from flagsweep import stats
+from flagsweep.stats import intervals
 
 
 def test_too_few_samples_have_no_95_percent_interval():
@@ -68,7 +69,7 @@ def _arm(rng, drift, cv, shift, outlier_rate, max_drop) -> dict[int, float]:
 
 
 def _sweep(rng, rounds, cv, shifts, *, drift_cv=0.01, outlier_rate=0.05, max_drop=3,
-           seed=0) -> tuple[list[stats.Comparison], dict, list[dict]]:
+           seed=0) -> tuple[list[stats.RatioEstimate], dict, list[dict]]:
     """One sweep: a complete baseline and one variant per shift, all in the same rounds (so they
     share each round's drift), compared and adjusted together as the integrator does."""
     drift = rng.lognormal(0.0, _sigma(drift_cv), rounds)
@@ -221,7 +222,7 @@ def test_summarize_small_dict():
 
 def _comp(p, ci95, ci90=None, n=10, ratio=None):
     ratio = ratio if ratio is not None else math.sqrt(ci95[0] * ci95[1])
-    return stats.Comparison(ratio, ci95, ci90 or ci95, p, n)
+    return stats.RatioEstimate(ratio, ci95, ci90 or ci95, p, n)
 
 
 def test_benjamini_hochberg_and_verdicts_by_hand():
@@ -402,7 +403,7 @@ def test_a_stall_in_the_baseline_holds_back_every_slowdown_and_the_statement_say
         effect = (1 + said["mde_pct"] / 100) ** sign
         cs = [stats.compare(clean, stalled), stats.compare({r: x * effect for r, x in clean.items()},
                                                            stalled)]
-        stats.adjust(cs, threshold=0.01)
+        stats.adjust(cs, threshold_pct=1.0)
         assert cs[1].verdict == verdict, (sign, cs[1])
 
 
@@ -421,7 +422,7 @@ def test_the_stated_effect_is_called_about_80_percent_of_the_time():
         effect = math.log1p(said["mde_pct"] / 100)
         var = {r: math.exp(x + effect) for r, x in enumerate(logs[2])}
         cs = [stats.compare(twin, base, seed=i), stats.compare(var, base, seed=i)]
-        stats.adjust(cs, threshold=0.01)
+        stats.adjust(cs, threshold_pct=1.0)
         called += cs[1].verdict == "slower"
     assert 0.70 <= called / 300 <= 0.88
 
@@ -474,9 +475,9 @@ def test_equivalence_error_rate_at_the_band_edge():
 def test_unpaired_interval_cut_matches_the_mann_whitney_table():
     # Two-sided 0.05 critical values of U (lower tail) are 23 for m = n = 10 and 37 for 12, 12
     # (Hollander, Wolfe & Chicken, table A.6): the interval cuts k = U + 1 differences each end.
-    assert stats._mann_whitney_cut(10, 10, 0.95) == 24
-    assert stats._mann_whitney_cut(12, 12, 0.95) == 38
-    assert stats._u_counts(4, 3).sum() == math.comb(7, 3)
+    assert intervals._mann_whitney_cut(10, 10, 0.95) == 24
+    assert intervals._mann_whitney_cut(12, 12, 0.95) == 38
+    assert intervals._u_counts(4, 3).sum() == math.comb(7, 3)
 
 
 def test_unpaired_comparison_covers_a_planted_shift():
@@ -495,7 +496,7 @@ def test_unpaired_verdicts_say_runs_not_rounds():
     rng = np.random.default_rng(4)
     a = np.exp(rng.normal(0, 0.002, 12))
     c = stats.compare_unpaired(a * 1.1, a)
-    stats.adjust([c], threshold=0.01)
+    stats.adjust([c], threshold_pct=1.0)
     assert c.verdict == "slower" and "at least 12 runs in each sweep" in c.why
 
 
@@ -507,24 +508,24 @@ _PATTERN = np.linspace(-1, 1, 12)
 _BASE = {r: 1.0 for r in range(12)}
 
 
-def _shifted(log_ratio: float, spread: float = 0.01) -> stats.Comparison:
+def _shifted(log_ratio: float, spread: float = 0.01) -> stats.RatioEstimate:
     d = log_ratio + spread * _PATTERN
     return stats.compare({r: float(math.exp(x)) for r, x in enumerate(d)}, _BASE)
 
 
-def _just_beyond() -> stats.Comparison:
+def _just_beyond() -> stats.RatioEstimate:
     """+1.5%: its 95% interval's low end 1.0105 clears 1.01, its 97.5% one (1.0095) does not."""
     return _shifted(math.log(1.01) + 0.005)
 
 
-def _nulls(k: int) -> list[stats.Comparison]:
+def _nulls(k: int) -> list[stats.RatioEstimate]:
     return [_shifted(0.0, 0.003) for _ in range(k)]
 
 
 def test_one_interval_just_beyond_the_threshold_among_ten_is_not_a_slower_call():
     alone, among = _just_beyond(), _just_beyond()
-    stats.adjust([alone], threshold=0.01)
-    stats.adjust([among, *_nulls(9)], threshold=0.01)
+    stats.adjust([alone], threshold_pct=1.0)
+    stats.adjust([among, *_nulls(9)], threshold_pct=1.0)
     assert alone.ci95[0] > 1.01 and among.ci95[0] > 1.01 and among.p_adjusted < 0.05
     # One of ten: a 1 - 0.05/10 = 99.5% interval, which reaches into the band.
     assert among.verdict == "inconclusive"
@@ -542,17 +543,17 @@ def test_one_interval_just_beyond_the_threshold_among_ten_is_not_a_slower_call()
 
 def test_ten_intervals_just_beyond_the_threshold_among_twenty_are_not_slower_calls():
     edge = [_just_beyond() for _ in range(10)]
-    stats.adjust([*edge, *_nulls(10)], threshold=0.01)
+    stats.adjust([*edge, *_nulls(10)], threshold_pct=1.0)
     assert all(c.ci95[0] > 1.01 and c.p_adjusted < 0.05 for c in edge)
     assert [c.verdict for c in edge] == ["inconclusive"] * 10
     # R = 10 of 20 would need 97.5% intervals beyond 1%; none is, nor at any smaller R.
-    assert stats.fcr_intervals([*edge, *_nulls(10)], 0.01) == 0
+    assert stats.fcr_intervals([*edge, *_nulls(10)], 1.0) == 0
     assert all(c.ci_fcr[0] < 1.01 for c in edge)
 
 
 def test_a_clear_effect_among_ten_is_still_slower_and_says_its_adjusted_interval():
     clear = _shifted(math.log(1.01) + 0.02)          # +3.0%: 99.5% interval from +2.3%
-    stats.adjust([clear, *_nulls(9)], threshold=0.01)
+    stats.adjust([clear, *_nulls(9)], threshold_pct=1.0)
     assert clear.verdict == "slower"
     assert clear.fcr_level == pytest.approx(0.995)
     assert clear.ci_fcr[0] < clear.ci95[0] and clear.ci_fcr[0] > 1.01
@@ -564,7 +565,7 @@ def test_the_step_up_selects_every_clear_effect_at_its_own_level():
     # just-beyond one joins only if its 1 - 6 * 0.05 / 11 interval clears, which it does not.
     clear = [_shifted(math.log(1.01) + 0.02) for _ in range(5)]
     edge = _just_beyond()
-    stats.adjust([*clear, edge, *_nulls(5)], threshold=0.01)
+    stats.adjust([*clear, edge, *_nulls(5)], threshold_pct=1.0)
     assert [c.verdict for c in clear] == ["slower"] * 5
     assert all(c.fcr_level == pytest.approx(1 - 5 * 0.05 / 11) for c in clear)
     assert edge.verdict == "inconclusive"

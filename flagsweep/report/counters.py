@@ -1,0 +1,87 @@
+"""The effects table (what each factor does, from the sweep's regression) and the counters
+table (per variant rates from perf, or the kernel's counts without a PMU)."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from flagsweep.report.formats import column, p_text, signed_pct
+from flagsweep.results import contract
+
+
+@dataclass
+class EffectRow:
+    name: str
+    reference: str
+    effect_pct: float
+    ci: tuple[float, float] | None
+    text: str
+    ci_text: str
+    p_text: str
+    matters: bool
+
+
+@dataclass
+class Counters:
+    kind: str                        # "hardware" | "software"
+    note: str
+    columns: list[str]
+    rows: list[tuple[str, list[str]]]
+
+
+def effect_row(e: contract.Effect) -> EffectRow:
+    ci = e.ci95_pct
+    ci = (ci[0], ci[1]) if ci and None not in ci else None
+    name = e.factor if e.level in (None, "on") else f"{e.factor} = {e.level}"
+    return EffectRow(name=name, reference=str(e.reference or ""),
+                     effect_pct=e.effect_pct, ci=ci, text=signed_pct(e.effect_pct),
+                     ci_text=f"[{ci[0]:+.1f}, {ci[1]:+.1f}]" if ci else "",
+                     p_text=p_text(e.p_adjusted), matters=bool(e.matters))
+
+
+HW_RATES = [("IPC", "instructions", "cycles", 1.0),
+            ("branch misses / 1k instr.", "branch_misses", "instructions", 1000.0),
+            ("cache misses / 1k instr.", "cache_misses", "instructions", 1000.0)]
+SW_COLUMNS = [("task clock (s)", "task_clock_s"), ("context switches", "context_switches"),
+              ("page faults", "page_faults"), ("peak RSS (KiB)", "maxrss_kb"),
+              ("user (s)", "user_s"), ("sys (s)", "sys_s")]
+
+
+def counters(doc: contract.Results, labels: dict[str, str]) -> Counters | None:
+    """Per variant medians of per-run rates: IPC and misses per 1,000 instructions with a PMU
+    (the events measured are cycles, instructions, branch-misses, cache-misses), else what the
+    kernel counts for every run."""
+    measured = [v for v in doc.variants if (v.samples or {}).get("wall_s")]
+    if not measured:
+        return None
+    if any("instructions" in v.samples and "cycles" in v.samples for v in measured):
+        rows = _formatted([(labels[v.id], [_rate(v.samples, num, den, k)
+                                           for _, num, den, k in HW_RATES]) for v in measured])
+        return Counters("hardware", "Hardware counters from perf stat; each figure is the "
+                        "median over runs of that run's rate.", [c[0] for c in HW_RATES], rows)
+    cols = [(name, key) for name, key in SW_COLUMNS if any(key in v.samples for v in measured)]
+    rows = _formatted([(labels[v.id], [_median(v.samples.get(key)) for _, key in cols])
+                       for v in measured])
+    return Counters("software", "No hardware counters: IPC and miss rates need a PMU. These "
+                    "are the kernel's counts for each run (rusage, and perf's software events "
+                    "when asked for), as medians.", [c[0] for c in cols], rows)
+
+
+def _rate(samples: dict, num: str, den: str, k: float) -> float | None:
+    a, b = samples.get(num), samples.get(den)
+    if not a or not b:
+        return None
+    rates = [x / y * k for x, y in zip(a, b) if x is not None and y]
+    return statistics.median(rates) if rates else None
+
+
+def _median(values: list | None) -> float | None:
+    good = [x for x in values or [] if x is not None]
+    return statistics.median(good) if good else None
+
+
+def _formatted(rows: list[tuple[str, list[float | None]]]) -> list[tuple[str, list[str]]]:
+    """Each column in one format (see column)."""
+    texts = list(zip(*(column(list(c)) for c in zip(*(cells for _, cells in rows))))) if rows else []
+    return [(label, list(cells)) for (label, _), cells in zip(rows, texts)]

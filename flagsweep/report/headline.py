@@ -1,0 +1,279 @@
+"""The top of the page: the recommendation in one sentence, the findings under each verdict,
+and the warnings that should make a reader trust the sweep less."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flagsweep.host import advice
+from flagsweep.report import study
+from flagsweep.report.formats import VERDICTS, names, threshold
+from flagsweep.report.variants import VariantRow
+from flagsweep.results import analysis, confirmation, contract
+from flagsweep.results.contract import AA_SUFFIX
+
+
+@dataclass
+class Item:
+    """One line of the headline: a variant, what happened to it, and (studies) then vs now."""
+
+    label: str
+    text: str
+    then: str = ""
+
+
+@dataclass
+class Finding:
+    verdict: str
+    title: str
+    items: list[Item]
+
+
+@dataclass
+class Warning:
+    kind: str
+    text: str
+
+
+@dataclass
+class Headline:
+    title: str
+    question: str
+    machine: str
+    compilers: str
+    date: str
+    status: str
+    stop_reason: str
+    recommendation: str
+    counts: list[tuple[str, int]]
+    findings: list[Finding]
+    warnings: list[Warning]
+    confirmation: str = ""          # how the recommendation was confirmed over layouts
+
+
+def headline(doc: contract.Results, rows: list[VariantRow]) -> Headline:
+    m = doc.machine
+    version = f" {doc.target_version}" if doc.target_version else ""
+    published = study.published(doc)
+    compared = [r for r in rows if r.role == "" and r.verdict != "baseline"]
+    return Headline(
+        title=f"{doc.target}{version}, recipe {doc.recipe}",
+        question=published.question if published else "",
+        machine=f"{m.cpu_model or '?'} (-march=native is {m.march_native or '?'})",
+        compilers=", ".join(f"{c.name} {c.version or ''}".strip() for c in doc.compilers or []),
+        date=(doc.finished or doc.started or "").replace("T", " ").rstrip("Z"),
+        status=doc.status or "", stop_reason=doc.stop_reason or "",
+        recommendation=recommendation_sentence(doc, rows),
+        counts=[(k, n) for k in VERDICTS if (n := sum(r.verdict == k for r in compared))],
+        findings=findings(doc, compared),
+        warnings=warnings(doc), confirmation=confirmation_note(doc))
+
+
+def recommendation_sentence(doc: contract.Results, rows: list[VariantRow]) -> str:
+    """The recommendation in one sentence, with the number that justifies it."""
+    rec = doc.recommendation
+    if not rec:
+        return "No recommendation: nothing was compared with the baseline."
+    if rec.flags is None:     # not even the baseline's: its own output is wrong
+        return rec.why
+    flags = " ".join(rec.flags) or "the default flags"
+    chosen = next((r for r in rows if r.id == rec.variant), None)
+    thr = f"{threshold(doc.threshold_pct):g}%"
+    excluded = rec.excluded or []
+    if chosen is None or chosen.role == "baseline":
+        passing = " whose output passed its check" if excluded else ""
+        sentence = (f"Keep {flags}: no variant{passing} was significantly faster than it by "
+                    f"more than {thr}.")
+    else:
+        sentence = (f"Use {flags}: {chosen.change_text} against the baseline (95% CI "
+                    f"{chosen.ci_text}, adjusted p {chosen.p_text}).")
+    return confirmed_sentence(doc, sentence) + excluded_sentence(excluded)
+
+
+def excluded_sentence(excluded: list[contract.Excluded]) -> str:
+    """The faster variants the recommendation left out, fastest first, each with its reason:
+    the headline must not read as if the table had no faster row."""
+    if not excluded:
+        return ""
+    first, *rest = excluded
+    out = f" {analysis.excluded_text(first)}."
+    if rest:
+        out += (" Also faster and left out: "
+                + "; ".join(analysis.excluded_text(c) for c in rest) + ".")
+    return out
+
+
+def confirmed_sentence(doc: contract.Results, sentence: str) -> str:
+    """The recommendation as its confirmation over layouts leaves it: a "Use X" confirmed says
+    so; one not distinguishable from layout luck is not printed (keep the baseline, with both
+    intervals); one not confirmed (--no-confirm, failed, interrupted) says why; one being
+    confirmed is not yet a recommendation."""
+    rec = doc.recommendation
+    c = rec.confirmation if rec else None
+    if c is None:
+        return sentence
+    status, why = c.status, c.why or ""
+    if status == confirmation.LUCK and c.variant != rec.variant:
+        winner = next((v.flags for v in doc.variants if v.id == c.variant), [])
+        return (f"Keep {' '.join(rec.flags or []) or 'the default flags'}: "
+                f"{' '.join(winner) or c.variant} is {why}.")
+    if status == confirmation.CONFIRMED:
+        return f"{sentence[:-1]}; {why}."
+    if status == confirmation.PENDING:
+        return f"Not yet a recommendation, {why}: {sentence.removeprefix('Use ')}"
+    if status in (confirmation.SKIPPED, confirmation.FAILED, confirmation.INTERRUPTED):
+        return f"{sentence} {why[:1].upper()}{why[1:]}."
+    return sentence
+
+
+def confirmation_note(doc: contract.Results) -> str:
+    """Where the confirmation's answer comes from: its run, layouts, reach and time."""
+    c = doc.recommendation.confirmation if doc.recommendation else None
+    if c is None or c.status not in (confirmation.CONFIRMED, confirmation.LUCK):
+        return ""
+    took = f", {c.seconds:.0f} s with its builds" if c.seconds is not None else ""
+    return (f"Measured again over layouts by run {c.run_id} ({c.results}): "
+            f"{c.variant} and the baseline in {c.layouts} layouts each{took}; "
+            f"it was needed because layout luck reaches {c.reach_pct or 0:.1f}% "
+            f"({c.reach_source}).")
+
+
+FINDING_TITLES = {
+    "slower": "Slower than the baseline",
+    "faster": "Faster than the baseline",
+    "equivalent": "No difference (within the threshold)",
+    "inconclusive": "Not resolved at this noise level",
+    "identical-code": "Identical machine code to another variant (not timed)",
+    "not-measured": "Not measured",
+}
+
+
+def findings(doc: contract.Results, compared: list[VariantRow]) -> list[Finding]:
+    """Every compared variant under its verdict; 'no difference' is a finding, not hidden."""
+    thr = threshold(doc.threshold_pct)
+    then = study.then_texts(doc)
+    out = []
+    for verdict in ("slower", "faster", "equivalent", "inconclusive", "identical-code",
+                    "not-measured"):
+        items = [Item(r.label, r.finding, then.get(r.id, ""))
+                 for r in compared if r.verdict == verdict]
+        if items:
+            title = FINDING_TITLES[verdict]
+            if verdict == "equivalent":
+                title = f"No difference (within +-{thr:g}%)"
+            out.append(Finding(verdict, title, items))
+    return out
+
+
+def warnings(doc: contract.Results) -> list[Warning]:
+    """What should make a reader trust this sweep less, in plain words."""
+    out: list[Warning] = []
+    if doc.status and doc.status != "complete":
+        out.append(Warning("status", f"The sweep is {doc.status} ({doc.stop_reason}): "
+                                     "results cover the samples taken so far."))
+    thr = threshold(doc.threshold_pct)
+    out += [Warning("machine", w) for w in advice.warnings(doc.machine, thr)]
+    noise, aa = doc.noise, doc.aa
+    noted = getattr(noise, "warning", None) if noise else None
+    if noted:
+        out.append(Warning("noise", noted))
+    elif noise and (noise.mde_pct or 0) > 2 * thr:
+        out.append(Warning("noise", f"The smallest effect this sweep calls at 80% power is "
+                                    f"{noise.mde_pct:.2f}%, over twice the {thr:g}% threshold."))
+    if aa and getattr(aa, "unstable", None):
+        out.insert(0, Warning("unstable", aa.warning[0].upper() + aa.warning[1:] + "."))
+    elif aa and aa.verdict != "equivalent":
+        is_ = getattr(aa, "is", "a copy of the baseline binary")
+        out.append(Warning("aa", getattr(aa, "warning", None) or
+                           f"The A/A arm ({is_}) came out "
+                           f"{aa.verdict}, not equivalent: the noise floor is unproven."))
+    short = doc.measurement.short_run if doc.measurement else None
+    if short:
+        out.append(Warning("short", short.warning))
+    out += _disturbance_warnings(doc)
+    out += _variant_warnings(doc)
+    if not doc.machine.hw_counters:
+        out.append(Warning("pmu", "No hardware performance counters on this machine: timings "
+                                  "only; IPC and cache/branch miss rates were not measured."))
+    return out
+
+
+def _disturbance_warnings(doc: contract.Results) -> list[Warning]:
+    m = doc.measurement
+    rule = getattr(m, "disturbance_rule", None) if m else None
+    if not m or not m.disturbed or not rule:
+        return []
+    left = m.still_disturbed or 0
+    return [Warning("disturbed", f"The machine disturbed {m.disturbed} run(s): each waited for "
+                                 f"the CPU more than {100 * rule['off_cpu_share']:.2g}% of its time "
+                                 f"(or the host stole it); {m.retaken or 0} were taken again"
+                                 + (f", and {left} still disturbed after {rule['max_retakes']} "
+                                    "retakes were kept" if left else "")
+                                 + ". Every attempt is in samples.csv.")]
+
+
+def _check(v: contract.Variant) -> str | None:
+    return v.check.status if v.check else None
+
+
+def _variant_warnings(doc: contract.Results) -> list[Warning]:
+    out = []
+    regressed = [h.variant for h in doc.history or []
+                 if (h.latest or {}).get("verdict") == "slower"]
+    if regressed:
+        out.append(Warning("history", f"Slower than this target's earlier sweeps on this CPU: "
+                                      f"{names(regressed)} (see History)."))
+    twin = _twin_output(doc)
+    if twin:
+        out.append(twin)
+    variants = doc.variants
+    differs = [v.id for v in variants if _check(v) == "differs" and not v.id.endswith(AA_SUFFIX)]
+    failed = [v.id for v in variants if _check(v) == "failed"]
+    unverified = [v.id for v in variants if v.build.status == "flags-mismatch"
+                  or (v.build.status == "ok" and not v.build.flags_verified)]
+    broken = [v for v in variants if v.build.status == "failed"]
+    multiplexed = [v.id for v in variants if getattr(v, "multiplexed", None)]
+    replaced = [v for v in variants if getattr(v, "replaced", None)]
+    if replaced:
+        out.append(Warning("replaced", "A binary was replaced during the sweep, so its samples "
+                                       "time another program: no verdict for " + "; ".join(
+                                           f"{v.id} ({v.replaced.get('why')})"
+                                           for v in replaced) + "."))
+    if differs:
+        same = ("the program is not deterministic (above), so this may be chance, not the flags"
+                if twin else "they do not compute the same thing")
+        out.append(Warning("output", f"Output differs from the baseline's for {names(differs)}: "
+                                     f"they were timed, but {same}."))
+    if failed:
+        out.append(Warning("output", f"Output check failed for {names(failed)}: not timed."))
+    if unverified:
+        out.append(Warning("flags", f"The variant's flags did not reach every compile for "
+                                    f"{names(unverified)}: not timed (see Builds)."))
+    if broken:
+        # vs_baseline's why carries the build's first error ("build failed: ...").
+        why = "; ".join(f"{v.id} ({_failure(v)})" for v in broken[:3])
+        more = f" and {len(broken) - 3} more" if len(broken) > 3 else ""
+        out.append(Warning("build", f"Build failed for {why}{more}: not timed (see Builds)."))
+    if multiplexed:
+        out.append(Warning("counters", f"Counters were multiplexed (scaled estimates) for "
+                                       f"{names(multiplexed)}."))
+    return out
+
+
+def _failure(v: contract.Variant) -> str:
+    return (v.vs_baseline.why if v.vs_baseline else None) or "build failed"
+
+
+def _twin_output(doc: contract.Results) -> Warning | None:
+    """The A/A twin is the baseline's very binary: other output from it is no flag's doing,
+    the program does not give the same output twice (time, randomness, threads, addresses), and
+    every other variant's 'differs' may be that too."""
+    twin = next((v for v in doc.variants if v.id == doc.baseline + AA_SUFFIX), None)
+    check = twin.check if twin else None
+    if check is None or check.status not in ("differs", "equivalent"):
+        return None
+    return Warning("nondeterministic", f"The program is not deterministic: the A/A twin (the "
+                   f"baseline's own binary, run again) wrote other output ({check.status}: "
+                   f"{check.detail or 'no detail'}). Its output changes from run to run "
+                   "whatever the flags, so an output check against the baseline's cannot tell "
+                   "what the flags changed.")

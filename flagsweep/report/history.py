@@ -1,0 +1,30 @@
+"""The history section: each variant's earlier sweeps of this target on this machine
+(results.json `history`, written by across.history), one row per variant."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flagsweep.report.formats import ci_pct_text, signed_pct
+from flagsweep.results import contract
+
+
+@dataclass
+class HistoryRow:
+    label: str
+    sweeps: int
+    text: str
+    verdict: str
+    steps: str
+
+
+def history_row(h: contract.HistorySeries, labels: dict[str, str]) -> HistoryRow:
+    latest = h.latest or {}
+    text = (f"{signed_pct((latest['ratio'] - 1) * 100)} {ci_pct_text(latest.get('ci95'))} "
+            f"against {len(latest.get('against') or [])} earlier sweep(s)"
+            if latest.get("ratio") else "")
+    steps = ", ".join(f"{s.run_id} {signed_pct((s.ratio - 1) * 100)}"
+                      + (f" ({'; '.join(s.changed)})" if getattr(s, "changed", None) else "")
+                      for s in h.steps)
+    return HistoryRow(labels.get(h.variant, h.variant), len(h.points), text,
+                      latest.get("verdict") or "not-measured", steps)

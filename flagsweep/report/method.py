@@ -1,0 +1,154 @@
+"""How the sweep was made: the machine it ran on, the method it measured and judged by, and
+the command that repeats it."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from flagsweep import shipped
+from flagsweep.experiment import recipe
+from flagsweep.report.formats import threshold
+from flagsweep.results import confirmation, contract
+from flagsweep.results.contract import is_control
+
+# What the page says the statistics were, with where docs/statistics.md explains each.
+METHODS = [
+    ("ratio to the baseline", "Hodges-Lehmann estimate of the paired log-ratios (one pair per "
+                              "round), exact 95% CI from the Walsh averages"),
+    ("p-value", "paired sign-flip permutation test of the signed-rank statistic"),
+    ("many comparisons", "Benjamini-Hochberg false discovery rate across the sweep"),
+    ("no difference", "two one-sided tests: the 90% CI inside +-threshold"),
+    ("medians", "distribution-free 95% CI from the order statistics"),
+    ("outliers", "modified z-score above 3.5 (Iglewicz & Hoaglin), marked, never dropped"),
+    ("factor effects", "robust (Huber) regression of log(metric) with rounds as blocks; "
+                       "Plackett-Burman main effects for screens"),
+    ("noise floor", "the A/A arm: a second copy of the baseline's binary, measured as a variant"),
+]
+NO_MEASUREMENT = contract.Measurement()
+NO_WORKLOAD = contract.Workload()
+
+
+def shown(value, absent: str = "?"):
+    """A value the document may lack, as the page writes it: `absent` in its place."""
+    return absent if value is None else value
+
+
+def _pinned(m: contract.Machine) -> str:
+    """The CPU measured on, and why it was that one (host.placement's line, after its CPU)."""
+    cpu = str(shown(m.pinned_cpu))
+    why = (m.cpu_choice.why if m.cpu_choice else None) or ""
+    return f"{cpu} ({why.partition(': ')[2]})" if why.partition(": ")[2] else cpu
+
+
+def machine_rows(m: contract.Machine, compilers: list[contract.Compiler]) -> list[tuple[str, str]]:
+    """The machine section: what the sweep ran on, key by key."""
+    isolated = ", ".join(map(str, getattr(m, "isolated_cpus", None) or [])) or "none"
+    extra = {k: shown(getattr(m, k, None)) for k in ("vendor", "family", "model", "microcode",
+                                                     "cpu_count")}
+    boost = getattr(m, "boost", None)
+    pairs = [
+        ("CPU", f"{m.cpu_model or '?'} ({extra['vendor']} family {extra['family']} "
+                f"model {extra['model']}, microcode {extra['microcode']})"),
+        ("-march=native", m.march_native or "?"),
+        ("x86-64 levels it runs", ", ".join(m.isa_levels or []) or "?"),
+        ("compilers", "; ".join(f"{c.name} {c.version or ''} ({c.path or ''})"
+                                for c in compilers)),
+        ("kernel", m.kernel or "?"),
+        ("host", f"{m.hostname or '?'}, {extra['cpu_count']} CPUs, "
+                 f"{'virtual machine' if m.hypervisor else 'bare metal'}"),
+        ("pinned to CPU", _pinned(m)),
+        ("isolated CPUs", isolated),
+        ("governor", str(m.governor or "not exposed")),
+        ("turbo boost", {True: "on", False: "off"}.get(boost, "not exposed")),
+        ("ASLR", str(shown(m.aslr))),
+        ("load average at start",
+         ", ".join(f"{x:.2f}" for x in getattr(m, "load_avg", None) or []) or "?"),
+        ("hardware counters", "yes" if m.hw_counters else "no (no PMU, or not allowed)"),
+    ]
+    return [(k, v) for k, v in pairs if v]
+
+
+def method_rows(doc: contract.Results) -> list[tuple[str, str]]:
+    """The method section: how the sweep measured and judged, then the statistics used."""
+    ms, w = doc.measurement or NO_MEASUREMENT, doc.workload or NO_WORKLOAD
+    counted = sorted({v.summary.n for v in doc.variants if v.summary and v.summary.n})
+    design = (getattr(doc, "effects_design", None) or {}).get("design") or doc.design or "?"
+    pairs = [
+        ("primary metric", f"{doc.metric} (lower is better)"),
+        ("workload", " ".join(w.argv or [])),
+        ("input", f"{getattr(w, 'input', '')} sha256 {shown(w.input_sha256)[:16]}...".strip()),
+        ("rounds", f"{shown(ms.warmup)} warmup, then {shown(ms.min_runs)}.."
+                   f"{shown(ms.max_runs)} counted (n per variant: "
+                   f"{', '.join(map(str, counted)) or 'none'})"),
+        ("stopping rule", f"every comparison decided or its paired 95% CI within "
+                          f"+-{shown(ms.precision_pct)}% (not before a verdict can pass BH), "
+                          f"or {shown(ms.max_runs)} rounds, or {shown(ms.budget)} s; "
+                          "a variant stops earlier once its verdict holds at 0.05 / (comparisons "
+                          "x rounds at which it could stop), a level no later round can undo "
+                          f"({ms.runs_saved or 0} runs not spent)"),
+        ("order", "each round a seeded shuffle of the variants; environment size padded at random"),
+        ("seed", str(shown(ms.seed))),
+        ("threshold", f"+-{threshold(doc.threshold_pct):g}%: smaller effects do not matter"),
+        ("design", design),
+        ("counters", str(getattr(ms, "counters", "?"))),
+        ("stopped", doc.stop_reason or "?"),
+    ]
+    layouts = ms.layouts
+    if layouts:
+        pairs.append(("layouts", f"{layouts.k} builds a variant ({layouts.seeds}), "
+                                 f"flags {' '.join(layouts.flags or [])}; "
+                                 f"{layouts.method}; this replaces the paired ratio below"))
+    return pairs + METHODS
+
+
+# results.json's `measurement` key -> the `run` option that set it. Every option that changes
+# what is measured or how it is judged; not --out, --jobs, --offline or --keep-scratch, which
+# change where files go, not the numbers.
+REPRODUCED = (("seed", "--seed"), ("warmup", "--warmup"), ("min_runs", "--min-runs"),
+              ("max_runs", "--max-runs"), ("budget", "--budget"),
+              ("precision_pct", "--precision"), ("threshold_pct", "--threshold"),
+              ("metric", "--metric"), ("counters", "--counters"), ("cpu", "--cpu"),
+              ("reference", "--reference"))
+
+
+def reproduce_command(doc: contract.Results) -> str:
+    """The command that repeats this sweep: the same variants and compilers, and every option
+    that changed the measurement (seed, stopping rule, metric, counters, CPU, reference, ...)."""
+    ms = doc.measurement or NO_MEASUREMENT
+    target = getattr(doc.workload, "target_file", None) or doc.target
+    args = ["flagsweep", "run", _short_target(target, doc.target)]
+    designed = [v for v in doc.variants if not is_control(v.id)]
+    if doc.recipe == recipe.FLAGS_RECIPE:
+        for v in designed:
+            args += ["--flags", " ".join(v.flags)]
+    else:
+        args += ["--recipe", doc.recipe]
+    args += [a for c in sorted({v.compiler for v in designed}) for a in ("--compiler", c)]
+    if ms.runs is not None:
+        args += ["--runs", str(ms.runs)]
+    for key, opt in REPRODUCED:
+        value = getattr(ms, key, None)
+        if value is not None and not (key in ("min_runs", "max_runs") and ms.runs is not None):
+            args += [opt, f"{value:g}" if isinstance(value, float) else str(value)]
+    args += ["--layouts", str(ms.layouts.k)] if ms.layouts else []
+    args += _confirm_args(doc.recommendation.confirmation if doc.recommendation else None)
+    args += ["--quick"] if getattr(ms, "quick", None) else []
+    args += ["--strict-check"] if getattr(ms, "strict_check", None) else []
+    return shlex.join(args)
+
+
+def _confirm_args(c: contract.Confirmation | None) -> list[str]:
+    """How the run was told to confirm its recommendation over layouts, when not the default."""
+    if c is None:
+        return []
+    if c.status == confirmation.SKIPPED:
+        return ["--no-confirm"]
+    k = c.layouts
+    return ["--confirm-layouts", str(k)] if k and k != confirmation.DEFAULT_LAYOUTS else []
+
+
+def _short_target(target_file: str, name: str) -> str:
+    """A shipped target by name; any other by the path of its folder."""
+    own = shipped.TARGETS / name / "target.toml"
+    return name if Path(target_file) == own or target_file == name else str(Path(target_file).parent)

@@ -1,0 +1,49 @@
+"""Means under normal theory, where the unit of replication is a whole run or sweep and there
+are too few of them for ranks: Student's t interval of one mean, and the pooled two-sample t
+test of a shift in mean (Student, The probable error of a mean, Biometrika 6(1), 1908; Fisher,
+Applications of "Student's" distribution, Metron 5, 1925, for two samples sharing one
+variance)."""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+from scipy import stats as sps
+
+
+class MeanShift(NamedTuple):
+    shift: float                       # mean(after) - mean(before)
+    t: float
+    p: float                           # two-sided
+    ci95: tuple[float, float]          # of exp(shift): the values are logs
+
+
+def mean_interval(values: list[float]) -> tuple[float, float] | None:
+    """Student's t 95% interval of the mean, mean +- t(0.975, n - 1) s / sqrt(n); None for
+    fewer than two values."""
+    n = len(values)
+    if n < 2:
+        return None
+    mean = sum(values) / n
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+    half = sps.t.ppf(0.975, n - 1) * sd / math.sqrt(n)
+    return mean - half, mean + half
+
+
+def mean_shift(before: np.ndarray, after: np.ndarray) -> MeanShift:
+    """after against before (logs), Student's pooled two-sample t: both sets share one spread.
+    A spread of zero makes any shift certain (p 0, t infinite) and no shift no evidence."""
+    k, r = len(before), len(after)
+    shift = float(np.mean(after) - np.mean(before))
+    df = k + r - 2
+    ss = float(np.sum((before - before.mean()) ** 2) + np.sum((after - after.mean()) ** 2))
+    se = math.sqrt(ss / df * (1 / k + 1 / r)) if df > 0 else math.inf
+    if se == 0:
+        t = math.copysign(math.inf, shift) if shift else 0.0
+        return MeanShift(shift, t, 0.0 if shift else 1.0, (math.exp(shift), math.exp(shift)))
+    t = shift / se
+    q = float(sps.t.isf(0.025, df))
+    return MeanShift(shift, t, float(2 * sps.t.sf(abs(t), df)),
+                     (math.exp(shift - q * se), math.exp(shift + q * se)))

@@ -1,0 +1,131 @@
+"""docs/architecture.md describes the code as it is: every file it names exists, every dotted
+name whose first part is one of flagsweep's modules (`rounds.first_stop`, `sweep.aa_twin`)
+resolves to something that module defines, and every snake_case name it shows in code
+(`aa_of`) is still somewhere in the code. A rename that forgets the doc fails here."""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+from functools import cache
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "flagsweep"
+DOC = ROOT / "docs" / "architecture.md"
+# Dotted words that are files or columns, not code: results.json, store.sqlite, samples.csv ...
+NOT_CODE = {"json", "jsonl", "csv", "html", "css", "md", "sqlite", "cmake", "key", "conf", "c",
+            "py", "lock", "txt", "out", "gz", "xz", "bz2", "toml", "sources", "running", "so",
+            "o", "s", "i", "ii", "wav", "mp3", "tar", "stderr", "stdout", "log", "j2"}
+# Names of other programs' the doc quotes: CMake's, ccache's options, getrusage's fields.
+FOREIGN = {"add_subdirectory", "ignore_options", "prefix_command", "ru_maxrss", "ru_utime",
+           "ru_stime"}
+
+
+@cache
+def _modules() -> dict[str, list[Path]]:
+    """Each module's and package's short names (`rounds`, `measure.rounds`) -> its files."""
+    names: dict[str, list[Path]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        for i in range(len(parts)):
+            names.setdefault(".".join(parts[i:]), []).append(path)
+    return names
+
+
+@cache
+def _defined(path: Path) -> frozenset[str]:
+    """Every name a module defines at any depth (functions, classes, methods, assignments,
+    imports), and its submodules when it is a package."""
+    tree = ast.parse(path.read_text())
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                and node.value.isidentifier():
+            names.add(node.value)          # a lazy attribute a package's __getattr__ gives
+    if path.name == "__init__.py":
+        names.update(p.stem for p in path.parent.glob("*.py"))
+        names.update(p.name for p in path.parent.iterdir() if (p / "__init__.py").is_file())
+    return frozenset(names)
+
+
+def _code_spans(text: str) -> list[str]:
+    blocks = re.findall(r"```.*?```", text, flags=re.S)
+    inline = re.findall(r"`([^`\n]+)`", re.sub(r"```.*?```", "", text, flags=re.S))
+    return blocks + inline
+
+
+def _dangling_dotted(span: str) -> list[str]:
+    """Dotted names that are neither code that exists nor a key path of the results (every
+    part a key the code writes: `build.layouts`, `samples.layout`)."""
+    dangling = []
+    for name in re.findall(r"(?<![\w./-])([a-z_][a-z0-9_]*(?:\.[A-Za-z_]\w*)+)(?:\(\))?", span):
+        parts = name.split(".")
+        if parts[-1] in NOT_CODE or parts[0] in sys.stdlib_module_names:
+            continue
+        if parts[0] in {n.split(".")[0] for n in _modules()}:
+            if not _resolves(parts):
+                dangling.append(name)
+        elif not all(part in _keys() for part in parts):
+            dangling.append(name)
+    return dangling
+
+
+@cache
+def _keys() -> frozenset[str]:
+    """Every string the code holds: the keys of what it writes among them."""
+    return frozenset(node.value for path in PACKAGE.rglob("*.py")
+                     for node in ast.walk(ast.parse(path.read_text()))
+                     if isinstance(node, ast.Constant) and isinstance(node.value, str))
+
+
+def _resolves(parts: list[str]) -> bool:
+    """a.b.c: some split into a module (a.b, or a) and a name it defines (c, or b then c)."""
+    for cut in range(len(parts) - 1, 0, -1):
+        module, rest = ".".join(parts[:cut]), parts[cut:]
+        for path in _modules().get(module, []):
+            if all(name in _defined(path) or name in _everything() for name in rest[1:]) \
+                    and rest[0] in _defined(path):
+                return True
+    return False
+
+
+@cache
+def _everything() -> str:
+    return "\n".join(p.read_text() for p in PACKAGE.rglob("*.py"))
+
+
+def test_every_file_the_doc_names_exists():
+    text = DOC.read_text()
+    named = set(re.findall(r"(?<![\w./-])((?:[a-z_]+/)+[a-z_]+\.(?:py|c))\b", text))
+    assert len(named) > 40
+    missing = sorted(n for n in named
+                     if not (PACKAGE / n).is_file() and not (ROOT / n).is_file())
+    assert not missing, missing
+
+
+def test_every_function_the_doc_names_exists():
+    spans = _code_spans(DOC.read_text())
+    dangling = sorted({name for span in spans for name in _dangling_dotted(span)})
+    assert not dangling, dangling
+
+
+def test_every_snake_case_name_in_its_code_is_in_the_code():
+    spans = _code_spans(DOC.read_text())
+    words = {w for span in spans
+             for w in re.findall(r"(?<![\w.$/-])[a-z]+(?:_[a-z0-9]+)+\b(?![.\w])", span)}
+    assert len(words) > 50
+    code = _everything()
+    missing = sorted(w for w in words - FOREIGN if w not in code)
+    assert not missing, missing

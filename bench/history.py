@@ -9,7 +9,7 @@ moving from night to night either as a random walk (level_t = level_(t-1) + N(0,
 independently (level_t = N(0, D)). Every sample of a night shares that night's level.
 
 - no reference arm (the default before): the values go to the series as they are;
-- kept reference arm (the default now, sweep.kept_reference): the first night's baseline binary
+- kept reference arm (the default now, controls.kept_reference): the first night's baseline binary
   is kept and measured beside every later night, 10 samples of its own in the same rounds (its
   own 1% noise, the same night's level); on the first night the A/A twin (a copy of that
   binary) stands in for it. Each night's values go through history._against_reference exactly

@@ -3,8 +3,8 @@
 
 The workload is a C program that does nothing (so any cost is the harness's). "Direct" is the
 floor any harness pays: posix_spawn + waitpid in a loop. "flagsweep" is the real measuring path:
-rounds.rounds driving sweep.Sampler (padded environment, the launcher's extra fork and exec,
-pidfd timeout, the store's committed insert per sample, the stopping rule's read-back after each
+rounds.rounds driving measure.sampler.Sampler (padded environment, the launcher's extra fork and
+exec, pidfd timeout, the store's committed insert per sample, the stopping rule's read-back after each
 round), pinned to one CPU as in a sweep. Printed: median milliseconds per run, and flagsweep's overhead over direct,
 without perf and with perf stat (when perf is usable here). Then the floor of a sample: the wall
 and CPU time the launcher itself reports for the program that does nothing (its fork, exec, the
@@ -25,9 +25,10 @@ from pathlib import Path
 
 import numpy as np
 
-from flagsweep.jobs import sweep
 from flagsweep.host import launcher, probes
 from flagsweep.measure import resolution, rounds
+from flagsweep.measure.plan import round_values
+from flagsweep.measure.sampler import Busy, Sampler
 from flagsweep.results.store import Store
 from flagsweep.experiment import target
 from flagsweep.workload import check
@@ -73,8 +74,8 @@ def harness(folder: Path, binary: Path, n: int, perf: probes.Preflight | None) -
     workload = check.Invocation(t, folder / "noop.c", folder / "scratch")
     workload.scratch.mkdir(exist_ok=True)
     ids = ["a", "b", "c", "d"]
-    sampler = sweep.Sampler(run_id, workload, {i: binary for i in ids}, perf, False, store,
-                            lambda _: None)
+    sampler = Sampler(run_id, workload, {i: binary for i in ids}, perf, False, store,
+                      lambda _: None)
     stamps: list[float] = []
 
     def measure(vid, rnd, pos, pad):
@@ -85,7 +86,7 @@ def harness(folder: Path, binary: Path, n: int, perf: probes.Preflight | None) -
                        precision=0.0)
     with launcher.pinned(launcher.choose_cpu([])):
         rounds.rounds(plan, set(), measure,
-                      lambda: sweep.round_values(store, run_id, "wall_s"))
+                      lambda: round_values(store.samples(run_id), "wall_s"))
     stamps.append(time.perf_counter_ns() / 1e6)
     return [b - a for a, b in zip(stamps, stamps[1:])]
 
@@ -105,7 +106,7 @@ def floor(binary: Path, folder: Path, n: int) -> tuple[list[float], list[float]]
 def main() -> None:
     try:
         measure_overhead()
-    except sweep.Busy as e:  # the sampling path now refuses a busy machine, as a sweep does
+    except Busy as e:  # the sampling path now refuses a busy machine, as a sweep does
         sys.exit(f"overhead: not measured: {e}")
 
 

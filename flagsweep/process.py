@@ -102,7 +102,7 @@ def _guarded(args: list[str], env: Mapping[str, str] | None,
 def _run_grouped(args: list[str], *, timeout: float | None, input: str | None = None,
                  **popen) -> tuple[int, str, str]:
     """subprocess.run in a new process group, the group ended on any way out of the wait."""
-    with _term_as_interrupt(), subprocess.Popen(args, process_group=0, **popen) as proc:
+    with sigterm_as_interrupt(), subprocess.Popen(args, process_group=0, **popen) as proc:
         try:
             stdout, stderr = proc.communicate(input, timeout=timeout)
         except BaseException:
@@ -183,10 +183,13 @@ def _signal_group(pgid: int, sig: int) -> bool:
 
 
 @contextmanager
-def _term_as_interrupt():
-    """While a child runs, SIGTERM raises KeyboardInterrupt (where nothing else handles it), so
-    the child's group is ended as on Ctrl-C instead of being left running by a process that
-    simply vanished: ninja sends SIGTERM to the build steps it runs, this module among them."""
+def sigterm_as_interrupt():
+    """While it lasts, SIGTERM raises KeyboardInterrupt (where nothing else handles it: in the
+    main thread, with SIGTERM's default action), so whatever is ended on Ctrl-C is ended the
+    same way on SIGTERM: a sweep keeps its samples and is marked interrupted, and a running
+    child's group is ended instead of being left running by a process that simply vanished
+    (ninja sends SIGTERM to the build steps it runs, this module among them). Nested, the
+    outer one holds: a program run during a sweep ends as the sweep does."""
     mine = (threading.current_thread() is threading.main_thread()
             and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL)
     if mine:

@@ -172,7 +172,7 @@ def _variant(vid: str, flags: list[str]) -> tuple[dict, dict | None]:
            "factors": {"opt": " ".join(flags)} if not vid.endswith(AA_SUFFIX) else {"opt": "-O2"}}
     if vid.endswith(AA_SUFFIX):
         doc["aa_of"] = vid.removesuffix(AA_SUFFIX)
-        build["detail"] = f"A/A twin: a copy of {doc['aa_of']}'s binary"   # as sweep.aa_twin
+        build["detail"] = f"A/A twin: a copy of {doc['aa_of']}'s binary"   # as controls.aa_twin
     return doc, check
 
 

@@ -6,10 +6,10 @@ import math
 import random
 from pathlib import Path
 
-from flagsweep.host.launcher import Execution
+from flagsweep.host.executor import Execution, Executor
 
 
-class Synthetic:
+class Synthetic(Executor):
     """Executions of each variant at a planted speed: `seconds` (0.1 s) x its factor x a seeded
     lognormal (CV 0.3%) per call, single-threaded and CPU-bound (user time 98% of wall). The
     variant is read from the binary's path (.../builds/<variant>/...)."""

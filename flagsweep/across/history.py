@@ -17,7 +17,7 @@ sweep whose A/A arm failed (the machine moved two identical binaries apart: resu
 pass nor a regression, and out of the segment later nights are compared with. Only complete
 sweeps are read (a sweep stopped because the machine was busy is `busy`), unless asked.
 
-Without a reference arm (sweep.kept_reference) a night's level is the program's and the
+Without a reference arm (jobs.controls.kept_reference) a night's level is the program's and the
 machine's together: on a machine that drifts 2-3% from night to night, the more so when the
 drift wanders (a random walk: the nights are then not independent, and the t test below
 assumes they are), no test on the nights alone can tell the two apart. Such a series is checked
@@ -320,7 +320,7 @@ def _against_reference(docs: list[Variant], values: dict[str, dict[int, float]],
     they are and None. The reference runs the same code every night in the same shuffled
     rounds, so the machine's level that night cancels in the ratio and what is left is the
     program's own change against a fixed yardstick. `kept_sha`: this sweep's own baseline
-    binary was kept as the reference (sweep._keep_reference); its A/A twin, a copy of that
+    binary was kept as the reference (jobs.controls.keep_reference); its A/A twin, a copy of that
     binary, is then the reference arm of the series' first night."""
     ref = next(((d.id, d.build.reference_sha256) for d in docs if d.id.endswith(REF_SUFFIX)
                 and d.build.reference_sha256), None)

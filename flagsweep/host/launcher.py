@@ -16,13 +16,13 @@ import select
 import signal
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
 from flagsweep import files
 from flagsweep.errors import FlagsweepError
 from flagsweep.host import native, probes
+from flagsweep.host.executor import Execution
 
 log = logging.getLogger("flagsweep.host.launcher")
 ENV_PAD_MAX = 4095
@@ -32,21 +32,11 @@ STOP_GRACE_S = 5.0      # how long a stopped launcher has to end its workload's 
 REPORTED = ("status", "wall_ns", "utime_us", "stime_us", "maxrss_kb", "nvcsw", "nivcsw",
             "minflt", "majflt")
 
-@dataclass(frozen=True)
-class Execution:
-    wall_s: float | None
-    user_s: float | None
-    sys_s: float | None
-    maxrss_kb: int | None
-    counters: dict | None
-    multiplexed: bool
-    failure: str | None
-
-
 def run_once(argv: list[str], *, env: dict[str, str], timeout: float, stderr_path: Path,
              stdout_path: Path | None = None, perf: probes.Preflight | None = None,
              perf_csv: Path | None = None, stdin_path: Path | None = None) -> Execution:
-    """Execute argv once and measure it; a crash, a timeout or a nonzero exit is a failure."""
+    """Execute argv once and measure it; a crash, a timeout or a nonzero exit is a failure.
+    The executor every sweep uses (host.executor.Executor)."""
     use_perf = perf is not None and perf.mode != "none" and perf_csv is not None
     report = stderr_path.with_name(stderr_path.name + ".launch")
     # perf (when used) outside, the launcher inside: the launcher's report of the workload's

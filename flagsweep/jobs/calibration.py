@@ -14,17 +14,21 @@ before anyone trusts a real sweep.
 
 from __future__ import annotations
 
-import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from flagsweep import shipped, stats
-from flagsweep.jobs import sweep
 from flagsweep.compilation import variants
 from flagsweep.errors import ConfigError
-from flagsweep.host import launcher
-from flagsweep.results.store import Store
 from flagsweep.experiment import matrix, recipe, target
+from flagsweep.host import launcher
+from flagsweep.host.executor import Executor
+from flagsweep.jobs import sweep
+from flagsweep.measure.options import MeasureOptions
+from flagsweep.results import reader
+from flagsweep.results.contract import Results, VsBaseline
+from flagsweep.results.store import Store
 
 PLANTED_PCT = (1, 3, 10)
 TARGET = shipped.TARGETS / "tiny" / "calibrate.toml"
@@ -52,33 +56,46 @@ def flag_sets() -> list[str]:
     return ["-O2 -DTINY_EXTRA_PERMILLE=0"] + [f"-O2 -DTINY_EXTRA_PERMILLE={10 * p}" for p in PLANTED_PCT]
 
 
-def run(build_opts: variants.Options, opts: sweep.MeasureOptions, store: Store,
-        say: Callable[[str], None], execute: Callable[..., launcher.Execution] = launcher.run_once
-        ) -> tuple[Path, list[dict]]:
+def run(build_opts: variants.Options, opts: MeasureOptions, store: Store,
+        say: Callable[[str], None], execute: Executor = launcher.run_once
+        ) -> tuple[Path, list[Plant]]:
     """Sweep the shipped tiny program with the planted flag sets; `execute` is the sweep's
     executor (the real launcher; tests pass executions of known speed)."""
     t = workload()
     r = recipe.from_flags(flag_sets(), ["gcc"])
     opts.budget = None  # the rounds asked for are the setting being calibrated: all of them
     path = sweep.start(t, r, matrix.expand(r), build_opts, opts, store, say, execute=execute)
-    return path, findings(json.loads(path.read_text()), t)
+    return path, findings(reader.load(path), t)
 
 
-def findings(doc: dict, t: target.Target) -> list[dict]:
+@dataclass(frozen=True)
+class Plant:
+    """One planted effect as the sweep measured it: its ratio to the baseline with its 95% CI,
+    the verdict, and what that says of this machine (found, missed, a false alarm ...)."""
+
+    planted_pct: int                # 0: the A/A twin
+    ratio: float | None
+    ci95: list[float] | None
+    verdict: str
+    outcome: str
+    planted_as: str | None = None   # the plant in the run's own terms: "3 of 100 rounds"
+
+
+def findings(doc: Results, t: target.Target) -> list[Plant]:
     """One row per planted effect (0% = the A/A twin): measured ratio, CI, verdict, outcome."""
-    by_flags = {" ".join(v["flags"]): v for v in doc["variants"]}
+    by_flags = {" ".join(v.flags): v for v in doc.variants}
     rows = []
-    if doc.get("aa"):
-        rows.append(_row(0, doc["aa"]["ratio"], doc["aa"]["ci95"], doc["aa"]["verdict"], None))
+    if doc.aa:
+        rows.append(_plant(0, doc.aa.ratio, doc.aa.ci95, doc.aa.verdict, None))
     for pct, flags in zip(PLANTED_PCT, flag_sets()[1:]):
-        c = by_flags[flags].get("vs_baseline") or {}
-        row = _row(pct, c.get("ratio"), c.get("ci95"), c.get("verdict", "not-measured"),
-                   c.get("rounds_needed"))
-        rows.append(row | {"planted_as": planted_rounds(t, pct)})
+        c = by_flags[flags].vs_baseline or VsBaseline(verdict="not-measured")
+        rows.append(_plant(pct, c.ratio, c.ci95, c.verdict, c.rounds_needed,
+                           planted_rounds(t, pct)))
     return rows
 
 
-def _row(planted: int, ratio, ci, verdict: str, rounds_needed) -> dict:
+def _plant(planted: int, ratio, ci, verdict: str, rounds_needed,
+           planted_as: str | None = None) -> Plant:
     if planted == 0:
         outcome = "correct" if verdict in ("equivalent", "inconclusive") else "FALSE ALARM"
     elif verdict == "slower":
@@ -89,24 +106,20 @@ def _row(planted: int, ratio, ci, verdict: str, rounds_needed) -> dict:
         outcome = "missed (called equivalent)"
     else:
         outcome = "not resolved" + (f": about {rounds_needed} rounds would decide" if rounds_needed else "")
-    return {"planted_pct": planted, "ratio": ratio, "ci95": ci, "verdict": verdict, "outcome": outcome}
+    return Plant(planted, ratio, ci, verdict, outcome, planted_as)
 
 
-def table(rows: list[dict]) -> list[tuple[str, str, str, str]]:
+def table(rows: list[Plant]) -> list[tuple[str, str, str, str]]:
     """Each planted effect as text cells: planted, measured (95% CI), verdict, outcome."""
     cells = []
     for r in rows:
-        name = ("0% (A/A)" if r["planted_pct"] == 0
-                else f"+{r['planted_pct']}% ({r['planted_as']})")
-        if r["ratio"] is not None and r["ci95"]:
-            measured = stats.change_text(r["ratio"], r["ci95"])
-        else:
-            measured = "-"
-        cells.append((name, measured, r["verdict"], r["outcome"]))
+        name = "0% (A/A)" if r.planted_pct == 0 else f"+{r.planted_pct}% ({r.planted_as})"
+        measured = stats.change_text(r.ratio, r.ci95) if r.ratio is not None and r.ci95 else "-"
+        cells.append((name, measured, r.verdict, r.outcome))
     return cells
 
 
-def smallest_found(rows: list[dict]) -> str:
-    found = [r["planted_pct"] for r in rows if r["outcome"] == "found"]
+def smallest_found(rows: list[Plant]) -> str:
+    found = [r.planted_pct for r in rows if r.outcome == "found"]
     smallest = f"+{min(found)}%" if found else "none of the planted effects"
     return f"smallest planted effect detected: {smallest}"

@@ -11,13 +11,14 @@ from pathlib import Path
 from typing import Callable
 
 from flagsweep import report, shipped
-from flagsweep.jobs import sweep
-from flagsweep.compilation import selection
 from flagsweep.across import suite
+from flagsweep.compilation import selection
 from flagsweep.errors import FlagsweepError, Interrupted
+from flagsweep.experiment import target
+from flagsweep.jobs import sweep
+from flagsweep.measure.options import MeasureOptions
 from flagsweep.report import terminal
 from flagsweep.results.store import Store
-from flagsweep.experiment import target
 
 
 def suite_targets() -> list[str]:
@@ -25,7 +26,7 @@ def suite_targets() -> list[str]:
     return [t.name for t in target.available() if t.spec.suite]
 
 
-def run(names: list[str], sel: selection.Selection, opts: sweep.MeasureOptions, store: Store,
+def run(names: list[str], sel: selection.Selection, opts: MeasureOptions, store: Store,
         say: Callable[[str], None], wait: bool = False) -> Path:
     """Sweep each named target into OUT/NAME, then write the suite across them into OUT;
     returns the suite's page."""

@@ -36,19 +36,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from flagsweep import files, report, shipped
-from flagsweep.jobs import sweep
+from flagsweep import files, report, shipped, stats
 from flagsweep.across import merge
 from flagsweep.compilation import selection, variants
 from flagsweep.errors import FlagsweepError
+from flagsweep.experiment import matrix, recipe, target
 from flagsweep.host import launcher, system
-from flagsweep.measure import rounds
+from flagsweep.jobs import controls, sweep
+from flagsweep.measure import counters, rounds
+from flagsweep.measure.options import MeasureOptions
+from flagsweep.measure.plan import METRICS, plan_for, round_values
+from flagsweep.measure.sampler import Sampler
 from flagsweep.report import lines
 from flagsweep.results import store
-from flagsweep.results.contract import AA_SUFFIX
-from flagsweep.experiment import matrix, recipe, target
+from flagsweep.results.contract import AA_SUFFIX, Machine, Variant
 from flagsweep.workload import check, inputs
-from flagsweep.stats.threshold import THRESHOLD_PCT
 
 log = logging.getLogger("flagsweep.jobs.fleet")
 BENCH = "bench"
@@ -102,15 +104,41 @@ def worker_argv(scheduler: str, label: str, name: str | None, listen: str | None
 # Worker side: the functions Dask runs (plain, picklable arguments; no client here)
 # ---------------------------------------------------------------------------------------------
 
-def describe_task(r: recipe.Recipe, compilers: list[str] | None, counters: str) -> dict:
+@dataclass(frozen=True)
+class Described:
+    """A label's machine as a worker of it saw it: its state (results.json's `machine`), the
+    matrix its CPU and compilers can run, its counters setup, and the worker's name."""
+
+    machine: dict
+    matrix: matrix.Matrix
+    counters: dict | None
+    worker: str
+
+
+@dataclass(frozen=True)
+class RoundJob:
+    """What a worker needs for a label's rounds: the store run it writes each sample to (the
+    driver's store, `store` its URL), the target, and how the samples are taken."""
+
+    run_id: str
+    store: str
+    target_file: str
+    target_sha: str
+    seed: int
+    counters: str                   # --counters
+    metric: str = "wall_s"          # the sample column disturbance is judged for
+    threshold_pct: float = stats.THRESHOLD_PCT
+
+
+def describe_task(r: recipe.Recipe, compilers: list[str] | None, choice: str) -> Described:
     """On a worker of the label: its machine, its matrix (what its CPU and compilers can run),
-    and its counters, all decided where the code will run."""
+    and its counters (`choice`: --counters), all decided where the code will run."""
     m = matrix.expand(r, compilers)
     cpu = _bench_cpu()
-    pre = sweep.counters_setup(counters, lambda _text: None)
-    return {"machine": system.machine_state(sorted({v.compiler for v in m.variants}),
-                                            pinned_cpu=cpu),
-            "matrix": m, "counters": pre.to_json() if pre else None, "worker": _worker_name()}
+    pre = counters.setup(choice, lambda _text: None)
+    return Described(system.machine_state(sorted({v.compiler for v in m.variants}),
+                                          pinned_cpu=cpu),
+                     m, pre.to_json() if pre else None, _worker_name())
 
 
 def build_task(target_file: str, target_sha: str, m: matrix.Matrix, key: str) -> dict:
@@ -138,26 +166,25 @@ def check_task(target_file: str, target_sha: str, binaries: dict[str, tuple[str,
     return check.check_all(workload, paths, baseline)
 
 
-def round_task(job: dict, rnd: int, binaries: dict[str, tuple[str, bytes]],
+def round_task(job: RoundJob, rnd: int, binaries: dict[str, tuple[str, bytes]],
                given: tuple[str, bytes, str]) -> int:
     """One round on this worker: each variant once in the round's order, each sample stored
     at once; pairs the store already has (a rescheduled round) are skipped. Returns how many
     samples this call took."""
     db = store.Store()
-    if _identity(db.url) != _identity(job["store"]):
+    if _identity(db.url) != _identity(job.store):
         raise FlagsweepError(f"worker {_worker_name()} writes to the store {db.url}, the sweep "
-                             f"to {job['store']}: start the worker with the same --db / FLAGSWEEP_DB")
-    t = _target(job["target_file"], job["target_sha"])
+                             f"to {job.store}: start the worker with the same --db / FLAGSWEEP_DB")
+    t = _target(job.target_file, job.target_sha)
     paths = {vid: _materialize(sha, data, "bin") for vid, (sha, data) in binaries.items()}
-    workload = check.Invocation(t, _materialize(*given), _scratch(job["run_id"]))
-    pre = sweep.counters_setup(job["counters"], lambda _text: None)
-    done = db.done(job["run_id"])
+    workload = check.Invocation(t, _materialize(*given), _scratch(job.run_id))
+    pre = counters.setup(job.counters, lambda _text: None)
+    done = db.done(job.run_id)
     taken = 0
-    plan = rounds.Plan(sorted(paths), job["seed"])
-    sampler = sweep.Sampler(job["run_id"], workload, paths, pre, False, db,
-                            lambda text: log.warning("%s", text), worker=_worker_name(),
-                            metric=job.get("metric", "wall_s"),
-                            threshold_pct=job.get("threshold_pct", THRESHOLD_PCT))
+    plan = rounds.Plan(sorted(paths), job.seed)
+    sampler = Sampler(job.run_id, workload, paths, pre, False, db,
+                      lambda text: log.warning("%s", text), worker=_worker_name(),
+                      metric=job.metric, threshold_pct=job.threshold_pct)
     with launcher.pinned(_bench_cpu()):
         for pos, vid in enumerate(rounds.order(plan, rnd)):
             if (vid, rnd) in done:
@@ -231,12 +258,12 @@ class Label:
     counters: dict | None
     out: Path
     run_id: str = ""
-    docs: list | None = None
+    docs: list[Variant] | None = None
     binaries: dict | None = None            # vid -> (sha, scattered bytes)
     measured: list | None = None
 
 
-def sweep_on(scheduler: str, sel: selection.Selection, labels: list[str], opts: sweep.MeasureOptions,
+def sweep_on(scheduler: str, sel: selection.Selection, labels: list[str], opts: MeasureOptions,
              db: store.Store, say: Callable[[str], None]) -> list[Path]:
     """`run --scheduler`: one selection's sweep on the cluster at `scheduler`, one results.json
     per CPU label (each checked by check_label), merged when there are several."""
@@ -251,7 +278,7 @@ def sweep_on(scheduler: str, sel: selection.Selection, labels: list[str], opts: 
 
 
 def run(client, t: target.Target, r: recipe.Recipe, compilers: list[str] | None,
-        labels: list[str], out: Path, opts: sweep.MeasureOptions, db: store.Store,
+        labels: list[str], out: Path, opts: MeasureOptions, db: store.Store,
         say: Callable[[str], None]) -> list[Path]:
     """The whole fleet sweep; returns each label's results.json (and writes merged.html)."""
     _workers_for(client, labels)
@@ -276,7 +303,7 @@ def run(client, t: target.Target, r: recipe.Recipe, compilers: list[str] | None,
     endings = _rounds(client, t, parts, blob, opts, db, say)
     paths = []
     for p in parts:
-        # The files first, then the status, as a local sweep does (sweep._measure).
+        # The files first, then the status, as a local sweep does.
         paths.append(sweep.write_outputs(sweep.Sweep(p.run_id, t, r.name, p.out, opts, p.docs,
                                                      p.matrix.baseline.id), db, say,
                                          endings[p.name]))
@@ -314,12 +341,12 @@ def _describe(client, r, compilers, labels, out, opts, say) -> list[Label]:
     parts = []
     for label, f in zip(labels, futures):
         d = f.result()
-        m = d["matrix"]
-        say(f"{label}: {d['machine'].get('cpu_model')} ({d['worker']}): {len(m.variants)} "
-            f"variants, {len(m.skipped)} skipped")
+        m = d.matrix
+        say(f"{label}: {Machine.model_validate(d.machine).cpu_model} ({d.worker}): "
+            f"{len(m.variants)} variants, {len(m.skipped)} skipped")
         for s in m.skipped:
             say(f"{label}: skipped {s.variant.id}: {s.reason}")
-        parts.append(Label(label, d["machine"], m, d["counters"], out / label))
+        parts.append(Label(label, d.machine, m, d.counters, out / label))
     return parts
 
 
@@ -343,34 +370,34 @@ def _build(client, t: target.Target, parts: list[Label], say) -> None:
         p.docs, p.binaries = _place_builds(got, p.out), dict(got["blobs"])
 
 
-def _place_builds(got: dict, out: Path) -> list[dict]:
+def _place_builds(got: dict, out: Path) -> list[Variant]:
     """The worker's build docs with binaries and logs written under this label's folder."""
     docs = []
-    for doc in got["docs"]:
-        folder = out / "builds" / doc["id"]
+    for doc in (Variant.model_validate(d) for d in got["docs"]):
+        folder = out / "builds" / doc.id
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / "build.log").write_text(got["logs"].get(doc["id"], ""))
-        b = dict(doc["build"], log=str(Path("builds") / doc["id"] / "build.log"))
-        if doc["id"] in got["blobs"]:
-            digest, data = got["blobs"][doc["id"]]
-            path = folder / Path(doc["build"]["binary"]).name
+        (folder / "build.log").write_text(got["logs"].get(doc.id, ""))
+        b = doc.build.dump() | {"log": str(Path("builds") / doc.id / "build.log")}
+        if doc.id in got["blobs"]:
+            digest, data = got["blobs"][doc.id]
+            path = folder / Path(doc.build.binary).name
             path.write_bytes(data)
             path.chmod(0o755)
             b.update(binary=str(path), binary_sha256=digest)
-        docs.append({**doc, "build": b})
+        docs.append(Variant.model_validate(doc.dump() | {"build": b}))
     return docs
 
 
 def _start_run(p: Label, t, r, opts, db: store.Store, given, say) -> None:
     p.out.mkdir(parents=True, exist_ok=True)
-    p.docs += sweep.aa_twin(p.docs, p.matrix.baseline.id, p.out)
+    p.docs += controls.aa_twin(p.docs, p.matrix.baseline.id, p.out)
     twin = p.matrix.baseline.id + AA_SUFFIX
     if p.matrix.baseline.id in p.binaries:
         p.binaries[twin] = p.binaries[p.matrix.baseline.id]
     options = {**sweep.run_options(t, r, p.matrix, opts), "fleet": {"label": p.name}}
     p.run_id = db.create_unique_run(f"{p.out.parent.name}-{p.name}", t.name, r.name, p.out,
                                     options, p.machine)
-    db.save_variants(p.run_id, p.docs)
+    db.save_variants(p.run_id, [d.dump() for d in p.docs])
     db.set_option(p.run_id, "workload", sweep.workload_option(t, given))
     db.set_option(p.run_id, "counters", p.counters)
     say(f"{p.name}: run id {p.run_id}")
@@ -394,8 +421,9 @@ def _rounds(client, t, parts: list[Label], blob, opts, db: store.Store, say) -> 
     label's run ends (status, stop_reason, finished), for its files and then the store."""
     from distributed import as_completed
 
-    metric = sweep.METRICS[opts.metric]
-    plans = {p.name: sweep.plan_for(opts, p.measured, p.matrix.baseline.id) for p in parts}
+    metric = METRICS[opts.metric]
+    plans = {p.name: plan_for(opts, p.measured, p.matrix.baseline.id, controls.SUFFIXES)
+             for p in parts}
     by_name = {p.name: p for p in parts}
     sha = files.sha256_file(t.path)
     scattered = {p.name: {vid: p.binaries[vid] for vid in p.measured} for p in parts}
@@ -408,9 +436,8 @@ def _rounds(client, t, parts: list[Label], blob, opts, db: store.Store, say) -> 
 
     def submit(name: str) -> None:
         p, rnd = by_name[name], nxt[name]
-        job = {"run_id": p.run_id, "store": db.url, "target_file": str(t.path),
-               "target_sha": sha, "seed": opts.seed, "counters": opts.counters,
-               "metric": metric, "threshold_pct": opts.threshold_pct}
+        job = RoundJob(p.run_id, db.url, str(t.path), sha, opts.seed, opts.counters, metric,
+                       opts.threshold_pct)
         f = client.submit(round_task, job, rnd, scattered[name], blob, pure=False,
                           key=f"round-{p.run_id}-{rnd}",
                           resources={BENCH: 1, label_resource(name): 1})
@@ -425,7 +452,7 @@ def _rounds(client, t, parts: list[Label], blob, opts, db: store.Store, say) -> 
     for f in pending:
         f.result()                             # a task's own error stops the sweep here
         name, stop = f.label, stops[f.label]
-        values = sweep.round_values(db, by_name[name].run_id, metric)
+        values = round_values(db.samples(by_name[name].run_id), metric)
         if f.round >= 0:
             stop.after(values, time.monotonic() - f.submitted)
             if said_round:
@@ -434,7 +461,7 @@ def _rounds(client, t, parts: list[Label], blob, opts, db: store.Store, say) -> 
             submit(name)
     endings = {}
     for p in parts:
-        o = stops[p.name].final(sweep.round_values(db, p.run_id, metric))
+        o = stops[p.name].final(round_values(db.samples(p.run_id), metric))
         endings[p.name] = {"status": "complete", "stop_reason": o.stop_reason,
                            "finished": time.time()}
         say(f"{p.name}: {o.stop_reason}")

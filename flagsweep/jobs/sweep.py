@@ -9,13 +9,8 @@ re-running what is done.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-import os
 import random
-import shutil
-import signal
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -24,51 +19,25 @@ from typing import Callable
 from flagsweep import files, report
 from flagsweep.across import history
 from flagsweep.compilation import fingerprint, layout, variants
-from flagsweep.errors import ConfigError, FlagsweepError, Interrupted
+from flagsweep.errors import FlagsweepError, Interrupted
+from flagsweep.experiment import matrix, recipe, target
 from flagsweep.explain import explanation
 from flagsweep.host import advice, launcher, placement, probes, system, toolchain
+from flagsweep.host.executor import Executor
 from flagsweep.host.lock import MeasureLock
-from flagsweep.measure import disturbance, rounds
-from flagsweep.measure import metric as metric_mod
-from flagsweep.measure.sample import Sample
+from flagsweep.jobs import controls
+from flagsweep.measure import counters, rounds
+from flagsweep.measure.options import MeasureOptions, chosen_cpu
+from flagsweep.measure.plan import METRICS, choose_metric, plan_for, round_values
+from flagsweep.measure.sampler import Busy, Sampler
+from flagsweep.process import sigterm_as_interrupt
 from flagsweep.report import lines, terminal
-from flagsweep.results import analysis, confirmation, reader, writer
-from flagsweep.results.contract import AA_SUFFIX, REF_SUFFIX
+from flagsweep.results import analysis, confirmation, contract, reader, writer
+from flagsweep.results.contract import AA_SUFFIX
 from flagsweep.results.store import Store
-from flagsweep.experiment import matrix, recipe, target
 from flagsweep.workload import check, inputs
-from flagsweep.stats.threshold import THRESHOLD_PCT
 
 log = logging.getLogger("flagsweep.jobs.sweep")
-METRICS = {**metric_mod.COLUMNS, "auto": "auto"}
-
-
-@dataclass
-class MeasureOptions:
-    runs: int | None = None
-    min_runs: int = 5
-    max_runs: int = 30
-    budget: float | None = 1800.0
-    warmup: int = 1
-    cpu: int | None = None
-    # Why that CPU (host.placement's Choice.doc), for results.json's machine block; set with
-    # cpu when --cpu did not give it.
-    cpu_choice: dict | None = None
-    metric: str = "auto"            # auto: CPU time where it is right, else wall (flagsweep.measure.metric)
-    precision_pct: float = 1.0
-    quick: bool = False
-    strict_check: bool = False
-    seed: int | None = None
-    counters: str = "auto"          # auto | hardware | software | none
-    threshold_pct: float = THRESHOLD_PCT   # the practical threshold: smaller effects do not matter
-    reference: str | None = None    # a binary, or an earlier run's folder: its baseline's binary
-    no_reference: bool = False      # no kept reference arm (else the store's, once it has one)
-    keep_scratch: bool = False      # keep the check and timing outputs of a complete run
-    layouts: int = 0                # K >= 2: every variant built K times in seeded layouts
-    explain: bool = False           # profile the baseline and each faster/slower variant
-    # A small "Use X" measured again over layouts before it is printed (results.confirmation).
-    layout_confirm: bool = True
-    confirm_layouts: int = confirmation.DEFAULT_LAYOUTS
 
 
 @dataclass
@@ -80,11 +49,11 @@ class Sweep:
     recipe_name: str
     out: Path
     opts: MeasureOptions
-    builds: list[dict]              # contract docs: id, compiler, flags, factors, build
+    builds: list[contract.Variant]  # each binary's id, compiler, flags, factors and build
     baseline: str
     # What runs one workload (the executor): the real launcher, or in tests a stand-in that
     # replays or synthesises executions, so the decisions above it are tested without timing.
-    execute: Callable[..., launcher.Execution] = launcher.run_once
+    execute: Executor = launcher.run_once
     # How its variants were built, for the confirmation's relinks (a resumed sweep: defaults).
     build_opts: variants.Options | None = None
 
@@ -92,32 +61,31 @@ class Sweep:
 def start(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: variants.Options,
           opts: MeasureOptions, store: Store, say: Callable[[str], None],
           run_name: str | None = None,
-          execute: Callable[..., launcher.Execution] = launcher.run_once,
-          wait: bool = False) -> Path:
+          execute: Executor = launcher.run_once, wait: bool = False) -> Path:
     out = build_opts.out_dir.resolve()
     base = run_name or out.name      # the run id: this, numbered if the store has it
     opts.seed = opts.seed if opts.seed is not None else random.SystemRandom().randrange(2**31)
-    cpu = _cpu(opts, say)
-    with MeasureLock(f"{t.name} {base}", cpu, wait=wait, say=say), _terminate_as_interrupt():
+    cpu = chosen_cpu(opts, say)
+    with MeasureLock(f"{t.name} {base}", cpu, wait=wait, say=say), sigterm_as_interrupt():
         return _started(t, r, m, build_opts, opts, store, say, base, execute)
 
 
 def _started(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: variants.Options,
              opts: MeasureOptions, store: Store, say: Callable[[str], None], base: str,
-             execute: Callable[..., launcher.Execution], confirms: dict | None = None) -> Path:
+             execute: Executor, confirms: dict | None = None) -> Path:
     """start() once the CPU is ours; `confirms`: the sweep this one confirms over layouts."""
     out = build_opts.out_dir.resolve()
-    cpu = _cpu(opts)
+    cpu = chosen_cpu(opts)
     if opts.layouts:
         m = _layouts(m, opts.layouts)
     # Before building: the load average must show other work, not our own compiles.
-    machine = system.machine_state(sorted({v.compiler for v in m.variants}),
-                                   pinned_cpu=cpu)
-    machine["cpu_choice"] = opts.cpu_choice or placement.given(cpu).doc()
+    machine = system.machine_state(sorted({v.compiler for v in m.variants}), pinned_cpu=cpu) \
+        | {"cpu_choice": opts.cpu_choice or placement.given(cpu).doc()}
     for warning in advice.warnings(machine):
         say(f"warning: {warning}")
-    _counters_usable(opts)               # fail fast, before any build, on what cannot work
-    reference = reference_binary(Path(opts.reference)) if opts.reference else None
+    # Fail fast, before any build, on what cannot work.
+    counters.refuse_unusable(opts.counters, opts.metric)
+    reference = controls.reference_binary(Path(opts.reference)) if opts.reference else None
     if opts.quick and (note := inputs.quick_note(t)):
         say(note)
     try:
@@ -135,16 +103,16 @@ def _started(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: v
     variants.write_summary(out, t, r, m, builds)
     for line in variants.failures(builds):
         say(line)
-    docs = [b.doc(out) for b in builds]
+    docs = [contract.Variant.model_validate(b.doc(out)) for b in builds]
     if not opts.layouts:         # with layouts the twin is built: other layouts, same code
-        docs += aa_twin(docs, m.baseline.id, out)
-    if reference is None and kept_reference_applies(opts):
-        reference = kept_reference(store, t.name, machine, m.baseline.id, out, say)
-    docs += reference_arm(docs, m.baseline.id, out, reference)
+        docs += controls.aa_twin(docs, m.baseline.id, out)
+    if reference is None and controls.kept_reference_applies(opts):
+        reference = controls.kept_reference(store, t.name, machine, m.baseline.id, out, say)
+    docs += controls.reference_arm(docs, m.baseline.id, out, reference)
     options = run_options(t, r, m, opts) | ({"confirms": confirms} if confirms else {})
     run_id = store.create_unique_run(base, t.name, r.name, out, options, machine)
     say(f"run id {run_id}")
-    store.save_variants(run_id, docs)
+    store.save_variants(run_id, [d.dump() for d in docs])
     sweep = Sweep(run_id, t, r.name, out, opts, docs, m.baseline.id, execute, build_opts)
     return _measure(sweep, store, say)
 
@@ -165,8 +133,8 @@ def confirm(screen_path: Path, t: target.Target, r: recipe.Recipe, m: matrix.Mat
     aliased with interactions, so survivors are confirmed one at a time. None: nothing
     mattered, so there is nothing to confirm."""
     # The compiler column of a two-compiler screen is not a flag to add to the base.
-    survivors = [e["factor"] for e in json.loads(screen_path.read_text())["effects"]
-                 if e.get("matters") and e["factor"] != "compiler"]
+    survivors = [e.factor for e in reader.load(screen_path).effects or []
+                 if e.matters and e.factor != "compiler"]
     if not survivors:
         say("confirm: no flag mattered in the screen; nothing to confirm")
         return None
@@ -181,8 +149,7 @@ def confirm(screen_path: Path, t: target.Target, r: recipe.Recipe, m: matrix.Mat
 
 
 def resume(id_or_dir: str, store: Store, say: Callable[[str], None],
-           execute: Callable[..., launcher.Execution] = launcher.run_once,
-           wait: bool = False) -> Path:
+           execute: Executor = launcher.run_once, wait: bool = False) -> Path:
     run_id = store.find_run(id_or_dir)
     row = store.run(run_id)
     if row["status"] == "complete":
@@ -191,16 +158,17 @@ def resume(id_or_dir: str, store: Store, say: Callable[[str], None],
         raise FlagsweepError(f"run {run_id} is already complete ({row['stop_reason']})")
     o = row["options"]
     opts = MeasureOptions(**o["measure"])
-    docs = [v.dump() for v in store.variants(run_id)]
+    docs = store.variants(run_id)
     t = target.load(o["target_path"])
     if o.get("target_sha256") and files.sha256_file(t.path) != o["target_sha256"]:
         raise FlagsweepError(f"{t.path} changed since run {run_id} started; its remaining "
                              "samples would not measure the same thing. Start a new run")
     # With layouts the run's baseline is a variant: its first layout is the binary checks use.
-    baseline = next((d["id"] for d in docs if d.get("layout_of") == o["baseline"]), o["baseline"])
+    baseline = next((d.id for d in docs if getattr(d, "layout_of", None) == o["baseline"]),
+                    o["baseline"])
     sweep = Sweep(run_id, t, row["recipe"], Path(row["out_dir"]), opts, docs, baseline, execute)
-    with MeasureLock(f"{sweep.target.name} {run_id} (resumed)", _cpu(opts), wait=wait, say=say), \
-            _terminate_as_interrupt():
+    with MeasureLock(f"{sweep.target.name} {run_id} (resumed)", chosen_cpu(opts), wait=wait,
+                     say=say), sigterm_as_interrupt():
         _same_binaries(sweep)
         store.reopen_run(run_id)
         done = store.done(run_id)
@@ -224,9 +192,9 @@ def _same_binaries(sweep: Sweep) -> None:
     must still be on disk with the code its build recorded. A binary removed or rebuilt since
     (a cleaned folder, another sweep writing into the same --out) would otherwise be timed as
     if it were the variant, or recorded as the variant's own failures."""
-    builds = {d["id"]: d["build"] for d in sweep.builds}
+    builds = {d.id: d.build for d in sweep.builds}
     for vid, path in runnable(sweep.builds).items():
-        changed = fingerprint.recheck(builds[vid], path)
+        changed = fingerprint.recheck(builds[vid].dump(), path)
         if changed is None:
             continue
         what = (f"has changed since the run started (its {changed.kind} is now "
@@ -244,10 +212,10 @@ def _replaced(sweep: Sweep, store: Store, say: Callable[[str], None]) -> None:
     samples after that time another program: such a variant gets no verdict and is never
     recommended. Kept with the run (option `replaced`), so every later rewrite of results.json
     says so, and a resumed run adds to it."""
-    builds = {d["id"]: d["build"] for d in sweep.builds}
+    builds = {d.id: d.build for d in sweep.builds}
     found = dict(store.run(sweep.run_id)["options"].get("replaced") or {})
     for vid, path in runnable(sweep.builds).items():
-        changed = fingerprint.recheck(builds[vid], path)
+        changed = fingerprint.recheck(builds[vid].dump(), path)
         if changed is not None and vid not in found:
             found[vid] = changed.to_json()
             say(f"warning: {vid}: {changed.text()}; it was replaced during the sweep, so it "
@@ -264,7 +232,7 @@ def _measure(sweep: Sweep, store: Store, say: Callable[[str], None]) -> Path:
         workload.scratch.mkdir(parents=True, exist_ok=True)
         store.set_option(sweep.run_id, "workload", workload_option(sweep.target, inp))
         measured = checked(sweep, workload, store, say)
-        pre = counters_setup(sweep.opts.counters, say)
+        pre = counters.setup(sweep.opts.counters, say)
         store.set_option(sweep.run_id, "counters", pre.to_json() if pre else None)
         outcome, status = _rounds(sweep, workload, measured, pre, store, say)
         _replaced(sweep, store, say)
@@ -287,8 +255,9 @@ def _measure(sweep: Sweep, store: Store, say: Callable[[str], None]) -> Path:
         # (resuming writes them); the other way round it was complete with no results.json.
         path = write_outputs(sweep, store, say, ending)
         store.finish_run(sweep.run_id, **ending)
-        if status == "complete":
-            _keep_reference(sweep, store, say)
+        if status == "complete" and controls.kept_reference_applies(sweep.opts):
+            controls.keep_reference(store, sweep.run_id, sweep.target.name, sweep.builds,
+                                    sweep.baseline, say)
         path = _confirmed(sweep, store, path, say)
         if sweep.opts.explain:
             path = _explained(sweep, store, path, say)
@@ -326,17 +295,17 @@ def _confirmed(sweep: Sweep, store: Store, path: Path, say: Callable[[str], None
     if options.get("confirms"):
         _report_confirmation(options["confirms"], path, store, say)
         return path
-    record = options.get("confirmation") or {}
-    if record.get("status") != confirmation.PENDING:
+    record = _record(options)
+    if record is None or record.status != confirmation.PENDING:
         return path
-    say(f"confirm: {record['variant']} is {record['why']}")
+    say(f"confirm: {record.variant} is {record.why}")
     out = sweep.out / "layouts"
     try:
         _layout_sweep(sweep, record, out, store, say)
     except Interrupted as e:
         child = _run_in(store, out)
         store.set_option(sweep.run_id, "confirmation", confirmation.ended(
-            record, confirmation.INTERRUPTED, f"not confirmed over layouts: the confirmation "
+            record.dump(), confirmation.INTERRUPTED, f"not confirmed over layouts: the confirmation "
             f"was interrupted ({e})", child))
         path = write_outputs(sweep, store, say)
         raise Interrupted(f"run {sweep.run_id} is complete ({path}), but the confirmation of "
@@ -344,28 +313,34 @@ def _confirmed(sweep: Sweep, store: Store, path: Path, say: Callable[[str], None
     except Exception as e:  # noqa: BLE001 - whatever it was, the sweep's own answer stands
         log.info("confirmation failed", exc_info=True)
         store.set_option(sweep.run_id, "confirmation", confirmation.ended(
-            record, confirmation.FAILED, f"not confirmed over layouts: the confirmation "
+            record.dump(), confirmation.FAILED, f"not confirmed over layouts: the confirmation "
             f"failed ({_reason(e)})", _run_in(store, out)))
-    done = store.run(sweep.run_id)["options"]["confirmation"]
-    say(f"confirm: {done['variant']} is {done['why']}")
+    done = _record(store.run(sweep.run_id)["options"])
+    say(f"confirm: {done.variant} is {done.why}")
     return write_outputs(sweep, store, say)
 
 
-def _layout_sweep(sweep: Sweep, record: dict, out: Path, store: Store,
+def _record(options: dict) -> contract.Confirmation | None:
+    """A run's confirmation record (results.confirmation keeps it with the run's options), as
+    results.json's `recommendation.confirmation` says it; None before one is planned."""
+    found = options.get("confirmation")
+    return contract.Confirmation.model_validate(found) if found else None
+
+
+def _layout_sweep(sweep: Sweep, record: contract.Confirmation, out: Path, store: Store,
                   say: Callable[[str], None]) -> Path:
     """The winner and the baseline again, each built in K seeded layouts (the same code relinked
     in K function orders), measured like any sweep with --layouts, under this sweep's lock."""
-    by_id = {d["id"]: d for d in sweep.builds}
-    pair = [by_id[sweep.baseline], by_id[record["variant"]]]
-    chosen = [matrix.Cell(d["id"], d["compiler"], tuple(d["flags"]), d.get("factors") or {},
-                             pgo=d["id"].endswith("-pgo")) for d in pair]
-    r = recipe.from_flags([" ".join(d["flags"]) for d in pair],
-                          sorted({d["compiler"] for d in pair}))
+    by_id = {d.id: d for d in sweep.builds}
+    pair = [by_id[sweep.baseline], by_id[record.variant]]
+    chosen = [matrix.Cell(d.id, d.compiler, tuple(d.flags), d.factors or {},
+                          pgo=d.id.endswith("-pgo")) for d in pair]
+    r = recipe.from_flags([" ".join(d.flags) for d in pair], sorted({d.compiler for d in pair}))
     m = matrix.Matrix(chosen, chosen[0], [], "explicit")
     build_opts = replace(sweep.build_opts or variants.Options(out_dir=out), out_dir=out,
                          training=None)
     # Its own seed, derived from this one's: --seed reproduces the whole run.
-    opts = replace(sweep.opts, layouts=record["layouts"], layout_confirm=False, explain=False,
+    opts = replace(sweep.opts, layouts=record.layouts, layout_confirm=False, explain=False,
                    reference=None, seed=(sweep.opts.seed or 0) + 1)
     confirms = {"run_id": sweep.run_id, "began": time.time()}
     return _started(sweep.target, r, m, build_opts, opts, store, say, f"{sweep.run_id}-layouts",
@@ -377,10 +352,11 @@ def _report_confirmation(confirms: dict, path: Path, store: Store,
     """A confirmation sweep's answer into the run it confirms, and that run's files written
     again (also when the confirmation was resumed on its own)."""
     parent = store.run(confirms["run_id"])
-    record = (parent["options"] or {}).get("confirmation") or {}
-    if not record.get("variant"):
+    record = _record(parent["options"] or {})
+    if record is None or not record.variant:
         return
-    done = confirmation.outcome(record, reader.load(path), time.time() - confirms["began"], path)
+    done = confirmation.outcome(record.dump(), reader.load(path),
+                                time.time() - confirms["began"], path)
     store.set_option(confirms["run_id"], "confirmation", done)
     _write_files(store, confirms["run_id"], Path(parent["out_dir"]), say)
 
@@ -486,41 +462,43 @@ def checked(sweep: Sweep, workload: check.Invocation | None, store: Store,
         if sweep.baseline not in todo and sweep.baseline in distinct:
             todo[sweep.baseline] = distinct[sweep.baseline]  # the reference must be at hand
         for vid, result in run_checks(todo, sweep.baseline).items():
-            stored[vid] = result
+            stored[vid] = contract.Check.model_validate(result)
             store.save_check(sweep.run_id, vid, result)
     for d in sweep.builds:  # identical code has the representative's output by construction
-        rep = d["build"]["identical_to"]
-        if rep and stored.get(d["id"]) is None and stored.get(rep):
-            why = f": {stored[rep]['detail']}" if stored[rep]["detail"] else ""
-            stored[d["id"]] = {**stored[rep], "detail": f"identical code to {rep}{why}"}
-            store.save_check(sweep.run_id, d["id"], stored[d["id"]])
+        rep = d.build.identical_to
+        if rep and stored.get(d.id) is None and stored.get(rep):
+            why = f": {stored[rep].detail}" if stored[rep].detail else ""
+            stored[d.id] = contract.Check.model_validate(
+                {**stored[rep].dump(), "detail": f"identical code to {rep}{why}"})
+            store.save_check(sweep.run_id, d.id, stored[d.id].dump())
     for vid, c in stored.items():
-        if c and c["status"] != "ok":
-            say(f"check {vid}: {c['status']}: {c['detail']}")
+        if c and c.status != "ok":
+            say(f"check {vid}: {c.status}: {c.detail}")
     allowed = set(analysis.PASSED) | (set() if sweep.opts.strict_check else {"differs"})
-    measured = [vid for vid in distinct if stored[vid]["status"] in allowed]
+    measured = [vid for vid in distinct if stored[vid].status in allowed]
     if not measured:
         raise FlagsweepError("nothing to measure: every distinct binary failed to build or "
                              "failed its output check (see above and builds/*/build.log)")
     return measured
 
 
-def runnable(builds: list[dict]) -> dict[str, Path]:
+def runnable(builds: list[contract.Variant]) -> dict[str, Path]:
     """variant id -> binary, for the builds a sweep runs: each good, distinct one. A failed or
     flags-mismatch build has no binary worth running, and identical code is its
     representative's, so neither is checked or timed; both stay in results.json as they are."""
-    return {d["id"]: Path(d["build"]["binary"]) for d in builds
-            if d["build"]["status"] == "ok" and not d["build"]["identical_to"]}
+    return {d.id: Path(d.build.binary) for d in builds
+            if d.build.status == "ok" and not d.build.identical_to}
 
 
 def _baseline_built(sweep: Sweep) -> None:
     """Every comparison is against the baseline: without its binary nothing can be judged."""
-    b = next(d for d in sweep.builds if d["id"] == sweep.baseline)["build"]
-    if b["status"] != "ok":
-        raise FlagsweepError(f"the baseline {sweep.baseline} did not build ({b['status']}: "
-                             f"{analysis.build_reason(b.get('detail'))}); every variant is "
-                             "compared with it, so nothing can be measured. Fix its flags, or "
-                             "give a flag set that builds first")
+    b = next(d for d in sweep.builds if d.id == sweep.baseline).build
+    if b.status != "ok":
+        raise FlagsweepError(f"the baseline {sweep.baseline} did not build ({b.status}: "
+                             f"{analysis.build_reason(getattr(b, 'detail', None))}); every "
+                             "variant is compared with it, "
+                             "so nothing can be measured. Fix its flags, or give a flag set "
+                             "that builds first")
 
 
 def _rounds(sweep: Sweep, workload: check.Invocation, measured: list[str],
@@ -533,8 +511,8 @@ def _rounds(sweep: Sweep, workload: check.Invocation, measured: list[str],
     o = sweep.opts
     binaries = {vid: path for vid, path in runnable(sweep.builds).items() if vid in measured}
     cachegrind = o.metric == "instructions" and (pre is None or not pre.hw_counters)
-    plan = plan_for(o, measured, sweep.baseline, once=cachegrind, layouts=layouts_of(sweep.builds),
-                    drop=True)
+    plan = plan_for(o, measured, sweep.baseline, controls.SUFFIXES, once=cachegrind,
+                    layouts=layouts_of(sweep.builds), drop=True)
     # the levels the stops and the rule spend, for the analysis at the end (sequential.Design)
     store.set_option(sweep.run_id, "sequential", rounds.design(plan).to_json())
     if cachegrind:
@@ -542,16 +520,16 @@ def _rounds(sweep: Sweep, workload: check.Invocation, measured: list[str],
             "detector, not a speed")
     measure = Sampler(sweep.run_id, workload, binaries, pre, cachegrind, store, say,
                       threshold_pct=o.threshold_pct, execute=sweep.execute)
-    cpu = _cpu(o)
+    cpu = chosen_cpu(o)
     say(f"measuring {len(measured)} distinct binaries on CPU {cpu}: {plan.min_runs}-"
         f"{plan.max_runs} rounds, {max(plan.warmup, o.metric == 'auto')} warmup, seed {o.seed}")
     with launcher.pinned(cpu), terminal.progress(plan) as tick:
         if o.metric == "auto":
-            _choose_metric(sweep, plan, measure, store, say, tick)
+            _metric_chosen(sweep, plan, measure, store, say, tick)
         plan.metric = measure.metric = METRICS[o.metric]
 
         def values() -> rounds.Values:
-            return round_values(store, sweep.run_id, plan.metric)
+            return round_values(store.samples(sweep.run_id), plan.metric)
 
         def stopped(vid: str, stop: rounds.Stop) -> None:
             # Kept with the run as it happens: an interrupted sweep's results say it too.
@@ -578,327 +556,21 @@ def _stopped_busy(sweep: Sweep, store: Store, say: Callable[[str], None], cpu: i
     return rounds.Outcome(len(counted), why), "busy"
 
 
-def plan_for(o: MeasureOptions, measured: list[str], baseline: str, once: bool = False,
-             layouts: dict[str, str] | None = None, drop: bool = False) -> rounds.Plan:
-    """The rounds a sweep's options ask for, here or on a fleet; `once`: a deterministic count
-    (Cachegrind) needs one round and no warmup, unless --runs says otherwise. With layouts
-    (binary id -> variant), every layout of every variant runs in every round: each round is a
-    balanced block, so the round's drift still cancels and each layout's level has as many runs
-    as any other's.
-
-    `drop`: a variant stops once its verdict is final (rounds.stops). Not with --runs (a fixed
-    design is asked for), nor over layouts (rounds do not narrow the layouts' spread, which
-    rounds.decided already weighs), nor on a fleet (a worker runs whole rounds it was given).
-    The baseline, its twin and a reference arm always run: every round is paired with them."""
-    layouts = layouts or {}
-    base = layouts.get(baseline, baseline)
-    return rounds.Plan(measured, o.seed, warmup=0 if once else o.warmup,
-                       min_runs=o.runs or (1 if once else o.min_runs),
-                       max_runs=o.runs or (1 if once else o.max_runs),
-                       budget_s=o.budget, precision=o.precision_pct / 100,
-                       metric=METRICS[o.metric], baseline=base,
-                       threshold_pct=o.threshold_pct, layouts=layouts,
-                       drop=drop and not (o.runs or once or layouts),
-                       keep=frozenset({base, base + AA_SUFFIX, base + REF_SUFFIX}),
-                       twin=base + AA_SUFFIX)
-
-
-def layouts_of(docs: list[dict]) -> dict[str, str]:
-    """binary id -> the variant it is a layout of, for a sweep with --layouts (else empty)."""
-    return {d["id"]: d["layout_of"] for d in docs if d.get("layout_of")}
-
-
-def _choose_metric(sweep: Sweep, plan: rounds.Plan, measure: Sampler, store: Store,
+def _metric_chosen(sweep: Sweep, plan: rounds.Plan, measure: Sampler, store: Store,
                    say: Callable[[str], None], tick) -> None:
-    """--metric auto: the warmup round (one is taken even with --warmup 0) shows whether the
-    workload is single-threaded and CPU-bound; the choice is stored before any counted run."""
-    first = rounds.Plan(plan.variant_ids, plan.seed, warmup=max(1, plan.warmup), max_runs=0,
-                        baseline=plan.baseline)
-    rounds.rounds(first, store.done(sweep.run_id), measure, lambda: {}, tick)
-    # The last warmup round: caches and page cache are as warm as they will be in the sweep.
-    choice = metric_mod.choose([s for s in store.samples(sweep.run_id) if s.round == -1])
+    """--metric auto, chosen from the warmup round and kept with the run before any counted
+    run (measure.plan.choose_metric)."""
+    choice = choose_metric(plan, store.done(sweep.run_id), measure,
+                           lambda: store.samples(sweep.run_id), tick)
     sweep.opts.metric = choice.metric
     store.set_option(sweep.run_id, "measure", asdict(sweep.opts))
     store.set_option(sweep.run_id, "metric_choice", choice.to_json())
-    plan.warmup = 0                      # every warmup round is done
     say(f"metric: {choice.why}")
 
 
-def round_values(store: Store, run_id: str, metric: str) -> rounds.Values:
-    """The stopping rule's values: what analysis.apply will compare, variant -> {round: value}."""
-    return analysis.values_by_round(store.samples(run_id), lambda s: metric_mod.metric_of(s, metric))
-
-
-def aa_twin(docs: list[dict], baseline: str, out: Path) -> list[dict]:
-    """The A/A arm (statistics.md choice 7): a second copy of the baseline's binary, measured
-    and compared like any variant. It must come out equivalent or inconclusive; if it does not,
-    the machine, not the flags, is moving the numbers. (A copy, not a rebuild with another link
-    order: a layout change is a real change, and this arm must show the harness alone.)"""
-    base = next(d for d in docs if d["id"] == baseline)
-    if base["build"]["status"] != "ok":
-        return []
-    twin_id = baseline + AA_SUFFIX
-    binary = Path(base["build"]["binary"])
-    folder = out / "builds" / twin_id
-    folder.mkdir(parents=True, exist_ok=True)
-    copy = folder / binary.name
-    shutil.copy2(binary, copy)
-    build_doc = {**base["build"], "binary": str(copy), "identical_to": None,
-                 "detail": f"A/A twin: a copy of {baseline}'s binary"}
-    return [{**base, "id": twin_id, "aa_of": baseline, "build": build_doc}]
-
-
-def reference_arm(docs: list[dict], baseline: str, out: Path,
-                  reference: tuple[Path, list[str] | None] | None) -> list[dict]:
-    """The reference arm (--reference): a kept binary, the same every night, measured beside
-    the baseline in the same shuffled rounds. Whatever moves the machine from one night to the
-    next moves it too, so the history divides it out (across.history) and a nightly job sees the
-    program's own steps, not the machine's drift; Chromium's performance bots ran a fixed
-    "reference build" beside every build under test for the same reason. Its comparison with
-    the baseline says how far today's build is from the kept one."""
-    if reference is None:
-        return []
-    base = next(d for d in docs if d["id"] == baseline)
-    if base["build"]["status"] != "ok":
-        return []
-    source, flags = reference
-    folder = out / "builds" / (baseline + REF_SUFFIX)
-    folder.mkdir(parents=True, exist_ok=True)
-    copy = folder / Path(base["build"]["binary"]).name      # the run command's own name for it
-    shutil.copy2(source, copy)
-    sha = files.sha256_file(copy)
-    build_doc = {**base["build"], "binary": str(copy), "identical_to": None,
-                 "reference_sha256": sha,
-                 "detail": f"reference arm: {source} (sha256 {sha[:12]}), measured, not built"}
-    return [{**base, "id": baseline + REF_SUFFIX, "reference_of": baseline,
-             "flags": flags if flags is not None else base["flags"], "build": build_doc}]
-
-
-def kept_reference_applies(opts: MeasureOptions) -> bool:
-    """A nightly series keeps a reference arm by default: not when one is named
-    (--reference), refused (--no-reference), or with --layouts (no reference arm there)."""
-    return not (opts.reference or opts.no_reference or opts.layouts)
-
-
-def kept_reference(store: Store, target_name: str, machine: dict, baseline: str, out: Path,
-                   say: Callable[[str], None]) -> tuple[Path, list[str] | None] | None:
-    """The reference binary the store keeps for this target, machine and baseline (the first
-    complete sweep's baseline binary, see _keep_reference), written into the run's folder for
-    reference_arm; None when none is kept yet, or none may run. Without it a nightly history
-    cannot tell the machine's drift from the program's (docs/history.md).
-
-    A store is data, and other users may write it (a shared PostgreSQL, a SQLite file in a
-    shared folder): flagsweep, often root, must not run a program planted there. So the binary
-    that runs is this machine's own copy (kept_copy, written when it was kept), checked against
-    the store's sha256; the store's own bytes run only from a store no one else can write."""
-    kept = store.reference(target_name, history.machine_key(machine), baseline)
-    if kept is None:
-        return None
-    copy = kept_copy(kept["sha256"])
-    if copy.is_file() and toolchain.replaceable(copy) is None \
-            and files.sha256_file(copy) == kept["sha256"]:
-        data = copy.read_bytes()
-    elif (shared := store.shared()) is None:
-        data = kept["binary"]
-    else:
-        say(f"warning: reference arm left out: the store keeps {baseline}'s binary from run "
-            f"{kept['run_id']} (sha256 {kept['sha256'][:12]}), but this machine has no copy of "
-            f"it ({copy}) and flagsweep runs no program from a store others can write "
-            f"({shared}); put the binary there, or pass --reference or --no-reference")
-        return None
-    if hashlib.sha256(data).hexdigest() != kept["sha256"]:
-        raise ConfigError(f"the store's kept reference of {target_name} (run {kept['run_id']}) "
-                          f"does not have the sha256 it was kept with; run with --no-reference")
-    folder = files.make_dir(out / "reference", "the kept reference's folder")
-    # A fixed name: the stored one is the store's word, and a path in it would write elsewhere.
-    path = folder / "binary"
-    files.write_atomic(path, data, mode=0o755)
-    say(f"reference arm: {baseline}'s binary kept from run {kept['run_id']} (sha256 "
-        f"{kept['sha256'][:12]}), measured beside this build (--no-reference: without it)")
-    return path, list(kept["flags"])
-
-
-def kept_copy(sha256: str) -> Path:
-    """Where this machine keeps its own copy of a kept reference binary: flagsweep's cache,
-    named by content (a sha256 is 64 hex digits, so the store's word cannot make it a path)."""
-    if not (len(sha256) == 64 and all(ch in "0123456789abcdef" for ch in sha256)):
-        raise ConfigError(f"the store's kept reference has sha256 {sha256[:80]!r}: expected "
-                          "64 hex digits")
-    return files.cache_dir() / "references" / sha256
-
-
-def _keep_reference(sweep: Sweep, store: Store, say: Callable[[str], None]) -> None:
-    """After a complete sweep without a reference arm: keep its baseline binary in the store as
-    the reference every later sweep of this target, machine and baseline measures beside its
-    own build, unless one is kept already. The A/A twin is a copy of that binary, so this very
-    sweep is the series' first point against it (across.history)."""
-    if not kept_reference_applies(sweep.opts) or any(d["id"].endswith(REF_SUFFIX)
-                                                     for d in sweep.builds):
-        return
-    base = next(d for d in sweep.builds if d["id"] == sweep.baseline)
-    binary = Path(base["build"].get("binary") or "")
-    if base["build"]["status"] != "ok" or not binary.is_file():
-        return
-    row = store.run(sweep.run_id)
-    key = history.machine_key(row["machine"] or {})
-    sha = files.sha256_file(binary)
-    if store.keep_reference(sweep.target.name, key, sweep.baseline, binary,
-                            list(base.get("flags") or []), sweep.run_id, sha):
-        copy = kept_copy(sha)
-        files.make_dir(copy.parent, "the kept references' folder")
-        files.write_atomic(copy, binary.read_bytes(), mode=0o755)
-        say(f"reference arm: {sweep.baseline}'s binary kept in the store; later sweeps of "
-            f"{sweep.target.name} on this machine measure it beside their own build")
-
-
-def reference_binary(where: Path) -> tuple[Path, list[str] | None]:
-    """(the binary, its flags when known) from --reference: a file, or a run's folder whose
-    results.json names its baseline's binary. Checked before anything is built."""
-    if where.is_file():
-        if not os.access(where, os.X_OK):
-            raise FlagsweepError(f"--reference {where}: not executable; expected a built "
-                                 "program or an earlier run's folder")
-        return where.resolve(), None
-    doc_path = where / "results.json"
-    if not doc_path.is_file():
-        raise FlagsweepError(f"--reference {where}: neither a file nor a run's folder with "
-                             "results.json; expected a built program or an earlier run's folder")
-    doc = json.loads(doc_path.read_text())
-    ref = next((v for v in doc.get("variants", []) if v.get("id") == doc.get("baseline")), None)
-    binary = Path((ref or {}).get("build", {}).get("binary") or "")
-    binary = binary if binary.is_absolute() else where / binary
-    if ref is None or not binary.is_file():
-        raise FlagsweepError(f"--reference {where}: its results.json names no baseline binary "
-                             f"that still exists ({binary or 'none'}); keep the binary itself "
-                             "and pass its path")
-    return binary, list(ref.get("flags") or [])
-
-
-def _counters_usable(opts: MeasureOptions) -> None:
-    """Refuse counter requests this machine cannot serve before anything is built."""
-    if opts.counters == "none" and opts.metric == "cycles":
-        raise FlagsweepError("--metric cycles needs perf counters; drop --counters none")
-    if opts.counters == "none" or (opts.counters == "auto" and opts.metric != "cycles"):
-        return
-    pre = probes.preflight()
-    if pre.mode != "hardware" and (opts.counters == "hardware" or opts.metric == "cycles"):
-        what = "--metric cycles" if opts.metric == "cycles" else "--counters hardware"
-        raise FlagsweepError(f"{what} needs hardware counters: " + "; ".join(pre.reasons)
-                             + " (--metric instructions falls back to Cachegrind's count)")
-    if pre.mode == "none":
-        raise FlagsweepError("--counters software: " + "; ".join(pre.reasons))
-
-
-def counters_setup(choice: str, say: Callable[[str], None]) -> probes.Preflight | None:
-    """Which perf setup measures the samples, or None for wait4's rusage alone.
-
-    auto: perf only with hardware counters. Without a PMU, perf's software events repeat what
-    the launcher's wait4 already reports (task-clock ~ user+sys, page faults, context switches)
-    at about 7 ms of perf start-up per run (bench/overhead.py), so rusage alone is used;
-    --counters software asks for perf anyway.
-    """
-    if choice == "none":
-        say("counters: off (--counters none); times and rusage from wait4")
-        return None
-    pre = probes.preflight()
-    if choice != "auto" or pre.mode == "hardware":
-        say(probes.counters_available_text(pre))
-    if choice == "hardware" and pre.mode != "hardware":
-        raise FlagsweepError("--counters hardware: " + "; ".join(pre.reasons))
-    if choice == "software" and pre.mode == "none":
-        raise FlagsweepError("--counters software: " + "; ".join(pre.reasons))
-    if choice == "auto" and pre.mode != "hardware":
-        why = "; ".join(pre.reasons) or "no hardware counters"
-        say(f"counters: perf not used ({why}); times, context switches and page faults come "
-            "from wait4 (--counters software runs perf anyway)")
-        return None
-    return pre
-
-
-class Busy(Exception):
-    """Most runs stay disturbed after their retakes: the sweep stops early, with this reason."""
-
-
-@dataclass
-class Sampler:
-    """Takes one sample (a timed run, or a Cachegrind count) and stores it at once.
-
-    A counted run the machine disturbed (flagsweep.measure.disturbance, judged for `metric`) is set
-    aside in the store's attempts and taken again at once, so it stays in its round and keeps
-    the round's pairing; after MAX_RETAKES the last attempt counts, marked disturbed. Busy is
-    raised once most runs stay disturbed. `execute` is the seam that runs one workload
-    (launcher.run_once); tests give it recorded or synthetic executions."""
-
-    run_id: str
-    workload: check.Invocation
-    binaries: dict[str, Path]
-    perf: probes.Preflight | None
-    cachegrind: bool
-    store: Store
-    say: Callable[[str], None]
-    worker: str | None = None       # who took it (a fleet worker), else this host
-    metric: str = "wall_s"          # which metric disturbance is judged for
-    threshold_pct: float = 1.0      # and how much inflation would matter
-    execute: Callable[..., launcher.Execution] = launcher.run_once
-    counted: int = 0                # counted runs taken by this sampler, and of them those
-    still_disturbed: int = 0        # that stayed disturbed after every retake
-
-    def __call__(self, vid: str, rnd: int, pos: int, pad: int) -> Sample:
-        scratch = self.workload.scratch
-        argv = self.workload.argv(self.binaries[vid], scratch / f"timing-{vid}.out")
-        env = launcher.padded_env(launcher.MINIMAL_ENV, pad)
-        if self.cachegrind:
-            count = probes.cachegrind_instructions(argv, env=env, cwd=None, out_dir=scratch,
-                                                   timeout=self.workload.timeout * 100)
-            sample = Sample(vid, rnd, pos, pad, counters={"instructions": count,
-                                                          "instructions_source": "cachegrind"})
-        else:
-            sample = self._timed(vid, rnd, pos, pad, argv, env)
-        sample.worker = self.worker
-        self.store.add_sample(self.run_id, sample)
-        if sample.failure:
-            self.say(f"{vid} round {rnd}: {sample.failure}")
-        if rnd >= 0 and sample.ok:
-            self.counted += 1
-            self.still_disturbed += sample.disturbed
-            if disturbance.busy(self.counted, self.still_disturbed):
-                raise Busy(disturbance.busy_reason(self.metric, self.counted,
-                                                   self.still_disturbed, self.threshold_pct))
-        return sample
-
-    def _timed(self, vid: str, rnd: int, pos: int, pad: int, argv: list[str],
-               env: dict[str, str]) -> Sample:
-        scratch = self.workload.scratch
-        for attempt in range(disturbance.MAX_RETAKES + 1):
-            e = self.execute(argv, env=env, timeout=self.workload.timeout, perf=self.perf,
-                             perf_csv=scratch / "perf.csv", stderr_path=scratch / "timing.stderr")
-            sample = Sample(vid, rnd, pos, pad, e.wall_s, e.user_s, e.sys_s, e.maxrss_kb,
-                            e.counters, e.multiplexed, e.failure, time.time(), self.worker)
-            # Warmups are not counted, and a failed run is a failure, not a disturbance.
-            sample.disturbed = rnd >= 0 and sample.ok and \
-                disturbance.disturbed(self.metric, e.wall_s, e.counters, self.threshold_pct)
-            if not sample.disturbed or attempt == disturbance.MAX_RETAKES:
-                return sample
-            log.debug("%s round %d disturbed (%s): taken again", vid, rnd,
-                      disturbance.evidence(e.wall_s, e.counters).text())
-            self.store.add_attempt(self.run_id, sample)
-        return sample
-
-
-def _cpu(opts: MeasureOptions, say: Callable[[str], None] | None = None) -> int:
-    """The CPU the sweep pins to: --cpu, else the quietest free one, measured now (said, and
-    kept in opts for the machine block and for a resume)."""
-    if opts.cpu is None:
-        choice = placement.default()
-        opts.cpu, opts.cpu_choice = choice.cpu, choice.doc()
-        if say:
-            say(choice.why)
-        log.info("choosing the CPU took %.3f s", choice.cost_s)
-    online = system.online_cpus()
-    if opts.cpu not in online:
-        raise FlagsweepError(f"--cpu {opts.cpu}: not an online CPU here (online: "
-                             f"{', '.join(map(str, online))})")
-    return opts.cpu
+def layouts_of(docs: list[contract.Variant]) -> dict[str, str]:
+    """binary id -> the variant it is a layout of, for a sweep with --layouts (else empty)."""
+    return {d.id: d.layout_of for d in docs if getattr(d, "layout_of", None)}
 
 
 def distro_doc(m: matrix.Matrix) -> dict | None:
@@ -919,19 +591,3 @@ def run_options(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, opts: Meas
             "distro": distro_doc(m),
             "skipped": [{"id": s.variant.id, "flags": list(s.variant.flags), "reason": s.reason}
                         for s in m.skipped]}
-
-
-
-
-class _terminate_as_interrupt:
-    """SIGTERM ends a sweep the way Ctrl-C does: samples kept, run marked interrupted."""
-
-    def __enter__(self):
-        self.previous = signal.signal(signal.SIGTERM, self._raise)
-
-    def __exit__(self, *exc):
-        signal.signal(signal.SIGTERM, self.previous)
-
-    @staticmethod
-    def _raise(signum, frame):
-        raise KeyboardInterrupt

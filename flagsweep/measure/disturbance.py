@@ -31,8 +31,8 @@ A wait of under QUIET_WAIT_S never disturbs: quiet runs waited up to 0.8 ms (the
 quiet maximum, 0.2% of 0.41 s: wake-ups, kernel threads), which is a large share of a workload
 of a few milliseconds but no sign of another program.
 
-A disturbed run is taken again inside its round (sweep.Sampler), at most MAX_RETAKES times; the
-attempts set aside stay in the store. When even then most runs stay disturbed, the machine is
+A disturbed run is taken again inside its round (measure.sampler.Sampler), at most MAX_RETAKES
+times; the attempts set aside stay in the store. When even then most runs stay disturbed, the machine is
 too busy for this metric and the sweep stops early (BUSY_SHARE) instead of spending its budget.
 """
 

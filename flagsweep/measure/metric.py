@@ -25,6 +25,7 @@ says why; the disturbance rule then protects wall time as far as it can.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from flagsweep.measure.sample import SAMPLE_METRICS, Sample
 
@@ -91,3 +92,16 @@ def metric_of(s: Sample, metric: str) -> float | None:
         return getattr(s, metric)
     value = (s.counters or {}).get(metric)
     return value if isinstance(value, (int, float)) else None
+
+
+def values_by_round(samples: list[Sample], metric_of: Callable[[Sample], float | None],
+                    positive_only: bool = True) -> dict[str, dict[int, float]]:
+    """variant -> {round: value} for good, counted samples (positive ones only by default: the
+    comparisons work on logs). The store keeps one sample per (variant, round), so no value is
+    lost to the dict. What the stopping rule watches and what the analysis compares."""
+    out: dict[str, dict[int, float]] = {}
+    for s in samples:
+        value = metric_of(s) if s.ok and s.round >= 0 else None
+        if value is not None and (value > 0 or not positive_only):
+            out.setdefault(s.variant_id, {})[s.round] = value
+    return out

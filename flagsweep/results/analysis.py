@@ -13,25 +13,13 @@ from flagsweep import stats
 from flagsweep.compilation.variants import LINKER_SAYS
 from flagsweep.host import advice as machine_advice
 from flagsweep.measure import metric as metric_mod
+from flagsweep.measure.metric import values_by_round
 from flagsweep.measure.sample import Sample
 from flagsweep.results import contract
 from flagsweep.results.contract import AA_SUFFIX, is_control
 from flagsweep.stats import effects as effects_mod
 from flagsweep.stats import gate as gate_mod
 from flagsweep.stats import layout, sequential
-
-
-def values_by_round(samples: list[Sample], metric_of,
-                    positive_only: bool = True) -> dict[str, dict[int, float]]:
-    """variant -> {round: value} for good, counted samples (positive ones only by default: the
-    comparisons work on logs). The store keeps one sample per (variant, round), so no value is
-    lost to the dict."""
-    out: dict[str, dict[int, float]] = {}
-    for s in samples:
-        value = metric_of(s) if s.ok and s.round >= 0 else None
-        if value is not None and (value > 0 or not positive_only):
-            out.setdefault(s.variant_id, {})[s.round] = value
-    return out
 
 
 def apply(doc: contract.Results, values: dict[str, dict[int, float]], seed: int,

@@ -28,13 +28,13 @@ from typing import TYPE_CHECKING
 
 from flagsweep import stats
 from flagsweep.errors import FlagsweepError
+from flagsweep.measure.options import DEFAULT_LAYOUTS
 from flagsweep.results import contract, reader
 
 if TYPE_CHECKING:                    # the report reads records without opening a store
     from flagsweep.results.store import Store
 
 DEFAULT_REACH_PCT = 5.0
-DEFAULT_LAYOUTS = 4
 Z95 = 1.959964
 # The statuses of `recommendation.confirmation`; only "not-distinguishable" changes the answer.
 CONFIRMED, LUCK = "confirmed", "not-distinguishable"

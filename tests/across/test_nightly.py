@@ -19,7 +19,7 @@ from flagsweep.across import history, merge, pick, suite
 from flagsweep.compilation import selection
 from flagsweep.cli import cli
 from flagsweep.errors import FlagsweepError
-from flagsweep.host.launcher import Execution
+from flagsweep.host.executor import Execution, Executor
 from flagsweep.results.store import Store
 
 pytestmark = pytest.mark.integration
@@ -125,7 +125,7 @@ def test_a_regression_that_comes_with_a_metric_flip_is_compared_with_the_series(
     assert [(s.metric, len(s.points)) for s in series] == [("cpu_s", 4)]
 
 
-class Busy:
+class Busy(Executor):
     """Every run waited for the CPU half its time: the machine is too busy to measure on."""
 
     def __call__(self, argv, **kw) -> Execution:
@@ -177,7 +177,7 @@ def test_a_kept_reference_is_written_under_a_fixed_name_and_only_with_its_sha256
     (a path in it wrote elsewhere), and its bytes were run whatever sha256 it was kept with."""
     import hashlib
 
-    from flagsweep.jobs import sweep as sweeping
+    from flagsweep.jobs import controls
     from flagsweep.errors import ConfigError
 
     monkeypatch.setenv("FLAGSWEEP_CACHE", str(tmp_path / "cache"))
@@ -188,12 +188,12 @@ def test_a_kept_reference_is_written_under_a_fixed_name_and_only_with_its_sha256
 
     out = tmp_path / "run"
     out.mkdir()
-    path, flags = sweeping.kept_reference(kept, "t", {}, "gcc-O2", out, lambda _: None)
+    path, flags = controls.kept_reference(kept, "t", {}, "gcc-O2", out, lambda _: None)
     assert path == out / "reference" / "binary" and path.read_bytes() == data
     assert not (tmp_path / "escaped").exists() and flags == ["-O2"]
     row["binary"] = b"something else"
     with pytest.raises(ConfigError, match="does not have the sha256 it was kept with"):
-        sweeping.kept_reference(kept, "t", {}, "gcc-O2", tmp_path / "run2", lambda _: None)
+        controls.kept_reference(kept, "t", {}, "gcc-O2", tmp_path / "run2", lambda _: None)
 
 
 def test_a_store_others_can_write_never_hands_flagsweep_a_program_to_run(tmp_path, monkeypatch):
@@ -202,7 +202,7 @@ def test_a_store_others_can_write_never_hands_flagsweep_a_program_to_run(tmp_pat
     import hashlib
     import os
 
-    from flagsweep.jobs import sweep as sweeping
+    from flagsweep.jobs import controls
 
     monkeypatch.setenv("FLAGSWEEP_CACHE", str(tmp_path / "cache"))
     planted = b"#!/bin/sh\ntouch /tmp/pwned\n"
@@ -210,19 +210,19 @@ def test_a_store_others_can_write_never_hands_flagsweep_a_program_to_run(tmp_pat
            "flags": ["-O2"]}
     said: list[str] = []
     out = tmp_path / "run"
-    assert sweeping.kept_reference(Kept(row, "the store is writable by every user"), "t", {},
+    assert controls.kept_reference(Kept(row, "the store is writable by every user"), "t", {},
                                    "gcc-O2", out, said.append) is None
     assert not (out / "reference").exists()
     assert "runs no program from a store others can write (the store is writable" in said[-1]
     # this machine's own copy, kept with the reference, runs
     mine = b"\x7fELF the real baseline"
     sha = hashlib.sha256(mine).hexdigest()
-    copy = sweeping.kept_copy(sha)
+    copy = controls.kept_copy(sha)
     copy.parent.mkdir(parents=True)
     copy.write_bytes(mine)
     copy.chmod(0o755)
     row.update(sha256=sha)
-    path, _ = sweeping.kept_reference(Kept(row, "shared"), "t", {}, "gcc-O2", out, said.append)
+    path, _ = controls.kept_reference(Kept(row, "shared"), "t", {}, "gcc-O2", out, said.append)
     assert path.read_bytes() == mine
     # a SQLite store says when others could write it
     db = tmp_path / "shared" / "store.sqlite"

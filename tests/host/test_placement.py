@@ -70,8 +70,9 @@ def window(busy: dict[int, int], cpus: int = 2, before_tasks=(), after_tasks=())
 def machine(monkeypatch, tmp_path):
     """A machine of `cpus` CPUs (all this process's, all online, `isolated` isolated) whose next
     load window is the recorded /proc/stat moved on by `busy` ticks: returns the CPU a sweep
-    without --cpu pins to (sweep._cpu, the entry every sweep goes through) and what it said."""
-    from flagsweep.jobs import sweep
+    without --cpu pins to (measure.options.chosen_cpu, the entry every sweep goes through) and
+    what it said."""
+    from flagsweep.measure.options import MeasureOptions, chosen_cpu
 
     monkeypatch.setenv("FLAGSWEEP_LOCK_DIR", str(tmp_path))
 
@@ -86,8 +87,8 @@ def machine(monkeypatch, tmp_path):
         monkeypatch.setattr(placement.system, "online_cpus", lambda *root: list(range(cpus)))
         monkeypatch.setattr(placement.system, "isolated_cpus", lambda *root: list(isolated))
         said: list[str] = []
-        opts = sweep.MeasureOptions()
-        cpu = sweep._cpu(opts, said.append)
+        opts = MeasureOptions()
+        cpu = chosen_cpu(opts, said.append)
         assert said == [opts.cpu_choice["why"]] and opts.cpu == cpu
         return cpu, said[0]
     return pinned
@@ -238,7 +239,7 @@ def test_a_sweep_stopped_as_busy_names_its_cpu_and_one_free_now(tmp_path, monkey
     """--cpu 1, every run waiting for the CPU half its time (the executor seam), and CPU 1 busy,
     CPU 0 idle in the window taken when it stops: the stop reason says to run on CPU 0."""
     from flagsweep.jobs import sweep
-    from flagsweep.host.launcher import Execution
+    from flagsweep.host.executor import Execution
     from flagsweep.results.store import Store
 
     def waiting(argv, **kw) -> Execution:

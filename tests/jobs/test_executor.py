@@ -70,9 +70,9 @@ def test_calibrate_finds_the_planted_effects_and_no_false_alarm(tmp_path):
     opts = sweep.MeasureOptions(runs=10, min_runs=10, max_runs=10, quick=True, seed=5)
     path, rows = calibration.run(variants.Options(out_dir=tmp_path / "cal", jobs=2), opts,
                                  Store(), lambda _: None, execute=Synthetic(factors))
-    outcome = {r["planted_pct"]: r["outcome"] for r in rows}
+    outcome = {r.planted_pct: r.outcome for r in rows}
     assert outcome[0] == "correct" and outcome[3] == "found" and outcome[10] == "found"
-    assert {r["planted_pct"]: round(r["ratio"], 2) for r in rows}[10] == 1.10
+    assert {r.planted_pct: round(r.ratio, 2) for r in rows}[10] == 1.10
     assert calibration.smallest_found(rows).startswith("smallest planted effect detected: +")
 
 

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from flagsweep.jobs import sweep
 from flagsweep.host import launcher
+from flagsweep.host.executor import Execution, Executor
 from flagsweep.measure import disturbance, metric
+from flagsweep.measure.sampler import Busy, Sampler
 from flagsweep.measure.sample import Sample
 from flagsweep.results import writer
 from flagsweep.results.store import Store
@@ -46,12 +47,12 @@ def program(tmp_path_factory) -> Path:
     return d / "p"
 
 
-def _execute(program: Path, tmp_path: Path, mode: str) -> launcher.Execution:
+def _execute(program: Path, tmp_path: Path, mode: str) -> Execution:
     return launcher.run_once([str(program), mode], env=launcher.padded_env(launcher.MINIMAL_ENV, 0),
                            timeout=30, stderr_path=tmp_path / "err")
 
 
-def _probe(vid: str, e: launcher.Execution) -> Sample:
+def _probe(vid: str, e: Execution) -> Sample:
     return Sample(vid, -1, 0, 0, e.wall_s, e.user_s, e.sys_s, e.maxrss_kb, e.counters)
 
 
@@ -133,7 +134,7 @@ def test_busy_needs_enough_runs_and_a_majority():
 
 # ---- retakes through the executor seam --------------------------------------------------------
 
-class Recorded:
+class Recorded(Executor):
     """Stands in for launcher.run_once: hands out executions whose scheduler evidence says
     `delays` (off-CPU share per call, in order), then quiet ones."""
 
@@ -145,7 +146,7 @@ class Recorded:
         share = self.delays[self.calls] if self.calls < len(self.delays) else 0.001
         self.calls += 1
         wall = 1.0 + self.calls / 1000          # tells the attempts apart
-        return launcher.Execution(wall, 0.9, 0.01, 1000,
+        return Execution(wall, 0.9, 0.01, 1000,
                                 {"run_delay_s": share * wall, "steal_s": 0.0, "on_cpu_s": 0.91},
                                 False, None)
 
@@ -164,9 +165,9 @@ def sampler(tmp_path):
     (tmp_path / "scratch").mkdir()
 
     def make(delays, metric_name="wall_s"):
-        return sweep.Sampler("r", Invocation(t, tmp_path / "in", tmp_path / "scratch"),
-                             {"a": Path("/bin/true"), "b": Path("/bin/true")}, None, False, store,
-                             lambda text: None, metric=metric_name, execute=Recorded(delays))
+        return Sampler("r", Invocation(t, tmp_path / "in", tmp_path / "scratch"),
+                       {"a": Path("/bin/true"), "b": Path("/bin/true")}, None, False, store,
+                       lambda text: None, metric=metric_name, execute=Recorded(delays))
     return store, make
 
 
@@ -203,7 +204,7 @@ def test_warmups_and_cpu_time_runs_below_its_limit_are_not_retaken(sampler):
 def test_a_machine_too_busy_stops_the_sweep_with_its_reason(sampler):
     _, make = sampler
     s = make([0.5] * 1000)
-    with pytest.raises(sweep.Busy, match="the machine is busy"):
+    with pytest.raises(Busy, match="the machine is busy"):
         for r in range(20):
             for pos, vid in enumerate(("a", "b")):
                 s(vid, r, pos, 0)

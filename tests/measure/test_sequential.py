@@ -160,13 +160,16 @@ def test_a_resumed_sweep_replays_its_stops_and_takes_exactly_the_missing_samples
 
 
 def test_a_sweep_stops_variants_but_not_a_fixed_design_layouts_or_the_controls():
-    from flagsweep.jobs import sweep
+    from flagsweep.jobs.controls import SUFFIXES
+    from flagsweep.measure.options import MeasureOptions
+    from flagsweep.measure.plan import plan_for
 
     ids = ["gcc-O2", "gcc-O2.aa", "gcc-O2.ref", "gcc-O0"]
-    plan = sweep.plan_for(sweep.MeasureOptions(seed=1), ids, "gcc-O2", drop=True)
+    plan = plan_for(MeasureOptions(seed=1), ids, "gcc-O2", SUFFIXES, drop=True)
     assert plan.drop and plan.keep == {"gcc-O2", "gcc-O2.aa", "gcc-O2.ref"}
-    assert not sweep.plan_for(sweep.MeasureOptions(seed=1, runs=20), ids, "gcc-O2", drop=True).drop
-    assert not sweep.plan_for(sweep.MeasureOptions(seed=1), ids, "gcc-O2").drop    # a fleet's
+    assert plan.twin == "gcc-O2.aa"
+    assert not plan_for(MeasureOptions(seed=1, runs=20), ids, "gcc-O2", SUFFIXES, drop=True).drop
+    assert not plan_for(MeasureOptions(seed=1), ids, "gcc-O2", SUFFIXES).drop    # a fleet's
     layouts = {"gcc-O2.L1": "gcc-O2", "gcc-O2.L2": "gcc-O2"}
-    assert not sweep.plan_for(sweep.MeasureOptions(seed=1, layouts=2), list(layouts), "gcc-O2.L1",
-                              layouts=layouts, drop=True).drop
+    assert not plan_for(MeasureOptions(seed=1, layouts=2), list(layouts), "gcc-O2.L1", SUFFIXES,
+                        layouts=layouts, drop=True).drop

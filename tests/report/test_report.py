@@ -204,7 +204,7 @@ def test_study_page_sets_then_beside_now(tmp_path):
     assert re.search(r"faster than -O2: -O3 \(-(9|10)\.\d%", r.study.answer)
     slower = next(f for f in r.headline.findings if f.verdict == "slower")
     assert slower.items[0].then == "then: +150.0% on Old box"
-    html = report.write(rf.write(tmp_path / "s", doc.dump())).read_text()
+    html = report.write(rf.write(tmp_path / "s", doc)).read_text()
     assert 'id="study"' in html and "Do the old flags still matter?" in html
 
 

@@ -1,0 +1,65 @@
+"""What a sweep is asked to measure (`flagsweep run`'s measuring options), and the CPU it pins to.
+
+The options are kept with the run in the store as they are (`asdict`), so a resumed sweep
+measures exactly as it started; their names are the store's and results.json's `measurement`
+keys.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Callable
+
+from flagsweep import stats
+from flagsweep.errors import FlagsweepError
+from flagsweep.host import placement, system
+
+log = logging.getLogger("flagsweep.measure.options")
+# How many layouts a recommendation is confirmed over by default (--confirm-layouts; the
+# confirmation itself is results.confirmation).
+DEFAULT_LAYOUTS = 4
+
+
+@dataclass
+class MeasureOptions:
+    runs: int | None = None
+    min_runs: int = 5
+    max_runs: int = 30
+    budget: float | None = 1800.0
+    warmup: int = 1
+    cpu: int | None = None
+    # Why that CPU (host.placement's Placement.doc), for results.json's machine block; set with
+    # cpu when --cpu did not give it.
+    cpu_choice: dict | None = None
+    metric: str = "auto"            # auto: CPU time where it is right, else wall (flagsweep.measure.metric)
+    precision_pct: float = 1.0
+    quick: bool = False
+    strict_check: bool = False
+    seed: int | None = None
+    counters: str = "auto"          # auto | hardware | software | none
+    threshold_pct: float = stats.THRESHOLD_PCT  # smaller effects do not matter
+    reference: str | None = None    # a binary, or an earlier run's folder: its baseline's binary
+    no_reference: bool = False      # no kept reference arm (else the store's, once it has one)
+    keep_scratch: bool = False      # keep the check and timing outputs of a complete run
+    layouts: int = 0                # K >= 2: every variant built K times in seeded layouts
+    explain: bool = False           # profile the baseline and each faster/slower variant
+    # A small "Use X" measured again over layouts before it is printed (results.confirmation).
+    layout_confirm: bool = True
+    confirm_layouts: int = DEFAULT_LAYOUTS
+
+
+def chosen_cpu(opts: MeasureOptions, say: Callable[[str], None] | None = None) -> int:
+    """The CPU the sweep pins to: --cpu, else the quietest free one, measured now (said, and
+    kept in opts for the machine block and for a resume)."""
+    if opts.cpu is None:
+        choice = placement.default()
+        opts.cpu, opts.cpu_choice = choice.cpu, choice.doc()
+        if say:
+            say(choice.why)
+        log.info("choosing the CPU took %.3f s", choice.cost_s)
+    online = system.online_cpus()
+    if opts.cpu not in online:
+        raise FlagsweepError(f"--cpu {opts.cpu}: not an online CPU here (online: "
+                             f"{', '.join(map(str, online))})")
+    return opts.cpu

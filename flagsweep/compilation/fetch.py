@@ -20,7 +20,6 @@ import logging
 import os
 import re
 import shutil
-import subprocess
 import tarfile
 import tempfile
 import urllib.parse
@@ -296,8 +295,7 @@ def _showsrc_fields(stanza: str) -> dict[str, str]:
 def _version_order(a: DebianRelease, b: DebianRelease) -> int:
     """Newest first, by dpkg's own comparison (epochs, ~, +deb12u1)."""
     try:
-        newer = subprocess.run(["dpkg", "--compare-versions", a.version, "gt", b.version],
-                               capture_output=True).returncode == 0
+        newer = process.run(["dpkg", "--compare-versions", a.version, "gt", b.version]).ok
     except FileNotFoundError:  # not Debian: keep the index's order
         return 0
     return -1 if newer else (0 if a.version == b.version else 1)
@@ -359,7 +357,7 @@ def _run_apt(options: list[str], command: list[str], workdir: Path,
                            timeout=APT_TIMEOUT, guard=True)
     except FileNotFoundError as err:
         raise FetchError(f"{tool} is not installed (or not on PATH): {err}") from err
-    except subprocess.TimeoutExpired as err:
+    except process.TimeoutExpired as err:
         raise FetchError(f"{tool} {' '.join(command)} timed out after "
                          f"{APT_TIMEOUT} s") from err
 

@@ -10,7 +10,6 @@ import functools
 import os
 import shutil
 import signal
-import subprocess
 import tempfile
 from pathlib import Path
 
@@ -69,8 +68,8 @@ def probe_runs(compiler: str, options: tuple[str, ...]) -> bool | None:
         if not built.ok:
             return None
         try:
-            result = subprocess.run([str(binary)], capture_output=True, timeout=60, check=False)
-        except subprocess.TimeoutExpired:
+            result = process.run([str(binary)], timeout=60)
+        except process.TimeoutExpired:
             return None
     if result.returncode == -signal.SIGILL:
         return False

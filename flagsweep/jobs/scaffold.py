@@ -32,7 +32,6 @@ import os
 import re
 import shutil
 import signal
-import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -488,7 +487,7 @@ def _prove(d: Draft, folder: Path, b: variants.VariantBuild,
         # process.run: a timeout ends the program's whole process group, not only the program
         done = process.run(args, timeout=RUN_TIMEOUT)
         failed, stderr = _failure(done.returncode), done.stderr
-    except subprocess.TimeoutExpired:
+    except process.TimeoutExpired:
         failed, stderr = f"ran over {RUN_TIMEOUT} s", ""
     except OSError as e:
         failed, stderr = f"could not be started ({e.strerror})", ""
@@ -597,13 +596,12 @@ def _best_of_two(argv: list[str], binary: Path, data: Path, out: Path, megabytes
     for _ in range(2):
         started = time.perf_counter()
         try:
-            done = subprocess.run(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.PIPE, timeout=120)
-        except subprocess.TimeoutExpired:
+            done = process.run(args, timeout=120, keep_stdout=False)
+        except process.TimeoutExpired:
             raise FlagsweepError(f"{_shown(argv)} on {megabytes:g} MB ran over 120 s") from None
         took = time.perf_counter() - started
         if done.returncode != 0:
-            why = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
+            why = done.stderr.strip().splitlines()[-1:] or [""]
             raise FlagsweepError(f"{_shown(argv)} exited {done.returncode} "
                                  f"({why[0][:200]})")
         best = min(best, took)

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable
 
-from flagsweep import files, report
+from flagsweep import caches, files, report
 from flagsweep.across import history
 from flagsweep.compilation import fingerprint, layout, variants
 from flagsweep.errors import ConfigError, FlagsweepError, Interrupted
@@ -723,7 +723,7 @@ def kept_copy(sha256: str) -> Path:
     if not (len(sha256) == 64 and all(ch in "0123456789abcdef" for ch in sha256)):
         raise ConfigError(f"the store's kept reference has sha256 {sha256[:80]!r}: expected "
                           "64 hex digits")
-    return files.cache_dir() / "references" / sha256
+    return caches.REFERENCES.entry(sha256)
 
 
 def _keep_reference(sweep: Sweep, store: Store, say: Callable[[str], None]) -> None:

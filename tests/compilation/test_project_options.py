@@ -153,8 +153,9 @@ def test_cache_clear_removes_the_projects_own_builds(isolated_cache):
     own_build.store("k" * 64, {"compiles": {}}, isolated_cache)
     done = subprocess.run([sys.executable, "-m", "flagsweep", "cache", "--clear"],
                           capture_output=True, text=True, check=True)
-    said = done.stdout.splitlines()[-1]      # the session's cache: other tests' builds too
-    assert said.startswith(f"{isolated_cache / 'own-flags'}: ") and said.endswith(
+    # the session's cache: other tests' builds too
+    (said,) = [line for line in done.stdout.splitlines() if line.startswith("own-flags ")]
+    assert said.startswith(f"own-flags cache {isolated_cache / 'own-flags'}: ") and said.endswith(
         " projects' own builds removed") and not said.endswith(": 0 projects' own builds removed")
     assert own_build.load("k" * 64, isolated_cache) is None
 

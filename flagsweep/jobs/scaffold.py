@@ -46,7 +46,7 @@ from flagsweep.errors import FlagsweepError
 from flagsweep.results.analysis import build_reason
 from flagsweep.experiment import matrix, recipe, target
 from flagsweep.experiment.source import DebianSource, Source
-from flagsweep.workload import inputs
+from flagsweep.workload import corpus, inputs
 
 FULL_S, QUICK_S = 2.0, 0.3      # what a full and a quick run should take at -O2
 MAX_MB = 512                    # a generated corpus larger than this costs more than it tells
@@ -616,7 +616,7 @@ def _corpus(megabytes: float) -> Path:
     if not data.exists():
         # whole or not at all: another `new` may be timing the same size at the same moment,
         # and a half-written corpus would size its input wrong
-        files.write_atomic(data, inputs.corpus_bytes(round(megabytes * inputs.MB), 1))
+        files.write_atomic(data, corpus.corpus_bytes(round(megabytes * inputs.MB), 1))
     return data
 
 

@@ -40,7 +40,7 @@ from typing import Callable
 
 from pydantic import ValidationError
 
-from flagsweep import files, process
+from flagsweep import caches, files, process
 from flagsweep.compilation import fetch, own_build, variants
 from flagsweep.errors import FlagsweepError
 from flagsweep.results.analysis import build_reason
@@ -610,13 +610,11 @@ def _best_of_two(argv: list[str], binary: Path, data: Path, out: Path, megabytes
 
 def _corpus(megabytes: float) -> Path:
     """A generated corpus of that size for trial runs, kept in the cache between them."""
-    work = files.cache_dir() / "trial-runs"
-    work.mkdir(parents=True, exist_ok=True)
-    data = work / f"corpus-{megabytes:g}.bin"
+    data = caches.TRIAL_RUNS.entry(f"corpus-{megabytes:g}.bin")
     if not data.exists():
         # whole or not at all: another `new` may be timing the same size at the same moment,
         # and a half-written corpus would size its input wrong
-        files.write_atomic(data, corpus.corpus_bytes(round(megabytes * inputs.MB), 1))
+        caches.TRIAL_RUNS.write(data, corpus.corpus_bytes(round(megabytes * inputs.MB), 1))
     return data
 
 

@@ -743,9 +743,7 @@ def _keep_reference(sweep: Sweep, store: Store, say: Callable[[str], None]) -> N
     sha = files.sha256_file(binary)
     if store.keep_reference(sweep.target.name, key, sweep.baseline, binary,
                             list(base.get("flags") or []), sweep.run_id, sha):
-        copy = kept_copy(sha)
-        files.make_dir(copy.parent, "the kept references' folder")
-        files.write_atomic(copy, binary.read_bytes(), mode=0o755)
+        caches.REFERENCES.write(kept_copy(sha), binary.read_bytes(), mode=0o755)
         say(f"reference arm: {sweep.baseline}'s binary kept in the store; later sweeps of "
             f"{sweep.target.name} on this machine measure it beside their own build")
 

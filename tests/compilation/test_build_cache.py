@@ -99,14 +99,19 @@ def test_the_cache_is_bounded_least_recently_used_first(tiny, tmp_path, monkeypa
     assert gone == 1 and not oldest.exists() and BUILDS.usage(root)[0] == 2
 
 
-def test_cache_command_says_the_size_and_clears(tmp_path, isolated_cache):
+def test_cache_command_says_the_size_and_clears(tmp_path, monkeypatch):
+    # A cache of its own: --clear empties every cache, the session's launcher and ccache too.
+    own = tmp_path / "cache"
+    monkeypatch.setenv("FLAGSWEEP_CACHE", str(own))
+    (own / "builds" / "k").mkdir(parents=True)
+    (own / "builds" / "k" / "binary").write_bytes(b"x" * 300_000)
     run = [sys.executable, "-m", "flagsweep", "cache"]
     shown = subprocess.run(run, capture_output=True, text=True, check=True).stdout
     (row,) = [line for line in shown.splitlines() if line.startswith("builds ")]
-    assert row.split()[1:3] == [str(BUILDS.usage()[0]), "builds"] and " MB" in row
-    assert row.endswith(str(isolated_cache / "builds"))
+    assert row.split()[1:5] == ["1", "builds", "0.3", "MB"]
+    assert row.endswith(str(own / "builds"))
     cleared = subprocess.run(run + ["--clear"], capture_output=True, text=True, check=True).stdout
-    assert f"builds cache {isolated_cache / 'builds'}: " in cleared and "removed" in cleared
+    assert f"builds cache {own / 'builds'}: 1 builds removed" in cleared.splitlines()
     assert BUILDS.usage() == (0, 0)
 
 

@@ -24,7 +24,6 @@ shows its size and `--clear` empties it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import time
@@ -64,12 +63,10 @@ def source_id(tarball_sha256: str | None, tree: Path) -> str:
 
 def builder_hash() -> str:
     here = Path(__file__).parent
-    h = hashlib.sha256()
-    for name in BUILDER:
-        h.update(name.encode() + b"\0" + (here / name).read_bytes())
-    h.update(Path(shipped.SUPERBUILD, "CMakeLists.txt").read_bytes())
-    h.update(Path(environment.__file__).read_bytes())     # what a build's environment holds
-    return h.hexdigest()
+    code = [here / name for name in BUILDER] + [
+        Path(shipped.SUPERBUILD, "CMakeLists.txt"),
+        Path(environment.__file__)]                       # what a build's environment holds
+    return files.key_sha256([[path.name, files.sha256_file(path)] for path in code])
 
 
 def load(k: str, cache: Path | None = None) -> tuple[dict, Path] | None:

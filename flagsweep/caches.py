@@ -187,7 +187,7 @@ OWN_FLAGS = Cache("own-flags", "projects' own builds", why_unbounded="a few KB e
 INPUTS = Cache("inputs", "inputs", why_unbounded=IN_USE, others=("keys",))
 REFERENCES = Cache("references", "reference binaries", 1024)
 TOOLS = Cache("tools", "tools", why_unbounded="one launcher")
-REMARKS = Cache("remarks", "remarks records", 512)
+REMARKS = Cache("remarks", "remarks records", why_unbounded="a few KB per build's compiles")
 WRAPPERS = Cache("wrappers", "compiler wrappers", why_unbounded="a few per compiler")
 CONFIGURED = Cache("configured", "configured trees", why_unbounded=IN_USE)
 CCACHE = Cache("ccache", "ccache folders", why_unbounded="ccache bounds it itself")

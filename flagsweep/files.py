@@ -12,35 +12,47 @@ import hashlib
 import json
 import os
 import secrets
+import stat
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Callable, Iterator
 
 from flagsweep.errors import FlagsweepError
 
 
 def write_atomic(path: Path, data: str | bytes, mode: int | None = None) -> Path:
     """Write data (text as UTF-8) to path through a temporary file and a rename; `mode` sets
-    the file's permissions before it appears (an executable is never seen half-written).
-
-    The temporary name is unique (pid and a random part, created exclusively), so two writers
-    of one path, in two processes or two threads, never write into each other's draft: the
-    last rename wins whole. Not mkstemp: its 0600 would make every report private."""
+    the file's permissions before it appears (an executable is never seen half-written)."""
     path = Path(path)
-    tmp: Path | None = None
     try:
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-        with open(tmp, "xb") as f:
-            f.write(data.encode() if isinstance(data, str) else data)
-        if mode is not None:
-            tmp.chmod(mode)
-        os.replace(tmp, path)
+        with replacing(path) as draft:
+            with open(draft, "xb") as f:
+                f.write(data.encode() if isinstance(data, str) else data)
+            if mode is not None:
+                draft.chmod(mode)
     except OSError as e:
-        try:
-            if tmp is not None:
-                tmp.unlink(missing_ok=True)
-        except OSError:
-            pass  # the folder refuses even that: nothing was left in it
         raise FlagsweepError(f"cannot write {path}: {reason(e)}") from None
     return path
+
+
+@contextmanager
+def replacing(path: Path) -> Iterator[Path]:
+    """A name beside path for the block to write the new file under (itself, or by a compiler's
+    -o, a copy, a download); renamed over path when the block ends, removed when it raises.
+
+    The name is unique (pid and a random part), so two writers of one path, in two processes
+    or two threads, never write into each other's draft: the last rename wins whole. Not
+    mkstemp: its 0600 would make every report private."""
+    path = Path(path)
+    draft = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        yield draft
+        os.replace(draft, path)
+    finally:
+        try:
+            draft.unlink(missing_ok=True)
+        except OSError:
+            pass  # the folder refuses even that: nothing was left in it
 
 
 def create_new(path: Path) -> int:
@@ -125,3 +137,47 @@ def key_sha256(key: object) -> str:
     """The sha256 of a cache key: its JSON with sorted keys, so equal keys hash alike whatever
     order their dicts were built in."""
     return sha256_bytes(json.dumps(key, sort_keys=True).encode())
+
+
+def sha256_tree(folder: Path, only: Callable[[str], bool] | None = None) -> str:
+    """The sha256 of a tree: every file's path in it and the sha256 of its bytes, in name
+    order (`only`, given a file's path in the tree, picks which files count). A symlink counts
+    by what it points at, wherever that is (a program built from the tree reads the target),
+    with its own text (a link moved to another file is another tree); a linked folder counts
+    by what is in it. A link that leads nowhere or back into a folder above it counts by its
+    text alone."""
+    h = hashlib.sha256()
+    for name, content in _tree_files(Path(folder).resolve(), "", frozenset()):
+        if only is None or only(name):
+            h.update(name.encode(errors="surrogateescape") + b"\0" + content.encode() + b"\0")
+    return h.hexdigest()
+
+
+def _tree_files(folder: Path, prefix: str, above: frozenset) -> Iterator[tuple[str, str]]:
+    """(path in the tree, what decides its content) for every file reachable in the tree."""
+    here = folder.stat()
+    above = above | {(here.st_dev, here.st_ino)}
+    for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+        name, path = prefix + entry.name, Path(entry.path)
+        link = f"link {os.readlink(path)}: " if entry.is_symlink() else ""
+        try:
+            st = path.stat()
+        except OSError:
+            yield name, f"{link}nothing"
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            if (st.st_dev, st.st_ino) in above:
+                yield name, f"{link}a folder above it"
+            else:
+                if link:
+                    yield name, link
+                yield from _tree_files(path, name + "/", above)
+        elif stat.S_ISREG(st.st_mode):
+            yield name, link + _content(path)
+
+
+def _content(path: Path) -> str:
+    try:
+        return sha256_file(path)
+    except OSError as e:    # a reader of the tree cannot read it either; it stays what it is
+        return f"unreadable ({e.strerror})"

@@ -23,6 +23,9 @@ from typing import Mapping, Sequence
 
 log = logging.getLogger("flagsweep.process")
 END_GRACE_S = 10.0   # how long an interrupted program's group has to end before SIGKILL
+# What `run` raises when timeout passes (the program's group is ended by then); callers catch
+# it by this name, so no other module needs subprocess.
+TimeoutExpired = subprocess.TimeoutExpired
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,7 @@ def run(
     timeout: float | None = None,
     log_file: Path | None = None,
     guard: bool = False,
+    keep_stdout: bool = True,
 ) -> Result:
     """Run argv and capture its output; never raises on a nonzero exit (callers decide).
 
@@ -62,6 +66,8 @@ def run(
     With guard, it runs under flagsweep/guard.py, which ends it and everything it started when
     flagsweep itself dies, even by SIGKILL: for long commands (a build, a profile); the guard's
     interpreter start is too dear for every short probe.
+    Without keep_stdout, stdout is thrown away as it is written (a timed program's output
+    neither fills memory nor costs the timing a copy); Result.stdout is then "".
     """
     args = [os.fspath(a) for a in argv]
     log.debug("run: %s (cwd=%s)", shlex.join(args), cwd or ".")
@@ -76,7 +82,8 @@ def run(
                                             stdin=subprocess.DEVNULL)
         return Result(args, returncode, "", "")
     returncode, stdout, stderr = _run_grouped(
-        spawned, cwd=cwd, env=env, timeout=timeout, input=input, stdout=subprocess.PIPE,
+        spawned, cwd=cwd, env=env, timeout=timeout, input=input,
+        stdout=subprocess.PIPE if keep_stdout else subprocess.DEVNULL,
         stderr=subprocess.PIPE, text=True, errors="replace",
         stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL)
     return Result(args, returncode, stdout, stderr)

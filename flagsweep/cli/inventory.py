@@ -137,17 +137,29 @@ def _process_table(choice):
 
 
 @click.command("cache")
-@click.option("--clear", is_flag=True, help="Remove every kept build.")
+@click.option("--clear", is_flag=True, help="Empty every cache (each fills again when needed).")
 def cache_cmd(clear: bool) -> None:
-    """The build cache: verified variant builds kept by the key of everything that decides their
-    binary, reused instead of built again (bounded by $FLAGSWEEP_BUILD_CACHE_MB, default 2048)."""
-    from flagsweep import files
-    from flagsweep.compilation import cache, own_build
+    """flagsweep's caches: each one's entries, size and limit. Past its limit a cache drops its
+    least recently used entries; FLAGSWEEP_<NAME>_CACHE_MB sets one (the build cache's is
+    $FLAGSWEEP_BUILD_CACHE_MB, default 2048). The build cache keeps verified variant builds by
+    the key of everything that decides their binary, reused instead of built again."""
+    from flagsweep import caches, files
+    from flagsweep.cli import show
 
     if clear:
-        click.echo(f"build cache {cache.folder()}: {cache.clear()} builds removed")
-        own = own_build.clear(files.cache_dir())
-        click.echo(f"{own_build.folder(files.cache_dir())}: {own} projects' own builds removed")
+        for cache in caches.ALL:
+            click.echo(f"{cache.name} cache {cache.folder()}: {cache.clear()} {cache.holds} "
+                       "removed")
         return
-    entries, size = cache.size()
-    click.echo(f"build cache {cache.folder()}: {entries} builds, {size / 1e6:.1f} MB")
+    t = show.table(f"caches in {files.cache_dir()}:", "cache", "entries", "size", "limit",
+                   "folder")
+    for cache in caches.ALL:
+        entries, size = cache.usage()
+        show.add(t, cache.name, f"{entries} {cache.holds}", f"{size / 1e6:.1f} MB",
+                 _limit(cache), str(cache.folder()))
+    show.echo(t)
+
+
+def _limit(cache) -> str:
+    limit = cache.limit_mb()
+    return f"{limit:g} MB" if limit is not None else f"none: {cache.why_unbounded}"

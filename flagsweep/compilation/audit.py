@@ -33,7 +33,6 @@ import json
 import os
 import re
 import stat
-import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -42,7 +41,7 @@ from pathlib import Path
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
-from flagsweep import files
+from flagsweep import files, process
 from flagsweep.compilation import cmdline
 from flagsweep.host import environment
 
@@ -846,14 +845,14 @@ def _run_preprocessor(cmd: Command, sources: list[str]) -> tuple[str | None, str
                   or (arg.startswith("-o") and len(arg) > 2)):
             argv += word.words
     try:
-        done = subprocess.run(argv + ["-E"], cwd=cmd.cwd, capture_output=True, timeout=600,
-                              env=environment.build({}))   # as the build's compiler saw it
-    except (OSError, subprocess.TimeoutExpired) as e:
+        done = process.run(argv + ["-E"], cwd=cmd.cwd, timeout=600,
+                           env=environment.build({}))   # as the build's compiler saw it
+    except (OSError, process.TimeoutExpired) as e:
         return None, str(e)
     if done.returncode != 0:
-        tail = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
+        tail = done.stderr.strip().splitlines()[-1:] or ["no message"]
         return None, f"exit {done.returncode}: {tail[0]}"
-    return done.stdout.decode(errors="replace"), None
+    return done.stdout, None
 
 
 def optimize_flags(args: str) -> list[str]:

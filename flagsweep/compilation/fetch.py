@@ -20,7 +20,6 @@ import logging
 import os
 import re
 import shutil
-import subprocess
 import tarfile
 import tempfile
 import urllib.parse
@@ -31,7 +30,7 @@ from typing import Iterator
 
 from flagsweep import __version__, files, process
 from flagsweep.errors import FetchError
-from flagsweep.files import cache_dir
+from flagsweep.caches import APT, DOWNLOADS, SOURCES
 from flagsweep.experiment.source import DebianSource, Source
 
 log = logging.getLogger("flagsweep.compilation.fetch")
@@ -53,7 +52,7 @@ def fetch(source: Source, *, offline: bool = False, cache: Path | None = None) -
     re-verified before use. offline=True never touches the network. Raises FetchError listing
     every attempt when none gave the expected bytes.
     """
-    downloads = (cache or cache_dir()) / "downloads"
+    downloads = DOWNLOADS.folder(cache)
     cached = _find_cached(source, downloads)
     if cached is not None:
         return cached
@@ -104,6 +103,7 @@ def _find_cached(source: Source, downloads: Path) -> Path | None:
     for path in sorted(downloads.glob(f"{source.sha256[:16]}-*")):
         got = files.sha256_file(path)
         if got == source.sha256:
+            DOWNLOADS.usable(path)   # touched: the last to go when the cache is trimmed
             log.debug("%s: using cached %s", source.name, path)
             return path
         kept = _quarantine(path, got, downloads)
@@ -123,21 +123,6 @@ def _quarantine(path: Path, got: str, downloads: Path, name: str | None = None) 
     return kept
 
 
-
-
-@contextlib.contextmanager
-def _temp_file(directory: Path) -> Iterator[Path]:
-    """A hidden temp file in directory (so renaming it into place is atomic), always removed
-    unless the caller renamed it away."""
-    fd, name = tempfile.mkstemp(dir=directory, prefix=".part-")
-    os.close(fd)
-    path = Path(name)
-    try:
-        yield path
-    finally:
-        path.unlink(missing_ok=True)
-
-
 def _install_verified(source: Source, candidate: Path, downloads: Path, origin: str,
                       fallback_name: str) -> Path:
     """Rename candidate into the cache if its sha256 is the expected one, else refuse."""
@@ -148,8 +133,8 @@ def _install_verified(source: Source, candidate: Path, downloads: Path, origin: 
                          f"the file has {got}; it is kept, unused, as {kept}. If the target's "
                          "sha256 is a placeholder (or you have checked the file), put "
                          f"sha256 = \"{got}\" in the target file")
-    final = downloads / _cache_name(source, fallback_name)
-    os.replace(candidate, final)
+    final = DOWNLOADS.publish(candidate, downloads / _cache_name(source, fallback_name),
+                              downloads.parent)
     log.info("%s: verified and cached %s", source.name, final)
     return final
 
@@ -157,7 +142,7 @@ def _install_verified(source: Source, candidate: Path, downloads: Path, origin: 
 def _download(source: Source, url: str, downloads: Path) -> Path:
     """Download url into a temp file next to the cache, verify it, rename it into place."""
     request = urllib.request.Request(url, headers={"User-Agent": f"flagsweep/{__version__}"})
-    with _temp_file(downloads) as part:
+    with DOWNLOADS.draft(downloads.parent) as part:
         try:
             with urllib.request.urlopen(request, timeout=URL_TIMEOUT) as response, \
                     open(part, "wb") as out:
@@ -185,7 +170,7 @@ def debian_releases(package: str, cache: Path | None = None) -> list[DebianRelea
     """Every version of a Debian source package the system's Debian mirrors list, newest
     first, each with its orig tarball's name and sha256 (from the Sources index, before any
     download). A binary package's name finds the source package that builds it."""
-    downloads = (cache or cache_dir()) / "downloads"
+    downloads = DOWNLOADS.folder(cache)
     downloads.mkdir(parents=True, exist_ok=True)
     with _apt_tree(downloads) as (options, _):
         return _releases(options, package, downloads, by_binary=True)
@@ -224,7 +209,7 @@ def _fetch_from_debian(source: Source, downloads: Path) -> Path:
 @contextlib.contextmanager
 def _apt_tree(downloads: Path) -> Iterator[tuple[list[str], process.Result]]:
     """The private apt tree, locked and updated: its apt options and the update's result."""
-    apt_root = downloads.parent / "apt"
+    apt_root = APT.folder(downloads.parent)
     sources_text = private_sources(APT_ETC)
     if not sources_text:
         raise FetchError(f"no Debian entries found in {APT_ETC}/sources.list or "
@@ -296,8 +281,7 @@ def _showsrc_fields(stanza: str) -> dict[str, str]:
 def _version_order(a: DebianRelease, b: DebianRelease) -> int:
     """Newest first, by dpkg's own comparison (epochs, ~, +deb12u1)."""
     try:
-        newer = subprocess.run(["dpkg", "--compare-versions", a.version, "gt", b.version],
-                               capture_output=True).returncode == 0
+        newer = process.run(["dpkg", "--compare-versions", a.version, "gt", b.version]).ok
     except FileNotFoundError:  # not Debian: keep the index's order
         return 0
     return -1 if newer else (0 if a.version == b.version else 1)
@@ -359,7 +343,7 @@ def _run_apt(options: list[str], command: list[str], workdir: Path,
                            timeout=APT_TIMEOUT, guard=True)
     except FileNotFoundError as err:
         raise FetchError(f"{tool} is not installed (or not on PATH): {err}") from err
-    except subprocess.TimeoutExpired as err:
+    except process.TimeoutExpired as err:
         raise FetchError(f"{tool} {' '.join(command)} timed out after "
                          f"{APT_TIMEOUT} s") from err
 
@@ -707,26 +691,14 @@ def prepare(source: Source, *, offline: bool = False, cache: Path | None = None)
     and a second call just returns it. Trees are shared read-only by all variant builds
     (builds are out-of-tree).
     """
-    root = cache or cache_dir()
-    tree = root / "src" / f"{source.name}-{source.version}-{source.sha256[:12]}"
-    if tree.is_dir():
+    tree = SOURCES.entry(f"{source.name}-{source.version}-{source.sha256[:12]}", cache)
+    if SOURCES.usable(tree):
         return tree
-    tarball = fetch(source, offline=offline, cache=root)
-    tree.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=tree.parent, prefix=f".{tree.name}-"))
-    try:
-        tmp.chmod(0o755)  # mkdtemp's 0700 would hide the tree from other users
-        extract(tarball, tmp, source.strip_components)
+    tarball = fetch(source, offline=offline, cache=cache)
+    with SOURCES.draft(cache, folder=True) as draft:
+        extract(tarball, draft, source.strip_components)
         log.info("%s: extracted %s into %s", source.name, tarball.name, tree)
-        try:
-            tmp.rename(tree)
-        except OSError:
-            if not tree.is_dir():
-                raise
-            # Another process finished the same tree first; theirs is as good as ours.
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return tree
+        return SOURCES.publish(draft, tree, cache)
 
 
 def use_source_dir(path: Path) -> Path:

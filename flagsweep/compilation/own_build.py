@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from flagsweep import files
+from flagsweep.caches import OWN_FLAGS
 from flagsweep.compilation import cache as build_cache
 from flagsweep.compilation import cmdline
 from flagsweep.experiment.target import DEFINE_OPTIONS, INCLUDE_OPTIONS
@@ -146,28 +147,16 @@ def key(source_id: str, build: dict, compiler: dict) -> str:
                              "native": None})
 
 
-def folder(cache: Path) -> Path:
-    return cache / "own-flags"
-
-
 def load(k: str, cache: Path) -> dict | None:
+    path = OWN_FLAGS.entry(f"{k}.json", cache)
     try:
-        return json.loads((folder(cache) / f"{k}.json").read_text())
+        return json.loads(path.read_text()) if OWN_FLAGS.usable(path) else None
     except (OSError, ValueError):
         return None
 
 
-def clear(cache: Path) -> int:
-    """Remove every kept project's own build; how many went."""
-    kept = list(folder(cache).glob("*.json"))
-    for path in kept:
-        path.unlink(missing_ok=True)
-    return len(kept)
-
-
 def store(k: str, reference: dict, cache: Path) -> None:
-    folder(cache).mkdir(parents=True, exist_ok=True)
-    files.write_atomic(folder(cache) / f"{k}.json", json.dumps(reference))
+    OWN_FLAGS.write(OWN_FLAGS.entry(f"{k}.json", cache), json.dumps(reference), root=cache)
 
 
 # ---- what a variant drops -----------------------------------------------------------------------

@@ -21,9 +21,10 @@ recorded as `build.pgo`.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from pathlib import Path
+
+from flagsweep import files
 
 # The compilers' own words, in the last stage's log, for a profile that does not fit its code,
 # and for one that is not there.
@@ -35,6 +36,7 @@ MISSING = re.compile(r"profile count data file not found|no profile data availab
                      r"-Wprofile-instr-missing", re.IGNORECASE)
 PROFILE_DIR = "profile"
 PROFDATA = "merged.profdata"
+PROFILE_FILES = (".gcda", ".profdata")
 
 
 def generate(family: str, profile_dir: Path) -> list[str]:
@@ -63,12 +65,10 @@ def missing(log_text: str) -> int:
 
 
 def profile_sha256(profile_dir: Path) -> str | None:
-    """sha256 over the profile files (names and bytes, in name order); None when there are none."""
-    found = sorted(p for p in profile_dir.rglob("*")
-                   if p.is_file() and p.suffix in (".gcda", ".profdata"))
-    if not found:
+    """sha256 over the profile files (their paths and bytes); None when there are none."""
+    def profile(name: str) -> bool:
+        return name.endswith(PROFILE_FILES)
+
+    if not any(p.is_file() and profile(p.name) for p in profile_dir.rglob("*")):
         return None
-    digest = hashlib.sha256()
-    for p in found:
-        digest.update(str(p.relative_to(profile_dir)).encode() + b"\0" + p.read_bytes())
-    return digest.hexdigest()
+    return files.sha256_tree(profile_dir, only=profile)

@@ -38,6 +38,7 @@ import time
 from pathlib import Path
 
 from flagsweep import process
+from flagsweep.caches import CONFIGURED
 from flagsweep.host import environment
 from flagsweep.files import write_atomic
 
@@ -59,27 +60,23 @@ def main(argv: list[str]) -> int:
 def template(m: dict, name: str) -> int:
     t = m["templates"][name]
     dest, log = Path(t["dir"]), Path(t["log"])
-    if (dest / ORIGIN_FILE).exists():
+    if CONFIGURED.usable(dest, lambda tree: (tree / ORIGIN_FILE).exists()):
         log.write_text(f"configure tree reused from the cache: {dest}\n")
         return 0
-    work = dest.with_name(f"{dest.name}.tmp{os.getpid()}")
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
+    root = dest.parent.parent
     tools = m["compilers"][t["compiler"]]
     argv = [str(Path(m["source"]) / "configure"), f"CC={tools['cc']}", f"CFLAGS={CONFIGURE_CFLAGS}"]
     if tools.get("cxx"):
         argv += [f"CXX={tools['cxx']}", f"CXXFLAGS={CONFIGURE_CFLAGS}"]
-    result = process.run(argv + m["configure_args"], cwd=work, log_file=log,
-                         env=_env(m, work / "configure.jsonl"))
-    if not result.ok:
-        log.open("a").write(f"\nflagsweep: configure failed (exit {result.returncode})\n")
-        shutil.rmtree(work, ignore_errors=True)
-        return 1
-    (work / ORIGIN_FILE).write_text(str(work))
-    try:
-        work.rename(dest)
-    except OSError:  # another sweep configured the same tree meanwhile: theirs is as good
-        shutil.rmtree(work, ignore_errors=True)
+    with CONFIGURED.draft(root, folder=True) as work:
+        result = process.run(argv + m["configure_args"], cwd=work, log_file=log,
+                             env=_env(m, work / "configure.jsonl"))
+        if not result.ok:
+            log.open("a").write(f"\nflagsweep: configure failed (exit {result.returncode})\n")
+            return 1
+        (work / ORIGIN_FILE).write_text(str(work))
+        # Of two sweeps configuring the same tree at once, the first one's stays.
+        CONFIGURED.publish(work, dest, root)
     return 0
 
 

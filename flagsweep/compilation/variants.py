@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from flagsweep import files, process, shipped
+from flagsweep.caches import CONFIGURED, WRAPPERS
 from flagsweep.compilation import audit as audit_mod
 from flagsweep.compilation import cache as build_cache
 from flagsweep.compilation import fetch, fingerprint, own_build, pgo, steps, wrapper
@@ -323,7 +324,7 @@ def _profdata(compiler: str) -> str:
 
 
 def _wrappers(compiler: toolchain.Toolchain, cache: Path) -> dict:
-    where = cache / "wrappers" / _slug(compiler.name)
+    where = WRAPPERS.entry(_slug(compiler.name), cache)
     tools = {"cc": str(wrapper.install(compiler.cc, where / "cc", compiler.cc, wrapper.ccache()))}
     if compiler.cxx:
         tools["cxx"] = str(wrapper.install(compiler.cxx, where / "cxx", compiler.cc,
@@ -340,7 +341,7 @@ def _template(target: Target, source: Path, name: str, tools: dict, cache: Path,
                  environment.keyed()]
     key = files.key_sha256(key_parts)[:16]
     folder = f"{target.name}-{_slug(name)}-{key}"
-    return {"compiler": name, "dir": str(cache / "configured" / folder),
+    return {"compiler": name, "dir": str(CONFIGURED.entry(folder, cache)),
             "log": str(out / "builds" / f"configure-{_slug(name)}.log")}
 
 

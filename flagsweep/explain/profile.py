@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -107,7 +106,7 @@ def cachegrind(argv: list[str], *, env: dict[str, str], cwd: Path, timeout: floa
            f"--cachegrind-out-file={out_file}", "--", *argv]
     try:
         res = process.run(cmd, env=env, cwd=cwd, timeout=timeout, guard=True)
-    except subprocess.TimeoutExpired:
+    except process.TimeoutExpired:
         raise FlagsweepError(f"cachegrind run of {argv[0]} timed out after {timeout:g} s") from None
     if not res.ok:
         raise FlagsweepError(_unrecognised(res.stderr) or

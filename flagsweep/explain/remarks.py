@@ -43,7 +43,8 @@ from flagsweep import process
 from flagsweep.compilation import pgo
 from flagsweep.errors import FlagsweepError
 from flagsweep.explain import symbols
-from flagsweep.files import cache_dir, key_sha256, write_atomic
+from flagsweep.caches import REMARKS
+from flagsweep.files import key_sha256, write_atomic
 from flagsweep.host import environment, toolchain
 from flagsweep.experiment import flags
 from flagsweep.results.contract import FunctionRemarks, RemarksRun
@@ -107,7 +108,7 @@ def collect(compile_log: Path, templates: list[Path] | None = None,
                        "the object's path, and the remarks rebuild writes its objects elsewhere, "
                        "so its remarks would be those of a build without the profile",
                        len(commands), family)
-    where = (cache or cache_dir() / "remarks") / f"{key_sha256([FORMAT, family, commands])[:24]}.json"
+    where = (cache or REMARKS.folder()) / f"{key_sha256([FORMAT, family, commands])[:24]}.json"
     if where.is_file():
         return _load(where)
     try:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -138,7 +137,7 @@ def record(argv: list[str], *, env: dict[str, str], cwd: Path, timeout: float,
 def _perf(cmd: list[str], env: dict[str, str], cwd: Path, timeout: float) -> str:
     try:
         res = process.run(cmd, env=env, cwd=cwd, timeout=timeout, guard=True)
-    except subprocess.TimeoutExpired:
+    except process.TimeoutExpired:
         raise FlagsweepError(f"{' '.join(cmd[:2])} timed out after {timeout:g} s") from None
     if not res.ok:
         raise FlagsweepError(f"{' '.join(cmd)} failed (exit {res.returncode}):\n{res.tail()}")

@@ -18,9 +18,9 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
-import subprocess
 from dataclasses import dataclass
 
+from flagsweep import process
 from flagsweep.errors import ConfigError
 
 KNOWN = ("debian",)                 # as spec.recipe.DISTROS
@@ -52,8 +52,7 @@ def read(name: str) -> Base:
         del env[var]                # the user's own overrides would make it not Debian's set
     parts = {}
     for part in PARTS:
-        done = subprocess.run([tool, "--get", part], capture_output=True, text=True, env=env,
-                              check=False)
+        done = process.run([tool, "--get", part], env=env)
         if done.returncode != 0:
             raise ConfigError(f"dpkg-buildflags --get {part} failed: {done.stderr.strip()}")
         parts[part] = shlex.split(done.stdout.strip())

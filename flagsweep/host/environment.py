@@ -20,6 +20,8 @@ import os
 from pathlib import Path
 from typing import Mapping
 
+from flagsweep.caches import CCACHE
+
 # Variables that are compiler options by another name: with them gcc or clang runs programs
 # from another folder (GCC_EXEC_PREFIX and COMPILER_PATH are -B; clang adds any option
 # CCC_OVERRIDE_OPTIONS names, -fplugin= included), writes files (-MF, clang's logs) or compiles
@@ -84,7 +86,7 @@ def ccache(cache: Path, out: Path) -> dict[str, str]:
     base dir so that a fresh build tree still hits the cache (CCACHE_BASEDIR turns absolute
     paths under the run's folder into relative ones: the same compile in reports/A/builds/x and
     reports/B/builds/x is one entry)."""
-    store = cache / "ccache"
+    store = CCACHE.folder(cache)
     store.mkdir(parents=True, exist_ok=True)
     config = store / "flagsweep.conf"
     if not config.is_file() or config.read_text() != CCACHE_CONFIG:

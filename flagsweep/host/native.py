@@ -7,14 +7,12 @@ flagsweep version or another compiler rebuilds it and nothing else does.
 from __future__ import annotations
 
 import functools
-import os
 import shutil
 import signal
-import subprocess
 import tempfile
 from pathlib import Path
 
-from flagsweep import files, process
+from flagsweep import caches, files, process
 from flagsweep.errors import BuildError
 from flagsweep.host import environment
 
@@ -30,16 +28,16 @@ def build_tool(source: Path, dest: Path, cc: str | Path, defines: dict[str, str]
     if dest.exists() and stamp.exists() and stamp.read_text() == key:
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f"{dest.name}.tmp{os.getpid()}")
-    argv = [str(cc), "-O2", "-o", str(tmp), str(source), *flags]
-    env = environment.build({})    # a cc1 planted through GCC_EXEC_PREFIX is not run
-    result = process.run(argv + (["-static"] if static else []), env=env)
-    if not result.ok and static:  # no static libc installed: a dynamic one is still correct
-        result = process.run(argv, env=env)
-    if not result.ok:
-        raise BuildError(f"could not build {source.name} with {cc}: {result.tail(5)}")
-    os.replace(tmp, dest)  # atomic: a concurrent sweep sees the old program or the new one
-    stamp.write_text(key)
+    # Renamed into place: a concurrent sweep sees the old program or the new one.
+    with files.replacing(dest) as draft:
+        argv = [str(cc), "-O2", "-o", str(draft), str(source), *flags]
+        env = environment.build({})    # a cc1 planted through GCC_EXEC_PREFIX is not run
+        result = process.run(argv + (["-static"] if static else []), env=env)
+        if not result.ok and static:  # no static libc installed: a dynamic one is still correct
+            result = process.run(argv, env=env)
+        if not result.ok:
+            raise BuildError(f"could not build {source.name} with {cc}: {result.tail(5)}")
+    files.write_atomic(stamp, key)
     return dest
 
 
@@ -50,7 +48,7 @@ def launcher() -> Path:
     cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
     if cc is None:
         raise BuildError("no C compiler on PATH to build flagsweep's launcher (apt-get install gcc)")
-    return build_tool(HERE / "launch.c", files.cache_dir() / "tools" / "launch", cc, {}, static=True)
+    return build_tool(HERE / "launch.c", caches.TOOLS.entry("launch"), cc, {}, static=True)
 
 
 @functools.lru_cache(maxsize=None)
@@ -69,8 +67,8 @@ def probe_runs(compiler: str, options: tuple[str, ...]) -> bool | None:
         if not built.ok:
             return None
         try:
-            result = subprocess.run([str(binary)], capture_output=True, timeout=60, check=False)
-        except subprocess.TimeoutExpired:
+            result = process.run([str(binary)], timeout=60)
+        except process.TimeoutExpired:
             return None
     if result.returncode == -signal.SIGILL:
         return False

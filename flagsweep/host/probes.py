@@ -34,7 +34,6 @@ import functools
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -117,7 +116,7 @@ def _stat(perf: str, events: tuple[str, ...]) -> _Probe:
                               timeout=PROBE_TIMEOUT)
         except FileNotFoundError:
             return _Probe(False, {}, f"{perf}: no such program")
-        except subprocess.TimeoutExpired:
+        except process.TimeoutExpired:
             return _Probe(False, {}, f"perf stat did not finish within {PROBE_TIMEOUT:.0f} s")
         except OSError as exc:
             return _Probe(False, {}, f"{perf}: {exc}")
@@ -513,7 +512,7 @@ def cachegrind_instructions(argv: list[str], *, env: dict[str, str], cwd: Path |
     cmd = [valgrind, "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={out_file}", "--", *argv]
     try:
         res = process.run(cmd, env=env, cwd=cwd, timeout=timeout, guard=True)
-    except subprocess.TimeoutExpired:
+    except process.TimeoutExpired:
         raise FlagsweepError(f"cachegrind run of {argv[0]} timed out after {timeout:g} s") from None
     except OSError as exc:
         raise FlagsweepError(f"cannot run valgrind for {argv[0]}: {exc}") from None

@@ -11,7 +11,6 @@ import os
 import re
 import shutil
 import stat
-import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -145,7 +144,7 @@ def _cxx_for(cc: Path) -> Path | None:
 def _probe_run(name: str, argv: list, text: str) -> process.Result:
     try:
         return process.run(argv, input=text, timeout=PROBE_TIMEOUT_S, env=environment.clean())
-    except subprocess.TimeoutExpired:
+    except process.TimeoutExpired:
         raise ConfigError(f"compiler '{name}' ({argv[0]}) did not finish compiling an empty "
                           f"file in {PROBE_TIMEOUT_S:.0f} s") from None
 

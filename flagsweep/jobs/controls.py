@@ -8,13 +8,12 @@ and this machine's own copy of it, live here too.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 from pathlib import Path
 from typing import Callable
 
-from flagsweep import files
+from flagsweep import caches, files
 from flagsweep.across import history
 from flagsweep.errors import ConfigError, FlagsweepError
 from flagsweep.host import toolchain
@@ -111,7 +110,7 @@ def kept_reference(store: Store, target_name: str, machine: dict, baseline: str,
             f"it ({copy}) and flagsweep runs no program from a store others can write "
             f"({shared}); put the binary there, or pass --reference or --no-reference")
         return None
-    if hashlib.sha256(data).hexdigest() != kept["sha256"]:
+    if files.sha256_bytes(data) != kept["sha256"]:
         raise ConfigError(f"the store's kept reference of {target_name} (run {kept['run_id']}) "
                           f"does not have the sha256 it was kept with; run with --no-reference")
     folder = files.make_dir(out / "reference", "the kept reference's folder")
@@ -129,7 +128,7 @@ def kept_copy(sha256: str) -> Path:
     if not (len(sha256) == 64 and all(ch in "0123456789abcdef" for ch in sha256)):
         raise ConfigError(f"the store's kept reference has sha256 {sha256[:80]!r}: expected "
                           "64 hex digits")
-    return files.cache_dir() / "references" / sha256
+    return caches.REFERENCES.entry(sha256)
 
 
 def keep_reference(store: Store, run_id: str, target_name: str, builds: list[Variant],
@@ -149,9 +148,7 @@ def keep_reference(store: Store, run_id: str, target_name: str, builds: list[Var
     key = history.machine_key(row["machine"] or {})
     sha = files.sha256_file(binary)
     if store.keep_reference(target_name, key, baseline, binary, list(base.flags), run_id, sha):
-        copy = kept_copy(sha)
-        files.make_dir(copy.parent, "the kept references' folder")
-        files.write_atomic(copy, binary.read_bytes(), mode=0o755)
+        caches.REFERENCES.write(kept_copy(sha), binary.read_bytes(), mode=0o755)
         say(f"reference arm: {baseline}'s binary kept in the store; later sweeps of "
             f"{target_name} on this machine measure it beside their own build")
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from flagsweep import files, report, shipped, stats
+from flagsweep import caches, files, report, shipped, stats
 from flagsweep.across import merge
 from flagsweep.compilation import selection, variants
 from flagsweep.errors import FlagsweepError
@@ -144,7 +144,7 @@ def describe_task(r: recipe.Recipe, compilers: list[str] | None, choice: str) ->
 def build_task(target_file: str, target_sha: str, m: matrix.Matrix, key: str) -> dict:
     """Build a matrix on this worker; return the docs, the binaries' bytes and the build logs."""
     t = _target(target_file, target_sha)
-    out = files.cache_dir() / "fleet" / "builds" / key
+    out = caches.FLEET.folder() / "builds" / key
     shutil.rmtree(out, ignore_errors=True)  # a private folder: an earlier build there is stale
     builds = variants.build_all(t, m, variants.Options(out_dir=out, jobs=selection.cpu_count()))
     blobs, logs = {}, {}
@@ -216,7 +216,7 @@ def _materialize(sha: str, data: bytes, name: str) -> Path:
     if files.sha256_bytes(data) != sha:
         raise FlagsweepError(f"worker {_worker_name()}: received bytes for {sha[:12]} that do "
                              "not hash to it; refusing to run them")
-    path = files.cache_dir() / "fleet" / "blobs" / sha / name
+    path = caches.FLEET.folder() / "blobs" / sha / name
     if not path.exists() or files.sha256_file(path) != sha:
         path.parent.mkdir(parents=True, exist_ok=True)
         files.write_atomic(path, data, mode=0o755)
@@ -226,7 +226,7 @@ def _materialize(sha: str, data: bytes, name: str) -> Path:
 
 
 def _scratch(name: str) -> Path:
-    path = files.cache_dir() / "fleet" / "scratch" / f"{name}-{os.getpid()}"
+    path = caches.FLEET.folder() / "scratch" / f"{name}-{os.getpid()}"
     path.mkdir(parents=True, exist_ok=True)
     return path
 

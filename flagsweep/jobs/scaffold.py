@@ -32,7 +32,6 @@ import os
 import re
 import shutil
 import signal
-import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -41,13 +40,13 @@ from typing import Callable
 
 from pydantic import ValidationError
 
-from flagsweep import files, process
+from flagsweep import caches, files, process
 from flagsweep.compilation import fetch, own_build, variants
 from flagsweep.errors import FlagsweepError
 from flagsweep.results.analysis import build_reason
 from flagsweep.experiment import matrix, recipe, target
 from flagsweep.experiment.source import DebianSource, Source
-from flagsweep.workload import inputs
+from flagsweep.workload import corpus, inputs
 
 FULL_S, QUICK_S = 2.0, 0.3      # what a full and a quick run should take at -O2
 MAX_MB = 512                    # a generated corpus larger than this costs more than it tells
@@ -488,7 +487,7 @@ def _prove(d: Draft, folder: Path, b: variants.VariantBuild,
         # process.run: a timeout ends the program's whole process group, not only the program
         done = process.run(args, timeout=RUN_TIMEOUT)
         failed, stderr = _failure(done.returncode), done.stderr
-    except subprocess.TimeoutExpired:
+    except process.TimeoutExpired:
         failed, stderr = f"ran over {RUN_TIMEOUT} s", ""
     except OSError as e:
         failed, stderr = f"could not be started ({e.strerror})", ""
@@ -597,13 +596,12 @@ def _best_of_two(argv: list[str], binary: Path, data: Path, out: Path, megabytes
     for _ in range(2):
         started = time.perf_counter()
         try:
-            done = subprocess.run(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.PIPE, timeout=120)
-        except subprocess.TimeoutExpired:
+            done = process.run(args, timeout=120, keep_stdout=False)
+        except process.TimeoutExpired:
             raise FlagsweepError(f"{_shown(argv)} on {megabytes:g} MB ran over 120 s") from None
         took = time.perf_counter() - started
         if done.returncode != 0:
-            why = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
+            why = done.stderr.strip().splitlines()[-1:] or [""]
             raise FlagsweepError(f"{_shown(argv)} exited {done.returncode} "
                                  f"({why[0][:200]})")
         best = min(best, took)
@@ -612,13 +610,11 @@ def _best_of_two(argv: list[str], binary: Path, data: Path, out: Path, megabytes
 
 def _corpus(megabytes: float) -> Path:
     """A generated corpus of that size for trial runs, kept in the cache between them."""
-    work = files.cache_dir() / "trial-runs"
-    work.mkdir(parents=True, exist_ok=True)
-    data = work / f"corpus-{megabytes:g}.bin"
+    data = caches.TRIAL_RUNS.entry(f"corpus-{megabytes:g}.bin")
     if not data.exists():
         # whole or not at all: another `new` may be timing the same size at the same moment,
         # and a half-written corpus would size its input wrong
-        files.write_atomic(data, inputs.corpus_bytes(round(megabytes * inputs.MB), 1))
+        caches.TRIAL_RUNS.write(data, corpus.corpus_bytes(round(megabytes * inputs.MB), 1))
     return data
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from tiny_target import write_tiny_target
 
+from flagsweep.caches import BUILDS
 from flagsweep.compilation import cache, variants
 from flagsweep.experiment import matrix, recipe, target
 
@@ -76,35 +77,42 @@ def test_any_change_to_what_decides_the_binary_is_a_miss(tiny, tmp_path):
 def test_a_damaged_entry_is_built_again_and_a_failed_build_is_never_kept(tiny, tmp_path,
                                                                         isolated_cache):
     code = _build(tiny, ["-O2 -fno-tree-pre"], tmp_path / "a")["gcc-O2-fno-tree-pre"].code_sha256
-    (entry,) = [p for p in cache.folder().iterdir()
+    (entry,) = [p for p in BUILDS.folder().iterdir()
                 if json.loads((p / "entry.json").read_text())["code_sha256"] == code]
     (entry / "binary").write_bytes(b"not the program")
     again = _build(tiny, ["-O2 -fno-tree-pre"], tmp_path / "b")["gcc-O2-fno-tree-pre"]
     assert not again.reused and again.status == "ok"
-    before = cache.size()[0]
+    before = BUILDS.usage()[0]
     bad = _build(tiny, ["-O2 -fno-such-flag-exists"], tmp_path / "c")
     assert bad["gcc-O2-fno-such-flag-exists"].status == "failed"
-    assert cache.size()[0] == before
+    assert BUILDS.usage()[0] == before
 
 
 def test_the_cache_is_bounded_least_recently_used_first(tiny, tmp_path, monkeypatch):
     root = tmp_path / "own-cache"
     for i, flags in enumerate(["-O1", "-O2", "-O3"]):
         _build(tiny, [flags], tmp_path / f"b{i}", cache=root)
-    entries, size = cache.size(root)
+    entries, size = BUILDS.usage(root)
     assert entries == 3
-    oldest = min(cache.folder(root).iterdir(), key=lambda p: p.stat().st_mtime)
-    gone = cache.trim(root, limit_mb=size * 0.7 / 1e6)
-    assert gone == 1 and not oldest.exists() and cache.size(root)[0] == 2
+    oldest = min(BUILDS.folder(root).iterdir(), key=lambda p: p.stat().st_mtime)
+    gone = BUILDS.trim(root, limit_mb=size * 0.7 / 1e6)
+    assert gone == 1 and not oldest.exists() and BUILDS.usage(root)[0] == 2
 
 
-def test_cache_command_says_the_size_and_clears(tmp_path, isolated_cache):
+def test_cache_command_says_the_size_and_clears(tmp_path, monkeypatch):
+    # A cache of its own: --clear empties every cache, the session's launcher and ccache too.
+    own = tmp_path / "cache"
+    monkeypatch.setenv("FLAGSWEEP_CACHE", str(own))
+    (own / "builds" / "k").mkdir(parents=True)
+    (own / "builds" / "k" / "binary").write_bytes(b"x" * 300_000)
     run = [sys.executable, "-m", "flagsweep", "cache"]
     shown = subprocess.run(run, capture_output=True, text=True, check=True).stdout
-    assert shown.startswith(f"build cache {isolated_cache / 'builds'}: ") and " MB" in shown
+    (row,) = [line for line in shown.splitlines() if line.startswith("builds ")]
+    assert row.split()[1:5] == ["1", "builds", "0.3", "MB"]
+    assert row.endswith(str(own / "builds"))
     cleared = subprocess.run(run + ["--clear"], capture_output=True, text=True, check=True).stdout
-    assert cleared.startswith(f"build cache {isolated_cache / 'builds'}: ") and "removed" in cleared
-    assert cache.size() == (0, 0)
+    assert f"builds cache {own / 'builds'}: 1 builds removed" in cleared.splitlines()
+    assert BUILDS.usage() == (0, 0)
 
 
 def _make_target(folder: Path) -> target.Target:

@@ -149,14 +149,16 @@ def test_a_cmake_projects_default_build_type_defines_are_its_own(tmp_path):
     assert b.status == "flags-mismatch" and list(b.dropped) == ["-DNDEBUG"], b.detail
 
 
-def test_cache_clear_removes_the_projects_own_builds(isolated_cache):
-    own_build.store("k" * 64, {"compiles": {}}, isolated_cache)
+def test_cache_clear_removes_the_projects_own_builds(tmp_path, monkeypatch):
+    # A cache of its own: --clear empties every cache, the session's launcher and ccache too.
+    own = tmp_path / "cache"
+    monkeypatch.setenv("FLAGSWEEP_CACHE", str(own))
+    own_build.store("k" * 64, {"compiles": {}}, own)
     done = subprocess.run([sys.executable, "-m", "flagsweep", "cache", "--clear"],
                           capture_output=True, text=True, check=True)
-    said = done.stdout.splitlines()[-1]      # the session's cache: other tests' builds too
-    assert said.startswith(f"{isolated_cache / 'own-flags'}: ") and said.endswith(
-        " projects' own builds removed") and not said.endswith(": 0 projects' own builds removed")
-    assert own_build.load("k" * 64, isolated_cache) is None
+    (said,) = [line for line in done.stdout.splitlines() if line.startswith("own-flags ")]
+    assert said == f"own-flags cache {own / 'own-flags'}: 1 projects' own builds removed"
+    assert own_build.load("k" * 64, own) is None
 
 
 @pytest.mark.integration

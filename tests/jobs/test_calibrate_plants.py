@@ -11,7 +11,7 @@ import pytest
 
 from flagsweep.jobs import calibration
 from flagsweep.host import probes
-from flagsweep.workload import inputs
+from flagsweep.workload.corpus import corpus_bytes
 
 needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None or shutil.which("gcc") is None,
                                     reason="needs valgrind and gcc")
@@ -34,7 +34,7 @@ def test_each_planted_effect_is_its_stated_share_of_the_run_s_instructions(tmp_p
     # The calibration's own program, argv and kind of input; a smaller corpus keeps Cachegrind
     # fast (whole extra rounds are their share of the work at any input size).
     corpus = tmp_path / "corpus.bin"
-    corpus.write_bytes(inputs.corpus_bytes(3_000, t.spec.inputs.seed))
+    corpus.write_bytes(corpus_bytes(3_000, t.spec.inputs.seed))
     counts = []
     for i, flags in enumerate(calibration.flag_sets()):
         binary = tmp_path / f"tiny{i}"

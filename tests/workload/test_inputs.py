@@ -15,7 +15,7 @@ import pytest
 
 from flagsweep.errors import ConfigError
 from flagsweep.experiment import target
-from flagsweep.workload import inputs
+from flagsweep.workload import corpus, inputs, wav
 
 # Any change to these means every cached input and every earlier sweep's input changes: bump
 # inputs.GENERATOR_VERSION along with them.
@@ -61,8 +61,8 @@ def _sha256(path: Path) -> str:
 # --- pinned bytes ------------------------------------------------------------------------------
 
 def test_generators_give_the_pinned_bytes():
-    assert hashlib.sha256(inputs.wav_bytes(22050, 2003)).hexdigest() == WAV_HALF_SECOND_SEED_2003
-    assert hashlib.sha256(inputs.corpus_bytes(200_000, 1)).hexdigest() == CORPUS_200KB_SEED_1
+    assert hashlib.sha256(wav.wav_bytes(22050, 2003)).hexdigest() == WAV_HALF_SECOND_SEED_2003
+    assert hashlib.sha256(corpus.corpus_bytes(200_000, 1)).hexdigest() == CORPUS_200KB_SEED_1
 
 
 @pytest.mark.parametrize("spec, pinned, ext", [(WAV, WAV_HALF_SECOND_SEED_2003, "wav"),
@@ -99,7 +99,7 @@ def test_cache_hit_does_not_regenerate(tmp_path, monkeypatch):
     def fail(*args):
         raise AssertionError("regenerated an input that was cached")
 
-    monkeypatch.setattr(inputs, "wav_bytes", fail)
+    monkeypatch.setattr(wav, "wav_bytes", fail)
     assert inputs.prepare(t) == first
 
 
@@ -157,7 +157,7 @@ def test_wav_header_and_channels(tmp_path):
 
 
 def test_wav_alternates_tonal_noisy_and_silent_passages():
-    data = inputs.wav_bytes(20 * 44100, 2003)
+    data = wav.wav_bytes(20 * 44100, 2003)
     with wave.open(io.BytesIO(data)) as w:
         left = np.frombuffer(w.readframes(w.getnframes()), "<i2").reshape(-1, 2)[:, 0]
     windows = left[: len(left) // 4410 * 4410].reshape(-1, 4410).astype(np.float64)
@@ -171,7 +171,7 @@ def test_wav_alternates_tonal_noisy_and_silent_passages():
 
 @pytest.fixture(scope="module")
 def megabyte_corpus() -> bytes:
-    return inputs.corpus_bytes(1_000_000, 1)
+    return corpus.corpus_bytes(1_000_000, 1)
 
 
 def test_corpus_mixes_text_and_binary(megabyte_corpus):

@@ -16,7 +16,7 @@ import pytest
 
 from flagsweep.errors import ConfigError
 from flagsweep.experiment import target
-from flagsweep.workload import check, inputs, quality
+from flagsweep.workload import check, quality, wav
 
 RATE = 44100
 FRAMES = 3 * RATE
@@ -25,7 +25,7 @@ FRAMES = 3 * RATE
 @pytest.fixture(scope="module")
 def source(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("wav") / "in.wav"
-    path.write_bytes(inputs.wav_bytes(FRAMES, seed=2003))
+    path.write_bytes(wav.wav_bytes(FRAMES, seed=2003))
     return path
 
 
@@ -36,7 +36,7 @@ def _samples(path: Path) -> np.ndarray:
 def _write(path: Path, pcm: np.ndarray) -> Path:
     """A 16-bit stereo WAV of `pcm` (frames x 2 integers), the generator's own header."""
     frames = len(pcm)
-    header = inputs._riff_header(frames)
+    header = wav._riff_header(frames)
     path.write_bytes(header + np.clip(pcm, -32768, 32767).astype("<i2").tobytes())
     return path
 

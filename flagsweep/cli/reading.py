@@ -11,6 +11,7 @@ import click
 
 from flagsweep.cli.params import THRESHOLD, Folder, say
 from flagsweep.host.cpu import LEVELS
+from flagsweep.stats.threshold import THRESHOLD_PCT
 
 if TYPE_CHECKING:       # the commands import what they run only when run: a fast --help
     from flagsweep.results.contract import Variant
@@ -120,7 +121,7 @@ def _binary(v: Variant, results_path: Path) -> Path:
     if not path.is_file():
         raise click.UsageError(f"{v.id}: its binary {path} is gone (builds are kept in the "
                                f"run's folder beside {results_path})")
-    changed = fingerprint.recheck(v.build, path)
+    changed = fingerprint.recheck(v.build.dump(), path)
     if changed is not None:
         raise click.UsageError(f"{v.id}: {changed.text()}: not the code the sweep timed")
     return path
@@ -231,7 +232,7 @@ def merge_cmd(paths, out_dir, partial) -> None:
 @click.argument("paths", metavar="RESULTS...", nargs=-1, required=True)
 @click.option("--baseline-isa", type=click.Choice(list(LEVELS)),
               help="Only flags every CPU of this x86-64 level can run.")
-@click.option("--threshold", "threshold_pct", type=THRESHOLD, default=1.0,
+@click.option("--threshold", "threshold_pct", type=THRESHOLD, default=THRESHOLD_PCT,
               show_default=True, help="The pick must beat the baseline by more than this, everywhere combined.")
 @click.option("--json", "as_json", is_flag=True, help="Print the candidates as JSON.")
 @click.option("--partial", is_flag=True, help=PARTIAL)

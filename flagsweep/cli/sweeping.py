@@ -20,13 +20,7 @@ from flagsweep.cli.params import (
     target_options,
 )
 from flagsweep.measure.metric import COLUMNS
-
-
-def _threshold_pct() -> float:
-    """--threshold's default (stats.threshold.THRESHOLD_PCT), read when a command runs: the
-    statistics package is too heavy to import for --help."""
-    from flagsweep.stats.threshold import THRESHOLD_PCT
-    return THRESHOLD_PCT
+from flagsweep.stats.threshold import THRESHOLD_PCT
 
 
 @click.command("build")
@@ -76,7 +70,7 @@ def _prepare(kw: dict):
 @click.option("--precision", "precision_pct", type=THRESHOLD,
               help="An undecided comparison counts as settled once its paired 95% CI "
                    "half-width is under this percentage [default: the --threshold].")
-@click.option("--threshold", "threshold_pct", type=THRESHOLD, default=_threshold_pct,
+@click.option("--threshold", "threshold_pct", type=THRESHOLD, default=THRESHOLD_PCT,
               help="Practical threshold in %: smaller effects do not matter "
                    "(faster/slower need their CI beyond it) [default: 1].")
 @click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True,
@@ -290,7 +284,7 @@ def _print_builds(builds, m) -> None:
 @click.command("calibrate")
 @click.option("--runs", type=click.IntRange(min=2), default=10, show_default=True,
               help="Rounds to measure (the setting whose resolution you want to know).")
-@click.option("--threshold", "threshold_pct", type=THRESHOLD, default=_threshold_pct,
+@click.option("--threshold", "threshold_pct", type=THRESHOLD, default=THRESHOLD_PCT,
               help="Practical threshold in %, as for run [default: 1].")
 @click.option("--quick", is_flag=True, help="The smaller input.")
 @click.option("--cpu", type=click.IntRange(min=0),

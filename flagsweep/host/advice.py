@@ -6,10 +6,12 @@ without touching the machine it runs on.
 
 from __future__ import annotations
 
+from flagsweep.stats.threshold import THRESHOLD_PCT
+
 TUNE_COMMAND = "`flagsweep system --tune`"
 
 
-def warnings(state: dict, threshold_pct: float = 1.0) -> list[str]:
+def warnings(state: dict, threshold_pct: float = THRESHOLD_PCT) -> list[str]:
     """Plain-words warnings about what in `state` (from `machine_state`) adds noise, each
     naming the setting and what to do. Only settings present in `state` are judged.
 

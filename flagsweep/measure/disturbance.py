@@ -41,6 +41,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from flagsweep.stats.threshold import THRESHOLD_PCT, fraction
+
 WALL_GROWTH = 1.49         # wall time per unit of off-CPU share, measured (see above)
 CPU_TRUSTED_SHARE = 0.35   # CPU time: no measured growth up to this off-CPU share
 QUIET_WAIT_S = 0.001      # waits up to this long happen on a quiet machine too
@@ -54,7 +56,7 @@ def limit(metric: str, threshold_pct: float) -> float | None:
     """The off-CPU share past which a run of `metric` is disturbed; None: never judged (counts
     such as instructions and cycles are per process and hold no one else's time)."""
     if metric == "wall_s":
-        return threshold_pct / 100 / WALL_GROWTH
+        return fraction(threshold_pct) / WALL_GROWTH
     if metric == "cpu_s":
         return CPU_TRUSTED_SHARE
     return None
@@ -86,7 +88,7 @@ def evidence(wall_s: float | None, counters: dict | None) -> Evidence:
 
 
 def disturbed(metric: str, wall_s: float | None, counters: dict | None,
-              threshold_pct: float = 1.0) -> bool:
+              threshold_pct: float = THRESHOLD_PCT) -> bool:
     """Whether a run's value of `metric` was inflated by others past the practical threshold,
     by the kernel's evidence."""
     most = limit(metric, threshold_pct)
@@ -96,7 +98,7 @@ def disturbed(metric: str, wall_s: float | None, counters: dict | None,
     waited = e.off_cpu_share is not None and e.off_cpu_share > most \
         and e.off_cpu_share * wall_s > QUIET_WAIT_S
     return waited or \
-        (e.steal_share is not None and e.steal_share > threshold_pct / 100)
+        (e.steal_share is not None and e.steal_share > fraction(threshold_pct))
 
 
 def busy(counted: int, still_disturbed: int) -> bool:
@@ -105,7 +107,7 @@ def busy(counted: int, still_disturbed: int) -> bool:
     return counted >= BUSY_MIN_RUNS and still_disturbed > BUSY_SHARE * counted
 
 
-def busy_reason(metric: str, counted: int, still_disturbed: int, threshold_pct: float = 1.0) -> str:
+def busy_reason(metric: str, counted: int, still_disturbed: int, threshold_pct: float = THRESHOLD_PCT) -> str:
     most = limit(metric, threshold_pct) or 0.0
     advice = (" --metric cpu is not disturbed by waiting for the CPU (single-threaded "
               "workloads); or" if metric == "wall_s" else "")

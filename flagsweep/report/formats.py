@@ -17,12 +17,11 @@ VERDICT_TEXT = {"faster": "faster", "slower": "slower", "equivalent": "no differ
                 "not-measured": "not measured", "baseline": "baseline"}
 UNITS = {"wall_s": "s", "cpu_s": "s", "user_s": "s", "sys_s": "s", "cycles": "cycles",
          "instructions": "instructions"}
-DEFAULT_THRESHOLD_PCT = 1.0          # what a results file without its threshold was judged by
 
 
 def threshold(value: float | None) -> float:
     """The threshold a document was judged by, in percent (older documents lack it)."""
-    return DEFAULT_THRESHOLD_PCT if value is None else value
+    return stats.THRESHOLD_PCT if value is None else value
 
 
 def pct(ratio: float | None) -> float | None:

@@ -142,7 +142,7 @@ def ci_with_fcr(c: contract.VsBaseline, threshold_pct: float | None) -> str:
     ci95, fcr, level = c.ci95, c.ci_fcr, c.fcr_level
     if not (ci95 and fcr and level and level > 0.95 + 1e-9 and threshold_pct is not None):
         return text
-    t = threshold_pct / 100
+    t = stats.fraction(threshold_pct)
     if not (ci95[1] < 1 - t or ci95[0] > 1 + t):
         return text
     return f"{text}; {stats.level_text(level)} {ci_pct_text(fcr)}"

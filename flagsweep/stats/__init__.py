@@ -2,26 +2,58 @@
 baseline (comparison, with its intervals and significance), what a whole sweep may conclude
 (multiplicity, verdicts), and what this machine can resolve at all (power). The practical
 threshold travels in percent and becomes a fraction only in threshold.py. The names callers
-use are here."""
+use are here, each loaded from its module on first use."""
 
-from flagsweep.stats.comparison import (RatioEstimate, compare, compare_unpaired,
-                                        paired_interval, pool)
-from flagsweep.stats.intervals import Z95, log_half_width
-from flagsweep.stats.means import MeanShift, mean_interval, mean_shift
-from flagsweep.stats.multiplicity import fcr_intervals, fewest_decisive_pairs
-from flagsweep.stats.power import detectable_pct, noise, rounds_for_precision, rounds_to_detect
-from flagsweep.stats.significance import EXACT_MAX_PAIRS, signed_rank_p
-from flagsweep.stats.summary import (MedianCI, SampleSummary, mad, median_ci, outlier_indices,
-                                     summarize)
-from flagsweep.stats.threshold import THRESHOLD_PCT, fraction
-from flagsweep.stats.verdicts import ROUNDS_CAP, adjust
-from flagsweep.stats.wording import change_text, ci_text, level_text
+from __future__ import annotations
 
-__all__ = [
-    "EXACT_MAX_PAIRS", "ROUNDS_CAP", "THRESHOLD_PCT", "Z95", "MeanShift", "MedianCI",
-    "RatioEstimate", "SampleSummary", "adjust", "change_text", "ci_text", "compare",
-    "compare_unpaired", "detectable_pct", "fcr_intervals", "fewest_decisive_pairs", "fraction",
-    "level_text", "log_half_width", "mad", "mean_interval", "mean_shift", "median_ci", "noise",
-    "outlier_indices", "paired_interval", "pool", "rounds_for_precision", "rounds_to_detect",
-    "signed_rank_p", "summarize",
-]
+import importlib
+
+# name -> the module of stats/ that defines it. Loaded when first asked for, so that what only
+# needs the threshold (the command line's defaults, the machine advice) does not load SciPy.
+NAMES = {
+    "EXACT_MAX_PAIRS": "significance",
+    "MeanShift": "means",
+    "MedianCI": "summary",
+    "ROUNDS_CAP": "verdicts",
+    "RatioEstimate": "comparison",
+    "SampleSummary": "summary",
+    "THRESHOLD_PCT": "threshold",
+    "Z95": "intervals",
+    "adjust": "verdicts",
+    "change_text": "wording",
+    "ci_text": "wording",
+    "compare": "comparison",
+    "compare_unpaired": "comparison",
+    "detectable_pct": "power",
+    "fcr_intervals": "multiplicity",
+    "fewest_decisive_pairs": "multiplicity",
+    "fraction": "threshold",
+    "level_text": "wording",
+    "log_half_width": "intervals",
+    "mad": "summary",
+    "mean_interval": "means",
+    "mean_shift": "means",
+    "median_ci": "summary",
+    "noise": "power",
+    "outlier_indices": "summary",
+    "paired_interval": "comparison",
+    "pool": "comparison",
+    "rounds_for_precision": "power",
+    "rounds_to_detect": "power",
+    "signed_rank_p": "significance",
+    "summarize": "summary",
+}
+__all__ = sorted(NAMES)
+
+
+def __getattr__(name: str):
+    module = NAMES.get(name, name)
+    try:
+        found = importlib.import_module(f"flagsweep.stats.{module}")
+    except ModuleNotFoundError as e:
+        if e.name != f"flagsweep.stats.{module}":
+            raise                               # a library the module needs is missing
+        raise AttributeError(f"module 'flagsweep.stats' has no attribute {name!r}") from None
+    value = found if module == name else getattr(found, name)
+    globals()[name] = value
+    return value

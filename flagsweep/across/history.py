@@ -64,8 +64,8 @@ from flagsweep import files, stats
 from flagsweep.measure import metric as metric_mod
 from flagsweep.results import analysis
 from flagsweep.results.contract import (
-    AA_SUFFIX, REF_SUFFIX, Comparison, Compiler, HistoryPoint, HistorySeries, HistoryStep,
-    HistoryUnjudged, Machine, Variant, Workload, is_control)
+    AA_SUFFIX, REF_SUFFIX, Comparison, Compiler, HistoryLatest, HistoryPoint, HistorySeries,
+    HistoryStep, HistoryUnjudged, Machine, Variant, Workload, is_control)
 from flagsweep.results.store import Store
 
 WINDOW = 5
@@ -106,7 +106,7 @@ class VariantSeries:
     machine: str
     points: list[Point] = field(default_factory=list)
     steps: list[Step] = field(default_factory=list)
-    latest: dict | None = None               # the latest sweep against its segment
+    latest: HistoryLatest | None = None      # the latest sweep against its segment
     reference: str | None = None             # the reference binary's sha256: values are ratios to it
     metric: str = ""                         # the series' quantity: its first sweep's metric
     unjudged: list[Point] = field(default_factory=list)   # nights measured but not judged
@@ -250,8 +250,8 @@ def _unjudged_latest(s: VariantSeries) -> None:
     a step, and said so."""
     night = max(s.unjudged, key=lambda p: p.started, default=None)
     if night is not None and (not s.points or night.started > s.points[-1].started):
-        s.latest = {"run_id": night.run_id, "verdict": "unjudged", "ratio": None, "ci95": None,
-                    "why": night.unjudged, "against": []}
+        s.latest = HistoryLatest(run_id=night.run_id, verdict="unjudged", ratio=None, ci95=None,
+                                 why=night.unjudged, against=[])
 
 
 def _points(store: Store, run: StoredSweep, known: dict[tuple, VariantSeries],
@@ -357,8 +357,9 @@ def _detect(all_series: list[VariantSeries], threshold_pct: float) -> None:
             if i == len(s.points) - 1:
                 # strict JSON: an interval that does not exist is null
                 j = Comparison.model_validate(c.to_json())
-                s.latest = {"run_id": run_id, "verdict": verdict, "ratio": j.ratio,
-                            "ci95": j.ci95, "why": why, "against": [p.run_id for p in segment]}
+                s.latest = HistoryLatest(run_id=run_id, verdict=verdict, ratio=j.ratio,
+                                         ci95=j.ci95, why=why,
+                                         against=[p.run_id for p in segment])
             if verdict in ("faster", "slower"):
                 s.steps.append(Step(s.points[at].run_id, verdict, ratio, ci, why,
                                     _changed(s.points[at - 1].versions, s.points[at].versions),

@@ -172,7 +172,7 @@ def warnings(doc: contract.Results) -> list[Warning]:
         out.append(Warning("status", f"The sweep is {doc.status} ({doc.stop_reason}): "
                                      "results cover the samples taken so far."))
     thr = threshold(doc.threshold_pct)
-    out += [Warning("machine", w) for w in advice.warnings(doc.machine, thr)]
+    out += [Warning("machine", w) for w in advice.warnings(doc.machine.dump(), thr)]
     noise, aa = doc.noise, doc.aa
     noted = getattr(noise, "warning", None) if noise else None
     if noted:
@@ -219,7 +219,7 @@ def _check(v: contract.Variant) -> str | None:
 def _variant_warnings(doc: contract.Results) -> list[Warning]:
     out = []
     regressed = [h.variant for h in doc.history or []
-                 if (h.latest or {}).get("verdict") == "slower"]
+                 if h.latest and h.latest.verdict == "slower"]
     if regressed:
         out.append(Warning("history", f"Slower than this target's earlier sweeps on this CPU: "
                                       f"{names(regressed)} (see History)."))

@@ -19,12 +19,12 @@ class HistoryRow:
 
 
 def history_row(h: contract.HistorySeries, labels: dict[str, str]) -> HistoryRow:
-    latest = h.latest or {}
-    text = (f"{signed_pct((latest['ratio'] - 1) * 100)} {ci_pct_text(latest.get('ci95'))} "
-            f"against {len(latest.get('against') or [])} earlier sweep(s)"
-            if latest.get("ratio") else "")
+    latest = h.latest
+    text = (f"{signed_pct((latest.ratio - 1) * 100)} {ci_pct_text(latest.ci95)} "
+            f"against {len(latest.against)} earlier sweep(s)"
+            if latest and latest.ratio else "")
     steps = ", ".join(f"{s.run_id} {signed_pct((s.ratio - 1) * 100)}"
                       + (f" ({'; '.join(s.changed)})" if getattr(s, "changed", None) else "")
                       for s in h.steps)
     return HistoryRow(labels.get(h.variant, h.variant), len(h.points), text,
-                      latest.get("verdict") or "not-measured", steps)
+                      latest.verdict if latest else "not-measured", steps)

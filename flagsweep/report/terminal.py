@@ -131,16 +131,17 @@ def show_history(target: str, all_series, out: Console | None = None) -> None:
                  "verdict", "steps") + (("machine",) if len(machines) > 1 else ()):
         t.add_column(name, overflow="fold")
     for s in all_series:
-        latest = s.latest or {}
-        vs = (f"{signed_pct((latest['ratio'] - 1) * 100)} {ci_pct_text(latest['ci95'])}"
-              if latest.get("ratio") else "")
+        latest = s.latest
+        verdict = latest.verdict if latest else ""
+        vs = (f"{signed_pct((latest.ratio - 1) * 100)} {ci_pct_text(latest.ci95)}"
+              if latest and latest.ratio else "")
         steps = ", ".join(f"{st.run_id} {signed_pct((st.ratio - 1) * 100)}" for st in s.steps)
         name = s.variant + (f" / ref {s.reference[:8]}" if s.reference else "")
         first, last = (f"{p.median:.4g}" if p else "-" for p in
                        ((s.points or [None])[0], (s.points or [None])[-1]))
         row = [Text(name), str(len(s.points)), first, last, vs,
-               Text(VERDICT_TEXT.get(latest.get("verdict", ""), latest.get("verdict", "-")),
-                    style=COLORS.get(latest.get("verdict", ""), "")), steps]
+               Text(VERDICT_TEXT.get(verdict, verdict or "-"), style=COLORS.get(verdict, "")),
+               steps]
         t.add_row(*row, *([s.machine] if len(machines) > 1 else []))
     out.print(t)
     if any(s.reference for s in all_series):

@@ -83,28 +83,6 @@ class Open(BaseModel):
         """The object as JSON: the keys it was given (explicit nulls kept), by their names."""
         return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
 
-    # TRANSITIONAL mapping reads, while readers move to attributes.
-    def _name(self, key: str) -> str:
-        return "schema_" if key == "schema" else key
-
-    def __getitem__(self, key: str) -> Any:
-        if key not in self:
-            raise KeyError(key)
-        return getattr(self, self._name(key))
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        setattr(self, self._name(key), value)
-
-    def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and (self._name(key) in self.model_fields_set
-                                         or key in (self.__pydantic_extra__ or {}))
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self[key] if key in self else default
-
-    def keys(self):
-        return self.dump().keys()
-
 
 # ---- results.json -------------------------------------------------------------------------------
 
@@ -511,6 +489,16 @@ class HistoryUnjudged(Open):
     why: Str
 
 
+class HistoryLatest(Open):
+    """The latest sweep of a series against its segment (the sweeps since the last step)."""
+    run_id: Str
+    verdict: Str                            # faster | slower | equivalent | ... | unjudged
+    ratio: Num = None
+    ci95: Pair = None
+    why: Str | None = None
+    against: list[Str] = []                 # the segment's run ids
+
+
 class HistorySeries(Open):
     """One variant's earlier sweeps on this machine (flagsweep.across.history)."""
     variant: Str
@@ -518,7 +506,7 @@ class HistorySeries(Open):
     machine: Str
     points: list[HistoryPoint]
     steps: list[HistoryStep]
-    latest: dict[str, Any] | None = None
+    latest: HistoryLatest | None = None
     reference: Str | None = None            # the reference binary's sha256: points are ratios to it
     metric: Str | None = None               # the series' metric (its first sweep's)
     unjudged: list[HistoryUnjudged] | None = None   # nights neither a pass nor a step, and why

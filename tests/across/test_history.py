@@ -32,15 +32,15 @@ def test_a_step_the_history_has_seen_before_is_not_a_regression():
     # samples alone, but no bigger than the machine's own sweep-to-sweep spread.
     s = _series([1.00, 1.03, 0.97, 1.02, 0.98, 1.04])
     history._detect([s], threshold_pct=1.0)
-    assert s.latest["verdict"] == "inconclusive"
-    assert "within the history's own sweep-to-sweep spread" in s.latest["why"]
+    assert s.latest.verdict == "inconclusive"
+    assert "within the history's own sweep-to-sweep spread" in s.latest.why
     assert history.regressions([s]) == []
 
 
 def test_a_step_beyond_the_spread_is_a_regression_and_names_what_changed():
     s = _series([1.00, 1.01, 0.99, 1.00, 1.01, 1.15])
     history._detect([s], threshold_pct=1.0)
-    assert s.latest["verdict"] == "slower"
+    assert s.latest.verdict == "slower"
     step = s.steps[-1]
     assert step.run_id == "r5" and 1.13 < step.ratio < 1.17
     assert step.changed == ["gcc 12.2.0 -> 13.1.0"]
@@ -51,7 +51,7 @@ def test_after_a_step_the_new_level_is_the_reference():
     s = _series([1.00, 1.00, 1.20, 1.20, 1.20])
     history._detect([s], threshold_pct=1.0)
     assert [st.run_id for st in s.steps] == ["r2"]
-    assert s.latest["against"] == ["r2", "r3"]
+    assert s.latest.against == ["r2", "r3"]
 
 
 def test_an_alternating_machine_is_not_a_regression():
@@ -59,8 +59,8 @@ def test_an_alternating_machine_is_not_a_regression():
     about 3%, which a MAD about their median once read as a spread of 0.14% (z = 39)."""
     s = _series([1.00, 1.03, 1.00, 1.03, 1.07])
     history._detect([s], threshold_pct=3.0)
-    assert s.latest["verdict"] == "inconclusive" and s.steps == []
-    assert "within the history's own sweep-to-sweep spread" in s.latest["why"]
+    assert s.latest.verdict == "inconclusive" and s.steps == []
+    assert "within the history's own sweep-to-sweep spread" in s.latest.why
     assert history.regressions([s]) == []
 
 

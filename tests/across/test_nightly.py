@@ -108,7 +108,7 @@ def test_a_night_whose_aa_arm_failed_is_neither_a_pass_nor_a_regression(nights):
     assert "A/A arm" in result.output and "unstable" in result.output
     (series,) = [s for s in history.collect(Store(), "tiny") if s.variant == "gcc-O2"]
     assert [p.run_id for p in series.unjudged] == [json.loads(shaky.read_text())["run_id"]]
-    assert series.latest["verdict"] == "unjudged" and len(series.points) == 2
+    assert series.latest.verdict == "unjudged" and len(series.points) == 2
 
 
 def test_a_regression_that_comes_with_a_metric_flip_is_compared_with_the_series(nights):

@@ -93,7 +93,7 @@ class Pick:
     baseline_label: str = ""                 # what people call the baseline
 
 
-def pick(paths: list[Path], baseline_isa: str | None = None, threshold_pct: float = 1.0,
+def pick(paths: list[Path], baseline_isa: str | None = None, threshold_pct: float = stats.THRESHOLD_PCT,
          partial: bool = False) -> Pick:
     """`partial`: take sweeps stopped early (busy) too; else such a file is refused."""
     docs = [(Path(p), reader.load(Path(p))) for p in paths]
@@ -187,7 +187,7 @@ def _candidate(vid: str, docs, least, level: str | None) -> Candidate:
     if any(re.match(r"-m(arch|tune|cpu)=native$", f) for f in c.flags):
         c.excluded = "-march=native is a different CPU on every machine"
     for path, doc in docs:
-        host = cpu.host_from_machine(doc.machine)
+        host = cpu.host_from_machine(doc.machine.dump())
         runs = cpu.can_run_flags(tuple(c.flags), c.compiler, host)
         if not runs.ok and not c.excluded:
             c.excluded = f"{merge.label(doc)} cannot run it: {runs.reason}"
@@ -269,7 +269,8 @@ def _level_answers(candidates: list[Candidate], docs) -> list[str]:
             mine = Candidate(c.id, c.compiler, c.flags, [p for p in c.pairs if p.program == program])
             _combine(mine)
             lacking = [merge.label(d) for _, d in docs if d.target == program and not
-                       cpu.can_run_flags(tuple(c.flags), c.compiler, cpu.host_from_machine(d.machine)).ok]
+                       cpu.can_run_flags(tuple(c.flags), c.compiler,
+                                         cpu.host_from_machine(d.machine.dump())).ok]
             change = stats.change_text(mine.ratio, mine.ci95) if mine.ratio else "not measured"
             out.append(f"{program}: {c.label or ' '.join(c.flags)} {change} on {len(mine.pairs)} machine(s) "
                        f"that run {level}" + (f"; cannot run on {len(lacking)}" if lacking else ""))

@@ -182,7 +182,7 @@ def _binary(v: Variant, out: Path) -> Path:
         raise FlagsweepError(f"the binary of {v.id}, {path}, is outside the results folder "
                              f"{out} (key 'variants[{v.id}].build.binary'); explain runs "
                              "only the binaries a sweep built there")
-    changed = fingerprint.recheck(v.build, path)
+    changed = fingerprint.recheck(v.build.dump(), path)
     if changed is not None:
         # A profile of other code would explain a verdict it never gave.
         raise FlagsweepError(f"{v.id} is not profiled: {changed.text()} (key "

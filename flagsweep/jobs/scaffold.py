@@ -259,7 +259,7 @@ def _trial_builds(d: Draft, path: Path, trial: Path, jobs: int,
             # zstd's full `make` links a shared library that needs the -fPIC its CFLAGS gave,
             # and the variant's CFLAGS replace; the program alone needs no library.
             d.make_args = [goal]
-            d.make_note = (f"`make` of everything failed in the trial ({build_reason(vars(b))}); "
+            d.make_note = (f"`make` of everything failed in the trial ({build_reason(b.detail)}); "
                            f"the Makefile has a rule for {goal}, so only it is built")
             continue
         if b.status == "flags-mismatch" and (_tolerable(b) or b.dropped) and attempt < TRIALS:

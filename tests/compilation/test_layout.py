@@ -168,7 +168,7 @@ def test_a_sweep_with_layouts_builds_checks_and_compares_over_them(tmp_path):
     opts = sweep.MeasureOptions(min_runs=5, max_runs=8, warmup=1, seed=3, quick=True, layouts=3)
     said: list[str] = []
     doc = reader.load(sweep.start(t, r, m, build_opts, opts, Store(), said.append,
-                                  execute=Synthetic(planted)))
+                                  execute=Synthetic(planted))).dump()
     assert doc["measurement"]["layouts"]["k"] == 3
     by_id = {v["id"]: v for v in doc["variants"]}
     assert list(by_id) == ["gcc-O2", "gcc-O1", "gcc-O2.aa"] and doc["baseline"] == "gcc-O2"
@@ -242,7 +242,7 @@ def test_a_sweep_with_layouts_resumes_with_exactly_the_missing_samples(tmp_path)
     run_id = db.find_run(str(tmp_path / "run"))
     before = {(s.variant_id, s.round) for s in db.samples(run_id)}
     assert len(before) == 20
-    doc = reader.load(sweep.resume(run_id, db, lambda _: None, execute=Synthetic(slower)))
+    doc = reader.load(sweep.resume(run_id, db, lambda _: None, execute=Synthetic(slower))).dump()
     after = [(s.variant_id, s.round) for s in db.samples(run_id)]
     assert len(after) == len(set(after)) == 6 * (1 + 6) and before <= set(after)
     by_id = {v["id"]: v for v in doc["variants"]}

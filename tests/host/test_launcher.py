@@ -15,7 +15,6 @@ from procs import kill_all, marker, running, wait_for
 
 from flagsweep.errors import FlagsweepError
 from flagsweep.host import launcher, native, probes
-from flagsweep.measure.sample import Sample
 
 PROGRAM = r"""
 #include <signal.h>

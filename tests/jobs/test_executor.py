@@ -29,7 +29,7 @@ def _start(tmp_path: Path, execute, out: str = "run", say=lambda _: None, **opti
 @pytest.mark.integration
 def test_a_planted_effect_is_called_and_the_twin_is_not(tmp_path):
     path = _start(tmp_path, Synthetic({"gcc-O1": 1.10}))
-    doc = reader.load(path)
+    doc = reader.load(path).dump()
     by_id = {v["id"]: v for v in doc["variants"]}
     o1 = by_id["gcc-O1"]["vs_baseline"]
     assert o1["verdict"] == "slower" and 1.09 < o1["ratio"] < 1.11
@@ -52,7 +52,7 @@ def test_an_interrupted_sweep_resumes_with_exactly_the_missing_samples(tmp_path)
     path = sweep.resume(run_id, db, lambda _: None, execute=Synthetic({"gcc-O1": 1.10}))
     after = [(s.variant_id, s.round) for s in db.samples(run_id)]
     assert len(after) == len(set(after)) and before <= set(after)
-    doc = reader.load(path)
+    doc = reader.load(path).dump()
     assert doc["status"] == "complete"
     assert {v["id"]: v for v in doc["variants"]}["gcc-O1"]["vs_baseline"]["verdict"] == "slower"
 
@@ -84,7 +84,7 @@ def test_a_complete_run_drops_its_program_outputs_unless_asked_to_keep_them(tmp_
     # Only a program's non-empty stderr would stay: tiny says nothing, so nothing is left.
     assert not scratch.exists()
     assert any(line.startswith("scratch: ") and "--keep-scratch" in line for line in said)
-    assert reader.load(path)["status"] == "complete"      # nothing the results show is lost
+    assert reader.load(path).dump()["status"] == "complete"      # nothing the results show is lost
     kept = _start(tmp_path / "again", Synthetic({"gcc-O1": 1.10}), keep_scratch=True)
     assert [p.name for p in (kept.parent / "scratch").iterdir() if p.suffix in (".out", ".stdout")]
 
@@ -103,8 +103,8 @@ def test_the_reproduce_line_repeats_every_option_that_changed_the_measurement(tm
 
     first = _start(tmp_path, Synthetic({"gcc-O1": 1.10}), metric="cpu", cpu=0, threshold_pct=2.0,
                    counters="none", precision_pct=1.5, budget=900.0)
-    doc = reader.load(first)
-    line = reproduce_command(doc)
+    doc = reader.load(first).dump()
+    line = reproduce_command(reader.load(first))
     for option in ("--metric cpu", "--cpu 0", "--threshold 2", "--counters none", "--seed 11",
                    "--compiler gcc", "--quick"):
         assert option in line, (option, line)
@@ -117,10 +117,10 @@ def test_the_reproduce_line_repeats_every_option_that_changed_the_measurement(tm
     elsewhere = Store(f"sqlite:///{tmp_path / 'elsewhere.sqlite'}")
     again = sweep.start(t, r, m, build_opts, _measure_options(kw), elsewhere, lambda _: None,
                         execute=Synthetic({"gcc-O1": 1.10}))
-    redo = reader.load(again)
+    redo = reader.load(again).dump()
     assert redo["measurement"] == doc["measurement"]
     assert [v["flags"] for v in redo["variants"]] == [v["flags"] for v in doc["variants"]]
-    assert reproduce_command(redo) == line
+    assert reproduce_command(reader.load(again)) == line
 
 
 def _start3(tmp_path: Path, execute, **options) -> Path:
@@ -143,7 +143,7 @@ FACTORS = {"gcc-O0": 2.0, "gcc-O1": 1.0105}
 @pytest.mark.integration
 def test_a_decided_variant_stops_early_and_says_so_in_the_results(tmp_path):
     path = _start3(tmp_path, Synthetic(FACTORS))
-    doc = reader.load(path)
+    doc = reader.load(path).dump()
     by_id = {v["id"]: v for v in doc["variants"]}
     o0 = by_id["gcc-O0"]
     assert o0["vs_baseline"]["verdict"] == "slower"
@@ -158,7 +158,8 @@ def test_a_decided_variant_stops_early_and_says_so_in_the_results(tmp_path):
     assert max(rounds_o0) == o0["summary"]["stopped_at"] - 1
     # the page and the terminal say which stopped, what it saved, and what is still open
     from flagsweep.report import terminal, view
-    said = "\n".join(terminal._findings(doc, view.build(doc, path, path.parent)))
+    model = reader.load(path)
+    said = "\n".join(terminal._findings(model, view.build(model, path, path.parent)))
     stopped = f"-O0 after {o0['summary']['stopped_at']} of {ran} rounds (slower)"
     assert stopped in said and f"; {doc['measurement']['runs_saved']} runs not spent" in said
     page = (path.parent / "index.html").read_text()
@@ -167,11 +168,11 @@ def test_a_decided_variant_stops_early_and_says_so_in_the_results(tmp_path):
 
 @pytest.mark.integration
 def test_a_fixed_design_stops_nothing_and_reaches_the_same_verdicts(tmp_path):
-    adaptive = reader.load(_start3(tmp_path / "a", Synthetic(FACTORS)))
-    fixed = reader.load(_start3(tmp_path / "f", Synthetic(FACTORS), runs=20))
+    adaptive = reader.load(_start3(tmp_path / "a", Synthetic(FACTORS))).dump()
+    fixed = reader.load(_start3(tmp_path / "f", Synthetic(FACTORS), runs=20)).dump()
     assert fixed["measurement"]["runs_saved"] == 0
     # the stops' share of alpha is out of the final analysis's; one look tests at 0.05
-    assert fixed.measurement.sequential.dump() == {"alpha": 0.05, "stops_alpha": 0.0,
+    assert fixed["measurement"]["sequential"] == {"alpha": 0.05, "stops_alpha": 0.0,
                                                   "tost_level": 0.05}
     spent = adaptive["measurement"]["sequential"]
     assert math.isclose(spent["alpha"] + spent["stops_alpha"], 0.05) and spent["stops_alpha"] > 0
@@ -186,7 +187,7 @@ def test_a_fixed_design_stops_nothing_and_reaches_the_same_verdicts(tmp_path):
 def test_a_sweep_interrupted_after_a_stop_resumes_without_measuring_the_stopped_variant(tmp_path):
     from flagsweep.errors import Interrupted
 
-    whole = reader.load(_start3(tmp_path / "whole", Synthetic(FACTORS)))
+    whole = reader.load(_start3(tmp_path / "whole", Synthetic(FACTORS))).dump()
     at = {v["id"]: v for v in whole["variants"]}["gcc-O0"]["summary"]["stopped_at"]
     cut = 4 * (1 + at) + 1             # the warmup and the rounds up to the stop, then one more
 
@@ -195,7 +196,7 @@ def test_a_sweep_interrupted_after_a_stop_resumes_without_measuring_the_stopped_
     db = Store()
     run_id = db.find_run(str(tmp_path / "cut" / "run"))
     path = sweep.resume(run_id, db, lambda _: None, execute=Synthetic(FACTORS))
-    doc = reader.load(path)
+    doc = reader.load(path).dump()
     o0 = {v["id"]: v for v in doc["variants"]}["gcc-O0"]
     ran = {v["id"]: v for v in doc["variants"]}["gcc-O2"]["summary"]["n"]
     assert o0["summary"]["stopped_at"] == at and doc["measurement"]["runs_saved"] >= ran - at

@@ -4,19 +4,16 @@
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import shutil
 import subprocess
 import sys
-import tarfile
 import tomllib
 from pathlib import Path
 
 import pytest
-from demo_source import release_of, tarball
+from demo_source import release_of
 
-from flagsweep import files
 from flagsweep.jobs import scaffold
 from flagsweep.compilation import fetch, variants
 from flagsweep.errors import FlagsweepError

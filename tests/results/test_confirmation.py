@@ -48,7 +48,7 @@ def _run(tmp_path, name: str, planted: dict[str, float], stop_after: int | None 
     said: list[str] = []
     path = sweep.start(t, r, m, build_opts, o, Store(), said.append,
                        execute=Synthetic(planted, stop_after=stop_after))
-    return reader.load(path), path, said
+    return reader.load(path).dump(), path, said
 
 
 def _terminal(path) -> str:

@@ -33,15 +33,15 @@ def _sweep(tmp_path: Path, seconds: float, metric: str = "auto") -> Path:
 @pytest.mark.integration
 def test_a_run_shorter_than_a_sample_resolves_is_warned_with_the_input_size_that_fixes_it(tmp_path):
     doc = reader.load(_sweep(tmp_path, seconds=0.0007))
-    short = doc["measurement"]["short_run"]
-    assert short["input_key"] == "quick_megabytes" and short["input_size"] == 0.25
+    short = doc.measurement.short_run
+    assert short.input_key == "quick_megabytes" and short.input_size == 0.25
     # The input scaled by limit / measured time: 0.25 MB x 10 ms / 0.7 ms, rounded up.
-    scale = resolution.SHORTEST_S / short["median_s"]
-    assert 0.25 * scale <= short["input_needed"] <= 0.25 * scale * 1.05
-    assert abs(short["median_s"] - 0.0007) < 0.0007 * 0.05
-    text = short["warning"]
+    scale = resolution.SHORTEST_S / short.median_s
+    assert 0.25 * scale <= short.input_needed <= 0.25 * scale * 1.05
+    assert abs(short.median_s - 0.0007) < 0.0007 * 0.05
+    text = short.warning
     assert "0.7 ms" in text and f"{1e3 * resolution.SHORTEST_S:g} ms" in text
-    assert f"`inputs.quick_megabytes` to {short['input_needed']:g}" in text
+    assert f"`inputs.quick_megabytes` to {short.input_needed:g}" in text
     assert str(tmp_path / "tiny" / "target.toml") in text
     assert ("short", text) in [(w.kind, w.text) for w in headline.warnings(doc)]
 
@@ -49,7 +49,7 @@ def test_a_run_shorter_than_a_sample_resolves_is_warned_with_the_input_size_that
 @pytest.mark.integration
 def test_a_run_long_enough_gets_no_short_run_warning(tmp_path):
     doc = reader.load(_sweep(tmp_path, seconds=0.1))
-    assert doc["measurement"]["short_run"] is None
+    assert doc.measurement.short_run is None
     assert "short" not in [w.kind for w in headline.warnings(doc)]
 
 
@@ -68,7 +68,7 @@ def test_the_run_s_metric_is_a_sample_column_of_every_measured_variant(tmp_path)
     for v in doc["variants"]:
         v["samples"].pop("cpu_s", None)
     path.write_text(json.dumps(doc))
-    for v in reader.load(path)["variants"]:
+    for v in reader.load(path).dump()["variants"]:
         s = v["samples"]
         if s.get("round"):
             assert s["cpu_s"] == pytest.approx([u + k for u, k in zip(s["user_s"], s["sys_s"])])

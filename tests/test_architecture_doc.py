@@ -84,10 +84,14 @@ def _dangling_dotted(span: str) -> list[str]:
 
 @cache
 def _keys() -> frozenset[str]:
-    """Every string the code holds: the keys of what it writes among them."""
-    return frozenset(node.value for path in PACKAGE.rglob("*.py")
-                     for node in ast.walk(ast.parse(path.read_text()))
-                     if isinstance(node, ast.Constant) and isinstance(node.value, str))
+    """The keys of what the code writes: every field of the results contract's models, and
+    every string the code holds."""
+    contract = ast.parse((PACKAGE / "results" / "contract.py").read_text())
+    fields = {node.target.id for node in ast.walk(contract)
+              if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)}
+    return frozenset(fields | {node.value for path in PACKAGE.rglob("*.py")
+                               for node in ast.walk(ast.parse(path.read_text()))
+                               if isinstance(node, ast.Constant) and isinstance(node.value, str)})
 
 
 def _resolves(parts: list[str]) -> bool:

@@ -567,6 +567,7 @@ class SuiteVariant(Open):
     id: Str
     compiler: Str
     flags: list[Str]
+    label: Str | None = None                      # what people call it (results.names.label)
     per_program: dict[str, ProgramCell | None]
     suite: Comparison | None = None
     missing: Str | None = None

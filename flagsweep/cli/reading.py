@@ -260,9 +260,9 @@ def _located(args, scratch: Path) -> list[Path]:
 
 
 @click.command("schema")
-@click.argument("kind", type=click.Choice(["results", "suite", "merged"]), default="results")
+@click.argument("kind", type=click.Choice(["results", "suite", "merged", "tune"]), default="results")
 def schema_cmd(kind) -> None:
-    """Print the JSON Schema of results.json (or suite.json, merged.json)."""
+    """Print the JSON Schema of results.json (or suite.json, merged.json, tune.json)."""
     from flagsweep.results import contract
 
     click.echo(contract.json_schema(kind))

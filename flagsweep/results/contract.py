@@ -33,6 +33,7 @@ from flagsweep.errors import FlagsweepError
 SCHEMA = "flagsweep/1"                  # results.json, as written now
 SUITE_SCHEMA = "flagsweep-suite/1"
 MERGE_SCHEMA = "flagsweep-merge/1"
+TUNE_SCHEMA = "flagsweep-tune/1"
 AA_SUFFIX = ".aa"                       # the A/A twin's id is the baseline's id plus this
 REF_SUFFIX = ".ref"                      # the reference arm's id (run --reference), likewise
 
@@ -621,7 +622,139 @@ class Merged(Open):
     variants: list[MergedVariant]
 
 
-KINDS: dict[str, type[Open]] = {"results": Results, "suite": Suite, "merged": Merged}
+# ---- tune.json ----------------------------------------------------------------------------------
+
+class TuneSpace(Open):
+    """What the search chose from (flagsweep.experiment.space)."""
+    source: Str                              # "gcc-optimizers" or the space file's path
+    base: Str                                # the flags every candidate starts from
+    compiler: Str
+    dimensions: Num                          # switches + choices searched
+    switches: Num = None                     # of them, on/off switches
+    excluded: list[Str] = []                 # switches left out, each "flag: why"
+
+
+class TuneTrial(Open):
+    """One candidate flag set as the search tried it."""
+    number: Num
+    flags: list[Str]                         # the whole set, base first
+    changes: list[Str]                       # what it adds to the base
+    state: Str               # measured | identical | repeat | failed-build | failed-check | pending
+    batch: Num = None
+    run_id: Str | None = None                # the batch sweep that measured it
+    variant: Str | None = None               # its id in that sweep
+    ratio: Num = None                        # against the base, search input (<1: faster)
+    ci95: Pair = None
+    verdict: Str | None = None               # against the best so far, in its batch
+    runs: Num = None                         # the runs it cost
+    identical_to: Str | None = None          # the trial (or "base") whose code it has
+    detail: Str | None = None
+    elapsed_s: Num = None                    # since the tune began, when it was decided
+
+
+class TuneProgress(Open):
+    """The best-so-far curve: one point per batch."""
+    batch: Num
+    trials: Num
+    builds: Num
+    runs: Num
+    elapsed_s: Num
+    best: Num = None                         # the best trial's number
+    ratio: Num = None                        # its ratio to the base, with its interval
+    ci95: Pair = None
+
+
+class TuneBroken(Open):
+    """A flag that broke a build or the output check, never recommended."""
+    flag: Str
+    kind: Str                                # build | check
+    detail: Str | None = None
+    trial: Num = None
+
+
+class TuneEstimate(Open):
+    """A set against a reference in the proof, over its layouts."""
+    ratio: Num = None
+    ci95: Pair = None
+    verdict: Str | None = None
+    p_adjusted: Num = None
+
+
+class TuneCandidate(Open):
+    """A set the proof measured on the full input over layouts."""
+    role: Str                                # winner | minimal | runner-up | base | -O3
+    variant: Str
+    flags: list[Str]
+    changes: list[Str] = []
+    trial: Num = None
+    vs_base: TuneEstimate | None = None
+    vs_o3: TuneEstimate | None = None
+
+
+class TuneProof(Open):
+    run_id: Str | None = None
+    results: Str | None = None               # the proof sweep's results.json
+    layouts: Num = None
+    status: Str                              # complete | failed | interrupted | skipped
+    why: Str | None = None
+    candidates: list[TuneCandidate] = []
+
+
+class TuneAblationRow(Open):
+    """The winner without one of its flags: what that flag is worth."""
+    flag: Str
+    variant: Str | None = None
+    ratio: Num = None                        # without it / the winner (>1: the flag helps)
+    ci95: Pair = None
+    verdict: Str | None = None               # slower: the flag matters
+    identical: Bool = False                  # the same code without it: it does nothing here
+    status: Str = "measured"                 # measured | identical | failed-build | failed-check
+
+
+class TuneAblation(Open):
+    run_id: Str | None = None
+    results: Str | None = None
+    status: Str
+    why: Str | None = None
+    of: list[Str] = []                       # the winner's changes
+    rows: list[TuneAblationRow] = []
+    minimal: list[Str] = []                  # the flags that matter, in order of cost
+
+
+class TuneCost(Open):
+    builds: Num = None
+    runs: Num = None
+    wall_s: Num = None
+    search_s: Num = None
+    ablation_s: Num = None
+    proof_s: Num = None
+
+
+class Tune(Open):
+    """tune.json: a search over flag sets, its proof and its ablation (flagsweep.jobs.tune)."""
+    schema_: Literal[TUNE_SCHEMA] = Field(alias="schema")
+    tune_id: Str
+    target: Str
+    status: Str                              # running | complete | interrupted | failed
+    phase: Str                               # search | ablation | proof | done
+    sampler: Str
+    seed: Num
+    budget_s: Num = None
+    threshold_pct: Num = None
+    space: TuneSpace
+    machine: Machine | None = None
+    trials: list[TuneTrial] = []
+    progress: list[TuneProgress] = []
+    broken: list[TuneBroken] = []
+    ablation: TuneAblation | None = None
+    proof: TuneProof | None = None
+    answer: Str | None = None                # the one sentence the terminal ends with
+    recommended: list[Str] | None = None     # the set to use (null: keep the base or -O3)
+    cost: TuneCost | None = None
+
+
+KINDS: dict[str, type[Open]] = {"results": Results, "suite": Suite, "merged": Merged,
+                                 "tune": Tune}
 
 
 # ---- reading ------------------------------------------------------------------------------------

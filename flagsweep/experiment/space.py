@@ -88,10 +88,10 @@ class Space:
     def switches(self) -> int:
         """How many dimensions are on/off switches (named by their flag, with one choice
         beside the default)."""
-        return sum(1 for d in self.dimensions if _is_switch(d))
+        return sum(1 for d in self.dimensions if is_switch(d))
 
 
-def _is_switch(d: Dimension) -> bool:
+def is_switch(d: Dimension) -> bool:
     return len(d.choices) == 2 and d.name.startswith("-") and not d.name.startswith("--param")
 
 

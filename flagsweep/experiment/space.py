@@ -489,6 +489,9 @@ def resolve(spec: str) -> Path:
 def _from_file(path: Path, chain: toolchain.Toolchain, compiler: str, base: str | None,
                host: cpu.Host | None) -> Space:
     spec = validate(SpaceFile, read_toml(path), path)
+    if spec.compilers and compiler not in spec.compilers:
+        log.warning("%s was written for %s; searching it with %s", path,
+                    ", ".join(spec.compilers), compiler)
     chosen = _checked_base(base) if base is not None else spec.base or DEFAULT_BASE
     dims = [Dimension(s, ("", s)) for s in spec.switches]
     dims += [Dimension(name, ("", *(v for v in values if v.strip())))

@@ -29,6 +29,7 @@ COMMANDS = {
     "run": "flagsweep.cli.sweeping:run_cmd",
     "calibrate": "flagsweep.cli.sweeping:calibrate_cmd",
     "worker": "flagsweep.cli.sweeping:worker_cmd",
+    "tune": "flagsweep.cli.tuning:tune_cmd",
     "report": "flagsweep.cli.reading:report_cmd",
     "explain": "flagsweep.cli.reading:explain_cmd",
     "compare": "flagsweep.cli.reading:compare_cmd",

@@ -67,10 +67,10 @@ def start(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: vari
     opts.seed = opts.seed if opts.seed is not None else random.SystemRandom().randrange(2**31)
     cpu = chosen_cpu(opts, say)
     with MeasureLock(f"{t.name} {base}", cpu, wait=wait, say=say), sigterm_as_interrupt():
-        return _started(t, r, m, build_opts, opts, store, say, base, execute)
+        return started(t, r, m, build_opts, opts, store, say, base, execute)
 
 
-def _started(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: variants.Options,
+def started(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: variants.Options,
              opts: MeasureOptions, store: Store, say: Callable[[str], None], base: str,
              execute: Executor, confirms: dict | None = None) -> Path:
     """start() once the CPU is ours; `confirms`: the sweep this one confirms over layouts."""
@@ -169,11 +169,16 @@ def resume(id_or_dir: str, store: Store, say: Callable[[str], None],
     sweep = Sweep(run_id, t, row["recipe"], Path(row["out_dir"]), opts, docs, baseline, execute)
     with MeasureLock(f"{sweep.target.name} {run_id} (resumed)", chosen_cpu(opts), wait=wait,
                      say=say), sigterm_as_interrupt():
-        _same_binaries(sweep)
-        store.reopen_run(run_id)
-        done = store.done(run_id)
-        say(f"resuming {run_id}: {len(done)} samples already taken")
-        return _measure(sweep, store, say)
+        return resumed(sweep, store, say)
+
+
+def resumed(sweep: Sweep, store: Store, say: Callable[[str], None]) -> Path:
+    """resume() once the CPU is ours (a tune resumes its batch under its own lock)."""
+    _same_binaries(sweep)
+    store.reopen_run(sweep.run_id)
+    done = store.done(sweep.run_id)
+    say(f"resuming {sweep.run_id}: {len(done)} samples already taken")
+    return _measure(sweep, store, say)
 
 
 def written_again(run_id: str, store: Store, say: Callable[[str], None]) -> Path:
@@ -343,7 +348,7 @@ def _layout_sweep(sweep: Sweep, record: contract.Confirmation, out: Path, store:
     opts = replace(sweep.opts, layouts=record.layouts, layout_confirm=False, explain=False,
                    reference=None, seed=(sweep.opts.seed or 0) + 1)
     confirms = {"run_id": sweep.run_id, "began": time.time()}
-    return _started(sweep.target, r, m, build_opts, opts, store, say, f"{sweep.run_id}-layouts",
+    return started(sweep.target, r, m, build_opts, opts, store, say, f"{sweep.run_id}-layouts",
                     sweep.execute, confirms)
 
 

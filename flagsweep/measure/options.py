@@ -8,7 +8,7 @@ keys.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 from flagsweep import stats
@@ -47,6 +47,9 @@ class MeasureOptions:
     # A small "Use X" measured again over layouts before it is printed (results.confirmation).
     layout_confirm: bool = True
     confirm_layouts: int = DEFAULT_LAYOUTS
+    # Variants measured in every round whatever their verdict: a tune's base level, which every
+    # candidate of a batch is compared with by round beside the batch's baseline.
+    keep: list[str] = field(default_factory=list)
 
 
 def chosen_cpu(opts: MeasureOptions, say: Callable[[str], None] | None = None) -> int:

@@ -36,7 +36,7 @@ def plan_for(o: MeasureOptions, measured: list[str], baseline: str, arms: tuple[
                        metric=METRICS[o.metric], baseline=base,
                        threshold_pct=o.threshold_pct, layouts=layouts,
                        drop=drop and not (o.runs or once or layouts),
-                       keep=frozenset({base, *(base + suffix for suffix in arms)}),
+                       keep=frozenset({base, *(base + suffix for suffix in arms), *o.keep}),
                        twin=base + arms[0] if arms else None)
 
 

@@ -687,6 +687,7 @@ class TuneCandidate(Open):
     flags: list[Str]
     changes: list[Str] = []
     trial: Num = None
+    identical_to: Str | None = None          # the set of the proof whose code it has
     vs_base: TuneEstimate | None = None
     vs_o3: TuneEstimate | None = None
 

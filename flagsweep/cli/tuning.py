@@ -1,0 +1,110 @@
+"""`flagsweep tune`: search for the fastest flag set, then prove it (flagsweep.jobs.tune)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import click
+
+from flagsweep.cli.params import SEED, THRESHOLD, Folder, say
+
+UNITS = {"s": 1, "m": 60, "h": 3600}
+
+
+class Duration(click.ParamType):
+    """A time budget: seconds, or a number with s, m or h (1h, 30m, 90s, 1.5h)."""
+    name = "DURATION"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, (int, float)):
+            return float(value)
+        found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", str(value))
+        if not found:
+            self.fail(f"{value!r} is not a duration (expected seconds, or e.g. 1h, 30m, 90s)",
+                      param, ctx)
+        seconds = float(found.group(1)) * UNITS[found.group(2) or "s"]
+        if seconds < 60:
+            self.fail(f"{value!r} is under a minute: a tune needs at least 60 s", param, ctx)
+        return seconds
+
+
+@click.command("tune")
+@click.argument("target_name", metavar="TARGET", required=False)
+@click.option("--base", default=None, help="The level every candidate starts from, e.g. -O2 or "
+              "-O3 [default: the space file's, else -O2].")
+@click.option("--space", "space", default="gcc-optimizers", show_default=True,
+              help="gcc-optimizers: the compiler's own switches (on/off against the base), "
+                   "curated --params and the -march levels this CPU runs; or a space file.")
+@click.option("--compiler", default="gcc", show_default=True)
+@click.option("--budget", "budget_s", type=Duration(), default="1h", show_default=True,
+              help="Wall time for the whole tune: the search, the ablation and the proof.")
+@click.option("--sampler", type=click.Choice(["tpe", "random"]), default="tpe",
+              show_default=True, help="Optuna's TPE, or a plain random search.")
+@click.option("--seed", type=SEED, default=None, help="Seed of the sampler and of the rounds "
+              "[default: random, recorded].")
+@click.option("--batch", type=click.IntRange(1, 64), default=6, show_default=True,
+              help="Candidates measured together in one sweep.")
+@click.option("--trials", type=click.IntRange(1), default=None,
+              help="Candidates at most [default: the budget decides].")
+@click.option("--layouts", type=click.IntRange(2, 16), default=4, show_default=True,
+              help="Layouts each set of the proof is built in.")
+@click.option("--max-runs", type=click.IntRange(1), default=20, show_default=True,
+              help="Most rounds of one batch.")
+@click.option("--threshold", "threshold_pct", type=THRESHOLD, default=1.0, show_default=True,
+              help="Practical threshold in %: smaller effects do not matter.")
+@click.option("--metric", type=click.Choice(["auto", "cpu", "wall", "instructions"]),
+              default="auto", show_default=True)
+@click.option("--cpu", type=click.IntRange(0), default=None, help="CPU to pin to.")
+@click.option("--jobs", "-j", type=click.IntRange(1, 4096), default=None,
+              help="Parallel build jobs [default: number of CPUs].")
+@click.option("--out", "out_dir", type=Folder(), default=None,
+              help="Output folder [default: ./reports/TARGET-tune-TIMESTAMP]; its name is the "
+                   "tune's id.")
+@click.option("--offline", is_flag=True, help="Use cached sources only; never download.")
+@click.option("--source-dir", type=Folder(), default=None,
+              help="Use this unpacked source tree instead of fetching.")
+@click.option("--resume", "resume_id", metavar="TUNE_ID",
+              help="Continue an interrupted tune (its id, or its folder).")
+@click.option("--wait", is_flag=True, help="Queue behind a sweep holding the CPU.")
+def tune_cmd(target_name, base, space, compiler, budget_s, sampler, seed, batch, trials, layouts,
+             max_runs, threshold_pct, metric, cpu, jobs, out_dir, offline, source_dir,
+             resume_id, wait) -> None:
+    """Search TARGET's flag space for the fastest set, then prove it on the full input over
+    layouts and say which of its flags matter (docs/tune.md)."""
+    from flagsweep import shipped
+    from flagsweep.compilation import selection as chosen
+    from flagsweep.experiment import target
+    from flagsweep.jobs import tune
+    from flagsweep.report import terminal
+    from flagsweep.results import contract, store
+
+    db = store.Store()
+    if resume_id:
+        if target_name:
+            raise click.UsageError("--resume continues a tune as it began: give no TARGET")
+        path = tune.resume(resume_id, db, say, wait=wait)
+    else:
+        if not target_name:
+            raise click.UsageError("name a TARGET to tune (flagsweep list shows them)")
+        t = target.load(target_name)
+        out = out_dir or shipped.reports_dir() / f"{t.name}-tune-{chosen.stamp()}"
+        opts = tune.TuneOptions(
+            base=base, space=space, compiler=compiler, budget_s=budget_s, sampler=sampler,
+            seed=seed, batch=batch, trials=trials, layouts=layouts, jobs=jobs or _cpus(),
+            offline=offline, source_dir=str(source_dir) if source_dir else None,
+            measure={"max_runs": max_runs, "threshold_pct": threshold_pct,
+                     "precision_pct": threshold_pct, "metric": metric, "cpu": cpu,
+                     "budget": budget_s})
+        path = tune.start(t, opts, Path(out), db, say, wait=wait)
+    doc = contract.validate(json.loads(path.read_text()), path, "tune")
+    terminal.show_tune(doc)
+    page = path.parent / "tune.html"
+    click.echo(str(page if page.exists() else path))
+
+
+def _cpus() -> int:
+    import os
+    return os.cpu_count() or 1
+

@@ -1,0 +1,186 @@
+"""One batch of a tune's candidates, measured as one flagsweep sweep, and what it says of each.
+
+The batch's baseline is the best set so far, so a candidate stops as soon as its verdict
+against it is final (rounds.stops): racing, as irace and F-race drop a configuration once a
+test says it is worse (Birattari et al., GECCO 2002; Lopez-Ibanez et al., Operations Research
+Perspectives 2016). The base level runs in every round beside it (MeasureOptions.keep), so each
+candidate's ratio to the base is paired by round like any comparison of a sweep. The sweep does
+the rest as it does for any variant: the build audit (flags verified, identical code found),
+the output check, pinned shuffled rounds, every sample in the store.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable
+
+from flagsweep.compilation import variants
+from flagsweep.experiment import matrix, recipe
+from flagsweep.experiment.target import Target
+from flagsweep.host import launcher
+from flagsweep.host.executor import Executor
+from flagsweep.jobs import sweep
+from flagsweep.measure.options import MeasureOptions
+from flagsweep.measure.plan import round_values
+from flagsweep import stats
+from flagsweep.results import analysis, contract, reader
+from flagsweep.results.store import Store
+
+BASE = "base"          # how a trial identical to the base level names it
+
+
+@dataclass(frozen=True)
+class Candidate:
+    number: int                    # the trial's number in the study
+    flags: tuple[str, ...]
+
+
+@dataclass
+class Judged:
+    """What a batch says of one candidate (tune.json's trial fields)."""
+    state: str                     # measured | identical | failed-build | failed-check
+    variant: str
+    ratio: float | None = None     # against the base level, paired by round
+    ci95: list[float] | None = None
+    verdict: str | None = None     # against the batch's baseline, the best so far
+    runs: int = 0
+    identical_to: str | None = None
+    detail: str | None = None
+    run_id: str | None = None      # the batch's sweep
+
+
+@dataclass
+class Setting:
+    """What every batch of one tune shares."""
+    target: Target
+    compiler: str
+    base: tuple[str, ...]
+    build: variants.Options
+    measure: MeasureOptions
+    store: Store
+    say: Callable[[str], None]
+    execute: Executor = launcher.run_once
+
+
+def flag_text(flags: tuple[str, ...]) -> str:
+    return " ".join(flags)
+
+
+def vid(s: Setting, flags: tuple[str, ...]) -> str:
+    return matrix.variant_id(s.compiler, flags)
+
+
+def start(s: Setting, name: str, out: Path, best: tuple[str, ...], todo: list[Candidate],
+          seed: int, budget: float, quick: bool = True, layouts: int = 0) -> Path:
+    """The batch's sweep: `best` its baseline, the base kept in every round, then the
+    candidates; its results.json."""
+    sets = [best] + ([s.base] if s.base != best else []) + [c.flags for c in todo]
+    r = recipe.from_flags([flag_text(f) for f in _unique(sets)], [s.compiler])
+    m = matrix.expand(r, [s.compiler])
+    opts = replace(s.measure, seed=seed, budget=budget, quick=quick, layouts=layouts,
+                   keep=[vid(s, s.base)], layout_confirm=False, explain=False,
+                   no_reference=True, reference=None, strict_check=True)
+    return sweep.started(s.target, r, m, replace(s.build, out_dir=out), opts, s.store, s.say,
+                         name, s.execute)
+
+
+def _unique(sets: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    return list(dict.fromkeys(sets))
+
+
+def resume(s: Setting, run_id: str) -> Path:
+    """A batch interrupted mid-sweep, continued under the tune's lock."""
+    row = s.store.run(run_id)
+    if row["status"] == "complete":
+        path = Path(row["out_dir"]) / "results.json"
+        return path if path.is_file() else sweep.written_again(run_id, s.store, s.say)
+    docs = s.store.variants(run_id)
+    opts = MeasureOptions(**row["options"]["measure"])
+    baseline = next((d.id for d in docs if getattr(d, "layout_of", None)
+                     == row["options"]["baseline"]), row["options"]["baseline"])
+    one = sweep.Sweep(run_id, s.target, row["recipe"], Path(row["out_dir"]), opts, docs,
+                      baseline, s.execute)
+    return sweep.resumed(one, s.store, s.say)
+
+
+def judged(s: Setting, path: Path, todo: list[Candidate], known: dict[str, float]
+           ) -> dict[int, Judged]:
+    """Each candidate's outcome in the batch whose results are at `path`. `known`: ratio to the
+    base of earlier sets by variant id (a candidate with their code takes their ratio)."""
+    doc = reader.load(path)
+    by_id = {v.id: v for v in doc.variants}
+    values = round_values(s.store.samples(run_id(s, path)), doc.metric)
+    base_id = vid(s, s.base)
+    counts = _runs(s, path)
+    out = {c.number: _one(by_id[vid(s, c.flags)], values, base_id, counts, doc.baseline)
+           for c in todo}
+    # Identical code has its representative's ratio: the base's, a set of an earlier batch,
+    # or another candidate of this one.
+    ratios = {**known, base_id: 1.0, **{j.variant: j.ratio for j in out.values()
+                                         if j.state == "measured"}}
+    for j in out.values():
+        if j.state == "identical":
+            j.ratio = ratios.get(j.identical_to)
+    return out
+
+
+def built(s: Setting, out: Path, todo: list[Candidate]) -> dict[int, contract.Build]:
+    """The candidates built before their batch is measured: a failed build or code the tune has
+    measured already costs no run (the batch's sweep then takes the rest from the build cache,
+    a copy)."""
+    cells = [matrix.Cell(vid(s, c.flags), s.compiler, c.flags, {"flags": flag_text(c.flags)})
+             for c in todo]
+    m = matrix.Matrix(cells, cells[0], [], "explicit")
+    fresh(out)
+    found = {b.variant.id: contract.Variant.model_validate(b.doc(out.resolve())).build
+             for b in variants.build_all(s.target, m, replace(s.build, out_dir=out))}
+    return {c.number: found[vid(s, c.flags)] for c in todo}
+
+
+def run_id(s: Setting, path: Path) -> str:
+    return s.store.find_run(str(path.parent))
+
+
+def _runs(s: Setting, path: Path) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for sample in s.store.samples(run_id(s, path)):
+        counts[sample.variant_id] = counts.get(sample.variant_id, 0) + 1
+    return counts
+
+
+def _one(v: contract.Variant, values, base_id: str, counts: dict[str, int],
+         baseline: str) -> Judged:
+    build = v.build
+    if build.status != "ok":
+        return Judged("failed-build", v.id, detail=failure(build))
+    if build.identical_to:
+        return Judged("identical", v.id, identical_to=build.identical_to,
+                      detail=f"the same code as {build.identical_to}")
+    check = v.check
+    if check is None or check.status not in analysis.PASSED:
+        why = f"{check.status}: {check.detail}" if check else "not checked"
+        return Judged("failed-check", v.id, detail=why)
+    if v.id not in values or base_id not in values:
+        return Judged("measured", v.id, runs=counts.get(v.id, 0), detail="no samples")
+    est = stats.compare(values[v.id], values[base_id])
+    vs = v.vs_baseline
+    return Judged("measured", v.id, ratio=est.ratio, ci95=_pair(est.ci95),
+                  verdict=vs.verdict if vs and v.id != baseline else None,
+                  runs=counts.get(v.id, 0))
+
+
+def fresh(folder: Path) -> None:
+    """A tune's own build folder, emptied of an attempt a kill interrupted: builds start in an
+    empty folder, and the build cache holds what the attempt finished."""
+    if folder.exists():
+        shutil.rmtree(folder)
+
+
+def failure(build: contract.Build) -> str:
+    return f"{build.status}: {analysis.build_reason(getattr(build, 'detail', None))}"
+
+
+def _pair(ci) -> list[float] | None:
+    return [float(ci[0]), float(ci[1])] if ci and all(x == x for x in ci) else None

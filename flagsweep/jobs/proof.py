@@ -1,0 +1,159 @@
+"""The end of a tune: the ablation of the best set found, then the proof on the full input.
+
+The search's ratios are single quick-input estimates of many candidates: the best of many noisy
+estimates is biased towards luck (the winner's curse), and a gain can be a code layout's
+rather than the flags' (Mytkowicz et al., "Producing Wrong Data Without Doing Anything
+Obviously Wrong!", ASPLOS 2009). So nothing the search found is recommended until:
+
+1. the ablation: the best set without each of its flags in turn, one sweep on the search input
+   whose baseline is the best set. A flag whose removal is decided slower does work here;
+   identical code without a flag shows that it does nothing, at no run. The flags that matter,
+   by cost, are the minimal subset (the leave-one-out ablation of Fawcett & Hoos, "Analysing
+   differences between algorithm configurations through ablation", J. Heuristics 2016).
+2. the proof: the base, -O3, the best set, its minimal subset and the next best sets, on the
+   full input, each built in K seeded layouts, with the A/A twin's gate and Benjamini-Hochberg
+   across the comparisons: exactly as a sweep with --layouts judges a variant. Each set is
+   compared with the base (the sweep's own comparison) and with -O3 (the same samples,
+   compared over layouts with -O3 as the reference, adjusted together).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from flagsweep import stats
+from flagsweep.jobs import sweep
+from flagsweep.jobs.batch import Setting, flag_text, run_id, vid
+from flagsweep.measure.plan import round_values
+from flagsweep.results import contract, reader
+from flagsweep.stats import layout
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A set the proof measures."""
+    role: str                      # base | -O3 | winner | minimal | runner-up
+    flags: tuple[str, ...]
+    trial: int | None = None
+
+
+def o3(base: tuple[str, ...]) -> tuple[str, ...]:
+    """-O3 in place of the base's optimisation level (the base's other flags kept)."""
+    kept = tuple(f for f in base if not (f.startswith("-O") and len(f) <= 4))
+    return ("-O3",) + kept
+
+
+def ablation_rows(s: Setting, path: Path, winner: tuple[str, ...],
+                  changes: tuple[str, ...]) -> list[contract.TuneAblationRow]:
+    """Each flag of the winner: the winner without it, against the winner (>1: it helps)."""
+    doc = reader.load(path)
+    by_id = {v.id: v for v in doc.variants}
+    rows = []
+    for flag in changes:
+        without = tuple(f for f in winner if f != flag)
+        v = by_id.get(vid(s, without))
+        rows.append(_row(flag, v, vid(s, winner), by_id))
+    return rows
+
+
+def _row(flag: str, v: contract.Variant | None, winner_id: str,
+         by_id: dict[str, contract.Variant]) -> contract.TuneAblationRow:
+    if v is None:
+        return contract.TuneAblationRow(flag=flag, status="not-built")
+    if v.build.status != "ok":
+        return contract.TuneAblationRow(flag=flag, variant=v.id, status="failed-build")
+    if v.build.identical_to == winner_id:
+        return contract.TuneAblationRow(flag=flag, variant=v.id, ratio=1.0, identical=True,
+                                        status="identical", verdict="identical")
+    # The same code as another set of the sweep (the base, or the winner without another
+    # flag): that set's comparison is this one's.
+    measured = by_id.get(v.build.identical_to, v) if v.build.identical_to else v
+    if measured.check is None or measured.check.status not in ("ok", "equivalent"):
+        return contract.TuneAblationRow(flag=flag, variant=v.id, status="failed-check")
+    vs = measured.vs_baseline
+    if vs is None:
+        return contract.TuneAblationRow(flag=flag, variant=v.id, status="not-measured")
+    return contract.TuneAblationRow(flag=flag, variant=v.id, ratio=vs.ratio, ci95=vs.ci95,
+                                    verdict=vs.verdict)
+
+
+def minimal(rows: list[contract.TuneAblationRow]) -> list[str]:
+    """The flags whose removal is decided slower, the costliest first."""
+    kept = [r for r in rows if r.verdict == "slower" and r.ratio is not None]
+    return [r.flag for r in sorted(kept, key=lambda r: -r.ratio)]
+
+
+def entries(base: tuple[str, ...], ranked: list[tuple[int, tuple[str, ...]]],
+            least: tuple[str, ...] | None, runners_up: int) -> list[Entry]:
+    """The proof's sets, the base first (its baseline): -O3, the best set found, its minimal
+    subset when it differs, then the next best sets; a set already listed is not repeated."""
+    out = [Entry("base", base)]
+    if o3(base) != base:
+        out.append(Entry("-O3", o3(base)))
+    if ranked:
+        out.append(Entry("winner", ranked[0][1], ranked[0][0]))
+    if least is not None:
+        out.append(Entry("minimal", least))
+    for number, flags in ranked[1:1 + runners_up]:
+        out.append(Entry("runner-up", flags, number))
+    seen, unique = set(), []
+    for e in out:
+        if e.flags not in seen:
+            seen.add(e.flags)
+            unique.append(e)
+    return unique
+
+
+def candidates(s: Setting, path: Path, listed: list[Entry]) -> list[contract.TuneCandidate]:
+    """Each set of the proof against the base (the sweep's comparison) and -O3 (over the same
+    layouts, adjusted across the sets)."""
+    doc = reader.load(path)
+    by_id = {v.id: v for v in doc.variants}
+    o3_id = vid(s, o3(s.base))
+    vs_o3 = _against(s, path, doc, o3_id) if o3_id in by_id else {}
+    out = []
+    for e in listed:
+        v = by_id.get(vid(s, e.flags))
+        # The same code as another set of the proof: measured once, as that set.
+        same = v.build.identical_to if v is not None else None
+        measured = by_id.get(same, v) if same else v
+        out.append(contract.TuneCandidate(
+            role=e.role, variant=vid(s, e.flags), flags=list(e.flags),
+            changes=[f for f in e.flags if f not in s.base], trial=e.trial,
+            identical_to=same,
+            vs_base=(_estimate(measured.vs_baseline)
+                     if measured is not None and e.role != "base" else None),
+            vs_o3=vs_o3.get(same or vid(s, e.flags))))
+    return out
+
+
+def _estimate(vs: contract.VsBaseline | None) -> contract.TuneEstimate | None:
+    if vs is None:
+        return None
+    return contract.TuneEstimate(ratio=vs.ratio, ci95=vs.ci95, verdict=vs.verdict,
+                                 p_adjusted=vs.p_adjusted)
+
+
+def _against(s: Setting, path: Path, doc: contract.Results, ref: str
+             ) -> dict[str, contract.TuneEstimate]:
+    """Every set against `ref` over their layouts, adjusted together (stats.layout, stats.adjust)."""
+    rid = run_id(s, path)
+    values = round_values(s.store.samples(rid), doc.metric)
+    layouts = sweep.layouts_of(s.store.variants(rid))
+    if layouts:
+        found = layout.compare_all(values, layouts, ref)
+    else:
+        found = {v: stats.compare(values[v], values[ref]) for v in values if v != ref}
+    found = {v: e for v, e in found.items() if not contract.is_control(v)}
+    stats.adjust(list(found.values()), threshold_pct=doc.threshold_pct)
+    return {v: contract.TuneEstimate(ratio=e.ratio, ci95=_finite(e.ci95), verdict=e.verdict,
+                                     p_adjusted=e.p_adjusted) for v, e in found.items()}
+
+
+def _finite(ci) -> list[float] | None:
+    return [float(ci[0]), float(ci[1])] if ci and all(x == x for x in ci) else None
+
+
+def flags_of(c: contract.TuneCandidate) -> str:
+    return flag_text(tuple(c.flags))

@@ -1,0 +1,142 @@
+"""The search of a tune: an Optuna study kept in flagsweep's own store, asked and told in batches.
+
+Optuna (Akiba et al., "Optuna: A Next-generation Hyperparameter Optimization Framework", KDD
+2019) keeps every trial in its RDB storage, here the store's own SQLite or PostgreSQL database,
+so a tune killed at any point resumes with every trial it told, and several machines of one CPU
+label may share one study. Its TPE sampler (Bergstra et al., "Algorithms for Hyper-Parameter
+Optimization", NeurIPS 2011) models the good and the bad trials' choices apart and proposes
+where the ratio of the two is highest; the random sampler is the baseline it must beat
+(Bergstra & Bengio, JMLR 2012: random search is strong in high dimension). docs/tune.md says
+why Optuna rather than OpenTuner or a hand-written optimiser.
+
+A trial's value is the log of its time ratio to the base level on the search input: lower is
+faster, and the log makes a 2x and a 0.5x equally far from 1. The tune's own record (its
+options, space, batches, the flags found to break) lives in the study's user attributes, one
+key each, so each is written atomically.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import warnings
+from typing import Any
+
+from flagsweep.errors import FlagsweepError
+from flagsweep.experiment.space import Space
+from flagsweep.results.store import Store
+
+SAMPLERS = ("tpe", "random")
+# Trials TPE draws at random before it models: Optuna's default is 10; a batch's worth more
+# gives its first model a few candidates that were measured, not repeats or failures.
+STARTUP_TRIALS = 10
+
+
+def _optuna():
+    """Optuna, imported where a tune needs it: `flagsweep run` never pays its import."""
+    import optuna
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+    return optuna
+
+
+def storage(store: Store):
+    """Optuna's RDB storage on the store's own database (its tables beside flagsweep's)."""
+    optuna = _optuna()
+    url = store.engine.url.render_as_string(hide_password=False)
+    try:
+        return optuna.storages.RDBStorage(url, skip_compatibility_check=False)
+    except Exception as e:  # noqa: BLE001 - Optuna wraps the driver's errors in its own
+        raise FlagsweepError(f"the store {store.url}: Optuna could not open its tables there "
+                             f"({type(e).__name__}: {e})") from None
+
+
+def sampler(name: str, seed: int):
+    optuna = _optuna()
+    if name == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    if name == "tpe":
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        # multivariate: flags interact (one vectorises a loop another unrolls); group: the space
+        # shrinks as flags that break are dropped, and a grouped model copes with that.
+        return optuna.samplers.TPESampler(seed=seed, n_startup_trials=STARTUP_TRIALS,
+                                          multivariate=True, group=True, constant_liar=True)
+    raise FlagsweepError(f"--sampler {name}: expected one of {', '.join(SAMPLERS)}")
+
+
+def create(store: Store, name: str, sampler_name: str, seed: int, record: dict[str, Any]):
+    """A new study named after the tune, its record stored with it."""
+    optuna = _optuna()
+    try:
+        study = optuna.create_study(study_name=name, storage=storage(store),
+                                    sampler=sampler(sampler_name, seed), direction="minimize")
+    except optuna.exceptions.DuplicatedStudyError:
+        raise FlagsweepError(f"a tune named {name!r} is already in the store {store.url}: "
+                             f"resume it with `flagsweep tune --resume {name}`, or choose "
+                             "another --out") from None
+    for key, value in record.items():
+        study.set_user_attr(key, value)
+    return study
+
+
+def load(store: Store, name: str):
+    """The study of tune `name`, with the sampler it was started with."""
+    optuna = _optuna()
+    try:
+        summaries = optuna.get_all_study_summaries(storage(store), include_best_trial=False)
+    except Exception as e:  # noqa: BLE001
+        raise FlagsweepError(f"the store {store.url}: no tunes readable ({e})") from None
+    found = {s.study_name: s for s in summaries}
+    if name not in found:
+        known = ", ".join(sorted(found)) or "none"
+        raise FlagsweepError(f"no tune {name!r} in the store {store.url} (tunes there: {known})")
+    attrs = found[name].user_attrs
+    return optuna.load_study(study_name=name, storage=storage(store),
+                             sampler=sampler(attrs["sampler"], attrs["seed"]))
+
+
+def names(store: Store) -> list[str]:
+    optuna = _optuna()
+    return sorted(s.study_name for s in optuna.get_all_study_summaries(storage(store), False))
+
+
+def ask(study, space: Space, dropped: set[str]):
+    """One trial and the choices it makes: every dimension not dropped (a flag that broke a
+    build or an output is never proposed again; its dimension is left out, so the trial keeps
+    the base's default there)."""
+    trial = study.ask()
+    chosen = {d.name: trial.suggest_categorical(d.name, list(d.choices))
+              for d in space.dimensions if d.name not in dropped}
+    return trial, chosen
+
+
+def tell(study, number: int, ratio: float | None, attrs: dict[str, Any]) -> None:
+    """A trial's outcome: its log ratio to the base, or failed (ratio None: it broke, or it was
+    not measured); its attributes (state, flags, interval, batch ...) kept with it."""
+    optuna = _optuna()
+    for key, value in attrs.items():
+        study._storage.set_trial_user_attr(_trial_id(study, number), key, value)
+    if ratio is None or not math.isfinite(ratio) or ratio <= 0:
+        study.tell(number, state=optuna.trial.TrialState.FAIL)
+    else:
+        study.tell(number, math.log(ratio))
+
+
+def note(study, number: int, attrs: dict[str, Any]) -> None:
+    """Attributes of a trial still running (its batch, its flags), kept before it is measured."""
+    for key, value in attrs.items():
+        study._storage.set_trial_user_attr(_trial_id(study, number), key, value)
+
+
+def _trial_id(study, number: int) -> int:
+    return study._storage.get_trial_id_from_study_id_trial_number(study._study_id, number)
+
+
+def trials(study) -> list:
+    """Every trial, in order, as Optuna keeps it (state, value, params, user_attrs)."""
+    return sorted(study.get_trials(deepcopy=False), key=lambda t: t.number)
+
+
+def running(study) -> list:
+    optuna = _optuna()
+    return [t for t in trials(study) if t.state == optuna.trial.TrialState.RUNNING]

@@ -1,0 +1,686 @@
+"""`flagsweep tune`: search many flag sets for the fastest, then prove it and say which flags matter.
+
+search (jobs.search: an Optuna study in the store) -> batches (jobs.batch: each one sweep on
+the quick input, its baseline the best set so far, the base kept in every round) -> the
+ablation and the proof (jobs.proof) -> tune.json, tune.html and one sentence.
+
+Everything a resume needs is in the store as it happens: the study's trials (with their
+flags, state and ratio), the tune's record and phase (the study's user attributes), and each
+batch's sweep with every sample it took. A tune killed at any point (kill -9 included)
+continues with `flagsweep tune --resume TUNE_ID`: an unfinished batch's sweep resumes where it
+stopped and its trials are told; nothing measured is measured again.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import random
+import time
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable
+
+from flagsweep import files, report
+from flagsweep.compilation import variants
+from flagsweep.errors import FlagsweepError, Interrupted
+from flagsweep.experiment import space as spaces
+from flagsweep.experiment import target
+from flagsweep.host import launcher, system
+from flagsweep.host.executor import Executor
+from flagsweep.host.lock import MeasureLock
+from flagsweep.jobs import batch, culprit, proof, search
+from flagsweep.jobs.batch import Candidate, Setting
+from flagsweep.measure.options import DEFAULT_LAYOUTS, MeasureOptions, chosen_cpu
+from flagsweep.process import sigterm_as_interrupt
+from flagsweep.results import contract
+from flagsweep.results.store import Store
+
+log = logging.getLogger("flagsweep.jobs.tune")
+
+# How the budget is shared: most of it searching, then the ablation on the search input, then
+# the proof on the full input over layouts (its rounds are the longest).
+SHARES = {"search": 0.6, "ablation": 0.15, "proof": 0.25}
+# A batch whose candidates were all proposed before, this many times in a row: the sampler has
+# nothing new to try in this space.
+STALE_BATCHES = 3
+MEASURED = ("measured", "identical", "repeat")
+
+
+@dataclass
+class TuneOptions:
+    """What `flagsweep tune` is asked (kept with the tune, so a resume goes on as it began)."""
+    base: str | None = None         # None: the space file's, else -O2
+    space: str = "gcc-optimizers"
+    compiler: str = "gcc"
+    budget_s: float = 3600.0
+    sampler: str = "tpe"
+    seed: int | None = None
+    batch: int = 6                  # candidates a batch measures together
+    trials: int | None = None       # candidates at most (default: the budget decides)
+    layouts: int = DEFAULT_LAYOUTS  # K layouts a set of the proof is built in
+    runners_up: int = 2             # sets after the best the proof measures too
+    jobs: int = 2
+    offline: bool = False
+    source_dir: str | None = None
+    measure: dict = field(default_factory=dict)     # MeasureOptions' fields
+
+
+@dataclass
+class Tune:
+    """A tune in progress: its study, its options, its setting and its clock."""
+    name: str
+    out: Path
+    study: Any
+    opts: TuneOptions
+    space: spaces.Space
+    setting: Setting
+    began: float                    # this session's start (monotonic)
+    spent: float                    # seconds spent by earlier sessions
+
+    def elapsed(self) -> float:
+        return self.spent + time.monotonic() - self.began
+
+    def record(self, key: str) -> Any:
+        return self.study.user_attrs.get(key)
+
+    def keep(self, key: str, value: Any) -> None:
+        self.study.set_user_attr(key, value)
+
+
+# ---- starting and resuming ----------------------------------------------------------------------
+
+def start(t: target.Target, opts: TuneOptions, out: Path, store: Store,
+          say: Callable[[str], None], execute: Executor = launcher.run_once,
+          wait: bool = False) -> Path:
+    out = files.make_dir(out.resolve(), "the tune's folder")
+    opts.seed = opts.seed if opts.seed is not None else random.SystemRandom().randrange(2**31)
+    space = spaces.load(opts.space, opts.compiler, opts.base)
+    opts.base = space.base
+    mopts = MeasureOptions(**opts.measure)
+    cpu = chosen_cpu(mopts, say)
+    opts.measure = asdict(mopts)
+    say(f"tune {out.name}: {len(space.dimensions)} dimensions from {space.source} "
+        f"({space.switches()} switches) on {' '.join(space.base)}, {opts.sampler} sampler, "
+        f"seed {opts.seed}, budget {opts.budget_s:g} s")
+    record = {"options": asdict(opts), "target_path": str(t.path),
+              "target_sha256": files.sha256_file(t.path), "out": str(out),
+              "space": _space_json(space), "sampler": opts.sampler, "seed": opts.seed,
+              "phase": "search", "spent_s": 0.0, "batches": [], "broken": [], "dropped": [],
+              "codes": {}}
+    with MeasureLock(f"{t.name} tune {out.name}", cpu, wait=wait, say=say), \
+            sigterm_as_interrupt():
+        study = search.create(store, out.name, opts.sampler, opts.seed, record)
+        tune = Tune(out.name, out, study, opts, space, _setting(t, opts, space, out, store, say,
+                                                                 execute), time.monotonic(), 0.0)
+        return _run(tune, say)
+
+
+def resume(name_or_dir: str, store: Store, say: Callable[[str], None],
+           execute: Executor = launcher.run_once, wait: bool = False) -> Path:
+    name = Path(name_or_dir).name if Path(name_or_dir).is_dir() else name_or_dir
+    study = search.load(store, name)
+    attrs = study.user_attrs
+    if attrs.get("phase") == "done":
+        path = Path(attrs["out"]) / "tune.json"
+        say(f"tune {name} is complete: {path}")
+        return path
+    opts = TuneOptions(**attrs["options"])
+    t = target.load(attrs["target_path"])
+    if files.sha256_file(t.path) != attrs["target_sha256"]:
+        raise FlagsweepError(f"{t.path} changed since tune {name} started; its trials would "
+                             "not measure the same program. Start a new tune")
+    space = _space_of(attrs["space"])
+    out = Path(attrs["out"])
+    mopts = MeasureOptions(**opts.measure)
+    with MeasureLock(f"{t.name} tune {name} (resumed)", chosen_cpu(mopts), wait=wait,
+                     say=say), sigterm_as_interrupt():
+        tune = Tune(name, out, study, opts, space, _setting(t, opts, space, out, store, say,
+                                                             execute),
+                    time.monotonic(), float(attrs.get("spent_s") or 0.0))
+        say(f"resuming tune {name}: {len(search.trials(study))} trials so far, phase "
+            f"{attrs['phase']}")
+        return _run(tune, say)
+
+
+def _setting(t: target.Target, opts: TuneOptions, space: spaces.Space, out: Path, store: Store,
+             say: Callable[[str], None], execute: Executor) -> Setting:
+    build = variants.Options(out_dir=out, jobs=opts.jobs, offline=opts.offline,
+                             source_dir=Path(opts.source_dir) if opts.source_dir else None)
+    logged = _logger(out / "tune.log")
+    return Setting(t, space.compiler, tuple(space.base.split()) if isinstance(space.base, str)
+                   else tuple(space.base), build, MeasureOptions(**opts.measure), store,
+                   logged, execute)
+
+
+def _logger(path: Path) -> Callable[[str], None]:
+    """The batches' own sweep lines go to tune.log: the terminal gets one line a batch."""
+    def say(line: str) -> None:
+        with path.open("a") as f:
+            f.write(line + "\n")
+    return say
+
+
+def _space_json(space: spaces.Space) -> dict:
+    return {"base": space.base, "compiler": space.compiler, "source": space.source,
+            "dimensions": [[d.name, list(d.choices)] for d in space.dimensions],
+            "excluded": list(space.excluded)}
+
+
+def _space_of(doc: dict) -> spaces.Space:
+    return spaces.Space(doc["base"], doc["compiler"], doc["source"],
+                        tuple(spaces.Dimension(n, tuple(c)) for n, c in doc["dimensions"]),
+                        tuple(doc["excluded"]))
+
+
+# ---- the phases ---------------------------------------------------------------------------------
+
+def _run(tune: Tune, say: Callable[[str], None]) -> Path:
+    try:
+        _finish_open_batch(tune, say)
+        if tune.record("phase") == "search":
+            _search(tune, say)
+            tune.keep("phase", "ablation")
+        if tune.record("phase") == "ablation":
+            _ablation(tune, say)
+            tune.keep("phase", "proof")
+        if tune.record("phase") == "proof":
+            _proof(tune, say)
+            tune.keep("phase", "done")
+    except (KeyboardInterrupt, Interrupted) as e:
+        _save_clock(tune)
+        write(tune, "interrupted")
+        raise Interrupted(f"tune interrupted ({e or 'Ctrl-C'}); every trial and sample is kept. "
+                          f"Continue with: flagsweep tune --resume {tune.name}") from None
+    except Exception:
+        _save_clock(tune)
+        write(tune, "failed")
+        raise
+    _save_clock(tune)
+    path = write(tune, "complete")
+    say(f"tune.json: {path}")
+    return path
+
+
+def _save_clock(tune: Tune) -> None:
+    tune.keep("spent_s", tune.elapsed())
+    tune.spent, tune.began = tune.elapsed(), time.monotonic()
+
+
+def _search(tune: Tune, say: Callable[[str], None]) -> None:
+    end = tune.opts.budget_s * SHARES["search"]
+    stale = 0
+    while tune.elapsed() < end and stale < STALE_BATCHES and not _enough(tune):
+        n = tune.opts.batch
+        if tune.opts.trials is not None:
+            n = min(n, tune.opts.trials - len(_asked(tune)))
+        dropped = set(tune.record("dropped") or [])
+        asked = [search.ask(tune.study, tune.space, dropped) for _ in range(n)]
+        todo = [Candidate(trial.number, tune.space.flags(chosen)) for trial, chosen in asked]
+        number = len(tune.record("batches") or [])
+        batches = tune.record("batches") or []
+        batches.append({"batch": number, "trials": [c.number for c in todo],
+                        "best": _best(tune)[0] if _best(tune) else None})
+        tune.keep("batches", batches)
+        for c in todo:
+            search.note(tune.study, c.number, {"flags": list(c.flags), "batch": number,
+                                               "state": "pending"})
+        fresh = _batch(tune, number, todo, say)
+        stale = 0 if fresh else stale + 1
+        _save_clock(tune)
+        write(tune, "running")
+    if stale >= STALE_BATCHES:
+        say(f"search: {STALE_BATCHES} batches in a row proposed only sets tried before; the "
+            "space is exhausted for this sampler")
+
+
+def _enough(tune: Tune) -> bool:
+    return tune.opts.trials is not None and len(_asked(tune)) >= tune.opts.trials
+
+
+def _asked(tune: Tune) -> list:
+    return search.trials(tune.study)
+
+
+def _finish_open_batch(tune: Tune, say: Callable[[str], None]) -> None:
+    """A batch a kill interrupted: its trials measured (its sweep resumed, or started if it
+    had not begun) and told, before anything new is asked."""
+    open_ = {t.number: t for t in search.running(tune.study)}
+    if not open_:
+        return
+    for entry in tune.record("batches") or []:
+        todo = [Candidate(n, tuple(open_[n].user_attrs["flags"])) for n in entry["trials"]
+                if n in open_]
+        if todo:
+            say(f"batch {entry['batch']}: finishing {len(todo)} trials interrupted before")
+            _batch(tune, entry["batch"], todo, say)
+    for number in open_:            # asked but never in a batch: told as not measured
+        if number in {t.number for t in search.running(tune.study)}:
+            search.tell(tune.study, number, None, {"state": "not-measured",
+                                                   "detail": "asked when the tune stopped"})
+
+
+def _batch(tune: Tune, number: int, todo: list[Candidate],
+           say: Callable[[str], None]) -> bool:
+    """One batch: repeats and known code told at no run, failed builds bisected, the rest
+    measured by one sweep. Whether any candidate was new."""
+    s = tune.setting
+    known = _known_flags(tune)
+    told, left = {}, []
+    for c in todo:
+        if c.flags in known and known[c.flags][0] != c.number:
+            first, ratio = known[c.flags]
+            told[c.number] = batch.Judged("repeat", batch.vid(s, c.flags), ratio=ratio,
+                                          identical_to=str(first),
+                                          detail=f"the same flags as trial {first}")
+        elif c.flags == s.base:
+            told[c.number] = batch.Judged("identical", batch.vid(s, c.flags), ratio=1.0,
+                                          identical_to=batch.BASE, detail="the base's flags")
+        else:
+            left.append(c)
+    if left:
+        told |= _measured(tune, number, left, say)
+    for c in todo:
+        _tell(tune, c, told[c.number], number)
+    _say_batch(tune, number, todo, told, say)
+    return bool(left)
+
+
+def _measured(tune: Tune, number: int, todo: list[Candidate],
+              say: Callable[[str], None]) -> dict[int, batch.Judged]:
+    s = tune.setting
+    out: dict[int, batch.Judged] = {}
+    builds = batch.built(s, tune.out / "candidates" / f"{number:03d}", todo)
+    _count(tune, "builds", len(todo))
+    codes = tune.record("codes") or {}
+    rest = []
+    for c in todo:
+        b = builds[c.number]
+        if b.status != "ok":
+            out[c.number] = batch.Judged("failed-build", batch.vid(s, c.flags),
+                                         detail=batch.failure(b))
+        elif b.code_sha256 in codes:
+            first, ratio = codes[b.code_sha256]
+            out[c.number] = batch.Judged("identical", batch.vid(s, c.flags), ratio=ratio,
+                                         identical_to=str(first),
+                                         detail=f"the same code as {_named(first)}")
+        else:
+            rest.append(c)
+    if rest:
+        out |= _swept(tune, number, rest, say)
+    for c in todo:
+        if out[c.number].state in ("failed-build", "failed-check"):
+            _bisect(tune, c, out[c.number], say)
+    codes = tune.record("codes") or {}
+    for c in todo:
+        j, b = out[c.number], builds[c.number]
+        if j.state == "measured" and j.ratio is not None and b.code_sha256:
+            codes.setdefault(b.code_sha256, [c.number, j.ratio])
+    tune.keep("codes", codes)
+    return out
+
+
+def _named(first) -> str:
+    return "the base" if first == batch.BASE else f"trial {first}"
+
+
+def _swept(tune: Tune, number: int, todo: list[Candidate],
+           say: Callable[[str], None]) -> dict[int, batch.Judged]:
+    """The batch's sweep, resumed if it began before; its candidates judged."""
+    s = tune.setting
+    out = tune.out / "batches" / f"{number:03d}"
+    best = _best(tune)
+    incumbent = tuple(best[1]) if best else s.base
+    found = s.store.find_run(str(out))
+    remaining = tune.opts.budget_s * SHARES["search"] - tune.elapsed()
+    budget = max(30.0, min(remaining, tune.opts.budget_s * SHARES["search"] / 4))
+    if found != str(out):
+        path = batch.resume(s, found)
+    else:
+        path = batch.start(s, f"{tune.name}-b{number:03d}", out, incumbent, todo,
+                           seed=tune.opts.seed + number, budget=budget)
+    _fix_metric(tune, batch.run_id(s, path))
+    _count(tune, "runs", len(s.store.samples(batch.run_id(s, path))))
+    known = {batch.vid(s, tuple(t.user_attrs["flags"])): t.user_attrs.get("ratio")
+             for t in search.trials(tune.study) if t.user_attrs.get("ratio") is not None}
+    got = batch.judged(s, path, todo, known)
+    _remeasured(tune, path, incumbent, best)
+    for c in todo:
+        got[c.number].run_id = batch.run_id(s, path)
+    return got
+
+
+def _remeasured(tune: Tune, path: Path, incumbent: tuple[str, ...], best) -> None:
+    """The best set measured again as the batch's baseline: its ratio to the base from this
+    batch too, so its rank is the mean of its estimates, not its luckiest one (the winner's
+    curse of picking the best of many noisy estimates)."""
+    if best is None:
+        return
+    got = batch.judged(tune.setting, path, [Candidate(best[0], incumbent)], {})
+    ratio = got[best[0]].ratio
+    if ratio is None:
+        return
+    # Kept with the study: a told trial's attributes are final in Optuna.
+    again = tune.record("again") or {}
+    again.setdefault(str(best[0]), []).append(ratio)
+    tune.keep("again", again)
+
+
+def _fix_metric(tune: Tune, run_id: str) -> None:
+    """The metric the first batch chose (--metric auto) is every later batch's: ratios of one
+    tune must be of one metric."""
+    chosen = tune.setting.store.run(run_id)["options"]["measure"]["metric"]
+    if tune.setting.measure.metric != chosen:
+        tune.setting.measure = replace(tune.setting.measure, metric=chosen)
+        opts = tune.record("options")
+        opts["measure"]["metric"] = chosen
+        tune.keep("options", opts)
+
+
+def _bisect(tune: Tune, c: Candidate, j: batch.Judged, say: Callable[[str], None]) -> None:
+    """The flag that breaks a failed candidate, dropped from the search."""
+    s = tune.setting
+    changes = tuple(f for f in c.flags[len(s.base):])
+    kind = "build" if j.state == "failed-build" else "check"
+    probe = culprit.Probe(s, tune.out / "probes" / f"trial-{c.number}", kind)
+    found = culprit.culprit(changes, probe)
+    _count(tune, "builds", probe.builds)
+    broken = tune.record("broken") or []
+    broken.append({"flag": " ".join(found), "kind": kind, "detail": j.detail,
+                   "trial": c.number})
+    tune.keep("broken", broken)
+    if len(found) == 1:
+        dims = {d.name for d in tune.space.dimensions
+                if found[0] in d.choices}
+        tune.keep("dropped", sorted(set(tune.record("dropped") or []) | dims))
+        say(f"trial {c.number}: {found[0]} breaks the {kind}; never proposed again")
+    else:
+        say(f"trial {c.number}: its {kind} fails only with {' '.join(found)} together")
+
+
+def _count(tune: Tune, key: str, n: int) -> None:
+    cost = tune.record("cost") or {}
+    cost[key] = cost.get(key, 0) + n
+    tune.keep("cost", cost)
+
+
+def _tell(tune: Tune, c: Candidate, j: batch.Judged, number: int) -> None:
+    s = tune.setting
+    attrs = {"flags": list(c.flags), "changes": list(c.flags[len(s.base):]), "state": j.state,
+             "batch": number, "variant": j.variant, "ratio": j.ratio, "ci95": j.ci95,
+             "verdict": j.verdict, "runs": j.runs, "identical_to": j.identical_to,
+             "detail": j.detail, "run_id": j.run_id,
+             "elapsed_s": round(tune.elapsed(), 1)}
+    failed = j.state.startswith("failed")
+    search.tell(tune.study, c.number, None if failed else j.ratio, attrs)
+
+
+def _say_batch(tune: Tune, number: int, todo: list[Candidate], told: dict[int, batch.Judged],
+               say: Callable[[str], None]) -> None:
+    states: dict[str, int] = {}
+    for j in told.values():
+        states[j.state] = states.get(j.state, 0) + 1
+    best = _best(tune)
+    where = "none yet"
+    if best:
+        number_, flags, ratio = best
+        changes = " ".join(flags[len(tune.setting.base):]) or "(the base)"
+        where = f"{_pct(ratio)} (trial {number_}: {_short(changes)})"
+    say(f"batch {number}: {len(todo)} candidates ("
+        + ", ".join(f"{n} {k}" for k, n in sorted(states.items()))
+        + f"); best so far {where}; {tune.elapsed():.0f} s of {tune.opts.budget_s:g}")
+
+
+def _short(text: str, width: int = 70) -> str:
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def _pct(ratio: float) -> str:
+    return f"{100 * (ratio - 1):+.1f}%"
+
+
+# ---- ranking ------------------------------------------------------------------------------------
+
+def _known_flags(tune: Tune) -> dict[tuple[str, ...], tuple[int, float | None]]:
+    """Flag sets told before: their first trial and its ratio."""
+    out = {}
+    for t in search.trials(tune.study):
+        if t.user_attrs.get("state") in ("measured", "identical", "failed-build",
+                                         "failed-check") and "flags" in t.user_attrs:
+            out.setdefault(tuple(t.user_attrs["flags"]), (t.number, t.user_attrs.get("ratio")))
+    return out
+
+
+def ranked(tune: Tune) -> list[tuple[int, tuple[str, ...], float]]:
+    """Distinct measured sets, fastest first, each by the geometric mean of its estimates."""
+    seen, out = set(), []
+    again = tune.record("again") or {}
+    for t in search.trials(tune.study):
+        a = t.user_attrs
+        if a.get("state") != "measured" or a.get("ratio") is None:
+            continue
+        flags = tuple(a["flags"])
+        if flags in seen:
+            continue
+        seen.add(flags)
+        estimates = [a["ratio"], *again.get(str(t.number), [])]
+        out.append((t.number, flags, math.exp(sum(map(math.log, estimates)) / len(estimates))))
+    return sorted(out, key=lambda x: x[2])
+
+
+def _best(tune: Tune):
+    found = ranked(tune)
+    return found[0] if found and found[0][2] < 1.0 else None
+
+
+# ---- the ablation and the proof -----------------------------------------------------------------
+
+def _ablation(tune: Tune, say: Callable[[str], None]) -> None:
+    s = tune.setting
+    best = _best(tune)
+    if best is None:
+        _keep_model(tune, "ablation", contract.TuneAblation(
+            status="skipped", why="no set the search measured was faster than the base"))
+        say("ablation: skipped (no set found faster than the base)")
+        return
+    number, winner, _ = best
+    changes = winner[len(s.base):]
+    out = tune.out / "ablation"
+    todo = [Candidate(-1 - i, tuple(f for f in winner if f != flag))
+            for i, flag in enumerate(changes)]
+    say(f"ablation: the best set (trial {number}) without each of its {len(changes)} flags")
+    try:
+        path = _sweep_once(tune, out, f"{tune.name}-ablation", winner, todo,
+                           tune.opts.budget_s * SHARES["ablation"], quick=True)
+    except FlagsweepError as e:
+        _keep_model(tune, "ablation", contract.TuneAblation(status="failed", why=str(e),
+                                                            of=list(changes)))
+        say(f"ablation: failed ({e})")
+        return
+    rows = proof.ablation_rows(s, path, winner, changes)
+    least = proof.minimal(rows)
+    _keep_model(tune, "ablation", contract.TuneAblation(
+        status="complete", run_id=batch.run_id(s, path), results=str(path), of=list(changes),
+        rows=rows, minimal=least))
+    say(f"ablation: {len(least)} of the {len(changes)} flags matter"
+        + (f": {' '.join(least)}" if least else ""))
+
+
+def _proof(tune: Tune, say: Callable[[str], None]) -> None:
+    s = tune.setting
+    ablation = _model(tune, "ablation", contract.TuneAblation)
+    top = [(n, f) for n, f, _ in ranked(tune)][:1 + tune.opts.runners_up]
+    best = _best(tune)
+    least = None
+    if best and ablation and ablation.minimal and len(ablation.minimal) < len(ablation.of):
+        least = s.base + tuple(f for f in best[1][len(s.base):] if f in ablation.minimal)
+    listed = proof.entries(s.base, top if best else [], least, tune.opts.runners_up)
+    out = tune.out / "proof"
+    say(f"proof: {len(listed)} sets on the full input, {tune.opts.layouts} layouts each")
+    try:
+        path = _sweep_once(tune, out, f"{tune.name}-proof", s.base,
+                           [Candidate(-100 - i, e.flags) for i, e in enumerate(listed[1:])],
+                           tune.opts.budget_s * SHARES["proof"], quick=False,
+                           layouts=tune.opts.layouts)
+    except FlagsweepError as e:
+        _keep_model(tune, "proof", contract.TuneProof(status="failed", why=str(e),
+                                                      layouts=tune.opts.layouts))
+        say(f"proof: failed ({e})")
+        return
+    _keep_model(tune, "proof", contract.TuneProof(
+        status="complete", run_id=batch.run_id(s, path), results=str(path),
+        layouts=tune.opts.layouts, candidates=proof.candidates(s, path, listed)))
+
+
+def _sweep_once(tune: Tune, out: Path, name: str, best: tuple[str, ...],
+                todo: list[Candidate], budget: float, quick: bool, layouts: int = 0) -> Path:
+    """The ablation's or the proof's sweep: resumed if it began before."""
+    s = tune.setting
+    found = s.store.find_run(str(out))
+    if found != str(out):
+        path = batch.resume(s, found)
+    else:
+        path = batch.start(s, name, out, best, todo, seed=tune.opts.seed + 10_000 + layouts,
+                           budget=max(60.0, budget), quick=quick, layouts=layouts)
+    _count(tune, "runs", len(s.store.samples(batch.run_id(s, path))))
+    _count(tune, "builds", len(todo) * max(1, layouts))
+    return path
+
+
+def _keep_model(tune: Tune, key: str, model: contract.Open) -> None:
+    tune.keep(key, model.dump())
+
+
+def _model(tune: Tune, key: str, kind: type[contract.Open]):
+    found = tune.record(key)
+    return kind.model_validate(found) if found else None
+
+
+# ---- tune.json ----------------------------------------------------------------------------------
+
+def document(tune: Tune, status: str) -> contract.Tune:
+    attrs = tune.study.user_attrs
+    trials = [_trial(t) for t in search.trials(tune.study)]
+    proof_ = _model(tune, "proof", contract.TuneProof)
+    ablation = _model(tune, "ablation", contract.TuneAblation)
+    sentence, use = answer(tune, proof_, ablation, len(trials))
+    cost = dict(attrs.get("cost") or {})
+    return contract.Tune.model_validate({
+        "schema": contract.TUNE_SCHEMA, "tune_id": tune.name,
+        "target": tune.setting.target.name, "status": status, "phase": attrs.get("phase"),
+        "sampler": tune.opts.sampler, "seed": tune.opts.seed, "budget_s": tune.opts.budget_s,
+        "threshold_pct": tune.setting.measure.threshold_pct,
+        "space": {"source": tune.space.source, "base": " ".join(tune.setting.base),
+                  "compiler": tune.space.compiler, "dimensions": len(tune.space.dimensions),
+                  "switches": tune.space.switches(), "excluded": list(tune.space.excluded)},
+        "machine": _machine(tune),
+        "trials": [t.dump() for t in trials], "progress": _progress(tune, trials),
+        "broken": attrs.get("broken") or [],
+        "ablation": ablation.dump() if ablation else None,
+        "proof": proof_.dump() if proof_ else None,
+        "answer": sentence, "recommended": use,
+        "cost": {"builds": cost.get("builds", 0), "runs": cost.get("runs", 0),
+                 "wall_s": round(tune.elapsed(), 1)}})
+
+
+def _machine(tune: Tune) -> dict | None:
+    try:
+        return system.machine_state([tune.space.compiler], pinned_cpu=tune.setting.measure.cpu)
+    except Exception:  # noqa: BLE001 - the record of the machine never costs the tune
+        log.info("machine state not read", exc_info=True)
+        return None
+
+
+def _trial(t) -> contract.TuneTrial:
+    a = t.user_attrs
+    flags = a.get("flags") or []
+    return contract.TuneTrial(
+        number=t.number, flags=flags, changes=a.get("changes") or [],
+        state=a.get("state") or "pending", batch=a.get("batch"), run_id=a.get("run_id"),
+        variant=a.get("variant"), ratio=a.get("ratio"), ci95=a.get("ci95"),
+        verdict=a.get("verdict"), runs=a.get("runs"), identical_to=a.get("identical_to"),
+        detail=a.get("detail"), elapsed_s=a.get("elapsed_s"))
+
+
+def _progress(tune: Tune, trials: list[contract.TuneTrial]) -> list[dict]:
+    """The best-so-far curve: after each batch, the best measured set, its interval, and what
+    had been spent (builds and runs counted from the trials, wall time at the batch's end)."""
+    out, best, runs, builds = [], None, 0, 0
+    for entry in tune.record("batches") or []:
+        told = [t for t in trials if t.batch == entry["batch"] and t.state != "pending"]
+        if not told:
+            continue
+        runs += sum(t.runs or 0 for t in told)
+        builds += sum(1 for t in told if t.state != "repeat")
+        for t in told:
+            if t.state == "measured" and t.ratio is not None and (best is None
+                                                                 or t.ratio < best.ratio):
+                best = t
+        out.append({"batch": entry["batch"], "trials": max(t.number for t in told) + 1,
+                    "builds": builds, "runs": runs,
+                    "elapsed_s": max(t.elapsed_s or 0 for t in told),
+                    "best": best.number if best else None,
+                    "ratio": best.ratio if best else None, "ci95": best.ci95 if best else None})
+    return out
+
+
+def answer(tune: Tune, proof_: contract.TuneProof | None, ablation: contract.TuneAblation | None,
+           n: int) -> tuple[str | None, list[str] | None]:
+    """The one sentence: the set to use when the proof found one faster than the base and
+    than -O3, else that nothing found beats them beyond the threshold and layout luck."""
+    if proof_ is None or proof_.status != "complete":
+        return None, None
+    base = " ".join(tune.setting.base)
+    by_role = {c.role: c for c in proof_.candidates}
+    tried = [c for c in proof_.candidates if c.role in ("winner", "minimal", "runner-up")]
+    o3 = by_role.get("-O3")
+    wins = [c for c in tried if c.vs_base and c.vs_base.verdict == "faster"
+            and (o3 is None or (c.vs_o3 and c.vs_o3.verdict == "faster"))]
+    k = proof_.layouts
+    if wins:
+        use = next((c for c in wins if c.role == "minimal"), None) or min(
+            wins, key=lambda c: (c.vs_o3 or c.vs_base).ratio)
+        of = ""
+        if use.role == "minimal" and ablation:
+            of = f" ({len(ablation.minimal)} of the {len(ablation.of)} flags of the best set found)"
+        against = (f"{_interval(use.vs_o3)} against -O3 and " if o3 else "")
+        return (f"Use {' '.join(use.flags)}{of}: {against}{_interval(use.vs_base)} against "
+                f"{base}, confirmed over {k} layouts after {n} candidates.", list(use.flags))
+    best = min(tried, key=lambda c: (c.vs_o3 or c.vs_base).ratio
+               if (c.vs_o3 or c.vs_base) and (c.vs_o3 or c.vs_base).ratio else math.inf,
+               default=None)
+    o3_wins = o3 is not None and o3.vs_base and o3.vs_base.verdict == "faster"
+    keep, ref = ("-O3", "-O3") if o3_wins or o3 is None and "-O3" in base else (base, base)
+    if o3 is not None and not o3_wins:
+        ref = f"{base} or -O3"
+    shown = ""
+    if best is not None:
+        est = best.vs_o3 if o3 is not None else best.vs_base
+        shown = f" (the best found: {_interval(est)} against {'-O3' if o3 else base})"
+    return (f"Nothing found beats {ref} by more than {tune.setting.measure.threshold_pct:g}% "
+            f"beyond layout luck after {n} candidates{shown}: keep {keep}.",
+            [keep] if keep == "-O3" else list(tune.setting.base))
+
+
+def _interval(e: contract.TuneEstimate | None) -> str:
+    if e is None or e.ratio is None:
+        return "not measured"
+    ci = e.ci95
+    text = f"{100 * (e.ratio - 1):+.1f}%"
+    if ci:
+        text += f" [{100 * (ci[0] - 1):+.1f}, {100 * (ci[1] - 1):+.1f}]"
+    return text
+
+
+def write(tune: Tune, status: str) -> Path:
+    """tune.json, then its page: a page that cannot be drawn never costs the record."""
+    doc = document(tune, status)
+    path = tune.out / "tune.json"
+    files.write_atomic(path, json.dumps(doc.dump(), indent=1) + "\n")
+    try:
+        report.write_tune(doc, tune.out)
+    except Exception as e:  # noqa: BLE001 - the data is already safe
+        log.info("tune page not written", exc_info=True)
+        tune.setting.say(f"tune page: not written ({type(e).__name__}: {e})")
+    return path

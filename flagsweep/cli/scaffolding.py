@@ -48,7 +48,7 @@ def new_cmd(name, package, version, url, run_line, given, size, jobs) -> None:
     path = scaffold.new(name, package, Path(name), say, version=version, url=url, jobs=jobs,
                         argv=argv, given=given)
     todo = ("check its [check]" if argv else
-            f"write its [run] argv and [check]" if given else
+            "write its [run] argv and [check]" if given else
             f"write its [run] argv and [check], then `flagsweep new --size {name}`")
     say(f"wrote {path}: {todo}, then `flagsweep run ./{name} --recipe olevels --quick`")
     click.echo(str(path))

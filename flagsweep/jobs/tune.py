@@ -102,7 +102,7 @@ def start(t: target.Target, opts: TuneOptions, out: Path, store: Store,
     cpu = chosen_cpu(mopts, say)
     opts.measure = asdict(mopts)
     say(f"tune {out.name}: {len(space.dimensions)} dimensions from {space.source} "
-        f"({space.switches()} switches) on {' '.join(space.base)}, {opts.sampler} sampler, "
+        f"({space.switches()} switches) on {space.base}, {opts.sampler} sampler, "
         f"seed {opts.seed}, budget {opts.budget_s:g} s")
     record = {"options": asdict(opts), "target_path": str(t.path),
               "target_sha256": files.sha256_file(t.path), "out": str(out),

@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""What `flagsweep tune` finds, at what cost, against a plain random search: figures from real
+tunes (real builds, checks and timings), each through the real `flagsweep tune` with its own
+private store.
+
+  known    the bundled `duo` kernel, whose speed hangs on two switches named in advance in
+           targets/duo/space.toml among 50 that do not matter: over N seeds, how often the
+           tune's recommended set and its ablation name exactly those two.
+  versus   one program, TPE against Optuna's random sampler, the same budget and the same
+           evaluation, over N seeds: the best confirmed gain of each and the runs each search
+           spent until its best-so-far first reached the random search's final best.
+  program  one tune of one program: the answer, the proof against the base and -O3, the
+           ablation and the cost.
+
+Usage: python bench/tune.py known [--seeds 10] [--budget 4m]
+       python bench/tune.py versus gzip [--seeds 3] [--budget 20m]
+       python bench/tune.py program gzip [--budget 1h] [--seed 1]
+Every tune's folder is kept under --work (default: a new folder in /tmp), tune.json and
+tune.html in each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+FLAGSWEEP = [sys.executable, "-m", "flagsweep"]
+DUO_SPACE = Path(__file__).resolve().parent.parent / "targets" / "duo" / "space.toml"
+
+
+def tune(work: Path, name: str, target: str, budget: str, seed: int, *extra: str) -> dict:
+    """One real `flagsweep tune` in its own folder and store; its tune.json."""
+    out = work / name
+    env = {**os.environ, "FLAGSWEEP_DB": f"sqlite:///{work / (name + '.db')}"}
+    began = time.monotonic()
+    with (work / f"{name}.log").open("w") as log:
+        done = subprocess.run([*FLAGSWEEP, "tune", target, "--budget", budget, "--seed",
+                               str(seed), "--out", str(out), *extra], stdout=log,
+                              stderr=subprocess.STDOUT, env=env)
+    if done.returncode != 0:
+        sys.exit(f"flagsweep tune {target} (seed {seed}) exited {done.returncode}: see "
+                 f"{work / (name + '.log')}")
+    doc = json.loads((out / "tune.json").read_text())
+    doc["bench_seconds"] = time.monotonic() - began
+    return doc
+
+
+def pct(ratio) -> str:
+    return "n/a" if ratio is None else f"{100 * (ratio - 1):+.1f}%"
+
+
+def interval(e: dict | None) -> str:
+    if not e or e.get("ratio") is None:
+        return "not measured"
+    ci = e.get("ci95")
+    text = pct(e["ratio"])
+    return text + (f" [{pct(ci[0])}, {pct(ci[1])}]" if ci else "") + f" {e.get('verdict')}"
+
+
+def proven(doc: dict) -> dict | None:
+    """The set the tune recommends, as the proof measured it (None: it recommends the base or
+    -O3)."""
+    use = doc.get("recommended") or []
+    for c in (doc.get("proof") or {}).get("candidates", []):
+        if c["flags"] == use and c["role"] not in ("base", "-O3"):
+            return c
+    return None
+
+
+def gain(doc: dict) -> float:
+    """The confirmed gain against the base: the recommended set's ratio, 1 when none."""
+    c = proven(doc)
+    return c["vs_base"]["ratio"] if c and c.get("vs_base") else 1.0
+
+
+def runs_to_reach(doc: dict, ratio: float) -> int | None:
+    """Runs the search had spent when its best-so-far first reached `ratio` (None: never)."""
+    for p in doc.get("progress", []):
+        if p.get("ratio") is not None and p["ratio"] <= ratio:
+            return p["runs"]
+    return None
+
+
+def show(doc: dict) -> None:
+    print(f"  answer: {doc.get('answer')}")
+    for c in (doc.get("proof") or {}).get("candidates", []):
+        print(f"  proof {c['role']:>9}: {' '.join(c['changes']) or '(base)'}")
+        print(f"      vs base {interval(c.get('vs_base'))}; vs -O3 {interval(c.get('vs_o3'))}")
+    ab = doc.get("ablation") or {}
+    for r in ab.get("rows", []):
+        print(f"  ablation without {r['flag']}: {pct(r.get('ratio'))} {r.get('verdict')}")
+    print(f"  minimal: {' '.join(ab.get('minimal', [])) or '(none)'} of {len(ab.get('of', []))}")
+    states: dict[str, int] = {}
+    for t in doc["trials"]:
+        states[t["state"]] = states.get(t["state"], 0) + 1
+    cost = doc.get("cost") or {}
+    print(f"  cost: {len(doc['trials'])} candidates ({states}), {cost.get('builds')} builds, "
+          f"{cost.get('runs')} runs, {cost.get('wall_s')} s; broken: "
+          f"{[b['flag'] for b in doc.get('broken', [])]}")
+
+
+def known(args, work: Path) -> None:
+    answer = _duo_answer()
+    print(f"duo: the known answer is {' '.join(sorted(answer))}")
+    hits = ablated = 0
+    for seed in range(1, args.seeds + 1):
+        doc = tune(work, f"duo-{seed}", "duo", args.budget, seed, "--space", str(DUO_SPACE))
+        found = set(doc.get("recommended") or []) - {doc["space"]["base"]}
+        minimal = set((doc.get("ablation") or {}).get("minimal", []))
+        hits += answer <= found
+        ablated += minimal == answer
+        print(f"seed {seed}: recommended {' '.join(sorted(found)) or '(base)'}; ablation "
+              f"{' '.join(sorted(minimal)) or '(none)'}; {len(doc['trials'])} candidates, "
+              f"{doc['cost']['runs']} runs, {doc['bench_seconds']:.0f} s")
+    print(f"known answer: both switches recommended in {hits}/{args.seeds} seeds; the ablation "
+          f"named exactly the two in {ablated}/{args.seeds}")
+
+
+def _duo_answer() -> set[str]:
+    """The two switches the space file names as the ones that matter (its `# answer:` line)."""
+    for line in DUO_SPACE.read_text().splitlines():
+        if line.startswith("# answer:"):
+            return set(line.split(":", 1)[1].split())
+    sys.exit(f"{DUO_SPACE}: no '# answer: -fA -fB' line")
+
+
+def versus(args, work: Path) -> None:
+    rows = []
+    for seed in range(1, args.seeds + 1):
+        docs = {s: tune(work, f"{args.target}-{s}-{seed}", args.target, args.budget, seed,
+                        "--sampler", s) for s in ("tpe", "random")}
+        final = min(p["ratio"] for p in docs["random"]["progress"] if p.get("ratio")) \
+            if any(p.get("ratio") for p in docs["random"]["progress"]) else 1.0
+        row = {s: (gain(d), runs_to_reach(d, final), d["cost"]["runs"]) for s, d in docs.items()}
+        rows.append(row)
+        for s, (g, reach, total) in row.items():
+            print(f"seed {seed} {s:>6}: confirmed {pct(g)}; reached random's best "
+                  f"({pct(final)}) after {reach} runs of {total}; answer: {docs[s]['answer']}")
+    better = sum(r["tpe"][0] <= r["random"][0] for r in rows)
+    halved = sum(r["tpe"][1] is not None and r["random"][1] is not None
+                 and r["tpe"][1] <= r["random"][1] / 2 for r in rows)
+    print(f"{args.target}: TPE's confirmed gain at least random's in {better}/{len(rows)} seeds; "
+          f"reached random's best with at most half its runs in {halved}/{len(rows)}")
+
+
+def program(args, work: Path) -> None:
+    doc = tune(work, f"{args.target}-tune", args.target, args.budget, args.seed)
+    print(f"{args.target}: budget {args.budget}, seed {args.seed}, "
+          f"{doc['bench_seconds']:.0f} s")
+    show(doc)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("what", choices=["known", "versus", "program"])
+    p.add_argument("target", nargs="?", default="gzip")
+    p.add_argument("--seeds", type=int, default=None)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--budget", default=None)
+    p.add_argument("--work", type=Path, default=None)
+    args = p.parse_args()
+    args.seeds = args.seeds or {"known": 10, "versus": 3}.get(args.what, 1)
+    args.budget = args.budget or {"known": "4m", "versus": "20m", "program": "1h"}[args.what]
+    work = args.work or Path(tempfile.mkdtemp(prefix="flagsweep-tune-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    print(f"work folder: {work}")
+    {"known": known, "versus": versus, "program": program}[args.what](args, work)
+
+
+if __name__ == "__main__":
+    main()

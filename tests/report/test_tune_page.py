@@ -276,3 +276,29 @@ def test_the_view_takes_no_link_to_a_file_outside_the_folder(tmp_path):
 def test_a_broken_document_is_refused_by_the_contract():
     with pytest.raises(FlagsweepError, match="tune.json"):
         tune_doc(space={"source": "x"})
+
+
+def test_a_skipped_proof_and_no_ablation_render(tmp_path):
+    nothing = ("Nothing found beats -O2 or -O3 by more than 1% beyond layout luck after 12 "
+               "candidates: keep -O2.")
+    doc = tune_doc(proof={"status": "skipped", "why": "no set the search measured was faster "
+                          "than the base"}, ablation=None, answer=nothing, recommended=["-O2"])
+    html = report.write_tune(doc, tmp_path).read_text()
+    text = text_of(html)
+    assert nothing in text and "The proof is skipped: no set the search measured" in text
+    assert 'id="proof-table"' not in html and 'id="ablation-table"' not in html
+    assert "No ablation was recorded" in text and 'id="state"' not in html
+    assert not re.search(r"\b(nan|None|null)\b", text)
+    out = io.StringIO()
+    terminal.show_tune(doc, Console(file=out, width=100))
+    assert out.getvalue().rstrip("\n").splitlines()[-1] == nothing
+
+
+def test_the_page_loads_clean_in_a_browser_and_fits_a_phone(browser, tmp_path):
+    page = report.write_tune(tune_doc(), tmp_path)
+    load = browser.open(page, screenshot=tmp_path / "tune.png", width=390, height=844)
+    assert load.console_errors == [] and load.external_requests == []
+    assert browser.evaluate("document.querySelectorAll('#curve svg.plot').length") == 1
+    assert HOSTILE in browser.evaluate("document.querySelector('#recommended').textContent")
+    assert browser.evaluate("document.scripts.length") == 1
+    assert browser.evaluate("document.documentElement.scrollWidth <= window.innerWidth")

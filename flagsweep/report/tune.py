@@ -165,9 +165,15 @@ def answer(doc: contract.Tune) -> str:
     """The one sentence: the tune's own, or what stands in for it until it is written."""
     if doc.answer:
         return doc.answer
-    measured = sum(t.state == "measured" for t in doc.trials)
-    return (f"No answer yet: the tune {RUNNING.get(doc.status, 'stopped')} in its {doc.phase} "
-            f"phase after {len(doc.trials)} candidates ({measured} measured).")
+    tried = f"{len(doc.trials)} candidates ({sum(t.state == 'measured' for t in doc.trials)} " \
+            "measured)"
+    if doc.status in ("running", "interrupted"):
+        return f"No answer yet: the tune {RUNNING[doc.status]} in its {doc.phase} phase " \
+               f"after {tried}."
+    proof = doc.proof
+    why = (f"the proof {proof.status}" + (f" ({proof.why})" if proof.why else "")) if proof \
+        else "no proof was recorded"
+    return f"No answer after {tried}: {why}."
 
 
 def recommended(doc: contract.Tune) -> str | None:

@@ -302,3 +302,11 @@ def test_the_page_loads_clean_in_a_browser_and_fits_a_phone(browser, tmp_path):
     assert HOSTILE in browser.evaluate("document.querySelector('#recommended').textContent")
     assert browser.evaluate("document.scripts.length") == 1
     assert browser.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+
+
+def test_a_tune_whose_proof_failed_says_why_there_is_no_answer():
+    doc = tune_doc(status="failed", phase="proof", answer=None, recommended=None,
+                   proof={"status": "failed", "why": "the baseline failed its output check"})
+    assert tune_view.answer(doc) == ("No answer after 12 candidates (7 measured): the proof "
+                                     "failed (the baseline failed its output check).")
+    assert tune_view.resume(doc) is None and "failed in its proof phase" in tune_view.state(doc)

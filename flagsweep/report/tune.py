@@ -9,6 +9,7 @@ template's autoescape, and the terminal only as rich Text (never markup).
 
 from __future__ import annotations
 
+import collections
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -237,7 +238,8 @@ def ablation_sentence(a: contract.TuneAblation) -> str:
     return ""
 
 
-def abbreviated(changes: list[str]) -> str:
+def first_changes(changes: list[str]) -> str:
+    """A candidate's changes in a table cell: the first few, then how many more."""
     shown = " ".join(changes[:SHOWN_CHANGES])
     rest = len(changes) - SHOWN_CHANGES
     return f"{shown} \u2026 (+{rest} more)" if rest > 0 else shown or "(the base)"
@@ -246,8 +248,9 @@ def abbreviated(changes: list[str]) -> str:
 def trial_row(t: contract.TuneTrial) -> CandidateRow:
     note = f"identical to {identity(t.identical_to)}" if t.identical_to else ""
     note = "; ".join(x for x in (note, t.detail or "") if x)
-    return CandidateRow(number(t.number), abbreviated(t.changes), " ".join(t.changes), t.state,
-                    change(t.ratio, t.ci95, t.verdict), number(t.runs), number(t.batch), note)
+    return CandidateRow(number(t.number), first_changes(t.changes), " ".join(t.changes),
+                        t.state, change(t.ratio, t.ci95, t.verdict), number(t.runs),
+                        number(t.batch), note)
 
 
 def identity(of: str) -> str:
@@ -272,7 +275,7 @@ def dots(doc: contract.Tune) -> list[SpentPoint]:
         at = batches.get(t.batch)
         elapsed = t.elapsed_s if t.elapsed_s is not None else (at.elapsed_s if at else None)
         out.append(SpentPoint(at.builds if at else None, at.runs if at else None, elapsed,
-                         pct(t.ratio)))
+                              pct(t.ratio)))
     return out
 
 
@@ -285,7 +288,7 @@ def space(s: contract.TuneSpace) -> list[tuple[str, str]]:
     dims = number(s.dimensions) + (f" ({number(s.switches)} on/off switches)"
                                    if s.switches is not None else "")
     return [("source", s.source), ("base", s.base), ("compiler", s.compiler),
-            ("dimensions", dims), ("excluded", f"{len(s.excluded)} switches")]
+            ("dimensions", dims), ("left out", number(len(s.excluded)))]
 
 
 def cost(doc: contract.Tune) -> list[tuple[str, str]]:
@@ -300,9 +303,7 @@ def cost(doc: contract.Tune) -> list[tuple[str, str]]:
 
 def search(doc: contract.Tune) -> list[tuple[str, str]]:
     """The search's settings and what its candidates came to, as name/value pairs."""
-    states: dict[str, int] = {}
-    for t in doc.trials:
-        states[t.state] = states.get(t.state, 0) + 1
-    tried = ", ".join(f"{n} {s}" for s, n in sorted(states.items(), key=lambda x: -x[1]))
+    states = collections.Counter(t.state for t in doc.trials)
+    tried = ", ".join(f"{n} {s}" for s, n in states.most_common())
     return [("sampler", doc.sampler), ("seed", number(doc.seed)), ("tune id", doc.tune_id),
             ("candidates", f"{len(doc.trials)}" + (f" ({tried})" if tried else ""))]

@@ -22,19 +22,41 @@ PARTIAL = ("Also take sweeps stopped early because the machine was busy (status 
 
 
 @click.command("report")
-@click.argument("results_path", metavar="RESULTS.json|RUN_ID", type=click.Path(path_type=Path))
+@click.argument("results_path", metavar="RESULTS.json|TUNE.json|RUN_ID",
+                type=click.Path(path_type=Path))
 @click.option("--out", "out_dir", type=Folder(),
-              help="Folder for index.html and summary.md [default: beside RESULTS.json].")
+              help="Folder for index.html and summary.md (tune.html for a tune.json) "
+                   "[default: beside the file].")
 def report_cmd(results_path, out_dir) -> None:
     """Render the HTML report (index.html) and summary.md from a results.json again; given a
-    run id (or a run's folder) whose results.json is missing, write it from the store first."""
+    run id (or a run's folder) whose results.json is missing, write it from the store first.
+    Given a tune.json, its page (tune.html) again."""
     from flagsweep import report
     from flagsweep.report import terminal
 
-    results_path = _results_of(results_path)
-    page = report.write(results_path, out_dir)
-    terminal.show(results_path)
+    tuned = _tune_of(results_path)
+    if tuned is not None:       # a tune.json: its own page and its lines
+        page = report.write_tune(tuned, out_dir or results_path.parent)
+        terminal.show_tune(tuned)
+    else:
+        results_path = _results_of(results_path)
+        page = report.write(results_path, out_dir)
+        terminal.show(results_path)
     click.echo(str(page))
+
+
+def _tune_of(arg: Path):
+    """The tune.json at arg, by its schema key, as its model; None for anything else (a
+    results.json, a run id), which the results path reads and refuses as it always has."""
+    from flagsweep.results import contract
+
+    try:
+        doc = json.loads(arg.read_text()) if arg.is_file() else None
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or doc.get("schema") != contract.TUNE_SCHEMA:
+        return None
+    return contract.validate(doc, arg, "tune")
 
 
 def _results_of(arg: Path) -> Path:

@@ -79,3 +79,14 @@ def times100(x: float | None) -> float | None:
 def names(ids: list[str]) -> str:
     """A list of ids in a sentence: the first six, then how many more."""
     return ", ".join(ids[:6]) + (f" and {len(ids) - 6} more" if len(ids) > 6 else "")
+
+
+def duration(seconds: float | None) -> str:
+    """A span of wall time as people read it: 42 s, 12 min, 3.4 h."""
+    if seconds is None:
+        return ""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

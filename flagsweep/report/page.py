@@ -1,5 +1,5 @@
 """The pages: results.json becomes index.html (one self-contained page) and summary.md; two
-sweeps, a suite and a merge become theirs.
+sweeps, a suite, a merge and a tune become theirs.
 
     results.json -> view.build (every decision) -> plots (matplotlib SVG) -> templates (layout)
 """
@@ -14,7 +14,7 @@ import jinja2
 from flagsweep import __version__
 from flagsweep.across import merge, suite
 from flagsweep.files import make_dir, write_atomic
-from flagsweep.report import compare, heatmap, view
+from flagsweep.report import compare, heatmap, tune, view
 from flagsweep.report.formats import COLORS, VERDICT_TEXT
 from flagsweep.report.variants import link
 from flagsweep.results import contract, names
@@ -76,6 +76,17 @@ def write_suite(s, out: Path) -> Path:
     page = _render("suite.html.j2", title=f"Suite of {len(doc.programs)} programs: {doc.baseline}",
                    s=doc, rows=heatmap.suite_rows(doc), links=links)
     return write_atomic(out / "suite.html", page)
+
+
+def write_tune(doc: contract.Tune, out: Path) -> Path:
+    """tune.html: a tune's answer, its proof, its ablation, its best-so-far curve and what it
+    tried, into `out` (the folder of its tune.json); returns the page."""
+    out = make_dir(Path(out).resolve(), "the tune's folder")
+    t = tune.build(doc, out)
+    from flagsweep.report import plots   # here: matplotlib only for a page that draws
+
+    page = _render("tune.html.j2", t=t, curve=plots.best_so_far(t))
+    return write_atomic(out / "tune.html", page)
 
 
 def _render(name: str, **context) -> str:

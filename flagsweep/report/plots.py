@@ -26,6 +26,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 
 from flagsweep.report.formats import COLORS
+from flagsweep.report.tune import TuneView
 from flagsweep.report.variants import VariantRow, metric_values
 from flagsweep.report.view import SweepView
 
@@ -216,6 +217,48 @@ def history(report: SweepView) -> Figure | None:
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:+g}%" if v else "0"))
     ax.legend(loc="upper left", bbox_to_anchor=(1, 1), frameon=False, fontsize=8)
     return fig
+
+
+# The best-so-far curve's three x axes: what a tune spends.
+SPENT = (("builds", "builds"), ("runs", "runs"), ("elapsed_s", "wall time, min"))
+
+
+@_styled("best-so-far")
+def best_so_far(tune: TuneView) -> Figure | None:
+    """A tune's best set after each batch, its change against the base with its 95% CI as a
+    band, and every measured candidate as a dot, against builds, runs and wall time."""
+    if not tune.curve and not tune.dots:
+        return None
+    fig = Figure(figsize=(WIDTH, 2.8))
+    axes = fig.subplots(1, 3, sharey=True)
+    for ax, (key, label) in zip(axes, SPENT):
+        _spent(ax, tune, key)
+        ax.set_xlabel(label)
+    axes[0].set_ylabel("% from the base (negative is faster)")
+    axes[0].yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:+g}%" if v else "0"))
+    axes[0].legend(loc="lower left", bbox_to_anchor=(0, 1), frameon=False, fontsize=8, ncol=3)
+    return fig
+
+
+def _spent(ax, tune: TuneView, key: str) -> None:
+    """One panel: the curve as steps (the best holds until a batch beats it), the dots."""
+    scale = 60.0 if key == "elapsed_s" else 1.0
+    at = lambda p: getattr(p, key) / scale  # noqa: E731
+    curve = [p for p in tune.curve if getattr(p, key) is not None]
+    dots = [p for p in tune.dots if getattr(p, key) is not None]
+    ax.axhline(0, color="#8c959f", lw=0.6)
+    ax.scatter([at(p) for p in dots], [p.change_pct for p in dots], s=12, lw=0, alpha=0.6,
+               color="#6e7781", label="a measured candidate", zorder=2)
+    banded = [p for p in curve if p.ci_pct is not None]
+    if banded:
+        ax.fill_between([at(p) for p in banded], [p.ci_pct[0] for p in banded],
+                        [p.ci_pct[1] for p in banded], step="post", lw=0, alpha=0.25,
+                        color=COLORS["baseline"], label="its 95% CI")
+    if curve:
+        ax.plot([at(p) for p in curve], [p.change_pct for p in curve], drawstyle="steps-post",
+                marker="o", ms=3, color=COLORS["baseline"], lw=1.5, label="best so far",
+                zorder=3)
+    ax.margins(x=0.05, y=0.1)
 
 
 def explained(report: SweepView) -> dict[str, str]:

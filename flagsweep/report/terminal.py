@@ -15,7 +15,7 @@ from rich.text import Text
 
 from flagsweep import stats
 from flagsweep.across import history, suite
-from flagsweep.report import heatmap, view
+from flagsweep.report import heatmap, tune, view
 from flagsweep.report.formats import COLORS, VERDICT_TEXT, ci_pct_text, signed_pct
 from flagsweep.results import contract
 from flagsweep.results.reader import load
@@ -211,6 +211,53 @@ def show_suite(s, out: Console | None = None) -> None:
     for w in s.warnings:
         out.print(f"warning: {w}", markup=False)
     out.print(f"suite: {s.recommendation}", markup=False)
+
+
+def show_tune(doc: contract.Tune, out: Console | None = None) -> None:
+    """The end of `flagsweep tune` (and of `flagsweep report tune.json`): the proof, the
+    ablation, then the answer, the last line printed, as on the page (report/tune.py)."""
+    out = out or console()
+    t = tune.build(doc, Path.cwd())
+    if t.proof_rows:
+        out.print(_proof(t))
+    elif t.proof.status != "complete":
+        out.print(f"proof {t.proof.status}" + (f": {t.proof.why}" if t.proof.why else ""),
+                  markup=False)
+    if t.ablation_rows:
+        out.print(_ablation(t))
+    if t.ablation_sentence:
+        out.print(f"ablation: {t.ablation_sentence}", markup=False)
+    if t.state:
+        out.print(t.state + (f" Resume it with: {t.resume}" if t.resume else ""), markup=False)
+    out.print(t.answer, markup=False, soft_wrap=True)
+
+
+def _proof(t: tune.TuneView) -> Table:
+    layouts = f" over {t.proof.layouts} layouts each" if t.proof.layouts else ""
+    p = table(f"the proof: full input{layouts}")
+    for name, justify in (("set", "left"), ("changes", "left"), ("vs base", "right"),
+                          ("", "left"), ("vs -O3", "right"), ("", "left")):
+        p.add_column(name, justify=justify, overflow="fold")
+    for r in t.proof_rows:
+        p.add_row(Text(r.role), Text(r.changes), *_change(r.vs_base), *_change(r.vs_o3))
+    return p
+
+
+def _ablation(t: tune.TuneView) -> Table:
+    a = table("the ablation: the winner without each flag (+: the flag helps)")
+    for name, justify in (("flag removed", "left"), ("without it", "right"), ("", "left"),
+                          ("note", "left")):
+        a.add_column(name, justify=justify, overflow="fold")
+    for r in t.ablation_rows:
+        a.add_row(Text(r.flag, style="bold" if r.matters else ""), *_change(r.change),
+                  Text(r.note))
+    return a
+
+
+def _change(c: tune.ChangeCell) -> tuple[Text, Text]:
+    """A change with its interval, and its verdict in the verdict's colour."""
+    return (Text(f"{c.text} {c.ci_text}".strip()),
+            Text(VERDICT_TEXT.get(c.verdict, c.verdict), style=COLORS.get(c.verdict, "")))
 
 
 @contextmanager

@@ -1,0 +1,309 @@
+"""The view of a tune (tune.json, flagsweep.jobs.tune): what its page and the terminal show.
+
+    tune.json -> contract.Tune -> build (every row and sentence) -> tune.html.j2, terminal
+
+Every number is written by report/formats, as on a sweep's page: a ratio as a change in %
+with its 95% interval. Flags are untrusted text: they reach the page only through the
+template's autoescape, and the terminal only as rich Text (never markup).
+"""
+
+from __future__ import annotations
+
+import collections
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+from flagsweep.report.formats import ci_pct_text, duration, number, pct, pct_pair, signed_pct
+from flagsweep.report.variants import link
+from flagsweep.results import contract
+
+SHOWN_CHANGES = 3            # a trial's changes in the collapsed table: the first few, then a count
+RUNNING = {"running": "is still running", "interrupted": "was interrupted",
+           "failed": "failed"}
+
+
+@dataclass
+class ChangeCell:
+    """A ratio as the page writes it: the change in %, its interval, its verdict."""
+    pct: float | None
+    text: str
+    ci_text: str
+    verdict: str
+
+
+@dataclass
+class ProofRow:
+    role: str
+    changes: str
+    trial: str
+    vs_base: ChangeCell
+    vs_o3: ChangeCell
+
+
+@dataclass
+class AblationLine:
+    flag: str
+    change: ChangeCell
+    note: str                      # identical code, a failed build: what the row is instead
+    matters: bool                  # in the minimal subset
+
+
+@dataclass
+class CandidateRow:
+    number: str
+    changes: str                   # abbreviated
+    all_changes: str
+    state: str
+    change: ChangeCell
+    runs: str
+    batch: str
+    note: str
+
+
+@dataclass
+class SpentPoint:
+    """Where something sits on the three x axes of the best-so-far curve."""
+    builds: float | None
+    runs: float | None
+    elapsed_s: float | None
+    change_pct: float
+    ci_pct: tuple[float, float] | None = None
+
+
+@dataclass
+class SweepPart:
+    """The proof or the ablation: a sweep of its own, or why it is not there."""
+    status: str
+    why: str
+    results: str                   # the sweep's results.json as written in tune.json
+    href: str | None               # a link to it, when it is a file inside the tune's folder
+    page_href: str | None          # its index.html beside it, likewise
+    layouts: str                   # the proof's K layouts a set, "" for the ablation
+
+
+@dataclass
+class TuneView:
+    doc: contract.Tune
+    title: str
+    meta: str
+    state: str | None              # "this tune was interrupted ..." or None when complete
+    resume: str | None             # the command that continues it
+    answer: str
+    recommended: str | None        # the set to use, one shell-quoted line
+    proof_rows: list[ProofRow]
+    proof: SweepPart
+    ablation_rows: list[AblationLine]
+    ablation: SweepPart | None
+    ablation_sentence: str
+    curve: list[SpentPoint]
+    dots: list[SpentPoint]
+    trials: list[CandidateRow]
+    broken: list[tuple[str, str, str, str]]        # flag, build|check, detail, trial
+    space: list[tuple[str, str]]
+    excluded: list[str]
+    cost: list[tuple[str, str]]
+    search: list[tuple[str, str]]
+
+
+def build(doc: contract.Tune, out: Path) -> TuneView:
+    """Every decision the tune's page makes, from the document; `out` is the page's folder
+    (links are relative to it and only to files inside it)."""
+    proof = doc.proof or contract.TuneProof(status="skipped", why="no proof was recorded")
+    ablation_rows, sentence = ablation(doc.ablation)
+    return TuneView(
+        doc=doc, title=f"{doc.target}: tuned flags", meta=meta(doc), state=state(doc),
+        resume=resume(doc), answer=answer(doc), recommended=recommended(doc),
+        proof_rows=[proof_row(c) for c in proof.candidates], proof=section(proof, out),
+        ablation_rows=ablation_rows,
+        ablation=section(doc.ablation, out) if doc.ablation else None,
+        ablation_sentence=sentence, curve=curve(doc), dots=dots(doc),
+        trials=[trial_row(t) for t in doc.trials], broken=broken(doc), space=space(doc.space),
+        excluded=list(doc.space.excluded), cost=cost(doc), search=search(doc))
+
+
+def change(ratio, ci, verdict: str | None) -> ChangeCell:
+    """A ratio (<1: faster) as a change in % with its 95% interval; blank when unmeasured."""
+    if ratio is None:
+        return ChangeCell(None, "", "", verdict or "")
+    return ChangeCell(pct(ratio), signed_pct(pct(ratio)), ci_pct_text(ci), verdict or "")
+
+
+def estimate(e: contract.TuneEstimate | None) -> ChangeCell:
+    return change(e.ratio, e.ci95, e.verdict) if e else change(None, None, None)
+
+
+def flags_text(flags: list[str]) -> str:
+    """Flags as one line a shell takes back as the same words."""
+    return shlex.join(flags)
+
+
+def meta(doc: contract.Tune) -> str:
+    machine = doc.machine.cpu_model if doc.machine and doc.machine.cpu_model else None
+    parts = [machine, doc.space.compiler, f"base {doc.space.base}",
+             f"{doc.sampler} sampler, seed {number(doc.seed)}",
+             f"budget {duration(doc.budget_s)}" if doc.budget_s is not None else None,
+             f"threshold \u00b1{doc.threshold_pct:g}%" if doc.threshold_pct is not None else None,
+             f"{doc.status}, phase {doc.phase}"]
+    return " \u00b7 ".join(p for p in parts if p)
+
+
+def state(doc: contract.Tune) -> str | None:
+    """Why the page is not the last word: a tune still running, interrupted or failed."""
+    if doc.status not in RUNNING:
+        return None
+    return f"This tune {RUNNING[doc.status]} in its {doc.phase} phase: what follows is what " \
+           "it had decided by then."
+
+
+def resume(doc: contract.Tune) -> str | None:
+    if doc.status not in ("running", "interrupted"):
+        return None
+    return f"flagsweep tune --resume {shlex.quote(doc.tune_id)}"
+
+
+def answer(doc: contract.Tune) -> str:
+    """The one sentence: the tune's own, or what stands in for it until it is written."""
+    if doc.answer:
+        return doc.answer
+    tried = f"{len(doc.trials)} candidates ({sum(t.state == 'measured' for t in doc.trials)} " \
+            "measured)"
+    if doc.status in ("running", "interrupted"):
+        return f"No answer yet: the tune {RUNNING[doc.status]} in its {doc.phase} phase " \
+               f"after {tried}."
+    proof = doc.proof
+    why = (f"the proof {proof.status}" + (f" ({proof.why})" if proof.why else "")) if proof \
+        else "no proof was recorded"
+    return f"No answer after {tried}: {why}."
+
+
+def recommended(doc: contract.Tune) -> str | None:
+    return flags_text(doc.recommended) if doc.recommended else None
+
+
+def proof_row(c: contract.TuneCandidate) -> ProofRow:
+    changes = flags_text(c.changes) if c.changes else flags_text(c.flags)
+    return ProofRow(c.role, changes, f"#{number(c.trial)}" if c.trial is not None else "",
+                    estimate(c.vs_base), estimate(c.vs_o3))
+
+
+def section(part: contract.TuneProof | contract.TuneAblation, out: Path) -> SweepPart:
+    """A proof's or an ablation's sweep: its results.json linked when it is a file inside the
+    tune's folder (tune.json is input anyone may have written), shown as text otherwise."""
+    results = part.results or ""
+    href = page = None
+    if results:
+        path = out / results
+        href = link(path, out, out)
+        page = link(path.parent / "index.html", out, out)
+    layouts = number(getattr(part, "layouts", None))
+    return SweepPart(part.status, part.why or "", results, href, page, layouts)
+
+
+def ablation(a: contract.TuneAblation | None) -> tuple[list[AblationLine], str]:
+    """The winner without each of its flags, the costliest first, and the sentence that says
+    how many of its flags give its effect."""
+    if a is None:
+        return [], ""
+    minimal = set(a.minimal)
+    lines = [AblationLine(r.flag, ablation_change(r), row_note(r), r.flag in minimal)
+             for r in a.rows]
+    lines.sort(key=lambda x: (x.change.pct is None, -(x.change.pct or 0)))
+    return lines, ablation_sentence(a)
+
+
+def ablation_change(r: contract.TuneAblationRow) -> ChangeCell:
+    """Identical code without the flag is its verdict: it does nothing here, and cost no run."""
+    if identical(r):
+        return change(None, None, "identical-code")
+    return change(r.ratio, r.ci95, r.verdict)
+
+
+def identical(r: contract.TuneAblationRow) -> bool:
+    return r.identical or r.status == "identical"
+
+
+def row_note(r: contract.TuneAblationRow) -> str:
+    """What a row is instead of a measurement: a build or a check the set without it failed."""
+    return "" if r.status == "measured" or identical(r) else r.status
+
+
+def ablation_sentence(a: contract.TuneAblation) -> str:
+    of = len(a.of) or len(a.rows)
+    if a.minimal:
+        return (f"{len(a.minimal)} of the winner's {of} flags give its effect: "
+                f"{', '.join(a.minimal)}.")
+    if a.status == "complete":
+        return f"Removing any one of the winner's {of} flags did not make it measurably slower."
+    return ""
+
+
+def first_changes(changes: list[str]) -> str:
+    """A candidate's changes in a table cell: the first few, then how many more."""
+    shown = " ".join(changes[:SHOWN_CHANGES])
+    rest = len(changes) - SHOWN_CHANGES
+    return f"{shown} \u2026 (+{rest} more)" if rest > 0 else shown or "(the base)"
+
+
+def trial_row(t: contract.TuneTrial) -> CandidateRow:
+    note = f"identical to {identity(t.identical_to)}" if t.identical_to else ""
+    note = "; ".join(x for x in (note, t.detail or "") if x)
+    return CandidateRow(number(t.number), first_changes(t.changes), " ".join(t.changes),
+                        t.state, change(t.ratio, t.ci95, t.verdict), number(t.runs),
+                        number(t.batch), note)
+
+
+def identity(of: str) -> str:
+    """identical_to is a trial's number or "base"."""
+    return of if of == "base" else f"#{of}"
+
+
+def curve(doc: contract.Tune) -> list[SpentPoint]:
+    """The best set so far after each batch: its change against the base with its interval."""
+    return [SpentPoint(p.builds, p.runs, p.elapsed_s, pct(p.ratio), pct_pair(p.ci95))
+            for p in doc.progress if p.ratio is not None]
+
+
+def dots(doc: contract.Tune) -> list[SpentPoint]:
+    """Every measured trial where it was decided: its batch's builds and runs, its own time
+    (or its batch's)."""
+    batches = {p.batch: p for p in doc.progress}
+    out = []
+    for t in doc.trials:
+        if t.state != "measured" or t.ratio is None:
+            continue
+        at = batches.get(t.batch)
+        elapsed = t.elapsed_s if t.elapsed_s is not None else (at.elapsed_s if at else None)
+        out.append(SpentPoint(at.builds if at else None, at.runs if at else None, elapsed,
+                              pct(t.ratio)))
+    return out
+
+
+def broken(doc: contract.Tune) -> list[tuple[str, str, str, str]]:
+    return [(b.flag, b.kind, b.detail or "", f"#{number(b.trial)}" if b.trial is not None else "")
+            for b in doc.broken]
+
+
+def space(s: contract.TuneSpace) -> list[tuple[str, str]]:
+    dims = number(s.dimensions) + (f" ({number(s.switches)} on/off switches)"
+                                   if s.switches is not None else "")
+    return [("source", s.source), ("base", s.base), ("compiler", s.compiler),
+            ("dimensions", dims), ("left out", number(len(s.excluded)))]
+
+
+def cost(doc: contract.Tune) -> list[tuple[str, str]]:
+    c = doc.cost
+    if c is None:
+        return []
+    rows = [("builds", number(c.builds)), ("runs", number(c.runs)),
+            ("wall time", duration(c.wall_s)), ("search", duration(c.search_s)),
+            ("ablation", duration(c.ablation_s)), ("proof", duration(c.proof_s))]
+    return [(name, text) for name, text in rows if text]
+
+
+def search(doc: contract.Tune) -> list[tuple[str, str]]:
+    """The search's settings and what its candidates came to, as name/value pairs."""
+    states = collections.Counter(t.state for t in doc.trials)
+    tried = ", ".join(f"{n} {s}" for s, n in states.most_common())
+    return [("sampler", doc.sampler), ("seed", number(doc.seed)), ("tune id", doc.tune_id),
+            ("candidates", f"{len(doc.trials)}" + (f" ({tried})" if tried else ""))]

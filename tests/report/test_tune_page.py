@@ -1,0 +1,312 @@
+"""A tune's page and terminal lines from a tune.json model built here: the answer, the proof
+and ablation tables' figures, the curve, escaping, an interrupted tune, and `flagsweep report`
+drawing the page again from tune.json."""
+
+from __future__ import annotations
+
+import html as html_text
+import io
+import json
+import re
+
+import pytest
+import report_fixture as rf
+from click.testing import CliRunner
+from rich.console import Console
+
+from flagsweep import report
+from flagsweep.cli import cli
+from flagsweep.errors import FlagsweepError
+from flagsweep.report import terminal
+from flagsweep.report import tune as tune_view
+from flagsweep.results import contract
+
+HOSTILE = '-DX="<script>alert(1)</script>"'
+ANSWER = ("Use -O2 -funroll-loops -ftree-vectorize -fno-plt: 4.1% [-5.0, -3.2] faster than -O2 "
+          "and 2.3% [-3.1, -1.5] faster than -O3 over 5 layouts, after 12 candidates.")
+WINNER = ["-funroll-loops", "-ftree-vectorize", "-fno-plt", "-fipa-pta", HOSTILE]
+
+
+def trial(number, changes, state, batch, ratio=None, ci=None, **more) -> dict:
+    return {"number": number, "flags": ["-O2", *changes], "changes": changes, "state": state,
+            "batch": batch, "ratio": ratio, "ci95": ci, **more}
+
+
+def trials() -> list[dict]:
+    return [
+        trial(0, ["-funroll-loops"], "measured", 0, 0.985, [0.978, 0.992], verdict="faster",
+              runs=24, elapsed_s=310.0, run_id="t-b0", variant="c0"),
+        trial(1, ["-fno-tree-vectorize"], "measured", 0, 1.021, [1.012, 1.030],
+              verdict="slower", runs=8, elapsed_s=300.0),
+        trial(2, ["-fipa-pta", "-fno-plt"], "identical", 0, identical_to="base", runs=0),
+        trial(3, ["-fschedule-insns"], "failed-build", 0, detail="internal compiler error"),
+        trial(4, ["-funroll-loops", "-ftree-vectorize"], "measured", 1, 0.972, [0.964, 0.980],
+              verdict="faster", runs=20, elapsed_s=700.0),
+        trial(5, ["-ffast-math"], "failed-check", 1, detail="output differs from the base's"),
+        trial(6, ["-funroll-loops"], "repeat", 1, identical_to="0", runs=0),
+        trial(7, ["-fpeel-loops", "-fno-gcse"], "measured", 1, 1.004, [0.995, 1.013],
+              verdict="slower", runs=6, elapsed_s=690.0),
+        trial(8, WINNER, "measured", 2, 0.958, [0.950, 0.966], verdict="faster", runs=30,
+              elapsed_s=1200.0),
+        trial(9, ["-fno-inline", "-fno-plt", "-fipa-cp-clone", "-fsplit-loops"], "measured",
+              2, 1.060, [1.040, 1.080], verdict="slower", runs=4, elapsed_s=1100.0),
+        trial(10, ["-fgcse-after-reload"], "measured", 3, 0.999, [0.990, 1.008],
+              verdict="slower", runs=6, elapsed_s=1650.0),
+        trial(11, ["-fversion-loops-for-strides"], "pending", 3),
+    ]
+
+
+def progress() -> list[dict]:
+    return [{"batch": 0, "trials": 4, "builds": 4, "runs": 40, "elapsed_s": 320.0, "best": 0,
+             "ratio": 0.985, "ci95": [0.978, 0.992]},
+            {"batch": 1, "trials": 8, "builds": 7, "runs": 72, "elapsed_s": 710.0, "best": 4,
+             "ratio": 0.972, "ci95": [0.964, 0.980]},
+            {"batch": 2, "trials": 10, "builds": 9, "runs": 118, "elapsed_s": 1210.0,
+             "best": 8, "ratio": 0.958, "ci95": [0.950, 0.966]},
+            {"batch": 3, "trials": 12, "builds": 11, "runs": 130, "elapsed_s": 1700.0,
+             "best": 8, "ratio": 0.958, "ci95": [0.950, 0.966]}]
+
+
+def estimate(ratio, lo, hi, verdict) -> dict:
+    return {"ratio": ratio, "ci95": [lo, hi], "verdict": verdict, "p_adjusted": 0.001}
+
+
+def proof() -> dict:
+    return {"run_id": "proof-1", "results": "proof/results.json", "layouts": 5,
+            "status": "complete", "candidates": [
+                {"role": "base", "variant": "base", "flags": ["-O2"], "changes": [],
+                 "vs_o3": estimate(1.019, 1.011, 1.027, "slower")},
+                {"role": "-O3", "variant": "o3", "flags": ["-O3"], "changes": [],
+                 "vs_base": estimate(0.981, 0.973, 0.989, "faster")},
+                {"role": "winner", "variant": "t8", "flags": ["-O2", *WINNER],
+                 "changes": WINNER, "trial": 8,
+                 "vs_base": estimate(0.959, 0.950, 0.968, "faster"),
+                 "vs_o3": estimate(0.977, 0.969, 0.985, "faster")},
+                {"role": "minimal", "variant": "min", "flags": ["-O2", "-funroll-loops",
+                                                                 "-ftree-vectorize"],
+                 "changes": ["-funroll-loops", "-ftree-vectorize"],
+                 "vs_base": estimate(0.962, 0.953, 0.971, "faster"),
+                 "vs_o3": estimate(0.980, 0.971, 0.989, "faster")}]}
+
+
+def ablation() -> dict:
+    def row(flag, ratio, lo, hi, verdict, **more):
+        return {"flag": flag, "ratio": ratio, "ci95": [lo, hi] if ratio else None,
+                "verdict": verdict, **more}
+    return {"run_id": "abl-1", "results": "ablation/results.json", "status": "complete",
+            "of": WINNER, "minimal": ["-ftree-vectorize", "-funroll-loops"],
+            "rows": [row("-funroll-loops", 1.012, 1.005, 1.019, "slower"),
+                     row("-fno-plt", 1.001, 0.996, 1.006, "equivalent"),
+                     row("-ftree-vectorize", 1.031, 1.022, 1.040, "slower"),
+                     row("-fipa-pta", None, None, None, "identical-code", identical=True,
+                         status="identical"),
+                     row(HOSTILE, 0.998, 0.992, 1.004, "equivalent")]}
+
+
+def tune_doc(**over) -> contract.Tune:
+    """A realistic finished tune of gzip: 12 candidates over 4 batches, a proof of 4 sets, an
+    ablation of the winner's 5 flags of which 2 matter."""
+    doc = {"schema": contract.TUNE_SCHEMA, "tune_id": "tune-gzip-20261126", "target": "gzip",
+           "status": "complete", "phase": "done", "sampler": "tpe", "seed": 7,
+           "budget_s": 3600, "threshold_pct": 1.0,
+           "space": {"source": "gcc-optimizers", "base": "-O2", "compiler": "gcc 14.2.0",
+                     "dimensions": 212, "switches": 190,
+                     "excluded": ["-fschedule-insns: broke the build (trial 3)",
+                                  "-ffast-math: changes the output"]},
+           "machine": {"cpu_model": "AMD EPYC 7B13"},
+           "trials": trials(), "progress": progress(),
+           "broken": [{"flag": "-fschedule-insns", "kind": "build",
+                       "detail": "internal compiler error", "trial": 3},
+                      {"flag": "-ffast-math", "kind": "check",
+                       "detail": "output differs from the base's", "trial": 5}],
+           "ablation": ablation(), "proof": proof(), "answer": ANSWER,
+           "recommended": ["-O2", *WINNER],
+           "cost": {"builds": 31, "runs": 412, "wall_s": 3540.0, "search_s": 1700.0,
+                    "ablation_s": 640.0, "proof_s": 1200.0}}
+    doc.update(over)
+    return contract.validate(doc, "tune.json", "tune")
+
+
+def text_of(html: str) -> str:
+    """What a reader sees: the markup and the inline SVGs' drawing left out."""
+    html = re.sub(r"<svg.*?</svg>", "", html, flags=re.S)
+    html = re.sub(r"<(script|style)>.*?</\1>", "", html, flags=re.S)
+    return html_text.unescape(re.sub(r"<[^>]+>", " ", html))
+
+
+@pytest.fixture
+def page(tmp_path):
+    rf.write(tmp_path / "proof", rf.results_doc())
+    path = report.write_tune(tune_doc(), tmp_path)
+    return path, path.read_text()
+
+
+def test_the_page_leads_with_the_answer_and_a_copyable_set(page):
+    path, html = page
+    assert path.name == "tune.html"
+    answer = html.index('id="answer"')
+    assert ANSWER in text_of(html[answer:])
+    line = re.search(r'<pre class="copy" id="recommended">(.*?)</pre>', html, re.S).group(1)
+    assert line.startswith("-O2 -funroll-loops -ftree-vectorize -fno-plt -fipa-pta ")
+    assert answer < html.index('id="proof"') < html.index('id="ablation"') \
+        < html.index('id="curve"') < html.index('id="trials"')
+
+
+def test_the_proof_table_shows_each_set_against_the_base_and_o3(page):
+    _, html = page
+    table = html[html.index('id="proof-table"'):html.index('id="ablation"')]
+    rows = table.split("<tr")[2:]
+    assert [re.search(r"<td>(.*?)</td>", r).group(1) for r in rows] == \
+        ["base", "-O3", "winner", "minimal"]
+    winner = rows[2]
+    assert "-4.1%" in winner and "[-5.0, -3.2]" in winner      # vs base
+    assert "-2.3%" in winner and "[-3.1, -1.5]" in winner      # vs -O3
+    assert 'class="badge faster"' in winner
+    assert '<span id="layouts">5</span>' in html
+    assert 'href="proof/results.json"' in html
+
+
+def test_the_ablation_is_sorted_by_cost_with_the_minimal_subset_marked(page):
+    _, html = page
+    table = html[html.index('id="ablation-table"'):html.index('id="curve"')]
+    rows = table.split("<tr")[2:]
+    flags = [re.search(r"<code>(.*?)</code>", r).group(1) for r in rows]
+    assert flags[:3] == ["-ftree-vectorize", "-funroll-loops", "-fno-plt"]
+    assert flags[-1] == "-fipa-pta" and "identical code" in rows[-1]
+    assert [('class="matters"' in r) for r in rows] == [True, True, False, False, False]
+    assert "+3.1%" in rows[0] and "[+2.2, +4.0]" in rows[0]
+    assert "2 of the winner's 5 flags give its effect" in text_of(html)
+
+
+def test_the_curve_is_drawn_and_every_candidate_listed(page):
+    _, html = page
+    curve = html[html.index('id="curve"'):html.index('id="broken"')]
+    assert curve.count("<svg") == 1 and 'aria-label="best-so-far plot"' in curve
+    assert curve.count('class="plot"') == 1
+    trials = html[html.index('id="trials-table"'):html.index('id="space"')]
+    assert len(trials.split("<tr")) - 2 == 12
+    for state in ("failed-build", "failed-check", "identical", "repeat", "pending"):
+        assert f"<td>{state}</td>" in trials
+    assert "(+2 more)" in trials and "identical to #0" in trials
+    broken = html[html.index('id="broken"'):html.index('id="trials"')]
+    assert "-fschedule-insns" in broken and "-ffast-math" in broken
+
+
+def test_space_cost_and_search_are_shown(page):
+    _, html = page
+    text = text_of(html)
+    for shown in ("gcc-optimizers", "gcc 14.2.0", "212 (190 on/off switches)",
+                  "2 switches left out", "left out", "412", "59 min", "tpe", "tune-gzip-20261126"):
+        assert shown in text, shown
+
+
+def test_a_hostile_flag_is_text_and_nothing_is_nan_or_none(page):
+    _, html = page
+    assert "<script>alert" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    text = text_of(html)
+    assert not re.search(r"\b(nan|None|null|undefined)\b", text)
+
+
+def test_an_interrupted_tune_says_so_with_the_resume_command(tmp_path):
+    doc = tune_doc(status="interrupted", phase="ablation", answer=None, recommended=None,
+                   proof={"status": "skipped", "why": "the tune stopped before its proof"},
+                   ablation=None)
+    html = report.write_tune(doc, tmp_path).read_text()
+    state = html[html.index('id="state"'):html.index('id="answer"')]
+    assert "interrupted" in state and "ablation phase" in state
+    assert "flagsweep tune --resume tune-gzip-20261126" in state
+    assert "No answer yet" in html and 'id="recommended"' not in html
+    assert "The proof is skipped: the tune stopped before its proof." in text_of(html)
+    assert 'id="proof-table"' not in html and "No ablation was recorded" in html
+    assert not re.search(r"\b(nan|None|null)\b", text_of(html))
+
+
+def test_a_complete_tune_has_no_resume_line(page):
+    _, html = page
+    assert 'id="state"' not in html and "--resume" not in html
+
+
+def test_the_terminal_ends_with_the_answer():
+    buf = io.StringIO()
+    terminal.show_tune(tune_doc(), Console(file=buf, width=100, highlight=False))
+    lines = buf.getvalue().rstrip("\n").splitlines()
+    assert lines[-1] == ANSWER
+    text = buf.getvalue()
+    assert "the proof" in text and "the ablation" in text
+    assert "-4.1% [-5.0, -3.2]" in text and HOSTILE in text
+    assert "2 of the winner's 5 flags give its effect" in text
+
+
+def test_the_terminal_of_an_interrupted_tune_ends_with_what_stands_for_the_answer(capsys):
+    terminal.show_tune(tune_doc(status="interrupted", phase="search", answer=None,
+                                proof=None, ablation=None))
+    err = capsys.readouterr().err.rstrip("\n").splitlines()
+    assert err[-1].startswith("No answer yet: the tune was interrupted in its search phase")
+    assert any("flagsweep tune --resume tune-gzip-20261126" in line for line in err)
+
+
+def test_report_draws_a_tune_json_again(tmp_path):
+    path = tmp_path / "tune.json"
+    path.write_text(json.dumps(tune_doc().dump()))
+    result = CliRunner().invoke(cli, ["report", str(path)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip().endswith("tune.html")
+    html = (tmp_path / "tune.html").read_text()
+    assert "&lt;script&gt;" in html and 'id="proof-table"' in html
+
+
+def test_report_refuses_a_broken_tune_json_naming_the_key(tmp_path):
+    doc = tune_doc().dump()
+    doc["trials"][0]["ratio"] = "fast"
+    path = tmp_path / "tune.json"
+    path.write_text(json.dumps(doc))
+    result = CliRunner().invoke(cli, ["report", str(path)])
+    assert result.exit_code != 0
+    assert "trials[0].ratio" in str(result.exception) + result.output
+
+
+def test_the_view_takes_no_link_to_a_file_outside_the_folder(tmp_path):
+    doc = tune_doc(proof={**proof(), "results": "../elsewhere/results.json"})
+    rf.write(tmp_path / "elsewhere", rf.results_doc())
+    t = tune_view.build(doc, tmp_path / "tune")
+    assert t.proof.href is None and t.proof.results == "../elsewhere/results.json"
+
+
+def test_a_broken_document_is_refused_by_the_contract():
+    with pytest.raises(FlagsweepError, match="tune.json"):
+        tune_doc(space={"source": "x"})
+
+
+def test_a_skipped_proof_and_no_ablation_render(tmp_path):
+    nothing = ("Nothing found beats -O2 or -O3 by more than 1% beyond layout luck after 12 "
+               "candidates: keep -O2.")
+    doc = tune_doc(proof={"status": "skipped", "why": "no set the search measured was faster "
+                          "than the base"}, ablation=None, answer=nothing, recommended=["-O2"])
+    html = report.write_tune(doc, tmp_path).read_text()
+    text = text_of(html)
+    assert nothing in text and "The proof is skipped: no set the search measured" in text
+    assert 'id="proof-table"' not in html and 'id="ablation-table"' not in html
+    assert "No ablation was recorded" in text and 'id="state"' not in html
+    assert not re.search(r"\b(nan|None|null)\b", text)
+    out = io.StringIO()
+    terminal.show_tune(doc, Console(file=out, width=100))
+    assert out.getvalue().rstrip("\n").splitlines()[-1] == nothing
+
+
+def test_the_page_loads_clean_in_a_browser_and_fits_a_phone(browser, tmp_path):
+    page = report.write_tune(tune_doc(), tmp_path)
+    load = browser.open(page, screenshot=tmp_path / "tune.png", width=390, height=844)
+    assert load.console_errors == [] and load.external_requests == []
+    assert browser.evaluate("document.querySelectorAll('#curve svg.plot').length") == 1
+    assert HOSTILE in browser.evaluate("document.querySelector('#recommended').textContent")
+    assert browser.evaluate("document.scripts.length") == 1
+    assert browser.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+
+
+def test_a_tune_whose_proof_failed_says_why_there_is_no_answer():
+    doc = tune_doc(status="failed", phase="proof", answer=None, recommended=None,
+                   proof={"status": "failed", "why": "the baseline failed its output check"})
+    assert tune_view.answer(doc) == ("No answer after 12 candidates (7 measured): the proof "
+                                     "failed (the baseline failed its output check).")
+    assert tune_view.resume(doc) is None and "failed in its proof phase" in tune_view.state(doc)

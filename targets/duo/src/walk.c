@@ -23,7 +23,8 @@ __attribute__((aligned(64))) void duo_walk(size_t stride, uint16_t k)
 {
     /* Unsigned arithmetic: wrapping is defined, so every flag set prints the same checksum. */
     for (size_t i = 0; i < DUO_SPAN; i++)
-        w.lane[i * stride] = (uint16_t)(w.lane[i * stride] * 3u + w.gain[i * stride] * k);
+        w.lane[i * stride] = (uint16_t)(w.lane[i * stride] * 3u
+                                        + (uint32_t)w.gain[i * stride] * k);
 }
 
 uint32_t duo_walk_sum(void)

@@ -508,6 +508,8 @@ def _ablation(tune: Tuning, say: Callable[[str], None]) -> None:
     try:
         path = _sweep_once(tune, out, f"{tune.name}-ablation", winner, todo,
                            tune.opts.budget_s * SHARES["ablation"], quick=True)
+    except Interrupted:
+        raise                       # resumed with the tune, never recorded as a failure
     except FlagsweepError as e:
         _keep_model(tune, "ablation", contract.TuneAblation(status="failed", why=str(e),
                                                             of=list(changes)))
@@ -538,6 +540,8 @@ def _proof(tune: Tuning, say: Callable[[str], None]) -> None:
                            [Proposal(-100 - i, e.flags) for i, e in enumerate(listed[1:])],
                            tune.opts.budget_s * SHARES["proof"], quick=False,
                            layouts=tune.opts.layouts)
+    except Interrupted:
+        raise                       # resumed with the tune, never recorded as a failure
     except FlagsweepError as e:
         _keep_model(tune, "proof", contract.TuneProof(status="failed", why=str(e),
                                                       layouts=tune.opts.layouts))

@@ -1,12 +1,16 @@
 """`flagsweep tune` end to end on the tiny target: real builds, audits and output checks, with the
 executions synthesised at planted speeds (the executor seam), so the search, the racing, the
-ablation, the proof and a kill-and-resume are tested on a known answer and never on timing."""
+ablation, the proof, a kill -9 and a Ctrl-C, each resumed, are tested on a known answer and
+never on timing."""
 
 from __future__ import annotations
 
 import json
 import math
+import multiprocessing
+import os
 import random
+import signal
 from pathlib import Path
 
 import pytest
@@ -32,11 +36,14 @@ class Planted:
     flags; each planted one multiplies the time, with a seeded lognormal noise of CV 0.3%.
     `stop_after` calls: then Ctrl-C, as a user would press it."""
 
-    def __init__(self, stop_after: int | None = None):
+    def __init__(self, stop_after: int | None = None, kill_after: int | None = None):
         self.rng, self.calls, self.stop_after = random.Random(3), 0, stop_after
+        self.kill_after = kill_after
 
     def __call__(self, argv, *, env, timeout, stderr_path, perf=None, perf_csv=None):
         self.calls += 1
+        if self.kill_after is not None and self.calls > self.kill_after:
+            os.kill(os.getpid(), signal.SIGKILL)         # kill -9: nothing runs after it
         if self.stop_after is not None and self.calls > self.stop_after:
             raise KeyboardInterrupt
         parts = Path(argv[0]).parts
@@ -64,14 +71,22 @@ def _options(space: Path, **kw) -> tune.TuneOptions:
 def test_tune_finds_the_planted_flags_survives_a_kill_and_proves_them(tmp_path, isolated_cache):
     t = target.load(str(write_tiny_target(tmp_path / "tiny", megabytes=0.2,
                                           quick_megabytes=0.1)))
+    out, space = tmp_path / "tuned", _space(tmp_path)
+
+    def killed() -> None:
+        tune.start(t, _options(space), out, Store(), print, execute=Planted(kill_after=70))
+
+    child = multiprocessing.get_context("fork").Process(target=killed)
+    child.start()
+    child.join(600)
+    assert child.exitcode == -signal.SIGKILL
     store, said = Store(), []
-    out = tmp_path / "tuned"
     with pytest.raises(Exception, match="tune --resume tuned"):
-        tune.start(t, _options(_space(tmp_path)), out, store, said.append,
-                   execute=Planted(stop_after=60))
+        tune.resume("tuned", store, said.append, execute=Planted(stop_after=40))
     stopped = contract.validate(json.loads((out / "tune.json").read_text()), out, "tune")
     assert stopped.status == "interrupted"
     told_before = {tr.number for tr in stopped.trials if tr.state != "pending"}
+    assert told_before
 
     path = tune.resume("tuned", store, said.append, execute=Planted())
     doc = contract.validate(json.loads(path.read_text()), path, "tune")

@@ -179,15 +179,11 @@ def _space_of(doc: dict) -> spaces.Space:
 def _run(tune: Tuning, say: Callable[[str], None]) -> Path:
     try:
         _finish_open_batch(tune, say)
-        if tune.record("phase") == "search":
-            _search(tune, say)
-            tune.keep("phase", "ablation")
-        if tune.record("phase") == "ablation":
-            _ablation(tune, say)
-            tune.keep("phase", "proof")
-        if tune.record("phase") == "proof":
-            _proof(tune, say)
-            tune.keep("phase", "done")
+        for phase, step, after in (("search", _search, "ablation"),
+                                   ("ablation", _ablation, "proof"), ("proof", _proof, "done")):
+            if tune.record("phase") == phase:
+                step(tune, say)
+                _phase_ended(tune, phase, after)
     except (KeyboardInterrupt, Interrupted) as e:
         _save_clock(tune)
         write(tune, "interrupted")
@@ -201,6 +197,24 @@ def _run(tune: Tuning, say: Callable[[str], None]) -> Path:
     path = write(tune, "complete")
     say(f"tune.json: {path}")
     return path
+
+
+def _phase_ended(tune: Tuning, phase: str, after: str) -> None:
+    """The phase's seconds (the tune's clock at its end, less the phases before it) kept with
+    the tune, then the next phase."""
+    ended = tune.record("phase_ended_s") or {}
+    ended[phase] = round(tune.elapsed(), 1)
+    tune.keep("phase_ended_s", ended)
+    tune.keep("phase", after)
+
+
+def _phase_seconds(ended: dict) -> dict:
+    out, before = {}, 0.0
+    for phase in ("search", "ablation", "proof"):
+        if phase in ended:
+            out[f"{phase}_s"] = round(ended[phase] - before, 1)
+            before = ended[phase]
+    return out
 
 
 def _save_clock(tune: Tuning) -> None:
@@ -601,7 +615,8 @@ def document(tune: Tuning, status: str) -> contract.Tune:
         "proof": proof_.dump() if proof_ else None,
         "answer": sentence, "recommended": use,
         "cost": {"builds": cost.get("builds", 0), "runs": cost.get("runs", 0),
-                 "wall_s": round(tune.elapsed(), 1)}})
+                 "wall_s": round(tune.elapsed(), 1),
+                 **_phase_seconds(attrs.get("phase_ended_s") or {})}})
 
 
 def _machine(tune: Tuning) -> dict | None:

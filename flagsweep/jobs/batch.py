@@ -171,7 +171,7 @@ def _one(v: contract.Variant, values, base_id: str, counts: dict[str, int],
     est = stats.compare(values[v.id], values[base_id])
     vs = v.vs_baseline
     ratio = est.ratio if math.isfinite(est.ratio) and est.ratio > 0 else None
-    return Judged("measured", v.id, ratio=ratio, ci95=_pair(est.ci95),
+    return Judged("measured", v.id, ratio=ratio, ci95=finite_pair(est.ci95),
                   verdict=vs.verdict if vs and v.id != baseline else None,
                   runs=counts.get(v.id, 0))
 
@@ -187,7 +187,7 @@ def failure(build: contract.Build) -> str:
     return f"{build.status}: {analysis.build_reason(getattr(build, 'detail', None))}"
 
 
-def _pair(ci) -> list[float] | None:
+def finite_pair(ci) -> list[float] | None:
     """An interval as JSON holds it: none where it is not finite (too few pairs for it)."""
     ok = ci and all(x is not None and math.isfinite(x) for x in ci)
     return [float(ci[0]), float(ci[1])] if ok else None

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from flagsweep import stats
 from flagsweep.jobs import sweep
-from flagsweep.jobs.batch import Setting, flag_text, run_id, vid
+from flagsweep.jobs.batch import Setting, finite_pair, flag_text, run_id, vid
 from flagsweep.measure.plan import round_values
 from flagsweep.results import contract, reader
 from flagsweep.stats import layout
@@ -147,12 +147,8 @@ def _against(s: Setting, path: Path, doc: contract.Results, ref: str
         found = {v: stats.compare(values[v], values[ref]) for v in values if v != ref}
     found = {v: e for v, e in found.items() if not contract.is_control(v)}
     stats.adjust(list(found.values()), threshold_pct=doc.threshold_pct)
-    return {v: contract.TuneEstimate(ratio=e.ratio, ci95=_finite(e.ci95), verdict=e.verdict,
+    return {v: contract.TuneEstimate(ratio=e.ratio, ci95=finite_pair(e.ci95), verdict=e.verdict,
                                      p_adjusted=e.p_adjusted) for v, e in found.items()}
-
-
-def _finite(ci) -> list[float] | None:
-    return [float(ci[0]), float(ci[1])] if ci and all(x == x for x in ci) else None
 
 
 def flags_of(c: contract.TuneCandidate) -> str:

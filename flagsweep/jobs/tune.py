@@ -633,7 +633,8 @@ def _trial(t) -> contract.TuneTrial:
     return contract.TuneTrial(
         number=t.number, flags=flags, changes=a.get("changes") or [],
         state=a.get("state") or "pending", batch=a.get("batch"), run_id=a.get("run_id"),
-        variant=a.get("variant"), ratio=a.get("ratio"), ci95=a.get("ci95"),
+        variant=a.get("variant"), ratio=a.get("ratio"),
+        ci95=batch.finite_pair(a.get("ci95")),
         verdict=a.get("verdict"), runs=a.get("runs"), identical_to=a.get("identical_to"),
         detail=a.get("detail"), elapsed_s=a.get("elapsed_s"))
 

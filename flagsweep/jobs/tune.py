@@ -232,14 +232,17 @@ def _search(tune: Tuning, say: Callable[[str], None]) -> None:
         dropped = set(tune.record("dropped") or [])
         asked = [search.ask(tune.study, tune.space, dropped) for _ in range(n)]
         todo = [Proposal(trial.number, tune.space.flags(chosen)) for trial, chosen in asked]
-        number = len(tune.record("batches") or [])
         batches = tune.record("batches") or []
-        batches.append({"batch": number, "trials": [c.number for c in todo],
-                        "best": _best(tune)[0] if _best(tune) else None})
-        tune.keep("batches", batches)
+        number = len(batches)
+        # Each trial's flags first, then the batch: killed in between, its trials are told
+        # "not measured" on resume (_finish_open_batch), never left without their flags.
         for c in todo:
             search.note(tune.study, c.number, {"flags": list(c.flags), "batch": number,
                                                "state": "pending"})
+        best = _best(tune)
+        batches.append({"batch": number, "trials": [c.number for c in todo],
+                        "best": best[0] if best else None})
+        tune.keep("batches", batches)
         fresh = _batch(tune, number, todo, say)
         stale = 0 if fresh else stale + 1
         _save_clock(tune)
@@ -265,7 +268,7 @@ def _finish_open_batch(tune: Tuning, say: Callable[[str], None]) -> None:
         return
     for entry in tune.record("batches") or []:
         todo = [Proposal(n, tuple(open_[n].user_attrs["flags"])) for n in entry["trials"]
-                if n in open_]
+                if n in open_ and "flags" in open_[n].user_attrs]
         if todo:
             say(f"batch {entry['batch']}: finishing {len(todo)} trials interrupted before")
             _batch(tune, entry["batch"], todo, say)

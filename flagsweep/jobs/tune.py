@@ -758,7 +758,7 @@ def _unproved(tune: Tune, proof_: contract.TuneProof, n: int) -> str:
         found = (f"the best set found after {n} candidates, trial {number} ({base} "
                  f"{_short(' '.join(flags[len(tune.setting.base):]))}), was {_pct(ratio)} "
                  f"against {base} in the search")
-    return f"Not proved: {found}, but the proof over layouts has not run: {proof_.why}."
+    return f"Not proved: {found}; {proof_.why}."
 
 
 def _interval(e: contract.TuneEstimate | None) -> str:

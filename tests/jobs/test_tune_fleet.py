@@ -64,6 +64,13 @@ def test_a_tune_on_the_fleet_searches_on_the_workers_and_leaves_the_proof(cluste
     assert "Not proved" in res.output
     # the machine recorded is the label's worker's, as it described itself
     assert doc.machine is not None
-    # resuming here skips it again, and a resume takes no option but --scheduler
-    again = CliRunner().invoke(cli, ["tune", "--resume", out.name, "--budget", "2h"])
-    assert again.exit_code != 0 and "only --scheduler" in again.output
+    # a resume takes no option but --scheduler; here, on no LABEL machine, it skips the proof
+    # again (it needs no scheduler for that), and says so
+    refused = CliRunner().invoke(cli, ["tune", "--resume", out.name, "--budget", "2h"])
+    assert refused.exit_code != 0 and "only --scheduler" in refused.output
+    again = CliRunner().invoke(cli, ["tune", "--resume", out.name, "--scheduler",
+                                     "tcp://127.0.0.1:9"])
+    assert again.exit_code == 0, again.output + repr(again.exception)
+    assert "Not proved" in again.output
+    resumed = contract.validate(json.loads((out / "tune.json").read_text()), out, "tune")
+    assert resumed.proof.status == "skipped" and len(resumed.trials) == 4

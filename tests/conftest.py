@@ -51,7 +51,8 @@ def recorded_host(request, monkeypatch) -> Path:
 
 
 # The files of the results contract, and the kind `flagsweep schema KIND` describes each with.
-CONTRACT_FILES = {"results.json": "results", "suite.json": "suite", "merged.json": "merged"}
+CONTRACT_FILES = {"results.json": "results", "suite.json": "suite", "merged.json": "merged",
+                  "tune.json": "tune"}
 _schemas: dict[str, object] = {}
 
 

@@ -65,7 +65,7 @@ from flagsweep.measure import metric as metric_mod
 from flagsweep.results import analysis
 from flagsweep.results.contract import (
     AA_SUFFIX, REF_SUFFIX, Comparison, Compiler, HistoryLatest, HistoryPoint, HistorySeries,
-    HistoryStep, HistoryUnjudged, Machine, Variant, Workload, is_control)
+    HistoryStep, HistoryUnjudged, Machine, TUNE_STEPS, Variant, Workload, is_control)
 from flagsweep.results.store import Store
 
 WINDOW = 5
@@ -188,8 +188,8 @@ def collect(store: Store, target: str, until: str | None = None,
     `finishing`: a run whose results are being written before it is marked complete, counted
     as complete."""
     statuses = ("complete", *PARTIAL) if partial else ("complete",)
-    runs = [r for r in map(StoredSweep.of, store.runs_of(target))
-            if r.status in statuses or r.run_id == finishing]
+    runs = [StoredSweep.of(r) for r in store.runs_of(target) if r["recipe"] not in TUNE_STEPS]
+    runs = [r for r in runs if r.status in statuses or r.run_id == finishing]
     ids = [r.run_id for r in runs]
     if until in ids:
         runs = runs[:ids.index(until) + 1]

@@ -40,7 +40,7 @@ BASE = "base"          # how a trial identical to the base level names it
 
 
 @dataclass(frozen=True)
-class Candidate:
+class Proposal:
     number: int                    # the trial's number in the study
     flags: tuple[str, ...]
 
@@ -89,13 +89,16 @@ def vid(s: Setting, flags: tuple[str, ...]) -> str:
     return matrix.variant_id(s.compiler, flags)
 
 
-def start(s: Setting, name: str, out: Path, best: tuple[str, ...], todo: list[Candidate],
-          seed: int, budget: float, quick: bool = True, layouts: int = 0) -> Path:
+def start(s: Setting, name: str, out: Path, best: tuple[str, ...], todo: list[Proposal],
+          seed: int, budget: float, quick: bool = True, layouts: int = 0,
+          step: str | None = contract.TUNE_STEPS[0]) -> Path:
     """The batch's sweep: `best` its baseline, the base kept in every round, then the
-    candidates; its results.json."""
+    candidates; its results.json. `step`: its recipe name, a step of the tune that `history`
+    leaves out (None: a sweep like any, as the proof is)."""
     sets = [best] + ([s.base] if s.base != best else []) + [c.flags for c in todo]
     r = recipe.from_flags([flag_text(f) for f in _unique(sets)], [s.compiler])
     m = matrix.expand(r, [s.compiler])
+    r = replace(r, name=step) if step else r
     opts = replace(s.measure, seed=seed, budget=budget, quick=quick, layouts=layouts,
                    keep=[vid(s, s.base)], layout_confirm=False, explain=False,
                    no_reference=True, reference=None, strict_check=True)
@@ -142,7 +145,7 @@ def resume(s: Setting, run_id: str) -> Path:
     return sweep.resumed(one, s.store, s.say)
 
 
-def judged(s: Setting, path: Path, todo: list[Candidate], known: dict[str, float]
+def judged(s: Setting, path: Path, todo: list[Proposal], known: dict[str, float]
            ) -> dict[int, Judged]:
     """Each candidate's outcome in the batch whose results are at `path`. `known`: ratio to the
     base of earlier sets by variant id (a candidate with their code takes their ratio)."""
@@ -163,7 +166,7 @@ def judged(s: Setting, path: Path, todo: list[Candidate], known: dict[str, float
     return out
 
 
-def built(s: Setting, out: Path, todo: list[Candidate]) -> dict[int, contract.Build]:
+def built(s: Setting, out: Path, todo: list[Proposal]) -> dict[int, contract.Build]:
     """The candidates built before their batch is measured: a failed build or code the tune has
     measured already costs no run (the batch's sweep then takes the rest from the build cache,
     a copy)."""
@@ -217,7 +220,8 @@ def _one(v: contract.Variant, values, base_id: str, counts: dict[str, int],
         return Judged("measured", v.id, runs=counts.get(v.id, 0), detail="no samples")
     est = stats.compare(values[v.id], values[base_id])
     vs = v.vs_baseline
-    return Judged("measured", v.id, ratio=est.ratio, ci95=_pair(est.ci95),
+    ratio = est.ratio if math.isfinite(est.ratio) and est.ratio > 0 else None
+    return Judged("measured", v.id, ratio=ratio, ci95=_pair(est.ci95),
                   verdict=vs.verdict if vs and v.id != baseline else None,
                   runs=counts.get(v.id, 0))
 
@@ -234,6 +238,6 @@ def failure(build: contract.Build) -> str:
 
 
 def _pair(ci) -> list[float] | None:
-    """An interval as tune.json keeps it; none for stats' NO_INTERVAL (0, inf), which fewer
-    paired rounds than a 95% interval needs give."""
-    return [float(ci[0]), float(ci[1])] if ci and all(map(math.isfinite, ci)) else None
+    """An interval as JSON holds it: none where it is not finite (too few pairs for it)."""
+    ok = ci and all(x is not None and math.isfinite(x) for x in ci)
+    return [float(ci[0]), float(ci[1])] if ok else None

@@ -31,7 +31,7 @@ from flagsweep.stats import layout
 
 
 @dataclass(frozen=True)
-class Entry:
+class ProofSet:
     """A set the proof measures."""
     role: str                      # base | -O3 | winner | minimal | runner-up
     flags: tuple[str, ...]
@@ -85,18 +85,18 @@ def minimal(rows: list[contract.TuneAblationRow]) -> list[str]:
 
 
 def entries(base: tuple[str, ...], ranked: list[tuple[int, tuple[str, ...]]],
-            least: tuple[str, ...] | None, runners_up: int) -> list[Entry]:
+            least: tuple[str, ...] | None, runners_up: int) -> list[ProofSet]:
     """The proof's sets, the base first (its baseline): -O3, the best set found, its minimal
     subset when it differs, then the next best sets; a set already listed is not repeated."""
-    out = [Entry("base", base)]
+    out = [ProofSet("base", base)]
     if o3(base) != base:
-        out.append(Entry("-O3", o3(base)))
+        out.append(ProofSet("-O3", o3(base)))
     if ranked:
-        out.append(Entry("winner", ranked[0][1], ranked[0][0]))
+        out.append(ProofSet("winner", ranked[0][1], ranked[0][0]))
     if least is not None:
-        out.append(Entry("minimal", least))
+        out.append(ProofSet("minimal", least))
     for number, flags in ranked[1:1 + runners_up]:
-        out.append(Entry("runner-up", flags, number))
+        out.append(ProofSet("runner-up", flags, number))
     seen, unique = set(), []
     for e in out:
         if e.flags not in seen:
@@ -105,7 +105,7 @@ def entries(base: tuple[str, ...], ranked: list[tuple[int, tuple[str, ...]]],
     return unique
 
 
-def candidates(s: Setting, path: Path, listed: list[Entry]) -> list[contract.TuneCandidate]:
+def candidates(s: Setting, path: Path, listed: list[ProofSet]) -> list[contract.TuneCandidate]:
     """Each set of the proof against the base (the sweep's comparison) and -O3 (over the same
     layouts, adjusted across the sets)."""
     doc = reader.load(path)

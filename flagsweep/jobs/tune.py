@@ -37,7 +37,7 @@ from flagsweep.host import launcher, system
 from flagsweep.host.executor import Executor
 from flagsweep.host.lock import MeasureLock
 from flagsweep.jobs import batch, culprit, fleet, proof, search
-from flagsweep.jobs.batch import Candidate, Setting
+from flagsweep.jobs.batch import Proposal, Setting
 from flagsweep.measure.options import DEFAULT_LAYOUTS, MeasureOptions, chosen_cpu
 from flagsweep.process import sigterm_as_interrupt
 from flagsweep.results import contract
@@ -51,7 +51,7 @@ SHARES = {"search": 0.6, "ablation": 0.15, "proof": 0.25}
 # A batch whose candidates were all proposed before, this many times in a row: the sampler has
 # nothing new to try in this space.
 STALE_BATCHES = 3
-MEASURED = ("measured", "identical", "repeat")
+BUSY_PAUSE_S = 30.0          # before a batch the machine was too busy for is resumed
 
 
 @dataclass
@@ -76,7 +76,7 @@ class TuneOptions:
 
 
 @dataclass
-class Tune:
+class Tuning:
     """A tune in progress: its study, its options, its setting and its clock."""
     name: str
     out: Path
@@ -121,7 +121,7 @@ def start(t: target.Target, opts: TuneOptions, out: Path, store: Store,
     with _placed(opts, f"{t.name} tune {out.name}", cpu, wait, say) as where, \
             sigterm_as_interrupt():
         study = search.create(store, out.name, opts.sampler, opts.seed, record)
-        tune = Tune(out.name, out, study, opts, space, _setting(t, opts, space, out, store, say,
+        tune = Tuning(out.name, out, study, opts, space, _setting(t, opts, space, out, store, say,
                                                                  execute, where),
                     time.monotonic(), 0.0, wait)
         return _run(tune, say)
@@ -158,7 +158,7 @@ def resume(name_or_dir: str, store: Store, say: Callable[[str], None],
     with _placed(opts if fleet_part else replace(opts, scheduler=None),
                  f"{t.name} tune {name} (resumed)", cpu, wait, say) as where, \
             sigterm_as_interrupt():
-        tune = Tune(name, out, study, opts, space, _setting(t, opts, space, out, store, say,
+        tune = Tuning(name, out, study, opts, space, _setting(t, opts, space, out, store, say,
                                                              execute, where),
                     time.monotonic(), float(attrs.get("spent_s") or 0.0), wait)
         say(f"resuming tune {name}: {len(search.trials(study))} trials so far, phase "
@@ -222,7 +222,7 @@ def _space_of(doc: dict) -> spaces.Space:
 
 # ---- the phases ---------------------------------------------------------------------------------
 
-def _run(tune: Tune, say: Callable[[str], None]) -> Path:
+def _run(tune: Tuning, say: Callable[[str], None]) -> Path:
     try:
         _finish_open_batch(tune, say)
         if tune.record("phase") == "search":
@@ -248,12 +248,12 @@ def _run(tune: Tune, say: Callable[[str], None]) -> Path:
     return path
 
 
-def _save_clock(tune: Tune) -> None:
+def _save_clock(tune: Tuning) -> None:
     tune.keep("spent_s", tune.elapsed())
     tune.spent, tune.began = tune.elapsed(), time.monotonic()
 
 
-def _search(tune: Tune, say: Callable[[str], None]) -> None:
+def _search(tune: Tuning, say: Callable[[str], None]) -> None:
     end = tune.opts.budget_s * SHARES["search"]
     stale = 0
     while tune.elapsed() < end and stale < STALE_BATCHES and not _enough(tune):
@@ -262,7 +262,7 @@ def _search(tune: Tune, say: Callable[[str], None]) -> None:
             n = min(n, tune.opts.trials - len(_asked(tune)))
         dropped = set(tune.record("dropped") or [])
         asked = [search.ask(tune.study, tune.space, dropped) for _ in range(n)]
-        todo = [Candidate(trial.number, tune.space.flags(chosen)) for trial, chosen in asked]
+        todo = [Proposal(trial.number, tune.space.flags(chosen)) for trial, chosen in asked]
         number = len(tune.record("batches") or [])
         batches = tune.record("batches") or []
         batches.append({"batch": number, "trials": [c.number for c in todo],
@@ -280,22 +280,22 @@ def _search(tune: Tune, say: Callable[[str], None]) -> None:
             "space is exhausted for this sampler")
 
 
-def _enough(tune: Tune) -> bool:
+def _enough(tune: Tuning) -> bool:
     return tune.opts.trials is not None and len(_asked(tune)) >= tune.opts.trials
 
 
-def _asked(tune: Tune) -> list:
+def _asked(tune: Tuning) -> list:
     return search.trials(tune.study)
 
 
-def _finish_open_batch(tune: Tune, say: Callable[[str], None]) -> None:
+def _finish_open_batch(tune: Tuning, say: Callable[[str], None]) -> None:
     """A batch a kill interrupted: its trials measured (its sweep resumed, or started if it
     had not begun) and told, before anything new is asked."""
     open_ = {t.number: t for t in search.running(tune.study)}
     if not open_:
         return
     for entry in tune.record("batches") or []:
-        todo = [Candidate(n, tuple(open_[n].user_attrs["flags"])) for n in entry["trials"]
+        todo = [Proposal(n, tuple(open_[n].user_attrs["flags"])) for n in entry["trials"]
                 if n in open_]
         if todo:
             say(f"batch {entry['batch']}: finishing {len(todo)} trials interrupted before")
@@ -306,7 +306,7 @@ def _finish_open_batch(tune: Tune, say: Callable[[str], None]) -> None:
                                                    "detail": "asked when the tune stopped"})
 
 
-def _batch(tune: Tune, number: int, todo: list[Candidate],
+def _batch(tune: Tuning, number: int, todo: list[Proposal],
            say: Callable[[str], None]) -> bool:
     """One batch: repeats and known code told at no run, failed builds bisected, the rest
     measured by one sweep. Whether any candidate was new."""
@@ -332,7 +332,7 @@ def _batch(tune: Tune, number: int, todo: list[Candidate],
     return bool(left)
 
 
-def _measured(tune: Tune, number: int, todo: list[Candidate],
+def _measured(tune: Tuning, number: int, todo: list[Proposal],
               say: Callable[[str], None]) -> dict[int, batch.Judged]:
     s = tune.setting
     out: dict[int, batch.Judged] = {}
@@ -370,7 +370,7 @@ def _named(first) -> str:
     return "the base" if first == batch.BASE else f"trial {first}"
 
 
-def _swept(tune: Tune, number: int, todo: list[Candidate],
+def _swept(tune: Tuning, number: int, todo: list[Proposal],
            say: Callable[[str], None]) -> dict[int, batch.Judged]:
     """The batch's sweep, resumed if it began before; its candidates judged."""
     s = tune.setting
@@ -385,6 +385,7 @@ def _swept(tune: Tune, number: int, todo: list[Candidate],
     else:
         path = batch.start(s, f"{tune.name}-b{number:03d}", out, incumbent, todo,
                            seed=tune.opts.seed + number, budget=budget)
+    path = _through_busy(tune, path, say)
     _fix_metric(tune, batch.run_id(s, path))
     _count(tune, "runs", len(s.store.samples(batch.run_id(s, path))))
     known = {batch.vid(s, tuple(t.user_attrs["flags"])): t.user_attrs.get("ratio")
@@ -396,13 +397,27 @@ def _swept(tune: Tune, number: int, todo: list[Candidate],
     return got
 
 
-def _remeasured(tune: Tune, path: Path, incumbent: tuple[str, ...], best) -> None:
+def _through_busy(tune: Tuning, path: Path, say: Callable[[str], None]) -> Path:
+    """A batch the machine was too busy for (its sweep stored as busy, a few rounds taken) is
+    resumed after a pause while the search has time: a busy batch's ratios are the other
+    work's. Out of time, it is judged on what it has (its intervals say how little)."""
+    s = tune.setting
+    rid = batch.run_id(s, path)
+    while (s.store.run(rid)["status"] == "busy"
+           and tune.elapsed() + BUSY_PAUSE_S < tune.opts.budget_s * SHARES["search"]):
+        say(f"the machine is busy: batch {rid} waits {BUSY_PAUSE_S:g} s, then resumes")
+        time.sleep(BUSY_PAUSE_S)
+        path = batch.resume(s, rid)
+    return path
+
+
+def _remeasured(tune: Tuning, path: Path, incumbent: tuple[str, ...], best) -> None:
     """The best set measured again as the batch's baseline: its ratio to the base from this
     batch too, so its rank is the mean of its estimates, not its luckiest one (the winner's
     curse of picking the best of many noisy estimates)."""
     if best is None:
         return
-    got = batch.judged(tune.setting, path, [Candidate(best[0], incumbent)], {})
+    got = batch.judged(tune.setting, path, [Proposal(best[0], incumbent)], {})
     ratio = got[best[0]].ratio
     if ratio is None:
         return
@@ -412,7 +427,7 @@ def _remeasured(tune: Tune, path: Path, incumbent: tuple[str, ...], best) -> Non
     tune.keep("again", again)
 
 
-def _fix_metric(tune: Tune, run_id: str) -> None:
+def _fix_metric(tune: Tuning, run_id: str) -> None:
     """The metric the first batch chose (--metric auto) is every later batch's: ratios of one
     tune must be of one metric."""
     chosen = tune.setting.store.run(run_id)["options"]["measure"]["metric"]
@@ -423,7 +438,7 @@ def _fix_metric(tune: Tune, run_id: str) -> None:
         tune.keep("options", opts)
 
 
-def _bisect(tune: Tune, c: Candidate, j: batch.Judged, say: Callable[[str], None]) -> None:
+def _bisect(tune: Tuning, c: Proposal, j: batch.Judged, say: Callable[[str], None]) -> None:
     """The flag that breaks a failed candidate, dropped from the search."""
     s = tune.setting
     changes = tuple(f for f in c.flags[len(s.base):])
@@ -444,13 +459,13 @@ def _bisect(tune: Tune, c: Candidate, j: batch.Judged, say: Callable[[str], None
         say(f"trial {c.number}: its {kind} fails only with {' '.join(found)} together")
 
 
-def _count(tune: Tune, key: str, n: int) -> None:
+def _count(tune: Tuning, key: str, n: int) -> None:
     cost = tune.record("cost") or {}
     cost[key] = cost.get(key, 0) + n
     tune.keep("cost", cost)
 
 
-def _tell(tune: Tune, c: Candidate, j: batch.Judged, number: int) -> None:
+def _tell(tune: Tuning, c: Proposal, j: batch.Judged, number: int) -> None:
     s = tune.setting
     attrs = {"flags": list(c.flags), "changes": list(c.flags[len(s.base):]), "state": j.state,
              "batch": number, "variant": j.variant, "ratio": j.ratio, "ci95": j.ci95,
@@ -461,7 +476,7 @@ def _tell(tune: Tune, c: Candidate, j: batch.Judged, number: int) -> None:
     search.tell(tune.study, c.number, None if failed else j.ratio, attrs)
 
 
-def _say_batch(tune: Tune, number: int, todo: list[Candidate], told: dict[int, batch.Judged],
+def _say_batch(tune: Tuning, number: int, todo: list[Proposal], told: dict[int, batch.Judged],
                say: Callable[[str], None]) -> None:
     states: dict[str, int] = {}
     for j in told.values():
@@ -487,7 +502,7 @@ def _pct(ratio: float) -> str:
 
 # ---- ranking ------------------------------------------------------------------------------------
 
-def _known_flags(tune: Tune) -> dict[tuple[str, ...], tuple[int, float | None]]:
+def _known_flags(tune: Tuning) -> dict[tuple[str, ...], tuple[int, float | None]]:
     """Flag sets told before: their first trial and its ratio."""
     out = {}
     for t in search.trials(tune.study):
@@ -497,7 +512,7 @@ def _known_flags(tune: Tune) -> dict[tuple[str, ...], tuple[int, float | None]]:
     return out
 
 
-def ranked(tune: Tune) -> list[tuple[int, tuple[str, ...], float]]:
+def ranked(tune: Tuning) -> list[tuple[int, tuple[str, ...], float]]:
     """Distinct measured sets, fastest first, each by the geometric mean of its estimates."""
     seen, out = set(), []
     again = tune.record("again") or {}
@@ -514,14 +529,14 @@ def ranked(tune: Tune) -> list[tuple[int, tuple[str, ...], float]]:
     return sorted(out, key=lambda x: x[2])
 
 
-def _best(tune: Tune):
+def _best(tune: Tuning):
     found = ranked(tune)
     return found[0] if found and found[0][2] < 1.0 else None
 
 
 # ---- the ablation and the proof -----------------------------------------------------------------
 
-def _ablation(tune: Tune, say: Callable[[str], None]) -> None:
+def _ablation(tune: Tuning, say: Callable[[str], None]) -> None:
     s = tune.setting
     best = _best(tune)
     if best is None:
@@ -532,7 +547,7 @@ def _ablation(tune: Tune, say: Callable[[str], None]) -> None:
     number, winner, _ = best
     changes = winner[len(s.base):]
     out = tune.out / "ablation"
-    todo = [Candidate(-1 - i, tuple(f for f in winner if f != flag))
+    todo = [Proposal(-1 - i, tuple(f for f in winner if f != flag))
             for i, flag in enumerate(changes)]
     say(f"ablation: the best set (trial {number}) without each of its {len(changes)} flags")
     try:
@@ -552,7 +567,7 @@ def _ablation(tune: Tune, say: Callable[[str], None]) -> None:
         + (f": {' '.join(least)}" if least else ""))
 
 
-def _proof(tune: Tune, say: Callable[[str], None]) -> None:
+def _proof(tune: Tuning, say: Callable[[str], None]) -> None:
     s = tune.setting
     ablation = _model(tune, "ablation", contract.TuneAblation)
     top = [(n, f) for n, f, _ in ranked(tune)][:1 + tune.opts.runners_up]
@@ -565,7 +580,7 @@ def _proof(tune: Tune, say: Callable[[str], None]) -> None:
     say(f"proof: {len(listed)} sets on the full input, {tune.opts.layouts} layouts each")
     try:
         path = _sweep_once(tune, out, f"{tune.name}-proof", s.base,
-                           [Candidate(-100 - i, e.flags) for i, e in enumerate(listed[1:])],
+                           [Proposal(-100 - i, e.flags) for i, e in enumerate(listed[1:])],
                            tune.opts.budget_s * SHARES["proof"], quick=False,
                            layouts=tune.opts.layouts)
     except FlagsweepError as e:
@@ -578,7 +593,7 @@ def _proof(tune: Tune, say: Callable[[str], None]) -> None:
         layouts=tune.opts.layouts, candidates=proof.candidates(s, path, listed)))
 
 
-def _proved(tune: Tune, say: Callable[[str], None]) -> bool:
+def _proved(tune: Tuning, say: Callable[[str], None]) -> bool:
     """The proof, here: on a fleet, only when this machine is of the fleet's label (its ratios
     must come from the same CPU model as the search's), under this machine's lock; else it is
     recorded as skipped, for a resume on such a machine. Whether it ran."""
@@ -605,8 +620,8 @@ def _proved(tune: Tune, say: Callable[[str], None]) -> bool:
     return True
 
 
-def _sweep_once(tune: Tune, out: Path, name: str, best: tuple[str, ...],
-                todo: list[Candidate], budget: float, quick: bool, layouts: int = 0) -> Path:
+def _sweep_once(tune: Tuning, out: Path, name: str, best: tuple[str, ...],
+                todo: list[Proposal], budget: float, quick: bool, layouts: int = 0) -> Path:
     """The ablation's or the proof's sweep: resumed if it began before."""
     s = tune.setting
     found = s.store.find_run(str(out))
@@ -614,24 +629,25 @@ def _sweep_once(tune: Tune, out: Path, name: str, best: tuple[str, ...],
         path = batch.resume(s, found)
     else:
         path = batch.start(s, name, out, best, todo, seed=tune.opts.seed + 10_000 + layouts,
-                           budget=max(60.0, budget), quick=quick, layouts=layouts)
+                           budget=max(60.0, budget), quick=quick, layouts=layouts,
+                           step=None if layouts else contract.TUNE_STEPS[1])
     _count(tune, "runs", len(s.store.samples(batch.run_id(s, path))))
     _count(tune, "builds", len(todo) * max(1, layouts))
     return path
 
 
-def _keep_model(tune: Tune, key: str, model: contract.Open) -> None:
+def _keep_model(tune: Tuning, key: str, model: contract.Open) -> None:
     tune.keep(key, model.dump())
 
 
-def _model(tune: Tune, key: str, kind: type[contract.Open]):
+def _model(tune: Tuning, key: str, kind: type[contract.Open]):
     found = tune.record(key)
     return kind.model_validate(found) if found else None
 
 
 # ---- tune.json ----------------------------------------------------------------------------------
 
-def document(tune: Tune, status: str) -> contract.Tune:
+def document(tune: Tuning, status: str) -> contract.Tune:
     attrs = tune.study.user_attrs
     trials = [_trial(t) for t in search.trials(tune.study)]
     proof_ = _model(tune, "proof", contract.TuneProof)
@@ -656,7 +672,7 @@ def document(tune: Tune, status: str) -> contract.Tune:
                  "wall_s": round(tune.elapsed(), 1)}})
 
 
-def _machine(tune: Tune) -> dict | None:
+def _machine(tune: Tuning) -> dict | None:
     if tune.opts.scheduler:
         return _worker_machine(tune)
     try:
@@ -666,7 +682,7 @@ def _machine(tune: Tune) -> dict | None:
         return None
 
 
-def _worker_machine(tune: Tune) -> dict | None:
+def _worker_machine(tune: Tuning) -> dict | None:
     """A fleet tune's machine: the label's, as a worker of it recorded it for the latest batch
     (the driver's own is not where anything was measured)."""
     ids = [t.user_attrs["run_id"] for t in search.trials(tune.study)
@@ -685,7 +701,7 @@ def _trial(t) -> contract.TuneTrial:
         detail=a.get("detail"), elapsed_s=a.get("elapsed_s"))
 
 
-def _progress(tune: Tune, trials: list[contract.TuneTrial]) -> list[dict]:
+def _progress(tune: Tuning, trials: list[contract.TuneTrial]) -> list[dict]:
     """The best-so-far curve: after each batch, the best measured set, its interval, and what
     had been spent (builds and runs counted from the trials, wall time at the batch's end)."""
     out, best, runs, builds = [], None, 0, 0
@@ -707,7 +723,7 @@ def _progress(tune: Tune, trials: list[contract.TuneTrial]) -> list[dict]:
     return out
 
 
-def answer(tune: Tune, proof_: contract.TuneProof | None, ablation: contract.TuneAblation | None,
+def answer(tune: Tuning, proof_: contract.TuneProof | None, ablation: contract.TuneAblation | None,
            n: int) -> tuple[str | None, list[str] | None]:
     """The one sentence: the set to use when the proof found one faster than the base and
     than -O3, else that nothing found beats them beyond the threshold and layout luck."""
@@ -747,7 +763,7 @@ def answer(tune: Tune, proof_: contract.TuneProof | None, ablation: contract.Tun
             [keep] if keep == "-O3" else list(tune.setting.base))
 
 
-def _unproved(tune: Tune, proof_: contract.TuneProof, n: int) -> str:
+def _unproved(tune: Tuning, proof_: contract.TuneProof, n: int) -> str:
     """What the search found, said as not proved: a fleet tune's proof waits for a machine of
     its label."""
     base = " ".join(tune.setting.base)
@@ -771,7 +787,7 @@ def _interval(e: contract.TuneEstimate | None) -> str:
     return text
 
 
-def write(tune: Tune, status: str) -> Path:
+def write(tune: Tuning, status: str) -> Path:
     """tune.json, then its page: a page that cannot be drawn never costs the record."""
     doc = document(tune, status)
     path = tune.out / "tune.json"

@@ -10,7 +10,7 @@ from flagsweep import shipped
 from flagsweep.experiment import recipe
 from flagsweep.report.formats import threshold
 from flagsweep.results import confirmation, contract
-from flagsweep.results.contract import is_control
+from flagsweep.results.contract import TUNE_STEPS, is_control
 
 # What the page says the statistics were, with where docs/statistics.md explains each.
 METHODS = [
@@ -119,7 +119,7 @@ def reproduce_command(doc: contract.Results) -> str:
     target = getattr(doc.workload, "target_file", None) or doc.target
     args = ["flagsweep", "run", _short_target(target, doc.target)]
     designed = [v for v in doc.variants if not is_control(v.id)]
-    if doc.recipe == recipe.FLAGS_RECIPE:
+    if doc.recipe == recipe.FLAGS_RECIPE or doc.recipe in TUNE_STEPS:
         for v in designed:
             args += ["--flags", " ".join(v.flags)]
     else:

@@ -34,6 +34,10 @@ SCHEMA = "flagsweep/1"                  # results.json, as written now
 SUITE_SCHEMA = "flagsweep-suite/1"
 MERGE_SCHEMA = "flagsweep-merge/1"
 TUNE_SCHEMA = "flagsweep-tune/1"
+# The recipe names of a tune's own sweeps that are steps of its search, not answers: its batches
+# (quick input, random flag sets) and its ablation. `history` leaves them out; the proof is a
+# sweep like any other and counts.
+TUNE_STEPS = ("tune-search", "tune-ablation")
 AA_SUFFIX = ".aa"                       # the A/A twin's id is the baseline's id plus this
 REF_SUFFIX = ".ref"                      # the reference arm's id (run --reference), likewise
 

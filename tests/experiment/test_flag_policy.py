@@ -111,7 +111,7 @@ def test_distribution_flags_from_a_planted_dpkg_configuration_never_run(tmp_path
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     with pytest.raises(ConfigError) as info:
         matrix.expand(recipe.load("distro"), ["gcc"])
-    assert f"key 'distro' (" in str(info.value)
+    assert "key 'distro' (" in str(info.value)
     assert f"flag '-B{folder}/' runs or loads another program" in str(info.value)
     assert not marker.exists()
 

@@ -62,7 +62,7 @@ def _load_error(tmp_path: Path, text: str) -> tuple[str, Path]:
 
 # --- shipped targets ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", ["tiny", "gzip", "lame"])
+@pytest.mark.parametrize("name", ["tiny", "duo", "gzip", "lame"])
 def test_shipped_target_loads_by_name(name):
     t = target.load(name)
     assert t.name == name
@@ -71,8 +71,8 @@ def test_shipped_target_loads_by_name(name):
 
 
 def test_available_lists_exactly_the_shipped_targets():
-    assert [t.name for t in target.available()] == ["bzip2", "flac", "gzip", "lame", "tiny",
-                                                    "xz", "zstd"]
+    assert [t.name for t in target.available()] == ["bzip2", "duo", "flac", "gzip", "lame",
+                                                    "tiny", "xz", "zstd"]
 
 
 def test_shipped_target_details():
@@ -146,7 +146,7 @@ def test_unknown_target_name_lists_the_shipped_ones():
     assert str(info.value) == ("no target 'no-such-target': not a target file or folder, "
                                "and not a shipped target or one in "
                                f"{shipped.user_dir() / 'targets'} "
-                               "(bzip2, flac, gzip, lame, tiny, xz, zstd)")
+                               "(bzip2, duo, flac, gzip, lame, tiny, xz, zstd)")
 
 
 def test_folder_without_target_toml_is_not_a_target(tmp_path):

@@ -256,6 +256,7 @@ def test_report_draws_a_tune_json_again(tmp_path):
     assert "&lt;script&gt;" in html and 'id="proof-table"' in html
 
 
+@pytest.mark.breaks_contract
 def test_report_refuses_a_broken_tune_json_naming_the_key(tmp_path):
     doc = tune_doc().dump()
     doc["trials"][0]["ratio"] = "fast"

@@ -1,0 +1,112 @@
+"""duo, tune's known answer, holds the facts its space file claims, built by flagsweep's own
+machinery: -fversion-loops-for-strides and -fipa-cp-clone each change the code of their hot
+function (and only that kernel's), the switches said not to matter leave the code byte for byte
+the same, and every build prints the same checksum. Code facts only, never timing."""
+
+from __future__ import annotations
+
+import random
+import re
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from flagsweep.compilation import variants
+from flagsweep.experiment import matrix, recipe, target
+from flagsweep.explain.disassembly import listing
+from flagsweep.workload.corpus import corpus_bytes
+
+pytestmark = pytest.mark.integration
+
+STRIDES = "-fversion-loops-for-strides"   # versions duo_walk's loop for stride 1
+CLONE = "-fipa-cp-clone"                  # clones cells_apply per callback
+NEUTRAL_SAMPLE = 5
+_TARGET = re.compile(r"\b[0-9a-f]+ <")
+_RIP = re.compile(r"-?0x[0-9a-f]+\(%rip\)")
+
+
+def _placeless(lines: list[str]) -> list[str]:
+    """A function's listing without the addresses in its operands (jump targets, RIP-relative
+    offsets): code moved whole by a change elsewhere in the binary is the same code."""
+    return [_RIP.sub("(%rip)", _TARGET.sub("<", line)) for line in lines]
+
+
+def _space() -> dict:
+    return tomllib.loads((target.load("duo").folder / "space.toml").read_text())
+
+
+def _neutral() -> list[str]:
+    """The space's switches said not to matter: a fixed sample, so a failure names the same
+    ones on every run."""
+    others = [s for s in _space()["switches"] if s not in (STRIDES, CLONE)]
+    return sorted(random.Random(33).sample(others, NEUTRAL_SAMPLE))
+
+
+@pytest.fixture(scope="module")
+def builds(tmp_path_factory, session_cache) -> dict[str, variants.VariantBuild]:
+    """duo at -O2, with each switch, with both, and with each sampled neutral switch: built
+    once for the module, in the session's cache as conftest's isolated_cache sets it up (a
+    module's fixture is made before that per-test one)."""
+    flag_sets = ["-O2", f"-O2 {STRIDES}", f"-O2 {CLONE}", f"-O2 {STRIDES} {CLONE}",
+                 *(f"-O2 {s}" for s in _neutral())]
+    m = matrix.expand(recipe.from_flags(flag_sets, ["gcc"]), filter_cpu=False)
+    out = tmp_path_factory.mktemp("duo") / "run"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("FLAGSWEEP_CACHE", str(session_cache))
+        mp.setenv("XDG_CONFIG_HOME", str(session_cache / "config"))
+        mp.delenv("CCACHE_DIR", raising=False)
+        built = variants.build_all(target.load("duo"), m, variants.Options(out_dir=out, jobs=2))
+    return {" ".join(b.variant.flags): b for b in built}
+
+
+def test_the_space_file_holds_the_two_among_fifty():
+    space = _space()
+    switches = space["switches"]
+    assert space["base"] == "-O2" and space["compilers"] == ["gcc"]
+    assert len(switches) == 52 and len(set(switches)) == 52
+    assert STRIDES in switches and CLONE in switches
+    assert switches.index(STRIDES) > 0 and switches.index(CLONE) > 0    # not given away first
+
+
+def test_every_build_is_verified(builds):
+    assert {b.status for b in builds.values()} == {"ok"}
+    assert all(b.flags_verified for b in builds.values())
+
+
+def test_the_two_switches_change_only_their_own_kernel(builds):
+    def code(flags: str, function: str) -> list[str]:
+        return _placeless(listing(builds[flags].binary, function))
+
+    base = {f: code("-O2", f) for f in ("duo_walk", "cells_apply")}
+    assert base["duo_walk"] and base["cells_apply"]
+    # Versioning adds the stride-1 copy of the loop: duo_walk changes, the cells do not.
+    assert code(f"-O2 {STRIDES}", "duo_walk") != base["duo_walk"]
+    assert code(f"-O2 {STRIDES}", "cells_apply") == base["cells_apply"]
+    # Cloning gives cells_apply a copy per callback: more symbols; duo_walk does not change.
+    assert code(f"-O2 {CLONE}", "cells_apply") != base["cells_apply"]
+    assert sum(line.startswith("<") for line in code(f"-O2 {CLONE}", "cells_apply")) == 2
+    assert code(f"-O2 {CLONE}", "duo_walk") == base["duo_walk"]
+
+
+def test_the_neutral_switches_leave_the_code_byte_for_byte_the_same(builds):
+    base = builds["-O2"].code_sha256
+    assert base
+    for switch in _neutral():
+        assert builds[f"-O2 {switch}"].code_sha256 == base, switch
+        assert builds[f"-O2 {switch}"].identical_to == "gcc-O2", switch
+
+
+def test_the_switches_do_not_change_the_output(builds, tmp_path):
+    corpus = tmp_path / "corpus.bin"
+    corpus.write_bytes(corpus_bytes(20_000, target.load("duo").spec.inputs.seed))
+
+    def output(flags: str) -> str:
+        binary: Path = builds[flags].binary
+        return subprocess.run([str(binary), str(corpus)], capture_output=True, text=True,
+                              check=True, timeout=30).stdout
+
+    base = output("-O2")
+    assert base.startswith("bytes 20000 ")
+    assert output(f"-O2 {STRIDES} {CLONE}") == base

@@ -68,15 +68,22 @@ class Duration(click.ParamType):
 @click.option("--resume", "resume_id", metavar="TUNE_ID",
               help="Continue an interrupted tune (its id, or its folder).")
 @click.option("--wait", is_flag=True, help="Queue behind a sweep holding the CPU.")
+@click.option("--scheduler", metavar="ADDRESS",
+              help="Run the search and the ablation on a Dask cluster (tcp://HOST:8786), on "
+                   "workers of --cpu-label; with --resume, the fleet's new address. See "
+                   "docs/fleet.md.")
+@click.option("--cpu-label", "cpu_label", metavar="LABEL",
+              help="With --scheduler: the one CPU label whose workers build and measure (a "
+                   "tune's ratios come from one CPU model).")
 def tune_cmd(target_name, base, space, compiler, budget_s, sampler, seed, batch, trials, layouts,
              max_runs, threshold_pct, metric, cpu, jobs, out_dir, offline, source_dir,
-             resume_id, wait) -> None:
+             resume_id, wait, scheduler, cpu_label) -> None:
     """Search TARGET's flag space for the fastest set, then prove it on the full input over
     layouts and say which of its flags matter (docs/tune.md)."""
     from flagsweep import shipped
     from flagsweep.compilation import selection as chosen
     from flagsweep.experiment import target
-    from flagsweep.jobs import tune
+    from flagsweep.jobs import fleet, tune
     from flagsweep.report import terminal
     from flagsweep.results import contract, store
 
@@ -84,10 +91,14 @@ def tune_cmd(target_name, base, space, compiler, budget_s, sampler, seed, batch,
     if resume_id:
         if target_name:
             raise click.UsageError("--resume continues a tune as it began: give no TARGET")
-        path = tune.resume(resume_id, db, say, wait=wait)
+        _resume_alone()
+        path = tune.resume(resume_id, db, say, wait=wait, scheduler=scheduler)
     else:
         if not target_name:
             raise click.UsageError("name a TARGET to tune (flagsweep list shows them)")
+        if scheduler or cpu_label:
+            metric = _fleet_usage(scheduler, cpu_label, cpu, source_dir, metric)
+            fleet.check_label(cpu_label)
         t = target.load(target_name)
         out = out_dir or shipped.reports_dir() / f"{t.name}-tune-{chosen.stamp()}"
         opts = tune.TuneOptions(
@@ -96,12 +107,45 @@ def tune_cmd(target_name, base, space, compiler, budget_s, sampler, seed, batch,
             offline=offline, source_dir=str(source_dir) if source_dir else None,
             measure={"max_runs": max_runs, "threshold_pct": threshold_pct,
                      "precision_pct": threshold_pct, "metric": metric, "cpu": cpu,
-                     "budget": budget_s})
+                     "budget": budget_s},
+            scheduler=scheduler, cpu_label=cpu_label)
         path = tune.start(t, opts, Path(out), db, say, wait=wait)
     doc = contract.validate(json.loads(path.read_text()), path, "tune")
     terminal.show_tune(doc)
     page = path.parent / "tune.html"
     click.echo(str(page if page.exists() else path))
+
+
+def _resume_alone() -> None:
+    """A resumed tune goes on with the options it began with; only a fleet's scheduler may
+    have moved (--scheduler), and --wait is how this session queues."""
+    ctx = click.get_current_context()
+    given = [f"--{name.replace('_', '-')}" for name in ctx.params
+             if name not in ("resume_id", "wait", "scheduler", "target_name")
+             and ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE]
+    if given:
+        raise click.UsageError(f"--resume continues a tune with the options it began with; "
+                               f"only --scheduler (a fleet's new address) goes with it "
+                               f"(got {', '.join(given)})")
+
+
+def _fleet_usage(scheduler, cpu_label, cpu, source_dir, metric) -> str:
+    """A fleet tune's options checked as `run --scheduler` checks them; its metric."""
+    if not scheduler or not cpu_label:
+        raise click.UsageError("--scheduler and --cpu-label go together (which cluster, which "
+                               "CPU)")
+    if cpu is not None:
+        raise click.UsageError("--cpu: each worker pins to its own (flagsweep worker --cpu N)")
+    if source_dir:
+        raise click.UsageError("--source-dir is this machine's tree: not with --scheduler")
+    if metric == "instructions":
+        raise click.UsageError("--metric instructions needs one machine's counters: a fleet "
+                               "tune measures wall or cpu time")
+    if metric == "auto":
+        # A fleet sweep has no probe round to choose from; the tune's batches must agree.
+        say("metric: wall time (a fleet sweep does not choose; --metric cpu measures CPU time)")
+        return "wall"
+    return metric
 
 
 def _cpus() -> int:

@@ -7,6 +7,11 @@ Perspectives 2016). The base level runs in every round beside it (MeasureOptions
 candidate's ratio to the base is paired by round like any comparison of a sweep. The sweep does
 the rest as it does for any variant: the build audit (flags verified, identical code found),
 the output check, pinned shuffled rounds, every sample in the store.
+
+On a fleet (Setting.fleet) a batch is a fleet sweep of the tune's one CPU label instead: its
+builds and rounds on that label's workers, its samples in the same store. A fleet sweep does
+not race: its workers run the whole rounds they are handed (measure.plan.plan_for drops nothing
+there), so every candidate of a fleet batch runs until the batch's stopping rule ends it.
 """
 
 from __future__ import annotations
@@ -15,14 +20,16 @@ import math
 import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
+from flagsweep import files
 from flagsweep.compilation import variants
+from flagsweep.errors import FlagsweepError
 from flagsweep.experiment import matrix, recipe
 from flagsweep.experiment.target import Target
 from flagsweep.host import launcher
 from flagsweep.host.executor import Executor
-from flagsweep.jobs import sweep
+from flagsweep.jobs import fleet, sweep
 from flagsweep.measure.options import MeasureOptions
 from flagsweep.measure.plan import round_values
 from flagsweep import stats
@@ -52,6 +59,14 @@ class Judged:
     run_id: str | None = None      # the batch's sweep
 
 
+@dataclass(frozen=True)
+class Fleet:
+    """Where a fleet tune's batches run: a Dask client and the one CPU label whose workers build
+    and measure them (one label: a tune's ratios must all come from one CPU model)."""
+    client: Any
+    label: str
+
+
 @dataclass
 class Setting:
     """What every batch of one tune shares."""
@@ -63,6 +78,7 @@ class Setting:
     store: Store
     say: Callable[[str], None]
     execute: Executor = launcher.run_once
+    fleet: Fleet | None = None
 
 
 def flag_text(flags: tuple[str, ...]) -> str:
@@ -86,8 +102,28 @@ def start(s: Setting, name: str, out: Path, best: tuple[str, ...], todo: list[Pr
     opts = replace(s.measure, seed=seed, budget=budget, quick=quick, layouts=layouts,
                    keep=[vid(s, s.base)], layout_confirm=False, explain=False,
                    no_reference=True, reference=None, strict_check=True)
+    if s.fleet:
+        return _on_fleet(s, r, out, opts, name)
     return sweep.started(s.target, r, m, replace(s.build, out_dir=out), opts, s.store, s.say,
                          name, s.execute)
+
+
+def _on_fleet(s: Setting, r: recipe.Recipe, out: Path, opts: MeasureOptions, name: str) -> Path:
+    """The batch as a fleet sweep of the label: its results.json in out/LABEL/ (a fleet sweep's
+    folder per label), which run_id() finds like a local sweep's. A fleet sweep cannot resume:
+    one a kill interrupted is measured again, one that completed is taken as it is."""
+    if opts.layouts:
+        raise FlagsweepError("a fleet sweep cannot build layouts: the proof runs on a machine "
+                             f"of label {s.fleet.label}")
+    folder = (out / s.fleet.label).resolve()
+    found = s.store.find_run(str(folder))
+    if found != str(folder):
+        row = s.store.run(found)
+        if row["status"] == "complete" and (folder / "results.json").is_file():
+            return folder / "results.json"
+        s.store.finish_run(found, "interrupted", "a fleet sweep does not resume: measured again")
+    return fleet.run(s.fleet.client, s.target, r, [s.compiler], [s.fleet.label], out.resolve(),
+                     opts, s.store, s.say, name)[0]
 
 
 def _unique(sets: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
@@ -138,9 +174,23 @@ def built(s: Setting, out: Path, todo: list[Proposal]) -> dict[int, contract.Bui
              for c in todo]
     m = matrix.Matrix(cells, cells[0], [], "explicit")
     fresh(out)
-    found = {b.variant.id: contract.Variant.model_validate(b.doc(out.resolve())).build
-             for b in variants.build_all(s.target, m, replace(s.build, out_dir=out))}
+    if s.fleet:
+        found = _built_on_fleet(s, m)
+    else:
+        found = {b.variant.id: contract.Variant.model_validate(b.doc(out.resolve())).build
+                 for b in variants.build_all(s.target, m, replace(s.build, out_dir=out))}
     return {c.number: found[vid(s, c.flags)] for c in todo}
+
+
+def _built_on_fleet(s: Setting, m: matrix.Matrix) -> dict[str, contract.Build]:
+    """The candidates built on a worker of the label (the compiler the label's workers have),
+    their build records sent back."""
+    sha = files.sha256_file(s.target.path)
+    tag = files.sha256_bytes(",".join(v.id for v in m.variants).encode())[:12]
+    got = s.fleet.client.submit(fleet.build_task, str(s.target.path), sha, m, tag, pure=False,
+                                resources={fleet.BENCH: 1, fleet.label_resource(s.fleet.label): 1}
+                                ).result()
+    return {d["id"]: contract.Variant.model_validate(d).build for d in got["docs"]}
 
 
 def run_id(s: Setting, path: Path) -> str:

@@ -279,8 +279,9 @@ def sweep_on(scheduler: str, sel: selection.Selection, labels: list[str], opts: 
 
 def run(client, t: target.Target, r: recipe.Recipe, compilers: list[str] | None,
         labels: list[str], out: Path, opts: MeasureOptions, db: store.Store,
-        say: Callable[[str], None]) -> list[Path]:
-    """The whole fleet sweep; returns each label's results.json (and writes merged.html)."""
+        say: Callable[[str], None], name: str | None = None) -> list[Path]:
+    """The whole fleet sweep; returns each label's results.json (and writes merged.html). Each
+    label's store run is named `<name>-<label>`, `name` by default the folder's."""
     _workers_for(client, labels)
     if opts.metric == "auto":
         # A fleet's rounds run as tasks from the first, with no probe round to choose from.
@@ -298,7 +299,7 @@ def run(client, t: target.Target, r: recipe.Recipe, compilers: list[str] | None,
     blob = _scatter(client, (given.sha256, given.path.read_bytes(), given.path.name))
     for p in parts:
         p.binaries = {vid: _scatter(client, payload) for vid, payload in p.binaries.items()}
-        _start_run(p, t, r, opts, db, given, say)
+        _start_run(p, t, r, opts, db, given, say, name or out.name)
         _check(client, t, p, blob, db, opts, say)
     endings = _rounds(client, t, parts, blob, opts, db, say)
     paths = []
@@ -388,14 +389,14 @@ def _place_builds(got: dict, out: Path) -> list[Variant]:
     return docs
 
 
-def _start_run(p: Label, t, r, opts, db: store.Store, given, say) -> None:
+def _start_run(p: Label, t, r, opts, db: store.Store, given, say, name: str) -> None:
     p.out.mkdir(parents=True, exist_ok=True)
     p.docs += controls.aa_twin(p.docs, p.matrix.baseline.id, p.out)
     twin = p.matrix.baseline.id + AA_SUFFIX
     if p.matrix.baseline.id in p.binaries:
         p.binaries[twin] = p.binaries[p.matrix.baseline.id]
     options = {**sweep.run_options(t, r, p.matrix, opts), "fleet": {"label": p.name}}
-    p.run_id = db.create_unique_run(f"{p.out.parent.name}-{p.name}", t.name, r.name, p.out,
+    p.run_id = db.create_unique_run(f"{name}-{p.name}", t.name, r.name, p.out,
                                     options, p.machine)
     db.save_variants(p.run_id, [d.dump() for d in p.docs])
     db.set_option(p.run_id, "workload", sweep.workload_option(t, given))

@@ -9,6 +9,11 @@ flags, state and ratio), the tune's record and phase (the study's user attribute
 batch's sweep with every sample it took. A tune killed at any point (kill -9 included)
 continues with `flagsweep tune --resume TUNE_ID`: an unfinished batch's sweep resumes where it
 stopped and its trials are told; nothing measured is measured again.
+
+On a Dask fleet (--scheduler, one --cpu-label) the batches and the ablation are fleet sweeps of
+that label (jobs.batch.Fleet); the proof builds layouts, which a fleet sweep cannot, so it runs
+on this machine only when this machine is of the label, and is left for a resume on one that is
+otherwise.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import logging
 import math
 import random
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
@@ -30,7 +36,7 @@ from flagsweep.experiment import target
 from flagsweep.host import launcher, system
 from flagsweep.host.executor import Executor
 from flagsweep.host.lock import MeasureLock
-from flagsweep.jobs import batch, culprit, proof, search
+from flagsweep.jobs import batch, culprit, fleet, proof, search
 from flagsweep.jobs.batch import Proposal, Setting
 from flagsweep.measure.options import DEFAULT_LAYOUTS, MeasureOptions, chosen_cpu
 from flagsweep.process import sigterm_as_interrupt
@@ -65,6 +71,8 @@ class TuneOptions:
     offline: bool = False
     source_dir: str | None = None
     measure: dict = field(default_factory=dict)     # MeasureOptions' fields
+    scheduler: str | None = None    # a Dask fleet's scheduler: the batches run on its workers
+    cpu_label: str | None = None    # ... of this one CPU label
 
 
 @dataclass
@@ -78,6 +86,7 @@ class Tuning:
     setting: Setting
     began: float                    # this session's start (monotonic)
     spent: float                    # seconds spent by earlier sessions
+    wait: bool = False              # queue behind a sweep holding this machine's CPU
 
     def elapsed(self) -> float:
         return self.spent + time.monotonic() - self.began
@@ -99,7 +108,7 @@ def start(t: target.Target, opts: TuneOptions, out: Path, store: Store,
     space = spaces.load(opts.space, opts.compiler, opts.base)
     opts.base = space.base
     mopts = MeasureOptions(**opts.measure)
-    cpu = chosen_cpu(mopts, say)
+    cpu = None if opts.scheduler else chosen_cpu(mopts, say)
     opts.measure = asdict(mopts)
     say(f"tune {out.name}: {len(space.dimensions)} dimensions from {space.source} "
         f"({space.switches()} switches) on {space.base}, {opts.sampler} sampler, "
@@ -109,16 +118,19 @@ def start(t: target.Target, opts: TuneOptions, out: Path, store: Store,
               "space": _space_json(space), "sampler": opts.sampler, "seed": opts.seed,
               "phase": "search", "spent_s": 0.0, "batches": [], "broken": [], "dropped": [],
               "codes": {}}
-    with MeasureLock(f"{t.name} tune {out.name}", cpu, wait=wait, say=say), \
+    with _placed(opts, f"{t.name} tune {out.name}", cpu, wait, say) as where, \
             sigterm_as_interrupt():
         study = search.create(store, out.name, opts.sampler, opts.seed, record)
         tune = Tuning(out.name, out, study, opts, space, _setting(t, opts, space, out, store, say,
-                                                                 execute), time.monotonic(), 0.0)
+                                                                 execute, where),
+                    time.monotonic(), 0.0, wait)
         return _run(tune, say)
 
 
 def resume(name_or_dir: str, store: Store, say: Callable[[str], None],
-           execute: Executor = launcher.run_once, wait: bool = False) -> Path:
+           execute: Executor = launcher.run_once, wait: bool = False,
+           scheduler: str | None = None) -> Path:
+    """`scheduler`: a fleet tune's scheduler at a new address (kept for its next resume)."""
     name = Path(name_or_dir).name if Path(name_or_dir).is_dir() else name_or_dir
     study = search.load(store, name)
     attrs = study.user_attrs
@@ -127,31 +139,65 @@ def resume(name_or_dir: str, store: Store, say: Callable[[str], None],
         say(f"tune {name} is complete: {path}")
         return path
     opts = TuneOptions(**attrs["options"])
-    t = target.load(attrs["target_path"])
+    if scheduler:
+        if not opts.scheduler:
+            raise FlagsweepError(f"tune {name} runs on this machine: --scheduler resumes a tune "
+                                 "started on a fleet")
+        opts.scheduler = scheduler
+        study.set_user_attr("options", {**attrs["options"], "scheduler": scheduler})
+    t = _target_of(attrs)
     if files.sha256_file(t.path) != attrs["target_sha256"]:
         raise FlagsweepError(f"{t.path} changed since tune {name} started; its trials would "
                              "not measure the same program. Start a new tune")
     space = _space_of(attrs["space"])
     out = Path(attrs["out"])
+    out.mkdir(parents=True, exist_ok=True)      # a fleet tune's proof resumed on another machine
     mopts = MeasureOptions(**opts.measure)
-    with MeasureLock(f"{t.name} tune {name} (resumed)", chosen_cpu(mopts), wait=wait,
-                     say=say), sigterm_as_interrupt():
+    fleet_part = opts.scheduler and attrs.get("phase") != "proof"
+    cpu = None if fleet_part else chosen_cpu(mopts)
+    with _placed(opts if fleet_part else replace(opts, scheduler=None),
+                 f"{t.name} tune {name} (resumed)", cpu, wait, say) as where, \
+            sigterm_as_interrupt():
         tune = Tuning(name, out, study, opts, space, _setting(t, opts, space, out, store, say,
-                                                             execute),
-                    time.monotonic(), float(attrs.get("spent_s") or 0.0))
+                                                             execute, where),
+                    time.monotonic(), float(attrs.get("spent_s") or 0.0), wait)
         say(f"resuming tune {name}: {len(search.trials(study))} trials so far, phase "
             f"{attrs['phase']}")
         return _run(tune, say)
 
 
+def _target_of(attrs: dict) -> target.Target:
+    """The tune's target: at its path, else (a fleet tune's proof resumed on another machine)
+    the shipped target of that name; the caller checks its bytes."""
+    path = Path(attrs["target_path"])
+    return target.load(str(path.parent) if path.exists() else path.parent.name)
+
+
+@contextmanager
+def _placed(opts: TuneOptions, what: str, cpu: int | None, wait: bool,
+            say: Callable[[str], None]):
+    """Where the tune measures: this machine under its per-CPU lock, or the fleet through a
+    client (no lock here: each worker measures one thing at a time, its `bench` resource)."""
+    if not opts.scheduler:
+        with MeasureLock(what, cpu, wait=wait, say=say):
+            yield None
+        return
+    client = fleet.connect(opts.scheduler)
+    try:
+        yield batch.Fleet(client, fleet.check_label(opts.cpu_label or ""))
+    finally:
+        client.close()
+
+
 def _setting(t: target.Target, opts: TuneOptions, space: spaces.Space, out: Path, store: Store,
-             say: Callable[[str], None], execute: Executor) -> Setting:
+             say: Callable[[str], None], execute: Executor,
+             where: batch.Fleet | None = None) -> Setting:
     build = variants.Options(out_dir=out, jobs=opts.jobs, offline=opts.offline,
                              source_dir=Path(opts.source_dir) if opts.source_dir else None)
     logged = _logger(out / "tune.log")
     return Setting(t, space.compiler, tuple(space.base.split()) if isinstance(space.base, str)
                    else tuple(space.base), build, MeasureOptions(**opts.measure), store,
-                   logged, execute)
+                   logged, execute, where)
 
 
 def _logger(path: Path) -> Callable[[str], None]:
@@ -179,10 +225,11 @@ def _space_of(doc: dict) -> spaces.Space:
 def _run(tune: Tuning, say: Callable[[str], None]) -> Path:
     try:
         _finish_open_batch(tune, say)
+        # A proof that cannot run here (a fleet tune on a machine of another label) leaves
+        # the phase as it is, for a resume on a machine of the label.
         for phase, step, after in (("search", _search, "ablation"),
-                                   ("ablation", _ablation, "proof"), ("proof", _proof, "done")):
-            if tune.record("phase") == phase:
-                step(tune, say)
+                                   ("ablation", _ablation, "proof"), ("proof", _proved, "done")):
+            if tune.record("phase") == phase and step(tune, say) is not False:
                 _phase_ended(tune, phase, after)
     except (KeyboardInterrupt, Interrupted) as e:
         _save_clock(tune)
@@ -569,6 +616,33 @@ def _proof(tune: Tuning, say: Callable[[str], None]) -> None:
         layouts=tune.opts.layouts, candidates=proof.candidates(s, path, listed)))
 
 
+def _proved(tune: Tuning, say: Callable[[str], None]) -> bool:
+    """The proof, here: on a fleet, only when this machine is of the fleet's label (its ratios
+    must come from the same CPU model as the search's), under this machine's lock; else it is
+    recorded as skipped, for a resume on such a machine. Whether it ran."""
+    s = tune.setting
+    if s.fleet is None and not tune.opts.scheduler:
+        _proof(tune, say)
+        return True
+    label = tune.opts.cpu_label
+    here = fleet.default_label()
+    if here != label:
+        why = (f"the proof builds layouts, which a fleet sweep cannot: run `flagsweep tune "
+               f"--resume {tune.name}` on a machine of label {label} (this one is {here})")
+        _keep_model(tune, "proof", contract.TuneProof(status="skipped", why=why,
+                                                      layouts=tune.opts.layouts))
+        say(f"proof: skipped ({why})")
+        return False
+    tune.setting = replace(s, fleet=None)
+    if s.fleet is None:             # resumed here for the proof: the lock is held already
+        _proof(tune, say)
+        return True
+    with MeasureLock(f"{s.target.name} tune {tune.name} proof",
+                     chosen_cpu(tune.setting.measure, say), wait=tune.wait, say=say):
+        _proof(tune, say)
+    return True
+
+
 def _sweep_once(tune: Tuning, out: Path, name: str, best: tuple[str, ...],
                 todo: list[Proposal], budget: float, quick: bool, layouts: int = 0) -> Path:
     """The ablation's or the proof's sweep: resumed if it began before."""
@@ -623,11 +697,21 @@ def document(tune: Tuning, status: str) -> contract.Tune:
 
 
 def _machine(tune: Tuning) -> dict | None:
+    if tune.opts.scheduler:
+        return _worker_machine(tune)
     try:
         return system.machine_state([tune.space.compiler], pinned_cpu=tune.setting.measure.cpu)
     except Exception:  # noqa: BLE001 - the record of the machine never costs the tune
         log.info("machine state not read", exc_info=True)
         return None
+
+
+def _worker_machine(tune: Tuning) -> dict | None:
+    """A fleet tune's machine: the label's, as a worker of it recorded it for the latest batch
+    (the driver's own is not where anything was measured)."""
+    ids = [t.user_attrs["run_id"] for t in search.trials(tune.study)
+           if t.user_attrs.get("run_id")]
+    return tune.setting.store.run(ids[-1]).get("machine") if ids else None
 
 
 def _trial(t) -> contract.TuneTrial:
@@ -668,6 +752,8 @@ def answer(tune: Tuning, proof_: contract.TuneProof | None, ablation: contract.T
            n: int) -> tuple[str | None, list[str] | None]:
     """The one sentence: the set to use when the proof found one faster than the base and
     than -O3, else that nothing found beats them beyond the threshold and layout luck."""
+    if proof_ is not None and proof_.status == "skipped":
+        return _unproved(tune, proof_, n), None
     if proof_ is None or proof_.status != "complete":
         return None, None
     base = " ".join(tune.setting.base)
@@ -700,6 +786,20 @@ def answer(tune: Tuning, proof_: contract.TuneProof | None, ablation: contract.T
     return (f"Nothing found beats {ref} by more than {tune.setting.measure.threshold_pct:g}% "
             f"beyond layout luck after {n} candidates{shown}: keep {keep}.",
             [keep] if keep == "-O3" else list(tune.setting.base))
+
+
+def _unproved(tune: Tuning, proof_: contract.TuneProof, n: int) -> str:
+    """What the search found, said as not proved: a fleet tune's proof waits for a machine of
+    its label."""
+    base = " ".join(tune.setting.base)
+    best = _best(tune)
+    found = f"no set found beats {base} in the search after {n} candidates"
+    if best:
+        number, flags, ratio = best
+        found = (f"the best set found after {n} candidates, trial {number} ({base} "
+                 f"{_short(' '.join(flags[len(tune.setting.base):]))}), was {_pct(ratio)} "
+                 f"against {base} in the search")
+    return f"Not proved: {found}; {proof_.why}."
 
 
 def _interval(e: contract.TuneEstimate | None) -> str:

@@ -44,8 +44,8 @@ def tune(work: Path, name: str, target: str, budget: str, seed: int, *extra: str
                                str(seed), "--out", str(out), *extra], stdout=log,
                               stderr=subprocess.STDOUT, env=env)
     if done.returncode != 0:
-        sys.exit(f"flagsweep tune {target} (seed {seed}) exited {done.returncode}: see "
-                 f"{work / (name + '.log')}")
+        print(f"flagsweep tune {target} (seed {seed}) exited {done.returncode}: see "
+              f"{work / (name + '.log')}")
     doc = json.loads((out / "tune.json").read_text())
     doc["bench_seconds"] = time.monotonic() - began
     return doc

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import math
+import random
 import warnings
 from typing import Any
 
@@ -27,8 +28,7 @@ from flagsweep.experiment.space import Space
 from flagsweep.results.store import Store
 
 SAMPLERS = ("tpe", "random")
-# Trials TPE draws at random before it models: Optuna's default is 10; a batch's worth more
-# gives its first model a few candidates that were measured, not repeats or failures.
+# Trials drawn at random (near the base: `near_base`) before TPE models: Optuna's default.
 STARTUP_TRIALS = 10
 
 
@@ -100,14 +100,31 @@ def names(store: Store) -> list[str]:
     return sorted(s.study_name for s in optuna.get_all_study_summaries(storage(store), False))
 
 
-def ask(study, space: Space, dropped: set[str]):
+def ask(study, space: Space, dropped: set[str], sampler_name: str, seed: int):
     """One trial and the choices it makes: every dimension not dropped (a flag that broke a
     build or an output is never proposed again; its dimension is left out, so the trial keeps
-    the base's default there)."""
+    the base's default there). The random search's trials, and TPE's first STARTUP_TRIALS, are
+    drawn near the base (`near_base`), enqueued so the study records them as its own."""
+    dims = [d for d in space.dimensions if d.name not in dropped]
+    number = len(study.get_trials(deepcopy=False))
+    if sampler_name == "random" or number < STARTUP_TRIALS:
+        study.enqueue_trial(near_base(dims, random.Random(f"{seed}:{number}")))
     trial = study.ask()
-    chosen = {d.name: trial.suggest_categorical(d.name, list(d.choices))
-              for d in space.dimensions if d.name not in dropped}
+    chosen = {d.name: trial.suggest_categorical(d.name, list(d.choices)) for d in dims}
     return trial, chosen
+
+
+def near_base(dims: list, rng: random.Random) -> dict[str, str]:
+    """A random set whose changes to the base are few or many: each dimension changed with a
+    probability drawn log-uniformly between 1/n and 1/2 for this set. Drawn uniformly, every
+    set would change half of ~200 switches, mostly turning off what the base level turned on,
+    and nearly every set would be slower than the base; real gains come from a few flags (the
+    sparse sets) or from their combinations (the dense ones)."""
+    if not dims:
+        return {}
+    p = math.exp(rng.uniform(math.log(1 / max(2, len(dims))), math.log(0.5)))
+    return {d.name: (rng.choice(d.choices[1:]) if len(d.choices) > 1 and rng.random() < p
+                     else d.choices[0]) for d in dims}
 
 
 def tell(study, number: int, ratio: float | None, attrs: dict[str, Any]) -> None:

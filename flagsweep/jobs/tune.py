@@ -277,7 +277,8 @@ def _search(tune: Tuning, say: Callable[[str], None]) -> None:
         if tune.opts.trials is not None:
             n = min(n, tune.opts.trials - len(_asked(tune)))
         dropped = set(tune.record("dropped") or [])
-        asked = [search.ask(tune.study, tune.space, dropped) for _ in range(n)]
+        asked = [search.ask(tune.study, tune.space, dropped, tune.opts.sampler, tune.opts.seed)
+                 for _ in range(n)]
         todo = [Proposal(trial.number, tune.space.flags(chosen)) for trial, chosen in asked]
         batches = tune.record("batches") or []
         number = len(batches)

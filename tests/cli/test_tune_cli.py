@@ -1,0 +1,34 @@
+"""`flagsweep tune`'s options: the budget's units and the usage errors, said before anything runs."""
+
+from __future__ import annotations
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from flagsweep.cli import cli
+from flagsweep.cli.tuning import Duration
+
+
+@pytest.mark.parametrize("text, seconds", [("1h", 3600), ("30m", 1800), ("90s", 90),
+                                           ("1.5h", 5400), ("600", 600), (" 2m ", 120)])
+def test_a_budget_reads_seconds_minutes_or_hours(text, seconds):
+    assert Duration().convert(text, None, None) == seconds
+
+
+@pytest.mark.parametrize("text, why", [("1d", "not a duration"), ("h", "not a duration"),
+                                       ("-5m", "not a duration"), ("30", "under a minute")])
+def test_a_budget_that_is_not_one_is_refused_with_what_was_expected(text, why):
+    with pytest.raises(click.BadParameter, match=why):
+        Duration().convert(text, None, None)
+
+
+def test_tune_without_a_target_or_with_one_and_resume_is_a_usage_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("FLAGSWEEP_DB", f"sqlite:///{tmp_path / 'store.db'}")
+    runner = CliRunner()
+    alone = runner.invoke(cli, ["tune"])
+    assert alone.exit_code == 2 and "name a TARGET" in alone.output
+    both = runner.invoke(cli, ["tune", "tiny", "--resume", "x"])
+    assert both.exit_code == 2 and "--resume" in both.output
+    unknown = runner.invoke(cli, ["tune", "--resume", "nothing-here"])
+    assert unknown.exit_code != 0 and "no tune 'nothing-here'" in str(unknown.exception)

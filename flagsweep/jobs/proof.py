@@ -110,7 +110,7 @@ def candidates(s: Setting, path: Path, listed: list[ProofSet]) -> list[contract.
     layouts, adjusted across the sets)."""
     doc = reader.load(path)
     by_id = {v.id: v for v in doc.variants}
-    o3_id = vid(s, o3(s.base))
+    o3_id, base_id = vid(s, o3(s.base)), vid(s, s.base)
     vs_o3 = _against(s, path, doc, o3_id) if o3_id in by_id else {}
     out = []
     for e in listed:
@@ -122,10 +122,15 @@ def candidates(s: Setting, path: Path, listed: list[ProofSet]) -> list[contract.
             role=e.role, variant=vid(s, e.flags), flags=list(e.flags),
             changes=[f for f in e.flags if f not in s.base], trial=e.trial,
             identical_to=same,
-            vs_base=(_estimate(measured.vs_baseline)
+            vs_base=(_same_code() if same == base_id else _estimate(measured.vs_baseline)
                      if measured is not None and e.role != "base" else None),
-            vs_o3=vs_o3.get(same or vid(s, e.flags))))
+            vs_o3=_same_code() if same == o3_id else vs_o3.get(same or vid(s, e.flags))))
     return out
+
+
+def _same_code() -> contract.TuneEstimate:
+    """A set whose binary is the reference's own: ratio 1 by construction, never measured."""
+    return contract.TuneEstimate(ratio=1.0, verdict="identical-code")
 
 
 def _estimate(vs: contract.VsBaseline | None) -> contract.TuneEstimate | None:

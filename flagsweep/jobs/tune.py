@@ -773,10 +773,13 @@ def answer(tune: Tuning, proof_: contract.TuneProof | None, ablation: contract.T
         against = (f"{_interval(use.vs_o3)} against -O3 and " if o3 else "")
         return (f"Use {' '.join(use.flags)}{of}: {against}{_interval(use.vs_base)} against "
                 f"{base}, confirmed over {k} layouts after {n} candidates.", list(use.flags))
+    o3_wins = o3 is not None and o3.vs_base and o3.vs_base.verdict == "faster"
+    same = [c for c in tried if o3 is not None and c.identical_to == o3.variant]
+    if o3_wins and same:
+        return _o3_code(same, o3, ablation, base, k, n), ["-O3"]
     best = min(tried, key=lambda c: (c.vs_o3 or c.vs_base).ratio
                if (c.vs_o3 or c.vs_base) and (c.vs_o3 or c.vs_base).ratio else math.inf,
                default=None)
-    o3_wins = o3 is not None and o3.vs_base and o3.vs_base.verdict == "faster"
     keep, ref = ("-O3", "-O3") if o3_wins or o3 is None and "-O3" in base else (base, base)
     if o3 is not None and not o3_wins:
         ref = f"{base} or -O3"
@@ -787,6 +790,19 @@ def answer(tune: Tuning, proof_: contract.TuneProof | None, ablation: contract.T
     return (f"Nothing found beats {ref} by more than {tune.setting.measure.threshold_pct:g}% "
             f"beyond layout luck after {n} candidates{shown}: keep {keep}.",
             [keep] if keep == "-O3" else list(tune.setting.base))
+
+
+def _o3_code(same: list[contract.TuneCandidate], o3: contract.TuneCandidate,
+             ablation: contract.TuneAblation | None, base: str, k: int, n: int) -> str:
+    """The best set found builds -O3's own binary: the search rediscovered what -O3 adds for
+    this program, and the flags that give it are named."""
+    c = next((c for c in same if c.role == "minimal"), same[0])
+    flags = " ".join(c.changes)
+    of = (f", {len(ablation.minimal)} of the {len(ablation.of)} flags of the best set found"
+          if c.role == "minimal" and ablation else "")
+    return (f"Use -O3: the best set found is -O3's own code ({flags} on {base} gives the same "
+            f"binary{of}), {_interval(o3.vs_base)} against {base}, confirmed over {k} layouts "
+            f"after {n} candidates.")
 
 
 def _unproved(tune: Tuning, proof_: contract.TuneProof, n: int) -> str:

@@ -1,0 +1,68 @@
+"""The one sentence a tune ends with, from the proof's sets: the set to use only when the proof
+decided it faster than the base and -O3; -O3 when the best set is -O3's own code; else that
+nothing found beats them."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from flagsweep.jobs import tune
+from flagsweep.results import contract
+
+TUNING = SimpleNamespace(setting=SimpleNamespace(base=("-O2",),
+                                                 measure=SimpleNamespace(threshold_pct=1.0)))
+
+
+def _est(ratio, verdict, ci=None):
+    return contract.TuneEstimate(ratio=ratio, ci95=ci or [ratio - 0.01, ratio + 0.01],
+                                 verdict=verdict)
+
+
+def _set(role, changes, vs_base=None, vs_o3=None, same=None):
+    return contract.TuneCandidate(role=role, variant=f"v-{role}", flags=["-O2", *changes],
+                                  changes=changes, vs_base=vs_base, vs_o3=vs_o3,
+                                  identical_to=same)
+
+
+def _proof(*sets):
+    return contract.TuneProof(status="complete", layouts=4, candidates=[
+        _set("base", [], vs_o3=_est(1.02, "slower")), *sets])
+
+
+ABLATION = contract.TuneAblation(status="complete", of=["-fa", "-fb", "-fc"], minimal=["-fa"])
+
+
+def test_a_set_faster_than_the_base_and_o3_is_used_its_minimal_subset_first():
+    o3 = _set("-O3", ["-O3"], vs_base=_est(0.98, "faster"))
+    winner = _set("winner", ["-fa", "-fb", "-fc"], _est(0.90, "faster"), _est(0.92, "faster"))
+    minimal = _set("minimal", ["-fa"], _est(0.91, "faster"), _est(0.93, "faster"))
+    sentence, use = tune.answer(TUNING, _proof(o3, winner, minimal), ABLATION, 40)
+    assert use == ["-O2", "-fa"]
+    assert sentence.startswith("Use -O2 -fa (1 of the 3 flags of the best set found): -7.0%")
+    assert "against -O3" in sentence and "4 layouts after 40 candidates" in sentence
+
+
+def test_the_best_set_with_o3s_own_code_says_use_o3_and_names_the_flags():
+    o3 = _set("-O3", ["-O3"], vs_base=_est(0.23, "faster"))
+    winner = _set("winner", ["-fa", "-fb", "-fc"], _est(0.23, "faster"), same="v--O3")
+    minimal = _set("minimal", ["-fa"], _est(0.23, "faster"), same="v--O3")
+    sentence, use = tune.answer(TUNING, _proof(o3, winner, minimal), ABLATION, 54)
+    assert use == ["-O3"]
+    assert sentence.startswith("Use -O3: the best set found is -O3's own code (-fa on -O2")
+
+
+def test_nothing_beyond_the_threshold_keeps_o3_or_the_base_with_the_bound():
+    o3 = _set("-O3", ["-O3"], vs_base=_est(0.97, "faster"))
+    close = _set("winner", ["-fa"], _est(0.965, "faster"), _est(0.995, "equivalent"))
+    sentence, use = tune.answer(TUNING, _proof(o3, close), None, 24)
+    assert use == ["-O3"] and sentence.startswith("Nothing found beats -O3 by more than 1%")
+    assert "-0.5% [-1.5, +0.5] against -O3" in sentence
+    flat = _set("-O3", ["-O3"], vs_base=_est(1.0, "inconclusive"))
+    sentence, use = tune.answer(TUNING, _proof(flat, close), None, 24)
+    assert use == ["-O2"] and "keep -O2" in sentence
+
+
+def test_no_finished_proof_recommends_nothing():
+    failed = contract.TuneProof(status="failed", why="it broke")
+    assert tune.answer(TUNING, failed, None, 3) == (None, None)
+    assert tune.answer(TUNING, None, None, 3) == (None, None)

@@ -16,7 +16,7 @@ Usage: python bench/tune.py known [--seeds 10] [--budget 4m]
        python bench/tune.py versus gzip [--seeds 3] [--budget 20m]
        python bench/tune.py program gzip [--budget 1h] [--seed 1]
 Every tune's folder is kept under --work (default: a new folder in /tmp), tune.json and
-tune.html in each.
+tune.html in each; given the same --work again, a finished tune is read, not run again.
 """
 
 from __future__ import annotations
@@ -37,6 +37,11 @@ DUO_SPACE = Path(__file__).resolve().parent.parent / "targets" / "duo" / "space.
 def tune(work: Path, name: str, target: str, budget: str, seed: int, *extra: str) -> dict:
     """One real `flagsweep tune` in its own folder and store; its tune.json."""
     out = work / name
+    done_before = out / "tune.json"
+    if done_before.is_file() and json.loads(done_before.read_text())["status"] == "complete":
+        doc = json.loads(done_before.read_text())       # a finished tune is read, not run again
+        doc["bench_seconds"] = doc["cost"]["wall_s"]
+        return doc
     env = {**os.environ, "FLAGSWEEP_DB": f"sqlite:///{work / (name + '.db')}"}
     began = time.monotonic()
     with (work / f"{name}.log").open("w") as log:

@@ -51,7 +51,8 @@ SHARES = {"search": 0.6, "ablation": 0.15, "proof": 0.25}
 # A batch whose candidates were all proposed before, this many times in a row: the sampler has
 # nothing new to try in this space.
 STALE_BATCHES = 3
-BUSY_PAUSE_S = 30.0          # before a batch the machine was too busy for is resumed
+BUSY_PAUSE_S = 30.0          # before a sweep the machine was too busy for is resumed
+BUSY_TRIES = 2               # resumptions of a busy sweep, whatever the time left
 
 
 @dataclass
@@ -417,18 +418,28 @@ def _swept(tune: Tuning, number: int, todo: list[Proposal],
     return got
 
 
-def _through_busy(tune: Tuning, path: Path, say: Callable[[str], None]) -> Path:
-    """A batch the machine was too busy for (its sweep stored as busy, a few rounds taken) is
-    resumed after a pause while the search has time: a busy batch's ratios are the other
-    work's. Out of time, it is judged on what it has (its intervals say how little)."""
+def _through_busy(tune: Tuning, path: Path, say: Callable[[str], None],
+                  phase: str = "search") -> Path:
+    """A sweep of the tune the machine was too busy for (stored as busy, a few rounds taken)
+    is resumed after a pause, at least BUSY_TRIES times and then while its phase has time: a
+    busy sweep's ratios are the other work's. Still busy after that, it is judged on what it
+    has (its intervals say how little)."""
     s = tune.setting
     rid = batch.run_id(s, path)
-    while (s.store.run(rid)["status"] == "busy"
-           and tune.elapsed() + BUSY_PAUSE_S < tune.opts.budget_s * SHARES["search"]):
-        say(f"the machine is busy: batch {rid} waits {BUSY_PAUSE_S:g} s, then resumes")
+    tries = 0
+    while s.store.run(rid)["status"] == "busy" and (
+            tries < BUSY_TRIES or tune.elapsed() + BUSY_PAUSE_S < _phase_end(tune, phase)):
+        tries += 1
+        say(f"the machine is busy: {rid} waits {BUSY_PAUSE_S:g} s, then resumes")
         time.sleep(BUSY_PAUSE_S)
         path = batch.resume(s, rid)
     return path
+
+
+def _phase_end(tune: Tuning, phase: str) -> float:
+    """The tune's clock at which a phase's share of the budget is spent."""
+    order = list(SHARES)
+    return tune.opts.budget_s * sum(SHARES[p] for p in order[:order.index(phase) + 1])
 
 
 def _remeasured(tune: Tuning, path: Path, incumbent: tuple[str, ...], best) -> None:
@@ -572,7 +583,7 @@ def _ablation(tune: Tuning, say: Callable[[str], None]) -> None:
     say(f"ablation: the best set (trial {number}) without each of its {len(changes)} flags")
     try:
         path = _sweep_once(tune, out, f"{tune.name}-ablation", winner, todo,
-                           tune.opts.budget_s * SHARES["ablation"], quick=True)
+                           tune.opts.budget_s * SHARES["ablation"], quick=True, say=say)
     except Interrupted:
         raise                       # resumed with the tune, never recorded as a failure
     except FlagsweepError as e:
@@ -603,7 +614,7 @@ def _proof(tune: Tuning, say: Callable[[str], None]) -> None:
     try:
         path = _sweep_once(tune, out, f"{tune.name}-proof", s.base,
                            [Proposal(-100 - i, e.flags) for i, e in enumerate(listed[1:])],
-                           tune.opts.budget_s * SHARES["proof"], quick=False,
+                           tune.opts.budget_s * SHARES["proof"], quick=False, say=say,
                            layouts=tune.opts.layouts)
     except Interrupted:
         raise                       # resumed with the tune, never recorded as a failure
@@ -645,7 +656,8 @@ def _proved(tune: Tuning, say: Callable[[str], None]) -> bool:
 
 
 def _sweep_once(tune: Tuning, out: Path, name: str, best: tuple[str, ...],
-                todo: list[Proposal], budget: float, quick: bool, layouts: int = 0) -> Path:
+                todo: list[Proposal], budget: float, quick: bool, say: Callable[[str], None],
+                layouts: int = 0) -> Path:
     """The ablation's or the proof's sweep: resumed if it began before."""
     s = tune.setting
     found = s.store.find_run(str(out))
@@ -655,6 +667,7 @@ def _sweep_once(tune: Tuning, out: Path, name: str, best: tuple[str, ...],
         path = batch.start(s, name, out, best, todo, seed=tune.opts.seed + 10_000 + layouts,
                            budget=max(60.0, budget), quick=quick, layouts=layouts,
                            step=None if layouts else contract.TUNE_STEPS[1])
+    path = _through_busy(tune, path, say, "proof" if layouts else "ablation")
     _count(tune, "runs", len(s.store.samples(batch.run_id(s, path))))
     _count(tune, "builds", len(todo) * max(1, layouts))
     return path

@@ -575,8 +575,18 @@ def _ablation(tune: Tuning, say: Callable[[str], None]) -> None:
             status="skipped", why="no set the search measured was faster than the base"))
         say("ablation: skipped (no set found faster than the base)")
         return
-    number, winner, _ = best
+    number, winner, ratio = best
     changes = winner[len(s.base):]
+    if ratio > 1 - s.measure.threshold_pct / 100:
+        # Within the threshold the best set is likely the luckiest of many equal ones: taking
+        # it apart would build and time each of its flags to find none that matters. The
+        # proof still measures it against the base and -O3.
+        why = (f"the best set found, trial {number}, is {100 * (ratio - 1):+.1f}% against the "
+               f"base in the search, within the {s.measure.threshold_pct:g}% threshold")
+        _keep_model(tune, "ablation", contract.TuneAblation(status="skipped", why=why,
+                                                            of=list(changes)))
+        say(f"ablation: skipped ({why})")
+        return
     out = tune.out / "ablation"
     todo = [Proposal(-1 - i, tuple(f for f in winner if f != flag))
             for i, flag in enumerate(changes)]

@@ -232,11 +232,13 @@ def _run(tune: Tuning, say: Callable[[str], None]) -> Path:
                                    ("ablation", _ablation, "proof"), ("proof", _proved, "done")):
             if tune.record("phase") == phase and step(tune, say) is not False:
                 _phase_ended(tune, phase, after)
-    except (KeyboardInterrupt, Interrupted) as e:
+    except (KeyboardInterrupt, Interrupted):
         _save_clock(tune)
         write(tune, "interrupted")
-        raise Interrupted(f"tune interrupted ({e or 'Ctrl-C'}); every trial and sample is kept. "
-                          f"Continue with: flagsweep tune --resume {tune.name}") from None
+        # The batch's own hint (resume its sweep) is not the user's: the tune resumes it.
+        raise Interrupted(f"tune {tune.name} interrupted in its {tune.record('phase')} phase; "
+                          "every trial and sample is kept. Continue with: flagsweep tune "
+                          f"--resume {tune.name}") from None
     except Exception:
         _save_clock(tune)
         write(tune, "failed")

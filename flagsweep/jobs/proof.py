@@ -24,7 +24,7 @@ from pathlib import Path
 
 from flagsweep import stats
 from flagsweep.jobs import sweep
-from flagsweep.jobs.batch import Setting, finite_pair, flag_text, run_id, vid
+from flagsweep.jobs.batch import Setting, finite_pair, run_id, vid
 from flagsweep.measure.plan import round_values
 from flagsweep.results import contract, reader
 from flagsweep.stats import layout
@@ -154,7 +154,3 @@ def _against(s: Setting, path: Path, doc: contract.Results, ref: str
     stats.adjust(list(found.values()), threshold_pct=doc.threshold_pct)
     return {v: contract.TuneEstimate(ratio=e.ratio, ci95=finite_pair(e.ci95), verdict=e.verdict,
                                      p_adjusted=e.p_adjusted) for v, e in found.items()}
-
-
-def flags_of(c: contract.TuneCandidate) -> str:
-    return flag_text(tuple(c.flags))

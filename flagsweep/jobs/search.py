@@ -95,11 +95,6 @@ def load(store: Store, name: str):
                              sampler=sampler(attrs["sampler"], attrs["seed"]))
 
 
-def names(store: Store) -> list[str]:
-    optuna = _optuna()
-    return sorted(s.study_name for s in optuna.get_all_study_summaries(storage(store), False))
-
-
 def ask(study, space: Space, dropped: set[str], sampler_name: str, seed: int):
     """One trial and the choices it makes: every dimension not dropped (a flag that broke a
     build or an output is never proposed again; its dimension is left out, so the trial keeps

@@ -52,6 +52,7 @@ SHARES = {"search": 0.6, "ablation": 0.15, "proof": 0.25}
 # nothing new to try in this space.
 STALE_BATCHES = 3
 BUSY_PAUSE_S = 30.0          # before a sweep the machine was too busy for is resumed
+MIN_ROUNDS_S = 60.0          # the least an ablation's or a proof's sweep is given for its rounds
 BUSY_TRIES = 2               # resumptions of a busy sweep, whatever the time left
 
 
@@ -359,8 +360,9 @@ def _measured(tune: Tuning, number: int, todo: list[Proposal],
               say: Callable[[str], None]) -> dict[int, batch.Judged]:
     s = tune.setting
     out: dict[int, batch.Judged] = {}
+    began = time.monotonic()
     builds = batch.built(s, tune.out / "candidates" / f"{number:03d}", todo)
-    _count(tune, "builds", len(todo))
+    _count(tune, f"batch {number}", builds=len(todo), build_s=time.monotonic() - began)
     codes = tune.record("codes") or {}
     rest = []
     for c in todo:
@@ -410,7 +412,8 @@ def _swept(tune: Tuning, number: int, todo: list[Proposal],
                            seed=tune.opts.seed + number, budget=budget)
     path = _through_busy(tune, path, say)
     _fix_metric(tune, batch.run_id(s, path))
-    _count(tune, "runs", len(s.store.samples(batch.run_id(s, path))))
+    rid = batch.run_id(s, path)
+    _count(tune, rid, runs=len(s.store.samples(rid)))
     known = {batch.vid(s, tuple(t.user_attrs["flags"])): t.user_attrs.get("ratio")
              for t in search.trials(tune.study) if t.user_attrs.get("ratio") is not None}
     got = batch.judged(s, path, todo, known)
@@ -478,7 +481,7 @@ def _bisect(tune: Tuning, c: Proposal, j: batch.Judged, say: Callable[[str], Non
     kind = "build" if j.state == "failed-build" else "check"
     probe = culprit.Probe(s, tune.out / "probes" / f"trial-{c.number}", kind)
     found = culprit.culprit(changes, probe)
-    _count(tune, "builds", probe.builds)
+    _count(tune, f"probe {c.number}", builds=probe.builds)
     broken = tune.record("broken") or []
     broken.append({"flag": " ".join(found), "kind": kind, "detail": j.detail,
                    "trial": c.number})
@@ -492,10 +495,26 @@ def _bisect(tune: Tuning, c: Proposal, j: batch.Judged, say: Callable[[str], Non
         say(f"trial {c.number}: its {kind} fails only with {' '.join(found)} together")
 
 
-def _count(tune: Tuning, key: str, n: int) -> None:
+def _count(tune: Tuning, step: str, **spent: float) -> None:
+    """What one step (a batch's builds, a sweep, a bisection) spent, set under its own name:
+    a step done again on resume replaces its figures, never adds them twice."""
     cost = tune.record("cost") or {}
-    cost[key] = cost.get(key, 0) + n
+    steps = cost.setdefault("steps", {})
+    steps[step] = {**steps.get(step, {}), **spent}
     tune.keep("cost", cost)
+
+
+def _spent(tune: Tuning, what: str) -> float:
+    steps = (tune.record("cost") or {}).get("steps", {})
+    return sum(v.get(what, 0) for v in steps.values())
+
+
+def _build_pace(tune: Tuning) -> float:
+    """Seconds per build, from the search's own timed builds (0 before any)."""
+    steps = (tune.record("cost") or {}).get("steps", {}).values()
+    timed = [v for v in steps if "build_s" in v]
+    n = sum(v["builds"] for v in timed)
+    return sum(v["build_s"] for v in timed) / n if n else 0.0
 
 
 def _tell(tune: Tuning, c: Proposal, j: batch.Judged, number: int) -> None:
@@ -594,8 +613,8 @@ def _ablation(tune: Tuning, say: Callable[[str], None]) -> None:
             for i, flag in enumerate(changes)]
     say(f"ablation: the best set (trial {number}) without each of its {len(changes)} flags")
     try:
-        path = _sweep_once(tune, out, f"{tune.name}-ablation", winner, todo,
-                           tune.opts.budget_s * SHARES["ablation"], quick=True, say=say)
+        path = _sweep_once(tune, out, f"{tune.name}-ablation", winner, todo, quick=True,
+                           say=say)
     except Interrupted:
         raise                       # resumed with the tune, never recorded as a failure
     except FlagsweepError as e:
@@ -626,8 +645,7 @@ def _proof(tune: Tuning, say: Callable[[str], None]) -> None:
     try:
         path = _sweep_once(tune, out, f"{tune.name}-proof", s.base,
                            [Proposal(-100 - i, e.flags) for i, e in enumerate(listed[1:])],
-                           tune.opts.budget_s * SHARES["proof"], quick=False, say=say,
-                           layouts=tune.opts.layouts)
+                           quick=False, say=say, layouts=tune.opts.layouts)
     except Interrupted:
         raise                       # resumed with the tune, never recorded as a failure
     except FlagsweepError as e:
@@ -668,21 +686,31 @@ def _proved(tune: Tuning, say: Callable[[str], None]) -> bool:
 
 
 def _sweep_once(tune: Tuning, out: Path, name: str, best: tuple[str, ...],
-                todo: list[Proposal], budget: float, quick: bool, say: Callable[[str], None],
+                todo: list[Proposal], quick: bool, say: Callable[[str], None],
                 layouts: int = 0) -> Path:
     """The ablation's or the proof's sweep: resumed if it began before."""
     s = tune.setting
+    phase = "proof" if layouts else "ablation"
+    binaries = (len(todo) + 1 + (best != s.base)) * max(1, layouts)
     found = s.store.find_run(str(out))
     if found != str(out):
         path = batch.resume(s, found)
     else:
         path = batch.start(s, name, out, best, todo, seed=tune.opts.seed + 10_000 + layouts,
-                           budget=max(60.0, budget), quick=quick, layouts=layouts,
-                           step=None if layouts else contract.TUNE_STEPS[1])
-    path = _through_busy(tune, path, say, "proof" if layouts else "ablation")
-    _count(tune, "runs", len(s.store.samples(batch.run_id(s, path))))
-    _count(tune, "builds", len(todo) * max(1, layouts))
+                           budget=_rounds_budget(tune, phase, binaries), quick=quick,
+                           layouts=layouts, step=None if layouts else contract.TUNE_STEPS[1])
+    path = _through_busy(tune, path, say, phase)
+    rid = batch.run_id(s, path)
+    _count(tune, rid, runs=len(s.store.samples(rid)), builds=binaries)
     return path
+
+
+def _rounds_budget(tune: Tuning, phase: str, binaries: int) -> float:
+    """A sweep's --budget covers its rounds only; its builds come first. So the phase's sweep
+    gets what is left of the phase less its builds at the search's pace (each layout counted
+    as a build, which overstates a relink), and at least MIN_ROUNDS_S to time anything."""
+    left = _phase_end(tune, phase) - tune.elapsed() - binaries * _build_pace(tune)
+    return max(MIN_ROUNDS_S, left)
 
 
 def _keep_model(tune: Tuning, key: str, model: contract.Open) -> None:
@@ -702,7 +730,6 @@ def document(tune: Tuning, status: str) -> contract.Tune:
     proof_ = _model(tune, "proof", contract.TuneProof)
     ablation = _model(tune, "ablation", contract.TuneAblation)
     sentence, use = answer(tune, proof_, ablation, len(trials))
-    cost = dict(attrs.get("cost") or {})
     return contract.Tune.model_validate({
         "schema": contract.TUNE_SCHEMA, "tune_id": tune.name,
         "target": tune.setting.target.name, "status": status, "phase": attrs.get("phase"),
@@ -717,7 +744,7 @@ def document(tune: Tuning, status: str) -> contract.Tune:
         "ablation": ablation.dump() if ablation else None,
         "proof": proof_.dump() if proof_ else None,
         "answer": sentence, "recommended": use,
-        "cost": {"builds": cost.get("builds", 0), "runs": cost.get("runs", 0),
+        "cost": {"builds": int(_spent(tune, "builds")), "runs": int(_spent(tune, "runs")),
                  "wall_s": round(tune.elapsed(), 1),
                  **_phase_seconds(attrs.get("phase_ended_s") or {})}})
 

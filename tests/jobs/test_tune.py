@@ -112,6 +112,10 @@ def test_tune_finds_the_planted_flags_survives_a_kill_and_proves_them(tmp_path, 
             pairs = [(s.variant_id, s.round) for s in store.samples(tr.run_id)]
             assert len(pairs) == len(set(pairs))
     assert doc.cost.runs > 0 and doc.progress and doc.progress[-1].ratio < 0.8
+    # the cost counts each sweep's runs once, though the kill and the stop resumed some of them
+    sweeps = {tr.run_id for tr in doc.trials if tr.run_id} | {doc.ablation.run_id,
+                                                              doc.proof.run_id}
+    assert doc.cost.runs == sum(len(store.samples(rid)) for rid in sweeps)
 
 
 def test_halving_finds_one_culprit_or_says_flags_fail_together():

@@ -66,3 +66,34 @@ def test_no_finished_proof_recommends_nothing():
     failed = contract.TuneProof(status="failed", why="it broke")
     assert tune.answer(TUNING, failed, None, 3) == (None, None)
     assert tune.answer(TUNING, None, None, 3) == (None, None)
+
+
+class Recorded(SimpleNamespace):
+    """A tune's record alone: what `_count` and the budget read and keep."""
+    def record(self, key):
+        return self.attrs.get(key)
+
+    def keep(self, key, value):
+        self.attrs[key] = value
+
+    def elapsed(self):
+        return self.clock
+
+
+def test_a_step_done_again_on_resume_is_counted_once():
+    t = Recorded(attrs={})
+    tune._count(t, "batch 0", builds=6, build_s=30.0)
+    tune._count(t, "run-1", runs=40)
+    tune._count(t, "run-1", runs=52, builds=3)      # the sweep resumed and finished
+    assert tune._spent(t, "runs") == 52 and tune._spent(t, "builds") == 9
+    assert tune._build_pace(t) == 5.0               # only the timed builds set the pace
+
+
+def test_a_phase_sweep_gets_what_is_left_of_the_phase_less_its_builds():
+    t = Recorded(attrs={}, clock=2200.0, opts=SimpleNamespace(budget_s=3600.0))
+    assert tune._rounds_budget(t, "ablation", 4) == 2700 - 2200   # no build timed yet
+    tune._count(t, "batch 0", builds=10, build_s=100.0)
+    assert tune._rounds_budget(t, "ablation", 4) == 2700 - 2200 - 40
+    t.clock = 2690.0                                # the search ran over: the least is kept
+    assert tune._rounds_budget(t, "ablation", 4) == tune.MIN_ROUNDS_S
+    assert tune._rounds_budget(t, "proof", 20) == 3600 - 2690 - 200

@@ -12,7 +12,10 @@ private store.
   program  one tune of one program: the answer, the proof against the base and -O3, the
            ablation and the cost.
 
-Usage: python bench/tune.py known [--seeds 10] [--budget 4m]
+  known --space decoys   the same two among 50 decoys of which 17 change duo's code outside
+           its kernels (targets/duo/decoys.toml): identical code no longer answers for them.
+
+Usage: python bench/tune.py known [--seeds 10] [--budget 4m] [--space decoys]
        python bench/tune.py versus gzip [--seeds 3] [--budget 20m]
        python bench/tune.py program gzip [--budget 1h] [--seed 1]
 Every tune's folder is kept under --work (default: a new folder in /tmp), tune.json and
@@ -31,7 +34,7 @@ import time
 from pathlib import Path
 
 FLAGSWEEP = [sys.executable, "-m", "flagsweep"]
-DUO_SPACE = Path(__file__).resolve().parent.parent / "targets" / "duo" / "space.toml"
+DUO = Path(__file__).resolve().parent.parent / "targets" / "duo"
 
 
 def tune(work: Path, name: str, target: str, budget: str, seed: int, *extra: str) -> dict:
@@ -111,11 +114,13 @@ def show(doc: dict) -> None:
 
 
 def known(args, work: Path) -> None:
-    answer = _duo_answer()
-    print(f"duo: the known answer is {' '.join(sorted(answer))}")
+    space = DUO / f"{args.space}.toml"
+    answer = _duo_answer(space)
+    print(f"duo ({space.name}): the known answer is {' '.join(sorted(answer))}")
     hits = ablated = 0
+    prefix = "duo" if args.space == "space" else f"duo-{args.space}"
     for seed in range(1, args.seeds + 1):
-        doc = tune(work, f"duo-{seed}", "duo", args.budget, seed, "--space", str(DUO_SPACE))
+        doc = tune(work, f"{prefix}-{seed}", "duo", args.budget, seed, "--space", str(space))
         found = _winner(doc)
         minimal = set((doc.get("ablation") or {}).get("minimal", []))
         hits += answer <= found
@@ -136,12 +141,12 @@ def _winner(doc: dict) -> set[str]:
     return set()
 
 
-def _duo_answer() -> set[str]:
+def _duo_answer(space: Path) -> set[str]:
     """The two switches the space file names as the ones that matter (its `# answer:` line)."""
-    for line in DUO_SPACE.read_text().splitlines():
+    for line in space.read_text().splitlines():
         if line.startswith("# answer:"):
             return set(line.split(":", 1)[1].split())
-    sys.exit(f"{DUO_SPACE}: no '# answer: -fA -fB' line")
+    sys.exit(f"{space}: no '# answer: -fA -fB' line")
 
 
 def versus(args, work: Path) -> None:
@@ -178,6 +183,8 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--budget", default=None)
     p.add_argument("--work", type=Path, default=None)
+    p.add_argument("--space", choices=["space", "decoys"], default="space",
+                   help="known: duo's space file (decoys: 17 of the 50 change the code)")
     args = p.parse_args()
     args.seeds = args.seeds or {"known": 10, "versus": 3}.get(args.what, 1)
     args.budget = args.budget or {"known": "4m", "versus": "20m", "program": "1h"}[args.what]

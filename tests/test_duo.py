@@ -108,3 +108,55 @@ def test_the_switches_do_not_change_the_output(builds, tmp_path):
     base = output("-O2")
     assert base.startswith("bytes 20000 ")
     assert output(f"-O2 {STRIDES} {CLONE}") == base
+
+
+# ---- decoys.toml: the harder known answer, with decoys that change the code ---------------------
+
+HOT = ("duo_walk", "cells_apply", "duo_cells")
+
+
+def _decoys() -> tuple[list[str], list[str]]:
+    """decoys.toml's 50 switches said not to matter: those that change the code, the rest."""
+    spec = tomllib.loads((target.load("duo").folder / "decoys.toml").read_text())
+    assert spec["base"] == "-O2" and len(spec["switches"]) == 52
+    assert STRIDES in spec["switches"] and CLONE in spec["switches"]
+    neutral = set(_neutral())
+    rest = [s for s in spec["switches"] if s not in (STRIDES, CLONE)]
+    return [s for s in rest if s not in neutral], [s for s in rest if s in neutral]
+
+
+@pytest.fixture(scope="module")
+def decoy_builds(tmp_path_factory, session_cache) -> dict[str, variants.VariantBuild]:
+    """-O2 and the two, each alone with every code-changing decoy, and with all 50 decoys."""
+    changing, same = _decoys()
+    flag_sets = ["-O2", f"-O2 {STRIDES} {CLONE}", *(f"-O2 {d}" for d in changing),
+                 " ".join(["-O2", *changing, *same]),
+                 " ".join(["-O2", STRIDES, CLONE, *changing, *same])]
+    m = matrix.expand(recipe.from_flags(flag_sets, ["gcc"]), filter_cpu=False)
+    out = tmp_path_factory.mktemp("decoys") / "run"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("FLAGSWEEP_CACHE", str(session_cache))
+        mp.setenv("XDG_CONFIG_HOME", str(session_cache / "config"))
+        mp.delenv("CCACHE_DIR", raising=False)
+        built = variants.build_all(target.load("duo"), m, variants.Options(out_dir=out, jobs=2))
+    return {" ".join(b.variant.flags): b for b in built}
+
+
+def test_the_decoys_change_the_code_but_never_the_kernels(decoy_builds):
+    changing, same = _decoys()
+    assert len(changing) == 17 and len(same) == 33
+    assert {b.status for b in decoy_builds.values()} == {"ok"}
+    base, both = decoy_builds["-O2"], decoy_builds[f"-O2 {STRIDES} {CLONE}"]
+
+    def kernels(b) -> list[list[str]]:
+        return [_placeless(listing(b.binary, f)) for f in HOT]
+
+    # each code-changing decoy alone gives another binary...
+    for d in changing:
+        assert decoy_builds[f"-O2 {d}"].code_sha256 != base.code_sha256, d
+    # ...and all 50 together, on -O2 and on the two, another binary with the same kernels
+    every = decoy_builds[" ".join(["-O2", *changing, *same])]
+    on_two = decoy_builds[" ".join(["-O2", STRIDES, CLONE, *changing, *same])]
+    assert every.code_sha256 != base.code_sha256 and on_two.code_sha256 != both.code_sha256
+    assert all(kernels(base)) and kernels(every) == kernels(base)
+    assert kernels(on_two) == kernels(both)

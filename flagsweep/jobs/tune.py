@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from flagsweep import files, report
+from flagsweep import files, report, stats
 from flagsweep.compilation import variants
 from flagsweep.errors import FlagsweepError, Interrupted
 from flagsweep.experiment import space as spaces
@@ -417,7 +417,7 @@ def _swept(tune: Tuning, number: int, todo: list[Proposal],
     known = {batch.vid(s, tuple(t.user_attrs["flags"])): t.user_attrs.get("ratio")
              for t in search.trials(tune.study) if t.user_attrs.get("ratio") is not None}
     got = batch.judged(s, path, todo, known)
-    _remeasured(tune, path, incumbent, best)
+    _remeasured(tune, number, path, incumbent, best)
     for c in todo:
         got[c.number].run_id = batch.run_id(s, path)
     return got
@@ -447,19 +447,20 @@ def _phase_end(tune: Tuning, phase: str) -> float:
     return tune.opts.budget_s * sum(SHARES[p] for p in order[:order.index(phase) + 1])
 
 
-def _remeasured(tune: Tuning, path: Path, incumbent: tuple[str, ...], best) -> None:
+def _remeasured(tune: Tuning, number: int, path: Path, incumbent: tuple[str, ...],
+                best) -> None:
     """The best set measured again as the batch's baseline: its ratio to the base from this
     batch too, so its rank is the mean of its estimates, not its luckiest one (the winner's
     curse of picking the best of many noisy estimates)."""
     if best is None:
         return
-    got = batch.judged(tune.setting, path, [Proposal(best[0], incumbent)], {})
-    ratio = got[best[0]].ratio
-    if ratio is None:
+    got = batch.judged(tune.setting, path, [Proposal(best[0], incumbent)], {})[best[0]]
+    if got.ratio is None:
         return
     # Kept with the study: a told trial's attributes are final in Optuna.
     again = tune.record("again") or {}
-    again.setdefault(str(best[0]), []).append(ratio)
+    entries = [e for e in again.get(str(best[0]), []) if _estimate(e)[0] != number]
+    again[str(best[0])] = entries + [{"batch": number, "ratio": got.ratio, "ci95": got.ci95}]
     tune.keep("again", again)
 
 
@@ -564,21 +565,49 @@ def _known_flags(tune: Tuning) -> dict[tuple[str, ...], tuple[int, float | None]
     return out
 
 
-def ranked(tune: Tuning) -> list[tuple[int, tuple[str, ...], float]]:
-    """Distinct measured sets, fastest first, each by the geometric mean of its estimates."""
+def ranked(tune: Tuning, upto: int | None = None) -> list[tuple[int, tuple[str, ...], float]]:
+    """Distinct measured sets, fastest first, each by the geometric mean of its estimates (of
+    the batches up to `upto`, when given)."""
+    return [(n, flags, ratio) for n, flags, ratio, _ in _estimated(tune, upto)]
+
+
+def _estimated(tune: Tuning, upto: int | None) -> list[tuple]:
+    """(trial, flags, ratio, 95% interval) of each distinct measured set, fastest first: a set
+    measured in k batches has the geometric mean of its k ratios and that mean's interval (the
+    batches' sweeps are independent estimates: stats.pool)."""
     seen, out = set(), []
     again = tune.record("again") or {}
     for t in search.trials(tune.study):
         a = t.user_attrs
         if a.get("state") != "measured" or a.get("ratio") is None:
             continue
+        if upto is not None and (a.get("batch") is None or a["batch"] > upto):
+            continue
         flags = tuple(a["flags"])
         if flags in seen:
             continue
         seen.add(flags)
-        estimates = [a["ratio"], *again.get(str(t.number), [])]
-        out.append((t.number, flags, math.exp(sum(map(math.log, estimates)) / len(estimates))))
+        estimates = [(a.get("batch"), a["ratio"], batch.finite_pair(a.get("ci95")))]
+        estimates += [_estimate(e) for e in again.get(str(t.number), [])]
+        estimates = [e for e in estimates if upto is None or (e[0] is not None and e[0] <= upto)]
+        out.append((t.number, flags, *_combined(estimates)))
     return sorted(out, key=lambda x: x[2])
+
+
+def _estimate(entry) -> tuple:
+    """A re-measurement: (batch, ratio, 95% interval); a bare ratio from an older record."""
+    if isinstance(entry, dict):
+        return entry.get("batch"), entry["ratio"], batch.finite_pair(entry.get("ci95"))
+    return None, entry, None
+
+
+def _combined(estimates: list[tuple]) -> tuple[float, list[float] | None]:
+    """The geometric mean of the ratios, with its interval when every estimate has one."""
+    mean = math.exp(sum(math.log(r) for _, r, _ in estimates) / len(estimates))
+    if len(estimates) == 1 or any(ci is None for _, _, ci in estimates):
+        return mean, estimates[0][2] if len(estimates) == 1 else None
+    pooled = stats.pool([(r, tuple(ci)) for _, r, ci in estimates])
+    return mean, [float(x) for x in pooled.ci95] if pooled else None
 
 
 def _best(tune: Tuning):
@@ -780,24 +809,23 @@ def _trial(t) -> contract.TuneTrial:
 
 
 def _progress(tune: Tuning, trials: list[contract.TuneTrial]) -> list[dict]:
-    """The best-so-far curve: after each batch, the best measured set, its interval, and what
-    had been spent (builds and runs counted from the trials, wall time at the batch's end)."""
-    out, best, runs, builds = [], None, 0, 0
+    """The best-so-far curve: after each batch, the best set as the search ranked it then (the
+    mean of its estimates so far, with the mean's interval), and what had been spent (builds
+    and runs counted from the trials, wall time at the batch's end)."""
+    out, runs, builds = [], 0, 0
     for entry in tune.record("batches") or []:
         told = [t for t in trials if t.batch == entry["batch"] and t.state != "pending"]
         if not told:
             continue
         runs += sum(t.runs or 0 for t in told)
         builds += sum(1 for t in told if t.state != "repeat")
-        for t in told:
-            if t.state == "measured" and t.ratio is not None and (best is None
-                                                                 or t.ratio < best.ratio):
-                best = t
+        found = _estimated(tune, entry["batch"])
+        best = found[0] if found else None
         out.append({"batch": entry["batch"], "trials": max(t.number for t in told) + 1,
                     "builds": builds, "runs": runs,
                     "elapsed_s": max(t.elapsed_s or 0 for t in told),
-                    "best": best.number if best else None,
-                    "ratio": best.ratio if best else None, "ci95": best.ci95 if best else None})
+                    "best": best[0] if best else None,
+                    "ratio": best[2] if best else None, "ci95": best[3] if best else None})
     return out
 
 

@@ -4,6 +4,7 @@ nothing found beats them."""
 
 from __future__ import annotations
 
+import math
 from types import SimpleNamespace
 
 from flagsweep.jobs import tune
@@ -97,3 +98,35 @@ def test_a_phase_sweep_gets_what_is_left_of_the_phase_less_its_builds():
     t.clock = 2690.0                                # the search ran over: the least is kept
     assert tune._rounds_budget(t, "ablation", 4) == tune.MIN_ROUNDS_S
     assert tune._rounds_budget(t, "proof", 20) == 3600 - 2690 - 200
+
+
+class Study(SimpleNamespace):
+    def get_trials(self, deepcopy=False):
+        return self.told
+
+
+def _told(number, batch, ratio, ci):
+    return SimpleNamespace(number=number, user_attrs={
+        "state": "measured", "flags": ["-O2", f"-f{number}"], "batch": batch, "ratio": ratio,
+        "ci95": ci})
+
+
+def test_the_best_so_far_is_the_mean_of_its_estimates_as_they_came():
+    """A set lucky in its first batch and slower when measured again as the next batch's
+    baseline loses its place, in the ranking and on the curve, from that batch on."""
+    t = Recorded(attrs={"again": {"0": [{"batch": 1, "ratio": 1.02, "ci95": [0.97, 1.07]}]}},
+                 study=Study(told=[_told(0, 0, 0.90, [0.85, 0.95]),
+                                   _told(1, 1, 0.95, [0.90, 1.00])]))
+    assert [n for n, _, _ in tune.ranked(t, upto=0)] == [0]
+    first = tune._estimated(t, 0)[0]
+    assert first[2] == 0.90 and first[3] == [0.85, 0.95]
+    (n, _, ratio, ci), _ = tune._estimated(t, 1)
+    assert n == 1 and ratio == 0.95
+    lucky = tune._estimated(t, None)[1]
+    assert lucky[0] == 0 and abs(lucky[2] - (0.90 * 1.02) ** 0.5) < 1e-12
+    # the mean's interval is narrower than either estimate's on the log scale
+    assert lucky[3][0] < lucky[2] < lucky[3][1]
+    assert math.log(lucky[3][1] / lucky[3][0]) < math.log(0.95 / 0.85)
+    # an older record's bare ratio still counts, without an interval
+    t.attrs["again"] = {"0": [1.02]}
+    assert tune._estimated(t, None)[1][3] is None

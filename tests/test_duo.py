@@ -40,22 +40,27 @@ def _neutral() -> list[str]:
     return [s for s in _space()["switches"] if s not in (STRIDES, CLONE)]
 
 
+def _built(flag_sets: list[str], folder: Path, cache: Path) -> dict[str, variants.VariantBuild]:
+    """duo built with each flag set by flagsweep's own machinery, in the session's cache as
+    conftest's isolated_cache sets it up (a module's fixture is made before that per-test one)."""
+    m = matrix.expand(recipe.from_flags(flag_sets, ["gcc"]), filter_cpu=False)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("FLAGSWEEP_CACHE", str(cache))
+        mp.setenv("XDG_CONFIG_HOME", str(cache / "config"))
+        mp.delenv("CCACHE_DIR", raising=False)
+        built = variants.build_all(target.load("duo"), m,
+                                   variants.Options(out_dir=folder / "run", jobs=2))
+    return {" ".join(b.variant.flags): b for b in built}
+
+
 @pytest.fixture(scope="module")
 def builds(tmp_path_factory, session_cache) -> dict[str, variants.VariantBuild]:
     """duo at -O2, with each switch, with both, and with all 50 neutral switches on each of -O2
-    and both: built once for the module, in the session's cache as conftest's isolated_cache sets it up (a
-    module's fixture is made before that per-test one)."""
+    and both: built once for the module."""
     flag_sets = ["-O2", f"-O2 {STRIDES}", f"-O2 {CLONE}", f"-O2 {STRIDES} {CLONE}",
                  " ".join(["-O2", *_neutral()]),
                  " ".join(["-O2", STRIDES, CLONE, *_neutral()])]
-    m = matrix.expand(recipe.from_flags(flag_sets, ["gcc"]), filter_cpu=False)
-    out = tmp_path_factory.mktemp("duo") / "run"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("FLAGSWEEP_CACHE", str(session_cache))
-        mp.setenv("XDG_CONFIG_HOME", str(session_cache / "config"))
-        mp.delenv("CCACHE_DIR", raising=False)
-        built = variants.build_all(target.load("duo"), m, variants.Options(out_dir=out, jobs=2))
-    return {" ".join(b.variant.flags): b for b in built}
+    return _built(flag_sets, tmp_path_factory.mktemp("duo"), session_cache)
 
 
 def test_the_space_file_holds_the_two_among_fifty():
@@ -132,14 +137,7 @@ def decoy_builds(tmp_path_factory, session_cache) -> dict[str, variants.VariantB
     flag_sets = ["-O2", f"-O2 {STRIDES} {CLONE}", *(f"-O2 {d}" for d in changing),
                  " ".join(["-O2", *changing, *same]),
                  " ".join(["-O2", STRIDES, CLONE, *changing, *same])]
-    m = matrix.expand(recipe.from_flags(flag_sets, ["gcc"]), filter_cpu=False)
-    out = tmp_path_factory.mktemp("decoys") / "run"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("FLAGSWEEP_CACHE", str(session_cache))
-        mp.setenv("XDG_CONFIG_HOME", str(session_cache / "config"))
-        mp.delenv("CCACHE_DIR", raising=False)
-        built = variants.build_all(target.load("duo"), m, variants.Options(out_dir=out, jobs=2))
-    return {" ".join(b.variant.flags): b for b in built}
+    return _built(flag_sets, tmp_path_factory.mktemp("decoys"), session_cache)
 
 
 def test_the_decoys_change_the_code_but_never_the_kernels(decoy_builds):

@@ -45,43 +45,68 @@ def o3(base: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def ablation_rows(s: Setting, path: Path, winner: tuple[str, ...],
-                  changes: tuple[str, ...]) -> list[contract.TuneAblationRow]:
-    """Each flag of the winner: the winner without it, against the winner (>1: it helps)."""
+                  removals: list[tuple[str, ...]]) -> list[contract.TuneAblationRow]:
+    """Each removal (one flag, or a group of them): the winner without it, against the winner
+    (>1: what was removed helps)."""
     doc = reader.load(path)
     by_id = {v.id: v for v in doc.variants}
     rows = []
-    for flag in changes:
-        without = tuple(f for f in winner if f != flag)
-        v = by_id.get(vid(s, without))
-        rows.append(_row(flag, v, vid(s, winner), by_id))
+    for removed in removals:
+        v = by_id.get(vid(s, without(winner, removed)))
+        rows.append(_row(removed, v, vid(s, winner), by_id))
     return rows
 
 
-def _row(flag: str, v: contract.Variant | None, winner_id: str,
+def without(winner: tuple[str, ...], removed: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(f for f in winner if f not in removed)
+
+
+def groups(changes: tuple[str, ...], n: int) -> list[tuple[str, ...]]:
+    """The changes in n groups of near-equal size, in their order."""
+    n = max(1, min(n, len(changes)))
+    size, extra = divmod(len(changes), n)
+    out, at = [], 0
+    for i in range(n):
+        take = size + (i < extra)
+        out.append(changes[at:at + take])
+        at += take
+    return out
+
+
+def _row(removed: tuple[str, ...], v: contract.Variant | None, winner_id: str,
          by_id: dict[str, contract.Variant]) -> contract.TuneAblationRow:
+    named = {"flag": " ".join(removed), "flags": list(removed)}
     if v is None:
-        return contract.TuneAblationRow(flag=flag, status="not-built")
+        return contract.TuneAblationRow(**named, status="not-built")
     if v.build.status != "ok":
-        return contract.TuneAblationRow(flag=flag, variant=v.id, status="failed-build")
+        return contract.TuneAblationRow(**named, variant=v.id, status="failed-build")
     if v.build.identical_to == winner_id:
-        return contract.TuneAblationRow(flag=flag, variant=v.id, ratio=1.0, identical=True,
+        return contract.TuneAblationRow(**named, variant=v.id, ratio=1.0, identical=True,
                                         status="identical", verdict="identical")
     # The same code as another set of the sweep (the base, or the winner without another
     # flag): that set's comparison is this one's.
     measured = by_id.get(v.build.identical_to, v) if v.build.identical_to else v
     if measured.check is None or measured.check.status not in ("ok", "equivalent"):
-        return contract.TuneAblationRow(flag=flag, variant=v.id, status="failed-check")
+        return contract.TuneAblationRow(**named, variant=v.id, status="failed-check")
     vs = measured.vs_baseline
     if vs is None:
-        return contract.TuneAblationRow(flag=flag, variant=v.id, status="not-measured")
-    return contract.TuneAblationRow(flag=flag, variant=v.id, ratio=vs.ratio, ci95=vs.ci95,
+        return contract.TuneAblationRow(**named, variant=v.id, status="not-measured")
+    return contract.TuneAblationRow(**named, variant=v.id, ratio=vs.ratio, ci95=vs.ci95,
                                     verdict=vs.verdict)
 
 
 def minimal(rows: list[contract.TuneAblationRow]) -> list[str]:
-    """The flags whose removal is decided slower, the costliest first."""
+    """The flags whose removal (alone, or with their group) is decided slower, the costliest
+    first."""
     kept = [r for r in rows if r.verdict == "slower" and r.ratio is not None]
-    return [r.flag for r in sorted(kept, key=lambda r: -r.ratio)]
+    return [f for r in sorted(kept, key=lambda r: -r.ratio) for f in (r.flags or [r.flag])]
+
+
+def active(row: contract.TuneAblationRow) -> bool:
+    """A group that may hold a flag that matters: its removal not decided harmless (slower,
+    or not decided at all), so its flags are worth taking apart."""
+    return not (row.status == "identical" or row.verdict in ("equivalent", "faster",
+                                                             "identical"))
 
 
 def entries(base: tuple[str, ...], ranked: list[tuple[int, tuple[str, ...]]],

@@ -506,8 +506,9 @@ def _count(tune: Tuning, step: str, **spent: float) -> None:
 
 
 def _spent(tune: Tuning, what: str) -> float:
-    steps = (tune.record("cost") or {}).get("steps", {})
-    return sum(v.get(what, 0) for v in steps.values())
+    """The total over the steps (and the running total an older record kept instead)."""
+    cost = tune.record("cost") or {}
+    return cost.get(what, 0) + sum(v.get(what, 0) for v in cost.get("steps", {}).values())
 
 
 def _build_pace(tune: Tuning) -> float:
@@ -637,13 +638,10 @@ def _ablation(tune: Tuning, say: Callable[[str], None]) -> None:
                                                             of=list(changes)))
         say(f"ablation: skipped ({why})")
         return
-    out = tune.out / "ablation"
-    todo = [Proposal(-1 - i, tuple(f for f in winner if f != flag))
-            for i, flag in enumerate(changes)]
-    say(f"ablation: the best set (trial {number}) without each of its {len(changes)} flags")
+    plan = tune.record("ablation_plan") or _ablation_plan(tune, changes)
+    tune.keep("ablation_plan", plan)
     try:
-        path = _sweep_once(tune, out, f"{tune.name}-ablation", winner, todo, quick=True,
-                           say=say)
+        rows = _ablated(tune, winner, plan, number, say)
     except Interrupted:
         raise                       # resumed with the tune, never recorded as a failure
     except FlagsweepError as e:
@@ -651,13 +649,73 @@ def _ablation(tune: Tuning, say: Callable[[str], None]) -> None:
                                                             of=list(changes)))
         say(f"ablation: failed ({e})")
         return
-    rows = proof.ablation_rows(s, path, winner, changes)
     least = proof.minimal(rows)
+    path = Path(tune.record("ablation_plan")["last"])
     _keep_model(tune, "ablation", contract.TuneAblation(
         status="complete", run_id=batch.run_id(s, path), results=str(path), of=list(changes),
-        rows=rows, minimal=least))
+        method=plan["method"], why=plan.get("why"), rows=rows, minimal=least))
     say(f"ablation: {len(least)} of the {len(changes)} flags matter"
         + (f": {' '.join(least)}" if least else ""))
+
+
+def _ablation_plan(tune: Tuning, changes: tuple[str, ...]) -> dict:
+    """Leave-one-out when its builds fit in the ablation's time at the search's build pace;
+    else group screening (Watson, "A study of the group screening method", Technometrics
+    1961): the winner without each of about sqrt(n) groups of its flags, as many as fit, then
+    without each flag of the groups that may matter, when those builds fit in what is left.
+    With few flags that matter among many, that builds about (k+1) sqrt(n) sets, not n. What
+    it cannot see: flags within one group whose effects cancel. Kept with the study, so a
+    resumed tune takes the same plan."""
+    pace = _build_pace(tune)
+    fit = (int((_phase_end(tune, "ablation") - tune.elapsed() - MIN_ROUNDS_S) / pace) - 2
+           if pace else len(changes))
+    if len(changes) <= max(fit, 2):
+        return {"method": "leave-one-out", "groups": [[f] for f in changes]}
+    n = max(2, min(fit, math.ceil(math.sqrt(len(changes)))))
+    why = (f"one set without each of its {len(changes)} flags would take about "
+           f"{len(changes) * pace / 60:.0f} min to build at the search's {pace:.0f} s a "
+           f"build, more than the ablation's time: its flags were taken out in {n} groups "
+           "first, then one by one within the groups that may matter")
+    return {"method": "groups", "why": why,
+            "groups": [list(g) for g in proof.groups(changes, n)]}
+
+
+def _ablated(tune: Tuning, winner: tuple[str, ...], plan: dict, number: int,
+             say: Callable[[str], None]) -> list[contract.TuneAblationRow]:
+    """The plan's sweeps on the search input, the winner their baseline: the removals' rows."""
+    removals = [tuple(g) for g in plan["groups"]]
+    if plan["method"] == "leave-one-out":
+        say(f"ablation: the best set (trial {number}) without each of its {len(removals)} flags")
+        return _removed(tune, "ablation", winner, removals, say)
+    say(f"ablation: the best set (trial {number}) without each of {len(removals)} groups of "
+        f"its flags ({plan['why']})")
+    rows = _removed(tune, "ablation-groups", winner, removals, say)
+    split = plan.get("split")
+    if split is None:
+        split = [f for r in rows if len(r.flags) > 1 and proof.active(r) for f in r.flags]
+        left = _phase_end(tune, "ablation") - tune.elapsed() - MIN_ROUNDS_S
+        if split and len(split) * _build_pace(tune) > left:
+            say(f"ablation: the {len(split)} flags of the groups that may matter are not taken "
+                f"apart: their builds would take longer than the {max(0, left):.0f} s left")
+            split = []
+        plan = {**tune.record("ablation_plan"), "split": split}
+        tune.keep("ablation_plan", plan)
+    if not split:
+        return rows
+    say(f"ablation: the best set without each of the {len(split)} flags of the groups that "
+        "may matter")
+    single = _removed(tune, "ablation-flags", winner, [(f,) for f in split], say)
+    return [r for r in rows if not set(r.flags) <= set(split)] + single
+
+
+def _removed(tune: Tuning, folder: str, winner: tuple[str, ...],
+             removals: list[tuple[str, ...]], say: Callable[[str], None]
+             ) -> list[contract.TuneAblationRow]:
+    todo = [Proposal(-1 - i, proof.without(winner, r)) for i, r in enumerate(removals)]
+    path = _sweep_once(tune, tune.out / folder, f"{tune.name}-{folder}", winner, todo,
+                       quick=True, say=say)
+    tune.keep("ablation_plan", {**tune.record("ablation_plan"), "last": str(path)})
+    return proof.ablation_rows(tune.setting, path, winner, removals)
 
 
 def _proof(tune: Tuning, say: Callable[[str], None]) -> None:

@@ -244,8 +244,8 @@ def _proof(t: tune.TuneView) -> Table:
 
 
 def _ablation(t: tune.TuneView) -> Table:
-    a = table("the ablation: the winner without each flag (+: the flag helps)")
-    for name, justify in (("flag removed", "left"), ("without it", "right"), ("", "left"),
+    a = table("the ablation: the winner without each flag or group (+: it helps)")
+    for name, justify in (("removed", "left"), ("without it", "right"), ("", "left"),
                           ("note", "left")):
         a.add_column(name, justify=justify, overflow="fold")
     for r in t.ablation_rows:

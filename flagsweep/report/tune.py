@@ -206,7 +206,8 @@ def ablation(a: contract.TuneAblation | None) -> tuple[list[AblationLine], str]:
     if a is None:
         return [], ""
     minimal = set(a.minimal)
-    lines = [AblationLine(r.flag, ablation_change(r), row_note(r), r.flag in minimal)
+    lines = [AblationLine(r.flag, ablation_change(r), row_note(r),
+                          bool(minimal) and set(r.flags or [r.flag]) <= minimal)
              for r in a.rows]
     lines.sort(key=lambda x: (x.change.pct is None, -(x.change.pct or 0)))
     return lines, ablation_sentence(a)
@@ -230,11 +231,18 @@ def row_note(r: contract.TuneAblationRow) -> str:
 
 def ablation_sentence(a: contract.TuneAblation) -> str:
     of = len(a.of) or len(a.rows)
+    grouped = [r for r in a.rows if len(r.flags) > 1 and r.verdict == "slower"]
+    how = f" Ablated in groups: {a.why}." if a.method == "groups" and a.why else ""
+    if grouped:
+        how += (f" {len(grouped)} group(s) that matter were not taken apart, so their flags "
+                "are counted whole.")
     if a.minimal:
         return (f"{len(a.minimal)} of the winner's {of} flags give its effect: "
-                f"{', '.join(a.minimal)}.")
+                f"{', '.join(a.minimal)}.{how}")
     if a.status == "complete":
-        return f"Removing any one of the winner's {of} flags did not make it measurably slower."
+        what = "group of" if a.method == "groups" else "one of"
+        return (f"Removing any {what} the winner's {of} flags did not make it measurably "
+                f"slower.{how}")
     return ""
 
 

@@ -706,8 +706,9 @@ class TuneProof(Open):
 
 
 class TuneAblationRow(Open):
-    """The winner without one of its flags: what that flag is worth."""
-    flag: Str
+    """The winner without one of its flags, or without a group of them: what they are worth."""
+    flag: Str                                # the flag removed, or the group's flags, spaced
+    flags: list[Str] = []                    # the flags removed (one, or a group's)
     variant: Str | None = None
     ratio: Num = None                        # without it / the winner (>1: the flag helps)
     ci95: Pair = None
@@ -722,6 +723,7 @@ class TuneAblation(Open):
     status: Str
     why: Str | None = None
     of: list[Str] = []                       # the winner's changes
+    method: Str = "leave-one-out"            # leave-one-out | groups (then their flags)
     rows: list[TuneAblationRow] = []
     minimal: list[Str] = []                  # the flags that matter, in order of cost
 

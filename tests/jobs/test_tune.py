@@ -63,9 +63,9 @@ def _space(folder: Path) -> Path:
 
 
 def _options(space: Path, **kw) -> tune.TuneOptions:
-    return tune.TuneOptions(space=str(space), budget_s=3600, seed=5, batch=4, trials=16,
-                            layouts=2, runners_up=1,
-                            measure={"max_runs": 12, "metric": "wall", "cpu": 0}, **kw)
+    return tune.TuneOptions(**{"space": str(space), "budget_s": 3600, "seed": 5, "batch": 4,
+                               "trials": 16, "layouts": 2, "runners_up": 1,
+                               "measure": {"max_runs": 12, "metric": "wall", "cpu": 0}, **kw})
 
 
 def test_tune_finds_the_planted_flags_survives_a_kill_and_proves_them(tmp_path, isolated_cache):
@@ -130,3 +130,32 @@ def test_halving_finds_one_culprit_or_says_flags_fail_together():
     assert len(calls) <= 2 * math.ceil(math.log2(len(flags)))
     together = culprit.culprit(("-fa", "-fb"), lambda part: set(part) == {"-fa", "-fb"})
     assert together == ("-fa", "-fb")
+
+
+def test_a_winner_too_large_to_take_apart_flag_by_flag_is_ablated_in_groups(
+        tmp_path, isolated_cache, monkeypatch):
+    """Builds too slow for one set per flag: the winner's flags go in groups, the groups that
+    may matter are taken apart, and the answer is the same two planted flags."""
+    t = target.load(str(write_tiny_target(tmp_path / "tiny", megabytes=0.2,
+                                          quick_megabytes=0.1)))
+    # The winner the ablation takes apart: the two planted flags, then two that change
+    # nothing planted (whatever the short search below found).
+    winner = ("-O2", "-funroll-loops", "-fno-tree-vectorize", "-fpeel-loops", "-fsplit-loops")
+    real_best = tune._best
+    monkeypatch.setattr(tune, "_best", lambda tu: (0, winner, 0.7)
+                        if tu.record("phase") == "ablation" else real_best(tu))
+    # At 1000 s a build nothing but two groups fits; back at tiny's own pace after that plan,
+    # so the group that may matter is taken apart.
+    real_pace, paces = tune._build_pace, iter([1000.0])
+    monkeypatch.setattr(tune, "_build_pace", lambda tu: next(paces, None) or real_pace(tu))
+    path = tune.start(t, _options(_space(tmp_path), trials=8), tmp_path / "tuned", Store(),
+                      print, execute=Planted())
+    a = contract.validate(json.loads(path.read_text()), path, "tune").ablation
+    assert a.method == "groups" and "in 2 groups" in a.why and a.of == list(winner[1:])
+    assert set(a.minimal) == {"-funroll-loops", "-fno-tree-vectorize"}
+    # the group of the planted two was taken apart; the other, decided harmless, was not
+    rows = {r.flag: r for r in a.rows}
+    assert set(rows) == {"-funroll-loops", "-fno-tree-vectorize", "-fpeel-loops -fsplit-loops"}
+    assert rows["-fpeel-loops -fsplit-loops"].flags == ["-fpeel-loops", "-fsplit-loops"]
+    assert rows["-fpeel-loops -fsplit-loops"].verdict in ("equivalent", "identical")
+    assert all(rows[f].verdict == "slower" for f in a.minimal)

@@ -130,3 +130,25 @@ def test_the_best_so_far_is_the_mean_of_its_estimates_as_they_came():
     # an older record's bare ratio still counts, without an interval
     t.attrs["again"] = {"0": [1.02]}
     assert tune._estimated(t, None)[1][3] is None
+
+
+def test_groups_split_the_flags_in_order_near_evenly():
+    from flagsweep.jobs import proof
+    flags = tuple(f"-f{i}" for i in range(10))
+    got = proof.groups(flags, 4)
+    assert [len(g) for g in got] == [3, 3, 2, 2] and sum(got, ()) == flags
+    assert proof.groups(flags[:2], 5) == [("-f0",), ("-f1",)]
+
+
+def test_leave_one_out_when_its_builds_fit_else_about_sqrt_n_groups():
+    t = Recorded(attrs={}, clock=2160.0, opts=SimpleNamespace(budget_s=3600.0))
+    changes = tuple(f"-f{i}" for i in range(68))
+    assert tune._ablation_plan(t, changes)["method"] == "leave-one-out"    # no pace yet
+    tune._count(t, "batch 0", builds=6, build_s=6.0)                       # 1 s a build
+    assert tune._ablation_plan(t, changes)["method"] == "leave-one-out"
+    tune._count(t, "batch 0", builds=6, build_s=390.0)                     # 65 s a build
+    plan = tune._ablation_plan(t, changes)
+    assert plan["method"] == "groups" and len(plan["groups"]) == 5        # (540-60)/65 - 2
+    assert sum(plan["groups"], []) == list(changes) and "74 min" in plan["why"]
+    tune._count(t, "batch 0", builds=6, build_s=60.0)                      # 10 s a build
+    assert len(tune._ablation_plan(t, changes)["groups"]) == 9             # ceil(sqrt(68))

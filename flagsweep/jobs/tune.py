@@ -921,13 +921,29 @@ def answer(tune: Tuning, proof_: contract.TuneProof | None, ablation: contract.T
     keep, ref = ("-O3", "-O3") if o3_wins or o3 is None and "-O3" in base else (base, base)
     if o3 is not None and not o3_wins:
         ref = f"{base} or -O3"
-    shown = ""
+    threshold = tune.setting.measure.threshold_pct
+    est, shown = _bound(best, o3, base)
+    use = [keep] if keep == "-O3" else list(tune.setting.base)
+    if est is None or not est.ci95 or est.ci95[0] >= 1 - threshold / 100:
+        return (f"Nothing found beats {ref} by more than {threshold:g}% beyond layout luck "
+                f"after {n} candidates{shown}: keep {keep}.", use)
+    # The interval reaches below the threshold: the proof could not tell so small a gain, and
+    # the sentence must not claim a bound the measurement does not give.
+    return (f"Nothing found was shown to beat {ref} after {n} candidates, but the proof cannot "
+            f"rule out a gain of up to {100 * (1 - est.ci95[0]):.1f}%{shown}: keep {keep}, or "
+            "prove it with more runs (--max-runs) on a quieter machine.", use)
+
+
+def _bound(best: contract.TuneCandidate | None, o3: contract.TuneCandidate | None,
+           base: str) -> tuple[contract.TuneEstimate | None, str]:
+    """The interval that bounds what the search could give: the best set's against -O3 (or
+    the base); with no set of the search in the proof, -O3's own against the base."""
     if best is not None:
         est = best.vs_o3 if o3 is not None else best.vs_base
-        shown = f" (the best found: {_interval(est)} against {'-O3' if o3 else base})"
-    return (f"Nothing found beats {ref} by more than {tune.setting.measure.threshold_pct:g}% "
-            f"beyond layout luck after {n} candidates{shown}: keep {keep}.",
-            [keep] if keep == "-O3" else list(tune.setting.base))
+        return est, f" (the best found: {_interval(est)} against {'-O3' if o3 else base})"
+    if o3 is not None and o3.vs_base is not None:
+        return o3.vs_base, f" (-O3: {_interval(o3.vs_base)} against {base})"
+    return None, ""
 
 
 def _o3_code(same: list[contract.TuneCandidate], o3: contract.TuneCandidate,

@@ -54,13 +54,31 @@ def test_the_best_set_with_o3s_own_code_says_use_o3_and_names_the_flags():
 
 def test_nothing_beyond_the_threshold_keeps_o3_or_the_base_with_the_bound():
     o3 = _set("-O3", ["-O3"], vs_base=_est(0.97, "faster"))
-    close = _set("winner", ["-fa"], _est(0.965, "faster"), _est(0.995, "equivalent"))
+    close = _set("winner", ["-fa"], _est(0.965, "faster"),
+                 _est(0.995, "equivalent", [0.991, 0.999]))
     sentence, use = tune.answer(TUNING, _proof(o3, close), None, 24)
     assert use == ["-O3"] and sentence.startswith("Nothing found beats -O3 by more than 1%")
-    assert "-0.5% [-1.5, +0.5] against -O3" in sentence
+    assert "-0.5% [-0.9, -0.1] against -O3" in sentence
     flat = _set("-O3", ["-O3"], vs_base=_est(1.0, "inconclusive"))
     sentence, use = tune.answer(TUNING, _proof(flat, close), None, 24)
     assert use == ["-O2"] and "keep -O2" in sentence
+
+
+def test_an_interval_too_wide_to_bound_the_gain_is_said_as_such():
+    """The claim "nothing beats it by more than T%" needs the interval to rule that out."""
+    o3 = _set("-O3", ["-O3"], vs_base=_est(0.97, "faster"))
+    wide = _set("winner", ["-fa"], _est(0.965, "faster"), _est(0.987, "inconclusive",
+                                                               [0.960, 1.014]))
+    sentence, use = tune.answer(TUNING, _proof(o3, wide), None, 66)
+    assert use == ["-O3"]
+    assert sentence.startswith("Nothing found was shown to beat -O3 after 66 candidates, but "
+                               "the proof cannot rule out a gain of up to 4.0%")
+    assert "-1.3% [-4.0, +1.4] against -O3" in sentence and "keep -O3" in sentence
+    # no set of the search in the proof: -O3's own interval is the bound
+    noisy = _set("-O3", ["-O3"], vs_base=_est(1.001, "inconclusive", [0.891, 1.125]))
+    sentence, use = tune.answer(TUNING, _proof(noisy), None, 30)
+    assert use == ["-O2"] and "a gain of up to 10.9% (-O3: +0.1% [-10.9, +12.5] against -O2)" \
+        in sentence
 
 
 def test_no_finished_proof_recommends_nothing():

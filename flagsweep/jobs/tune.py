@@ -654,8 +654,13 @@ def _ablation(tune: Tuning, say: Callable[[str], None]) -> None:
     _keep_model(tune, "ablation", contract.TuneAblation(
         status="complete", run_id=batch.run_id(s, path), results=str(path), of=list(changes),
         method=plan["method"], why=plan.get("why"), rows=rows, minimal=least))
-    say(f"ablation: {len(least)} of the {len(changes)} flags matter"
-        + (f": {' '.join(least)}" if least else ""))
+    whole = [r for r in rows if len(r.flags) > 1 and r.verdict == "slower"]
+    if whole:
+        say(f"ablation: {len(least)} of the {len(changes)} flags are in what matters, "
+            f"{len(whole)} group(s) of them not taken apart: {' '.join(least)}")
+    else:
+        say(f"ablation: {len(least)} of the {len(changes)} flags matter"
+            + (f": {' '.join(least)}" if least else ""))
 
 
 def _ablation_plan(tune: Tuning, changes: tuple[str, ...]) -> dict:

@@ -929,14 +929,22 @@ def answer(tune: Tuning, proof_: contract.TuneProof | None, ablation: contract.T
     threshold = tune.setting.measure.threshold_pct
     est, shown = _bound(best, o3, base)
     use = [keep] if keep == "-O3" else list(tune.setting.base)
+    undecided = ""
+    if o3 is not None and not o3_wins and o3.vs_base and o3.vs_base.ratio is not None \
+            and o3.vs_base.ratio < 1 - threshold / 100:
+        # -O3 looked faster but was not decided: keeping the base is the safe answer, and the
+        # reader must see why, not read "nothing beats -O2 or -O3" as "they are equal".
+        undecided = (f"; -O3 measured {_interval(o3.vs_base)} against {base} but was not "
+                     f"decided over {k} layouts: more layouts (--layouts) would decide it")
     if est is None or not est.ci95 or est.ci95[0] >= 1 - threshold / 100:
         return (f"Nothing found beats {ref} by more than {threshold:g}% beyond layout luck "
-                f"after {n} candidates{shown}: keep {keep}.", use)
+                f"after {n} candidates{shown}: keep {keep}{undecided}.", use)
     # The interval reaches below the threshold: the proof could not tell so small a gain, and
     # the sentence must not claim a bound the measurement does not give.
     return (f"Nothing found was shown to beat {ref} after {n} candidates, but the proof cannot "
-            f"rule out a gain of up to {100 * (1 - est.ci95[0]):.1f}%{shown}: keep {keep}, or "
-            "prove it with more runs (--max-runs) on a quieter machine.", use)
+            f"rule out a gain of up to {100 * (1 - est.ci95[0]):.1f}%{shown}: keep {keep}"
+            f"{undecided or ', or prove it with more runs (--max-runs) on a quieter machine'}.",
+            use)
 
 
 def _bound(best: contract.TuneCandidate | None, o3: contract.TuneCandidate | None,

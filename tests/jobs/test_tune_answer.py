@@ -170,3 +170,17 @@ def test_leave_one_out_when_its_builds_fit_else_about_sqrt_n_groups():
     assert sum(plan["groups"], []) == list(changes) and "74 min" in plan["why"]
     tune._count(t, "batch 0", builds=6, build_s=60.0)                      # 10 s a build
     assert len(tune._ablation_plan(t, changes)["groups"]) == 9             # ceil(sqrt(68))
+
+
+def test_an_o3_that_looked_faster_but_was_not_decided_is_said_so():
+    """flac's proof beside other work: -O3 -28% against -O2 but inconclusive over 4 layouts,
+    every set of the search slower than -O3. Keeping -O2 is safe; the sentence says why."""
+    o3 = _set("-O3", ["-O3"], vs_base=_est(0.718, "inconclusive", [0.534, 0.966]))
+    slower = _set("minimal", ["-fa"], _est(0.746, "inconclusive", [0.554, 1.004]),
+                  _est(1.039, "slower", [1.019, 1.059]))
+    sentence, use = tune.answer(TUNING, _proof(o3, slower), None, 48)
+    assert use == ["-O2"]
+    assert sentence.startswith("Nothing found beats -O2 or -O3 by more than 1% beyond layout "
+                               "luck after 48 candidates (the best found: +3.9% [+1.9, +5.9] "
+                               "against -O3): keep -O2; -O3 measured -28.2% [-46.6, -3.4] "
+                               "against -O2 but was not decided over 4 layouts")

@@ -441,6 +441,11 @@ def _through_busy(tune: Tuning, path: Path, say: Callable[[str], None],
     return path
 
 
+def _phase_left(tune: Tuning, phase: str) -> float:
+    """Seconds until the phase's share of the budget is spent (negative once it is)."""
+    return _phase_end(tune, phase) - tune.elapsed()
+
+
 def _phase_end(tune: Tuning, phase: str) -> float:
     """The tune's clock at which a phase's share of the budget is spent."""
     order = list(SHARES)
@@ -672,7 +677,7 @@ def _ablation_plan(tune: Tuning, changes: tuple[str, ...]) -> dict:
     it cannot see: flags within one group whose effects cancel. Kept with the study, so a
     resumed tune takes the same plan."""
     pace = _build_pace(tune)
-    fit = (int((_phase_end(tune, "ablation") - tune.elapsed() - MIN_ROUNDS_S) / pace) - 2
+    fit = (int((_phase_left(tune, "ablation") - MIN_ROUNDS_S) / pace) - 2
            if pace else len(changes))
     if len(changes) <= max(fit, 2):
         return {"method": "leave-one-out", "groups": [[f] for f in changes]}
@@ -698,7 +703,7 @@ def _ablated(tune: Tuning, winner: tuple[str, ...], plan: dict, number: int,
     split = plan.get("split")
     if split is None:
         split = [f for r in rows if len(r.flags) > 1 and proof.active(r) for f in r.flags]
-        left = _phase_end(tune, "ablation") - tune.elapsed() - MIN_ROUNDS_S
+        left = _phase_left(tune, "ablation") - MIN_ROUNDS_S
         if split and len(split) * _build_pace(tune) > left:
             say(f"ablation: the {len(split)} flags of the groups that may matter are not taken "
                 f"apart: their builds would take longer than the {max(0, left):.0f} s left")
@@ -801,7 +806,7 @@ def _rounds_budget(tune: Tuning, phase: str, binaries: int) -> float:
     """A sweep's --budget covers its rounds only; its builds come first. So the phase's sweep
     gets what is left of the phase less its builds at the search's pace (each layout counted
     as a build, which overstates a relink), and at least MIN_ROUNDS_S to time anything."""
-    left = _phase_end(tune, phase) - tune.elapsed() - binaries * _build_pace(tune)
+    left = _phase_left(tune, phase) - binaries * _build_pace(tune)
     return max(MIN_ROUNDS_S, left)
 
 

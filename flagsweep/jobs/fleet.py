@@ -13,8 +13,10 @@ worker resources:
   need the label's `cpu-<label>`; checks and rounds also hold `bench`: one measurement at a time
   per worker, never beside a build.
 
-Binaries and inputs travel as bytes with their sha256; a worker writes them into its content-
-addressed cache and checks the hash before running anything (`_materialize`). A round is one
+Binaries and inputs travel as bytes with their sha256: the driver scatters each once and hands
+tasks a `Blob` (sha, file name, Dask key) rather than the data itself; a worker takes a blob from
+its content-addressed cache, or else fetches it from the cluster once and caches it, and checks
+the hash before running anything (`_local`). A round is one
 task: every variant once, in the round's shuffled order, on one machine, so the pairing by
 round holds. Workers write each sample to the store the moment it is taken (the same store the
 driver reads: PostgreSQL for real fleets, see docs/fleet.md); a worker that dies mid-round
@@ -32,6 +34,7 @@ import re
 import shutil
 import socket
 import time
+from concurrent.futures import CancelledError
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -56,6 +59,9 @@ log = logging.getLogger("flagsweep.jobs.fleet")
 BENCH = "bench"
 CPU_ENV = "FLAGSWEEP_BENCH_CPU"           # set by `flagsweep worker --cpu N`
 NATIVE = re.compile(r"-m(arch|tune|cpu)=native$")
+FETCH_TIMEOUT_S = 600                     # a binary or an input over the fleet's network
+NAMED_TIMEOUT_S = 30                      # a blob's name is set before any task needs it
+RESENDS = 3                               # times a task's lost bytes are sent again
 
 
 def label_resource(label: str) -> str:
@@ -157,17 +163,35 @@ def build_task(target_file: str, target_sha: str, m: matrix.Matrix, key: str) ->
             "worker": _worker_name()}
 
 
-def check_task(target_file: str, target_sha: str, binaries: dict[str, tuple[str, bytes]],
-               given: tuple[str, bytes, str], baseline: str) -> dict[str, dict]:
+@dataclass(frozen=True)
+class Blob:
+    """Bytes a task needs, by reference: their sha256, the file name they take on the worker,
+    and the name of the Dask Variable holding the driver's scattered copy. A reference, not a
+    Dask dependency: Dask
+    runs a task where its dependencies lie, and its active memory manager keeps one copy of
+    data no task waits for, so every round would go to that one worker of the label; and a
+    worker whose cache has the file needs no copy at all."""
+
+    sha: str
+    name: str
+    variable: str
+
+
+class Missing(FlagsweepError):
+    """The cluster no longer holds a blob this worker has not cached (the worker that held the
+    copy died): the driver sends the bytes again and reruns the task."""
+
+
+def check_task(target_file: str, target_sha: str, binaries: dict[str, Blob], given: Blob,
+               baseline: str) -> dict[str, dict]:
     """The output checks of a label's binaries, run on a worker of that label."""
     t = _target(target_file, target_sha)
-    paths = {vid: _materialize(sha, data, "bin") for vid, (sha, data) in binaries.items()}
-    workload = check.Invocation(t, _materialize(given[0], given[1], given[2]), _scratch("check"))
+    paths = {vid: _local(b) for vid, b in binaries.items()}
+    workload = check.Invocation(t, _local(given), _scratch("check"))
     return check.check_all(workload, paths, baseline)
 
 
-def round_task(job: RoundJob, rnd: int, binaries: dict[str, tuple[str, bytes]],
-               given: tuple[str, bytes, str]) -> int:
+def round_task(job: RoundJob, rnd: int, binaries: dict[str, Blob], given: Blob) -> int:
     """One round on this worker: each variant once in the round's order, each sample stored
     at once; pairs the store already has (a rescheduled round) are skipped. Returns how many
     samples this call took."""
@@ -176,8 +200,8 @@ def round_task(job: RoundJob, rnd: int, binaries: dict[str, tuple[str, bytes]],
         raise FlagsweepError(f"worker {_worker_name()} writes to the store {db.url}, the sweep "
                              f"to {job.store}: start the worker with the same --db / FLAGSWEEP_DB")
     t = _target(job.target_file, job.target_sha)
-    paths = {vid: _materialize(sha, data, "bin") for vid, (sha, data) in binaries.items()}
-    workload = check.Invocation(t, _materialize(*given), _scratch(job.run_id))
+    paths = {vid: _local(b) for vid, b in binaries.items()}
+    workload = check.Invocation(t, _local(given), _scratch(job.run_id))
     pre = counters.setup(job.counters, lambda _text: None)
     done = db.done(job.run_id)
     taken = 0
@@ -209,6 +233,29 @@ def _target(target_file: str, sha: str) -> target.Target:
         raise FlagsweepError(f"worker {_worker_name()}: {t.path} differs from the driver's "
                              f"{target_file}; install the same flagsweep on every machine")
     return t
+
+
+def _local(b: Blob) -> Path:
+    """The blob as a file in this machine's content-addressed cache, hash verified: the cached
+    file when there is one, else the bytes fetched from the cluster."""
+    path = caches.FLEET.folder() / "blobs" / b.sha / b.name
+    if path.exists() and files.sha256_file(path) == b.sha:
+        return path
+    return _materialize(b.sha, _fetch(b), b.name)
+
+
+def _fetch(b: Blob) -> bytes:
+    """The blob's bytes from whichever worker holds them, named by the driver's Dask Variable
+    (a Future rebuilt here from its key would never learn the data's state)."""
+    from distributed import Variable, get_client
+    try:
+        held = Variable(b.variable, get_client()).get(timeout=NAMED_TIMEOUT_S)
+        if held.status in ("lost", "cancelled"):    # data, unlike a task's, is not recomputed
+            raise CancelledError(held.status)
+        return held.result(timeout=FETCH_TIMEOUT_S)
+    except (TimeoutError, CancelledError) as e:
+        raise Missing(f"worker {_worker_name()}: the cluster no longer holds the bytes of "
+                      f"{b.name} ({b.sha[:12]}), which this worker has not cached") from e
 
 
 def _materialize(sha: str, data: bytes, name: str) -> Path:
@@ -259,7 +306,7 @@ class Label:
     out: Path
     run_id: str = ""
     docs: list[Variant] | None = None
-    binaries: dict | None = None            # vid -> (sha, scattered bytes)
+    binaries: dict | None = None            # vid -> (sha, bytes), then the Blob sent
     measured: list | None = None
 
 
@@ -296,12 +343,17 @@ def run(client, t: target.Target, r: recipe.Recipe, compilers: list[str] | None,
     if opts.quick and (note := inputs.quick_note(t)):
         say(note)
     given = inputs.prepare(t, quick=opts.quick)
-    blob = _scatter(client, (given.sha256, given.path.read_bytes(), given.path.name))
-    for p in parts:
-        p.binaries = {vid: _scatter(client, payload) for vid, payload in p.binaries.items()}
-        _start_run(p, t, r, opts, db, given, say, name or out.name)
-        _check(client, t, p, blob, db, opts, say)
-    endings = _rounds(client, t, parts, blob, opts, db, say)
+    shipment = Shipment(client)
+    try:
+        blob = shipment.send(given.sha256, given.path.read_bytes(), given.path.name)
+        for p in parts:
+            p.binaries = {vid: shipment.send(sha, data, "bin") for vid, (sha, data) in
+                          p.binaries.items()}
+            _start_run(p, t, r, opts, db, given, say, name or out.name)
+            _check(client, t, p, shipment, blob, db, opts, say)
+        endings = _rounds(client, t, parts, shipment, blob, opts, db, say)
+    finally:
+        shipment.close()
     paths = []
     for p in parts:
         # The files first, then the status, as a local sweep does.
@@ -318,11 +370,35 @@ def run(client, t: target.Target, r: recipe.Recipe, compilers: list[str] | None,
     return paths
 
 
-def _scatter(client, payload: tuple):
-    """Bytes sent to every worker and named by a future (one object, not its parts). On every
-    worker, not one: scattered data has no task to recompute it, so a copy on a worker that dies
-    would be lost with it."""
-    return client.scatter([payload], hash=True, broadcast=True)[0]
+class Shipment:
+    """The bytes a fleet sweep sends: each scattered once, named by a Dask Variable that tasks
+    read through a `Blob`, and kept here as well, so what the cluster loses (the one worker
+    holding a copy died before the others cached it) is sent again rather than sinking the
+    sweep. `close` drops the names, which would otherwise keep the bytes on the cluster."""
+
+    def __init__(self, client):
+        self.client, self.data, self.names = client, {}, {}
+
+    def send(self, sha: str, data: bytes, name: str) -> Blob:
+        if sha not in self.data:
+            self.data[sha] = data
+            self._scatter(sha)
+        return Blob(sha, name, self.names[sha].name)
+
+    def again(self) -> None:
+        """Every blob sent anew under its name, so the blobs already handed out still read it."""
+        for sha in self.data:
+            self._scatter(sha)
+
+    def close(self) -> None:
+        for named in self.names.values():
+            named.delete()
+        self.names.clear()
+
+    def _scatter(self, sha: str) -> None:
+        from distributed import Variable
+        future = self.client.scatter([self.data[sha]], hash=True)[0]
+        self.names.setdefault(sha, Variable(f"flagsweep-{future.key}", self.client)).set(future)
 
 
 def _workers_for(client, labels: list[str]) -> None:
@@ -404,19 +480,29 @@ def _start_run(p: Label, t, r, opts, db: store.Store, given, say, name: str) -> 
     say(f"{p.name}: run id {p.run_id}")
 
 
-def _check(client, t, p: Label, blob, db: store.Store, opts, say) -> None:
+def _check(client, t, p: Label, shipment: Shipment, blob: Blob, db: store.Store, opts,
+           say) -> None:
     sha = files.sha256_file(t.path)
 
     def remote(todo: dict, baseline: str) -> dict:
         sent = {vid: p.binaries[vid] for vid in todo}
-        return client.submit(check_task, str(t.path), sha, sent, blob, baseline, pure=False,
-                             resources={BENCH: 1, label_resource(p.name): 1}).result()
+        for attempt in range(RESENDS + 1):
+            f = client.submit(check_task, str(t.path), sha, sent, blob, baseline, pure=False,
+                              resources={BENCH: 1, label_resource(p.name): 1})
+            try:
+                return f.result()
+            except Missing as e:
+                if attempt == RESENDS:
+                    raise
+                say(f"{p.name}: {e}; sending the bytes again")
+                shipment.again()
 
     s = sweep.Sweep(p.run_id, t, "", p.out, opts, p.docs, p.matrix.baseline.id)
     p.measured = sweep.checked(s, None, db, lambda text: say(f"{p.name}: {text}"), remote)
 
 
-def _rounds(client, t, parts: list[Label], blob, opts, db: store.Store, say) -> dict[str, dict]:
+def _rounds(client, t, parts: list[Label], shipment: Shipment, blob: Blob, opts,
+            db: store.Store, say) -> dict[str, dict]:
     """Rounds per label, as many in flight as that label has workers, until each label's
     stopping rule (rounds.Stopping, the same as a local sweep's) says stop; returns how each
     label's run ends (status, stop_reason, finished), for its files and then the store."""
@@ -435,15 +521,16 @@ def _rounds(client, t, parts: list[Label], blob, opts, db: store.Store, say) -> 
     pending = as_completed()
     said_round = lines.round_lines()
 
-    def submit(name: str) -> None:
-        p, rnd = by_name[name], nxt[name]
+    def submit(name: str, rnd: int | None = None, resent: int = 0) -> None:
+        p = by_name[name]
+        if rnd is None:
+            rnd, nxt[name] = nxt[name], nxt[name] + 1
         job = RoundJob(p.run_id, db.url, str(t.path), sha, opts.seed, opts.counters, metric,
                        opts.threshold_pct)
         f = client.submit(round_task, job, rnd, scattered[name], blob, pure=False,
-                          key=f"round-{p.run_id}-{rnd}",
+                          key=f"round-{p.run_id}-{rnd}" + (f"-resent{resent}" if resent else ""),
                           resources={BENCH: 1, label_resource(name): 1})
-        f.label, f.round, f.submitted = name, rnd, time.monotonic()
-        nxt[name] += 1
+        f.label, f.round, f.resent, f.submitted = name, rnd, resent, time.monotonic()
         pending.add(f)
 
     for p in parts:
@@ -451,7 +538,15 @@ def _rounds(client, t, parts: list[Label], blob, opts, db: store.Store, say) -> 
             if nxt[p.name] < plans[p.name].max_runs:
                 submit(p.name)
     for f in pending:
-        f.result()                             # a task's own error stops the sweep here
+        try:
+            f.result()                         # a task's own error stops the sweep here
+        except Missing as e:
+            if f.resent == RESENDS:
+                raise
+            say(f"{f.label}: {e}; sending the bytes again")
+            shipment.again()
+            submit(f.label, f.round, f.resent + 1)
+            continue
         name, stop = f.label, stops[f.label]
         values = round_values(db.samples(by_name[name].run_id), metric)
         if f.round >= 0:

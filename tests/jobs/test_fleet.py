@@ -184,3 +184,33 @@ def test_a_worker_killed_mid_sweep_loses_nothing(cluster, tmp_path):
     assert set(pairs.values()) == {1}               # nothing duplicated
     workers = Counter(s.worker.split("@")[0] for s in store.Store().samples(run_id))
     assert workers["wb1"] >= 1 and workers["wb2"] >= 1 and "wa" not in workers
+
+
+def test_bytes_the_cluster_lost_are_sent_again(cluster):
+    """A blob's one copy dies with its worker before another worker cached it: the task says
+    Missing (rather than hanging or running something else), and after the driver sends the
+    bytes again the same blob reads them."""
+    from flagsweep import files
+    from flagsweep.jobs import fleet
+    cluster.worker("wa", "alpha", 0)
+    cluster.worker("wb", "alpha", 1)
+    cluster.wait_for(2)
+    client = fleet.connect(cluster.address)
+    shipment = fleet.Shipment(client)
+    try:
+        data = os.urandom(4096)          # bytes no worker's cache has
+        blob = shipment.send(files.sha256_bytes(data), data, "bin")
+        names = {a: w["name"] for a, w in client.scheduler_info()["workers"].items()}
+        held = shipment.names[blob.sha].get()
+        holder = next(iter(client.who_has([held])[held.key]))
+        other = next(a for a in names if a != holder)
+        cluster.kill(names[holder])
+        _wait_for(lambda: holder not in client.scheduler_info()["workers"])
+        with pytest.raises(fleet.Missing, match="no longer holds the bytes of bin"):
+            client.submit(fleet._local, blob, workers=[other], pure=False).result(timeout=120)
+        shipment.again()
+        path = client.submit(fleet._local, blob, workers=[other], pure=False).result(timeout=120)
+        assert Path(path).read_bytes() == data
+    finally:
+        shipment.close()
+        client.close()

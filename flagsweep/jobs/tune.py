@@ -485,10 +485,17 @@ def _bisect(tune: Tuning, c: Proposal, j: batch.Judged, say: Callable[[str], Non
     s = tune.setting
     changes = tuple(f for f in c.flags[len(s.base):])
     kind = "build" if j.state == "failed-build" else "check"
+    broken = tune.record("broken") or []
+    # A batch proposes its candidates before any is judged, so several can hold a flag that
+    # one of them has just been found to break: halving again would only find it again.
+    known = next((b for b in broken if b["kind"] == kind and b["flag"] in changes), None)
+    if known:
+        say(f"trial {c.number}: holds {known['flag']}, which broke the {kind} of trial "
+            f"{known['trial']}; not halved again")
+        return
     probe = culprit.Probe(s, tune.out / "probes" / f"trial-{c.number}", kind)
     found = culprit.culprit(changes, probe)
     _count(tune, f"probe {c.number}", builds=probe.builds)
-    broken = tune.record("broken") or []
     broken.append({"flag": " ".join(found), "kind": kind, "detail": j.detail,
                    "trial": c.number})
     tune.keep("broken", broken)

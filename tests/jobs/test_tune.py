@@ -12,13 +12,14 @@ import os
 import random
 import signal
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from tiny_target import write_tiny_target
 
 from flagsweep.experiment import target
 from flagsweep.host.executor import Execution
-from flagsweep.jobs import culprit, tune
+from flagsweep.jobs import batch, culprit, tune
 from flagsweep.results import contract
 from flagsweep.results.store import Store
 
@@ -98,6 +99,7 @@ def test_tune_finds_the_planted_flags_survives_a_kill_and_proves_them(tmp_path, 
     # the broken switch was found by halving and never proposed after
     assert [b.flag for b in doc.broken][:1] == [BROKEN]
     first = min(b.trial for b in doc.broken)
+    assert [b.flag for b in doc.broken].count(BROKEN) == 1
     assert not any(BROKEN in tr.flags for tr in doc.trials if tr.number > first + 3)
     # the ablation names exactly the planted switches; the proof confirms the set
     assert set(doc.ablation.minimal) == {"-funroll-loops", "-fno-tree-vectorize"}
@@ -116,6 +118,39 @@ def test_tune_finds_the_planted_flags_survives_a_kill_and_proves_them(tmp_path, 
     sweeps = {tr.run_id for tr in doc.trials if tr.run_id} | {doc.ablation.run_id,
                                                               doc.proof.run_id}
     assert doc.cost.runs == sum(len(store.samples(rid)) for rid in sweeps)
+
+
+class Records:
+    """A tune's kept records, its base and its (empty) space: what `_bisect` reads, with the
+    probe's builds replaced."""
+
+    def __init__(self, **records):
+        self.records, self.setting = records, SimpleNamespace(base=("-O2",))
+        self.out, self.space = Path("/nonexistent"), SimpleNamespace(dimensions=[])
+
+    def record(self, name):
+        return self.records.get(name)
+
+    def keep(self, name, value):
+        self.records[name] = value
+
+
+def test_a_candidate_holding_a_flag_found_broken_is_not_halved_again(monkeypatch):
+    """A batch's candidates are proposed before any is judged, so two can hold the flag the
+    first one's halving finds: the second is put down to it, with no build and no new row."""
+    found = {"flag": BROKEN, "kind": "build", "detail": "gcc: error", "trial": 4}
+    kept, said = Records(broken=[found]), []
+    again = batch.Proposal(6, ("-O2", "-fpeel-loops", BROKEN))
+    tune._bisect(kept, again, batch.Judged("failed-build", "v", detail="gcc: error"), said.append)
+    assert kept.records["broken"] == [found]
+    assert said == [f"trial 6: holds {BROKEN}, which broke the build of trial 4; not halved again"]
+    # a flag that broke the output, not the build, is no answer for a failed build: halved
+    monkeypatch.setattr(culprit, "Probe", lambda *_: SimpleNamespace(builds=3))
+    monkeypatch.setattr(culprit, "culprit", lambda changes, probe: changes[-1:])
+    kept = Records(broken=[found | {"kind": "check"}])
+    tune._bisect(kept, again, batch.Judged("failed-build", "v"), said.append)
+    assert [(b["flag"], b["kind"]) for b in kept.records["broken"]] == [(BROKEN, "check"),
+                                                                         (BROKEN, "build")]
 
 
 def test_halving_finds_one_culprit_or_says_flags_fail_together():

@@ -8,7 +8,8 @@ private store.
            tune's recommended set and its ablation name exactly those two.
   versus   one program, TPE against Optuna's random sampler, the same budget and the same
            evaluation, over N seeds: the best confirmed gain of each and the runs each search
-           spent until its best-so-far first reached the random search's final best.
+           spent until its best-so-far first reached the random search's final best; on duo,
+           also the runs until its best-so-far first held the known answer.
   program  one tune of one program: the answer, the proof against the base and -O3, the
            ablation and the cost.
 
@@ -17,6 +18,7 @@ private store.
 
 Usage: python bench/tune.py known [--seeds 10] [--budget 4m] [--space decoys]
        python bench/tune.py versus gzip [--seeds 3] [--budget 20m]
+       python bench/tune.py versus duo --space decoys [--seeds 3] [--budget 3m]
        python bench/tune.py program gzip [--budget 1h] [--seed 1]
 Every tune's folder is kept under --work (default: a new folder in /tmp), tune.json and
 tune.html in each; given the same --work again, a finished tune is read, not run again.
@@ -150,22 +152,46 @@ def _duo_answer(space: Path) -> set[str]:
 
 
 def versus(args, work: Path) -> None:
+    """TPE against random search; on duo, also when each first held the known answer."""
+    extra, answer, prefix = (), None, args.target
+    if args.target == "duo":
+        space = DUO / f"{args.space}.toml"
+        extra, answer, prefix = ("--space", str(space)), _duo_answer(space), f"duo-{args.space}"
+        print(f"duo ({space.name}): the known answer is {' '.join(sorted(answer))}")
     rows = []
     for seed in range(1, args.seeds + 1):
-        docs = {s: tune(work, f"{args.target}-{s}-{seed}", args.target, args.budget, seed,
-                        "--sampler", s) for s in ("tpe", "random")}
+        docs = {s: tune(work, f"{prefix}-{s}-{seed}", args.target, args.budget, seed,
+                        "--sampler", s, *extra) for s in ("tpe", "random")}
         final = min(p["ratio"] for p in docs["random"]["progress"] if p.get("ratio")) \
             if any(p.get("ratio") for p in docs["random"]["progress"]) else 1.0
-        row = {s: (gain(d), runs_to_reach(d, final), d["cost"]["runs"]) for s, d in docs.items()}
+        row = {s: (gain(d), runs_to_reach(d, final), d["cost"]["runs"],
+                   runs_to_hold(d, answer) if answer else None) for s, d in docs.items()}
         rows.append(row)
-        for s, (g, reach, total) in row.items():
+        for s, (g, reach, total, held) in row.items():
+            known = f"; best set first held the answer after {held} runs" if answer else ""
             print(f"seed {seed} {s:>6}: confirmed {pct(g)}; reached random's best "
-                  f"({pct(final)}) after {reach} runs of {total}; answer: {docs[s]['answer']}")
+                  f"({pct(final)}) after {reach} runs of {total}{known}; "
+                  f"{len(docs[s]['trials'])} candidates; answer: {docs[s]['answer']}")
     better = sum(r["tpe"][0] <= r["random"][0] for r in rows)
     halved = sum(r["tpe"][1] is not None and r["random"][1] is not None
                  and r["tpe"][1] <= r["random"][1] / 2 for r in rows)
-    print(f"{args.target}: TPE's confirmed gain at least random's in {better}/{len(rows)} seeds; "
+    print(f"{prefix}: TPE's confirmed gain at least random's in {better}/{len(rows)} seeds; "
           f"reached random's best with at most half its runs in {halved}/{len(rows)}")
+    if answer:
+        for s in ("tpe", "random"):
+            held = [r[s][3] for r in rows]
+            print(f"{prefix} {s}: the best set held the answer in "
+                  f"{sum(h is not None for h in held)}/{len(rows)} seeds, after "
+                  f"{sorted(h for h in held if h is not None)} runs")
+
+
+def runs_to_hold(doc: dict, answer: set[str]) -> int | None:
+    """Runs the search had spent when its best-so-far first held every switch of `answer`."""
+    changes = {t["number"]: set(t.get("changes") or []) for t in doc["trials"]}
+    for p in doc.get("progress", []):
+        if answer <= changes.get(p.get("best"), set()):
+            return p["runs"]
+    return None
 
 
 def program(args, work: Path) -> None:
@@ -184,7 +210,8 @@ def main() -> None:
     p.add_argument("--budget", default=None)
     p.add_argument("--work", type=Path, default=None)
     p.add_argument("--space", choices=["space", "decoys"], default="space",
-                   help="known: duo's space file (decoys: 17 of the 50 change the code)")
+                   help="known, versus duo: duo's space file (decoys: 17 of the 50 change "
+                        "the code)")
     args = p.parse_args()
     args.seeds = args.seeds or {"known": 10, "versus": 3}.get(args.what, 1)
     args.budget = args.budget or {"known": "4m", "versus": "20m", "program": "1h"}[args.what]

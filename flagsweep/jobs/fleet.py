@@ -14,7 +14,7 @@ worker resources:
   per worker, never beside a build.
 
 Binaries and inputs travel as bytes with their sha256: the driver scatters each once and hands
-tasks a `Blob` (sha, file name, Dask key) rather than the data itself; a worker takes a blob from
+tasks a `Blob` (sha, file name, the name it is held under) rather than the data itself; a worker takes a blob from
 its content-addressed cache, or else fetches it from the cluster once and caches it, and checks
 the hash before running anything (`_local`). A round is one
 task: every variant once, in the round's shuffled order, on one machine, so the pairing by
@@ -167,10 +167,9 @@ def build_task(target_file: str, target_sha: str, m: matrix.Matrix, key: str) ->
 class Blob:
     """Bytes a task needs, by reference: their sha256, the file name they take on the worker,
     and the name of the Dask Variable holding the driver's scattered copy. A reference, not a
-    Dask dependency: Dask
-    runs a task where its dependencies lie, and its active memory manager keeps one copy of
-    data no task waits for, so every round would go to that one worker of the label; and a
-    worker whose cache has the file needs no copy at all."""
+    Dask dependency: Dask runs a task where its dependencies lie, and its active memory manager
+    keeps one copy of data no task waits for, so every round would go to that one worker of the
+    label; and a worker whose cache has the file needs no copy at all."""
 
     sha: str
     name: str
@@ -264,9 +263,8 @@ def _materialize(sha: str, data: bytes, name: str) -> Path:
         raise FlagsweepError(f"worker {_worker_name()}: received bytes for {sha[:12]} that do "
                              "not hash to it; refusing to run them")
     path = caches.FLEET.folder() / "blobs" / sha / name
-    if not path.exists() or files.sha256_file(path) != sha:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        files.write_atomic(path, data, mode=0o755)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    files.write_atomic(path, data, mode=0o755)
     if files.sha256_file(path) != sha:
         raise FlagsweepError(f"worker {_worker_name()}: {path} does not hash to {sha}")
     return path
@@ -390,6 +388,13 @@ class Shipment:
         for sha in self.data:
             self._scatter(sha)
 
+    def resend(self, lost: Missing, resent: int, say: Callable[[str], None]) -> None:
+        """A task's bytes were lost: sent again, unless they have been RESENDS times."""
+        if resent >= RESENDS:
+            raise lost
+        say(f"{lost}; sending the bytes again")
+        self.again()
+
     def close(self) -> None:
         for named in self.names.values():
             named.delete()
@@ -492,10 +497,7 @@ def _check(client, t, p: Label, shipment: Shipment, blob: Blob, db: store.Store,
             try:
                 return f.result()
             except Missing as e:
-                if attempt == RESENDS:
-                    raise
-                say(f"{p.name}: {e}; sending the bytes again")
-                shipment.again()
+                shipment.resend(e, attempt, say)
 
     s = sweep.Sweep(p.run_id, t, "", p.out, opts, p.docs, p.matrix.baseline.id)
     p.measured = sweep.checked(s, None, db, lambda text: say(f"{p.name}: {text}"), remote)
@@ -541,10 +543,7 @@ def _rounds(client, t, parts: list[Label], shipment: Shipment, blob: Blob, opts,
         try:
             f.result()                         # a task's own error stops the sweep here
         except Missing as e:
-            if f.resent == RESENDS:
-                raise
-            say(f"{f.label}: {e}; sending the bytes again")
-            shipment.again()
+            shipment.resend(e, f.resent, say)
             submit(f.label, f.round, f.resent + 1)
             continue
         name, stop = f.label, stops[f.label]

@@ -19,7 +19,11 @@ private store.
 Usage: python bench/tune.py known [--seeds 10] [--budget 4m] [--space decoys]
        python bench/tune.py versus gzip [--seeds 3] [--budget 20m]
        python bench/tune.py versus duo --space decoys [--seeds 3] [--budget 3m]
+       python bench/tune.py versus gzip --side-by-side --seeds 3 --budget 1h
        python bench/tune.py program gzip [--budget 1h] [--seed 1]
+--side-by-side runs a seed's two arms at once, each pinned to a CPU of its own with one build
+job (the CPUs swapped from seed to seed), so a two-CPU machine measures both in the time of one
+and a disturbance falls on both arms alike; each arm then builds on one CPU, not two.
 Every tune's folder is kept under --work (default: a new folder in /tmp), tune.json and
 tune.html in each; given the same --work again, a finished tune is read, not run again.
 """
@@ -41,23 +45,31 @@ DUO = Path(__file__).resolve().parent.parent / "targets" / "duo"
 
 def tune(work: Path, name: str, target: str, budget: str, seed: int, *extra: str) -> dict:
     """One real `flagsweep tune` in its own folder and store; its tune.json."""
+    return finish(start(work, name, target, budget, seed, *extra))
+
+
+def start(work: Path, name: str, target: str, budget: str, seed: int, *extra: str):
+    """A real `flagsweep tune` started (None when it finished before: it is read, not run)."""
     out = work / name
     done_before = out / "tune.json"
     if done_before.is_file() and json.loads(done_before.read_text())["status"] == "complete":
-        doc = json.loads(done_before.read_text())       # a finished tune is read, not run again
-        doc["bench_seconds"] = doc["cost"]["wall_s"]
-        return doc
+        return (work, name, None, None)
     env = {**os.environ, "FLAGSWEEP_DB": f"sqlite:///{work / (name + '.db')}"}
-    began = time.monotonic()
-    with (work / f"{name}.log").open("w") as log:
-        done = subprocess.run([*FLAGSWEEP, "tune", target, "--budget", budget, "--seed",
-                               str(seed), "--out", str(out), *extra], stdout=log,
-                              stderr=subprocess.STDOUT, env=env)
-    if done.returncode != 0:
-        print(f"flagsweep tune {target} (seed {seed}) exited {done.returncode}: see "
-              f"{work / (name + '.log')}")
-    doc = json.loads((out / "tune.json").read_text())
-    doc["bench_seconds"] = time.monotonic() - began
+    log = (work / f"{name}.log").open("w")
+    child = subprocess.Popen([*FLAGSWEEP, "tune", target, "--budget", budget, "--seed",
+                              str(seed), "--out", str(out), *extra], stdout=log,
+                             stderr=subprocess.STDOUT, env=env)
+    log.close()
+    return (work, name, child, time.monotonic())
+
+
+def finish(started) -> dict:
+    """The tune.json of a started tune, once it has ended."""
+    work, name, child, began = started
+    if child is not None and (code := child.wait()) != 0:
+        print(f"flagsweep tune {name} exited {code}: see {work / (name + '.log')}")
+    doc = json.loads((work / name / "tune.json").read_text())
+    doc["bench_seconds"] = doc["cost"]["wall_s"] if child is None else time.monotonic() - began
     return doc
 
 
@@ -160,8 +172,7 @@ def versus(args, work: Path) -> None:
         print(f"duo ({space.name}): the known answer is {' '.join(sorted(answer))}")
     rows = []
     for seed in range(1, args.seeds + 1):
-        docs = {s: tune(work, f"{prefix}-{s}-{seed}", args.target, args.budget, seed,
-                        "--sampler", s, *extra) for s in ("tpe", "random")}
+        docs = arms(args, work, f"{prefix}-{{}}-{seed}", seed, extra)
         final = min(p["ratio"] for p in docs["random"]["progress"] if p.get("ratio")) \
             if any(p.get("ratio") for p in docs["random"]["progress"]) else 1.0
         row = {s: (gain(d), runs_to_reach(d, final), d["cost"]["runs"],
@@ -183,6 +194,26 @@ def versus(args, work: Path) -> None:
             print(f"{prefix} {s}: the best set held the answer in "
                   f"{sum(h is not None for h in held)}/{len(rows)} seeds, after "
                   f"{sorted(h for h in held if h is not None)} runs")
+
+
+def arms(args, work: Path, name: str, seed: int, extra: tuple) -> dict[str, dict]:
+    """TPE's and the random search's tunes of one seed: one after the other, or side by side,
+    each on a CPU of its own with one build job, alternating the CPUs by seed, so whatever else
+    the machine does falls on both arms alike and both see the same machine."""
+    samplers = ("tpe", "random")
+    if not args.side_by_side:
+        return {s: tune(work, name.format(s), args.target, args.budget, seed, "--sampler", s,
+                        *extra) for s in samplers}
+    started = {s: start(work, name.format(s), args.target, args.budget, seed, "--sampler", s,
+                        "--cpu", str((seed + i) % 2), "-j", "1", *extra)
+               for i, s in enumerate(samplers)}
+    try:
+        return {s: finish(started[s]) for s in samplers}
+    finally:        # a bench stopped early leaves no tune measuring behind it (SIGTERM: resumable)
+        for _, _, child, _ in started.values():
+            if child is not None and child.poll() is None:
+                child.terminate()
+                child.wait()
 
 
 def runs_to_hold(doc: dict, answer: set[str]) -> int | None:
@@ -212,6 +243,8 @@ def main() -> None:
     p.add_argument("--space", choices=["space", "decoys"], default="space",
                    help="known, versus duo: duo's space file (decoys: 17 of the 50 change "
                         "the code)")
+    p.add_argument("--side-by-side", action="store_true",
+                   help="versus: run the two arms of a seed at once, one CPU each (-j 1)")
     args = p.parse_args()
     args.seeds = args.seeds or {"known": 10, "versus": 3}.get(args.what, 1)
     args.budget = args.budget or {"known": "4m", "versus": "20m", "program": "1h"}[args.what]

@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""The tune's search alone, on a modelled program: how many candidates each sampler (and each
+TPE setting tried as a fix for its even prior) needs before its best set holds the switches
+that matter. No build and no run: a candidate's value is drawn from a model, so thousands of
+candidates cost minutes and the same command prints the same table. It says which sampler is
+worth the real, hour-long comparison (bench/tune.py versus); it proves nothing of a real
+program.
+
+The model is gcc's space at -O2 as the tune sees it: n on/off switches, half of them passes the
+base level turns on (turning one off costs an exponential share of time, mean --cost %) and
+half off (turning one on moves the time by a normal share, sd 0.2%, most of it nothing). Among
+the second half, k named switches are the answer: each takes --solo % off on its own, and all
+k together a further --pair %. A candidate's value is the log of its time ratio to the base
+plus normal noise (--noise %, one quick-input estimate) and is told to Optuna like a tune
+tells it, a batch of 6 at a time through flagsweep.jobs.search's own ask (random starts near
+the base, the shipped TPE settings). Reported per sampler: in how many seeds the best set by
+its noisy value held all k within --trials candidates, and the candidates that took.
+
+  nice -n 19 .venv/bin/python bench/tune_sampler.py                 # the pair (an interaction)
+  nice -n 19 .venv/bin/python bench/tune_sampler.py --solo 4 --pair 0   # two that act alone
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import warnings
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import optuna  # noqa: E402
+
+from flagsweep.experiment.space import Dimension, Space  # noqa: E402
+from flagsweep.jobs import search  # noqa: E402
+
+BATCH = 6
+
+
+def model(seed: int, n: int, k: int, cost_pct: float):
+    """The space, each switch's effect (a share of time), and the k that are the answer."""
+    rng = random.Random(seed)
+    dims, effect = [], {}
+    for i in range(n):
+        on = i < n // 2
+        d = Dimension(f"-fs{i}", ("", f"-fno-s{i}" if on else f"-fs{i}"))
+        dims.append(d)
+        effect[d.name] = rng.expovariate(100 / cost_pct) if on else rng.gauss(0, 0.002)
+    answer = [d.name for d in rng.sample(dims[n // 2:], k)]
+    return Space("-O2", "gcc", "model", tuple(dims)), effect, answer
+
+
+def samplers(seed: int) -> dict[str, optuna.samplers.BaseSampler]:
+    """The shipped samplers, and TPE with a lighter prior (its prior pulls each switch's good
+    density towards an even split, so sets change about half the switches)."""
+    warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+    warnings.simplefilter("ignore", FutureWarning)      # prior_weight is deprecated since 4.9
+    lighter = dict(seed=seed, n_startup_trials=search.STARTUP_TRIALS, multivariate=True,
+                   group=True, constant_liar=True)
+    return {"random": search.sampler("random", seed), "tpe": search.sampler("tpe", seed),
+            "tpe prior 0.1": optuna.samplers.TPESampler(prior_weight=0.1, **lighter),
+            "tpe independent": optuna.samplers.TPESampler(
+                seed=seed, n_startup_trials=search.STARTUP_TRIALS, constant_liar=True)}
+
+
+def search_once(name: str, sampler, seed: int, args) -> int | None:
+    """Candidates until the best set so far held the whole answer (None: not within --trials)."""
+    space, effect, answer = model(seed, args.n, args.k, args.cost)
+    study = optuna.create_study(sampler=sampler, direction="minimize")
+    noise = random.Random(f"noise:{seed}")
+    asked_as = "random" if name == "random" else "tpe"
+    best = (float("inf"), {})
+    for told in range(0, args.trials, BATCH):
+        batch = [search.ask(study, space, set(), asked_as, seed) for _ in range(BATCH)]
+        for trial, chosen in batch:
+            on = [n for n, v in chosen.items() if v]
+            value = sum(effect[n] for n in on) + noise.gauss(0, args.noise / 100)
+            value -= args.solo / 100 * sum(a in on for a in answer)
+            value -= args.pair / 100 * all(a in on for a in answer)
+            study.tell(trial, value)
+            best = min(best, (value, chosen), key=lambda b: b[0])
+        if all(best[1].get(a) for a in answer):
+            return told + BATCH
+    return None
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--seeds", type=int, default=10)
+    p.add_argument("--trials", type=int, default=120, help="candidates a search may try")
+    p.add_argument("--n", type=int, default=200, help="switches")
+    p.add_argument("--k", type=int, default=2, help="switches that are the answer")
+    p.add_argument("--cost", type=float, default=0.6, help="mean %% a base pass turned off costs")
+    p.add_argument("--solo", type=float, default=0.0, help="%% each answer switch gives alone")
+    p.add_argument("--pair", type=float, default=10.0, help="%% all of them give together")
+    p.add_argument("--noise", type=float, default=1.5, help="sd %% of one estimate")
+    p.add_argument("--only", action="append", help="run only this sampler (repeatable)")
+    args = p.parse_args()
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    print(f"{args.n} switches, {args.k} the answer ({args.solo:g}% each alone, {args.pair:g}% "
+          f"together), noise {args.noise:g}%, {args.trials} candidates, {args.seeds} seeds")
+    for name in samplers(0):
+        if args.only and name not in args.only:
+            continue
+        took = [search_once(name, samplers(s)[name], s, args) for s in range(1, args.seeds + 1)]
+        found = sorted(t for t in took if t is not None)
+        median = sorted(t if t is not None else float("inf") for t in took)[len(took) // 2]
+        print(f"{name:>16}: held the answer in {len(found)}/{args.seeds} seeds; candidates "
+              f"{found}; upper median {median:g}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

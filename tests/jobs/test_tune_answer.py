@@ -7,11 +7,13 @@ from __future__ import annotations
 import math
 from types import SimpleNamespace
 
-from flagsweep.jobs import tune
+from flagsweep.jobs import answer, tune
 from flagsweep.results import contract
 
-TUNING = SimpleNamespace(setting=SimpleNamespace(base=("-O2",),
-                                                 measure=SimpleNamespace(threshold_pct=1.0)))
+
+def said(proof_, ablation, n):
+    """The sentence of a tune of -O2 with a 1% threshold after n candidates."""
+    return answer.sentence(proof_, ablation, n, ("-O2",), 1.0)
 
 
 def _est(ratio, verdict, ci=None):
@@ -37,7 +39,7 @@ def test_a_set_faster_than_the_base_and_o3_is_used_its_minimal_subset_first():
     o3 = _set("-O3", ["-O3"], vs_base=_est(0.98, "faster"))
     winner = _set("winner", ["-fa", "-fb", "-fc"], _est(0.90, "faster"), _est(0.92, "faster"))
     minimal = _set("minimal", ["-fa"], _est(0.91, "faster"), _est(0.93, "faster"))
-    sentence, use = tune.answer(TUNING, _proof(o3, winner, minimal), ABLATION, 40)
+    sentence, use = said(_proof(o3, winner, minimal), ABLATION, 40)
     assert use == ["-O2", "-fa"]
     assert sentence.startswith("Use -O2 -fa (1 of the 3 flags of the best set found): -7.0%")
     assert "against -O3" in sentence and "4 layouts after 40 candidates" in sentence
@@ -47,7 +49,7 @@ def test_the_best_set_with_o3s_own_code_says_use_o3_and_names_the_flags():
     o3 = _set("-O3", ["-O3"], vs_base=_est(0.23, "faster"))
     winner = _set("winner", ["-fa", "-fb", "-fc"], _est(0.23, "faster"), same="v--O3")
     minimal = _set("minimal", ["-fa"], _est(0.23, "faster"), same="v--O3")
-    sentence, use = tune.answer(TUNING, _proof(o3, winner, minimal), ABLATION, 54)
+    sentence, use = said(_proof(o3, winner, minimal), ABLATION, 54)
     assert use == ["-O3"]
     assert sentence.startswith("Use -O3: the best set found is -O3's own code (-fa on -O2")
 
@@ -56,11 +58,11 @@ def test_nothing_beyond_the_threshold_keeps_o3_or_the_base_with_the_bound():
     o3 = _set("-O3", ["-O3"], vs_base=_est(0.97, "faster"))
     close = _set("winner", ["-fa"], _est(0.965, "faster"),
                  _est(0.995, "equivalent", [0.991, 0.999]))
-    sentence, use = tune.answer(TUNING, _proof(o3, close), None, 24)
+    sentence, use = said(_proof(o3, close), None, 24)
     assert use == ["-O3"] and sentence.startswith("Nothing found beats -O3 by more than 1%")
     assert "-0.5% [-0.9, -0.1] against -O3" in sentence
     flat = _set("-O3", ["-O3"], vs_base=_est(1.0, "inconclusive"))
-    sentence, use = tune.answer(TUNING, _proof(flat, close), None, 24)
+    sentence, use = said(_proof(flat, close), None, 24)
     assert use == ["-O2"] and "keep -O2" in sentence
 
 
@@ -69,22 +71,22 @@ def test_an_interval_too_wide_to_bound_the_gain_is_said_as_such():
     o3 = _set("-O3", ["-O3"], vs_base=_est(0.97, "faster"))
     wide = _set("winner", ["-fa"], _est(0.965, "faster"), _est(0.987, "inconclusive",
                                                                [0.960, 1.014]))
-    sentence, use = tune.answer(TUNING, _proof(o3, wide), None, 66)
+    sentence, use = said(_proof(o3, wide), None, 66)
     assert use == ["-O3"]
     assert sentence.startswith("Nothing found was shown to beat -O3 after 66 candidates, but "
                                "the proof cannot rule out a gain of up to 4.0%")
     assert "-1.3% [-4.0, +1.4] against -O3" in sentence and "keep -O3" in sentence
     # no set of the search in the proof: -O3's own interval is the bound
     noisy = _set("-O3", ["-O3"], vs_base=_est(1.001, "inconclusive", [0.891, 1.125]))
-    sentence, use = tune.answer(TUNING, _proof(noisy), None, 30)
+    sentence, use = said(_proof(noisy), None, 30)
     assert use == ["-O2"] and "a gain of up to 10.9% (-O3: +0.1% [-10.9, +12.5] against -O2)" \
         in sentence
 
 
 def test_no_finished_proof_recommends_nothing():
     failed = contract.TuneProof(status="failed", why="it broke")
-    assert tune.answer(TUNING, failed, None, 3) == (None, None)
-    assert tune.answer(TUNING, None, None, 3) == (None, None)
+    assert said(failed, None, 3) == (None, None)
+    assert said(None, None, 3) == (None, None)
 
 
 class Recorded(SimpleNamespace):
@@ -178,7 +180,7 @@ def test_an_o3_that_looked_faster_but_was_not_decided_is_said_so():
     o3 = _set("-O3", ["-O3"], vs_base=_est(0.718, "inconclusive", [0.534, 0.966]))
     slower = _set("minimal", ["-fa"], _est(0.746, "inconclusive", [0.554, 1.004]),
                   _est(1.039, "slower", [1.019, 1.059]))
-    sentence, use = tune.answer(TUNING, _proof(o3, slower), None, 48)
+    sentence, use = said(_proof(o3, slower), None, 48)
     assert use == ["-O2"]
     assert sentence.startswith("Nothing found beats -O2 or -O3 by more than 1% beyond layout "
                                "luck after 48 candidates (the best found: +3.9% [+1.9, +5.9] "

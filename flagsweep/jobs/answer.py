@@ -1,0 +1,98 @@
+"""The one sentence a tune ends with, from its proof: the set to use only when the proof decided
+it faster than the base and than -O3 over layouts; -O3 when the best set found is -O3's own
+code; else that nothing found beats them, with the interval that bounds what the search could
+give, never a bound the measurement does not give."""
+
+from __future__ import annotations
+
+import math
+
+from flagsweep.results import contract
+
+
+def sentence(proof_: contract.TuneProof | None, ablation: contract.TuneAblation | None, n: int,
+             base_flags: tuple[str, ...], threshold: float) -> tuple[str | None, list[str] | None]:
+    """The one sentence after n candidates, and the set it names: the set to use when the
+    proof found one faster than the base and than -O3, else that nothing found beats them
+    beyond the threshold (percent) and layout luck. (None, None) until the proof is complete."""
+    if proof_ is None or proof_.status != "complete":
+        return None, None
+    base = " ".join(base_flags)
+    by_role = {c.role: c for c in proof_.candidates}
+    tried = [c for c in proof_.candidates if c.role in ("winner", "minimal", "runner-up")]
+    o3 = by_role.get("-O3")
+    wins = [c for c in tried if c.vs_base and c.vs_base.verdict == "faster"
+            and (o3 is None or (c.vs_o3 and c.vs_o3.verdict == "faster"))]
+    k = proof_.layouts
+    if wins:
+        use = next((c for c in wins if c.role == "minimal"), None) or min(
+            wins, key=lambda c: (c.vs_o3 or c.vs_base).ratio)
+        of = ""
+        if use.role == "minimal" and ablation:
+            of = f" ({len(ablation.minimal)} of the {len(ablation.of)} flags of the best set found)"
+        against = (f"{_interval(use.vs_o3)} against -O3 and " if o3 else "")
+        return (f"Use {' '.join(use.flags)}{of}: {against}{_interval(use.vs_base)} against "
+                f"{base}, confirmed over {k} layouts after {n} candidates.", list(use.flags))
+    o3_wins = o3 is not None and o3.vs_base and o3.vs_base.verdict == "faster"
+    same = [c for c in tried if o3 is not None and c.identical_to == o3.variant]
+    if o3_wins and same:
+        return _o3_code(same, o3, ablation, base, k, n), ["-O3"]
+    best = min(tried, key=lambda c: (c.vs_o3 or c.vs_base).ratio
+               if (c.vs_o3 or c.vs_base) and (c.vs_o3 or c.vs_base).ratio else math.inf,
+               default=None)
+    keep, ref = ("-O3", "-O3") if o3_wins or o3 is None and "-O3" in base else (base, base)
+    if o3 is not None and not o3_wins:
+        ref = f"{base} or -O3"
+    est, shown = _bound(best, o3, base)
+    use = [keep] if keep == "-O3" else list(base_flags)
+    undecided = ""
+    if o3 is not None and not o3_wins and o3.vs_base and o3.vs_base.ratio is not None \
+            and o3.vs_base.ratio < 1 - threshold / 100:
+        # -O3 looked faster but was not decided: keeping the base is the safe answer, and the
+        # reader must see why, not read "nothing beats -O2 or -O3" as "they are equal".
+        undecided = (f"; -O3 measured {_interval(o3.vs_base)} against {base} but was not "
+                     f"decided over {k} layouts: more layouts (--layouts) would decide it")
+    if est is None or not est.ci95 or est.ci95[0] >= 1 - threshold / 100:
+        return (f"Nothing found beats {ref} by more than {threshold:g}% beyond layout luck "
+                f"after {n} candidates{shown}: keep {keep}{undecided}.", use)
+    # The interval reaches below the threshold: the proof could not tell so small a gain, and
+    # the sentence must not claim a bound the measurement does not give.
+    return (f"Nothing found was shown to beat {ref} after {n} candidates, but the proof cannot "
+            f"rule out a gain of up to {100 * (1 - est.ci95[0]):.1f}%{shown}: keep {keep}"
+            f"{undecided or ', or prove it with more runs (--max-runs) on a quieter machine'}.",
+            use)
+
+
+def _bound(best: contract.TuneCandidate | None, o3: contract.TuneCandidate | None,
+           base: str) -> tuple[contract.TuneEstimate | None, str]:
+    """The interval that bounds what the search could give: the best set's against -O3 (or
+    the base); with no set of the search in the proof, -O3's own against the base."""
+    if best is not None:
+        est = best.vs_o3 if o3 is not None else best.vs_base
+        return est, f" (the best found: {_interval(est)} against {'-O3' if o3 else base})"
+    if o3 is not None and o3.vs_base is not None:
+        return o3.vs_base, f" (-O3: {_interval(o3.vs_base)} against {base})"
+    return None, ""
+
+
+def _o3_code(same: list[contract.TuneCandidate], o3: contract.TuneCandidate,
+             ablation: contract.TuneAblation | None, base: str, k: int, n: int) -> str:
+    """The best set found builds -O3's own binary: the search rediscovered what -O3 adds for
+    this program, and the flags that give it are named."""
+    c = next((c for c in same if c.role == "minimal"), same[0])
+    flags = " ".join(c.changes)
+    of = (f", {len(ablation.minimal)} of the {len(ablation.of)} flags of the best set found"
+          if c.role == "minimal" and ablation else "")
+    return (f"Use -O3: the best set found is -O3's own code ({flags} on {base} gives the same "
+            f"binary{of}), {_interval(o3.vs_base)} against {base}, confirmed over {k} layouts "
+            f"after {n} candidates.")
+
+
+def _interval(e: contract.TuneEstimate | None) -> str:
+    if e is None or e.ratio is None:
+        return "not measured"
+    ci = e.ci95
+    text = f"{100 * (e.ratio - 1):+.1f}%"
+    if ci:
+        text += f" [{100 * (ci[0] - 1):+.1f}, {100 * (ci[1] - 1):+.1f}]"
+    return text

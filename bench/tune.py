@@ -25,7 +25,8 @@ Usage: python bench/tune.py known [--seeds 10] [--budget 4m] [--space decoys]
 job (the CPUs swapped from seed to seed), so a two-CPU machine measures both in the time of one
 and a disturbance falls on both arms alike; each arm then builds on one CPU, not two.
 Every tune's folder is kept under --work (default: a new folder in /tmp), tune.json and
-tune.html in each; given the same --work again, a finished tune is read, not run again.
+tune.html in each; given the same --work again, a finished tune is read, not run again, and
+one that was stopped part way is resumed.
 """
 
 from __future__ import annotations
@@ -49,16 +50,19 @@ def tune(work: Path, name: str, target: str, budget: str, seed: int, *extra: str
 
 
 def start(work: Path, name: str, target: str, budget: str, seed: int, *extra: str):
-    """A real `flagsweep tune` started (None when it finished before: it is read, not run)."""
+    """A real `flagsweep tune` started (None when it finished before: it is read, not run; one
+    stopped part way, by a kill or a reboot, is resumed with the options it began with)."""
     out = work / name
-    done_before = out / "tune.json"
-    if done_before.is_file() and json.loads(done_before.read_text())["status"] == "complete":
+    before = out / "tune.json"
+    status = json.loads(before.read_text())["status"] if before.is_file() else None
+    if status == "complete":
         return (work, name, None, None)
     env = {**os.environ, "FLAGSWEEP_DB": f"sqlite:///{work / (name + '.db')}"}
-    log = (work / f"{name}.log").open("w")
-    child = subprocess.Popen([*FLAGSWEEP, "tune", target, "--budget", budget, "--seed",
-                              str(seed), "--out", str(out), *extra], stdout=log,
-                             stderr=subprocess.STDOUT, env=env)
+    command = ["tune", "--resume", str(out)] if status else \
+        ["tune", target, "--budget", budget, "--seed", str(seed), "--out", str(out), *extra]
+    log = (work / f"{name}.log").open("a")
+    child = subprocess.Popen([*FLAGSWEEP, *command], stdout=log, stderr=subprocess.STDOUT,
+                             env=env)
     log.close()
     return (work, name, child, time.monotonic())
 

@@ -54,11 +54,11 @@ def start(work: Path, name: str, target: str, budget: str, seed: int, *extra: st
     stopped part way, by a kill or a reboot, is resumed with the options it began with)."""
     out = work / name
     before = out / "tune.json"
-    status = json.loads(before.read_text())["status"] if before.is_file() else None
-    if status == "complete":
+    if before.is_file() and json.loads(before.read_text())["status"] == "complete":
         return (work, name, None, None)
     env = {**os.environ, "FLAGSWEEP_DB": f"sqlite:///{work / (name + '.db')}"}
-    command = ["tune", "--resume", str(out)] if status else \
+    # Its folder exists: it began (its study is in the store before the first tune.json).
+    command = ["tune", "--resume", str(out)] if out.is_dir() else \
         ["tune", target, "--budget", budget, "--seed", str(seed), "--out", str(out), *extra]
     log = (work / f"{name}.log").open("a")
     child = subprocess.Popen([*FLAGSWEEP, *command], stdout=log, stderr=subprocess.STDOUT,

@@ -60,8 +60,9 @@ def samplers(seed: int) -> dict[str, optuna.samplers.BaseSampler]:
                    group=True, constant_liar=True)
     return {"random": search.sampler("random", seed), "tpe": search.sampler("tpe", seed),
             "tpe prior 0.1": optuna.samplers.TPESampler(prior_weight=0.1, **lighter),
-            "tpe independent": optuna.samplers.TPESampler(
-                seed=seed, n_startup_trials=search.STARTUP_TRIALS, constant_liar=True)}
+            "tpe independent": optuna.samplers.TPESampler(     # Optuna 5 defaults to multivariate
+                seed=seed, n_startup_trials=search.STARTUP_TRIALS, multivariate=False,
+                constant_liar=True)}
 
 
 def search_once(name: str, sampler, seed: int, args) -> int | None:

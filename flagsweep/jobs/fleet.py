@@ -14,11 +14,11 @@ worker resources:
   per worker, never beside a build.
 
 Binaries and inputs travel as bytes with their sha256: the driver scatters each once and hands
-tasks a `Blob` (sha, file name, the name it is held under) rather than the data itself; a worker takes a blob from
-its content-addressed cache, or else fetches it from the cluster once and caches it, and checks
-the hash before running anything (`_local`). A round is one
-task: every variant once, in the round's shuffled order, on one machine, so the pairing by
-round holds. Workers write each sample to the store the moment it is taken (the same store the
+tasks a `Blob` (sha, file name, the name it is held under) rather than the data itself; a
+worker takes a blob from its content-addressed cache, or else fetches it from the cluster once
+and caches it, and checks the hash before running anything (`_local`). A round is one task:
+every variant once, in the round's shuffled order, on one machine, so the pairing by round
+holds. Workers write each sample to the store the moment it is taken (the same store the
 driver reads: PostgreSQL for real fleets, see docs/fleet.md); a worker that dies mid-round
 loses only its sample in flight: Dask runs the round again on another worker of the label,
 which skips the (variant, round) pairs already stored, and the store's unique key makes a

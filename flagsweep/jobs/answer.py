@@ -32,7 +32,8 @@ def sentence(proof_: contract.TuneProof | None, ablation: contract.TuneAblation 
             of = f" ({len(ablation.minimal)} of the {len(ablation.of)} flags of the best set found)"
         against = (f"{_interval(use.vs_o3)} against -O3 and " if o3 else "")
         return (f"Use {' '.join(use.flags)}{of}: {against}{_interval(use.vs_base)} against "
-                f"{base}, confirmed over {k} layouts after {n} candidates.", list(use.flags))
+                f"{base}, confirmed over {k} layouts after {n} candidates{_output(use, base)}.",
+                list(use.flags))
     o3_wins = o3 is not None and o3.vs_base and o3.vs_base.verdict == "faster"
     same = [c for c in tried if o3 is not None and c.identical_to == o3.variant]
     if o3_wins and same:
@@ -91,6 +92,22 @@ def _bound(best: contract.TuneCandidate | None, o3: contract.TuneCandidate | Non
     est = min(bounded, key=lambda e: e.ci95[0]) if bounded else named[0][1]
     parts = [text.format(_interval(e)) for text, e in named if text]
     return est, f" ({'; '.join(parts)})" if parts else ""
+
+
+def _output(use: contract.TuneCandidate, base: str) -> str:
+    """What the reader must know before using a set whose output is not the base's own bytes
+    (fast-math pieces stay in the space: the output check judges them, and the judgement holds
+    for this workload's input only)."""
+    if use.check is None or use.check.status != "equivalent":
+        return ""
+    q = use.check.quality
+    if q is not None and q.snr_db is not None and q.baseline_snr_db is not None:
+        why = (f"SNR {q.snr_db:.2f} dB against {q.baseline_snr_db:.2f} dB, within "
+               f"{q.snr_tolerance_db:g} dB")
+    else:
+        why = use.check.detail or "no detail recorded"
+    return (f"; its output is not {base}'s bytes but the output check judged it equivalent "
+            f"({why}) on this workload's input")
 
 
 def _o3_code(same: list[contract.TuneCandidate], o3: contract.TuneCandidate,

@@ -149,7 +149,8 @@ def candidates(s: Setting, path: Path, listed: list[ProofSet]) -> list[contract.
             identical_to=same,
             vs_base=(_same_code() if same == base_id else _estimate(measured.vs_baseline)
                      if measured is not None and e.role != "base" else None),
-            vs_o3=_same_code() if same == o3_id else vs_o3.get(same or vid(s, e.flags))))
+            vs_o3=_same_code() if same == o3_id else vs_o3.get(same or vid(s, e.flags)),
+            check=measured.check if measured is not None else None))
     return out
 
 

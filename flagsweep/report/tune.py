@@ -39,6 +39,7 @@ class ProofRow:
     trial: str
     vs_base: ChangeCell
     vs_o3: ChangeCell
+    output: str                    # its output check: "ok", or "equivalent" and why
 
 
 @dataclass
@@ -183,8 +184,11 @@ def recommended(doc: contract.Tune) -> str | None:
 
 def proof_row(c: contract.TuneCandidate) -> ProofRow:
     changes = flags_text(c.changes) if c.changes else flags_text(c.flags)
+    check = c.check
+    output = "" if check is None else check.status + (
+        f": {check.detail}" if check.status == "equivalent" and check.detail else "")
     return ProofRow(c.role, changes, f"#{number(c.trial)}" if c.trial is not None else "",
-                    estimate(c.vs_base), estimate(c.vs_o3))
+                    estimate(c.vs_base), estimate(c.vs_o3), output)
 
 
 def section(part: contract.TuneProof | contract.TuneAblation, out: Path) -> SweepPart:

@@ -694,6 +694,7 @@ class TuneCandidate(Open):
     identical_to: Str | None = None          # the set of the proof whose code it has
     vs_base: TuneEstimate | None = None
     vs_o3: TuneEstimate | None = None
+    check: Check | None = None               # its output check on the full input
 
 
 class TuneProof(Open):

@@ -107,6 +107,7 @@ def test_tune_finds_the_planted_flags_survives_a_kill_and_proves_them(tmp_path, 
     winner = next(c for c in doc.proof.candidates if c.role in ("minimal", "winner")
                   and set(c.changes) == set(doc.recommended) - {"-O2"})
     assert winner.vs_base.verdict == "faster" and winner.vs_base.ratio < 0.8
+    assert winner.check.status == "ok"       # the proof's own output check, kept with the set
     assert doc.answer.startswith("Use -O2 ")
     # every sample of a batch is taken once, kill or not
     for tr in doc.trials:

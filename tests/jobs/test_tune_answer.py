@@ -45,6 +45,22 @@ def test_a_set_faster_than_the_base_and_o3_is_used_its_minimal_subset_first():
     assert "against -O3" in sentence and "4 layouts after 40 candidates" in sentence
 
 
+def test_a_set_whose_output_is_not_the_bases_bytes_is_used_with_the_check_said():
+    o3 = _set("-O3", ["-O3"], vs_base=_est(0.98, "faster"))
+    winner = _set("winner", ["-funsafe-math-optimizations"], _est(0.92, "faster"),
+                  _est(0.93, "faster"))
+    winner.check = contract.Check(status="equivalent", detail="equivalent output (...)",
+                                  quality=contract.Quality(snr_db=12.697, baseline_snr_db=12.700,
+                                                           snr_tolerance_db=0.1))
+    sentence, use = said(_proof(o3, winner), None, 78)
+    assert use == ["-O2", "-funsafe-math-optimizations"]
+    assert sentence.endswith("after 78 candidates; its output is not -O2's bytes but the output "
+                             "check judged it equivalent (SNR 12.70 dB against 12.70 dB, within "
+                             "0.1 dB) on this workload's input.")
+    winner.check = contract.Check(status="ok", detail="identical bytes to the baseline's")
+    assert said(_proof(o3, winner), None, 78)[0].endswith("after 78 candidates.")
+
+
 def test_the_best_set_with_o3s_own_code_says_use_o3_and_names_the_flags():
     o3 = _set("-O3", ["-O3"], vs_base=_est(0.23, "faster"))
     winner = _set("winner", ["-fa", "-fb", "-fc"], _est(0.23, "faster"), same="v--O3")

@@ -81,12 +81,15 @@ def proof() -> dict:
                 {"role": "winner", "variant": "t8", "flags": ["-O2", *WINNER],
                  "changes": WINNER, "trial": 8,
                  "vs_base": estimate(0.959, 0.950, 0.968, "faster"),
-                 "vs_o3": estimate(0.977, 0.969, 0.985, "faster")},
+                 "vs_o3": estimate(0.977, 0.969, 0.985, "faster"),
+                 "check": {"status": "equivalent", "detail": "equivalent output (SNR 12.70 dB "
+                           "vs the baseline's 12.71 dB (-0.003 dB); bytes differ at byte 188)"}},
                 {"role": "minimal", "variant": "min", "flags": ["-O2", "-funroll-loops",
                                                                  "-ftree-vectorize"],
                  "changes": ["-funroll-loops", "-ftree-vectorize"],
                  "vs_base": estimate(0.962, 0.953, 0.971, "faster"),
-                 "vs_o3": estimate(0.980, 0.971, 0.989, "faster")}]}
+                 "vs_o3": estimate(0.980, 0.971, 0.989, "faster"),
+                 "check": {"status": "ok", "detail": "identical bytes to the baseline's"}}]}
 
 
 def ablation() -> dict:
@@ -162,6 +165,9 @@ def test_the_proof_table_shows_each_set_against_the_base_and_o3(page):
     assert "-4.1%" in winner and "[-5.0, -3.2]" in winner      # vs base
     assert "-2.3%" in winner and "[-3.1, -1.5]" in winner      # vs -O3
     assert 'class="badge faster"' in winner
+    # a set whose output is not the base's bytes says so, and why the check passed it
+    assert "equivalent: equivalent output (SNR 12.70 dB" in text_of(winner)
+    assert "<td>ok</td>" in rows[3]
     assert '<span id="layouts">5</span>' in html
     assert 'href="proof/results.json"' in html
 

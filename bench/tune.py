@@ -6,8 +6,8 @@ private store.
   known    the bundled `duo` kernel, whose speed hangs on two switches named in advance in
            targets/duo/space.toml among 50 that do not matter: over N seeds, how often the
            tune's recommended set and its ablation name exactly those two.
-  versus   one program, TPE against Optuna's random sampler, the same budget and the same
-           evaluation, over N seeds: the best confirmed gain of each and the runs each search
+  versus   one program, TPE (or, with --arm ga, the genetic search) against Optuna's random
+           sampler, the same budget and the same evaluation, over N seeds: the best confirmed gain of each and the runs each search
            spent until its best-so-far first reached the random search's final best; on duo,
            also the runs until its best-so-far first held the known answer.
   program  one tune of one program: the answer, the proof against the base and -O3, the
@@ -20,13 +20,16 @@ Usage: python bench/tune.py known [--seeds 10] [--budget 4m] [--space decoys]
        python bench/tune.py versus gzip [--seeds 3] [--budget 20m]
        python bench/tune.py versus duo --space decoys [--seeds 3] [--budget 3m]
        python bench/tune.py versus gzip --side-by-side --seeds 3 --budget 1h
+       python bench/tune.py versus lame --arm ga --from-seed 2 --seeds 1 --budget 1h
        python bench/tune.py program gzip [--budget 1h] [--seed 1]
 --side-by-side runs a seed's two arms at once, each pinned to a CPU of its own with one build
 job (the CPUs swapped from seed to seed), so a two-CPU machine measures both in the time of one
 and a disturbance falls on both arms alike; each arm then builds on one CPU, not two.
 Every tune's folder is kept under --work (default: a new folder in /tmp), tune.json and
 tune.html in each; given the same --work again, a finished tune is read, not run again, and
-one that was stopped part way is resumed.
+one that was stopped part way is resumed: so an arm run before (the random search's, when
+--arm changes) is read, not run again, and --from-seed runs seeds from there, another bench
+beside it running the others.
 """
 
 from __future__ import annotations
@@ -174,8 +177,8 @@ def versus(args, work: Path) -> None:
         space = DUO / f"{args.space}.toml"
         extra, answer, prefix = ("--space", str(space)), _duo_answer(space), f"duo-{args.space}"
         print(f"duo ({space.name}): the known answer is {' '.join(sorted(answer))}")
-    rows = []
-    for seed in range(1, args.seeds + 1):
+    rows, arm = [], args.arm
+    for seed in range(args.from_seed, args.from_seed + args.seeds):
         docs = arms(args, work, f"{prefix}-{{}}-{seed}", seed, extra)
         final = min(p["ratio"] for p in docs["random"]["progress"] if p.get("ratio")) \
             if any(p.get("ratio") for p in docs["random"]["progress"]) else 1.0
@@ -187,13 +190,13 @@ def versus(args, work: Path) -> None:
             print(f"seed {seed} {s:>6}: confirmed {pct(g)}; reached random's best "
                   f"({pct(final)}) after {reach} runs of {total}{known}; "
                   f"{len(docs[s]['trials'])} candidates; answer: {docs[s]['answer']}")
-    better = sum(r["tpe"][0] <= r["random"][0] for r in rows)
-    halved = sum(r["tpe"][1] is not None and r["random"][1] is not None
-                 and r["tpe"][1] <= r["random"][1] / 2 for r in rows)
-    print(f"{prefix}: TPE's confirmed gain at least random's in {better}/{len(rows)} seeds; "
+    better = sum(r[arm][0] <= r["random"][0] for r in rows)
+    halved = sum(r[arm][1] is not None and r["random"][1] is not None
+                 and r[arm][1] <= r["random"][1] / 2 for r in rows)
+    print(f"{prefix}: {arm}'s confirmed gain at least random's in {better}/{len(rows)} seeds; "
           f"reached random's best with at most half its runs in {halved}/{len(rows)}")
     if answer:
-        for s in ("tpe", "random"):
+        for s in (arm, "random"):
             held = [r[s][3] for r in rows]
             print(f"{prefix} {s}: the best set held the answer in "
                   f"{sum(h is not None for h in held)}/{len(rows)} seeds, after "
@@ -201,10 +204,11 @@ def versus(args, work: Path) -> None:
 
 
 def arms(args, work: Path, name: str, seed: int, extra: tuple) -> dict[str, dict]:
-    """TPE's and the random search's tunes of one seed: one after the other, or side by side,
-    each on a CPU of its own with one build job, alternating the CPUs by seed, so whatever else
-    the machine does falls on both arms alike and both see the same machine."""
-    samplers = ("tpe", "random")
+    """The arm's (TPE's, or the genetic search's) and the random search's tunes of one seed: one
+    after the other, or side by side, each on a CPU of its own with one build job, alternating
+    the CPUs by seed, so whatever else the machine does falls on both arms alike and both see
+    the same machine."""
+    samplers = (args.arm, "random")
     if not args.side_by_side:
         return {s: tune(work, name.format(s), args.target, args.budget, seed, "--sampler", s,
                         *extra) for s in samplers}
@@ -247,6 +251,9 @@ def main() -> None:
     p.add_argument("--space", choices=["space", "decoys"], default="space",
                    help="known, versus duo: duo's space file (decoys: 17 of the 50 change "
                         "the code)")
+    p.add_argument("--arm", choices=["tpe", "ga"], default="tpe",
+                   help="versus: the sampler set against the random search")
+    p.add_argument("--from-seed", type=int, default=1, help="versus: the first seed")
     p.add_argument("--side-by-side", action="store_true",
                    help="versus: run the two arms of a seed at once, one CPU each (-j 1)")
     args = p.parse_args()

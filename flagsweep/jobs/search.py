@@ -27,9 +27,16 @@ from flagsweep.errors import FlagsweepError
 from flagsweep.experiment.space import Space
 from flagsweep.results.store import Store
 
-SAMPLERS = ("tpe", "random")
+SAMPLERS = ("tpe", "ga", "random")
 # Trials drawn at random (near the base: `near_base`) before TPE models: Optuna's default.
 STARTUP_TRIALS = 10
+# The genetic search (ga): a population of two batches, its first drawn near the base; each
+# child takes each switch from one of two good parents and draws each switch again with this
+# probability (about half of those change), so children stay near sets that did well. Optuna's
+# default, 1/n, mutates one switch a child, and a search of ~100 children rarely adds a switch
+# no parent held; bench/tune_sampler.py's model found 0.05 better (docs/tune.md).
+POPULATION = 12
+MUTATION = 0.05
 
 
 def _optuna():
@@ -61,7 +68,18 @@ def sampler(name: str, seed: int):
         # shrinks as flags that break are dropped, and a grouped model copes with that.
         return optuna.samplers.TPESampler(seed=seed, n_startup_trials=STARTUP_TRIALS,
                                           multivariate=True, group=True, constant_liar=True)
+    if name == "ga":
+        # NSGA-II with one objective is a plain elitist genetic search (ACOVEA's kind of search,
+        # with uniform crossover and tournament selection of parents).
+        return optuna.samplers.NSGAIISampler(seed=seed, population_size=POPULATION,
+                                             mutation_prob=MUTATION)
     raise FlagsweepError(f"--sampler {name}: expected one of {', '.join(SAMPLERS)}")
+
+
+def drawn_near_base(sampler_name: str) -> float:
+    """How many of a study's first trials are drawn near the base (`near_base`) rather than by
+    its sampler: every one for the random search, the model's start for the others."""
+    return {"random": math.inf, "ga": POPULATION}.get(sampler_name, STARTUP_TRIALS)
 
 
 def create(store: Store, name: str, sampler_name: str, seed: int, record: dict[str, Any]):
@@ -102,9 +120,14 @@ def ask(study, space: Space, dropped: set[str], sampler_name: str, seed: int):
     drawn near the base (`near_base`), enqueued so the study records them as its own."""
     dims = [d for d in space.dimensions if d.name not in dropped]
     number = len(study.get_trials(deepcopy=False))
-    if sampler_name == "random" or number < STARTUP_TRIALS:
+    if number < drawn_near_base(sampler_name):
         study.enqueue_trial(near_base(dims, random.Random(f"{seed}:{number}")))
     trial = study.ask()
+    if isinstance(study.sampler, _optuna().samplers.BaseGASampler):
+        # An enqueued trial never reaches the sampler, so it would join no generation and the
+        # genetic search would breed from sets drawn uniformly: count it in the first.
+        frozen = [t for t in study.get_trials(deepcopy=False) if t.number == trial.number]
+        study.sampler.get_trial_generation(study, frozen[0])
     chosen = {d.name: trial.suggest_categorical(d.name, list(d.choices)) for d in dims}
     return trial, chosen
 

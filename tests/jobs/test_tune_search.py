@@ -1,0 +1,66 @@
+"""The tune's search: the samplers it asks, and where their sets lie against the base."""
+
+from __future__ import annotations
+
+import random
+import statistics
+
+import optuna
+
+from flagsweep.experiment.space import Dimension, Space
+from flagsweep.jobs import search
+from flagsweep.results.store import Store
+
+SWITCHES = 60
+
+
+def _space() -> Space:
+    dims = tuple(Dimension(f"-fs{i}", ("", f"-fs{i}")) for i in range(SWITCHES))
+    return Space("-O2", "gcc", "test", dims)
+
+
+def _changes(chosen: dict[str, str]) -> int:
+    return sum(1 for v in chosen.values() if v)
+
+
+def _batches(study, space: Space, name: str, seed: int, n: int, value) -> list[dict]:
+    """n batches of 6 asked together and told, as a tune asks them; every set asked."""
+    asked = []
+    for _ in range(n):
+        batch = [search.ask(study, space, set(), name, seed) for _ in range(6)]
+        for trial, chosen in batch:
+            study.tell(trial, value(chosen))
+            asked.append(chosen)
+    return asked
+
+
+def test_the_genetic_search_starts_near_the_base_and_breeds_near_its_sets(tmp_path):
+    store, space, seed = Store(f"sqlite:///{tmp_path / 'store.sqlite'}"), _space(), 3
+    study = search.create(store, "ga", "ga", seed, {"sampler": "ga", "seed": seed})
+    noise = random.Random(1)
+    first = _batches(study, space, "ga", seed, 2, lambda c: noise.random())
+    # its first generation is the random search's own sets, drawn near the base
+    assert first == [search.near_base(list(space.dimensions), random.Random(f"{seed}:{n}"))
+                     for n in range(search.POPULATION)]
+    # resumed from the store, it breeds from them: children stay near their parents. Bred from
+    # sets drawn uniformly instead (what the first generation is unless the enqueued sets are
+    # counted in it), they would change about half the switches.
+    again = search.load(store, "ga")
+    bred = _batches(again, space, "ga", seed, 6, lambda c: noise.random())
+    assert statistics.median(_changes(c) for c in bred) < \
+        max(_changes(c) for c in first) < SWITCHES / 2
+
+
+def test_the_genetic_search_keeps_what_did_well():
+    """Fewer changes better: its sets come to change fewer switches than its first ones."""
+    space, seed, noise = _space(), 3, random.Random(1)
+    study = optuna.create_study(sampler=search.sampler("ga", seed), direction="minimize")
+    asked = _batches(study, space, "ga", seed, 14, lambda c: _changes(c) + noise.random())
+    first, last = asked[:search.POPULATION], asked[-search.POPULATION:]
+    assert statistics.median(map(_changes, last)) < statistics.median(map(_changes, first)) / 2
+
+
+def test_every_sampler_named_is_one_the_command_offers():
+    from flagsweep.cli.tuning import tune_cmd
+    offered = next(p for p in tune_cmd.params if p.name == "sampler").type.choices
+    assert tuple(offered) == search.SAMPLERS

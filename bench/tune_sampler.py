@@ -94,7 +94,8 @@ def search_once(name: str, sampler, seed: int, args) -> tuple[int | None, float,
         batch = [search.ask(study, space, set(), asked_as, seed) for _ in range(BATCH)]
         for trial, chosen in batch:
             on = [n for n, v in chosen.items() if v]
-            if trial.number >= search.drawn_near_base(asked_as):
+            if trial.number >= {"tpe": search.STARTUP_TRIALS,    # its own, not the start's
+                                "ga": search.POPULATION}.get(asked_as, math.inf):
                 changes.append(len(on))
             true = truth(on)
             value = true + noise.gauss(0, args.noise / 100)

@@ -76,10 +76,18 @@ def sampler(name: str, seed: int):
     raise FlagsweepError(f"--sampler {name}: expected one of {', '.join(SAMPLERS)}")
 
 
-def drawn_near_base(sampler_name: str) -> float:
-    """How many of a study's first trials are drawn near the base (`near_base`) rather than by
-    its sampler: every one for the random search, the model's start for the others."""
-    return {"random": math.inf, "ga": POPULATION}.get(sampler_name, STARTUP_TRIALS)
+def drawn_near_base(study, sampler_name: str) -> bool:
+    """Whether the study's next trial is drawn near the base (`near_base`) rather than by its
+    sampler: every one of the random search's; TPE's first STARTUP_TRIALS; the genetic search's
+    until its first generation holds POPULATION measured sets. That search counts only trials
+    told complete into a generation, so a set that broke leaves room for another, which it
+    would draw uniformly, changing half the switches, were it not drawn here."""
+    if sampler_name == "random":
+        return True
+    if sampler_name == "ga":
+        done = _optuna().trial.TrialState.COMPLETE
+        return len(study.get_trials(deepcopy=False, states=(done,))) < POPULATION
+    return len(study.get_trials(deepcopy=False)) < STARTUP_TRIALS
 
 
 def create(store: Store, name: str, sampler_name: str, seed: int, record: dict[str, Any]):
@@ -116,11 +124,12 @@ def load(store: Store, name: str):
 def ask(study, space: Space, dropped: set[str], sampler_name: str, seed: int):
     """One trial and the choices it makes: every dimension not dropped (a flag that broke a
     build or an output is never proposed again; its dimension is left out, so the trial keeps
-    the base's default there). The random search's trials, and TPE's first STARTUP_TRIALS, are
-    drawn near the base (`near_base`), enqueued so the study records them as its own."""
+    the base's default there). The random search's trials, and the others' first ones
+    (`drawn_near_base`), are drawn near the base (`near_base`), enqueued so the study records
+    them as its own."""
     dims = [d for d in space.dimensions if d.name not in dropped]
-    number = len(study.get_trials(deepcopy=False))
-    if number < drawn_near_base(sampler_name):
+    if drawn_near_base(study, sampler_name):
+        number = len(study.get_trials(deepcopy=False))
         study.enqueue_trial(near_base(dims, random.Random(f"{seed}:{number}")))
     trial = study.ask()
     if isinstance(study.sampler, _optuna().samplers.BaseGASampler):

@@ -60,6 +60,25 @@ def test_the_genetic_search_keeps_what_did_well():
     assert statistics.median(map(_changes, last)) < statistics.median(map(_changes, first)) / 2
 
 
+def test_a_set_that_broke_in_the_first_generation_leaves_room_for_one_near_the_base():
+    """The genetic search counts only measured sets into a generation: two sets that broke in
+    the first batch keep the third batch in the first generation, drawn near the base too."""
+    space, seed, noise = _space(), 4, random.Random(2)
+    study = optuna.create_study(sampler=search.sampler("ga", seed), direction="minimize")
+    asked = []
+    for b in range(5):
+        batch = [search.ask(study, space, set(), "ga", seed) for _ in range(6)]
+        for i, (trial, chosen) in enumerate(batch):
+            if b == 0 and i < 2:
+                study.tell(trial, state=optuna.trial.TrialState.FAIL)
+            else:
+                study.tell(trial, noise.random())
+            asked.append(chosen)
+    dims = list(space.dimensions)
+    assert asked[:18] == [search.near_base(dims, random.Random(f"{seed}:{n}")) for n in range(18)]
+    assert max(_changes(c) for c in asked[18:]) < SWITCHES / 2
+
+
 def test_every_sampler_named_is_one_the_command_offers():
     from flagsweep.cli.tuning import tune_cmd
     offered = next(p for p in tune_cmd.params if p.name == "sampler").type.choices

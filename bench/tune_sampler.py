@@ -91,11 +91,11 @@ def search_once(name: str, sampler, seed: int, args) -> tuple[int | None, float,
                 - args.pair / 100 * all(a in on for a in answer))
 
     for told in range(0, args.trials, BATCH):
-        batch = [search.ask(study, space, set(), asked_as, seed) for _ in range(BATCH)]
-        for trial, chosen in batch:
+        batch = [(search.drawn_near_base(study, asked_as),
+                  *search.ask(study, space, set(), asked_as, seed)) for _ in range(BATCH)]
+        for near, trial, chosen in batch:
             on = [n for n, v in chosen.items() if v]
-            if trial.number >= {"tpe": search.STARTUP_TRIALS,    # its own, not the start's
-                                "ga": search.POPULATION}.get(asked_as, math.inf):
+            if not near:                    # the sampler's own set, not one of its start
                 changes.append(len(on))
             true = truth(on)
             value = true + noise.gauss(0, args.noise / 100)

@@ -250,8 +250,10 @@ def _one_line(text: str) -> str:
 def perf_prefix(pre: Preflight, csv_path: Path) -> list[str]:
     """``[perf, "stat", "-x,", "-o", csv, "-e", "ev1,ev2,...", "--"]``; [] when mode == "none".
 
-    perf stat exits with the workload's exit status and writes the CSV to csv_path (truncating
-    it), so the workload's own stdout/stderr stay untouched.
+    perf stat writes the CSV to csv_path (truncating it), so the workload's own stdout/stderr
+    stay untouched. Its own exit status is not the workload's to trust: perf 6.1 on a busy
+    machine exits 0 for a workload that exited 1 in about one run of ten, counts and all, so
+    the launcher it runs reports the workload's status (host.launcher).
     """
     if pre.mode == "none" or not pre.perf or not pre.events:
         return []

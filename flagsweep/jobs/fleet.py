@@ -406,8 +406,25 @@ class Shipment:
         self.names.setdefault(sha, Variable(f"flagsweep-{future.key}", self.client)).set(future)
 
 
+def connected_workers(client) -> dict[str, dict]:
+    """Every connected worker's information, asked of the scheduler now. Not
+    `client.scheduler_info()`: when its question fails (a comm closed or timed out on a
+    loaded machine), Dask logs it at debug level and returns what it kept from the
+    connection's handshake, which lists no workers, so a fleet with both its workers up reads
+    as "labels connected: none". A failed question is asked twice more, then named."""
+    error: OSError | None = None
+    for wait in (0.0, 1.0, 2.0):
+        time.sleep(wait)
+        try:
+            return client.sync(client.scheduler.identity, n_workers=-1)["workers"]
+        except OSError as e:
+            error = e
+    raise FlagsweepError(f"the Dask scheduler at {client.scheduler.address} did not say which "
+                         f"workers are connected: {error}")
+
+
 def _workers_for(client, labels: list[str]) -> None:
-    have = {name for w in client.scheduler_info()["workers"].values()
+    have = {name for w in connected_workers(client).values()
             for name in (w.get("resources") or {})}
     missing = [label for label in labels if label_resource(label) not in have]
     if missing:
@@ -564,5 +581,5 @@ def _rounds(client, t, parts: list[Label], shipment: Shipment, blob: Blob, opts,
 
 
 def _worker_count(client, label: str) -> int:
-    return sum(1 for w in client.scheduler_info()["workers"].values()
+    return sum(1 for w in connected_workers(client).values()
                if label_resource(label) in (w.get("resources") or {}))

@@ -200,12 +200,12 @@ def test_bytes_the_cluster_lost_are_sent_again(cluster):
     try:
         data = os.urandom(4096)          # bytes no worker's cache has
         blob = shipment.send(files.sha256_bytes(data), data, "bin")
-        names = {a: w["name"] for a, w in client.scheduler_info()["workers"].items()}
+        names = {a: w["name"] for a, w in fleet.connected_workers(client).items()}
         held = shipment.names[blob.sha].get()
         holder = next(iter(client.who_has([held])[held.key]))
         other = next(a for a in names if a != holder)
         cluster.kill(names[holder])
-        _wait_for(lambda: holder not in client.scheduler_info()["workers"])
+        _wait_for(lambda: holder not in fleet.connected_workers(client))
         with pytest.raises(fleet.Missing, match="no longer holds the bytes of bin"):
             client.submit(fleet._local, blob, workers=[other], pure=False).result(timeout=120)
         shipment.again()
@@ -214,3 +214,52 @@ def test_bytes_the_cluster_lost_are_sent_again(cluster):
     finally:
         shipment.close()
         client.close()
+
+
+
+class _Flaky:
+    """A client's scheduler whose first `fails` questions of every worker's `identity` fail, as
+    a comm closed or timed out on a loaded machine makes them. (The client's own periodic
+    question, for totals only, is let through and not counted.)"""
+
+    def __init__(self, real, fails: int):
+        self.real, self.address, self.fails, self.asked = real, real.address, fails, 0
+
+    def __getattr__(self, name):
+        if name != "identity":
+            return getattr(self.real, name)
+
+        async def identity(**kwargs):
+            if kwargs.get("n_workers") != -1:
+                return await self.real.identity(**kwargs)
+            self.asked += 1
+            if self.asked <= self.fails:
+                raise OSError("comm closed")
+            return await self.real.identity(**kwargs)
+        return identity
+
+
+def test_the_workers_are_asked_again_when_the_schedulers_answer_is_lost():
+    """Dask's scheduler_info() answers a failed question with its copy from the handshake,
+    which lists no workers: the fleet would say none is connected while one is."""
+    from distributed import Client, LocalCluster
+
+    from flagsweep.errors import FlagsweepError
+    from flagsweep.jobs import fleet
+    with LocalCluster(n_workers=1, processes=False, resources={"cpu-alpha": 1},
+                      dashboard_address=None) as local:
+        with Client(local.scheduler_address) as early:   # connected before any worker
+            early.wait_for_workers(1, timeout=60)
+        with Client(local.scheduler_address) as client:
+            real = client.scheduler
+            try:
+                client.scheduler = _Flaky(real, fails=1)
+                fleet._workers_for(client, ["alpha"])    # not "labels connected: none"
+                assert client.scheduler.asked == 2
+                client.scheduler = _Flaky(real, fails=3)
+                with pytest.raises(FlagsweepError, match=f"scheduler at {real.address} did not "
+                                                         "say which workers are connected: comm"):
+                    fleet.connected_workers(client)
+                assert client.scheduler.asked == 3
+            finally:
+                client.scheduler = real

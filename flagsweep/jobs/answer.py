@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 from flagsweep.results import contract
+from flagsweep.stats.wording import level_text
 
 
 def sentence(proof_: contract.TuneProof | None, ablation: contract.TuneAblation | None, n: int,
@@ -50,9 +51,11 @@ def sentence(proof_: contract.TuneProof | None, ablation: contract.TuneAblation 
             and o3.vs_base.ratio < 1 - threshold / 100:
         # -O3 looked faster but was not decided: keeping the base is the safe answer, and the
         # reader must see why, not read "nothing beats -O2 or -O3" as "they are equal".
+        why = _inside(o3.vs_base, threshold)
         undecided = (f"; -O3 measured {_interval(o3.vs_base)} against {base} but was not "
-                     f"decided over {k} layouts: more layouts (--layouts) would decide it")
-    est, shown = _bound(best, o3, base, both=o3 is not None and not o3_wins,
+                     f"decided over {k} layouts{f' (its {why})' if why else ''}: more layouts "
+                     f"(--layouts) would decide it")
+    est, shown = _bound(best, o3, base, threshold, both=o3 is not None and not o3_wins,
                         said_o3=bool(undecided))
     if est is None or not est.ci95 or est.ci95[0] >= 1 - threshold / 100:
         return (f"Nothing found beats {ref} by more than {threshold:g}% beyond layout luck "
@@ -66,7 +69,8 @@ def sentence(proof_: contract.TuneProof | None, ablation: contract.TuneAblation 
 
 
 def _bound(best: contract.TuneCandidate | None, o3: contract.TuneCandidate | None,
-           base: str, both: bool, said_o3: bool) -> tuple[contract.TuneEstimate | None, str]:
+           base: str, threshold: float, both: bool, said_o3: bool
+           ) -> tuple[contract.TuneEstimate | None, str]:
     """The interval that bounds what the search could give, and the text that shows it.
 
     The claim holds against every reference the sentence names. Keeping -O3 (or the base when
@@ -90,7 +94,8 @@ def _bound(best: contract.TuneCandidate | None, o3: contract.TuneCandidate | Non
         return None, ""
     bounded = [e for _, e in named if e.ci95]
     est = min(bounded, key=lambda e: e.ci95[0]) if bounded else named[0][1]
-    parts = [text.format(_interval(e)) for text, e in named if text]
+    parts = [text.format(_interval(e)) + (f", whose {why}" if (why := _inside(e, threshold))
+                                          else "") for text, e in named if text]
     return est, f" ({'; '.join(parts)})" if parts else ""
 
 
@@ -121,6 +126,20 @@ def _o3_code(same: list[contract.TuneCandidate], o3: contract.TuneCandidate,
     return (f"Use -O3: the best set found is -O3's own code ({flags} on {base} gives the same "
             f"binary{of}), {_interval(o3.vs_base)} against {base}, confirmed over {k} layouts "
             f"after {n} candidates.")
+
+
+def _inside(e: contract.TuneEstimate | None, threshold: float) -> str:
+    """Why an interval that lies wholly beyond the threshold was not decided, else "": the
+    proof judged it by the wider interval false-discovery control over its comparisons needs
+    (stats.verdicts), and without it the sentence would read as a contradiction."""
+    if e is None or not e.ci95 or not e.ci_fcr or e.verdict in ("faster", "slower"):
+        return ""
+    lo, hi = 1 - threshold / 100, 1 + threshold / 100
+    if not (e.ci95[1] < lo or e.ci95[0] > hi):
+        return ""
+    return (f"{level_text(e.fcr_level)} interval for this many comparisons (false-coverage "
+            f"adjusted), [{100 * (e.ci_fcr[0] - 1):+.1f}, {100 * (e.ci_fcr[1] - 1):+.1f}], "
+            f"reaches inside {threshold:g}%")
 
 
 def _interval(e: contract.TuneEstimate | None) -> str:

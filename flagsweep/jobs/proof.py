@@ -163,7 +163,8 @@ def _estimate(vs: contract.VsBaseline | None) -> contract.TuneEstimate | None:
     if vs is None:
         return None
     return contract.TuneEstimate(ratio=vs.ratio, ci95=vs.ci95, verdict=vs.verdict,
-                                 p_adjusted=vs.p_adjusted)
+                                 p_adjusted=vs.p_adjusted, ci_fcr=vs.ci_fcr,
+                                 fcr_level=vs.fcr_level)
 
 
 def _against(s: Setting, path: Path, doc: contract.Results, ref: str
@@ -179,4 +180,5 @@ def _against(s: Setting, path: Path, doc: contract.Results, ref: str
     found = {v: e for v, e in found.items() if not contract.is_control(v)}
     stats.adjust(list(found.values()), threshold_pct=doc.threshold_pct)
     return {v: contract.TuneEstimate(ratio=e.ratio, ci95=finite_pair(e.ci95), verdict=e.verdict,
-                                     p_adjusted=e.p_adjusted) for v, e in found.items()}
+                                     p_adjusted=e.p_adjusted, ci_fcr=finite_pair(e.ci_fcr),
+                                     fcr_level=e.fcr_level) for v, e in found.items()}

@@ -682,6 +682,8 @@ class TuneEstimate(Open):
     ci95: Pair = None
     verdict: Str | None = None
     p_adjusted: Num = None
+    ci_fcr: Pair = None          # the false-coverage adjusted interval a verdict needs, and
+    fcr_level: Num = None        # its level (as a sweep's Comparison)
 
 
 class TuneCandidate(Open):

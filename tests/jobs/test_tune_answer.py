@@ -228,3 +228,28 @@ def test_keeping_the_base_over_o3_is_bounded_against_both():
     sentence, use = said(_proof(o3, best), None, 54)
     assert use == ["-O2"] and sentence.startswith("Nothing found beats -O2 or -O3 by more than "
                                                   "1% beyond layout luck after 54 candidates")
+
+
+def test_an_interval_beyond_the_threshold_but_not_decided_says_what_it_was_judged_by():
+    """lame's random search, seed 1: its runner-up -2.1% [-2.9, -1.4] against -O2, not
+    decided because its interval adjusted for the proof's comparisons reached inside 1%. The
+    sentence showed the 95% interval alone, which reads as beyond the threshold."""
+    o3 = _set("-O3", ["-O3"], vs_base=_est(0.987, "inconclusive", [0.979, 0.995]))
+    best = _set("runner-up", ["-fa"], contract.TuneEstimate(
+        ratio=0.979, ci95=[0.971, 0.986], verdict="inconclusive", ci_fcr=[0.966, 0.992],
+        fcr_level=0.9917), _est(0.992, "inconclusive", [0.988, 0.996]))
+    sentence, use = said(_proof(o3, best), None, 66)
+    assert use == ["-O2"]
+    assert ("(the best found: -2.1% [-2.9, -1.4] against -O2, whose 99.1% interval for this "
+            "many comparisons (false-coverage adjusted), [-3.4, -0.8], reaches inside 1%; "
+            "-0.8% [-1.2, -0.4] against -O3)") in sentence
+    # -O3's own, beyond the threshold and undecided, says it the same way
+    o3.vs_base = contract.TuneEstimate(ratio=0.95, ci95=[0.93, 0.97], verdict="inconclusive",
+                                       ci_fcr=[0.90, 0.995], fcr_level=0.99)
+    assert ("-O3 measured -5.0% [-7.0, -3.0] against -O2 but was not decided over 4 layouts "
+            "(its 99% interval for this many comparisons (false-coverage adjusted), [-10.0, "
+            "-0.5], reaches inside 1%): more layouts") in said(_proof(o3, best), None, 66)[0]
+    # a decided interval, or one reaching inside the threshold, needs no such words
+    best.vs_base.ci95 = [0.96, 0.995]
+    assert "false-coverage" not in said(_proof(_set("-O3", ["-O3"], vs_base=_est(
+        0.987, "inconclusive", [0.979, 0.995])), best), None, 66)[0]

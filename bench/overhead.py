@@ -130,7 +130,7 @@ def measure_overhead() -> None:
         print(f"  flagsweep, perf stat ({pre.mode:8s})  {with_perf:7.3f}   overhead "
               f"{with_perf - base:6.3f} ms (mostly perf's own start-up, which the launcher's "
               "wall time inside perf leaves out)")
-    print(f"floor of a sample (the launcher's figures for the same program, median / 90th pct):")
+    print("floor of a sample (the launcher's figures for the same program, median / 90th pct):")
     print(f"  wall {1e3 * _median(wall):7.3f} / {1e3 * np.percentile(wall, 90):7.3f}   "
           f"cpu (user + sys) {1e3 * _median(cpu):7.3f} / {1e3 * np.percentile(cpu, 90):7.3f}")
     print(f"  flagsweep warns below {1e3 * resolution.SHORTEST_S:g} ms a run "

@@ -534,7 +534,6 @@ def _exact(d: np.ndarray) -> float:
     t_obs = abs(int(np.sign(d) @ w2))
     if t_obs == 0:
         return 1.0
-    top = int(w2.sum())
     tail = _tails(tuple(sorted(w2[w2 > 0])))
     return float(min(1.0, tail[t_obs]))
 

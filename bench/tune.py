@@ -6,7 +6,7 @@ private store.
   known    the bundled `duo` kernel, whose speed hangs on two switches named in advance in
            targets/duo/space.toml among 50 that do not matter: over N seeds, how often the
            tune's recommended set and its ablation name exactly those two.
-  versus   one program, TPE (or, with --arm ga, the genetic search) against Optuna's random
+  versus   one program, TPE (or, with --arm ga or tpe-local, that sampler) against Optuna's random
            sampler, the same budget and the same evaluation, over N seeds: the best confirmed gain of each and the runs each search
            spent until its best-so-far first reached the random search's final best; on duo,
            also the runs until its best-so-far first held the known answer.
@@ -251,7 +251,7 @@ def main() -> None:
     p.add_argument("--space", choices=["space", "decoys"], default="space",
                    help="known, versus duo: duo's space file (decoys: 17 of the 50 change "
                         "the code)")
-    p.add_argument("--arm", choices=["tpe", "ga"], default="tpe",
+    p.add_argument("--arm", choices=["tpe", "ga", "tpe-local"], default="tpe",
                    help="versus: the sampler set against the random search")
     p.add_argument("--from-seed", type=int, default=1, help="versus: the first seed")
     p.add_argument("--side-by-side", action="store_true",

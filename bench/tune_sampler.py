@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The tune's search alone, on a modelled program: how many candidates each sampler (TPE, the
-genetic search, the random search, and settings of the first two tried as fixes) needs before
+genetic search, the random search, TPE taking turns with a local search, and settings of
+the first two tried as fixes) needs before
 its best set holds the switches that matter, and what that best set is truly worth. No build and no run: a candidate's value is drawn from a model, so thousands of
 candidates cost minutes and the same command prints the same table. It says which sampler is
 worth the real, hour-long comparison (bench/tune.py versus); it proves nothing of a real
@@ -67,7 +68,7 @@ def samplers(seed: int) -> dict[str, optuna.samplers.BaseSampler]:
     lighter = dict(seed=seed, n_startup_trials=search.STARTUP_TRIALS, multivariate=True,
                    group=True, constant_liar=True)
     return {"random": search.sampler("random", seed), "tpe": search.sampler("tpe", seed),
-            "ga": search.sampler("ga", seed),
+            "ga": search.sampler("ga", seed), "tpe-local": search.sampler("tpe-local", seed),
             "ga mutation 1/n": optuna.samplers.NSGAIISampler(    # Optuna's default mutation
                 seed=seed, population_size=search.POPULATION),
             "tpe prior 0.1": optuna.samplers.TPESampler(prior_weight=0.1, **lighter),
@@ -91,11 +92,14 @@ def search_once(name: str, sampler, seed: int, args) -> tuple[int | None, float,
                 - args.pair / 100 * all(a in on for a in answer))
 
     for told in range(0, args.trials, BATCH):
-        batch = [(search.drawn_near_base(study, asked_as),
-                  *search.ask(study, space, set(), asked_as, seed)) for _ in range(BATCH)]
+        # the center of tpe-local's small changes: the best set so far when it beat the
+        # base, as the tune passes it
+        center = best[2] if best[0] < 0 else None
+        batch = [(search.drawn_near_base(study, asked_as) or search.drawn_near_best(study, asked_as),
+                  *search.ask(study, space, set(), asked_as, seed, center)) for _ in range(BATCH)]
         for near, trial, chosen in batch:
             on = [n for n, v in chosen.items() if v]
-            if not near:                    # the sampler's own set, not one of its start
+            if not near:                    # the sampler's own set, not a start or local one
                 changes.append(len(on))
             true = truth(on)
             value = true + noise.gauss(0, args.noise / 100)

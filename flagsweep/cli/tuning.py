@@ -41,9 +41,10 @@ class Duration(click.ParamType):
 @click.option("--budget", "budget_s", type=Duration(), default="1h", show_default=True,
               help="Wall time for the whole tune: the search, the ablation and the proof.")
 # search.SAMPLERS, spelt out: importing the search (SQLAlchemy, Optuna) would slow every command
-@click.option("--sampler", type=click.Choice(["tpe", "ga", "random"]), default="tpe",
-              show_default=True, help="Optuna's TPE, a genetic search (Optuna's NSGA-II, near "
-              "the sets that did well), or a plain random search.")
+@click.option("--sampler", type=click.Choice(["tpe", "ga", "random", "tpe-local"]),
+              default="tpe", show_default=True, help="Optuna's TPE, a genetic search (Optuna's "
+              "NSGA-II, near the sets that did well), a plain random search, or TPE taking "
+              "turns with small changes to the best set so far.")
 @click.option("--seed", type=SEED, default=None, help="Seed of the sampler and of the rounds "
               "[default: random, recorded].")
 @click.option("--batch", type=click.IntRange(1, 64), default=6, show_default=True,

@@ -282,8 +282,10 @@ def _search(tune: Tuning, say: Callable[[str], None]) -> None:
         if tune.opts.trials is not None:
             n = min(n, tune.opts.trials - len(_asked(tune)))
         dropped = set(tune.record("dropped") or [])
-        asked = [search.ask(tune.study, tune.space, dropped, tune.opts.sampler, tune.opts.seed)
-                 for _ in range(n)]
+        best = _best(tune)
+        near = search.choices(tune.study, best[0]) if best else None
+        asked = [search.ask(tune.study, tune.space, dropped, tune.opts.sampler, tune.opts.seed,
+                            near) for _ in range(n)]
         todo = [Proposal(trial.number, tune.space.flags(chosen)) for trial, chosen in asked]
         batches = tune.record("batches") or []
         number = len(batches)
@@ -292,7 +294,6 @@ def _search(tune: Tuning, say: Callable[[str], None]) -> None:
         for c in todo:
             search.note(tune.study, c.number, {"flags": list(c.flags), "batch": number,
                                                "state": "pending"})
-        best = _best(tune)
         batches.append({"batch": number, "trials": [c.number for c in todo],
                         "best": best[0] if best else None})
         tune.keep("batches", batches)

@@ -121,6 +121,20 @@ def test_tune_finds_the_planted_flags_survives_a_kill_and_proves_them(tmp_path, 
     assert doc.cost.runs == sum(len(store.samples(rid)) for rid in sweeps)
 
 
+def test_tpe_local_tunes_end_to_end_and_finds_the_planted_flags(tmp_path, isolated_cache):
+    """The tune hands tpe-local its best set so far: its turns after the start are small
+    changes to it (tests/jobs/test_tune_search.py), and the whole tune still proves the
+    planted pair."""
+    t = target.load(str(write_tiny_target(tmp_path / "tiny", megabytes=0.2,
+                                          quick_megabytes=0.1)))
+    path = tune.start(t, _options(_space(tmp_path), sampler="tpe-local"), tmp_path / "tuned",
+                      Store(), print, execute=Planted())
+    doc = contract.validate(json.loads(path.read_text()), path, "tune")
+    assert doc.status == "complete" and doc.sampler == "tpe-local"
+    assert set(doc.recommended) - {"-O2"} == {"-funroll-loops", "-fno-tree-vectorize"}
+    assert len(doc.trials) == 16
+
+
 class Records:
     """A tune's kept records, its base and its (empty) space: what `_bisect` reads, with the
     probe's builds replaced."""

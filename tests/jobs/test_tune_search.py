@@ -83,3 +83,43 @@ def test_every_sampler_named_is_one_the_command_offers():
     from flagsweep.cli.tuning import tune_cmd
     offered = next(p for p in tune_cmd.params if p.name == "sampler").type.choices
     assert tuple(offered) == search.SAMPLERS
+
+
+def test_tpe_local_takes_turns_with_small_changes_to_the_best_set(tmp_path):
+    """After its start, every other set of tpe-local is the best set so far with a few
+    switches changed; the others are TPE's own. Resumed from the store it goes on alike."""
+    store, space, seed = Store(f"sqlite:///{tmp_path / 'store.sqlite'}"), _space(), 5
+    study = search.create(store, "mix", "tpe-local", seed, {"sampler": "tpe-local", "seed": seed})
+    noise = random.Random(3)
+    asked, best = [], None            # (number, set, the best set it was asked near)
+    for b in range(6):
+        if b == 3:
+            study = search.load(store, "mix")
+        near = search.choices(study, best) if best is not None else None
+        batch = [search.ask(study, space, set(), "tpe-local", seed, near) for _ in range(6)]
+        for trial, chosen in batch:
+            # the more switches a set changes the better here: the best set is far from the
+            # base, so sets near it are told apart from sets near the base
+            study.tell(trial, -_changes(chosen) + noise.random())
+            asked.append((trial.number, chosen, near))
+        best = study.best_trial.number
+    dims = list(space.dimensions)
+    start = [c for n, c, _ in asked if n < search.STARTUP_TRIALS]
+    assert start == [search.near_base(dims, random.Random(f"{seed}:{n}"))
+                     for n in range(search.STARTUP_TRIALS)]
+    later = [(n, c, near) for n, c, near in asked if n >= search.STARTUP_TRIALS]
+    local = [(c, near) for n, c, near in later if n % 2 == 1]
+    assert len(local) == len(later) // 2 and all(near for _, near in local)
+    apart = [sum(c[d] != near[d] for d in c) for c, near in local]
+    assert max(apart) <= SWITCHES * search.LOCAL_MOST + 5
+    assert min(_changes(near) for _, near in local) > SWITCHES * search.LOCAL_MOST + 5
+
+
+def test_a_small_change_keeps_most_of_the_set_and_starts_new_dimensions_at_the_base():
+    dims = list(_space().dimensions)
+    best = {d.name: d.choices[1] for d in dims[:30]}        # 30 on, the rest not held
+    rng = random.Random(7)
+    moved = [search.near(dims, best, rng) for _ in range(200)]
+    differ = [sum(m[d.name] != best.get(d.name, d.choices[0]) for d in dims) for m in moved]
+    assert statistics.median(differ) <= 3 and max(differ) <= SWITCHES * search.LOCAL_MOST + 5
+    assert all(m[d.name] in d.choices for m in moved for d in dims)

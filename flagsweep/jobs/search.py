@@ -170,7 +170,7 @@ def near_base(dims: list, rng: random.Random) -> dict[str, str]:
     sparse sets) or from their combinations (the dense ones)."""
     if not dims:
         return {}
-    p = math.exp(rng.uniform(math.log(1 / max(2, len(dims))), math.log(0.5)))
+    p = _rate(len(dims), 0.5, rng)
     return {d.name: (rng.choice(d.choices[1:]) if len(d.choices) > 1 and rng.random() < p
                      else d.choices[0]) for d in dims}
 
@@ -182,7 +182,7 @@ def near(dims: list, best: dict[str, str], rng: random.Random) -> dict[str, str]
     does not hold (dropped before, or new to it) starts at the base's default."""
     if not dims:
         return {}
-    p = math.exp(rng.uniform(math.log(1 / max(2, len(dims))), math.log(LOCAL_MOST)))
+    p = _rate(len(dims), LOCAL_MOST, rng)
     out = {}
     for d in dims:
         held = best.get(d.name, d.choices[0])
@@ -190,6 +190,12 @@ def near(dims: list, best: dict[str, str], rng: random.Random) -> dict[str, str]
         others = [c for c in d.choices if c != held]
         out[d.name] = rng.choice(others) if others and rng.random() < p else held
     return out
+
+
+def _rate(n: int, most: float, rng: random.Random) -> float:
+    """One set's chance to change each of its n dimensions: log-uniform between 1/n and
+    `most`, so sets of one change and sets of many are drawn alike often."""
+    return math.exp(rng.uniform(math.log(1 / max(2, n)), math.log(most)))
 
 
 def tell(study, number: int, ratio: float | None, attrs: dict[str, Any]) -> None:

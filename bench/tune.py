@@ -16,6 +16,11 @@ private store.
   known --space decoys   the same two among 50 decoys of which 17 change duo's code outside
            its kernels (targets/duo/decoys.toml): identical code no longer answers for them.
 
+On duo the tunes search with --no-starts: -O3's switches hold duo's two, so a tune that began
+from them (what it does by default) would hold the answer before it searched. Elsewhere TPE (and
+the genetic search, and tpe-local) begin from -O3's switches and -march=native, and the random
+search, the plain baseline, does not.
+
 Usage: python bench/tune.py known [--seeds 10] [--budget 4m] [--space decoys]
        python bench/tune.py versus gzip [--seeds 3] [--budget 20m]
        python bench/tune.py versus duo --space decoys [--seeds 3] [--budget 3m]
@@ -141,7 +146,8 @@ def known(args, work: Path) -> None:
     hits = ablated = 0
     prefix = "duo" if args.space == "space" else f"duo-{args.space}"
     for seed in range(1, args.seeds + 1):
-        doc = tune(work, f"{prefix}-{seed}", "duo", args.budget, seed, "--space", str(space))
+        doc = tune(work, f"{prefix}-{seed}", "duo", args.budget, seed, "--space", str(space),
+                   "--no-starts")
         found = _winner(doc)
         minimal = set((doc.get("ablation") or {}).get("minimal", []))
         hits += answer <= found
@@ -175,7 +181,8 @@ def versus(args, work: Path) -> None:
     extra, answer, prefix = (), None, args.target
     if args.target == "duo":
         space = DUO / f"{args.space}.toml"
-        extra, answer, prefix = ("--space", str(space)), _duo_answer(space), f"duo-{args.space}"
+        extra, answer = ("--space", str(space), "--no-starts"), _duo_answer(space)
+        prefix = f"duo-{args.space}"
         print(f"duo ({space.name}): the known answer is {' '.join(sorted(answer))}")
     rows, arm = [], args.arm
     for seed in range(args.from_seed, args.from_seed + args.seeds):

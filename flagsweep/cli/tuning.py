@@ -45,6 +45,9 @@ class Duration(click.ParamType):
               default="tpe", show_default=True, help="Optuna's TPE, a genetic search (Optuna's "
               "NSGA-II, near the sets that did well), a plain random search, or TPE taking "
               "turns with small changes to the best set so far.")
+@click.option("--no-starts", "no_starts", is_flag=True, help="Do not begin the search with -O3's "
+              "switches, the most specific -march this CPU runs and both together (a random "
+              "search never does).")
 @click.option("--seed", type=SEED, default=None, help="Seed of the sampler and of the rounds "
               "[default: random, recorded].")
 @click.option("--batch", type=click.IntRange(1, 64), default=6, show_default=True,
@@ -78,9 +81,9 @@ class Duration(click.ParamType):
 @click.option("--cpu-label", "cpu_label", metavar="LABEL",
               help="With --scheduler: the one CPU label whose workers build and measure (a "
                    "tune's ratios come from one CPU model).")
-def tune_cmd(target_name, base, space, compiler, budget_s, sampler, seed, batch, trials, layouts,
-             max_runs, threshold_pct, metric, cpu, jobs, out_dir, offline, source_dir,
-             resume_id, wait, scheduler, cpu_label) -> None:
+def tune_cmd(target_name, base, space, compiler, budget_s, sampler, no_starts, seed, batch,
+             trials, layouts, max_runs, threshold_pct, metric, cpu, jobs, out_dir, offline,
+             source_dir, resume_id, wait, scheduler, cpu_label) -> None:
     """Search TARGET's flag space for the fastest set, then prove it on the full input over
     layouts and say which of its flags matter (docs/tune.md)."""
     from flagsweep import shipped
@@ -106,8 +109,8 @@ def tune_cmd(target_name, base, space, compiler, budget_s, sampler, seed, batch,
         out = out_dir or shipped.reports_dir() / f"{t.name}-tune-{chosen.stamp()}"
         opts = tune.TuneOptions(
             base=base, space=space, compiler=compiler, budget_s=budget_s, sampler=sampler,
-            seed=seed, batch=batch, trials=trials, layouts=layouts, jobs=jobs or _cpus(),
-            offline=offline, source_dir=str(source_dir) if source_dir else None,
+            starts=not no_starts, seed=seed, batch=batch, trials=trials, layouts=layouts,
+            jobs=jobs or _cpus(), offline=offline, source_dir=str(source_dir) if source_dir else None,
             measure={"max_runs": max_runs, "threshold_pct": threshold_pct,
                      "precision_pct": threshold_pct, "metric": metric, "cpu": cpu,
                      "budget": budget_s},

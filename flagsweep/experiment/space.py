@@ -22,6 +22,7 @@ ignores it here (its own warning says so). Fast-math pieces stay in: the output 
 from __future__ import annotations
 
 import logging
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -429,6 +430,65 @@ def unrunnable(words: tuple[str, ...], compiler: str, host: cpu.Host | None) -> 
         except ConfigError as e:          # the compiler does not know the -march value
             return str(e)
     return None if verdict.ok else verdict.reason
+
+
+# --- the compiler's own level, as a set of the space ------------------------------------------
+
+def level_choices(space: Space, level: str) -> dict[str, str]:
+    """The choices that bring the space's base nearest to what `level` (e.g. -O3) does: each
+    switch the level turns the other way from the base, turned; each param the level sets
+    otherwise, the value nearest the level's (by ratio; none when the base's own is nearest).
+    -march and choices of several words are left alone. gcc says what a level turns on
+    (`-Q --help=optimizers`, `--help=params`); for clang, the cc1 arguments its driver shows
+    (`-###`) answer for the curated switches. Valued options gcc lists but the space does not
+    hold (-fvect-cost-model) make the set near the level, not the level itself."""
+    chain = toolchain.resolve(space.compiler)
+    base = split_flags(space.base)
+    at = (*base, *split_flags(level))
+    if chain.family == "clang":
+        was, now = _clang_states(chain, base), _clang_states(chain, at)
+        params_was = params_now = {}
+    else:
+        was = dict(parse_optimizers(_ask(chain, ["-Q", "--help=optimizers", *base])))
+        now = dict(parse_optimizers(_ask(chain, ["-Q", "--help=optimizers", *at])))
+        params_was = parse_params(_ask(chain, ["-Q", "--help=params", *base]))
+        params_now = parse_params(_ask(chain, ["-Q", "--help=params", *at]))
+    out = {}
+    for d in space.dimensions:
+        turned = [c for c in d.choices[1:] if _turns_to(c, was, now)]
+        if turned:
+            out[d.name] = turned[0]
+        elif (value := _param_nearest(d, params_was, params_now)) is not None:
+            out[d.name] = value
+    return out
+
+
+def _clang_states(chain: toolchain.Toolchain, words: tuple[str, ...]) -> dict[str, bool]:
+    cc1 = _cc1_arguments(chain, words)
+    return {s.on: clang_default(s, cc1, words) for s in CLANG_SWITCHES}
+
+
+def _turns_to(choice: str, was: dict[str, bool], now: dict[str, bool]) -> bool:
+    """Whether the one-switch choice sets its switch the way `now` has it and `was` does not."""
+    words = split_flags(choice)
+    if len(words) != 1 or not words[0].startswith("-f"):
+        return False
+    on = not words[0].startswith("-fno-")
+    positive = words[0] if on else negation(words[0])
+    return positive in was and positive in now and now[positive] == on != was[positive]
+
+
+def _param_nearest(d: Dimension, was: dict[str, Param], now: dict[str, Param]) -> str | None:
+    """The choice of a --param dimension nearest the level's value, when the level changes it."""
+    name = d.name.removeprefix("--param=")
+    if not d.name.startswith("--param=") or name not in was or name not in now:
+        return None
+    target, default = now[name].default, was[name].default
+    if target == default:
+        return None
+    values = {"": default} | {c: int(c.rsplit("=", 1)[1]) for c in d.choices[1:]}
+    nearest = min(values, key=lambda c: abs(math.log((values[c] + 1) / (target + 1))))
+    return nearest or None
 
 
 # --- space files ------------------------------------------------------------------------------

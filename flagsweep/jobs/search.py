@@ -24,7 +24,7 @@ import warnings
 from typing import Any
 
 from flagsweep.errors import FlagsweepError
-from flagsweep.experiment.space import Space
+from flagsweep.experiment.space import MARCH, Space
 from flagsweep.results.store import Store
 
 SAMPLERS = ("tpe", "ga", "random", "tpe-local")
@@ -137,18 +137,39 @@ def load(store: Store, name: str):
                              sampler=sampler(attrs["sampler"], attrs["seed"]))
 
 
+def starts(space: Space, level: dict[str, str]) -> list[dict[str, str]]:
+    """The sets a search tries first, before any it draws: `level`, the choices nearest the
+    reference level the proof compares with (-O3: `space.level_choices`); the most specific
+    -march this CPU runs (-march=native, the last choice); and both together. They are what a
+    user tries by hand, so a search that begins from them is never behind the usual answers,
+    as OpenTuner's searches begin from the seed configurations they are given (Ansel et al.,
+    PACT 2014) and Optuna's `enqueue_trial` is meant to begin from known good values."""
+    march = next((d for d in space.dimensions if d.name == MARCH), None)
+    top = {MARCH: march.choices[-1]} if march is not None else {}
+    out: list[dict[str, str]] = []
+    for chosen in (level, top, {**level, **top}):
+        if chosen and chosen not in out:
+            out.append(chosen)
+    return out
+
+
 def ask(study, space: Space, dropped: set[str], sampler_name: str, seed: int,
-        best: dict[str, str] | None = None):
+        best: dict[str, str] | None = None, begin: list[dict[str, str]] = ()):
     """One trial and the choices it makes: every dimension not dropped (a flag that broke a
     build or an output is never proposed again; its dimension is left out, so the trial keeps
-    the base's default there). The random search's trials, and the others' first ones
-    (`drawn_near_base`), are drawn near the base (`near_base`); tpe-local's turns
+    the base's default there). The first trials of every sampler but the random search are the
+    sets of `begin` (`starts`), in order. The random search's trials, and the others' first ones
+    after those (`drawn_near_base`), are drawn near the base (`near_base`); tpe-local's turns
     (`drawn_near_best`) near `best`, the choices of the best set so far (None: none faster
     than the base yet, so near the base); each enqueued so the study records it as its own."""
     dims = [d for d in space.dimensions if d.name not in dropped]
     number = len(study.get_trials(deepcopy=False))
     rng = random.Random(f"{seed}:{number}")
-    if drawn_near_base(study, sampler_name):
+    if sampler_name != "random" and number < len(begin):
+        given = begin[number]
+        study.enqueue_trial({d.name: given[d.name] if given.get(d.name) in d.choices
+                             else d.choices[0] for d in dims})
+    elif drawn_near_base(study, sampler_name):
         study.enqueue_trial(near_base(dims, rng))
     elif drawn_near_best(study, sampler_name):
         study.enqueue_trial(near(dims, best, rng) if best is not None else near_base(dims, rng))

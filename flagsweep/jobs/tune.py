@@ -65,6 +65,7 @@ class TuneOptions:
     compiler: str = "gcc"
     budget_s: float = 3600.0
     sampler: str = "tpe"
+    starts: bool = True             # begin with -O3's switches and -march=native (not random)
     seed: int | None = None
     batch: int = 6                  # candidates a batch measures together
     trials: int | None = None       # candidates at most (default: the budget decides)
@@ -120,7 +121,7 @@ def start(t: target.Target, opts: TuneOptions, out: Path, store: Store,
               "target_sha256": files.sha256_file(t.path), "out": str(out),
               "space": _space_json(space), "sampler": opts.sampler, "seed": opts.seed,
               "phase": "search", "spent_s": 0.0, "batches": [], "broken": [], "dropped": [],
-              "codes": {}}
+              "codes": {}, "starts": _starts(space, opts)}
     with _placed(opts, f"{t.name} tune {out.name}", cpu, wait, say) as where, \
             sigterm_as_interrupt():
         study = search.create(store, out.name, opts.sampler, opts.seed, record)
@@ -211,6 +212,15 @@ def _logger(path: Path) -> Callable[[str], None]:
     return say
 
 
+def _starts(space: spaces.Space, opts: TuneOptions) -> list[dict[str, str]]:
+    """The sets the search begins with (`search.starts`): none for the random search, which
+    stays the plain baseline, or when asked for none."""
+    if not opts.starts or opts.sampler == "random":
+        return []
+    # -O3: the level the proof compares every set with (proof.o3).
+    return search.starts(space, spaces.level_choices(space, "-O3"))
+
+
 def _space_json(space: spaces.Space) -> dict:
     return {"base": space.base, "compiler": space.compiler, "source": space.source,
             "dimensions": [[d.name, list(d.choices)] for d in space.dimensions],
@@ -284,8 +294,9 @@ def _search(tune: Tuning, say: Callable[[str], None]) -> None:
         dropped = set(tune.record("dropped") or [])
         best = _best(tune)
         near = search.choices(tune.study, best[0]) if best else None
+        begin = tune.record("starts") or []
         asked = [search.ask(tune.study, tune.space, dropped, tune.opts.sampler, tune.opts.seed,
-                            near) for _ in range(n)]
+                            near, begin) for _ in range(n)]
         todo = [Proposal(trial.number, tune.space.flags(chosen)) for trial, chosen in asked]
         batches = tune.record("batches") or []
         number = len(batches)
@@ -843,7 +854,9 @@ def document(tune: Tuning, status: str) -> contract.Tune:
         "threshold_pct": tune.setting.measure.threshold_pct,
         "space": {"source": tune.space.source, "base": " ".join(tune.setting.base),
                   "compiler": tune.space.compiler, "dimensions": len(tune.space.dimensions),
-                  "switches": tune.space.switches(), "excluded": list(tune.space.excluded)},
+                  "switches": tune.space.switches(), "excluded": list(tune.space.excluded),
+                  "starts": [list(tune.space.changes(tune.space.flags(s)))
+                             for s in tune.record("starts") or []]},
         "machine": _machine(tune),
         "trials": [t.dump() for t in trials], "progress": _progress(tune, trials),
         "broken": attrs.get("broken") or [],

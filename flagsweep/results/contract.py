@@ -636,6 +636,7 @@ class TuneSpace(Open):
     dimensions: Num                          # switches + choices searched
     switches: Num = None                     # of them, on/off switches
     excluded: list[Str] = []                 # switches left out, each "flag: why"
+    starts: list[list[Str]] = []             # the sets the search began with, as changes
 
 
 class TuneTrial(Open):

@@ -282,6 +282,58 @@ def test_clang_switches_from_the_real_clang(monkeypatch):
     assert {"-fvectorize", "-funroll-loops"} <= o1
 
 
+def test_o3_as_a_set_of_the_gcc_space_turns_what_o3_turns_and_leaves_march(monkeypatch):
+    """-O3's switches from gcc's own listings: what -O3 turns on beyond -O2, no switch -O2 has
+    already, and params set to the choice nearest -O3's value."""
+    _need("gcc")
+    monkeypatch.setenv("FLAGSWEEP_HOST", str(ZEN5))
+    s = space.load("gcc-optimizers", "gcc", "-O2", cpu.host_of_level("x86-64-v3"))
+    level = space.level_choices(s, "-O3")
+    chain = toolchain.resolve("gcc")
+    o2 = dict(space.parse_optimizers(space._ask(chain, ["-Q", "--help=optimizers", "-O2"])))
+    o3 = dict(space.parse_optimizers(space._ask(chain, ["-Q", "--help=optimizers", "-O3"])))
+    turned = {name for name in o3 if o3[name] != o2.get(name)}
+    switches = {k for k in level if not k.startswith("--param")}
+    assert switches and switches <= turned
+    assert {"-fipa-cp-clone", "-fpeel-loops", "-funswitch-loops"} <= switches
+    assert all(level[k] == k for k in switches)          # each turned on, as -O3 does
+    assert "march" not in level
+    named = {d.name: d.choices for d in s.dimensions}
+    for k, v in level.items():
+        assert v in named[k][1:]
+    # the whole set is one the compiler takes, and at base -O3 there is nothing to turn
+    assert toolchain.rejects("gcc", s.flags(level)) is None
+    at_o3 = space.load("gcc-optimizers", "gcc", "-O3", cpu.host_of_level("x86-64-v3"))
+    assert space.level_choices(at_o3, "-O3") == {}
+
+
+def test_a_param_takes_the_choice_nearest_the_levels_value_or_none():
+    d = Dimension("--param=max-inline-insns-single",
+                  ("", "--param=max-inline-insns-single=35", "--param=max-inline-insns-single=140",
+                   "--param=max-inline-insns-single=280"))
+    was = {"max-inline-insns-single": space.Param("max-inline-insns-single", 70, None, None)}
+
+    def at(value: int) -> dict:
+        return {"max-inline-insns-single": space.Param("max-inline-insns-single", value, None,
+                                                       None)}
+
+    assert space._param_nearest(d, was, at(200)) == "--param=max-inline-insns-single=280"
+    assert space._param_nearest(d, was, at(130)) == "--param=max-inline-insns-single=140"
+    assert space._param_nearest(d, was, at(75)) is None       # the base's own is nearest
+    assert space._param_nearest(d, was, at(70)) is None       # the level does not change it
+
+
+def test_o3_as_a_set_of_the_clang_space(monkeypatch):
+    _need("clang")
+    monkeypatch.setenv("FLAGSWEEP_HOST", str(ZEN5))
+    o1 = space.load("clang-switches", "clang", "-O1", cpu.host_of_level("x86-64-v2"))
+    level = space.level_choices(o1, "-O3")
+    # clang's -O3 vectorises and unrolls where its -O1 does not
+    assert {level.get("-fvectorize"), level.get("-funroll-loops")} == {"-fvectorize",
+                                                                       "-funroll-loops"}
+    assert "-ffinite-math-only" not in level
+
+
 def test_clang_switches_is_not_a_gcc_space():
     _need("gcc")
     with pytest.raises(ConfigError, match="'clang-switches' is clang's"):

@@ -96,6 +96,9 @@ def test_tune_finds_the_planted_flags_survives_a_kill_and_proves_them(tmp_path, 
     again = {tr.number: tr for tr in doc.trials}
     assert all(again[n].state == {x.number: x for x in stopped.trials}[n].state
                for n in told_before)
+    # the search began with -O3's switches among the space's (a file's space has no -march)
+    o3 = ["-fpeel-loops", "-fsplit-loops", "-fipa-cp-clone"]
+    assert doc.space.starts == [o3] and again[0].changes == o3
     # the broken switch was found by halving and never proposed after
     assert [b.flag for b in doc.broken][:1] == [BROKEN]
     first = min(b.trial for b in doc.broken)
@@ -124,13 +127,14 @@ def test_tune_finds_the_planted_flags_survives_a_kill_and_proves_them(tmp_path, 
 def test_tpe_local_tunes_end_to_end_and_finds_the_planted_flags(tmp_path, isolated_cache):
     """The tune hands tpe-local its best set so far: its turns after the start are small
     changes to it (tests/jobs/test_tune_search.py), and the whole tune still proves the
-    planted pair."""
+    planted pair, beginning from no start set when asked for none."""
     t = target.load(str(write_tiny_target(tmp_path / "tiny", megabytes=0.2,
                                           quick_megabytes=0.1)))
-    path = tune.start(t, _options(_space(tmp_path), sampler="tpe-local"), tmp_path / "tuned",
-                      Store(), print, execute=Planted())
+    path = tune.start(t, _options(_space(tmp_path), sampler="tpe-local", starts=False),
+                      tmp_path / "tuned", Store(), print, execute=Planted())
     doc = contract.validate(json.loads(path.read_text()), path, "tune")
     assert doc.status == "complete" and doc.sampler == "tpe-local"
+    assert doc.space.starts == []                          # asked for none
     assert set(doc.recommended) - {"-O2"} == {"-funroll-loops", "-fno-tree-vectorize"}
     assert len(doc.trials) == 16
 

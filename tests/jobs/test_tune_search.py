@@ -123,3 +123,44 @@ def test_a_small_change_keeps_most_of_the_set_and_starts_new_dimensions_at_the_b
     differ = [sum(m[d.name] != best.get(d.name, d.choices[0]) for d in dims) for m in moved]
     assert statistics.median(differ) <= 3 and max(differ) <= SWITCHES * search.LOCAL_MOST + 5
     assert all(m[d.name] in d.choices for m in moved for d in dims)
+
+
+def _marched() -> Space:
+    dims = (*_space().dimensions, Dimension("march", ("", "-march=x86-64-v3", "-march=native")))
+    return Space("-O2", "gcc", "test", dims)
+
+
+def test_the_starts_are_the_level_the_top_march_and_both():
+    level = {"-fs1": "-fs1", "-fs2": "-fs2"}
+    assert search.starts(_marched(), level) == [
+        level, {"march": "-march=native"}, {**level, "march": "-march=native"}]
+    # no march dimension, or nothing the level turns: only what differs from the base
+    assert search.starts(_space(), level) == [level]
+    assert search.starts(_marched(), {}) == [{"march": "-march=native"}]
+
+
+def test_every_sampler_but_random_begins_with_the_starts_then_draws(tmp_path):
+    """The starts come first, whole (a dimension a start leaves alone keeps the base's
+    default, not a sampler's draw), without a flag found to break; resumed from the store the
+    search goes on after them. The random search never takes them."""
+    space, seed = _marched(), 6
+    begin = search.starts(space, {"-fs1": "-fs1", "-fs2": "-fs2"})
+    dims = list(space.dimensions)
+    for name in ("tpe", "ga", "tpe-local"):
+        store = Store(f"sqlite:///{tmp_path / f'{name}.sqlite'}")
+        study = search.create(store, name, name, seed, {"sampler": name, "seed": seed})
+        first = [search.ask(study, space, {"-fs2"}, name, seed, None, begin) for _ in range(2)]
+        for trial, _ in first:
+            study.tell(trial, 0.0)
+        study = search.load(store, name)
+        rest = [search.ask(study, space, {"-fs2"}, name, seed, None, begin) for _ in range(4)]
+        chosen = [c for _, c in first + rest]
+        base = {d.name: d.choices[0] for d in dims if d.name != "-fs2"}
+        assert chosen[:3] == [{**base, "-fs1": "-fs1"}, {**base, "march": "-march=native"},
+                              {**base, "-fs1": "-fs1", "march": "-march=native"}], name
+        assert chosen[3] == search.near_base([d for d in dims if d.name != "-fs2"],
+                                             random.Random(f"{seed}:3")), name
+    store = Store(f"sqlite:///{tmp_path / 'random.sqlite'}")
+    study = search.create(store, "random", "random", seed, {"sampler": "random", "seed": seed})
+    drawn = [search.ask(study, space, set(), "random", seed, None, begin)[1] for _ in range(3)]
+    assert drawn == [search.near_base(dims, random.Random(f"{seed}:{n}")) for n in range(3)]

@@ -115,7 +115,9 @@ def tune_doc(**over) -> contract.Tune:
            "space": {"source": "gcc-optimizers", "base": "-O2", "compiler": "gcc 14.2.0",
                      "dimensions": 212, "switches": 190,
                      "excluded": ["-fschedule-insns: broke the build (trial 3)",
-                                  "-ffast-math: changes the output"]},
+                                  "-ffast-math: changes the output"],
+                     "starts": [["-fipa-cp-clone", "-fpeel-loops", "-fsplit-loops",
+                                 "-funswitch-loops"], ["-march=native"]]},
            "machine": {"cpu_model": "AMD EPYC 7B13"},
            "trials": trials(), "progress": progress(),
            "broken": [{"flag": "-fschedule-insns", "kind": "build",
@@ -204,6 +206,8 @@ def test_space_cost_and_search_are_shown(page):
     for shown in ("gcc-optimizers", "gcc 14.2.0", "212 (190 on/off switches)",
                   "2 switches left out", "left out", "412", "59 min", "tpe", "tune-gzip-20261126"):
         assert shown in text, shown
+    assert "began with" in text
+    assert "#0: 4 changes (-fipa-cp-clone -fpeel-loops ...); #1: -march=native" in text
 
 
 def test_a_hostile_flag_is_text_and_nothing_is_nan_or_none(page):

@@ -32,3 +32,22 @@ def test_tune_without_a_target_or_with_one_and_resume_is_a_usage_error(tmp_path,
     assert both.exit_code == 2 and "--resume" in both.output
     unknown = runner.invoke(cli, ["tune", "--resume", "nothing-here"])
     assert unknown.exit_code != 0 and "no tune 'nothing-here'" in str(unknown.exception)
+
+
+def test_no_starts_reaches_the_tunes_options_and_not_a_resume(tmp_path, monkeypatch):
+    from flagsweep.jobs import tune
+
+    monkeypatch.setenv("FLAGSWEEP_DB", f"sqlite:///{tmp_path / 'store.db'}")
+    asked = []
+
+    def started(t, opts, out, store, say, wait=False):
+        asked.append(opts)
+        raise SystemExit(0)
+
+    monkeypatch.setattr(tune, "start", started)
+    runner = CliRunner()
+    for extra, starts in (([], True), (["--no-starts"], False)):
+        runner.invoke(cli, ["tune", "tiny", "--out", str(tmp_path / "t"), *extra])
+        assert asked.pop().starts is starts
+    resumed = runner.invoke(cli, ["tune", "--resume", "x", "--no-starts"])
+    assert resumed.exit_code == 2 and "--no-starts" in resumed.output

@@ -299,17 +299,10 @@ def broken(doc: contract.Tune) -> list[tuple[str, str, str, str]]:
 def space(s: contract.TuneSpace) -> list[tuple[str, str]]:
     dims = number(s.dimensions) + (f" ({number(s.switches)} on/off switches)"
                                    if s.switches is not None else "")
-    began = "; ".join(f"#{i}: {_changes(c)}" for i, c in enumerate(s.starts))
+    began = "; ".join(f"#{i}: {first_changes(c)}" for i, c in enumerate(s.starts))
     rows = [("source", s.source), ("base", s.base), ("compiler", s.compiler),
             ("dimensions", dims), ("left out", number(len(s.excluded))), ("began with", began)]
     return [(name, value) for name, value in rows if value]
-
-
-def _changes(changes: list[str]) -> str:
-    """A start set in a few words: its changes, or how many with the first two."""
-    if len(changes) <= 3:
-        return " ".join(changes) or "(the base)"
-    return f"{len(changes)} changes ({' '.join(changes[:2])} ...)"
 
 
 def cost(doc: contract.Tune) -> list[tuple[str, str]]:

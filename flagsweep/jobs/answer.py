@@ -61,11 +61,14 @@ def sentence(proof_: contract.TuneProof | None, ablation: contract.TuneAblation 
         return (f"Nothing found beats {ref} by more than {threshold:g}% beyond layout luck "
                 f"after {n} candidates{shown}: keep {keep}{undecided}.", use)
     # The interval reaches below the threshold: the proof could not tell so small a gain, and
-    # the sentence must not claim a bound the measurement does not give.
+    # the sentence must not claim a bound the measurement does not give. The proof's intervals
+    # are over its layouts, one level each, so more rounds leave them as wide as the layouts'
+    # own spread makes them (gzip: +-1.1% a layout): more layouts narrow them, as a sweep's
+    # verdict says (stats.verdicts).
+    more = f", or prove it over more layouts than {k} (--layouts) on a quieter machine"
     return (f"Nothing found was shown to beat {ref} after {n} candidates, but the proof cannot "
             f"rule out a gain of up to {100 * (1 - est.ci95[0]):.1f}%{shown}: keep {keep}"
-            f"{undecided or ', or prove it with more runs (--max-runs) on a quieter machine'}.",
-            use)
+            f"{undecided or more}.", use)
 
 
 def _bound(best: contract.TuneCandidate | None, o3: contract.TuneCandidate | None,

@@ -218,6 +218,9 @@ def test_keeping_the_base_over_o3_is_bounded_against_both():
                                "but the proof cannot rule out a gain of up to 2.8% (the best "
                                "found: -0.6% [-2.8, +1.7] against -O2; -0.1% [-0.8, +0.6] "
                                "against -O3; -O3: -0.5% [-2.5, +1.5] against -O2): keep -O2")
+    # the proof's intervals are over layouts: more layouts, not more rounds, would narrow them
+    assert sentence.endswith("keep -O2, or prove it over more layouts than 4 (--layouts) on a "
+                             "quieter machine.")
     # -O3's own interval binds when it reaches furthest
     wide = _set("-O3", ["-O3"], vs_base=_est(0.995, "inconclusive", [0.950, 1.040]))
     assert "a gain of up to 5.0%" in said(_proof(wide, best), None, 54)[0]

@@ -7,9 +7,10 @@ private store.
            targets/duo/space.toml among 50 that do not matter: over N seeds, how often the
            tune's recommended set and its ablation name exactly those two.
   versus   one program, TPE (or, with --arm ga or tpe-local, that sampler) against Optuna's random
-           sampler, the same budget and the same evaluation, over N seeds: the best confirmed gain of each and the runs each search
-           spent until its best-so-far first reached the random search's final best; on duo,
-           also the runs until its best-so-far first held the known answer.
+           sampler, the same budget and the same evaluation, over N seeds: the best confirmed
+           gain of each and the runs each search spent until its best-so-far first reached
+           the random search's final best; on duo, also the runs until its best-so-far first
+           held the known answer.
   program  one tune of one program: the answer, the proof against the base and -O3, the
            ablation and the cost.
 
@@ -34,7 +35,8 @@ Every tune's folder is kept under --work (default: a new folder in /tmp), tune.j
 tune.html in each; given the same --work again, a finished tune is read, not run again, and
 one that was stopped part way is resumed: so an arm run before (the random search's, when
 --arm changes) is read, not run again, and --from-seed runs seeds from there, another bench
-beside it running the others.
+beside it running the others. A seed whose arms searched different spaces (a recorded arm of
+code before a change to the space) is not compared, and the bench says why.
 """
 
 from __future__ import annotations
@@ -187,6 +189,10 @@ def versus(args, work: Path) -> None:
     rows, arm = [], args.arm
     for seed in range(args.from_seed, args.from_seed + args.seeds):
         docs = arms(args, work, f"{prefix}-{{}}-{seed}", seed, extra)
+        if (differ := spaces_differ(docs)) is not None:
+            print(f"seed {seed}: not compared, the arms searched different spaces ({differ}); "
+                  f"a recorded arm predates a change to the space: move it aside to run it again")
+            continue
         final = min(p["ratio"] for p in docs["random"]["progress"] if p.get("ratio")) \
             if any(p.get("ratio") for p in docs["random"]["progress"]) else 1.0
         row = {s: (gain(d), runs_to_reach(d, final), d["cost"]["runs"],
@@ -229,6 +235,18 @@ def arms(args, work: Path, name: str, seed: int, extra: tuple) -> dict[str, dict
             if child is not None and child.poll() is None:
                 child.terminate()
                 child.wait()
+
+
+def spaces_differ(docs: dict[str, dict]) -> str | None:
+    """What differs between the spaces the arms searched (a recorded arm may be of older code),
+    or None. The starts are the arm's own, not the space's."""
+    seen = {s: {k: v for k, v in d["space"].items() if k != "starts"} for s, d in docs.items()}
+    (a, first), (b, second) = seen.items()
+    keys = sorted(k for k in first.keys() | second.keys() if first.get(k) != second.get(k))
+    if not keys:
+        return None
+    shown = [f"{k} {first.get(k)} against {second.get(k)}" for k in keys if k != "excluded"]
+    return f"{a} against {b}: " + ("; ".join(shown) or "the switches left out")
 
 
 def runs_to_hold(doc: dict, answer: set[str]) -> int | None:

@@ -5,8 +5,10 @@ own default, which adds nothing). It comes from one of three places:
 
 - `gcc-optimizers` for gcc: the compiler's own list of optimisation switches
   (`gcc -Q --help=optimizers <base>`), each turned the other way from the base's default; a
-  curated set of `--param`s with values around the defaults the same gcc reports
-  (`-Q --help=params`); the -march levels this CPU runs.
+  curated set of its valued options (the vectoriser's cost model, multiply-add contraction, the
+  register allocator's algorithm and regions, block reordering), each at the values the same
+  listing names other than the base's; a curated set of `--param`s with values around the
+  defaults the same gcc reports (`-Q --help=params`); the -march levels this CPU runs.
 - `clang-switches` (or `gcc-optimizers` given a clang): clang lists no optimisers, so a curated
   list of its C code-generation switches, each turned the other way from the default its driver
   shows for the base (`-###`); the -march levels.
@@ -93,7 +95,9 @@ class Space:
 
 
 def is_switch(d: Dimension) -> bool:
-    return len(d.choices) == 2 and d.name.startswith("-") and not d.name.startswith("--param")
+    """An on/off switch: one choice beside the default, the switch itself or its negation
+    (not a param's or a valued option's value)."""
+    return len(d.choices) == 2 and d.choices[1] in (d.name, negation(d.name))
 
 
 def load(spec: str, compiler: str, base: str | None, host: cpu.Host | None = None) -> Space:
@@ -221,8 +225,9 @@ def gcc_dimensions(chain: toolchain.Toolchain, base: str) -> tuple[list[Dimensio
     words = split_flags(base)
     listing = _ask(chain, ["-Q", "--help=optimizers", *words])
     dims, excluded = switch_dimensions(listing, _ignored(chain, words, listing))
+    valued, unlisted = valued_dimensions(listing)
     params, skipped = param_dimensions(_ask(chain, ["-Q", "--help=params", *words]))
-    return dims + params, excluded + skipped
+    return dims + valued + params, excluded + unlisted + skipped
 
 
 def _ask(chain: toolchain.Toolchain, args: list[str]) -> str:
@@ -257,6 +262,43 @@ def _ignored(chain: toolchain.Toolchain, base: tuple[str, ...], listing: str) ->
         if said is not None:
             found[switch] = f"{chain.name} ignores it here ({said.strip()[:160]})"
     return found
+
+
+# --- gcc: the curated valued options ---------------------------------------------------------
+
+# Options with a few named values, which the listing prints with the value at the base:
+# "  -fvect-cost-model=[unlimited|dynamic|cheap|very-cheap]   very-cheap". The vectoriser's cost
+# model is what separates gcc 12's -O2 vectorising from -O3's beyond the switches: -O2 keeps
+# a vectorised loop only where it costs nothing (very-cheap), -O3 where the model expects a gain
+# (dynamic; GCC 12 release notes, "-ftree-vectorize at -O2"). The others choose among
+# algorithms of one pass each: contraction of a*b+c into fused multiply-adds (its results
+# differ in the last bits: the output check judges them), the register allocator's colouring
+# and regions, and basic-block reordering. Left out: options of hardening, ABI, threads or
+# debugging that the listing also prints (-fstack-check, -ftrivial-auto-var-init,
+# -fpack-struct, -ftree-parallelize-loops, -flive-patching), and x87-only -fexcess-precision.
+VALUED = ("-fvect-cost-model", "-ffp-contract", "-fira-algorithm", "-fira-region",
+          "-freorder-blocks-algorithm")
+VALUED_LINE = re.compile(r"^\s+(-f[A-Za-z0-9-]+)=\[([A-Za-z0-9_|-]+)\]\s+(\S+)\s*$")
+
+
+def parse_valued(text: str) -> dict[str, tuple[tuple[str, ...], str]]:
+    """Each valued option of a `-Q --help=optimizers` listing: its values and the base's."""
+    found = (VALUED_LINE.match(line) for line in text.splitlines())
+    return {m.group(1): (tuple(m.group(2).split("|")), m.group(3)) for m in found if m}
+
+
+def valued_dimensions(listing: str) -> tuple[list[Dimension], list[str]]:
+    """The curated valued options, each at the values other than the base's; those this gcc
+    does not list with a value at the base, with why."""
+    options = parse_valued(listing)
+    dims, skipped = [], []
+    for name in VALUED:
+        values, current = options.get(name, ((), ""))
+        if current not in values:
+            skipped.append(f"{name}=: this gcc does not list it with its value at the base")
+        else:
+            dims.append(Dimension(name, ("", *(f"{name}={v}" for v in values if v != current))))
+    return dims, skipped
 
 
 # --- gcc: the curated params ------------------------------------------------------------------
@@ -436,26 +478,31 @@ def unrunnable(words: tuple[str, ...], compiler: str, host: cpu.Host | None) -> 
 
 def level_choices(space: Space, level: str) -> dict[str, str]:
     """The choices that bring the space's base nearest to what `level` (e.g. -O3) does: each
-    switch the level turns the other way from the base, turned; each param the level sets
-    otherwise, the value nearest the level's (by ratio; none when the base's own is nearest).
-    -march and choices of several words are left alone. gcc says what a level turns on
-    (`-Q --help=optimizers`, `--help=params`); for clang, the cc1 arguments its driver shows
-    (`-###`) answer for the curated switches. Valued options gcc lists but the space does not
-    hold (-fvect-cost-model) make the set near the level, not the level itself."""
+    switch the level turns the other way from the base, turned; each valued option the level
+    sets otherwise, the level's value; each param the level sets otherwise, the value nearest
+    the level's (by ratio; none when the base's own is nearest). -march and choices of several
+    words are left alone. gcc says what a level turns on (`-Q --help=optimizers`,
+    `--help=params`); for clang, the cc1 arguments its driver shows (`-###`) answer for the
+    curated switches. What gcc lists but the space does not hold makes the set near the level,
+    not the level itself."""
     chain = toolchain.resolve(space.compiler)
     base = split_flags(space.base)
     at = (*base, *split_flags(level))
     if chain.family == "clang":
         was, now = _clang_states(chain, base), _clang_states(chain, at)
         params_was = params_now = {}
+        valued = set()
     else:
-        was = dict(parse_optimizers(_ask(chain, ["-Q", "--help=optimizers", *base])))
-        now = dict(parse_optimizers(_ask(chain, ["-Q", "--help=optimizers", *at])))
+        listed = _ask(chain, ["-Q", "--help=optimizers", *base])
+        listed_at = _ask(chain, ["-Q", "--help=optimizers", *at])
+        was, now = dict(parse_optimizers(listed)), dict(parse_optimizers(listed_at))
+        valued = {f"{name}={value}" for name, (_, value) in parse_valued(listed_at).items()
+                  if parse_valued(listed).get(name, ((), value))[1] != value}
         params_was = parse_params(_ask(chain, ["-Q", "--help=params", *base]))
         params_now = parse_params(_ask(chain, ["-Q", "--help=params", *at]))
     out = {}
     for d in space.dimensions:
-        turned = [c for c in d.choices[1:] if _turns_to(c, was, now)]
+        turned = [c for c in d.choices[1:] if _turns_to(c, was, now) or c in valued]
         if turned:
             out[d.name] = turned[0]
         elif (value := _param_nearest(d, params_was, params_now)) is not None:

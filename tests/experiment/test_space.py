@@ -32,17 +32,20 @@ The following options control optimizations:
   -ffold-simple-inlines       \t\t[available in C++, ObjC++]
   -ffp-contract=[off|on|fast] \t\tfast
   -fgcse                      \t\t[enabled]
+  -fira-algorithm=[CB|priority] \tCB
   -fmath-errno                \t\t[enabled]
   -fno-threadsafe-statics     \t\t[available in C++, ObjC++]
   -fprofile-reorder-functions \t\t[disabled]
   -fsave-optimization-record  \t\t[disabled]
   -fsection-anchors           \t\t[disabled]
   -fshort-enums               \t\t[enabled]
+  -fstack-reuse=[all|named_vars|none] \tall
   -fstack-protector-strong    \t\t[disabled]
   -ftrapv                     \t\t[disabled]
   -ftree-vectorize            \t\t[disabled]
   -funroll-loops              \t\t[disabled]
   -fvar-tracking              \t\t[disabled]
+  -fvect-cost-model=[unlimited|dynamic|cheap|very-cheap] \tvery-cheap
   -fwrapv                     \t\t[disabled]
   -gstatement-frontiers       \t\t[disabled]
 """
@@ -137,6 +140,34 @@ def test_code_generation_switches_are_searched(switch):
     assert space.unsearched(switch) is None
 
 
+# --- valued options ---------------------------------------------------------------------------
+
+def test_valued_options_are_read_with_their_values_and_the_bases():
+    valued = space.parse_valued(OPTIMIZERS)
+    assert valued["-fvect-cost-model"] == (("unlimited", "dynamic", "cheap", "very-cheap"),
+                                           "very-cheap")
+    assert valued["-ffp-contract"] == (("off", "on", "fast"), "fast")
+    assert "-falign-functions" not in valued            # a number, not named values
+
+
+def test_the_curated_valued_options_offer_every_value_but_the_bases():
+    dims, skipped = space.valued_dimensions(OPTIMIZERS)
+    assert {d.name: d.choices for d in dims} == {
+        "-fvect-cost-model": ("", "-fvect-cost-model=unlimited", "-fvect-cost-model=dynamic",
+                              "-fvect-cost-model=cheap"),
+        "-ffp-contract": ("", "-ffp-contract=off", "-ffp-contract=on"),
+        "-fira-algorithm": ("", "-fira-algorithm=priority"),
+    }
+    # not curated: listed, but neither searched nor called missing
+    assert not any(line.startswith("-fstack-reuse") for line in skipped)
+    assert skipped == ["-fira-region=: this gcc does not list it with its value at the base",
+                       "-freorder-blocks-algorithm=: this gcc does not list it with its value "
+                       "at the base"]
+    check_words(tuple(c for d in dims for c in d.choices if c))
+    # one value beside the base's is still not an on/off switch
+    assert not any(space.is_switch(d) for d in dims)
+
+
 # --- params -----------------------------------------------------------------------------------
 
 def test_params_are_read_with_their_defaults_and_ranges():
@@ -214,6 +245,8 @@ def test_gcc_optimizers_from_the_real_gcc(monkeypatch):
     assert named["-fgcse"] == ("", "-fno-gcse")
     assert named["march"] == ("", "-march=x86-64-v2", "-march=x86-64-v3")
     assert named["--param=max-unroll-times"][0] == ""
+    assert named["-fvect-cost-model"] == ("", "-fvect-cost-model=unlimited",
+                                          "-fvect-cost-model=dynamic", "-fvect-cost-model=cheap")
     assert s.switches() > 100
     for d in s.dimensions:
         assert d.choices[0] == "" and len(d.choices) >= 2
@@ -222,9 +255,13 @@ def test_gcc_optimizers_from_the_real_gcc(monkeypatch):
             "-fstack-protector-strong"} <= left_out
     assert not left_out & set(named)
     check_words(tuple(c for d in s.dimensions for c in d.choices[1:]))
-    # the param values are ones this gcc takes
+    # the param and valued options' values are ones this gcc takes
     params = tuple(c for d in s.dimensions if d.name.startswith("--param") for c in d.choices[1:])
     assert toolchain.rejects("gcc", params) is None
+    for d in s.dimensions:
+        if d.name in space.VALUED:
+            for c in d.choices[1:]:
+                assert toolchain.rejects("gcc", ("-O2", c)) is None, c
 
 
 def test_the_base_level_decides_each_switchs_direction():
@@ -293,11 +330,13 @@ def test_o3_as_a_set_of_the_gcc_space_turns_what_o3_turns_and_leaves_march(monke
     o2 = dict(space.parse_optimizers(space._ask(chain, ["-Q", "--help=optimizers", "-O2"])))
     o3 = dict(space.parse_optimizers(space._ask(chain, ["-Q", "--help=optimizers", "-O3"])))
     turned = {name for name in o3 if o3[name] != o2.get(name)}
-    switches = {k for k in level if not k.startswith("--param")}
+    switches = {k for k in level if not k.startswith("--param") and k not in space.VALUED}
     assert switches and switches <= turned
     assert {"-fipa-cp-clone", "-fpeel-loops", "-funswitch-loops"} <= switches
     assert all(level[k] == k for k in switches)          # each turned on, as -O3 does
     assert "march" not in level
+    # -O3's vectoriser cost model, the valued option that sets its vectorising apart from -O2's
+    assert level["-fvect-cost-model"] == "-fvect-cost-model=dynamic"
     named = {d.name: d.choices for d in s.dimensions}
     for k, v in level.items():
         assert v in named[k][1:]
@@ -305,6 +344,38 @@ def test_o3_as_a_set_of_the_gcc_space_turns_what_o3_turns_and_leaves_march(monke
     assert toolchain.rejects("gcc", s.flags(level)) is None
     at_o3 = space.load("gcc-optimizers", "gcc", "-O3", cpu.host_of_level("x86-64-v3"))
     assert space.level_choices(at_o3, "-O3") == {}
+
+
+KERNEL = """\
+void axpy(float *restrict y, const float *restrict x, float a, int n)
+{ for (int i = 0; i < n; i++) y[i] += a * x[i]; }
+"""
+
+
+def test_o3_as_a_set_of_the_gcc_space_compiles_a_loop_as_o3_does(monkeypatch, tmp_path):
+    """A loop of unknown count: gcc 12's -O2 vectorises it only where that costs nothing, -O3
+    whenever its cost model expects a gain. Turning -O3's switches alone leaves -O2's code;
+    with -O3's cost model the set of the space is -O3's own assembly."""
+    _need("gcc")
+    monkeypatch.setenv("FLAGSWEEP_HOST", str(ZEN5))
+    s = space.load("gcc-optimizers", "gcc", "-O2", cpu.host_of_level("x86-64-v3"))
+    level = space.level_choices(s, "-O3")
+    source = _file(tmp_path, KERNEL, "k.c")
+    cc = toolchain.resolve("gcc").cc
+
+    def assembly(words) -> str:
+        out = tmp_path / "k.s"
+        done = process.run([cc, *words, "-S", "-o", str(out), str(source)],
+                           env={**environment.clean(), "LC_ALL": "C"})
+        assert done.ok, done.tail()
+        return out.read_text()
+
+    o2, o3 = assembly(["-O2"]), assembly(["-O3"])
+    if o2 == o3:
+        pytest.skip("this gcc vectorises the kernel alike at -O2 and -O3")
+    assert assembly(s.flags(level)) == o3
+    switches_alone = {k: v for k, v in level.items() if k != "-fvect-cost-model"}
+    assert assembly(s.flags(switches_alone)) != o3
 
 
 def test_a_param_takes_the_choice_nearest_the_levels_value_or_none():
@@ -371,6 +442,9 @@ def test_changes_are_the_words_beyond_the_base():
 
 def test_switches_count_the_on_off_dimensions_only():
     assert SMALL.switches() == 2
+    valued = Space(base="-O2", compiler="gcc", source="test",
+                   dimensions=(Dimension("-fira-algorithm", ("", "-fira-algorithm=priority")),))
+    assert valued.switches() == 0
 
 
 # --- space files ------------------------------------------------------------------------------

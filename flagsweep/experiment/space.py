@@ -496,8 +496,9 @@ def level_choices(space: Space, level: str) -> dict[str, str]:
         listed = _ask(chain, ["-Q", "--help=optimizers", *base])
         listed_at = _ask(chain, ["-Q", "--help=optimizers", *at])
         was, now = dict(parse_optimizers(listed)), dict(parse_optimizers(listed_at))
+        valued_was = {name: value for name, (_, value) in parse_valued(listed).items()}
         valued = {f"{name}={value}" for name, (_, value) in parse_valued(listed_at).items()
-                  if parse_valued(listed).get(name, ((), value))[1] != value}
+                  if valued_was.get(name, value) != value}
         params_was = parse_params(_ask(chain, ["-Q", "--help=params", *base]))
         params_now = parse_params(_ask(chain, ["-Q", "--help=params", *at]))
     out = {}

@@ -92,7 +92,8 @@ def _row(removed: tuple[str, ...], v: contract.Variant | None, winner_id: str,
     if vs is None:
         return contract.TuneAblationRow(**named, variant=v.id, status="not-measured")
     return contract.TuneAblationRow(**named, variant=v.id, ratio=vs.ratio, ci95=vs.ci95,
-                                    verdict=vs.verdict)
+                                    verdict=vs.verdict, p_adjusted=vs.p_adjusted,
+                                    ci_fcr=vs.ci_fcr)
 
 
 def minimal(rows: list[contract.TuneAblationRow]) -> list[str]:

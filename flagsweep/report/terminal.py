@@ -255,8 +255,9 @@ def _ablation(t: tune.TuneView) -> Table:
 
 
 def _change(c: tune.ChangeCell) -> tuple[Text, Text]:
-    """A change with its interval, and its verdict in the verdict's colour."""
-    return (Text(f"{c.text} {c.ci_text}".strip()),
+    """A change with its interval and adjusted p, and its verdict in the verdict's colour."""
+    p = f" adj. p {c.p_text}" if c.p_text else ""
+    return (Text(f"{c.text} {c.ci_text}{p}".strip()),
             Text(VERDICT_TEXT.get(c.verdict, c.verdict), style=COLORS.get(c.verdict, "")))
 
 

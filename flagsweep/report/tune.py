@@ -14,7 +14,15 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from flagsweep.report.formats import ci_pct_text, duration, number, pct, pct_pair, signed_pct
+from flagsweep.report.formats import (
+    ci_pct_text,
+    duration,
+    number,
+    p_text,
+    pct,
+    pct_pair,
+    signed_pct,
+)
 from flagsweep.report.variants import link
 from flagsweep.results import contract
 
@@ -25,11 +33,14 @@ RUNNING = {"running": "is still running", "interrupted": "was interrupted",
 
 @dataclass
 class ChangeCell:
-    """A ratio as the page writes it: the change in %, its interval, its verdict."""
+    """A ratio as the page writes it: the change in %, its interval, its verdict, and the
+    adjusted p the verdict also needs (an interval clear of the threshold with p above 0.05
+    is still inconclusive, and the reader should see why)."""
     pct: float | None
     text: str
     ci_text: str
     verdict: str
+    p_text: str = ""
 
 
 @dataclass
@@ -123,15 +134,17 @@ def build(doc: contract.Tune, out: Path) -> TuneView:
         excluded=list(doc.space.excluded), cost=cost(doc), search=search(doc))
 
 
-def change(ratio, ci, verdict: str | None) -> ChangeCell:
-    """A ratio (<1: faster) as a change in % with its 95% interval; blank when unmeasured."""
+def change(ratio, ci, verdict: str | None, p: float | None = None) -> ChangeCell:
+    """A ratio (<1: faster) as a change in % with its 95% interval and adjusted p; blank when
+    unmeasured."""
     if ratio is None:
         return ChangeCell(None, "", "", verdict or "")
-    return ChangeCell(pct(ratio), signed_pct(pct(ratio)), ci_pct_text(ci), verdict or "")
+    return ChangeCell(pct(ratio), signed_pct(pct(ratio)), ci_pct_text(ci), verdict or "",
+                      p_text(p))
 
 
 def estimate(e: contract.TuneEstimate | None) -> ChangeCell:
-    return change(e.ratio, e.ci95, e.verdict) if e else change(None, None, None)
+    return change(e.ratio, e.ci95, e.verdict, e.p_adjusted) if e else change(None, None, None)
 
 
 def flags_text(flags: list[str]) -> str:
@@ -221,7 +234,7 @@ def ablation_change(r: contract.TuneAblationRow) -> ChangeCell:
     """Identical code without the flag is its verdict: it does nothing here, and cost no run."""
     if identical(r):
         return change(None, None, "identical-code")
-    return change(r.ratio, r.ci95, r.verdict)
+    return change(r.ratio, r.ci95, r.verdict, r.p_adjusted)
 
 
 def identical(r: contract.TuneAblationRow) -> bool:

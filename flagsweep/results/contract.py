@@ -717,6 +717,8 @@ class TuneAblationRow(Open):
     ratio: Num = None                        # without it / the winner (>1: the flag helps)
     ci95: Pair = None
     verdict: Str | None = None               # slower: the flag matters
+    p_adjusted: Num = None                   # a verdict's other half, beside the interval
+    ci_fcr: Pair = None                      # (as a TuneEstimate's)
     identical: Bool = False                  # the same code without it: it does nothing here
     status: Str = "measured"                 # measured | identical | failed-build | failed-check
 

@@ -106,6 +106,10 @@ def test_tune_finds_the_planted_flags_survives_a_kill_and_proves_them(tmp_path, 
     assert not any(BROKEN in tr.flags for tr in doc.trials if tr.number > first + 3)
     # the ablation names exactly the planted switches; the proof confirms the set
     assert set(doc.ablation.minimal) == {"-funroll-loops", "-fno-tree-vectorize"}
+    # each measured row keeps the adjusted p its verdict needed, as its sweep adjusted it
+    measured = [r for r in doc.ablation.rows if r.status == "measured"]
+    assert measured and all(r.p_adjusted is not None for r in measured)
+    assert all(r.p_adjusted < 0.05 for r in measured if r.verdict == "slower")
     assert set(doc.recommended) - {"-O2"} == {"-funroll-loops", "-fno-tree-vectorize"}
     winner = next(c for c in doc.proof.candidates if c.role in ("minimal", "winner")
                   and set(c.changes) == set(doc.recommended) - {"-O2"})

@@ -186,6 +186,31 @@ def test_the_ablation_is_sorted_by_cost_with_the_minimal_subset_marked(page):
     assert "2 of the winner's 5 flags give its effect" in text_of(html)
 
 
+def test_an_interval_clear_of_the_threshold_shows_the_adjusted_p_that_left_it_undecided(
+        tmp_path):
+    # gzip, a tune's ablation: +4.5% [+1.6, +8.3] without a group of flags, inconclusive
+    # because after Benjamini-Hochberg over the sweep's comparisons its p was 0.053
+    abl = ablation()
+    abl["rows"].append({"flag": "-fipa-cp-clone -fno-ivopts", "flags": ["-fipa-cp-clone",
+                        "-fno-ivopts"], "ratio": 1.0448, "ci95": [1.0156, 1.0834],
+                        "verdict": "inconclusive", "p_adjusted": 0.0529,
+                        "ci_fcr": [0.9937, 1.1004]})
+    doc = tune_doc(ablation=abl)
+    html = report.write_tune(doc, tmp_path).read_text()
+    table = html[html.index('id="ablation-table"'):html.index('id="curve"')]
+    row = next(r for r in table.split("<tr")[2:] if "-fno-ivopts" in r)
+    assert "+4.5%" in row and "[+1.6, +8.3]" in row and "adj. p 0.053" in row
+    assert 'class="badge inconclusive"' in row
+    # the proof's cells carry theirs too, and the rule is written beside the tables
+    proof_table = html[html.index('id="proof-table"'):html.index('id="ablation"')]
+    assert "adj. p 0.001" in proof_table
+    assert "adjusted p is below 0.05" in text_of(html)
+    buf = io.StringIO()
+    terminal.show_tune(doc, Console(file=buf, width=200, color_system=None))
+    line = next(x for x in buf.getvalue().splitlines() if "-fno-ivopts" in x)
+    assert "adj. p 0.053" in line
+
+
 def test_the_curve_is_drawn_and_every_candidate_listed(page):
     _, html = page
     curve = html[html.index('id="curve"'):html.index('id="broken"')]

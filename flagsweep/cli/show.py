@@ -1,4 +1,4 @@
-"""Tables on stdout, in the style of the run's verdicts table (flagsweep.report.terminal.table:
+"""Tables on stdout, in the style of the run's verdicts table (flagsweep.report.formats.table:
 rich, no box, bold headers, the title on the left)."""
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ def echo(*things: Table | str) -> None:
 
 
 def table(title: str | None, *columns: str, header: bool = True) -> Table:
-    from flagsweep.report import terminal   # here: it loads the statistics a listing never needs
+    from flagsweep.report import formats
 
-    t = terminal.table(title, header=header)
+    t = formats.table(title, header=header)
     for name in columns:
         t.add_column(name, overflow="fold")
     return t

@@ -1,9 +1,12 @@
-"""How the report writes what it shows: the verdicts' names and colours, and numbers (a signed
-change, an interval, a p-value, a column of medians) in one format wherever they appear."""
+"""How the report writes what it shows: the verdicts' names and colours, numbers (a signed
+change, an interval, a p-value, a column of medians) in one format wherever they appear, and
+the terminal's tables in one style."""
 
 from __future__ import annotations
 
 import math
+
+from rich.table import Table
 
 from flagsweep import stats
 
@@ -17,6 +20,14 @@ VERDICT_TEXT = {"faster": "faster", "slower": "slower", "equivalent": "no differ
                 "not-measured": "not measured", "baseline": "baseline"}
 UNITS = {"wall_s": "s", "cpu_s": "s", "user_s": "s", "sys_s": "s", "cycles": "cycles",
          "instructions": "instructions"}
+
+
+def table(title: str | None, header: bool = True) -> Table:
+    """An empty table in flagsweep's style: no box, bold headers, the title on the left. Kept
+    here, beside the other formats, because a command that only lists (list, cpus, cache) must
+    not load the statistics and the store that the terminal's reports import."""
+    return Table(title=title, title_justify="left", header_style="bold", box=None,
+                 pad_edge=False, show_header=header)
 
 
 def threshold(value: float | None) -> float:

@@ -16,7 +16,7 @@ from rich.text import Text
 from flagsweep import stats
 from flagsweep.across import history, suite
 from flagsweep.report import heatmap, tune, view
-from flagsweep.report.formats import COLORS, VERDICT_TEXT, ci_pct_text, signed_pct
+from flagsweep.report.formats import COLORS, VERDICT_TEXT, ci_pct_text, signed_pct, table
 from flagsweep.results import contract
 from flagsweep.results.reader import load
 
@@ -24,12 +24,6 @@ from flagsweep.results.reader import load
 def console() -> Console:
     """stderr; wide when it is not a terminal, so a CI log keeps whole rows."""
     return Console(stderr=True, width=None if sys.stderr.isatty() else 160, highlight=False)
-
-
-def table(title: str | None, header: bool = True) -> Table:
-    """An empty table in flagsweep's style: no box, bold headers, the title on the left."""
-    return Table(title=title, title_justify="left", header_style="bold", box=None,
-                 pad_edge=False, show_header=header)
 
 
 def show(results_path: Path, out: Console | None = None) -> None:

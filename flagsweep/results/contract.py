@@ -718,7 +718,7 @@ class TuneAblationRow(Open):
     ci95: Pair = None
     verdict: Str | None = None               # slower: the flag matters
     p_adjusted: Num = None                   # a verdict's other half, beside the interval
-    ci_fcr: Pair = None                      # (as a TuneEstimate's)
+    ci_fcr: Pair = None                      # the false-coverage adjusted interval the verdict needs
     identical: Bool = False                  # the same code without it: it does nothing here
     status: Str = "measured"                 # measured | identical | failed-build | failed-check
 

@@ -51,6 +51,19 @@ def test_help_imports_no_command_module():
         assert name in commands
 
 
+@pytest.mark.parametrize("command", ["list", "cpus", "cache"])
+def test_a_listing_imports_no_statistics_nor_store(command):
+    """Before: every table went through the terminal's report module, which imports the
+    statistics (scipy) and the store (SQLAlchemy), so `flagsweep list` took seconds."""
+    code = ("import sys; from flagsweep.cli import cli\n"
+            f"try:\n    cli([{command!r}])\nexcept SystemExit:\n    pass\n"
+            "heavy = ('statsmodels', 'matplotlib', 'sqlalchemy', 'scipy', 'numpy')\n"
+            "print(sorted({m.split('.')[0] for m in sys.modules} & set(heavy)), file=sys.stderr)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stderr.strip() == "[]"
+    assert out.stdout.strip()
+
+
 def test_cpus_json_describes_this_machine():
     info = json.loads(flagsweep("cpus", "--json").stdout)
     assert info["isa_levels"][0] == "x86-64"

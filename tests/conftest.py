@@ -22,7 +22,9 @@ def session_cache(tmp_path_factory) -> Path:
 @pytest.fixture(autouse=True)
 def isolated_cache(session_cache: Path, monkeypatch) -> Path:
     """One cache for the whole session (so ccache hits across tests are possible), never the
-    user's; an empty store for each test, in the cache: what one test's sweeps leave there (a
+    user's (one for each worker when pytest-xdist runs the suite on several: tmp_path_factory
+    gives each its own folder, so no worker waits on another's measurement lock); an empty
+    store for each test, in the cache: what one test's sweeps leave there (a
     kept reference arm, a history) must not change what another measures."""
     monkeypatch.setenv("FLAGSWEEP_CACHE", str(session_cache))
     store = session_cache / "store.sqlite"

@@ -49,8 +49,8 @@ class Cluster:
 
     def wait_for(self, n: int) -> None:
         from distributed import Client
-        with Client(self.address, timeout="30s") as c:
-            c.wait_for_workers(n, timeout=60)
+        with Client(self.address, timeout="60s") as c:
+            c.wait_for_workers(n, timeout=180)
 
     def kill(self, name: str) -> None:
         os.killpg(self.workers[name].pid, signal.SIGKILL)
@@ -70,7 +70,9 @@ class Cluster:
                     os.killpg(p.pid, signal.SIGKILL)
 
 
-def _wait_for(get, timeout: float = 60):
+# Liveness waits, not timings: generous, as the suite runs on two workers (setup.sh test) and a
+# worker that starts Python and Dask beside another test's build takes far longer than alone.
+def _wait_for(get, timeout: float = 180):
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         value = get()
@@ -169,9 +171,9 @@ def test_a_worker_killed_mid_sweep_loses_nothing(cluster, tmp_path):
         runs = [r for r in store.Store().runs_of("tiny") if r["out_dir"] == str(out / "beta")]
         return runs[0]["run_id"] if runs else None
 
-    run_id = _wait_for(beta_run, timeout=120)
+    run_id = _wait_for(beta_run, timeout=300)
     _wait_for(lambda: any((s.worker or "").startswith("wb1@")
-                          for s in store.Store().samples(run_id)), timeout=120)
+                          for s in store.Store().samples(run_id)), timeout=300)
     cluster.kill("wb1")
     stdout, stderr = driver.communicate(timeout=600)
     assert driver.returncode == 0, stderr[-3000:]

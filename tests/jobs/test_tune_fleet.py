@@ -39,7 +39,7 @@ def test_a_tune_on_the_fleet_searches_on_the_workers_and_leaves_the_proof(cluste
     out = tmp_path / "tuned"
     res = CliRunner().invoke(cli, ["tune", str(tiny), "--space", str(space), "--scheduler",
                                    cluster.address, "--cpu-label", LABEL, "--trials", "4",
-                                   "--batch", "2", "--budget", "60", "--max-runs", "5",
+                                   "--batch", "2", "--budget", "600", "--max-runs", "5",
                                    "--metric", "wall", "--seed", "3", "--out", str(out)])
     assert res.exit_code == 0, res.output + repr(res.exception)
     doc = contract.validate(json.loads((out / "tune.json").read_text()), out, "tune")

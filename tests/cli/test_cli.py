@@ -36,16 +36,26 @@ def test_system_json_is_the_machine_state_alone():
     assert state["isa_levels"][0] == "x86-64" and state["cpu_count"] >= 1
 
 
+HEAVY = ("statsmodels", "matplotlib", "sqlalchemy", "scipy", "numpy")
+
+
+def _imported_after(args: list[str], heavy: tuple[str, ...]) -> tuple[str, list[str]]:
+    """The CLI's output for args in a fresh interpreter, and which of the heavy packages that
+    command left imported."""
+    code = ("import sys; from flagsweep.cli import cli\n"
+            f"try:\n    cli({args!r})\nexcept SystemExit:\n    pass\n"
+            f"print(*sorted({{m.split('.')[0] for m in sys.modules}} & set({heavy!r})), "
+            "file=sys.stderr)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return out.stdout, out.stderr.split()
+
+
 def test_help_imports_no_command_module():
     """--help names every command from the group alone: the heavy libraries behind the
     commands (statsmodels, matplotlib, SQLAlchemy, scipy, numpy) are imported on use."""
-    code = ("import sys; from flagsweep.cli import cli\n"
-            "try:\n    cli(['--help'])\nexcept SystemExit:\n    pass\n"
-            "heavy = ('statsmodels', 'matplotlib', 'sqlalchemy', 'scipy', 'numpy', 'pydantic')\n"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy), file=sys.stderr)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stderr.strip() == "[]"
-    commands = out.stdout.split("Commands:")[1].split()
+    stdout, heavy = _imported_after(["--help"], HEAVY + ("pydantic",))
+    assert heavy == []
+    commands = stdout.split("Commands:")[1].split()
     for name in ("build", "run", "list", "cpus", "system", "report", "compare", "suite",
                  "history", "merge", "pick", "worker", "calibrate", "schema"):
         assert name in commands
@@ -55,13 +65,9 @@ def test_help_imports_no_command_module():
 def test_a_listing_imports_no_statistics_nor_store(command):
     """Before: every table went through the terminal's report module, which imports the
     statistics (scipy) and the store (SQLAlchemy), so `flagsweep list` took seconds."""
-    code = ("import sys; from flagsweep.cli import cli\n"
-            f"try:\n    cli([{command!r}])\nexcept SystemExit:\n    pass\n"
-            "heavy = ('statsmodels', 'matplotlib', 'sqlalchemy', 'scipy', 'numpy')\n"
-            "print(sorted({m.split('.')[0] for m in sys.modules} & set(heavy)), file=sys.stderr)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stderr.strip() == "[]"
-    assert out.stdout.strip()
+    stdout, heavy = _imported_after([command], HEAVY)
+    assert heavy == []
+    assert stdout.strip()
 
 
 def test_cpus_json_describes_this_machine():

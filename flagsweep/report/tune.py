@@ -122,7 +122,7 @@ def build(doc: contract.Tune, out: Path) -> TuneView:
     """Every decision the tune's page makes, from the document; `out` is the page's folder
     (links are relative to it and only to files inside it)."""
     proof = doc.proof or contract.TuneProof(status="skipped", why="no proof was recorded")
-    ablation_rows, sentence = ablation(doc.ablation)
+    ablation_rows, sentence = ablation(doc.ablation, proof)
     return TuneView(
         doc=doc, title=f"{doc.target}: tuned flags", meta=meta(doc), state=state(doc),
         resume=resume(doc), answer=answer(doc), recommended=recommended(doc),
@@ -217,7 +217,8 @@ def section(part: contract.TuneProof | contract.TuneAblation, out: Path) -> Swee
     return SweepPart(part.status, part.why or "", results, href, page, layouts)
 
 
-def ablation(a: contract.TuneAblation | None) -> tuple[list[AblationLine], str]:
+def ablation(a: contract.TuneAblation | None, proof: contract.TuneProof
+             ) -> tuple[list[AblationLine], str]:
     """The winner without each of its flags, the costliest first, and the sentence that says
     how many of its flags give its effect."""
     if a is None:
@@ -227,7 +228,7 @@ def ablation(a: contract.TuneAblation | None) -> tuple[list[AblationLine], str]:
                           bool(minimal) and set(r.flags or [r.flag]) <= minimal)
              for r in a.rows]
     lines.sort(key=lambda x: (x.change.pct is None, -(x.change.pct or 0)))
-    return lines, ablation_sentence(a)
+    return lines, ablation_sentence(a, proof)
 
 
 def ablation_change(r: contract.TuneAblationRow) -> ChangeCell:
@@ -246,7 +247,7 @@ def row_note(r: contract.TuneAblationRow) -> str:
     return "" if r.status == "measured" or identical(r) else r.status
 
 
-def ablation_sentence(a: contract.TuneAblation) -> str:
+def ablation_sentence(a: contract.TuneAblation, proof: contract.TuneProof) -> str:
     of = len(a.of) or len(a.rows)
     grouped = [r for r in a.rows if len(r.flags) > 1 and r.verdict == "slower"]
     how = f" Ablated in groups: {a.why}." if a.method == "groups" and a.why else ""
@@ -254,13 +255,30 @@ def ablation_sentence(a: contract.TuneAblation) -> str:
         how += (f" {len(grouped)} group(s) that matter were not taken apart, so their flags "
                 "are counted whole.")
     if a.minimal:
-        return (f"{len(a.minimal)} of the winner's {of} flags give its effect: "
-                f"{', '.join(a.minimal)}.{how}")
+        return (f"{len(a.minimal)} of the winner's {of} flags give its effect on the search "
+                f"input: {', '.join(a.minimal)}.{how}{unconfirmed(proof)}")
     if a.status == "complete":
         what = "group of" if a.method == "groups" else "one of"
         return (f"Removing any {what} the winner's {of} flags did not make it measurably "
                 f"slower.{how}")
     return ""
+
+
+def unconfirmed(proof: contract.TuneProof) -> str:
+    """What the ablation's flags are worth when the proof did not confirm the winner: the
+    ablation times one layout on the quick input, where a layout's luck or the quick input can
+    make flags look needed for a gain the full input over layouts does not show."""
+    winner = next((c for c in proof.candidates if c.role == "winner"), None)
+    if proof.status != "complete" or winner is None or winner.vs_base is None:
+        return ""
+    e = winner.vs_base
+    if e.verdict == "faster":
+        return ""
+    measured = (f" ({signed_pct(pct(e.ratio))} {ci_pct_text(e.ci95)} against the base, "
+                f"{e.verdict})" if e.ratio is not None else "")
+    return (" The proof did not confirm the winner's own gain on the full input over its "
+            f"layouts{measured}: these are the flags the search's figure rests on, not a gain "
+            "to count on.")
 
 
 def first_changes(changes: list[str]) -> str:

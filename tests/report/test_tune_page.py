@@ -184,6 +184,25 @@ def test_the_ablation_is_sorted_by_cost_with_the_minimal_subset_marked(page):
     assert [('class="matters"' in r) for r in rows] == [True, True, False, False, False]
     assert "+3.1%" in rows[0] and "[+2.2, +4.0]" in rows[0]
     assert "2 of the winner's 5 flags give its effect" in text_of(html)
+    assert "did not confirm" not in text_of(html)      # the proof confirmed this winner
+
+
+def test_an_ablation_of_a_winner_the_proof_did_not_confirm_says_so(tmp_path):
+    # lame, a tune's ablation: -march=native's removal +11.8% [+7.5, +19.2] on the quick input
+    # in one layout, yet the winner -4.4% [-9.3, +0.9] against -O2 in the proof over layouts
+    prf = proof()
+    winner = next(c for c in prf["candidates"] if c["role"] == "winner")
+    winner["vs_base"] = estimate(0.956, 0.907, 1.009, "inconclusive")
+    doc = tune_doc(proof=prf)
+    caveat = ("The proof did not confirm the winner's own gain on the full input over its "
+              "layouts (-4.4% [-9.3, +0.9] against the base, inconclusive)")
+    sentence = text_of(report.write_tune(doc, tmp_path).read_text())
+    assert "2 of the winner's 5 flags give its effect on the search input" in sentence
+    assert caveat in " ".join(sentence.split())
+    buf = io.StringIO()
+    terminal.show_tune(doc, Console(file=buf, width=400, color_system=None))
+    line = next(x for x in buf.getvalue().splitlines() if x.startswith("ablation: 2 of"))
+    assert caveat in line
 
 
 def test_an_interval_clear_of_the_threshold_shows_the_adjusted_p_that_left_it_undecided(

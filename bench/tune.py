@@ -117,10 +117,24 @@ def gain(doc: dict) -> float:
 
 def runs_to_reach(doc: dict, ratio: float) -> int | None:
     """Runs the search had spent when its best-so-far first reached `ratio` (None: never)."""
-    for p in doc.get("progress", []):
-        if p.get("ratio") is not None and p["ratio"] <= ratio:
-            return p["runs"]
-    return None
+    p = first_reaching(doc, ratio)
+    return p["runs"] if p else None
+
+
+def first_reaching(doc: dict, ratio: float) -> dict | None:
+    """The search's first progress point whose best-so-far reached `ratio`."""
+    return next((p for p in doc.get("progress", [])
+                 if p.get("ratio") is not None and p["ratio"] <= ratio), None)
+
+
+def reached_by_start(doc: dict, ratio: float) -> bool:
+    """Whether the set that first reached `ratio` was one the search began with (-O3's
+    switches, -march=native, both), not one its sampler drew: what the runs then measure is
+    the starts, not the sampler."""
+    p = first_reaching(doc, ratio)
+    starts = [list(s) for s in (doc.get("space") or {}).get("starts") or []]
+    trial = next((t for t in doc.get("trials", []) if p and t["number"] == p.get("best")), None)
+    return trial is not None and trial["changes"] in starts
 
 
 def show(doc: dict) -> None:
@@ -200,8 +214,9 @@ def versus(args, work: Path) -> None:
         rows.append(row)
         for s, (g, reach, total, held) in row.items():
             known = f"; best set first held the answer after {held} runs" if answer else ""
+            by = " (by a start)" if reached_by_start(docs[s], final) else ""
             print(f"seed {seed} {s:>6}: confirmed {pct(g)}; reached random's best "
-                  f"({pct(final)}) after {reach} runs of {total}{known}; "
+                  f"({pct(final)}) after {reach} runs of {total}{by}{known}; "
                   f"{len(docs[s]['trials'])} candidates; answer: {docs[s]['answer']}")
     better = sum(r[arm][0] <= r["random"][0] for r in rows)
     halved = sum(r[arm][1] is not None and r["random"][1] is not None

@@ -265,15 +265,17 @@ def ablation_sentence(a: contract.TuneAblation, proof: contract.TuneProof) -> st
 
 
 def unconfirmed(proof: contract.TuneProof) -> str:
-    """What the ablation's flags are worth when the proof did not confirm the winner: the
-    ablation times one layout on the quick input, where a layout's luck or the quick input can
-    make flags look needed for a gain the full input over layouts does not show."""
+    """What the ablation's flags are worth when the proof confirmed neither the winner nor its
+    minimal subset: the ablation times one layout on the quick input, where a layout's luck or
+    the quick input can make flags look needed for a gain the full input over layouts does
+    not show."""
     winner = next((c for c in proof.candidates if c.role == "winner"), None)
     if proof.status != "complete" or winner is None or winner.vs_base is None:
         return ""
-    e = winner.vs_base
-    if e.verdict == "faster":
+    if any(c.role in ("winner", "minimal") and c.vs_base and c.vs_base.verdict == "faster"
+           for c in proof.candidates):
         return ""
+    e = winner.vs_base
     measured = (f" ({signed_pct(pct(e.ratio))} {ci_pct_text(e.ci95)} against the base, "
                 f"{e.verdict})" if e.ratio is not None else "")
     return (" The proof did not confirm the winner's own gain on the full input over its "

@@ -191,8 +191,12 @@ def test_an_ablation_of_a_winner_the_proof_did_not_confirm_says_so(tmp_path):
     # lame, a tune's ablation: -march=native's removal +11.8% [+7.5, +19.2] on the quick input
     # in one layout, yet the winner -4.4% [-9.3, +0.9] against -O2 in the proof over layouts
     prf = proof()
-    winner = next(c for c in prf["candidates"] if c["role"] == "winner")
-    winner["vs_base"] = estimate(0.956, 0.907, 1.009, "inconclusive")
+    roles = {c["role"]: c for c in prf["candidates"]}
+    roles["winner"]["vs_base"] = estimate(0.956, 0.907, 1.009, "inconclusive")
+    # a minimal subset the proof confirmed is the finding the ablation's flags lead to
+    confirmed = tune_view.build(tune_doc(proof=prf), tmp_path).ablation_sentence
+    assert "2 of the winner's 5 flags" in confirmed and "did not confirm" not in confirmed
+    roles["minimal"]["vs_base"] = estimate(0.962, 0.912, 1.015, "inconclusive")
     doc = tune_doc(proof=prf)
     caveat = ("The proof did not confirm the winner's own gain on the full input over its "
               "layouts (-4.4% [-9.3, +0.9] against the base, inconclusive)")

@@ -121,6 +121,11 @@ def runs_to_reach(doc: dict, ratio: float) -> int | None:
     return p["runs"] if p else None
 
 
+def after(runs: int | None, total: int) -> str:
+    """When a search got somewhere, in runs of its `total` (None: it never did)."""
+    return f"never in its {total} runs" if runs is None else f"after {runs} runs of {total}"
+
+
 def first_reaching(doc: dict, ratio: float) -> dict | None:
     """The search's first progress point whose best-so-far reached `ratio`."""
     return next((p for p in doc.get("progress", [])
@@ -213,10 +218,10 @@ def versus(args, work: Path) -> None:
                    runs_to_hold(d, answer) if answer else None) for s, d in docs.items()}
         rows.append(row)
         for s, (g, reach, total, held) in row.items():
-            known = f"; best set first held the answer after {held} runs" if answer else ""
+            known = f"; best set first held the answer {after(held, total)}" if answer else ""
             by = " (by a start)" if reached_by_start(docs[s], final) else ""
             print(f"seed {seed} {s:>6}: confirmed {pct(g)}; reached random's best "
-                  f"({pct(final)}) after {reach} runs of {total}{by}{known}; "
+                  f"({pct(final)}) {after(reach, total)}{by}{known}; "
                   f"{len(docs[s]['trials'])} candidates; answer: {docs[s]['answer']}")
     better = sum(r[arm][0] <= r["random"][0] for r in rows)
     halved = sum(r[arm][1] is not None and r["random"][1] is not None

@@ -91,16 +91,17 @@ def vid(s: Setting, flags: tuple[str, ...]) -> str:
 
 def start(s: Setting, name: str, out: Path, best: tuple[str, ...], todo: list[Proposal],
           seed: int, budget: float, quick: bool = True, layouts: int = 0,
-          step: str | None = contract.TUNE_STEPS[0]) -> Path:
+          step: str | None = contract.TUNE_STEPS[0], until: float | None = None) -> Path:
     """The batch's sweep: `best` its baseline, the base kept in every round, then the
     candidates; its results.json. `step`: its recipe name, a step of the tune that `history`
-    leaves out (None: a sweep like any, as the proof is)."""
+    leaves out (None: a sweep like any, as the proof is). `until`: the wall-clock time its
+    rounds end by, whatever its builds took (MeasureOptions.until)."""
     sets = [best] + ([s.base] if s.base != best else []) + [c.flags for c in todo]
     r = recipe.from_flags([flag_text(f) for f in _unique(sets)], [s.compiler])
     m = matrix.expand(r, [s.compiler])
     r = replace(r, name=step) if step else r
-    opts = replace(s.measure, seed=seed, budget=budget, quick=quick, layouts=layouts,
-                   keep=[vid(s, s.base)], layout_confirm=False, explain=False,
+    opts = replace(s.measure, seed=seed, budget=budget, until=until, quick=quick,
+                   layouts=layouts, keep=[vid(s, s.base)], layout_confirm=False, explain=False,
                    no_reference=True, reference=None, strict_check=True)
     if s.fleet:
         return _on_fleet(s, r, out, opts, name)
@@ -130,14 +131,15 @@ def _unique(sets: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
     return list(dict.fromkeys(sets))
 
 
-def resume(s: Setting, run_id: str) -> Path:
-    """A batch interrupted mid-sweep, continued under the tune's lock."""
+def resume(s: Setting, run_id: str, until: float | None = None) -> Path:
+    """A batch interrupted mid-sweep, continued under the tune's lock; `until` as start()'s,
+    from this session's clock."""
     row = s.store.run(run_id)
     if row["status"] == "complete":
         path = Path(row["out_dir"]) / "results.json"
         return path if path.is_file() else sweep.written_again(run_id, s.store, s.say)
     docs = s.store.variants(run_id)
-    opts = MeasureOptions(**row["options"]["measure"])
+    opts = replace(MeasureOptions(**row["options"]["measure"]), until=until)
     baseline = next((d.id for d in docs if getattr(d, "layout_of", None)
                      == row["options"]["baseline"]), row["options"]["baseline"])
     one = sweep.Sweep(run_id, s.target, row["recipe"], Path(row["out_dir"]), opts, docs,

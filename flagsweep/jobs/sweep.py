@@ -157,7 +157,8 @@ def resume(id_or_dir: str, store: Store, say: Callable[[str], None],
             return written_again(run_id, store, say)
         raise FlagsweepError(f"run {run_id} is already complete ({row['stop_reason']})")
     o = row["options"]
-    opts = MeasureOptions(**o["measure"])
+    # A tune's end (until) does not bind a sweep resumed by hand: it gets its --budget again.
+    opts = replace(MeasureOptions(**o["measure"]), until=None)
     docs = store.variants(run_id)
     t = target.load(o["target_path"])
     if o.get("target_sha256") and files.sha256_file(t.path) != o["target_sha256"]:

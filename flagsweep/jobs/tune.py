@@ -450,7 +450,7 @@ def _through_busy(tune: Tuning, path: Path, say: Callable[[str], None],
         tries += 1
         say(f"the machine is busy: {rid} waits {BUSY_PAUSE_S:g} s, then resumes")
         time.sleep(BUSY_PAUSE_S)
-        path = batch.resume(s, rid)
+        path = batch.resume(s, rid, until=_until(tune, phase))
     return path
 
 
@@ -811,11 +811,12 @@ def _sweep_once(tune: Tuning, out: Path, name: str, best: tuple[str, ...],
     binaries = (len(todo) + 1 + (best != s.base)) * max(1, layouts)
     found = s.store.find_run(str(out))
     if found != str(out):
-        path = batch.resume(s, found)
+        path = batch.resume(s, found, until=_until(tune, phase))
     else:
         path = batch.start(s, name, out, best, todo, seed=tune.opts.seed + 10_000 + layouts,
                            budget=_rounds_budget(tune, phase, binaries), quick=quick,
-                           layouts=layouts, step=None if layouts else contract.TUNE_STEPS[1])
+                           layouts=layouts, step=None if layouts else contract.TUNE_STEPS[1],
+                           until=_until(tune, phase))
     path = _through_busy(tune, path, say, phase)
     rid = batch.run_id(s, path)
     _count(tune, rid, runs=len(s.store.samples(rid)), builds=binaries)
@@ -823,11 +824,23 @@ def _sweep_once(tune: Tuning, out: Path, name: str, best: tuple[str, ...],
 
 
 def _rounds_budget(tune: Tuning, phase: str, binaries: int) -> float:
-    """A sweep's --budget covers its rounds only; its builds come first. So the phase's sweep
-    gets what is left of the phase less its builds at the search's pace (each layout counted
-    as a build, which overstates a relink), and at least MIN_ROUNDS_S to time anything."""
+    """A sweep's --budget covers its rounds only; its builds come first. So the ablation's
+    sweep gets what is left of its phase less its builds at the search's pace, and at least
+    MIN_ROUNDS_S to time anything. The proof's builds are mostly relinks and sets the build
+    cache holds, which that pace overstates many times over (a flac proof's 28 binaries took
+    220 s against 1092 s estimated, which left its rounds one round): it gets the whole phase
+    here, and `_until` ends its rounds when the phase ends, whatever the builds took."""
+    if phase == "proof":
+        return max(MIN_ROUNDS_S, _phase_left(tune, phase))
     left = _phase_left(tune, phase) - binaries * _build_pace(tune)
     return max(MIN_ROUNDS_S, left)
+
+
+def _until(tune: Tuning, phase: str) -> float | None:
+    """The wall-clock time a phase's sweep ends its rounds by (MeasureOptions.until), from
+    this session's clock: the proof's at the tune's end. The ablation plans its steps by the
+    build pace instead, and a step must leave time for the next one."""
+    return time.time() + _phase_left(tune, phase) if phase == "proof" else None
 
 
 def _keep_model(tune: Tuning, key: str, model: contract.Open) -> None:

@@ -27,6 +27,10 @@ class MeasureOptions:
     min_runs: int = 5
     max_runs: int = 30
     budget: float | None = 1800.0
+    # A wall-clock end (time.time()) the counted rounds must finish by, besides --budget: set by
+    # a caller that cannot know how long the builds before them take (a tune's proof). A tune
+    # sets it again when it resumes the sweep; `flagsweep run --resume` drops it.
+    until: float | None = None
     warmup: int = 1
     cpu: int | None = None
     # Why that CPU (host.placement's Placement.doc), for results.json's machine block; set with

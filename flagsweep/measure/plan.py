@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Callable
 
 from flagsweep.measure import metric, rounds
@@ -32,12 +33,22 @@ def plan_for(o: MeasureOptions, measured: list[str], baseline: str, arms: tuple[
     return rounds.Plan(measured, o.seed, warmup=0 if once else o.warmup,
                        min_runs=o.runs or (1 if once else o.min_runs),
                        max_runs=o.runs or (1 if once else o.max_runs),
-                       budget_s=o.budget, precision=o.precision_pct / 100,
+                       budget_s=rounds_budget(o), precision=o.precision_pct / 100,
                        metric=METRICS[o.metric], baseline=base,
                        threshold_pct=o.threshold_pct, layouts=layouts,
                        drop=drop and not (o.runs or once or layouts),
                        keep=frozenset({base, *(base + suffix for suffix in arms), *o.keep}),
                        twin=base + arms[0] if arms else None)
+
+
+def rounds_budget(o: MeasureOptions, now: Callable[[], float] = time.time) -> float | None:
+    """The seconds the counted rounds may take, from now (their start, after the builds):
+    --budget, cut to what is left until `o.until`. Past it, none: the first round still runs
+    (rounds.starts_in_budget), so a sweep always times something."""
+    if o.until is None:
+        return o.budget
+    left = max(0.0, o.until - now())
+    return left if o.budget is None else min(o.budget, left)
 
 
 def round_values(samples: list[Sample], column: str) -> rounds.Values:

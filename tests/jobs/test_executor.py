@@ -19,6 +19,7 @@ from flagsweep.results.store import Store
 
 
 def _start(tmp_path: Path, execute, out: str = "run", say=lambda _: None, **options) -> Path:
+    tmp_path.mkdir(exist_ok=True)
     folder = write_tiny_target(tmp_path / "tiny", megabytes=0.25, quick_megabytes=0.25)
     t, r, m, build_opts = selection.prepare(selection.Selection(
         str(folder), flag_sets=("-O2", "-O1"), out_dir=tmp_path / out), lambda _: None)
@@ -54,6 +55,33 @@ def test_an_interrupted_sweep_resumes_with_exactly_the_missing_samples(tmp_path)
     assert len(after) == len(set(after)) and before <= set(after)
     doc = reader.load(path).dump()
     assert doc["status"] == "complete"
+    assert {v["id"]: v for v in doc["variants"]}["gcc-O1"]["vs_baseline"]["verdict"] == "slower"
+
+
+@pytest.mark.integration
+def test_rounds_end_at_the_until_time_whatever_the_builds_took_and_a_hand_resume_drops_it(
+        tmp_path):
+    """A tune's proof gives its sweep a wall-clock end: here already past once the builds are
+    done, so one round is timed and the budget ends the sweep. Resumed by hand, the sweep has
+    its own --budget again and goes on to a verdict."""
+    import time
+
+    from flagsweep.errors import Interrupted
+
+    path = _start(tmp_path, Synthetic({"gcc-O1": 1.10}), until=time.time())
+    doc = reader.load(path).dump()
+    assert doc["stop_reason"].startswith("time budget of 0 s reached after 1 rounds")
+    assert {v["id"]: len(v["samples"]["round"]) for v in doc["variants"]} == \
+        {"gcc-O2": 1, "gcc-O1": 1, "gcc-O2.aa": 1}
+
+    with pytest.raises(Interrupted):      # stopped in the warmup round, before the end
+        _start(tmp_path / "again", Synthetic({"gcc-O1": 1.10}, stop_after=2),
+               until=time.time())
+    db = Store()
+    run_id = db.find_run(str(tmp_path / "again" / "run"))
+    path = sweep.resume(run_id, db, lambda _: None, execute=Synthetic({"gcc-O1": 1.10}))
+    doc = reader.load(path).dump()
+    assert doc["stop_reason"].startswith("decided after ")     # not the tune's end: a verdict
     assert {v["id"]: v for v in doc["variants"]}["gcc-O1"]["vs_baseline"]["verdict"] == "slower"
 
 

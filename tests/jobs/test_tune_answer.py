@@ -5,6 +5,7 @@ nothing found beats them."""
 from __future__ import annotations
 
 import math
+import time
 from types import SimpleNamespace
 
 from flagsweep.jobs import answer, tune
@@ -133,7 +134,11 @@ def test_a_phase_sweep_gets_what_is_left_of_the_phase_less_its_builds():
     assert tune._rounds_budget(t, "ablation", 4) == 2700 - 2200 - 40
     t.clock = 2690.0                                # the search ran over: the least is kept
     assert tune._rounds_budget(t, "ablation", 4) == tune.MIN_ROUNDS_S
-    assert tune._rounds_budget(t, "proof", 20) == 3600 - 2690 - 200
+    # the proof's builds (relinks, cached sets) are not estimated: its rounds end at the
+    # tune's end on the wall clock, from this session's clock
+    assert tune._rounds_budget(t, "proof", 20) == 3600 - 2690
+    assert 3600 - 2690 - 5 < tune._until(t, "proof") - time.time() <= 3600 - 2690
+    assert tune._until(t, "ablation") is None
 
 
 class Study(SimpleNamespace):

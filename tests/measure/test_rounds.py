@@ -99,6 +99,20 @@ def test_budget_stops_before_a_round_that_would_overrun(monkeypatch):
 
 
 
+def test_a_wall_clock_end_cuts_the_budget_counted_from_the_rounds_start():
+    from flagsweep.measure.options import MeasureOptions
+    from flagsweep.measure.plan import rounds_budget
+
+    def now():
+        return 1000.0
+
+    assert rounds_budget(MeasureOptions(budget=1800), now) == 1800
+    assert rounds_budget(MeasureOptions(budget=1800, until=1100.0), now) == 100
+    assert rounds_budget(MeasureOptions(budget=60, until=1100.0), now) == 60
+    assert rounds_budget(MeasureOptions(budget=None, until=1100.0), now) == 100
+    assert rounds_budget(MeasureOptions(budget=1800, until=900.0), now) == 0   # past: none
+
+
 def test_the_stopping_rule_as_a_fleet_asks_it_with_rounds_in_flight():
     """A fleet asks the same rule after each round a worker returns, while others still run:
     the rule stops once, later returns keep its outcome, and no round may start after it; the

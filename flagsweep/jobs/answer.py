@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 from flagsweep.results import contract
+from flagsweep.stats import gate
 from flagsweep.stats.wording import level_text
 
 
@@ -52,9 +53,11 @@ def sentence(proof_: contract.TuneProof | None, ablation: contract.TuneAblation 
         # -O3 looked faster but was not decided: keeping the base is the safe answer, and the
         # reader must see why, not read "nothing beats -O2 or -O3" as "they are equal".
         why = _inside(o3.vs_base, threshold)
+        remedy = ("a quieter machine would" if _unstable(o3.vs_base)
+                  else "more layouts (--layouts) would")
         undecided = (f"; -O3 measured {_interval(o3.vs_base)} against {base} but was not "
-                     f"decided over {k} layouts{f' (its {why})' if why else ''}: more layouts "
-                     f"(--layouts) would decide it")
+                     f"decided over {k} layouts{f' (its {why})' if why else ''}: {remedy} "
+                     f"decide it")
     est, shown = _bound(best, o3, base, threshold, both=o3 is not None and not o3_wins,
                         said_o3=bool(undecided))
     if est is None or not est.ci95 or est.ci95[0] >= 1 - threshold / 100:
@@ -132,17 +135,28 @@ def _o3_code(same: list[contract.TuneCandidate], o3: contract.TuneCandidate,
 
 
 def _inside(e: contract.TuneEstimate | None, threshold: float) -> str:
-    """Why an interval that lies wholly beyond the threshold was not decided, else "": the
-    proof judged it by the wider interval false-discovery control over its comparisons needs
-    (stats.verdicts), and without it the sentence would read as a contradiction."""
-    if e is None or not e.ci95 or not e.ci_fcr or e.verdict in ("faster", "slower"):
+    """Why an interval that lies wholly beyond the threshold was not decided, else "": the A/A
+    gate overruled its call (stats.gate), or the proof judged it by the wider interval
+    false-discovery control over its comparisons needs (stats.verdicts); without it the
+    sentence would read as a contradiction."""
+    if e is None or not e.ci95 or e.verdict in ("faster", "slower"):
         return ""
     lo, hi = 1 - threshold / 100, 1 + threshold / 100
     if not (e.ci95[1] < lo or e.ci95[0] > hi):
         return ""
+    if e.why and gate.overruled(e):
+        was, _, because = gate.overrule_summary(e).partition(", overruled: ")
+        return f"{was} call was overruled: {because}"
+    if not e.ci_fcr or e.ci_fcr[1] < lo or e.ci_fcr[0] > hi:
+        return ""
     return (f"{level_text(e.fcr_level)} interval for this many comparisons (false-coverage "
             f"adjusted), [{100 * (e.ci_fcr[0] - 1):+.1f}, {100 * (e.ci_fcr[1] - 1):+.1f}], "
             f"reaches inside {threshold:g}%")
+
+
+def _unstable(e: contract.TuneEstimate | None) -> bool:
+    """Whether the gate overruled this call because the A/A arm itself moved."""
+    return bool(e is not None and e.why and gate.overruled(e) and gate.UNSTABLE in e.why)
 
 
 def _interval(e: contract.TuneEstimate | None) -> str:

@@ -27,7 +27,7 @@ from flagsweep.jobs import sweep
 from flagsweep.jobs.batch import Setting, finite_pair, run_id, vid
 from flagsweep.measure.plan import round_values
 from flagsweep.results import contract, reader
-from flagsweep.stats import layout
+from flagsweep.stats import gate, layout
 
 
 @dataclass(frozen=True)
@@ -165,7 +165,7 @@ def _estimate(vs: contract.VsBaseline | None) -> contract.TuneEstimate | None:
         return None
     return contract.TuneEstimate(ratio=vs.ratio, ci95=vs.ci95, verdict=vs.verdict,
                                  p_adjusted=vs.p_adjusted, ci_fcr=vs.ci_fcr,
-                                 fcr_level=vs.fcr_level)
+                                 fcr_level=vs.fcr_level, why=vs.why)
 
 
 def _against(s: Setting, path: Path, doc: contract.Results, ref: str
@@ -180,6 +180,21 @@ def _against(s: Setting, path: Path, doc: contract.Results, ref: str
         found = {v: stats.compare(values[v], values[ref]) for v in values if v != ref}
     found = {v: e for v, e in found.items() if not contract.is_control(v)}
     stats.adjust(list(found.values()), threshold_pct=doc.threshold_pct)
+    _gated_as_the_sweep(found, doc)
     return {v: contract.TuneEstimate(ratio=e.ratio, ci95=finite_pair(e.ci95), verdict=e.verdict,
                                      p_adjusted=e.p_adjusted, ci_fcr=finite_pair(e.ci_fcr),
-                                     fcr_level=e.fcr_level) for v, e in found.items()}
+                                     fcr_level=e.fcr_level, why=e.why) for v, e in found.items()}
+
+
+def _gated_as_the_sweep(found: dict[str, stats.RatioEstimate], doc: contract.Results) -> None:
+    """The A/A gate the proof's sweep applied to each set against the base, applied to the
+    same rounds against -O3: an unstable machine, or a twin that moved further than the
+    threshold, overrules these calls as it overruled those (stats.gate)."""
+    aa = doc.aa
+    if aa is None or aa.ratio is None:
+        return
+    twin_is = getattr(aa, "is", None) or gate.TWIN_IS[True]
+    if getattr(aa, "unstable", False):
+        gate.overrule_all(found, gate.unstable_why(aa.verdict, aa.ratio, twin_is))
+    elif aa.bound_pct is not None and aa.bound_pct > doc.threshold_pct:
+        gate.overrule_within(found, aa.bound_pct / 100, twin_is)

@@ -685,6 +685,7 @@ class TuneEstimate(Open):
     p_adjusted: Num = None
     ci_fcr: Pair = None          # the false-coverage adjusted interval a verdict needs, and
     fcr_level: Num = None        # its level (as a sweep's Comparison)
+    why: Str | None = None       # how the verdict was reached, or why the A/A gate overruled it
 
 
 class TuneCandidate(Open):

@@ -37,22 +37,41 @@ def aa_gate(comparisons: dict[str, stats.RatioEstimate], twin: str, threshold_pc
         return {"unstable": False, "bound_pct": None, "gated": []}
     others = {vid: c for vid, c in comparisons.items() if vid != twin}
     if aa.verdict in ("faster", "slower"):
-        why = (f"{UNSTABLE} during this sweep: the A/A arm ({twin_is}) came "
-               f"out {aa.verdict} by {abs(aa.ratio - 1) * 100:.1f}%")
-        gated = [vid for vid, c in others.items() if c.verdict in ("faster", "slower", "equivalent")]
-        for vid in gated:
-            _overrule(others[vid], why)
-        return {"unstable": True, "bound_pct": None, "gated": gated}
+        return {"unstable": True, "bound_pct": None,
+                "gated": overrule_all(others, unstable_why(aa.verdict, aa.ratio, twin_is))}
     bound = _aa_bound(aa)
     if bound is None or bound <= stats.fraction(threshold_pct):
         return {"unstable": False, "bound_pct": None if bound is None else 100 * bound, "gated": []}
-    # The interval the verdict rests on: false-coverage adjusted (stats.fcr_intervals).
-    gated = [vid for vid, c in others.items() if c.verdict in ("faster", "slower")
+    return {"unstable": False, "bound_pct": 100 * bound,
+            "gated": overrule_within(others, bound, twin_is)}
+
+
+def unstable_why(verdict: str, ratio: float, twin_is: str) -> str:
+    return f"{UNSTABLE} during this sweep: the A/A arm ({twin_is}) came out {verdict} by " \
+           f"{abs(ratio - 1) * 100:.1f}%"
+
+
+def overrule_all(comparisons: dict[str, stats.RatioEstimate], why: str) -> list[str]:
+    """The twin was called faster or slower: every call is overruled. Also for comparisons
+    from the same rounds against another reference (a tune's proof against -O3)."""
+    gated = [vid for vid, c in comparisons.items()
+             if c.verdict in ("faster", "slower", "equivalent")]
+    for vid in gated:
+        _overrule(comparisons[vid], why)
+    return gated
+
+
+def overrule_within(comparisons: dict[str, stats.RatioEstimate], bound: float,
+                    twin_is: str) -> list[str]:
+    """The calls whose interval reaches into the twin's offset `bound` (a fraction) are
+    overruled; the interval the verdict rests on is false-coverage adjusted
+    (stats.fcr_intervals)."""
+    gated = [vid for vid, c in comparisons.items() if c.verdict in ("faster", "slower")
              and (c.ci_fcr or c.ci95)[0] <= 1 + bound and (c.ci_fcr or c.ci95)[1] >= 1 - bound]
     for vid in gated:
-        _overrule(others[vid], f"its interval reaches into +-{100 * bound:.1f}%, as far as the "
-                               f"A/A arm ({twin_is}) moved in this sweep")
-    return {"unstable": False, "bound_pct": 100 * bound, "gated": gated}
+        _overrule(comparisons[vid], f"its interval reaches into +-{100 * bound:.1f}%, as far as "
+                                    f"the A/A arm ({twin_is}) moved in this sweep")
+    return gated
 
 
 def overruled(c: stats.RatioEstimate) -> bool:

@@ -100,6 +100,57 @@ def test_an_interval_too_wide_to_bound_the_gain_is_said_as_such():
         in sentence
 
 
+def test_a_call_the_aa_gate_overruled_is_said_as_overruled_with_its_remedy():
+    """flac, seed 3: the A/A arm came out 5.4% slower, so the proof's sweep overruled every
+    call. The sentence says so, not that an adjusted interval reaches inside the threshold
+    (it did not), and asks for a quieter machine, not more layouts."""
+    why = ("inconclusive, not faster: the machine was unstable during this sweep: the A/A arm "
+           "(the baseline's code in other layouts) came out slower by 5.4% (...)")
+    o3 = _set("-O3", ["-O3"], vs_base=contract.TuneEstimate(
+        ratio=0.830, ci95=[0.772, 0.893], verdict="inconclusive", ci_fcr=[0.772, 0.893],
+        fcr_level=0.95, why=why))
+    best = _set("winner", ["-fa"], contract.TuneEstimate(
+        ratio=0.880, ci95=[0.834, 0.929], verdict="inconclusive", ci_fcr=[0.834, 0.929],
+        fcr_level=0.95, why=why), _est(1.077, "inconclusive", [1.017, 1.141]))
+    sentence, use = said(_proof(o3, best), None, 66)
+    assert use == ["-O2"] and "reaches inside" not in sentence
+    assert ("-O3 measured -17.0% [-22.8, -10.7] against -O2 but was not decided over 4 layouts "
+            "(its faster call was overruled: the A/A arm moved by itself, so the machine was "
+            "unstable): a quieter machine would decide it") in sentence
+    assert ("the best found: -12.0% [-16.6, -7.1] against -O2, whose faster call was "
+            "overruled: the A/A arm moved by itself") in sentence
+    # an adjusted interval wholly beyond the threshold is no reason given for a non-verdict
+    o3.vs_base.why = "inconclusive: ..."
+    assert "(its " not in said(_proof(o3, best), None, 66)[0].split("-O3 measured")[1]
+
+
+def test_the_proofs_calls_against_o3_are_gated_as_its_sweep_gated_those_against_the_base():
+    from flagsweep.jobs import proof
+    from flagsweep.stats.comparison import RatioEstimate
+
+    def found():
+        return {"w": RatioEstimate(1.077, (1.017, 1.141), (1.02, 1.13), 0.01, 24,
+                                   verdict="slower", why="slower: ..."),
+                "r": RatioEstimate(1.002, (0.999, 1.005), (0.999, 1.004), 0.5, 24,
+                                   verdict="equivalent", why="equivalent: ...")}
+
+    def doc(**aa):
+        return SimpleNamespace(threshold_pct=1.0, aa=contract.AA.model_validate(
+            {"variant": "gcc-O2.aa", "is": "the baseline's code in other layouts", **aa}))
+
+    unstable = found()        # the twin was called slower: every call is overruled
+    proof._gated_as_the_sweep(unstable, doc(verdict="slower", ratio=1.054, unstable=True))
+    assert {c.verdict for c in unstable.values()} == {"inconclusive"}
+    assert "A/A arm (the baseline's code in other layouts) came out slower by 5.4%" \
+        in unstable["w"].why
+    wide = found()            # the twin moved 8%: a call whose interval reaches into it falls
+    proof._gated_as_the_sweep(wide, doc(verdict="inconclusive", ratio=1.08, bound_pct=8.0))
+    assert wide["w"].verdict == "inconclusive" and wide["r"].verdict == "equivalent"
+    quiet = found()           # within the threshold: the calls stand
+    proof._gated_as_the_sweep(quiet, doc(verdict="inconclusive", ratio=1.005, bound_pct=0.5))
+    assert quiet["w"].verdict == "slower"
+
+
 def test_no_finished_proof_recommends_nothing():
     failed = contract.TuneProof(status="failed", why="it broke")
     assert said(failed, None, 3) == (None, None)

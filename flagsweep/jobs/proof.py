@@ -194,7 +194,7 @@ def _gated_as_the_sweep(found: dict[str, stats.RatioEstimate], doc: contract.Res
     if aa is None or aa.ratio is None:
         return
     twin_is = getattr(aa, "is", None) or gate.TWIN_IS[True]
-    if getattr(aa, "unstable", False):
-        gate.overrule_all(found, gate.unstable_why(aa.verdict, aa.ratio, twin_is))
-    elif aa.bound_pct is not None and aa.bound_pct > doc.threshold_pct:
-        gate.overrule_within(found, aa.bound_pct / 100, twin_is)
+    unstable = gate.unstable_why(aa.verdict, aa.ratio, twin_is) \
+        if getattr(aa, "unstable", False) else None
+    bound = None if aa.bound_pct is None else aa.bound_pct / 100
+    gate.rule(found, unstable, bound, doc.threshold_pct, twin_is)

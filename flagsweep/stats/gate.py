@@ -37,13 +37,26 @@ def aa_gate(comparisons: dict[str, stats.RatioEstimate], twin: str, threshold_pc
         return {"unstable": False, "bound_pct": None, "gated": []}
     others = {vid: c for vid, c in comparisons.items() if vid != twin}
     if aa.verdict in ("faster", "slower"):
+        why = unstable_why(aa.verdict, aa.ratio, twin_is)
         return {"unstable": True, "bound_pct": None,
-                "gated": overrule_all(others, unstable_why(aa.verdict, aa.ratio, twin_is))}
+                "gated": rule(others, why, None, threshold_pct, twin_is)}
     bound = _aa_bound(aa)
+    return {"unstable": False, "bound_pct": None if bound is None else 100 * bound,
+            "gated": rule(others, None, bound, threshold_pct, twin_is)}
+
+
+def rule(comparisons: dict[str, stats.RatioEstimate], unstable: str | None,
+         bound: float | None, threshold_pct: float, twin_is: str) -> list[str]:
+    """Apply, in place, what the twin ruled: `unstable` (why, when its call was faster or
+    slower) overrules every call; else `bound` (how far it moved, a fraction) overrules the
+    calls whose interval reaches into it, when it is larger than the threshold. aa_gate rules
+    so, and a tune's proof rules again so on the same rounds against -O3, from the ruling its
+    sweep recorded. Returns the ids overruled."""
+    if unstable:
+        return _overrule_all(comparisons, unstable)
     if bound is None or bound <= stats.fraction(threshold_pct):
-        return {"unstable": False, "bound_pct": None if bound is None else 100 * bound, "gated": []}
-    return {"unstable": False, "bound_pct": 100 * bound,
-            "gated": overrule_within(others, bound, twin_is)}
+        return []
+    return _overrule_within(comparisons, bound, twin_is)
 
 
 def unstable_why(verdict: str, ratio: float, twin_is: str) -> str:
@@ -51,9 +64,8 @@ def unstable_why(verdict: str, ratio: float, twin_is: str) -> str:
            f"{abs(ratio - 1) * 100:.1f}%"
 
 
-def overrule_all(comparisons: dict[str, stats.RatioEstimate], why: str) -> list[str]:
-    """The twin was called faster or slower: every call is overruled. Also for comparisons
-    from the same rounds against another reference (a tune's proof against -O3)."""
+def _overrule_all(comparisons: dict[str, stats.RatioEstimate], why: str) -> list[str]:
+    """The twin was called faster or slower: every call is overruled."""
     gated = [vid for vid, c in comparisons.items()
              if c.verdict in ("faster", "slower", "equivalent")]
     for vid in gated:
@@ -61,8 +73,8 @@ def overrule_all(comparisons: dict[str, stats.RatioEstimate], why: str) -> list[
     return gated
 
 
-def overrule_within(comparisons: dict[str, stats.RatioEstimate], bound: float,
-                    twin_is: str) -> list[str]:
+def _overrule_within(comparisons: dict[str, stats.RatioEstimate], bound: float,
+                     twin_is: str) -> list[str]:
     """The calls whose interval reaches into the twin's offset `bound` (a fraction) are
     overruled; the interval the verdict rests on is false-coverage adjusted
     (stats.fcr_intervals)."""

@@ -4,15 +4,16 @@ A candidate that fails adds many flags to the base; telling the search only "thi
 would let it propose the culprit again in the next set. Halving the set (the one-culprit case of
 Zeller's delta debugging, "Simplifying and Isolating Failure-Inducing Input", TSE 2002) finds
 one flag that fails on its own on the base in about log2(n) builds, and the search never
-proposes it again. When neither half fails alone the failure needs flags together: the set is
-recorded as a combination, and no single flag is dropped.
+proposes it again. When neither half fails alone the failure needs flags together, and the
+set is reduced to the flags it needs (`together`): a combination, recorded so that no later set
+holding all of it is built, while none of its flags is dropped alone.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from flagsweep.compilation import variants
 from flagsweep.experiment import matrix
@@ -21,10 +22,17 @@ from flagsweep.results import analysis, contract
 from flagsweep.workload import check, inputs
 
 
-def culprit(changes: tuple[str, ...], fails: Callable[[tuple[str, ...]], bool]
-            ) -> tuple[str, ...]:
-    """The smallest part found by halving that still fails (one flag, unless flags fail only
-    together). `changes` fails as a whole."""
+class Found(NamedTuple):
+    """What fails: one flag, or flags that fail only together."""
+    flags: tuple[str, ...]
+    minimal: bool        # leaving out any one of them makes it pass (False: probes ran out first)
+
+
+def culprit(changes: tuple[str, ...], fails: Callable[[tuple[str, ...]], bool],
+            more: Callable[[], bool] = lambda: True) -> Found:
+    """The smallest part found that still fails: one flag, found by halving (about 2 log2(n)
+    probes, whatever `more` says), or the flags that fail only together (`together`, while
+    `more()` allows). `changes` fails as a whole."""
     while len(changes) > 1:
         half = len(changes) // 2
         first, second = changes[:half], changes[half:]
@@ -33,8 +41,35 @@ def culprit(changes: tuple[str, ...], fails: Callable[[tuple[str, ...]], bool]
         elif fails(second):
             changes = second
         else:
-            return changes
-    return changes
+            return together(changes, fails, more)
+    return Found(changes, True)
+
+
+def together(changes: tuple[str, ...], fails: Callable[[tuple[str, ...]], bool],
+             more: Callable[[], bool] = lambda: True) -> Found:
+    """`changes`, which fails while each half passes alone, reduced to the flags it needs.
+
+    Each part in turn is left out while what remains still fails, parts from a quarter of the
+    set down to one flag: the reduction to complements of Zeller and Hildebrandt's ddmin
+    ("Simplifying and Isolating Failure-Inducing Input", TSE 28(2), 2002). Every set kept has
+    failed, so stopping when `more()` says no leaves a smaller set that still fails; run to
+    the end, leaving out any one flag more makes it pass (if a set fails, so does every set
+    holding it). On gzip a set of 106 changes that failed to build came down to 8 switches in
+    about 50 probes, where halving alone stops at the 106 (docs/tune.md)."""
+    size = max(1, len(changes) // 4)           # a half left out was tried: the other passed
+    while size and len(changes) > 1:
+        size = min(size, len(changes) - 1)
+        i = 0
+        while i < len(changes) and len(changes) > size:
+            if not more():
+                return Found(changes, False)
+            rest = changes[:i] + changes[i + size:]
+            if fails(rest):
+                changes = rest
+            else:
+                i += size
+        size //= 2
+    return Found(changes, True)
 
 
 class Probe:

@@ -49,6 +49,7 @@ log = logging.getLogger("flagsweep.jobs.tune")
 # How the budget is shared: most of it searching, then the ablation on the search input, then
 # the proof on the full input over layouts (its rounds are the longest).
 SHARES = {"search": 0.6, "ablation": 0.15, "proof": 0.25}
+REDUCE_SHARE = 0.2           # of the search's time, to reduce flags that fail only together
 # A batch whose candidates were all proposed before, this many times in a row: the sampler has
 # nothing new to try in this space.
 STALE_BATCHES = 3
@@ -345,13 +346,20 @@ def _finish_open_batch(tune: Tuning, say: Callable[[str], None]) -> None:
 
 def _batch(tune: Tuning, number: int, todo: list[Proposal],
            say: Callable[[str], None]) -> bool:
-    """One batch: repeats and known code told at no run, failed builds bisected, the rest
-    measured by one sweep. Whether any candidate was new."""
+    """One batch: repeats, known code and sets holding flags that broke before told at no
+    run (nor build), failed builds bisected, the rest measured by one sweep. Whether any
+    candidate was new."""
     s = tune.setting
     known = _known_flags(tune)
+    broken = tune.record("broken") or []
     told, left = {}, []
     for c in todo:
-        if c.flags in known and known[c.flags][0] != c.number:
+        held = _holds_broken(broken, None, c.flags[len(s.base):])
+        if held:
+            told[c.number] = batch.Judged(f"failed-{held['kind']}", batch.vid(s, c.flags),
+                                          detail=f"holds {held['flag']}, which broke the "
+                                                 f"{held['kind']} of trial {held['trial']}")
+        elif c.flags in known and known[c.flags][0] != c.number:
             first, ratio = known[c.flags]
             told[c.number] = batch.Judged("repeat", batch.vid(s, c.flags), ratio=ratio,
                                           identical_to=str(first),
@@ -494,31 +502,50 @@ def _fix_metric(tune: Tuning, run_id: str) -> None:
 
 
 def _bisect(tune: Tuning, c: Proposal, j: batch.Judged, say: Callable[[str], None]) -> None:
-    """The flag that breaks a failed candidate, dropped from the search."""
+    """The flag that breaks a failed candidate, dropped from the search, or the flags that
+    break it only together, kept so that no later set holding them all is built."""
     s = tune.setting
     changes = tuple(f for f in c.flags[len(s.base):])
     kind = "build" if j.state == "failed-build" else "check"
     broken = tune.record("broken") or []
     # A batch proposes its candidates before any is judged, so several can hold a flag that
     # one of them has just been found to break: halving again would only find it again.
-    known = next((b for b in broken if b["kind"] == kind and b["flag"] in changes), None)
+    known = _holds_broken(broken, kind, changes)
     if known:
         say(f"trial {c.number}: holds {known['flag']}, which broke the {kind} of trial "
             f"{known['trial']}; not halved again")
         return
     probe = culprit.Probe(s, tune.out / "probes" / f"trial-{c.number}", kind)
-    found = culprit.culprit(changes, probe)
-    _count(tune, f"probe {c.number}", builds=probe.builds)
-    broken.append({"flag": " ".join(found), "kind": kind, "detail": j.detail,
-                   "trial": c.number})
+    # A failing set is one candidate of many: reducing flags that fail only together may take
+    # a fifth of the search's time, all such sets together, so that they cannot eat the search
+    # (a sampler can propose sets that fail alike many times before its model learns).
+    left = REDUCE_SHARE * tune.opts.budget_s * SHARES["search"] - _spent(tune, "probe_s")
+    began = time.monotonic()
+    until = began + max(0.0, min(left, _phase_left(tune, "search")))
+    found = culprit.culprit(changes, probe, lambda: time.monotonic() < until)
+    _count(tune, f"probe {c.number}", builds=probe.builds, probe_s=time.monotonic() - began)
+    broken.append({"flag": " ".join(found.flags), "flags": list(found.flags), "kind": kind,
+                   "minimal": found.minimal, "detail": j.detail, "trial": c.number})
     tune.keep("broken", broken)
-    if len(found) == 1:
+    if len(found.flags) == 1:
         dims = {d.name for d in tune.space.dimensions
-                if found[0] in d.choices}
+                if found.flags[0] in d.choices}
         tune.keep("dropped", sorted(set(tune.record("dropped") or []) | dims))
-        say(f"trial {c.number}: {found[0]} breaks the {kind}; never proposed again")
+        say(f"trial {c.number}: {found.flags[0]} breaks the {kind}; never proposed again")
     else:
-        say(f"trial {c.number}: its {kind} fails only with {' '.join(found)} together")
+        cut = "" if found.minimal else \
+            f" (of its {len(changes)} changes, after {probe.n} probes: not reduced further in time)"
+        say(f"trial {c.number}: its {kind} fails only with {' '.join(found.flags)} "
+            f"together{cut}; no set holding them all is built again")
+
+
+def _holds_broken(broken: list[dict], kind: str | None, changes: tuple[str, ...]
+                  ) -> dict | None:
+    """The first recorded flag, or combination, that `changes` holds all of (of `kind`, or
+    of either kind)."""
+    held = set(changes)
+    return next((b for b in broken if kind in (None, b["kind"])
+                 and set(b.get("flags") or [b["flag"]]) <= held), None)
 
 
 def _count(tune: Tuning, step: str, **spent: float) -> None:

@@ -325,8 +325,16 @@ def dots(doc: contract.Tune) -> list[SpentPoint]:
 
 
 def broken(doc: contract.Tune) -> list[tuple[str, str, str, str]]:
-    return [(b.flag, b.kind, b.detail or "", f"#{number(b.trial)}" if b.trial is not None else "")
-            for b in doc.broken]
+    return [(b.flag, _broke(b), b.detail or "",
+             f"#{number(b.trial)}" if b.trial is not None else "") for b in doc.broken]
+
+
+def _broke(b: contract.TuneBroken) -> str:
+    """What it broke, and whether its flags broke it only together."""
+    if len(b.flags) < 2:
+        return b.kind
+    cut = ", not reduced to the end: some may not be needed" if b.minimal is False else ""
+    return f"{b.kind}, its {len(b.flags)} flags only together{cut}"
 
 
 def space(s: contract.TuneSpace) -> list[tuple[str, str]]:

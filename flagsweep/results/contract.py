@@ -670,8 +670,11 @@ class TuneProgress(Open):
 
 
 class TuneBroken(Open):
-    """A flag that broke a build or the output check, never recommended."""
-    flag: Str
+    """A flag that broke a build or the output check, or flags that broke it only together,
+    never recommended."""
+    flag: Str                                # the flag, or the flags together, spaced
+    flags: list[Str] = []                    # the same, one by one
+    minimal: Bool | None = None              # leaving out any one of them makes it pass
     kind: Str                                # build | check
     detail: Str | None = None
     trial: Num = None

@@ -150,6 +150,10 @@ class Records:
     def __init__(self, **records):
         self.records, self.setting = records, SimpleNamespace(base=("-O2",))
         self.out, self.space = Path("/nonexistent"), SimpleNamespace(dimensions=[])
+        self.opts = SimpleNamespace(budget_s=3600)
+
+    def elapsed(self):
+        return 0.0
 
     def record(self, name):
         return self.records.get(name)
@@ -169,25 +173,59 @@ def test_a_candidate_holding_a_flag_found_broken_is_not_halved_again(monkeypatch
     assert said == [f"trial 6: holds {BROKEN}, which broke the build of trial 4; not halved again"]
     # a flag that broke the output, not the build, is no answer for a failed build: halved
     monkeypatch.setattr(culprit, "Probe", lambda *_: SimpleNamespace(builds=3))
-    monkeypatch.setattr(culprit, "culprit", lambda changes, probe: changes[-1:])
+    monkeypatch.setattr(culprit, "culprit",
+                        lambda changes, probe, more: culprit.Found(changes[-1:], True))
     kept = Records(broken=[found | {"kind": "check"}])
     tune._bisect(kept, again, batch.Judged("failed-build", "v"), said.append)
     assert [(b["flag"], b["kind"]) for b in kept.records["broken"]] == [(BROKEN, "check"),
                                                                          (BROKEN, "build")]
 
 
-def test_halving_finds_one_culprit_or_says_flags_fail_together():
-    calls = []
+def test_flags_breaking_only_together_are_kept_and_no_set_holding_them_is_built(monkeypatch):
+    """A failure that needs flags together is reduced while the fifth of the search's time
+    that all such reductions share lasts; a later set holding all of them is put down to it
+    with no build, as a single broken flag's sets are by never being proposed."""
+    # the search has 600 s of 1000; 20 s went to probing before: 100 s left for reducing
+    kept, said, allowed = Records(cost={"steps": {"probe 2": {"probe_s": 20.0}}}), [], []
+    kept.opts, kept.elapsed = SimpleNamespace(budget_s=1000), lambda: 100.0
+    kept.setting.compiler = "gcc"
+    clock = [50.0]
+    monkeypatch.setattr(tune.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(culprit, "Probe", lambda *_: SimpleNamespace(builds=20, n=10))
 
-    def fails(part):
-        calls.append(part)
-        return "-fbad" in part
+    def reduced(changes, probe, more):
+        for now in (50.0, 149.0, 150.0):
+            clock[0] = now
+            allowed.append(more())
+        return culprit.Found(("-fa", "-fb"), False)
 
-    flags = tuple(f"-f{i}" for i in range(7)) + ("-fbad",)
-    assert culprit.culprit(flags, fails) == ("-fbad",)
-    assert len(calls) <= 2 * math.ceil(math.log2(len(flags)))
-    together = culprit.culprit(("-fa", "-fb"), lambda part: set(part) == {"-fa", "-fb"})
-    assert together == ("-fa", "-fb")
+    monkeypatch.setattr(culprit, "culprit", reduced)
+    failed = batch.Proposal(4, ("-O2", "-fa", "-fc", "-fb", "-fd"))
+    tune._bisect(kept, failed, batch.Judged("failed-build", "v", detail="error: x"),
+                 said.append)
+    assert allowed == [True, True, False]
+    assert kept.records["broken"] == [{"flag": "-fa -fb", "flags": ["-fa", "-fb"],
+                                       "kind": "build", "minimal": False,
+                                       "detail": "error: x", "trial": 4}]
+    assert "dropped" not in kept.records          # neither flag is wrong alone
+    assert kept.records["cost"]["steps"]["probe 4"] == {"builds": 20, "probe_s": 100.0}
+    assert said == ["trial 4: its build fails only with -fa -fb together (of its 4 changes, "
+                    "after 10 probes: not reduced further in time); no set holding them all is "
+                    "built again"]
+
+    told = {}
+    monkeypatch.setattr(tune, "_known_flags", lambda _: {})
+    monkeypatch.setattr(tune, "_measured",
+                        lambda _t, _n, todo, _s: {c.number: batch.Judged("measured", "m")
+                                                  for c in todo})
+    monkeypatch.setattr(tune, "_tell", lambda _t, c, j, _n: told.update({c.number: j}))
+    monkeypatch.setattr(tune, "_say_batch", lambda *_: None)
+    holds = batch.Proposal(9, ("-O2", "-fb", "-fe", "-fa"))
+    lacks = batch.Proposal(10, ("-O2", "-fa", "-fe"))
+    assert tune._batch(kept, 2, [holds, lacks], said.append)
+    assert told[9].state == "failed-build" and told[9].ratio is None
+    assert told[9].detail == "holds -fa -fb, which broke the build of trial 4"
+    assert told[10].state == "measured"
 
 
 def test_a_winner_too_large_to_take_apart_flag_by_flag_is_ablated_in_groups(

@@ -123,7 +123,10 @@ def tune_doc(**over) -> contract.Tune:
            "broken": [{"flag": "-fschedule-insns", "kind": "build",
                        "detail": "internal compiler error", "trial": 3},
                       {"flag": "-ffast-math", "kind": "check",
-                       "detail": "output differs from the base's", "trial": 5}],
+                       "detail": "output differs from the base's", "trial": 5},
+                      {"flag": "-fno-tree-ccp -fno-tree-fre", "minimal": False,
+                       "flags": ["-fno-tree-ccp", "-fno-tree-fre"], "kind": "build",
+                       "detail": "call to '__open_too_many_args'", "trial": 7}],
            "ablation": ablation(), "proof": proof(), "answer": ANSWER,
            "recommended": ["-O2", *WINNER],
            "cost": {"builds": 31, "runs": 412, "wall_s": 3540.0, "search_s": 1700.0,
@@ -246,6 +249,9 @@ def test_the_curve_is_drawn_and_every_candidate_listed(page):
     assert "(+2 more)" in trials and "identical to #0" in trials
     broken = html[html.index('id="broken"'):html.index('id="trials"')]
     assert "-fschedule-insns" in broken and "-ffast-math" in broken
+    assert "<td>build</td>" in broken and "<td>check</td>" in broken
+    assert ("build, its 2 flags only together, not reduced to the end: some may not be needed"
+            in broken)
 
 
 def test_space_cost_and_search_are_shown(page):

@@ -74,7 +74,8 @@ def together(changes: tuple[str, ...], fails: Callable[[tuple[str, ...]], bool],
 
 class Probe:
     """Builds (and, for an output, checks) the base plus some of a candidate's flags, in
-    `out`; counts its builds for the tune's cost."""
+    `out`; counts the builds it made for the tune's cost (the base, built once, and any set
+    built before come from the build cache: no build)."""
 
     def __init__(self, s: Setting, out: Path, kind: str):
         self.s, self.out, self.kind, self.builds, self.n = s, out, kind, 0, 0
@@ -89,7 +90,7 @@ class Probe:
         m = matrix.Matrix(cells, cells[0], [], "explicit")
         got = {b.variant.id: b for b in
                variants.build_all(self.s.target, m, replace(self.s.build, out_dir=folder))}
-        self.builds += len(cells)
+        self.builds += sum(1 for b in got.values() if not b.reused)
         probe = got[vid(self.s, flags)]
         if probe.status != "ok":
             return True

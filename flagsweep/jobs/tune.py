@@ -383,7 +383,9 @@ def _measured(tune: Tuning, number: int, todo: list[Proposal],
     out: dict[int, batch.Judged] = {}
     began = time.monotonic()
     builds = batch.built(s, tune.out / "candidates" / f"{number:03d}", todo)
-    _count(tune, f"batch {number}", builds=len(todo), build_s=time.monotonic() - began)
+    # A set another tune on this machine built comes from the build cache: no build to count
+    made = sum(1 for b in builds.values() if not b.reused)
+    _count(tune, f"batch {number}", builds=made, build_s=time.monotonic() - began)
     codes = tune.record("codes") or {}
     rest = []
     for c in todo:

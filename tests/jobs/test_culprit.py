@@ -9,8 +9,12 @@ import shutil
 import subprocess
 
 import pytest
+from tiny_target import REFUSES_BOTH, tiny_refusing_both, write_tiny_target
 
-from flagsweep.jobs import culprit
+from flagsweep.compilation import variants
+from flagsweep.experiment import target
+from flagsweep.jobs import batch, culprit
+from flagsweep.measure.options import MeasureOptions
 
 
 def test_halving_finds_one_culprit():
@@ -99,3 +103,19 @@ def test_a_real_build_failure_that_needs_eight_switches_together(tmp_path):
     found = culprit.culprit(flags, fails)
     assert found.minimal and set(found.flags) == set(FORTIFY_NEEDS)
     assert all(not fails(tuple(f for f in found.flags if f != left)) for left in found.flags)
+
+
+@pytest.mark.integration
+def test_a_probe_counts_only_the_builds_it_made(tmp_path, monkeypatch):
+    """The tune's cost counts a probe's builds: the base, built by the first probe, and any
+    part built before come from the build cache and are no build; a failed build is one."""
+    monkeypatch.setenv("FLAGSWEEP_CACHE", str(tmp_path / "cache"))     # nothing built yet
+    t = target.load(str(write_tiny_target(tmp_path / "tiny",
+                                          source=tiny_refusing_both(tmp_path / "src"))))
+    s = batch.Setting(t, "gcc", ("-O2",), variants.Options(out_dir=tmp_path / "out", jobs=1),
+                      MeasureOptions(), None, print)
+    probe = culprit.Probe(s, tmp_path / "probes", "build")
+    assert not probe(REFUSES_BOTH[1:]) and probe.builds == 2       # the base and the part
+    assert not probe(REFUSES_BOTH[:1]) and probe.builds == 3       # the base is cached
+    assert not probe(REFUSES_BOTH[1:]) and probe.builds == 3       # so is a part built before
+    assert probe(REFUSES_BOTH) and probe.builds == 4 and probe.n == 4

@@ -15,7 +15,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from tiny_target import write_tiny_target
+from tiny_target import REFUSES_BOTH, tiny_refusing_both, write_tiny_target
 
 from flagsweep.experiment import target
 from flagsweep.host.executor import Execution
@@ -141,6 +141,40 @@ def test_tpe_local_tunes_end_to_end_and_finds_the_planted_flags(tmp_path, isolat
     assert doc.space.starts == []                          # asked for none
     assert set(doc.recommended) - {"-O2"} == {"-funroll-loops", "-fno-tree-vectorize"}
     assert len(doc.trials) == 16
+
+
+def test_a_real_tune_reduces_flags_that_break_its_build_only_together(tmp_path, isolated_cache):
+    """tiny refusing -ffinite-math-only with -fno-math-errno, by #error in the real compiler:
+    the tune's own probes reduce the first failing set to the two, neither is dropped from the
+    space, and each later set holding both is told failed with no build, while sets holding
+    one of them are built and measured."""
+    t = target.load(str(write_tiny_target(tmp_path / "tiny", megabytes=0.2, quick_megabytes=0.1,
+                                          source=tiny_refusing_both(tmp_path / "src"))))
+    space = tmp_path / "space.toml"
+    switches = ["-funroll-loops", REFUSES_BOTH[0], "-fpeel-loops", REFUSES_BOTH[1],
+                "-fno-tree-vectorize"]
+    space.write_text(f"summary = \"refuses\"\nbase = \"-O2\"\nswitches = {json.dumps(switches)}\n")
+    # Seed 2's first ten sets are drawn near the base by a seeded draw that no result changes
+    # (search.near_base): trials 0, 4 and 6 hold both, in batches 1, 2 and 2.
+    path = tune.start(t, _options(space, starts=False, trials=12, seed=2), tmp_path / "tuned",
+                      Store(), print, execute=Planted())
+    doc = contract.validate(json.loads(path.read_text()), path, "tune")
+    assert doc.status == "complete"
+    [found] = doc.broken
+    assert found.flags == list(REFUSES_BOTH) and found.minimal and found.kind == "build"
+    assert found.flag == " ".join(REFUSES_BOTH) and "#error" in found.detail
+    both = [tr for tr in doc.trials if set(REFUSES_BOTH) <= set(tr.changes)]
+    assert all(tr.state == "failed-build" for tr in both)
+    later = [tr for tr in both if tr.number > found.trial]
+    assert found.trial == 0 and [tr.number for tr in later][:2] == [4, 6]
+    assert all(tr.detail == f"holds {found.flag}, which broke the build of trial {found.trial}"
+               for tr in later)
+    one = [tr for tr in doc.trials if len(set(REFUSES_BOTH) & set(tr.changes)) == 1]
+    assert one and all(tr.state in ("measured", "identical") for tr in one)
+    # the probes built the parts they tried, in the tune's folder; none of the later sets
+    probes = sorted((tmp_path / "tuned" / "probes").iterdir())
+    assert [p.name for p in probes] == [f"trial-{found.trial}"]
+    assert not set(REFUSES_BOTH) <= set(doc.recommended)
 
 
 class Records:

@@ -942,15 +942,22 @@ def _trial(t) -> contract.TuneTrial:
 
 def _progress(tune: Tuning, trials: list[contract.TuneTrial]) -> list[dict]:
     """The best-so-far curve: after each batch, the best set as the search ranked it then (the
-    mean of its estimates so far, with the mean's interval), and what had been spent (builds
-    and runs counted from the trials, wall time at the batch's end)."""
+    mean of its estimates so far, with the mean's interval), and what had been spent (runs
+    counted from the trials, builds made by the batch and its probes, wall time at the batch's
+    end)."""
     out, runs, builds = [], 0, 0
+    steps = (tune.record("cost") or {}).get("steps", {})
+    # a record from before the steps were kept: each candidate not a repeat, built
+    kept = any(name.startswith("batch ") for name in steps)
     for entry in tune.record("batches") or []:
         told = [t for t in trials if t.batch == entry["batch"] and t.state != "pending"]
         if not told:
             continue
         runs += sum(t.runs or 0 for t in told)
-        builds += sum(1 for t in told if t.state != "repeat")
+        made = [steps.get(f"batch {entry['batch']}", {})] + \
+            [steps.get(f"probe {t.number}", {}) for t in told]
+        builds += sum(m.get("builds", 0) for m in made) if kept else \
+            sum(1 for t in told if t.state != "repeat")
         found = _estimated(tune, entry["batch"])
         best = found[0] if found else None
         out.append({"batch": entry["batch"], "trials": max(t.number for t in told) + 1,

@@ -175,6 +175,17 @@ def test_a_real_tune_reduces_flags_that_break_its_build_only_together(tmp_path, 
     probes = sorted((tmp_path / "tuned" / "probes").iterdir())
     assert [p.name for p in probes] == [f"trial-{found.trial}"]
     assert not set(REFUSES_BOTH) <= set(doc.recommended)
+    # the curve counts the builds made: each set the batches and the probes built once (the
+    # build cache answers it again) and each failed build (which the cache does not keep)
+    def made(batch: int) -> int:
+        tried = [tr.variant for tr in doc.trials if tr.batch <= batch and tr not in later
+                 and tr.state in ("measured", "identical", "failed-build")
+                 and tr.identical_to != "base"]
+        tried += [b.name for p in probes[0].iterdir() for b in (p / "builds").iterdir()]
+        failed = [v for v in tried if all(f in v for f in REFUSES_BOTH)]
+        return len(set(tried) - set(failed)) + len(failed)
+
+    assert [p.builds for p in doc.progress] == [made(p.batch) for p in doc.progress]
 
 
 class Records:

@@ -383,8 +383,10 @@ def _measured(tune: Tuning, number: int, todo: list[Proposal],
     out: dict[int, batch.Judged] = {}
     began = time.monotonic()
     builds = batch.built(s, tune.out / "candidates" / f"{number:03d}", todo)
-    # A set another tune on this machine built comes from the build cache: no build to count
-    made = sum(1 for b in builds.values() if not b.reused)
+    # Two candidates of a batch with the same flags are one build, and a set another tune on
+    # this machine built comes from the build cache: none
+    made = sum(1 for b in {batch.vid(s, c.flags): builds[c.number] for c in todo}.values()
+               if not b.reused)
     _count(tune, f"batch {number}", builds=made, build_s=time.monotonic() - began)
     codes = tune.record("codes") or {}
     rest = []

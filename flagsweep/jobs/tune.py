@@ -568,9 +568,10 @@ def _spent(tune: Tuning, what: str) -> float:
 
 
 def _build_pace(tune: Tuning) -> float:
-    """Seconds per build, from the search's own timed builds (0 before any)."""
+    """Seconds per build, from the search's own timed builds (0 before any). A batch whose
+    sets all came from the build cache built nothing: its copying time is no build's pace."""
     steps = (tune.record("cost") or {}).get("steps", {}).values()
-    timed = [v for v in steps if "build_s" in v]
+    timed = [v for v in steps if "build_s" in v and v.get("builds")]
     n = sum(v["builds"] for v in timed)
     return sum(v["build_s"] for v in timed) / n if n else 0.0
 

@@ -176,6 +176,8 @@ def test_a_step_done_again_on_resume_is_counted_once():
     tune._count(t, "run-1", runs=52, builds=3)      # the sweep resumed and finished
     assert tune._spent(t, "runs") == 52 and tune._spent(t, "builds") == 9
     assert tune._build_pace(t) == 5.0               # only the timed builds set the pace
+    tune._count(t, "batch 1", builds=0, build_s=4.0)  # all from the build cache: no pace
+    assert tune._build_pace(t) == 5.0
 
 
 def test_a_phase_sweep_gets_what_is_left_of_the_phase_less_its_builds():

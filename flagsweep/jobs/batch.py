@@ -16,6 +16,7 @@ there), so every candidate of a fleet batch runs until the batch's stopping rule
 
 from __future__ import annotations
 
+import json
 import math
 import shutil
 from dataclasses import dataclass, replace
@@ -197,6 +198,22 @@ def _built_on_fleet(s: Setting, m: matrix.Matrix) -> dict[str, contract.Build]:
 
 def run_id(s: Setting, path: Path) -> str:
     return s.store.find_run(str(path.parent))
+
+
+def made(path: Path) -> int:
+    """The builds the sweep whose results are at `path` made: its binaries, each layout of a set
+    one, less those the build cache held (a relinked layout of a set built before is a build;
+    the base, built in an earlier sweep, is none). Read from the sweep's builds.json, which
+    lists every layout's build; a fleet sweep keeps none there, and has no layouts, so its
+    results.json's variants tell the same, but for the A/A twin: a copy of the baseline's
+    binary, with the baseline's build record."""
+    listed = path.parent / "builds.json"
+    try:
+        docs = json.loads(listed.read_text())["variants"]
+        return sum(1 for d in docs if not d["build"].get("reused"))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return sum(1 for v in reader.load(path).variants if v.build and not v.build.reused
+                   and not v.id.endswith(contract.AA_SUFFIX))
 
 
 def _runs(s: Setting, path: Path) -> dict[str, int]:

@@ -438,7 +438,8 @@ def _swept(tune: Tuning, number: int, todo: list[Proposal],
     path = _through_busy(tune, path, say)
     _fix_metric(tune, batch.run_id(s, path))
     rid = batch.run_id(s, path)
-    _count(tune, rid, runs=len(s.store.samples(rid)))
+    # the candidates were built before the sweep; it builds the base the first time only
+    _count(tune, rid, runs=len(s.store.samples(rid)), builds=batch.made(path))
     known = {batch.vid(s, tuple(t.user_attrs["flags"])): t.user_attrs.get("ratio")
              for t in search.trials(tune.study) if t.user_attrs.get("ratio") is not None}
     got = batch.judged(s, path, todo, known)
@@ -840,7 +841,9 @@ def _sweep_once(tune: Tuning, out: Path, name: str, best: tuple[str, ...],
     """The ablation's or the proof's sweep: resumed if it began before."""
     s = tune.setting
     phase = "proof" if layouts else "ablation"
-    binaries = (len(todo) + 1 + (best != s.base)) * max(1, layouts)
+    # the builds to come: the sets listed, each layout one (the winner and the base were
+    # built in the search, and the build cache holds them)
+    binaries = len(todo) * max(1, layouts)
     found = s.store.find_run(str(out))
     if found != str(out):
         path = batch.resume(s, found, until=_until(tune, phase))
@@ -851,7 +854,7 @@ def _sweep_once(tune: Tuning, out: Path, name: str, best: tuple[str, ...],
                            until=_until(tune, phase))
     path = _through_busy(tune, path, say, phase)
     rid = batch.run_id(s, path)
-    _count(tune, rid, runs=len(s.store.samples(rid)), builds=binaries)
+    _count(tune, rid, runs=len(s.store.samples(rid)), builds=batch.made(path))
     return path
 
 

@@ -17,6 +17,7 @@ from types import SimpleNamespace
 import pytest
 from tiny_target import REFUSES_BOTH, tiny_refusing_both, write_tiny_target
 
+from flagsweep.compilation import own_build
 from flagsweep.experiment import target
 from flagsweep.host.executor import Execution
 from flagsweep.jobs import batch, culprit, tune
@@ -126,6 +127,7 @@ def test_tune_finds_the_planted_flags_survives_a_kill_and_proves_them(tmp_path, 
     sweeps = {tr.run_id for tr in doc.trials if tr.run_id} | {doc.ablation.run_id,
                                                               doc.proof.run_id}
     assert doc.cost.runs == sum(len(store.samples(rid)) for rid in sweeps)
+    assert doc.cost.builds == _made_in(out)
 
 
 def test_tpe_local_tunes_end_to_end_and_finds_the_planted_flags(tmp_path, isolated_cache):
@@ -186,6 +188,18 @@ def test_a_real_tune_reduces_flags_that_break_its_build_only_together(tmp_path, 
         return sum(1 for log in logs if not log.read_text().startswith("# reused"))
 
     assert [p.builds for p in doc.progress] == [made(p.batch) for p in doc.progress]
+    # the whole tune's: the batches' sweeps (the base, once), the ablation's and the proof's
+    # (each layout a build, the cached ones none) as well
+    assert doc.proof.status == "complete" and doc.cost.builds == _made_in(tmp_path / "tuned")
+
+
+def _made_in(folder: Path) -> int:
+    """The builds made under a tune's folder: each binary's build log, less those the build
+    cache answered. The project's own build, read once for the flags it adds by itself (its
+    own cache keeps them), builds no set."""
+    logs = [log for log in folder.rglob("build.log") if log.parent.parent.name == "builds"
+            and not log.parent.name.startswith(own_build.ID_PREFIX)]
+    return sum(1 for log in logs if not log.read_text().startswith("# reused"))
 
 
 class Records:

@@ -57,6 +57,12 @@ def test_a_tune_on_the_fleet_searches_on_the_workers_and_leaves_the_proof(cluste
     if doc.ablation.status == "complete":
         assert {s.worker.split("@")[0] for s in store.Store().samples(doc.ablation.run_id)} \
             <= {"wa", "wb"}
+    # the builds made: every set once, since the workers share one machine's build cache
+    # (the base, the candidates', the ablation's), and the A/A twin, a copy, is none
+    sets = {(), *(tuple(t.changes) for t in doc.trials)}
+    sets |= {tuple(f for f in doc.ablation.of if f not in r.flags) for r in doc.ablation.rows}
+    assert all(t.state in ("measured", "identical") for t in doc.trials)
+    assert doc.cost.builds == len(sets)
     # the proof needs layouts, which a fleet sweep cannot build, and this is no LABEL machine
     assert doc.proof.status == "skipped"
     assert f"flagsweep tune --resume {out.name}" in doc.proof.why and LABEL in doc.proof.why

@@ -27,15 +27,19 @@ def sentence(proof_: contract.TuneProof | None, ablation: contract.TuneAblation 
             and (o3 is None or (c.vs_o3 and c.vs_o3.verdict == "faster"))]
     k = proof_.layouts
     if wins:
-        use = next((c for c in wins if c.role == "minimal"), None) or min(
-            wins, key=lambda c: (c.vs_o3 or c.vs_base).ratio)
+        least = next((c for c in wins if c.role == "minimal"), None)
+        fastest = min(wins, key=lambda c: (c.vs_o3 or c.vs_base).ratio)
+        less = least is not None and least.vs_winner is not None \
+            and least.vs_winner.verdict == "slower"
+        use = least if least is not None and not less else fastest
+        rest = _rest_matters(least, ablation) if less and use is not least else ""
         of = ""
         if use.role == "minimal" and ablation:
             of = f" ({len(ablation.minimal)} of the {len(ablation.of)} flags of the best set found)"
         against = (f"{_interval(use.vs_o3)} against -O3 and " if o3 else "")
         return (f"Use {' '.join(use.flags)}{of}: {against}{_interval(use.vs_base)} against "
-                f"{base}, confirmed over {k} layouts after {n} candidates{_output(use, base)}.",
-                list(use.flags))
+                f"{base}, confirmed over {k} layouts after {n} candidates{_output(use, base)}"
+                f"{rest}.", list(use.flags))
     o3_wins = o3 is not None and o3.vs_base and o3.vs_base.verdict == "faster"
     same = [c for c in tried if o3 is not None and c.identical_to == o3.variant]
     if o3_wins and same:
@@ -103,6 +107,19 @@ def _bound(best: contract.TuneCandidate | None, o3: contract.TuneCandidate | Non
     parts = [text.format(_interval(e)) + (f", whose {why}" if (why := _inside(e, threshold))
                                           else "") for text, e in named if text]
     return est, f" ({'; '.join(parts)})" if parts else ""
+
+
+def _rest_matters(least: contract.TuneCandidate, ablation: contract.TuneAblation | None) -> str:
+    """Why the answer is not the minimal subset: the flags whose removal alone cost nothing
+    decided were, together, worth more than the threshold (the subset was decided slower
+    than the best set), so the answer keeps them and says what the subset alone gives."""
+    n = len(ablation.minimal) if ablation else 0
+    which = ("its minimal subset gives" if n == 0 else
+             f"{least.changes[0] if least.changes else 'the flag'} alone, whose removal its "
+             "ablation decided slower, gives" if n == 1 else
+             f"the {n} flags whose removal its ablation decided slower give")
+    return (f"; {which} less, {_interval(least.vs_winner)} against the best set found: its "
+            "other flags matter together")
 
 
 def _output(use: contract.TuneCandidate, base: str) -> str:

@@ -152,7 +152,27 @@ def candidates(s: Setting, path: Path, listed: list[ProofSet]) -> list[contract.
                      if measured is not None and e.role != "base" else None),
             vs_o3=_same_code() if same == o3_id else vs_o3.get(same or vid(s, e.flags)),
             check=measured.check if measured is not None else None))
+    _minimal_against_winner(s, path, doc, out)
     return out
+
+
+def _minimal_against_winner(s: Setting, path: Path, doc: contract.Results,
+                            sets: list[contract.TuneCandidate]) -> None:
+    """The minimal subset against the best set it was taken from, over the same layouts: the
+    ablation drops the flags whose removal alone was not decided slower, yet together they may
+    still be worth more than the threshold, and then the subset is not the answer."""
+    by_role = {c.role: c for c in sets}
+    least, winner = by_role.get("minimal"), by_role.get("winner")
+    if least is None or winner is None:
+        return
+    code = {v.id: v.build.identical_to or v.id for v in doc.variants}
+    ours, theirs = code.get(least.variant), code.get(winner.variant)
+    if ours is None or theirs is None:
+        return
+    if ours == theirs:
+        least.vs_winner = _same_code()
+        return
+    least.vs_winner = _against(s, path, doc, theirs).get(ours)
 
 
 def _same_code() -> contract.TuneEstimate:

@@ -51,6 +51,7 @@ class ProofRow:
     vs_base: ChangeCell
     vs_o3: ChangeCell
     output: str                    # its output check: "ok", or "equivalent" and why
+    vs_winner: ChangeCell | None = None   # a minimal subset against the set it came from
 
 
 @dataclass
@@ -201,7 +202,8 @@ def proof_row(c: contract.TuneCandidate) -> ProofRow:
     output = "" if check is None else check.status + (
         f": {check.detail}" if check.status == "equivalent" and check.detail else "")
     return ProofRow(c.role, changes, f"#{number(c.trial)}" if c.trial is not None else "",
-                    estimate(c.vs_base), estimate(c.vs_o3), output)
+                    estimate(c.vs_base), estimate(c.vs_o3), output,
+                    estimate(c.vs_winner) if c.vs_winner else None)
 
 
 def section(part: contract.TuneProof | contract.TuneAblation, out: Path) -> SweepPart:

@@ -701,6 +701,9 @@ class TuneCandidate(Open):
     identical_to: Str | None = None          # the set of the proof whose code it has
     vs_base: TuneEstimate | None = None
     vs_o3: TuneEstimate | None = None
+    # the minimal subset against the best set it was taken from (>1: the winner's other flags
+    # add to the gain, and the answer names the whole set)
+    vs_winner: TuneEstimate | None = None
     check: Check | None = None               # its output check on the full input
 
 

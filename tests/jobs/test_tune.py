@@ -17,10 +17,11 @@ from types import SimpleNamespace
 import pytest
 from tiny_target import REFUSES_BOTH, tiny_refusing_both, write_tiny_target
 
-from flagsweep.compilation import own_build
+from flagsweep.compilation import own_build, variants
 from flagsweep.experiment import target
 from flagsweep.host.executor import Execution
-from flagsweep.jobs import batch, culprit, tune
+from flagsweep.jobs import batch, culprit, proof, tune
+from flagsweep.measure.options import MeasureOptions
 from flagsweep.results import contract
 from flagsweep.results.store import Store
 
@@ -38,9 +39,10 @@ class Planted:
     flags; each planted one multiplies the time, with a seeded lognormal noise of CV 0.3%.
     `stop_after` calls: then Ctrl-C, as a user would press it."""
 
-    def __init__(self, stop_after: int | None = None, kill_after: int | None = None):
+    def __init__(self, stop_after: int | None = None, kill_after: int | None = None,
+                 planted: dict[str, float] = PLANTED):
         self.rng, self.calls, self.stop_after = random.Random(3), 0, stop_after
-        self.kill_after = kill_after
+        self.kill_after, self.planted = kill_after, planted
 
     def __call__(self, argv, *, env, timeout, stderr_path, perf=None, perf_csv=None):
         self.calls += 1
@@ -51,7 +53,7 @@ class Planted:
         parts = Path(argv[0]).parts
         vid = parts[parts.index("builds") + 1].split(".L")[0]
         wall = 0.1 * math.exp(self.rng.gauss(0, 0.003))
-        for flag, factor in PLANTED.items():
+        for flag, factor in self.planted.items():
             if f"-{flag}" in vid + "-":
                 wall *= factor
         return Execution(wall, 0.98 * wall, 0.002, 2000, None, False, None)
@@ -116,6 +118,9 @@ def test_tune_finds_the_planted_flags_survives_a_kill_and_proves_them(tmp_path, 
                   and set(c.changes) == set(doc.recommended) - {"-O2"})
     assert winner.vs_base.verdict == "faster" and winner.vs_base.ratio < 0.8
     assert winner.check.status == "ok"       # the proof's own output check, kept with the set
+    # a minimal subset is measured against the set it was taken from: the rest costs nothing
+    least = next((c for c in doc.proof.candidates if c.role == "minimal"), None)
+    assert least is None or least.vs_winner.verdict in ("equivalent", "identical-code")
     assert doc.answer.startswith("Use -O2 ")
     # every sample of a batch is taken once, kill or not
     for tr in doc.trials:
@@ -314,3 +319,28 @@ def test_a_winner_too_large_to_take_apart_flag_by_flag_is_ablated_in_groups(
     assert rows["-fpeel-loops -fsplit-loops"].flags == ["-fpeel-loops", "-fsplit-loops"]
     assert rows["-fpeel-loops -fsplit-loops"].verdict in ("equivalent", "identical")
     assert all(rows[f].verdict == "slower" for f in a.minimal)
+
+
+@pytest.mark.parametrize("rest, verdict", [(("-fno-ivopts", "-fno-schedule-insns2"), "slower"),
+                                           (("-fno-tree-pre", "-fno-gcse"), "equivalent")])
+def test_the_proof_measures_the_minimal_subset_against_the_set_it_came_from(
+        tmp_path, isolated_cache, rest, verdict):
+    """Two flags whose removal alone costs 3% each, under a 1% threshold, are worth 6% together:
+    the minimal subset without them is decided slower than the whole set, so the answer keeps
+    the whole. Two that change the code at no cost leave the subset equivalent to it."""
+    t = target.load(str(write_tiny_target(tmp_path / "tiny", megabytes=0.2,
+                                          quick_megabytes=0.1)))
+    planted = {**PLANTED, "fno-ivopts": 0.97, "fno-schedule-insns2": 0.97}
+    s = batch.Setting(t, "gcc", ("-O2",), variants.Options(out_dir=tmp_path),
+                      MeasureOptions(max_runs=12, metric="wall", cpu=0), Store(), print,
+                      Planted(planted=planted))
+    least = ("-O2", "-funroll-loops", "-fno-tree-vectorize")
+    listed = proof.entries(s.base, [(7, least + rest)], least, 0)
+    path = batch.start(s, "proof", tmp_path / "proof", s.base,
+                       [batch.Proposal(-100 - i, e.flags) for i, e in enumerate(listed[1:])],
+                       seed=1, budget=600, quick=False, layouts=2)
+    got = {c.role: c for c in proof.candidates(s, path, listed)}
+    assert got["winner"].vs_base.verdict == got["minimal"].vs_base.verdict == "faster"
+    against = got["minimal"].vs_winner
+    assert against.verdict == verdict
+    assert against.ratio == pytest.approx(1 / 0.97 ** 2 if verdict == "slower" else 1, abs=0.01)

@@ -314,3 +314,28 @@ def test_an_interval_beyond_the_threshold_but_not_decided_says_what_it_was_judge
     best.vs_base.ci95 = [0.96, 0.995]
     assert "false-coverage" not in said(_proof(_set("-O3", ["-O3"], vs_base=_est(
         0.987, "inconclusive", [0.979, 0.995])), best), None, 66)[0]
+
+
+def test_the_whole_set_is_used_when_its_minimal_subset_is_decided_slower_than_it():
+    """lame seed 2: the winner -12.9% against -O3, its 16-flag minimal subset -6.3%. The flags
+    whose removal alone was not decided slower were worth 7.6% together: the subset is not
+    the answer, and the sentence says what it gives alone."""
+    o3 = _set("-O3", ["-O3"], vs_base=_est(0.986, "inconclusive"))
+    winner = _set("winner", ["-fa", "-fb", "-fc"], _est(0.859, "faster"), _est(0.871, "faster"))
+    minimal = _set("minimal", ["-fa"], _est(0.925, "faster"), _est(0.937, "faster"))
+    minimal.vs_winner = _est(1.076, "slower", [1.06, 1.09])
+    sentence, use = said(_proof(o3, winner, minimal), ABLATION, 84)
+    assert use == ["-O2", "-fa", "-fb", "-fc"]
+    assert sentence.startswith("Use -O2 -fa -fb -fc: -12.9% [-13.9, -11.9] against -O3")
+    assert sentence.endswith("after 84 candidates; -fa alone, whose removal its ablation "
+                             "decided slower, gives less, +7.6% [+6.0, +9.0] against the best "
+                             "set found: its other flags matter together.")
+    two = contract.TuneAblation(status="complete", of=["-fa", "-fb", "-fc"],
+                                minimal=["-fa", "-fb"])
+    assert "; the 2 flags whose removal its ablation decided slower give less, +7.6%" \
+        in said(_proof(o3, winner, minimal), two, 84)[0]
+    # not decided slower (the rest within the threshold, or undecided): the subset, as before
+    for verdict in ("equivalent", "inconclusive"):
+        minimal.vs_winner = _est(1.004, verdict)
+        sentence, use = said(_proof(o3, winner, minimal), ABLATION, 84)
+        assert use == ["-O2", "-fa"] and "other flags" not in sentence

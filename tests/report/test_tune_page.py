@@ -89,6 +89,7 @@ def proof() -> dict:
                  "changes": ["-funroll-loops", "-ftree-vectorize"],
                  "vs_base": estimate(0.962, 0.953, 0.971, "faster"),
                  "vs_o3": estimate(0.980, 0.971, 0.989, "faster"),
+                 "vs_winner": estimate(1.003, 0.996, 1.010, "equivalent"),
                  "check": {"status": "ok", "detail": "identical bytes to the baseline's"}}]}
 
 
@@ -175,6 +176,20 @@ def test_the_proof_table_shows_each_set_against_the_base_and_o3(page):
     assert "<td>ok</td>" in rows[3]
     assert '<span id="layouts">5</span>' in html
     assert 'href="proof/results.json"' in html
+    # the minimal subset against the set it came from, below the table
+    note = re.search(r'<p class="note" id="minimal-vs-winner">(.*?)</p>', html, re.S).group(1)
+    assert text_of(note).startswith("The minimal subset against the best set found, over the "
+                                    "same layouts: +0.3% [-0.4, +1.0], equivalent.")
+
+
+def test_a_minimal_subset_slower_than_its_set_says_the_other_flags_matter(tmp_path):
+    doc = tune_doc()
+    minimal = next(c for c in doc.proof.candidates if c.role == "minimal")
+    minimal.vs_winner = contract.TuneEstimate(ratio=1.076, ci95=[1.06, 1.09], verdict="slower")
+    html = report.write_tune(doc, tmp_path).read_text()
+    note = re.search(r'<p class="note" id="minimal-vs-winner">(.*?)</p>', html, re.S).group(1)
+    assert text_of(note).endswith("+7.6% [+6.0, +9.0], slower: the best set's other flags "
+                                  "matter together.")
 
 
 def test_the_ablation_is_sorted_by_cost_with_the_minimal_subset_marked(page):

@@ -258,7 +258,7 @@ def ablation_sentence(a: contract.TuneAblation, proof: contract.TuneProof) -> st
                 "are counted whole.")
     if a.minimal:
         return (f"{len(a.minimal)} of the winner's {of} flags give its effect on the search "
-                f"input: {', '.join(a.minimal)}.{how}{unconfirmed(proof)}")
+                f"input: {', '.join(a.minimal)}.{how}{unconfirmed(proof)}{short_of(proof)}")
     if a.status == "complete":
         what = "group of" if a.method == "groups" else "one of"
         return (f"Removing any {what} the winner's {of} flags did not make it measurably "
@@ -283,6 +283,18 @@ def unconfirmed(proof: contract.TuneProof) -> str:
     return (" The proof did not confirm the winner's own gain on the full input over its "
             f"layouts{measured}: these are the flags the search's figure rests on, not a gain "
             "to count on.")
+
+
+def short_of(proof: contract.TuneProof) -> str:
+    """What the minimal subset lacks when the proof decided it slower than the winner: flags
+    whose removal was not decided alone (or in their group) still add to the effect together."""
+    least = next((c for c in proof.candidates if c.role == "minimal"), None)
+    e = least.vs_winner if least is not None else None
+    if proof.status != "complete" or e is None or e.verdict != "slower" or e.ratio is None:
+        return ""
+    return (f" But in the proof they were {signed_pct(pct(e.ratio))} {ci_pct_text(e.ci95)} "
+            "against the winner, slower: its other flags add to its effect together, though "
+            "no removal of them alone was decided slower.")
 
 
 def first_changes(changes: list[str]) -> str:

@@ -190,6 +190,13 @@ def test_a_minimal_subset_slower_than_its_set_says_the_other_flags_matter(tmp_pa
     note = re.search(r'<p class="note" id="minimal-vs-winner">(.*?)</p>', html, re.S).group(1)
     assert text_of(note).endswith("+7.6% [+6.0, +9.0], slower: the best set's other flags "
                                   "matter together.")
+    # and the ablation's sentence does not say the subset gives the winner's whole effect
+    said = tune_view.ablation_sentence(doc.ablation, doc.proof)
+    assert said.endswith("But in the proof they were +7.6% [+6.0, +9.0] against the winner, "
+                         "slower: its other flags add to its effect together, though no "
+                         "removal of them alone was decided slower.")
+    assert "add to its effect" not in tune_view.ablation_sentence(tune_doc().ablation,
+                                                                  tune_doc().proof)
 
 
 def test_the_ablation_is_sorted_by_cost_with_the_minimal_subset_marked(page):

@@ -165,14 +165,13 @@ def _minimal_against_winner(s: Setting, path: Path, doc: contract.Results,
     least, winner = by_role.get("minimal"), by_role.get("winner")
     if least is None or winner is None:
         return
-    code = {v.id: v.build.identical_to or v.id for v in doc.variants}
-    ours, theirs = code.get(least.variant), code.get(winner.variant)
-    if ours is None or theirs is None:
-        return
+    # Each set's code, as candidates() found it: a set with another's binary is measured as that.
+    ours, theirs = least.identical_to or least.variant, winner.identical_to or winner.variant
     if ours == theirs:
         least.vs_winner = _same_code()
         return
-    least.vs_winner = _against(s, path, doc, theirs).get(ours)
+    if {ours, theirs} <= {v.id for v in doc.variants}:
+        least.vs_winner = _against(s, path, doc, theirs).get(ours)
 
 
 def _same_code() -> contract.TuneEstimate:

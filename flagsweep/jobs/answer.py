@@ -114,7 +114,9 @@ def _rest_matters(least: contract.TuneCandidate, ablation: contract.TuneAblation
     decided were, together, worth more than the threshold (the subset was decided slower
     than the best set), so the answer keeps them and says what the subset alone gives."""
     n = len(ablation.minimal) if ablation else 0
+    greedy = ablation is not None and ablation.greedy is not None and ablation.greedy.chosen
     which = ("its minimal subset gives" if n == 0 else
+             f"the {n} flags of its greedy minimal subset give" if greedy else
              f"{least.changes[0] if least.changes else 'the flag'} alone, whose removal its "
              "ablation decided slower, gives" if n == 1 else
              f"the {n} flags whose removal its ablation decided slower give")

@@ -9,7 +9,8 @@ Obviously Wrong!", ASPLOS 2009). So nothing the search found is recommended unti
    whose baseline is the best set. A flag whose removal is decided slower does work here;
    identical code without a flag shows that it does nothing, at no run. The flags that matter,
    by cost, are the minimal subset (the leave-one-out ablation of Fawcett & Hoos, "Analysing
-   differences between algorithm configurations through ablation", J. Heuristics 2016).
+   differences between algorithm configurations through ablation", J. Heuristics 2016),
+   unless the greedy steps (below) find the fewest that give the winner's effect.
 2. the proof: the base, -O3, the best set, its minimal subset and the next best sets, on the
    full input, each built in K seeded layouts, with the A/A twin's gate and Benjamini-Hochberg
    across the comparisons: exactly as a sweep with --layouts judges a variant. Each set is
@@ -108,6 +109,88 @@ def active(row: contract.TuneAblationRow) -> bool:
     or not decided at all), so its flags are worth taking apart."""
     return not (row.status == "identical" or row.verdict in ("equivalent", "faster",
                                                              "identical"))
+
+
+def by_cost(rows: list[contract.TuneAblationRow]) -> list[contract.TuneAblationRow]:
+    """The rows that may matter, those decided slower first (each surely holds a flag that
+    does work), then those not decided; each part the costliest first."""
+    kept = [r for r in rows if active(r)]
+    return sorted(kept, key=lambda r: (r.verdict != "slower", r.ratio is None,
+                                       -(r.ratio or 0)))
+
+
+def to_split(rows: list[contract.TuneAblationRow], fits: int) -> list[str]:
+    """The flags of the groups to take apart one by one, whole groups while `fits` builds
+    allow, in the order of `by_cost`: when not all fit, a group known to matter is taken
+    apart before one that may not."""
+    out: list[str] = []
+    for r in by_cost(rows):
+        if len(r.flags) > 1 and len(out) + len(r.flags) <= fits:
+            out += r.flags
+    return out
+
+
+# ---- the greedy minimal subset ------------------------------------------------------------------
+# Leave-one-out finds the flags whose removal alone costs something; it cannot see flags each
+# worth less than the threshold that add up to more, nor a flag needed only beside another.
+# So the base gets the flags back in the order of their cost, one row (a flag, or a group left
+# whole) a step, and each step is measured against the winner: the first that gives the
+# winner's effect is the minimal subset. This is forward selection along the leave-one-out
+# order, the cheap form of the ablation path between two configurations (Fawcett & Hoos 2016,
+# above: their path picks the best flag at each step, n^2/2 sets; this one n).
+
+def greedy_units(rows: list[contract.TuneAblationRow]) -> list[tuple[str, ...]]:
+    """What each greedy step adds: the rows that may matter, in the order of `by_cost`."""
+    return [tuple(r.flags or [r.flag]) for r in by_cost(rows)]
+
+
+def greedy_sets(winner: tuple[str, ...], base: int,
+                units: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    """Each step's set: the base (the winner's first `base` flags) with the flags of the
+    units so far, in the winner's order (a later flag can override an earlier one)."""
+    kept: set[str] = set()
+    out = []
+    for unit in units:
+        kept |= set(unit)
+        out.append(winner[:base] + tuple(f for f in winner[base:] if f in kept))
+    return out
+
+
+def greedy_steps(s: Setting, path: Path, winner: tuple[str, ...],
+                 units: list[tuple[str, ...]]) -> list[contract.TuneGreedyStep]:
+    """Each step's set against the winner, from the greedy sweep (its baseline the winner)."""
+    doc = reader.load(path)
+    by_id = {v.id: v for v in doc.variants}
+    base = len(s.base)
+    out = []
+    for unit, kept in zip(units, greedy_sets(winner, base, units)):
+        named = {"added": list(unit), "flags": list(kept[base:])}
+        if kept == winner:
+            out.append(contract.TuneGreedyStep(**named, variant=vid(s, winner), ratio=1.0,
+                                               identical=True, status="identical",
+                                               verdict="identical"))
+            continue
+        r = _row(tuple(f for f in winner if f not in kept), by_id.get(vid(s, kept)),
+                 vid(s, winner), by_id)
+        out.append(contract.TuneGreedyStep(**named, **r.model_dump(
+            exclude={"flag", "flags"}, exclude_unset=True)))
+    return out
+
+
+def greedy_chosen(steps: list[contract.TuneGreedyStep], decided: int) -> int | None:
+    """How many steps the minimal subset takes: the first whose set gives the winner's
+    effect, or None. A step short of the `decided` rows (those whose removal alone was
+    decided slower) leaves one of them out, so it must be decided as fast (equivalent,
+    faster, or the winner's code); from there on, not decided slower is enough, as a flag
+    not decided to matter is left out of the ablation's subset."""
+    for n, step in enumerate(steps, 1):
+        if step.status not in ("measured", "identical") or step.ratio is None:
+            continue
+        if step.status == "identical" or step.verdict in ("equivalent", "faster"):
+            return n
+        if n >= decided and step.verdict != "slower":
+            return n
+    return None
 
 
 def entries(base: tuple[str, ...], ranked: list[tuple[int, tuple[str, ...]]],

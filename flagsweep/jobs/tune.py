@@ -707,11 +707,16 @@ def _ablation(tune: Tuning, say: Callable[[str], None]) -> None:
                                                             of=list(changes)))
         say(f"ablation: failed ({e})")
         return
-    least = proof.minimal(rows)
     path = Path(tune.record("ablation_plan")["last"])
+    greedy = _greedy(tune, winner, rows, say)
+    least = proof.minimal(rows)
+    if greedy is not None and greedy.chosen:
+        least = [f for step in greedy.steps[:greedy.chosen] for f in step.added]
     _keep_model(tune, "ablation", contract.TuneAblation(
         status="complete", run_id=batch.run_id(s, path), results=str(path), of=list(changes),
-        method=plan["method"], why=plan.get("why"), rows=rows, minimal=least))
+        method=plan["method"], why=plan.get("why"), rows=rows, minimal=least, greedy=greedy))
+    if greedy is not None:
+        say(f"ablation: {_greedy_said(greedy, len(least))}")
     whole = [r for r in rows if len(r.flags) > 1 and r.verdict == "slower"]
     if whole:
         say(f"ablation: {len(least)} of the {len(changes)} flags are in what matters, "
@@ -719,6 +724,16 @@ def _ablation(tune: Tuning, say: Callable[[str], None]) -> None:
     else:
         say(f"ablation: {len(least)} of the {len(changes)} flags matter"
             + (f": {' '.join(least)}" if least else ""))
+
+
+def _greedy_said(g: contract.TuneGreedy, n: int) -> str:
+    if g.status != "complete":
+        return f"the greedy subset was not measured: {g.why}"
+    if g.chosen is None:
+        return (f"no step of the greedy subset gave the winner's effect within its "
+                f"{len(g.steps)} steps: the flags decided to matter are the subset")
+    return (f"the greedy subset gives the winner's effect after {g.chosen} of its "
+            f"{len(g.steps)} steps, {n} flags")
 
 
 def _ablation_plan(tune: Tuning, changes: tuple[str, ...]) -> dict:
@@ -755,12 +770,7 @@ def _ablated(tune: Tuning, winner: tuple[str, ...], plan: dict, number: int,
     rows = _removed(tune, "ablation-groups", winner, removals, say)
     split = plan.get("split")
     if split is None:
-        split = [f for r in rows if len(r.flags) > 1 and proof.active(r) for f in r.flags]
-        left = _phase_left(tune, "ablation") - MIN_ROUNDS_S
-        if split and len(split) * _build_pace(tune) > left:
-            say(f"ablation: the {len(split)} flags of the groups that may matter are not taken "
-                f"apart: their builds would take longer than the {max(0, left):.0f} s left")
-            split = []
+        split = _split(tune, rows, say)
         plan = {**tune.record("ablation_plan"), "split": split}
         tune.keep("ablation_plan", plan)
     if not split:
@@ -769,6 +779,73 @@ def _ablated(tune: Tuning, winner: tuple[str, ...], plan: dict, number: int,
         "may matter")
     single = _removed(tune, "ablation-flags", winner, [(f,) for f in split], say)
     return [r for r in rows if not set(r.flags) <= set(split)] + single
+
+
+def _split(tune: Tuning, rows: list[contract.TuneAblationRow], say: Callable[[str], None]
+           ) -> list[str]:
+    """The flags to take apart one by one: of the groups that may matter, whole groups while
+    their builds fit in what is left of the ablation's time, those decided to matter first."""
+    may = [r for r in rows if len(r.flags) > 1 and proof.active(r)]
+    flags = sum(len(r.flags) for r in may)
+    left = _phase_left(tune, "ablation") - MIN_ROUNDS_S
+    pace = _build_pace(tune)
+    split = proof.to_split(rows, int(left / pace) if pace else flags)
+    if not split and may:
+        say(f"ablation: the {flags} flags of the groups that may matter are not taken apart: "
+            f"their builds would take longer than the {max(0, left):.0f} s left")
+    elif len(split) < flags:
+        say(f"ablation: {len(split)} of the {flags} flags of the groups that may matter are "
+            f"taken apart, those of groups decided to matter first: the others' builds would "
+            f"take longer than the {max(0, left):.0f} s left")
+    return split
+
+
+def _greedy(tune: Tuning, winner: tuple[str, ...], rows: list[contract.TuneAblationRow],
+            say: Callable[[str], None]) -> contract.TuneGreedy | None:
+    """The greedy minimal subset (proof.greedy_units): the base with the rows that may matter
+    added back one at a time, costliest first, as many steps as fit in what is left of the
+    ablation's time, one sweep on the search input whose baseline is the winner. None when
+    fewer than two rows may matter or none was decided to (nothing to choose between)."""
+    units = proof.greedy_units(rows)
+    decided = sum(1 for r in rows if r.verdict == "slower")
+    if decided == 0 or len(units) < 2:
+        return None
+    plan = tune.record("ablation_plan")
+    if "greedy" not in plan:
+        plan = {**plan, **_greedy_plan(tune, units)}
+        tune.keep("ablation_plan", plan)
+    if not plan["greedy"]:
+        return contract.TuneGreedy(status="skipped", why=plan.get("greedy_why"))
+    units = [tuple(u) for u in plan["greedy"]]
+    sets = proof.greedy_sets(winner, len(tune.setting.base), units)
+    say(f"ablation: the greedy subset: the base with the flags that may matter added back, "
+        f"costliest first, {len(units)} steps")
+    todo = [Proposal(-200 - i, k) for i, k in enumerate(sets) if k != winner]
+    try:
+        path = _sweep_once(tune, tune.out / "ablation-greedy", f"{tune.name}-ablation-greedy",
+                           winner, todo, quick=True, say=say)
+    except Interrupted:
+        raise                       # resumed with the tune, never recorded as a failure
+    except FlagsweepError as e:
+        say(f"ablation: the greedy subset failed ({e})")
+        return contract.TuneGreedy(status="failed", why=str(e))
+    steps = proof.greedy_steps(tune.setting, path, winner, units)
+    s = tune.setting
+    return contract.TuneGreedy(status="complete", run_id=batch.run_id(s, path),
+                               results=str(path), steps=steps,
+                               chosen=proof.greedy_chosen(steps, decided))
+
+
+def _greedy_plan(tune: Tuning, units: list[tuple[str, ...]]) -> dict:
+    """The greedy steps whose builds fit in what is left of the ablation's time, kept with
+    the study so a resumed tune measures the same steps."""
+    pace = _build_pace(tune)
+    left = _phase_left(tune, "ablation") - MIN_ROUNDS_S
+    fit = int(left / pace) if pace else len(units)
+    if fit < 1:
+        return {"greedy": [], "greedy_why": f"its first set's build would take longer than "
+                f"the {max(0, left):.0f} s left of the ablation's time"}
+    return {"greedy": [list(u) for u in units[:fit]]}
 
 
 def _removed(tune: Tuning, folder: str, winner: tuple[str, ...],

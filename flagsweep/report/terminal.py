@@ -221,6 +221,10 @@ def show_tune(doc: contract.Tune, out: Console | None = None) -> None:
         out.print(_ablation(t))
     if t.ablation_sentence:
         out.print(f"ablation: {t.ablation_sentence}", markup=False)
+    if t.greedy_rows:
+        out.print(_greedy(t))
+    if t.greedy_sentence:
+        out.print(f"greedy subset: {t.greedy_sentence}", markup=False)
     if t.state:
         out.print(t.state + (f" Resume it with: {t.resume}" if t.resume else ""), markup=False)
     out.print(t.answer, markup=False, soft_wrap=True)
@@ -246,6 +250,18 @@ def _ablation(t: tune.TuneView) -> Table:
         a.add_row(Text(r.flag, style="bold" if r.matters else ""), *_change(r.change),
                   Text(r.note))
     return a
+
+
+def _greedy(t: tune.TuneView) -> Table:
+    g = table("the greedy subset: the base with the flags added back, costliest first "
+              "(+: slower than the winner)")
+    for name, justify in (("step adds", "left"), ("kept", "right"), ("vs winner", "right"),
+                          ("", "left"), ("note", "left")):
+        g.add_column(name, justify=justify, overflow="fold")
+    for r in t.greedy_rows:
+        g.add_row(Text(r.added, style="bold" if r.chosen else ""), r.kept, *_change(r.change),
+                  Text(r.note))
+    return g
 
 
 def _change(c: tune.ChangeCell) -> tuple[Text, Text]:

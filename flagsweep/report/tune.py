@@ -63,6 +63,15 @@ class AblationLine:
 
 
 @dataclass
+class GreedyLine:
+    added: str                     # the flag, or group, this step adds back
+    kept: str                      # how many of the winner's flags the step's set holds
+    change: ChangeCell             # the set against the winner (+: it lacks some of the gain)
+    note: str
+    chosen: bool                   # the step the minimal subset stops at
+
+
+@dataclass
 class CandidateRow:
     number: str
     changes: str                   # abbreviated
@@ -109,6 +118,9 @@ class TuneView:
     ablation_rows: list[AblationLine]
     ablation: SweepPart | None
     ablation_sentence: str
+    greedy_rows: list[GreedyLine]
+    greedy: SweepPart | None
+    greedy_sentence: str
     curve: list[SpentPoint]
     dots: list[SpentPoint]
     trials: list[CandidateRow]
@@ -124,13 +136,16 @@ def build(doc: contract.Tune, out: Path) -> TuneView:
     (links are relative to it and only to files inside it)."""
     proof = doc.proof or contract.TuneProof(status="skipped", why="no proof was recorded")
     ablation_rows, sentence = ablation(doc.ablation, proof)
+    g = doc.ablation.greedy if doc.ablation else None
     return TuneView(
         doc=doc, title=f"{doc.target}: tuned flags", meta=meta(doc), state=state(doc),
         resume=resume(doc), answer=answer(doc), recommended=recommended(doc),
         proof_rows=[proof_row(c) for c in proof.candidates], proof=section(proof, out),
         ablation_rows=ablation_rows,
         ablation=section(doc.ablation, out) if doc.ablation else None,
-        ablation_sentence=sentence, curve=curve(doc), dots=dots(doc),
+        ablation_sentence=sentence, greedy_rows=greedy_rows(g),
+        greedy=section(g, out) if g else None, greedy_sentence=greedy_sentence(g),
+        curve=curve(doc), dots=dots(doc),
         trials=[trial_row(t) for t in doc.trials], broken=broken(doc), space=space(doc.space),
         excluded=list(doc.space.excluded), cost=cost(doc), search=search(doc))
 
@@ -206,7 +221,8 @@ def proof_row(c: contract.TuneCandidate) -> ProofRow:
                     estimate(c.vs_winner) if c.vs_winner else None)
 
 
-def section(part: contract.TuneProof | contract.TuneAblation, out: Path) -> SweepPart:
+def section(part: contract.TuneProof | contract.TuneAblation | contract.TuneGreedy,
+            out: Path) -> SweepPart:
     """A proof's or an ablation's sweep: its results.json linked when it is a file inside the
     tune's folder (tune.json is input anyone may have written), shown as text otherwise."""
     results = part.results or ""
@@ -264,6 +280,33 @@ def ablation_sentence(a: contract.TuneAblation, proof: contract.TuneProof) -> st
         return (f"Removing any {what} the winner's {of} flags did not make it measurably "
                 f"slower.{how}")
     return ""
+
+
+def greedy_rows(g: contract.TuneGreedy | None) -> list[GreedyLine]:
+    """Each greedy step in its order (it is the order that makes it greedy), the chosen one
+    marked."""
+    if g is None:
+        return []
+    return [GreedyLine(" ".join(st.added), number(len(st.flags)),
+                       change(None, None, "identical-code") if st.identical
+                       else change(st.ratio, st.ci95, st.verdict, st.p_adjusted),
+                       "" if st.status in ("measured", "identical") else st.status,
+                       g.chosen == n)
+            for n, st in enumerate(g.steps, 1)]
+
+
+def greedy_sentence(g: contract.TuneGreedy | None) -> str:
+    """What the greedy steps found: how few flags give the winner's effect."""
+    if g is None:
+        return ""
+    if g.status != "complete":
+        return f"The greedy subset was not measured: {g.why or g.status}."
+    if g.chosen is None:
+        return (f"None of its {len(g.steps)} steps gave the winner's effect on the search "
+                "input, so the minimal subset is the flags whose removal was decided slower.")
+    st = g.steps[int(g.chosen) - 1]
+    return (f"The winner's effect on the search input needs the first {number(g.chosen)} of "
+            f"its {len(g.steps)} steps: {len(st.flags)} flags.")
 
 
 def unconfirmed(proof: contract.TuneProof) -> str:

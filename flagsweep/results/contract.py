@@ -730,6 +730,31 @@ class TuneAblationRow(Open):
     status: Str = "measured"                 # measured | identical | failed-build | failed-check
 
 
+class TuneGreedyStep(Open):
+    """The base with the flags that matter added, costliest first, up to this step's: what the
+    winner's effect needs of them."""
+    added: list[Str]                         # this step's flag, or its group's flags
+    flags: list[Str] = []                    # the winner's changes kept so far, in its order
+    variant: Str | None = None
+    ratio: Num = None                        # these flags alone / the winner (>1: they lack)
+    ci95: Pair = None
+    verdict: Str | None = None               # slower: they do not give the winner's effect
+    p_adjusted: Num = None
+    ci_fcr: Pair = None
+    identical: Bool = False                  # the winner's own code
+    status: Str = "measured"                 # measured | identical | failed-build | ...
+
+
+class TuneGreedy(Open):
+    """The greedy minimal subset: the shortest of those steps that gives the winner's effect."""
+    status: Str                              # complete | skipped | failed
+    why: Str | None = None
+    run_id: Str | None = None
+    results: Str | None = None
+    steps: list[TuneGreedyStep] = []
+    chosen: Num = None                       # the steps the minimal subset takes; None: none
+
+
 class TuneAblation(Open):
     run_id: Str | None = None
     results: Str | None = None
@@ -739,6 +764,7 @@ class TuneAblation(Open):
     method: Str = "leave-one-out"            # leave-one-out | groups (then their flags)
     rows: list[TuneAblationRow] = []
     minimal: list[Str] = []                  # the flags that matter, in order of cost
+    greedy: TuneGreedy | None = None         # how few of them give the winner's effect
 
 
 class TuneCost(Open):

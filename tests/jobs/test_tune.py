@@ -109,6 +109,14 @@ def test_tune_finds_the_planted_flags_survives_a_kill_and_proves_them(tmp_path, 
     assert not any(BROKEN in tr.flags for tr in doc.trials if tr.number > first + 3)
     # the ablation names exactly the planted switches; the proof confirms the set
     assert set(doc.ablation.minimal) == {"-funroll-loops", "-fno-tree-vectorize"}
+    # the greedy subset adds them back costliest first: the first alone lacks the second's
+    # gain, both give the winner's effect
+    g = doc.ablation.greedy
+    assert g.status == "complete" and g.chosen == 2
+    assert [st.added for st in g.steps[:2]] == [["-funroll-loops"], ["-fno-tree-vectorize"]]
+    assert g.steps[0].verdict == "slower" and g.steps[0].ratio == pytest.approx(1 / 0.9,
+                                                                                abs=0.02)
+    assert g.steps[1].verdict in ("equivalent", "identical")
     # each measured row keeps the adjusted p its verdict needed, as its sweep adjusted it
     measured = [r for r in doc.ablation.rows if r.status == "measured"]
     assert measured and all(r.p_adjusted is not None for r in measured)
@@ -130,7 +138,7 @@ def test_tune_finds_the_planted_flags_survives_a_kill_and_proves_them(tmp_path, 
     assert doc.cost.runs > 0 and doc.progress and doc.progress[-1].ratio < 0.8
     # the cost counts each sweep's runs once, though the kill and the stop resumed some of them
     sweeps = {tr.run_id for tr in doc.trials if tr.run_id} | {doc.ablation.run_id,
-                                                              doc.proof.run_id}
+                                                              g.run_id, doc.proof.run_id}
     assert doc.cost.runs == sum(len(store.samples(rid)) for rid in sweeps)
     assert doc.cost.builds == _made_in(out)
 

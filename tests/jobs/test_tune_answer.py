@@ -8,7 +8,7 @@ import math
 import time
 from types import SimpleNamespace
 
-from flagsweep.jobs import answer, tune
+from flagsweep.jobs import answer, proof, tune
 from flagsweep.results import contract
 
 
@@ -125,7 +125,6 @@ def test_a_call_the_aa_gate_overruled_is_said_as_overruled_with_its_remedy():
 
 
 def test_the_proofs_calls_against_o3_are_gated_as_its_sweep_gated_those_against_the_base():
-    from flagsweep.jobs import proof
     from flagsweep.stats.comparison import RatioEstimate
 
     def found():
@@ -227,7 +226,6 @@ def test_the_best_so_far_is_the_mean_of_its_estimates_as_they_came():
 
 
 def test_groups_split_the_flags_in_order_near_evenly():
-    from flagsweep.jobs import proof
     flags = tuple(f"-f{i}" for i in range(10))
     got = proof.groups(flags, 4)
     assert [len(g) for g in got] == [3, 3, 2, 2] and sum(got, ()) == flags
@@ -339,3 +337,62 @@ def test_the_whole_set_is_used_when_its_minimal_subset_is_decided_slower_than_it
         minimal.vs_winner = _est(1.004, verdict)
         sentence, use = said(_proof(o3, winner, minimal), ABLATION, 84)
         assert use == ["-O2", "-fa"] and "other flags" not in sentence
+    # a greedy subset chosen on the search input, slower in the proof, is named as such
+    two.greedy = contract.TuneGreedy(status="complete", chosen=2)
+    minimal.vs_winner = _est(1.076, "slower", [1.06, 1.09])
+    assert "; the 2 flags of its greedy minimal subset give less, +7.6%" \
+        in said(_proof(o3, winner, minimal), two, 84)[0]
+
+
+def _row(flags, ratio, verdict, status="measured"):
+    return contract.TuneAblationRow(flag=" ".join(flags), flags=flags, ratio=ratio,
+                                    verdict=verdict, status=status)
+
+
+def test_groups_decided_to_matter_are_taken_apart_first_while_their_builds_fit():
+    """lame seed 2: 9 groups of 73 flags, 2 decided slower and 7 undecided, 228 s left at 12 s
+    a build: all 73 never fit, so none was taken apart. The decided groups go first, the
+    costliest first, whole groups while they fit; a group decided harmless never."""
+    rows = [_row(["-fa", "-fb", "-fc"], 1.01, "inconclusive"),
+            _row(["-fd", "-fe"], 1.07, "slower"),
+            _row(["-ff", "-fg", "-fh"], 1.25, "slower"),
+            _row(["-fi", "-fj"], 1.0, "equivalent"),
+            _row(["-fk", "-fl"], 1.02, "inconclusive"),
+            _row(["-fm"], 1.3, "slower")]
+    assert proof.to_split(rows, 100) == ["-ff", "-fg", "-fh", "-fd", "-fe", "-fk", "-fl",
+                                         "-fa", "-fb", "-fc"]
+    assert proof.to_split(rows, 5) == ["-ff", "-fg", "-fh", "-fd", "-fe"]
+    # a group too large for what is left is passed over for a smaller one after it
+    assert proof.to_split(rows, 4) == ["-ff", "-fg", "-fh"]
+    assert proof.to_split(rows, 2) == ["-fd", "-fe"]
+    assert proof.to_split(rows, 1) == []
+
+
+def test_greedy_steps_add_back_what_matters_costliest_first_in_the_winners_order():
+    rows = [_row(["-fa"], 1.02, "inconclusive"), _row(["-fb"], 1.0, "identical", "identical"),
+            _row(["-fc", "-fd"], 1.05, "slower"), _row(["-fe"], 1.2, "slower"),
+            _row(["-ff"], None, None, "failed-check")]
+    units = proof.greedy_units(rows)
+    assert units == [("-fe",), ("-fc", "-fd"), ("-fa",), ("-ff",)]
+    winner = ("-O2", "-fa", "-fb", "-fc", "-fd", "-fe", "-ff", "-march=x")
+    assert proof.greedy_sets(winner, 1, units) == [
+        ("-O2", "-fe"), ("-O2", "-fc", "-fd", "-fe"), ("-O2", "-fa", "-fc", "-fd", "-fe"),
+        ("-O2", "-fa", "-fc", "-fd", "-fe", "-ff")]
+
+
+def _step(ratio, verdict, status="measured"):
+    return contract.TuneGreedyStep(added=["-fx"], ratio=ratio, verdict=verdict, status=status)
+
+
+def test_the_greedy_subset_stops_at_the_first_step_that_gives_the_winners_effect():
+    slower, undecided = _step(1.08, "slower"), _step(1.01, "inconclusive")
+    same, equal = _step(1.0, "identical", "identical"), _step(1.002, "equivalent")
+    # two rows decided to matter: a step short of them must be decided as fast
+    assert proof.greedy_chosen([undecided, undecided, slower], 2) == 2
+    assert proof.greedy_chosen([equal, undecided], 2) == 1
+    assert proof.greedy_chosen([same, undecided], 2) == 1
+    # from there on, not decided slower is enough; slower goes on to the next step
+    assert proof.greedy_chosen([slower, slower, undecided], 2) == 3
+    assert proof.greedy_chosen([slower, slower, slower], 2) is None
+    # a step that was not measured (its build or check failed) is passed over
+    assert proof.greedy_chosen([slower, _step(None, None, "failed-check"), equal], 2) == 3

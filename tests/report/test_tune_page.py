@@ -212,6 +212,45 @@ def test_the_ablation_is_sorted_by_cost_with_the_minimal_subset_marked(page):
     assert "did not confirm" not in text_of(html)      # the proof confirmed this winner
 
 
+def greedy() -> dict:
+    """The winner's two flags that matter added back to -O2, the costliest first: the first
+    alone lacks the second's gain, both give the winner's effect."""
+    def step(added, flags, ratio, lo, hi, verdict):
+        return {"added": added, "flags": flags, "ratio": ratio, "ci95": [lo, hi],
+                "verdict": verdict, "p_adjusted": 0.004 if verdict == "slower" else 0.6}
+    return {"status": "complete", "run_id": "greedy-1", "results": "greedy/results.json",
+            "chosen": 2,
+            "steps": [step(["-ftree-vectorize"], ["-ftree-vectorize"], 1.013, 1.006, 1.020,
+                           "slower"),
+                      step(["-funroll-loops"], ["-ftree-vectorize", "-funroll-loops"], 1.001,
+                           0.995, 1.007, "equivalent")]}
+
+
+def test_the_greedy_subset_is_shown_in_its_order_with_the_step_it_stops_at(tmp_path):
+    doc = tune_doc(ablation={**ablation(), "greedy": greedy()})
+    html = report.write_tune(doc, tmp_path).read_text()
+    table = html[html.index('id="greedy-table"'):html.index('id="curve"')]
+    rows = table.split("<tr")[2:]
+    assert [re.search(r"<code>(.*?)</code>", r).group(1) for r in rows] == [
+        "-ftree-vectorize", "-funroll-loops"]
+    assert [('class="matters"' in r) for r in rows] == [False, True]
+    assert "+1.3%" in rows[0] and "[+0.6, +2.0]" in rows[0] and ">2<" in rows[1]
+    said = ("The winner's effect on the search input needs the first 2 of its 2 steps: 2 "
+            "flags.")
+    assert said in text_of(html)
+    buf = io.StringIO()
+    terminal.show_tune(doc, Console(file=buf, width=200, color_system=None))
+    assert f"greedy subset: {said}" in buf.getvalue()
+    # a step no build or run measured, and a greedy pass that did not fit, say so
+    skipped = {"status": "skipped", "why": "its first set's build would take longer than "
+               "the 40 s left of the ablation's time"}
+    html = report.write_tune(tune_doc(ablation={**ablation(), "greedy": skipped}),
+                             tmp_path).read_text()
+    assert ("The greedy subset was not measured: its first set's build would take longer "
+            "than the 40 s left") in text_of(html)
+    assert 'id="greedy-table"' not in html
+
+
 def test_an_ablation_of_a_winner_the_proof_did_not_confirm_says_so(tmp_path):
     # lame, a tune's ablation: -march=native's removal +11.8% [+7.5, +19.2] on the quick input
     # in one layout, yet the winner -4.4% [-9.3, +0.9] against -O2 in the proof over layouts

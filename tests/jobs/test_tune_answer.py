@@ -244,6 +244,13 @@ def test_leave_one_out_when_its_builds_fit_else_about_sqrt_n_groups():
     assert sum(plan["groups"], []) == list(changes) and "74 min" in plan["why"]
     tune._count(t, "batch 0", builds=6, build_s=60.0)                      # 10 s a build
     assert len(tune._ablation_plan(t, changes)["groups"]) == 9             # ceil(sqrt(68))
+    # duo in a 3-minute tune: 27 s for the ablation, less than a sweep's least rounds, but
+    # its 25 builds take 8 s: a second sweep for groups would cost more than they save
+    t = Recorded(attrs={}, clock=153.0, opts=SimpleNamespace(budget_s=180.0))
+    tune._count(t, "batch 0", builds=10, build_s=3.0)                      # 0.3 s a build
+    assert tune._ablation_plan(t, changes[:25])["method"] == "leave-one-out"
+    more = tuple(f"-f{i}" for i in range(201))                              # 60.3 s of builds
+    assert tune._ablation_plan(t, more)["method"] == "groups"
 
 
 def test_an_o3_that_looked_faster_but_was_not_decided_is_said_so():

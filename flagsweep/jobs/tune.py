@@ -846,8 +846,10 @@ def _greedy_plan(tune: Tuning, units: list[tuple[str, ...]]) -> dict:
     left = _phase_left(tune, "ablation") - MIN_ROUNDS_S
     fit = int(left / pace) if pace else len(units)
     if fit < 1:
-        return {"greedy": [], "greedy_why": f"its first set's build would take longer than "
-                f"the {max(0, left):.0f} s left of the ablation's time"}
+        return {"greedy": [], "greedy_why": (
+            f"the {max(0, left + MIN_ROUNDS_S):.0f} s left of the ablation's time do not hold "
+            f"one build at {pace:.0f} s and the {MIN_ROUNDS_S:.0f} s of rounds a sweep is "
+            "given at least")}
     return {"greedy": [list(u) for u in units[:fit]]}
 
 

@@ -242,12 +242,12 @@ def test_the_greedy_subset_is_shown_in_its_order_with_the_step_it_stops_at(tmp_p
     terminal.show_tune(doc, Console(file=buf, width=200, color_system=None))
     assert f"greedy subset: {said}" in buf.getvalue()
     # a step no build or run measured, and a greedy pass that did not fit, say so
-    skipped = {"status": "skipped", "why": "its first set's build would take longer than "
-               "the 40 s left of the ablation's time"}
+    skipped = {"status": "skipped", "why": "the 5 s left of the ablation's time do not hold "
+               "one build at 13 s and the 60 s of rounds a sweep is given at least"}
     html = report.write_tune(tune_doc(ablation={**ablation(), "greedy": skipped}),
                              tmp_path).read_text()
-    assert ("The greedy subset was not measured: its first set's build would take longer "
-            "than the 40 s left") in text_of(html)
+    assert ("The greedy subset was not measured: the 5 s left of the ablation's time do not "
+            "hold one build at 13 s") in text_of(html)
     assert 'id="greedy-table"' not in html
 
 

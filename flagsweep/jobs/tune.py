@@ -833,8 +833,7 @@ def _greedy(tune: Tuning, winner: tuple[str, ...], rows: list[contract.TuneAblat
         say(f"ablation: the greedy subset failed ({e})")
         return contract.TuneGreedy(status="failed", why=str(e))
     steps = proof.greedy_steps(tune.setting, path, winner, units)
-    s = tune.setting
-    return contract.TuneGreedy(status="complete", run_id=batch.run_id(s, path),
+    return contract.TuneGreedy(status="complete", run_id=batch.run_id(tune.setting, path),
                                results=str(path), steps=steps,
                                chosen=proof.greedy_chosen(steps, decided))
 

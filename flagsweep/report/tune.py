@@ -249,18 +249,18 @@ def ablation(a: contract.TuneAblation | None, proof: contract.TuneProof
     return lines, ablation_sentence(a, proof)
 
 
-def ablation_change(r: contract.TuneAblationRow) -> ChangeCell:
+def ablation_change(r: contract.TuneAblationRow | contract.TuneGreedyStep) -> ChangeCell:
     """Identical code without the flag is its verdict: it does nothing here, and cost no run."""
     if identical(r):
         return change(None, None, "identical-code")
     return change(r.ratio, r.ci95, r.verdict, r.p_adjusted)
 
 
-def identical(r: contract.TuneAblationRow) -> bool:
+def identical(r: contract.TuneAblationRow | contract.TuneGreedyStep) -> bool:
     return r.identical or r.status == "identical"
 
 
-def row_note(r: contract.TuneAblationRow) -> str:
+def row_note(r: contract.TuneAblationRow | contract.TuneGreedyStep) -> str:
     """What a row is instead of a measurement: a build or a check the set without it failed."""
     return "" if r.status == "measured" or identical(r) else r.status
 
@@ -288,9 +288,7 @@ def greedy_rows(g: contract.TuneGreedy | None) -> list[GreedyLine]:
     if g is None:
         return []
     return [GreedyLine(" ".join(st.added), number(len(st.flags)),
-                       change(None, None, "identical-code") if st.identical
-                       else change(st.ratio, st.ci95, st.verdict, st.p_adjusted),
-                       "" if st.status in ("measured", "identical") else st.status,
+                       ablation_change(st), row_note(st),
                        g.chosen == n)
             for n, st in enumerate(g.steps, 1)]
 

@@ -41,7 +41,7 @@ from flagsweep.jobs.answer import sentence
 from flagsweep.jobs.batch import Proposal, Setting
 from flagsweep.measure.options import DEFAULT_LAYOUTS, MeasureOptions, chosen_cpu
 from flagsweep.process import sigterm_as_interrupt
-from flagsweep.results import contract
+from flagsweep.results import confirmation, contract, reader
 from flagsweep.results.store import Store
 
 log = logging.getLogger("flagsweep.jobs.tune")
@@ -55,6 +55,11 @@ REDUCE_SHARE = 0.2           # of the search's time, to reduce flags that fail o
 STALE_BATCHES = 3
 BUSY_PAUSE_S = 30.0          # before a sweep the machine was too busy for is resumed
 MIN_ROUNDS_S = 60.0          # the least an ablation's or a proof's sweep is given for its rounds
+# The share of the proof's time the ablation's check over layouts may take when its own is
+# spent: the proof's rounds lose a fifth at most, which widens its intervals by about 12%
+# (1/sqrt(0.8)), while a flag named for a layout's luck is a wrong answer to the ablation's
+# question, which the proof does not mend.
+PROOF_LOAN = 0.2
 BUSY_TRIES = 2               # resumptions of a busy sweep, whatever the time left
 
 
@@ -708,16 +713,18 @@ def _ablation(tune: Tuning, say: Callable[[str], None]) -> None:
         say(f"ablation: failed ({e})")
         return
     path = Path(tune.record("ablation_plan")["last"])
+    check, rows = _layout_check(tune, winner, rows, path, say)
     greedy = _greedy(tune, winner, rows, say)
     least = proof.minimal(rows)
     if greedy is not None and greedy.chosen:
         least = [f for step in greedy.steps[:greedy.chosen] for f in step.added]
     _keep_model(tune, "ablation", contract.TuneAblation(
         status="complete", run_id=batch.run_id(s, path), results=str(path), of=list(changes),
-        method=plan["method"], why=plan.get("why"), rows=rows, minimal=least, greedy=greedy))
+        method=plan["method"], why=plan.get("why"), rows=rows, minimal=least,
+        layout_check=check, greedy=greedy))
     if greedy is not None:
         say(f"ablation: {_greedy_said(greedy, len(least))}")
-    whole = [r for r in rows if len(r.flags) > 1 and r.verdict == "slower"]
+    whole = [r for r in rows if len(r.flags) > 1 and r.matters()]
     if whole:
         say(f"ablation: {len(least)} of the {len(changes)} flags are in what matters, "
             f"{len(whole)} group(s) of them not taken apart: {' '.join(least)}")
@@ -803,6 +810,99 @@ def _split(tune: Tuning, rows: list[contract.TuneAblationRow], say: Callable[[st
     return split
 
 
+def _layout_check(tune: Tuning, winner: tuple[str, ...], rows: list[contract.TuneAblationRow],
+                  path: Path, say: Callable[[str], None]
+                  ) -> tuple[contract.TuneLayoutCheck, list[contract.TuneAblationRow]]:
+    """The rows decided slower by less than layout luck reaches (proof.to_check), measured
+    again over the proof's K layouts on the search input, in one sweep whose baseline is the
+    winner: the check's record, and the rows with what it found."""
+    plan = tune.record("ablation_plan")
+    if "layout_check" not in plan:
+        plan = {**plan, "layout_check": _layout_plan(tune, rows, path)}
+        tune.keep("ablation_plan", plan)
+    check = contract.TuneLayoutCheck.model_validate(plan["layout_check"])
+    if check.status != "running":
+        if check.status == "skipped":
+            say(f"ablation: not measured again over layouts: {check.why}")
+        return check, rows
+    which = [r for r in rows if r.flag in check.rows]
+    say(f"ablation: {len(which)} cost(s) decided within the {check.reach_pct:.1f}% layout luck "
+        f"reaches, measured again over {tune.opts.layouts} layouts: "
+        + ", ".join(r.flag for r in which))
+    todo = [Proposal(-300 - i, proof.without(winner, tuple(r.flags or [r.flag])))
+            for i, r in enumerate(which)]
+    try:
+        found = _sweep_once(tune, tune.out / "ablation-layouts",
+                            f"{tune.name}-ablation-layouts", winner, todo, quick=True, say=say,
+                            layouts=tune.opts.layouts, phase="ablation",
+                            budget=plan["layout_check"]["rounds_s"])
+    except Interrupted:
+        raise                       # resumed with the tune, never recorded as a failure
+    except FlagsweepError as e:
+        say(f"ablation: the check over layouts failed ({e})")
+        return check.model_copy(update={"status": "failed", "why": str(e)}), rows
+    rows = proof.checked(tune.setting, found, winner, rows, check.rows)
+    confirmed = [r.flag for r in rows if r.flag in check.rows and r.matters()]
+    for r in rows:
+        if r.flag in check.rows:
+            e = r.over_layouts
+            say(f"ablation: without {r.flag}, over {tune.opts.layouts} layouts: "
+                + (f"{_pct(e.ratio)} {e.verdict}" if e.ratio is not None else e.why or "-")
+                + ("" if r.flag in confirmed else ": not counted as mattering"))
+    return check.model_copy(update={
+        "status": "complete", "confirmed": confirmed, "run_id": batch.run_id(tune.setting, found),
+        "results": str(found)}), rows
+
+
+def _layout_plan(tune: Tuning, rows: list[contract.TuneAblationRow], path: Path) -> dict:
+    """Which rows the check measures, and why not when none: the most doubtful first (their
+    intervals nearest to no change), as many as their builds and least rounds fit in what is
+    left of the ablation's time and a fifth of the proof's (PROOF_LOAN). Kept with the study,
+    so a resumed tune checks the same rows."""
+    s, k = tune.setting, tune.opts.layouts
+    doc = reader.load(path)
+    reach = confirmation.measured_reach(s.store, s.target.name, doc.machine)
+    reach_pct, source = reach or (confirmation.DEFAULT_REACH_PCT,
+                                  "the default: no layout spread measured for this program "
+                                  "on this machine")
+    record = {"reach_pct": reach_pct, "reach_source": source, "layouts": k}
+    doubtful = sorted(proof.to_check(rows, reach_pct),
+                      key=lambda r: confirmation.nearest_pct(r.ci95) or 0.0)
+    if not doubtful:
+        decided = any(r.verdict == "slower" for r in rows)
+        return {**record, "status": "not-needed", "why": (
+            f"every cost decided ends further from no change than the {reach_pct:.1f}% layout "
+            f"luck reaches ({source})" if decided else "no removal was decided slower")}
+    if s.fleet is not None:
+        return {**record, "status": "skipped", "why": "a fleet sweep cannot build layouts"}
+    pace, run_s = _build_pace(tune), _run_pace(tune, path)
+    rounds = s.measure.min_runs + s.measure.warmup
+    avail = _phase_left(tune, "ablation") + PROOF_LOAN * SHARES["proof"] * tune.opts.budget_s
+
+    def need(n: int) -> tuple[float, float]:     # (builds, least rounds) of n rows' sweep
+        binaries = (n + 3) * k                   # the rows, the winner, the base, the A/A twin
+        return binaries * pace, rounds * binaries * run_s
+
+    n = len(doubtful)
+    while n and sum(need(n)) > avail:
+        n -= 1
+    if not n:
+        builds, least = need(1)
+        return {**record, "status": "skipped", "why": (
+            f"one row's {2 * k} layouts and their least rounds would take about "
+            f"{builds + least:.0f} s, more than the {max(0.0, avail):.0f} s left")}
+    builds, least = need(n)
+    return {**record, "status": "running", "rows": [r.flag for r in doubtful[:n]],
+            "rounds_s": max(least, avail - builds)}
+
+
+def _run_pace(tune: Tuning, path: Path) -> float:
+    """Seconds a run of the search input takes, from the ablation sweep's own samples."""
+    walls = sorted(x.wall_s for x in tune.setting.store.samples(batch.run_id(tune.setting, path))
+                   if x.wall_s)
+    return walls[len(walls) // 2] if walls else 0.0
+
+
 def _greedy(tune: Tuning, winner: tuple[str, ...], rows: list[contract.TuneAblationRow],
             say: Callable[[str], None]) -> contract.TuneGreedy | None:
     """The greedy minimal subset (proof.greedy_units): the base with the rows that may matter
@@ -810,7 +910,7 @@ def _greedy(tune: Tuning, winner: tuple[str, ...], rows: list[contract.TuneAblat
     ablation's time, one sweep on the search input whose baseline is the winner. None when
     fewer than two rows may matter or none was decided to (nothing to choose between)."""
     units = proof.greedy_units(rows)
-    decided = sum(1 for r in rows if r.verdict == "slower")
+    decided = sum(1 for r in rows if r.matters())
     if decided == 0 or len(units) < 2:
         return None
     plan = tune.record("ablation_plan")
@@ -918,10 +1018,12 @@ def _proved(tune: Tuning, say: Callable[[str], None]) -> bool:
 
 def _sweep_once(tune: Tuning, out: Path, name: str, best: tuple[str, ...],
                 todo: list[Proposal], quick: bool, say: Callable[[str], None],
-                layouts: int = 0) -> Path:
-    """The ablation's or the proof's sweep: resumed if it began before."""
+                layouts: int = 0, phase: str | None = None, budget: float | None = None
+                ) -> Path:
+    """The ablation's or the proof's sweep: resumed if it began before. `budget`: its
+    rounds', when its phase's share does not say it (the ablation's check over layouts)."""
     s = tune.setting
-    phase = "proof" if layouts else "ablation"
+    phase = phase or ("proof" if layouts else "ablation")
     # the builds to come: the sets listed, each layout one (the winner and the base were
     # built in the search, and the build cache holds them)
     binaries = len(todo) * max(1, layouts)
@@ -930,8 +1032,9 @@ def _sweep_once(tune: Tuning, out: Path, name: str, best: tuple[str, ...],
         path = batch.resume(s, found, until=_until(tune, phase))
     else:
         path = batch.start(s, name, out, best, todo, seed=tune.opts.seed + 10_000 + layouts,
-                           budget=_rounds_budget(tune, phase, binaries), quick=quick,
-                           layouts=layouts, step=None if layouts else contract.TUNE_STEPS[1],
+                           budget=budget or _rounds_budget(tune, phase, binaries),
+                           quick=quick, layouts=layouts,
+                           step=None if phase == "proof" else contract.TUNE_STEPS[1],
                            until=_until(tune, phase))
     path = _through_busy(tune, path, say, phase)
     rid = batch.run_id(s, path)

@@ -24,7 +24,7 @@ from flagsweep.report.formats import (
     signed_pct,
 )
 from flagsweep.report.variants import link
-from flagsweep.results import contract
+from flagsweep.results import confirmation, contract
 
 SHOWN_CHANGES = 3            # a trial's changes in the collapsed table: the first few, then a count
 RUNNING = {"running": "is still running", "interrupted": "was interrupted",
@@ -242,7 +242,8 @@ def ablation(a: contract.TuneAblation | None, proof: contract.TuneProof
     if a is None:
         return [], ""
     minimal = set(a.minimal)
-    lines = [AblationLine(r.flag, ablation_change(r), row_note(r),
+    k = a.layout_check.layouts if a.layout_check else None
+    lines = [AblationLine(r.flag, ablation_change(r), row_note(r) or again_note(r, k),
                           bool(minimal) and set(r.flags or [r.flag]) <= minimal)
              for r in a.rows]
     lines.sort(key=lambda x: (x.change.pct is None, -(x.change.pct or 0)))
@@ -265,13 +266,49 @@ def row_note(r: contract.TuneAblationRow | contract.TuneGreedyStep) -> str:
     return "" if r.status == "measured" or identical(r) else r.status
 
 
+def again_note(r: contract.TuneAblationRow, k: float | None) -> str:
+    """A row measured again over layouts: what that found, and whether it still counts."""
+    e = r.over_layouts
+    if e is None:
+        return ""
+    if e.ratio is None:
+        return e.why or "not measured over layouts"
+    return (f"over {number(k)} layouts: {signed_pct(pct(e.ratio))} {ci_pct_text(e.ci95)}, "
+            f"{e.verdict}" + ("" if r.matters() else ": not counted"))
+
+
+def layout_sentence(a: contract.TuneAblation) -> str:
+    """What the check over layouts did to the costs decided nearer to no change than layout
+    luck reaches (flagsweep.jobs.proof.to_check)."""
+    c = a.layout_check
+    if c is None or c.status == "running":
+        return ""
+    reach = f"the {c.reach_pct:.1f}% layout luck reaches ({c.reach_source})"
+    if c.status == "not-needed":
+        decided = c.why and any(r.verdict == "slower" for r in a.rows)
+        return f" {c.why[0].upper()}{c.why[1:]}." if decided else ""
+    if c.status != "complete":
+        near = [r.flag for r in a.rows if r.verdict == "slower"
+                and confirmation.within_reach(r.ci95, c.reach_pct)]
+        return (f" {len(near)} cost(s) came within {reach} and were not measured again over "
+                f"layouts ({c.why}): they may be a layout's luck." if near else "")
+    rest = [f for f in c.rows if f not in c.confirmed]
+    said = (f" {len(c.rows)} cost(s) came within {reach}, so were measured again over "
+            f"{number(c.layouts)} layouts: ")
+    said += (f"{', '.join(c.confirmed)} decided slower again" if c.confirmed
+             else "none was decided slower again")
+    return said + (f"; {', '.join(rest)} not, so not counted." if rest and c.confirmed
+                   else ".")
+
+
 def ablation_sentence(a: contract.TuneAblation, proof: contract.TuneProof) -> str:
     of = len(a.of) or len(a.rows)
-    grouped = [r for r in a.rows if len(r.flags) > 1 and r.verdict == "slower"]
+    grouped = [r for r in a.rows if len(r.flags) > 1 and r.matters()]
     how = f" Ablated in groups: {a.why}." if a.method == "groups" and a.why else ""
     if grouped:
         how += (f" {len(grouped)} group(s) that matter were not taken apart, so their flags "
                 "are counted whole.")
+    how += layout_sentence(a)
     if a.minimal:
         return (f"{len(a.minimal)} of the winner's {of} flags give its effect on the search "
                 f"input: {', '.join(a.minimal)}.{how}{unconfirmed(proof)}{short_of(proof)}")

@@ -100,7 +100,7 @@ def plan(doc: contract.Results, reach: tuple[float, str] | None, enabled: bool,
         return record({**start, "why": "the recommendation keeps the baseline"})
     vs = winner.vs_baseline
     start |= {"one_layout": {"ratio": vs.ratio, "ci95": vs.ci95}}
-    nearest = _nearest_pct(vs)
+    nearest = nearest_pct(vs.ci95)
     if nearest is not None and nearest >= reach_pct:
         return record({**start, "why": f"its 95% CI ends {nearest:.1f}% from no change, beyond "
                                        f"the {reach_pct:.1f}% layout luck reaches ({source})"})
@@ -123,13 +123,19 @@ def _winner(doc: contract.Results) -> contract.Variant | None:
     return v if v and v.vs_baseline is not None and v.vs_baseline.ratio else None
 
 
-def _nearest_pct(vs: contract.VsBaseline) -> float | None:
-    """How far from no change the interval's nearer end lies, in percent; None without one."""
-    ci = vs.ci95
+def nearest_pct(ci: list | tuple | None) -> float | None:
+    """How far from no change a 95% interval's nearer end lies, in percent; None without one."""
     if not ci or None in ci:
         return None
     lo, hi = ci
     return 0.0 if lo <= 1 <= hi else 100 * min(abs(lo - 1), abs(hi - 1))
+
+
+def within_reach(ci: list | tuple | None, reach_pct: float) -> bool:
+    """A decided effect that layout luck alone could give: its interval comes nearer to no
+    change than the reach (an interval that is not there cannot be said beyond it)."""
+    nearest = nearest_pct(ci)
+    return nearest is None or nearest < reach_pct
 
 
 def outcome(stored: dict, confirm_doc: contract.Results, seconds: float,

@@ -728,6 +728,29 @@ class TuneAblationRow(Open):
     ci_fcr: Pair = None                      # the false-coverage adjusted interval the verdict needs
     identical: Bool = False                  # the same code without it: it does nothing here
     status: Str = "measured"                 # measured | identical | failed-build | failed-check
+    # Decided slower within layout luck's reach, so measured again over layouts (against the
+    # winner): only a row decided slower there too counts as mattering.
+    over_layouts: TuneEstimate | None = None
+
+    def matters(self) -> bool:
+        """Decided slower without it, and decided slower again where measured over layouts."""
+        again = self.over_layouts
+        return self.verdict == "slower" and (again is None or again.verdict == "slower")
+
+
+class TuneLayoutCheck(Open):
+    """The ablation's rows decided slower by less than layout luck reaches, measured again over
+    K layouts each of the winner and the winner without them (results.confirmation's rule)."""
+    status: Str                              # complete | not-needed | skipped | failed
+    why: Str | None = None
+    reach_pct: Num = None
+    reach_source: Str | None = None
+    layouts: Num = None
+    rows: list[Str] = []                     # the rows measured again (their `flag`)
+    confirmed: list[Str] = []                # ... and decided slower again
+    rounds_s: Num = None                     # the seconds of rounds its sweep was given
+    run_id: Str | None = None
+    results: Str | None = None
 
 
 class TuneGreedyStep(Open):
@@ -764,6 +787,7 @@ class TuneAblation(Open):
     method: Str = "leave-one-out"            # leave-one-out | groups (then their flags)
     rows: list[TuneAblationRow] = []
     minimal: list[Str] = []                  # the flags that matter, in order of cost
+    layout_check: TuneLayoutCheck | None = None  # the costs near no change, over layouts
     greedy: TuneGreedy | None = None         # how few of them give the winner's effect
 
 

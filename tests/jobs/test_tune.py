@@ -11,6 +11,7 @@ import multiprocessing
 import os
 import random
 import signal
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -327,6 +328,63 @@ def test_a_winner_too_large_to_take_apart_flag_by_flag_is_ablated_in_groups(
     assert rows["-fpeel-loops -fsplit-loops"].flags == ["-fpeel-loops", "-fsplit-loops"]
     assert rows["-fpeel-loops -fsplit-loops"].verdict in ("equivalent", "identical")
     assert all(rows[f].verdict == "slower" for f in a.minimal)
+
+
+class OneLayoutLuck(Planted):
+    """Planted speeds, and a flag whose removal costs 3% in the one-layout builds only, as a
+    layout's luck would, or in every build, as a flag's work does."""
+
+    def __init__(self, flag: str, everywhere: bool):
+        super().__init__()
+        self.flag, self.everywhere = flag, everywhere
+
+    def __call__(self, argv, **kw):
+        run = super().__call__(argv, **kw)
+        parts = Path(argv[0]).parts
+        folder = parts[parts.index("builds") + 1]
+        if f"-{self.flag}" not in folder and (
+                self.everywhere or ".L" not in folder):
+            return replace(run, wall_s=run.wall_s * 1.03, user_s=run.user_s * 1.03)
+        return run
+
+
+@pytest.mark.parametrize("everywhere", [False, True])
+def test_a_cost_within_layout_luck_counts_only_if_it_holds_over_layouts(
+        tmp_path, isolated_cache, monkeypatch, everywhere):
+    """The winner's third flag costs 3% when removed, in one layout: within the 5% layout luck
+    reaches by default, so it is measured again over layouts, and named only if it holds
+    there. The planted two, far beyond the reach, are not measured again."""
+    t = target.load(str(write_tiny_target(tmp_path / "tiny", megabytes=0.2,
+                                          quick_megabytes=0.1)))
+    winner = ("-O2", "-funroll-loops", "-fno-tree-vectorize", "-fno-schedule-insns2")
+    real_best = tune._best
+    monkeypatch.setattr(tune, "_best", lambda tu: (0, winner, 0.7)
+                        if tu.record("phase") == "ablation" else real_best(tu))
+    store = Store()
+    path = tune.start(t, _options(_space(tmp_path), trials=8), tmp_path / "tuned", store,
+                      print, execute=OneLayoutLuck("fno-schedule-insns2", everywhere))
+    a = contract.validate(json.loads(path.read_text()), path, "tune").ablation
+    rows = {r.flag: r for r in a.rows}
+    assert rows["-fno-schedule-insns2"].verdict == "slower"
+    assert rows["-fno-schedule-insns2"].ratio == pytest.approx(1.03, abs=0.01)
+    check = a.layout_check
+    assert check.status == "complete" and check.rows == ["-fno-schedule-insns2"]
+    assert check.reach_pct == 5.0 and check.layouts == 2
+    again = rows["-fno-schedule-insns2"].over_layouts
+    assert rows["-funroll-loops"].over_layouts is None
+    if everywhere:
+        assert again.verdict == "slower" and check.confirmed == ["-fno-schedule-insns2"]
+        assert set(a.minimal) == {"-funroll-loops", "-fno-tree-vectorize", "-fno-schedule-insns2"}
+    else:
+        assert again.verdict in ("equivalent", "inconclusive") and check.confirmed == []
+        assert again.ratio == pytest.approx(1.0, abs=0.01)
+        assert set(a.minimal) == {"-funroll-loops", "-fno-tree-vectorize"}
+        assert not any("-fno-schedule-insns2" in st.added for st in a.greedy.steps)
+    # the check's sweep is counted in the tune's cost like the ablation's own
+    doc = contract.validate(json.loads(path.read_text()), path, "tune")
+    sweeps = {tr.run_id for tr in doc.trials if tr.run_id} | {
+        a.run_id, check.run_id, a.greedy.run_id if a.greedy else None, doc.proof.run_id}
+    assert doc.cost.runs == sum(len(store.samples(rid)) for rid in sweeps - {None})
 
 
 @pytest.mark.parametrize("rest, verdict", [(("-fno-ivopts", "-fno-schedule-insns2"), "slower"),

@@ -9,7 +9,7 @@ import time
 from types import SimpleNamespace
 
 from flagsweep.jobs import answer, proof, tune
-from flagsweep.results import contract
+from flagsweep.results import confirmation, contract
 
 
 def said(proof_, ablation, n):
@@ -385,6 +385,38 @@ def test_greedy_steps_add_back_what_matters_costliest_first_in_the_winners_order
     assert proof.greedy_sets(winner, 1, units) == [
         ("-O2", "-fe"), ("-O2", "-fc", "-fd", "-fe"), ("-O2", "-fa", "-fc", "-fd", "-fe"),
         ("-O2", "-fa", "-fc", "-fd", "-fe", "-ff")]
+
+
+def test_a_cost_within_layout_luck_counts_only_once_decided_again_over_layouts():
+    """duo seed 4 of the known-answer bench: a decoy's removal +8.8% [+2.7, +17.3] in one
+    layout, within the 5% layout luck reaches; the planted switches' +101% and +189% far
+    beyond it. Over layouts the decoy was +0.6% [-0.8, +2.0]: not counted, not added back."""
+    def row(flag, ratio, lo, hi, verdict="slower"):
+        return contract.TuneAblationRow(flag=flag, flags=[flag], ratio=ratio, ci95=[lo, hi],
+                                        verdict=verdict)
+    clone, strides = row("-fipa-cp-clone", 2.009, 1.912, 2.090), \
+        row("-fversion-loops-for-strides", 2.892, 2.766, 3.008)
+    decoy = row("-fno-sched-last-insn-heuristic", 1.088, 1.027, 1.173)
+    undecided = row("-fno-shrink-wrap", 1.067, 0.998, 1.134, "inconclusive")
+    rows = [clone, strides, decoy, undecided]
+    assert proof.to_check(rows, 5.0) == [decoy]
+    assert proof.to_check(rows, 2.5) == []          # a measured reach nearer to no change
+    assert confirmation.within_reach(None, 5.0)     # no interval: nothing says it is beyond
+    assert proof.minimal(rows) == ["-fversion-loops-for-strides", "-fipa-cp-clone",
+                                   "-fno-sched-last-insn-heuristic"]
+    for verdict in ("inconclusive", "equivalent"):
+        decoy.over_layouts = contract.TuneEstimate(ratio=1.006, ci95=[0.992, 1.020],
+                                                   verdict=verdict)
+        assert not decoy.matters()
+        assert proof.minimal(rows) == ["-fversion-loops-for-strides", "-fipa-cp-clone"]
+        # its one-layout cost was all that said it might matter: no greedy step adds it back
+        assert proof.greedy_units(rows) == [("-fversion-loops-for-strides",),
+                                            ("-fipa-cp-clone",), ("-fno-shrink-wrap",)]
+    decoy.over_layouts = contract.TuneEstimate(ratio=1.05, ci95=[1.02, 1.08], verdict="slower")
+    assert decoy.matters() and "-fno-sched-last-insn-heuristic" in proof.minimal(rows)
+    # a row the check could not measure is not confirmed
+    decoy.over_layouts = contract.TuneEstimate(why="not measured over layouts")
+    assert not decoy.matters()
 
 
 def _step(ratio, verdict, status="measured"):

@@ -251,6 +251,50 @@ def test_the_greedy_subset_is_shown_in_its_order_with_the_step_it_stops_at(tmp_p
     assert 'id="greedy-table"' not in html
 
 
+def test_a_cost_near_no_change_measured_again_over_layouts_shows_what_that_found(tmp_path):
+    """-funroll-loops's +1.2% came within layout luck's reach: over 4 layouts it was not decided
+    slower, so it is no longer counted; -ftree-vectorize's +3.1% was, and is."""
+    a = ablation()
+    a["rows"][0]["over_layouts"] = estimate(1.004, 0.991, 1.017, "inconclusive")
+    a["rows"][2]["over_layouts"] = estimate(1.029, 1.018, 1.040, "slower")
+    a["minimal"] = ["-ftree-vectorize"]
+    a["layout_check"] = {"status": "complete", "reach_pct": 5.0, "layouts": 4,
+                         "reach_source": "the default: no layout spread measured",
+                         "rows": ["-funroll-loops", "-ftree-vectorize"],
+                         "confirmed": ["-ftree-vectorize"], "run_id": "abl-l",
+                         "results": "ablation-layouts/results.json"}
+    doc = tune_doc(ablation=a)
+    html = report.write_tune(doc, tmp_path).read_text()
+    table = html[html.index('id="ablation-table"'):html.index('id="curve"')]
+    rows = {re.search(r"<code>(.*?)</code>", r).group(1): r for r in table.split("<tr")[2:]}
+    assert "over 4 layouts: +0.4% [-0.9, +1.7], inconclusive: not counted" in \
+        rows["-funroll-loops"] and 'class="matters"' not in rows["-funroll-loops"]
+    assert "over 4 layouts: +2.9% [+1.8, +4.0], slower<" in rows["-ftree-vectorize"]
+    said = ("2 cost(s) came within the 5.0% layout luck reaches (the default: no layout "
+            "spread measured), so were measured again over 4 layouts: -ftree-vectorize "
+            "decided slower again; -funroll-loops not, so not counted.")
+    assert said in text_of(html) and "1 of the winner's 5 flags give its effect" in text_of(html)
+    buf = io.StringIO()
+    terminal.show_tune(doc, Console(file=buf, width=300, color_system=None))
+    assert said in buf.getvalue() and "inconclusive: not counted" in buf.getvalue()
+    # not measured again for want of time: the page says which costs may be luck
+    a["layout_check"] = {"status": "skipped", "reach_pct": 5.0, "layouts": 4,
+                         "reach_source": "the default", "why": "no time left"}
+    for r in a["rows"]:
+        r.pop("over_layouts", None)
+    html = report.write_tune(tune_doc(ablation=a), tmp_path).read_text()
+    assert ("2 cost(s) came within the 5.0% layout luck reaches (the default) and were not "
+            "measured again over layouts (no time left): they may be a layout's luck.") \
+        in text_of(html)
+    # every cost beyond the reach: said once, and nothing measured again
+    a["layout_check"] = {"status": "not-needed", "reach_pct": 2.0, "layouts": 4,
+                         "why": "every cost decided ends further from no change than the 2.0% "
+                                "layout luck reaches (layout spread +-0.7% measured by run r)"}
+    html = report.write_tune(tune_doc(ablation=a), tmp_path).read_text()
+    assert " Every cost decided ends further from no change than the 2.0%" in text_of(html)
+    assert "over 4 layouts" not in text_of(html)
+
+
 def test_an_ablation_of_a_winner_the_proof_did_not_confirm_says_so(tmp_path):
     # lame, a tune's ablation: -march=native's removal +11.8% [+7.5, +19.2] on the quick input
     # in one layout, yet the winner -4.4% [-9.3, +0.9] against -O2 in the proof over layouts

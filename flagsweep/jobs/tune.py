@@ -889,8 +889,10 @@ def _layout_plan(tune: Tuning, rows: list[contract.TuneAblationRow], path: Path)
     if not n:
         builds, least = need(1)
         return {**record, "status": "skipped", "why": (
-            f"one row's {2 * k} layouts and their least rounds would take about "
-            f"{builds + least:.0f} s, more than the {max(0.0, avail):.0f} s left")}
+            f"one row's check, {4 * k} binaries ({k} layouts each of the set without it, the "
+            f"best set, the base and the A/A twin) and their least rounds, would take about "
+            f"{builds + least:.0f} s, more than the {max(0.0, avail):.0f} s left of the "
+            f"ablation's time and a fifth of the proof's")}
     builds, least = need(n)
     return {**record, "status": "running", "rows": [r.flag for r in doubtful[:n]],
             "rounds_s": max(least, avail - builds)}

@@ -8,7 +8,10 @@ import math
 import time
 from types import SimpleNamespace
 
+import pytest
+
 from flagsweep.jobs import answer, proof, tune
+from flagsweep.measure.options import MeasureOptions
 from flagsweep.results import confirmation, contract
 
 
@@ -417,6 +420,46 @@ def test_a_cost_within_layout_luck_counts_only_once_decided_again_over_layouts()
     # a row the check could not measure is not confirmed
     decoy.over_layouts = contract.TuneEstimate(why="not measured over layouts")
     assert not decoy.matters()
+
+
+def test_the_layout_check_takes_the_most_doubtful_rows_that_fit_or_says_why_not(monkeypatch):
+    """duo in a 3-minute tune: its ablation's time spent (-2 s), a fifth of the proof's 45 s
+    left, 0.4 s a build and 4 ms a run: one row's 16 binaries fit, two rows' 20 do not. lame
+    at 13 s a build does not fit one row there, and the plan says what it would take."""
+    def row(flag, lo, hi):
+        return contract.TuneAblationRow(flag=flag, flags=[flag], ratio=(lo + hi) / 2,
+                                        ci95=[lo, hi], verdict="slower")
+    rows = [row("-fa", 1.03, 1.07), row("-fb", 1.01, 1.05), row("-fc", 1.8, 2.0)]
+    tu = SimpleNamespace(opts=SimpleNamespace(layouts=4, budget_s=180.0),
+                         setting=SimpleNamespace(store=None, target=SimpleNamespace(name="duo"),
+                                                 fleet=None, measure=MeasureOptions()))
+    monkeypatch.setattr(tune.reader, "load", lambda path: SimpleNamespace(machine=None))
+    monkeypatch.setattr(tune.confirmation, "measured_reach", lambda *a: None)
+    monkeypatch.setattr(tune, "_phase_left", lambda t, phase: -2.0)
+    monkeypatch.setattr(tune, "_run_pace", lambda t, path: 0.004)
+    monkeypatch.setattr(tune, "_build_pace", lambda t: 0.4)
+    plan = tune._layout_plan(tu, rows, None)
+    # -fb's interval is nearest to no change: the most doubtful, taken first
+    assert plan["status"] == "running" and plan["rows"] == ["-fb"]
+    assert plan["reach_pct"] == 5.0 and "no layout spread measured" in plan["reach_source"]
+    # its rounds get what is left after the builds, at least the least rounds' time
+    assert plan["rounds_s"] == pytest.approx(7.0 - 16 * 0.4)
+    monkeypatch.setattr(tune, "_build_pace", lambda t: 0.3)              # 20 x 0.3 s fits
+    assert tune._layout_plan(tu, rows, None)["rows"] == ["-fb", "-fa"]
+    monkeypatch.setattr(tune, "_build_pace", lambda t: 13.0)
+    plan = tune._layout_plan(tu, rows, None)
+    assert plan["status"] == "skipped" and "rows" not in plan
+    assert plan["why"].startswith("one row's check, 16 binaries (4 layouts each of the set "
+                                  "without it, the best set, the base and the A/A twin)")
+    assert "about 208 s, more than the 7 s left" in plan["why"]
+    # a measured layout spread whose reach is nearer to no change than every cost: not needed
+    monkeypatch.setattr(tune.confirmation, "measured_reach", lambda *a: (0.5, "run r"))
+    plan = tune._layout_plan(tu, rows, None)
+    assert plan["status"] == "not-needed" and "0.5% layout luck reaches (run r)" in plan["why"]
+    # a fleet sweep cannot build layouts
+    monkeypatch.setattr(tune.confirmation, "measured_reach", lambda *a: None)
+    tu.setting.fleet = object()
+    assert tune._layout_plan(tu, rows, None)["why"] == "a fleet sweep cannot build layouts"
 
 
 def _step(ratio, verdict, status="measured"):

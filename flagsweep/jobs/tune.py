@@ -60,6 +60,10 @@ MIN_ROUNDS_S = 60.0          # the least an ablation's or a proof's sweep is giv
 # (1/sqrt(0.8)), while a flag named for a layout's luck is a wrong answer to the ablation's
 # question, which the proof does not mend.
 PROOF_LOAN = 0.2
+# A layout's build once the set's first layout is compiled: a link, its compiles ccache's.
+# lame's proof here took 11-16 s for a set's first layout at the search's 13.4 s a build, and
+# 2-4 s for each other layout and for the A/A twin's.
+RELINK_SHARE = 0.25
 BUSY_TRIES = 2               # resumptions of a busy sweep, whatever the time left
 
 
@@ -832,10 +836,12 @@ def _layout_check(tune: Tuning, winner: tuple[str, ...], rows: list[contract.Tun
     todo = [Proposal(-300 - i, proof.without(winner, tuple(r.flags or [r.flag])))
             for i, r in enumerate(which)]
     try:
+        # no base in this sweep: its comparisons are all against the winner
         found = _sweep_once(tune, tune.out / "ablation-layouts",
                             f"{tune.name}-ablation-layouts", winner, todo, quick=True, say=say,
                             layouts=tune.opts.layouts, phase="ablation",
-                            budget=plan["layout_check"]["rounds_s"])
+                            budget=plan["layout_check"]["rounds_s"],
+                            setting=replace(tune.setting, base=winner))
     except Interrupted:
         raise                       # resumed with the tune, never recorded as a failure
     except FlagsweepError as e:
@@ -878,24 +884,28 @@ def _layout_plan(tune: Tuning, rows: list[contract.TuneAblationRow], path: Path)
     pace, run_s = _build_pace(tune), _run_pace(tune, path)
     rounds = s.measure.min_runs + s.measure.warmup
     avail = _phase_left(tune, "ablation") + PROOF_LOAN * SHARES["proof"] * tune.opts.budget_s
-
-    def need(n: int) -> tuple[float, float]:     # (builds, least rounds) of n rows' sweep
-        binaries = (n + 3) * k                   # the rows, the winner, the base, the A/A twin
-        return binaries * pace, rounds * binaries * run_s
-
     n = len(doubtful)
-    while n and sum(need(n)) > avail:
+    while n and sum(_check_need(n, k, pace, run_s, rounds)) > avail:
         n -= 1
     if not n:
-        builds, least = need(1)
+        builds, least = _check_need(1, k, pace, run_s, rounds)
         return {**record, "status": "skipped", "why": (
-            f"one row's check, {4 * k} binaries ({k} layouts each of the set without it, the "
-            f"best set, the base and the A/A twin) and their least rounds, would take about "
+            f"one row's check, {3 * k} binaries ({k} layouts each of the set without it, the "
+            f"best set and its A/A twin) and their least rounds, would take about "
             f"{builds + least:.0f} s, more than the {max(0.0, avail):.0f} s left of the "
             f"ablation's time and a fifth of the proof's")}
-    builds, least = need(n)
+    builds, least = _check_need(n, k, pace, run_s, rounds)
     return {**record, "status": "running", "rows": [r.flag for r in doubtful[:n]],
             "rounds_s": max(least, avail - builds)}
+
+
+def _check_need(n: int, k: int, pace: float, run_s: float, rounds: int) -> tuple[float, float]:
+    """(builds, least rounds) in seconds of the check over layouts of n rows: each row's set
+    and the best set compiled once and linked in k layouts, k more links of the best set for
+    the A/A twin; a link again at RELINK_SHARE of a build; `rounds` rounds of it all."""
+    sets = n + 1
+    builds = sets * pace + (sets * (k - 1) + k) * RELINK_SHARE * pace
+    return builds, rounds * (sets + 1) * k * run_s
 
 
 def _run_pace(tune: Tuning, path: Path) -> float:
@@ -1020,11 +1030,12 @@ def _proved(tune: Tuning, say: Callable[[str], None]) -> bool:
 
 def _sweep_once(tune: Tuning, out: Path, name: str, best: tuple[str, ...],
                 todo: list[Proposal], quick: bool, say: Callable[[str], None],
-                layouts: int = 0, phase: str | None = None, budget: float | None = None
-                ) -> Path:
+                layouts: int = 0, phase: str | None = None, budget: float | None = None,
+                setting: Setting | None = None) -> Path:
     """The ablation's or the proof's sweep: resumed if it began before. `budget`: its
-    rounds', when its phase's share does not say it (the ablation's check over layouts)."""
-    s = tune.setting
+    rounds', when its phase's share does not say it; `setting`: the tune's, but for its base
+    (the ablation's check over layouts)."""
+    s = setting or tune.setting
     phase = phase or ("proof" if layouts else "ablation")
     # the builds to come: the sets listed, each layout one (the winner and the base were
     # built in the search, and the build cache holds them)

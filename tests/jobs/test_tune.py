@@ -23,7 +23,7 @@ from flagsweep.experiment import target
 from flagsweep.host.executor import Execution
 from flagsweep.jobs import batch, culprit, proof, tune
 from flagsweep.measure.options import MeasureOptions
-from flagsweep.results import contract
+from flagsweep.results import contract, reader
 from flagsweep.results.store import Store
 
 pytestmark = pytest.mark.integration
@@ -380,6 +380,10 @@ def test_a_cost_within_layout_luck_counts_only_if_it_holds_over_layouts(
         assert again.ratio == pytest.approx(1.0, abs=0.01)
         assert set(a.minimal) == {"-funroll-loops", "-fno-tree-vectorize"}
         assert not any("-fno-schedule-insns2" in st.added for st in a.greedy.steps)
+    # the check's sweep compares with the winner only: the base is not built in it
+    made = {v.id.split(".L")[0] for v in reader.load(Path(check.results)).variants}
+    assert batch.vid(SimpleNamespace(compiler="gcc"), ("-O2",)) not in made
+    assert batch.vid(SimpleNamespace(compiler="gcc"), winner) in made
     # the check's sweep is counted in the tune's cost like the ablation's own
     doc = contract.validate(json.loads(path.read_text()), path, "tune")
     sweeps = {tr.run_id for tr in doc.trials if tr.run_id} | {

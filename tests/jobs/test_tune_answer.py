@@ -423,9 +423,10 @@ def test_a_cost_within_layout_luck_counts_only_once_decided_again_over_layouts()
 
 
 def test_the_layout_check_takes_the_most_doubtful_rows_that_fit_or_says_why_not(monkeypatch):
-    """duo in a 3-minute tune: its ablation's time spent (-2 s), a fifth of the proof's 45 s
-    left, 0.4 s a build and 4 ms a run: one row's 16 binaries fit, two rows' 20 do not. lame
-    at 13 s a build does not fit one row there, and the plan says what it would take."""
+    """A 3-minute tune: its ablation's time spent (-2 s), a fifth of the proof's 45 s left
+    (7 s in all), 4 ms a run. At 0.4 s a build both doubtful rows fit; at 1.4 s only one (its
+    two sets compiled, 10 links at a quarter of a build); lame's 13 s a build fits none, and
+    the plan says what one would take."""
     def row(flag, lo, hi):
         return contract.TuneAblationRow(flag=flag, flags=[flag], ratio=(lo + hi) / 2,
                                         ci95=[lo, hi], verdict="slower")
@@ -439,19 +440,21 @@ def test_the_layout_check_takes_the_most_doubtful_rows_that_fit_or_says_why_not(
     monkeypatch.setattr(tune, "_run_pace", lambda t, path: 0.004)
     monkeypatch.setattr(tune, "_build_pace", lambda t: 0.4)
     plan = tune._layout_plan(tu, rows, None)
-    # -fb's interval is nearest to no change: the most doubtful, taken first
-    assert plan["status"] == "running" and plan["rows"] == ["-fb"]
+    # -fb's interval is nearest to no change: the most doubtful, taken first; -fc is beyond
+    # the reach
+    assert plan["status"] == "running" and plan["rows"] == ["-fb", "-fa"]
     assert plan["reach_pct"] == 5.0 and "no layout spread measured" in plan["reach_source"]
-    # its rounds get what is left after the builds, at least the least rounds' time
-    assert plan["rounds_s"] == pytest.approx(7.0 - 16 * 0.4)
-    monkeypatch.setattr(tune, "_build_pace", lambda t: 0.3)              # 20 x 0.3 s fits
-    assert tune._layout_plan(tu, rows, None)["rows"] == ["-fb", "-fa"]
+    monkeypatch.setattr(tune, "_build_pace", lambda t: 1.4)
+    plan = tune._layout_plan(tu, rows, None)
+    assert plan["rows"] == ["-fb"]
+    # its rounds get what is left after the builds
+    assert plan["rounds_s"] == pytest.approx(7.0 - (2 * 1.4 + 10 * 0.35))
     monkeypatch.setattr(tune, "_build_pace", lambda t: 13.0)
     plan = tune._layout_plan(tu, rows, None)
     assert plan["status"] == "skipped" and "rows" not in plan
-    assert plan["why"].startswith("one row's check, 16 binaries (4 layouts each of the set "
-                                  "without it, the best set, the base and the A/A twin)")
-    assert "about 208 s, more than the 7 s left" in plan["why"]
+    assert plan["why"].startswith("one row's check, 12 binaries (4 layouts each of the set "
+                                  "without it, the best set and its A/A twin)")
+    assert "about 59 s, more than the 7 s left" in plan["why"]
     # a measured layout spread whose reach is nearer to no change than every cost: not needed
     monkeypatch.setattr(tune.confirmation, "measured_reach", lambda *a: (0.5, "run r"))
     plan = tune._layout_plan(tu, rows, None)

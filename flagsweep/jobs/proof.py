@@ -9,9 +9,10 @@ Obviously Wrong!", ASPLOS 2009). So nothing the search found is recommended unti
    whose baseline is the best set. A flag whose removal is decided slower does work here;
    identical code without a flag shows that it does nothing, at no run. A cost decided nearer
    to no change than layout luck reaches is measured again over layouts (below), and counts
-   only if decided there too. The flags that matter, by cost, are the minimal subset (the leave-one-out ablation of Fawcett & Hoos, "Analysing
-   differences between algorithm configurations through ablation", J. Heuristics 2016),
-   unless the greedy steps (below) find the fewest that give the winner's effect.
+   only if decided there too. The flags that matter, by cost, are the minimal subset (the
+   leave-one-out ablation of Fawcett & Hoos, "Analysing differences between algorithm
+   configurations through ablation", J. Heuristics 2016), unless the greedy steps (below)
+   find the fewest that give the winner's effect.
 2. the proof: the base, -O3, the best set, its minimal subset and the next best sets, on the
    full input, each built in K seeded layouts, with the A/A twin's gate and Benjamini-Hochberg
    across the comparisons: exactly as a sweep with --layouts judges a variant. Each set is

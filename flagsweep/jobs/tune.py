@@ -60,10 +60,10 @@ MIN_ROUNDS_S = 60.0          # the least an ablation's or a proof's sweep is giv
 # (1/sqrt(0.8)), while a flag named for a layout's luck is a wrong answer to the ablation's
 # question, which the proof does not mend.
 PROOF_LOAN = 0.2
-# A layout's build once the set's first layout is compiled: a link, its compiles ccache's.
-# lame's proof here took 11-16 s for a set's first layout at the search's 13.4 s a build, and
-# 2-4 s for each other layout and for the A/A twin's.
-RELINK_SHARE = 0.25
+# A layout's build once the set's first layout is compiled (a link, its compiles ccache's),
+# with its output check. lame's and flac's checks here: 20 and 12 binaries in about 150 and
+# 145 s at the search's 15 and 24 s a build, so about 0.4 of a build after each set's first.
+RELINK_SHARE = 0.4
 BUSY_TRIES = 2               # resumptions of a busy sweep, whatever the time left
 
 

@@ -424,8 +424,8 @@ def test_a_cost_within_layout_luck_counts_only_once_decided_again_over_layouts()
 
 def test_the_layout_check_takes_the_most_doubtful_rows_that_fit_or_says_why_not(monkeypatch):
     """A 3-minute tune: its ablation's time spent (-2 s), a fifth of the proof's 45 s left
-    (7 s in all), 4 ms a run. At 0.4 s a build both doubtful rows fit; at 1.4 s only one (its
-    two sets compiled, 10 links at a quarter of a build); lame's 13 s a build fits none, and
+    (7 s in all), 4 ms a run. At 0.4 s a build both doubtful rows fit; at 0.9 s only one (its
+    two sets compiled, 10 links at 0.4 of a build); lame's 13 s a build fits none, and
     the plan says what one would take."""
     def row(flag, lo, hi):
         return contract.TuneAblationRow(flag=flag, flags=[flag], ratio=(lo + hi) / 2,
@@ -444,17 +444,17 @@ def test_the_layout_check_takes_the_most_doubtful_rows_that_fit_or_says_why_not(
     # the reach
     assert plan["status"] == "running" and plan["rows"] == ["-fb", "-fa"]
     assert plan["reach_pct"] == 5.0 and "no layout spread measured" in plan["reach_source"]
-    monkeypatch.setattr(tune, "_build_pace", lambda t: 1.4)
+    monkeypatch.setattr(tune, "_build_pace", lambda t: 0.9)
     plan = tune._layout_plan(tu, rows, None)
     assert plan["rows"] == ["-fb"]
     # its rounds get what is left after the builds
-    assert plan["rounds_s"] == pytest.approx(7.0 - (2 * 1.4 + 10 * 0.35))
+    assert plan["rounds_s"] == pytest.approx(7.0 - (2 * 0.9 + 10 * 0.36))
     monkeypatch.setattr(tune, "_build_pace", lambda t: 13.0)
     plan = tune._layout_plan(tu, rows, None)
     assert plan["status"] == "skipped" and "rows" not in plan
     assert plan["why"].startswith("one row's check, 12 binaries (4 layouts each of the set "
                                   "without it, the best set and its A/A twin)")
-    assert "about 59 s, more than the 7 s left" in plan["why"]
+    assert "about 78 s, more than the 7 s left" in plan["why"]
     # a measured layout spread whose reach is nearer to no change than every cost: not needed
     monkeypatch.setattr(tune.confirmation, "measured_reach", lambda *a: (0.5, "run r"))
     plan = tune._layout_plan(tu, rows, None)

@@ -11,8 +11,10 @@ private store.
            gain of each and the runs each search spent until its best-so-far first reached
            the random search's final best; then the same by the proofs (the full input,
            over layouts): the runs each search spent until it drew a set its proof measured as
-           fast as the random search's fastest; on duo, also the runs until its best-so-far
-           first held the known answer.
+           fast as the random search's fastest; then by the confirmed gains: the runs each
+           spent until it drew the set behind its confirmed answer (a random search that
+           confirmed none is held to all its runs); on duo, also the runs until its
+           best-so-far first held the known answer.
   program  one tune of one program: the answer, the proof against the base and -O3, the
            ablation and the cost.
 
@@ -164,6 +166,51 @@ def runs_to_draw(doc: dict, ratio: float) -> int | None:
     return min(found, default=None)
 
 
+def confirmed_trial(doc: dict) -> int | None:
+    """The drawn set behind the tune's confirmed answer: the recommended set's trial, or, for a
+    subset the ablation took from the best set, the best set's (None: the answer is a level)."""
+    c = proven(doc)
+    if c is None:
+        return None
+    if c.get("trial") is not None:
+        return c["trial"]
+    winner = next((w for w in doc["proof"]["candidates"] if w["role"] == "winner"), None)
+    return winner.get("trial") if winner else None
+
+
+def runs_to_confirmed(doc: dict) -> int | None:
+    """Runs the search had spent by the end of the batch that drew the set behind its confirmed
+    answer (None: it confirmed no drawn set)."""
+    trial = confirmed_trial(doc)
+    drawn = next((t.get("batch") for t in doc.get("trials", []) if t["number"] == trial), None)
+    return next((p["runs"] for p in doc.get("progress", []) if p["batch"] == drawn), None)
+
+
+def by_confirmed(seed: int, docs: dict[str, dict], arm: str) -> bool | None:
+    """The confirmed reading: whether the arm drew the set behind its confirmed gain, that gain
+    at least the random search's, with at most half the runs the random search took to draw the
+    set behind its own. A random search that confirmed no set did not reach the arm's gain in
+    any of its runs: half its whole run count is then the bar. None when neither confirmed a
+    set: with no confirmed gain there is nothing reached, and the seed is not counted."""
+    mine, theirs = runs_to_confirmed(docs[arm]), runs_to_confirmed(docs["random"])
+    total = docs["random"]["cost"]["runs"]
+    if mine is None and theirs is None:
+        print(f"seed {seed}: by the confirmed gains: neither search confirmed a drawn set; "
+              f"not counted")
+        return None
+    if mine is None or gain(docs["random"]) < gain(docs[arm]):
+        print(f"seed {seed}: by the confirmed gains: random confirmed "
+              f"{pct(gain(docs['random']))}, {arm} {pct(gain(docs[arm]))}: missed")
+        return False
+    bar = total if theirs is None else theirs
+    print(f"seed {seed}: by the confirmed gains: {arm} drew the set behind its confirmed "
+          f"{pct(gain(docs[arm]))} after {mine} runs; random "
+          + (f"did not reach it in its {total} runs" if theirs is None else
+             f"drew the set behind its confirmed {pct(gain(docs['random']))} after {theirs}")
+          + f": {100 * mine / bar:.0f}%")
+    return mine <= bar / 2
+
+
 def show(doc: dict) -> None:
     print(f"  answer: {doc.get('answer')}")
     for c in (doc.get("proof") or {}).get("candidates", []):
@@ -227,7 +274,7 @@ def versus(args, work: Path) -> None:
         extra, answer = ("--space", str(space), "--no-starts"), _duo_answer(space)
         prefix = f"duo-{args.space}"
         print(f"duo ({space.name}): the known answer is {' '.join(sorted(answer))}")
-    rows, drawn, arm = [], [], args.arm
+    rows, drawn, confirmed, arm = [], [], [], args.arm
     for seed in range(args.from_seed, args.from_seed + args.seeds):
         docs = arms(args, work, f"{prefix}-{{}}-{seed}", seed, extra)
         if (differ := spaces_differ(docs)) is not None:
@@ -246,6 +293,7 @@ def versus(args, work: Path) -> None:
                   f"({pct(final)}) {after(reach, total)}{by}{known}; "
                   f"{len(docs[s]['trials'])} candidates; answer: {docs[s]['answer']}")
         drawn.append(by_proof(seed, docs, arm))
+        confirmed.append(by_confirmed(seed, docs, arm))
     better = sum(r[arm][0] <= r["random"][0] for r in rows)
     halved = sum(r[arm][1] is not None and r["random"][1] is not None
                  and r[arm][1] <= r["random"][1] / 2 for r in rows)
@@ -254,6 +302,10 @@ def versus(args, work: Path) -> None:
     met = sum(d is not None and d[arm] is not None and d[arm] <= d["random"] / 2 for d in drawn)
     print(f"{prefix}: by the proofs, {arm} drew a set measured as fast as random's fastest "
           f"with at most half the runs random took to draw it in {met}/{len(rows)} seeds")
+    counted = [c for c in confirmed if c is not None]
+    print(f"{prefix}: by the confirmed gains, {arm} drew the set behind a confirmed gain at "
+          f"least random's with at most half random's runs in {sum(counted)}/{len(counted)} "
+          f"seeds where either confirmed one (neither did in {len(rows) - len(counted)})")
     if answer:
         for s in (arm, "random"):
             held = [r[s][3] for r in rows]

@@ -9,7 +9,8 @@ private store.
   versus   one program, TPE (or, with --arm ga or tpe-local, that sampler) against Optuna's random
            sampler, the same budget and the same evaluation, over N seeds: the best confirmed
            gain of each and the runs each search spent until its best-so-far first reached
-           the random search's final best; then the same by the proofs (the full input,
+           the random search's best (the fastest its best-so-far showed, an estimate later
+           batches may have measured again); then the same by the proofs (the full input,
            over layouts): the runs each search spent until it drew a set its proof measured as
            fast as the random search's fastest; then by the confirmed gains: the runs each
            spent until it drew the set behind its confirmed answer (a random search that

@@ -874,6 +874,7 @@ def _layout_plan(tune: Tuning, rows: list[contract.TuneAblationRow], path: Path)
     record = {"reach_pct": reach_pct, "reach_source": source, "layouts": k}
     doubtful = sorted(proof.to_check(rows, reach_pct),
                       key=lambda r: confirmation.nearest_pct(r.ci95) or 0.0)
+    record["doubtful"] = [r.flag for r in doubtful]
     if not doubtful:
         decided = any(r.verdict == "slower" for r in rows)
         return {**record, "status": "not-needed", "why": (

@@ -24,7 +24,7 @@ from flagsweep.report.formats import (
     signed_pct,
 )
 from flagsweep.report.variants import link
-from flagsweep.results import confirmation, contract
+from flagsweep.results import contract
 
 SHOWN_CHANGES = 3            # a trial's changes in the collapsed table: the first few, then a count
 RUNNING = {"running": "is still running", "interrupted": "was interrupted",
@@ -288,17 +288,20 @@ def layout_sentence(a: contract.TuneAblation) -> str:
         decided = c.why and any(r.verdict == "slower" for r in a.rows)
         return f" {c.why[0].upper()}{c.why[1:]}." if decided else ""
     if c.status != "complete":
-        near = [r.flag for r in a.rows if r.verdict == "slower"
-                and confirmation.within_reach(r.ci95, c.reach_pct)]
-        return (f" {len(near)} cost(s) came within {reach} and were not measured again over "
-                f"layouts ({c.why}): they may be a layout's luck." if near else "")
+        # a record from before `doubtful` was kept does not say how many
+        near = f"{len(c.doubtful)} cost(s)" if c.doubtful else "Costs decided"
+        return (f" {near} came within {reach} and were not measured again over layouts "
+                f"({c.why}): they may be a layout's luck.")
     rest = [f for f in c.rows if f not in c.confirmed]
     said = (f" {len(c.rows)} cost(s) came within {reach}, so were measured again over "
             f"{number(c.layouts)} layouts: ")
     said += (f"{', '.join(c.confirmed)} decided slower again" if c.confirmed
              else "none was decided slower again")
-    return said + (f"; {', '.join(rest)} not, so not counted." if rest and c.confirmed
-                   else ".")
+    said += f"; {', '.join(rest)} not, so not counted." if rest and c.confirmed else "."
+    unchecked = [f for f in c.doubtful if f not in c.rows]
+    return said + (f" {', '.join(unchecked)} came within it too, but their check did not fit "
+                   f"the time left: counted, though they may be a layout's luck."
+                   if unchecked else "")
 
 
 def ablation_sentence(a: contract.TuneAblation, proof: contract.TuneProof) -> str:

@@ -746,7 +746,8 @@ class TuneLayoutCheck(Open):
     reach_pct: Num = None
     reach_source: Str | None = None
     layouts: Num = None
-    rows: list[Str] = []                     # the rows measured again (their `flag`)
+    doubtful: list[Str] = []                 # every row within the reach, most doubtful first
+    rows: list[Str] = []                     # ... those measured again (the rest did not fit)
     confirmed: list[Str] = []                # ... and decided slower again
     rounds_s: Num = None                     # the seconds of rounds its sweep was given
     run_id: Str | None = None

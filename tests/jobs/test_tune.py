@@ -369,6 +369,7 @@ def test_a_cost_within_layout_luck_counts_only_if_it_holds_over_layouts(
     assert rows["-fno-schedule-insns2"].ratio == pytest.approx(1.03, abs=0.01)
     check = a.layout_check
     assert check.status == "complete" and check.rows == ["-fno-schedule-insns2"]
+    assert check.doubtful == ["-fno-schedule-insns2"]
     assert check.reach_pct == 5.0 and check.layouts == 2
     again = rows["-fno-schedule-insns2"].over_layouts
     assert rows["-funroll-loops"].over_layouts is None

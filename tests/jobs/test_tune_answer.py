@@ -443,15 +443,17 @@ def test_the_layout_check_takes_the_most_doubtful_rows_that_fit_or_says_why_not(
     # -fb's interval is nearest to no change: the most doubtful, taken first; -fc is beyond
     # the reach
     assert plan["status"] == "running" and plan["rows"] == ["-fb", "-fa"]
+    assert plan["doubtful"] == ["-fb", "-fa"]
     assert plan["reach_pct"] == 5.0 and "no layout spread measured" in plan["reach_source"]
     monkeypatch.setattr(tune, "_build_pace", lambda t: 0.9)
     plan = tune._layout_plan(tu, rows, None)
-    assert plan["rows"] == ["-fb"]
+    assert plan["rows"] == ["-fb"] and plan["doubtful"] == ["-fb", "-fa"]
     # its rounds get what is left after the builds
     assert plan["rounds_s"] == pytest.approx(7.0 - (2 * 0.9 + 10 * 0.36))
     monkeypatch.setattr(tune, "_build_pace", lambda t: 13.0)
     plan = tune._layout_plan(tu, rows, None)
     assert plan["status"] == "skipped" and "rows" not in plan
+    assert plan["doubtful"] == ["-fb", "-fa"]
     assert plan["why"].startswith("one row's check, 12 binaries (4 layouts each of the set "
                                   "without it, the best set and its A/A twin)")
     assert "about 78 s, more than the 7 s left" in plan["why"]

@@ -260,6 +260,7 @@ def test_a_cost_near_no_change_measured_again_over_layouts_shows_what_that_found
     a["minimal"] = ["-ftree-vectorize"]
     a["layout_check"] = {"status": "complete", "reach_pct": 5.0, "layouts": 4,
                          "reach_source": "the default: no layout spread measured",
+                         "doubtful": ["-funroll-loops", "-ftree-vectorize"],
                          "rows": ["-funroll-loops", "-ftree-vectorize"],
                          "confirmed": ["-ftree-vectorize"], "run_id": "abl-l",
                          "results": "ablation-layouts/results.json"}
@@ -277,15 +278,27 @@ def test_a_cost_near_no_change_measured_again_over_layouts_shows_what_that_found
     buf = io.StringIO()
     terminal.show_tune(doc, Console(file=buf, width=300, color_system=None))
     assert said in buf.getvalue() and "inconclusive: not counted" in buf.getvalue()
-    # not measured again for want of time: the page says which costs may be luck
+    assert "did not fit" not in text_of(html)
+    # a third cost within the reach whose check did not fit: counted, and named as unchecked
+    a["layout_check"]["doubtful"] = ["-funroll-loops", "-ftree-vectorize", "-fpeel-loops"]
+    html = report.write_tune(tune_doc(ablation=a), tmp_path).read_text()
+    assert (said + " -fpeel-loops came within it too, but their check did not fit the time "
+            "left: counted, though they may be a layout's luck.") in text_of(html)
+    # not measured again for want of time: the page says how many costs may be luck
     a["layout_check"] = {"status": "skipped", "reach_pct": 5.0, "layouts": 4,
-                         "reach_source": "the default", "why": "no time left"}
+                         "reach_source": "the default", "why": "no time left",
+                         "doubtful": ["-funroll-loops", "-ftree-vectorize"]}
     for r in a["rows"]:
         r.pop("over_layouts", None)
     html = report.write_tune(tune_doc(ablation=a), tmp_path).read_text()
     assert ("2 cost(s) came within the 5.0% layout luck reaches (the default) and were not "
             "measured again over layouts (no time left): they may be a layout's luck.") \
         in text_of(html)
+    # a record from before the doubtful rows were kept: said without a count
+    del a["layout_check"]["doubtful"]
+    html = report.write_tune(tune_doc(ablation=a), tmp_path).read_text()
+    assert "Costs decided came within the 5.0% layout luck reaches (the default) and were " \
+        "not measured again" in text_of(html)
     # every cost beyond the reach: said once, and nothing measured again
     a["layout_check"] = {"status": "not-needed", "reach_pct": 2.0, "layouts": 4,
                          "why": "every cost decided ends further from no change than the 2.0% "

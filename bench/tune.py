@@ -159,12 +159,18 @@ def proof_best(doc: dict) -> dict | None:
 def runs_to_draw(doc: dict, ratio: float) -> int | None:
     """Runs the search had spent by the end of the batch that first drew a set its proof
     measured at `ratio` or faster against the base (None: none of its proof's sets is)."""
-    batch = {t["number"]: t.get("batch") for t in doc.get("trials", [])}
-    spent = {p["batch"]: p["runs"] for p in doc.get("progress", [])}
-    found = [spent[batch[c["trial"]]] for c in (doc.get("proof") or {}).get("candidates", [])
+    found = [runs_when_drawn(doc, c["trial"])
+             for c in (doc.get("proof") or {}).get("candidates", [])
              if c.get("trial") is not None and (c.get("vs_base") or {}).get("ratio")
-             and c["vs_base"]["ratio"] <= ratio and batch.get(c["trial"]) in spent]
-    return min(found, default=None)
+             and c["vs_base"]["ratio"] <= ratio]
+    return min((r for r in found if r is not None), default=None)
+
+
+def runs_when_drawn(doc: dict, trial: int | None) -> int | None:
+    """Runs the search had spent by the end of the batch that drew `trial` (None: no such
+    trial, or its batch has no progress point)."""
+    batch = next((t.get("batch") for t in doc.get("trials", []) if t["number"] == trial), None)
+    return next((p["runs"] for p in doc.get("progress", []) if p["batch"] == batch), None)
 
 
 def confirmed_trial(doc: dict) -> int | None:
@@ -182,9 +188,7 @@ def confirmed_trial(doc: dict) -> int | None:
 def runs_to_confirmed(doc: dict) -> int | None:
     """Runs the search had spent by the end of the batch that drew the set behind its confirmed
     answer (None: it confirmed no drawn set)."""
-    trial = confirmed_trial(doc)
-    drawn = next((t.get("batch") for t in doc.get("trials", []) if t["number"] == trial), None)
-    return next((p["runs"] for p in doc.get("progress", []) if p["batch"] == drawn), None)
+    return runs_when_drawn(doc, confirmed_trial(doc))
 
 
 def by_confirmed(seed: int, docs: dict[str, dict], arm: str) -> bool | None:

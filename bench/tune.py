@@ -16,6 +16,13 @@ private store.
            spent until it drew the set behind its confirmed answer (a random search that
            confirmed none is held to all its runs); on duo, also the runs until its
            best-so-far first held the known answer.
+  referee  the half-the-runs clause measured rather than read from two tunes' estimates, for
+           seeds `versus` ran (same --work): the arm's best-so-far set when it had spent half
+           the runs the random search took to draw the set behind its answer (all its runs
+           when its answer is a level), against the random search's answer, both (and the
+           random search's own best-so-far, and the base) built again and timed in one sweep
+           on the full input over layouts, the half-way set its baseline. The clause holds
+           when the sweep does not decide the random search's answer faster.
   program  one tune of one program: the answer, the proof against the base and -O3, the
            ablation and the cost.
 
@@ -32,6 +39,7 @@ Usage: python bench/tune.py known [--seeds 10] [--budget 4m] [--space decoys]
        python bench/tune.py versus duo --space decoys [--seeds 3] [--budget 3m]
        python bench/tune.py versus gzip --side-by-side --seeds 3 --budget 1h
        python bench/tune.py versus lame --arm ga --from-seed 2 --seeds 1 --budget 1h
+       python bench/tune.py referee lame --from-seed 1 --seeds 1 --work W [--cpu 0]
        python bench/tune.py program gzip [--budget 1h] [--seed 1]
 --side-by-side runs a seed's two arms at once, each pinned to a CPU of its own with one build
 job (the CPUs swapped from seed to seed), so a two-CPU machine measures both in the time of one
@@ -377,6 +385,110 @@ def runs_to_hold(doc: dict, answer: set[str]) -> int | None:
     return None
 
 
+def referee(args, work: Path) -> None:
+    """The clause measured: per seed, the arm's set at half the random search's runs against
+    the random search's answer, in one sweep over layouts (see the module's docstring)."""
+    held = []
+    for seed in range(args.from_seed, args.from_seed + args.seeds):
+        docs = {s: _recorded(work / f"{args.target}-{s}-{seed}") for s in (args.arm, "random")}
+        if any(d is None for d in docs.values()):
+            print(f"seed {seed}: not refereed, the bench has no complete tune of each arm "
+                  f"under {work}")
+            continue
+        sets = referee_sets(docs, args.arm)
+        found = _refereed(args, work / f"referee-{args.arm}-{seed}", sets, seed)
+        held.append(said_referee(seed, args.arm, sets, found))
+    counted = [h for h in held if h is not None]
+    print(f"{args.target}: refereed, {args.arm}'s set at half the runs was not decided slower "
+          f"than random's answer in {sum(counted)}/{len(counted)} seeds")
+
+
+def _recorded(out: Path) -> dict | None:
+    path = out / "tune.json"
+    doc = json.loads(path.read_text()) if path.is_file() else None
+    return doc if doc and doc["status"] == "complete" else None
+
+
+def referee_sets(docs: dict[str, dict], arm: str) -> dict[str, dict]:
+    """The sets the referee times, by role, each {"flags", "why"}: `half` (the arm's best-so-far
+    at half the random search's runs to its answer; the base when it had measured no set faster
+    by then), `answer` (the random search's recommended set, a level when it kept one), `best`
+    (the random search's final best-so-far, when that is another set) and `base`. A set in
+    two roles is timed once, under the first."""
+    rnd, mine = docs["random"], docs[arm]
+    base = rnd["space"]["base"].split()
+    drawn = runs_to_confirmed(rnd)
+    bar = rnd["cost"]["runs"] if drawn is None else drawn
+    point = next((p for p in reversed(mine.get("progress", [])) if p["runs"] <= bar / 2), None)
+    best = point and point.get("best")
+    sets = {"half": {"flags": _trial_flags(mine, best) or base, "why": (
+        f"{arm}'s best-so-far after {point['runs']} runs, trial {best}" if best is not None else
+        f"{arm} had measured no set faster than the base in its first {bar // 2} runs"),
+        "bar": bar}}
+    last = next((p for p in reversed(rnd.get("progress", [])) if p.get("best") is not None), None)
+    for role, flags, why in (
+            ("answer", rnd.get("recommended") or base,
+             f"random's answer, the set drawn after {drawn} runs" if drawn is not None else
+             "random's answer, a level: it confirmed no drawn set in its "
+             f"{rnd['cost']['runs']} runs"),
+            ("best", _trial_flags(rnd, last and last["best"]),
+             f"random's best-so-far at its end, trial {last and last['best']}"),
+            ("base", base, "the base")):
+        if flags and all(flags != s["flags"] for s in sets.values()):
+            sets[role] = {"flags": flags, "why": why}
+    return sets
+
+
+def _trial_flags(doc: dict, number: int | None) -> list[str] | None:
+    return next((t["flags"] for t in doc.get("trials", []) if t["number"] == number), None)
+
+
+def _refereed(args, out: Path, sets: dict[str, dict], seed: int) -> dict:
+    """The referee's sweep (run, resumed, or read when complete): its results.json."""
+    results = out / "results.json"
+    if results.is_file() and json.loads(results.read_text())["status"] == "complete":
+        return json.loads(results.read_text())
+    env = {**os.environ, "FLAGSWEEP_DB": f"sqlite:///{out.parent / (out.name + '.db')}"}
+    pinned = ("--cpu", str(args.cpu), "-j", "1") if args.cpu is not None else ()
+    command = ["run", "--resume", str(out)] if out.is_dir() else [
+        "run", args.target, "--compiler", "gcc", "--layouts", "4", "--no-confirm",
+        "--no-reference", "--wait", "--budget", str(args.rounds_s), "--seed", str(seed),
+        "--out", str(out), *pinned,
+        *(a for s in sets.values() for a in ("--flags", " ".join(s["flags"])))]
+    with (out.parent / f"{out.name}.log").open("a") as log:
+        code = subprocess.run([*FLAGSWEEP, *command], stdout=log, stderr=subprocess.STDOUT,
+                              env=env).returncode
+    if code != 0 or not results.is_file():
+        sys.exit(f"flagsweep run {out.name} exited {code}: see {out.parent / (out.name + '.log')}")
+    return json.loads(results.read_text())
+
+
+def said_referee(seed: int, arm: str, sets: dict[str, dict], found: dict) -> bool | None:
+    """Print what the referee's sweep found; whether the clause held (None: it could not say,
+    the answer's set having failed its build or check)."""
+    by_flags = {tuple(v["flags"]): v for v in found["variants"]}
+    half = sets["half"]
+    print(f"seed {seed}: refereed on the full input over layouts, against {arm}'s set at half "
+          f"of random's {half['bar']} runs ({half['why']}; {len(half['flags']) - 1} flags)")
+    for role, s in sets.items():
+        if role != "half":
+            v = by_flags.get(tuple(s["flags"]))
+            print(f"  {role:>6} ({s['why']}): "
+                  + (interval(v.get("vs_baseline")) if v else "not in the sweep"))
+    answer = sets.get("answer")
+    if answer is None:
+        print(f"  held: {arm}'s set at half the runs is random's answer")
+        return True
+    v = by_flags.get(tuple(answer["flags"])) or {}
+    verdict = (v.get("vs_baseline") or {}).get("verdict")
+    if verdict is None:
+        print("  the answer's set was not measured: not counted")
+        return None
+    print(f"  {'missed' if verdict == 'faster' else 'held'}: random's answer was decided "
+          f"{verdict} than {arm}'s set at half the runs")
+    return verdict != "faster"
+
+
 def program(args, work: Path) -> None:
     doc = tune(work, f"{args.target}-tune", args.target, args.budget, args.seed)
     print(f"{args.target}: budget {args.budget}, seed {args.seed}, "
@@ -386,7 +498,7 @@ def program(args, work: Path) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("what", choices=["known", "versus", "program"])
+    p.add_argument("what", choices=["known", "versus", "referee", "program"])
     p.add_argument("target", nargs="?", default="gzip")
     p.add_argument("--seeds", type=int, default=None)
     p.add_argument("--seed", type=int, default=1)
@@ -396,17 +508,23 @@ def main() -> None:
                    help="known, versus duo: duo's space file (decoys: 17 of the 50 change "
                         "the code)")
     p.add_argument("--arm", choices=["tpe", "ga", "tpe-local"], default="tpe",
-                   help="versus: the sampler set against the random search")
-    p.add_argument("--from-seed", type=int, default=1, help="versus: the first seed")
+                   help="versus, referee: the sampler set against the random search")
+    p.add_argument("--from-seed", type=int, default=1, help="versus, referee: the first seed")
+    p.add_argument("--cpu", type=int, default=None,
+                   help="referee: the CPU its sweeps measure on, with one build job")
+    p.add_argument("--rounds-s", type=int, default=480,
+                   help="referee: seconds of rounds each sweep is given at most (the proof's "
+                        "share of a 1h tune, less its builds)")
     p.add_argument("--side-by-side", action="store_true",
                    help="versus: run the two arms of a seed at once, one CPU each (-j 1)")
     args = p.parse_args()
-    args.seeds = args.seeds or {"known": 10, "versus": 3}.get(args.what, 1)
-    args.budget = args.budget or {"known": "4m", "versus": "20m", "program": "1h"}[args.what]
+    args.seeds = args.seeds or {"known": 10, "versus": 3, "referee": 3}.get(args.what, 1)
+    args.budget = args.budget or {"known": "4m", "versus": "20m", "program": "1h"}.get(args.what)
     work = args.work or Path(tempfile.mkdtemp(prefix="flagsweep-tune-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     print(f"work folder: {work}")
-    {"known": known, "versus": versus, "program": program}[args.what](args, work)
+    {"known": known, "versus": versus, "referee": referee,
+     "program": program}[args.what](args, work)
 
 
 if __name__ == "__main__":

@@ -484,8 +484,9 @@ def said_referee(seed: int, arm: str, sets: dict[str, dict], found: dict) -> boo
     if verdict is None:
         print("  the answer's set was not measured: not counted")
         return None
-    print(f"  {'missed' if verdict == 'faster' else 'held'}: random's answer was decided "
-          f"{verdict} than {arm}'s set at half the runs")
+    print(f"  {'missed' if verdict == 'faster' else 'held'}: random's answer against {arm}'s "
+          f"set at half the runs: {verdict}"
+          + ("" if verdict == "faster" else ", not decided faster"))
     return verdict != "faster"
 
 

@@ -22,7 +22,8 @@ private store.
            when its answer is a level), against the random search's answer, both (and the
            random search's own best-so-far, and the base) built again and timed in one sweep
            on the full input over layouts, the half-way set its baseline. The clause holds
-           when the sweep does not decide the random search's answer faster.
+           when the sweep does not decide the random search's answer faster, and is shown
+           when the answer's 95% interval against the set ends above -threshold.
   program  one tune of one program: the answer, the proof against the base and -O3, the
            ablation and the cost.
 
@@ -399,8 +400,9 @@ def referee(args, work: Path) -> None:
         found = _refereed(args, work / f"referee-{args.arm}-{seed}", sets, seed)
         held.append(said_referee(seed, args.arm, sets, found))
     counted = [h for h in held if h is not None]
-    print(f"{args.target}: refereed, {args.arm}'s set at half the runs was not decided slower "
-          f"than random's answer in {sum(counted)}/{len(counted)} seeds")
+    print(f"{args.target}: refereed, random's answer was not decided faster than {args.arm}'s set "
+          f"at half the runs in {sum(h for h, _ in counted)}/{len(counted)} seeds, and shown no "
+          f"faster than the threshold in {sum(s for _, s in counted)}/{len(counted)}")
 
 
 def _recorded(out: Path) -> dict | None:
@@ -463,9 +465,13 @@ def _refereed(args, out: Path, sets: dict[str, dict], seed: int) -> dict:
     return json.loads(results.read_text())
 
 
-def said_referee(seed: int, arm: str, sets: dict[str, dict], found: dict) -> bool | None:
-    """Print what the referee's sweep found; whether the clause held (None: it could not say,
-    the answer's set having failed its build or check)."""
+def said_referee(seed: int, arm: str, sets: dict[str, dict], found: dict
+                 ) -> tuple[bool, bool] | None:
+    """Print what the referee's sweep found. Two answers: whether the random search's answer
+    was not decided faster than the arm's half-way set (the sweep's own verdict), and whether
+    it was shown to be no faster than the threshold allows (its 95% interval against the set
+    ends above -threshold: "at least as large" with the noise bounded, not just undecided).
+    None: the answer's set failed its build or check, so nothing was measured."""
     by_flags = {tuple(v["flags"]): v for v in found["variants"]}
     half = sets["half"]
     print(f"seed {seed}: refereed on the full input over layouts, against {arm}'s set at half "
@@ -477,17 +483,22 @@ def said_referee(seed: int, arm: str, sets: dict[str, dict], found: dict) -> boo
                   + (interval(v.get("vs_baseline")) if v else "not in the sweep"))
     answer = sets.get("answer")
     if answer is None:
-        print(f"  held: {arm}'s set at half the runs is random's answer")
-        return True
-    v = by_flags.get(tuple(answer["flags"])) or {}
-    verdict = (v.get("vs_baseline") or {}).get("verdict")
-    if verdict is None:
+        print(f"  held and shown: {arm}'s set at half the runs is random's answer")
+        return True, True
+    e = (by_flags.get(tuple(answer["flags"])) or {}).get("vs_baseline") or {}
+    if e.get("verdict") is None:
         print("  the answer's set was not measured: not counted")
         return None
-    print(f"  {'missed' if verdict == 'faster' else 'held'}: random's answer against {arm}'s "
-          f"set at half the runs: {verdict}"
-          + ("" if verdict == "faster" else ", not decided faster"))
-    return verdict != "faster"
+    held = e["verdict"] != "faster"
+    floor = 1 - found["threshold_pct"] / 100
+    shown = held and bool(e.get("ci95")) and e["ci95"][0] >= floor
+    print(f"  {'held' if held else 'missed'}: random's answer against {arm}'s set at half the "
+          f"runs: {e['verdict']}; "
+          + (f"shown: its interval ends above {pct(floor)}" if shown else
+             f"not shown: it may be up to {100 * (1 - e['ci95'][0]):.1f}% faster"
+             if e.get("ci95") else
+             "not shown: no interval"))
+    return held, shown
 
 
 def program(args, work: Path) -> None:

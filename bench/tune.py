@@ -397,7 +397,8 @@ def referee(args, work: Path) -> None:
                   f"under {work}")
             continue
         sets = referee_sets(docs, args.arm)
-        found = _refereed(args, work / f"referee-{args.arm}-{seed}", sets, seed)
+        found = _refereed(args, work / f"referee-{args.arm}-{seed}", sets, seed,
+                          docs["random"]["space"]["compiler"])
         held.append(said_referee(seed, args.arm, sets, found))
     counted = [h for h in held if h is not None]
     print(f"{args.target}: refereed, random's answer was not decided faster than {args.arm}'s set "
@@ -445,7 +446,7 @@ def _trial_flags(doc: dict, number: int | None) -> list[str] | None:
     return next((t["flags"] for t in doc.get("trials", []) if t["number"] == number), None)
 
 
-def _refereed(args, out: Path, sets: dict[str, dict], seed: int) -> dict:
+def _refereed(args, out: Path, sets: dict[str, dict], seed: int, compiler: str) -> dict:
     """The referee's sweep (run, resumed, or read when complete): its results.json."""
     results = out / "results.json"
     if results.is_file() and json.loads(results.read_text())["status"] == "complete":
@@ -453,7 +454,7 @@ def _refereed(args, out: Path, sets: dict[str, dict], seed: int) -> dict:
     env = {**os.environ, "FLAGSWEEP_DB": f"sqlite:///{out.parent / (out.name + '.db')}"}
     pinned = ("--cpu", str(args.cpu), "-j", "1") if args.cpu is not None else ()
     command = ["run", "--resume", str(out)] if out.is_dir() else [
-        "run", args.target, "--compiler", "gcc", "--layouts", "4", "--no-confirm",
+        "run", args.target, "--compiler", compiler, "--layouts", "4", "--no-confirm",
         "--no-reference", "--wait", "--budget", str(args.rounds_s), "--seed", str(seed),
         "--out", str(out), *pinned,
         *(a for s in sets.values() for a in ("--flags", " ".join(s["flags"])))]

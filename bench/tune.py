@@ -77,8 +77,7 @@ def start(work: Path, name: str, target: str, budget: str, seed: int, *extra: st
     """A real `flagsweep tune` started (None when it finished before: it is read, not run; one
     stopped part way, by a kill or a reboot, is resumed with the options it began with)."""
     out = work / name
-    before = out / "tune.json"
-    if before.is_file() and json.loads(before.read_text())["status"] == "complete":
+    if _recorded(out) is not None:
         return (work, name, None, None)
     env = {**os.environ, "FLAGSWEEP_DB": f"sqlite:///{work / (name + '.db')}"}
     # Its folder exists: it began (its study is in the store before the first tune.json).
@@ -406,8 +405,9 @@ def referee(args, work: Path) -> None:
           f"faster than the threshold in {sum(s for _, s in counted)}/{len(counted)}")
 
 
-def _recorded(out: Path) -> dict | None:
-    path = out / "tune.json"
+def _recorded(out: Path, file: str = "tune.json") -> dict | None:
+    """A finished tune's (or sweep's) record in `out`; None when it has none or did not end."""
+    path = out / file
     doc = json.loads(path.read_text()) if path.is_file() else None
     return doc if doc and doc["status"] == "complete" else None
 
@@ -448,9 +448,8 @@ def _trial_flags(doc: dict, number: int | None) -> list[str] | None:
 
 def _refereed(args, out: Path, sets: dict[str, dict], seed: int, compiler: str) -> dict:
     """The referee's sweep (run, resumed, or read when complete): its results.json."""
-    results = out / "results.json"
-    if results.is_file() and json.loads(results.read_text())["status"] == "complete":
-        return json.loads(results.read_text())
+    if (done := _recorded(out, "results.json")) is not None:
+        return done
     env = {**os.environ, "FLAGSWEEP_DB": f"sqlite:///{out.parent / (out.name + '.db')}"}
     pinned = ("--cpu", str(args.cpu), "-j", "1") if args.cpu is not None else ()
     command = ["run", "--resume", str(out)] if out.is_dir() else [
@@ -461,9 +460,9 @@ def _refereed(args, out: Path, sets: dict[str, dict], seed: int, compiler: str) 
     with (out.parent / f"{out.name}.log").open("a") as log:
         code = subprocess.run([*FLAGSWEEP, *command], stdout=log, stderr=subprocess.STDOUT,
                               env=env).returncode
-    if code != 0 or not results.is_file():
+    if code != 0 or not (out / "results.json").is_file():
         sys.exit(f"flagsweep run {out.name} exited {code}: see {out.parent / (out.name + '.log')}")
-    return json.loads(results.read_text())
+    return json.loads((out / "results.json").read_text())
 
 
 def said_referee(seed: int, arm: str, sets: dict[str, dict], found: dict

@@ -41,6 +41,7 @@ Usage: python bench/tune.py known [--seeds 10] [--budget 4m] [--space decoys]
        python bench/tune.py versus gzip --side-by-side --seeds 3 --budget 1h
        python bench/tune.py versus lame --arm ga --from-seed 2 --seeds 1 --budget 1h
        python bench/tune.py referee lame --from-seed 1 --seeds 1 --work W [--cpu 0]
+                                     [--layouts 8 --rounds-s 960]
        python bench/tune.py program gzip [--budget 1h] [--seed 1]
 --side-by-side runs a seed's two arms at once, each pinned to a CPU of its own with one build
 job (the CPUs swapped from seed to seed), so a two-CPU machine measures both in the time of one
@@ -396,7 +397,9 @@ def referee(args, work: Path) -> None:
                   f"under {work}")
             continue
         sets = referee_sets(docs, args.arm)
-        found = _refereed(args, work / f"referee-{args.arm}-{seed}", sets, seed,
+        # A referee with other layouts keeps its own folder, beside the 4-layout one.
+        name = f"referee-{args.arm}-{seed}" + ("" if args.layouts == 4 else f"-{args.layouts}")
+        found = _refereed(args, work / name, sets, seed,
                           docs["random"]["space"]["compiler"])
         held.append(said_referee(seed, args.arm, sets, found))
     counted = [h for h in held if h is not None]
@@ -453,7 +456,7 @@ def _refereed(args, out: Path, sets: dict[str, dict], seed: int, compiler: str) 
     env = {**os.environ, "FLAGSWEEP_DB": f"sqlite:///{out.parent / (out.name + '.db')}"}
     pinned = ("--cpu", str(args.cpu), "-j", "1") if args.cpu is not None else ()
     command = ["run", "--resume", str(out)] if out.is_dir() else [
-        "run", args.target, "--compiler", compiler, "--layouts", "4", "--no-confirm",
+        "run", args.target, "--compiler", compiler, "--layouts", str(args.layouts), "--no-confirm",
         "--no-reference", "--wait", "--budget", str(args.rounds_s), "--seed", str(seed),
         "--out", str(out), *pinned,
         *(a for s in sets.values() for a in ("--flags", " ".join(s["flags"])))]
@@ -527,6 +530,9 @@ def main() -> None:
     p.add_argument("--rounds-s", type=int, default=480,
                    help="referee: seconds of rounds each sweep is given at most (the proof's "
                         "share of a 1h tune, less its builds)")
+    p.add_argument("--layouts", type=int, default=4,
+                   help="referee: layouts each set is built in (more narrows the intervals "
+                        "where the layouts' spread, not the runs', is the noise)")
     p.add_argument("--side-by-side", action="store_true",
                    help="versus: run the two arms of a seed at once, one CPU each (-j 1)")
     args = p.parse_args()

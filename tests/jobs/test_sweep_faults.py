@@ -311,11 +311,12 @@ def test_sigterm_while_building_ends_the_build_and_says_how_to_go_on(tmp_path, i
     src = tmp_path / "mk" / "src"
     shutil.copytree(TINY_SRC, src, ignore=shutil.ignore_patterns("CMakeLists.txt"))
     started = tmp_path / "compiling.pid"
-    # The compile step writes its shell's pid, then sleeps: a build still running when the
-    # signal comes.
+    # Each compile step appends its shell's pid, then sleeps: a build still running when the
+    # signal comes. Appended, since make runs the two compiles at once and one must not
+    # truncate what the other wrote.
     (src / "Makefile").write_text(
         "tiny: main.o kernel.o\n\t$(CC) $(CFLAGS) -o $@ main.o kernel.o -lm\n"
-        f"%.o: %.c kernel.h\n\techo $$$$ > {started}; sleep 60\n\t$(CC) $(CFLAGS) -c $< -o $@\n")
+        f"%.o: %.c kernel.h\n\techo $$$$ >> {started}; sleep 60\n\t$(CC) $(CFLAGS) -c $< -o $@\n")
     target = write_tiny_target(tmp_path / "t", name="tinyslow").joinpath("target.toml")
     target.write_text(target.read_text().replace('system = "cmake"', 'system = "make"')
                       .replace(f'path = "{TINY_SRC}"', f'path = "{src}"'))
@@ -323,17 +324,29 @@ def test_sigterm_while_building_ends_the_build_and_says_how_to_go_on(tmp_path, i
     proc = subprocess.Popen([sys.executable, "-m", "flagsweep", "run", str(target), "--flags",
                              "-O2", "--runs", "1", "--quick", "--out", str(out)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while not started.exists() or not started.read_text().strip():
-        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-        time.sleep(0.1)
-    compiling = int(started.read_text())
-    proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=60)
+    try:
+        deadline = time.monotonic() + 120
+        while not _written_pids(started):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        # A failed wait must not leave the sweep holding this worker's CPU lock for the next
+        # test.
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
     assert proc.returncode == 2, err
     assert "Traceback" not in err and "Aborted!" not in err
     assert "interrupted before measuring; no run was recorded" in err and str(out) in err
-    assert not procs.alive(compiling)
+    assert not any(procs.alive(pid) for pid in _written_pids(started))
+
+
+def _written_pids(path: Path) -> list[int]:
+    """The pids whole lines of `path` hold (a line still being written is not one yet)."""
+    text = path.read_text() if path.exists() else ""
+    return [int(line) for line in text.split("\n")[:-1] if line.strip()]
 
 
 # A program that, in a timed run of the variant built with -DSWAP (flagsweep pads the timed

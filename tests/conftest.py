@@ -38,8 +38,20 @@ def isolated_cache(session_cache: Path, monkeypatch) -> Path:
     return session_cache
 
 
+@pytest.fixture(autouse=True)
+def no_sweep_outlives_its_test():
+    """A test that starts a sweep with Popen and fails before it ends would leave the sweep
+    holding this worker's CPU lock, and the worker's next sweeps would be refused: a failure
+    that shows up in tests that did nothing wrong. What the test started is ended here."""
+    from procs import end, own_sweeps
+    before = own_sweeps()
+    yield
+    end(own_sweeps() - before)
+
+
 HOSTS = FIXTURES / "hosts"
-# test_contract runs a copy of this file in a folder of its own, without the fixtures beside it.
+# test_contract runs a copy of this file (and procs.py) in a folder of its own, without the
+# fixtures beside it.
 RECORDED_HOSTS = sorted(p.name for p in HOSTS.iterdir() if p.is_dir()) if HOSTS.is_dir() else []
 
 

@@ -60,6 +60,35 @@ def kill_all(mark: str) -> None:
             pass
 
 
+def own_sweeps() -> set[int]:
+    """Pids of this process's live children running a flagsweep command that measures or
+    builds (`python -m flagsweep run|tune|build ...`)."""
+    me, found = os.getpid(), set()
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            stat = (d / "stat").read_text()
+            argv = (d / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        if int(fields[1]) == me and fields[0] not in "ZX" and len(argv) > 3 and \
+                argv[1:3] == [b"-m", b"flagsweep"] and argv[3] in (b"run", b"tune", b"build"):
+            found.add(int(d.name))
+    return found
+
+
+def end(pids) -> None:
+    """Kill and reap `pids`, children of this process."""
+    for pid in pids:
+        try:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+
+
 def flagsweep(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     """The installed CLI, as a user runs it."""
     return subprocess.run([sys.executable, "-m", "flagsweep", *args], capture_output=True,

@@ -159,7 +159,8 @@ def test_plants_one_on_purpose(tmp_path):
 def test_the_check_after_each_test_catches_a_broken_file(tmp_path):
     """The conftest's check really runs: in a pytest of its own, a test that writes a broken
     results.json errors at teardown, naming the file and the key; a marked one passes."""
-    shutil.copy(Path(__file__).parents[1] / "conftest.py", tmp_path / "conftest.py")
+    for helper in ("conftest.py", "procs.py"):     # the conftest imports procs
+        shutil.copy(Path(__file__).parents[1] / helper, tmp_path / helper)
     (tmp_path / "test_planted.py").write_text(PLANTED)
     package_root = str(Path(flagsweep.__file__).parents[1])   # this checkout's flagsweep
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",

@@ -1,0 +1,54 @@
+"""The suite's own guard against a sweep outliving the test that started it (conftest.py)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import flagsweep
+from procs import alive
+
+# The first test starts a long sweep on CPU 0 and fails while it measures; the second needs
+# CPU 0's lock. Without the guard the second is refused ("another sweep is measuring on CPU 0").
+PLANTED = '''
+import subprocess, sys
+from pathlib import Path
+
+def test_fails_while_its_sweep_measures(tmp_path):
+    sweep = subprocess.Popen([sys.executable, "-m", "flagsweep", "run", "tiny", "--flags", "-O2",
+                              "--runs", "100000", "--quick", "--cpu", "0",
+                              "--out", str(tmp_path / "long")],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    Path("SWEEP_PID").write_text(str(sweep.pid))
+    while not (line := sweep.stderr.readline()).startswith("round 1/"):
+        assert line, "the sweep ended before measuring"
+    assert False, "a failure while the sweep runs"
+
+def test_measures_on_the_same_cpu_next(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "flagsweep", "run", "tiny", "--flags", "-O2",
+                           "--runs", "1", "--quick", "--cpu", "0", "--out", str(tmp_path / "n")],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+'''
+
+
+def test_a_sweep_left_by_a_failing_test_is_ended_before_the_next_test(tmp_path):
+    for helper in ("conftest.py", "procs.py"):
+        shutil.copy(Path(__file__).parent / helper, tmp_path / helper)
+    (tmp_path / "test_planted.py").write_text(PLANTED.replace("SWEEP_PID",
+                                                              str(tmp_path / "sweep.pid")))
+    package_root = str(Path(flagsweep.__file__).parents[1])   # this checkout's flagsweep
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "--rootdir", str(tmp_path), "--basetemp", str(tmp_path / "base"),
+                           str(tmp_path / "test_planted.py")],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=600,
+                          env={**os.environ, "PYTHONPATH": package_root})
+    sweep = int((tmp_path / "sweep.pid").read_text())
+    if alive(sweep):   # the guard failed: end what it left, then say so
+        os.kill(sweep, 9)
+    assert "1 failed, 1 passed" in done.stdout, done.stdout[-3000:]
+    assert "a failure while the sweep runs" in done.stdout
+    assert not alive(sweep)

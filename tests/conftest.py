@@ -6,7 +6,9 @@ from __future__ import annotations
 import errno
 import json
 import os
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -49,9 +51,23 @@ def no_sweep_outlives_its_test():
     end(own_sweeps() - before)
 
 
+def planted_session(folder: Path, source: str) -> subprocess.CompletedProcess:
+    """`source` run as a test file in a pytest session of its own in `folder`, with a copy of
+    this conftest (and procs.py, which it imports) beside it and this checkout's flagsweep: how
+    a test shows that one of the suite's own guards acts."""
+    for helper in ("conftest.py", "procs.py"):
+        shutil.copy(Path(__file__).parent / helper, folder / helper)
+    (folder / "test_planted.py").write_text(source)
+    package_root = str(Path(__file__).parents[1])
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "--rootdir", str(folder), "--basetemp", str(folder / "base"),
+                           str(folder / "test_planted.py")],
+                          capture_output=True, text=True, cwd=folder, timeout=600,
+                          env={**os.environ, "PYTHONPATH": package_root})
+
+
 HOSTS = FIXTURES / "hosts"
-# test_contract runs a copy of this file (and procs.py) in a folder of its own, without the
-# fixtures beside it.
+# planted_session runs a copy of this file in a folder of its own, without the fixtures beside it.
 RECORDED_HOSTS = sorted(p.name for p in HOSTS.iterdir() if p.is_dir()) if HOSTS.is_dir() else []
 
 

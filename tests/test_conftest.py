@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
-import flagsweep
+from conftest import planted_session
 from procs import alive
 
 # The first test starts a long sweep on CPU 0 and fails while it measures; the second needs
@@ -36,16 +32,7 @@ def test_measures_on_the_same_cpu_next(tmp_path):
 
 
 def test_a_sweep_left_by_a_failing_test_is_ended_before_the_next_test(tmp_path):
-    for helper in ("conftest.py", "procs.py"):
-        shutil.copy(Path(__file__).parent / helper, tmp_path / helper)
-    (tmp_path / "test_planted.py").write_text(PLANTED.replace("SWEEP_PID",
-                                                              str(tmp_path / "sweep.pid")))
-    package_root = str(Path(flagsweep.__file__).parents[1])   # this checkout's flagsweep
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           "--rootdir", str(tmp_path), "--basetemp", str(tmp_path / "base"),
-                           str(tmp_path / "test_planted.py")],
-                          capture_output=True, text=True, cwd=tmp_path, timeout=600,
-                          env={**os.environ, "PYTHONPATH": package_root})
+    done = planted_session(tmp_path, PLANTED.replace("SWEEP_PID", str(tmp_path / "sweep.pid")))
     sweep = int((tmp_path / "sweep.pid").read_text())
     if alive(sweep):   # the guard failed: end what it left, then say so
         os.kill(sweep, 9)

@@ -4,18 +4,14 @@ upgrade path, and the check that every contract file a test writes follows the s
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import jsonschema
 import pytest
 import report_fixture as rf
-from conftest import contract_problems, contract_validator
+from conftest import contract_problems, contract_validator, planted_session
 
-import flagsweep
 from flagsweep.errors import FlagsweepError
 from flagsweep.results import contract, reader
 
@@ -159,15 +155,7 @@ def test_plants_one_on_purpose(tmp_path):
 def test_the_check_after_each_test_catches_a_broken_file(tmp_path):
     """The conftest's check really runs: in a pytest of its own, a test that writes a broken
     results.json errors at teardown, naming the file and the key; a marked one passes."""
-    for helper in ("conftest.py", "procs.py"):     # the conftest imports procs
-        shutil.copy(Path(__file__).parents[1] / helper, tmp_path / helper)
-    (tmp_path / "test_planted.py").write_text(PLANTED)
-    package_root = str(Path(flagsweep.__file__).parents[1])   # this checkout's flagsweep
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           "--rootdir", str(tmp_path), "--basetemp", str(tmp_path / "base"),
-                           str(tmp_path / "test_planted.py")],
-                          capture_output=True, text=True, cwd=tmp_path,
-                          env={**os.environ, "PYTHONPATH": package_root})
+    done = planted_session(tmp_path, PLANTED)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "2 passed" in done.stdout and "1 error" in done.stdout   # its error is at teardown
     assert "ERROR at teardown of test_writes_a_broken_results_json" in done.stdout, done.stdout

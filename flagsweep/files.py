@@ -12,10 +12,11 @@ import hashlib
 import json
 import os
 import secrets
+import shutil
 import stat
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import BinaryIO, Callable, Iterator
 
 from flagsweep.errors import FlagsweepError
 
@@ -94,6 +95,60 @@ def check_writable(path: Path, what: str) -> None:
                else "no permission to write there")
         raise FlagsweepError(f"{what} {path}: cannot write in {existing} ({why}); choose a "
                              "writable folder")
+
+
+def copy_sparse(src: Path, dst: Path) -> bool:
+    """Copy src's data extents only, leaving its holes as holes, with its permissions and
+    times; False (nothing done) when src is not sparse or its file system cannot say where
+    its data is."""
+    with open(src, "rb") as fin:
+        st = os.fstat(fin.fileno())
+        extents = _extents(fin.fileno(), st.st_size) if _sparse(st) else None
+        if extents is None:
+            return False
+        with open(dst, "wb") as fout:
+            _copy_extents(fin, fout, extents, st.st_size)
+    shutil.copystat(src, dst)
+    return True
+
+
+def megabytes(size: int) -> str:
+    """A size in words: MB with one decimal, or bytes when small."""
+    return f"{size / 1e6:.1f} MB" if size >= 1e5 else f"{size} bytes"
+
+
+def _sparse(st: os.stat_result) -> bool:
+    return st.st_blocks * 512 < st.st_size
+
+
+def _extents(fd: int, size: int) -> list[tuple[int, int]] | None:
+    """(start, end) of each data extent of a file; None without SEEK_DATA support."""
+    extents, at = [], 0
+    while at < size:
+        try:
+            start = os.lseek(fd, at, os.SEEK_DATA)
+        except OSError as e:
+            if e.errno == errno.ENXIO:      # only a hole is left
+                break
+            return None
+        at = os.lseek(fd, start, os.SEEK_HOLE)
+        extents.append((start, at))
+    return extents
+
+
+def _copy_extents(fin: BinaryIO, fout: BinaryIO, extents: list[tuple[int, int]],
+                  size: int) -> None:
+    """The extents' bytes at their offsets, the rest left holes, the copy `size` long."""
+    for start, end in extents:
+        fin.seek(start)
+        fout.seek(start)
+        while start < end:
+            chunk = fin.read(min(end - start, 1 << 20))
+            if not chunk:
+                break
+            fout.write(chunk)
+            start += len(chunk)
+    fout.truncate(size)
 
 
 FULL_BELOW = 64 << 10   # bytes: a file system this close to full already refuses writes (tmpfs)

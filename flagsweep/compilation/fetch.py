@@ -519,6 +519,10 @@ def unpack_limits() -> dict[str, float]:
     return limits
 
 
+def _file_limit(mb: float) -> str:
+    return f"the limit of {mb:g} MB for one file (FLAGSWEEP_UNPACK_FILE_MB)"
+
+
 class _Budget:
     """The limits, checked member by member as each header is read: a member beyond them is
     refused before its data is unpacked, so refusing a bomb costs no more than the limits."""
@@ -538,17 +542,17 @@ class _Budget:
         file_mb = self.limits["FLAGSWEEP_UNPACK_FILE_MB"]
         total_mb = self.limits["FLAGSWEEP_UNPACK_TOTAL_MB"]
         ratio = self.limits["FLAGSWEEP_UNPACK_RATIO"]
-        what = f"{_mb(member.size)}{' (a sparse file)' if member.sparse is not None else ''}"
+        mb = files.megabytes
+        what = f"{mb(member.size)}{' (a sparse file)' if member.sparse is not None else ''}"
         if member.size > file_mb * 1e6:
-            self._refuse(member, f"it unpacks to {what}, beyond the limit of {file_mb:g} MB "
-                                 "for one file (FLAGSWEEP_UNPACK_FILE_MB)")
+            self._refuse(member, f"it unpacks to {what}, beyond {_file_limit(file_mb)}")
         if self.total > total_mb * 1e6:
             self._refuse(member, f"it unpacks to {what}, which brings the tree to "
-                                 f"{_mb(self.total)}, beyond the limit of {total_mb:g} MB "
+                                 f"{mb(self.total)}, beyond the limit of {total_mb:g} MB "
                                  "(FLAGSWEEP_UNPACK_TOTAL_MB)")
         if self.total > RATIO_FLOOR_MB * 1e6 and self.total > ratio * self.packed:
             self._refuse(member, f"it unpacks to {what}, which brings the tree to "
-                                 f"{_mb(self.total)} from a {_mb(self.packed)} tarball, "
+                                 f"{mb(self.total)} from a {mb(self.packed)} tarball, "
                                  f"{self.total / self.packed:.0f} times its size, beyond the "
                                  f"limit of {ratio:g} (FLAGSWEEP_UNPACK_RATIO)")
 
@@ -556,10 +560,6 @@ class _Budget:
         raise FetchError(f"{self.tarball}: refusing member {member.name!r}: {why}; nothing "
                          "was unpacked. A source tree this large is not expected: if it is "
                          "right, raise the limit (docs/targets.md)")
-
-
-def _mb(size: int) -> str:
-    return f"{size / 1e6:.1f} MB" if size >= 1e5 else f"{size} bytes"
 
 
 def extract(tarball: Path, dest: Path, strip_components: int = 1) -> Path:

@@ -26,7 +26,6 @@ Ninja skips the variant's later steps, while `-k 0` keeps every other variant go
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import re
@@ -40,7 +39,7 @@ from pathlib import Path
 from flagsweep import process
 from flagsweep.caches import CONFIGURED
 from flagsweep.host import environment
-from flagsweep.files import write_atomic
+from flagsweep.files import copy_sparse, write_atomic
 
 # Configure probes run with these flags; the variants' own flags replace them at make time.
 CONFIGURE_CFLAGS = "-O2"
@@ -115,7 +114,7 @@ def _copy_tree(source: Path, tree: Path, log: Path) -> None:
     sparse: list[str] = []
 
     def copy(src: str, dst: str) -> str:
-        if _copy_sparse(Path(src), Path(dst)):
+        if copy_sparse(Path(src), Path(dst)):
             sparse.append(src)
             return dst
         return shutil.copy2(src, dst)
@@ -125,46 +124,6 @@ def _copy_tree(source: Path, tree: Path, log: Path) -> None:
         with open(log, "a") as f:
             f.writelines(f"flagsweep: {p} is a sparse file; copied sparsely (its holes stay "
                          "holes)\n" for p in sparse)
-
-
-def _copy_sparse(src: Path, dst: Path) -> bool:
-    """Copy src's data extents only, leaving its holes as holes; False (nothing done) when src
-    is not sparse or its file system cannot say where its data is."""
-    st = src.stat()
-    if st.st_blocks * 512 >= st.st_size:
-        return False
-    with open(src, "rb") as fin:
-        extents = _extents(fin.fileno(), st.st_size)
-        if extents is None:
-            return False
-        with open(dst, "wb") as fout:
-            for start, end in extents:
-                fin.seek(start)
-                fout.seek(start)
-                while start < end:
-                    chunk = fin.read(min(end - start, 1 << 20))
-                    if not chunk:
-                        break
-                    fout.write(chunk)
-                    start += len(chunk)
-            fout.truncate(st.st_size)
-    shutil.copystat(src, dst)
-    return True
-
-
-def _extents(fd: int, size: int) -> list[tuple[int, int]] | None:
-    """(start, end) of each data extent of a file; None without SEEK_DATA support."""
-    extents, at = [], 0
-    while at < size:
-        try:
-            start = os.lseek(fd, at, os.SEEK_DATA)
-        except OSError as e:
-            if e.errno == errno.ENXIO:      # only a hole is left
-                break
-            return None
-        at = os.lseek(fd, start, os.SEEK_HOLE)
-        extents.append((start, at))
-    return extents
 
 
 def _children_cpu() -> float:

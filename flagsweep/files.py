@@ -2,7 +2,9 @@
 
 A file is written beside its final name and renamed over it: a reader sees the old file or the
 new one, never a truncated one (a full disk left a 0-byte index.html). Every failure becomes a
-FlagsweepError naming the path and the reason, not a traceback.
+FlagsweepError naming the path and the reason, not a traceback. A file a user names to be
+copied in (`new --input`) is read as root should: no link followed, no more than a limit,
+sparsely, its permissions kept.
 """
 
 from __future__ import annotations
@@ -110,6 +112,60 @@ def copy_sparse(src: Path, dst: Path) -> bool:
             _copy_extents(fin, fout, extents, st.st_size)
     shutil.copystat(src, dst)
     return True
+
+
+def copy_given(source: Path, dest: Path, most: int, limit: str, what: str) -> None:
+    """Copy a file a user named (an input) to dest, as root may: see `check_given`; its holes
+    stay holes, and the copy has at most the source's permissions (a 0600 file is not made
+    readable by everyone). Written beside dest and renamed over it, so a link planted at
+    dest is replaced, never written through."""
+    with _given(source, most, limit, what) as (fin, st):
+        extents = _extents(fin.fileno(), st.st_size) if _sparse(st) else None
+        if extents is None:
+            extents = [(0, st.st_size)]
+        try:
+            with replacing(dest) as draft:
+                fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                             | os.O_CLOEXEC, stat.S_IMODE(st.st_mode) & 0o777)
+                with open(fd, "wb") as fout:
+                    _copy_extents(fin, fout, extents, st.st_size)
+        except OSError as e:
+            raise FlagsweepError(f"cannot write {dest}: {reason(e)}") from None
+
+
+def check_given(source: Path, most: int, limit: str, what: str) -> None:
+    """Refuse a file a user named (what: e.g. "--input") that a copy could not take safely:
+    a symbolic link (root would read what it leads to, a secret of someone else's, say, and
+    the copy would hand it on), anything but a regular file, or a file larger than `most`
+    bytes (`limit`: the limit's words, with its variable), a sparse one counted at its full
+    length (a program reads every byte of it)."""
+    with _given(source, most, limit, what):
+        pass
+
+
+@contextmanager
+def _given(source: Path, most: int, limit: str,
+           what: str) -> Iterator[tuple[BinaryIO, os.stat_result]]:
+    """The file `check_given` accepts, open, with its status: judged on the open file, so
+    the name cannot be swapped for a link between the check and the read."""
+    try:
+        # O_NONBLOCK: a FIFO planted under the name must not hang the open
+        fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise FlagsweepError(f"{what} {source}: a symbolic link, which is not followed; "
+                                 "name the file itself") from None
+        if e.errno == errno.ENOENT:
+            raise FlagsweepError(f"{what} {source}: no such file") from None
+        raise FlagsweepError(f"{what} {source}: cannot read it ({reason(e)})") from None
+    with open(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise FlagsweepError(f"{what} {source}: not a file")
+        if st.st_size > most:
+            raise FlagsweepError(f"{what} {source}: {megabytes(st.st_size)}"
+                                 f"{' (a sparse file)' if _sparse(st) else ''}, beyond {limit}")
+        yield f, st
 
 
 def megabytes(size: int) -> str:

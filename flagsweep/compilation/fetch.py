@@ -519,6 +519,13 @@ def unpack_limits() -> dict[str, float]:
     return limits
 
 
+def file_limit() -> tuple[int, str]:
+    """The most bytes one file flagsweep takes in may hold (a tarball's member, a user's
+    input for `new`), and the words a refusal names it by."""
+    mb = unpack_limits()["FLAGSWEEP_UNPACK_FILE_MB"]
+    return round(mb * 1e6), _file_limit(mb)
+
+
 def _file_limit(mb: float) -> str:
     return f"the limit of {mb:g} MB for one file (FLAGSWEEP_UNPACK_FILE_MB)"
 

@@ -446,9 +446,7 @@ STDERR_LINES = 5                     # as many as a failed check run quotes (doc
 
 def _check_input(given: Path, folder: Path) -> None:
     """--input as it will be copied, before any download."""
-    if not given.is_file():
-        what = "not a file" if given.exists() else "no such file"
-        raise FlagsweepError(f"--input {given}: {what}")
+    files.check_given(given, *fetch.file_limit(), "--input")
     if given.name in TAKEN:
         raise FlagsweepError(f"--input {given}: {folder}/{given.name} is written by `new` "
                              "itself; rename the input")
@@ -456,10 +454,12 @@ def _check_input(given: Path, folder: Path) -> None:
 
 def _take_input(d: Draft, given: Path, folder: Path, say: Callable[[str], None]) -> None:
     """Copy the user's input next to the target file and record its sha256: a `file` input,
-    so a later edit of the original cannot change what a sweep measures."""
+    so a later edit of the original cannot change what a sweep measures. `new` runs as root:
+    the copy follows no link, keeps the original's permissions and its holes, and is refused
+    past the one-file limit (files.copy_given)."""
     copy = folder / given.name
     if copy.resolve() != given.resolve():
-        shutil.copyfile(given, copy)
+        files.copy_given(given, copy, *fetch.file_limit(), "--input")
     d.given, d.input_path, d.input_sha256 = given, given.name, files.sha256_file(copy)
     d.size_note = "measured whole: a given input is not sized, --quick uses it whole too"
     say(f"input: {copy} (sha256 {d.input_sha256}), copied from {given}; a given file is not "

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from demo_source import release_of
 
+from flagsweep import files
 from flagsweep.jobs import scaffold
 from flagsweep.compilation import fetch, variants
 from flagsweep.errors import FlagsweepError
@@ -373,3 +374,83 @@ def test_the_check_reads_what_the_run_command_writes(demo_release):
     assert check_of(["{binary}", "-o", "{output}", "{input}"]) == "output"
     assert check_of(["{binary}", "--out={output}", "{input}"]) == "output"
     assert check_of(["{binary}", "-c", "{input}"]) == "stdout"
+
+
+# --- the user's input, as root copies it ---------------------------------------------------
+
+# A project whose build fails at once: `new` copies the input, then stops at the trial build,
+# which is all the input's tests need (no compile).
+UNBUILDABLE = {"Makefile": "all:\n\t@echo this project does not build >&2; exit 1\n"}
+
+
+@pytest.fixture
+def unbuildable(tmp_path, monkeypatch) -> fetch.DebianRelease:
+    return release_of(tmp_path, monkeypatch, UNBUILDABLE)
+
+
+def _secret(path: Path, owner: int) -> Path:
+    path.write_text("root:$6$planted-hash:19000:0:99999:7:::\n")
+    os.chown(path, owner, owner)
+    path.chmod(0o600)
+    return path
+
+
+def _readable_by_others(folder: Path) -> list[Path]:
+    return [p for p in folder.rglob("*") if p.is_file() and p.stat().st_mode & 0o044]
+
+
+@pytest.mark.parametrize("owner", [0, 65534], ids=["root's", "another user's"])
+def test_an_input_that_is_a_link_to_a_private_file_is_refused(tmp_path, unbuildable, owner):
+    # A link anyone could plant where root's `new --input` will look, to a 0600 file.
+    secret = _secret(tmp_path / "shadow", owner)
+    link = tmp_path / "bench.script"
+    link.symlink_to(secret)
+    folder = tmp_path / "demo"
+    with pytest.raises(FlagsweepError) as e:
+        scaffold.new("demo", "demo-src", folder, print, given=link)
+    assert str(e.value) == f"--input {link}: a symbolic link, which is not followed; name the " \
+                           "file itself"
+    assert not (folder / "bench.script").exists()
+    assert not folder.exists() or not _readable_by_others(folder)
+
+
+@pytest.mark.integration
+def test_an_input_keeps_its_private_mode_in_the_copy(tmp_path, unbuildable):
+    # Named by root itself, another user's 0600 file is copied, and stays theirs to read.
+    given = _secret(tmp_path / "bench.script", 65534)
+    folder = tmp_path / "demo"
+    with pytest.raises(FlagsweepError, match="the trial -O2 build is failed"):
+        scaffold.new("demo", "demo-src", folder, print, given=given)
+    copy = folder / "bench.script"
+    assert copy.read_text() == given.read_text()
+    assert copy.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_sparse_input_past_the_file_limit_is_refused_before_any_copy(tmp_path, unbuildable):
+    huge = tmp_path / "holes.img"
+    subprocess.run(["truncate", "-s", "3G", str(huge)], check=True)
+    folder = tmp_path / "demo"
+    with pytest.raises(FlagsweepError) as e:
+        scaffold.new("demo", "demo-src", folder, print, given=huge)
+    assert str(e.value) == (f"--input {huge}: 3221.2 MB (a sparse file), beyond the limit of "
+                            "1024 MB for one file (FLAGSWEEP_UNPACK_FILE_MB)")
+    assert not (folder / "holes.img").exists()
+
+
+@pytest.mark.integration
+def test_a_sparse_input_within_the_limit_is_copied_sparsely(tmp_path, unbuildable):
+    given = tmp_path / "holes.img"
+    with open(given, "wb") as f:
+        f.write(b"head")
+        f.seek(200_000_000)
+        f.write(b"tail")
+    folder = tmp_path / "demo"
+    with pytest.raises(FlagsweepError, match="the trial -O2 build is failed"):
+        scaffold.new("demo", "demo-src", folder, print, given=given)
+    copy = folder / "holes.img"
+    assert copy.stat().st_size == given.stat().st_size
+    assert copy.stat().st_blocks * 512 < 1_000_000         # its holes are holes
+    with open(copy, "rb") as f:
+        assert f.read(4) == b"head" and f.seek(200_000_000) and f.read() == b"tail"
+    inputs = tomllib.loads((folder / "target.toml").read_text())["inputs"]
+    assert inputs == {"kind": "file", "path": "holes.img", "sha256": files.sha256_file(given)}

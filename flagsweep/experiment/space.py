@@ -13,7 +13,8 @@ own default, which adds nothing). It comes from one of three places:
   list of its C code-generation switches, each turned the other way from the default its driver
   shows for the base (`-###`); the -march levels.
 - a space file (TOML, read strictly like a recipe; recipes/spaces/ holds the shipped ones),
-  whose every flag passes flags.py's check like a recipe's.
+  whose every flag passes flags.py's check like a recipe's; at most MOST_FLAGS flags, and its
+  longest set within a variant's flags (flags.SET_MAX), or it is refused before anything runs.
 
 A switch is left out, with why, when flags.py refuses it, when it changes the ABI, the program's
 meaning in ways an output check cannot be trusted to catch (overflow semantics, data races), or
@@ -34,7 +35,7 @@ from pydantic import Field, model_validator
 
 from flagsweep import process, shipped
 from flagsweep.errors import ConfigError
-from flagsweep.experiment.flags import abbreviated, check_flags, refusal, split_flags
+from flagsweep.experiment.flags import SET_MAX, abbreviated, check_flags, refusal, split_flags
 from flagsweep.experiment.strict import Strict, read_toml, validate
 from flagsweep.host import cpu, environment, toolchain
 
@@ -542,6 +543,14 @@ def _param_nearest(d: Dimension, was: dict[str, Param], now: dict[str, Param]) -
 # --- space files ------------------------------------------------------------------------------
 
 CHOICE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+=-]*")
+# The flags a space file may hold (a switch is one, a choice one per value it lists).
+# gcc's own list (gcc-optimizers) is ~210 dimensions and ~240 flags with gcc 12, and a set of
+# a space may hold a flag of every dimension, all within a variant's SET_MAX (8192) characters:
+# even at the shortest flag and its space ("-fX ", 4 characters) no more than 2048 dimensions
+# fit. Past it a space is generated, not written: loading it runs a compile per -m flag, and
+# every trial of the tune writes a store row per dimension (a 10,000-switch space took minutes
+# before its first build, saying nothing).
+MOST_FLAGS = 2048
 
 
 class SpaceFile(Strict):
@@ -553,6 +562,13 @@ class SpaceFile(Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> "SpaceFile":
+        # Counted first: a space past the bound is refused before its flags are checked.
+        flags = len(self.switches) + sum(len(v) for v in self.choices.values())
+        if flags > MOST_FLAGS:
+            raise ValueError(f"{flags} flags (switches and choices' values), more than the "
+                             f"{MOST_FLAGS} a space may hold (gcc's own list, gcc-optimizers, "
+                             f"is ~240, and a set of every dimension must fit in a variant's "
+                             f"{SET_MAX} characters of flags)")
         for where, text in self._flag_texts():
             try:
                 check_flags(text)
@@ -604,9 +620,21 @@ def _from_file(path: Path, chain: toolchain.Toolchain, compiler: str, base: str 
     dims = [Dimension(s, ("", s)) for s in spec.switches]
     dims += [Dimension(name, ("", *(v for v in values if v.strip())))
              for name, values in spec.choices.items()]
+    _check_longest(path, chosen, dims)
     kept, excluded = runnable_dimensions(dims, compiler, host)
     return Space(base=chosen, compiler=compiler, source=str(path), dimensions=tuple(kept),
                  excluded=tuple(excluded))
+
+
+def _check_longest(path: Path, base: str, dims: list[Dimension]) -> None:
+    """Refuse a space one of whose sets would not fit in a variant's flags: the search may
+    draw any set, and a tune stopped at the first too long one it drew."""
+    longest = len(" ".join([base, *(max(d.choices, key=len) for d in dims)]))
+    if longest > SET_MAX:
+        raise ConfigError(f"{path}: its longest set (the base {abbreviated(base)} and every "
+                          f"dimension's longest choice) is {longest} characters of flags, "
+                          f"beyond the {SET_MAX} a variant's flags may hold; search fewer "
+                          "dimensions, or split them between tunes")
 
 
 def runnable_dimensions(dims: list[Dimension], compiler: str,

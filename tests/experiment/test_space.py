@@ -550,3 +550,37 @@ def test_an_unknown_space_lists_the_known_ones():
     with pytest.raises(ConfigError, match="no space 'nope': not a file, and not one of "
                                           "gcc-optimizers, clang-switches, example"):
         space.load("nope", "gcc", None)
+
+
+# --- a space's bound -------------------------------------------------------------------------
+
+def _switches(tmp_path: Path, switches: list[str]) -> Path:
+    quoted = ", ".join(f'"{s}"' for s in switches)
+    return _file(tmp_path, f'summary = "generated"\nswitches = [{quoted}]\n')
+
+
+def test_a_generated_10000_switch_space_is_refused_naming_the_bound(tmp_path):
+    _need("gcc")
+    # Every value of one option, as a script would write them; the last one a flag flags.py
+    # refuses, which the count names first: the file is refused before its flags are checked.
+    path = _switches(tmp_path, [f"-falign-functions={n}" for n in range(1, 10000)]
+                     + ["-fplugin=x.so"])
+    with pytest.raises(ConfigError) as e:
+        space.load(str(path), "gcc", None)
+    assert str(e.value) == (
+        f"{path}: 10000 flags (switches and choices' values), more than the 2048 a space may "
+        "hold (gcc's own list, gcc-optimizers, is ~240, and a set of every dimension must fit "
+        "in a variant's 8192 characters of flags)")
+
+
+def test_a_space_whose_longest_set_cannot_be_built_is_refused(tmp_path):
+    _need("gcc")
+    # Within the bound, but a set holding each switch would be 44896 characters of flags: the
+    # tune stopped at the first such set it drew.
+    path = _switches(tmp_path, [f"-falign-functions={n}" for n in range(1, 2001)])
+    with pytest.raises(ConfigError) as e:
+        space.load(str(path), "gcc", None)
+    assert str(e.value) == (
+        f"{path}: its longest set (the base '-O2' and every dimension's longest choice) is "
+        "44896 characters of flags, beyond the 8192 a variant's flags may hold; search fewer "
+        "dimensions, or split them between tunes")

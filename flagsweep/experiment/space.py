@@ -29,7 +29,7 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Iterable
+from typing import Annotated, Callable, Iterable
 
 from pydantic import Field, model_validator
 
@@ -101,15 +101,17 @@ def is_switch(d: Dimension) -> bool:
     return len(d.choices) == 2 and d.choices[1] in (d.name, negation(d.name))
 
 
-def load(spec: str, compiler: str, base: str | None, host: cpu.Host | None = None) -> Space:
+def load(spec: str, compiler: str, base: str | None, host: cpu.Host | None = None,
+         say: Callable[[str], None] | None = None) -> Space:
     """The space `spec` names for this compiler: "gcc-optimizers" (for clang, the curated clang
     list), "clang-switches", or a space file (a path, or a name under recipes/spaces/). base
     None means not given: the file's base, else -O2. host is the CPU the march choices must
-    run on (None: this machine)."""
+    run on (None: this machine). say: where a long check of a file's choices says how far it
+    is."""
     chain = toolchain.resolve(compiler)
     if spec in (GCC_SPACE, CLANG_SPACE):
         return _builtin(spec, chain, compiler, _checked_base(base or DEFAULT_BASE), host)
-    return _from_file(resolve(spec), chain, compiler, base, host)
+    return _from_file(resolve(spec), chain, compiler, base, host, say)
 
 
 def _checked_base(base: str, where: str = "--base") -> str:
@@ -551,6 +553,9 @@ CHOICE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+=-]*")
 # every trial of the tune writes a store row per dimension (a 10,000-switch space took minutes
 # before its first build, saying nothing).
 MOST_FLAGS = 2048
+# -m flags of a space file checked against the CPU (a compile each, ~10 ms) between two lines
+# saying how far the check is.
+CHECKED_A_LINE = 200
 
 
 class SpaceFile(Strict):
@@ -611,7 +616,7 @@ def resolve(spec: str) -> Path:
 
 
 def _from_file(path: Path, chain: toolchain.Toolchain, compiler: str, base: str | None,
-               host: cpu.Host | None) -> Space:
+               host: cpu.Host | None, say: Callable[[str], None] | None = None) -> Space:
     spec = validate(SpaceFile, read_toml(path), path)
     if spec.compilers and compiler not in spec.compilers:
         log.warning("%s was written for %s; searching it with %s", path,
@@ -621,7 +626,7 @@ def _from_file(path: Path, chain: toolchain.Toolchain, compiler: str, base: str 
     dims += [Dimension(name, ("", *(v for v in values if v.strip())))
              for name, values in spec.choices.items()]
     _check_longest(path, chosen, dims)
-    kept, excluded = runnable_dimensions(dims, compiler, host)
+    kept, excluded = runnable_dimensions(dims, compiler, host, say, path.name)
     return Space(base=chosen, compiler=compiler, source=str(path), dimensions=tuple(kept),
                  excluded=tuple(excluded))
 
@@ -637,16 +642,24 @@ def _check_longest(path: Path, base: str, dims: list[Dimension]) -> None:
                           "dimensions, or split them between tunes")
 
 
-def runnable_dimensions(dims: list[Dimension], compiler: str,
-                        host: cpu.Host | None) -> tuple[list[Dimension], list[str]]:
+def runnable_dimensions(dims: list[Dimension], compiler: str, host: cpu.Host | None,
+                        say: Callable[[str], None] | None = None,
+                        name: str = "the space") -> tuple[list[Dimension], list[str]]:
     """Each dimension without the choices whose target options (-m...) the host cannot run;
-    a dimension left with only its default goes too."""
+    a dimension left with only its default goes too. Each such choice is a compile: past
+    CHECKED_A_LINE of them, `say` is told how far the check is, every CHECKED_A_LINE."""
+    targeted = sum(1 for d in dims for c in d.choices[1:] if _targets(c))
+    checked = 0
     kept, excluded = [], []
     for d in dims:
         choices = [""]
         for c in d.choices[1:]:
-            words = split_flags(c)
-            why = unrunnable(words, compiler, host) if any(w.startswith("-m") for w in words) else None
+            why = None
+            if _targets(c):
+                why = unrunnable(split_flags(c), compiler, host)
+                checked += 1
+                if say and targeted > CHECKED_A_LINE and checked % CHECKED_A_LINE == 0:
+                    say(f"{name}: {checked}/{targeted} -m choices checked against this CPU")
             if why:
                 excluded.append(f"{c}: {why}")
             else:
@@ -654,3 +667,8 @@ def runnable_dimensions(dims: list[Dimension], compiler: str,
         if len(choices) > 1:
             kept.append(Dimension(d.name, tuple(choices)))
     return kept, excluded
+
+
+def _targets(choice: str) -> bool:
+    """Whether a choice holds a target option (-m...), which the host may not run."""
+    return any(w.startswith("-m") for w in split_flags(choice))

@@ -119,7 +119,7 @@ def start(t: target.Target, opts: TuneOptions, out: Path, store: Store,
           wait: bool = False) -> Path:
     out = files.make_dir(out.resolve(), "the tune's folder")
     opts.seed = opts.seed if opts.seed is not None else random.SystemRandom().randrange(2**31)
-    space = spaces.load(opts.space, opts.compiler, opts.base)
+    space = spaces.load(opts.space, opts.compiler, opts.base, say=say)
     opts.base = space.base
     mopts = MeasureOptions(**opts.measure)
     cpu = None if opts.scheduler else chosen_cpu(mopts, say)
@@ -305,8 +305,8 @@ def _search(tune: Tuning, say: Callable[[str], None]) -> None:
         best = _best(tune)
         near = search.choices(tune.study, best[0]) if best else None
         begin = tune.record("starts") or []
-        asked = [search.ask(tune.study, tune.space, dropped, tune.opts.sampler, tune.opts.seed,
-                            near, begin) for _ in range(n)]
+        asked = search.ask_batch(tune.study, tune.space, n, dropped, tune.opts.sampler,
+                                 tune.opts.seed, near, begin, say)
         todo = [Proposal(trial.number, tune.space.flags(chosen)) for trial, chosen in asked]
         batches = tune.record("batches") or []
         number = len(batches)

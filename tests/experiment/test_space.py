@@ -584,3 +584,17 @@ def test_a_space_whose_longest_set_cannot_be_built_is_refused(tmp_path):
         f"{path}: its longest set (the base '-O2' and every dimension's longest choice) is "
         "44896 characters of flags, beyond the 8192 a variant's flags may hold; search fewer "
         "dimensions, or split them between tunes")
+
+
+def test_checking_many_target_choices_says_how_far_it_is(tmp_path, monkeypatch):
+    _need("gcc")
+    # Each -m choice is a compile against this CPU; a line every CHECKED_A_LINE (here 4).
+    monkeypatch.setattr(space, "CHECKED_A_LINE", 4)
+    values = ", ".join(f'"-mlarge-data-threshold={n}"' for n in range(1, 11))
+    path = _file(tmp_path, f'summary = "x"\nswitches = ["-funroll-loops"]\n'
+                           f'[choices]\nthreshold = ["", {values}]\n')
+    said: list[str] = []
+    s = space.load(str(path), "gcc", None, say=said.append)
+    assert len(s.dimensions[1].choices) == 11
+    assert said == ["s.toml: 4/10 -m choices checked against this CPU",
+                    "s.toml: 8/10 -m choices checked against this CPU"]

@@ -164,3 +164,26 @@ def test_every_sampler_but_random_begins_with_the_starts_then_draws(tmp_path):
     study = search.create(store, "random", "random", seed, {"sampler": "random", "seed": seed})
     drawn = [search.ask(study, space, set(), "random", seed, None, begin)[1] for _ in range(3)]
     assert drawn == [search.near_base(dims, random.Random(f"{seed}:{n}")) for n in range(3)]
+
+
+def test_drawing_a_batch_in_a_large_space_says_how_far_it_is(tmp_path):
+    # A generated space of 400 switches (legal: its longest set fits a variant's flags), read
+    # as a tune reads it: each of a batch's 6 sets writes a store row per dimension.
+    from flagsweep.experiment import space as spaces
+
+    switches = ", ".join(f'"-falign-loops={n}"' for n in range(1, 401))
+    path = tmp_path / "large.toml"
+    path.write_text(f'summary = "generated"\nswitches = [{switches}]\n')
+    large = spaces.load(str(path), "gcc", None)
+    study = optuna.create_study(sampler=search.sampler("tpe", 1), direction="minimize")
+    said: list[str] = []
+    asked = search.ask_batch(study, large, 6, set(), "tpe", 1, None, [], said.append)
+    assert len(asked) == 6
+    assert said == [f"drawing set {i}/6 of the batch: 400 dimensions, a store row each"
+                    for i in range(1, 7)]
+    # a space of gcc's own size (~210 dimensions) draws a batch quietly
+    said.clear()
+    gccs = Space("-O2", "gcc", "test", tuple(Dimension(f"-fs{i}", ("", f"-fs{i}"))
+                                            for i in range(210)))
+    search.ask_batch(study, gccs, 6, set(), "tpe", 1, None, [], said.append)
+    assert said == []

@@ -32,8 +32,10 @@ from flagsweep.experiment.matrix import Matrix, Cell
 from flagsweep.experiment.target import Target
 
 log = logging.getLogger("flagsweep.compilation.variants")
-# Bump when the step driver changes how a configure tree is made: cached trees are then redone.
-TEMPLATE_FORMAT = 1
+# Bump when the step driver changes how a configure tree is made: cached trees are then redone
+# (2: configure runs in a written environment; a tree configured under a CONFIG_SITE is not
+# reused).
+TEMPLATE_FORMAT = 2
 
 
 @dataclass
@@ -147,8 +149,9 @@ def build_all(target: Target, matrix: Matrix, opts: Options,
     refuse_earlier_build(out)
     if ignored := environment.ignored():
         log.warning("the build ignores %s from the environment: a build's compiler, flags and "
-                    "ccache settings are flagsweep's own (docs/architecture.md, ccache)",
-                    ", ".join(ignored))
+                    "ccache settings are flagsweep's own, and of the environment it reads only "
+                    "%s (docs/architecture.md, ccache)", ", ".join(ignored),
+                    " and ".join(environment.PASSED))
     source = source_tree(target, opts)
     refuse_uncarried(source, "source folder", "choose another --source-dir" if opts.source_dir
                      else "move the target's source, or set FLAGSWEEP_CACHE")
@@ -408,6 +411,8 @@ def _write_plan(manifest: dict, out: Path) -> None:
 def _run_superbuild(out: Path, jobs: int) -> None:
     sb, logfile = out / "superbuild", out / "superbuild.log"
     env = environment.build({})
+    if limit := os.environ.get(CONFIGURED.variable()):   # the step driver trims that cache
+        env[CONFIGURED.variable()] = limit
     configure = process.run(["cmake", "-S", shipped.SUPERBUILD, "-B", sb, "-G", "Ninja",
                              f"-DFLAGSWEEP_PLAN={out / 'plan.cmake'}"], log_file=logfile,
                             env=env, guard=True)

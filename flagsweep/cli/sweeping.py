@@ -322,16 +322,32 @@ def calibrate_cmd(runs, threshold_pct, quick, cpu, out_dir) -> None:
 @click.option("--cpu", type=click.IntRange(min=0),
               help="CPU to pin measurements to [default: an isolated CPU, else the last].")
 @click.option("--name", help="The worker's name [default: HOST-LABEL].")
-@click.option("--host", "listen", default=None, metavar="IP",
-              help="Address the worker listens on [default: chosen by Dask from the route to the scheduler].")
-def worker_cmd(scheduler, cpu_label, cpu, name, listen) -> None:
+@click.option("--host", "listen", default="127.0.0.1", show_default=True, metavar="IP",
+              help="Address the worker listens on: this machine only unless told. Anyone who "
+                   "can connect to it runs code here as this user, so on an address other "
+                   "machines reach, require TLS (--tls-ca-file, --tls-cert, --tls-key).")
+@click.option("--tls-ca-file", type=click.Path(exists=True, dir_okay=False), metavar="PEM",
+              help="TLS: the CA whose certificates the worker's port accepts (with --tls-cert "
+                   "and --tls-key; the scheduler's address is then tls://).")
+@click.option("--tls-cert", type=click.Path(exists=True, dir_okay=False), metavar="PEM",
+              help="TLS: this worker's certificate, signed by that CA.")
+@click.option("--tls-key", type=click.Path(exists=True, dir_okay=False), metavar="PEM",
+              help="TLS: this worker's private key.")
+def worker_cmd(scheduler, cpu_label, cpu, name, listen, tls_ca_file, tls_cert, tls_key) -> None:
     """Serve fleet sweeps on this machine: `dask worker` with flagsweep's resources
     (bench=1: one build or measurement at a time; cpu-LABEL=1: measurements of that label)."""
     from flagsweep.jobs import fleet
     from flagsweep.results import store
 
+    given = [tls_ca_file, tls_cert, tls_key]
+    if any(given) and not all(given):
+        raise click.UsageError("--tls-ca-file, --tls-cert and --tls-key go together (the CA, "
+                               "this worker's certificate and its key)")
+    tls = fleet.Tls(*given) if all(given) else None
     label = fleet.check_label(cpu_label or fleet.default_label())
-    argv = fleet.worker_argv(scheduler, label, name, listen)
+    argv = fleet.worker_argv(scheduler, label, name, listen, tls)
     env = dict(os.environ, **({fleet.CPU_ENV: str(cpu)} if cpu is not None else {}))
     say(f"flagsweep worker: label {label}, store {store.Store().url}: {' '.join(argv)}")
+    if warning := fleet.exposure(listen, tls):
+        say(f"warning: {warning}")
     os.execvpe(argv[0], argv, env)

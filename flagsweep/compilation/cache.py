@@ -10,8 +10,8 @@ The key is a sha256 over: the source (the tarball's sha256, or every file of a l
 --source-dir tree, path and bytes, a symlinked file or folder by what it points at, even outside
 the tree), the target file's bytes, the compiler (path and version),
 the variant's flags, what -march=native means here when a flag asks for it, the variables of
-the build's environment that can still change the code (environment.KEYED: the rest are
-dropped), and this builder's own code (the step
+the build's environment that can change the code (environment.KEYED: PATH, SOURCE_DATE_EPOCH
+and HOME; a build sees no other variable of the environment), and this builder's own code (the step
 driver, wrapper, superbuild, audit and fingerprint files), so a change to any of them is a miss.
 
 Only verified builds are kept (a failure may be a missing package the user then installs).

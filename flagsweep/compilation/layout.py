@@ -18,6 +18,7 @@ from dataclasses import replace
 
 from flagsweep import process
 from flagsweep.experiment.matrix import Matrix, Cell
+from flagsweep.host import environment
 
 COMPILE_FLAGS = ("-ffunction-sections", "-fdata-sections")
 LINKER = "lld"
@@ -67,7 +68,7 @@ def unavailable(compiler: str) -> str | None:
     """Why `compiler` cannot link shuffled layouts here, or None when it can."""
     if shutil.which("ld.lld") is None:
         return "LLD (ld.lld) is not installed: apt-get install lld"
-    done = process.run([compiler, f"-fuse-ld={LINKER}", "-Wl,--version"])
+    done = process.run([compiler, f"-fuse-ld={LINKER}", "-Wl,--version"], env=environment.clean())
     if not done.ok:
         return f"{compiler} cannot link with LLD: {done.tail(2)}"
     return None

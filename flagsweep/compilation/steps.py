@@ -234,7 +234,7 @@ def _trained(m: dict, v: dict, vdir: Path, tree: Path, started: float) -> int:
                        env=env).ok:
         return _fail(vdir, "pgo-instrumented", started, "the instrumented build failed")
     trained = process.run(p["train_argv"], cwd=vdir, log_file=vdir / "training.out",
-                          timeout=p["timeout"], env={**os.environ, "LC_ALL": "C"})
+                          timeout=p["timeout"], env=environment.clean())
     log.open("a").write(f"flagsweep: training run {shlex.join(p['train_argv'])}: exit "
                         f"{trained.returncode} (its output: training.out)\n")
     if not trained.ok:

@@ -32,8 +32,10 @@ from flagsweep.experiment.matrix import Matrix, Cell
 from flagsweep.experiment.target import Target
 
 log = logging.getLogger("flagsweep.compilation.variants")
-# Bump when the step driver changes how a configure tree is made: cached trees are then redone.
-TEMPLATE_FORMAT = 1
+# Bump when the step driver changes how a configure tree is made: cached trees are then redone
+# (2: configure runs in a written environment; a tree configured under a CONFIG_SITE is not
+# reused).
+TEMPLATE_FORMAT = 2
 
 
 @dataclass
@@ -137,7 +139,12 @@ OnBuilt = Callable[[str, str, "float | None", int, int], None]
 
 def build_all(target: Target, matrix: Matrix, opts: Options,
               on_built: OnBuilt | None = None) -> list[VariantBuild]:
-    """Build every variant of the matrix; never raises for a variant's own failure."""
+    """Build every variant of the matrix; never raises for a variant's own failure.
+
+    What can refuse the start (the paths, the environment, the compilers, a profile-guided
+    variant's needs, the wrappers) is decided before the first file of the build is written
+    into the output folder, so that a refused start leaves the folder as it found it and the
+    same --out is accepted once the cause is fixed."""
     cache = opts.cache or files.cache_dir()
     out = opts.out_dir.resolve()
     refuse_uncarried(out, "output folder", "choose another --out")
@@ -147,25 +154,29 @@ def build_all(target: Target, matrix: Matrix, opts: Options,
     refuse_earlier_build(out)
     if ignored := environment.ignored():
         log.warning("the build ignores %s from the environment: a build's compiler, flags and "
-                    "ccache settings are flagsweep's own (docs/architecture.md, ccache)",
-                    ", ".join(ignored))
+                    "ccache settings are flagsweep's own, and of the environment it reads only "
+                    "%s (docs/architecture.md, ccache)", ", ".join(ignored),
+                    " and ".join(environment.PASSED))
     source = source_tree(target, opts)
     refuse_uncarried(source, "source folder", "choose another --source-dir" if opts.source_dir
                      else "move the target's source, or set FLAGSWEEP_CACHE")
-    (out / "builds").mkdir(parents=True, exist_ok=True)
     sid = _source_id(target, source, opts)
     keys = _keys(target, matrix.variants, sid, opts)
     hits = {} if opts.rebuild else {vid: hit for vid, k in keys.items()
                                     if (hit := build_cache.load(k, cache)) is not None}
-    reused = {v.id: _reuse(v, *hits[v.id], target, out) for v in matrix.variants if v.id in hits}
     todo = [v for v in matrix.variants if v.id not in hits]
+    cmake = target.spec.build.system == "cmake"
+    manifest = _manifest(target, todo, out / "source" if cmake else source, out, cache,
+                         opts.jobs, opts.training)
+    own = _own_flags(target, todo, sid, cache, opts.rebuild)
+    # The start is accepted: from here on the output folder holds this build.
+    (out / "builds").mkdir(parents=True, exist_ok=True)
+    reused = {v.id: _reuse(v, *hits[v.id], target, out) for v in matrix.variants if v.id in hits}
     for done, vid in enumerate(reused, 1):
         if on_built:
             on_built(vid, "reused", None, done, len(matrix.variants))
-    if target.spec.build.system == "cmake":
-        source = _linked(source, out)
-    manifest = _manifest(target, todo, source, out, cache, opts.jobs, opts.training)
-    own = _own_flags(target, todo, sid, cache, opts.rebuild)
+    if cmake:
+        _linked(source, out)
     manifest["variants"].update(_own_flags_entries(own, manifest, out))
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
     if todo:
@@ -408,6 +419,8 @@ def _write_plan(manifest: dict, out: Path) -> None:
 def _run_superbuild(out: Path, jobs: int) -> None:
     sb, logfile = out / "superbuild", out / "superbuild.log"
     env = environment.build({})
+    if limit := os.environ.get(CONFIGURED.variable()):   # the step driver trims that cache
+        env[CONFIGURED.variable()] = limit
     configure = process.run(["cmake", "-S", shipped.SUPERBUILD, "-B", sb, "-G", "Ninja",
                              f"-DFLAGSWEEP_PLAN={out / 'plan.cmake'}"], log_file=logfile,
                             env=env, guard=True)

@@ -246,7 +246,7 @@ def _ask(chain: toolchain.Toolchain, args: list[str]) -> str:
 def _run(chain: toolchain.Toolchain, args: list[str], program: str | None = None) -> process.Result:
     try:
         return process.run([chain.cc, *args], input=program, timeout=PROBE_TIMEOUT_S,
-                           env={**environment.clean(), "LC_ALL": "C"})
+                           env=environment.clean())
     except process.TimeoutExpired:
         raise ConfigError(f"{chain.name} {' '.join(args)} did not finish in "
                           f"{PROBE_TIMEOUT_S:.0f} s") from None

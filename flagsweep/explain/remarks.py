@@ -247,7 +247,7 @@ def _counted(messages: Counter) -> list[str]:
 def _compile(argv: list[str], cwd: str, folder: Path, family: str) -> dict:
     folder.mkdir()
     result = process.run(argv, cwd=cwd, timeout=COMPILE_TIMEOUT_S,
-                         env={**environment.clean(), "LC_ALL": "C"})
+                         env=environment.clean())
     if not result.ok:
         raise FlagsweepError(f"the remarks rebuild failed (exit {result.returncode}) in {cwd}: "
                              f"{shlex.join(argv)}\n{result.tail(5)}")

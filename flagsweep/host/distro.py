@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from flagsweep import process
 from flagsweep.errors import ConfigError
+from flagsweep.host import environment
 
 KNOWN = ("debian",)                 # as spec.recipe.DISTROS
 MAINT_OPTIONS = "hardening=+all"
@@ -46,10 +47,13 @@ def read(name: str) -> Base:
     if tool is None:
         raise ConfigError("distro 'debian' reads its flags with dpkg-buildflags, which is not "
                           "installed here (Debian's dpkg-dev package has it)")
-    env = {**os.environ, "DEB_BUILD_MAINT_OPTIONS": MAINT_OPTIONS, "LC_ALL": "C"}
-    for var in [k for k in env if k.startswith("DEB_") and k.endswith(("_APPEND", "_SET",
-                                                                       "_STRIP", "_PREPEND"))]:
-        del env[var]                # the user's own overrides would make it not Debian's set
+    # A build's own environment (environment.clean): the user's DEB_* overrides would make it
+    # not Debian's set, and dpkg-buildflags is a Perl program that PERL5OPT would add code to.
+    # Its user configuration (XDG_CONFIG_HOME/dpkg/buildflags.conf) is still read: it holds
+    # flags only, which are checked as a recipe's are.
+    env = {**environment.clean(), "DEB_BUILD_MAINT_OPTIONS": MAINT_OPTIONS}
+    if xdg := os.environ.get("XDG_CONFIG_HOME"):
+        env["XDG_CONFIG_HOME"] = xdg
     parts = {}
     for part in PARTS:
         done = process.run([tool, "--get", part], env=env)

@@ -1,22 +1,27 @@
-"""The environment every build command runs in: flagsweep's own, not whatever the shell held.
+"""The environment every build command runs in: one flagsweep writes, not whatever the shell held.
 
-Compilers, make, CMake and ccache all read the environment, and what they read there changes
-the code without showing on any recorded command line: CCACHE_COMPILER=/usr/bin/clang built
-"gcc -O3" with clang; a CCACHE_PREFIX script adding -O0 compiled -O0 code and stored it in
-ccache under the -O3 command's key, for every later build to reuse; GCC_EXEC_PREFIX or
-COMPILER_PATH with a cc1 in it runs that cc1; CCC_OVERRIDE_OPTIONS edits clang's command
-line; MAKEFLAGS and MAKEFILES give make variables and makefiles of their own.
+Compilers, make, CMake, configure and ccache all read the environment, and what they read there
+changes the code, or runs a program, without showing on any recorded command line:
+CCACHE_COMPILER=/usr/bin/clang built "gcc -O3" with clang; a CCACHE_PREFIX script adding -O0
+compiled -O0 code and stored it in ccache under the -O3 command's key, for every later build to
+reuse; GCC_EXEC_PREFIX or COMPILER_PATH with a cc1 in it runs that cc1; CCC_OVERRIDE_OPTIONS
+edits clang's command line; MAKEFLAGS and MAKEFILES give make variables and makefiles of their
+own; MAKE is the program gcc's LTO step runs at every link of a -flto=auto build; CONFIG_SITE is
+a script every autotools configure sources. A list of such names grows every time a tool is
+read more closely, so it is not a list of what to drop but of what to pass.
 
-So a build's environment is the user's with every such variable dropped (a build's compiler,
-flags and ccache settings come from the recipe, the target file and flagsweep; a shell's
-exported CFLAGS or CC is not an error, it is simply not this build's) and flagsweep's fixed
-ccache settings added. What is left that can still change the code (the PATH that finds `as`,
-`ld` and make, pkg-config's search path, ...) is in the build cache's key (`keyed`).
+So a build's environment is written here: the few variables of PASSED, taken from the
+environment flagsweep starts in, and the ones flagsweep sets itself (the locale, HOME, ccache's
+settings, where the wrapper records). Everything else is dropped; the dropped names that a build
+tool is known to read are named once in a warning (`ignored`), so that a shell's exported CFLAGS
+or MAKE is said and a session's TERM or SSH_CONNECTION is not. What is passed and can change the
+code is in the build cache's key (`keyed`).
 """
 
 from __future__ import annotations
 
 import os
+import pwd
 from pathlib import Path
 from typing import Mapping
 
@@ -27,56 +32,74 @@ from flagsweep.caches import CCACHE
 # CCC_OVERRIDE_OPTIONS names, -fplugin= included), writes files (-MF, clang's logs) or compiles
 # twice with other options. Flags are code-generation options only (spec/flags.py), so a shell
 # that sets one is refused (toolchain.check_environment), not ignored: a build without them
-# would differ without saying why. The search paths (CPATH, LIBRARY_PATH, ...) only read, are
-# often a machine's own set-up (environment modules), and are part of the build cache's key.
+# would differ without saying why.
 DRIVER_ENV = ("GCC_EXEC_PREFIX", "COMPILER_PATH", "CCC_OVERRIDE_OPTIONS", "DEPENDENCIES_OUTPUT",
               "SUNPRO_DEPENDENCIES", "GCC_COMPARE_DEBUG", "CC_PRINT_OPTIONS_FILE",
               "CC_PRINT_HEADERS_FILE", "CC_LOG_DIAGNOSTICS_FILE", "CC_PRINT_PROC_STAT_FILE")
-# Variables no build command sees, by name ...
-DROPPED = frozenset((
-    # the build's tools and flags, which the recipe and the target file give
+# The variables a build gets from the environment flagsweep starts in, each for a reason:
+#   PATH               finds make, cmake, ninja, ccache and the as and ld gcc runs (keyed);
+#   SOURCE_DATE_EPOCH  the date __DATE__ and __TIME__ give in a reproducible build: a number,
+#                      which gcc refuses otherwise (keyed);
+# and flagsweep's own FLAGSWEEP_CCACHE (0: the wrapper calls the compiler without ccache, the
+# same code).
+# Not passed, though builds could read them: TMPDIR (gcc's temporary .s and LTO files go to
+# /tmp, a sticky folder, rather than to a folder another user may write and swap them in),
+# LD_LIBRARY_PATH (the libraries cc1 and ld load, libisl's version among them, change the code),
+# the compilers' and pkg-config's search paths (a target names its own in configure_args or
+# make_args), TZ and LANG (LC_ALL is set; SOURCE_DATE_EPOCH is the way to fix a build's date).
+PASSED = ("PATH", "SOURCE_DATE_EPOCH")
+PASSED_OWN = ("FLAGSWEEP_CCACHE",)
+# Of those, and of what flagsweep writes, what can change the code: the build cache's key, so
+# that a build under another PATH is built again.
+KEYED = ("PATH", "SOURCE_DATE_EPOCH", "HOME")
+# The dropped variables the warning names: the ones build tools read (the tools and their flags,
+# the compilers' and pkg-config's search paths, the loader's, make's, configure's, ccache's and
+# CMake's own), so that setting one is said; the many a session sets (TERM, LANG, TMPDIR,
+# SSH_*, XDG_*, ...) go unnamed: saying them on every build would hide the ones that matter.
+NAMED = frozenset((
     "CC", "CXX", "CPP", "CXXCPP", "AS", "LD", "AR", "RANLIB", "NM", "STRIP", "OBJCOPY",
-    "OBJDUMP", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "LIBS", "LDLIBS", "ASFLAGS",
-    "CCASFLAGS", "TARGET_ARCH",
-    # the compilers' search paths
-    "LIBRARY_PATH", "CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "OBJC_INCLUDE_PATH",
-    "LD_RUN_PATH",
-    # make's variables and makefiles from outside
-    "MAKEFLAGS", "MFLAGS", "GNUMAKEFLAGS", "MAKEFILES",
-    *DRIVER_ENV,
+    "OBJDUMP", "LIBS", "LDLIBS", "TARGET_ARCH", "LIBRARY_PATH", "CPATH", "C_INCLUDE_PATH",
+    "CPLUS_INCLUDE_PATH", "OBJC_INCLUDE_PATH", *DRIVER_ENV,
 ))
-# ... and by prefix: ccache's settings are flagsweep's own (`ccache`), CMake's are the step
-# driver's (a CMAKE_TOOLCHAIN_FILE or CMAKE_C_COMPILER_LAUNCHER from the shell runs code of its
-# own in every configure).
-DROPPED_PREFIXES = ("CCACHE_", "CMAKE_")
-# What a build still reads from the environment that can change the code: in the build
-# cache's key, so that a build under another PATH or pkg-config path is built again.
-KEYED = ("PATH", "LD_LIBRARY_PATH", "PKG_CONFIG_PATH", "PKG_CONFIG_LIBDIR",
-         "PKG_CONFIG_SYSROOT_DIR", "SOURCE_DATE_EPOCH")
+NAMED_PREFIXES = ("CCACHE_", "CMAKE_", "PKG_CONFIG_", "LD_", "MAKE", "CONFIG_")
+NAMED_SUFFIXES = ("FLAGS",)      # CFLAGS, LDFLAGS, MAKEFLAGS, MFLAGS, ...
 # Bumped when flagsweep's ccache settings change: entries stored under other settings (or
 # before a build's environment was its own) are never hit again.
 CCACHE_NAMESPACE = "flagsweep-1"
 CCACHE_CONFIG = "# flagsweep's ccache reads only this file (CCACHE_CONFIGPATH); leave it empty\n"
 
 
-def dropped(name: str) -> bool:
-    return name in DROPPED or name.startswith(DROPPED_PREFIXES)
-
-
 def ignored(environ: Mapping[str, str] | None = None) -> list[str]:
-    """The variables set here that builds will not see, sorted."""
-    return sorted(name for name in (os.environ if environ is None else environ) if dropped(name))
+    """The variables set here that builds will not see and that a build tool reads, sorted."""
+    env = os.environ if environ is None else environ
+    return sorted(name for name in env if name not in PASSED + PASSED_OWN and (
+        name in NAMED or name.startswith(NAMED_PREFIXES) or name.endswith(NAMED_SUFFIXES)))
 
 
 def clean(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment without what builds must not see."""
-    return {k: v for k, v in (os.environ if environ is None else environ).items()
-            if not dropped(k)}
+    """The environment of a build command or a compiler probe: PASSED from the environment
+    (environ, else this process's), and what flagsweep writes itself."""
+    env = os.environ if environ is None else environ
+    written = {name: env[name] for name in PASSED + PASSED_OWN if env.get(name)}
+    written["HOME"] = home()
+    written["LC_ALL"] = "C"          # build logs and compiler answers in one language
+    return written
+
+
+def home() -> str:
+    """This user's home as the password database has it, not as the shell says: git reads its
+    configuration there (core.fsmonitor runs a program) and CMake its package registry (a
+    folder of CMake code find_package includes), so a HOME from the environment would choose
+    code a build runs. "/" when the user has no entry."""
+    try:
+        return pwd.getpwuid(os.geteuid()).pw_dir or "/"
+    except KeyError:
+        return "/"
 
 
 def keyed(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """What of the environment a build reads and the build cache must key on."""
-    env = os.environ if environ is None else environ
+    """What of a build's environment can change the code, for the build cache's key."""
+    env = clean(environ)
     return {k: env[k] for k in KEYED if env.get(k)}
 
 
@@ -96,12 +119,10 @@ def ccache(cache: Path, out: Path) -> dict[str, str]:
 
 
 def build(ccache_env: Mapping[str, str], compile_log: Path | None = None) -> dict[str, str]:
-    """The environment of a build command: clean, flagsweep's ccache settings, where the
-    wrapper records, and build logs in one language."""
+    """The environment of a build command: clean, flagsweep's ccache settings and where the
+    wrapper records."""
     env = clean()
     env.update(ccache_env)
-    env.pop("FLAGSWEEP_COMPILE_LOG", None)
     if compile_log is not None:
         env["FLAGSWEEP_COMPILE_LOG"] = str(compile_log)
-    env["LC_ALL"] = "C"
     return env

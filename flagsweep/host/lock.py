@@ -2,17 +2,25 @@
 
 Two sweeps timing on the same CPU would measure each other; two on different CPUs of one machine
 only share caches, memory bandwidth and (for SMT siblings) a core, which is worth a warning, not
-a refusal. So the lock is per CPU: an flock on /tmp/flagsweep-cpu<N>.lock (shared by every user
-of the machine; the kernel releases it when the holder dies, even by kill -9). The holder writes
-who it is into the file so a second sweep can say who to wait for, and `--wait` queues behind
-it. $FLAGSWEEP_LOCK_DIR puts the lock files in another folder (tests).
+a refusal. So the lock is per CPU: an flock on <folder>/flagsweep-cpu<N>.lock (the kernel
+releases it when the holder dies, even by kill -9). The holder writes who it is into the file so
+a second sweep can say who to wait for, and `--wait` queues behind it. $FLAGSWEEP_LOCK_DIR puts
+the lock files in another folder (tests).
 
-The folder is shared with every local user (sticky /tmp), and the sweep usually runs as root, so
-the lock file is opened without following a link (one planted to /etc/shadow would otherwise be
-emptied and made world-writable) and must be a plain file with one name: nothing else in the
-folder is ever truncated, written or chmodded. A lock file another user created is still a lock
-file (the lock is shared by design); a user can hold it as long as they like, as they could load
-the CPU, and the refusal names the holder's pid.
+The folder: root's sweeps lock in /run/flagsweep, a folder only root can reach; anyone else's in
+/tmp, shared by every user of the machine. In /tmp any local user can create and hold the lock
+as long as they like, and a sweep as root would wait for them or be refused: so root does not
+lock there. /run/flagsweep is made by flagsweep (mode 0700, in /run, which only root can write)
+and checked before each use (a folder, not a link; root's; no access for anyone else), so no
+other user can plant or hold a lock in it. The price: a root sweep and another user's sweep do
+not hold each other off; the root sweep warns when one of theirs holds its CPU.
+
+In /tmp the sweep may still run as root (FLAGSWEEP_LOCK_DIR=/tmp), so the lock file is opened
+without following a link (one planted to /etc/shadow would otherwise be emptied and made
+world-writable) and must be a plain file with one name: nothing else in the folder is ever
+truncated, written or chmodded. A lock file another user created is still a lock file (the lock
+is shared by design between users who are not root); a user can hold it as long as they like,
+as they could load the CPU, and the refusal names the holder's pid.
 """
 
 from __future__ import annotations
@@ -31,12 +39,37 @@ from flagsweep.errors import FlagsweepError
 from flagsweep.host import system
 
 DEFAULT_DIR = Path("/tmp")
+ROOT_DIR = Path("/run/flagsweep")      # root's sweeps: a folder no other user can reach
 POLL_S = 1.0          # how often a waiting sweep tries the lock again
 PROGRESS_S = 60.0     # how often it says it is still waiting
 
 
 def folder() -> Path:
-    return Path(os.environ.get("FLAGSWEEP_LOCK_DIR") or DEFAULT_DIR)
+    if os.environ.get("FLAGSWEEP_LOCK_DIR"):
+        return Path(os.environ["FLAGSWEEP_LOCK_DIR"])
+    return ROOT_DIR if os.geteuid() == 0 else DEFAULT_DIR
+
+
+def root_folder() -> None:
+    """Make ROOT_DIR if it is not there, then refuse it unless it is a folder (not a link),
+    root's, that no one else can reach."""
+    try:
+        os.mkdir(ROOT_DIR, 0o700)
+    except FileExistsError:
+        pass
+    except OSError as e:
+        raise FlagsweepError(f"cannot make the measurement lock folder {ROOT_DIR}: "
+                             f"{e.strerror}; set FLAGSWEEP_LOCK_DIR to a folder only root can "
+                             "write") from None
+    info = os.lstat(ROOT_DIR)
+    why = ("is not a folder (a link?)" if not stat.S_ISDIR(info.st_mode)
+           else f"is owned by uid {info.st_uid}, not root" if info.st_uid != 0
+           else f"has mode {stat.S_IMODE(info.st_mode):04o}, open to other users"
+           if info.st_mode & 0o077 else "")
+    if why:
+        raise FlagsweepError(f"the measurement lock folder {ROOT_DIR} {why}: root's sweeps lock "
+                             "in a folder only root can reach, which flagsweep makes itself; "
+                             "remove it, or set FLAGSWEEP_LOCK_DIR")
 
 
 def lock_path(cpu: int, where: Path | None = None) -> Path:
@@ -79,6 +112,8 @@ class MeasureLock:
         return self
 
     def _open(self) -> int:
+        if self.path.parent == ROOT_DIR:
+            root_folder()
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o666)
         except OSError as e:
@@ -170,7 +205,8 @@ def holders(where: Path | None = None) -> dict[int, str]:
 
 
 def neighbours(cpu: int, where: Path | None = None) -> list[str]:
-    """Warnings for sweeps measuring on other CPUs of this machine at the same time."""
+    """Warnings for sweeps measuring on other CPUs of this machine at the same time, and for
+    a root sweep, another user's holding its own CPU in /tmp."""
     siblings = set(system.smt_siblings(cpu))
     lines = []
     for other, holder in holders(where).items():
@@ -180,6 +216,10 @@ def neighbours(cpu: int, where: Path | None = None) -> list[str]:
                   else "they share caches and memory bandwidth")
         lines.append(f"another sweep measures on CPU {other} ({holder}): {shared}; both "
                      "sweeps' timings include some of the other's")
+    if (where or folder()) == ROOT_DIR and (holder := holders(DEFAULT_DIR).get(cpu)):
+        lines.append(f"a sweep of another user holds CPU {cpu}'s lock in {DEFAULT_DIR} "
+                     f"({holder}): root's sweeps lock in {ROOT_DIR}, so it does not hold this "
+                     "one off; if it is measuring, both sweeps' timings include the other's")
     return lines
 
 

@@ -28,6 +28,7 @@ duplicate impossible. One store run per label, each with its own results.json an
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import os
 import re
@@ -95,15 +96,46 @@ def default_label() -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", native) if native else "default"
 
 
-def worker_argv(scheduler: str, label: str, name: str | None, listen: str | None) -> list[str]:
+@dataclass(frozen=True)
+class Tls:
+    """A worker's TLS files: with them its port takes only connections holding a certificate
+    that `ca` signed (the scheduler's, the other workers', the driver's)."""
+    ca: str
+    cert: str
+    key: str
+
+
+def worker_argv(scheduler: str, label: str, name: str | None, listen: str,
+                tls: Tls | None = None) -> list[str]:
     """`dask worker` with one thread (one task at a time) and no nanny (a killed worker is
     gone, its round rescheduled elsewhere, rather than restarted mid-measurement)."""
     import sys
     argv = [sys.executable, "-m", "distributed.cli.dask_worker", scheduler, "--nworkers", "1",
             "--nthreads", "1", "--no-nanny", "--no-dashboard",
             "--resources", f"{BENCH}=1 {label_resource(label)}=1",
-            "--name", name or f"{socket.gethostname()}-{label}"]
-    return argv + (["--host", listen] if listen else [])
+            "--name", name or f"{socket.gethostname()}-{label}", "--host", listen]
+    if tls:
+        argv += ["--tls-ca-file", tls.ca, "--tls-cert", tls.cert, "--tls-key", tls.key]
+    return argv
+
+
+def exposure(listen: str, tls: Tls | None) -> str | None:
+    """What a worker's start says when its port is reachable from other machines: Dask runs
+    whatever a connection to a worker's port sends (a pickled function), as the user the worker
+    runs as, so a worker listens on loopback unless told, and says what another address opens."""
+    try:
+        local = ipaddress.ip_address(listen.strip("[]")).is_loopback
+    except ValueError:
+        local = listen == "localhost"
+    if local:
+        return None
+    who = f"uid {os.geteuid()}" + (" (root)" if os.geteuid() == 0 else "")
+    if tls:
+        return (f"the worker listens on {listen}: whoever connects with a certificate signed by "
+                f"{tls.ca} can run code here as {who} (Dask runs what it is sent)")
+    return (f"the worker listens on {listen} without TLS: anyone who can connect to that "
+            f"address can run code here as {who} (Dask runs what it is sent); require a "
+            "certificate with --tls-ca-file, --tls-cert and --tls-key (docs/fleet.md, Security)")
 
 
 # ---------------------------------------------------------------------------------------------

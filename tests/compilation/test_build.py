@@ -13,7 +13,7 @@ import pytest
 from report_fixture import RUN_ID, results_doc
 
 from flagsweep.compilation import variants
-from flagsweep.errors import BuildError
+from flagsweep.errors import BuildError, ConfigError
 from flagsweep.experiment import matrix, recipe, target
 
 pytestmark = pytest.mark.integration
@@ -179,6 +179,35 @@ def test_an_output_folder_built_into_before_is_refused(tmp_path, fixture_target)
         "reused: choose another --out, or remove this one")
     assert first.binary.read_bytes() == binary
     assert (first.log.parent / "compile.jsonl").read_text() == log
+
+
+PGO_RECIPE = ('summary = "pgo"\ncompilers = ["gcc"]\nbaseline = { mode = "plain" }\n[axes]\n'
+              'mode = [{ label = "plain", flags = "-O2" }, '
+              '{ label = "pgo", flags = "-O2", build = "pgo" }]\n')
+
+
+@pytest.mark.parametrize("refused", ["a compiler environment", "a pgo variant untrained"])
+def test_a_refused_start_leaves_an_output_folder_the_retry_accepts(tmp_path, monkeypatch,
+                                                                   fixture_target, refused):
+    """The start refused after the matrix expanded (the environment then set a variable that
+    makes gcc run programs; a profile-guided variant built with no training input): the
+    same --out, once the cause is gone, builds."""
+    t, out = fixture_target("honest"), tmp_path / "run"
+    out.mkdir()                     # as --out given as a folder the user made
+    if refused == "a compiler environment":
+        m = matrix.expand(recipe.from_flags(["-O1"], ["gcc"]))
+        monkeypatch.setenv("GCC_EXEC_PREFIX", f"{tmp_path}/planted/")
+        error = ConfigError
+    else:
+        (tmp_path / "pgo.toml").write_text(PGO_RECIPE)
+        m = matrix.expand(recipe.load(str(tmp_path / "pgo.toml")))
+        error = BuildError
+    with pytest.raises(error):
+        variants.build_all(t, m, variants.Options(out_dir=out, jobs=2, rebuild=True))
+    assert list(out.iterdir()) == []
+    monkeypatch.delenv("GCC_EXEC_PREFIX", raising=False)
+    (b,) = _build(t, ["-O1"], out, rebuild=True).values()
+    assert b.status == "ok", b.detail
 
 
 def test_a_stale_object_shipped_in_the_source_is_a_flags_mismatch(tmp_path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
+import pwd
 import subprocess
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from elftools.elf.elffile import ELFFile
 from flagsweep.compilation import variants
 from flagsweep.errors import ConfigError
 from flagsweep.experiment import matrix, recipe, target
+from flagsweep.host import environment
 
 pytestmark = pytest.mark.integration
 
@@ -23,15 +25,19 @@ LOOP = ("int work(int n) { int s = 0; for (int i = 0; i < n; i++) s += i * i; re
 
 
 def _target(folder: Path, system: str = "make") -> target.Target:
-    src = folder / "src"
-    src.mkdir(parents=True)
-    (src / "main.c").write_text(LOOP)
     if system == "make":
         # main.o by make's own rule, which also reads CPPFLAGS and TARGET_ARCH
-        (src / "Makefile").write_text("prog: main.o\n\t$(CC) $(CFLAGS) -o prog main.o\n")
+        build = {"Makefile": "prog: main.o\n\t$(CC) $(CFLAGS) -o prog main.o\n"}
     else:
-        (src / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.18)\nproject(p C)\n"
-                                            "add_executable(prog main.c)\n")
+        build = {"CMakeLists.txt": "cmake_minimum_required(VERSION 3.18)\nproject(p C)\n"
+                                   "add_executable(prog main.c)\n"}
+    return _project(folder, {"main.c": LOOP, **build}, system)
+
+
+def _project(folder: Path, members: dict[str, str], system: str) -> target.Target:
+    """A target whose source folder holds members, built by `system`, its program `prog`."""
+    for name, text in members.items():
+        _write(folder / "src" / name, text)
     (folder / "target.toml").write_text(
         f'summary = "one loop"\nversion = "1"\n[source]\npath = "src"\n'
         f'[build]\nsystem = "{system}"\nbinary = "prog"\n'
@@ -172,3 +178,117 @@ def test_what_the_build_ignores_is_said_and_what_it_reads_is_in_the_key(tmp_path
     # PATH chooses the assembler and linker gcc runs: another PATH is another build.
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
     assert not _build(t, tmp_path / "other-path", cache).reused
+
+
+# Two files, so that gcc's LTO step has more than one partition to compile: with
+# -flto=auto it hands them to make, as $MAKE when the environment sets it.
+TWO_FILES = {
+    "a.c": "int work(int n);\nint main(int argc, char **argv) { (void)argv; "
+           "return work(argc * 1000) & 1; }\n",
+    "b.c": "int square(int i) { return i * i; }\n"
+           "int work(int n) { int s = 0; for (int i = 0; i < n; i++) s += square(i); return s; }\n",
+}
+
+
+def _marking(path: Path, marker: Path, then: str = "") -> Path:
+    """A planted program that leaves a line in marker each time it runs, then does `then`."""
+    return _script(path, f'echo "$0 $*" >> {marker}\n{then}')
+
+
+def test_make_from_the_environment_never_runs_at_an_lto_link(tmp_path, monkeypatch):
+    t = _project(tmp_path / "project", {
+        **TWO_FILES, "Makefile": "prog: a.o b.o\n\t$(CC) $(CFLAGS) $(LDFLAGS) -o prog a.o b.o\n"},
+        "make")
+    m = matrix.expand(recipe.from_flags(["-O2 -flto=auto -flto-partition=max"], ["gcc"]))
+    marker = tmp_path / "ran"
+    monkeypatch.setenv("MAKE", str(_marking(tmp_path / "planted" / "make", marker,
+                                            'exec /usr/bin/make "$@"\n')))
+    b = _build(t, tmp_path / "out", tmp_path / "cache", m=m)
+    assert not marker.exists(), marker.read_text()
+    assert b.status == "ok" and b.flags_verified and b.lto, b.detail
+
+
+# configure.ac and Makefile.in of a project built out of its tree, as the step driver does
+AUTOCONF = {
+    "configure.ac": "AC_INIT([demo], [1.0])\nAC_PROG_CC\nAC_CONFIG_FILES([Makefile])\n"
+                    "AC_OUTPUT\n",
+    "Makefile.in": "VPATH = @srcdir@\nCC = @CC@\nCFLAGS = @CFLAGS@\n"
+                   "prog: a.o b.o\n\t$(CC) $(CFLAGS) $(LDFLAGS) -o prog a.o b.o\n",
+}
+
+
+@pytest.mark.skipif(subprocess.run(["sh", "-c", "command -v autoreconf"]).returncode != 0,
+                    reason="autoconf is not installed")
+def test_a_config_site_from_the_environment_is_never_sourced(tmp_path, monkeypatch):
+    t = _project(tmp_path / "project", {**TWO_FILES, **AUTOCONF}, "autotools")
+    subprocess.run(["autoreconf", "-fi"], cwd=tmp_path / "project" / "src", check=True,
+                   capture_output=True)
+    m, marker = _matrix(), tmp_path / "sourced"
+    # What every configure does with it: `. "$CONFIG_SITE"`, in configure's own shell.
+    monkeypatch.setenv("CONFIG_SITE", str(_write(tmp_path / "planted" / "site.sh",
+                                                 f"echo sourced >> {marker}\nCFLAGS=-O0\n")))
+    b = _build(t, tmp_path / "out", tmp_path / "cache", m=m)
+    assert not marker.exists()
+    assert b.status == "ok" and b.flags_verified, b.detail
+
+
+# What make and the shell add of their own to a recipe's environment: make exports the
+# variables of its command line (flagsweep's CC=, CFLAGS=, ...) to every recipe.
+MAKES_OWN = {"MAKEFLAGS", "MAKELEVEL", "MFLAGS", "MAKEOVERRIDES", "MAKE_TERMOUT", "MAKE_TERMERR",
+             "PWD", "OLDPWD", "SHLVL", "_", "CC", "CXX", "CFLAGS", "CXXFLAGS", "LDFLAGS",
+             "FLAGSWEEP_LDFLAGS"}
+
+
+def test_a_build_sees_only_the_variables_flagsweep_writes(tmp_path, monkeypatch):
+    t = _project(tmp_path / "project", {
+        "main.c": LOOP, "Makefile": "prog: main.o\n\tenv > seen.env\n\t$(CC) $(CFLAGS) -o prog main.o\n"},
+        "make")
+    m = _matrix()
+    planted = {"BUILD_HOOK": "anything no list has heard of", "LD_LIBRARY_PATH": str(tmp_path),
+               "TMPDIR": str(tmp_path), "HOME": str(tmp_path / "home"), "LANG": "de_DE.UTF-8",
+               "SOURCE_DATE_EPOCH": "1700000000"}
+    for name, value in planted.items():
+        monkeypatch.setenv(name, value)
+    b = _build(t, tmp_path / "out", tmp_path / "cache", m=m)
+    assert b.status == "ok", b.detail
+    seen = dict(line.split("=", 1) for line in (b.binary.parent / "seen.env").read_text()
+                .splitlines() if "=" in line)
+    assert set(seen) - MAKES_OWN == {
+        "PATH", "SOURCE_DATE_EPOCH", "HOME", "LC_ALL", "FLAGSWEEP_COMPILE_LOG", "CCACHE_DIR",
+        "CCACHE_CONFIGPATH", "CCACHE_NAMESPACE", "CCACHE_BASEDIR"}
+    assert seen["PATH"] == os.environ["PATH"] and seen["SOURCE_DATE_EPOCH"] == "1700000000"
+    assert seen["HOME"] == pwd.getpwuid(os.geteuid()).pw_dir and seen["LC_ALL"] == "C"
+
+
+def test_what_a_build_tool_reads_is_named_and_only_what_a_build_sees_is_keyed(
+        tmp_path, monkeypatch, caplog):
+    t = _target(tmp_path / "project")
+    cache = tmp_path / "cache"
+    _build(t, tmp_path / "first", cache)
+    dropped = {"MAKE": str(tmp_path / "make"), "CONFIG_SITE": str(tmp_path / "site.sh"),
+               "LD_LIBRARY_PATH": str(tmp_path), "PKG_CONFIG_PATH": str(tmp_path),
+               # a session's own: dropped too, but no warning names them
+               "TERM": "xterm-256color", "LANG": "de_DE.UTF-8", "TMPDIR": str(tmp_path),
+               "SSH_CONNECTION": "10.0.0.1 50000 10.0.0.2 22", "HOME": str(tmp_path)}
+    for name, value in dropped.items():
+        monkeypatch.setenv(name, value)
+    with caplog.at_level(logging.WARNING):
+        same = _build(t, tmp_path / "same", cache)
+    assert same.reused          # none of them reaches the build, so none is another build
+    said = [r.getMessage() for r in caplog.records if "the build ignores" in r.getMessage()]
+    assert said == ["the build ignores CONFIG_SITE, LD_LIBRARY_PATH, MAKE, PKG_CONFIG_PATH from "
+                    "the environment: a build's compiler, flags and ccache settings are "
+                    "flagsweep's own, and of the environment it reads only PATH and "
+                    "SOURCE_DATE_EPOCH (docs/architecture.md, ccache)"]
+    # __DATE__ and __TIME__ follow SOURCE_DATE_EPOCH: another date is another build.
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    assert not _build(t, tmp_path / "dated", cache).reused
+
+
+def test_a_build_or_compiler_probe_environment_is_written_not_inherited():
+    shell = {"PATH": "/usr/local/bin:/usr/bin", "MAKE": "/tmp/make", "CONFIG_SITE": "/tmp/x",
+             "HOME": "/tmp/home", "TMPDIR": "/tmp/mine", "LD_PRELOAD": "/tmp/x.so",
+             "PERL5OPT": "-Mevil", "FLAGSWEEP_CCACHE": "0", "LC_ALL": "de_DE.UTF-8"}
+    assert environment.clean(shell) == {"PATH": "/usr/local/bin:/usr/bin", "FLAGSWEEP_CCACHE": "0",
+                                        "HOME": pwd.getpwuid(os.geteuid()).pw_dir, "LC_ALL": "C"}
+    assert environment.ignored(shell) == ["CONFIG_SITE", "LD_PRELOAD", "MAKE"]

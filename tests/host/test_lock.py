@@ -4,7 +4,9 @@ a $FLAGSWEEP_LOCK_DIR that cannot hold lock files named, with the variable, befo
 from __future__ import annotations
 
 import os
+import pwd
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -162,3 +164,70 @@ def test_a_lock_file_another_user_created_is_shared(sticky):
     with MeasureLock("gzip", 4, where=sticky):
         assert lock.holders(sticky).keys() == {4}
     assert (sticky / "flagsweep-cpu4.lock").stat().st_uid != 0
+
+
+@pytest.fixture
+def as_root(tmp_path, monkeypatch, sticky):
+    """A sweep run as root with no FLAGSWEEP_LOCK_DIR, on a machine whose /tmp is `sticky` and
+    whose /run is a folder of the test's own (a sweep of the suite must not lock the real one)."""
+    if os.geteuid() != 0:
+        pytest.skip("a root sweep's lock folder needs root")
+    monkeypatch.delenv("FLAGSWEEP_LOCK_DIR")
+    monkeypatch.setattr(lock, "DEFAULT_DIR", sticky)
+    run = tmp_path / "run"
+    run.mkdir(mode=0o755)
+    monkeypatch.setattr(lock, "ROOT_DIR", run / "flagsweep", raising=False)
+    return run / "flagsweep"
+
+
+def test_a_root_sweep_locks_in_a_folder_only_root_can_reach(monkeypatch):
+    if os.geteuid() != 0:
+        pytest.skip("a root sweep's lock folder needs root")
+    monkeypatch.delenv("FLAGSWEEP_LOCK_DIR")
+    assert lock.folder() == Path("/run/flagsweep")
+    monkeypatch.setenv("FLAGSWEEP_LOCK_DIR", "/somewhere")     # the variable still chooses
+    assert lock.folder() == Path("/somewhere")
+
+
+def test_a_lock_another_user_holds_in_tmp_does_not_hold_a_root_sweep_off(as_root, sticky):
+    # nobody creates CPU 5's lock in /tmp and holds it, as any local user can
+    held = subprocess.Popen(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+                             "flock", str(sticky / "flagsweep-cpu5.lock"), "-c",
+                             "echo held; read line"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert held.stdout.readline() == "held\n"
+        said: list[str] = []
+        with MeasureLock("gzip", 5, say=said.append):
+            info = os.lstat(as_root)
+            assert info.st_uid == 0 and stat.S_IMODE(info.st_mode) == 0o700
+            assert (as_root / "flagsweep-cpu5.lock").is_file()
+        assert said == [f"warning: a sweep of another user holds CPU 5's lock in {sticky} "
+                        "(holder unknown): root's sweeps lock in "
+                        f"{as_root}, so it does not hold this one off; if it is measuring, "
+                        "both sweeps' timings include the other's"]
+    finally:
+        held.communicate("go\n", timeout=30)
+
+
+@pytest.mark.parametrize("planted", ["a link", "another user's folder", "an open folder"])
+def test_a_root_lock_folder_someone_else_could_reach_is_refused(as_root, tmp_path, planted):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    if planted == "a link":
+        as_root.symlink_to(elsewhere)
+        why = "is not a folder (a link?)"
+    elif planted == "another user's folder":
+        as_root.mkdir(mode=0o700)
+        os.chown(as_root, pwd.getpwnam("nobody").pw_uid, -1)
+        why = f"is owned by uid {pwd.getpwnam('nobody').pw_uid}, not root"
+    else:
+        as_root.mkdir()
+        as_root.chmod(0o1777)
+        why = "has mode 1777, open to other users"
+    with pytest.raises(FlagsweepError) as e, MeasureLock("gzip", 6):
+        pass
+    assert str(e.value) == (f"the measurement lock folder {as_root} {why}: root's sweeps lock in "
+                            "a folder only root can reach, which flagsweep makes itself; remove "
+                            "it, or set FLAGSWEEP_LOCK_DIR")
+    assert list(elsewhere.iterdir()) == []       # nothing made through the link

@@ -265,3 +265,119 @@ def test_the_workers_are_asked_again_when_the_schedulers_answer_is_lost():
                 assert client.scheduler.asked == 3
             finally:
                 client.scheduler = real
+
+
+@pytest.mark.parametrize("listen", [None, "10.1.2.3"])
+def test_a_worker_listens_on_this_machine_unless_told_and_says_what_another_address_opens(
+        listen, monkeypatch):
+    """Dask runs what a connection to a worker's port sends, as the worker's user: the port is
+    on loopback unless --host says otherwise, and then the start says who can run code."""
+    started: list[list[str]] = []
+    monkeypatch.setattr(os, "execvpe", lambda path, argv, env: started.append(argv))
+    res = CliRunner().invoke(cli, ["worker", "--scheduler", "tcp://10.1.2.1:8786", "--cpu-label",
+                                   "alpha", *(["--host", listen] if listen else [])])
+    assert res.exit_code == 0, res.output
+    (argv,) = started
+    assert argv[argv.index("--host") + 1] == (listen or "127.0.0.1")
+    warned = [line for line in res.stderr.splitlines() if line.startswith("warning:")]
+    if listen is None:
+        assert warned == []
+    else:
+        assert warned == [f"warning: the worker listens on {listen} without TLS: anyone who can "
+                          f"connect to that address can run code here as uid {os.geteuid()}"
+                          f"{' (root)' if os.geteuid() == 0 else ''} (Dask runs what it is "
+                          "sent); require a certificate with --tls-ca-file, --tls-cert and "
+                          "--tls-key (docs/fleet.md, Security)"]
+
+
+def _openssl(*args: str) -> None:
+    subprocess.run(["openssl", *args], check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def certificates(tmp_path_factory) -> Path:
+    """A CA, a certificate it signed for loopback (the scheduler's, the worker's, the
+    driver's), and an intruder's self-signed one."""
+    d = tmp_path_factory.mktemp("tls")
+    days, subject = ["-days", "2"], ["-nodes", "-newkey", "rsa:2048"]
+    _openssl("req", "-x509", *subject, "-keyout", d / "ca.key", "-out", d / "ca.pem", *days,
+             "-subj", "/CN=fleet CA")
+    _openssl("req", *subject, "-keyout", d / "node.key", "-out", d / "node.csr", "-subj", "/CN=node")
+    (d / "san.cnf").write_text("subjectAltName=IP:127.0.0.1\n")
+    _openssl("x509", "-req", "-in", d / "node.csr", "-CA", d / "ca.pem", "-CAkey", d / "ca.key",
+             "-CAcreateserial", "-out", d / "node.pem", *days, "-extfile", d / "san.cnf")
+    _openssl("req", "-x509", *subject, "-keyout", d / "intruder.key", "-out", d / "intruder.pem",
+             *days, "-subj", "/CN=intruder")
+    return d
+
+
+async def _identity(address: str, security) -> str:
+    """What the worker at address answers a connection with: its type, or why it refused."""
+    from distributed.comm import connect
+    try:
+        comm = await connect(address, timeout="10s", **(security.get_connection_args("client")
+                                                         if security else {}))
+        await comm.write({"op": "identity"})
+        answer = await comm.read()
+        await comm.close()
+        return answer["type"]
+    except OSError as e:         # distributed's CommClosedError is one
+        return f"refused ({type(e).__name__})"
+
+
+def test_a_worker_with_tls_serves_only_holders_of_a_certificate_its_ca_signed(certificates,
+                                                                             tmp_path):
+    import asyncio
+
+    from distributed.security import Security
+    c = certificates
+    tls = ["--tls-ca-file", str(c / "ca.pem"), "--tls-cert", str(c / "node.pem"),
+           "--tls-key", str(c / "node.key")]
+    info = tmp_path / "scheduler.json"
+    procs = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host",
+                               "127.0.0.1", "--port", "0", "--no-dashboard", "--protocol", "tls",
+                               *tls, "--scheduler-file", str(info)],
+                              stdout=subprocess.DEVNULL, stderr=open(tmp_path / "s.log", "w"),
+                              start_new_session=True)]
+    try:
+        address = _wait_for(lambda: json.loads(info.read_text())["address"]
+                            if info.exists() and info.stat().st_size else None)
+        procs.append(subprocess.Popen(FLAGSWEEP + ["worker", "--scheduler", address,
+                                                   "--cpu-label", "alpha", "--cpu", "0", *tls],
+                                      stdout=subprocess.DEVNULL,
+                                      stderr=open(tmp_path / "w.log", "w"),
+                                      start_new_session=True))
+        # The driver's side, as docs/fleet.md sets it: Dask's configuration, here its variables.
+        driver = {**os.environ, "DASK_DISTRIBUTED__COMM__TLS__CA_FILE": str(c / "ca.pem"),
+                  "DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT": str(c / "node.pem"),
+                  "DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY": str(c / "node.key"),
+                  "DASK_DISTRIBUTED__COMM__REQUIRE_ENCRYPTION": "true"}
+        asking = subprocess.Popen([sys.executable, "-c", (
+            "import sys\nfrom flagsweep.jobs import fleet\n"
+            "client = fleet.connect(sys.argv[1])\nclient.wait_for_workers(1, timeout=180)\n"
+            "print(*fleet.connected_workers(client))\nclient.close()\n"), address],
+            env=driver, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            start_new_session=True)
+        procs.append(asking)
+        _wait_for(lambda: asking.poll() is not None or procs[1].poll() is not None)
+        assert procs[1].poll() is None, (tmp_path / "w.log").read_text()   # the worker runs
+        out, err = asking.communicate(timeout=60)
+        assert asking.returncode == 0, err
+        worker = out.strip()
+        assert worker.startswith("tls://127.0.0.1:")           # loopback, and TLS
+        holder = Security(tls_ca_file=str(c / "ca.pem"), tls_client_cert=str(c / "node.pem"),
+                          tls_client_key=str(c / "node.key"), require_encryption=True)
+        intruder = Security(tls_ca_file=str(c / "ca.pem"), tls_client_cert=str(c / "intruder.pem"),
+                            tls_client_key=str(c / "intruder.key"), require_encryption=True)
+        assert asyncio.run(_identity(worker, holder)) == "Worker"
+        assert asyncio.run(_identity(worker, intruder)).startswith("refused")
+        assert asyncio.run(_identity(worker.replace("tls://", "tcp://"), None)).startswith("refused")
+    finally:
+        for p in reversed(procs):
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)

@@ -32,6 +32,7 @@ from flagsweep import __version__, files, process
 from flagsweep.errors import FetchError
 from flagsweep.caches import APT, DOWNLOADS, SOURCES
 from flagsweep.experiment.source import DebianSource, Source
+from flagsweep.host import environment
 
 log = logging.getLogger("flagsweep.compilation.fetch")
 
@@ -216,17 +217,13 @@ def _apt_tree(downloads: Path) -> Iterator[tuple[list[str], process.Result]]:
                          f"{APT_ETC}/sources.list.d to derive deb-src entries from")
     with _locked(apt_root):
         options = _prepare_apt_tree(apt_root, sources_text)
-        update = _run_apt(options, ["update"], apt_root, _apt_env())
+        update = _run_apt(options, ["update"], apt_root, environment.apt())
         # A failed update may still have refreshed the lists that matter (one third-party
         # mirror without sources is enough to fail it), so go on and let `source` decide.
         if not update.ok:
             log.info("apt-get update failed (exit %d), trying apt-get source anyway:\n%s",
                      update.returncode, update.tail(5))
         yield options, update
-
-
-def _apt_env() -> dict[str, str]:
-    return dict(os.environ, LC_ALL="C")  # messages in the error tail the user can search for
 
 
 def _releases(options: list[str], package: str, workdir: Path,
@@ -259,7 +256,7 @@ def _showsrc(options: list[str], package: str, workdir: Path,
     """apt-cache showsrc's stanzas for a name; [] when it fails or knows nothing."""
     args = ["showsrc", *(["--only-source"] if only_source else []), package]
     try:
-        shown = _run_apt(options, args, workdir, _apt_env(), tool=APT_CACHE)
+        shown = _run_apt(options, args, workdir, environment.apt(), tool=APT_CACHE)
     except FetchError as err:
         log.info("apt-cache showsrc %s: %s", package, err)
         return []
@@ -325,7 +322,7 @@ def _apt_get_source(debian: DebianSource, options: list[str], workdir: Path,
     """apt-get source --download-only into workdir; FetchError with the error tails (the
     update's too, when it failed) if the download did not happen."""
     spec = f"{debian.package}={debian.version}"
-    result = _run_apt(options, ["source", "--download-only", spec], workdir, _apt_env())
+    result = _run_apt(options, ["source", "--download-only", spec], workdir, environment.apt())
     if not result.ok:
         detail = f"apt-get source {spec} failed (exit {result.returncode}):\n{result.tail(10)}"
         if not update.ok:

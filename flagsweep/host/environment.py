@@ -63,6 +63,9 @@ NAMED = frozenset((
 ))
 NAMED_PREFIXES = ("CCACHE_", "CMAKE_", "PKG_CONFIG_", "LD_", "MAKE", "CONFIG_")
 NAMED_SUFFIXES = ("FLAGS",)      # CFLAGS, LDFLAGS, MAKEFLAGS, MFLAGS, ...
+# What apt reads of the environment to reach a mirror (apt(): nothing else is passed to it).
+APT_PROXIES = ("http_proxy", "https_proxy", "ftp_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY",
+               "FTP_PROXY", "NO_PROXY")
 # Bumped when flagsweep's ccache settings change: entries stored under other settings (or
 # before a build's environment was its own) are never hit again.
 CCACHE_NAMESPACE = "flagsweep-1"
@@ -95,6 +98,18 @@ def home() -> str:
         return pwd.getpwuid(os.geteuid()).pw_dir or "/"
     except KeyError:
         return "/"
+
+
+def apt(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of apt-get and apt-cache when they fetch a Debian source package (as
+    root, often): written like a build's. APT_CONFIG names a configuration file apt reads
+    before any other, and its APT::Update::Pre-Invoke runs a command; the proxies are what a
+    machine needs to reach its mirror, and run nothing."""
+    env = os.environ if environ is None else environ
+    written = {name: env[name] for name in ("PATH", *APT_PROXIES) if env.get(name)}
+    written["HOME"] = home()
+    written["LC_ALL"] = "C"           # messages in the error tail the user can search for
+    return written
 
 
 def keyed(environ: Mapping[str, str] | None = None) -> dict[str, str]:

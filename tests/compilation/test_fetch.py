@@ -411,24 +411,27 @@ def test_private_sources_reads_the_system_layout(tmp_path):
 
 FAKE_APT_GET = """\
 #!{python}
-# Stands in for apt-get: logs its argv; `source` copies $FAKE_ORIG into the cwd.
+# Stands in for apt-get: logs its argv; `source` copies FAKE_ORIG into the cwd. Its settings
+# are a file beside it: apt gets no variable of the test's environment but PATH.
 import json, os, shutil, sys
-with open(os.environ["FAKE_APT_LOG"], "a") as log:
+env = json.load(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake.json")))
+with open(env["FAKE_APT_LOG"], "a") as log:
     log.write(json.dumps(sys.argv[1:]) + "\\n")
 if "source" in sys.argv:
-    if os.environ.get("FAKE_APT_FAIL") or sys.argv[-1] in os.environ.get("FAKE_APT_GONE", "").split():
+    if env.get("FAKE_APT_FAIL") or sys.argv[-1] in env.get("FAKE_APT_GONE", "").split():
         print("E: Unable to find a source package for " + sys.argv[-1], file=sys.stderr)
         sys.exit(100)
-    shutil.copy(os.environ["FAKE_ORIG"], os.environ["FAKE_ORIG_NAME"])
+    shutil.copy(env["FAKE_ORIG"], env["FAKE_ORIG_NAME"])
     open("pkg_1.0-1.dsc", "w").write("fake")
 """
 
 
 FAKE_APT_CACHE = """\
 #!{python}
-# Stands in for apt-cache showsrc: prints $FAKE_SHOWSRC (the Sources stanzas), else knows nothing.
-import os, sys
-text = os.environ.get("FAKE_SHOWSRC")
+# Stands in for apt-cache showsrc: prints FAKE_SHOWSRC (the Sources stanzas), else knows nothing.
+import json, os, sys
+env = json.load(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake.json")))
+text = env.get("FAKE_SHOWSRC")
 if not text:
     print("W: Unable to locate package " + sys.argv[-1], file=sys.stderr)
     sys.exit(0)
@@ -458,15 +461,22 @@ def fake_apt(tmp_path, monkeypatch):
     (etc / "sources.list").write_text("deb http://mirror.example/debian bookworm main\n")
     log = tmp_path / "apt-argv.log"
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("FAKE_APT_LOG", str(log))
     monkeypatch.setattr(fetch, "APT_ETC", etc)
+    fake_setting(log, "FAKE_APT_LOG", str(log))
     return log
+
+
+def fake_setting(log: Path, name: str, value: str) -> None:
+    """Tell the fake apt-get and apt-cache (of the fake_apt whose log is `log`) a setting."""
+    settings = log.parent / "bin" / "fake.json"
+    known = json.loads(settings.read_text()) if settings.exists() else {}
+    settings.write_text(json.dumps(known | {name: value}))
 
 
 def test_debian_fallback_caches_verified_orig(tmp_path, fake_apt, monkeypatch):
     orig = good_tarball(tmp_path / "orig.tar.gz")
-    monkeypatch.setenv("FAKE_ORIG", str(orig))
-    monkeypatch.setenv("FAKE_ORIG_NAME", "pkg_1.0.orig.tar.gz")
+    fake_setting(fake_apt, "FAKE_ORIG", str(orig))
+    fake_setting(fake_apt, "FAKE_ORIG_NAME", "pkg_1.0.orig.tar.gz")
     dead_url = (tmp_path / "gone" / "pkg-1.0.tar.gz").as_uri()
     source = source_for(dead_url, sha256(orig), DebianSource("pkg", "1.0-1"))
     cache = tmp_path / "cache"
@@ -486,8 +496,8 @@ def test_debian_fallback_caches_verified_orig(tmp_path, fake_apt, monkeypatch):
 
 def test_debian_fallback_without_urls_keeps_orig_name(tmp_path, fake_apt, monkeypatch):
     orig = good_tarball(tmp_path / "orig.tar.gz")
-    monkeypatch.setenv("FAKE_ORIG", str(orig))
-    monkeypatch.setenv("FAKE_ORIG_NAME", "pkg_1.0.orig.tar.gz")
+    fake_setting(fake_apt, "FAKE_ORIG", str(orig))
+    fake_setting(fake_apt, "FAKE_ORIG_NAME", "pkg_1.0.orig.tar.gz")
     source = source_for("", sha256(orig), DebianSource("pkg", "1:1.0-1"))
     path = fetch.fetch(source, cache=tmp_path / "cache")
     assert path.name == f"{sha256(orig)[:16]}-pkg_1.0.orig.tar.gz"
@@ -496,8 +506,8 @@ def test_debian_fallback_without_urls_keeps_orig_name(tmp_path, fake_apt, monkey
 
 def test_debian_orig_with_other_bytes_is_refused(tmp_path, fake_apt, monkeypatch):
     orig = good_tarball(tmp_path / "orig.tar.gz")
-    monkeypatch.setenv("FAKE_ORIG", str(orig))
-    monkeypatch.setenv("FAKE_ORIG_NAME", "pkg_1.0.orig.tar.gz")
+    fake_setting(fake_apt, "FAKE_ORIG", str(orig))
+    fake_setting(fake_apt, "FAKE_ORIG_NAME", "pkg_1.0.orig.tar.gz")
     source = source_for("", "4" * 64, DebianSource("pkg", "1.0-1"))
     with pytest.raises(FetchError, match="sha256 mismatch for Debian's pkg_1.0.orig.tar.gz"):
         fetch.fetch(source, cache=tmp_path / "cache")
@@ -507,12 +517,12 @@ def test_debian_orig_with_other_bytes_is_refused(tmp_path, fake_apt, monkeypatch
 def test_a_version_the_mirror_lost_falls_back_to_another_with_the_same_orig(
         tmp_path, fake_apt, monkeypatch):
     orig = good_tarball(tmp_path / "orig.tar.gz")
-    monkeypatch.setenv("FAKE_ORIG", str(orig))
-    monkeypatch.setenv("FAKE_ORIG_NAME", "pkg_1.0.orig.tar.gz")
+    fake_setting(fake_apt, "FAKE_ORIG", str(orig))
+    fake_setting(fake_apt, "FAKE_ORIG_NAME", "pkg_1.0.orig.tar.gz")
     # The target names a security update the mirror no longer serves; the index lists it, the
     # release it was made from (same orig), an older upload with other bytes, and a newer one.
-    monkeypatch.setenv("FAKE_APT_GONE", "pkg=1.0-3+deb12u1 pkg=1.0-4")
-    monkeypatch.setenv("FAKE_SHOWSRC", "\n".join([
+    fake_setting(fake_apt, "FAKE_APT_GONE", "pkg=1.0-3+deb12u1 pkg=1.0-4")
+    fake_setting(fake_apt, "FAKE_SHOWSRC", "\n".join([
         showsrc("1.0-3", sha256(orig)), showsrc("0.9-1", "f" * 64, "pkg_0.9.orig.tar.gz"),
         showsrc("1.0-4", sha256(orig)), showsrc("1.0-3+deb12u1", sha256(orig))]))
     source = source_for("", sha256(orig), DebianSource("pkg", "1.0-3+deb12u1"))
@@ -526,7 +536,7 @@ def test_a_version_the_mirror_lost_falls_back_to_another_with_the_same_orig(
 
 def test_debian_releases_lists_versions_newest_first_with_their_orig(tmp_path, fake_apt,
                                                                        monkeypatch):
-    monkeypatch.setenv("FAKE_SHOWSRC", "\n".join([showsrc("1.0-3", "a" * 64),
+    fake_setting(fake_apt, "FAKE_SHOWSRC", "\n".join([showsrc("1.0-3", "a" * 64),
                                                   showsrc("1:0.1-1", "b" * 64, "pkg_0.1.orig.tar.xz"),
                                                   showsrc("1.0-3+deb12u1", "a" * 64)]))
     got = fetch.debian_releases("pkg", cache=tmp_path / "cache")
@@ -540,13 +550,13 @@ def test_debian_releases_finds_the_source_package_of_a_binary_name(tmp_path, fak
                                                                      monkeypatch):
     stanza = showsrc("1.5-2", "a" * 64, "libzz_1.5.orig.tar.xz").replace(
         "Package: pkg\n", "Package: libzz\nBinary: zz, libzz1, libzz-dev\n")
-    monkeypatch.setenv("FAKE_SHOWSRC", stanza)
+    fake_setting(fake_apt, "FAKE_SHOWSRC", stanza)
     (got,) = fetch.debian_releases("zz", cache=tmp_path / "cache")
     assert (got.package, got.version, got.orig) == ("libzz", "1.5-2", "libzz_1.5.orig.tar.xz")
 
 
 def test_debian_failure_lists_every_attempt(tmp_path, fake_apt, monkeypatch):
-    monkeypatch.setenv("FAKE_APT_FAIL", "1")
+    fake_setting(fake_apt, "FAKE_APT_FAIL", "1")
     url = (tmp_path / "gone.tar.gz").as_uri()
     source = source_for(url, "5" * 64, DebianSource("pkg", "1.0-1"))
     with pytest.raises(FetchError) as err:
@@ -708,3 +718,23 @@ def test_a_target_whose_tarball_is_a_bomb_is_one_line_and_leaves_no_tree(tmp_pat
     assert "refusing member 'pkg-1.0/zeros.bin': it unpacks to 200.0 MB" in lines[-1]
     assert "Traceback" not in done.stderr
     assert _used_bytes(isolated_cache / "src") < 10**6
+
+
+def test_apt_config_from_the_environment_never_runs_a_command(tmp_path, monkeypatch):
+    """apt-get runs as root when a target comes from Debian's source packages; APT_CONFIG
+    names a configuration file apt reads first, whose APT::Update::Pre-Invoke runs a command.
+    The private apt tree's apt gets an environment flagsweep writes, so it is never read."""
+    if shutil.which("apt-get") is None:
+        pytest.skip("apt-get is not installed")
+    marker = tmp_path / "pre-invoke-ran"
+    planted = tmp_path / "planted.conf"
+    planted.write_text(f'APT::Update::Pre-Invoke {{"touch {marker}";}};\n')
+    monkeypatch.setenv("APT_CONFIG", str(planted))
+    etc = tmp_path / "etc-apt"
+    etc.mkdir()
+    (tmp_path / "debian").mkdir()      # an empty mirror: the update fails, after Pre-Invoke
+    (etc / "sources.list").write_text(f"deb file://{tmp_path / 'debian'} bookworm main\n")
+    monkeypatch.setattr(fetch, "APT_ETC", etc)
+
+    assert fetch.debian_releases("pkg", cache=tmp_path / "cache") == []
+    assert not marker.exists()

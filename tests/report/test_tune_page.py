@@ -450,6 +450,27 @@ def test_report_refuses_a_broken_tune_json_naming_the_key(tmp_path):
     assert "trials[0].ratio" in str(result.exception) + result.output
 
 
+@pytest.mark.breaks_contract
+def test_report_refuses_a_tune_json_with_infinity_or_nested_thousands_deep(tmp_path, main):
+    """Before: the tune page's path read the file with Python's json, which takes Infinity
+    (drawn as a trial's ratio) and recursed into 200,000 brackets until a RecursionError."""
+    doc = tune_doc().dump()
+    doc["trials"][0]["ratio"] = float("inf")
+    infinite = tmp_path / "inf" / "tune.json"
+    infinite.parent.mkdir()
+    infinite.write_text(json.dumps(doc))
+    deep = tmp_path / "deep" / "tune.json"
+    deep.parent.mkdir()
+    deep.write_text(json.dumps(tune_doc().dump())[:-1] + ', "x": ' + "[" * 200_000
+                    + "]" * 200_000 + "}")
+    for path, why in ((infinite, "key 'trials[0].ratio': expected a finite number or null, "
+                                 "got Infinity"),
+                      (deep, "not a results.json or tune.json (its JSON nests deeper than 64 "
+                             "levels)")):
+        assert main("report", str(path)) == (2, f"flagsweep: {path}: {why}\n")
+        assert not (path.parent / "tune.html").exists()
+
+
 def test_the_view_takes_no_link_to_a_file_outside_the_folder(tmp_path):
     doc = tune_doc(proof={**proof(), "results": "../elsewhere/results.json"})
     rf.write(tmp_path / "elsewhere", rf.results_doc())

@@ -70,6 +70,12 @@ def main(monkeypatch, capsys):
     return run
 
 
+def raw_controls(text: str) -> list[str]:
+    """The control characters in text that would act on a terminal: C0 but for tab and
+    newline, DEL and C1 (flagsweep shows them written out instead, flagsweep.screen)."""
+    return [c for c in text if (ord(c) < 0x20 and c not in "\t\n") or 0x7f <= ord(c) <= 0x9f]
+
+
 def planted_session(folder: Path, source: str) -> subprocess.CompletedProcess:
     """`source` run as a test file in a pytest session of its own in `folder`, with a copy of
     this conftest (and procs.py, which it imports) beside it and this checkout's flagsweep: how

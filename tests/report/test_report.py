@@ -12,6 +12,7 @@ from html.parser import HTMLParser
 import pytest
 import report_fixture as rf
 from click.testing import CliRunner
+from conftest import raw_controls
 
 from flagsweep import report
 from flagsweep.cli import cli
@@ -392,6 +393,24 @@ def test_every_reader_refuses_a_nan_or_a_deep_file_in_one_line(tmp_path, main, c
     code, err = main(*argv)
     assert (code, err) == (2, f"flagsweep: {why}\n")
     assert not (bad.parent / "index.html").exists() and not (tmp_path / "out").exists()
+
+
+def test_report_shows_the_escape_sequences_of_a_results_json_and_obeys_none(tmp_path, main):
+    """A results.json whose target, variant id, flag, build detail and stop reason set the
+    window's title and clear the screen. Before: each reached root's terminal raw, in the
+    verdicts table, the warnings and the `stopped:` line."""
+    path = rf.write(tmp_path / "run", rf.escaping_doc())
+    code, err = main("report", str(path))
+    assert code == 0, err
+    assert raw_controls(err + main.out) == []
+    lines = err.splitlines()
+    assert any(line.startswith(r"tiny<script>alert('x')</script>\x1b]0;owned 1.0, recipe")
+               for line in lines)
+    assert [line for line in lines if line.startswith(r"-O0 -DX=\x1b[2J ")]
+    assert [line for line in lines if line.startswith(r"warning: Build failed for "
+                                                     r"gcc-O2-fbroken\x1b]0;owned (build")]
+    assert r"stopped: the fixed 12 rounds are done\x1b[2J" in lines
+    assert main.out == f"{path.parent / 'index.html'}\n"
 
 
 def test_builds_show_size_build_cpu_and_lto_pgo_beside_speed(tmp_path):

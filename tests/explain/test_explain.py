@@ -289,3 +289,16 @@ def test_a_usage_error_that_lists_a_results_files_ids_shows_them(tmp_path, main)
     assert code == 2
     assert raw_controls(err + main.out) == []
     assert r"gcc-O2-fbroken\x1b]0;owned\x07, gcc-O2-fsneaky" in err
+
+
+@pytest.mark.parametrize("planted", ["[" * 200_000 + "]" * 200_000, "[1]",
+                                     '{"templates": [1]}', '{"templates": {"gcc": 7}}',
+                                     '{"templates": {"gcc": {"dir": NaN}}}'])
+def test_a_planted_manifest_gives_no_template_and_no_traceback(tmp_path, planted):
+    """explain reads the results folder's manifest.json for the compilers' configured trees,
+    where a reused build's compiles can run again. Before: 200,000 brackets there ended in a
+    RecursionError, a list or a number where an object stands in an AttributeError."""
+    (tmp_path / "manifest.json").write_text(planted)
+    assert explanation._templates(tmp_path) == []
+    (tmp_path / "manifest.json").write_text('{"templates": {"gcc": {"dir": "/x/gcc"}}}')
+    assert explanation._templates(tmp_path) == [Path("/x/gcc")]

@@ -358,7 +358,8 @@ def nan_results(folder, what: str = "results.json") -> tuple:
     doc = rf.results_doc()
     doc["variants"][2]["vs_baseline"]["ratio"] = float("nan")
     path = rf.write(folder, doc)
-    return path, f"{path}: key 'variants[2].vs_baseline.ratio': expected a finite number or null, got NaN"
+    return path, (f"{path}: key 'variants[2].vs_baseline.ratio': expected a finite number or "
+                  "null, got NaN")
 
 
 def deep_results(folder, what: str = "results.json") -> tuple:

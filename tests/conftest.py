@@ -51,6 +51,31 @@ def no_sweep_outlives_its_test():
     end(own_sweeps() - before)
 
 
+@pytest.fixture
+def main(monkeypatch, capsys):
+    """The command line in this process, as the flagsweep script runs it (cli.main): no
+    interpreter start per call. Returns the exit code and stderr; what the command printed on
+    stdout is then main.out."""
+    from flagsweep import cli
+
+    def run(*args: str) -> tuple[int, str]:
+        monkeypatch.setattr(sys, "argv", ["flagsweep", *args])
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as e:
+            cli.main()
+        printed = capsys.readouterr()
+        assert "Traceback" not in printed.err, printed.err
+        run.out = printed.out
+        return e.value.code or 0, printed.err
+    return run
+
+
+def raw_controls(text: str) -> list[str]:
+    """The control characters in text that would act on a terminal: C0 but for tab and
+    newline, DEL and C1 (flagsweep shows them written out instead, flagsweep.screen)."""
+    return [c for c in text if (ord(c) < 0x20 and c not in "\t\n") or 0x7f <= ord(c) <= 0x9f]
+
+
 def planted_session(folder: Path, source: str) -> subprocess.CompletedProcess:
     """`source` run as a test file in a pytest session of its own in `folder`, with a copy of
     this conftest (and procs.py, which it imports) beside it and this checkout's flagsweep: how

@@ -44,6 +44,29 @@ def results_doc(*, counters: bool = False, study: bool = False, seed: int = 5,
     return sweep_doc(plan, counters=counters, study=study, seed=seed)
 
 
+# Escape sequences a results file's author can put in any string: set the terminal's title,
+# clear its screen.
+TITLE = "\x1b]0;owned\x07"
+CLEAR = "\x1b[2J"
+
+
+def escaping_doc() -> dict:
+    """The document of PLAN with both sequences in the target's name, a variant's id (wherever
+    the document names it), a flag, the failed build's detail and why, and the stop reason."""
+    doc = results_doc()
+    doc["target"] += TITLE
+    doc["stop_reason"] += CLEAR
+    failed = "gcc-O2-fbroken"
+    doc = json.loads(json.dumps(doc).replace(f'"{failed}', json.dumps(failed + TITLE)[:-1]))
+    for v in doc["variants"]:
+        if v["id"] == "gcc-O0":
+            v["flags"] = ["-O0", f"-DX={CLEAR}"]
+        if v["id"] == failed + TITLE:
+            v["build"]["detail"] += CLEAR + TITLE
+            v["vs_baseline"]["why"] += CLEAR + TITLE
+    return doc
+
+
 def model(doc: dict) -> contract.Results:
     """A fixture document as the report reads it: the contract's model, as reader.load gives."""
     return contract.validate(doc, "fixture results.json")
@@ -66,7 +89,20 @@ def sweep_doc(plan: dict[str, tuple[list[str], float | None, float]], *, rounds:
 _written_before: dict[str, str] = {}   # a document per arguments: the writer is not cheap
 
 
+def recorded(store: Store, run_id: str, target: str, plan: dict, *, out: Path,
+             rounds: int = ROUNDS, seed: int = 5) -> None:
+    """A complete sweep of `plan` (as sweep_doc's) recorded in `store` as run `run_id` of
+    `target`, as a sweep records one: what history and report RUN_ID read."""
+    _record(store, run_id, target, out, *_planned(plan, rounds, seed, False, False, None, None),
+            counters=False)
+
+
 def _sweep_doc(plan, rounds, seed, counters, study, checks, factors) -> dict:
+    return _written(*_planned(plan, rounds, seed, counters, study, checks, factors), counters)
+
+
+def _planned(plan, rounds, seed, counters, study, checks, factors) -> tuple:
+    """The run's options, its variants' documents, their checks and the samples taken."""
     rng = np.random.default_rng(seed)
     docs, checked, taken = [], {}, {}
     for vid, (flags, ratio, cv) in plan.items():
@@ -78,8 +114,7 @@ def _sweep_doc(plan, rounds, seed, counters, study, checks, factors) -> dict:
         if ratio is not None:
             wall = [float(ratio * np.exp(rng.normal(0, cv))) for _ in range(rounds)]
             taken[vid] = (wall, [float(i * 10 + rng.uniform(0, 5)) for i in range(rounds)])
-    return _written(_options(counters, study, next(iter(plan)), rounds), docs, checked, taken,
-                    counters)
+    return _options(counters, study, next(iter(plan)), rounds), docs, checked, taken
 
 
 def layouts_doc(k: int = 3, rounds: int = 8, seed: int = 3) -> dict:
@@ -117,24 +152,31 @@ def write(folder: Path, doc: dict) -> Path:
 
 def _written(options: dict, docs: list[dict], checks: dict[str, dict | None],
              taken: dict[str, tuple[list[float], list[float]]], counters: bool) -> dict:
-    """Record the run in a store of its own, as a sweep does, and return writer.write's
-    document. taken: variant -> (wall time per round, seconds from the start per round)."""
+    """Record the run in a store of its own and return writer.write's document."""
     with tempfile.TemporaryDirectory(prefix="report-fixture-") as scratch:
         store = Store(f"sqlite:///{scratch}/store.sqlite")
-        store.create_run(RUN_ID, f"tiny{EVIL}", "olevels", Path(scratch), options, _machine())
-        store.save_variants(RUN_ID, docs)
-        for vid, check in checks.items():
-            if check is not None:
-                store.save_check(RUN_ID, vid, check)
-        started = store.run(RUN_ID)["started"]
-        for position, (vid, (wall, elapsed)) in enumerate(taken.items()):
-            for rnd, (w, t) in enumerate(zip(wall, elapsed)):
-                store.add_sample(RUN_ID, _sample(vid, rnd, position, w, started + t, counters))
-        runs = options["measure"]["runs"]
-        store.finish_run(RUN_ID, "complete", f"the fixed {runs} rounds are done")
+        _record(store, RUN_ID, f"tiny{EVIL}", Path(scratch), options, docs, checks, taken,
+                counters=counters)
         path = writer.write(Path(scratch), store, RUN_ID)
         store.engine.dispose()
         return json.loads(path.read_text())
+
+
+def _record(store: Store, run_id: str, target: str, out: Path, options: dict, docs: list[dict],
+            checks: dict[str, dict | None], taken: dict[str, tuple[list[float], list[float]]],
+            *, counters: bool) -> None:
+    """The run in the store as a sweep records it. taken: variant -> (wall time per round,
+    seconds from the start per round)."""
+    store.create_run(run_id, target, "olevels", out, options, _machine())
+    store.save_variants(run_id, docs)
+    for vid, check in checks.items():
+        if check is not None:
+            store.save_check(run_id, vid, check)
+    started = store.run(run_id)["started"]
+    for position, (vid, (wall, elapsed)) in enumerate(taken.items()):
+        for rnd, (w, t) in enumerate(zip(wall, elapsed)):
+            store.add_sample(run_id, _sample(vid, rnd, position, w, started + t, counters))
+    store.finish_run(run_id, "complete", f"the fixed {options['measure']['runs']} rounds are done")
 
 
 def _sample(vid: str, rnd: int, position: int, wall: float, taken_at: float,

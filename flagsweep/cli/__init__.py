@@ -17,6 +17,7 @@ import click
 
 from flagsweep import __version__
 from flagsweep.errors import FlagsweepError
+from flagsweep.screen import Screen, shown
 
 # Command name -> "module:function" of its click command.
 COMMANDS = {
@@ -73,10 +74,24 @@ def cli(verbose: int, db: str | None) -> None:
 
 
 def main() -> None:
+    # What a command prints may quote data (a variant id, a lock's holder, a store row), as
+    # may click's usage errors, log lines and tracebacks: all of it is shown, never obeyed.
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = Screen(sys.stdout), Screen(sys.stderr)
+    try:
+        _command()
+    except SystemExit:      # how every command ends; a traceback is printed through the Screens
+        sys.stdout, sys.stderr = streams
+        raise
+
+
+def _command() -> None:
     try:
         cli(standalone_mode=True)
     except FlagsweepError as e:
-        click.echo(f"flagsweep: {e}", err=True)
+        # Shown before click sees it: click would drop a colour-like sequence from a line for
+        # a file and keep it for a terminal; written out, the line reads the same in both.
+        click.echo(shown(f"flagsweep: {e}"), err=True)
         sys.exit(2)
     except OSError as e:
         from flagsweep import files
@@ -85,7 +100,7 @@ def main() -> None:
         # user's to fix, so it is said in one line; -vv logs where it happened.
         logging.getLogger("flagsweep").debug("stopped by", exc_info=True)
         where = f"{e.filename}: " if e.filename else ""
-        click.echo(f"flagsweep: {where}{files.reason(e)}{_whose(e.filename)}", err=True)
+        click.echo(shown(f"flagsweep: {where}{files.reason(e)}{_whose(e.filename)}"), err=True)
         sys.exit(2)
 
 

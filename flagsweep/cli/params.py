@@ -1,4 +1,5 @@
-"""Option types and shared options of the commands; click alone, so `--help` stays light."""
+"""Option types and shared options of the commands; click alone (and flagsweep.screen, which
+is re alone), so `--help` stays light."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import math
 from pathlib import Path
 
 import click
+
+from flagsweep.screen import shown
 
 
 class FiniteRange(click.FloatRange):
@@ -80,5 +83,8 @@ def selection(kw: dict):
 
 
 def say(text: str) -> None:
-    """A message for the user: stderr, so that stdout holds only results (paths, JSON)."""
-    click.echo(text, err=True)
+    """A message for the user: stderr, so that stdout holds only results (paths, JSON). Shown
+    here as well as by main's Screen: while rich's live bar is drawn, stderr is rich's, which
+    would read an escape sequence in the text as a colour, and click drops one from a line
+    that is not for a terminal; written out, the line reads the same everywhere."""
+    click.echo(shown(text), err=True)

@@ -47,13 +47,11 @@ def report_cmd(results_path, out_dir) -> None:
 
 def _tune_of(arg: Path):
     """The tune.json at arg, by its schema key, as its model; None for anything else (a
-    results.json, a run id), which the results path reads and refuses as it always has."""
-    from flagsweep.results import contract
+    results.json, a run id), which the results path reads. A file is read by the one reader
+    of both, which refuses what neither may hold (not JSON, NaN, nesting thousands deep)."""
+    from flagsweep.results import contract, reader
 
-    try:
-        doc = json.loads(arg.read_text()) if arg.is_file() else None
-    except (OSError, ValueError):
-        return None
+    doc = reader.document(arg, "results.json or tune.json") if arg.is_file() else None
     if not isinstance(doc, dict) or doc.get("schema") != contract.TUNE_SCHEMA:
         return None
     return contract.validate(doc, arg, "tune")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import sys
 
 import click
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -14,11 +13,16 @@ from rich.text import Text
 def echo(*things: Table | str) -> None:
     """Tables and plain lines on stdout, wide when it is not a terminal (so a piped or logged
     row is not wrapped) and without the padding rich leaves at the ends of lines."""
-    console = Console(width=None if sys.stdout.isatty() else 1000, highlight=False)
+    from flagsweep.report import formats
+    from flagsweep.screen import beneath
+
+    console = formats.console(sys.stdout, None if sys.stdout.isatty() else 1000)
     with console.capture() as captured:
         for thing in things:
             console.print(thing, markup=not isinstance(thing, str))
-    click.echo("\n".join(line.rstrip() for line in captured.get().splitlines()))
+    # Shown by the console already, and coloured on a terminal: written beneath the Screen.
+    click.echo("\n".join(line.rstrip() for line in captured.get().splitlines()),
+               file=beneath(sys.stdout))
 
 
 def table(title: str | None, *columns: str, header: bool = True) -> Table:

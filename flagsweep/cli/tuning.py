@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -91,7 +90,7 @@ def tune_cmd(target_name, base, space, compiler, budget_s, sampler, no_starts, s
     from flagsweep.experiment import target
     from flagsweep.jobs import fleet, tune
     from flagsweep.report import terminal
-    from flagsweep.results import contract, store
+    from flagsweep.results import reader, store
 
     db = store.Store()
     if resume_id:
@@ -116,7 +115,7 @@ def tune_cmd(target_name, base, space, compiler, budget_s, sampler, no_starts, s
                      "budget": budget_s},
             scheduler=scheduler, cpu_label=cpu_label)
         path = tune.start(t, opts, Path(out), db, say, wait=wait)
-    doc = contract.validate(json.loads(path.read_text()), path, "tune")
+    doc = reader.load(path, "tune")
     terminal.show_tune(doc)
     page = path.parent / "tune.html"
     click.echo(str(page if page.exists() else path))

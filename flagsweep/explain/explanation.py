@@ -93,11 +93,13 @@ def _remarks(v: Variant, out: Path, say: Callable[[str], None]) -> remarks.Remar
 def _templates(out: Path) -> list[Path]:
     """The compilers' configured trees of the run (manifest.json), where a reused build's
     compile commands can run when the folder they first ran in is gone."""
-    try:
-        manifest = json.loads((out / "manifest.json").read_text())
-    except (OSError, json.JSONDecodeError):
+    try:    # the results folder's: data, read like its results.json
+        manifest = reader.document(out / "manifest.json", "manifest.json")
+    except FlagsweepError:
         return []
-    return [Path(t["dir"]) for t in (manifest.get("templates") or {}).values() if t.get("dir")]
+    templates = manifest.get("templates") if isinstance(manifest, dict) else None
+    return [Path(t["dir"]) for t in (templates if isinstance(templates, dict) else {}).values()
+            if isinstance(t, dict) and isinstance(t.get("dir"), str) and t["dir"]]
 
 
 def _add_remarks(entry: Explain, base: tuple[remarks.Remarks, dict[str, int]],

@@ -245,8 +245,14 @@ def _duration(seconds: float) -> str:
 
 
 def _read_holder(fd: int) -> str:
+    """Who holds the lock, as the holder wrote it. Any local user can write the file, so what
+    is not an object with the three keys is "holder unknown" (4096 bytes of brackets nest too
+    deep for json, which says so by RecursionError), and what it says is data: printed, it is
+    shown (flagsweep.screen), never obeyed."""
     try:
         info = json.loads(os.pread(fd, 4096, 0) or b"{}")
-        return f"pid {info['pid']}: {info['what']}, since {info['since']}"
-    except (ValueError, KeyError):
+    except (ValueError, RecursionError):
         return "holder unknown"
+    if not isinstance(info, dict) or not {"pid", "what", "since"} <= info.keys():
+        return "holder unknown"
+    return f"pid {info['pid']}: {info['what']}, since {info['since']}"

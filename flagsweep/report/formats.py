@@ -5,10 +5,14 @@ the terminal's tables in one style."""
 from __future__ import annotations
 
 import math
+from typing import TextIO
 
+from rich.console import Console, ConsoleOptions, RenderableType, RenderHook, RenderResult
+from rich.segment import Segment
 from rich.table import Table
 
 from flagsweep import stats
+from flagsweep.screen import beneath, shown
 
 VERDICTS = ("faster", "slower", "equivalent", "inconclusive", "identical-code", "not-measured")
 # One colour per verdict, shared by the page's badges and the plots' markers.
@@ -28,6 +32,33 @@ def table(title: str | None, header: bool = True) -> Table:
     not load the statistics and the store that the terminal's reports import."""
     return Table(title=title, title_justify="left", header_style="bold", box=None,
                  pad_edge=False, show_header=header)
+
+
+def console(stream: TextIO, width: int | None) -> Console:
+    """A rich console on stream (beneath flagsweep's Screen) for every table and line the
+    terminal shows: rich leaves ESC and C1 in a string as they are, so each thing printed has
+    its text's control characters shown (ShownText), and rich's own colours are the only
+    escapes that reach the terminal."""
+    out = Console(file=beneath(stream), width=width, highlight=False)
+    out.push_render_hook(ShownText())
+    return out
+
+
+class ShownText(RenderHook):
+    """Each renderable printed, drawn as it would be, its text then shown (screen.shown); the
+    segments rich emits to move the cursor (a live display's) pass as they are."""
+
+    def process_renderables(self, renderables: list) -> list:
+        return [_Shown(r) for r in renderables]
+
+
+class _Shown:
+    def __init__(self, inner: RenderableType):
+        self.inner = inner
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for s in console.render(self.inner, options):
+            yield s if s.control else Segment(shown(s.text), s.style)
 
 
 def threshold(value: float | None) -> float:

@@ -15,15 +15,16 @@ from rich.text import Text
 
 from flagsweep import stats
 from flagsweep.across import history, suite
-from flagsweep.report import heatmap, tune, view
+from flagsweep.report import formats, heatmap, tune, view
 from flagsweep.report.formats import COLORS, VERDICT_TEXT, ci_pct_text, signed_pct, table
 from flagsweep.results import contract
 from flagsweep.results.reader import load
+from flagsweep.screen import shown
 
 
 def console() -> Console:
     """stderr; wide when it is not a terminal, so a CI log keeps whole rows."""
-    return Console(stderr=True, width=None if sys.stderr.isatty() else 160, highlight=False)
+    return formats.console(sys.stderr, None if sys.stderr.isatty() else 160)
 
 
 def show(results_path: Path, out: Console | None = None) -> None:
@@ -278,11 +279,14 @@ def progress(plan) -> Iterator[Callable[[str, int, int], None]]:
 
     total = (plan.warmup + plan.max_runs) * len(plan.variant_ids)
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                  TimeRemainingColumn(), transient=True, disable=not sys.stderr.isatty()) as bar:
+                  TimeRemainingColumn(), transient=True, disable=not sys.stderr.isatty(),
+                  console=console()) as bar:
         task = bar.add_task("measuring", total=total)
 
         def tick(vid: str, rnd: int, pos: int) -> None:
             what = f"warmup {-rnd}" if rnd < 0 else f"round {rnd + 1}"
-            bar.update(task, advance=1, description=f"{what} {vid}")
+            # The live line is drawn after the console's hooks: its one piece of data, the
+            # variant's id, is shown here, before the bar is laid out around it.
+            bar.update(task, advance=1, description=shown(f"{what} {vid}"))
 
         yield tick

@@ -224,3 +224,41 @@ def test_run_with_a_reference_measures_it_and_history_divides_by_it(tmp_path):
     first_night, point = by_ref[ref["build"]["reference_sha256"]]["points"]
     assert first_night["median"] == pytest.approx(1.0, abs=0.01)
     assert 1.15 < point["median"] < 1.45                       # the ratio to the kept binary
+
+
+def test_history_shows_a_planted_rows_escape_sequences_and_obeys_none(tmp_path, main,
+                                                                       monkeypatch):
+    """Two nights of tiny in a store, copied, and in the copy a variant's id (its row, its
+    document, its samples) rewritten with sqlite3 to set the window's title and clear the
+    screen. Before: the id reached root's terminal raw, in the table and in the `cannot
+    check` line."""
+    import shutil
+    import sqlite3
+
+    import report_fixture as rf
+    from conftest import raw_controls
+
+    from flagsweep.results.store import Store
+
+    plan = {"gcc-O2": (["-O2"], 1.0, 0.004), "gcc-O2.aa": (["-O2"], 1.0, 0.004),
+            "gcc-O3": (["-O3"], 0.9, 0.004)}
+    real = Store(f"sqlite:///{tmp_path / 'store.sqlite'}")
+    for night in (1, 2):
+        rf.recorded(real, f"tiny-night-{night}", "tiny", plan, out=tmp_path / f"night-{night}",
+                    seed=night)
+    real.engine.dispose()
+    planted = tmp_path / "planted.sqlite"
+    shutil.copy(tmp_path / "store.sqlite", planted)
+    evil = f"gcc-O3{rf.TITLE}{rf.CLEAR}"
+    with sqlite3.connect(planted) as db:
+        db.execute("UPDATE variants SET variant_id = ?, doc = json_set(doc, '$.id', ?) "
+                   "WHERE variant_id = 'gcc-O3'", (evil, evil))
+        db.execute("UPDATE samples SET variant_id = ? WHERE variant_id = 'gcc-O3'", (evil,))
+    db.close()
+    monkeypatch.setenv("FLAGSWEEP_DB", f"sqlite:///{planted}")
+    code, err = main("history", "tiny")
+    assert code == 0, err
+    assert raw_controls(err + main.out) == []
+    shown = r"gcc-O3\x1b]0;owned\x07\x1b[2J"
+    assert [line for line in err.splitlines() if line.startswith(r"gcc-O3\x1b]0;owned")]
+    assert f"cannot check {shown}: no reference arm" in err, err

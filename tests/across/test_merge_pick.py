@@ -3,6 +3,7 @@ one runs x86-64-v3, one only v2), and their refusals."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -186,3 +187,12 @@ def test_pick_adjusts_the_winners_interval_for_choosing_among_the_candidates():
     assert chosen.id == "v0" and chosen.ci_fcr[1] < 0.99
     assert chosen.ci_fcr[0] < chosen.ci95[0]       # wider than its own 95% interval
     assert "99.5% interval, adjusted for choosing among 10" in why
+
+
+def test_pick_json_of_a_file_with_escape_sequences_is_the_json_as_it_was(tmp_path, main):
+    """JSON writes every control character as \\u00XX already: --json passes as it is."""
+    path = rf.write(tmp_path / "run", rf.escaping_doc())
+    code, _ = main("pick", str(path), "--json")
+    assert code == 0
+    expected = json.dumps(dataclasses.asdict(pick.pick([path])), indent=1) + "\n"
+    assert main.out == expected and "\\u001b]0;owned\\u0007" in expected

@@ -11,7 +11,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import report_fixture as rf
 from click.testing import CliRunner
+from conftest import raw_controls
 from synthetic import Synthetic
 from tiny_target import write_tiny_target
 
@@ -276,3 +278,27 @@ def test_an_instruction_valgrind_cannot_run_is_named_with_where_it_was():
     said = profile._unrecognised(stderr)
     assert "AVX-512" in said and "frontend_open_console" in said and "--with perf" in said
     assert profile._unrecognised("==1== I   refs: 294,478\n") is None
+
+
+def test_a_usage_error_that_lists_a_results_files_ids_shows_them(tmp_path, main):
+    """click prints its usage errors itself, past flagsweep's printer: `explain --variant`
+    lists the variants of the file. Before: a variant id's escape sequences reached the
+    terminal raw."""
+    path = rf.write(tmp_path / "run", rf.escaping_doc())
+    code, err = main("explain", str(path), "--disassemble", "main", "--variant", "nosuch")
+    assert code == 2
+    assert raw_controls(err + main.out) == []
+    assert r"gcc-O2-fbroken\x1b]0;owned\x07, gcc-O2-fsneaky" in err
+
+
+@pytest.mark.parametrize("planted", ["[" * 200_000 + "]" * 200_000, "[1]",
+                                     '{"templates": [1]}', '{"templates": {"gcc": 7}}',
+                                     '{"templates": {"gcc": {"dir": NaN}}}'])
+def test_a_planted_manifest_gives_no_template_and_no_traceback(tmp_path, planted):
+    """explain reads the results folder's manifest.json for the compilers' configured trees,
+    where a reused build's compiles can run again. Before: 200,000 brackets there ended in a
+    RecursionError, a list or a number where an object stands in an AttributeError."""
+    (tmp_path / "manifest.json").write_text(planted)
+    assert explanation._templates(tmp_path) == []
+    (tmp_path / "manifest.json").write_text('{"templates": {"gcc": {"dir": "/x/gcc"}}}')
+    assert explanation._templates(tmp_path) == [Path("/x/gcc")]

@@ -3,6 +3,7 @@ a $FLAGSWEEP_LOCK_DIR that cannot hold lock files named, with the variable, befo
 
 from __future__ import annotations
 
+import fcntl
 import os
 import pwd
 import shutil
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -231,3 +233,60 @@ def test_a_root_lock_folder_someone_else_could_reach_is_refused(as_root, tmp_pat
                             "a folder only root can reach, which flagsweep makes itself; remove "
                             "it, or set FLAGSWEEP_LOCK_DIR")
     assert list(elsewhere.iterdir()) == []       # nothing made through the link
+
+
+PLANTED_HOLDERS = {
+    "escapes": ('{"pid": 4242, "what": "gzip \\u001b]0;owned\\u0007\\u001b[2J", '
+                '"since": "2026-12-01 10:00:00"}',
+                r"pid 4242: gzip \x1b]0;owned\x07\x1b[2J, since 2026-12-01 10:00:00"),
+    "a list": ("[1]", "holder unknown"),
+    "null": ("null", "holder unknown"),
+    "brackets": ("[" * 4000, "holder unknown"),
+}
+
+
+@pytest.mark.parametrize("planted", PLANTED_HOLDERS)
+def test_a_holder_line_planted_by_another_user_is_shown_as_data(planted, sticky, tmp_path,
+                                                                 monkeypatch, main):
+    """nobody writes the lock file of CPU 0 in a shared folder and holds it; root's sweep on
+    CPU 0 is refused, naming the holder. Before: the holder's escape sequences reached root's
+    terminal raw (a new window title); a list or null as the holder ended in a TypeError
+    traceback, 4000 brackets in a RecursionError."""
+    from conftest import raw_controls
+
+    text, holder = PLANTED_HOLDERS[planted]
+    path = sticky / "flagsweep-cpu0.lock"
+    if os.geteuid() != 0:
+        pytest.skip("planting a file as another user needs root")
+    hold = subprocess.Popen(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+                             "sh", "-c", 'printf %s "$1" > "$2" && exec flock "$2" cat', "sh",
+                             text, str(path)], stdin=subprocess.PIPE)
+    try:
+        while not _held(path):
+            assert hold.poll() is None, "the planted holder did not take the lock"
+            time.sleep(0.01)
+        monkeypatch.setenv("FLAGSWEEP_LOCK_DIR", str(sticky))
+        code, err = main("run", "tiny", "--flags", "-O2", "--cpu", "0", "--runs", "1",
+                         "--quick", "--out", str(tmp_path / "out"))
+    finally:
+        hold.communicate(timeout=30)
+    assert code == 2
+    assert raw_controls(err + main.out) == []
+    assert err.splitlines()[-1].startswith(
+        f"flagsweep: another sweep is measuring on CPU 0 ({holder}); add --wait")
+    assert not (tmp_path / "out").exists()
+
+
+def _held(path: Path) -> bool:
+    """Whether another process holds an flock on path (never following a link there)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)

@@ -40,21 +40,6 @@ def flagsweep(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     return result
 
 
-@pytest.fixture
-def main(monkeypatch, capsys):
-    """The command line in this process, as the flagsweep script runs it (cli.main): no
-    interpreter start per call. Returns the exit code and stderr."""
-    def run(*args: str) -> tuple[int, str]:
-        monkeypatch.setattr(sys, "argv", ["flagsweep", *args])
-        capsys.readouterr()
-        with pytest.raises(SystemExit) as e:
-            cli.main()
-        err = capsys.readouterr().err
-        assert "Traceback" not in err, err
-        return e.value.code or 0, err
-    return run
-
-
 def _flags(*sets: str) -> list[str]:
     return [a for s in sets for a in ("--flags", s)]
 

@@ -12,6 +12,7 @@ from html.parser import HTMLParser
 import pytest
 import report_fixture as rf
 from click.testing import CliRunner
+from conftest import raw_controls
 
 from flagsweep import report
 from flagsweep.cli import cli
@@ -349,6 +350,68 @@ def test_report_and_compare_of_a_non_number_are_one_line(tmp_path):
         done = _flagsweep(*args)
         assert (done.returncode, done.stderr) == (2, why)
     assert not (bad.parent / "index.html").exists()
+
+
+def nan_results(folder, what: str = "results.json") -> tuple:
+    """A results.json of the fixture with a NaN ratio (json.dumps writes one, Python's json
+    reads it back) and the line every reader refuses it with, whatever it reads."""
+    doc = rf.results_doc()
+    doc["variants"][2]["vs_baseline"]["ratio"] = float("nan")
+    path = rf.write(folder, doc)
+    return path, (f"{path}: key 'variants[2].vs_baseline.ratio': expected a finite number or "
+                  "null, got NaN")
+
+
+def deep_results(folder, what: str = "results.json") -> tuple:
+    """A results.json of the fixture with a key 200,000 lists deep, and the line a reader of
+    `what` refuses it with."""
+    path = rf.write(folder, rf.results_doc())
+    depth = 200_000
+    path.write_text(path.read_text().rstrip()[:-1] + ', "x": ' + "[" * depth + "]" * depth + "}")
+    return path, f"{path}: not a {what} (its JSON nests deeper than 64 levels)"
+
+
+READERS = {"report": lambda bad, good, out: ["report", bad],
+           "compare": lambda bad, good, out: ["compare", good, bad],
+           "pick": lambda bad, good, out: ["pick", bad, good],
+           "merge": lambda bad, good, out: ["merge", good, bad, "--out", out],
+           "suite": lambda bad, good, out: ["suite", bad, "--out", out],
+           "explain": lambda bad, good, out: ["explain", bad]}
+
+
+@pytest.mark.breaks_contract
+@pytest.mark.parametrize("fault", [nan_results, deep_results])
+@pytest.mark.parametrize("command", READERS)
+def test_every_reader_refuses_a_nan_or_a_deep_file_in_one_line(tmp_path, main, command, fault):
+    """Before: every one took the NaN (pick, merge and suite computed with it, the report
+    showed a ratio of NaN as 0.0%); the deep file ended in a RecursionError traceback from
+    json."""
+    # report reads a results.json or a tune.json, and says so
+    bad, why = fault(tmp_path / "bad", "results.json or tune.json" if command == "report"
+                     else "results.json")
+    good = rf.write(tmp_path / "good", rf.results_doc())
+    argv = READERS[command](str(bad), str(good), str(tmp_path / "out"))
+    code, err = main(*argv)
+    assert (code, err) == (2, f"flagsweep: {why}\n")
+    assert not (bad.parent / "index.html").exists() and not (tmp_path / "out").exists()
+
+
+def test_report_shows_the_escape_sequences_of_a_results_json_and_obeys_none(tmp_path, main):
+    """A results.json whose target, variant id, flag, build detail and stop reason set the
+    window's title and clear the screen. Before: each reached root's terminal raw, in the
+    verdicts table, the warnings and the `stopped:` line."""
+    path = rf.write(tmp_path / "run", rf.escaping_doc())
+    code, err = main("report", str(path))
+    assert code == 0, err
+    assert raw_controls(err + main.out) == []
+    lines = err.splitlines()
+    assert any(line.startswith(r"tiny<script>alert('x')</script>\x1b]0;owned 1.0, recipe")
+               for line in lines)
+    assert [line for line in lines if line.startswith(r"-O0 -DX=\x1b[2J ")]
+    assert [line for line in lines if line.startswith(r"warning: Build failed for "
+                                                     r"gcc-O2-fbroken\x1b]0;owned (build")]
+    assert r"stopped: the fixed 12 rounds are done\x1b[2J" in lines
+    assert main.out == f"{path.parent / 'index.html'}\n"
 
 
 def test_builds_show_size_build_cpu_and_lto_pgo_beside_speed(tmp_path):

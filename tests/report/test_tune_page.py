@@ -12,6 +12,7 @@ import re
 import pytest
 import report_fixture as rf
 from click.testing import CliRunner
+from conftest import raw_controls
 from rich.console import Console
 
 from flagsweep import report
@@ -448,6 +449,46 @@ def test_report_refuses_a_broken_tune_json_naming_the_key(tmp_path):
     result = CliRunner().invoke(cli, ["report", str(path)])
     assert result.exit_code != 0
     assert "trials[0].ratio" in str(result.exception) + result.output
+
+
+@pytest.mark.breaks_contract
+def test_report_refuses_a_tune_json_with_infinity_or_nested_thousands_deep(tmp_path, main):
+    """Before: the tune page's path read the file with Python's json, which takes Infinity
+    (drawn as a trial's ratio) and recursed into 200,000 brackets until a RecursionError."""
+    doc = tune_doc().dump()
+    doc["trials"][0]["ratio"] = float("inf")
+    infinite = tmp_path / "inf" / "tune.json"
+    infinite.parent.mkdir()
+    infinite.write_text(json.dumps(doc))
+    deep = tmp_path / "deep" / "tune.json"
+    deep.parent.mkdir()
+    deep.write_text(json.dumps(tune_doc().dump())[:-1] + ', "x": ' + "[" * 200_000
+                    + "]" * 200_000 + "}")
+    for path, why in ((infinite, "key 'trials[0].ratio': expected a finite number or null, "
+                                 "got Infinity"),
+                      (deep, "not a results.json or tune.json (its JSON nests deeper than 64 "
+                             "levels)")):
+        assert main("report", str(path)) == (2, f"flagsweep: {path}: {why}\n")
+        assert not (path.parent / "tune.html").exists()
+
+
+def test_report_of_a_tune_json_shows_its_escape_sequences_and_obeys_none(tmp_path, main):
+    """A tune.json whose flag (in the winner, the proof and the ablation) and answer set the
+    window's title and clear the screen. Before: both reached root's terminal raw, in the
+    ablation table and the answer line."""
+    flag = f"-DX={rf.CLEAR}{rf.TITLE}"
+    doc = json.loads(json.dumps(tune_doc().dump()).replace(json.dumps(HOSTILE)[1:-1],
+                                                           json.dumps(flag)[1:-1]))
+    doc["answer"] += rf.TITLE + rf.CLEAR
+    path = tmp_path / "tune.json"
+    path.write_text(json.dumps(doc))
+    code, err = main("report", str(path))
+    assert code == 0, err
+    assert raw_controls(err + main.out) == []
+    lines = err.splitlines()
+    assert [line for line in lines if line.startswith(r"-DX=\x1b[2J\x1b]0;owned ")]
+    assert lines[-1] == ANSWER + r"\x1b]0;owned\x1b[2J"
+    assert main.out == f"{tmp_path / 'tune.html'}\n"
 
 
 def test_the_view_takes_no_link_to_a_file_outside_the_folder(tmp_path):

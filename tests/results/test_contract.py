@@ -117,6 +117,35 @@ def test_an_unknown_or_newer_schema_is_refused_by_name(tmp_path):
                                 "to read it)")
 
 
+@pytest.mark.breaks_contract
+@pytest.mark.parametrize("token", ["NaN", "-Infinity", "1e999", "1" + "0" * 400])
+@pytest.mark.parametrize("key", ["noise.baseline_cv", "variants[3].summary.median"])
+def test_load_refuses_a_number_json_has_not_got_by_its_key(tmp_path, token, key):
+    """Python's json reads NaN and Infinity, and 1e999 or a 401-digit integer as infinite
+    or beyond a double; none is a JSON number flagsweep writes. Before: each loaded."""
+    doc = rf.results_doc()
+    _set(doc, key, "@planted@")
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(doc).replace('"@planted@"', token))
+    with pytest.raises(FlagsweepError) as e:
+        reader.load(path)
+    assert str(e.value) == f"{path}: key '{key}': expected a finite number or null, got {token}"
+
+
+def test_the_depth_limit_counts_no_bracket_inside_a_string(tmp_path):
+    """Only JSON's own nesting counts: a flag full of brackets and quotes, and an open key 60
+    levels deep (below the limit of 64), load as they are."""
+    doc = rf.results_doc()
+    doc["variants"][1]["flags"].append('-DX="[[[[{{{{' + "[" * 500 + '\\"]"')
+    deep: list = []
+    for _ in range(59):
+        deep = [deep]
+    doc["annotations"] = deep
+    path = rf.write(tmp_path / "run", doc)
+    assert reader.load(path).dump() == json.loads(path.read_text())
+    assert reader.MAX_DEPTH == 64
+
+
 def test_suite_and_merged_json_follow_their_schemas():
     suite_doc = {"schema": contract.SUITE_SCHEMA, "machine": "m", "metric": "wall_s",
                  "baseline": "gcc -O2", "threshold_pct": 1.0, "programs": [],

@@ -9,17 +9,31 @@ Reads the compile log the wrapper wrote during the variant's build step. A varia
     (-specs=), other compiler programs (-B, -wrapper), or long spellings of options (gcc takes
     --optimize=0 for -O0, and any unambiguous abbreviation of it);
   - the measured binary traces back to this build: a recorded link wrote it and nothing changed
-    it since, and every object it links is the output of a recorded compile, every archive in
-    the build or source tree holds only such objects, every library built there was linked by a
-    recorded command (stale or prebuilt objects shipped with the source are refused), and no
-    code of it is in a shared library of the tree loaded from elsewhere at run time (libtool's
-    .libs/ programs, its wrapper scripts);
-  - the sources compiled set no optimisation of their own (`#pragma GCC optimize`,
+    it since (its bytes, as the wrapper hashed them then), and every object it links is the
+    output of a recorded compile with those very bytes, every archive in the build or source
+    tree holds only such objects, every library built there was linked by a recorded command
+    (stale or prebuilt objects shipped with the source are refused), and no code of it is in a
+    shared library of the tree loaded from elsewhere at run time (libtool's .libs/ programs,
+    its wrapper scripts);
+  - the code those compiles compiled sets no optimisation of its own (`#pragma GCC optimize`,
     `__attribute__((optimize))`, clang's `#pragma clang optimize off` and `optnone`), except
-    -f options the target tolerates; a compile whose code the audit cannot read again (its
-    source removed, rewritten since, read from stdin) is refused, never taken on trust;
+    -f options the target tolerates;
   - every object file the build produced was compiled through the wrapper (a Makefile that
     calls `gcc` directly would otherwise build unaudited code).
+
+What is judged is what was compiled, not what the files say afterwards. The wrapper compiles
+a snapshot of each source in its place (wrapper.c): the source run through the compiler's own
+preprocessor (headers in, macros expanded) or copied, into a file named by its sha256, which
+the audit reads and checks against that sha256. Re-reading the files after the build, as the
+audit once did (each compile run again with -E), judged a source or header rewritten for its
+compile and put back, mtime and all, by its honest text; hashing the files around the compile
+would still miss one swapped during it. The snapshot is what the compiler read, so nothing
+done to the files before or after counts. It costs one preprocessing per compile (which a
+warm ccache hit used to skip; a cold compile then reads the preprocessed text and does not
+preprocess again) and saves the audit's own; ccache keys the snapshot by its text, so the
+same code in another run or folder is still a hit. A compile without a snapshot is refused,
+never taken on trust.
+
 Commands are read with cmdline.py's table of two-word options, so `-I dir` or `-MF -O3.d` is
 one option with its value. The problems name the offending command or file, so
 "flags-mismatch" is never a mystery. The
@@ -33,7 +47,6 @@ import json
 import os
 import re
 import stat
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -41,9 +54,8 @@ from pathlib import Path
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
-from flagsweep import files, process
+from flagsweep import files
 from flagsweep.compilation import cmdline
-from flagsweep.host import environment
 
 OBJECT_SUFFIXES = (".o", ".obj")
 # -f options that only change diagnostics or recorded paths, never the generated code.
@@ -85,6 +97,22 @@ class Audit:
                 "compile_line": self.compile_line}
 
 
+@dataclass(frozen=True)
+class SourceSnapshot:
+    """What a compile compiled in place of one of its sources (wrapper.c): the source as the
+    command named it, its language, the sha256 of the bytes compiled and the file holding them."""
+
+    source: str
+    language: str
+    sha256: str
+    path: Path
+
+    @property
+    def preprocessed(self) -> bool:
+        """Made by the preprocessor (a C source, a .S), not copied as it was (a .s, a .i)."""
+        return cmdline.SNAPSHOT.get(self.language, ("", False))[1]
+
+
 @dataclass
 class Command:
     """One recorded compiler call."""
@@ -92,8 +120,9 @@ class Command:
     argv: list[str]
     cwd: Path
     exit: int = 0
-    output_stat: dict | None = None    # the -o file as the command left it
-    inputs: dict[str, list[int]] = field(default_factory=dict)  # word -> mtime_ns, size, inode
+    outputs: dict[str, str] = field(default_factory=dict)   # file written -> its sha256 then
+    snapshots: list[SourceSnapshot] = field(default_factory=list)
+    snapshot_error: str | None = None     # why the wrapper compiled the sources as they were
 
     @property
     def kind(self) -> str:
@@ -101,6 +130,10 @@ class Command:
 
     def path(self, arg: str) -> Path:
         return _norm(self.cwd / arg)
+
+    def written(self, path: Path) -> str | None:
+        """The sha256 of a file this command wrote, as it left it (None: not recorded)."""
+        return next((sha for word, sha in self.outputs.items() if self.path(word) == path), None)
 
 
 def is_codegen(flag: str) -> bool:
@@ -219,8 +252,10 @@ def _records(log: Path) -> list[Command]:
         return []
     # Arguments need not be UTF-8; undecodable bytes must not hide a command from the audit.
     lines = log.read_text(errors="replace").splitlines()
-    return [Command(r["argv"], Path(r["cwd"]), r.get("exit", 0), r.get("output"),
-                    {word: ident for word, *ident in r.get("inputs", [])})
+    return [Command(r["argv"], Path(r["cwd"]), r.get("exit", 0), dict(r.get("outputs", [])),
+                    [SourceSnapshot(source, language, sha, Path(path))
+                     for source, language, sha, path in r.get("snapshots", [])],
+                    r.get("snapshot_error"))
             for r in map(json.loads, filter(str.strip, lines))]
 
 
@@ -457,14 +492,13 @@ class Trace:
         return {(soname(p) or p.resolve().name): (p, cmd) for p, cmd in found.items()}
 
     def _copy_of(self, binary: Path) -> tuple[Path, Command | None]:
-        """The recorded link output with the binary's very bytes, if there is one."""
-        st = _stat(binary)
-        if st is None:
+        """The recorded output with the binary's very bytes (as its command left them), if
+        there is one."""
+        if _stat(binary) is None:
             return binary, None
         digest = files.sha256_file(binary)
         for path, cmd in self.writers.items():
-            if (cmd.kind != "other" and path != binary and (other := _stat(path)) is not None
-                    and other.st_size == st.st_size and files.sha256_file(path) == digest):
+            if cmd.kind != "other" and path != binary and cmd.written(path) == digest:
                 return path, cmd
         return binary, None
 
@@ -517,19 +551,16 @@ class Trace:
 
     @cached_property
     def _compiled_objects(self) -> dict[str, Command]:
-        """sha256 of every object file a recorded compile left -> that compile."""
-        return {files.sha256_file(path): cmd for path, cmd in self.writers.items()
-                if cmd.kind == "compile" and path.is_file()}
+        """sha256 of every object file a recorded compile left (as it left it) -> that compile."""
+        return {sha: cmd for path, cmd in self.writers.items()
+                if cmd.kind == "compile" and (sha := cmd.written(path)) is not None}
 
     def _unchanged(self, path: Path, cmd: Command) -> None:
-        """The file is still what its recorded command left (nothing rewrote it since)."""
-        st, was = _stat(path), cmd.output_stat
-        out = output_arg(cmd.argv)
-        # A file removed after use (make deletes intermediate objects) was still the recorded one.
-        if st is None or was is None or out is None or cmd.path(out) != path:
-            return
-        if (st.st_mtime_ns, st.st_size, st.st_ino) != (
-                was["mtime_ns"], was["size"], was["ino"]):
+        """The file still has the bytes its recorded command left (nothing rewrote it since,
+        whatever its mtime says)."""
+        if not path.is_file():
+            return   # removed after use (make deletes intermediate objects): it was the recorded one
+        if files.sha256_file(path) != cmd.written(path):
             self.problems.append(f"{self._name(path)} changed after the recorded command that "
                                  "wrote it (rewritten by a command the audit did not see: a "
                                  f"hard-coded compiler, strip, a copy?): {_short(cmd.argv, cmd.cwd)}")
@@ -670,7 +701,7 @@ def ar_members(path: Path) -> list[tuple[str, bytes | Path]]:
     return members
 
 
-# ---- optimisation set in the source ---------------------------------------------------------
+# ---- what each compile compiled: optimisation set in it ---------------------------------------
 
 # `#pragma GCC optimize (...)` (the preprocessor writes `_Pragma("...")` out as one): the rest of
 # the line is read.
@@ -680,18 +711,14 @@ ATTRIBUTE = re.compile(r"__attribute(?:__)?\s*\(\(|\[\[")   # GNU's, and C23/C++
 OPTIMIZE_ATTR = re.compile(r"\b(?:gnu::|__gnu__::)?(?:__optimize__|optimize)\s*\(")
 OPTNONE = re.compile(r"\b(?:clang::)?(?:__optnone__|optnone)\b")
 LINE_MARKER = re.compile(r'^# (\d+) "((?:\\.|[^"\\])*)"[ \d]*$', re.M)
-# Options dropped when a compile is run again as `-E`: what it writes besides the text.
-NOT_FOR_E = ("-c", "-S", "-MD", "-MMD", "-MP", "-M", "-MM", "-pipe")
-NOT_FOR_E_VALUE = ("-o", "-MF", "-MT", "-MQ", "-MJ", "-dependency-file", "-dependency-dot",
-                   "-serialize-diagnostics", "-Xlinker", "-L", "-l", "-u", "-e", "-T", "-z",
-                   "-rpath")
-
-
+STDIN = "<stdin>"      # how line markers name a source read from standard input
 class SourceScan:
-    """Optimisation the compiled code sets for itself, as the compiler's preprocessor sees it
-    (conditionals evaluated, macros expanded): in the sources and the project's headers, found
-    by running each recorded compile again with -E. Files outside the build and source trees
-    (system headers) are not the project's to judge."""
+    """What each compile compiled, read in the snapshots the wrapper compiled in place of its
+    sources (wrapper.c): the preprocessor's text, conditionals evaluated, macros expanded and
+    headers in, hashed when it was compiled, so it is the code the compiler read, whatever the
+    files say now. In it, optimisation and targets the code sets for itself, in the sources and
+    the project's headers (files outside the build and source trees, system headers, are not
+    the project's to judge)."""
 
     def __init__(self, roots: list[Path], want: list[str], tolerated: list[str]):
         self.roots, self.want, self.tolerated = roots, want, tolerated
@@ -701,19 +728,19 @@ class SourceScan:
 
     def run(self, compiles: list[Command], traced: set[int] | None = None) -> None:
         """traced: the ids of the compiles the measured binary was made from, when it was
-        traced. A compile the audit cannot read again is refused when it is one of them (or
-        nothing was traced): a build's own probes (a source written, compiled to a scratch
-        program and removed, as zstd's Makefile does) put nothing into the binary."""
-        workers = max(1, min(8, os.cpu_count() or 1))
-        with ThreadPoolExecutor(workers) as pool:
-            for cmd, (text, error) in zip(compiles, pool.map(_preprocess, compiles)):
-                if error and traced is not None and id(cmd) not in traced:
-                    continue
-                if error:
-                    self.problems.append(f"could not read the code this compile compiled to "
-                                         f"look for optimisation set in it ({error}): "
-                                         f"{_short(cmd.argv, cmd.cwd)}")
-                elif text:
+        traced; only those are read (all, when nothing was traced): a build's own probes (a
+        source written, compiled to a scratch program and removed, as zstd's Makefile does)
+        put nothing into the binary. A compile whose code the audit does not have is refused."""
+        for cmd in compiles:
+            if traced is not None and id(cmd) not in traced:
+                continue
+            texts, error = _compiled(cmd)
+            if error:
+                self.problems.append(f"could not read the code this compile compiled to look for "
+                                     f"optimisation set in it ({error}): "
+                                     f"{_short(cmd.argv, cmd.cwd)}")
+            for snap, text in texts:
+                if cmdline.SNAPSHOT[snap.language][0] != "assembler":
                     self._check(cmd, text)
 
     def _check(self, cmd: Command, code: str) -> None:
@@ -721,9 +748,7 @@ class SourceScan:
             return   # most compiles: nothing to look at closer
         where = _Lines(cmd, code)
         for found in GCC_PRAGMA.finditer(code):
-            args = found.group(1).strip()
-            if args.startswith("("):
-                args = _balanced(args, 1)
+            args = _pragma_args(found)
             self._settings(where, found.start(), f"#pragma GCC optimize ({args})", args)
         for found in CLANG_OFF.finditer(code):
             self._problem(where, found.start(), "#pragma clang optimize off", "-O0")
@@ -746,23 +771,27 @@ class SourceScan:
             elif flag not in self.want and where.file(at) is not None:
                 self.tolerated_seen = _dedupe(self.tolerated_seen + [flag])
 
-    def _problem(self, where: "_Lines", at: int, what: str, flag: str | None) -> None:
+    def _ours(self, where: "_Lines", at: int) -> bool:
         file = where.file(at)
-        if file is None or not any(file.is_relative_to(r) for r in self.roots):
+        return file is not None and (file.name == STDIN
+                                     or any(file.is_relative_to(r) for r in self.roots))
+
+    def _problem(self, where: "_Lines", at: int, what: str, flag: str | None) -> None:
+        if not self._ours(where, at):
             return
-        place = f"{file}:{where.line(at)}"
+        place = f"{where.file(at)}:{where.line(at)}"
         if flag is None:
             self.problems.append(f"{place}: {what} sets optimisation in the source, and the "
                                  "audit cannot tell which")
-        elif flag.startswith("-O"):
+            return
+        if flag.startswith("-O"):
             self.problems.append(f"{place}: {what} sets the optimisation level ({flag}) in the "
                                  "source, over the variant's flags")
-        else:
-            self.in_source[flag] = self.in_source.get(flag, 0) + 1
-            self.problems.append(f"{place}: {what} sets {flag} in the source, which the "
-                                 "variant's flags do not have (list it in the target's "
-                                 "build.tolerated_flags if it is the project's own)")
-
+            return
+        self.in_source[flag] = self.in_source.get(flag, 0) + 1
+        self.problems.append(f"{place}: {what} sets {flag} in the source, which the variant's "
+                             "flags do not have (list it in the target's build.tolerated_flags "
+                             "if it is the project's own)")
 
 class _Lines:
     """Maps an offset in preprocessed text back to its file and line through the line markers."""
@@ -777,82 +806,46 @@ class _Lines:
         i = bisect.bisect_right(self.starts, at) - 1
         return self.markers[i] if i >= 0 else None
 
+    def _path(self, name: str) -> Path | None:
+        if name == STDIN:     # the compile's own source, read from its standard input
+            return self.cmd.path(name)
+        if name.startswith("<"):   # <built-in>, <command-line>
+            return None
+        return self.cmd.path(re.sub(r"\\(.)", r"\1", name))   # markers escape \\ and "
+
     def file(self, at: int) -> Path | None:
         marker = self._marker(at)
-        if marker is None or marker[1].startswith("<"):   # <built-in>, <command-line>
-            return None
-        return self.cmd.path(re.sub(r"\\(.)", r"\1", marker[1]))   # markers escape \\ and "
+        return None if marker is None else self._path(marker[1])
 
     def line(self, at: int) -> int:
         marker = self._marker(at)
         return marker[2] + self.code.count("\n", marker[0], at) if marker else 0
 
 
-def _preprocess(cmd: Command) -> tuple[str | None, str | None]:
-    """The code the compile compiled, as its compiler preprocesses it (nothing written), or why
-    the audit cannot read it: a compile the audit cannot read is never taken on trust."""
-    sources = cmdline.sources(cmd.argv)
-    if not sources:     # a compile that succeeded had one: the audit misread the command
-        return None, "the audit found no source file in it"
-    sources = [w for w in sources if w.language != "assembler"]
-    for word in sources:
-        if (why := _unreadable(cmd, word.text)) is not None:
-            return None, why
-    texts = [cmd.path(w.text).read_text(errors="replace") for w in sources
-             if w.language in cmdline.READ_AS_IS]
-    if any(w.language not in cmdline.READ_AS_IS for w in sources):
-        text, error = _run_preprocessor(cmd, [w.text for w in sources
-                                              if w.language not in cmdline.READ_AS_IS])
-        if error:
-            return None, error
-        texts.append(text)
-    return "\n".join(texts), None
+def _compiled(cmd: Command) -> tuple[list[tuple[SourceSnapshot, str]], str | None]:
+    """The text of each snapshot the compile compiled, checked against its sha256, or why the
+    audit does not have it: a compile the audit cannot read is never taken on trust."""
+    if not cmdline.sources(cmd.argv):   # a compile that succeeded had one: the audit misread it
+        return [], "the audit found no source file in it"
+    if cmd.snapshot_error:
+        return [], f"the wrapper compiled its sources as they were: {cmd.snapshot_error}"
+    if not cmd.snapshots:
+        return [], "the wrapper kept no snapshot of what it compiled"
+    texts = []
+    for snap in cmd.snapshots:
+        try:
+            data = snap.path.read_bytes()
+        except OSError as e:
+            return [], f"its snapshot {snap.path} cannot be read ({e.strerror})"
+        if files.sha256_bytes(data) != snap.sha256:
+            return [], f"its snapshot {snap.path} is no longer what was compiled"
+        texts.append((snap, data.decode(errors="replace")))
+    return texts, None
 
 
-def _unreadable(cmd: Command, source: str) -> str | None:
-    """Why the audit cannot read a compile's source again, or None."""
-    if source == "-":
-        return "it read its source from standard input, which cannot be read again"
-    path = cmd.path(source)
-    try:
-        # without blocking: a named pipe would wait for a writer that is long gone
-        with open(path, "rb", opener=lambda p, f: os.open(p, f | os.O_NONBLOCK)) as f:
-            st = os.fstat(f.fileno())
-            if not stat.S_ISREG(st.st_mode):
-                return f"its source {source} is not a regular file"
-    except FileNotFoundError:
-        return (f"its source {source} is no longer there (removed or moved after the compile; "
-                "a build that generates a source must keep it)")
-    except OSError as e:
-        return f"its source {source} cannot be read ({e.strerror})"
-    was = cmd.inputs.get(source)
-    if was is not None and [st.st_mtime_ns, st.st_size, st.st_ino] != was:
-        return (f"its source {source} changed after the compile (rewritten by a later "
-                "command), so the code compiled is no longer there to read")
-    return None
-
-
-def _run_preprocessor(cmd: Command, sources: list[str]) -> tuple[str | None, str | None]:
-    """The command again with -E on the given sources, without what writes files or links."""
-    argv = [cmd.argv[0]]
-    for word in cmdline.split(cmd.argv):
-        arg = word.text
-        if not word.option:
-            if arg in sources:
-                argv.append(arg)
-        elif not (arg in NOT_FOR_E or arg in NOT_FOR_E_VALUE
-                  or arg.startswith(("-Wl,", "-l", "-L", "-save-temps", "-Wp,-M"))
-                  or (arg.startswith("-o") and len(arg) > 2)):
-            argv += word.words
-    try:
-        done = process.run(argv + ["-E"], cwd=cmd.cwd, timeout=600,
-                           env=environment.build({}))   # as the build's compiler saw it
-    except (OSError, process.TimeoutExpired) as e:
-        return None, str(e)
-    if done.returncode != 0:
-        tail = done.stderr.strip().splitlines()[-1:] or ["no message"]
-        return None, f"exit {done.returncode}: {tail[0]}"
-    return done.stdout, None
+def _pragma_args(found: re.Match) -> str:
+    args = found.group(1).strip()
+    return _balanced(args, 1) if args.startswith("(") else args
 
 
 def optimize_flags(args: str) -> list[str]:

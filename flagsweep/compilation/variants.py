@@ -462,6 +462,7 @@ def _collect(v: Cell, manifest: dict, target: Target, out: Path,
     status = _read_status(vdir)
     result.seconds, result.cpu_seconds = status.get("seconds"), status.get("cpu_seconds")
     if status.get("status") != "ok":
+        shutil.rmtree(vdir / steps.SNAPSHOTS, ignore_errors=True)
         result.detail = _failure_detail(status, vdir, manifest, v)
         return result
     binary = vdir / "tree" / target.spec.build.binary
@@ -470,6 +471,8 @@ def _collect(v: Cell, manifest: dict, target: Target, out: Path,
                         tolerated=target.spec.build.tolerated_flags,
                         since=status["build_started"], binary=binary,
                         source=Path(manifest["source"]))
+    # read by the audit alone: what it judged is in its result
+    shutil.rmtree(vdir / steps.SNAPSHOTS, ignore_errors=True)
     dropped = _dropped(own, vdir, manifest, target, a)
     result.audit, result.flags_verified = a.to_json(), a.verified
     result.status = "ok" if a.verified else "flags-mismatch"

@@ -95,13 +95,17 @@ def ccache(cache: Path, out: Path) -> dict[str, str]:
             "CCACHE_NAMESPACE": CCACHE_NAMESPACE, "CCACHE_BASEDIR": str(out)}
 
 
-def build(ccache_env: Mapping[str, str], compile_log: Path | None = None) -> dict[str, str]:
+def build(ccache_env: Mapping[str, str], compile_log: Path | None = None,
+          snapshots: Path | None = None) -> dict[str, str]:
     """The environment of a build command: clean, flagsweep's ccache settings, where the
-    wrapper records, and build logs in one language."""
+    wrapper records and keeps what it compiled (wrapper.c), and build logs in one language."""
     env = clean()
     env.update(ccache_env)
     env.pop("FLAGSWEEP_COMPILE_LOG", None)
+    env.pop("FLAGSWEEP_SNAPSHOTS", None)
     if compile_log is not None:
         env["FLAGSWEEP_COMPILE_LOG"] = str(compile_log)
+    if snapshots is not None:
+        env["FLAGSWEEP_SNAPSHOTS"] = str(snapshots)
     env["LC_ALL"] = "C"
     return env

@@ -7,16 +7,25 @@ import json
 import time
 from pathlib import Path
 
+from flagsweep import files
 from flagsweep.compilation import audit
 
 
 def _log(tmp_path: Path, *commands: list[str]) -> Path:
-    """A compile log of these commands, run in tmp_path, with their (empty) sources there: the
-    audit reads every compile's source again."""
-    for source in {a for c in commands for a in c[1:] if a.endswith(".c")}:
-        (tmp_path / source).touch()
+    """A compile log of these commands, run in tmp_path, each compile with the (empty) snapshot
+    of its source the wrapper would have kept: the audit reads what every compile compiled."""
+    kept = tmp_path / "compiled" / files.sha256_bytes(b"")
+    kept.mkdir(parents=True, exist_ok=True)
+
+    def record(argv: list[str]) -> dict:
+        sources = [a for a in argv[1:] if a.endswith(".c")]
+        for source in sources:
+            (kept / source).touch()
+        return {"argv": argv, "cwd": str(tmp_path),
+                "snapshots": [[s, "c", files.sha256_bytes(b""), str(kept / s)] for s in sources]}
+
     log = tmp_path / "compile.jsonl"
-    log.write_text("".join(json.dumps({"argv": c, "cwd": str(tmp_path)}) + "\n" for c in commands))
+    log.write_text("".join(json.dumps(record(c)) + "\n" for c in commands))
     return log
 
 
@@ -120,6 +129,7 @@ def test_a_tolerated_flag_that_is_also_the_variants_own_is_expected(tmp_path):
 
 import os
 import shlex
+import platform
 import shutil
 import subprocess
 
@@ -150,8 +160,10 @@ def make_project(tmp_path, isolated_cache):
         if before:
             before(tree)      # what the project ships: made before the build step starts
         since = time.time()
-        log = tmp_path / "compile.jsonl"
-        env = dict(os.environ, FLAGSWEEP_COMPILE_LOG=str(log), LC_ALL="C")
+        log, snapshots = tmp_path / "compile.jsonl", tmp_path / "compiled"
+        snapshots.mkdir()
+        env = dict(os.environ, FLAGSWEEP_COMPILE_LOG=str(log), FLAGSWEEP_SNAPSHOTS=str(snapshots),
+                   LC_ALL="C")
         subprocess.run(["make", "-s", f"CC={cc}", f"CFLAGS={flags}"], cwd=tree, env=env,
                        check=True, capture_output=True)
         return audit.audit(log, tree, shlex.split(flags), list(tolerated), since,
@@ -378,34 +390,44 @@ def test_a_linker_option_split_as_libtool_writes_it_is_on_the_link():
     assert audit.on_link("-flto", ["gcc", "-flto", "-o", "p"]) and not audit.on_link("-flto", link)
 
 
-# ---- compiles the audit cannot read again ----------------------------------------------------
+# ---- compiles judged by what they compiled --------------------------------------------------
 
 SLOW_B = '#pragma GCC optimize ("O0")\n' + HELPER
 
 
-@pytest.mark.parametrize("rule, problem", [
+@pytest.mark.parametrize("rule, where", [
     # written, compiled and removed within one rule: the object is the only trace
-    ("cp slow.txt gen.c && $(CC) $(CFLAGS) -c gen.c -o b.o && rm gen.c",
-     "its source gen.c is no longer there (removed or moved after the compile; a build that "
-     "generates a source must keep it)"),
-    ("$(CC) $(CFLAGS) -x c -c - -o b.o < slow.txt",
-     "it read its source from standard input, which cannot be read again"),
-    # compiled as it was, then rewritten in place: the audit would read the honest text
+    ("cp slow.txt gen.c && $(CC) $(CFLAGS) -c gen.c -o b.o && rm gen.c", "gen.c"),
+    ("$(CC) $(CFLAGS) -x c -c - -o b.o < slow.txt", "<stdin>"),
+    # compiled as it was, then rewritten in place: the file says nothing of it now
     ("cp slow.txt gen.c && $(CC) $(CFLAGS) -c gen.c -o b.o && sleep 0.05 && cp honest.txt gen.c",
-     "its source gen.c changed after the compile (rewritten by a later command), so the code "
-     "compiled is no longer there to read"),
+     "gen.c"),
     ("rm -f gen.c && mkfifo gen.c && (cat slow.txt > gen.c &) && "
-     "$(CC) $(CFLAGS) -x c -c gen.c -o b.o",
-     "its source gen.c is not a regular file"),
+     "$(CC) $(CFLAGS) -x c -c gen.c -o b.o", "gen.c"),
 ])
-def test_a_compile_whose_source_cannot_be_read_again_is_refused(make_project, rule, problem):
+def test_a_compile_whose_source_is_gone_rewritten_or_streamed_is_judged_by_what_it_compiled(
+        make_project, tmp_path, rule, where):
     makefile = HONEST + f"b.o:\n\t{rule}\n"
     result = make_project({"Makefile": makefile, "a.c": MAIN, "slow.txt": SLOW_B,
                            "honest.txt": HELPER})
-    assert not result.verified
-    assert any(p.startswith(f"could not read the code this compile compiled to look for "
-                            f"optimisation set in it ({problem}): ") for p in result.problems), \
-        result.problems
+    assert _one_problem(result) == (f"{tmp_path}/tree/{where}:1: #pragma GCC optimize (\"O0\") "
+                                    "sets the optimisation level (-O0) in the source, over the "
+                                    "variant's flags")
+
+
+@pytest.mark.parametrize("rule, why", [
+    ("env -u FLAGSWEEP_SNAPSHOTS $(CC) $(CFLAGS) -c b.c -o b.o",
+     "the wrapper kept no snapshot of what it compiled"),
+    ("FLAGSWEEP_SNAPSHOTS=/nonexistent $(CC) $(CFLAGS) -c b.c -o b.o",
+     "the wrapper compiled its sources as they were: cannot write /nonexistent/.draft-"),
+])
+def test_a_compile_with_no_snapshot_is_refused(make_project, rule, why):
+    """A build that keeps the wrapper from taking its snapshot leaves nothing the audit can
+    trust: the compile is refused, never judged by what its files say now."""
+    makefile = HONEST + f"b.o: b.c\n\t{rule}\n"
+    problem = _one_problem(make_project({"Makefile": makefile, "a.c": MAIN, "b.c": HELPER}))
+    assert problem.startswith("could not read the code this compile compiled to look for "
+                              f"optimisation set in it ({why}")
 
 
 @pytest.mark.parametrize("probe", [
@@ -511,3 +533,46 @@ def test_a_word_is_a_value_only_where_the_compiler_reads_it_so(make_project, com
     assert result.verified == verified, result.problems
     if not verified:
         assert result.problems[0].startswith("compile has extra -O0: ")
+
+
+# ---- what the compiler read, not what the files say afterwards --------------------------------
+
+PRAGMA = {"gcc": '#pragma GCC optimize ("O0")\n', "clang": "#pragma clang optimize off\n"}
+SAID = {"gcc": '#pragma GCC optimize ("O0") sets the optimisation level (-O0)',
+        "clang": "#pragma clang optimize off sets the optimisation level (-O0)"}
+
+
+def _same_size(line: str) -> str:
+    """A comment as long as the line: the honest file the cheat puts back, byte for byte as
+    long as the one it compiled."""
+    return "/*" + " " * (len(line) - 5) + "*/\n"
+
+
+@pytest.mark.parametrize("compiler", ["gcc", "clang"])
+def test_a_source_rewritten_for_its_compile_and_put_back_mtime_and_all_is_refused(
+        make_project, tmp_path, compiler):
+    """The Makefile writes a pragma line into b.c (same size, same inode), compiles it, then
+    puts the honest text back with the mtime the compile saw: size, inode and mtime all say
+    nothing changed. The audit reads the snapshot the compiler compiled."""
+    honest = _same_size(PRAGMA[compiler]) + HELPER
+    cheat = ("b.o: b.c\n\tcat slow.txt > b.c && touch -r b.c stamp && "
+             "$(CC) $(CFLAGS) -c b.c -o b.o && cat honest.txt > b.c && touch -r stamp b.c\n")
+    result = make_project({"Makefile": HONEST + cheat, "a.c": MAIN, "b.c": honest,
+                           "honest.txt": honest, "slow.txt": PRAGMA[compiler] + HELPER},
+                          compiler=compiler)
+    assert (tmp_path / "tree" / "b.c").read_text() == honest    # nothing left to see in the file
+    assert _one_problem(result).startswith(f"{tmp_path}/tree/b.c:1: {SAID[compiler]} in the "
+                                           "source, over the variant's flags")
+
+
+@pytest.mark.parametrize("compiler", ["gcc", "clang"])
+def test_a_header_swapped_for_a_compile_and_put_back_is_refused(make_project, tmp_path, compiler):
+    """A project header swapped for one with a pragma just for b.c's compile, then restored
+    (as a concurrent process could do during it): the snapshot holds the header compiled."""
+    cheat = ("b.o: b.c\n\tcp -p inc.h inc.keep && cp slow.h inc.h && "
+             "$(CC) $(CFLAGS) -c b.c -o b.o; cp -p inc.keep inc.h\n")
+    result = make_project({"Makefile": HONEST + cheat, "a.c": MAIN,
+                           "b.c": '#include "inc.h"\n' + HELPER, "inc.h": "/* honest */\n",
+                           "slow.h": PRAGMA[compiler]}, compiler=compiler)
+    assert _one_problem(result) == (f"{tmp_path}/tree/inc.h:1: {SAID[compiler]} in the source, "
+                                    "over the variant's flags")

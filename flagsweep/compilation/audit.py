@@ -18,6 +18,8 @@ Reads the compile log the wrapper wrote during the variant's build step. A varia
   - the code those compiles compiled sets no optimisation of its own (`#pragma GCC optimize`,
     `__attribute__((optimize))`, clang's `#pragma clang optimize off` and `optnone`), except
     -f options the target tolerates;
+  - what those compiles read as it was, not compiled from C here (assembly, preprocessed
+    text), is the source's own as unpacked or this build's output with the variant's flags;
   - every object file the build produced was compiled through the wrapper (a Makefile that
     calls `gcc` directly would otherwise build unaudited code).
 
@@ -54,8 +56,9 @@ from pathlib import Path
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
-from flagsweep import files
+from flagsweep import files, process
 from flagsweep.compilation import cmdline
+from flagsweep.host import environment
 
 OBJECT_SUFFIXES = (".o", ".obj")
 # -f options that only change diagnostics or recorded paths, never the generated code.
@@ -178,9 +181,11 @@ def output_arg(argv: list[str]) -> str | None:
 
 
 def audit(compile_log: Path, tree: Path, expected: list[str], tolerated: list[str],
-          since: float, binary: Path | None = None, source: Path | None = None) -> Audit:
+          since: float, binary: Path | None = None, source: Path | None = None,
+          pristine: frozenset[str] = frozenset()) -> Audit:
     """Check a variant's compile log against its expected code-generation flags; with the
-    measured binary, also trace it back to the recorded compiles (source: the source tree)."""
+    measured binary, also trace it back to the recorded compiles (source: the source tree;
+    pristine: the sha256 of its files before the build, audit.pristine)."""
     # A command that failed left nothing a binary could be made of.
     commands = [c for c in _records(compile_log) if c.exit == 0]
     # The variant's flags are read like a command line of the compiler that ran, so `--param
@@ -196,7 +201,7 @@ def audit(compile_log: Path, tree: Path, expected: list[str], tolerated: list[st
     traced = trace.binary(binary) if trace else []
     if trace and trace.link_missing:
         result.link_missing, result.link_cwd = trace.link_missing, trace.link_cwd
-    scan = SourceScan(roots, want, tolerated)
+    scan = SourceScan(roots, want, tolerated, pristine, commands)
     scan.run([cmd for cmd in commands if cmd.kind == "compile" and not _writes_nothing(cmd)],
              trace.used if trace else None)
     result.problems += scan.problems
@@ -701,7 +706,7 @@ def ar_members(path: Path) -> list[tuple[str, bytes | Path]]:
     return members
 
 
-# ---- what each compile compiled: optimisation set in it ---------------------------------------
+# ---- what each compile compiled: optimisation and target set in it, and where it came from --
 
 # `#pragma GCC optimize (...)` (the preprocessor writes `_Pragma("...")` out as one): the rest of
 # the line is read.
@@ -712,16 +717,32 @@ OPTIMIZE_ATTR = re.compile(r"\b(?:gnu::|__gnu__::)?(?:__optimize__|optimize)\s*\
 OPTNONE = re.compile(r"\b(?:clang::)?(?:__optnone__|optnone)\b")
 LINE_MARKER = re.compile(r'^# (\d+) "((?:\\.|[^"\\])*)"[ \d]*$', re.M)
 STDIN = "<stdin>"      # how line markers name a source read from standard input
+# Options dropped when a compile is run again as `-E`: what it writes besides the text.
+NOT_FOR_E = ("-c", "-S", "-MD", "-MMD", "-MP", "-M", "-MM", "-pipe")
+NOT_FOR_E_VALUE = ("-o", "-MF", "-MT", "-MQ", "-MJ", "-dependency-file", "-dependency-dot",
+                   "-serialize-diagnostics", "-Xlinker", "-L", "-l", "-u", "-e", "-T", "-z",
+                   "-rpath")
+
+
 class SourceScan:
     """What each compile compiled, read in the snapshots the wrapper compiled in place of its
     sources (wrapper.c): the preprocessor's text, conditionals evaluated, macros expanded and
     headers in, hashed when it was compiled, so it is the code the compiler read, whatever the
     files say now. In it, optimisation and targets the code sets for itself, in the sources and
     the project's headers (files outside the build and source trees, system headers, are not
-    the project's to judge)."""
+    the project's to judge). And for the compiles the binary is made from, where the code read
+    as it was came from: assembly (.s, or a .S's after its preprocessing) and preprocessed text
+    (.i) carry code another compiler and other flags made, so each must be the source's own as
+    unpacked (pristine: the sha256 of every file of the source tree before the build) or the
+    output of a recorded command of this build with the variant's flags."""
 
-    def __init__(self, roots: list[Path], want: list[str], tolerated: list[str]):
-        self.roots, self.want, self.tolerated = roots, want, tolerated
+    def __init__(self, roots: list[Path], want: list[str], tolerated: list[str],
+                 pristine: frozenset[str] = frozenset(), commands: list[Command] | None = None):
+        self.roots, self.want, self.tolerated, self.pristine = roots, want, tolerated, pristine
+        self.made: dict[str, Command] = {}      # sha256 of a file a recorded command wrote -> it
+        for cmd in commands or []:
+            for sha in cmd.outputs.values():
+                self.made.setdefault(sha, cmd)
         self.problems: list[str] = []
         self.tolerated_seen: list[str] = []
         self.in_source: dict[str, int] = {}     # flag -> attributes or pragmas setting it
@@ -742,6 +763,7 @@ class SourceScan:
             for snap, text in texts:
                 if cmdline.SNAPSHOT[snap.language][0] != "assembler":
                     self._check(cmd, text)
+                self._origin(cmd, snap, text)
 
     def _check(self, cmd: Command, code: str) -> None:
         if "optimize" not in code and "optnone" not in code:
@@ -793,6 +815,49 @@ class SourceScan:
                              "flags do not have (list it in the target's build.tolerated_flags "
                              "if it is the project's own)")
 
+    def _origin(self, cmd: Command, snap: SourceSnapshot, text: str) -> None:
+        """Code read as it was (not compiled from C here) is the source's own or this build's."""
+        if snap.language == "assembler-with-cpp":
+            self._preprocessed_assembly(cmd, snap, text)
+        elif not snap.preprocessed:
+            what = "assembly" if snap.language == "assembler" else "preprocessed code"
+            if (why := self._foreign(snap.sha256)) is not None:
+                self.problems.append(f"{cmd.path(snap.source)}: the {what} this compile read "
+                                     f"{why} (code made elsewhere, with other flags?): "
+                                     f"{_short(cmd.argv, cmd.cwd)}")
+
+    def _foreign(self, sha: str) -> str | None:
+        """Why bytes with this sha256 are neither the source's as unpacked nor written by a
+        recorded command with the variant's flags, or None when they are."""
+        if sha in self.pristine:
+            return None
+        maker = self.made.get(sha)
+        if maker is None:
+            return ("is neither a file of the source as unpacked nor written by a recorded "
+                    "command of this build")
+        got = _dedupe([f for f in codegen_flags(maker.argv) if f not in self.tolerated
+                       or f in self.want])
+        if maker.kind != "other" or got == self.want:   # a compile's flags are checked as one
+            return None
+        return (f"was written by a command without the variant's flags "
+                f"({_short(maker.argv, maker.cwd)})")
+
+    def _preprocessed_assembly(self, cmd: Command, snap: SourceSnapshot, text: str) -> None:
+        """A .S: every project file its assembly came from is the source's own (or this
+        build's), and preprocessing them again gives the very text assembled (a file changed
+        for the compile and put back would not)."""
+        for file in _Lines(cmd, text).files():
+            if any(file.is_relative_to(r) for r in self.roots) and file.is_file():
+                if (why := self._foreign(files.sha256_file(file))) is not None:
+                    self.problems.append(f"{file}: assembled by {cmd.path(snap.source)}, it {why}"
+                                         f": {_short(cmd.argv, cmd.cwd)}")
+        again, error = _run_preprocessor(cmd, [snap.source])
+        if error or files.sha256_bytes((again or "").encode()) != snap.sha256:
+            self.problems.append(f"{cmd.path(snap.source)}: what this compile assembled is not what "
+                                 f"its files give now ({error or 'a file changed for the compile'}"
+                                 f"): {_short(cmd.argv, cmd.cwd)}")
+
+
 class _Lines:
     """Maps an offset in preprocessed text back to its file and line through the line markers."""
 
@@ -816,6 +881,10 @@ class _Lines:
     def file(self, at: int) -> Path | None:
         marker = self._marker(at)
         return None if marker is None else self._path(marker[1])
+
+    def files(self) -> set[Path]:
+        """Every file the text came from."""
+        return {p for _, name, _ in self.markers if (p := self._path(name)) is not None}
 
     def line(self, at: int) -> int:
         marker = self._marker(at)
@@ -846,6 +915,50 @@ def _compiled(cmd: Command) -> tuple[list[tuple[SourceSnapshot, str]], str | Non
 def _pragma_args(found: re.Match) -> str:
     args = found.group(1).strip()
     return _balanced(args, 1) if args.startswith("(") else args
+
+
+def _run_preprocessor(cmd: Command, sources: list[str]) -> tuple[str | None, str | None]:
+    """The command again with -E on the given sources, without what writes files or links."""
+    argv = [cmd.argv[0]]
+    for word in cmdline.split(cmd.argv):
+        arg = word.text
+        if not word.option:
+            if arg in sources:
+                argv.append(arg)
+        elif not (arg in NOT_FOR_E or arg in NOT_FOR_E_VALUE
+                  or arg.startswith(("-Wl,", "-l", "-L", "-save-temps", "-Wp,-M"))
+                  or (arg.startswith("-o") and len(arg) > 2)):
+            argv += word.words
+    try:
+        done = process.run(argv + ["-E"], cwd=cmd.cwd, timeout=600,
+                           env=environment.build({}))   # as the build's compiler saw it
+    except (OSError, process.TimeoutExpired) as e:
+        return None, str(e)
+    if done.returncode != 0:
+        tail = done.stderr.strip().splitlines()[-1:] or ["no message"]
+        return None, f"exit {done.returncode}: {tail[0]}"
+    return done.stdout, None
+
+
+# ---- the source tree as unpacked ------------------------------------------------------------
+
+PRISTINE_LARGEST = 64 << 20    # bytes: larger files are data, never code a compile reads
+
+
+def pristine(tree: Path) -> frozenset[str]:
+    """The sha256 of every regular file of a source tree, taken before the build: the code a
+    compile may read as it is (handwritten assembly, shipped preprocessed files)."""
+    found = set()
+    for folder, _, names in os.walk(tree):
+        for name in names:
+            path = Path(folder, name)
+            try:
+                st = path.stat()
+                if stat.S_ISREG(st.st_mode) and st.st_size <= PRISTINE_LARGEST:
+                    found.add(files.sha256_file(path))
+            except OSError:
+                continue      # unreadable: nothing a compile could read either
+    return frozenset(found)
 
 
 def optimize_flags(args: str) -> list[str]:

@@ -159,6 +159,7 @@ def make_project(tmp_path, isolated_cache):
             (tree / name).write_text(text)
         if before:
             before(tree)      # what the project ships: made before the build step starts
+        shipped = audit.pristine(tree)
         since = time.time()
         log, snapshots = tmp_path / "compile.jsonl", tmp_path / "compiled"
         snapshots.mkdir()
@@ -167,7 +168,7 @@ def make_project(tmp_path, isolated_cache):
         subprocess.run(["make", "-s", f"CC={cc}", f"CFLAGS={flags}"], cwd=tree, env=env,
                        check=True, capture_output=True)
         return audit.audit(log, tree, shlex.split(flags), list(tolerated), since,
-                           binary=tree / "prog", source=None)
+                           binary=tree / "prog", source=None, pristine=shipped)
     return build
 
 
@@ -576,3 +577,59 @@ def test_a_header_swapped_for_a_compile_and_put_back_is_refused(make_project, tm
                            "slow.h": PRAGMA[compiler]}, compiler=compiler)
     assert _one_problem(result) == (f"{tmp_path}/tree/inc.h:1: {SAID[compiler]} in the source, "
                                     "over the variant's flags")
+
+
+ELSEWHERE = "the assembly this compile read is neither a file of the source as unpacked nor " \
+            "written by a recorded command of this build (code made elsewhere, with other flags?)"
+
+
+@pytest.mark.parametrize("compiler", ["gcc", "clang"])
+@pytest.mark.parametrize("made", ["b.s", "b.S"])
+def test_assembly_compiled_elsewhere_is_refused(make_project, tmp_path, compiler, made):
+    """`gcc -O0 -S b.c -o b.s`, then the variant's compiler assembles it with the variant's
+    flags: its compile line is right, its code is -O0."""
+    cheat = f"b.o: b.c\n\t{compiler} -O0 -S b.c -o {made} && $(CC) $(CFLAGS) -c {made} -o b.o\n"
+    result = make_project({"Makefile": HONEST + cheat, "a.c": MAIN, "b.c": HELPER},
+                          compiler=compiler)
+    if made == "b.s":
+        assert _one_problem(result).startswith(f"{tmp_path}/tree/b.s: {ELSEWHERE}: ")
+    else:      # a .S is preprocessed first: the files its text came from are judged
+        assert _one_problem(result).startswith(
+            f"{tmp_path}/tree/b.S: assembled by {tmp_path}/tree/b.S, it is neither a file of the "
+            "source as unpacked nor written by a recorded command of this build: ")
+
+
+def _assembly(compiler: str) -> str:
+    """helper() as -O2 assembly, as a project would ship it handwritten."""
+    done = subprocess.run([compiler, "-O2", "-S", "-x", "c", "-", "-o", "-"], input=HELPER,
+                          capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+@pytest.mark.parametrize("files, rule", [
+    # handwritten assembly shipped in the source, a .S including a project header
+    ({"b.s": "ASM"}, "$(CC) $(CFLAGS) -c b.s -o b.o"),
+    ({"b.S": '#include "asm.h"\nASM', "asm.h": "#define UNUSED 1\n"}, "$(CC) $(CFLAGS) -c b.S -o b.o"),
+    # assembly this build's compiler wrote with the variant's flags, then assembled
+    ({"b.c": HELPER}, "$(CC) $(CFLAGS) -S b.c -o b.s && $(CC) $(CFLAGS) -c b.s -o b.o"),
+    ({"b.c": HELPER}, "$(CC) $(CFLAGS) -E b.c -o b.i && $(CC) $(CFLAGS) -c b.i -o b.o"),
+])
+def test_assembly_shipped_or_made_by_the_build_passes(make_project, files, rule):
+    shipped = {name: text.replace("ASM", _assembly("gcc")) for name, text in files.items()}
+    result = make_project({"Makefile": HONEST + f"b.o:\n\t{rule}\n", "a.c": MAIN, **shipped})
+    assert result.verified, result.problems
+
+
+def test_a_header_of_a_S_swapped_for_its_compile_and_put_back_is_refused(make_project, tmp_path):
+    """The .S is the source's own, but the header it includes holds -O0 assembly only while it
+    is assembled: preprocessing its files again does not give what was assembled."""
+    cheat = ("b.o: b.S\n\tcp -p code.h code.keep && cp slow.txt code.h && "
+             "$(CC) $(CFLAGS) -c b.S -o b.o; cp -p code.keep code.h\n")
+    slow = subprocess.run(["gcc", "-O0", "-S", "-x", "c", "-", "-o", "-"], input=HELPER,
+                          capture_output=True, text=True, check=True).stdout
+    result = make_project({"Makefile": HONEST + cheat, "a.c": MAIN, "b.S": '#include "code.h"\n',
+                           "code.h": _assembly("gcc"), "slow.txt": slow})
+    assert _one_problem(result).startswith(f"{tmp_path}/tree/b.S: what this compile assembled is "
+                                           "not what its files give now (a file changed for the "
+                                           "compile): ")
+

@@ -17,7 +17,9 @@ Reads the compile log the wrapper wrote during the variant's build step. A varia
     its wrapper scripts);
   - the code those compiles compiled sets no optimisation of its own (`#pragma GCC optimize`,
     `__attribute__((optimize))`, clang's `#pragma clang optimize off` and `optnone`), except
-    -f options the target tolerates;
+    -f options the target tolerates, and no target that overrides the variant's -march or -m
+    flags (`#pragma GCC target`, `__attribute__((target))`, `target_clones`); a target that only
+    adds an instruction set, for code picked at run time, passes;
   - what those compiles read as it was, not compiled from C here (assembly, preprocessed
     text), is the source's own as unpacked or this build's output with the variant's flags;
   - every object file the build produced was compiled through the wrapper (a Makefile that
@@ -708,12 +710,17 @@ def ar_members(path: Path) -> list[tuple[str, bytes | Path]]:
 
 # ---- what each compile compiled: optimisation and target set in it, and where it came from --
 
-# `#pragma GCC optimize (...)` (the preprocessor writes `_Pragma("...")` out as one): the rest of
-# the line is read.
+# `#pragma GCC optimize (...)` and `#pragma GCC target (...)` (the preprocessor writes
+# `_Pragma("...")` out as one): the rest of the line is read.
 GCC_PRAGMA = re.compile(r'^[ \t]*#[ \t]*pragma[ \t]+GCC[ \t]+optimize\b([^\n]*)', re.M)
+TARGET_PRAGMA = re.compile(r'^[ \t]*#[ \t]*pragma[ \t]+GCC[ \t]+target\b([^\n]*)', re.M)
 CLANG_OFF = re.compile(r'^[ \t]*#[ \t]*pragma[ \t]+clang[ \t]+optimize[ \t]+off\b', re.M)
 ATTRIBUTE = re.compile(r"__attribute(?:__)?\s*\(\(|\[\[")   # GNU's, and C23/C++'s
 OPTIMIZE_ATTR = re.compile(r"\b(?:gnu::|__gnu__::)?(?:__optimize__|optimize)\s*\(")
+# target, target_clones (each clone's settings are read alike: the one the CPU runs is picked
+# at run time, over the default clone compiled with the variant's flags)
+TARGET_ATTR = re.compile(r"\b(?:gnu::|__gnu__::)?(__target__|target|__target_clones__|"
+                         r"target_clones)\s*\(")
 OPTNONE = re.compile(r"\b(?:clang::)?(?:__optnone__|optnone)\b")
 LINE_MARKER = re.compile(r'^# (\d+) "((?:\\.|[^"\\])*)"[ \d]*$', re.M)
 STDIN = "<stdin>"      # how line markers name a source read from standard input
@@ -766,12 +773,15 @@ class SourceScan:
                 self._origin(cmd, snap, text)
 
     def _check(self, cmd: Command, code: str) -> None:
-        if "optimize" not in code and "optnone" not in code:
+        if "optimize" not in code and "optnone" not in code and "target" not in code:
             return   # most compiles: nothing to look at closer
         where = _Lines(cmd, code)
         for found in GCC_PRAGMA.finditer(code):
             args = _pragma_args(found)
             self._settings(where, found.start(), f"#pragma GCC optimize ({args})", args)
+        for found in TARGET_PRAGMA.finditer(code):
+            args = _pragma_args(found)
+            self._targets(where, found.start(), f"#pragma GCC target ({args})", args)
         for found in CLANG_OFF.finditer(code):
             self._problem(where, found.start(), "#pragma clang optimize off", "-O0")
         for span in ATTRIBUTE.finditer(code):
@@ -779,6 +789,9 @@ class SourceScan:
             for attr in OPTIMIZE_ATTR.finditer(body):
                 args = _balanced(body, attr.end())
                 self._settings(where, span.start(), f"attribute optimize({args})", args)
+            for attr in TARGET_ATTR.finditer(body):
+                args = _balanced(body, attr.end())
+                self._targets(where, span.start(), f"attribute {attr.group(1)}({args})", args)
             if OPTNONE.search(body):
                 self._problem(where, span.start(), "attribute optnone", "-O0")
 
@@ -793,27 +806,43 @@ class SourceScan:
             elif flag not in self.want and where.file(at) is not None:
                 self.tolerated_seen = _dedupe(self.tolerated_seen + [flag])
 
+    def _targets(self, where: "_Lines", at: int, what: str, args: str) -> None:
+        """One target pragma or attribute: each setting that overrides one of the variant's
+        flags, unless the target tolerates the flag it stands for."""
+        settings = target_settings(args)
+        if settings is None:
+            self._problem(where, at, what, None, over="target")
+        for setting in settings or []:
+            if (found := target_override(setting, self.want)) is None:
+                continue
+            flag, over = found
+            if flag not in self.tolerated:
+                self._problem(where, at, what, flag, over=over)
+            elif self._ours(where, at):
+                self.tolerated_seen = _dedupe(self.tolerated_seen + [flag])
+
     def _ours(self, where: "_Lines", at: int) -> bool:
         file = where.file(at)
         return file is not None and (file.name == STDIN
                                      or any(file.is_relative_to(r) for r in self.roots))
 
-    def _problem(self, where: "_Lines", at: int, what: str, flag: str | None) -> None:
+    def _problem(self, where: "_Lines", at: int, what: str, flag: str | None,
+                 over: str | None = None) -> None:
         if not self._ours(where, at):
             return
         place = f"{where.file(at)}:{where.line(at)}"
         if flag is None:
-            self.problems.append(f"{place}: {what} sets optimisation in the source, and the "
-                                 "audit cannot tell which")
+            self.problems.append(f"{place}: {what} sets {'the ' + over if over else 'optimisation'}"
+                                 " in the source, and the audit cannot tell which")
             return
         if flag.startswith("-O"):
             self.problems.append(f"{place}: {what} sets the optimisation level ({flag}) in the "
                                  "source, over the variant's flags")
             return
         self.in_source[flag] = self.in_source.get(flag, 0) + 1
-        self.problems.append(f"{place}: {what} sets {flag} in the source, which the variant's "
-                             "flags do not have (list it in the target's build.tolerated_flags "
-                             "if it is the project's own)")
+        said = f"over the variant's {over}" if over else "which the variant's flags do not have"
+        self.problems.append(f"{place}: {what} sets {flag} in the source, {said} (list it in the "
+                             "target's build.tolerated_flags if it is the project's own)")
 
     def _origin(self, cmd: Command, snap: SourceSnapshot, text: str) -> None:
         """Code read as it was (not compiled from C here) is the source's own or this build's."""
@@ -940,6 +969,46 @@ def _run_preprocessor(cmd: Command, sources: list[str]) -> tuple[str | None, str
     return done.stdout, None
 
 
+def target_settings(args: str) -> list[str] | None:
+    """The settings of a target pragma's or attribute's arguments ("arch=x86-64,avx2" is two);
+    None when an argument is not a string literal."""
+    settings = []
+    for arg in _split_args(args):
+        text = _literal(arg)
+        if text is None:
+            return None
+        settings += [part.strip() for part in text.split(",") if part.strip()]
+    return settings
+
+
+def target_override(setting: str, want: list[str]) -> tuple[str, str] | None:
+    """The flag a target setting stands for ("arch=x86-64" is -march=x86-64, "no-avx2"
+    -mno-avx2, "avx2" -mavx2) and the variant's flag it overrides, or None when it overrides
+    none. A setting that only adds an instruction set the variant does not turn off passes:
+    it is how programs pick code at run time for the CPU they find (zstd's BMI2 paths, xz's
+    CLMUL CRC), and the code compiled with the variant's flags is still there for the others.
+    What it overrides: arch= the variant's -march; tune= its -mtune (else the tuning its
+    -march implies); any other name=value its -mname=; a no- feature the variant's -mfeature
+    or its -march (which may enable it); an added feature the variant's -mno-feature."""
+    setting = setting.strip()
+    if not setting or setting == "default":   # target_clones' clone of the variant's own flags
+        return None
+    flag = f"-m{setting}"
+    name, has_value, value = setting.partition("=")
+    if has_value:
+        mine = [f for f in want if f.startswith(f"-m{name}=")]
+        if name == "tune" and not mine:
+            mine = [f for f in want if f.startswith("-march=")]
+        if mine and mine[-1].split("=", 1)[1] != value:
+            return flag, mine[-1]
+        return None
+    if setting.startswith("no-"):
+        over = [f for f in want if f == f"-m{setting[3:]}" or f.startswith("-march=")]
+    else:
+        over = [f for f in want if f == f"-mno-{setting}"]
+    return (flag, over[-1]) if over else None
+
+
 # ---- the source tree as unpacked ------------------------------------------------------------
 
 PRISTINE_LARGEST = 64 << 20    # bytes: larger files are data, never code a compile reads
@@ -969,13 +1038,26 @@ def optimize_flags(args: str) -> list[str]:
     for arg in (a.strip() for a in _split_args(args)):
         if arg.isdigit():
             flags.append(f"-O{arg}")
-        elif len(arg) >= 2 and arg[0] == arg[-1] == '"':
-            for part in filter(None, (p.strip() for p in arg[1:-1].split(","))):
+        elif (text := _literal(arg)) is not None:
+            for part in filter(None, (p.strip() for p in text.split(","))):
                 flags.append(part if part.startswith("-") else
                              f"-{part}" if part.startswith("O") else f"-f{part}")
         else:
             return []
     return flags
+
+
+STRING = re.compile(r'\s*"((?:\\.|[^"\\])*)"')
+
+
+def _literal(arg: str) -> str | None:
+    """The text of an argument made of string literals only ("O" "0" is "O0", as the compiler
+    joins them), or None."""
+    parts, at = [], 0
+    while (found := STRING.match(arg, at)) is not None:
+        parts.append(found.group(1))
+        at = found.end()
+    return "".join(parts) if parts and not arg[at:].strip() else None
 
 
 def _split_args(text: str) -> list[str]:

@@ -633,3 +633,46 @@ def test_a_header_of_a_S_swapped_for_its_compile_and_put_back_is_refused(make_pr
                                            "not what its files give now (a file changed for the "
                                            "compile): ")
 
+
+X86 = pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"),
+                         reason="x86 target names (nothing is run, so any x86-64 CPU will do)")
+V3 = "-O2 -march=x86-64-v3"
+
+
+@X86
+@pytest.mark.parametrize("compiler, code, flag, over", [
+    ("gcc", '#pragma GCC target ("arch=x86-64")\n', "-march=x86-64", "-march=x86-64-v3"),
+    ("gcc", '_Pragma("GCC target(\\"no-avx2\\")")\n', "-mno-avx2", "-march=x86-64-v3"),
+    ("gcc", '__attribute__((target("arch=x86-64"))) int slow(int x) { return x; }\n',
+     "-march=x86-64", "-march=x86-64-v3"),
+    ("gcc", '__attribute__((target_clones("arch=x86-64", "default"))) int slow(int x) '
+     '{ return x; }\n', "-march=x86-64", "-march=x86-64-v3"),
+    ("gcc", '__attribute__((target("tune=" "generic"))) int slow(int x) { return x; }\n',
+     "-mtune=generic", "-march=x86-64-v3"),
+    ("clang", '__attribute__((target("arch=x86-64"))) int slow(int x) { return x; }\n',
+     "-march=x86-64", "-march=x86-64-v3"),
+])
+def test_a_target_that_overrides_the_variants_flags_is_refused(make_project, tmp_path, compiler,
+                                                               code, flag, over):
+    """`#pragma GCC target ("arch=x86-64")` silently cancels the variant's -march: named like
+    an optimize pragma, with the flag it stands for and the variant's flag it overrides."""
+    result = make_project({"Makefile": HONEST, "a.c": MAIN, "b.c": code + HELPER}, flags=V3,
+                          compiler=compiler)
+    problem = _one_problem(result)
+    assert problem.startswith(f"{tmp_path}/tree/b.c:1: ")
+    assert problem.endswith(f" sets {flag} in the source, over the variant's {over} (list it in "
+                            "the target's build.tolerated_flags if it is the project's own)")
+
+
+@X86
+@pytest.mark.parametrize("code, tolerated", [
+    # code for the CPU found at run time (zstd's BMI2 paths, xz's CLMUL CRC): only adds
+    ('__attribute__((target("avx2,bmi2"))) int fast(int x) { return x; }\n', ()),
+    ('__attribute__((target_clones("avx2", "default"))) int fast(int x) { return x; }\n', ()),
+    ('#pragma GCC target ("arch=x86-64")\n', ("-march=x86-64",)),
+])
+def test_a_target_that_only_adds_or_is_tolerated_passes(make_project, code, tolerated):
+    result = make_project({"Makefile": HONEST, "a.c": MAIN, "b.c": code + HELPER}, flags=V3,
+                          tolerated=tolerated)
+    assert result.verified, result.problems
+    assert result.tolerated_seen == list(tolerated)

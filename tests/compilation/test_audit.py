@@ -634,6 +634,22 @@ def test_a_header_of_a_S_swapped_for_its_compile_and_put_back_is_refused(make_pr
                                            "compile): ")
 
 
+@pytest.mark.parametrize("real", ["gcc", "clang"])
+def test_a_compiler_that_adds_its_own_flags_is_refused(make_project, tmp_path, real):
+    """A root-owned script named as the compiler, which answers like the compiler and hands it
+    every command with -O0 appended: the recorded lines are the variant's, the code is -O0."""
+    script = tmp_path / f"my{real}"
+    script.write_text(f'#!/bin/sh\nexec {shutil.which(real)} "$@" -O0\n')
+    script.chmod(0o755)
+    result = make_project({"Makefile": HONEST, "a.c": MAIN, "b.c": HELPER},
+                          compiler=str(script))
+    assert _one_problem(result).startswith(f"the compiler {script} adds -O0 (what ")
+    assert _one_problem(result).endswith(
+        ", which it runs, received for a compile with the variant's flags, against the command "
+        "it was given): it changes the flags behind the compile lines; name the compiler itself "
+        "in the recipe")
+
+
 X86 = pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"),
                          reason="x86 target names (nothing is run, so any x86-64 CPU will do)")
 V3 = "-O2 -march=x86-64-v3"

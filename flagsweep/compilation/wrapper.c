@@ -59,7 +59,8 @@
 #ifndef SNAPSHOT          /* {"c", "cpp-output", 1}: compiled as, 1 when preprocessed into it */
 #define SNAPSHOT {{0, 0, 0}}
 #endif
-#ifndef CLANG             /* clang warns of every option -E leaves unused; gcc is silent */
+#ifndef CLANG   /* clang warns of each option a command leaves unused (-E the linker's, a snapshot
+                 * -I and -D), an error with -Werror; gcc is silent */
 #define CLANG 0
 #endif
 
@@ -488,7 +489,7 @@ static int take(struct compile *c, int i, const struct snapshot_as *as, struct s
  * cannot be taken, and then the command runs as it was. */
 static char **snapshotted(struct compile *c, const char *launcher)
 {
-    char **args = calloc((size_t)c->argc * 5 + 8, sizeof *args);
+    char **args = calloc((size_t)c->argc * 5 + 9, sizeof *args);
     int k = 0;
     if (!args) fail("memory");
     c->snaps = calloc((size_t)c->argc, sizeof *c->snaps);
@@ -496,6 +497,8 @@ static char **snapshotted(struct compile *c, const char *launcher)
     if (launcher)
         args[k++] = (char *)launcher;
     args[k++] = REAL;
+    if (CLANG)   /* -I, -D, -include have nothing to do on preprocessed text: no -Werror failure */
+        args[k++] = "-Qunused-arguments";
     for (int i = 1; i < c->argc; i++) {
         const char *a = c->argv[i];
         if (c->w[i].role == OPTION) {

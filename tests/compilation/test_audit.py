@@ -416,6 +416,18 @@ def test_a_compile_whose_source_is_gone_rewritten_or_streamed_is_judged_by_what_
                                     "variant's flags")
 
 
+@pytest.mark.parametrize("compiler", ["gcc", "clang"])
+def test_a_snapshot_compiles_where_the_source_did_warnings_as_errors_and_all(make_project,
+                                                                            compiler):
+    """The snapshot is compiled with the command's own options: -I, -D and -include have
+    nothing left to do on preprocessed text, which clang warns of (an error with -Werror)."""
+    rule = "$(CC) $(CFLAGS) -Wall -Werror -I inc -DLIMIT=100 -include inc/config.h -c b.c -o b.o"
+    result = make_project({"Makefile": HONEST + f"b.o: b.c\n\t{rule}\n", "a.c": MAIN,
+                           "b.c": HELPER, "inc/config.h": "static const int config = 1;\n"},
+                          compiler=compiler)
+    assert result.verified, result.problems
+
+
 @pytest.mark.parametrize("rule, why", [
     ("env -u FLAGSWEEP_SNAPSHOTS $(CC) $(CFLAGS) -c b.c -o b.o",
      "the wrapper kept no snapshot of what it compiled"),

@@ -784,6 +784,7 @@ class SourceScan:
     def _check(self, cmd: Command, code: str) -> None:
         if "optimize" not in code and "optnone" not in code and "target" not in code:
             return   # most compiles: nothing to look at closer
+        code = _uncommented(code)
         where = _Lines(cmd, code)
         for found in GCC_PRAGMA.finditer(code):
             args = _pragma_args(found)
@@ -948,6 +949,17 @@ def _compiled(cmd: Command) -> tuple[list[tuple[SourceSnapshot, str]], str | Non
             return [], f"its snapshot {snap.path} is no longer what was compiled"
         texts.append((snap, data.decode(errors="replace")))
     return texts, None
+
+
+# A string or character literal, which keeps what is in it, or a comment.
+LEXEME = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|/\*.*?\*/|//[^\n]*', re.S)
+
+
+def _uncommented(code: str) -> str:
+    """The text with each comment blanked, its line breaks kept (so lines still count): gcc's
+    snapshots keep comments (wrapper.c), and a pragma or attribute in one sets nothing."""
+    return LEXEME.sub(lambda m: m.group() if m.group()[0] in "\"'" else
+                      re.sub(r"[^\n]", " ", m.group()), code)
 
 
 def _pragma_args(found: re.Match) -> str:

@@ -420,6 +420,10 @@ static char **preprocessing(struct compile *c, int i)
     }
     if (CLANG)
         e[k++] = "-Qunused-arguments";
+    /* gcc reads a fall-through comment (-Wimplicit-fallthrough) in the text it compiles, as
+     * ccache's keep_comments_cpp knows; not in assembly, where // is no comment to gas */
+    else if (strcmp(c->w[i].lang, "assembler-with-cpp") != 0)
+        e[k++] = "-C";
     /* -E would name the dependency file and its target after the preprocessed output */
     int one = c->out && (has(c->argc, c->argv, c->w, "-c") || has(c->argc, c->argv, c->w, "-S"));
     if (md && !mf) {

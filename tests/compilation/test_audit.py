@@ -428,6 +428,18 @@ def test_a_snapshot_compiles_where_the_source_did_warnings_as_errors_and_all(mak
     assert result.verified, result.problems
 
 
+def test_a_fall_through_comment_still_counts_in_the_snapshot(make_project):
+    """gcc reads a fall-through comment in the text it compiles: the snapshot keeps comments
+    (xz marks its fall-throughs so, and built with 46 warnings without them), and a pragma
+    inside one still sets nothing."""
+    code = ("int helper(int x) { int r = 0;\n  switch (x) {\n  case 1: r += 1;\n"
+            "    /* FALLTHROUGH */\n  case 2: r += 2; break;\n  }\n  return r; }\n"
+            '/* an example:\n#pragma GCC optimize ("O0")\n*/\n')
+    rule = "$(CC) $(CFLAGS) -Werror=implicit-fallthrough -c b.c -o b.o"
+    result = make_project({"Makefile": HONEST + f"b.o: b.c\n\t{rule}\n", "a.c": MAIN, "b.c": code})
+    assert result.verified, result.problems
+
+
 @pytest.mark.parametrize("rule, why", [
     ("env -u FLAGSWEEP_SNAPSHOTS $(CC) $(CFLAGS) -c b.c -o b.o",
      "the wrapper kept no snapshot of what it compiled"),

@@ -60,6 +60,7 @@ import tempfile
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import Callable
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
@@ -762,6 +763,7 @@ class SourceScan:
         self.problems: list[str] = []
         self.tolerated_seen: list[str] = []
         self.in_source: dict[str, int] = {}     # flag -> attributes or pragmas setting it
+        self._named: dict[tuple[str, str], bool] = {}
 
     def run(self, compiles: list[Command], traced: set[int] | None = None) -> None:
         """traced: the ids of the compiles the measured binary was made from, when it was
@@ -782,28 +784,36 @@ class SourceScan:
                 self._origin(cmd, snap, text)
 
     def _check(self, cmd: Command, code: str) -> None:
-        if "optimize" not in code and "optnone" not in code and "target" not in code:
+        """The text of the project's own files in the snapshot (the system headers around it
+        are most of it, and not the project's to judge), comments blanked."""
+        if not _worth_reading(code):
             return   # most compiles: nothing to look at closer
-        code = _uncommented(code)
         where = _Lines(cmd, code)
+        for start, end in where.spans(lambda name: self._mine_named(where, name)):
+            if _worth_reading(part := code[start:end]):
+                self._scan(where, start, _uncommented(part))
+
+    def _scan(self, where: "_Lines", base: int, code: str) -> None:
+        """Pragmas and attributes in code, which starts at offset base of the snapshot."""
         for found in GCC_PRAGMA.finditer(code):
             args = _pragma_args(found)
-            self._settings(where, found.start(), f"#pragma GCC optimize ({args})", args)
+            self._settings(where, base + found.start(), f"#pragma GCC optimize ({args})", args)
         for found in TARGET_PRAGMA.finditer(code):
             args = _pragma_args(found)
-            self._targets(where, found.start(), f"#pragma GCC target ({args})", args)
+            self._targets(where, base + found.start(), f"#pragma GCC target ({args})", args)
         for found in CLANG_OFF.finditer(code):
-            self._problem(where, found.start(), "#pragma clang optimize off", "-O0")
+            self._problem(where, base + found.start(), "#pragma clang optimize off", "-O0")
         for span in ATTRIBUTE.finditer(code):
+            at = base + span.start()
             body = _balanced(code, span.end(), "[]" if span.group() == "[[" else "()")
             for attr in OPTIMIZE_ATTR.finditer(body):
                 args = _balanced(body, attr.end())
-                self._settings(where, span.start(), f"attribute optimize({args})", args)
+                self._settings(where, at, f"attribute optimize({args})", args)
             for attr in TARGET_ATTR.finditer(body):
                 args = _balanced(body, attr.end())
-                self._targets(where, span.start(), f"attribute {attr.group(1)}({args})", args)
+                self._targets(where, at, f"attribute {attr.group(1)}({args})", args)
             if OPTNONE.search(body):
-                self._problem(where, span.start(), "attribute optnone", "-O0")
+                self._problem(where, at, "attribute optnone", "-O0")
 
     def _settings(self, where: "_Lines", at: int, what: str, args: str) -> None:
         """One optimize pragma or attribute: each of its settings, as the flag it stands for."""
@@ -833,8 +843,19 @@ class SourceScan:
 
     def _ours(self, where: "_Lines", at: int) -> bool:
         file = where.file(at)
-        return file is not None and (file.name == STDIN
-                                     or any(file.is_relative_to(r) for r in self.roots))
+        return file is not None and self._mine(file)
+
+    def _mine(self, file: Path) -> bool:
+        """A file of the project's (the build or source tree), or the compile's standard input."""
+        return file.name == STDIN or any(file.is_relative_to(r) for r in self.roots)
+
+    def _mine_named(self, where: "_Lines", name: str) -> bool:
+        """_mine of a file as a line marker names it: the compiles of a build name the same
+        headers thousands of times."""
+        key = (str(where.cmd.cwd), name)
+        if key not in self._named:
+            self._named[key] = (path := where.path(name)) is not None and self._mine(path)
+        return self._named[key]
 
     def _problem(self, where: "_Lines", at: int, what: str, flag: str | None,
                  over: str | None = None) -> None:
@@ -902,15 +923,23 @@ class _Lines:
 
     def __init__(self, cmd: Command, code: str):
         self.cmd, self.code = cmd, code
-        self.markers = [(m.end() + 1, m.group(2), int(m.group(1)))
-                        for m in LINE_MARKER.finditer(code)]
+        found = list(LINE_MARKER.finditer(code))
+        self.markers = [(m.end() + 1, m.group(2), int(m.group(1))) for m in found]
         self.starts = [m[0] for m in self.markers]
+        self.ends = [m.start() for m in found[1:]] + [len(code)]
+
+    def spans(self, keep: Callable[[str], bool]) -> list[tuple[int, int]]:
+        """(start, end) of each stretch of text from a file keep says yes to (by its name in
+        the markers)."""
+        return [(start, end) for (start, name, _), end in zip(self.markers, self.ends)
+                if start < end and keep(name)]
 
     def _marker(self, at: int) -> tuple[int, str, int] | None:
         i = bisect.bisect_right(self.starts, at) - 1
         return self.markers[i] if i >= 0 else None
 
-    def _path(self, name: str) -> Path | None:
+    def path(self, name: str) -> Path | None:
+        """The file a line marker names (None: <built-in>, <command-line>)."""
         if name == STDIN:     # the compile's own source, read from its standard input
             return self.cmd.path(name)
         if name.startswith("<"):   # <built-in>, <command-line>
@@ -919,11 +948,11 @@ class _Lines:
 
     def file(self, at: int) -> Path | None:
         marker = self._marker(at)
-        return None if marker is None else self._path(marker[1])
+        return None if marker is None else self.path(marker[1])
 
     def files(self) -> set[Path]:
         """Every file the text came from."""
-        return {p for _, name, _ in self.markers if (p := self._path(name)) is not None}
+        return {p for _, name, _ in self.markers if (p := self.path(name)) is not None}
 
     def line(self, at: int) -> int:
         marker = self._marker(at)
@@ -953,6 +982,10 @@ def _compiled(cmd: Command) -> tuple[list[tuple[SourceSnapshot, str]], str | Non
 
 # A string or character literal, which keeps what is in it, or a comment.
 LEXEME = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|/\*.*?\*/|//[^\n]*', re.S)
+
+
+def _worth_reading(code: str) -> bool:
+    return "optimize" in code or "optnone" in code or "target" in code
 
 
 def _uncommented(code: str) -> str:

@@ -990,7 +990,8 @@ def _worth_reading(code: str) -> bool:
 
 def _uncommented(code: str) -> str:
     """The text with each comment blanked, its line breaks kept (so lines still count): gcc's
-    snapshots keep comments (wrapper.c), and a pragma or attribute in one sets nothing."""
+    snapshots keep comments when fall-through warnings are on (wrapper.c), and a pragma or
+    attribute in one sets nothing."""
     return LEXEME.sub(lambda m: m.group() if m.group()[0] in "\"'" else
                       re.sub(r"[^\n]", " ", m.group()), code)
 

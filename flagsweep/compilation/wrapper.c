@@ -398,6 +398,27 @@ static char *with_suffix(const char *path, const char *suffix)
     return s;
 }
 
+/* Whether gcc would read the source's comments: a FALLTHROUGH comment silences
+ * -Wimplicit-fallthrough (on with -Wextra), as ccache's keep_comments_cpp knows, so the
+ * snapshot keeps comments then (-C), and only then: they make it three times the size. */
+static int fall_through_comments(struct compile *c)
+{
+    int on = 0;
+    for (int j = 1; j < c->argc; j++) {
+        const char *a = c->argv[j];
+        size_t n = strlen(a);
+        if (c->w[j].role != OPTION)
+            continue;
+        if (!strcmp(a, "-Wextra") || !strcmp(a, "-W"))
+            on = 1;
+        else if (starts(a, "-Wimplicit-fallthrough") || starts(a, "-Werror=implicit-fallthrough"))
+            on = strcmp(a + n - 2, "=0") != 0;
+        else if (!strcmp(a, "-Wno-implicit-fallthrough"))
+            on = 0;
+    }
+    return on;
+}
+
 /* The preprocessing of source i: the command without what compiles or writes the compile's
  * files, with its dependency options and their defaults, as -E of that source alone. */
 static char **preprocessing(struct compile *c, int i)
@@ -420,10 +441,8 @@ static char **preprocessing(struct compile *c, int i)
     }
     if (CLANG)
         e[k++] = "-Qunused-arguments";
-    /* gcc reads a fall-through comment (-Wimplicit-fallthrough) in the text it compiles, as
-     * ccache's keep_comments_cpp knows; not in assembly, where // is no comment to gas */
-    else if (strcmp(c->w[i].lang, "assembler-with-cpp") != 0)
-        e[k++] = "-C";
+    else if (fall_through_comments(c) && strcmp(c->w[i].lang, "assembler-with-cpp") != 0)
+        e[k++] = "-C";    /* not in assembly, where // is no comment to gas */
     /* -E would name the dependency file and its target after the preprocessed output */
     int one = c->out && (has(c->argc, c->argv, c->w, "-c") || has(c->argc, c->argv, c->w, "-S"));
     if (md && !mf) {

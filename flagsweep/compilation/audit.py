@@ -210,7 +210,7 @@ def audit(compile_log: Path, tree: Path, expected: list[str], tolerated: list[st
     traced = trace.binary(binary) if trace else []
     if trace and trace.link_missing:
         result.link_missing, result.link_cwd = trace.link_missing, trace.link_cwd
-    scan = SourceScan(roots, want, tolerated, pristine, commands)
+    scan = SourceScan(want, tolerated, pristine, commands)
     scan.run([cmd for cmd in commands if cmd.kind == "compile" and not _writes_nothing(cmd)],
              trace.used if trace else None)
     for compiler in dict.fromkeys(c.argv[0] for c in commands if c.kind == "compile"):
@@ -746,16 +746,17 @@ class SourceScan:
     sources (wrapper.c): the preprocessor's text, conditionals evaluated, macros expanded and
     headers in, hashed when it was compiled, so it is the code the compiler read, whatever the
     files say now. In it, optimisation and targets the code sets for itself, in the sources and
-    the project's headers (files outside the build and source trees, system headers, are not
-    the project's to judge). And for the compiles the binary is made from, where the code read
+    every header but the compiler's own (those of its #include <...> search list: the C
+    library's are not the project's to judge; a header the build put in /tmp is). And for the
+    compiles the binary is made from, where the code read
     as it was came from: assembly (.s, or a .S's after its preprocessing) and preprocessed text
     (.i) carry code another compiler and other flags made, so each must be the source's own as
     unpacked (pristine: the sha256 of every file of the source tree before the build) or the
     output of a recorded command of this build with the variant's flags."""
 
-    def __init__(self, roots: list[Path], want: list[str], tolerated: list[str],
+    def __init__(self, want: list[str], tolerated: list[str],
                  pristine: frozenset[str] = frozenset(), commands: list[Command] | None = None):
-        self.roots, self.want, self.tolerated, self.pristine = roots, want, tolerated, pristine
+        self.want, self.tolerated, self.pristine = want, tolerated, pristine
         self.made: dict[str, Command] = {}      # sha256 of a file a recorded command wrote -> it
         for cmd in commands or []:
             for sha in cmd.outputs.values():
@@ -763,7 +764,7 @@ class SourceScan:
         self.problems: list[str] = []
         self.tolerated_seen: list[str] = []
         self.in_source: dict[str, int] = {}     # flag -> attributes or pragmas setting it
-        self._named: dict[tuple[str, str], bool] = {}
+        self._named: dict[tuple[str, str, tuple[str, ...]], bool] = {}
 
     def run(self, compiles: list[Command], traced: set[int] | None = None) -> None:
         """traced: the ids of the compiles the measured binary was made from, when it was
@@ -779,16 +780,16 @@ class SourceScan:
                                      f"optimisation set in it ({error}): "
                                      f"{_short(cmd.argv, cmd.cwd)}")
             for snap, text in texts:
+                where = _Lines(cmd, text, system_dirs(cmd.argv[0], snap.language))
                 if cmdline.SNAPSHOT[snap.language][0] != "assembler":
-                    self._check(cmd, text)
-                self._origin(cmd, snap, text)
+                    self._check(where, text)
+                self._origin(where, snap, text)
 
-    def _check(self, cmd: Command, code: str) -> None:
-        """The text of the project's own files in the snapshot (the system headers around it
-        are most of it, and not the project's to judge), comments blanked."""
+    def _check(self, where: "_Lines", code: str) -> None:
+        """The text of the project's own files in the snapshot (the compiler's system headers
+        around it are most of it, and not the project's to judge), comments blanked."""
         if not _worth_reading(code):
             return   # most compiles: nothing to look at closer
-        where = _Lines(cmd, code)
         for start, end in where.spans(lambda name: self._mine_named(where, name)):
             if _worth_reading(part := code[start:end]):
                 self._scan(where, start, _uncommented(part))
@@ -843,18 +844,14 @@ class SourceScan:
 
     def _ours(self, where: "_Lines", at: int) -> bool:
         file = where.file(at)
-        return file is not None and self._mine(file)
-
-    def _mine(self, file: Path) -> bool:
-        """A file of the project's (the build or source tree), or the compile's standard input."""
-        return file.name == STDIN or any(file.is_relative_to(r) for r in self.roots)
+        return file is not None and where.judged(file)
 
     def _mine_named(self, where: "_Lines", name: str) -> bool:
-        """_mine of a file as a line marker names it: the compiles of a build name the same
-        headers thousands of times."""
-        key = (str(where.cmd.cwd), name)
+        """Whether the file a line marker names is judged: the compiles of a build name the
+        same headers thousands of times."""
+        key = (str(where.cmd.cwd), name, where.system)
         if key not in self._named:
-            self._named[key] = (path := where.path(name)) is not None and self._mine(path)
+            self._named[key] = (path := where.path(name)) is not None and where.judged(path)
         return self._named[key]
 
     def _problem(self, where: "_Lines", at: int, what: str, flag: str | None,
@@ -875,10 +872,11 @@ class SourceScan:
         self.problems.append(f"{place}: {what} sets {flag} in the source, {said} (list it in the "
                              "target's build.tolerated_flags if it is the project's own)")
 
-    def _origin(self, cmd: Command, snap: SourceSnapshot, text: str) -> None:
+    def _origin(self, where: "_Lines", snap: SourceSnapshot, text: str) -> None:
         """Code read as it was (not compiled from C here) is the source's own or this build's."""
+        cmd = where.cmd
         if snap.language == "assembler-with-cpp":
-            self._preprocessed_assembly(cmd, snap, text)
+            self._preprocessed_assembly(where, snap)
         elif not snap.preprocessed:
             what = "assembly" if snap.language == "assembler" else "preprocessed code"
             if (why := self._foreign(snap.sha256)) is not None:
@@ -902,12 +900,13 @@ class SourceScan:
         return (f"was written by a command without the variant's flags "
                 f"({_short(maker.argv, maker.cwd)})")
 
-    def _preprocessed_assembly(self, cmd: Command, snap: SourceSnapshot, text: str) -> None:
-        """A .S: every project file its assembly came from is the source's own (or this
-        build's), and preprocessing them again gives the very text assembled (a file changed
-        for the compile and put back would not)."""
-        for file in _Lines(cmd, text).files():
-            if any(file.is_relative_to(r) for r in self.roots) and file.is_file():
+    def _preprocessed_assembly(self, where: "_Lines", snap: SourceSnapshot) -> None:
+        """A .S: every file its assembly came from (but the compiler's own headers) is the
+        source's own (or this build's), and preprocessing them again gives the very text
+        assembled (a file changed for the compile and put back would not)."""
+        cmd = where.cmd
+        for file in where.files():
+            if where.judged(file) and file.is_file():
                 if (why := self._foreign(files.sha256_file(file))) is not None:
                     self.problems.append(f"{file}: assembled by {cmd.path(snap.source)}, it {why}"
                                          f": {_short(cmd.argv, cmd.cwd)}")
@@ -919,10 +918,11 @@ class SourceScan:
 
 
 class _Lines:
-    """Maps an offset in preprocessed text back to its file and line through the line markers."""
+    """Maps an offset in preprocessed text back to its file and line through the line markers;
+    system: the compiler's own include folders, whose files are not the project's to judge."""
 
-    def __init__(self, cmd: Command, code: str):
-        self.cmd, self.code = cmd, code
+    def __init__(self, cmd: Command, code: str, system: tuple[str, ...] = ()):
+        self.cmd, self.code, self.system = cmd, code, system
         found = list(LINE_MARKER.finditer(code))
         self.markers = [(m.end() + 1, m.group(2), int(m.group(1))) for m in found]
         self.starts = [m[0] for m in self.markers]
@@ -945,6 +945,11 @@ class _Lines:
         if name.startswith("<"):   # <built-in>, <command-line>
             return None
         return self.cmd.path(re.sub(r"\\(.)", r"\1", name))   # markers escape \\ and "
+
+    def judged(self, file: Path) -> bool:
+        """Any file but the compiler's own headers: the build and source trees', and a header
+        the build put anywhere else (-include /tmp/x.h), or the compile's standard input."""
+        return file.name == STDIN or not str(file).startswith(self.system)
 
     def file(self, at: int) -> Path | None:
         marker = self._marker(at)
@@ -978,6 +983,25 @@ def _compiled(cmd: Command) -> tuple[list[tuple[SourceSnapshot, str]], str | Non
             return [], f"its snapshot {snap.path} is no longer what was compiled"
         texts.append((snap, data.decode(errors="replace")))
     return texts, None
+
+
+@functools.lru_cache(maxsize=32)
+def system_dirs(compiler: str, language: str) -> tuple[str, ...]:
+    """The folders the compiler searches for #include <...> of itself (each with a trailing
+    '/'), for a source of that language: its own headers, the C library's. Its answer to
+    -v -E, not a command's options: -isystem /tmp/x makes no file the compiler's own."""
+    ask = {"cpp-output": "c", "c++-cpp-output": "c++", "objective-c-cpp-output": "objective-c",
+           "objective-c++-cpp-output": "objective-c++"}.get(language, language)
+    try:
+        done = process.run([compiler, "-x", ask, "-E", "-v", os.devnull], timeout=60,
+                           env=environment.build({}))
+    except (OSError, process.TimeoutExpired):
+        return ()
+    listed = re.search(r"#include <\.\.\.> search starts here:\n(.*?)\nEnd of search list",
+                       done.stderr, re.S)
+    folders = [line.strip().removesuffix(" (framework directory)")
+               for line in (listed.group(1).splitlines() if listed else [])]
+    return tuple(os.path.normpath(f) + "/" for f in folders if f)
 
 
 # A string or character literal, which keeps what is in it, or a comment.

@@ -603,6 +603,17 @@ def test_a_header_swapped_for_a_compile_and_put_back_is_refused(make_project, tm
                                     "over the variant's flags")
 
 
+def test_a_header_the_build_put_outside_the_trees_is_judged_too(make_project, tmp_path):
+    """`-include /tmp/slow.h` (-include is no code-generation flag): only the compiler's own
+    headers are left unjudged, wherever else a header is (and whatever -isystem says)."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "slow.h").write_text(PRAGMA["gcc"])
+    cheat = f"b.o: b.c\n\t$(CC) $(CFLAGS) -isystem {elsewhere} -include slow.h -c b.c -o b.o\n"
+    result = make_project({"Makefile": HONEST + cheat, "a.c": MAIN, "b.c": HELPER})
+    assert _one_problem(result).startswith(f"{elsewhere}/slow.h:1: {SAID['gcc']} in the source")
+
+
 ELSEWHERE = "the assembly this compile read is neither a file of the source as unpacked nor " \
             "written by a recorded command of this build (code made elsewhere, with other flags?)"
 

@@ -406,8 +406,9 @@ SLOW_B = '#pragma GCC optimize ("O0")\n' + HELPER
     ("rm -f gen.c && mkfifo gen.c && (cat slow.txt > gen.c &) && "
      "$(CC) $(CFLAGS) -x c -c gen.c -o b.o", "gen.c"),
 ])
-def test_a_compile_whose_source_is_gone_rewritten_or_streamed_is_judged_by_what_it_compiled(
-        make_project, tmp_path, rule, where):
+def test_a_compile_whose_source_cannot_be_read_again_is_refused(make_project, tmp_path, rule,
+                                                                 where):
+    """Its source gone, rewritten or streamed, the compile is judged by what it compiled."""
     makefile = HONEST + f"b.o:\n\t{rule}\n"
     result = make_project({"Makefile": makefile, "a.c": MAIN, "slow.txt": SLOW_B,
                            "honest.txt": HELPER})

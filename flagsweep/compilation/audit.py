@@ -8,18 +8,38 @@ Reads the compile log the wrapper wrote during the variant's build step. A varia
   - no command reads options the log does not show: response files (@file), spec files
     (-specs=), other compiler programs (-B, -wrapper), or long spellings of options (gcc takes
     --optimize=0 for -O0, and any unambiguous abbreviation of it);
+  - the compiler hands its driver the command it was given (a root-owned script named as the
+    compiler that appends -O0 is refused: `added_by`);
   - the measured binary traces back to this build: a recorded link wrote it and nothing changed
-    it since, and every object it links is the output of a recorded compile, every archive in
-    the build or source tree holds only such objects, every library built there was linked by a
-    recorded command (stale or prebuilt objects shipped with the source are refused), and no
-    code of it is in a shared library of the tree loaded from elsewhere at run time (libtool's
-    .libs/ programs, its wrapper scripts);
-  - the sources compiled set no optimisation of their own (`#pragma GCC optimize`,
+    it since (its bytes, as the wrapper hashed them then), and every object it links is the
+    output of a recorded compile with those very bytes, every archive in the build or source
+    tree holds only such objects, every library built there was linked by a recorded command
+    (stale or prebuilt objects shipped with the source are refused), and no code of it is in a
+    shared library of the tree loaded from elsewhere at run time (libtool's .libs/ programs,
+    its wrapper scripts);
+  - the code those compiles compiled sets no optimisation of its own (`#pragma GCC optimize`,
     `__attribute__((optimize))`, clang's `#pragma clang optimize off` and `optnone`), except
-    -f options the target tolerates; a compile whose code the audit cannot read again (its
-    source removed, rewritten since, read from stdin) is refused, never taken on trust;
+    -f options the target tolerates, and no target that overrides the variant's -march or -m
+    flags (`#pragma GCC target`, `__attribute__((target))`, `target_clones`); a target that only
+    adds an instruction set, for code picked at run time, passes;
+  - what those compiles read as it was, not compiled from C here (assembly, preprocessed
+    text), is the source's own as unpacked or this build's output with the variant's flags;
   - every object file the build produced was compiled through the wrapper (a Makefile that
     calls `gcc` directly would otherwise build unaudited code).
+
+What is judged is what was compiled, not what the files say afterwards. The wrapper compiles
+a snapshot of each source in its place (wrapper.c): the source run through the compiler's own
+preprocessor (headers in, macros expanded) or copied, into a file named by its sha256, which
+the audit reads and checks against that sha256. Re-reading the files after the build, as the
+audit once did (each compile run again with -E), judged a source or header rewritten for its
+compile and put back, mtime and all, by its honest text; hashing the files around the compile
+would still miss one swapped during it. The snapshot is what the compiler read, so nothing
+done to the files before or after counts. It costs one preprocessing per compile (which a
+warm ccache hit used to skip; a cold compile then reads the preprocessed text and does not
+preprocess again) and saves the audit's own; ccache keys the snapshot by its text, so the
+same code in another run or folder is still a hit. A compile without a snapshot is refused,
+never taken on trust.
+
 Commands are read with cmdline.py's table of two-word options, so `-I dir` or `-MF -O3.d` is
 one option with its value. The problems name the offending command or file, so
 "flags-mismatch" is never a mystery. The
@@ -29,14 +49,18 @@ audit guards against build systems that bypass the flags, not against one that f
 from __future__ import annotations
 
 import bisect
+import functools
 import json
 import os
 import re
+import shlex
+import shutil
 import stat
-from concurrent.futures import ThreadPoolExecutor
+import tempfile
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import Callable
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
@@ -85,6 +109,22 @@ class Audit:
                 "compile_line": self.compile_line}
 
 
+@dataclass(frozen=True)
+class SourceSnapshot:
+    """What a compile compiled in place of one of its sources (wrapper.c): the source as the
+    command named it, its language, the sha256 of the bytes compiled and the file holding them."""
+
+    source: str
+    language: str
+    sha256: str
+    path: Path
+
+    @property
+    def preprocessed(self) -> bool:
+        """Made by the preprocessor (a C source, a .S), not copied as it was (a .s, a .i)."""
+        return cmdline.SNAPSHOT.get(self.language, ("", False))[1]
+
+
 @dataclass
 class Command:
     """One recorded compiler call."""
@@ -92,8 +132,9 @@ class Command:
     argv: list[str]
     cwd: Path
     exit: int = 0
-    output_stat: dict | None = None    # the -o file as the command left it
-    inputs: dict[str, list[int]] = field(default_factory=dict)  # word -> mtime_ns, size, inode
+    outputs: dict[str, str] = field(default_factory=dict)   # file written -> its sha256 then
+    snapshots: list[SourceSnapshot] = field(default_factory=list)
+    snapshot_error: str | None = None     # why the wrapper compiled the sources as they were
 
     @property
     def kind(self) -> str:
@@ -101,6 +142,10 @@ class Command:
 
     def path(self, arg: str) -> Path:
         return _norm(self.cwd / arg)
+
+    def written(self, path: Path) -> str | None:
+        """The sha256 of a file this command wrote, as it left it (None: not recorded)."""
+        return next((sha for word, sha in self.outputs.items() if self.path(word) == path), None)
 
 
 def is_codegen(flag: str) -> bool:
@@ -145,9 +190,11 @@ def output_arg(argv: list[str]) -> str | None:
 
 
 def audit(compile_log: Path, tree: Path, expected: list[str], tolerated: list[str],
-          since: float, binary: Path | None = None, source: Path | None = None) -> Audit:
+          since: float, binary: Path | None = None, source: Path | None = None,
+          pristine: frozenset[str] = frozenset()) -> Audit:
     """Check a variant's compile log against its expected code-generation flags; with the
-    measured binary, also trace it back to the recorded compiles (source: the source tree)."""
+    measured binary, also trace it back to the recorded compiles (source: the source tree;
+    pristine: the sha256 of its files before the build, audit.pristine)."""
     # A command that failed left nothing a binary could be made of.
     commands = [c for c in _records(compile_log) if c.exit == 0]
     # The variant's flags are read like a command line of the compiler that ran, so `--param
@@ -163,9 +210,12 @@ def audit(compile_log: Path, tree: Path, expected: list[str], tolerated: list[st
     traced = trace.binary(binary) if trace else []
     if trace and trace.link_missing:
         result.link_missing, result.link_cwd = trace.link_missing, trace.link_cwd
-    scan = SourceScan(roots, want, tolerated)
+    scan = SourceScan(want, tolerated, pristine, commands)
     scan.run([cmd for cmd in commands if cmd.kind == "compile" and not _writes_nothing(cmd)],
              trace.used if trace else None)
+    for compiler in dict.fromkeys(c.argv[0] for c in commands if c.kind == "compile"):
+        if (why := added_by(compiler, tuple(expected))) is not None:
+            result.problems.append(why)
     result.problems += scan.problems
     result.tolerated_seen = _dedupe(result.tolerated_seen + scan.tolerated_seen)
     result.in_source = scan.in_source
@@ -219,8 +269,10 @@ def _records(log: Path) -> list[Command]:
         return []
     # Arguments need not be UTF-8; undecodable bytes must not hide a command from the audit.
     lines = log.read_text(errors="replace").splitlines()
-    return [Command(r["argv"], Path(r["cwd"]), r.get("exit", 0), r.get("output"),
-                    {word: ident for word, *ident in r.get("inputs", [])})
+    return [Command(r["argv"], Path(r["cwd"]), r.get("exit", 0), dict(r.get("outputs", [])),
+                    [SourceSnapshot(source, language, sha, Path(path))
+                     for source, language, sha, path in r.get("snapshots", [])],
+                    r.get("snapshot_error"))
             for r in map(json.loads, filter(str.strip, lines))]
 
 
@@ -457,14 +509,13 @@ class Trace:
         return {(soname(p) or p.resolve().name): (p, cmd) for p, cmd in found.items()}
 
     def _copy_of(self, binary: Path) -> tuple[Path, Command | None]:
-        """The recorded link output with the binary's very bytes, if there is one."""
-        st = _stat(binary)
-        if st is None:
+        """The recorded output with the binary's very bytes (as its command left them), if
+        there is one."""
+        if _stat(binary) is None:
             return binary, None
         digest = files.sha256_file(binary)
         for path, cmd in self.writers.items():
-            if (cmd.kind != "other" and path != binary and (other := _stat(path)) is not None
-                    and other.st_size == st.st_size and files.sha256_file(path) == digest):
+            if cmd.kind != "other" and path != binary and cmd.written(path) == digest:
                 return path, cmd
         return binary, None
 
@@ -517,19 +568,16 @@ class Trace:
 
     @cached_property
     def _compiled_objects(self) -> dict[str, Command]:
-        """sha256 of every object file a recorded compile left -> that compile."""
-        return {files.sha256_file(path): cmd for path, cmd in self.writers.items()
-                if cmd.kind == "compile" and path.is_file()}
+        """sha256 of every object file a recorded compile left (as it left it) -> that compile."""
+        return {sha: cmd for path, cmd in self.writers.items()
+                if cmd.kind == "compile" and (sha := cmd.written(path)) is not None}
 
     def _unchanged(self, path: Path, cmd: Command) -> None:
-        """The file is still what its recorded command left (nothing rewrote it since)."""
-        st, was = _stat(path), cmd.output_stat
-        out = output_arg(cmd.argv)
-        # A file removed after use (make deletes intermediate objects) was still the recorded one.
-        if st is None or was is None or out is None or cmd.path(out) != path:
-            return
-        if (st.st_mtime_ns, st.st_size, st.st_ino) != (
-                was["mtime_ns"], was["size"], was["ino"]):
+        """The file still has the bytes its recorded command left (nothing rewrote it since,
+        whatever its mtime says)."""
+        if not path.is_file():
+            return   # removed after use (make deletes intermediate objects): it was the recorded one
+        if files.sha256_file(path) != cmd.written(path):
             self.problems.append(f"{self._name(path)} changed after the recorded command that "
                                  "wrote it (rewritten by a command the audit did not see: a "
                                  f"hard-coded compiler, strip, a copy?): {_short(cmd.argv, cmd.cwd)}")
@@ -670,16 +718,22 @@ def ar_members(path: Path) -> list[tuple[str, bytes | Path]]:
     return members
 
 
-# ---- optimisation set in the source ---------------------------------------------------------
+# ---- what each compile compiled: optimisation and target set in it, and where it came from --
 
-# `#pragma GCC optimize (...)` (the preprocessor writes `_Pragma("...")` out as one): the rest of
-# the line is read.
+# `#pragma GCC optimize (...)` and `#pragma GCC target (...)` (the preprocessor writes
+# `_Pragma("...")` out as one): the rest of the line is read.
 GCC_PRAGMA = re.compile(r'^[ \t]*#[ \t]*pragma[ \t]+GCC[ \t]+optimize\b([^\n]*)', re.M)
+TARGET_PRAGMA = re.compile(r'^[ \t]*#[ \t]*pragma[ \t]+GCC[ \t]+target\b([^\n]*)', re.M)
 CLANG_OFF = re.compile(r'^[ \t]*#[ \t]*pragma[ \t]+clang[ \t]+optimize[ \t]+off\b', re.M)
 ATTRIBUTE = re.compile(r"__attribute(?:__)?\s*\(\(|\[\[")   # GNU's, and C23/C++'s
 OPTIMIZE_ATTR = re.compile(r"\b(?:gnu::|__gnu__::)?(?:__optimize__|optimize)\s*\(")
+# target, target_clones (each clone's settings are read alike: the one the CPU runs is picked
+# at run time, over the default clone compiled with the variant's flags)
+TARGET_ATTR = re.compile(r"\b(?:gnu::|__gnu__::)?(__target__|target|__target_clones__|"
+                         r"target_clones)\s*\(")
 OPTNONE = re.compile(r"\b(?:clang::)?(?:__optnone__|optnone)\b")
 LINE_MARKER = re.compile(r'^# (\d+) "((?:\\.|[^"\\])*)"[ \d]*$', re.M)
+STDIN = "<stdin>"      # how line markers name a source read from standard input
 # Options dropped when a compile is run again as `-E`: what it writes besides the text.
 NOT_FOR_E = ("-c", "-S", "-MD", "-MMD", "-MP", "-M", "-MM", "-pipe")
 NOT_FOR_E_VALUE = ("-o", "-MF", "-MT", "-MQ", "-MJ", "-dependency-file", "-dependency-dot",
@@ -688,52 +742,79 @@ NOT_FOR_E_VALUE = ("-o", "-MF", "-MT", "-MQ", "-MJ", "-dependency-file", "-depen
 
 
 class SourceScan:
-    """Optimisation the compiled code sets for itself, as the compiler's preprocessor sees it
-    (conditionals evaluated, macros expanded): in the sources and the project's headers, found
-    by running each recorded compile again with -E. Files outside the build and source trees
-    (system headers) are not the project's to judge."""
+    """What each compile compiled, read in the snapshots the wrapper compiled in place of its
+    sources (wrapper.c): the preprocessor's text, conditionals evaluated, macros expanded and
+    headers in, hashed when it was compiled, so it is the code the compiler read, whatever the
+    files say now. In it, optimisation and targets the code sets for itself, in the sources and
+    every header but the compiler's own (those of its #include <...> search list: the C
+    library's are not the project's to judge; a header the build put in /tmp is). And for the
+    compiles the binary is made from, where the code read
+    as it was came from: assembly (.s, or a .S's after its preprocessing) and preprocessed text
+    (.i) carry code another compiler and other flags made, so each must be the source's own as
+    unpacked (pristine: the sha256 of every file of the source tree before the build) or the
+    output of a recorded command of this build with the variant's flags."""
 
-    def __init__(self, roots: list[Path], want: list[str], tolerated: list[str]):
-        self.roots, self.want, self.tolerated = roots, want, tolerated
+    def __init__(self, want: list[str], tolerated: list[str],
+                 pristine: frozenset[str] = frozenset(), commands: list[Command] | None = None):
+        self.want, self.tolerated, self.pristine = want, tolerated, pristine
+        self.made: dict[str, Command] = {}      # sha256 of a file a recorded command wrote -> it
+        for cmd in commands or []:
+            for sha in cmd.outputs.values():
+                self.made.setdefault(sha, cmd)
         self.problems: list[str] = []
         self.tolerated_seen: list[str] = []
         self.in_source: dict[str, int] = {}     # flag -> attributes or pragmas setting it
+        self._named: dict[tuple[str, str, tuple[str, ...]], bool] = {}
 
     def run(self, compiles: list[Command], traced: set[int] | None = None) -> None:
         """traced: the ids of the compiles the measured binary was made from, when it was
-        traced. A compile the audit cannot read again is refused when it is one of them (or
-        nothing was traced): a build's own probes (a source written, compiled to a scratch
-        program and removed, as zstd's Makefile does) put nothing into the binary."""
-        workers = max(1, min(8, os.cpu_count() or 1))
-        with ThreadPoolExecutor(workers) as pool:
-            for cmd, (text, error) in zip(compiles, pool.map(_preprocess, compiles)):
-                if error and traced is not None and id(cmd) not in traced:
-                    continue
-                if error:
-                    self.problems.append(f"could not read the code this compile compiled to "
-                                         f"look for optimisation set in it ({error}): "
-                                         f"{_short(cmd.argv, cmd.cwd)}")
-                elif text:
-                    self._check(cmd, text)
+        traced; only those are read (all, when nothing was traced): a build's own probes (a
+        source written, compiled to a scratch program and removed, as zstd's Makefile does)
+        put nothing into the binary. A compile whose code the audit does not have is refused."""
+        for cmd in compiles:
+            if traced is not None and id(cmd) not in traced:
+                continue
+            texts, error = _compiled(cmd)
+            if error:
+                self.problems.append(f"could not read the code this compile compiled to look for "
+                                     f"optimisation set in it ({error}): "
+                                     f"{_short(cmd.argv, cmd.cwd)}")
+            for snap, text in texts:
+                where = _Lines(cmd, text, system_dirs(cmd.argv[0], snap.language))
+                if cmdline.SNAPSHOT[snap.language][0] != "assembler":
+                    self._check(where, text)
+                self._origin(where, snap, text)
 
-    def _check(self, cmd: Command, code: str) -> None:
-        if "optimize" not in code and "optnone" not in code:
+    def _check(self, where: "_Lines", code: str) -> None:
+        """The text of the project's own files in the snapshot (the compiler's system headers
+        around it are most of it, and not the project's to judge), comments blanked."""
+        if not _worth_reading(code):
             return   # most compiles: nothing to look at closer
-        where = _Lines(cmd, code)
+        for start, end in where.spans(lambda name: self._mine_named(where, name)):
+            if _worth_reading(part := code[start:end]):
+                self._scan(where, start, _uncommented(part))
+
+    def _scan(self, where: "_Lines", base: int, code: str) -> None:
+        """Pragmas and attributes in code, which starts at offset base of the snapshot."""
         for found in GCC_PRAGMA.finditer(code):
-            args = found.group(1).strip()
-            if args.startswith("("):
-                args = _balanced(args, 1)
-            self._settings(where, found.start(), f"#pragma GCC optimize ({args})", args)
+            args = _pragma_args(found)
+            self._settings(where, base + found.start(), f"#pragma GCC optimize ({args})", args)
+        for found in TARGET_PRAGMA.finditer(code):
+            args = _pragma_args(found)
+            self._targets(where, base + found.start(), f"#pragma GCC target ({args})", args)
         for found in CLANG_OFF.finditer(code):
-            self._problem(where, found.start(), "#pragma clang optimize off", "-O0")
+            self._problem(where, base + found.start(), "#pragma clang optimize off", "-O0")
         for span in ATTRIBUTE.finditer(code):
+            at = base + span.start()
             body = _balanced(code, span.end(), "[]" if span.group() == "[[" else "()")
             for attr in OPTIMIZE_ATTR.finditer(body):
                 args = _balanced(body, attr.end())
-                self._settings(where, span.start(), f"attribute optimize({args})", args)
+                self._settings(where, at, f"attribute optimize({args})", args)
+            for attr in TARGET_ATTR.finditer(body):
+                args = _balanced(body, attr.end())
+                self._targets(where, at, f"attribute {attr.group(1)}({args})", args)
             if OPTNONE.search(body):
-                self._problem(where, span.start(), "attribute optnone", "-O0")
+                self._problem(where, at, "attribute optnone", "-O0")
 
     def _settings(self, where: "_Lines", at: int, what: str, args: str) -> None:
         """One optimize pragma or attribute: each of its settings, as the flag it stands for."""
@@ -746,90 +827,202 @@ class SourceScan:
             elif flag not in self.want and where.file(at) is not None:
                 self.tolerated_seen = _dedupe(self.tolerated_seen + [flag])
 
-    def _problem(self, where: "_Lines", at: int, what: str, flag: str | None) -> None:
+    def _targets(self, where: "_Lines", at: int, what: str, args: str) -> None:
+        """One target pragma or attribute: each setting that overrides one of the variant's
+        flags, unless the target tolerates the flag it stands for."""
+        settings = target_settings(args)
+        if settings is None:
+            self._problem(where, at, what, None, over="target")
+        for setting in settings or []:
+            if (found := target_override(setting, self.want)) is None:
+                continue
+            flag, over = found
+            if flag not in self.tolerated:
+                self._problem(where, at, what, flag, over=over)
+            elif self._ours(where, at):
+                self.tolerated_seen = _dedupe(self.tolerated_seen + [flag])
+
+    def _ours(self, where: "_Lines", at: int) -> bool:
         file = where.file(at)
-        if file is None or not any(file.is_relative_to(r) for r in self.roots):
+        return file is not None and where.judged(file)
+
+    def _mine_named(self, where: "_Lines", name: str) -> bool:
+        """Whether the file a line marker names is judged: the compiles of a build name the
+        same headers thousands of times."""
+        key = (str(where.cmd.cwd), name, where.system)
+        if key not in self._named:
+            self._named[key] = (path := where.path(name)) is not None and where.judged(path)
+        return self._named[key]
+
+    def _problem(self, where: "_Lines", at: int, what: str, flag: str | None,
+                 over: str | None = None) -> None:
+        if not self._ours(where, at):
             return
-        place = f"{file}:{where.line(at)}"
+        place = f"{where.file(at)}:{where.line(at)}"
         if flag is None:
-            self.problems.append(f"{place}: {what} sets optimisation in the source, and the "
-                                 "audit cannot tell which")
-        elif flag.startswith("-O"):
+            self.problems.append(f"{place}: {what} sets {'the ' + over if over else 'optimisation'}"
+                                 " in the source, and the audit cannot tell which")
+            return
+        if flag.startswith("-O"):
             self.problems.append(f"{place}: {what} sets the optimisation level ({flag}) in the "
                                  "source, over the variant's flags")
-        else:
-            self.in_source[flag] = self.in_source.get(flag, 0) + 1
-            self.problems.append(f"{place}: {what} sets {flag} in the source, which the "
-                                 "variant's flags do not have (list it in the target's "
-                                 "build.tolerated_flags if it is the project's own)")
+            return
+        self.in_source[flag] = self.in_source.get(flag, 0) + 1
+        said = f"over the variant's {over}" if over else "which the variant's flags do not have"
+        self.problems.append(f"{place}: {what} sets {flag} in the source, {said} (list it in the "
+                             "target's build.tolerated_flags if it is the project's own)")
+
+    def _origin(self, where: "_Lines", snap: SourceSnapshot, text: str) -> None:
+        """Code read as it was (not compiled from C here) is the source's own or this build's."""
+        cmd = where.cmd
+        if snap.language == "assembler-with-cpp":
+            self._preprocessed_assembly(where, snap)
+        elif not snap.preprocessed:
+            what = "assembly" if snap.language == "assembler" else "preprocessed code"
+            if (why := self._foreign(snap.sha256)) is not None:
+                self.problems.append(f"{cmd.path(snap.source)}: the {what} this compile read "
+                                     f"{why} (code made elsewhere, with other flags?): "
+                                     f"{_short(cmd.argv, cmd.cwd)}")
+
+    def _foreign(self, sha: str) -> str | None:
+        """Why bytes with this sha256 are neither the source's as unpacked nor written by a
+        recorded command with the variant's flags, or None when they are."""
+        if sha in self.pristine:
+            return None
+        maker = self.made.get(sha)
+        if maker is None:
+            return ("is neither a file of the source as unpacked nor written by a recorded "
+                    "command of this build")
+        got = _dedupe([f for f in codegen_flags(maker.argv) if f not in self.tolerated
+                       or f in self.want])
+        if maker.kind != "other" or got == self.want:   # a compile's flags are checked as one
+            return None
+        return (f"was written by a command without the variant's flags "
+                f"({_short(maker.argv, maker.cwd)})")
+
+    def _preprocessed_assembly(self, where: "_Lines", snap: SourceSnapshot) -> None:
+        """A .S: every file its assembly came from (but the compiler's own headers) is the
+        source's own (or this build's), and preprocessing them again gives the very text
+        assembled (a file changed for the compile and put back would not)."""
+        cmd = where.cmd
+        for file in where.files():
+            if where.judged(file) and file.is_file():
+                if (why := self._foreign(files.sha256_file(file))) is not None:
+                    self.problems.append(f"{file}: assembled by {cmd.path(snap.source)}, it {why}"
+                                         f": {_short(cmd.argv, cmd.cwd)}")
+        again, error = _run_preprocessor(cmd, [snap.source])
+        if error or files.sha256_bytes((again or "").encode()) != snap.sha256:
+            self.problems.append(f"{cmd.path(snap.source)}: what this compile assembled is not what "
+                                 f"its files give now ({error or 'a file changed for the compile'}"
+                                 f"): {_short(cmd.argv, cmd.cwd)}")
 
 
 class _Lines:
-    """Maps an offset in preprocessed text back to its file and line through the line markers."""
+    """Maps an offset in preprocessed text back to its file and line through the line markers;
+    system: the compiler's own include folders, whose files are not the project's to judge."""
 
-    def __init__(self, cmd: Command, code: str):
-        self.cmd, self.code = cmd, code
-        self.markers = [(m.end() + 1, m.group(2), int(m.group(1)))
-                        for m in LINE_MARKER.finditer(code)]
+    def __init__(self, cmd: Command, code: str, system: tuple[str, ...] = ()):
+        self.cmd, self.code, self.system = cmd, code, system
+        found = list(LINE_MARKER.finditer(code))
+        self.markers = [(m.end() + 1, m.group(2), int(m.group(1))) for m in found]
         self.starts = [m[0] for m in self.markers]
+        self.ends = [m.start() for m in found[1:]] + [len(code)]
+
+    def spans(self, keep: Callable[[str], bool]) -> list[tuple[int, int]]:
+        """(start, end) of each stretch of text from a file keep says yes to (by its name in
+        the markers)."""
+        return [(start, end) for (start, name, _), end in zip(self.markers, self.ends)
+                if start < end and keep(name)]
 
     def _marker(self, at: int) -> tuple[int, str, int] | None:
         i = bisect.bisect_right(self.starts, at) - 1
         return self.markers[i] if i >= 0 else None
 
+    def path(self, name: str) -> Path | None:
+        """The file a line marker names (None: <built-in>, <command-line>)."""
+        if name == STDIN:     # the compile's own source, read from its standard input
+            return self.cmd.path(name)
+        if name.startswith("<"):   # <built-in>, <command-line>
+            return None
+        return self.cmd.path(re.sub(r"\\(.)", r"\1", name))   # markers escape \\ and "
+
+    def judged(self, file: Path) -> bool:
+        """Any file but the compiler's own headers: the build and source trees', and a header
+        the build put anywhere else (-include /tmp/x.h), or the compile's standard input."""
+        return file.name == STDIN or not str(file).startswith(self.system)
+
     def file(self, at: int) -> Path | None:
         marker = self._marker(at)
-        if marker is None or marker[1].startswith("<"):   # <built-in>, <command-line>
-            return None
-        return self.cmd.path(re.sub(r"\\(.)", r"\1", marker[1]))   # markers escape \\ and "
+        return None if marker is None else self.path(marker[1])
+
+    def files(self) -> set[Path]:
+        """Every file the text came from."""
+        return {p for _, name, _ in self.markers if (p := self.path(name)) is not None}
 
     def line(self, at: int) -> int:
         marker = self._marker(at)
         return marker[2] + self.code.count("\n", marker[0], at) if marker else 0
 
 
-def _preprocess(cmd: Command) -> tuple[str | None, str | None]:
-    """The code the compile compiled, as its compiler preprocesses it (nothing written), or why
-    the audit cannot read it: a compile the audit cannot read is never taken on trust."""
-    sources = cmdline.sources(cmd.argv)
-    if not sources:     # a compile that succeeded had one: the audit misread the command
-        return None, "the audit found no source file in it"
-    sources = [w for w in sources if w.language != "assembler"]
-    for word in sources:
-        if (why := _unreadable(cmd, word.text)) is not None:
-            return None, why
-    texts = [cmd.path(w.text).read_text(errors="replace") for w in sources
-             if w.language in cmdline.READ_AS_IS]
-    if any(w.language not in cmdline.READ_AS_IS for w in sources):
-        text, error = _run_preprocessor(cmd, [w.text for w in sources
-                                              if w.language not in cmdline.READ_AS_IS])
-        if error:
-            return None, error
-        texts.append(text)
-    return "\n".join(texts), None
+def _compiled(cmd: Command) -> tuple[list[tuple[SourceSnapshot, str]], str | None]:
+    """The text of each snapshot the compile compiled, checked against its sha256, or why the
+    audit does not have it: a compile the audit cannot read is never taken on trust."""
+    if not cmdline.sources(cmd.argv):   # a compile that succeeded had one: the audit misread it
+        return [], "the audit found no source file in it"
+    if cmd.snapshot_error:
+        return [], f"the wrapper compiled its sources as they were: {cmd.snapshot_error}"
+    if not cmd.snapshots:
+        return [], "the wrapper kept no snapshot of what it compiled"
+    texts = []
+    for snap in cmd.snapshots:
+        try:
+            data = snap.path.read_bytes()
+        except OSError as e:
+            return [], f"its snapshot {snap.path} cannot be read ({e.strerror})"
+        if files.sha256_bytes(data) != snap.sha256:
+            return [], f"its snapshot {snap.path} is no longer what was compiled"
+        texts.append((snap, data.decode(errors="replace")))
+    return texts, None
 
 
-def _unreadable(cmd: Command, source: str) -> str | None:
-    """Why the audit cannot read a compile's source again, or None."""
-    if source == "-":
-        return "it read its source from standard input, which cannot be read again"
-    path = cmd.path(source)
+@functools.lru_cache(maxsize=32)
+def system_dirs(compiler: str, language: str) -> tuple[str, ...]:
+    """The folders the compiler searches for #include <...> of itself (each with a trailing
+    '/'), for a source of that language: its own headers, the C library's. Its answer to
+    -v -E, not a command's options: -isystem /tmp/x makes no file the compiler's own."""
+    ask = {"cpp-output": "c", "c++-cpp-output": "c++", "objective-c-cpp-output": "objective-c",
+           "objective-c++-cpp-output": "objective-c++"}.get(language, language)
     try:
-        # without blocking: a named pipe would wait for a writer that is long gone
-        with open(path, "rb", opener=lambda p, f: os.open(p, f | os.O_NONBLOCK)) as f:
-            st = os.fstat(f.fileno())
-            if not stat.S_ISREG(st.st_mode):
-                return f"its source {source} is not a regular file"
-    except FileNotFoundError:
-        return (f"its source {source} is no longer there (removed or moved after the compile; "
-                "a build that generates a source must keep it)")
-    except OSError as e:
-        return f"its source {source} cannot be read ({e.strerror})"
-    was = cmd.inputs.get(source)
-    if was is not None and [st.st_mtime_ns, st.st_size, st.st_ino] != was:
-        return (f"its source {source} changed after the compile (rewritten by a later "
-                "command), so the code compiled is no longer there to read")
-    return None
+        done = process.run([compiler, "-x", ask, "-E", "-v", os.devnull], timeout=60,
+                           env=environment.build({}))
+    except (OSError, process.TimeoutExpired):
+        return ()
+    listed = re.search(r"#include <\.\.\.> search starts here:\n(.*?)\nEnd of search list",
+                       done.stderr, re.S)
+    folders = [line.strip().removesuffix(" (framework directory)")
+               for line in (listed.group(1).splitlines() if listed else [])]
+    return tuple(os.path.normpath(f) + "/" for f in folders if f)
+
+
+# A string or character literal, which keeps what is in it, or a comment.
+LEXEME = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|/\*.*?\*/|//[^\n]*', re.S)
+
+
+def _worth_reading(code: str) -> bool:
+    return "optimize" in code or "optnone" in code or "target" in code
+
+
+def _uncommented(code: str) -> str:
+    """The text with each comment blanked, its line breaks kept (so lines still count): gcc's
+    snapshots keep comments when fall-through warnings are on (wrapper.c), and a pragma or
+    attribute in one sets nothing."""
+    return LEXEME.sub(lambda m: m.group() if m.group()[0] in "\"'" else
+                      re.sub(r"[^\n]", " ", m.group()), code)
+
+
+def _pragma_args(found: re.Match) -> str:
+    args = found.group(1).strip()
+    return _balanced(args, 1) if args.startswith("(") else args
 
 
 def _run_preprocessor(cmd: Command, sources: list[str]) -> tuple[str | None, str | None]:
@@ -855,6 +1048,146 @@ def _run_preprocessor(cmd: Command, sources: list[str]) -> tuple[str | None, str
     return done.stdout, None
 
 
+def target_settings(args: str) -> list[str] | None:
+    """The settings of a target pragma's or attribute's arguments ("arch=x86-64,avx2" is two);
+    None when an argument is not a string literal."""
+    settings = []
+    for arg in _split_args(args):
+        text = _literal(arg)
+        if text is None:
+            return None
+        settings += [part.strip() for part in text.split(",") if part.strip()]
+    return settings
+
+
+def target_override(setting: str, want: list[str]) -> tuple[str, str] | None:
+    """The flag a target setting stands for ("arch=x86-64" is -march=x86-64, "no-avx2"
+    -mno-avx2, "avx2" -mavx2) and the variant's flag it overrides, or None when it overrides
+    none. A setting that only adds an instruction set the variant does not turn off passes:
+    it is how programs pick code at run time for the CPU they find (zstd's BMI2 paths, xz's
+    CLMUL CRC), and the code compiled with the variant's flags is still there for the others.
+    What it overrides: arch= the variant's -march; tune= its -mtune (else the tuning its
+    -march implies); any other name=value its -mname=; a no- feature the variant's -mfeature
+    or its -march (which may enable it); an added feature the variant's -mno-feature."""
+    setting = setting.strip()
+    if not setting or setting == "default":   # target_clones' clone of the variant's own flags
+        return None
+    flag = f"-m{setting}"
+    name, has_value, value = setting.partition("=")
+    if has_value:
+        mine = [f for f in want if f.startswith(f"-m{name}=")]
+        if name == "tune" and not mine:
+            mine = [f for f in want if f.startswith("-march=")]
+        if mine and mine[-1].split("=", 1)[1] != value:
+            return flag, mine[-1]
+        return None
+    if setting.startswith("no-"):
+        over = [f for f in want if f == f"-m{setting[3:]}" or f.startswith("-march=")]
+    else:
+        over = [f for f in want if f == f"-mno-{setting}"]
+    return (flag, over[-1]) if over else None
+
+
+# ---- what the compiler proper receives ------------------------------------------------------
+
+@functools.lru_cache(maxsize=64)
+def added_by(compiler: str, flags: tuple[str, ...]) -> str | None:
+    """Why the compiler the build ran does not hand its driver the command it was given, or
+    None when it does. A root-owned script named as the compiler that appends -O0 to every call
+    passes every other check: the compile lines the wrapper records are the ones it was given.
+    The driver says what it received when asked with -### (on a probe, with the variant's
+    flags): gcc in COLLECT_GCC_OPTIONS, clang in the -cc1 line's -record-command-line, each in
+    its own spelling (-DX as -D X) and gcc's with the options its configuration adds by default
+    (-march=, -mtune=). So the same question goes to the driver that answered (COLLECT_GCC, the
+    recorded program) directly, unless it is the compiler named, and the two answers must be
+    the same."""
+    clang = cmdline.family(compiler) == "clang"
+    with tempfile.TemporaryDirectory(prefix="flagsweep-driver-") as folder:
+        Path(folder, "probe.c").write_text("int probe;\n")
+        argv = [*flags, "-c", "probe.c", "-o", "probe.o", "-###",
+                *(["-frecord-command-line"] if clang else [])]
+        named = _received(compiler, argv, folder)
+        if isinstance(named, str):
+            return named
+        driver, got = named
+        if _same_program(driver, compiler):
+            return None
+        real = _received(driver, argv, folder)
+        if isinstance(real, str):
+            return real
+    extra, missing = _minus(got, real[1]), _minus(real[1], got)
+    if not extra and not missing:
+        return None
+    said = "; ".join([f"adds {' '.join(extra)}"] * bool(extra) +
+                     [f"drops {' '.join(missing)}"] * bool(missing))
+    return (f"the compiler {compiler} {said} (what {driver}, which it runs, received for a "
+            "compile with the variant's flags, against the command it was given): it changes "
+            "the flags behind the compile lines; name the compiler itself in the recipe")
+
+
+def _received(compiler: str, argv: list[str], folder: str) -> tuple[str, list[str]] | str:
+    """The driver that answered `compiler argv` (with -###) and the options it says it
+    received, or why the audit cannot tell."""
+    try:
+        done = process.run([compiler, *argv], cwd=folder, timeout=60, env=environment.build({}))
+    except (OSError, process.TimeoutExpired) as e:
+        return f"could not ask the compiler {compiler} what it runs ({e})"
+    driver = compiler
+    for line in done.stderr.splitlines():
+        if line.startswith("COLLECT_GCC="):
+            driver = line.split("=", 1)[1]
+        elif line.startswith("COLLECT_GCC_OPTIONS="):
+            return driver, shlex.split(line.split("=", 1)[1])
+        elif '"-record-command-line"' in line:
+            words = shlex.split(line)
+            given = shlex.split(words[words.index("-record-command-line") + 1])
+            return given[0], given[1:]
+    return (f"could not tell what the compiler {compiler} runs: -### showed no compile "
+            f"(exit {done.returncode})")
+
+
+def _same_program(a: str, b: str) -> bool:
+    found = [shutil.which(p, path=environment.build({}).get("PATH")) if "/" not in p else p
+             for p in (a, b)]
+    try:
+        return None not in found and os.path.samefile(*found)
+    except OSError:
+        return False
+
+
+def _minus(words: list[str], others: list[str]) -> list[str]:
+    """words without one of each of others (what one command line has more than another)."""
+    left = list(others)
+    out = []
+    for word in words:
+        if word in left:
+            left.remove(word)
+        else:
+            out.append(word)
+    return out
+
+
+# ---- the source tree as unpacked ------------------------------------------------------------
+
+PRISTINE_LARGEST = 64 << 20    # bytes: larger files are data, never code a compile reads
+
+
+def pristine(tree: Path) -> frozenset[str]:
+    """The sha256 of every regular file of a source tree, taken before the build: the code a
+    compile may read as it is (handwritten assembly, shipped preprocessed files)."""
+    found = set()
+    for folder, _, names in os.walk(tree):
+        for name in names:
+            path = Path(folder, name)
+            try:
+                st = path.stat()
+                if stat.S_ISREG(st.st_mode) and st.st_size <= PRISTINE_LARGEST:
+                    found.add(files.sha256_file(path))
+            except OSError:
+                continue      # unreadable: nothing a compile could read either
+    return frozenset(found)
+
+
 def optimize_flags(args: str) -> list[str]:
     """The flags an optimize pragma's or attribute's arguments stand for, as gcc reads them:
     a number is -O<n>; each comma-separated part of a string is an option if it starts with
@@ -863,13 +1196,26 @@ def optimize_flags(args: str) -> list[str]:
     for arg in (a.strip() for a in _split_args(args)):
         if arg.isdigit():
             flags.append(f"-O{arg}")
-        elif len(arg) >= 2 and arg[0] == arg[-1] == '"':
-            for part in filter(None, (p.strip() for p in arg[1:-1].split(","))):
+        elif (text := _literal(arg)) is not None:
+            for part in filter(None, (p.strip() for p in text.split(","))):
                 flags.append(part if part.startswith("-") else
                              f"-{part}" if part.startswith("O") else f"-f{part}")
         else:
             return []
     return flags
+
+
+STRING = re.compile(r'\s*"((?:\\.|[^"\\])*)"')
+
+
+def _literal(arg: str) -> str | None:
+    """The text of an argument made of string literals only ("O" "0" is "O0", as the compiler
+    joins them), or None."""
+    parts, at = [], 0
+    while (found := STRING.match(arg, at)) is not None:
+        parts.append(found.group(1))
+        at = found.end()
+    return "".join(parts) if parts and not arg[at:].strip() else None
 
 
 def _split_args(text: str) -> list[str]:

@@ -81,6 +81,14 @@ PREPROCESSED = ("c", "c++", "objective-c", "objective-c++", "assembler-with-cpp"
                 "c++-header", "objective-c-header", "objective-c++-header")
 READ_AS_IS = ("cpp-output", "c++-cpp-output", "objective-c-cpp-output",
               "objective-c++-cpp-output")
+# What the wrapper compiles in place of a source (wrapper.c): the language its snapshot is
+# compiled as, and whether the source is preprocessed into it (else copied as it is). Others
+# (headers for a precompiled header) are compiled as they are, and have no snapshot.
+SNAPSHOT = {"c": ("cpp-output", True), "c++": ("c++-cpp-output", True),
+            "objective-c": ("objective-c-cpp-output", True),
+            "objective-c++": ("objective-c++-cpp-output", True),
+            "assembler-with-cpp": ("assembler", True),
+            **{language: (language, False) for language in (*READ_AS_IS, "assembler")}}
 
 
 @dataclass(frozen=True)

@@ -180,7 +180,8 @@ def build(m: dict, vid: str) -> int:
     if v.get("pgo") and (failed := _trained(m, v, vdir, tree, started)):
         return failed
     build_started = time.time()      # the audit checks the compiles from here on
-    env = _env(m, vdir / "compile.jsonl")
+    # the project's own build is not audited: its compiles need no snapshot
+    env = _env(m, vdir / "compile.jsonl", None if v.get("own_flags") else _snapshots(vdir))
     if v.get("own_flags") and m["system"] == "make":
         env["PATH"] = f"{_shims(m, v, vdir)}{os.pathsep}{env.get('PATH', os.defpath)}"
     result = process.run(_build_argv(m, v, tree), cwd=tree, log_file=vdir / "build.log",
@@ -228,7 +229,9 @@ def _trained(m: dict, v: dict, vdir: Path, tree: Path, started: float) -> int:
     """Stages 1 and 2 of a profile-guided build, then the clean before stage 3 (pgo.py): 0 when
     the profile is ready, else the step's failure."""
     p, log = v["pgo"], vdir / "build.log"
-    env = _env(m, vdir / "instrumented.jsonl")
+    # compiled from snapshots too: clang names a static function's profile after the file
+    # compiled, so both stages must compile the same names
+    env = _env(m, vdir / "instrumented.jsonl", _snapshots(vdir))
     Path(p["profile_dir"]).mkdir(parents=True, exist_ok=True)
     if not process.run(_build_argv(m, v, tree, p["instrumented"]), cwd=tree, log_file=log,
                        env=env).ok:
@@ -341,8 +344,18 @@ def link_rule(folder: Path, name: str) -> tuple[str, list[str]] | None:
     return None
 
 
-def _env(m: dict, compile_log: Path) -> dict[str, str]:
-    return environment.build(m["ccache_env"], compile_log)
+def _env(m: dict, compile_log: Path, snapshots: Path | None = None) -> dict[str, str]:
+    return environment.build(m["ccache_env"], compile_log, snapshots)
+
+
+# Where the wrapper keeps what a variant's compiles compiled (wrapper.c), for its audit.
+SNAPSHOTS = "compiled"
+
+
+def _snapshots(vdir: Path) -> Path:
+    folder = vdir / SNAPSHOTS
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 def _status(vdir: Path, status: dict) -> None:

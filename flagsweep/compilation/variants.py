@@ -179,12 +179,15 @@ def build_all(target: Target, matrix: Matrix, opts: Options,
         _linked(source, out)
     manifest["variants"].update(_own_flags_entries(own, manifest, out))
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    # what the source holds before any build touches it: the code a compile may read as it is
+    pristine = audit_mod.pristine(source) if todo else frozenset()
     if todo:
         _write_plan(manifest, out)
         with _watching(out, [v.id for v in todo], on_built, len(reused), len(matrix.variants)):
             _run_superbuild(out, opts.jobs)
     _own_flags_built(own, manifest, cache)
-    built = {v.id: _collect(v, manifest, target, out, own[v.compiler][1]) for v in todo}
+    built = {v.id: _collect(v, manifest, target, out, own[v.compiler][1], pristine)
+             for v in todo}
     for b in built.values():
         # unchecked for dropped project options (its compiler's own build failed): kept out of
         # the cache, so a later sweep checks it rather than reuse it as verified
@@ -468,13 +471,14 @@ def _watching(out: Path, ids: list[str], on_built: OnBuilt | None, before: int =
     poll(True)       # what ended in the last half second, and any variant that never started
 
 
-def _collect(v: Cell, manifest: dict, target: Target, out: Path,
-             own: dict | None = None) -> VariantBuild:
+def _collect(v: Cell, manifest: dict, target: Target, out: Path, own: dict | None = None,
+             pristine: frozenset[str] = frozenset()) -> VariantBuild:
     vdir = out / "builds" / v.id
     result = VariantBuild(variant=v, status="failed", log=vdir / "build.log")
     status = _read_status(vdir)
     result.seconds, result.cpu_seconds = status.get("seconds"), status.get("cpu_seconds")
     if status.get("status") != "ok":
+        shutil.rmtree(vdir / steps.SNAPSHOTS, ignore_errors=True)
         result.detail = _failure_detail(status, vdir, manifest, v)
         return result
     binary = vdir / "tree" / target.spec.build.binary
@@ -482,7 +486,9 @@ def _collect(v: Cell, manifest: dict, target: Target, out: Path,
                         expected=manifest["variants"][v.id]["flags"],
                         tolerated=target.spec.build.tolerated_flags,
                         since=status["build_started"], binary=binary,
-                        source=Path(manifest["source"]))
+                        source=Path(manifest["source"]), pristine=pristine)
+    # read by the audit alone: what it judged is in its result
+    shutil.rmtree(vdir / steps.SNAPSHOTS, ignore_errors=True)
     dropped = _dropped(own, vdir, manifest, target, a)
     result.audit, result.flags_verified = a.to_json(), a.verified
     result.status = "ok" if a.verified else "flags-mismatch"

@@ -133,11 +133,14 @@ def ccache(cache: Path, out: Path) -> dict[str, str]:
             "CCACHE_NAMESPACE": CCACHE_NAMESPACE, "CCACHE_BASEDIR": str(out)}
 
 
-def build(ccache_env: Mapping[str, str], compile_log: Path | None = None) -> dict[str, str]:
-    """The environment of a build command: clean, flagsweep's ccache settings and where the
-    wrapper records."""
+def build(ccache_env: Mapping[str, str], compile_log: Path | None = None,
+          snapshots: Path | None = None) -> dict[str, str]:
+    """The environment of a build command: clean, flagsweep's ccache settings, and where the
+    wrapper records and keeps what it compiled (wrapper.c)."""
     env = clean()
     env.update(ccache_env)
     if compile_log is not None:
         env["FLAGSWEEP_COMPILE_LOG"] = str(compile_log)
+    if snapshots is not None:
+        env["FLAGSWEEP_SNAPSHOTS"] = str(snapshots)
     return env

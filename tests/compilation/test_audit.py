@@ -7,16 +7,25 @@ import json
 import time
 from pathlib import Path
 
+from flagsweep import files
 from flagsweep.compilation import audit
 
 
 def _log(tmp_path: Path, *commands: list[str]) -> Path:
-    """A compile log of these commands, run in tmp_path, with their (empty) sources there: the
-    audit reads every compile's source again."""
-    for source in {a for c in commands for a in c[1:] if a.endswith(".c")}:
-        (tmp_path / source).touch()
+    """A compile log of these commands, run in tmp_path, each compile with the (empty) snapshot
+    of its source the wrapper would have kept: the audit reads what every compile compiled."""
+    kept = tmp_path / "compiled" / files.sha256_bytes(b"")
+    kept.mkdir(parents=True, exist_ok=True)
+
+    def record(argv: list[str]) -> dict:
+        sources = [a for a in argv[1:] if a.endswith(".c")]
+        for source in sources:
+            (kept / source).touch()
+        return {"argv": argv, "cwd": str(tmp_path),
+                "snapshots": [[s, "c", files.sha256_bytes(b""), str(kept / s)] for s in sources]}
+
     log = tmp_path / "compile.jsonl"
-    log.write_text("".join(json.dumps({"argv": c, "cwd": str(tmp_path)}) + "\n" for c in commands))
+    log.write_text("".join(json.dumps(record(c)) + "\n" for c in commands))
     return log
 
 
@@ -120,6 +129,7 @@ def test_a_tolerated_flag_that_is_also_the_variants_own_is_expected(tmp_path):
 
 import os
 import shlex
+import platform
 import shutil
 import subprocess
 
@@ -149,13 +159,16 @@ def make_project(tmp_path, isolated_cache):
             (tree / name).write_text(text)
         if before:
             before(tree)      # what the project ships: made before the build step starts
+        shipped = audit.pristine(tree)
         since = time.time()
-        log = tmp_path / "compile.jsonl"
-        env = dict(os.environ, FLAGSWEEP_COMPILE_LOG=str(log), LC_ALL="C")
+        log, snapshots = tmp_path / "compile.jsonl", tmp_path / "compiled"
+        snapshots.mkdir()
+        env = dict(os.environ, FLAGSWEEP_COMPILE_LOG=str(log), FLAGSWEEP_SNAPSHOTS=str(snapshots),
+                   LC_ALL="C")
         subprocess.run(["make", "-s", f"CC={cc}", f"CFLAGS={flags}"], cwd=tree, env=env,
                        check=True, capture_output=True)
         return audit.audit(log, tree, shlex.split(flags), list(tolerated), since,
-                           binary=tree / "prog", source=None)
+                           binary=tree / "prog", source=None, pristine=shipped)
     return build
 
 
@@ -378,34 +391,69 @@ def test_a_linker_option_split_as_libtool_writes_it_is_on_the_link():
     assert audit.on_link("-flto", ["gcc", "-flto", "-o", "p"]) and not audit.on_link("-flto", link)
 
 
-# ---- compiles the audit cannot read again ----------------------------------------------------
+# ---- compiles judged by what they compiled --------------------------------------------------
 
 SLOW_B = '#pragma GCC optimize ("O0")\n' + HELPER
 
 
-@pytest.mark.parametrize("rule, problem", [
+@pytest.mark.parametrize("rule, where", [
     # written, compiled and removed within one rule: the object is the only trace
-    ("cp slow.txt gen.c && $(CC) $(CFLAGS) -c gen.c -o b.o && rm gen.c",
-     "its source gen.c is no longer there (removed or moved after the compile; a build that "
-     "generates a source must keep it)"),
-    ("$(CC) $(CFLAGS) -x c -c - -o b.o < slow.txt",
-     "it read its source from standard input, which cannot be read again"),
-    # compiled as it was, then rewritten in place: the audit would read the honest text
+    ("cp slow.txt gen.c && $(CC) $(CFLAGS) -c gen.c -o b.o && rm gen.c", "gen.c"),
+    ("$(CC) $(CFLAGS) -x c -c - -o b.o < slow.txt", "<stdin>"),
+    # compiled as it was, then rewritten in place: the file says nothing of it now
     ("cp slow.txt gen.c && $(CC) $(CFLAGS) -c gen.c -o b.o && sleep 0.05 && cp honest.txt gen.c",
-     "its source gen.c changed after the compile (rewritten by a later command), so the code "
-     "compiled is no longer there to read"),
+     "gen.c"),
     ("rm -f gen.c && mkfifo gen.c && (cat slow.txt > gen.c &) && "
-     "$(CC) $(CFLAGS) -x c -c gen.c -o b.o",
-     "its source gen.c is not a regular file"),
+     "$(CC) $(CFLAGS) -x c -c gen.c -o b.o", "gen.c"),
 ])
-def test_a_compile_whose_source_cannot_be_read_again_is_refused(make_project, rule, problem):
+def test_a_compile_whose_source_cannot_be_read_again_is_refused(make_project, tmp_path, rule,
+                                                                 where):
+    """Its source gone, rewritten or streamed, the compile is judged by what it compiled."""
     makefile = HONEST + f"b.o:\n\t{rule}\n"
     result = make_project({"Makefile": makefile, "a.c": MAIN, "slow.txt": SLOW_B,
                            "honest.txt": HELPER})
-    assert not result.verified
-    assert any(p.startswith(f"could not read the code this compile compiled to look for "
-                            f"optimisation set in it ({problem}): ") for p in result.problems), \
-        result.problems
+    assert _one_problem(result) == (f"{tmp_path}/tree/{where}:1: #pragma GCC optimize (\"O0\") "
+                                    "sets the optimisation level (-O0) in the source, over the "
+                                    "variant's flags")
+
+
+@pytest.mark.parametrize("compiler", ["gcc", "clang"])
+def test_a_snapshot_compiles_where_the_source_did_warnings_as_errors_and_all(make_project,
+                                                                            compiler):
+    """The snapshot is compiled with the command's own options: -I, -D and -include have
+    nothing left to do on preprocessed text, which clang warns of (an error with -Werror)."""
+    rule = "$(CC) $(CFLAGS) -Wall -Werror -I inc -DLIMIT=100 -include inc/config.h -c b.c -o b.o"
+    result = make_project({"Makefile": HONEST + f"b.o: b.c\n\t{rule}\n", "a.c": MAIN,
+                           "b.c": HELPER, "inc/config.h": "static const int config = 1;\n"},
+                          compiler=compiler)
+    assert result.verified, result.problems
+
+
+def test_a_fall_through_comment_still_counts_in_the_snapshot(make_project):
+    """gcc reads a fall-through comment in the text it compiles: the snapshot keeps comments
+    (xz marks its fall-throughs so, and built with 46 warnings without them), and a pragma
+    inside one still sets nothing."""
+    code = ("int helper(int x) { int r = 0;\n  switch (x) {\n  case 1: r += 1;\n"
+            "    /* FALLTHROUGH */\n  case 2: r += 2; break;\n  }\n  return r; }\n"
+            '/* an example:\n#pragma GCC optimize ("O0")\n*/\n')
+    rule = "$(CC) $(CFLAGS) -Werror=implicit-fallthrough -c b.c -o b.o"
+    result = make_project({"Makefile": HONEST + f"b.o: b.c\n\t{rule}\n", "a.c": MAIN, "b.c": code})
+    assert result.verified, result.problems
+
+
+@pytest.mark.parametrize("rule, why", [
+    ("env -u FLAGSWEEP_SNAPSHOTS $(CC) $(CFLAGS) -c b.c -o b.o",
+     "the wrapper kept no snapshot of what it compiled"),
+    ("FLAGSWEEP_SNAPSHOTS=/nonexistent $(CC) $(CFLAGS) -c b.c -o b.o",
+     "the wrapper compiled its sources as they were: cannot write /nonexistent/.draft-"),
+])
+def test_a_compile_with_no_snapshot_is_refused(make_project, rule, why):
+    """A build that keeps the wrapper from taking its snapshot leaves nothing the audit can
+    trust: the compile is refused, never judged by what its files say now."""
+    makefile = HONEST + f"b.o: b.c\n\t{rule}\n"
+    problem = _one_problem(make_project({"Makefile": makefile, "a.c": MAIN, "b.c": HELPER}))
+    assert problem.startswith("could not read the code this compile compiled to look for "
+                              f"optimisation set in it ({why}")
 
 
 @pytest.mark.parametrize("probe", [
@@ -511,3 +559,172 @@ def test_a_word_is_a_value_only_where_the_compiler_reads_it_so(make_project, com
     assert result.verified == verified, result.problems
     if not verified:
         assert result.problems[0].startswith("compile has extra -O0: ")
+
+
+# ---- what the compiler read, not what the files say afterwards --------------------------------
+
+PRAGMA = {"gcc": '#pragma GCC optimize ("O0")\n', "clang": "#pragma clang optimize off\n"}
+SAID = {"gcc": '#pragma GCC optimize ("O0") sets the optimisation level (-O0)',
+        "clang": "#pragma clang optimize off sets the optimisation level (-O0)"}
+
+
+def _same_size(line: str) -> str:
+    """A comment as long as the line: the honest file the cheat puts back, byte for byte as
+    long as the one it compiled."""
+    return "/*" + " " * (len(line) - 5) + "*/\n"
+
+
+@pytest.mark.parametrize("compiler", ["gcc", "clang"])
+def test_a_source_rewritten_for_its_compile_and_put_back_mtime_and_all_is_refused(
+        make_project, tmp_path, compiler):
+    """The Makefile writes a pragma line into b.c (same size, same inode), compiles it, then
+    puts the honest text back with the mtime the compile saw: size, inode and mtime all say
+    nothing changed. The audit reads the snapshot the compiler compiled."""
+    honest = _same_size(PRAGMA[compiler]) + HELPER
+    cheat = ("b.o: b.c\n\tcat slow.txt > b.c && touch -r b.c stamp && "
+             "$(CC) $(CFLAGS) -c b.c -o b.o && cat honest.txt > b.c && touch -r stamp b.c\n")
+    result = make_project({"Makefile": HONEST + cheat, "a.c": MAIN, "b.c": honest,
+                           "honest.txt": honest, "slow.txt": PRAGMA[compiler] + HELPER},
+                          compiler=compiler)
+    assert (tmp_path / "tree" / "b.c").read_text() == honest    # nothing left to see in the file
+    assert _one_problem(result).startswith(f"{tmp_path}/tree/b.c:1: {SAID[compiler]} in the "
+                                           "source, over the variant's flags")
+
+
+@pytest.mark.parametrize("compiler", ["gcc", "clang"])
+def test_a_header_swapped_for_a_compile_and_put_back_is_refused(make_project, tmp_path, compiler):
+    """A project header swapped for one with a pragma just for b.c's compile, then restored
+    (as a concurrent process could do during it): the snapshot holds the header compiled."""
+    cheat = ("b.o: b.c\n\tcp -p inc.h inc.keep && cp slow.h inc.h && "
+             "$(CC) $(CFLAGS) -c b.c -o b.o; cp -p inc.keep inc.h\n")
+    result = make_project({"Makefile": HONEST + cheat, "a.c": MAIN,
+                           "b.c": '#include "inc.h"\n' + HELPER, "inc.h": "/* honest */\n",
+                           "slow.h": PRAGMA[compiler]}, compiler=compiler)
+    assert _one_problem(result) == (f"{tmp_path}/tree/inc.h:1: {SAID[compiler]} in the source, "
+                                    "over the variant's flags")
+
+
+def test_a_header_the_build_put_outside_the_trees_is_judged_too(make_project, tmp_path):
+    """`-include /tmp/slow.h` (-include is no code-generation flag): only the compiler's own
+    headers are left unjudged, wherever else a header is (and whatever -isystem says)."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "slow.h").write_text(PRAGMA["gcc"])
+    cheat = f"b.o: b.c\n\t$(CC) $(CFLAGS) -isystem {elsewhere} -include slow.h -c b.c -o b.o\n"
+    result = make_project({"Makefile": HONEST + cheat, "a.c": MAIN, "b.c": HELPER})
+    assert _one_problem(result).startswith(f"{elsewhere}/slow.h:1: {SAID['gcc']} in the source")
+
+
+ELSEWHERE = "the assembly this compile read is neither a file of the source as unpacked nor " \
+            "written by a recorded command of this build (code made elsewhere, with other flags?)"
+
+
+@pytest.mark.parametrize("compiler", ["gcc", "clang"])
+@pytest.mark.parametrize("made", ["b.s", "b.S"])
+def test_assembly_compiled_elsewhere_is_refused(make_project, tmp_path, compiler, made):
+    """`gcc -O0 -S b.c -o b.s`, then the variant's compiler assembles it with the variant's
+    flags: its compile line is right, its code is -O0."""
+    cheat = f"b.o: b.c\n\t{compiler} -O0 -S b.c -o {made} && $(CC) $(CFLAGS) -c {made} -o b.o\n"
+    result = make_project({"Makefile": HONEST + cheat, "a.c": MAIN, "b.c": HELPER},
+                          compiler=compiler)
+    if made == "b.s":
+        assert _one_problem(result).startswith(f"{tmp_path}/tree/b.s: {ELSEWHERE}: ")
+    else:      # a .S is preprocessed first: the files its text came from are judged
+        assert _one_problem(result).startswith(
+            f"{tmp_path}/tree/b.S: assembled by {tmp_path}/tree/b.S, it is neither a file of the "
+            "source as unpacked nor written by a recorded command of this build: ")
+
+
+def _assembly(compiler: str) -> str:
+    """helper() as -O2 assembly, as a project would ship it handwritten."""
+    done = subprocess.run([compiler, "-O2", "-S", "-x", "c", "-", "-o", "-"], input=HELPER,
+                          capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+@pytest.mark.parametrize("files, rule", [
+    # handwritten assembly shipped in the source, a .S including a project header
+    ({"b.s": "ASM"}, "$(CC) $(CFLAGS) -c b.s -o b.o"),
+    ({"b.S": '#include "asm.h"\nASM', "asm.h": "#define UNUSED 1\n"}, "$(CC) $(CFLAGS) -c b.S -o b.o"),
+    # assembly this build's compiler wrote with the variant's flags, then assembled
+    ({"b.c": HELPER}, "$(CC) $(CFLAGS) -S b.c -o b.s && $(CC) $(CFLAGS) -c b.s -o b.o"),
+    ({"b.c": HELPER}, "$(CC) $(CFLAGS) -E b.c -o b.i && $(CC) $(CFLAGS) -c b.i -o b.o"),
+])
+def test_assembly_shipped_or_made_by_the_build_passes(make_project, files, rule):
+    shipped = {name: text.replace("ASM", _assembly("gcc")) for name, text in files.items()}
+    result = make_project({"Makefile": HONEST + f"b.o:\n\t{rule}\n", "a.c": MAIN, **shipped})
+    assert result.verified, result.problems
+
+
+def test_a_header_of_a_S_swapped_for_its_compile_and_put_back_is_refused(make_project, tmp_path):
+    """The .S is the source's own, but the header it includes holds -O0 assembly only while it
+    is assembled: preprocessing its files again does not give what was assembled."""
+    cheat = ("b.o: b.S\n\tcp -p code.h code.keep && cp slow.txt code.h && "
+             "$(CC) $(CFLAGS) -c b.S -o b.o; cp -p code.keep code.h\n")
+    slow = subprocess.run(["gcc", "-O0", "-S", "-x", "c", "-", "-o", "-"], input=HELPER,
+                          capture_output=True, text=True, check=True).stdout
+    result = make_project({"Makefile": HONEST + cheat, "a.c": MAIN, "b.S": '#include "code.h"\n',
+                           "code.h": _assembly("gcc"), "slow.txt": slow})
+    assert _one_problem(result).startswith(f"{tmp_path}/tree/b.S: what this compile assembled is "
+                                           "not what its files give now (a file changed for the "
+                                           "compile): ")
+
+
+@pytest.mark.parametrize("real", ["gcc", "clang"])
+def test_a_compiler_that_adds_its_own_flags_is_refused(make_project, tmp_path, real):
+    """A root-owned script named as the compiler, which answers like the compiler and hands it
+    every command with -O0 appended: the recorded lines are the variant's, the code is -O0."""
+    script = tmp_path / f"my{real}"
+    script.write_text(f'#!/bin/sh\nexec {shutil.which(real)} "$@" -O0\n')
+    script.chmod(0o755)
+    result = make_project({"Makefile": HONEST, "a.c": MAIN, "b.c": HELPER},
+                          compiler=str(script))
+    assert _one_problem(result).startswith(f"the compiler {script} adds -O0 (what ")
+    assert _one_problem(result).endswith(
+        ", which it runs, received for a compile with the variant's flags, against the command "
+        "it was given): it changes the flags behind the compile lines; name the compiler itself "
+        "in the recipe")
+
+
+X86 = pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"),
+                         reason="x86 target names (nothing is run, so any x86-64 CPU will do)")
+V3 = "-O2 -march=x86-64-v3"
+
+
+@X86
+@pytest.mark.parametrize("compiler, code, flag, over", [
+    ("gcc", '#pragma GCC target ("arch=x86-64")\n', "-march=x86-64", "-march=x86-64-v3"),
+    ("gcc", '_Pragma("GCC target(\\"no-avx2\\")")\n', "-mno-avx2", "-march=x86-64-v3"),
+    ("gcc", '__attribute__((target("arch=x86-64"))) int slow(int x) { return x; }\n',
+     "-march=x86-64", "-march=x86-64-v3"),
+    ("gcc", '__attribute__((target_clones("arch=x86-64", "default"))) int slow(int x) '
+     '{ return x; }\n', "-march=x86-64", "-march=x86-64-v3"),
+    ("gcc", '__attribute__((target("tune=" "generic"))) int slow(int x) { return x; }\n',
+     "-mtune=generic", "-march=x86-64-v3"),
+    ("clang", '__attribute__((target("arch=x86-64"))) int slow(int x) { return x; }\n',
+     "-march=x86-64", "-march=x86-64-v3"),
+])
+def test_a_target_that_overrides_the_variants_flags_is_refused(make_project, tmp_path, compiler,
+                                                               code, flag, over):
+    """`#pragma GCC target ("arch=x86-64")` silently cancels the variant's -march: named like
+    an optimize pragma, with the flag it stands for and the variant's flag it overrides."""
+    result = make_project({"Makefile": HONEST, "a.c": MAIN, "b.c": code + HELPER}, flags=V3,
+                          compiler=compiler)
+    problem = _one_problem(result)
+    assert problem.startswith(f"{tmp_path}/tree/b.c:1: ")
+    assert problem.endswith(f" sets {flag} in the source, over the variant's {over} (list it in "
+                            "the target's build.tolerated_flags if it is the project's own)")
+
+
+@X86
+@pytest.mark.parametrize("code, tolerated", [
+    # code for the CPU found at run time (zstd's BMI2 paths, xz's CLMUL CRC): only adds
+    ('__attribute__((target("avx2,bmi2"))) int fast(int x) { return x; }\n', ()),
+    ('__attribute__((target_clones("avx2", "default"))) int fast(int x) { return x; }\n', ()),
+    ('#pragma GCC target ("arch=x86-64")\n', ("-march=x86-64",)),
+])
+def test_a_target_that_only_adds_or_is_tolerated_passes(make_project, code, tolerated):
+    result = make_project({"Makefile": HONEST, "a.c": MAIN, "b.c": code + HELPER}, flags=V3,
+                          tolerated=tolerated)
+    assert result.verified, result.problems
+    assert result.tolerated_seen == list(tolerated)

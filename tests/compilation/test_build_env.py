@@ -254,7 +254,8 @@ def test_a_build_sees_only_the_variables_flagsweep_writes(tmp_path, monkeypatch)
     seen = dict(line.split("=", 1) for line in (b.binary.parent / "seen.env").read_text()
                 .splitlines() if "=" in line)
     assert set(seen) - MAKES_OWN == {
-        "PATH", "SOURCE_DATE_EPOCH", "HOME", "LC_ALL", "FLAGSWEEP_COMPILE_LOG", "CCACHE_DIR",
+        "PATH", "SOURCE_DATE_EPOCH", "HOME", "LC_ALL", "FLAGSWEEP_COMPILE_LOG",
+        "FLAGSWEEP_SNAPSHOTS", "CCACHE_DIR",
         "CCACHE_CONFIGPATH", "CCACHE_NAMESPACE", "CCACHE_BASEDIR"}
     assert seen["PATH"] == os.environ["PATH"] and seen["SOURCE_DATE_EPOCH"] == "1700000000"
     assert seen["HOME"] == pwd.getpwuid(os.geteuid()).pw_dir and seen["LC_ALL"] == "C"

@@ -88,3 +88,12 @@ def say(text: str) -> None:
     would read an escape sequence in the text as a colour, and click drops one from a line
     that is not for a terminal; written out, the line reads the same everywhere."""
     click.echo(shown(text), err=True)
+
+
+def given(ctx: click.Context, allowed: tuple[str, ...]) -> list[str]:
+    """The arguments and options given on the command line, but those named in `allowed`
+    (parameter names), as the user spells them: --out and --budget, not the parameters'
+    names out_dir and budget_s, which are no options anyone could type."""
+    return [p.opts[0] if isinstance(p, click.Option) else p.human_readable_name
+            for p in ctx.command.params if p.name not in allowed
+            and ctx.get_parameter_source(p.name) == click.core.ParameterSource.COMMANDLINE]

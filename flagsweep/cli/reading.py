@@ -62,6 +62,7 @@ def _results_of(arg: Path) -> Path:
     folder when it is missing there (the store keeps every sample)."""
     from flagsweep.jobs import sweep
     from flagsweep.errors import FlagsweepError
+    from flagsweep.results import stored
     from flagsweep.results.store import Store
 
     if arg.is_file():
@@ -75,7 +76,8 @@ def _results_of(arg: Path) -> Path:
     except FlagsweepError:
         raise FlagsweepError(f"{arg}: no such results file, and no run of that id in the store "
                              f"{db.url}") from None
-    path = Path(row["out_dir"]) / "results.json"
+    # The page is written beside it: only into the run's own folder, whatever the row says.
+    path = stored.out_dir(db, run_id, row) / "results.json"
     return path if path.is_file() else sweep.written_again(run_id, db, say)
 
 

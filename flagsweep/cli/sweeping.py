@@ -15,6 +15,7 @@ from flagsweep.cli.params import (
     THRESHOLD,
     FiniteRange,
     Folder,
+    given,
     say,
     selection,
     target_options,
@@ -187,12 +188,10 @@ def run_cmd(confirm, wait, resume_id, all_, skip, scheduler, cpu_labels, **kw) -
 
 
 def _resume_alone() -> None:
-    ctx = click.get_current_context()
-    given = [f"--{name.replace('_', '-')}" for name in ctx.params if name not in ("resume_id", "wait")
-             and ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE]
-    if given:
+    others = given(click.get_current_context(), ("resume_id", "wait"))
+    if others:
         raise click.UsageError(f"--resume continues a run exactly as it started; it takes no "
-                               f"other arguments (got {', '.join(given)})")
+                               f"other arguments (got {', '.join(others)})")
 
 
 def _measure_options(kw: dict):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from flagsweep.cli.params import SEED, THRESHOLD, Folder, say
+from flagsweep.cli.params import SEED, THRESHOLD, Folder, given, say
 
 UNITS = {"s": 1, "m": 60, "h": 3600}
 
@@ -124,14 +124,11 @@ def tune_cmd(target_name, base, space, compiler, budget_s, sampler, no_starts, s
 def _resume_alone() -> None:
     """A resumed tune goes on with the options it began with; only a fleet's scheduler may
     have moved (--scheduler), and --wait is how this session queues."""
-    ctx = click.get_current_context()
-    given = [f"--{name.replace('_', '-')}" for name in ctx.params
-             if name not in ("resume_id", "wait", "scheduler", "target_name")
-             and ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE]
-    if given:
+    others = given(click.get_current_context(), ("resume_id", "wait", "scheduler", "target_name"))
+    if others:
         raise click.UsageError(f"--resume continues a tune with the options it began with; "
                                f"only --scheduler (a fleet's new address) goes with it "
-                               f"(got {', '.join(given)})")
+                               f"(got {', '.join(others)})")
 
 
 def _fleet_usage(scheduler, cpu_label, cpu, source_dir, metric) -> str:

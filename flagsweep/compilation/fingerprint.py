@@ -46,12 +46,14 @@ class Changed:
     """A binary whose code is no longer what its build recorded."""
 
     binary: Path
-    recorded: str
+    recorded: str | None     # None: its build recorded no hash, so its code cannot be checked
     now: str | None          # None: the file is missing or cannot be read
     state: str               # "now has code sha256 ...", "is missing", "cannot be read (...)"
     kind: str = "code sha256"
 
     def text(self) -> str:
+        if not self.recorded:
+            return f"its binary {self.binary} {self.state}"
         return (f"its binary {self.binary} {self.state}, but its build recorded {self.kind} "
                 f"{self.recorded[:16]}...")
 
@@ -64,12 +66,13 @@ def recheck(build: dict, binary: Path) -> Changed | None:
     """The binary against its build's record (a results.json `build`): None when its code is
     the recorded one. Everything a sweep or a profile says of a variant is said of that code,
     and the binary is an ordinary file its own workload (or anyone) can replace. A reference
-    arm records the whole file's sha256 (it was copied, not built); a record without a hash
-    (an older results.json) cannot be checked."""
+    arm records the whole file's sha256 (it was copied, not built). A record without a hash
+    (a row or a results.json with the key removed) cannot be checked, so it is never taken as
+    the recorded code: it is Changed too, and nothing runs the binary."""
     whole = build.get("reference_sha256")
     recorded, kind = (whole, "sha256") if whole else (build.get("code_sha256"), "code sha256")
     if not recorded:
-        return None
+        return Changed(binary, None, None, f"has no recorded {kind} to check its code against")
     try:
         now = files.sha256_file(binary) if whole else code_hash(binary)
         state = f"now has {kind} {now[:16]}..."

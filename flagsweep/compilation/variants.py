@@ -246,8 +246,12 @@ def _reuse(v: Cell, record: dict, entry: Path, target: Target, out: Path) -> Var
 # What a build leaves in its output folder; any of them means the folder was built into before.
 BUILD_OUTPUTS = ("manifest.json", "plan.cmake", "superbuild", "superbuild.log", "builds",
                  "builds.json", "source")
+# The record a run's (or a tune's) folder holds from its start, naming its id: what shows a
+# folder a store row names is that run's (results.stored).
+RECORD = "flagsweep.json"
 # What a run adds to it (scratch: the check and timing outputs; explain: the profiles).
-RUN_OUTPUTS = ("results.json", "samples.csv", "index.html", "summary.md", "scratch", "explain")
+RUN_OUTPUTS = ("results.json", "samples.csv", "index.html", "summary.md", "scratch", "explain",
+               RECORD)
 
 
 def refuse_earlier_build(out: Path) -> None:

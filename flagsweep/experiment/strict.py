@@ -66,7 +66,7 @@ def _describe(errors: list[dict], data: dict) -> list[str]:
                 problems.append(key)  # placeholder, filled below once all forms are known
             wanted.setdefault(key, []).append(_expected(err))
             value = err.get("input")
-            got[key] = "" if isinstance(value, (dict, list)) else f", got {_quoted(value)}"
+            got[key] = "" if isinstance(value, (dict, list)) else f", got {quoted(value)}"
     out = []
     for p in dict.fromkeys(problems):
         if p in wanted:
@@ -77,7 +77,7 @@ def _describe(errors: list[dict], data: dict) -> list[str]:
     return out
 
 
-def _quoted(value: object) -> str:
+def quoted(value: object) -> str:
     """A value as a message quotes it: a long one (a 100 KB flag) cut, with its length."""
     text = repr(value)
     return text if len(text) <= QUOTED else f"{text[:QUOTED]}... ({len(text)} characters)"

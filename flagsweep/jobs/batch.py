@@ -34,7 +34,7 @@ from flagsweep.jobs import fleet, sweep
 from flagsweep.measure.options import MeasureOptions
 from flagsweep.measure.plan import round_values
 from flagsweep import stats
-from flagsweep.results import analysis, contract, reader
+from flagsweep.results import analysis, contract, reader, stored
 from flagsweep.results.store import Store
 
 BASE = "base"          # how a trial identical to the base level names it
@@ -134,17 +134,13 @@ def _unique(sets: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
 
 def resume(s: Setting, run_id: str, until: float | None = None) -> Path:
     """A batch interrupted mid-sweep, continued under the tune's lock; `until` as start()'s,
-    from this session's clock."""
+    from this session's clock. Its row is checked as any resumed run's (sweep.of_store), its
+    target the tune's own."""
     row = s.store.run(run_id)
     if row["status"] == "complete":
-        path = Path(row["out_dir"]) / "results.json"
+        path = stored.out_dir(s.store, run_id, row) / "results.json"
         return path if path.is_file() else sweep.written_again(run_id, s.store, s.say)
-    docs = s.store.variants(run_id)
-    opts = replace(MeasureOptions(**row["options"]["measure"]), until=until)
-    baseline = next((d.id for d in docs if getattr(d, "layout_of", None)
-                     == row["options"]["baseline"]), row["options"]["baseline"])
-    one = sweep.Sweep(run_id, s.target, row["recipe"], Path(row["out_dir"]), opts, docs,
-                      baseline, s.execute)
+    one = sweep.of_store(s.store, run_id, s.execute, s.target, until)
     return sweep.resumed(one, s.store, s.say)
 
 

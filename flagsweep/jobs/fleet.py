@@ -52,7 +52,7 @@ from flagsweep.measure.options import MeasureOptions
 from flagsweep.measure.plan import METRICS, plan_for, round_values
 from flagsweep.measure.sampler import Sampler
 from flagsweep.report import lines
-from flagsweep.results import store
+from flagsweep.results import store, stored
 from flagsweep.results.contract import AA_SUFFIX, Machine, Variant
 from flagsweep.workload import check, inputs
 
@@ -528,6 +528,7 @@ def _start_run(p: Label, t, r, opts, db: store.Store, given, say, name: str) -> 
     options = {**sweep.run_options(t, r, p.matrix, opts), "fleet": {"label": p.name}}
     p.run_id = db.create_unique_run(f"{name}-{p.name}", t.name, r.name, p.out,
                                     options, p.machine)
+    stored.claim(p.out, "run_id", p.run_id)
     db.save_variants(p.run_id, [d.dump() for d in p.docs])
     db.set_option(p.run_id, "workload", sweep.workload_option(t, given))
     db.set_option(p.run_id, "counters", p.counters)

@@ -21,10 +21,12 @@ import logging
 import math
 import random
 import warnings
+from pathlib import Path
 from typing import Any, Callable
 
 from flagsweep.errors import FlagsweepError
 from flagsweep.experiment.space import MARCH, Space
+from flagsweep.experiment.strict import quoted
 from flagsweep.results.store import Store
 
 SAMPLERS = ("tpe", "ga", "random", "tpe-local")
@@ -128,17 +130,44 @@ def create(store: Store, name: str, sampler_name: str, seed: int, record: dict[s
 def load(store: Store, name: str):
     """The study of tune `name`, with the sampler it was started with."""
     optuna = _optuna()
-    try:
-        summaries = optuna.get_all_study_summaries(storage(store), include_best_trial=False)
-    except Exception as e:  # noqa: BLE001
-        raise FlagsweepError(f"the store {store.url}: no tunes readable ({e})") from None
-    found = {s.study_name: s for s in summaries}
+    found = {s.study_name: s for s in _summaries(store)}
     if name not in found:
         known = ", ".join(sorted(found)) or "none"
         raise FlagsweepError(f"no tune {name!r} in the store {store.url} (tunes there: {known})")
     attrs = found[name].user_attrs
+    chosen, seed = attrs.get("sampler"), attrs.get("seed")
+    if chosen not in SAMPLERS or not isinstance(seed, int) or isinstance(seed, bool):
+        # The record is data: a sampler named wrong, or a seed that is no whole number, would
+        # end in Optuna's own error deep in the search.
+        raise FlagsweepError(f"tune {name}'s record in the store {store.url}, keys 'sampler' "
+                             f"and 'seed': expected one of {', '.join(SAMPLERS)} and a whole "
+                             f"number, got {quoted(chosen)} and {quoted(seed)}")
     return optuna.load_study(study_name=name, storage=storage(store),
-                             sampler=sampler(attrs["sampler"], attrs["seed"]))
+                             sampler=sampler(chosen, seed))
+
+
+def find(store: Store, name_or_dir: str) -> str:
+    """A tune's name as given, or the name of the tune whose folder this is: the one whose
+    record names it as its `out`, never a tune that only shares the folder's name."""
+    summaries = _summaries(store)
+    if any(s.study_name == name_or_dir for s in summaries):
+        return name_or_dir
+    if not Path(name_or_dir).is_dir():
+        return name_or_dir          # load says there is no such tune
+    folder = str(Path(name_or_dir).resolve())
+    for s in summaries:
+        if s.user_attrs.get("out") == folder:
+            return s.study_name
+    known = ", ".join(sorted(s.study_name for s in summaries)) or "none"
+    raise FlagsweepError(f"no tune in the store {store.url} was started in the folder {folder} "
+                         f"(tunes there: {known})")
+
+
+def _summaries(store: Store) -> list:
+    try:
+        return _optuna().get_all_study_summaries(storage(store), include_best_trial=False)
+    except Exception as e:  # noqa: BLE001
+        raise FlagsweepError(f"the store {store.url}: no tunes readable ({e})") from None
 
 
 def starts(space: Space, level: dict[str, str]) -> list[dict[str, str]]:

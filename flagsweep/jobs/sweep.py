@@ -32,7 +32,7 @@ from flagsweep.measure.plan import METRICS, choose_metric, plan_for, round_value
 from flagsweep.measure.sampler import Busy, Sampler
 from flagsweep.process import sigterm_as_interrupt
 from flagsweep.report import lines, terminal
-from flagsweep.results import analysis, confirmation, contract, reader, writer
+from flagsweep.results import analysis, confirmation, contract, reader, stored, writer
 from flagsweep.results.contract import AA_SUFFIX
 from flagsweep.results.store import Store
 from flagsweep.workload import check, inputs
@@ -111,6 +111,7 @@ def started(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: va
     docs += controls.reference_arm(docs, m.baseline.id, out, reference)
     options = run_options(t, r, m, opts) | ({"confirms": confirms} if confirms else {})
     run_id = store.create_unique_run(base, t.name, r.name, out, options, machine)
+    stored.claim(out, "run_id", run_id)
     say(f"run id {run_id}")
     store.save_variants(run_id, [d.dump() for d in docs])
     sweep = Sweep(run_id, t, r.name, out, opts, docs, m.baseline.id, execute, build_opts)
@@ -153,24 +154,30 @@ def resume(id_or_dir: str, store: Store, say: Callable[[str], None],
     run_id = store.find_run(id_or_dir)
     row = store.run(run_id)
     if row["status"] == "complete":
-        if not (Path(row["out_dir"]) / "results.json").is_file():
+        if not (stored.out_dir(store, run_id, row) / "results.json").is_file():
             return written_again(run_id, store, say)
         raise FlagsweepError(f"run {run_id} is already complete ({row['stop_reason']})")
-    o = row["options"]
     # A tune's end (until) does not bind a sweep resumed by hand: it gets its --budget again.
-    opts = replace(MeasureOptions(**o["measure"]), until=None)
-    docs = store.variants(run_id)
-    t = target.load(o["target_path"])
-    if o.get("target_sha256") and files.sha256_file(t.path) != o["target_sha256"]:
-        raise FlagsweepError(f"{t.path} changed since run {run_id} started; its remaining "
-                             "samples would not measure the same thing. Start a new run")
-    # With layouts the run's baseline is a variant: its first layout is the binary checks use.
-    baseline = next((d.id for d in docs if getattr(d, "layout_of", None) == o["baseline"]),
-                    o["baseline"])
-    sweep = Sweep(run_id, t, row["recipe"], Path(row["out_dir"]), opts, docs, baseline, execute)
-    with MeasureLock(f"{sweep.target.name} {run_id} (resumed)", chosen_cpu(opts), wait=wait,
-                     say=say), sigterm_as_interrupt():
+    sweep = of_store(store, run_id, execute)
+    with MeasureLock(f"{sweep.target.name} {run_id} (resumed)", chosen_cpu(sweep.opts),
+                     wait=wait, say=say), sigterm_as_interrupt():
         return resumed(sweep, store, say)
+
+
+def of_store(store: Store, run_id: str, execute: Executor = launcher.run_once,
+             t: target.Target | None = None, until: float | None = None) -> Sweep:
+    """A stored run as a sweep to resume, once its row shows it may be acted on
+    (results.stored.run: its folder, target file, compilers and options); `t`: the target a
+    tune checked already. `until`: the wall-clock end of its rounds (MeasureOptions.until)."""
+    found = stored.run(store, run_id, t)
+    named = found.options.get("baseline")
+    # With layouts the run's baseline is a variant: its first layout is the binary checks use.
+    baseline = next((d.id for d in found.docs if getattr(d, "layout_of", None) == named), named)
+    if baseline not in {d.id for d in found.docs}:
+        raise FlagsweepError(f"{stored.row_of(store, run_id)}, key 'options.baseline': "
+                             f"{baseline!r} is none of the run's variants")
+    return Sweep(run_id, found.target, found.row["recipe"], found.out,
+                 replace(found.measure, until=until), found.docs, baseline, execute)
 
 
 def resumed(sweep: Sweep, store: Store, say: Callable[[str], None]) -> Path:
@@ -184,10 +191,11 @@ def resumed(sweep: Sweep, store: Store, say: Callable[[str], None]) -> Path:
 
 def written_again(run_id: str, store: Store, say: Callable[[str], None]) -> Path:
     """A run's results.json, samples.csv and report, written again from the store into its
-    own folder: the store holds every sample, so files lost (a kill between the last round and
-    the writing, a folder cleaned by hand) are never lost for good."""
+    own folder (one its row names, once it shows it is the run's: results.stored.out_dir):
+    the store holds every sample, so files lost (a kill between the last round and the
+    writing, a folder cleaned by hand) are never lost for good."""
     row = store.run(run_id)
-    out = files.make_dir(Path(row["out_dir"]), f"run {run_id}'s folder")
+    out = stored.out_dir(store, run_id, row)
     say(f"run {run_id} is {row['status']}, but {out / 'results.json'} is missing: written "
         "again from the store")
     return _write_files(store, run_id, out, say)
@@ -195,21 +203,15 @@ def written_again(run_id: str, store: Store, say: Callable[[str], None]) -> Path
 
 def _same_binaries(sweep: Sweep) -> None:
     """A resumed sweep times the programs it started with, or none: each binary it will run
-    must still be on disk with the code its build recorded. A binary removed or rebuilt since
-    (a cleaned folder, another sweep writing into the same --out) would otherwise be timed as
-    if it were the variant, or recorded as the variant's own failures."""
-    builds = {d.id: d.build for d in sweep.builds}
-    for vid, path in runnable(sweep.builds).items():
-        changed = fingerprint.recheck(builds[vid].dump(), path)
-        if changed is None:
-            continue
-        what = (f"has changed since the run started (its {changed.kind} is now "
-                f"{changed.now[:16]}...)" if changed.now else changed.state)
-        raise FlagsweepError(f"cannot resume run {sweep.run_id}: the binary of {vid}, {path}, "
-                             f"{what}; the build recorded {changed.kind} "
-                             f"{changed.recorded[:16]}... The remaining samples would not time "
-                             "the program the sweep started with: restore its builds folder, "
-                             "or start a new run")
+    must still be in the run's builds folder with the code its build recorded
+    (results.stored.binary). A binary removed or rebuilt since (a cleaned folder, another sweep
+    writing into the same --out) would otherwise be timed as if it were the variant, or
+    recorded as the variant's own failures; one a row names elsewhere, or without its hash,
+    could be any program."""
+    chosen = set(runnable(sweep.builds))
+    for d in sweep.builds:
+        if d.id in chosen:
+            stored.binary(d, sweep.out, f"cannot resume run {sweep.run_id}")
 
 
 def _replaced(sweep: Sweep, store: Store, say: Callable[[str], None]) -> None:
@@ -361,10 +363,11 @@ def _report_confirmation(confirms: dict, path: Path, store: Store,
     record = _record(parent["options"] or {})
     if record is None or not record.variant:
         return
+    out = stored.out_dir(store, confirms["run_id"], parent)
     done = confirmation.outcome(record.dump(), reader.load(path),
                                 time.time() - confirms["began"], path)
     store.set_option(confirms["run_id"], "confirmation", done)
-    _write_files(store, confirms["run_id"], Path(parent["out_dir"]), say)
+    _write_files(store, confirms["run_id"], out, say)
 
 
 def _run_in(store: Store, out: Path) -> str | None:

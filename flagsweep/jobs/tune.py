@@ -26,22 +26,25 @@ import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Literal
+
+from pydantic import BaseModel, ConfigDict
 
 from flagsweep import files, report, stats
 from flagsweep.compilation import variants
 from flagsweep.errors import FlagsweepError, Interrupted
 from flagsweep.experiment import space as spaces
 from flagsweep.experiment import target
-from flagsweep.host import launcher, system
+from flagsweep.experiment.strict import quoted, validate
+from flagsweep.host import launcher, system, toolchain
 from flagsweep.host.executor import Executor
 from flagsweep.host.lock import MeasureLock
 from flagsweep.jobs import batch, culprit, fleet, proof, search
 from flagsweep.jobs.answer import sentence
 from flagsweep.jobs.batch import Proposal, Setting
-from flagsweep.measure.options import DEFAULT_LAYOUTS, MeasureOptions, chosen_cpu
+from flagsweep.measure.options import DEFAULT_LAYOUTS, MeasureOptions, chosen_cpu, from_store
 from flagsweep.process import sigterm_as_interrupt
-from flagsweep.results import confirmation, contract, reader
+from flagsweep.results import confirmation, contract, reader, stored
 from flagsweep.results.store import Store
 
 log = logging.getLogger("flagsweep.jobs.tune")
@@ -135,56 +138,103 @@ def start(t: target.Target, opts: TuneOptions, out: Path, store: Store,
     with _placed(opts, f"{t.name} tune {out.name}", cpu, wait, say) as where, \
             sigterm_as_interrupt():
         study = search.create(store, out.name, opts.sampler, opts.seed, record)
+        stored.claim(out, "tune_id", out.name)
         tune = Tuning(out.name, out, study, opts, space, _setting(t, opts, space, out, store, say,
                                                                  execute, where),
                     time.monotonic(), 0.0, wait)
         return _run(tune, say)
 
 
+class StoredSpace(BaseModel):
+    """A tune's space as its record keeps it (_space_json)."""
+    model_config = ConfigDict(extra="ignore")
+    base: str | list[str]
+    compiler: str
+    source: str
+    dimensions: list[tuple[str, list[str]]]
+    excluded: list[str] = []
+
+
+class StoredTune(BaseModel):
+    """What a resume reads of a tune's record (the study's user attributes), each key of the
+    type the tune wrote it with: the record is data, and a value of another type (changed by
+    hand, or by another user of the store) is one line naming the key, not a traceback."""
+    model_config = ConfigDict(extra="ignore")
+    options: TuneOptions
+    target_path: str
+    target_sha256: str
+    out: str
+    space: StoredSpace
+    phase: Literal["search", "ablation", "proof", "done"]
+    spent_s: float | None = None
+
+
 def resume(name_or_dir: str, store: Store, say: Callable[[str], None],
            execute: Executor = launcher.run_once, wait: bool = False,
            scheduler: str | None = None) -> Path:
-    """`scheduler`: a fleet tune's scheduler at a new address (kept for its next resume)."""
-    name = Path(name_or_dir).name if Path(name_or_dir).is_dir() else name_or_dir
+    """`scheduler`: a fleet tune's scheduler at a new address (kept for its next resume).
+    The tune's record is data, checked as typed input is before anything runs (_checked)."""
+    name = search.find(store, name_or_dir)
     study = search.load(store, name)
-    attrs = study.user_attrs
-    if attrs.get("phase") == "done":
-        path = Path(attrs["out"]) / "tune.json"
+    row = f"tune {name}'s record in the store {store.url}"
+    record = validate(StoredTune, study.user_attrs, row)
+    out = stored.folder(record.out, "tune_id", name, row, "out")
+    if record.phase == "done":
+        path = out / "tune.json"
         say(f"tune {name} is complete: {path}")
         return path
-    opts = TuneOptions(**attrs["options"])
+    opts = record.options
+    fleet_part = bool(opts.scheduler) and record.phase != "proof"
     if scheduler:
         if not opts.scheduler:
             raise FlagsweepError(f"tune {name} runs on this machine: --scheduler resumes a tune "
                                  "started on a fleet")
         opts.scheduler = scheduler
-        study.set_user_attr("options", {**attrs["options"], "scheduler": scheduler})
-    t = _target_of(attrs)
-    if files.sha256_file(t.path) != attrs["target_sha256"]:
-        raise FlagsweepError(f"{t.path} changed since tune {name} started; its trials would "
-                             "not measure the same program. Start a new tune")
-    space = _space_of(attrs["space"])
-    out = Path(attrs["out"])
-    out.mkdir(parents=True, exist_ok=True)      # a fleet tune's proof resumed on another machine
-    mopts = MeasureOptions(**opts.measure)
-    fleet_part = opts.scheduler and attrs.get("phase") != "proof"
+        study.set_user_attr("options", {**study.user_attrs["options"], "scheduler": scheduler})
+    elif fleet_part:
+        raise FlagsweepError(f"{row}, key 'options.scheduler': tune {name} runs on the fleet "
+                             f"at {quoted(opts.scheduler)}, and flagsweep connects only to a "
+                             "scheduler you name, since it runs what the scheduler sends: "
+                             "resume with --scheduler ADDRESS")
+    t, space, mopts = _checked(record, name, row)
     cpu = None if fleet_part else chosen_cpu(mopts)
     with _placed(opts if fleet_part else replace(opts, scheduler=None),
                  f"{t.name} tune {name} (resumed)", cpu, wait, say) as where, \
             sigterm_as_interrupt():
         tune = Tuning(name, out, study, opts, space, _setting(t, opts, space, out, store, say,
                                                              execute, where),
-                    time.monotonic(), float(attrs.get("spent_s") or 0.0), wait)
+                    time.monotonic(), record.spent_s or 0.0, wait)
         say(f"resuming tune {name}: {len(search.trials(study))} trials so far, phase "
-            f"{attrs['phase']}")
+            f"{record.phase}")
         return _run(tune, say)
 
 
-def _target_of(attrs: dict) -> target.Target:
-    """The tune's target: at its path, else (a fleet tune's proof resumed on another machine)
-    the shipped target of that name; the caller checks its bytes."""
-    path = Path(attrs["target_path"])
-    return target.load(str(path.parent) if path.exists() else path.parent.name)
+def _checked(record: StoredTune, name: str, row: str
+             ) -> tuple[target.Target, spaces.Space, MeasureOptions]:
+    """What the record says the tune builds and runs, checked as typed input is
+    (results.stored): its target file one only root or you could have written, its compiler
+    one that shows it is one, its source tree (--source-dir) one no other user can change,
+    its measuring options of their types (kept so, for the batches to come)."""
+    t = _target_of(record, row, name)
+    space = _space_of(record.space.model_dump())
+    stored.compiler(space.compiler, row, "space.compiler")
+    source = record.options.source_dir
+    if source and (why := toolchain.replaceable_tree(Path(source))):
+        raise FlagsweepError(f"{row}, key 'options.source_dir': the source tree {source} is "
+                             f"not built: {why}; flagsweep builds only a tree root or you "
+                             "could have written")
+    mopts = from_store(record.options.measure, f"{row}, key 'options.measure'")
+    record.options.measure = asdict(mopts)
+    return t, space, mopts
+
+
+def _target_of(record: StoredTune, row: str, name: str) -> target.Target:
+    """The tune's target: the folder of its recorded file, else (a fleet tune's proof resumed
+    on another machine) the shipped target of that name; either checked as a row's target
+    (results.stored.target), with the bytes the tune started with."""
+    path = Path(record.target_path)
+    return stored.target(str(path.parent) if path.exists() else path.parent.name,
+                         record.target_sha256, row, "target_path", f"tune {name}")
 
 
 @contextmanager

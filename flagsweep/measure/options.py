@@ -11,8 +11,11 @@ import logging
 from dataclasses import dataclass, field
 from typing import Callable
 
+from pydantic import TypeAdapter, ValidationError
+
 from flagsweep import stats
 from flagsweep.errors import FlagsweepError
+from flagsweep.experiment.strict import quoted
 from flagsweep.host import placement, system
 
 log = logging.getLogger("flagsweep.measure.options")
@@ -54,6 +57,20 @@ class MeasureOptions:
     # Variants measured in every round whatever their verdict: a tune's base level, which every
     # candidate of a batch is compared with by round beside the batch's baseline.
     keep: list[str] = field(default_factory=list)
+
+
+def from_store(doc: object, where: str) -> MeasureOptions:
+    """The options as a run or a tune kept them (`asdict`), each of the type it has when typed:
+    a row changed by hand (or by another user) is one line naming the key, not a TypeError deep
+    in the rounds. Keys this flagsweep does not know (an older one's) are left out."""
+    try:
+        return TypeAdapter(MeasureOptions).validate_python(doc)
+    except ValidationError as e:
+        first = e.errors()[0]
+        key = ".".join(map(str, first["loc"]))
+        got = f", got {quoted(first['input'])}" if "input" in first else ""
+        raise FlagsweepError(f"{where}: " + (f"key '{key}': " if key else "")
+                             + f"{first['msg']}{got}") from None
 
 
 def chosen_cpu(opts: MeasureOptions, say: Callable[[str], None] | None = None) -> int:

@@ -51,11 +51,18 @@ def measured_reach(store: Store, target: str,
                    machine: contract.Machine) -> tuple[float, str] | None:
     """(reach %, where it comes from) from the newest complete --layouts run of `target` on
     this machine whose results.json still says its layout spread; None when there is none."""
+    from flagsweep.results import stored    # here: the report imports this without a store
+
     for run in reversed(store.runs_of(target)):
         layouts = ((run.get("options") or {}).get("measure") or {}).get("layouts")
         if run["status"] != "complete" or not layouts or not _same_machine(run["machine"], machine):
             continue
-        sd = _spread(Path(run["out_dir"]) / "results.json")
+        try:
+            # A row names the folder read here: only one that shows it is the run's.
+            folder = stored.out_dir(store, run["run_id"], run)
+        except FlagsweepError:
+            continue
+        sd = _spread(folder / "results.json")
         if sd is not None:
             return reach_of_spread(sd), (f"layout spread +-{100 * math.expm1(sd):.1f}% measured "
                                          f"by run {run['run_id']} ({layouts} layouts)")

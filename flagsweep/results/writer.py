@@ -100,6 +100,11 @@ def located(arg: str | Path, scratch: Path, store: Store | None = None) -> Path:
     except FlagsweepError:
         raise FlagsweepError(f"{arg}: no such results file, and no run of that id in the store "
                              f"{db.url}") from None
+    if Path(run_id).name != run_id or run_id in (".", ".."):
+        # The id is the row's word: as a folder name it could climb out of scratch.
+        raise FlagsweepError(f"{arg}: run {run_id!r} in the store {db.url} has an id that is "
+                             f"not a plain folder name; its results are written only into a "
+                             f"folder of {scratch}'s own, named by the run id")
     out = scratch / run_id
     for folder in (scratch, out):   # renamed into place, a file would land where a link points
         if folder.is_symlink():

@@ -51,3 +51,18 @@ def test_no_starts_reaches_the_tunes_options_and_not_a_resume(tmp_path, monkeypa
         assert asked.pop().starts is starts
     resumed = runner.invoke(cli, ["tune", "--resume", "x", "--no-starts"])
     assert resumed.exit_code == 2 and "--no-starts" in resumed.output
+
+
+@pytest.mark.parametrize("command, given, named", [
+    (["tune", "--resume", "x"], ["--budget", "2h", "--threshold", "2", "--out", "o", "-j", "3"],
+     "(got --budget, --threshold, --jobs, --out)"),
+    (["run", "--resume", "x"], ["tiny", "--flags", "-O2", "--out", "o", "--threshold", "2"],
+     "(got TARGET, --flags, --out, --threshold)"),
+])
+def test_a_resume_names_the_options_it_refuses_as_they_are_typed(command, given, named,
+                                                                tmp_path, monkeypatch):
+    """The refusal named the parameters' own names: `--budget-s`, `--out-dir`,
+    `--threshold-pct`, options nobody could type."""
+    monkeypatch.setenv("FLAGSWEEP_DB", f"sqlite:///{tmp_path / 'store.db'}")
+    refused = CliRunner().invoke(cli, command + given)
+    assert refused.exit_code == 2 and named in refused.output

@@ -171,9 +171,11 @@ def test_the_reach_is_the_measured_layout_spread_where_known(tmp_path):
     for name, where, sd in (("near", machine, 0.01), ("other", {**machine, "hostname": "x"}, 0.1)):
         out = tmp_path / name
         out.mkdir()
-        (out / "results.json").write_text(json.dumps(_results(noise={"sd_log_diff": sd})))
         run_id = db.create_unique_run(name, "reachy", "olevels", out,
                                       {"measure": {"layouts": 4}}, where)
+        # the run's own results.json, naming it: what shows the row's folder is the run's
+        (out / "results.json").write_text(json.dumps(_results(run_id=run_id,
+                                                              noise={"sd_log_diff": sd})))
         db.finish_run(run_id, "complete", "decided")
     here = contract.Machine.model_validate(machine)
     reach, source = confirmation.measured_reach(db, "reachy", here)
@@ -186,6 +188,26 @@ def test_the_reach_is_the_measured_layout_spread_where_known(tmp_path):
     assert confirmation.plan(doc, (reach, source), True).status == confirmation.NOT_NEEDED
     assert confirmation.plan(doc, None, True).status == confirmation.PENDING
     assert confirmation.measured_reach(db, "nothing", here) is None
+
+
+@pytest.mark.breaks_contract        # stored runs' results.json hold only what the reach reads
+def test_the_reach_reads_no_folder_a_row_names_that_is_not_its_runs(tmp_path):
+    """The reach came from the results.json in whatever folder the newest row named: a row
+    planted in the store chose the file read (a FIFO there would hang every sweep)."""
+    db = Store()
+    machine = {"hostname": "h", "cpu_model": "c"}
+    for name, sd, named in (("own", 0.01, None), ("planted", 0.2, "someone-else")):
+        out = tmp_path / name
+        out.mkdir()
+        run_id = db.create_unique_run(name, "reachy", "olevels", out,
+                                      {"measure": {"layouts": 4}}, machine)
+        (out / "results.json").write_text(json.dumps(_results(run_id=named or run_id,
+                                                              noise={"sd_log_diff": sd})))
+        db.finish_run(run_id, "complete", "decided")
+    reach, source = confirmation.measured_reach(db, "reachy",
+                                                contract.Machine.model_validate(machine))
+    assert "measured by run own" in source
+    assert reach == pytest.approx(100 * math.expm1(1.959964 * math.sqrt(2) * 0.01))
 
 
 def _built(vid: str) -> dict:

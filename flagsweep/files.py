@@ -99,6 +99,31 @@ def check_writable(path: Path, what: str) -> None:
                              "writable folder")
 
 
+def others_can_change(path: Path) -> str | None:
+    """Why someone other than root and this user could change what path names (the file or
+    folder a link leads to, every folder above it and above the link), or None: what root
+    runs or reads as code must be its own or the user's, as OpenSSH's StrictModes asks of a
+    key file."""
+    real = path.resolve()
+    for p in dict.fromkeys([real, *real.parents, *path.absolute().parents]):
+        if why := foreign(p, p.stat()):
+            return why
+    return None
+
+
+def foreign(p: Path, st: os.stat_result) -> str | None:
+    """Why users other than root and this one could change p (its stat), or None."""
+    me = os.geteuid()
+    if st.st_uid not in (0, me):
+        return f"{p} is owned by uid {st.st_uid}, not by root or by uid {me} (you)"
+    sticky = stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_ISVTX
+    if st.st_mode & 0o002 and not sticky:
+        return f"{p} is writable by every user"
+    if st.st_mode & 0o020 and st.st_gid != 0 and not sticky:
+        return f"{p} is writable by group {st.st_gid}"
+    return None
+
+
 def copy_sparse(src: Path, dst: Path) -> bool:
     """Copy src's data extents only, leaving its holes as holes, with its permissions and
     times; False (nothing done) when src is not sparse or its file system cannot say where

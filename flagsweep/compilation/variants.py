@@ -157,6 +157,9 @@ def build_all(target: Target, matrix: Matrix, opts: Options,
                     "ccache settings are flagsweep's own, and of the environment it reads only "
                     "%s (docs/architecture.md, ccache)", ", ".join(ignored),
                     " and ".join(environment.PASSED))
+    if unsafe := environment.search_path(os.environ.get("PATH", ""))[1]:
+        log.warning("the build's PATH leaves out %s: a program found there would run in the "
+                    "build as you, and others could put one there", "; ".join(unsafe))
     source = source_tree(target, opts)
     refuse_uncarried(source, "source folder", "choose another --source-dir" if opts.source_dir
                      else "move the target's source, or set FLAGSWEEP_CACHE")

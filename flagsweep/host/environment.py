@@ -25,6 +25,7 @@ import pwd
 from pathlib import Path
 from typing import Mapping
 
+from flagsweep import files
 from flagsweep.caches import CCACHE
 
 # Variables that are compiler options by another name: with them gcc or clang runs programs
@@ -84,9 +85,34 @@ def clean(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     (environ, else this process's), and what flagsweep writes itself."""
     env = os.environ if environ is None else environ
     written = {name: env[name] for name in PASSED + PASSED_OWN if env.get(name)}
+    if "PATH" in written:
+        written["PATH"] = search_path(written["PATH"])[0]
     written["HOME"] = home()
     written["LC_ALL"] = "C"          # build logs and compiler answers in one language
     return written
+
+
+def search_path(value: str) -> tuple[str, list[str]]:
+    """PATH as a build (or apt) gets it: only the folders no one but root and this user can
+    change, since make, cmake, ninja, as and ld are run from the first folder that has one,
+    and a `make` planted in a folder others may write would run as root. A relative entry
+    (".", or the empty one, which is the current folder: the build tree) goes too. Returns
+    the PATH kept and, for the warning, each entry dropped with why."""
+    kept, dropped = [], []
+    for entry in value.split(os.pathsep):
+        why = None if os.path.isabs(entry) else "not an absolute path"
+        if why is None:
+            try:
+                why = files.others_can_change(Path(entry))
+            except FileNotFoundError:
+                continue                # nothing to run there; left out without a word
+            except OSError as e:
+                why = f"cannot be read ({files.reason(e)})"
+        if why is None:
+            kept.append(entry)
+        else:
+            dropped.append(f"{entry or '(empty)'}: {why}")
+    return os.pathsep.join(kept), dropped
 
 
 def home() -> str:
@@ -107,6 +133,8 @@ def apt(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     machine needs to reach its mirror, and run nothing."""
     env = os.environ if environ is None else environ
     written = {name: env[name] for name in ("PATH", *APT_PROXIES) if env.get(name)}
+    if "PATH" in written:
+        written["PATH"] = search_path(written["PATH"])[0]
     written["HOME"] = home()
     written["LC_ALL"] = "C"           # messages in the error tail the user can search for
     return written

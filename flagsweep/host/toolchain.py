@@ -15,7 +15,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from flagsweep import process
+from flagsweep import files, process
 from flagsweep.errors import ConfigError
 from flagsweep.host import environment
 
@@ -91,13 +91,10 @@ def replaceable(path: Path, program: bool = True) -> str | None:
     False, the file) at path (the file a link leads to, and every folder above the link and
     the file), or None."""
     real = path.resolve()
-    for p in dict.fromkeys([real, *real.parents, *path.absolute().parents]):
-        st = p.stat()
-        if p == real and not (stat.S_ISREG(st.st_mode) and (st.st_mode & 0o111 or not program)):
-            return f"{p} is not {'an executable' if program else 'a regular'} file"
-        if why := _foreign(p, st):
-            return why
-    return None
+    st = real.stat()
+    if not (stat.S_ISREG(st.st_mode) and (st.st_mode & 0o111 or not program)):
+        return f"{real} is not {'an executable' if program else 'a regular'} file"
+    return files.others_can_change(path)
 
 
 def replaceable_tree(folder: Path) -> str | None:
@@ -107,9 +104,8 @@ def replaceable_tree(folder: Path) -> str | None:
     real = folder.resolve()
     if not real.is_dir():
         return f"{folder} is not a folder"
-    for p in dict.fromkeys([real, *real.parents, *folder.absolute().parents]):
-        if why := _foreign(p, p.stat()):
-            return why
+    if why := files.others_can_change(folder):
+        return why
     for top, names, others in os.walk(real):
         for name in names + others:
             p = Path(top) / name
@@ -117,21 +113,8 @@ def replaceable_tree(folder: Path) -> str | None:
                 st = p.stat()
             except OSError:
                 continue        # a link that leads nowhere: nothing to read there
-            if why := _foreign(p, st):
+            if why := files.foreign(p, st):
                 return why
-    return None
-
-
-def _foreign(p: Path, st: os.stat_result) -> str | None:
-    """Why users other than root and this one could change p (its stat), or None."""
-    me = os.geteuid()
-    if st.st_uid not in (0, me):
-        return f"{p} is owned by uid {st.st_uid}, not by root or by uid {me} (you)"
-    sticky = stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_ISVTX
-    if st.st_mode & 0o002 and not sticky:
-        return f"{p} is writable by every user"
-    if st.st_mode & 0o020 and st.st_gid != 0 and not sticky:
-        return f"{p} is writable by group {st.st_gid}"
     return None
 
 

@@ -176,6 +176,7 @@ def test_what_the_build_ignores_is_said_and_what_it_reads_is_in_the_key(tmp_path
     assert ("the build ignores CCACHE_DIR, CFLAGS from the environment: a build's compiler, "
             "flags and ccache settings are flagsweep's own") in caplog.text
     # PATH chooses the assembler and linker gcc runs: another PATH is another build.
+    (tmp_path / "bin").mkdir()
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
     assert not _build(t, tmp_path / "other-path", cache).reused
 
@@ -257,7 +258,8 @@ def test_a_build_sees_only_the_variables_flagsweep_writes(tmp_path, monkeypatch)
         "PATH", "SOURCE_DATE_EPOCH", "HOME", "LC_ALL", "FLAGSWEEP_COMPILE_LOG",
         "FLAGSWEEP_SNAPSHOTS", "CCACHE_DIR",
         "CCACHE_CONFIGPATH", "CCACHE_NAMESPACE", "CCACHE_BASEDIR"}
-    assert seen["PATH"] == os.environ["PATH"] and seen["SOURCE_DATE_EPOCH"] == "1700000000"
+    assert seen["PATH"] == environment.search_path(os.environ["PATH"])[0]
+    assert seen["SOURCE_DATE_EPOCH"] == "1700000000"
     assert seen["HOME"] == pwd.getpwuid(os.geteuid()).pw_dir and seen["LC_ALL"] == "C"
 
 
@@ -293,3 +295,23 @@ def test_a_build_or_compiler_probe_environment_is_written_not_inherited():
     assert environment.clean(shell) == {"PATH": "/usr/local/bin:/usr/bin", "FLAGSWEEP_CCACHE": "0",
                                         "HOME": pwd.getpwuid(os.geteuid()).pw_dir, "LC_ALL": "C"}
     assert environment.ignored(shell) == ["CONFIG_SITE", "LD_PRELOAD", "MAKE"]
+
+
+def test_a_make_planted_in_a_path_folder_others_can_write_never_runs(tmp_path, monkeypatch, caplog):
+    """A PATH whose first folder every user can write (a careless `export PATH=/srv/tools:$PATH`
+    for a shared folder, say): a `make` planted there would run as root in every build. The
+    build's PATH keeps only folders no one else can change, and the warning names the one
+    left out."""
+    t = _project(tmp_path / "project", {"main.c": LOOP, "Makefile":
+                                        "prog: main.o\n\t$(CC) $(CFLAGS) -o prog main.o\n"}, "make")
+    m = _matrix()
+    shared = tmp_path / "shared-tools"
+    marker = tmp_path / "ran"
+    _marking(shared / "make", marker, 'exec /usr/bin/make "$@"\n')
+    shared.chmod(0o777)
+    monkeypatch.setenv("PATH", f"{shared}{os.pathsep}.{os.pathsep}{os.environ['PATH']}")
+    b = _build(t, tmp_path / "out", tmp_path / "cache", m=m)
+    assert not marker.exists(), marker.read_text()
+    assert b.status == "ok" and b.flags_verified, b.detail
+    assert f"the build's PATH leaves out {shared}: {shared} is writable by every user; " \
+           ".: not an absolute path:" in caplog.text

@@ -18,7 +18,6 @@ import threading
 from pathlib import Path
 
 import pytest
-from test_sweep_faults import main  # noqa: F401 - the command line in this process
 from tiny_target import TINY_SRC, write_tiny_target
 
 from flagsweep import cli

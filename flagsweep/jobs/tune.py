@@ -120,13 +120,15 @@ class Tuning:
 def start(t: target.Target, opts: TuneOptions, out: Path, store: Store,
           say: Callable[[str], None], execute: Executor = launcher.run_once,
           wait: bool = False) -> Path:
-    out = files.make_dir(out.resolve(), "the tune's folder")
     opts.seed = opts.seed if opts.seed is not None else random.SystemRandom().randrange(2**31)
+    # What can refuse the start is decided before the folder is made: a refused start leaves
+    # no folder for the retry's --out to be refused as used.
     space = spaces.load(opts.space, opts.compiler, opts.base, say=say)
     opts.base = space.base
     mopts = MeasureOptions(**opts.measure)
     cpu = None if opts.scheduler else chosen_cpu(mopts, say)
     opts.measure = asdict(mopts)
+    out = files.make_dir(out.resolve(), "the tune's folder")
     say(f"tune {out.name}: {len(space.dimensions)} dimensions from {space.source} "
         f"({space.switches()} switches) on {space.base}, {opts.sampler} sampler, "
         f"seed {opts.seed}, budget {opts.budget_s:g} s")

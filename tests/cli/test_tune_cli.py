@@ -66,3 +66,14 @@ def test_a_resume_names_the_options_it_refuses_as_they_are_typed(command, given,
     monkeypatch.setenv("FLAGSWEEP_DB", f"sqlite:///{tmp_path / 'store.db'}")
     refused = CliRunner().invoke(cli, command + given)
     assert refused.exit_code == 2 and named in refused.output
+
+
+def test_a_refused_space_leaves_no_tune_folder(tmp_path, main):
+    """What can refuse a tune's start (its space file here) is decided before its folder is
+    made: a retry with the same --out is then not refused as a folder already used."""
+    space = tmp_path / "space.toml"
+    space.write_text('summary = "planted"\nswitches = ["-fplugin=x.so"]\n')
+    out = tmp_path / "tune"
+    code, err = main("tune", "tiny", "--space", str(space), "--out", str(out))
+    assert code == 2 and "-fplugin" in err.splitlines()[-1]
+    assert not out.exists()

@@ -189,8 +189,12 @@ def build_all(target: Target, matrix: Matrix, opts: Options,
         with _watching(out, [v.id for v in todo], on_built, len(reused), len(matrix.variants)):
             _run_superbuild(out, opts.jobs)
     _own_flags_built(own, manifest, cache)
-    built = {v.id: _collect(v, manifest, target, out, own[v.compiler][1], pristine)
-             for v in todo}
+    # once per variant: a tune's batch may hold one set twice, and the audit reads (and then
+    # removes) the snapshots its one build kept
+    built: dict[str, VariantBuild] = {}
+    for v in todo:
+        if v.id not in built:
+            built[v.id] = _collect(v, manifest, target, out, own[v.compiler][1], pristine)
     for b in built.values():
         # unchecked for dropped project options (its compiler's own build failed): kept out of
         # the cache, so a later sweep checks it rather than reuse it as verified

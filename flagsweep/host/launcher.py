@@ -16,13 +16,14 @@ import select
 import signal
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
 from flagsweep import files
 from flagsweep.errors import FlagsweepError
 from flagsweep.host import native, probes
-from flagsweep.host.executor import Execution
+from flagsweep.host.executor import Execution, Executor, Launch, Together
 
 log = logging.getLogger("flagsweep.host.launcher")
 ENV_PAD_MAX = 4095
@@ -37,6 +38,64 @@ def run_once(argv: list[str], *, env: dict[str, str], timeout: float, stderr_pat
              perf_csv: Path | None = None, stdin_path: Path | None = None) -> Execution:
     """Execute argv once and measure it; a crash, a timeout or a nonzero exit is a failure.
     The executor every sweep uses (host.executor.Executor)."""
+    started = _spawn(argv, env, stderr_path, stdout_path, perf, perf_csv, stdin_path)
+    return started if isinstance(started, Execution) else _reaped(started, timeout)
+
+
+def run_together(launches: list[Launch], *, timeout: float,
+                 perf: probes.Preflight | None = None) -> list[Execution]:
+    """Start every launch at once, each pinned to its own CPU, and measure each; the timeout
+    runs from their common start (host.executor.Together). Each child inherits the affinity
+    this process has when it is spawned, so the affinity is set before each spawn and put back
+    after: the workloads start a spawn apart (about a millisecond), never on the wrong CPU."""
+    before = os.sched_getaffinity(0)
+    started: list[_Running | Execution] = []
+    try:
+        for one in launches:
+            os.sched_setaffinity(0, {one.cpu})
+            started.append(_spawn(one.argv, one.env, one.stderr_path, None, perf,
+                                  one.perf_csv, None))
+    except BaseException:
+        _stop_all(started)
+        raise
+    finally:
+        os.sched_setaffinity(0, before)
+    deadline = time.monotonic() + timeout
+    out: list[Execution] = []
+    try:
+        for one in started:
+            out.append(one if isinstance(one, Execution)
+                       else _reaped(one, max(0.0, deadline - time.monotonic())))
+    except BaseException:  # Ctrl-C while waiting for one: leave none of the others behind
+        _stop_all(started[len(out) + 1:])
+        raise
+    return out
+
+
+def together_of(execute: Executor) -> Together | None:
+    """How a sweep whose executor is `execute` runs workloads at once: the launcher's
+    run_together for the launcher, a stand-in's own `together`; None for an executor that runs
+    one workload at a time (a test's recordings), whose sweeps are serial."""
+    if execute is run_once:
+        return run_together
+    return getattr(execute, "together", None)
+
+
+@dataclass
+class _Running:
+    """A launcher started and not yet reaped."""
+    pid: int
+    command: str            # the workload's program, for the log
+    report: Path
+    record: Path
+    stderr_path: Path
+    perf_csv: Path | None   # perf's counters, when perf runs the launcher
+
+
+def _spawn(argv: list[str], env: dict[str, str], stderr_path: Path, stdout_path: Path | None,
+           perf: probes.Preflight | None, perf_csv: Path | None,
+           stdin_path: Path | None) -> _Running | Execution:
+    """The launcher started on argv (under perf, when used), or the failure to start it."""
     use_perf = perf is not None and perf.mode != "none" and perf_csv is not None
     report = stderr_path.with_name(stderr_path.name + ".launch")
     # perf (when used) outside, the launcher inside: the launcher's report of the workload's
@@ -64,33 +123,46 @@ def run_once(argv: list[str], *, env: dict[str, str], timeout: float, stderr_pat
     finally:
         for fd in opened:
             os.close(fd)
-    record = _record(stderr_path, pid)
+    return _Running(pid, argv[0], report, _record(stderr_path, pid), stderr_path,
+                    perf_csv if use_perf else None)
+
+
+def _reaped(run: _Running, timeout: float) -> Execution:
+    """Wait for a started launcher (stopping it at the timeout) and read what it measured."""
     try:
-        timed_out = _wait_or_kill(pid, timeout)
-        _, launched = os.waitpid(pid, 0)
+        timed_out = _wait_or_kill(run.pid, timeout)
+        _, launched = os.waitpid(run.pid, 0)
     except BaseException:  # Ctrl-C or SIGTERM mid-run: leave no workload behind
-        _stop(pid)
-        os.waitpid(pid, 0)
+        _stop(run.pid)
+        os.waitpid(run.pid, 0)
         raise
     finally:
-        record.unlink(missing_ok=True)
-    used = _read_report(report)
+        run.record.unlink(missing_ok=True)
+    used = _read_report(run.report)
     if used is None:
-        return _failed(_failure(0, timed_out, timeout, stderr_path)
-                       or _unreported(report, launched, stderr_path))
+        return _failed(_failure(0, timed_out, timeout, run.stderr_path)
+                       or _unreported(run.report, launched, run.stderr_path))
     if used.get("leftover"):
         log.info("%s left %d process(es) running when it exited; the launcher killed them",
-                 argv[0], used["leftover"])
-    counters, multiplexed = _read_perf(perf_csv) if use_perf else ({}, False)
+                 run.command, used["leftover"])
+    counters, multiplexed = _read_perf(run.perf_csv) if run.perf_csv else ({}, False)
     # The software events perf would count, as the kernel reports them for the workload alone,
     # and the scheduler's evidence of disturbance (flagsweep.measure.disturbance judges it).
     counters = {**counters, "context_switches": used["nvcsw"] + used["nivcsw"],
                 "page_faults": used["minflt"] + used["majflt"], **_scheduler(used)}
-    failure = _failure(used["status"], timed_out, timeout, stderr_path)
+    failure = _failure(used["status"], timed_out, timeout, run.stderr_path)
     return Execution(wall_s=None if failure else used["wall_ns"] / 1e9,
                      user_s=used["utime_us"] / 1e6, sys_s=used["stime_us"] / 1e6,
                      maxrss_kb=used["maxrss_kb"], counters=counters, multiplexed=multiplexed,
                      failure=failure)
+
+
+def _stop_all(started: list[_Running | Execution]) -> None:
+    for one in started:
+        if isinstance(one, _Running):
+            _stop(one.pid)
+            os.waitpid(one.pid, 0)
+            one.record.unlink(missing_ok=True)
 
 
 def _scheduler(used: dict[str, int]) -> dict[str, float | int]:

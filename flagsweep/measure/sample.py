@@ -25,6 +25,12 @@ class Sample:
     taken_at: float = 0.0
     worker: str | None = None     # None: add_sample stores this machine's hostname
     disturbed: bool = False       # the machine took part of this run (flagsweep.measure.disturbance)
+    # The pair this run belongs to, named by the variant it compares with the baseline: set in
+    # duet rounds and the schedule's pilot, where the baseline runs once per comparison and
+    # each of its runs pairs with one variant's (flagsweep.measure.pairs); None in serial
+    # rounds, where a round's one baseline run pairs with every variant's.
+    pair: str | None = None
+    cpu: int | None = None        # the CPU it was pinned to, where the sampler knew it
 
     @property
     def ok(self) -> bool:

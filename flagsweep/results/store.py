@@ -7,7 +7,8 @@ lose at most the run in flight, and `flagsweep run --resume` continues from exac
 here. The unique key on (run, variant, round) makes a resumed sweep, or a rescheduled fleet
 task, unable to duplicate a sample: `add_sample` skips one that is already there. A run the
 machine disturbed (flagsweep.measure.disturbance) and that was taken again keeps its place in the
-`attempts` table: nothing measured is ever deleted. See docs/store.md.
+`attempts` table: nothing measured is ever deleted. A duet round runs the baseline once per
+comparison, so its samples name their pair (`pair`, part of the unique key). See docs/store.md.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from flagsweep.errors import FlagsweepError
 from flagsweep.measure.sample import Sample
 from flagsweep.results import contract
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 metadata = sa.MetaData()
 
 # pg_advisory_xact_lock key serialising the first open and migrations of a PostgreSQL store
@@ -82,9 +83,13 @@ samples = sa.Table(
     sa.Column("worker", sa.String(200)),                     # v2: the machine/worker that took it
     sa.Column("disturbed", sa.Boolean, nullable=False, default=False,  # v3: judged disturbed,
               server_default=sa.false()),                    # kept when retakes ran out
-    sa.UniqueConstraint("run_id", "variant_id", "round", name="one_sample_per_round"),
+    # v5: the pair a run belongs to in a duet round or the schedule's pilot (the variant it
+    # compares, measure.sample.Sample.pair; '' in serial rounds), and the CPU it was pinned to
+    sa.Column("pair", sa.String(200), nullable=False, default="", server_default=""),
+    sa.Column("cpu", sa.Integer),
+    sa.UniqueConstraint("run_id", "variant_id", "round", "pair", name="one_sample_per_round"),
 )
-SAMPLE_KEY = ("run_id", "variant_id", "round")
+SAMPLE_KEY = ("run_id", "variant_id", "round", "pair")
 
 # v3: every run judged disturbed and taken again, with all it measured; `samples` holds the
 # attempt that counts for its (variant, round). Same columns as samples, no unique key.
@@ -92,8 +97,8 @@ attempts = sa.Table(
     "attempts", metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("run_id", sa.String(200), sa.ForeignKey("runs.run_id"), nullable=False),
-    *(sa.Column(c.name, c.type, nullable=c.nullable) for c in samples.columns
-      if c.name not in ("id", "run_id", "disturbed")),
+    *(sa.Column(c.name, c.type, nullable=c.nullable, server_default=c.server_default)
+      for c in samples.columns if c.name not in ("id", "run_id", "disturbed")),
 )
 attempts_by_run = sa.Index("ix_attempts_run", attempts.c.run_id)
 
@@ -214,10 +219,36 @@ def _v4_references(c: sa.Connection) -> None:
     references.create(c, checkfirst=True)
 
 
+def _v5_pairs(c: sa.Connection) -> None:
+    """samples.pair and samples.cpu (and the attempts' own), and the unique key with the pair
+    in it: a duet round runs the baseline once per comparison, each run in its own pair."""
+    for table in (samples, attempts):
+        columns = {col["name"] for col in sa.inspect(c).get_columns(table.name)}
+        if "cpu" not in columns:
+            c.exec_driver_sql(f"ALTER TABLE {table.name} ADD COLUMN cpu INTEGER")
+        if "pair" not in columns:
+            c.exec_driver_sql(f"ALTER TABLE {table.name} ADD COLUMN pair VARCHAR(200) "
+                              "NOT NULL DEFAULT ''")
+    keys = sa.inspect(c).get_unique_constraints(samples.name)
+    if any(set(k["column_names"]) == set(SAMPLE_KEY) for k in keys):
+        return
+    if c.dialect.name == "sqlite":   # SQLite cannot change a table's constraints: copy it
+        c.exec_driver_sql("ALTER TABLE samples RENAME TO samples_v4")
+        samples.create(c)
+        names = ", ".join(col.name for col in samples.columns)
+        c.exec_driver_sql(f"INSERT INTO samples ({names}) SELECT {names} FROM samples_v4")
+        c.exec_driver_sql("DROP TABLE samples_v4")
+        return
+    c.exec_driver_sql("ALTER TABLE samples DROP CONSTRAINT one_sample_per_round")
+    c.exec_driver_sql("ALTER TABLE samples ADD CONSTRAINT one_sample_per_round "
+                      f"UNIQUE ({', '.join(SAMPLE_KEY)})")
+
+
 MIGRATIONS: list[Callable[[sa.Connection], None]] = [
     _v2_sample_worker_and_runs_index,   # 1 -> 2
     _v3_disturbed_and_attempts,         # 2 -> 3
     _v4_references,                     # 3 -> 4
+    _v5_pairs,                          # 4 -> 5
 ]
 assert len(MIGRATIONS) == SCHEMA_VERSION - 1
 
@@ -536,6 +567,16 @@ class Store:
         except sa.exc.IntegrityError:
             return False
 
+    def add_pair(self, run_id: str, pair: list[Sample]) -> None:
+        """Store the samples of one duet together, in one transaction: a pair is kept whole or
+        not at all, so a resumed sweep retakes it whole (a sample already there is kept)."""
+        with self._begin() as c:
+            for s in pair:
+                values = {**_columns(run_id, s), "disturbed": s.disturbed}
+                if c.execute(sa.select(samples.c.id).where(
+                        *(samples.c[k] == values[k] for k in SAMPLE_KEY))).first() is None:
+                    c.execute(samples.insert().values(values))
+
     def samples(self, run_id: str) -> list[Sample]:
         return self._read(samples, run_id)
 
@@ -558,7 +599,8 @@ class Store:
                        sys_s=r["sys_s"], maxrss_kb=r["maxrss_kb"], counters=r["counters"],
                        multiplexed=bool(r["multiplexed"]), failure=r["failure"],
                        taken_at=r["taken_at"], worker=r["worker"],
-                       disturbed=bool(r.get("disturbed", True))) for r in rows]
+                       disturbed=bool(r.get("disturbed", True)), pair=r["pair"] or None,
+                       cpu=r["cpu"]) for r in rows]
 
     def done(self, run_id: str) -> set[tuple[str, int]]:
         """(variant, round) pairs already measured: what a resumed sweep must not repeat."""
@@ -574,7 +616,7 @@ def _columns(run_id: str, s: Sample) -> dict:
                 taken_at=s.taken_at or time.time(), env_pad=s.env_pad, wall_s=s.wall_s,
                 user_s=s.user_s, sys_s=s.sys_s, maxrss_kb=s.maxrss_kb, counters=s.counters,
                 multiplexed=s.multiplexed, failure=s.failure,
-                worker=s.worker or socket.gethostname())
+                worker=s.worker or socket.gethostname(), pair=s.pair or "", cpu=s.cpu)
 
 
 def _sqlite_file(path: Path, create: bool, default: bool) -> None:

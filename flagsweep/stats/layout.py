@@ -34,6 +34,7 @@ from scipy import stats as sps
 
 from flagsweep import stats
 from flagsweep.stats.comparison import RatioEstimate
+from flagsweep.stats.means import welch_df
 
 Replicates = dict[str, dict[int, float]]     # replicate id -> {round: value}
 # More rounds no longer narrow a comparison once the runs' share of the variance of a layout's
@@ -165,7 +166,7 @@ def _welch(v: np.ndarray, b: np.ndarray) -> tuple[float, float, float, float]:
     var_v, var_b = float(np.var(v, ddof=1)), float(np.var(b, ddof=1))
     se = math.sqrt(var_v / len(v) + var_b / len(b))
     sd = math.sqrt(((len(v) - 1) * var_v + (len(b) - 1) * var_b) / (len(v) + len(b) - 2))
-    return float(np.mean(v) - np.mean(b)), se, _welch_df(var_v, len(v), var_b, len(b)), sd
+    return float(np.mean(v) - np.mean(b)), se, welch_df(var_v, len(v), var_b, len(b)), sd
 
 
 def _run_variance(arm: Replicates, drift: dict[int, float]) -> float:
@@ -178,10 +179,3 @@ def _run_variance(arm: Replicates, drift: dict[int, float]) -> float:
         if len(d) >= 2:
             parts.append(float(np.var(d, ddof=1)) / len(d) * math.pi / 2)
     return float(np.mean(parts)) if parts else 0.0
-
-
-def _welch_df(var_a: float, n_a: int, var_b: float, n_b: int) -> float:
-    """The Welch-Satterthwaite degrees of freedom."""
-    qa, qb = var_a / n_a, var_b / n_b
-    den = (qa * qa / (n_a - 1) if n_a > 1 else 0.0) + (qb * qb / (n_b - 1) if n_b > 1 else 0.0)
-    return (qa + qb) ** 2 / den if den > 0 else float(n_a + n_b - 2)

@@ -2,7 +2,10 @@
 are too few of them for ranks: Student's t interval of one mean, and the pooled two-sample t
 test of a shift in mean (Student, The probable error of a mean, Biometrika 6(1), 1908; Fisher,
 Applications of "Student's" distribution, Metron 5, 1925, for two samples sharing one
-variance)."""
+variance), and Welch's interval of a difference of means whose spreads differ (Welch, The
+generalization of "Student's" problem when several different population variances are
+involved, Biometrika 34, 1947; Satterthwaite, Biometrics Bulletin 2(6), 1946, for its degrees
+of freedom)."""
 
 from __future__ import annotations
 
@@ -47,3 +50,28 @@ def mean_shift(before: np.ndarray, after: np.ndarray) -> MeanShift:
     q = float(sps.t.isf(0.025, df))
     return MeanShift(shift, t, float(2 * sps.t.sf(abs(t), df)),
                      (math.exp(shift - q * se), math.exp(shift + q * se)))
+
+
+class Difference(NamedTuple):
+    difference: float                  # mean(a) - mean(b)
+    half: float                        # the interval's half-width: difference +- half
+    df: float                          # Welch-Satterthwaite degrees of freedom
+
+
+def welch_df(var_a: float, n_a: int, var_b: float, n_b: int) -> float:
+    """The Welch-Satterthwaite degrees of freedom."""
+    qa, qb = var_a / n_a, var_b / n_b
+    den = (qa * qa / (n_a - 1) if n_a > 1 else 0.0) + (qb * qb / (n_b - 1) if n_b > 1 else 0.0)
+    return (qa + qb) ** 2 / den if den > 0 else float(n_a + n_b - 2)
+
+
+def difference(a: list[float], b: list[float], level: float = 0.95) -> Difference | None:
+    """Welch's two-sided `level` interval of mean(a) - mean(b); None with fewer than two values
+    on a side."""
+    if len(a) < 2 or len(b) < 2:
+        return None
+    var_a, var_b = float(np.var(a, ddof=1)), float(np.var(b, ddof=1))
+    df = welch_df(var_a, len(a), var_b, len(b))
+    se = math.sqrt(var_a / len(a) + var_b / len(b))
+    return Difference(float(np.mean(a) - np.mean(b)),
+                      float(sps.t.ppf(0.5 + level / 2, df)) * se, df)

@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from flagsweep.measure import pairs
 from flagsweep.measure.sample import SAMPLE_METRICS, Sample
 
 # --metric's names and the sample column or counter each one reads.
@@ -97,11 +98,20 @@ def metric_of(s: Sample, metric: str) -> float | None:
 def values_by_round(samples: list[Sample], metric_of: Callable[[Sample], float | None],
                     positive_only: bool = True) -> dict[str, dict[int, float]]:
     """variant -> {round: value} for good, counted samples (positive ones only by default: the
-    comparisons work on logs). The store keeps one sample per (variant, round), so no value is
-    lost to the dict. What the stopping rule watches and what the analysis compares."""
+    comparisons work on logs). The store keeps one sample per (variant, round) outside pairs, so
+    no value is lost to the dict; the runs of duet pairs (Sample.pair) come as their pairs make
+    them (measure.pairs.values). What the stopping rule watches and what the analysis compares."""
     out: dict[str, dict[int, float]] = {}
+    paired = []
     for s in samples:
         value = metric_of(s) if s.ok and s.round >= 0 else None
-        if value is not None and (value > 0 or not positive_only):
+        if value is None or (value <= 0 and positive_only):
+            continue
+        if s.pair:
+            if value > 0:       # a ratio needs both runs positive
+                paired.append((s, value))
+        else:
             out.setdefault(s.variant_id, {})[s.round] = value
+    for vid, by_round in pairs.values(paired).items():
+        out.setdefault(vid, {}).update(by_round)
     return out

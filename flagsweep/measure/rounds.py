@@ -1,6 +1,8 @@
 """Rounds: each round runs every binary still measured once, in a freshly shuffled order.
 
-(docs/statistics.md, "Pairing by round".) The order comes from a seeded generator per round, so a resumed
+(docs/statistics.md, "Pairing by round".) In a duet round (Plan.duet) each variant instead runs
+at the same time as a run of the baseline of its own, each on one of the two CPUs, sides
+alternating over rounds (`duet`; measure.pairs makes the pairs the values). The order comes from a seeded generator per round, so a resumed
 sweep recomputes exactly the order it was following. After each round two rules look at the
 rounds so far, with the analysis's own functions: a variant whose verdict no later round can
 change stops (stats.sequential; the baseline and the controls never do), and the sweep stops
@@ -48,6 +50,8 @@ class Plan:
     # the A/A twin: its comparison gates the others (stats.gate) here as in the analysis, so
     # the stop line counts the verdicts the table will show
     twin: str | None = None
+    # duet rounds on these two CPUs: each variant paired with the baseline, run at once
+    duet: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -67,14 +71,39 @@ class Outcome:
 
 
 def order(plan: Plan, round_no: int) -> list[str]:
-    """The shuffled order of one round: a function of the seed and the round alone."""
+    """The shuffled order of one round: a function of the seed and the round alone. In duet
+    rounds, the order of the variants' duets (the baseline runs in each)."""
     ids = sorted(plan.variant_ids)
     random.Random(f"{plan.seed}:{round_no}").shuffle(ids)
-    return ids
+    return [vid for vid in ids if vid != plan.baseline] if plan.duet else ids
 
 
 def env_pad(plan: Plan, variant_id: str, round_no: int) -> int:
     return random.Random(f"{plan.seed}:pad:{variant_id}:{round_no}").randint(0, ENV_PAD_MAX)
+
+
+@dataclass(frozen=True)
+class Duet:
+    """One duet: the variant and a run of the baseline (`hub`), started together, each pinned
+    to its CPU with its own environment padding."""
+    variant: str
+    hub: str
+    cpus: tuple[int, int]        # the variant's CPU, the baseline's
+    pads: tuple[int, int]
+
+
+def duet(plan: Plan, variant: str, round_no: int, cpus: tuple[int, int] | None = None) -> Duet:
+    """A variant's duet in a round, a function of the seed, the variant and the round alone
+    (a resumed sweep replays it). Its sides alternate from round to round after a seeded first
+    one, so over any two rounds each CPU holds each side once: a CPU faster than the other
+    (another core's clock, an SMT sibling's load) moves half the pairs one way and half the
+    other, and cancels in the estimate. `cpus`: the two CPUs (the plan's by default)."""
+    a, b = cpus or plan.duet
+    first = random.Random(f"{plan.seed}:side:{variant}").randrange(2)
+    sides = (a, b) if (round_no + first) % 2 == 0 else (b, a)
+    return Duet(variant, plan.baseline, sides, (env_pad(plan, variant, round_no),
+                                                env_pad(plan, f"{plan.baseline}@{variant}",
+                                                        round_no)))
 
 
 Values = dict[str, dict[int, float]]     # variant -> {round: value}, as analysis.values_by_round

@@ -119,6 +119,12 @@ def _prepare(kw: dict):
 @click.option("--confirm-layouts", type=click.IntRange(min=2, max=64),
               default=4, show_default=True,
               help="Layouts a side (K) for that confirmation.")
+@click.option("--schedule", type=click.Choice(["auto", "duet", "serial"]), default="auto",
+              show_default=True,
+              help="duet: each variant runs at the same time as a run of the baseline, one on "
+                   "each of two CPUs, and the pair's ratio is the sample; serial: one run at a "
+                   "time; auto: a pilot measures both and takes duet only where it is narrower "
+                   "per minute and agrees with serial. See docs/measurement.md.")
 @click.option("--explain", is_flag=True,
               help="Then profile the baseline and every faster or slower variant on the "
                    "workload and attribute each change to functions (Cachegrind without a PMU, "
@@ -166,6 +172,10 @@ def run_cmd(confirm, wait, resume_id, all_, skip, scheduler, cpu_labels, **kw) -
     if mopts.layouts and (scheduler or cpu_labels or confirm or mopts.reference):
         raise click.UsageError("--layouts is for a sweep on this machine: not with --scheduler, "
                                "--confirm or --reference")
+    if mopts.schedule == "duet" and (scheduler or cpu_labels or mopts.layouts):
+        raise click.UsageError("--schedule duet runs two binaries at once on this machine: not "
+                               "with --scheduler (a worker runs one at a time) or --layouts "
+                               "(duets of layouts are not designed)")
     if scheduler or cpu_labels:
         _fleet_usage(scheduler, cpu_labels, confirm, all_, mopts, kw)
         labels = [fleet.check_label(label) for label in dict.fromkeys(cpu_labels)]

@@ -62,6 +62,11 @@ class Duration(click.ParamType):
 @click.option("--metric", type=click.Choice(["auto", "cpu", "wall", "instructions"]),
               default="auto", show_default=True)
 @click.option("--cpu", type=click.IntRange(0), default=None, help="CPU to pin to.")
+@click.option("--schedule", type=click.Choice(["auto", "duet", "serial"]), default="auto",
+              show_default=True,
+              help="The batches' rounds, as for run: duet (each candidate at once with a run "
+                   "of the baseline, on two CPUs), serial, or auto (the first batch's pilot "
+                   "chooses for the whole tune). See docs/measurement.md.")
 @click.option("--jobs", "-j", type=click.IntRange(1, 4096), default=None,
               help="Parallel build jobs [default: number of CPUs].")
 @click.option("--out", "out_dir", type=Folder(), default=None,
@@ -81,8 +86,8 @@ class Duration(click.ParamType):
               help="With --scheduler: the one CPU label whose workers build and measure (a "
                    "tune's ratios come from one CPU model).")
 def tune_cmd(target_name, base, space, compiler, budget_s, sampler, no_starts, seed, batch,
-             trials, layouts, max_runs, threshold_pct, metric, cpu, jobs, out_dir, offline,
-             source_dir, resume_id, wait, scheduler, cpu_label) -> None:
+             trials, layouts, max_runs, threshold_pct, metric, cpu, schedule, jobs, out_dir,
+             offline, source_dir, resume_id, wait, scheduler, cpu_label) -> None:
     """Search TARGET's flag space for the fastest set, then prove it on the full input over
     layouts and say which of its flags matter (docs/tune.md)."""
     from flagsweep import shipped
@@ -103,6 +108,10 @@ def tune_cmd(target_name, base, space, compiler, budget_s, sampler, no_starts, s
             raise click.UsageError("name a TARGET to tune (flagsweep list shows them)")
         if scheduler or cpu_label:
             metric = _fleet_usage(scheduler, cpu_label, cpu, source_dir, metric)
+            if schedule == "duet":
+                raise click.UsageError("--schedule duet runs two binaries at once on this "
+                                       "machine: not with --scheduler (a worker runs one at a "
+                                       "time)")
             fleet.check_label(cpu_label)
         t = target.load(target_name)
         out = out_dir or shipped.reports_dir() / f"{t.name}-tune-{chosen.stamp()}"
@@ -112,7 +121,7 @@ def tune_cmd(target_name, base, space, compiler, budget_s, sampler, no_starts, s
             jobs=jobs or _cpus(), offline=offline, source_dir=str(source_dir) if source_dir else None,
             measure={"max_runs": max_runs, "threshold_pct": threshold_pct,
                      "precision_pct": threshold_pct, "metric": metric, "cpu": cpu,
-                     "budget": budget_s},
+                     "budget": budget_s, "schedule": schedule},
             scheduler=scheduler, cpu_label=cpu_label)
         path = tune.start(t, opts, Path(out), db, say, wait=wait)
     doc = reader.load(path, "tune")

@@ -81,11 +81,13 @@ class MeasureLock:
 
     wait: queue behind a holder (saying who, every PROGRESS_S) instead of refusing.
     say: where the waiting line and the shared-machine warning go.
+    own: the other CPUs the same sweep holds (a duet's two), which it does not warn about.
     """
 
     def __init__(self, what: str, cpu: int, wait: bool = False,
-                 say: Callable[[str], None] | None = None, where: Path | None = None):
-        self.cpu = cpu
+                 say: Callable[[str], None] | None = None, where: Path | None = None,
+                 own: tuple[int, ...] = ()):
+        self.cpu, self.own = cpu, own
         self.path = lock_path(cpu, where)
         self.what = what
         self.wait = wait
@@ -107,7 +109,7 @@ class MeasureLock:
         except OSError:
             pass  # a full /tmp: the lock holds all the same, a waiting sweep names no holder
         self.fd = fd
-        for line in neighbours(self.cpu, self.path.parent):
+        for line in neighbours(self.cpu, self.path.parent, self.own):
             self.say(f"warning: {line}")
         return self
 
@@ -204,13 +206,14 @@ def holders(where: Path | None = None) -> dict[int, str]:
     return busy
 
 
-def neighbours(cpu: int, where: Path | None = None) -> list[str]:
+def neighbours(cpu: int, where: Path | None = None, own: tuple[int, ...] = ()) -> list[str]:
     """Warnings for sweeps measuring on other CPUs of this machine at the same time, and for
-    a root sweep, another user's holding its own CPU in /tmp."""
+    a root sweep, another user's holding its own CPU in /tmp; `own`: the other CPUs this sweep
+    holds itself (its duets'), no neighbours."""
     siblings = set(system.smt_siblings(cpu))
     lines = []
     for other, holder in holders(where).items():
-        if other == cpu:
+        if other == cpu or other in own:
             continue
         shared = ("its SMT sibling, so the two share one core" if other in siblings
                   else "they share caches and memory bandwidth")

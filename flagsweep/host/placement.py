@@ -60,6 +60,32 @@ def default(window_s: float = load.WINDOW_S, take: Callable[[], load.Snapshot] |
     return replace(chosen, cost_s=time.monotonic() - began)
 
 
+def partner(cpu: int, window_s: float = load.WINDOW_S,
+            take: Callable[[], load.Snapshot] | None = None,
+            sleep: Callable[[float], None] = time.sleep) -> Placement | str:
+    """The second CPU of a sweep's duets beside `cpu`: chosen as `default` chooses, among the
+    other CPUs this process may use that no other sweep holds (a free isolated one first);
+    or, when there is none, why. An SMT sibling of `cpu` is taken when nothing else is free,
+    and said: the schedule's pilot measures what sharing a core costs."""
+    allowed, isolated = _candidates()
+    held = lock.holders()
+    others = [c for c in allowed if c != cpu and c not in held]
+    if not others:
+        busy = sorted(c for c in held if c != cpu and c in allowed)
+        return (f"every other CPU this sweep may use is held by another sweep (CPU "
+                f"{', '.join(map(str, busy))})" if busy
+                else f"this sweep may use one CPU only (CPU {cpu})")
+    began = time.monotonic()
+    measured = load.measure(window_s, take or load.snapshot, sleep)
+    siblings = set(system.smt_siblings(cpu)) - {cpu}
+    apart = [c for c in others if c not in siblings] or others
+    chosen = choose(measured, apart, [c for c in isolated if c in apart], held)
+    why = f"the duet's second CPU is {chosen.cpu}: {chosen.why.partition(': ')[2]}"
+    if chosen.cpu in siblings:
+        why += f"; it is CPU {cpu}'s SMT sibling (no other is free), which the pilot weighs"
+    return replace(chosen, how="duet partner", why=why, cost_s=time.monotonic() - began)
+
+
 def after_busy(cpu: int, window_s: float = load.WINDOW_S,
                take: Callable[[], load.Snapshot] | None = None,
                sleep: Callable[[float], None] = time.sleep) -> str:

@@ -46,7 +46,7 @@ from flagsweep.compilation import selection, variants
 from flagsweep.errors import FlagsweepError
 from flagsweep.experiment import matrix, recipe, target
 from flagsweep.host import launcher, system
-from flagsweep.jobs import controls, sweep
+from flagsweep.jobs import controls, schedule, sweep
 from flagsweep.measure import counters, rounds
 from flagsweep.measure.options import MeasureOptions
 from flagsweep.measure.plan import METRICS, plan_for, round_values
@@ -62,6 +62,8 @@ CPU_ENV = "FLAGSWEEP_BENCH_CPU"           # set by `flagsweep worker --cpu N`
 NATIVE = re.compile(r"-m(arch|tune|cpu)=native$")
 FETCH_TIMEOUT_S = 600                     # a binary or an input over the fleet's network
 NAMED_TIMEOUT_S = 30                      # a blob's name is set before any task needs it
+# A fleet's worker runs one workload at a time (its bench resource): its rounds are serial.
+FLEET_SERIAL = "a fleet sweep's workers run one workload at a time"
 RESENDS = 3                               # times a task's lost bytes are sent again
 
 
@@ -367,6 +369,8 @@ def run(client, t: target.Target, r: recipe.Recipe, compilers: list[str] | None,
     if opts.metric not in ("wall", "cpu"):
         raise FlagsweepError(f"--metric {opts.metric}: a fleet sweep measures wall or cpu time "
                              "(counts need one machine's perf or Cachegrind setup)")
+    if opts.schedule == "duet":
+        raise FlagsweepError(f"--schedule duet: {FLEET_SERIAL}")
     opts.seed = opts.seed if opts.seed is not None else int.from_bytes(os.urandom(4), "big") >> 1
     parts = _describe(client, r, compilers, labels, out, opts, say)
     _build(client, t, parts, say)
@@ -525,7 +529,8 @@ def _start_run(p: Label, t, r, opts, db: store.Store, given, say, name: str) -> 
     twin = p.matrix.baseline.id + AA_SUFFIX
     if p.matrix.baseline.id in p.binaries:
         p.binaries[twin] = p.binaries[p.matrix.baseline.id]
-    options = {**sweep.run_options(t, r, p.matrix, opts), "fleet": {"label": p.name}}
+    options = {**sweep.run_options(t, r, p.matrix, opts), "fleet": {"label": p.name},
+               "schedule": schedule.serial(opts, FLEET_SERIAL)}
     p.run_id = db.create_unique_run(f"{name}-{p.name}", t.name, r.name, p.out,
                                     options, p.machine)
     stored.claim(p.out, "run_id", p.run_id)

@@ -24,8 +24,7 @@ from flagsweep.experiment import matrix, recipe, target
 from flagsweep.explain import explanation
 from flagsweep.host import advice, launcher, placement, probes, system, toolchain
 from flagsweep.host.executor import Executor
-from flagsweep.host.lock import MeasureLock
-from flagsweep.jobs import controls
+from flagsweep.jobs import controls, schedule
 from flagsweep.measure import counters, rounds
 from flagsweep.measure.options import MeasureOptions, chosen_cpu
 from flagsweep.measure.plan import METRICS, choose_metric, plan_for, round_values
@@ -65,8 +64,9 @@ def start(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: vari
     out = build_opts.out_dir.resolve()
     base = run_name or out.name      # the run id: this, numbered if the store has it
     opts.seed = opts.seed if opts.seed is not None else random.SystemRandom().randrange(2**31)
-    cpu = chosen_cpu(opts, say)
-    with MeasureLock(f"{t.name} {base}", cpu, wait=wait, say=say), sigterm_as_interrupt():
+    chosen_cpu(opts, say)
+    schedule.prepare(opts, execute, say)
+    with schedule.locked(f"{t.name} {base}", opts, wait, say), sigterm_as_interrupt():
         return started(t, r, m, build_opts, opts, store, say, base, execute)
 
 
@@ -159,8 +159,9 @@ def resume(id_or_dir: str, store: Store, say: Callable[[str], None],
         raise FlagsweepError(f"run {run_id} is already complete ({row['stop_reason']})")
     # A tune's end (until) does not bind a sweep resumed by hand: it gets its --budget again.
     sweep = of_store(store, run_id, execute)
-    with MeasureLock(f"{sweep.target.name} {run_id} (resumed)", chosen_cpu(sweep.opts),
-                     wait=wait, say=say), sigterm_as_interrupt():
+    chosen_cpu(sweep.opts)
+    with schedule.locked(f"{sweep.target.name} {run_id} (resumed)", sweep.opts, wait, say,
+                         (row["options"] or {}).get("schedule")), sigterm_as_interrupt():
         return resumed(sweep, store, say)
 
 
@@ -527,15 +528,17 @@ def _rounds(sweep: Sweep, workload: check.Invocation, measured: list[str],
     if cachegrind:
         say("metric: instructions counted by Cachegrind (no PMU here): a deterministic change "
             "detector, not a speed")
-    measure = Sampler(sweep.run_id, workload, binaries, pre, cachegrind, store, say,
-                      threshold_pct=o.threshold_pct, execute=sweep.execute)
     cpu = chosen_cpu(o)
+    measure = Sampler(sweep.run_id, workload, binaries, pre, cachegrind, store, say,
+                      threshold_pct=o.threshold_pct, execute=sweep.execute, cpu=cpu,
+                      together=launcher.together_of(sweep.execute))
     say(f"measuring {len(measured)} distinct binaries on CPU {cpu}: {plan.min_runs}-"
         f"{plan.max_runs} rounds, {max(plan.warmup, o.metric == 'auto')} warmup, seed {o.seed}")
     with launcher.pinned(cpu), terminal.progress(plan) as tick:
         if o.metric == "auto":
             _metric_chosen(sweep, plan, measure, store, say, tick)
         plan.metric = measure.metric = METRICS[o.metric]
+        schedule.decided(sweep.run_id, o, plan, measure, store, say, tick)
 
         def values() -> rounds.Values:
             return round_values(store.samples(sweep.run_id), plan.metric)
@@ -547,8 +550,8 @@ def _rounds(sweep: Sweep, workload: check.Invocation, measured: list[str],
             store.set_option(sweep.run_id, "stopped", so_far)
 
         try:
-            return rounds.rounds(plan, store.done(sweep.run_id), measure, values, tick,
-                                 lines.round_lines(), stopped), "complete"
+            return rounds.rounds(plan, store.done(sweep.run_id), schedule.take(plan, measure),
+                                 values, tick, lines.round_lines(), stopped), "complete"
         except Busy as e:
             busy = e
     return _stopped_busy(sweep, store, say, cpu, busy)

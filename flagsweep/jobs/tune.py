@@ -39,7 +39,7 @@ from flagsweep.experiment.strict import quoted, validate
 from flagsweep.host import launcher, system, toolchain
 from flagsweep.host.executor import Executor
 from flagsweep.host.lock import MeasureLock
-from flagsweep.jobs import batch, culprit, fleet, proof, search
+from flagsweep.jobs import batch, culprit, fleet, proof, schedule, search
 from flagsweep.jobs.answer import sentence
 from flagsweep.jobs.batch import Proposal, Setting
 from flagsweep.measure.options import DEFAULT_LAYOUTS, MeasureOptions, chosen_cpu, from_store
@@ -126,7 +126,9 @@ def start(t: target.Target, opts: TuneOptions, out: Path, store: Store,
     space = spaces.load(opts.space, opts.compiler, opts.base, say=say)
     opts.base = space.base
     mopts = MeasureOptions(**opts.measure)
-    cpu = None if opts.scheduler else chosen_cpu(mopts, say)
+    if not opts.scheduler:
+        chosen_cpu(mopts, say)
+        schedule.prepare(mopts, execute, say)
     opts.measure = asdict(mopts)
     out = files.make_dir(out.resolve(), "the tune's folder")
     say(f"tune {out.name}: {len(space.dimensions)} dimensions from {space.source} "
@@ -137,7 +139,7 @@ def start(t: target.Target, opts: TuneOptions, out: Path, store: Store,
               "space": _space_json(space), "sampler": opts.sampler, "seed": opts.seed,
               "phase": "search", "spent_s": 0.0, "batches": [], "broken": [], "dropped": [],
               "codes": {}, "starts": _starts(space, opts)}
-    with _placed(opts, f"{t.name} tune {out.name}", cpu, wait, say) as where, \
+    with _placed(opts, f"{t.name} tune {out.name}", mopts, wait, say) as where, \
             sigterm_as_interrupt():
         study = search.create(store, out.name, opts.sampler, opts.seed, record)
         stored.claim(out, "tune_id", out.name)
@@ -199,9 +201,10 @@ def resume(name_or_dir: str, store: Store, say: Callable[[str], None],
                              "scheduler you name, since it runs what the scheduler sends: "
                              "resume with --scheduler ADDRESS")
     t, space, mopts = _checked(record, name, row)
-    cpu = None if fleet_part else chosen_cpu(mopts)
+    if not fleet_part:
+        chosen_cpu(mopts)
     with _placed(opts if fleet_part else replace(opts, scheduler=None),
-                 f"{t.name} tune {name} (resumed)", cpu, wait, say) as where, \
+                 f"{t.name} tune {name} (resumed)", mopts, wait, say) as where, \
             sigterm_as_interrupt():
         tune = Tuning(name, out, study, opts, space, _setting(t, opts, space, out, store, say,
                                                              execute, where),
@@ -240,12 +243,13 @@ def _target_of(record: StoredTune, row: str, name: str) -> target.Target:
 
 
 @contextmanager
-def _placed(opts: TuneOptions, what: str, cpu: int | None, wait: bool,
+def _placed(opts: TuneOptions, what: str, mopts: MeasureOptions, wait: bool,
             say: Callable[[str], None]):
-    """Where the tune measures: this machine under its per-CPU lock, or the fleet through a
-    client (no lock here: each worker measures one thing at a time, its `bench` resource)."""
+    """Where the tune measures: this machine under its per-CPU locks (its duets' second CPU's
+    too, jobs.schedule), or the fleet through a client (no lock here: each worker measures
+    one thing at a time, its `bench` resource)."""
     if not opts.scheduler:
-        with MeasureLock(what, cpu, wait=wait, say=say):
+        with schedule.locked(what, mopts, wait, say, mopts.chosen_schedule):
             yield None
         return
     client = fleet.connect(opts.scheduler)
@@ -558,12 +562,15 @@ def _remeasured(tune: Tuning, number: int, path: Path, incumbent: tuple[str, ...
 
 def _fix_metric(tune: Tuning, run_id: str) -> None:
     """The metric the first batch chose (--metric auto) is every later batch's: ratios of one
-    tune must be of one metric."""
-    chosen = tune.setting.store.run(run_id)["options"]["measure"]["metric"]
-    if tune.setting.measure.metric != chosen:
-        tune.setting.measure = replace(tune.setting.measure, metric=chosen)
+    tune must be of one metric. So is its schedule (--schedule, jobs.schedule): one pilot."""
+    options = tune.setting.store.run(run_id)["options"]
+    chosen, kept = options["measure"]["metric"], options.get("schedule")
+    m = tune.setting.measure
+    if m.metric != chosen or (kept and not m.chosen_schedule):
+        tune.setting.measure = replace(m, metric=chosen,
+                                       chosen_schedule=m.chosen_schedule or kept)
         opts = tune.record("options")
-        opts["measure"]["metric"] = chosen
+        opts["measure"].update(metric=chosen, chosen_schedule=m.chosen_schedule or kept)
         tune.keep("options", opts)
 
 

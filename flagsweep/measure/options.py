@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Literal
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -57,6 +57,16 @@ class MeasureOptions:
     # Variants measured in every round whatever their verdict: a tune's base level, which every
     # candidate of a batch is compared with by round beside the batch's baseline.
     keep: list[str] = field(default_factory=list)
+    # Rounds in duet (each variant at once with a run of the baseline, on two CPUs), serial, or
+    # as the schedule's pilot finds (auto: `flagsweep run`'s default; serial is what a run kept
+    # without this key measured). jobs.schedule decides; partner_cpu is the duets' second CPU,
+    # or None with why (partner_why).
+    schedule: Literal["auto", "duet", "serial"] = "serial"
+    partner_cpu: int | None = None
+    partner_why: str | None = None
+    # A schedule chosen before (a tune's first batch's record), kept by the later sweeps of the
+    # same program without a pilot of their own.
+    chosen_schedule: dict | None = None
 
 
 def from_store(doc: object, where: str) -> MeasureOptions:

@@ -190,6 +190,9 @@ def warnings(doc: contract.Results) -> list[Warning]:
     short = doc.measurement.short_run if doc.measurement else None
     if short:
         out.append(Warning("short", short.warning))
+    schedule = getattr(doc.measurement, "schedule", None) if doc.measurement else None
+    if schedule is not None and schedule.warning:
+        out.append(Warning("schedule", schedule.warning[0].upper() + schedule.warning[1:] + "."))
     out += _disturbance_warnings(doc)
     out += _variant_warnings(doc)
     if not doc.machine.hw_counters:

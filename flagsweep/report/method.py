@@ -87,19 +87,62 @@ def method_rows(doc: contract.Results) -> list[tuple[str, str]]:
                           "a variant stops earlier once its verdict holds at 0.05 / (comparisons "
                           "x rounds at which it could stop), a level no later round can undo "
                           f"({ms.runs_saved or 0} runs not spent)"),
-        ("order", "each round a seeded shuffle of the variants; environment size padded at random"),
+        ("order", "each round a seeded shuffle of the variants' duets with the baseline"
+                  if _duet(ms) else "each round a seeded shuffle of the variants; environment "
+                  "size padded at random"),
         ("seed", str(shown(ms.seed))),
         ("threshold", f"+-{threshold(doc.threshold_pct):g}%: smaller effects do not matter"),
         ("design", design),
         ("counters", str(getattr(ms, "counters", "?"))),
         ("stopped", doc.stop_reason or "?"),
     ]
+    pairs += schedule_rows(getattr(ms, "schedule", None))
     layouts = ms.layouts
     if layouts:
         pairs.append(("layouts", f"{layouts.k} builds a variant ({layouts.seeds}), "
                                  f"flags {' '.join(layouts.flags or [])}; "
                                  f"{layouts.method}; this replaces the paired ratio below"))
     return pairs + METHODS
+
+
+def _duet(ms: contract.Measurement) -> bool:
+    record = getattr(ms, "schedule", None)
+    return record is not None and record.schedule == "duet"
+
+
+def schedule_line(doc: contract.Results) -> str | None:
+    """The schedule of the counted rounds and why, as the page, summary.md and the terminal
+    say it in one line (jobs.schedule's reason); None for a sweep that kept none."""
+    record = getattr(doc.measurement or NO_MEASUREMENT, "schedule", None)
+    return record.reason if record is not None else None
+
+
+def schedule_rows(record: contract.Schedule | None) -> list[tuple[str, str]]:
+    """The method section's rows of the schedule: how the pairs were made, and the pilot's
+    figures (measure.pilot) with its bias check."""
+    if record is None:
+        return []
+    rows = [("schedule", record.reason + (f"; {record.design}" if record.design else ""))]
+    p = record.pilot
+    if p is None:
+        return rows
+    figures = "; ".join(_pilot_figures(name, f) for name, f in (("serial", p.serial),
+                                                                 ("duet", p.duet)))
+    off = [b.variant for b in p.bias or [] if b.agrees is False]
+    check = (f"disagree: {', '.join(off)}" if off else
+             "every comparison agrees" if p.bias else "nothing to check")
+    level = f"{100 * p.level:.4g}%" if p.level is not None else "?"
+    rows.append(("schedule pilot", f"{shown(p.pairs)} pairs a comparison in each schedule, "
+                                   f"interleaved ({shown(p.seconds)} s): {figures}; bias check "
+                                   f"(duet against serial, Welch {level} intervals): {check}"))
+    return rows
+
+
+def _pilot_figures(name: str, f: contract.PilotFigures | None) -> str:
+    if f is None or None in (f.sd_pct, f.round_s, f.minute_pct):
+        return f"{name}: too few pairs"
+    return (f"{name}: paired spread {f.sd_pct:.3g}%, a round {f.round_s:.3g} s, "
+            f"+-{f.minute_pct:.3g}% after a minute ({shown(f.pairs)} pairs)")
 
 
 # results.json's `measurement` key -> the `run` option that set it. Every option that changes
@@ -132,6 +175,8 @@ def reproduce_command(doc: contract.Results) -> str:
         if value is not None and not (key in ("min_runs", "max_runs") and ms.runs is not None):
             args += [opt, f"{value:g}" if isinstance(value, float) else str(value)]
     args += ["--layouts", str(ms.layouts.k)] if ms.layouts else []
+    asked = getattr(getattr(ms, "schedule", None), "asked", None)
+    args += ["--schedule", asked] if asked and asked != "auto" else []
     args += _confirm_args(doc.recommendation.confirmation if doc.recommendation else None)
     args += ["--quick"] if getattr(ms, "quick", None) else []
     args += ["--strict-check"] if getattr(ms, "strict_check", None) else []

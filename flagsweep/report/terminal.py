@@ -58,6 +58,8 @@ def _findings(doc: contract.Results, r: view.SweepView) -> list[str]:
         bound = f" (calls need their CI beyond +-{aa.bound_pct:.1f}%)" \
             if aa.bound_pct is not None and getattr(aa, "gated", None) else ""
         lines.append(f"A/A arm: {aa.verdict}{bound}")
+    if r.schedule:
+        lines.append(f"schedule: {r.schedule}")
     m = doc.measurement
     rule = getattr(m, "disturbance_rule", None) if m else None
     if m and m.disturbed is not None and rule:

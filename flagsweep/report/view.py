@@ -42,6 +42,7 @@ class SweepView:
     layouts: layouts.LayoutPanel | None = None
     spending: rows.Spending | None = None
     explained: explanation.Explained | None = None          # run --explain's profiles
+    schedule: str | None = None        # duet or serial rounds, and why (method.schedule_line)
     results: contract.Results | None = field(repr=False, default=None)  # the plots' samples
 
 
@@ -71,4 +72,5 @@ def build(doc: contract.Results, results_path: Path, out_dir: Path) -> SweepView
         spending=rows.spending(doc, variants),
         layouts=layouts.panel(doc, labels),
         explained=explanation.explained(doc, labels),
+        schedule=method.schedule_line(doc),
         results=doc)

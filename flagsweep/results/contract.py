@@ -179,6 +179,51 @@ class ShortRun(Open):
     warning: Str
 
 
+class PilotFigures(Open):
+    """One schedule in the pilot (measure.pilot): its complete pairs, the paired spread (sd of
+    the pairs' log-ratios, in %), a round's wall time, and the half-width of a 95% interval
+    after a minute of measuring at that spread and pace (%)."""
+    pairs: Num = None
+    sd_pct: Num = None
+    round_s: Num = None
+    minute_pct: Num = None
+
+
+class BiasCheck(Open):
+    """One comparison in duet and in serial (measure.pilot): each estimate (% change), their
+    difference and Welch's interval's half-width (%, at the pilot's `level`); whether they
+    agree (null: too few pairs to tell)."""
+    variant: Str
+    duet_pct: Num = None
+    serial_pct: Num = None
+    difference_pct: Num = None
+    half_pct: Num = None
+    agrees: Bool | None = None
+
+
+class Pilot(Open):
+    """The schedule's pilot: `pairs` a comparison in each schedule, over `comparisons`."""
+    pairs: Num = None
+    comparisons: Num = None
+    level: Num = None                        # the bias check's intervals: 1 - 0.05 / comparisons
+    seconds: Num = None                      # what the pilot took (this session's part)
+    serial: PilotFigures | None = None
+    duet: PilotFigures | None = None
+    bias: list[BiasCheck] | None = None
+
+
+class Schedule(Open):
+    """How the counted rounds ran (jobs.schedule): duet (each variant at once with a run of the
+    baseline on two CPUs) or serial, what was asked, why, and the pilot's figures when one ran."""
+    asked: Str | None = None                 # --schedule: auto | duet | serial
+    schedule: Str                            # duet | serial
+    cpus: list[Num] | None = None            # duet: [first, second]; serial: [the one]
+    reason: Str
+    design: Str | None = None                # duet: how the pairs are made
+    pilot: Pilot | None = None
+    warning: Str | None = None               # a forced duet whose bias check failed
+
+
 class Measurement(Open):
     seed: Num = None
     warmup: Num = None
@@ -197,6 +242,7 @@ class Measurement(Open):
     layouts: Layouts | None = None          # run --layouts: how many, how made, how compared
     sequential: Sequential | None = None    # the error the sweep's looks spent
     short_run: ShortRun | None = None       # the baseline's runs shorter than a sample resolves
+    schedule: Schedule | None = None        # duet or serial rounds, and why (null: before them)
 
 
 class LayoutBuild(Open):

@@ -21,6 +21,7 @@ from flagsweep.errors import FlagsweepError
 from flagsweep.files import write_atomic
 from flagsweep.measure import disturbance, resolution
 from flagsweep.measure import metric as metric_mod
+from flagsweep.measure import pairs, pilot
 from flagsweep.measure.sample import SAMPLE_METRICS, Sample
 from flagsweep.compilation import layout
 from flagsweep.results import analysis, confirmation, contract, layouts
@@ -142,7 +143,7 @@ def _document(run: dict, stored: list[contract.Variant],
         compilers=o.get("compilers", []), metric=metric,
         workload=o.get("workload", {"target_file": t_path}), baseline=o["baseline"],
         design=o.get("design"), distro=o.get("distro"), skipped=o.get("skipped", []),
-        measurement=_measurement(m, o.get("metric_choice")),
+        measurement=_measurement(m, o.get("metric_choice"), o.get("schedule")),
         variants=[_variant(v, samples, run["started"], metric) for v in stored],
         threshold_pct=m.get("threshold_pct", stats.THRESHOLD_PCT))
     values = analysis.values_by_round(samples, lambda s: metric_mod.metric_of(s, metric))
@@ -170,9 +171,11 @@ MEASUREMENT = ("seed", "warmup", "min_runs", "max_runs", "runs", "budget", "prec
                "quick", "strict_check", "counters", "threshold_pct", "reference", "metric")
 
 
-def _measurement(m: dict, metric_choice: dict | None) -> contract.Measurement:
+def _measurement(m: dict, metric_choice: dict | None,
+                 schedule: dict | None = None) -> contract.Measurement:
     return contract.Measurement.model_validate(
-        {k: m[k] for k in MEASUREMENT if k in m} | {"metric_choice": metric_choice})
+        {k: m[k] for k in MEASUREMENT if k in m} | {"metric_choice": metric_choice,
+                                                     "schedule": schedule})
 
 
 def _short_run(doc: contract.Results, target_path: str) -> None:
@@ -261,6 +264,7 @@ def _columns(samples: list[Sample], started: float, metric: str) -> dict[str, li
         cols[name] = [(s.counters or {}).get(name) for s in samples]
     cols["round"] = [s.round for s in samples]
     cols["env_pad"] = [s.env_pad for s in samples]
+    cols["cpu"] = [s.cpu for s in samples]        # the CPU each ran on, where it was recorded
     # When each sample was taken, in seconds from the run's start: the report's run-order plot.
     cols["elapsed_s"] = [round(s.taken_at - started, 3) for s in samples]
     return {k: v for k, v in cols.items() if k == metric or any(x is not None for x in v)}
@@ -270,7 +274,9 @@ def _write_csv(path: Path, run_id: str, samples: list[Sample], set_aside: list[S
     """Every run: the counted samples and, marked retaken = 1, the disturbed attempts that were
     taken again, in the order they were taken."""
     header = ["run_id", "variant", "round", "position", "warmup", "env_pad", *SAMPLE_METRICS,
-              *CSV_COUNTERS, "multiplexed", "failure", "taken_at", "disturbed", "retaken"]
+              *CSV_COUNTERS, "multiplexed", "failure", "taken_at", "disturbed", "retaken",
+              "pair", "partner", "cpu", "pilot"]
+    partner = pairs.partners(samples + set_aside)
     rows = sorted([(s, 0) for s in samples] + [(s, 1) for s in set_aside],
                   key=lambda row: (row[0].taken_at, row[1] == 0))
     with io.StringIO(newline="") as f:
@@ -278,10 +284,14 @@ def _write_csv(path: Path, run_id: str, samples: list[Sample], set_aside: list[S
         w.writerow(header)
         for s, retaken in rows:
             c = s.counters or {}
-            w.writerow([run_id, s.variant_id, s.round, s.position, int(s.round < 0), s.env_pad,
+            w.writerow([run_id, s.variant_id, s.round, s.position,
+                        int(s.round < 0 and not pilot.is_pilot(s.round)), s.env_pad,
                         *(getattr(s, k) for k in SAMPLE_METRICS), *(c.get(k) for k in CSV_COUNTERS),
                         int(s.multiplexed), s.failure or "", f"{s.taken_at:.3f}",
-                        int(s.disturbed), retaken])
+                        int(s.disturbed), retaken, s.pair or "",
+                        partner.get((s.round, s.pair, s.variant_id), ""),
+                        "" if s.cpu is None else s.cpu,
+                        pilot.schedule_of(s.round) if pilot.is_pilot(s.round) else ""])
         write_atomic(path, f.getvalue())  # a full disk leaves the old file, not half of one
 
 

@@ -52,7 +52,8 @@ def test_crash_hang_and_wrong_output_show_up_as_such(tiny, tmp_path):
     out = tmp_path / "run"
     result = flagsweep("run", str(tiny), *_flags("-O2", "-O2 -DTINY_CRASH", "-O2 -DTINY_HANG",
                                                  "-O2 -DTINY_WRONG", "-O2 -mfpmath=sse"),
-                       "--runs", "3", "--warmup", "0", "--quick", "--seed", "11", "--out", str(out))
+                       "--runs", "3", "--warmup", "0", "--quick", "--seed", "11",
+                       "--schedule", "serial", "--out", str(out))
     doc = _results(out)
     # The run ends with the report's path; the verdicts table went to stderr.
     assert result.stdout.splitlines()[-1] == str(out.resolve() / "index.html")
@@ -141,6 +142,7 @@ def test_interrupted_sweep_resumes_without_loss_or_duplicates(tiny, tmp_path, ho
     out = tmp_path / f"run-{how.name}"
     proc = subprocess.Popen([sys.executable, "-m", "flagsweep", "run", str(tiny),
                              *_flags("-O2", "-O1"), "--runs", "8", "--warmup", "1", "--quick",
+                             "--schedule", "serial",      # duets resume: test_duet_sweep.py
                              "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     run_id = _run_id(db, out)

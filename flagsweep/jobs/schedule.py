@@ -100,6 +100,9 @@ def decided(run_id: str, opts: MeasureOptions, plan: rounds.Plan, sampler: Sampl
     if not kept:
         store.set_option(run_id, "schedule", record)
     if record["schedule"] == "duet":
+        if sampler.together is None:       # a duet sweep resumed with a one-at-a-time executor
+            raise FlagsweepError(f"run {run_id} measures in duets, and this executor runs one "
+                                 "workload at a time")
         plan.duet = tuple(record["cpus"])
     elif not opts.layouts:      # a layout sweep's serial rounds say nothing of a tune's others
         release(opts)

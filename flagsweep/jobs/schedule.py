@@ -22,7 +22,7 @@ from flagsweep.host import launcher, placement
 from flagsweep.host.executor import Executor
 from flagsweep.host.lock import MeasureLock
 from flagsweep.measure import metric, pilot, rounds
-from flagsweep.measure.options import MeasureOptions
+from flagsweep.measure.options import MeasureOptions, chosen_cpu
 from flagsweep.measure.sampler import Sampler
 from flagsweep.results.store import Store
 
@@ -46,8 +46,10 @@ def no_duet(opts: MeasureOptions, execute: Executor | None = None) -> str | None
 
 
 def prepare(opts: MeasureOptions, execute: Executor, say: Callable[[str], None]) -> None:
-    """Before the builds: the duets' second CPU (opts.partner_cpu, said), or why there is none
-    (opts.partner_why); a forced duet that cannot be is refused."""
+    """Before the builds: the sweep's CPU (options.chosen_cpu, said) and its duets' second
+    (opts.partner_cpu, said), or why there is none (opts.partner_why); a forced duet that
+    cannot be is refused."""
+    chosen_cpu(opts, say)
     if opts.schedule == "serial" or opts.partner_cpu is not None:
         return
     why = no_duet(opts, execute)
@@ -66,8 +68,9 @@ def prepare(opts: MeasureOptions, execute: Executor, say: Callable[[str], None])
 @contextmanager
 def locked(what: str, opts: MeasureOptions, wait: bool, say: Callable[[str], None],
            kept: dict | None = None) -> Iterator[None]:
-    """The sweep's measurement locks: its CPU's, and its duets' second CPU's unless the
-    schedule it kept (`kept`, a resumed sweep's) is serial."""
+    """The sweep's measurement locks: its CPU's (checked online), and its duets' second CPU's
+    unless the schedule it kept (`kept`, a resumed sweep's) is serial."""
+    chosen_cpu(opts)
     with ExitStack() as stack:
         stack.enter_context(MeasureLock(what, opts.cpu, wait=wait, say=say))
         second = opts.partner_cpu

@@ -64,7 +64,6 @@ def start(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: vari
     out = build_opts.out_dir.resolve()
     base = run_name or out.name      # the run id: this, numbered if the store has it
     opts.seed = opts.seed if opts.seed is not None else random.SystemRandom().randrange(2**31)
-    chosen_cpu(opts, say)
     schedule.prepare(opts, execute, say)
     with schedule.locked(f"{t.name} {base}", opts, wait, say), sigterm_as_interrupt():
         return started(t, r, m, build_opts, opts, store, say, base, execute)
@@ -159,7 +158,6 @@ def resume(id_or_dir: str, store: Store, say: Callable[[str], None],
         raise FlagsweepError(f"run {run_id} is already complete ({row['stop_reason']})")
     # A tune's end (until) does not bind a sweep resumed by hand: it gets its --budget again.
     sweep = of_store(store, run_id, execute)
-    chosen_cpu(sweep.opts)
     with schedule.locked(f"{sweep.target.name} {run_id} (resumed)", sweep.opts, wait, say,
                          (row["options"] or {}).get("schedule")), sigterm_as_interrupt():
         return resumed(sweep, store, say)

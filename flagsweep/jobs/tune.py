@@ -127,7 +127,6 @@ def start(t: target.Target, opts: TuneOptions, out: Path, store: Store,
     opts.base = space.base
     mopts = MeasureOptions(**opts.measure)
     if not opts.scheduler:
-        chosen_cpu(mopts, say)
         schedule.prepare(mopts, execute, say)
     opts.measure = asdict(mopts)
     out = files.make_dir(out.resolve(), "the tune's folder")
@@ -201,8 +200,6 @@ def resume(name_or_dir: str, store: Store, say: Callable[[str], None],
                              "scheduler you name, since it runs what the scheduler sends: "
                              "resume with --scheduler ADDRESS")
     t, space, mopts = _checked(record, name, row)
-    if not fleet_part:
-        chosen_cpu(mopts)
     with _placed(opts if fleet_part else replace(opts, scheduler=None),
                  f"{t.name} tune {name} (resumed)", mopts, wait, say) as where, \
             sigterm_as_interrupt():

@@ -415,3 +415,33 @@ def test_the_proof_measures_the_minimal_subset_against_the_set_it_came_from(
     against = got["minimal"].vs_winner
     assert against.verdict == verdict
     assert against.ratio == pytest.approx(1 / 0.97 ** 2 if verdict == "slower" else 1, abs=0.01)
+
+
+class PlantedTogether(Planted):
+    """Planted, able to run a duet's two workloads (host.executor.Together): each as alone."""
+
+    def together(self, launches, *, timeout, perf=None):
+        return [self(one.argv, env=one.env, timeout=timeout, stderr_path=one.stderr_path)
+                for one in launches]
+
+
+def test_a_tunes_first_batch_chooses_the_schedule_for_the_whole_tune(tmp_path, isolated_cache):
+    """--schedule auto: the first batch runs the pilot; every later batch keeps its choice
+    without a pilot of its own, and the proof (over layouts) is serial."""
+    t = target.load(str(write_tiny_target(tmp_path / "tiny", megabytes=0.2,
+                                          quick_megabytes=0.1)))
+    opts = _options(_space(tmp_path), trials=8, measure={
+        "max_runs": 12, "metric": "wall", "cpu": 0, "schedule": "auto", "partner_cpu": 1})
+    path = tune.start(t, opts, tmp_path / "tuned", Store(), print, execute=PlantedTogether())
+    assert contract.validate(json.loads(path.read_text()), path, "tune").status == "complete"
+    batches = sorted((tmp_path / "tuned" / "batches").glob("*/results.json"))
+    first, *later = [reader.load(p).measurement.schedule for p in batches]
+    assert later and first.pilot is not None and first.asked == "auto"
+    for p, s in zip(batches[1:], later):
+        assert (s.schedule, s.cpus) == (first.schedule, first.cpus)
+        assert s.reason == f"{first.reason} (as the pilot of this tune's first batch found)"
+        rounds = [int(r.split(",")[2]) for r in (p.parent / "samples.csv").read_text().splitlines()[1:]]
+        assert min(rounds) > -1000                      # no pilot of its own
+    proof_doc = reader.load(next((tmp_path / "tuned").glob("proof*/results.json")))
+    assert proof_doc.measurement.schedule.schedule == "serial"
+    assert "layout" in proof_doc.measurement.schedule.reason

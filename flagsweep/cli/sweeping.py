@@ -91,6 +91,10 @@ def _prepare(kw: dict):
               help="perf stat counters: auto = hardware counters when the machine has a PMU, "
                    "else wait4's rusage only; software = perf's software events anyway.")
 @click.option("--quick", is_flag=True, help="A smaller input (a fast look, not a final answer).")
+@click.option("--input-size", type=click.Choice(["full", "quick", "auto"]),
+              help="The input: full, quick (as --quick), or auto: a pilot of A/A pairs at both "
+                   "sizes, then the size between them that buys the narrowest interval per "
+                   "minute of measuring, said and recorded [default: full].")
 @click.option("--strict-check", is_flag=True, help="Do not time binaries whose output differs.")
 @click.option("--seed", type=SEED, help="Seed for round order and environment padding, 0 to 2^63-1 "
               "[default: random, recorded].")
@@ -208,6 +212,11 @@ def _measure_options(kw: dict):
         o.precision_pct = o.threshold_pct
     if o.min_runs > o.max_runs:
         raise click.UsageError(f"--min-runs {o.min_runs} is more than --max-runs {o.max_runs}")
+    if o.quick and kw.get("input_size") not in (None, "quick"):
+        raise click.UsageError(f"--quick is --input-size quick: not with --input-size "
+                               f"{kw['input_size']}")
+    o.input_size = kw.get("input_size") or ("quick" if o.quick else "full")
+    o.quick = o.input_size == "quick"
     return o
 
 
@@ -219,6 +228,9 @@ def _fleet_usage(scheduler, cpu_labels, confirm, all_, mopts, kw) -> None:
                                "--source-dir")
     if mopts.cpu is not None:
         raise click.UsageError("--cpu: each worker pins to its own (flagsweep worker --cpu N)")
+    if mopts.input_size == "auto":
+        raise click.UsageError("--input-size auto pilots on this machine: not with --scheduler "
+                               "(give full or quick)")
     if not kw["target_name"]:
         raise click.UsageError("missing argument TARGET")
 

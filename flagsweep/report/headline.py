@@ -49,6 +49,7 @@ class Headline:
     findings: list[Finding]
     warnings: list[Warning]
     confirmation: str = ""          # how the recommendation was confirmed over layouts
+    run_length: str = ""            # --input-size auto: the size its pilot chose, and why
 
 
 def headline(doc: contract.Results, rows: list[VariantRow]) -> Headline:
@@ -66,7 +67,8 @@ def headline(doc: contract.Results, rows: list[VariantRow]) -> Headline:
         recommendation=recommendation_sentence(doc, rows),
         counts=[(k, n) for k in VERDICTS if (n := sum(r.verdict == k for r in compared))],
         findings=findings(doc, compared),
-        warnings=warnings(doc), confirmation=confirmation_note(doc))
+        warnings=warnings(doc), confirmation=confirmation_note(doc),
+        run_length=run_length_note(doc))
 
 
 def recommendation_sentence(doc: contract.Results, rows: list[VariantRow]) -> str:
@@ -136,6 +138,17 @@ def confirmation_note(doc: contract.Results) -> str:
             f"{c.variant} and the baseline in {c.layouts} layouts each{took}; "
             f"it was needed because layout luck reaches {c.reach_pct or 0:.1f}% "
             f"({c.reach_source}).")
+
+
+def run_length_note(doc: contract.Results) -> str:
+    """--input-size auto: the input its pilot chose and why (flagsweep.measure.length), or the
+    full input and why none was chosen; empty for a run without it."""
+    chosen = getattr(doc.measurement, "run_length", None) if doc.measurement else None
+    if chosen is None:
+        return ""
+    if chosen.size is None:
+        return f"Run length: the full input, none chosen: {chosen.why}."
+    return f"Run length: {chosen.why}."
 
 
 FINDING_TITLES = {

@@ -179,6 +179,31 @@ class ShortRun(Open):
     warning: Str
 
 
+class LengthPoint(Open):
+    """What the run-length pilot measured at one input size (flagsweep.measure.length)."""
+    size: Num = None                         # in the target's unit
+    run_s: Num = None                        # the baseline's median run there
+    sd: Num = None                           # spread of the A/A pair's log ratio
+    pair_s: Num = None                       # seconds a pair cost there
+    pairs: Num = None
+
+
+class RunLength(Open):
+    """run --input-size auto: the input size chosen for the narrowest interval per minute of
+    measuring, and why (flagsweep.measure.length). size null: none chosen, the full input used."""
+    size: Num = None
+    unit: Str | None = None                  # of size: MB (corpus) or s (audio)
+    run_s: Num = None                        # predicted run at that size
+    sd: Num = None                           # predicted spread (log ratio of an A/A pair)
+    half_per_minute: Num = None              # predicted 95% half-width after a minute (log)
+    relative: Num = None                     # a of sd^2 = a^2 + (b/L)^2
+    fixed_s: Num = None                      # b
+    metric: Str | None = None                # the column the spreads are of
+    pilot_s: Num = None                      # what the pilot took
+    why: Str
+    measured: list[LengthPoint] = []
+
+
 class Measurement(Open):
     seed: Num = None
     warmup: Num = None
@@ -197,6 +222,8 @@ class Measurement(Open):
     layouts: Layouts | None = None          # run --layouts: how many, how made, how compared
     sequential: Sequential | None = None    # the error the sweep's looks spent
     short_run: ShortRun | None = None       # the baseline's runs shorter than a sample resolves
+    input_size: Str | None = None           # --input-size: full, quick or auto
+    run_length: RunLength | None = None     # auto's choice and its figures
 
 
 class LayoutBuild(Open):

@@ -167,7 +167,8 @@ def _document(run: dict, stored: list[contract.Variant],
 
 # The measuring options results.json repeats under `measurement`, as the sweep stored them.
 MEASUREMENT = ("seed", "warmup", "min_runs", "max_runs", "runs", "budget", "precision_pct", "cpu",
-               "quick", "strict_check", "counters", "threshold_pct", "reference", "metric")
+               "quick", "strict_check", "counters", "threshold_pct", "reference", "metric",
+               "input_size", "run_length")
 
 
 def _measurement(m: dict, metric_choice: dict | None) -> contract.Measurement:

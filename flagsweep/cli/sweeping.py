@@ -215,8 +215,8 @@ def _measure_options(kw: dict):
     if o.quick and kw.get("input_size") not in (None, "quick"):
         raise click.UsageError(f"--quick is --input-size quick: not with --input-size "
                                f"{kw['input_size']}")
-    o.input_size = kw.get("input_size") or ("quick" if o.quick else "full")
-    o.quick = o.input_size == "quick"
+    o.quick = o.quick or kw.get("input_size") == "quick"
+    o.input_size = "auto" if kw.get("input_size") == "auto" else None
     return o
 
 

@@ -152,20 +152,19 @@ def choose(short: Spread, long: Spread, unit: str = "", shortest_s: float = SHOR
 
 def _reason(c: Choice, width, low: float, unit: str, floor_bound: bool) -> str:
     short, long = c.measured
-    where = ("the shortest the target allows" if c.size == low else
-             "the full input" if c.size == long.size else "between the two")
+    where = ("the quick input" if c.size == short.size else "the full input"
+             if c.size == long.size else f"the shortest whose runs reach {_ms(SHORTEST_S)}"
+             if c.size == low else "between the quick and the full input")
     parts = (f"A/A spread {_pct(short.sd)} at {_secs(short.run_s)} runs and {_pct(long.sd)} at "
-             f"{_secs(long.run_s)} ({short.pairs} and {long.pairs} pairs): {_pct(c.relative)} "
-             f"per run whatever its length and a fixed {_ms(c.fixed_s)} per run "
-             "(sd^2 = a^2 + (b/L)^2)")
-    gain = (f"about +-{_pct(c.half_per_minute)} per minute of measuring, against "
-            f"+-{_pct(width(long.size))} with the full input" if c.size != long.size else
-            f"about +-{_pct(c.half_per_minute)} per minute of measuring, against "
-            f"+-{_pct(width(low))} at {_size(low, unit)}")
+             f"{_secs(long.run_s)} ({short.pairs} and {long.pairs} pairs): a part of "
+             f"{_pct(c.relative)} every run carries whatever its length and a fixed "
+             f"{_ms(c.fixed_s)} per run (sd^2 = a^2 + (b/L)^2)")
+    other = (f"+-{_pct(width(long.size))} with the full input" if c.size != long.size else
+             f"+-{_pct(width(low))} at {_size(low, unit)}")
     floor = (f"; {_size(short.size, unit)} runs under {_ms(SHORTEST_S)}, so nothing shorter "
              f"than {_size(low, unit)}") if floor_bound else ""
-    return (f"input size {_size(c.size, unit)} ({where}, runs of about {_secs(c.run_s)}): "
-            f"{parts}; {gain}{floor}")
+    return (f"{_size(c.size, unit)}, {where} (runs of about {_secs(c.run_s)}): {parts}; about "
+            f"+-{_pct(c.half_per_minute)} per minute of measuring, against {other}{floor}")
 
 
 def _none(measured: tuple[Spread, ...], why: str, a: float = math.nan,
@@ -245,6 +244,7 @@ def pilot(target: Target, binary: Path, execute: Executor, scratch: Path, seed: 
     if not unit:
         return replace(_none((), "the input is a given file, which has one size"), unit=unit)
     began = time.monotonic()
+    scratch.mkdir(parents=True, exist_ok=True)
     work = {quick: check.Invocation(target, inputs.prepare(target, quick=quick).path, scratch)
             for quick in (True, False)}
     pads = random.Random(f"{seed}:length")

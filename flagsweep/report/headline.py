@@ -147,8 +147,8 @@ def run_length_note(doc: contract.Results) -> str:
     if chosen is None:
         return ""
     if chosen.size is None:
-        return f"Run length: the full input, none chosen: {chosen.why}."
-    return f"Run length: {chosen.why}."
+        return f"Input size: the full input ({chosen.why})."
+    return f"Input size: {chosen.why}."
 
 
 FINDING_TITLES = {

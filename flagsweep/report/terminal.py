@@ -87,7 +87,7 @@ def _findings(doc: contract.Results, r: view.SweepView) -> list[str]:
     if r.headline.confirmation:
         lines.append(f"confirmation: {r.headline.confirmation}")
     if r.headline.run_length:
-        lines.append(f"input size: {r.headline.run_length.removeprefix('Run length: ')}")
+        lines.append(f"input size: {r.headline.run_length.removeprefix('Input size: ')}")
     if r.explained:
         lines += [f"explain: {r.explained.note}"] if not r.explained.variants else []
         lines += [line for v in r.explained.variants for line in v.lines()]

@@ -168,12 +168,15 @@ def _document(run: dict, stored: list[contract.Variant],
 # The measuring options results.json repeats under `measurement`, as the sweep stored them.
 MEASUREMENT = ("seed", "warmup", "min_runs", "max_runs", "runs", "budget", "precision_pct", "cpu",
                "quick", "strict_check", "counters", "threshold_pct", "reference", "metric",
-               "input_size", "run_length")
+               "run_length")
 
 
 def _measurement(m: dict, metric_choice: dict | None) -> contract.Measurement:
+    # --input-size as given: auto, else the size --quick (or its absence) chose
+    size = m.get("input_size") or ("quick" if m.get("quick") else "full")
     return contract.Measurement.model_validate(
-        {k: m[k] for k in MEASUREMENT if k in m} | {"metric_choice": metric_choice})
+        {k: m[k] for k in MEASUREMENT if k in m} | {"metric_choice": metric_choice,
+                                                     "input_size": size})
 
 
 def _short_run(doc: contract.Results, target_path: str) -> None:

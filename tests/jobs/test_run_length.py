@@ -35,6 +35,7 @@ class Planted:
 
     def __call__(self, argv, *, env, timeout, stderr_path, perf=None, perf_csv=None):
         self.calls += 1
+        stderr_path.touch()              # as the launcher does: its folder must be there
         if self.stop_after is not None and self.calls > self.stop_after:
             raise KeyboardInterrupt
         given = next(Path(a) for a in argv[1:] if Path(a).is_file())
@@ -68,13 +69,13 @@ def test_noise_every_run_carries_whatever_its_length_chooses_the_quick_input(tmp
     # The sweep measured the chosen input, and says why in every place it reports.
     assert doc.workload.input.startswith("corpus: 0.25 MB")
     assert any(line.startswith("input size: a pilot of 8 A/A pairs") for line in said)
-    reason = next(line for line in said if line.startswith("input size: input size 0.25 MB"))
-    assert "(the shortest the target allows" in reason and "with the full input" in reason
+    reason = next(line for line in said if line.startswith("input size: 0.25 MB, the quick input"))
+    assert "against +-" in reason and reason.endswith("with the full input")
     page = (path.parent / "index.html").read_text()
-    assert 'id="run-length">Run length: input size 0.25 MB' in page
-    assert "Run length: input size 0.25 MB" in (path.parent / "summary.md").read_text()
+    assert 'id="run-length">Input size: 0.25 MB, the quick input' in page
+    assert "Input size: 0.25 MB, the quick input" in (path.parent / "summary.md").read_text()
     terminal.show(path)
-    assert "input size: input size 0.25 MB (the shortest" in capsys.readouterr().err
+    assert "input size: 0.25 MB, the quick input (runs of about" in capsys.readouterr().err
 
 
 @pytest.mark.integration
@@ -88,7 +89,7 @@ def test_a_fixed_part_per_run_that_dominates_keeps_the_full_input_and_a_resume_k
     db = Store()
     run_id = db.find_run(str(tmp_path / "run"))
     kept = db.run(run_id)["options"]["measure"]["run_length"]
-    assert kept["size"] == 1 and "(the full input" in kept["why"]
+    assert kept["size"] == 1 and kept["why"].startswith("1 MB, the full input")
     again: list[str] = []
     resumed = Planted(relative=0.0, fixed_s=0.02)
     path = sweep.resume(run_id, db, again.append, execute=resumed)

@@ -277,6 +277,51 @@ def report(pairs: list[Pair]) -> None:
         for size in dict.fromkeys(p.size for p in mine):
             _cell(target, size, [p for p in mine if p.size == size])
         _sizes(target, mine)
+    for metric in METRICS:
+        overview(pairs, metric)
+
+
+def overview(pairs: list[Pair], metric: str) -> None:
+    """Every target's A/A half-width per minute in each schedule and size, the narrowest, and
+    whether it is trustworthy: its schedule agrees with serial on -O0 and -O3 at that size
+    (the bias check), and that size agrees with the full input (the same workload)."""
+    cells = [(s, size) for s in SCHEDULES for size in ("quick", "full")]
+    print(f"\n== A/A 95% half-width per minute of measuring, {metric} time")
+    print(f"{'target':8}" + "".join(f"{s + ' ' + size:>13}" for s, size in cells)
+          + "  narrowest")
+    for target in dict.fromkeys(p.target for p in pairs):
+        got = {}
+        for s, size in cells:
+            f = figures([p for p in pairs if (p.target, p.schedule, p.size, p.comparison)
+                         == (target, s, size, "A/A")], metric)
+            if f is not None:
+                got[(s, size)] = f.half_per_minute
+        if not got:
+            continue
+        best = min(got, key=got.get)
+        base = got.get(("serial", "full"))
+        gain = f", {base / got[best]:.1f}x narrower than serial full" if base else ""
+        print(f"{target:8}" + "".join(f"{_pct(got[c]) if c in got else '-':>13}" for c in cells)
+              + f"  {' '.join(best)}{gain}; {_trusted(pairs, target, *best, metric)}")
+
+
+def _trusted(pairs: list[Pair], target: str, schedule: str, size: str, metric: str) -> str:
+    """Whether -O0 and -O3 read the same in that cell as serially at that size, and as at
+    the full input in that schedule."""
+    def logs(s: str, sz: str, label: str) -> Figures | None:
+        return figures([p for p in pairs if (p.target, p.schedule, p.size, p.comparison)
+                        == (target, s, sz, label)], metric)
+
+    said = []
+    for what, other in (("bias check", ("serial", size)), ("same as full", (schedule, "full"))):
+        if other == (schedule, size):
+            continue
+        checks = [(a, b) for label, _ in COMPARISONS[1:]
+                  if (a := logs(*other, label)) and (b := logs(schedule, size, label))]
+        if checks:
+            ok = all(agreement(a, b).p >= 0.05 for a, b in checks)
+            said.append(f"{what}: {'yes' if ok else 'NO'}")
+    return ", ".join(said) or "nothing to check against"
 
 
 def _cell(target: str, size: str, pairs: list[Pair]) -> None:
@@ -390,8 +435,9 @@ def measure(a: argparse.Namespace, work: Path) -> list[Pair]:
             began = time.monotonic()
             for order, task in enumerate(todo):
                 pairs.append(take(w, task, order, cpus, rng))
-            print(f"{name} {size}: {len(todo)} pairs in {time.monotonic() - began:.0f} s",
-                  flush=True)
+            print(f"{name} {size}: {len(todo)} pairs in {time.monotonic() - began:.0f} s, "
+                  f"load average {os.getloadavg()[1]:.1f} (5 min) on "
+                  f"{len(os.sched_getaffinity(0))} CPUs", flush=True)
             if a.out:
                 write_csv(a.out, pairs)
     return pairs

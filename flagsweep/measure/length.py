@@ -155,10 +155,12 @@ def _reason(c: Choice, width, low: float, unit: str, floor_bound: bool) -> str:
     where = ("the quick input" if c.size == short.size else "the full input"
              if c.size == long.size else f"the shortest whose runs reach {_ms(SHORTEST_S)}"
              if c.size == low else "between the quick and the full input")
+    every = (f"a part of {_pct(c.relative)} every run carries whatever its length"
+             if c.relative else "nothing every run carries whatever its length")
+    fixed = f"a fixed {_ms(c.fixed_s)} per run" if c.fixed_s else "no fixed part per run"
     parts = (f"A/A spread {_pct(short.sd)} at {_secs(short.run_s)} runs and {_pct(long.sd)} at "
-             f"{_secs(long.run_s)} ({short.pairs} and {long.pairs} pairs): a part of "
-             f"{_pct(c.relative)} every run carries whatever its length and a fixed "
-             f"{_ms(c.fixed_s)} per run (sd^2 = a^2 + (b/L)^2)")
+             f"{_secs(long.run_s)} ({short.pairs} and {long.pairs} pairs): {every} and "
+             f"{fixed} (sd^2 = a^2 + (b/L)^2)")
     other = (f"+-{_pct(width(long.size))} with the full input" if c.size != long.size else
              f"+-{_pct(width(low))} at {_size(low, unit)}")
     floor = (f"; {_size(short.size, unit)} runs under {_ms(SHORTEST_S)}, so nothing shorter "

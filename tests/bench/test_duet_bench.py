@@ -121,8 +121,13 @@ def test_the_report_prints_every_cell_and_the_run_length(duet, capsys):
     out = capsys.readouterr().out
     assert "== gzip, quick input (3 MB): 48 pairs" in out
     assert "== gzip, full input (18 MB): 48 pairs" in out
-    assert out.count("run length: input size") == 4        # 2 schedules x 2 metrics
+    assert out.count("run length: ") == 4        # 2 schedules x 2 metrics
     assert "-O0 vs -O2: quick" in out and "A/A per minute, CPU time: duet" in out
+    # the overview: duet pairs cost half, so at one spread they are narrower per minute, and
+    # the schedules agree on the planted effects
+    assert "== A/A 95% half-width per minute of measuring, cpu time" in out
+    row = next(line for line in out.splitlines() if line.startswith("gzip    "))
+    assert row.split("  ")[-1].startswith("duet ") and "bias check: yes" in row
 
 
 def test_a_pair_is_taken_through_the_launcher_pinned_as_placed(duet, monkeypatch, tmp_path):

@@ -30,6 +30,7 @@ def test_a_spread_that_does_not_shrink_with_length_chooses_the_shortest_input():
     assert got.size == 3
     assert got.fixed_s == 0 and got.relative == pytest.approx(0.04)
     assert got.why.startswith("3 MB, the quick input (runs of about 0.3 s): A/A spread 4% at")
+    assert "a part of 4% every run carries whatever its length and no fixed part per run" in got.why
     assert "against +-" in got.why and "with the full input" in got.why
 
 
@@ -39,6 +40,7 @@ def test_a_fixed_part_per_run_that_dominates_chooses_the_full_input():
     assert got.size == 18
     assert got.relative == 0 and got.fixed_s == pytest.approx(0.03)
     assert got.why.startswith("18 MB, the full input (runs of about 2 s)")
+    assert "nothing every run carries whatever its length and a fixed 30 ms per run" in got.why
     assert got.why.endswith("about +-0.76% per minute of measuring, against +-2% at 3 MB")
 
 

@@ -205,11 +205,11 @@ def _pct(x: float) -> str:
 
 
 def _ms(s: float) -> str:
-    return f"{1e3 * s:.2g} ms"
+    return f"{1e3 * s:.2g} ms" if s < 0.1 else _secs(s)
 
 
 def _secs(s: float) -> str:
-    return f"{s:.2g} s" if s >= 0.1 else _ms(s)
+    return _ms(s) if s < 0.1 else f"{s:.2g} s" if s < 100 else f"{s:.0f} s"
 
 
 def _size(x: float, unit: str) -> str:

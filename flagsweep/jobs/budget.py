@@ -10,8 +10,9 @@ times the threshold) is confirmed with POWER against the base (stats.layout.powe
 layout spread measured for this program, else the default), and its builds and least rounds
 must fit in what is left of the budget: when they do not, the runners-up go first (a set the
 search ranked lower), then layouts, and the plan says what it cut and the power left. A proof
-of whose builds not even its least fits is not started: the budget is a promise (a lame tune
-with --budget 40m was once still building its proof's 24 layouts at 52 minutes).
+whose least (every set but the runners-up, in 2 layouts) does not fit is not started: the
+budget is a promise (a lame tune with --budget 40m was once still building its proof's 24
+layouts at 52 minutes).
 """
 
 from __future__ import annotations
@@ -27,9 +28,9 @@ from flagsweep.results.store import Store
 from flagsweep.stats import layout
 
 # The smallest gain worth claiming, in thresholds: 3% at the default 1%. A gain at the
-# threshold itself is confirmed with at most 50% power whatever the layouts (its interval
-# must clear the threshold), and at twice it a 1.1% layout spread (gzip's) asks for about
-# twice the layouts of three times it.
+# threshold itself is almost never confirmed, whatever the layouts (its whole interval must
+# clear the threshold), and at gzip's 1.1% layout spread 90% power takes 37 layouts a side
+# at twice the threshold, 11 at three times it (stats.layout.layouts_for).
 CLAIM_THRESHOLDS = 3.0
 # Each of the answer's two comparisons (the set against the base, and against -O3) at 90%,
 # so that both hold in about 80% of proofs: Cohen's conventional power for the answer.

@@ -248,13 +248,13 @@ def side_bias(pairs: list[Pair], metric: str) -> tuple[float, tuple[float, float
     return mean, stats.mean_interval(signed)
 
 
-def spread_at(pairs: list[Pair], metric: str) -> length.Spread | None:
+def spread_at(pairs: list[Pair], metric: str) -> length.PilotPoint | None:
     """What measure.length needs from one size's A/A pairs of one schedule."""
     f = figures(pairs, metric)
     runs = [p.value("baseline", metric) for p in pairs if p.value("baseline", metric)]
     if f is None or not runs or pairs[0].size_value is None:
         return None
-    return length.Spread(pairs[0].size_value, float(np.median(runs)), f.sd,
+    return length.PilotPoint(pairs[0].size_value, float(np.median(runs)), f.sd,
                          float(np.mean([p.elapsed_s for p in pairs])), f.n)
 
 

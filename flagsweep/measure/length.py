@@ -62,7 +62,7 @@ PILOT_PAIRS = 8
 
 
 @dataclass(frozen=True)
-class Spread:
+class PilotPoint:
     """What a pilot measured at one input size."""
 
     size: float        # the input's size, in the target's unit (MB of corpus, s of audio)
@@ -82,7 +82,7 @@ class Choice:
     half_per_minute: float | None       # predicted 95% half-width after one minute (log)
     relative: float                     # a: the part every run carries (log)
     fixed_s: float                      # b: the fixed part per run (seconds)
-    measured: tuple[Spread, ...]
+    measured: tuple[PilotPoint, ...]
     why: str
     unit: str = ""                      # of size: "MB", "s"
     metric: str | None = None           # the column the pilot's spreads are of
@@ -95,7 +95,7 @@ class Choice:
                 "why": self.why, "measured": [asdict(s) for s in self.measured]}
 
 
-def fit(short: Spread, long: Spread) -> tuple[float, float]:
+def fit(short: PilotPoint, long: PilotPoint) -> tuple[float, float]:
     """(a, b) of sd(L)^2 = a^2 + (b / L)^2 through the two points. A spread that does not shrink
     with length has no fixed part (b = 0, a the shorter run's spread: where it would be used);
     one that shrinks faster than a fixed part explains has no relative part (a = 0, b from the
@@ -112,8 +112,8 @@ def fit(short: Spread, long: Spread) -> tuple[float, float]:
     return math.sqrt(a2), math.sqrt(b2)
 
 
-def choose(short: Spread, long: Spread, unit: str = "", shortest_s: float = SHORTEST_S
-           ) -> Choice:
+def choose(short: PilotPoint, long: PilotPoint, unit: str = "",
+           shortest_s: float = SHORTEST_S) -> Choice:
     """The input size between short.size and long.size (the target's quick and full sizes)
     whose runs give the narrowest predicted 95% interval per minute of measuring, never runs
     under `shortest_s`. Run time and the cost of a pair are interpolated linearly in the size
@@ -169,7 +169,7 @@ def _reason(c: Choice, width, low: float, unit: str, floor_bound: bool) -> str:
             f"+-{_pct(c.half_per_minute)} per minute of measuring, against {other}{floor}")
 
 
-def _none(measured: tuple[Spread, ...], why: str, a: float = math.nan,
+def _none(measured: tuple[PilotPoint, ...], why: str, a: float = math.nan,
           b: float = math.nan) -> Choice:
     return Choice(None, None, None, None, a, b, measured, why)
 
@@ -285,7 +285,8 @@ def _column(option: str, runs: list[Execution]) -> str:
     return "cpu_s"
 
 
-def _spread(size: float, got: list[tuple[Execution, Execution, float]], column: str) -> Spread:
+def _spread(size: float, got: list[tuple[Execution, Execution, float]],
+            column: str) -> PilotPoint:
     def value(e: Execution) -> float:
         return e.wall_s if column == "wall_s" else e.user_s + e.sys_s
 
@@ -294,4 +295,4 @@ def _spread(size: float, got: list[tuple[Execution, Execution, float]], column: 
     # A pair costs its two runs at least; the clock around them adds the harness's own time.
     cost = [max(elapsed, a.wall_s + b.wall_s) for a, b, elapsed in got]
     sd = statistics.stdev(logs) if len(logs) >= 2 else 0.0
-    return Spread(size, statistics.median(runs), sd, statistics.fmean(cost), len(logs))
+    return PilotPoint(size, statistics.median(runs), sd, statistics.fmean(cost), len(logs))

@@ -54,9 +54,10 @@ def test_serial_pairs_share_one_cpu_and_duet_sides_swap_cpus(duet):
 
 def _pair(duet, log_ratio: float, *, schedule="serial", comparison="A/A", side=0, size="quick",
           base=1.0, elapsed=2.0, size_value=3.0, **kw):
+    v = base * math.exp(log_ratio)
     return duet.Pair("gzip", size, size_value, "MB", comparison, schedule, 0, 0, side, 1, 1,
-                     variant_wall_s=base * math.exp(log_ratio), variant_cpu_s=base * math.exp(log_ratio),
-                     baseline_wall_s=base, baseline_cpu_s=base, elapsed_s=elapsed, **kw)
+                     variant_wall_s=v, variant_cpu_s=v, baseline_wall_s=base,
+                     baseline_cpu_s=base, elapsed_s=elapsed, **kw)
 
 
 def test_figures_are_flagsweeps_paired_comparison_and_a_minutes_worth(duet):

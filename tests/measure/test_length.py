@@ -8,13 +8,13 @@ import math
 import pytest
 
 from flagsweep.measure import length
-from flagsweep.measure.length import Spread
+from flagsweep.measure.length import PilotPoint
 
 
 def spread(size: float, run_s: float, a: float, b: float, overhead_s: float = 0.0,
-           runs_per_pair: int = 2) -> Spread:
+           runs_per_pair: int = 2) -> PilotPoint:
     """What a pilot would measure if the spread were exactly sd^2 = a^2 + (b/L)^2."""
-    return Spread(size, run_s, math.sqrt(a * a + (b / run_s) ** 2),
+    return PilotPoint(size, run_s, math.sqrt(a * a + (b / run_s) ** 2),
                   runs_per_pair * (run_s + overhead_s), 10)
 
 
@@ -57,7 +57,7 @@ def test_between_the_two_the_best_length_is_where_the_parts_are_equal():
                for w in (_width(short, got), _width(long, got)))
 
 
-def _width(s: Spread, fitted: length.Choice) -> float:
+def _width(s: PilotPoint, fitted: length.Choice) -> float:
     sd = math.sqrt(fitted.relative ** 2 + (fitted.fixed_s / s.run_s) ** 2)
     return 1.959963984540054 * sd * math.sqrt(s.pair_s / 60)
 
@@ -86,12 +86,12 @@ def test_the_shortest_size_allowed_is_the_one_whose_runs_reach_the_limit():
 
 
 def test_a_spread_that_grows_with_length_has_no_fixed_part():
-    a, b = length.fit(Spread(3, 0.3, 0.02, 0.7, 10), Spread(18, 2.0, 0.05, 4.1, 10))
+    a, b = length.fit(PilotPoint(3, 0.3, 0.02, 0.7, 10), PilotPoint(18, 2.0, 0.05, 4.1, 10))
     assert (a, b) == (0.02, 0.0)
 
 
 def test_a_spread_that_falls_faster_than_a_fixed_part_explains_has_no_relative_part():
-    a, b = length.fit(Spread(3, 0.3, 0.10, 0.7, 10), Spread(18, 2.0, 0.001, 4.1, 10))
+    a, b = length.fit(PilotPoint(3, 0.3, 0.10, 0.7, 10), PilotPoint(18, 2.0, 0.001, 4.1, 10))
     assert a == 0 and b == pytest.approx(0.002)
 
 
@@ -107,7 +107,7 @@ def test_harness_overhead_per_pair_favours_longer_runs():
 
 
 def test_nothing_usable_is_no_choice():
-    bad = length.choose(Spread(3, 0.3, 0.02, 0.0, 0), Spread(18, 2.0, 0.02, 4.1, 10))
+    bad = length.choose(PilotPoint(3, 0.3, 0.02, 0.0, 0), PilotPoint(18, 2.0, 0.02, 4.1, 10))
     assert bad.size is None and "no usable spread" in bad.why
     assert length.choose(spread(18, 2.0, 0.02, 0), spread(3, 0.3, 0.02, 0)).size is None
 

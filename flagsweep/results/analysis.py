@@ -15,7 +15,7 @@ from flagsweep.host import advice as machine_advice
 from flagsweep.measure import metric as metric_mod
 from flagsweep.measure.metric import values_by_round
 from flagsweep.measure.sample import Sample
-from flagsweep.results import contract
+from flagsweep.results import contract, estimate
 from flagsweep.results.contract import AA_SUFFIX, is_control
 from flagsweep.stats import effects as effects_mod
 from flagsweep.stats import gate as gate_mod
@@ -487,14 +487,17 @@ def _recommend(doc: contract.Results,
     limit = best.vs_baseline.ratio * (1 + stats.fraction(threshold_pct))
     close = [v for v in faster if v.vs_baseline.ratio <= limit]
     simplest = min(close, key=lambda v: (len(v.flags), v.vs_baseline.ratio))
-    why = (f"{' '.join(best.flags)} is the fastest: {_pct(best)} against the baseline "
-           f"({' '.join(base.flags)}), CI {_ci(best)}.")
+    m = estimate.comparisons(doc)
+    against = f" against the baseline ({' '.join(base.flags)})"
+    why = (f"{' '.join(best.flags)} is the fastest: "
+           f"{estimate.text(estimate.selected(best.vs_baseline, m), against)}.")
     if simplest is not best:
         why += (f" {' '.join(simplest.flags)} is within {threshold_pct:g}% of it "
                 f"({_pct(simplest)}) with fewer flags, so it is the recommendation "
                 "(judged on the point estimates).")
     return contract.Recommendation(excluded=left_out, flags=simplest.flags,
-                                   variant=simplest.id, why=why + excluded)
+                                   variant=simplest.id, why=why + excluded,
+                                   estimate=estimate.selected(simplest.vs_baseline, m))
 
 
 def _verdict(v: contract.Variant) -> str | None:
@@ -520,10 +523,6 @@ def excluded_text(c: contract.Excluded) -> str:
 
 def _pct(v: contract.Variant) -> str:
     return stats.change_text(v.vs_baseline.ratio)
-
-
-def _ci(v: contract.Variant) -> str:
-    return stats.ci_text(v.vs_baseline.ci95)
 
 
 def _verdict_counts(doc: contract.Results) -> str:

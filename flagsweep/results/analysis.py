@@ -370,8 +370,8 @@ def _one_change_rows(doc: contract.Results, designed: dict[str, contract.Variant
     axes = {axis for axis, _ in changes.values()}
     note = ("Each level here is one variant that changes only that factor of the baseline, so "
             "its effect is that variant's comparison with the baseline, paired by round, as in "
-            "the variants table: the same estimate, 95% CI, adjusted p and verdict; it matters "
-            "when the table calls it faster or slower.")
+            "the variants table: the same estimate, intervals, adjusted p and verdict; it "
+            "matters when the table calls it faster or slower.")
     if unmeasured:
         note += (f" Not measured, so no effect of their own: {', '.join(unmeasured)} (failed "
                  "build or check, or identical code to another variant).")
@@ -389,7 +389,7 @@ def _compared_row(c: contract.VsBaseline, vid: str, axis: str, level: str,
         return [pct(ci[0]), pct(ci[1])] if ci and None not in ci else None
     return contract.Effect(factor=axis, level=level, reference=reference,
                            effect_pct=pct(c.ratio), ci95_pct=pcts(c.ci95),
-                           ci_fcr_pct=pcts(c.ci_fcr), p_value=c.p_value,
+                           ci_fcr_pct=pcts(c.ci_fcr), fcr_level=c.fcr_level, p_value=c.p_value,
                            p_adjusted=c.p_adjusted, matters=c.verdict in ("faster", "slower"),
                            variant=vid, verdict=c.verdict)
 

@@ -409,6 +409,7 @@ class Effect(Open):
     p_adjusted: Num = None
     matters: Bool | None = None
     ci_fcr_pct: Pair = None
+    fcr_level: Num = None                  # ci_fcr_pct's level, 1 - R 0.05 / m
 
 
 class AA(Open):

@@ -192,6 +192,28 @@ def test_page_summary_and_terminal_print_the_same_adjusted_interval(rendered):
     assert f"interval: {h.interval}" in shown
 
 
+def test_which_flags_matter_shows_the_interval_it_decided_on(rendered):
+    """Each effects row shows the interval its `matters` was decided on (the adjusted one where
+    its estimate is beyond the threshold, its level written before it), and the caption says
+    so, on the page, in summary.md and in the plot's rows."""
+    page, html, md = rendered
+    doc = reader.load(page.parent / "results.json")
+    r = view.build(doc, page.parent / "results.json", page.parent)
+    decided = [(e, row) for e, row in zip(sorted(doc.effects, key=lambda e: e.effect_pct),
+                                           r.effects) if e.ci_fcr_pct]
+    assert decided
+    for e, row in decided:
+        lo, hi = e.ci_fcr_pct
+        assert row.ci == (lo, hi)
+        assert row.ci_text == f"{stats.level_text(e.fcr_level)} [{lo:+.1f}, {hi:+.1f}]"
+        assert f"| {row.ci_text} |" in md and f">{row.ci_text}<" in html
+    assert "interval decided on" in html and "interval decided on" in md
+    rule = "the one the table decided on"
+    assert rule in r.effects_rule and rule in htmlmod.unescape(html) and rule in md
+    assert report.markdown_text(r.effects_rule) in md
+    assert "A level matters when its 95% CI" not in html
+
+
 def test_reproduce_command_repeats_the_sweep():
     cmd = method.reproduce_command(rf.model(rf.results_doc()))
     assert cmd.startswith("flagsweep run /x --recipe olevels --compiler gcc --runs 12 --seed 42")

@@ -488,9 +488,8 @@ def _recommend(doc: contract.Results,
     close = [v for v in faster if v.vs_baseline.ratio <= limit]
     simplest = min(close, key=lambda v: (len(v.flags), v.vs_baseline.ratio))
     m = estimate.comparisons(doc)
-    against = f" against the baseline ({' '.join(base.flags)})"
-    why = (f"{' '.join(best.flags)} is the fastest: "
-           f"{estimate.text(estimate.selected(best.vs_baseline, m), against)}.")
+    why = (f"{' '.join(best.flags)} is the fastest against the baseline "
+           f"({' '.join(base.flags)}): {estimate.text(estimate.selected(best.vs_baseline, m))}.")
     if simplest is not best:
         why += (f" {' '.join(simplest.flags)} is within {threshold_pct:g}% of it "
                 f"({_pct(simplest)}) with fewer flags, so it is the recommendation "

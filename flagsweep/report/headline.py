@@ -151,8 +151,10 @@ def _confirmed(c: contract.Confirmation) -> str:
     one = c.one_layout
     if one is None or one.ratio is None:
         return "confirmed over layouts"
-    return (f"confirmed over layouts, where one build each measured "
-            f"{stats.change_text(one.ratio, one.ci_fcr or one.ci95)}")
+    measured = (f"{stats.change_text(one.ratio)} ({stats.level_text(one.fcr_level)} CI "
+                f"{stats.ci_text(one.ci_fcr)})" if one.ci_fcr and one.fcr_level
+                else stats.change_text(one.ratio, one.ci95))
+    return f"confirmed over layouts, where one build each measured {measured}"
 
 
 def confirmation_note(doc: contract.Results) -> str:

@@ -118,8 +118,10 @@ def test_a_small_win_that_holds_in_every_layout_is_confirmed(tmp_path):
                f"({stats.level_text(e['level'])} CI {stats.ci_text(e['ci'])}, the confirmation's")
     for text in (_page(path), _terminal(path)):
         assert printed in text
+        one = c["one_layout"]
         assert "confirmed over layouts, where one build each measured " \
-               f"{stats.change_text(c['one_layout']['ratio'], c['one_layout']['ci_fcr'])}" in text
+               f"{stats.change_text(one['ratio'])} ({stats.level_text(one['fcr_level'])} CI " \
+               f"{stats.ci_text(one['ci_fcr'])})" in text
 
 
 @pytest.mark.integration

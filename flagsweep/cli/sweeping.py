@@ -143,7 +143,11 @@ def _prepare(kw: dict):
               help="With --scheduler: measure on workers of this CPU label (repeatable; one "
                    "results.json per label, merged).")
 def run_cmd(confirm, wait, resume_id, all_, skip, scheduler, cpu_labels, **kw) -> None:
-    """Build TARGET's variants, check their outputs, and measure them in pinned shuffled rounds."""
+    """Build TARGET's variants, check their outputs, and measure them in pinned shuffled rounds.
+
+    Exit status: 0 with an answer; 2 on bad input or an error (an interrupted sweep too); 3
+    when the sweep ended without an answer, stopped early because the machine was busy (the
+    recommendation says "No answer yet"; --resume continues it)."""
     from flagsweep.jobs import campaign, fleet, sweep
     from flagsweep.results import store
 
@@ -253,13 +257,25 @@ def _suite_names(all_, skip, confirm, kw) -> list[str]:
     return [n for n in names if n not in skip]
 
 
+# The exit status of a sweep that ended without an answer (busy: stopped early because the
+# machine was busy), as `history --check` says 3 for a night it cannot check: not a failure
+# of the program, nor an error, but no answer a CI job may act on.
+NO_ANSWER = 3
+
+
 def _finish(results_path: Path) -> None:
-    """The verdicts table on stderr; the report's path last on stdout (results.json beside it)."""
+    """The verdicts table on stderr; the report's path last on stdout (results.json beside
+    it); then exit NO_ANSWER when the sweep did not end complete."""
     from flagsweep.report import terminal
+    from flagsweep.results import reader
 
     terminal.show(results_path)
     page = results_path.parent / "index.html"
     click.echo(str(page if page.exists() else results_path))
+    status = reader.load(results_path).status
+    if status not in (None, "complete"):
+        say(f"no answer yet: the sweep is {status} (exit status {NO_ANSWER})")
+        sys.exit(NO_ANSWER)
 
 
 def _print_builds(builds, m) -> None:

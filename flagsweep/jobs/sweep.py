@@ -257,8 +257,10 @@ def _measure(sweep: Sweep, store: Store, say: Callable[[str], None]) -> Path:
         raise
     ending = {"status": status, "stop_reason": outcome.stop_reason, "finished": time.time()}
     try:
-        # Decided before the files are written: the page never says "Use X" unconfirmed.
-        _confirmation_planned(sweep, store, ending)
+        # Decided before the files are written: the page never says "Use X" unconfirmed. A
+        # sweep that ended busy has no answer to confirm (analysis.unanswered) until resumed.
+        if status == "complete":
+            _confirmation_planned(sweep, store, ending)
         # The files first, then the status: killed in between, the run is still resumable
         # (resuming writes them); the other way round it was complete with no results.json.
         path = write_outputs(sweep, store, say, ending)

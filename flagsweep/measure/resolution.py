@@ -44,6 +44,13 @@ def short_run(median_s: float | None, inputs: InputSpec | None, quick: bool,
             "input_size": size, "input_needed": needed, "warning": warning}
 
 
+def full_to_quick(inputs: InputSpec | None) -> float:
+    """How many times longer a run of the full input is than one of the quick input, by
+    their sizes (a workload's run grows with its input); 1 for a given file, which has one."""
+    quick, full = _size(inputs, True)[1], _size(inputs, False)[1]
+    return full / quick if quick and full else 1.0
+
+
 def _size(inputs: InputSpec | None, quick: bool) -> tuple[str | None, float | None]:
     """The key of the target's file that sets its input's size, and its value for this run."""
     if isinstance(inputs, CorpusInput):

@@ -217,6 +217,8 @@ def show_tune(doc: contract.Tune, out: Console | None = None) -> None:
     t = tune.build(doc, Path.cwd())
     if t.proof_rows:
         out.print(_proof(t))
+        if t.proof.plan:
+            out.print(f"proof plan: {t.proof.plan}", markup=False)
     elif t.proof.status != "complete":
         out.print(f"proof {t.proof.status}" + (f": {t.proof.why}" if t.proof.why else ""),
                   markup=False)

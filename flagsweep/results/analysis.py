@@ -499,6 +499,37 @@ def _recommend(doc: contract.Results,
                                    estimate=estimate.selected(simplest.vs_baseline, m))
 
 
+# Why a run that did not end complete has no answer ({rounds}: how far it got), and when
+# resuming it gives one: a busy machine's runs measured the other work; an interrupted or
+# failed run stopped short of its stopping rule.
+NOT_YET = {"busy": ("the machine was busy, so the sweep stopped{rounds}",
+                    " once the machine is quieter (`flagsweep system` shows what runs)"),
+           "interrupted": ("the sweep was interrupted{rounds}", ""),
+           "failed": ("the sweep failed{rounds}", " once what stopped it is fixed"),
+           "running": ("the sweep is still measuring{rounds}", "")}
+
+
+def unanswered(doc: contract.Results) -> None:
+    """A sweep that did not end complete has no recommendation: its verdicts are those of the
+    rounds it took before the stopping rule could judge (a busy machine's, or cut short), and a
+    "Keep the baseline" from them reads as an answer it is not. The recommendation then says
+    there is none yet, the verdicts so far, and what would give one."""
+    if doc.status in (None, "complete"):
+        return
+    why, when = NOT_YET.get(doc.status, (f"the sweep ended {doc.status}{{rounds}}", ""))
+    base = next((v for v in doc.variants if v.id == doc.baseline), None)
+    taken = base.summary.n if base is not None and base.summary is not None else None
+    most = doc.measurement.max_runs if doc.measurement is not None else None
+    rounds = (f" after {taken:g}" + (f" of at most {most:g}" if most else "") + " rounds"
+              if taken is not None else "")
+    resume = f"flagsweep run --resume {doc.run_id}" if doc.run_id else "flagsweep run --resume"
+    doc.recommendation = contract.Recommendation(
+        flags=None, variant=None,
+        why=f"No answer yet: {why.format(rounds=rounds)}, before its stopping rule could "
+            f"judge; its verdicts so far ({_verdict_counts(doc)}) are not an answer. "
+            f"`{resume}` continues it{when}.")
+
+
 def _verdict(v: contract.Variant) -> str | None:
     return v.vs_baseline.verdict if v.vs_baseline is not None else None
 

@@ -52,10 +52,22 @@ def reach_of_spread(sd_log: float) -> float:
     return 100 * math.expm1(Z95 * math.sqrt(2) * sd_log)
 
 
+def spread_of_reach(reach_pct: float) -> float:
+    """The layout sd (log scale) whose reach is `reach_pct`: reach_of_spread's inverse."""
+    return math.log1p(reach_pct / 100) / (Z95 * math.sqrt(2))
+
+
 def measured_reach(store: Store, target: str,
                    machine: contract.Machine) -> tuple[float, str] | None:
     """(reach %, where it comes from) from the newest complete --layouts run of `target` on
     this machine whose results.json still says its layout spread; None when there is none."""
+    found = measured_spread(store, target, machine)
+    return None if found is None else (reach_of_spread(found[0]), found[1])
+
+
+def measured_spread(store: Store, target: str,
+                    machine: contract.Machine) -> tuple[float, str] | None:
+    """(layout sd on the log scale, where it comes from), as measured_reach finds it."""
     from flagsweep.results import stored    # here: the report imports this without a store
 
     for run in reversed(store.runs_of(target)):
@@ -69,8 +81,8 @@ def measured_reach(store: Store, target: str,
             continue
         sd = _spread(folder / "results.json")
         if sd is not None:
-            return reach_of_spread(sd), (f"layout spread +-{100 * math.expm1(sd):.1f}% measured "
-                                         f"by run {run['run_id']} ({layouts} layouts)")
+            return sd, (f"layout spread +-{100 * math.expm1(sd):.1f}% measured by run "
+                        f"{run['run_id']} ({layouts} layouts)")
     return None
 
 

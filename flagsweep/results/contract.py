@@ -724,6 +724,29 @@ class TuneCandidate(Open):
     check: Check | None = None               # its output check on the full input
 
 
+class TuneProofPlan(Open):
+    """How the proof was sized (jobs.budget): the layouts at which the smallest gain worth
+    claiming is confirmed with the wanted power, its sets, cut to what the budget left."""
+    status: Str                              # sized | cut | skipped
+    why: Str | None = None                   # the sentence the tune said
+    layouts: Num = None                      # K a set (null: not run)
+    asked: Num = None                        # --layouts, when given
+    wanted: Num = None                       # K for the wanted power (at most 16)
+    power: Num = None                        # against the base, for claim_pct, at `layouts`
+    wanted_power: Num = None
+    claim_pct: Num = None                    # the smallest gain worth claiming
+    spread_pct: Num = None                   # a layout's spread the power was computed at
+    spread_source: Str | None = None
+    sets: Num = None                         # the sets measured (the base, -O3 included)
+    dropped: Num = None                      # runners-up left out to fit
+    left_s: Num = None                       # the budget's seconds left when planned
+    builds_s: Num = None                     # the builds' estimate
+    rounds_s: Num = None                     # ... and the least rounds'
+    build_s: Num = None                      # the pace: a set's build
+    run_s: Num = None                        # ... a run of the full input
+    rounds: Num = None                       # ... the least rounds
+
+
 class TuneProof(Open):
     run_id: Str | None = None
     results: Str | None = None               # the proof sweep's results.json
@@ -731,6 +754,7 @@ class TuneProof(Open):
     status: Str                              # complete | failed | interrupted | skipped
     why: Str | None = None
     candidates: list[TuneCandidate] = []
+    plan: TuneProofPlan | None = None        # null in a tune.json written before plans
 
 
 class TuneAblationRow(Open):

@@ -158,6 +158,7 @@ def _document(run: dict, stored: list[contract.Variant],
     analysis.apply(doc, values, seed=m.get("seed") or 0, replicates=replicates,
                    refused=refused, design=design)
     confirmation.apply(doc, o.get("confirmation"))
+    analysis.unanswered(doc)
     _stopped(doc, o.get("stopped") or {}, samples)
     _short_run(doc, t_path)
     analysis.advise(doc, samples)

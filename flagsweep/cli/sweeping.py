@@ -117,9 +117,10 @@ def _prepare(kw: dict):
                    "layouts of the baseline. See docs/measurement.md.")
 @click.option("--no-confirm", "layout_confirm", is_flag=True, flag_value=False, default=True,
               help="Do not confirm a small recommended win over code layouts (by default a "
-                   "\"Use X\" whose 95% CI comes within layout luck's reach of no change is "
-                   "measured again, X and the baseline relinked in K layouts each, before it "
-                   "is printed); the answer then says it is unconfirmed. See docs/statistics.md.")
+                   "\"Use X\" whose interval with one build's layout luck reaches within the "
+                   "threshold is measured again, X and the baseline relinked in K layouts "
+                   "each, before it is printed); the answer then says it is unconfirmed. See "
+                   "docs/statistics.md.")
 @click.option("--confirm-layouts", type=click.IntRange(min=2, max=64),
               default=4, show_default=True,
               help="Layouts a side (K) for that confirmation.")

@@ -84,6 +84,8 @@ def _findings(doc: contract.Results, r: view.SweepView) -> list[str]:
               for w in r.headline.warnings if w.kind != "machine"]
     lines += r.spending.sentences if r.spending else []
     lines.append(f"recommendation: {r.headline.recommendation}")
+    if r.headline.interval:
+        lines.append(f"interval: {r.headline.interval}")
     if r.headline.confirmation:
         lines.append(f"confirmation: {r.headline.confirmation}")
     if r.headline.run_length:

@@ -436,6 +436,7 @@ class Effect(Open):
     p_adjusted: Num = None
     matters: Bool | None = None
     ci_fcr_pct: Pair = None
+    fcr_level: Num = None                  # ci_fcr_pct's level, 1 - R 0.05 / m
 
 
 class AA(Open):
@@ -475,6 +476,8 @@ class LayoutEstimate(Open):
     layouts: Num = None
     layout_sd_pct: Num = None
     p_adjusted: Num = None
+    ci_fcr: Pair = None                      # the interval its verdict used, and its level
+    fcr_level: Num = None
 
 
 class Confirmation(Open):
@@ -492,12 +495,26 @@ class Confirmation(Open):
     seconds: Num = None
 
 
+class Estimate(Open):
+    """The estimate and interval a recommendation prints (flagsweep.results.estimate): the
+    interval its verdict used, adjusted for choosing the winner, and which kind it is."""
+    ratio: Num = None
+    ci: Pair = None
+    level: Num = None
+    kind: Str                     # selection-adjusted | with-layout-luck | over-layouts | unadjusted
+    layouts: Num = None           # over this many layouts each; null: one build each
+    comparisons: Num = None       # how many comparisons the adjustment chose among
+    p_adjusted: Num = None        # of the comparison it comes from
+    why: Str | None = None        # which interval this is and why, in words
+
+
 class Recommendation(Open):
     flags: list[Str] | None = None
     variant: Str | None = None
     why: Str
     excluded: list[Excluded] | None = None   # fastest first
     confirmation: Confirmation | None = None
+    estimate: Estimate | None = None         # what the headline prints; null: keep the baseline
 
 
 class HistoryPoint(Open):

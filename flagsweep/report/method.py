@@ -179,6 +179,7 @@ def reproduce_command(doc: contract.Results) -> str:
     args += ["--schedule", asked] if asked and asked != "auto" else []
     args += _confirm_args(doc.recommendation.confirmation if doc.recommendation else None)
     args += ["--quick"] if getattr(ms, "quick", None) else []
+    args += ["--input-size", "auto"] if getattr(ms, "input_size", None) == "auto" else []
     args += ["--strict-check"] if getattr(ms, "strict_check", None) else []
     return shlex.join(args)
 

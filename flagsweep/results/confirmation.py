@@ -13,11 +13,16 @@ recommendation; the stage that runs it is in flagsweep.jobs.sweep.
 The rule. With L ~ N(0, s^2) the layout effect of one build (the spread between layouts of one
 variant, measured by a sweep with --layouts), a one-build comparison carries L_v - L_b, whose sd
 is sqrt(2) s; 95% of such draws lie within 1.96 sqrt(2) s of the true effect. That is the
-*reach* of layout luck. A recommendation whose 95% interval comes closer to no change than the
-reach could be layout alone, and is confirmed; one whose whole interval lies beyond it is not.
-s is the latest measured spread of this target on this machine (a run with --layouts, its A/A
-twin's layouts: `noise.sd_log_diff`), else DEFAULT_REACH_PCT: the reach of a spread of about
-1.8%, between gzip's +-1.1% and the bundled tiny's +-2-3% (docs/layout-study.md).
+*reach* of layout luck. s is the latest measured spread of this target on this machine (a run
+with --layouts, its A/A twin's layouts: `noise.sd_log_diff`), else DEFAULT_REACH_PCT: the reach
+of a spread of about 1.8%, between gzip's +-1.1% and the bundled tiny's +-2-3%
+(docs/layout-study.md). The winner's interval with that luck in it, adjusted for choosing it
+among the sweep's comparisons (results.estimate.with_luck), decides: wholly beyond the
+threshold, the flags' effect is shown without relinking, and that interval is what "Use X"
+prints; else the winner is confirmed. The winner is the luckiest of many one-build comparisons,
+so a rule on its own 95% interval against the 95% reach let a lucky link through (a no-effect
+set printed "Use X" in up to 2.7% of simulated sweeps, its interval covering the truth in none:
+bench/intervals.py).
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from typing import TYPE_CHECKING
 from flagsweep import stats
 from flagsweep.errors import FlagsweepError
 from flagsweep.measure.options import DEFAULT_LAYOUTS
-from flagsweep.results import contract, reader
+from flagsweep.results import contract, estimate, reader
 
 if TYPE_CHECKING:                    # the report reads records without opening a store
     from flagsweep.results.store import Store
@@ -47,10 +52,22 @@ def reach_of_spread(sd_log: float) -> float:
     return 100 * math.expm1(Z95 * math.sqrt(2) * sd_log)
 
 
+def spread_of_reach(reach_pct: float) -> float:
+    """The layout sd (log scale) whose reach is `reach_pct`: reach_of_spread's inverse."""
+    return math.log1p(reach_pct / 100) / (Z95 * math.sqrt(2))
+
+
 def measured_reach(store: Store, target: str,
                    machine: contract.Machine) -> tuple[float, str] | None:
     """(reach %, where it comes from) from the newest complete --layouts run of `target` on
     this machine whose results.json still says its layout spread; None when there is none."""
+    found = measured_spread(store, target, machine)
+    return None if found is None else (reach_of_spread(found[0]), found[1])
+
+
+def measured_spread(store: Store, target: str,
+                    machine: contract.Machine) -> tuple[float, str] | None:
+    """(layout sd on the log scale, where it comes from), as measured_reach finds it."""
     from flagsweep.results import stored    # here: the report imports this without a store
 
     for run in reversed(store.runs_of(target)):
@@ -64,8 +81,8 @@ def measured_reach(store: Store, target: str,
             continue
         sd = _spread(folder / "results.json")
         if sd is not None:
-            return reach_of_spread(sd), (f"layout spread +-{100 * math.expm1(sd):.1f}% measured "
-                                         f"by run {run['run_id']} ({layouts} layouts)")
+            return sd, (f"layout spread +-{100 * math.expm1(sd):.1f}% measured by run "
+                        f"{run['run_id']} ({layouts} layouts)")
     return None
 
 
@@ -106,20 +123,26 @@ def plan(doc: contract.Results, reach: tuple[float, str] | None, enabled: bool,
     if winner is None:
         return record({**start, "why": "the recommendation keeps the baseline"})
     vs = winner.vs_baseline
-    start |= {"one_layout": {"ratio": vs.ratio, "ci95": vs.ci95}}
-    nearest = nearest_pct(vs.ci95)
-    if nearest is not None and nearest >= reach_pct:
-        return record({**start, "why": f"its 95% CI ends {nearest:.1f}% from no change, beyond "
-                                       f"the {reach_pct:.1f}% layout luck reaches ({source})"})
+    start |= {"one_layout": {"ratio": vs.ratio, "ci95": vs.ci95, "ci_fcr": vs.ci_fcr,
+                             "fcr_level": vs.fcr_level}}
+    lucky = estimate.with_luck(doc, winner.id, reach_pct)
+    interval = (f"{stats.level_text(lucky.level)} CI {stats.ci_text(lucky.ci)}"
+                if lucky is not None else "none")
+    threshold = estimate.threshold_of(doc)
+    if estimate.faster_beyond(lucky, threshold):
+        return record({**start, "why": f"its interval with one build's layout luck, {interval}, "
+                                       f"lies beyond the {threshold:g}% threshold "
+                                       f"(layout luck reaches {reach_pct:.1f}%, {source})"})
     if not enabled:
         return record({**start, "status": SKIPPED,
                        "why": f"not confirmed over layouts (--no-confirm): an effect this close "
                               f"to no change can be layout luck (reach {reach_pct:.1f}%, "
                               f"{source})"})
     return record({**start, "status": PENDING,
-                   "why": f"being confirmed over {k} layouts each of it and the baseline: its "
-                          f"95% CI comes within {reach_pct:.1f}% of no change, where layout "
-                          f"luck reaches ({source})"})
+                   "why": f"being confirmed over {k} layouts each of it and the baseline: with "
+                          f"one build's layout luck its interval, {interval}, reaches within "
+                          f"{threshold:g}% of no change (layout luck reaches "
+                          f"{reach_pct:.1f}%, {source})"})
 
 
 def _winner(doc: contract.Results) -> contract.Variant | None:
@@ -156,7 +179,8 @@ def outcome(stored: dict, confirm_doc: contract.Results, seconds: float,
     vs = (v.vs_baseline if v else None) or contract.VsBaseline(verdict="")
     over = contract.LayoutEstimate(ratio=vs.ratio, ci95=vs.ci95, verdict=vs.verdict or None,
                                    layouts=getattr(vs, "layouts", None),
-                                   layout_sd_pct=vs.layout_sd_pct, p_adjusted=vs.p_adjusted)
+                                   layout_sd_pct=vs.layout_sd_pct, p_adjusted=vs.p_adjusted,
+                                   ci_fcr=vs.ci_fcr, fcr_level=vs.fcr_level)
     done = start.model_copy()
     done.over_layouts, done.run_id = over, confirm_doc.run_id
     done.results, done.seconds = str(results), round(seconds, 1)
@@ -193,11 +217,26 @@ def apply(doc: contract.Results, stored: dict | None) -> None:
     if not stored or not rec:
         return
     rec.confirmation = confirmed = record(stored)
-    if confirmed.status != LUCK or confirmed.variant != rec.variant:
+    if confirmed.variant != rec.variant:
+        return
+    _estimate(doc, confirmed)
+    if confirmed.status != LUCK:
         return
     base = next(v for v in doc.variants if v.id == doc.baseline)
     winner = " ".join(next((v.flags for v in doc.variants if v.id == confirmed.variant),
                            [confirmed.variant]))
     rec.why = (f"{winner} is {confirmed.why}. Keep the baseline's flags. (Before the "
                f"confirmation: {rec.why})")
-    rec.flags, rec.variant = base.flags, base.id
+    rec.flags, rec.variant, rec.estimate = base.flags, base.id, None
+
+
+def _estimate(doc: contract.Results, confirmed: contract.Confirmation) -> None:
+    """What the recommendation prints once its confirmation is known (results.estimate): the
+    confirmation's estimate over layouts; or, where none was needed, the one build's interval
+    with layout luck, the interval the rule found beyond the threshold."""
+    rec = doc.recommendation
+    if confirmed.status == CONFIRMED and confirmed.over_layouts is not None:
+        rec.estimate = estimate.over_layouts(confirmed.over_layouts, confirmed.layouts)
+    elif confirmed.status == NOT_NEEDED and confirmed.one_layout and rec.estimate:
+        rec.estimate = estimate.with_luck(doc, rec.variant,
+                                          confirmed.reach_pct or DEFAULT_REACH_PCT)

@@ -159,6 +159,7 @@ def _document(run: dict, stored: list[contract.Variant],
     analysis.apply(doc, values, seed=m.get("seed") or 0, replicates=replicates,
                    refused=refused, design=design)
     confirmation.apply(doc, o.get("confirmation"))
+    analysis.unanswered(doc)
     _stopped(doc, o.get("stopped") or {}, samples)
     _short_run(doc, t_path)
     analysis.advise(doc, samples)
@@ -168,14 +169,17 @@ def _document(run: dict, stored: list[contract.Variant],
 
 # The measuring options results.json repeats under `measurement`, as the sweep stored them.
 MEASUREMENT = ("seed", "warmup", "min_runs", "max_runs", "runs", "budget", "precision_pct", "cpu",
-               "quick", "strict_check", "counters", "threshold_pct", "reference", "metric")
+               "quick", "strict_check", "counters", "threshold_pct", "reference", "metric",
+               "run_length")
 
 
 def _measurement(m: dict, metric_choice: dict | None,
                  schedule: dict | None = None) -> contract.Measurement:
+    # --input-size as given: auto, else the size --quick (or its absence) chose
+    size = m.get("input_size") or ("quick" if m.get("quick") else "full")
     return contract.Measurement.model_validate(
         {k: m[k] for k in MEASUREMENT if k in m} | {"metric_choice": metric_choice,
-                                                     "schedule": schedule})
+                                                     "input_size": size, "schedule": schedule})
 
 
 def _short_run(doc: contract.Results, target_path: str) -> None:

@@ -122,6 +122,39 @@ def noise(baseline: Replicates, twin: Replicates | None, threshold_pct: float,
     return {**out, "mde_pct": mde, "sd_log_diff": sd, "n_pairs": k, "warning": warning}
 
 
+def power(k: int, sd: float, gain_pct: float, threshold_pct: float, m: int = 1,
+          alpha: float = 0.05) -> float:
+    """The chance that a variant truly gain_pct faster than the baseline is called faster when
+    the two are compared over k layouts a side (compare, then stats.adjust over m comparisons),
+    each layout's level spread by `sd` (log scale) about its arm's mean.
+
+    A lone claim among m is made when its false-coverage adjusted interval, at 1 - alpha/m
+    (stats.multiplicity.fcr_intervals), lies wholly beyond the threshold. With equal spreads
+    the arms' difference over its estimated standard error, less the threshold's log, is a
+    noncentral t with 2k - 2 degrees of freedom and noncentrality (log(1 - g) - log(1 - t)) /
+    (sd sqrt(2/k)), and the claim is its lower tail below the interval's t quantile: the power
+    of a one-sided t test against a shifted null (Chow, Shao & Wang, Sample Size Calculations
+    in Clinical Research, 2nd ed., Chapman & Hall/CRC 2008, ch. 3, superiority by a margin;
+    the noncentral t as Cohen, Statistical Power Analysis for the Behavioral Sciences, 2nd
+    ed., 1988, ch. 2, uses it). Welch's degrees of freedom are 2k - 2 when the arms spread
+    alike, the layouts' case: the same code relinked."""
+    if k < 2 or sd <= 0:
+        return 0.0 if k < 2 else float(gain_pct > threshold_pct)
+    df = 2 * k - 2
+    se = sd * math.sqrt(2 / k)
+    quantile = float(sps.t.ppf(1 - alpha / (2 * max(1, m)), df))
+    shift = (math.log1p(-gain_pct / 100) - math.log1p(-threshold_pct / 100)) / se
+    return float(sps.nct.cdf(-quantile, df, shift))
+
+
+def layouts_for(sd: float, gain_pct: float, threshold_pct: float, m: int, wanted: float,
+                most: int) -> int:
+    """The fewest layouts a side (2 to `most`) at which `power` reaches `wanted`; `most` when
+    none does."""
+    return next((k for k in range(2, most + 1)
+                 if power(k, sd, gain_pct, threshold_pct, m) >= wanted), most)
+
+
 def level_values(arms: dict[str, Replicates], baseline: str) -> dict[str, dict[int, float]]:
     """variant -> {layout's place: exp(its level)}: one observation per layout, for a model of
     the factors (flagsweep.stats.effects) that must carry the layout level."""

@@ -90,7 +90,8 @@ def test_a_variant_that_fails_to_link_is_recorded_and_the_others_measured(tiny, 
                                                                            isolated_cache, main):
     out, db = tmp_path / "run", isolated_cache / "store.sqlite"
     result = flagsweep("run", str(tiny), *_flags("-O2", BAD_LINK, "-O1"), "--runs", "2",
-                       "--warmup", "0", "--quick", "--seed", "3", "--out", str(out))
+                       "--warmup", "0", "--quick", "--seed", "3", "--schedule", "serial",
+                       "--out", str(out))   # a round's three runs, counted below
     v = _assert_failed_link_recorded(out, result.stderr)
     assert json.loads((out / "results.json").read_text())["status"] == "complete"
     assert v["-O1"]["summary"]["n"] == 2 and v["-O1"]["vs_baseline"]["n_pairs"] == 2

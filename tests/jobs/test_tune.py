@@ -430,7 +430,7 @@ def test_a_tunes_first_batch_chooses_the_schedule_for_the_whole_tune(tmp_path, i
     """--schedule auto: the first batch runs the pilot; every later batch keeps its choice
     without a pilot of its own, and the proof (over layouts) is serial."""
     t = target.load(str(write_tiny_target(tmp_path / "tiny", megabytes=0.2,
-                                          quick_megabytes=0.1)))
+                                          quick_megabytes=0.12)))   # builds of its own
     opts = _options(_space(tmp_path), trials=8, measure={
         "max_runs": 12, "metric": "wall", "cpu": 0, "schedule": "auto", "partner_cpu": 1})
     path = tune.start(t, opts, tmp_path / "tuned", Store(), print, execute=PlantedTogether())

@@ -328,3 +328,41 @@ def _tiny_on_a_recorded_machine(tmp_path, monkeypatch, cpu1_ticks: int):
                              repeats=1, timeout=60)
     return selection.prepare(selection.Selection(
         str(tiny), flag_sets=("-O2",), out_dir=tmp_path / "out"), lambda _: None)
+
+
+@pytest.fixture
+def partner(monkeypatch, tmp_path):
+    """The duets' second CPU beside `cpu` (host.placement.partner) on a machine of `cpus` CPUs
+    whose next window is the recorded /proc/stat moved on by `busy`; `siblings`: CPU -> its SMT
+    siblings, as /sys says them."""
+    monkeypatch.setenv("FLAGSWEEP_LOCK_DIR", str(tmp_path))
+
+    def second(cpu: int, busy: dict[int, int], cpus: int = 2, siblings=None):
+        start = moved(RECORDED, {}, cpus)
+        recorded = [load.Snapshot(load.parse_stat(start), {}, 1.0),
+                    load.Snapshot(load.parse_stat(moved(start, busy)), {}, 1.5)]
+        monkeypatch.setattr(load, "snapshot", lambda *a, **k: recorded.pop(0))
+        monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cpus)))
+        monkeypatch.setattr(placement.system, "online_cpus", lambda *root: list(range(cpus)))
+        monkeypatch.setattr(placement.system, "isolated_cpus", lambda *root: [])
+        monkeypatch.setattr(placement.system, "smt_siblings",
+                            lambda c, *root: (siblings or {}).get(c, [c]))
+        return placement.partner(cpu, sleep=lambda s: None)
+    return second
+
+
+def test_the_duets_second_cpu_is_the_quietest_other_one_and_not_a_sibling_if_it_can(partner):
+    got = partner(1, {0: 5, 2: 20, 3: 2}, cpus=4, siblings={1: [0, 1]})
+    assert got.cpu == 3 and got.how == "duet partner"
+    assert got.why.startswith("the duet's second CPU is 3: 96% idle over 0.5 s")
+    # only the sibling left: taken, and said
+    got = partner(1, {0: 5}, cpus=2, siblings={1: [0, 1]})
+    assert got.cpu == 0 and got.why.endswith(
+        "it is CPU 1's SMT sibling (no other is free), which the pilot weighs")
+
+
+def test_no_second_cpu_says_why(partner):
+    assert partner(0, {}, cpus=1) == "this sweep may use one CPU only (CPU 0)"
+    with lock.MeasureLock("gzip other", 1):
+        assert partner(0, {}, cpus=2) == ("every other CPU this sweep may use is held by "
+                                          "another sweep (CPU 1)")

@@ -31,7 +31,7 @@ from typing import Any, Callable, Literal
 from pydantic import BaseModel, ConfigDict
 
 from flagsweep import files, report, stats
-from flagsweep.compilation import variants
+from flagsweep.compilation import layout, variants
 from flagsweep.errors import FlagsweepError, Interrupted
 from flagsweep.experiment import space as spaces
 from flagsweep.experiment import target
@@ -63,10 +63,6 @@ MIN_ROUNDS_S = 60.0          # the least an ablation's or a proof's sweep is giv
 # (1/sqrt(0.8)), while a flag named for a layout's luck is a wrong answer to the ablation's
 # question, which the proof does not mend.
 PROOF_LOAN = 0.2
-# A layout's build once the set's first layout is compiled (a link, its compiles ccache's),
-# with its output check. lame's and flac's checks here: 20 and 12 binaries in about 150 and
-# 145 s at the search's 15 and 24 s a build, so about 0.4 of a build after each set's first.
-RELINK_SHARE = 0.4
 BUSY_TRIES = 2               # resumptions of a busy sweep, whatever the time left
 
 
@@ -954,11 +950,8 @@ def _layout_plan(tune: Tuning, rows: list[contract.TuneAblationRow], path: Path)
 
 def _check_need(n: int, k: int, pace: float, run_s: float, rounds: int) -> tuple[float, float]:
     """(builds, least rounds) in seconds of the check over layouts of n rows: each row's set
-    and the best set compiled once and linked in k layouts, k more links of the best set for
-    the A/A twin; a link again at RELINK_SHARE of a build; `rounds` rounds of it all."""
-    sets = n + 1
-    builds = sets * pace + (sets * (k - 1) + k) * RELINK_SHARE * pace
-    return builds, rounds * (sets + 1) * k * run_s
+    and the best set over k layouts, with the A/A twin (compilation.layout.cost)."""
+    return layout.cost(n + 1, k, pace, run_s, rounds)
 
 
 def _run_pace(tune: Tuning, path: Path) -> float:

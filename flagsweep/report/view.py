@@ -42,6 +42,7 @@ class SweepView:
     layouts: layouts.LayoutPanel | None = None
     spending: rows.Spending | None = None
     explained: explanation.Explained | None = None          # run --explain's profiles
+    luck_note: str = ""              # what "one layout, within layout luck" means, when shown
     results: contract.Results | None = field(repr=False, default=None)  # the plots' samples
 
 
@@ -71,4 +72,5 @@ def build(doc: contract.Results, results_path: Path, out_dir: Path) -> SweepView
         spending=rows.spending(doc, variants),
         layouts=layouts.panel(doc, labels),
         explained=explanation.explained(doc, labels),
+        luck_note=rows.luck_note(doc, variants),
         results=doc)

@@ -121,6 +121,39 @@ def noise(baseline: Replicates, twin: Replicates | None, threshold_pct: float,
     return {**out, "mde_pct": mde, "sd_log_diff": sd, "n_pairs": k, "warning": warning}
 
 
+def power(effect: float, spread: float, k: int, threshold_pct: float, m: int = 1,
+          alpha: float = 0.05) -> float:
+    """The probability that a comparison over `k` layouts a side calls a true log effect
+    `effect` beyond the threshold, when one layout's level varies with sd `spread` (log scale:
+    the layouts' own spread and the runs' share of it) and the call is one of `m`.
+
+    A call needs the interval at 1 - alpha/m (the false-coverage level of one selected of m,
+    stats.fcr_intervals) wholly beyond log(1 + t): the difference of the arms' mean levels,
+    standard error spread sqrt(2/k), must exceed log(1 + t) by Student's t at that level on
+    2k - 2 degrees of freedom (Welch's with equal spreads). Its probability is that of a
+    noncentral t with noncentrality (|effect| - log(1 + t)) / (spread sqrt(2/k)) beyond that
+    point: the power of the two-sample t test against a shifted null (Chow, Shao & Wang,
+    Sample Size Calculations in Clinical Research, 2nd ed., Chapman & Hall/CRC 2008, sec. 3.2,
+    superiority by a margin; Cohen, Statistical Power Analysis for the Behavioral Sciences,
+    2nd ed., Erlbaum 1988, ch. 2, for the noncentral t)."""
+    if k < 2 or spread <= 0:
+        return 0.0 if k < 2 else float(abs(effect) > math.log1p(stats.fraction(threshold_pct)))
+    df = 2 * k - 2
+    crit = float(sps.t.ppf(1 - alpha / max(1, m) / 2, df))
+    shift = (abs(effect) - math.log1p(stats.fraction(threshold_pct))) / (spread * math.sqrt(2 / k))
+    return float(sps.nct.sf(crit, df, shift))
+
+
+def layouts_for(effect: float, spread: float, threshold_pct: float, m: int = 1,
+                wanted: float = 0.8, fewest: int = 2, most: int = 64) -> int:
+    """The fewest layouts a side (within fewest..most) at which power() reaches `wanted`;
+    `most` when none does."""
+    for k in range(max(2, fewest), most + 1):
+        if power(effect, spread, k, threshold_pct, m) >= wanted:
+            return k
+    return most
+
+
 def level_values(arms: dict[str, Replicates], baseline: str) -> dict[str, dict[int, float]]:
     """variant -> {layout's place: exp(its level)}: one observation per layout, for a model of
     the factors (flagsweep.stats.effects) that must carry the layout level."""

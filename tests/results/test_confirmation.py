@@ -88,7 +88,7 @@ def test_a_small_win_that_layout_swallows_is_not_recommended(tmp_path):
     child = Store().run(c["run_id"])
     assert child["status"] == "complete" and child["options"]["measure"]["layouts"] == K
     assert child["options"]["confirms"]["run_id"] == doc["run_id"]
-    assert any("confirm: gcc-O1 is not distinguishable" in line for line in said)
+    assert any("confirm: -O1: not distinguishable from layout luck" in line for line in said)
 
 
 def _change(c: dict) -> str:
@@ -185,8 +185,8 @@ def test_the_reach_is_the_measured_layout_spread_where_known(tmp_path):
         measurement={}, recommendation={"variant": "v", "why": "faster"},
         variants=[_built("b"), {**_built("v"), "vs_baseline": {
             "verdict": "faster", "ratio": 0.96, "ci95": [0.955, 0.965]}}]))
-    assert confirmation.plan(doc, (reach, source), True).status == confirmation.NOT_NEEDED
-    assert confirmation.plan(doc, None, True).status == confirmation.PENDING
+    assert confirmation.plan(doc, (reach, source)).status == confirmation.NOT_NEEDED
+    assert confirmation.plan(doc, None).status == confirmation.PENDING
     assert confirmation.measured_reach(db, "nothing", here) is None
 
 

@@ -465,7 +465,7 @@ def _recommend(doc: contract.Results,
     rows = [v for v in doc.variants if _verdict(v) in
             ("faster", "equivalent", "slower", "inconclusive") and not is_control(v.id)]
     faster, unsettled = _beyond_luck([v for v in rows if v.vs_baseline.verdict == "faster"
-                                      and output_ok(v)])
+                                      and output_ok(v)], confirmation.measured_again(doc))
     wrong = sorted((v for v in rows if v.vs_baseline.verdict == "faster"
                     and not output_ok(v)), key=lambda v: v.vs_baseline.ratio)
     left_out = [_excluded(v) for v in wrong]
@@ -507,18 +507,18 @@ def _recommend(doc: contract.Results,
                                    variant=simplest.id, why=why + excluded)
 
 
-def _beyond_luck(faster: list[contract.Variant]
+def _beyond_luck(faster: list[contract.Variant], measured: bool
                  ) -> tuple[list[contract.Variant], list[contract.Variant]]:
-    """(the faster rows a recommendation may name, those it may not): never one that layout
-    luck could give and the layouts did not confirm; a settled one (beyond the reach, or
-    confirmed) before one not measured again, which is named only when no settled one is (its
-    sentence then says it is unconfirmed)."""
+    """(the faster rows a recommendation may name, those it may not): a settled one (beyond
+    the reach, or confirmed over layouts) before any other. One that layout luck could give is
+    named only when no settled one is and no confirmation measured rows again (--no-confirm, a
+    failed one: its sentence then says it is unconfirmed); never one the layouts did not
+    confirm, nor one a confirmation left out."""
     luck = [v for v in faster if not confirmation.settled(v.vs_baseline.layout_luck)]
-    refuted = [v for v in luck if v.vs_baseline.layout_luck.status == confirmation.LUCK]
     settled = [v for v in faster if v not in luck]
-    if settled:
+    if settled or measured:
         return settled, luck
-    return [v for v in luck if v not in refuted], refuted
+    return luck, []
 
 
 def _luck_text(v: contract.Variant) -> str:

@@ -475,6 +475,12 @@ def settled(luck: contract.LayoutLuck | None) -> bool:
     return luck is None or luck.status == CONFIRMED
 
 
+def measured_again(doc: contract.Results) -> bool:
+    """Whether a confirmation measured any of this sweep's rows again over layouts."""
+    return any(v.vs_baseline is not None and v.vs_baseline.layout_luck is not None
+               and v.vs_baseline.layout_luck.over_layouts is not None for v in doc.variants)
+
+
 def final_verdict(vs: contract.VsBaseline | None) -> str | None:
     """The verdict a reader of results.json may act on: a faster or slower call within layout
     luck's reach that was not confirmed over layouts is not decided (inconclusive)."""

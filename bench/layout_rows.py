@@ -168,9 +168,9 @@ def cell(index: int, nulls: int, g: float, cv: float, s_l: float, n: int, opts: 
     reach = ((confirmation.reach_of_spread(s_l), f"measured s_L {100 * s_l:g}%")
              if measured_reach else None)
     t0 = time.time()
-    tally = dict(slower_before=0, slower_after=0, null_before=0, null_after=0, null_luck=0, use_null_before=0, use_null=0,
-                 use_win=0, win_before=0, inconsistent=0, confirmed=0, effects_null=0,
-                 win_measured=0, win_confirmed=0)
+    tally = dict(slower_before=0, slower_after=0, null_before=0, null_after=0, null_luck=0,
+                 use_null_before=0, use_null=0, use_win=0, win_before=0, inconsistent=0,
+                 confirmed=0, effects_null=0, win_measured=0, win_confirmed=0)
     ks, powers, measured = [], [], []
     for i in range(n):
         rng = np.random.default_rng([2027, index, i])

@@ -307,10 +307,8 @@ def calibrate_cmd(runs, threshold_pct, quick, cpu, out_dir) -> None:
     from flagsweep.results import store
 
     out = out_dir or shipped.reports_dir() / f"calibrate-{chosen.stamp()}"
-    # The plants are data in the same code, so in the same layout: no layout luck between them.
     opts = sweep.MeasureOptions(runs=runs, min_runs=runs, max_runs=runs, quick=quick, cpu=cpu,
-                                threshold_pct=threshold_pct, no_reference=True,
-                                same_layout=True)
+                                threshold_pct=threshold_pct, no_reference=True)
     path, rows = calibration.run(variants.Options(out_dir=out, jobs=chosen.cpu_count()), opts,
                                  store.Store(), say)
     t = show.table(f"planted effects on this machine ({runs} rounds, threshold {threshold_pct:g}%):",

@@ -258,7 +258,7 @@ def _measure(sweep: Sweep, store: Store, say: Callable[[str], None]) -> Path:
     ending = {"status": status, "stop_reason": outcome.stop_reason, "finished": time.time()}
     try:
         # Decided before the files are written: the page never says "Use X" unconfirmed.
-        _confirmation_planned(sweep, store, ending)
+        confirmation_planned(sweep, store, ending)
         # The files first, then the status: killed in between, the run is still resumable
         # (resuming writes them); the other way round it was complete with no results.json.
         path = write_outputs(sweep, store, say, ending)
@@ -284,14 +284,16 @@ def _measure(sweep: Sweep, store: Store, say: Callable[[str], None]) -> Path:
                              "results once that is fixed") from e
 
 
-def _confirmation_planned(sweep: Sweep, store: Store, ending: dict) -> None:
+def confirmation_planned(sweep: Sweep, store: Store, ending: dict,
+                         off: str | None = None) -> None:
     """Which of this sweep's faster/slower rows are confirmed over layouts, over how many
     (results.confirmation), kept with the run: a confirmation that needs running is recorded
-    `running` until it ends."""
+    `running` until it ends. `off`: why this sweep cannot run one (its rows are labelled)."""
     store.set_option(sweep.run_id, "confirmation", None)    # a plan of an earlier attempt
     doc = writer.document(store, sweep.run_id, ending)
     reach = confirmation.measured_reach(store, sweep.target.name, doc.machine)
-    store.set_option(sweep.run_id, "confirmation", confirmation.plan(doc, reach, sweep.opts))
+    store.set_option(sweep.run_id, "confirmation",
+                     confirmation.plan(doc, reach, sweep.opts, off))
 
 
 def _confirmed(sweep: Sweep, store: Store, path: Path, say: Callable[[str], None]) -> Path:

@@ -142,8 +142,9 @@ def reproduce_command(doc: contract.Results) -> str:
 def _confirm_args(doc: contract.Results) -> list[str]:
     """How the run was told to confirm its rows over layouts, where not the default."""
     c = doc.recommendation.confirmation if doc.recommendation else None
-    if c is not None and c.status == confirmation.SKIPPED:
-        return ["--no-confirm"]
+    if c is not None and c.status == confirmation.SKIPPED \
+            and c.left_out_why in (None, confirmation.NO_CONFIRM):
+        return [confirmation.NO_CONFIRM]
     ms = doc.measurement
     k, rows = getattr(ms, "confirm_layouts", None), getattr(ms, "confirm_rows", None)
     if k is None and c is not None and c.variants is None:

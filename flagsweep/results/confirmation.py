@@ -71,6 +71,7 @@ CALLED = ("faster", "slower")
 POWER = 0.8
 FEWEST_LAYOUTS, MOST_LAYOUTS = 3, 16
 DEFAULT_SOURCE = "the default: no layout spread measured for this program on this machine"
+NO_CONFIRM = "--no-confirm"
 
 
 def reach_of_spread(sd_log: float) -> float:
@@ -129,10 +130,11 @@ def record(stored: dict) -> contract.Confirmation:
 # ---- the plan: which rows, how many layouts --------------------------------------------------
 
 def plan(doc: contract.Results, reach: tuple[float, str] | None,
-         opts: MeasureOptions | None = None) -> contract.Confirmation:
+         opts: MeasureOptions | None = None, off: str | None = None) -> contract.Confirmation:
     """The record a sweep starts its confirmation with: status `running` with the rows to
     measure again when any faster or slower row is within the reach, else why not
-    (`not-needed`; `skipped` with --no-confirm; `over-budget`)."""
+    (`not-needed`; `skipped` with --no-confirm, or `off`: why this sweep cannot run one;
+    `over-budget`)."""
     opts = opts or MeasureOptions()
     one_pct, source = reach or (DEFAULT_REACH_PCT, DEFAULT_SOURCE)
     m = len(_compared(doc))
@@ -158,11 +160,12 @@ def plan(doc: contract.Results, reach: tuple[float, str] | None,
     rows = within(doc, reach_pct)
     if not rows:
         return record({**start, "why": _none_within(doc, winner, reach_pct, source)})
-    if not opts.layout_confirm:
+    if off or not opts.layout_confirm:
+        off = off or NO_CONFIRM
         return record({**start, "status": SKIPPED, "left_out": [v.id for v in rows],
-                       "why": f"not confirmed over layouts (--no-confirm): an effect this close "
+                       "why": f"not confirmed over layouts ({off}): an effect this close "
                               f"to no change can be layout luck (reach {reach_pct:.1f}%, "
-                              f"{source})", "left_out_why": "--no-confirm"})
+                              f"{source})", "left_out_why": off})
     size = sized(doc, rows, one_pct, opts)
     if not size.rows:
         return record({**start, "status": OVER_BUDGET, "left_out": [v.id for v in rows],
@@ -426,13 +429,13 @@ def label(doc: contract.Results, stored: dict | None) -> None:
 def _unmeasured(c: contract.Confirmation, vid: str) -> str:
     """Why a row within the reach was not measured again, as the words after "faster (one
     layout, within layout luck): "."""
-    if c.status == PENDING:
-        return (f"being confirmed over {c.layouts} layouts a side: its 95% CI comes within "
-                f"{c.reach_pct:.1f}% of no change, where layout luck reaches ({c.reach_source})")
-    if c.status in (SKIPPED, FAILED, INTERRUPTED, OVER_BUDGET):
+    if c.status in (SKIPPED, OVER_BUDGET, FAILED, INTERRUPTED):
         return c.why or c.status
     if vid in (c.left_out or []):
         return f"not measured again over layouts ({c.left_out_why})"
+    if c.status == PENDING:
+        return (f"being confirmed over {c.layouts} layouts a side: its 95% CI comes within "
+                f"{c.reach_pct:.1f}% of no change, where layout luck reaches ({c.reach_source})")
     return "not measured again over layouts"
 
 

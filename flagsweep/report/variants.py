@@ -74,8 +74,8 @@ class VariantRow:
     @property
     def finding(self) -> str:
         """The row in the findings: its change, or why it has none."""
-        if self.luck:
-            return f"{self.change_text} {self.ci_text}: {self.luck_why}".strip()
+        if self.luck:       # its intervals are in ci_text; the why's first clause says the rest
+            return f"{self.change_text} {self.ci_text}: {self.luck_why.split(': ')[0]}".strip()
         if self.verdict in ("faster", "slower", "equivalent", "inconclusive"):
             return f"{self.change_text} {self.ci_text}".strip()
         if self.verdict == "identical-code":

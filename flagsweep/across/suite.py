@@ -218,12 +218,18 @@ def _recommend(s: SuiteTable) -> str:
         parts.append(f"no difference or undecided on {', '.join(undecided)}")
     plain = f"{best.compiler} {' '.join(best.flags)}"
     named = best.label if best.label and best.label != " ".join(best.flags) else plain
-    return (f"{named}: {_pct_ci(best.suite)} across the {n} "
+    m = sum(r.suite is not None for r in s.rows)
+    return (f"{named}: {_pct_ci(best.suite, m)} across the {n} "
             f"programs (geometric mean); by program: {'; '.join(parts)}.")
 
 
-def _pct_ci(c: stats.RatioEstimate) -> str:
-    return stats.change_text(c.ratio, c.ci95)
+def _pct_ci(c: stats.RatioEstimate, m: int) -> str:
+    """The chosen row's change with the interval its verdict used: adjusted for choosing it
+    among the m pooled rows (stats.fcr_intervals), as a sweep's "Use X" prints its winner's."""
+    if c.ci_fcr is None or c.fcr_level is None:
+        return stats.change_text(c.ratio, c.ci95)
+    return (f"{stats.change_text(c.ratio)} ({stats.level_text(c.fcr_level)} CI "
+            f"{stats.ci_text(c.ci_fcr)}, adjusted for choosing it among {m} pooled rows)")
 
 
 def document(s: SuiteTable, out: Path) -> Suite:

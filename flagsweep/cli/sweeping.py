@@ -91,6 +91,10 @@ def _prepare(kw: dict):
               help="perf stat counters: auto = hardware counters when the machine has a PMU, "
                    "else wait4's rusage only; software = perf's software events anyway.")
 @click.option("--quick", is_flag=True, help="A smaller input (a fast look, not a final answer).")
+@click.option("--input-size", type=click.Choice(["full", "quick", "auto"]),
+              help="The input: full, quick (as --quick), or auto: a pilot of A/A pairs at both "
+                   "sizes, then the size between them that buys the narrowest interval per "
+                   "minute of measuring, said and recorded [default: full].")
 @click.option("--strict-check", is_flag=True, help="Do not time binaries whose output differs.")
 @click.option("--seed", type=SEED, help="Seed for round order and environment padding, 0 to 2^63-1 "
               "[default: random, recorded].")
@@ -113,9 +117,10 @@ def _prepare(kw: dict):
                    "layouts of the baseline. See docs/measurement.md.")
 @click.option("--no-confirm", "layout_confirm", is_flag=True, flag_value=False, default=True,
               help="Do not measure faster/slower rows again over code layouts (by default each "
-                   "row whose 95% CI comes within layout luck's reach of no change is measured "
-                   "again, it and the baseline relinked in K layouts each, in one sweep); such "
-                   "rows then read \"one layout, within layout luck\". See docs/statistics.md.")
+                   "row whose interval with one build's layout luck reaches within the "
+                   "threshold is measured again, it and the baseline relinked in K layouts "
+                   "each, in one sweep); such rows then read \"one layout, within layout "
+                   "luck\". See docs/statistics.md.")
 @click.option("--confirm-layouts", type=click.IntRange(min=2, max=64),
               help="Layouts a side (K) for that confirmation [default: sized by power: the "
                    "fewest at which an effect as large as layout luck's reach is confirmed "
@@ -146,7 +151,11 @@ def _prepare(kw: dict):
               help="With --scheduler: measure on workers of this CPU label (repeatable; one "
                    "results.json per label, merged).")
 def run_cmd(confirm, wait, resume_id, all_, skip, scheduler, cpu_labels, **kw) -> None:
-    """Build TARGET's variants, check their outputs, and measure them in pinned shuffled rounds."""
+    """Build TARGET's variants, check their outputs, and measure them in pinned shuffled rounds.
+
+    Exit status: 0 with an answer; 2 on bad input or an error (an interrupted sweep too); 3
+    when the sweep ended without an answer, stopped early because the machine was busy (the
+    recommendation says "No answer yet"; --resume continues it)."""
     from flagsweep.jobs import campaign, fleet, sweep
     from flagsweep.results import store
 
@@ -215,6 +224,11 @@ def _measure_options(kw: dict):
         o.precision_pct = o.threshold_pct
     if o.min_runs > o.max_runs:
         raise click.UsageError(f"--min-runs {o.min_runs} is more than --max-runs {o.max_runs}")
+    if o.quick and kw.get("input_size") not in (None, "quick"):
+        raise click.UsageError(f"--quick is --input-size quick: not with --input-size "
+                               f"{kw['input_size']}")
+    o.quick = o.quick or kw.get("input_size") == "quick"
+    o.input_size = "auto" if kw.get("input_size") == "auto" else None
     return o
 
 
@@ -226,6 +240,9 @@ def _fleet_usage(scheduler, cpu_labels, confirm, all_, mopts, kw) -> None:
                                "--source-dir")
     if mopts.cpu is not None:
         raise click.UsageError("--cpu: each worker pins to its own (flagsweep worker --cpu N)")
+    if mopts.input_size == "auto":
+        raise click.UsageError("--input-size auto pilots on this machine: not with --scheduler "
+                               "(give full or quick)")
     if not kw["target_name"]:
         raise click.UsageError("missing argument TARGET")
 
@@ -259,13 +276,25 @@ def _suite_names(all_, skip, confirm, kw) -> list[str]:
     return [n for n in names if n not in skip]
 
 
+# The exit status of a sweep that ended without an answer (busy: stopped early because the
+# machine was busy), as `history --check` says 3 for a night it cannot check: not a failure
+# of the program, nor an error, but no answer a CI job may act on.
+NO_ANSWER = 3
+
+
 def _finish(results_path: Path) -> None:
-    """The verdicts table on stderr; the report's path last on stdout (results.json beside it)."""
+    """The verdicts table on stderr; the report's path last on stdout (results.json beside
+    it); then exit NO_ANSWER when the sweep did not end complete."""
     from flagsweep.report import terminal
+    from flagsweep.results import reader
 
     terminal.show(results_path)
     page = results_path.parent / "index.html"
     click.echo(str(page if page.exists() else results_path))
+    status = reader.load(results_path).status
+    if status not in (None, "complete"):
+        say(f"no answer yet: the sweep is {status} (exit status {NO_ANSWER})")
+        sys.exit(NO_ANSWER)
 
 
 def _print_builds(builds, m) -> None:

@@ -53,8 +53,11 @@ class Duration(click.ParamType):
               help="Candidates measured together in one sweep.")
 @click.option("--trials", type=click.IntRange(1), default=None,
               help="Candidates at most [default: the budget decides].")
-@click.option("--layouts", type=click.IntRange(2, 16), default=4, show_default=True,
-              help="Layouts each set of the proof is built in.")
+@click.option("--layouts", type=click.IntRange(2, 16), default=None,
+              help="Layouts each set of the proof is built in [default: the fewest at which a "
+                   "gain of three times the threshold is confirmed with 90% power, at the "
+                   "layout spread measured for the program, within what the budget leaves; "
+                   "either way cut to fit the budget, saying so].")
 @click.option("--max-runs", type=click.IntRange(1), default=20, show_default=True,
               help="Most rounds of one batch.")
 @click.option("--threshold", "threshold_pct", type=THRESHOLD, default=1.0, show_default=True,

@@ -160,7 +160,9 @@ def _workload(doc: Results, folder: Path) -> check.Invocation:
                              f"is not run: {why}; explain runs only a target root or you "
                              "could have written")
     t = target.load(target_file)
-    inp = inputs.prepare(t, quick=bool(getattr(doc.measurement, "quick", None)))
+    chosen = getattr(doc.measurement, "run_length", None)     # --input-size auto's size
+    inp = inputs.prepare(t, quick=bool(getattr(doc.measurement, "quick", None)),
+                         size=chosen.size if chosen else None)
     measured = doc.workload.input_sha256
     if measured and inp.sha256 != measured:
         raise FlagsweepError(f"the input of {t.path} now has sha256 {inp.sha256[:16]}..., the "

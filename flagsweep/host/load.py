@@ -28,6 +28,10 @@ WINDOW_S = 0.5
 # within this many points of the quietest are as quiet as it: the pinned and runnable tasks,
 # then the CPU number, decide between them rather than a tick of chance.
 TIE_POINTS = 5.0
+# A CPU at least this idle over the window is one a sweep could measure on now: a share of
+# other work under a tenth of the CPU, the load advice.warnings tolerates at the default 1%
+# threshold (0.1 a CPU). Advice never names a CPU busier than that, however it ranks.
+IDLE_PCT = 90.0
 PF_KTHREAD = 0x00200000      # task flags (include/linux/sched.h): a kernel thread
 BUSIEST = 5                  # processes `flagsweep system` lists
 

@@ -79,12 +79,14 @@ def instead(cpu: int, measured: load.Load, allowed: list[int], isolated: list[in
            f"{measured.seconds:.2g} s after it stopped" if here.idle_pct is not None
            else f"CPU {cpu}, where it measured, has no load figure")
     best = choose(measured, allowed, isolated, held)
-    if best.cpu == cpu or best.cpu in held:
-        return f"{now}, and no other CPU is free and quieter: measure when the machine is quieter"
     idle = measured.cpus[best.cpu].idle_pct if best.cpu in measured.cpus else None
-    return (f"{now}; CPU {best.cpu} is free now ("
-            f"{f'{idle:.0f}% idle, ' if idle is not None else ''}no other sweep): run again with "
-            f"--cpu {best.cpu}")
+    # The quietest other CPU can be as busy as this one (every CPU loaded, a tie broken by
+    # pinned tasks): moving there would measure the same other work.
+    if best.cpu == cpu or best.cpu in held or idle is None or idle < load.IDLE_PCT:
+        return (f"{now}, and no other CPU is free and idle (at least {load.IDLE_PCT:.0f}% idle): "
+                "measure when the machine is quieter")
+    return (f"{now}; CPU {best.cpu} is free now ({idle:.0f}% idle, no other sweep): run again "
+            f"with --cpu {best.cpu}")
 
 
 def _candidates() -> tuple[list[int], list[int]]:

@@ -36,9 +36,10 @@ def sentence(proof_: contract.TuneProof | None, ablation: contract.TuneAblation 
         of = ""
         if use.role == "minimal" and ablation:
             of = f" ({len(ablation.minimal)} of the {len(ablation.of)} flags of the best set found)"
-        against = (f"{_interval(use.vs_o3)} against -O3 and " if o3 else "")
-        return (f"Use {' '.join(use.flags)}{of}: {against}{_interval(use.vs_base)} against "
-                f"{base}, confirmed over {k} layouts after {n} candidates{_output(use, base)}"
+        against = (f"{_decided(use.vs_o3)} against -O3 and " if o3 else "")
+        return (f"Use {' '.join(use.flags)}{of}: {against}{_decided(use.vs_base)} against "
+                f"{base}, confirmed over {k} layouts after {n} candidates"
+                f"{_adjusted(use.vs_o3 if o3 else None, use.vs_base)}{_output(use, base)}"
                 f"{rest}.", list(use.flags))
     o3_wins = o3 is not None and o3.vs_base and o3.vs_base.verdict == "faster"
     same = [c for c in tried if o3 is not None and c.identical_to == o3.variant]
@@ -149,8 +150,8 @@ def _o3_code(same: list[contract.TuneCandidate], o3: contract.TuneCandidate,
     of = (f", {len(ablation.minimal)} of the {len(ablation.of)} flags of the best set found"
           if c.role == "minimal" and ablation else "")
     return (f"Use -O3: the best set found is -O3's own code ({flags} on {base} gives the same "
-            f"binary{of}), {_interval(o3.vs_base)} against {base}, confirmed over {k} layouts "
-            f"after {n} candidates.")
+            f"binary{of}), {_decided(o3.vs_base)} against {base}, confirmed over {k} layouts "
+            f"after {n} candidates{_adjusted(o3.vs_base)}.")
 
 
 def _inside(e: contract.TuneEstimate | None, threshold: float) -> str:
@@ -176,6 +177,29 @@ def _inside(e: contract.TuneEstimate | None, threshold: float) -> str:
 def _unstable(e: contract.TuneEstimate | None) -> bool:
     """Whether the gate overruled this call because the A/A arm itself moved."""
     return bool(e is not None and e.why and gate.overruled(e) and gate.UNSTABLE in e.why)
+
+
+def _decided(e: contract.TuneEstimate | None) -> str:
+    """A decided estimate with the interval its verdict used: the proof's false-coverage
+    adjusted one (stats.fcr_intervals), as a sweep's "Use X" prints, where it kept one. The
+    proof's answer is the best of its sets, so a plain 95% interval would be too narrow."""
+    if e is None or e.ratio is None or not _adjusted_kept(e):
+        return _interval(e)
+    return (f"{100 * (e.ratio - 1):+.1f}% ({level_text(e.fcr_level)} CI "
+            f"[{100 * (e.ci_fcr[0] - 1):+.1f}, {100 * (e.ci_fcr[1] - 1):+.1f}])")
+
+
+def _adjusted_kept(e: contract.TuneEstimate | None) -> bool:
+    return bool(e is not None and e.verdict in ("faster", "slower") and e.ci_fcr
+                and e.fcr_level)
+
+
+def _adjusted(*printed: contract.TuneEstimate | None) -> str:
+    """Names the intervals _decided printed: each the one its verdict used."""
+    if not any(_adjusted_kept(e) for e in printed):
+        return ""
+    return (" (each interval the one its verdict used, adjusted for choosing among the "
+            "proof's comparisons)")
 
 
 def _interval(e: contract.TuneEstimate | None) -> str:

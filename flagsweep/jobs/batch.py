@@ -34,6 +34,7 @@ from flagsweep.jobs import fleet, sweep
 from flagsweep.measure.options import MeasureOptions
 from flagsweep.measure.plan import round_values
 from flagsweep import stats
+from flagsweep.report import lines
 from flagsweep.results import analysis, contract, reader, stored
 from flagsweep.results.store import Store
 
@@ -168,7 +169,8 @@ def judged(s: Setting, path: Path, todo: list[Proposal], known: dict[str, float]
 def built(s: Setting, out: Path, todo: list[Proposal]) -> dict[int, contract.Build]:
     """The candidates built before their batch is measured: a failed build or code the tune has
     measured already costs no run (the batch's sweep then takes the rest from the build cache,
-    a copy)."""
+    a copy). One line per build as it ends when stderr is not a terminal, as `run` prints
+    them (report.lines): a batch of large programs builds for many minutes."""
     cells = [matrix.Cell(vid(s, c.flags), s.compiler, c.flags, {"flags": flag_text(c.flags)})
              for c in todo]
     m = matrix.Matrix(cells, cells[0], [], "explicit")
@@ -177,7 +179,8 @@ def built(s: Setting, out: Path, todo: list[Proposal]) -> dict[int, contract.Bui
         found = _built_on_fleet(s, m)
     else:
         found = {b.variant.id: contract.Variant.model_validate(b.doc(out.resolve())).build
-                 for b in variants.build_all(s.target, m, replace(s.build, out_dir=out))}
+                 for b in variants.build_all(s.target, m, replace(s.build, out_dir=out),
+                                             lines.built_lines())}
     return {c.number: found[vid(s, c.flags)] for c in todo}
 
 

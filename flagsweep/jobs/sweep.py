@@ -26,7 +26,7 @@ from flagsweep.host import advice, launcher, placement, probes, system, toolchai
 from flagsweep.host.executor import Executor
 from flagsweep.host.lock import MeasureLock
 from flagsweep.jobs import controls
-from flagsweep.measure import counters, rounds
+from flagsweep.measure import counters, length, rounds
 from flagsweep.measure.options import MeasureOptions, chosen_cpu
 from flagsweep.measure.plan import METRICS, choose_metric, plan_for, round_values
 from flagsweep.measure.sampler import Busy, Sampler
@@ -234,7 +234,8 @@ def _replaced(sweep: Sweep, store: Store, say: Callable[[str], None]) -> None:
 
 def _measure(sweep: Sweep, store: Store, say: Callable[[str], None]) -> Path:
     try:
-        inp = inputs.prepare(sweep.target, quick=sweep.opts.quick)
+        inp = inputs.prepare(sweep.target, quick=sweep.opts.quick,
+                             size=_run_length(sweep, store, say))
         workload = check.Invocation(sweep.target, inp.path, sweep.out / "scratch")
         # A resume measures without checking again, and a complete run's scratch/ is gone.
         workload.scratch.mkdir(parents=True, exist_ok=True)
@@ -257,8 +258,11 @@ def _measure(sweep: Sweep, store: Store, say: Callable[[str], None]) -> Path:
         raise
     ending = {"status": status, "stop_reason": outcome.stop_reason, "finished": time.time()}
     try:
-        # Decided before the files are written: the page never says "Use X" unconfirmed.
-        confirmation_planned(sweep, store, ending)
+        # Decided before the files are written: the page never says "Use X" unconfirmed. A
+        # sweep that ended busy has no answer to confirm (analysis.unanswered) until resumed:
+        # its rows within layout luck's reach are labelled so.
+        confirmation_planned(sweep, store, ending,
+                             None if status == "complete" else f"the sweep ended {status}")
         # The files first, then the status: killed in between, the run is still resumable
         # (resuming writes them); the other way round it was complete with no results.json.
         path = write_outputs(sweep, store, say, ending)
@@ -282,6 +286,21 @@ def _measure(sweep: Sweep, store: Store, say: Callable[[str], None]) -> Path:
         raise FlagsweepError(f"run {sweep.run_id}: {why}; the run is marked failed and keeps "
                              f"its samples: `flagsweep run --resume {sweep.run_id}` writes the "
                              "results once that is fixed") from e
+
+
+def _run_length(sweep: Sweep, store: Store, say: Callable[[str], None]) -> float | None:
+    """--input-size auto: the input size its pilot chose (measure.length.for_sweep), chosen
+    once, before the output check, and kept with the run, so a resume measures the same input.
+    None: the size --quick or its absence says."""
+    o = sweep.opts
+    if o.input_size != "auto":
+        return None
+    if o.run_length is None:
+        o.run_length = length.for_sweep(
+            sweep.target, runnable(sweep.builds).get(sweep.baseline), sweep.execute,
+            sweep.out / "scratch", o.seed or 0, o.metric, chosen_cpu(o), say).to_json()
+        store.set_option(sweep.run_id, "measure", asdict(o))
+    return o.run_length.get("size")
 
 
 def confirmation_planned(sweep: Sweep, store: Store, ending: dict,

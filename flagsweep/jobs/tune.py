@@ -31,7 +31,7 @@ from typing import Any, Callable, Literal
 from pydantic import BaseModel, ConfigDict
 
 from flagsweep import files, report, stats
-from flagsweep.compilation import layout, variants
+from flagsweep.compilation import variants
 from flagsweep.errors import FlagsweepError, Interrupted
 from flagsweep.experiment import space as spaces
 from flagsweep.experiment import target
@@ -39,9 +39,10 @@ from flagsweep.experiment.strict import quoted, validate
 from flagsweep.host import launcher, system, toolchain
 from flagsweep.host.executor import Executor
 from flagsweep.host.lock import MeasureLock
-from flagsweep.jobs import batch, culprit, fleet, proof, search
+from flagsweep.jobs import batch, budget, culprit, fleet, proof, search
 from flagsweep.jobs.answer import sentence
 from flagsweep.jobs.batch import Proposal, Setting
+from flagsweep.measure import resolution
 from flagsweep.measure.options import DEFAULT_LAYOUTS, MeasureOptions, chosen_cpu, from_store
 from flagsweep.process import sigterm_as_interrupt
 from flagsweep.results import confirmation, contract, reader, stored
@@ -64,6 +65,7 @@ MIN_ROUNDS_S = 60.0          # the least an ablation's or a proof's sweep is giv
 # question, which the proof does not mend.
 PROOF_LOAN = 0.2
 BUSY_TRIES = 2               # resumptions of a busy sweep, whatever the time left
+BATCH_LEAST_S = 30.0         # the least a batch's sweep is given for its rounds
 
 
 @dataclass
@@ -78,7 +80,8 @@ class TuneOptions:
     seed: int | None = None
     batch: int = 6                  # candidates a batch measures together
     trials: int | None = None       # candidates at most (default: the budget decides)
-    layouts: int = DEFAULT_LAYOUTS  # K layouts a set of the proof is built in
+    layouts: int | None = None      # K layouts a set of the proof (None: sized by power,
+                                    # jobs.budget); the ablation's check takes it too
     runners_up: int = 2             # sets after the best the proof measures too
     jobs: int = 2
     offline: bool = False
@@ -295,6 +298,7 @@ def _space_of(doc: dict) -> spaces.Space:
 
 def _run(tune: Tuning, say: Callable[[str], None]) -> Path:
     try:
+        _opening(tune, say)
         _finish_open_batch(tune, say)
         # A proof that cannot run here (a fleet tune on a machine of another label) leaves
         # the phase as it is, for a resume on a machine of the label.
@@ -317,6 +321,25 @@ def _run(tune: Tuning, say: Callable[[str], None]) -> Path:
     path = write(tune, "complete")
     say(f"tune.json: {path}")
     return path
+
+
+def _opening(tune: Tuning, say: Callable[[str], None]) -> None:
+    """What the budget buys here, said once as the tune starts (jobs.budget.opening). The
+    base is built first, as the first batch would build it (which then takes it from the
+    build cache), and its build's time is the pace; a base the build cache held tells the
+    time its build took then."""
+    if tune.record("opening") is not None or tune.record("batches"):
+        return
+    s = tune.setting
+    began = time.monotonic()
+    built = batch.built(s, tune.out / "candidates" / "base", [Proposal(-1, s.base)])[-1]
+    took = time.monotonic() - began
+    if built.status == "ok" and not built.reused:
+        _count(tune, "base", builds=1, build_s=took)
+    pace = None if built.status != "ok" else built.seconds if built.reused else took
+    compiles = (getattr(built, "audit", None) or {}).get("compiles")
+    tune.keep("opening", {"build_s": pace, "compiles": compiles, "cached": bool(built.reused)})
+    say(budget.opening(tune.opts.budget_s, SHARES, pace, compiles, bool(built.reused)))
 
 
 def _phase_ended(tune: Tuning, phase: str, after: str) -> None:
@@ -349,6 +372,12 @@ def _search(tune: Tuning, say: Callable[[str], None]) -> None:
         n = tune.opts.batch
         if tune.opts.trials is not None:
             n = min(n, tune.opts.trials - len(_asked(tune)))
+        # the budget is a promise: a batch begun near the search's end builds only what fits
+        n, why = budget.batch_fit(n, end - tune.elapsed(), _search_pace(tune), BATCH_LEAST_S)
+        if why:
+            say(f"search: {why}")
+        if not n:
+            break
         dropped = set(tune.record("dropped") or [])
         best = _best(tune)
         near = search.choices(tune.study, best[0]) if best else None
@@ -486,7 +515,7 @@ def _swept(tune: Tuning, number: int, todo: list[Proposal],
     incumbent = tuple(best[1]) if best else s.base
     found = s.store.find_run(str(out))
     remaining = tune.opts.budget_s * SHARES["search"] - tune.elapsed()
-    budget = max(30.0, min(remaining, tune.opts.budget_s * SHARES["search"] / 4))
+    budget = max(BATCH_LEAST_S, min(remaining, tune.opts.budget_s * SHARES["search"] / 4))
     if found != str(out):
         path = batch.resume(s, found)
     else:
@@ -625,6 +654,11 @@ def _spent(tune: Tuning, what: str) -> float:
     return cost.get(what, 0) + sum(v.get(what, 0) for v in cost.get("steps", {}).values())
 
 
+def _search_pace(tune: Tuning) -> float:
+    """Seconds per build: the search's own timed builds, else the base's at the start."""
+    return _build_pace(tune) or (tune.record("opening") or {}).get("build_s") or 0.0
+
+
 def _build_pace(tune: Tuning) -> float:
     """Seconds per build, from the search's own timed builds (0 before any). A batch whose
     sets all came from the build cache built nothing: its copying time is no build's pace."""
@@ -656,9 +690,13 @@ def _say_batch(tune: Tuning, number: int, todo: list[Proposal], told: dict[int, 
         number_, flags, ratio = best
         changes = " ".join(flags[len(tune.setting.base):]) or "(the base)"
         where = f"{_pct(ratio)} (trial {number_}: {_short(changes)})"
+    end = tune.opts.budget_s * SHARES["search"]
+    more = budget.candidates_left(end - tune.elapsed(), tune.elapsed(), len(_asked(tune)))
+    pace = f"; about {more} more candidates fit in the search at this pace" \
+        if more is not None and tune.record("phase") == "search" else ""
     say(f"batch {number}: {len(todo)} candidates ("
         + ", ".join(f"{n} {k}" for k, n in sorted(states.items()))
-        + f"); best so far {where}; {tune.elapsed():.0f} s of {tune.opts.budget_s:g}")
+        + f"); best so far {where}; {tune.elapsed():.0f} s of {tune.opts.budget_s:g}{pace}")
 
 
 def _short(text: str, width: int = 70) -> str:
@@ -878,8 +916,9 @@ def _layout_check(tune: Tuning, winner: tuple[str, ...], rows: list[contract.Tun
             say(f"ablation: not measured again over layouts: {check.why}")
         return check, rows
     which = [r for r in rows if r.flag in check.rows]
+    k = int(check.layouts or DEFAULT_LAYOUTS)
     say(f"ablation: {len(which)} cost(s) decided within the {check.reach_pct:.1f}% layout luck "
-        f"reaches, measured again over {tune.opts.layouts} layouts: "
+        f"reaches, measured again over {k} layouts: "
         + ", ".join(r.flag for r in which))
     todo = [Proposal(-300 - i, proof.without(winner, tuple(r.flags or [r.flag])))
             for i, r in enumerate(which)]
@@ -887,7 +926,7 @@ def _layout_check(tune: Tuning, winner: tuple[str, ...], rows: list[contract.Tun
         # no base in this sweep: its comparisons are all against the winner
         found = _sweep_once(tune, tune.out / "ablation-layouts",
                             f"{tune.name}-ablation-layouts", winner, todo, quick=True, say=say,
-                            layouts=tune.opts.layouts, phase="ablation",
+                            layouts=k, phase="ablation",
                             budget=plan["layout_check"]["rounds_s"],
                             setting=replace(tune.setting, base=winner))
     except Interrupted:
@@ -900,7 +939,7 @@ def _layout_check(tune: Tuning, winner: tuple[str, ...], rows: list[contract.Tun
     for r in rows:
         if r.flag in check.rows:
             e = r.over_layouts
-            say(f"ablation: without {r.flag}, over {tune.opts.layouts} layouts: "
+            say(f"ablation: without {r.flag}, over {k} layouts: "
                 + (f"{_pct(e.ratio)} {e.verdict}" if e.ratio is not None else e.why or "-")
                 + ("" if r.flag in confirmed else ": not counted as mattering"))
     return check.model_copy(update={
@@ -913,7 +952,9 @@ def _layout_plan(tune: Tuning, rows: list[contract.TuneAblationRow], path: Path)
     intervals nearest to no change), as many as their builds and least rounds fit in what is
     left of the ablation's time and a fifth of the proof's (PROOF_LOAN). Kept with the study,
     so a resumed tune checks the same rows."""
-    s, k = tune.setting, tune.opts.layouts
+    # The proof's layouts are sized later, by power (jobs.budget): the check takes the
+    # layouts --layouts asked, else the confirmation's default.
+    s, k = tune.setting, tune.opts.layouts or DEFAULT_LAYOUTS
     doc = reader.load(path)
     reach = confirmation.measured_reach(s.store, s.target.name, doc.machine)
     reach_pct, source = reach or (confirmation.DEFAULT_REACH_PCT,
@@ -934,30 +975,29 @@ def _layout_plan(tune: Tuning, rows: list[contract.TuneAblationRow], path: Path)
     rounds = s.measure.min_runs + s.measure.warmup
     avail = _phase_left(tune, "ablation") + PROOF_LOAN * SHARES["proof"] * tune.opts.budget_s
     n = len(doubtful)
-    while n and sum(_check_need(n, k, pace, run_s, rounds)) > avail:
+    cost = budget.Pace(pace, run_s, rounds)
+    while n and sum(budget.need(n + 1, k, cost)) > avail:
         n -= 1
     if not n:
-        builds, least = _check_need(1, k, pace, run_s, rounds)
+        builds, least = budget.need(2, k, cost)
         return {**record, "status": "skipped", "why": (
             f"one row's check, {3 * k} binaries ({k} layouts each of the set without it, the "
             f"best set and its A/A twin) and their least rounds, would take about "
             f"{builds + least:.0f} s, more than the {max(0.0, avail):.0f} s left of the "
             f"ablation's time and a fifth of the proof's")}
-    builds, least = _check_need(n, k, pace, run_s, rounds)
+    builds, least = budget.need(n + 1, k, cost)
     return {**record, "status": "running", "rows": [r.flag for r in doubtful[:n]],
             "rounds_s": max(least, avail - builds)}
 
 
-def _check_need(n: int, k: int, pace: float, run_s: float, rounds: int) -> tuple[float, float]:
-    """(builds, least rounds) in seconds of the check over layouts of n rows: each row's set
-    and the best set over k layouts, with the A/A twin (compilation.layout.cost)."""
-    return layout.cost(n + 1, k, pace, run_s, rounds)
-
-
 def _run_pace(tune: Tuning, path: Path) -> float:
     """Seconds a run of the search input takes, from the ablation sweep's own samples."""
-    walls = sorted(x.wall_s for x in tune.setting.store.samples(batch.run_id(tune.setting, path))
-                   if x.wall_s)
+    return _run_pace_of(tune, batch.run_id(tune.setting, path))
+
+
+def _run_pace_of(tune: Tuning, run_id: str) -> float:
+    """Seconds a run takes, the median of a sweep's samples."""
+    walls = sorted(x.wall_s for x in tune.setting.store.samples(run_id) if x.wall_s)
     return walls[len(walls) // 2] if walls else 0.0
 
 
@@ -1029,22 +1069,56 @@ def _proof(tune: Tuning, say: Callable[[str], None]) -> None:
     if best and ablation and ablation.minimal and len(ablation.minimal) < len(ablation.of):
         least = s.base + tuple(f for f in best[1][len(s.base):] if f in ablation.minimal)
     listed = proof.entries(s.base, top if best else [], least, tune.opts.runners_up)
-    out = tune.out / "proof"
-    say(f"proof: {len(listed)} sets on the full input, {tune.opts.layouts} layouts each")
+    plan = _proof_plan(tune, listed)
+    say(f"proof: {plan.why}")
+    if plan.status == "skipped":
+        _keep_model(tune, "proof", contract.TuneProof(status="skipped", plan=plan,
+                                                      why=f"the proof was {plan.why}"))
+        return
+    listed, k = listed[:int(plan.sets)], int(plan.layouts)
     try:
-        path = _sweep_once(tune, out, f"{tune.name}-proof", s.base,
+        path = _sweep_once(tune, tune.out / "proof", f"{tune.name}-proof", s.base,
                            [Proposal(-100 - i, e.flags) for i, e in enumerate(listed[1:])],
-                           quick=False, say=say, layouts=tune.opts.layouts)
+                           quick=False, say=say, layouts=k)
     except Interrupted:
         raise                       # resumed with the tune, never recorded as a failure
     except FlagsweepError as e:
-        _keep_model(tune, "proof", contract.TuneProof(status="failed", why=str(e),
-                                                      layouts=tune.opts.layouts))
+        _keep_model(tune, "proof", contract.TuneProof(status="failed", why=str(e), layouts=k,
+                                                      plan=plan))
         say(f"proof: failed ({e})")
         return
     _keep_model(tune, "proof", contract.TuneProof(
-        status="complete", run_id=batch.run_id(s, path), results=str(path),
-        layouts=tune.opts.layouts, candidates=proof.candidates(s, path, listed)))
+        status="complete", run_id=batch.run_id(s, path), results=str(path), layouts=k,
+        plan=plan, candidates=proof.candidates(s, path, listed)))
+
+
+def _proof_plan(tune: Tuning, listed: list[proof.ProofSet]) -> contract.TuneProofPlan:
+    """The proof's sets and layouts (jobs.budget.proof_plan) at this tune's build pace, its
+    full input's run time and the layout spread measured for the program, in what is left of
+    the budget; kept with the study, so a resumed tune measures what it planned."""
+    kept = tune.record("proof_plan")
+    if kept:
+        return contract.TuneProofPlan.model_validate(kept)
+    s = tune.setting
+    pace = budget.Pace(_search_pace(tune), _full_run_s(tune),
+                       s.measure.min_runs + s.measure.warmup)
+    ablation = _model(tune, "ablation", contract.TuneAblation)
+    spread = budget.spread(ablation.layout_check if ablation else None, s.store, s.target.name,
+                           _machine(tune))
+    plan = budget.proof_plan([e.role for e in listed], spread, pace,
+                             _phase_left(tune, "proof"), s.measure.threshold_pct,
+                             tune.opts.layouts)
+    tune.keep("proof_plan", plan.dump())
+    return plan
+
+
+def _full_run_s(tune: Tuning) -> float:
+    """A run of the full input: the search's runs of the quick input (its latest batch),
+    scaled by the inputs' sizes (measure.resolution)."""
+    ids = [t.user_attrs["run_id"] for t in search.trials(tune.study)
+           if t.user_attrs.get("run_id")]
+    quick = _run_pace_of(tune, ids[-1]) if ids else 0.0
+    return quick * resolution.full_to_quick(tune.setting.target.spec.inputs)
 
 
 def _proved(tune: Tuning, say: Callable[[str], None]) -> bool:

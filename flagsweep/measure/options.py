@@ -43,6 +43,10 @@ class MeasureOptions:
     metric: str = "auto"            # auto: CPU time where it is right, else wall (flagsweep.measure.metric)
     precision_pct: float = 1.0
     quick: bool = False
+    # --input-size auto: the size a pilot finds to buy the narrowest interval per minute
+    # (measure.length), its choice kept in run_length once made; None: `quick` says which.
+    input_size: str | None = None
+    run_length: dict | None = None
     strict_check: bool = False
     seed: int | None = None
     counters: str = "auto"          # auto | hardware | software | none

@@ -13,7 +13,8 @@ that would reach it (the run's time grows with its input).
 
 from __future__ import annotations
 
-from flagsweep.experiment.target import CorpusInput, InputSpec, WavInput
+from flagsweep.experiment.target import InputSpec
+from flagsweep.workload import inputs as inputs_mod
 
 FLOOR_S = 0.001           # what the launcher reports for a program that does nothing
 DILUTION = 10             # runs at least this many floors long
@@ -29,7 +30,7 @@ def short_run(median_s: float | None, inputs: InputSpec | None, quick: bool,
     target's file, named in the warning."""
     if median_s is None or median_s <= 0 or median_s >= SHORTEST_S:
         return None
-    key, size = _size(inputs, quick)
+    key, size, _ = inputs_mod.size_of(inputs, quick)
     needed = None if size is None else _round_up(size * SHORTEST_S / median_s)
     if key is None:
         fix = (f"use an input about {SHORTEST_S / median_s:.0f} times larger (`inputs` in "
@@ -44,13 +45,11 @@ def short_run(median_s: float | None, inputs: InputSpec | None, quick: bool,
             "input_size": size, "input_needed": needed, "warning": warning}
 
 
-def _size(inputs: InputSpec | None, quick: bool) -> tuple[str | None, float | None]:
-    """The key of the target's file that sets its input's size, and its value for this run."""
-    if isinstance(inputs, CorpusInput):
-        return ("quick_megabytes", inputs.quick_megabytes) if quick else ("megabytes", inputs.megabytes)
-    if isinstance(inputs, WavInput):
-        return ("quick_seconds", inputs.quick_seconds) if quick else ("seconds", inputs.seconds)
-    return None, None
+def full_to_quick(inputs: InputSpec | None) -> float:
+    """How many times longer a run of the full input is than one of the quick input, by
+    their sizes (a workload's run grows with its input); 1 for a given file, which has one."""
+    quick, full = inputs_mod.size_of(inputs, True)[1], inputs_mod.size_of(inputs, False)[1]
+    return full / quick if quick and full else 1.0
 
 
 def _round_up(x: float) -> float:

@@ -152,8 +152,9 @@ def rounds(plan: Plan, done: set[tuple[str, int]], measure: Callable[[str, int, 
 
     `measure(variant, round, position, pad)` takes and stores one sample; `values()` returns the
     primary metric's good values per variant and round so far; pairs in `done` are skipped
-    (resume). `round_done(completed, max_runs, what the rule says)` follows each counted round,
-    `stopped(variant, stop)` each variant that stops early. The rules after round r see rounds
+    (resume). `round_done(completed, max_runs, what the rule says)` follows each counted round
+    that measured something (not one a resume replays), `stopped(variant, stop)` each variant
+    that stops early. The rules after round r see rounds
     up to r only, so a resumed sweep, whose store already holds later ones, replays the stops
     its first part made.
     """
@@ -162,9 +163,11 @@ def rounds(plan: Plan, done: set[tuple[str, int]], measure: Callable[[str, int, 
         if r >= 0 and not stop.may_start():
             break
         t0 = time.monotonic()
+        taken = False
         for pos, vid in enumerate(stop.active(order(plan, r))):
             if (vid, r) in done:
                 continue
+            taken = True
             if progress:
                 progress(vid, r, pos)
             measure(vid, r, pos, env_pad(plan, vid, r))
@@ -175,7 +178,9 @@ def rounds(plan: Plan, done: set[tuple[str, int]], measure: Callable[[str, int, 
         for vid, s in stop.new_stops.items():
             if stopped:
                 stopped(vid, s)
-        if round_done:
+        # A round a resumed sweep replays (all of it taken before) is no progress: its line
+        # would count the rounds from 1 again. The count goes on from the first round measured.
+        if round_done and taken:
             round_done(stop.completed, plan.max_runs, stop.said(now))
         if stop.outcome is not None:
             break

@@ -6,6 +6,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
+from flagsweep import stats
 from flagsweep.report.formats import column, p_text, signed_pct
 from flagsweep.results import confirmation, contract
 
@@ -43,15 +44,33 @@ class Counters:
 
 
 def effect_row(e: contract.Effect) -> EffectRow:
-    ci = e.ci95_pct
-    ci = (ci[0], ci[1]) if ci and None not in ci else None
+    """A row with the interval its `matters` was decided on: where the estimate lies beyond
+    the threshold, the one adjusted for choosing the rows beyond it (`ci_fcr_pct`, its level
+    written before it); else the 95% one, and the row cannot matter."""
+    ci95 = e.ci95_pct if e.ci95_pct and None not in e.ci95_pct else None
+    fcr = e.ci_fcr_pct if ci95 and e.ci_fcr_pct and None not in e.ci_fcr_pct else None
+    ci = tuple(fcr) if fcr else tuple(ci95) if ci95 else None
+    # an older results.json kept no level: the interval is the adjusted one all the same
+    said = f"{stats.level_text(e.fcr_level) if e.fcr_level else 'adjusted'} " if fcr else ""
     name = e.factor if e.level in (None, "on") else f"{e.factor} = {e.level}"
     return EffectRow(name=name, reference=str(e.reference or ""),
                      effect_pct=e.effect_pct, ci=ci, text=signed_pct(e.effect_pct),
-                     ci_text=f"[{ci[0]:+.1f}, {ci[1]:+.1f}]" if ci else "",
+                     ci_text=f"{said}[{ci[0]:+.1f}, {ci[1]:+.1f}]" if ci else "",
                      p_text=p_text(e.p_adjusted), matters=bool(e.matters),
                      luck=e.layout_luck.status if e.layout_luck else "",
                      luck_why=(e.layout_luck.why or "") if e.layout_luck else "")
+
+
+def effects_rule(threshold_pct: float) -> str:
+    """The effects table's caption: when a level matters, and that the interval shown is the
+    one that decided it."""
+    return (f"A level matters when its adjusted p is below 0.05 and the interval shown, the one "
+            f"the table decided on, lies wholly beyond +-{threshold_pct:g}%. Where the estimate "
+            f"lies beyond +-{threshold_pct:g}% that interval is adjusted for choosing the levels "
+            "beyond it (false-coverage rate, Benjamini & Yekutieli 2005: level 1 - R 0.05 / m "
+            "for R of the m levels, written before it), so it is wider than the 95% CI; a level "
+            f"whose estimate lies within +-{threshold_pct:g}% shows its 95% CI and cannot "
+            "matter.")
 
 
 HW_RATES = [("IPC", "instructions", "cycles", 1.0),

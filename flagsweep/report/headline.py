@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from flagsweep import stats
 from flagsweep.host import advice
 from flagsweep.report import study
-from flagsweep.report.formats import SHOWN, names, threshold
+from flagsweep.report.formats import SHOWN, names, p_text, threshold
 from flagsweep.report.variants import VariantRow
-from flagsweep.results import analysis, confirmation, contract
+from flagsweep.results import analysis, confirmation, contract, estimate
 from flagsweep.results.contract import AA_SUFFIX
 
 
@@ -49,6 +50,8 @@ class Headline:
     findings: list[Finding]
     warnings: list[Warning]
     confirmation: str = ""          # how the recommendation was confirmed over layouts
+    interval: str = ""              # which interval the recommendation printed, and why
+    run_length: str = ""            # --input-size auto: the size its pilot chose, and why
 
 
 def headline(doc: contract.Results, rows: list[VariantRow]) -> Headline:
@@ -66,7 +69,8 @@ def headline(doc: contract.Results, rows: list[VariantRow]) -> Headline:
         recommendation=recommendation_sentence(doc, rows),
         counts=[(k, n) for k in SHOWN if (n := sum(r.shown == k for r in compared))],
         findings=findings(doc, compared),
-        warnings=warnings(doc), confirmation=confirmation_note(doc))
+        warnings=warnings(doc), confirmation=confirmation_note(doc),
+        interval=interval_note(doc), run_length=run_length_note(doc))
 
 
 def recommendation_sentence(doc: contract.Results, rows: list[VariantRow]) -> str:
@@ -85,9 +89,25 @@ def recommendation_sentence(doc: contract.Results, rows: list[VariantRow]) -> st
         sentence = (f"Keep {flags}: no variant{passing} was significantly faster than it by "
                     f"more than {thr}.")
     else:
-        sentence = (f"Use {flags}: {chosen.change_text} against the baseline (95% CI "
-                    f"{chosen.ci_text}, adjusted p {chosen.p_text}).")
+        sentence = f"Use {flags}: {_stated(doc, chosen)}."
     return confirmed_sentence(doc, sentence) + excluded_sentence(excluded)
+
+
+def _stated(doc: contract.Results, chosen: VariantRow) -> str:
+    """The recommended variant's estimate and the interval its verdict used
+    (results.estimate), with the adjusted p of the comparison they come from."""
+    e = estimate.printed(doc)
+    if e is None:
+        return f"{chosen.change_text} against the baseline (adjusted p {chosen.p_text})"
+    p = f"; adjusted p {p_text(e.p_adjusted)}" if e.p_adjusted is not None else ""
+    text = estimate.text(e, " against the baseline")
+    return f"{text[:-1]}{p})" if text.endswith(")") else text
+
+
+def interval_note(doc: contract.Results) -> str:
+    """Which interval the recommendation printed, and why that one."""
+    e = estimate.printed(doc)
+    return (e.why or "") if e is not None else ""
 
 
 def excluded_sentence(excluded: list[contract.Excluded]) -> str:
@@ -126,7 +146,7 @@ def confirmed_sentence(doc: contract.Results, sentence: str) -> str:
     if luck is None:
         return sentence
     if luck.status == confirmation.CONFIRMED:
-        return f"{sentence[:-1]}; {luck.why}."
+        return f"{sentence[:-1]}; {_confirmed(named.vs_baseline)}."
     if rec.confirmation.status == confirmation.PENDING:
         return f"Not yet a recommendation, {luck.why}: {sentence.removeprefix('Use ')}"
     return f"{sentence} {luck.why[:1].upper()}{luck.why[1:]}."
@@ -134,6 +154,17 @@ def confirmed_sentence(doc: contract.Results, sentence: str) -> str:
 
 def _luck(v: contract.Variant) -> contract.LayoutLuck | None:
     return v.vs_baseline.layout_luck if v.vs_baseline is not None else None
+
+
+def _confirmed(one: contract.VsBaseline) -> str:
+    """A confirmed recommendation prints the confirmation's estimate: this says so, and what
+    the one build each measured before (the row's own comparison)."""
+    if one.ratio is None:
+        return "confirmed over layouts"
+    measured = (f"{stats.change_text(one.ratio)} ({stats.level_text(one.fcr_level)} CI "
+                f"{stats.ci_text(one.ci_fcr)})" if one.ci_fcr and one.fcr_level
+                else stats.change_text(one.ratio, one.ci95))
+    return f"confirmed over layouts, where one build each measured {measured}"
 
 
 def confirmation_note(doc: contract.Results) -> str:
@@ -151,6 +182,17 @@ def confirmation_note(doc: contract.Results) -> str:
             f"it was needed because layout luck reaches {c.reach_pct or 0:.1f}% "
             f"({c.reach_source})." + (f" {c.sizing[:1].upper()}{c.sizing[1:]}." if c.sizing
                                        else "") + left)
+
+
+def run_length_note(doc: contract.Results) -> str:
+    """--input-size auto: the input its pilot chose and why (flagsweep.measure.length), or the
+    full input and why none was chosen; empty for a run without it."""
+    chosen = getattr(doc.measurement, "run_length", None) if doc.measurement else None
+    if chosen is None:
+        return ""
+    if chosen.size is None:
+        return f"Input size: the full input ({chosen.why})."
+    return f"Input size: {chosen.why}."
 
 
 FINDING_TITLES = {

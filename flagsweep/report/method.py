@@ -135,6 +135,7 @@ def reproduce_command(doc: contract.Results) -> str:
     args += ["--layouts", str(ms.layouts.k)] if ms.layouts else []
     args += _confirm_args(doc)
     args += ["--quick"] if getattr(ms, "quick", None) else []
+    args += ["--input-size", "auto"] if getattr(ms, "input_size", None) == "auto" else []
     args += ["--strict-check"] if getattr(ms, "strict_check", None) else []
     return shlex.join(args)
 

@@ -59,7 +59,8 @@ def _styled(name: str):
 
 @_styled("forest")
 def forest(report: SweepView) -> Figure | None:
-    """Effect of each factor level in % with its 95% CI, a line at 0 and the +-threshold band."""
+    """Effect of each factor level in % with the interval the table decided on (its adjusted
+    one where the estimate is beyond the threshold), a line at 0 and the +-threshold band."""
     rows = [e for e in report.effects if e.ci is not None]
     if not rows:
         return None

@@ -89,8 +89,12 @@ def _findings(doc: contract.Results, r: view.SweepView) -> list[str]:
               for w in r.headline.warnings if w.kind != "machine"]
     lines += r.spending.sentences if r.spending else []
     lines.append(f"recommendation: {r.headline.recommendation}")
+    if r.headline.interval:
+        lines.append(f"interval: {r.headline.interval}")
     if r.headline.confirmation:
         lines.append(f"confirmation: {r.headline.confirmation}")
+    if r.headline.run_length:
+        lines.append(f"input size: {r.headline.run_length.removeprefix('Input size: ')}")
     if r.explained:
         lines += [f"explain: {r.explained.note}"] if not r.explained.variants else []
         lines += [line for v in r.explained.variants for line in v.lines()]
@@ -220,6 +224,8 @@ def show_tune(doc: contract.Tune, out: Console | None = None) -> None:
     t = tune.build(doc, Path.cwd())
     if t.proof_rows:
         out.print(_proof(t))
+        if t.proof.plan:
+            out.print(f"proof plan: {t.proof.plan}", markup=False)
     elif t.proof.status != "complete":
         out.print(f"proof {t.proof.status}" + (f": {t.proof.why}" if t.proof.why else ""),
                   markup=False)

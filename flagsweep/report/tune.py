@@ -102,6 +102,7 @@ class SweepPart:
     href: str | None               # a link to it, when it is a file inside the tune's folder
     page_href: str | None          # its index.html beside it, likewise
     layouts: str                   # the proof's K layouts a set, "" for the ablation
+    plan: str = ""                 # how the proof was sized (jobs.budget), "" for the others
 
 
 @dataclass
@@ -232,7 +233,9 @@ def section(part: contract.TuneProof | contract.TuneAblation | contract.TuneGree
         href = link(path, out, out)
         page = link(path.parent / "index.html", out, out)
     layouts = number(getattr(part, "layouts", None))
-    return SweepPart(part.status, part.why or "", results, href, page, layouts)
+    plan = getattr(part, "plan", None)
+    return SweepPart(part.status, part.why or "", results, href, page, layouts,
+                     plan.why or "" if plan is not None else "")
 
 
 def ablation(a: contract.TuneAblation | None, proof: contract.TuneProof

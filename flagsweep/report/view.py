@@ -28,6 +28,7 @@ class SweepView:
     variants: list[rows.VariantRow]
     effects: list[counters.EffectRow]
     effects_note: str
+    effects_rule: str                # when a level matters, and which interval the table shows
     counters: counters.Counters | None
     machine: list[tuple[str, str]]
     method: list[tuple[str, str]]
@@ -59,6 +60,7 @@ def build(doc: contract.Results, results_path: Path, out_dir: Path) -> SweepView
         effects=sorted((counters.effect_row(e) for e in doc.effects or []),
                        key=lambda e: e.effect_pct),
         effects_note=(getattr(doc, "effects_design", None) or {}).get("note", ""),
+        effects_rule=counters.effects_rule(threshold(doc.threshold_pct)),
         counters=counters.counters(doc, labels),
         machine=method.machine_rows(doc.machine, doc.compilers or []),
         method=method.method_rows(doc), reproduce=method.reproduce_command(doc),

@@ -15,7 +15,7 @@ from flagsweep.host import advice as machine_advice
 from flagsweep.measure import metric as metric_mod
 from flagsweep.measure.metric import values_by_round
 from flagsweep.measure.sample import Sample
-from flagsweep.results import confirmation, contract
+from flagsweep.results import confirmation, contract, estimate
 from flagsweep.results.contract import AA_SUFFIX, is_control
 from flagsweep.stats import effects as effects_mod
 from flagsweep.stats import gate as gate_mod
@@ -376,8 +376,8 @@ def _one_change_rows(doc: contract.Results, designed: dict[str, contract.Variant
     axes = {axis for axis, _ in changes.values()}
     note = ("Each level here is one variant that changes only that factor of the baseline, so "
             "its effect is that variant's comparison with the baseline, paired by round, as in "
-            "the variants table: the same estimate, 95% CI, adjusted p and verdict; it matters "
-            "when the table calls it faster or slower.")
+            "the variants table: the same estimate, intervals, adjusted p and verdict; it "
+            "matters when the table calls it faster or slower.")
     if unmeasured:
         note += (f" Not measured, so no effect of their own: {', '.join(unmeasured)} (failed "
                  "build or check, or identical code to another variant).")
@@ -395,7 +395,7 @@ def _compared_row(c: contract.VsBaseline, vid: str, axis: str, level: str,
         return [pct(ci[0]), pct(ci[1])] if ci and None not in ci else None
     return contract.Effect(factor=axis, level=level, reference=reference,
                            effect_pct=pct(c.ratio), ci95_pct=pcts(c.ci95),
-                           ci_fcr_pct=pcts(c.ci_fcr), p_value=c.p_value,
+                           ci_fcr_pct=pcts(c.ci_fcr), fcr_level=c.fcr_level, p_value=c.p_value,
                            p_adjusted=c.p_adjusted, matters=c.verdict in ("faster", "slower"),
                            variant=vid, verdict=c.verdict)
 
@@ -497,14 +497,48 @@ def _recommend(doc: contract.Results,
     limit = best.vs_baseline.ratio * (1 + stats.fraction(threshold_pct))
     close = [v for v in faster if v.vs_baseline.ratio <= limit]
     simplest = min(close, key=lambda v: (len(v.flags), v.vs_baseline.ratio))
-    why = (f"{' '.join(best.flags)} is the fastest: {_pct(best)} against the baseline "
-           f"({' '.join(base.flags)}), CI {_ci(best)}.")
+    m = estimate.comparisons(doc)
+    why = (f"{' '.join(best.flags)} is the fastest against the baseline "
+           f"({' '.join(base.flags)}): {estimate.text(estimate.selected(best.vs_baseline, m))}.")
     if simplest is not best:
         why += (f" {' '.join(simplest.flags)} is within {threshold_pct:g}% of it "
                 f"({_pct(simplest)}) with fewer flags, so it is the recommendation "
                 "(judged on the point estimates).")
     return contract.Recommendation(excluded=left_out, flags=simplest.flags,
-                                   variant=simplest.id, why=why + excluded)
+                                   variant=simplest.id, why=why + excluded,
+                                   estimate=estimate.selected(simplest.vs_baseline, m))
+
+
+# Why a run that did not end complete has no answer ({rounds}: how far it got), and when
+# resuming it gives one: a busy machine's runs measured the other work; an interrupted or
+# failed run stopped short of its stopping rule.
+NOT_YET = {"busy": ("the machine was busy, so the sweep stopped{rounds}",
+                    " once the machine is quieter (`flagsweep system` shows what runs)"),
+           "interrupted": ("the sweep was interrupted{rounds}", ""),
+           "failed": ("the sweep failed{rounds}", " once what stopped it is fixed"),
+           "running": ("the sweep is still measuring{rounds}", "")}
+
+
+def unanswered(doc: contract.Results) -> None:
+    """A sweep that did not end complete has no recommendation: its verdicts are those of the
+    rounds it took before the stopping rule could judge (a busy machine's, or cut short), and a
+    "Keep the baseline" from them reads as an answer it is not. The recommendation then says
+    there is none yet, the verdicts so far, and what would give one."""
+    if doc.status in (None, "complete"):
+        return
+    why, when = NOT_YET.get(doc.status, (f"the sweep ended {doc.status}{{rounds}}", ""))
+    base = next((v for v in doc.variants if v.id == doc.baseline), None)
+    taken = base.summary.n if base is not None and base.summary is not None else None
+    most = doc.measurement.max_runs if doc.measurement is not None else None
+    rounds = (f" after {taken:g}" + (f" of at most {most:g}" if most else "") + " rounds"
+              if taken is not None else "")
+    resume = f"flagsweep run --resume {doc.run_id}" if doc.run_id else "flagsweep run --resume"
+    kept = doc.recommendation.confirmation if doc.recommendation else None  # its rows' labels
+    doc.recommendation = contract.Recommendation(
+        flags=None, variant=None, confirmation=kept,
+        why=f"No answer yet: {why.format(rounds=rounds)}, before its stopping rule could "
+            f"judge; its verdicts so far ({_verdict_counts(doc)}) are not an answer. "
+            f"`{resume}` continues it{when}.")
 
 
 def _beyond_luck(faster: list[contract.Variant], measured: bool
@@ -552,10 +586,6 @@ def excluded_text(c: contract.Excluded) -> str:
 
 def _pct(v: contract.Variant) -> str:
     return stats.change_text(v.vs_baseline.ratio)
-
-
-def _ci(v: contract.Variant) -> str:
-    return stats.ci_text(v.vs_baseline.ci95)
 
 
 def _verdict_counts(doc: contract.Results) -> str:

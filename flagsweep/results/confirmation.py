@@ -18,18 +18,19 @@ and on each row `vs_baseline.layout_luck`); the stage that runs it is in flagswe
 The rule. With L ~ N(0, s^2) the layout effect of one build (the spread between layouts of one
 variant, measured by a sweep with --layouts), a one-build comparison carries L_v - L_b, whose sd
 is sqrt(2) s; 95% of such draws lie within 1.96 sqrt(2) s of the true effect. That is the
-*reach* of layout luck. Among m rows the largest draw is what matters: the reach a sweep uses is
-at 1 - 0.05/m (Bonferroni's bound on the largest of m, Dunn, Multiple comparisons among means,
-JASA 56, 1961), so that with 95% probability no row's luck lies beyond it. A row whose 95%
-interval comes closer to no change than the reach could be layout alone, and is confirmed; one
-whose whole interval lies beyond it is not. s is the latest measured spread of this target on
-this machine (a run with --layouts, its A/A twin's layouts: `noise.sd_log_diff`), else
-DEFAULT_REACH_PCT, the reach of one row at a spread of about 1.8%, between gzip's +-1.1% and the
-bundled tiny's +-2-3% (docs/layout-study.md).
+*reach* of layout luck. s is the latest measured spread of this target on this machine (a run
+with --layouts, its A/A twin's layouts: `noise.sd_log_diff`), else DEFAULT_REACH_PCT: the reach
+of a spread of about 1.8%, between gzip's +-1.1% and the bundled tiny's +-2-3%
+(docs/layout-study.md). Each faster or slower row's interval with that luck in it, adjusted for
+choosing among the sweep's comparisons (results.estimate.with_luck_all), decides: wholly beyond
+the threshold on its side, the flags' effect stands without relinking (and for the recommended
+row that interval is what "Use X" prints); else the row is measured again. A rule on a row's own
+95% interval against the 95% reach let the luckiest of many one-build comparisons through (a
+no-effect set printed "Use X" in up to 2.7% of simulated sweeps: bench/intervals.py).
 
-The size. K is the fewest layouts a side at which an effect as large as one row's reach is
-called at POWER over the confirmation's comparisons (stats.layout.power: Welch's test on the
-layouts' levels, the runs' share of a level's spread included), between FEWEST_LAYOUTS and
+The size. K is the fewest layouts a side at which an effect as large as the reach is called at
+POWER over the confirmation's comparisons (stats.layout.power: Welch's test on the layouts'
+levels, the runs' share of a level's spread included), between FEWEST_LAYOUTS and
 MOST_LAYOUTS, unless --confirm-layouts gives it; then as many rows as --confirm-rows allows and
 the run's --budget affords (its builds and least rounds, compilation.layout.cost), the most
 doubtful first.
@@ -49,7 +50,7 @@ from flagsweep import stats
 from flagsweep.compilation import layout
 from flagsweep.errors import FlagsweepError
 from flagsweep.measure.options import MeasureOptions
-from flagsweep.results import contract, reader
+from flagsweep.results import contract, estimate, reader
 from flagsweep.results.contract import is_control
 from flagsweep.stats import layout as spread
 
@@ -79,16 +80,22 @@ def reach_of_spread(sd_log: float) -> float:
     return 100 * math.expm1(Z95 * math.sqrt(2) * sd_log)
 
 
-def reach_at(reach_pct: float, m: int) -> float:
-    """The reach of one row's layout luck (in percent) widened to the largest of m rows'."""
-    widen = float(sps.norm.isf(0.025 / max(1, m)) / sps.norm.isf(0.025))
-    return 100 * math.expm1(math.log1p(reach_pct / 100) * widen)
+def spread_of_reach(reach_pct: float) -> float:
+    """The layout sd (log scale) whose reach is `reach_pct`: reach_of_spread's inverse."""
+    return math.log1p(reach_pct / 100) / (Z95 * math.sqrt(2))
 
 
 def measured_reach(store: Store, target: str,
                    machine: contract.Machine) -> tuple[float, str] | None:
     """(reach %, where it comes from) from the newest complete --layouts run of `target` on
     this machine whose results.json still says its layout spread; None when there is none."""
+    found = measured_spread(store, target, machine)
+    return None if found is None else (reach_of_spread(found[0]), found[1])
+
+
+def measured_spread(store: Store, target: str,
+                    machine: contract.Machine) -> tuple[float, str] | None:
+    """(layout sd on the log scale, where it comes from), as measured_reach finds it."""
     from flagsweep.results import stored    # here: the report imports this without a store
 
     for run in reversed(store.runs_of(target)):
@@ -102,8 +109,8 @@ def measured_reach(store: Store, target: str,
             continue
         sd = _spread(folder / "results.json")
         if sd is not None:
-            return reach_of_spread(sd), (f"layout spread +-{100 * math.expm1(sd):.1f}% measured "
-                                         f"by run {run['run_id']} ({layouts} layouts)")
+            return sd, (f"layout spread +-{100 * math.expm1(sd):.1f}% measured by run "
+                        f"{run['run_id']} ({layouts} layouts)")
     return None
 
 
@@ -132,15 +139,11 @@ def record(stored: dict) -> contract.Confirmation:
 def plan(doc: contract.Results, reach: tuple[float, str] | None,
          opts: MeasureOptions | None = None, off: str | None = None) -> contract.Confirmation:
     """The record a sweep starts its confirmation with: status `running` with the rows to
-    measure again when any faster or slower row is within the reach, else why not
-    (`not-needed`; `skipped` with --no-confirm, or `off`: why this sweep cannot run one;
-    `over-budget`)."""
+    measure again when any faster or slower row's interval with layout luck reaches within
+    the threshold, else why not (`not-needed`; `skipped` with --no-confirm, or `off`: why this
+    sweep cannot run one; `over-budget`)."""
     opts = opts or MeasureOptions()
-    one_pct, source = reach or (DEFAULT_REACH_PCT, DEFAULT_SOURCE)
-    m = len(_compared(doc))
-    reach_pct = reach_at(one_pct, m)
-    if m > 1:
-        source += f"; widened to the largest of {m} rows' luck"
+    reach_pct, source = reach or (DEFAULT_REACH_PCT, DEFAULT_SOURCE)
     start = {"status": NOT_NEEDED, "variant": doc.recommendation.variant
              if doc.recommendation else None, "layouts": opts.confirm_layouts or None,
              "reach_pct": reach_pct, "reach_source": source, "one_layout": None,
@@ -156,17 +159,20 @@ def plan(doc: contract.Results, reach: tuple[float, str] | None,
     winner = _winner(doc)
     if winner is not None:
         vs = winner.vs_baseline
-        start |= {"one_layout": {"ratio": vs.ratio, "ci95": vs.ci95}}
-    rows = within(doc, reach_pct)
+        start |= {"one_layout": {"ratio": vs.ratio, "ci95": vs.ci95, "ci_fcr": vs.ci_fcr,
+                                 "fcr_level": vs.fcr_level}}
+    lucky = estimate.with_luck_all(doc, reach_pct)
+    rows = within(doc, lucky)
+    threshold = estimate.threshold_of(doc)
     if not rows:
-        return record({**start, "why": _none_within(doc, winner, reach_pct, source)})
+        return record({**start, "why": _none_within(doc, winner, lucky, reach_pct, source)})
     if off or not opts.layout_confirm:
         off = off or NO_CONFIRM
         return record({**start, "status": SKIPPED, "left_out": [v.id for v in rows],
                        "why": f"not confirmed over layouts ({off}): an effect this close "
                               f"to no change can be layout luck (reach {reach_pct:.1f}%, "
                               f"{source})", "left_out_why": off})
-    size = sized(doc, rows, one_pct, opts)
+    size = sized(doc, rows, reach_pct, opts)
     if not size.rows:
         return record({**start, "status": OVER_BUDGET, "left_out": [v.id for v in rows],
                        "left_out_why": size.why, "sizing": size.why, "layouts": size.k,
@@ -177,24 +183,27 @@ def plan(doc: contract.Results, reach: tuple[float, str] | None,
                    "sizing": size.why, "estimated_s": size.seconds, "variants": chosen,
                    "left_out": left, "left_out_why": size.left_why if left else None,
                    "why": f"measuring {_names([v for v in rows if v.id in chosen])} again over "
-                          f"{size.k} layouts a side: their 95% CIs come within "
-                          f"{reach_pct:.1f}% of no change, where layout luck reaches "
-                          f"({source})" + (f"; not {names_of(doc, left)} ({size.left_why})"
-                                           if left else "")})
+                          f"{size.k} layouts a side: with one build's layout luck their "
+                          f"intervals reach within the {threshold:g}% threshold (layout luck "
+                          f"reaches {reach_pct:.1f}%, {source})"
+                          + (f"; not {names_of(doc, left)} ({size.left_why})" if left else "")})
 
 
 def _compared(doc: contract.Results) -> list[contract.Variant]:
     """The rows compared with the baseline: the designed variants with a verdict of their own."""
     return [v for v in doc.variants if not is_control(v.id) and v.vs_baseline is not None
-            and v.vs_baseline.verdict in ("faster", "slower", "equivalent", "inconclusive")]
+            and v.vs_baseline.verdict in estimate.COMPARED]
 
 
-def within(doc: contract.Results, reach_pct: float) -> list[contract.Variant]:
-    """The faster and slower rows whose 95% CI comes within `reach_pct` of no change, in the
-    order they are measured again: the recommended one, the faster ones fastest first, then
-    the slower ones most doubtful first."""
+def within(doc: contract.Results, lucky: dict[str, contract.Estimate]
+           ) -> list[contract.Variant]:
+    """The faster and slower rows whose interval with layout luck (`lucky`:
+    estimate.with_luck_all) does not lie beyond the threshold on their side, in the order they
+    are measured again: the recommended one, the faster ones fastest first, then the slower
+    ones most doubtful first."""
+    threshold = estimate.threshold_of(doc)
     rows = [v for v in _compared(doc) if v.vs_baseline.verdict in CALLED
-            and within_reach(v.vs_baseline.ci95, reach_pct)]
+            and not estimate.beyond(lucky.get(v.id), threshold, v.vs_baseline.verdict)]
     named = doc.recommendation.variant if doc.recommendation else None
 
     def key(v: contract.Variant):
@@ -204,15 +213,17 @@ def within(doc: contract.Results, reach_pct: float) -> list[contract.Variant]:
     return sorted(rows, key=key)
 
 
-def _none_within(doc: contract.Results, winner: contract.Variant | None, reach_pct: float,
-                 source: str) -> str:
+def _none_within(doc: contract.Results, winner: contract.Variant | None,
+                 lucky: dict[str, contract.Estimate], reach_pct: float, source: str) -> str:
+    threshold = estimate.threshold_of(doc)
+    luck = f"layout luck reaches {reach_pct:.1f}%, {source}"
     if winner is not None:
-        nearest = nearest_pct(winner.vs_baseline.ci95)
-        return (f"its 95% CI ends {nearest:.1f}% from no change, beyond the {reach_pct:.1f}% "
-                f"layout luck reaches ({source})")
+        e = lucky[winner.id]
+        return (f"its interval with one build's layout luck, {stats.level_text(e.level)} CI "
+                f"{stats.ci_text(e.ci)}, lies beyond the {threshold:g}% threshold ({luck})")
     if any(v.vs_baseline.verdict in CALLED for v in _compared(doc)):
-        return (f"every faster or slower row's 95% CI ends beyond the {reach_pct:.1f}% layout "
-                f"luck reaches ({source})")
+        return (f"every faster or slower row's interval with one build's layout luck lies "
+                f"beyond the {threshold:g}% threshold ({luck})")
     return "the recommendation keeps the baseline, and no row was called faster or slower"
 
 
@@ -236,21 +247,22 @@ class Size:
     left_why: str = ""
 
 
-def sized(doc: contract.Results, rows: list[contract.Variant], one_pct: float,
+def sized(doc: contract.Results, rows: list[contract.Variant], reach_pct: float,
           opts: MeasureOptions) -> Size:
     """How many layouts a side, and how many of `rows`, the confirmation measures: K by power
     (or --confirm-layouts), the rows by --confirm-rows, then both cut to the run's --budget,
     rows first (the most doubtful kept), then K down to FEWEST_LAYOUTS; no rows when even one
-    row at that K does not fit."""
-    edge = math.log1p(one_pct / 100)
-    level = _level_sd(doc, edge / (Z95 * math.sqrt(2)), opts)
-    threshold_pct = doc.threshold_pct or stats.THRESHOLD_PCT
+    row at that K does not fit. The power is that of calling an effect as large as the reach
+    (a gain of reach / (1 + reach)) faster over the layouts."""
+    level = _level_sd(doc, spread_of_reach(reach_pct), opts)
+    threshold_pct = estimate.threshold_of(doc)
+    gain = 100 * reach_pct / (100 + reach_pct)
 
     def power(k: int, n: int) -> float:
-        return spread.power(edge, level, k, threshold_pct, n + 1)
+        return spread.power(k, level, gain, threshold_pct, n + 1)
     n = min(len(rows), max(1, opts.confirm_rows))
-    k = opts.confirm_layouts or spread.layouts_for(edge, level, threshold_pct, n + 1, POWER,
-                                                   FEWEST_LAYOUTS, MOST_LAYOUTS)
+    k = opts.confirm_layouts or spread.layouts_for(level, gain, threshold_pct, n + 1, POWER,
+                                                   MOST_LAYOUTS, FEWEST_LAYOUTS)
     left_why = f"--confirm-rows {opts.confirm_rows}" if n < len(rows) else ""
     cost = _costs(doc, opts)
     if cost is not None:
@@ -266,9 +278,9 @@ def sized(doc: contract.Results, rows: list[contract.Variant], one_pct: float,
            else f"the fewest at which it reaches {POWER:.0%}" if power(k, n) >= POWER
            else "cut to what the run's --budget affords" if k < MOST_LAYOUTS
            else f"at most {MOST_LAYOUTS}")
-    why = (f"{k} layouts a side ({how}): an effect as large as one row's reach, "
-           f"{100 * math.expm1(edge):.1f}%, is confirmed with {power(k, n):.0%} power among "
-           f"{n + 1} comparisons")
+    why = (f"{k} layouts a side ({how}): an effect as large as layout luck's reach, "
+           f"{reach_pct:.1f}%, is confirmed with {power(k, n):.0%} power among {n + 1} "
+           f"comparisons")
     if cost is not None:
         why += f"; about {cost(n, k):.0f} s with its builds, within the run's --budget"
     return Size(n, k, power(k, n), cost(n, k) if cost else None, why, left_why)
@@ -365,7 +377,8 @@ def _over(doc: contract.Results, vid: str) -> contract.LayoutEstimate:
     vs = (v.vs_baseline if v else None) or contract.VsBaseline(verdict="")
     return contract.LayoutEstimate(ratio=vs.ratio, ci95=vs.ci95, verdict=vs.verdict or None,
                                    layouts=getattr(vs, "layouts", None),
-                                   layout_sd_pct=vs.layout_sd_pct, p_adjusted=vs.p_adjusted)
+                                   layout_sd_pct=vs.layout_sd_pct, p_adjusted=vs.p_adjusted,
+                                   ci_fcr=vs.ci_fcr, fcr_level=vs.fcr_level)
 
 
 def _held(one: contract.LayoutEstimate | None, over: contract.LayoutEstimate, k) -> str:
@@ -398,9 +411,10 @@ def _text(c: contract.LayoutEstimate | None) -> str:
 # ---- the rows' labels ------------------------------------------------------------------------
 
 def label(doc: contract.Results, stored: dict | None) -> None:
-    """Each faster or slower row within the record's reach gets its `layout_luck`: confirmed,
-    not distinguishable from layout luck, or one layout (not measured again, and why). No
-    record (a run before its plan, an older run): no labels."""
+    """Each faster or slower row whose interval with layout luck does not lie beyond the
+    threshold (within, at the record's reach) gets its `layout_luck`: confirmed, not
+    distinguishable from layout luck, or one layout (not measured again, and why). No record
+    (a run before its plan, an older run): no labels."""
     if not stored:
         return
     c = record(stored)
@@ -409,11 +423,8 @@ def label(doc: contract.Results, stored: dict | None) -> None:
     measured = dict(c.rows or {})
     if not measured and c.status in (CONFIRMED, LUCK) and c.over_layouts is not None:
         measured[c.variant] = c.over_layouts          # a record of one row (an older run)
-    for v in doc.variants:
+    for v in within(doc, estimate.with_luck_all(doc, c.reach_pct)):
         vs = v.vs_baseline
-        if (is_control(v.id) or vs is None or vs.verdict not in CALLED
-                or not within_reach(vs.ci95, c.reach_pct)):
-            continue
         one = contract.LayoutEstimate(ratio=vs.ratio, ci95=vs.ci95, verdict=vs.verdict)
         over = measured.get(v.id)
         if over is None:
@@ -434,17 +445,20 @@ def _unmeasured(c: contract.Confirmation, vid: str) -> str:
     if vid in (c.left_out or []):
         return f"not measured again over layouts ({c.left_out_why})"
     if c.status == PENDING:
-        return (f"being confirmed over {c.layouts} layouts a side: its 95% CI comes within "
-                f"{c.reach_pct:.1f}% of no change, where layout luck reaches ({c.reach_source})")
+        return (f"being confirmed over {c.layouts} layouts a side: with one build's layout "
+                f"luck its interval reaches within the threshold (layout luck reaches "
+                f"{c.reach_pct:.1f}%, {c.reach_source})")
     return "not measured again over layouts"
 
 
 def label_effects(doc: contract.Results, stored: dict | None) -> None:
     """Each effect that matters follows its row: a one-change level is its variant's
-    comparison, so its label is the row's; a model's effect (a factorial, a screen) averages
-    builds, whose luck averages too, so its reach shrinks with sqrt((1/n + 1/n_ref) / 2) for
-    the n builds at its level and n_ref at the reference; within it, it is one layout (a
-    confirmation measures rows, not a model: --layouts K compares the whole design)."""
+    comparison, so its label is the row's. A model's effect (a factorial, a screen) averages
+    builds, whose luck averages too: its 95% interval is widened by one comparison's luck times
+    sqrt((1/n + 1/n_ref) / 2), for the n builds at its level and n_ref at the reference (their
+    means' difference), added in variance as results.estimate widens a row's; not beyond the
+    threshold so, it is one layout (a confirmation measures rows, not a model: --layouts K
+    compares the whole design)."""
     if not stored or not doc.effects:
         return
     c = record(stored)
@@ -464,13 +478,24 @@ def label_effects(doc: contract.Results, stored: dict | None) -> None:
             if e.reference is not None else len(built) - at
         scale = math.sqrt((1 / max(1, at) + 1 / max(1, ref)) / 2)
         reach = 100 * math.expm1(math.log1p(c.reach_pct / 100) * scale)
-        if within_reach([1 + x / 100 for x in e.ci95_pct], reach):
+        lo, hi = _widened_pct(e.effect_pct, e.ci95_pct, math.log1p(reach / 100) / Z95)
+        t = estimate.threshold_of(doc)
+        if not (hi < -t if e.effect_pct < 0 else lo > t):
             e.layout_luck = contract.LayoutLuck(
                 status=ONE_LAYOUT, reach_pct=reach,
                 why=f"a model's effect over one build a variant ({at} at this level, {ref} at "
-                    f"{e.reference or 'the others'}): its 95% CI comes within {reach:.1f}% of "
-                    "no change, where their layout luck reaches; --layouts K compares the "
-                    "design over layouts")
+                    f"{e.reference or 'the others'}): with their layout luck (reach "
+                    f"{reach:.1f}%) its 95% CI, [{lo:+.1f}, {hi:+.1f}], reaches within the "
+                    f"{t:g}% threshold; --layouts K compares the design over layouts")
+
+
+def _widened_pct(effect_pct: float, ci_pct: list, luck: float) -> tuple[float, float]:
+    """A 95% interval of a percent change, each side's standard error and a luck of sd `luck`
+    (log scale) added in variance."""
+    est = math.log1p(effect_pct / 100)
+    lo, hi = (math.log1p(x / 100) for x in ci_pct)
+    return tuple(100 * math.expm1(est + s * Z95 * math.hypot(abs(end - est) / Z95, luck))
+                 for s, end in ((-1, lo), (1, hi)))
 
 
 def settled(luck: contract.LayoutLuck | None) -> bool:
@@ -501,4 +526,22 @@ def apply(doc: contract.Results, stored: dict | None) -> None:
     rec = doc.recommendation
     if not stored or not rec:
         return
-    rec.confirmation = record(stored)
+    rec.confirmation = confirmed = record(stored)
+    _estimate(doc, confirmed)
+
+
+def _estimate(doc: contract.Results, confirmed: contract.Confirmation) -> None:
+    """What the recommendation prints once its row's place against layout luck is known
+    (results.estimate): a row confirmed over layouts, the confirmation's estimate; a row whose
+    interval with one build's layout luck lies beyond the threshold, that interval; a row not
+    measured again keeps the selection-adjusted interval its verdict used."""
+    rec = doc.recommendation
+    row = next((v for v in doc.variants if v.id == rec.variant), None)
+    if row is None or row.id == doc.baseline or row.vs_baseline is None or not rec.estimate:
+        return
+    luck = row.vs_baseline.layout_luck
+    if luck is not None and luck.status == CONFIRMED and luck.over_layouts is not None:
+        rec.estimate = estimate.over_layouts(luck.over_layouts, confirmed.layouts)
+    elif luck is None and confirmed.one_layout is not None:
+        rec.estimate = estimate.with_luck(doc, rec.variant,
+                                          confirmed.reach_pct or DEFAULT_REACH_PCT)

@@ -179,6 +179,31 @@ class ShortRun(Open):
     warning: Str
 
 
+class LengthPoint(Open):
+    """What the run-length pilot measured at one input size (flagsweep.measure.length)."""
+    size: Num = None                         # in the target's unit
+    run_s: Num = None                        # the baseline's median run there
+    sd: Num = None                           # spread of the A/A pair's log ratio
+    pair_s: Num = None                       # seconds a pair cost there
+    pairs: Num = None
+
+
+class RunLength(Open):
+    """run --input-size auto: the input size chosen for the narrowest interval per minute of
+    measuring, and why (flagsweep.measure.length). size null: none chosen, the full input used."""
+    size: Num = None
+    unit: Str | None = None                  # of size: MB (corpus) or s (audio)
+    run_s: Num = None                        # predicted run at that size
+    sd: Num = None                           # predicted spread (log ratio of an A/A pair)
+    half_per_minute: Num = None              # predicted 95% half-width after a minute (log)
+    relative: Num = None                     # a of sd^2 = a^2 + (b/L)^2
+    fixed_s: Num = None                      # b
+    metric: Str | None = None                # the column the spreads are of
+    pilot_s: Num = None                      # what the pilot took
+    why: Str
+    measured: list[LengthPoint] = []
+
+
 class Measurement(Open):
     seed: Num = None
     warmup: Num = None
@@ -197,6 +222,8 @@ class Measurement(Open):
     layouts: Layouts | None = None          # run --layouts: how many, how made, how compared
     sequential: Sequential | None = None    # the error the sweep's looks spent
     short_run: ShortRun | None = None       # the baseline's runs shorter than a sample resolves
+    input_size: Str | None = None           # --input-size: full, quick or auto
+    run_length: RunLength | None = None     # auto's choice and its figures
     confirm_layouts: Num = None             # --confirm-layouts (0: sized by power)
     confirm_rows: Num = None                # --confirm-rows
 
@@ -283,6 +310,8 @@ class LayoutEstimate(Open):
     layouts: Num = None
     layout_sd_pct: Num = None
     p_adjusted: Num = None
+    ci_fcr: Pair = None                      # the interval its verdict used, and its level
+    fcr_level: Num = None
 
 
 class LayoutLuck(Open):
@@ -436,6 +465,7 @@ class Effect(Open):
     p_adjusted: Num = None
     matters: Bool | None = None
     ci_fcr_pct: Pair = None
+    fcr_level: Num = None                  # ci_fcr_pct's level, 1 - R 0.05 / m
     layout_luck: LayoutLuck | None = None    # "matters" within layout luck's reach: settled
                                              # only when its status is `confirmed`
 
@@ -494,12 +524,26 @@ class Confirmation(Open):
     estimated_s: Num = None                       # its builds and least rounds, estimated
 
 
+class Estimate(Open):
+    """The estimate and interval a recommendation prints (flagsweep.results.estimate): the
+    interval its verdict used, adjusted for choosing the winner, and which kind it is."""
+    ratio: Num = None
+    ci: Pair = None
+    level: Num = None
+    kind: Str                     # selection-adjusted | with-layout-luck | over-layouts | unadjusted
+    layouts: Num = None           # over this many layouts each; null: one build each
+    comparisons: Num = None       # how many comparisons the adjustment chose among
+    p_adjusted: Num = None        # of the comparison it comes from
+    why: Str | None = None        # which interval this is and why, in words
+
+
 class Recommendation(Open):
     flags: list[Str] | None = None
     variant: Str | None = None
     why: Str
     excluded: list[Excluded] | None = None   # fastest first
     confirmation: Confirmation | None = None
+    estimate: Estimate | None = None         # what the headline prints; null: keep the baseline
 
 
 class HistoryPoint(Open):
@@ -736,6 +780,29 @@ class TuneCandidate(Open):
     check: Check | None = None               # its output check on the full input
 
 
+class TuneProofPlan(Open):
+    """How the proof was sized (jobs.budget): the layouts at which the smallest gain worth
+    claiming is confirmed with the wanted power, its sets, cut to what the budget left."""
+    status: Str                              # sized | cut | skipped
+    why: Str | None = None                   # the sentence the tune said
+    layouts: Num = None                      # K a set (null: not run)
+    asked: Num = None                        # --layouts, when given
+    wanted: Num = None                       # K for the wanted power (at most 16)
+    power: Num = None                        # against the base, for claim_pct, at `layouts`
+    wanted_power: Num = None
+    claim_pct: Num = None                    # the smallest gain worth claiming
+    spread_pct: Num = None                   # a layout's spread the power was computed at
+    spread_source: Str | None = None
+    sets: Num = None                         # the sets measured (the base, -O3 included)
+    dropped: Num = None                      # runners-up left out to fit
+    left_s: Num = None                       # the budget's seconds left when planned
+    builds_s: Num = None                     # the builds' estimate
+    rounds_s: Num = None                     # ... and the least rounds'
+    build_s: Num = None                      # the pace: a set's build
+    run_s: Num = None                        # ... a run of the full input
+    rounds: Num = None                       # ... the least rounds
+
+
 class TuneProof(Open):
     run_id: Str | None = None
     results: Str | None = None               # the proof sweep's results.json
@@ -743,6 +810,7 @@ class TuneProof(Open):
     status: Str                              # complete | failed | interrupted | skipped
     why: Str | None = None
     candidates: list[TuneCandidate] = []
+    plan: TuneProofPlan | None = None        # null in a tune.json written before plans
 
 
 class TuneAblationRow(Open):

@@ -158,6 +158,7 @@ def _document(run: dict, stored: list[contract.Variant],
     analysis.apply(doc, values, seed=m.get("seed") or 0, replicates=replicates,
                    refused=refused, design=design, luck=o.get("confirmation"))
     confirmation.apply(doc, o.get("confirmation"))
+    analysis.unanswered(doc)
     _stopped(doc, o.get("stopped") or {}, samples)
     _short_run(doc, t_path)
     analysis.advise(doc, samples)
@@ -168,12 +169,15 @@ def _document(run: dict, stored: list[contract.Variant],
 # The measuring options results.json repeats under `measurement`, as the sweep stored them.
 MEASUREMENT = ("seed", "warmup", "min_runs", "max_runs", "runs", "budget", "precision_pct", "cpu",
                "quick", "strict_check", "counters", "threshold_pct", "reference", "metric",
-               "confirm_layouts", "confirm_rows")
+               "run_length", "confirm_layouts", "confirm_rows")
 
 
 def _measurement(m: dict, metric_choice: dict | None) -> contract.Measurement:
+    # --input-size as given: auto, else the size --quick (or its absence) chose
+    size = m.get("input_size") or ("quick" if m.get("quick") else "full")
     return contract.Measurement.model_validate(
-        {k: m[k] for k in MEASUREMENT if k in m} | {"metric_choice": metric_choice})
+        {k: m[k] for k in MEASUREMENT if k in m} | {"metric_choice": metric_choice,
+                                                     "input_size": size})
 
 
 def _short_run(doc: contract.Results, target_path: str) -> None:

@@ -78,13 +78,15 @@ class FactorEffect:
     # where the estimate lies beyond the threshold: the interval, adjusted for the rows
     # selected as beyond it (stats.fcr_intervals), that `matters` needs wholly beyond it
     ci_fcr_pct: tuple[float, float] | None = None
+    fcr_level: float | None = None     # ci_fcr_pct's level, 1 - R alpha / m
 
     def to_json(self) -> dict:
         """The results contract's `effects` row (plus the unadjusted p_value)."""
         return {"factor": self.factor, "level": self.level, "reference": self.reference,
                 "effect_pct": self.effect_pct, "ci95_pct": [self.ci95_pct[0], self.ci95_pct[1]],
                 "p_value": self.p_value, "p_adjusted": self.p_adjusted, "matters": self.matters,
-                "ci_fcr_pct": None if self.ci_fcr_pct is None else list(self.ci_fcr_pct)}
+                "ci_fcr_pct": None if self.ci_fcr_pct is None else list(self.ci_fcr_pct),
+                "fcr_level": self.fcr_level}
 
 
 @dataclass(frozen=True)
@@ -473,22 +475,23 @@ def _finish(design: str, rows: list[FactorEffect], notes: list[str], threshold_p
         return EffectsResult("not-estimable", [], " ".join(notes + ["No effect is estimable."]))
     p_adj = sps.false_discovery_control([e.p_value for e in rows], method="bh")
     adjusted = _fcr_pct(rows, threshold_pct, alpha)
-    out = [replace(e, p_adjusted=float(pa), ci_fcr_pct=ci,
+    out = [replace(e, p_adjusted=float(pa), ci_fcr_pct=ci, fcr_level=level,
                    matters=_matters(float(pa), ci, threshold_pct, alpha))
-           for e, pa, ci in zip(rows, p_adj, adjusted)]
+           for e, pa, (ci, level) in zip(rows, p_adj, adjusted)]
     return EffectsResult(design, out, " ".join(notes))
 
 
-def _fcr_pct(rows: list[FactorEffect], threshold_pct: float,
-             alpha: float) -> list[tuple[float, float] | None]:
+def _fcr_pct(rows: list[FactorEffect], threshold_pct: float, alpha: float
+             ) -> list[tuple[tuple[float, float] | None, float | None]]:
     """Each row's interval adjusted for selecting the rows beyond the threshold (Benjamini &
-    Yekutieli, JASA 2005; stats.fcr_intervals), in percent. A row's interval is exp of a
-    normal interval on the log scale, the form fcr_intervals reads from a 95% interval."""
+    Yekutieli, JASA 2005; stats.fcr_intervals), in percent, and its level. A row's interval is
+    exp of a normal interval on the log scale, the form fcr_intervals reads from a 95% one."""
     as_ratios = [stats.RatioEstimate(1 + e.effect_pct / 100,
                                      (1 + e.ci95_pct[0] / 100, 1 + e.ci95_pct[1] / 100),
                                      (math.nan, math.nan), e.p_value, 0) for e in rows]
     stats.fcr_intervals(as_ratios, threshold_pct, alpha)
-    return [None if c.ci_fcr is None else (100 * (c.ci_fcr[0] - 1), 100 * (c.ci_fcr[1] - 1))
+    return [(None, None) if c.ci_fcr is None else
+            ((100 * (c.ci_fcr[0] - 1), 100 * (c.ci_fcr[1] - 1)), c.fcr_level)
             for c in as_ratios]
 
 

@@ -122,42 +122,42 @@ def noise(baseline: Replicates, twin: Replicates | None, threshold_pct: float,
     return {**out, "mde_pct": mde, "sd_log_diff": sd, "n_pairs": k, "warning": warning}
 
 
-def power(effect: float, spread: float, k: int, threshold_pct: float, m: int = 1,
+def power(k: int, sd: float, gain_pct: float, threshold_pct: float, m: int = 1,
           alpha: float = 0.05) -> float:
-    """The probability that a comparison over `k` layouts a side calls a true log effect
-    `effect` beyond the threshold, when one layout's level varies with sd `spread` (log scale:
-    the layouts' own spread and the runs' share of it) and the call is one of `m`.
+    """The chance that a variant truly gain_pct faster than the baseline is called faster when
+    the two are compared over k layouts a side (compare, then stats.adjust over m comparisons),
+    each layout's level spread by `sd` (log scale) about its arm's mean.
 
-    A call needs the interval at 1 - alpha/m (the false-coverage level of one selected of m,
-    stats.fcr_intervals) wholly beyond log(1 + t): the difference of the arms' mean levels,
-    standard error spread sqrt(2/k), must exceed log(1 + t) by Student's t at that level. Its
-    probability is that of a noncentral t with noncentrality (|effect| - log(1 + t)) /
-    (spread sqrt(2/k)) beyond that point: the power of the two-sample t test against a shifted
-    null (Chow, Shao & Wang, Sample Size Calculations in Clinical Research, 2nd ed., Chapman &
-    Hall/CRC 2008, sec. 3.2, superiority by a margin; Cohen, Statistical Power Analysis for the
-    Behavioral Sciences, 2nd ed., Erlbaum 1988, ch. 2). Welch's degrees of freedom are not
-    2k - 2 but (k - 1)(1 + F)^2 / (1 + F^2), F the ratio of the arms' sample variances, F(k-1,
-    k-1) with equal spreads (Satterthwaite, Biometrics Bulletin 2, 1946): the power is averaged
-    over FQUANTILES quantiles of F. Checked against a simulation of the test in
-    tests/results/test_layout_rows.py (within 4 points from k = 3; 2k - 2 alone overstated
-    k = 4 by 6)."""
-    if k < 2 or spread <= 0:
-        return 0.0 if k < 2 else float(abs(effect) > math.log1p(stats.fraction(threshold_pct)))
+    A lone claim among m is made when its false-coverage adjusted interval, at 1 - alpha/m
+    (stats.multiplicity.fcr_intervals), lies wholly beyond the threshold. With equal spreads
+    the arms' difference over its estimated standard error, less the threshold's log, is a
+    noncentral t with noncentrality (log(1 - g) - log(1 - t)) / (sd sqrt(2/k)), and the claim
+    is its lower tail below the interval's t quantile: the power of a one-sided t test against
+    a shifted null (Chow, Shao & Wang, Sample Size Calculations in Clinical Research, 2nd ed.,
+    Chapman & Hall/CRC 2008, ch. 3, superiority by a margin; the noncentral t as Cohen,
+    Statistical Power Analysis for the Behavioral Sciences, 2nd ed., 1988, ch. 2, uses it).
+    Welch's degrees of freedom are not 2k - 2 even when the arms spread alike: they are
+    (k - 1)(1 + F)^2 / (1 + F^2), F the ratio of the arms' sample variances, distributed
+    F(k - 1, k - 1) (Satterthwaite, Biometrics Bulletin 2, 1946), so the power is averaged over
+    FQUANTILES quantiles of F. Against a simulation of the test (tests/results/
+    test_layout_rows.py) that is within 4 points from k = 3, where 2k - 2 alone overstated
+    k = 4 by 6."""
+    if k < 2 or sd <= 0:
+        return 0.0 if k < 2 else float(gain_pct > threshold_pct)
     f = sps.f.ppf((np.arange(FQUANTILES) + 0.5) / FQUANTILES, k - 1, k - 1)
     df = (k - 1) * (1 + f) ** 2 / (1 + f ** 2)
-    crit = sps.t.ppf(1 - alpha / max(1, m) / 2, df)
-    shift = (abs(effect) - math.log1p(stats.fraction(threshold_pct))) / (spread * math.sqrt(2 / k))
-    return float(np.mean(sps.nct.sf(crit, df, shift)))
+    se = sd * math.sqrt(2 / k)
+    quantile = sps.t.ppf(1 - alpha / (2 * max(1, m)), df)
+    shift = (math.log1p(-gain_pct / 100) - math.log1p(-threshold_pct / 100)) / se
+    return float(np.mean(sps.nct.cdf(-quantile, df, shift)))
 
 
-def layouts_for(effect: float, spread: float, threshold_pct: float, m: int = 1,
-                wanted: float = 0.8, fewest: int = 2, most: int = 64) -> int:
-    """The fewest layouts a side (within fewest..most) at which power() reaches `wanted`;
+def layouts_for(sd: float, gain_pct: float, threshold_pct: float, m: int, wanted: float,
+                most: int, fewest: int = 2) -> int:
+    """The fewest layouts a side (`fewest` to `most`) at which `power` reaches `wanted`;
     `most` when none does."""
-    for k in range(max(2, fewest), most + 1):
-        if power(effect, spread, k, threshold_pct, m) >= wanted:
-            return k
-    return most
+    return next((k for k in range(max(2, fewest), most + 1)
+                 if power(k, sd, gain_pct, threshold_pct, m) >= wanted), most)
 
 
 def level_values(arms: dict[str, Replicates], baseline: str) -> dict[str, dict[int, float]]:

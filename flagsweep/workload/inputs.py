@@ -26,7 +26,7 @@ from flagsweep import files
 from flagsweep.caches import INPUTS
 from flagsweep.compilation.variants import Training
 from flagsweep.errors import ConfigError
-from flagsweep.experiment.target import CorpusInput, FileInput, Target, WavInput
+from flagsweep.experiment.target import CorpusInput, FileInput, InputSpec, Target, WavInput
 from flagsweep.workload import corpus, wav
 
 log = logging.getLogger("flagsweep.workload.inputs")
@@ -44,24 +44,43 @@ class Input:
     description: str    # e.g. "wav: 200 s stereo 44.1 kHz 16-bit, seed 2003"
 
 
+# The key of a generated input's size in a target file, quick and full, and its unit.
+SIZE_KEYS = {"corpus": ("quick_megabytes", "megabytes", "MB"),
+             "wav": ("quick_seconds", "seconds", "s")}
+
+
+def size_of(spec: InputSpec | None, quick: bool) -> tuple[str | None, float | None, str]:
+    """The target file's key that sets its input's size for this run, its value and unit; a
+    given file (or none) has no size to set: (None, None, "")."""
+    keys = SIZE_KEYS.get(getattr(spec, "kind", None))
+    if keys is None:
+        return None, None, ""
+    key = keys[0] if quick else keys[1]
+    return key, getattr(spec, key), keys[2]
+
+
 def prepare(target: Target, quick: bool = False, cache: Path | None = None,
-            seed_offset: int = 0) -> Input:
+            seed_offset: int = 0, size: float | None = None) -> Input:
     """The target's workload input, generated deterministically from its seed (plus
-    `seed_offset`) and cached by content hash (`quick` picks the smaller size)."""
+    `seed_offset`) and cached by content hash (`quick` picks the smaller size; `size`, in the
+    target's unit, another one: a run length chosen by measure.length). A given file has one
+    size."""
     spec = target.spec.inputs
     store = INPUTS.folder(cache)
     if isinstance(spec, FileInput):
         return _copy_given(target, spec, store)
     seed = spec.seed + seed_offset
+    if size is not None:
+        quick = size == size_of(spec, True)[1]
     if isinstance(spec, WavInput):
-        seconds = spec.quick_seconds if quick else spec.seconds
+        seconds = size if size is not None else spec.quick_seconds if quick else spec.seconds
         frames = round(seconds * wav.RATE)
         key = {"generator": GENERATOR_VERSION, "kind": "wav", "frames": frames,
                "seed": seed, "quick": quick}
         description = f"wav: {seconds:g} s stereo 44.1 kHz 16-bit, seed {seed}"
         return _generated(store, key, "wav", description, lambda: wav.wav_bytes(frames, seed))
     assert isinstance(spec, CorpusInput)
-    megabytes = spec.quick_megabytes if quick else spec.megabytes
+    megabytes = size if size is not None else spec.quick_megabytes if quick else spec.megabytes
     size = round(megabytes * MB)
     key = {"generator": GENERATOR_VERSION, "kind": "corpus", "bytes": size,
            "seed": seed, "quick": quick}

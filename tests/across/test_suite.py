@@ -65,6 +65,12 @@ def test_suite_recommends_a_flag_that_wins_across_programs(tmp_path):
     s = _suite(tmp_path, _program("alpha", 1), _program("beta", 2))
     assert s.recommendation.startswith("gcc -O3:")
     assert "by program: faster on alpha, beta; slower on none" in s.recommendation
+    # the interval its verdict used, adjusted for choosing it among the pooled rows, and named
+    pooled = next(r.suite for r in s.rows if r.id == "gcc-O3")
+    m = sum(r.suite is not None for r in s.rows)
+    assert (f"({stats.level_text(pooled.fcr_level)} CI {stats.ci_text(pooled.ci_fcr)}, adjusted "
+            f"for choosing it among {m} pooled rows)") in s.recommendation
+    assert pooled.fcr_level > 0.95
 
 
 def test_suite_json_and_page(tmp_path):

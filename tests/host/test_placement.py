@@ -170,7 +170,25 @@ def test_after_a_busy_stop_the_advice_names_the_cpu_used_and_one_free_now():
     assert said == ("CPU 1, where it measured, was 80% busy over 0.5 s after it stopped; CPU 0 "
                     "is free now (96% idle, no other sweep): run again with --cpu 0")
     held = placement.instead(1, window({0: 2, 1: 40}), [0, 1], [], {0: "pid 9: x"})
-    assert held.endswith("no other CPU is free and quieter: measure when the machine is quieter")
+    assert held.endswith("no other CPU is free and idle (at least 90% idle): measure when the "
+                         "machine is quieter")
+
+
+def test_after_a_busy_stop_the_advice_never_names_a_cpu_that_is_not_idle():
+    """Every CPU loaded: the ranking still has a first (here CPU 0, as busy as CPU 1 but with
+    no task pinned there), and the advice once sent the user to it, "CPU 0 is free now (0%
+    idle)". A CPU is named only when it is idle."""
+    pinned = load.Task(77, "other", 10, 1, True, 1)
+    both = window({0: 50, 1: 50}, before_tasks=[pinned], after_tasks=[pinned])
+    assert placement.choose(both, [0, 1], [], {}).cpu == 0       # the ranking's first ...
+    said = placement.instead(1, both, [0, 1], [], {})
+    assert "CPU 0" not in said and "--cpu" not in said          # ... is not advised
+    assert said.endswith("no other CPU is free and idle (at least 90% idle): measure when the "
+                         "machine is quieter")
+    half = placement.instead(1, window({0: 10, 1: 50}), [0, 1], [], {})     # 80% idle
+    assert "--cpu" not in half
+    idle = placement.instead(1, window({0: 4, 1: 50}), [0, 1], [], {})      # 92% idle
+    assert idle.endswith("CPU 0 is free now (92% idle, no other sweep): run again with --cpu 0")
 
 
 def test_advice_names_the_measured_cpu_and_a_free_isolated_one():

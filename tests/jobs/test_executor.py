@@ -12,6 +12,7 @@ import pytest
 from synthetic import Synthetic
 from tiny_target import write_tiny_target
 
+from flagsweep.host.executor import Execution
 from flagsweep.jobs import sweep
 from flagsweep.compilation import selection
 from flagsweep.results import reader
@@ -229,3 +230,70 @@ def test_a_sweep_interrupted_after_a_stop_resumes_without_measuring_the_stopped_
     ran = {v["id"]: v for v in doc["variants"]}["gcc-O2"]["summary"]["n"]
     assert o0["summary"]["stopped_at"] == at and doc["measurement"]["runs_saved"] >= ran - at
     assert max(s.round for s in db.samples(run_id) if s.variant_id == "gcc-O0") == at - 1
+
+
+class Loaded(Synthetic):
+    """Synthetic executions whose scheduler evidence says that every call after the first
+    `quiet` waited for its CPU 60% of its time: disturbed for any metric (measure.disturbance),
+    retaken, still disturbed, until the sweep stops busy."""
+
+    def __init__(self, factors: dict[str, float], quiet: int):
+        super().__init__(factors)
+        self.quiet = quiet
+
+    def __call__(self, argv, **kw) -> Execution:
+        e = super().__call__(argv, **kw)
+        if self.calls <= self.quiet:
+            return e
+        return Execution(e.wall_s, e.user_s, e.sys_s, e.maxrss_kb,
+                         {"run_delay_s": 0.6 * e.wall_s}, False, None)
+
+
+def _every_cpu_busy(monkeypatch) -> None:
+    """The machine as the busy stop measures it: CPUs 0 and 1 both fully busy over the window,
+    a task pinned to CPU 0 (so CPU 1 ranks first among them), whatever this machine holds."""
+    from flagsweep.host import load, placement
+
+    pinned = load.Task(77, "other", 10, 0, True, 0)
+    ticks = iter([{0: (100, 1000), 1: (100, 1000)}, {0: (100, 1050), 1: (100, 1050)}])
+    monkeypatch.setattr(load, "snapshot", lambda *a, **k: load.Snapshot(next(ticks),
+                                                                        {77: pinned}, 0.0))
+    monkeypatch.setattr(placement, "_candidates", lambda: ([0, 1], []))
+
+
+@pytest.mark.integration
+def test_a_sweep_stopped_busy_has_no_answer_exits_3_and_its_resume_counts_on(
+        tmp_path, monkeypatch, capsys):
+    """A busy stop is no answer: the recommendation says so and what would give one (every
+    view of it reads it), `run` exits 3, the advice names no CPU that is not idle, and the
+    resumed sweep's progress lines go on from the round it measures next."""
+    from flagsweep.cli.sweeping import NO_ANSWER, _finish
+
+    _every_cpu_busy(monkeypatch)
+    path = _start(tmp_path, Loaded({"gcc-O1": 1.10}, quiet=3), metric="wall", cpu=0)
+    doc = reader.load(path)
+    assert doc.status == "busy" and doc.recommendation.flags is None
+    why = doc.recommendation.why
+    assert why.startswith("No answer yet: the machine was busy, so the sweep stopped after 4 "
+                          "of at most 12 rounds, before its stopping rule could judge; its "
+                          "verdicts so far (")
+    assert why.endswith(f"`flagsweep run --resume {doc.run_id}` continues it once the machine "
+                        "is quieter (`flagsweep system` shows what runs).")
+    assert doc.recommendation.confirmation is None          # nothing to confirm yet
+    assert "is free now" not in doc.stop_reason
+    assert "no other CPU is free and idle" in doc.stop_reason
+    for view in ("summary.md", "index.html"):
+        assert "No answer yet: the machine was busy" in (path.parent / view).read_text()
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as ended:
+        _finish(path)
+    assert ended.value.code == NO_ANSWER == 3
+    assert "recommendation: No answer yet" in capsys.readouterr().err
+
+    resumed = sweep.resume(doc.run_id, Store(), lambda _: None,
+                           execute=Synthetic({"gcc-O1": 1.10}))
+    counted = [line.split(":")[0] for line in capsys.readouterr().err.splitlines()
+               if line.startswith("round ")]
+    assert counted[0] == "round 5/12"                   # not "round 1/12" again
+    assert reader.load(resumed).status == "complete"
+    assert reader.load(resumed).recommendation.why.startswith("no variant was significantly")

@@ -154,13 +154,16 @@ def test_interrupted_sweep_resumes_without_loss_or_duplicates(tiny, tmp_path, ho
         assert f"flagsweep run --resume {run_id}" in err
         assert _results(out)["status"] == "interrupted"
         assert "The sweep is interrupted" in (out / "index.html").read_text()
-    flagsweep("run", "--resume", str(out) if how == signal.SIGKILL else run_id)  # either works
+    resumed = flagsweep("run", "--resume", str(out) if how == signal.SIGKILL else run_id,
+                        check=False)                                        # either works
     after = _samples(db, run_id)
     assert set(before) <= set(after)  # nothing lost: the same rows, same timestamps
     pairs = [(v, r) for v, r, _ in after]
     assert len(pairs) == len(set(pairs))        # nothing duplicated
     doc = _results(out)
     assert doc["status"] in ("complete", "busy")
+    # a sweep that ended busy has no answer, and says so by its exit status (3)
+    assert resumed.returncode == (3 if doc["status"] == "busy" else 0), resumed.stderr[-3000:]
     if doc["status"] == "busy":
         # Under a heavy load the resumed sweep may stop early, as it must when most runs stay
         # disturbed (measure.disturbance.busy): then it has taken more, and lost nothing.

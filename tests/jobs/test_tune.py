@@ -314,9 +314,10 @@ def test_a_winner_too_large_to_take_apart_flag_by_flag_is_ablated_in_groups(
     monkeypatch.setattr(tune, "_best", lambda tu: (0, winner, 0.7)
                         if tu.record("phase") == "ablation" else real_best(tu))
     # At 1000 s a build nothing but two groups fits; back at tiny's own pace after that plan,
-    # so the group that may matter is taken apart.
-    real_pace, paces = tune._build_pace, iter([1000.0])
-    monkeypatch.setattr(tune, "_build_pace", lambda tu: next(paces, None) or real_pace(tu))
+    # so the group that may matter is taken apart (and the search before it at its own).
+    real_pace = tune._build_pace
+    monkeypatch.setattr(tune, "_build_pace", lambda tu: 1000.0 if tu.record("phase") ==
+                        "ablation" and not tu.record("ablation_plan") else real_pace(tu))
     path = tune.start(t, _options(_space(tmp_path), trials=8), tmp_path / "tuned", Store(),
                       print, execute=Planted())
     a = contract.validate(json.loads(path.read_text()), path, "tune").ablation

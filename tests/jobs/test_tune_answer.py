@@ -49,6 +49,28 @@ def test_a_set_faster_than_the_base_and_o3_is_used_its_minimal_subset_first():
     assert "against -O3" in sentence and "4 layouts after 40 candidates" in sentence
 
 
+def test_the_answer_prints_the_interval_the_proofs_verdict_used():
+    """The set named is the best of the proof's: its interval is the false-coverage adjusted
+    one its "faster" verdicts needed (wider than the 95% one), named so, as a sweep's "Use X"."""
+    def decided(ratio, ci95, ci_fcr, level):
+        return contract.TuneEstimate(ratio=ratio, ci95=ci95, verdict="faster", ci_fcr=ci_fcr,
+                                     fcr_level=level)
+    o3 = _set("-O3", ["-O3"], vs_base=_est(0.98, "faster"))
+    winner = _set("winner", ["-fa"], decided(0.90, [0.89, 0.91], [0.875, 0.925], 0.9875),
+                  decided(0.93, [0.92, 0.94], [0.905, 0.955], 0.9875))
+    sentence, use = said(_proof(o3, winner), None, 40)
+    assert use == ["-O2", "-fa"]
+    assert sentence.startswith("Use -O2 -fa: -7.0% (98.7% CI [-9.5, -4.5]) against -O3 and "
+                               "-10.0% (98.7% CI [-12.5, -7.5]) against -O2, confirmed over 4 "
+                               "layouts after 40 candidates (each interval the one its verdict "
+                               "used, adjusted for choosing among the proof's comparisons).")
+    # a proof of before kept no adjusted interval: its 95% one, as it was
+    assert said(_proof(o3, _set("winner", ["-fa"], _est(0.90, "faster"), _est(0.93, "faster"))),
+                None, 40)[0].startswith("Use -O2 -fa: -7.0% [-8.0, -6.0] against -O3 and "
+                                        "-10.0% [-11.0, -9.0] against -O2, confirmed over 4 "
+                                        "layouts after 40 candidates.")
+
+
 def test_a_set_whose_output_is_not_the_bases_bytes_is_used_with_the_check_said():
     o3 = _set("-O3", ["-O3"], vs_base=_est(0.98, "faster"))
     winner = _set("winner", ["-funsafe-math-optimizations"], _est(0.92, "faster"),

@@ -89,6 +89,23 @@ def test_resume_skips_what_is_done():
     assert {(v, r) for v, r, _ in taken} == {("b", 0), ("a", 1), ("b", 1)}
 
 
+def test_a_resumed_sweeps_progress_lines_go_on_from_the_first_round_it_measures():
+    """Rounds taken before the resume are replayed (the stops see them again) but are no
+    progress: a line for each counted the rounds from 1 again, as if the sweep had restarted."""
+    plan = rounds.Plan(["a", "b"], seed=9, warmup=1, min_runs=6, max_runs=6, baseline="a")
+    before = {(v, r) for v in ("a", "b") for r in range(-1, 3)} | {("a", 3)}   # round 4 begun
+    lines: list[tuple[int, int]] = []
+    store = {v: {r: 1.0 for r in range(3)} for v in ("a", "b")}
+
+    def measure(vid, rnd, pos, pad):
+        store[vid][rnd] = 1.0
+        return Sample(vid, rnd, pos, pad)
+
+    rounds.rounds(plan, before, measure, lambda: store,
+                  round_done=lambda completed, most, _: lines.append((completed, most)))
+    assert lines == [(4, 6), (5, 6), (6, 6)]
+
+
 def test_budget_stops_before_a_round_that_would_overrun(monkeypatch):
     clock = iter(range(0, 10_000, 10))  # every call to monotonic() advances 10 s
     monkeypatch.setattr(rounds.time, "monotonic", lambda: next(clock))

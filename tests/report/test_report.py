@@ -3,6 +3,8 @@ the Markdown summary, the study page, `flagsweep report` and `flagsweep compare`
 
 from __future__ import annotations
 
+import html as htmlmod
+import io
 import json
 import re
 import subprocess
@@ -12,12 +14,13 @@ from html.parser import HTMLParser
 import pytest
 import report_fixture as rf
 from click.testing import CliRunner
+from rich.console import Console
 from conftest import raw_controls
 
-from flagsweep import report
+from flagsweep import report, stats
 from flagsweep.cli import cli
 from flagsweep.errors import FlagsweepError
-from flagsweep.report import formats, headline, method, view
+from flagsweep.report import formats, headline, method, terminal, view
 from flagsweep.results import reader
 
 SECTIONS = ["headline", "effects", "variants", "distributions", "counters", "machine", "builds"]
@@ -98,7 +101,11 @@ def test_headline_counts_findings_and_warnings():
     h = r.headline
     assert dict(h.counts) == {"faster": 1, "slower": 1, "equivalent": 2, "inconclusive": 1,
                               "identical-code": 1, "not-measured": 2}
-    assert re.match(r"Use -O3: -(9|10)\.\d% against the baseline \(95% CI \[", h.recommendation)
+    # the interval its verdict used, adjusted for the choice, and named so
+    assert re.match(r"Use -O3: -(9|10)\.\d% against the baseline \(\d\d\.\d% CI \[[-+.\d]+, "
+                    r"[-+.\d]+\], adjusted for choosing it among 6 comparisons; adjusted p ",
+                    h.recommendation)
+    assert h.interval.startswith("The interval is the one its verdict used")
     kinds = {w.kind for w in h.warnings}
     assert {"output", "flags", "build", "pmu"} <= kinds
     assert "machine" not in kinds               # isolated, pinned, performance, idle
@@ -159,6 +166,52 @@ def test_a_column_has_one_number_of_decimals():
 def test_the_page_says_why_its_two_tables_differ(rendered):
     _, html, _ = rendered
     assert 'id="two-estimates"' in html and "Read this table for which flag matters" in html
+
+
+def test_page_summary_and_terminal_print_the_same_adjusted_interval(rendered):
+    """The recommendation's interval is the one its verdict used (results.json's
+    recommendation.estimate), wider than the variant's 95% CI; the page, summary.md and the
+    terminal print the same sentence, and say which interval it is."""
+    page, html, md = rendered
+    doc = reader.load(page.parent / "results.json")
+    e, vs = doc.recommendation.estimate, next(
+        v.vs_baseline for v in doc.variants if v.id == doc.recommendation.variant)
+    assert e.ci == vs.ci_fcr and e.ci[0] < vs.ci95[0] and vs.ci95[1] < e.ci[1]
+    h = view.build(doc, page.parent / "results.json", page.parent).headline
+    said = (f"{stats.level_text(e.level)} CI {stats.ci_text(e.ci)}, adjusted for choosing it "
+            f"among {e.comparisons:g} comparisons")
+    assert said in h.recommendation and stats.ci_text(vs.ci95) not in h.recommendation
+    buf = io.StringIO()
+    terminal.show(page.parent / "results.json", Console(file=buf, width=400))
+    shown = buf.getvalue()
+    for text, said in ((htmlmod.unescape(html), str), (md, report.markdown_text),
+                       (shown, str)):
+        assert said(h.recommendation) in text
+        assert said(h.interval) in text
+    assert f"recommendation: {h.recommendation}" in shown
+    assert f"interval: {h.interval}" in shown
+
+
+def test_which_flags_matter_shows_the_interval_it_decided_on(rendered):
+    """Each effects row shows the interval its `matters` was decided on (the adjusted one where
+    its estimate is beyond the threshold, its level written before it), and the caption says
+    so, on the page, in summary.md and in the plot's rows."""
+    page, html, md = rendered
+    doc = reader.load(page.parent / "results.json")
+    r = view.build(doc, page.parent / "results.json", page.parent)
+    decided = [(e, row) for e, row in zip(sorted(doc.effects, key=lambda e: e.effect_pct),
+                                           r.effects) if e.ci_fcr_pct]
+    assert decided
+    for e, row in decided:
+        lo, hi = e.ci_fcr_pct
+        assert row.ci == (lo, hi)
+        assert row.ci_text == f"{stats.level_text(e.fcr_level)} [{lo:+.1f}, {hi:+.1f}]"
+        assert f"| {row.ci_text} |" in md and f">{row.ci_text}<" in html
+    assert "interval decided on" in html and "interval decided on" in md
+    rule = "the one the table decided on"
+    assert rule in r.effects_rule and rule in htmlmod.unescape(html) and rule in md
+    assert report.markdown_text(r.effects_rule) in md
+    assert "A level matters when its 95% CI" not in html
 
 
 def test_reproduce_command_repeats_the_sweep():

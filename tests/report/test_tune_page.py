@@ -535,3 +535,22 @@ def test_a_tune_whose_proof_failed_says_why_there_is_no_answer():
     assert tune_view.answer(doc) == ("No answer after 12 candidates (7 measured): the proof "
                                      "failed (the baseline failed its output check).")
     assert tune_view.resume(doc) is None and "failed in its proof phase" in tune_view.state(doc)
+
+
+def test_the_proof_says_how_it_was_sized_on_the_page_and_in_the_terminal(tmp_path):
+    """The plan jobs.budget made (its sentence) beside the proof; a proof the budget could not
+    hold is "skipped" with that sentence as its why, and the answer says it was not proved."""
+    from flagsweep.jobs import budget
+
+    plan = budget.proof_plan(["base", "-O3", "winner", "minimal", "runner-up"],
+                             budget.Spread(0.011, "measured by run g (4 layouts)"),
+                             budget.Pace(20.0, 1.5, 6), 1000.0, 1.0)
+    assert plan.status == "cut" and plan.sets == 4
+    doc = tune_doc(proof={**proof(), "plan": plan.dump()})
+    html = report.write_tune(doc, tmp_path).read_text()
+    note = re.search(r'<p class="note" id="proof-plan">(.*?)</p>', html, re.S).group(1)
+    assert text_of(note).strip() == f"Sized: {plan.why}."
+    buf = io.StringIO()
+    terminal.show_tune(doc, Console(file=buf, width=400, highlight=False))
+    assert f"proof plan: {plan.why}" in buf.getvalue()
+    assert json.loads(json.dumps(doc.dump()))["proof"]["plan"]["layouts"] == plan.layouts

@@ -269,7 +269,7 @@ def test_a_variant_just_beyond_the_threshold_among_ten_is_judged_on_its_adjusted
     """One variant +1.5% among nine comparisons at 0 (the twin included): its 95% CI clears the
     1% threshold, its false-coverage adjusted one (99.5%, one selected of ten) does not, so it is
     inconclusive, and results.json and the table show the interval the verdict rests on."""
-    from flagsweep.report import variants
+    from flagsweep.report import counters, variants
 
     pattern = np.linspace(-1, 1, 12)
     base = {r: 1.0 for r in range(12)}
@@ -288,5 +288,9 @@ def test_a_variant_just_beyond_the_threshold_among_ten_is_judged_on_its_adjusted
     assert contract.VsBaseline.model_validate(c).fcr_level == pytest.approx(0.995)
     row = variants.variant_row(edge, doc)
     assert row.ci_text.startswith("[+1.0, +2.0]; 99.5% [")
+    # its effects row (one change of the baseline) shows the interval that decided it, "no"
+    effect = counters.effect_row(next(e for e in doc.effects if e.variant == "edge"))
+    assert not effect.matters and effect.ci_text.startswith("99.5% [+0.")
+    assert effect.ci == pytest.approx(tuple(100 * (x - 1) for x in c.ci_fcr))
     with pytest.raises(Exception, match="ci_fcr"):
         contract.VsBaseline.model_validate({**c.dump(), "ci_fcr": [0.9]})

@@ -5,6 +5,7 @@ the variants table says (same p, same verdict, no interval where the table has n
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 import report_fixture
@@ -97,10 +98,12 @@ def _lame_like(eq_check: str, eq_detail: str = SNR_EQ) -> dict:
 
 
 def _recommendation_line(text: str) -> str:
-    """The terminal's recommendation, its wrapped lines joined (it is the last but one)."""
+    """The terminal's recommendation, its wrapped lines joined (the line after it says which
+    interval it printed, then why the sweep stopped)."""
     flat = " ".join(text.split())
     start = flat.index("recommendation:")
-    return flat[start:flat.index(" stopped:", start)]
+    ends = [flat.find(mark, start) for mark in (" interval:", " stopped:")]
+    return flat[start:min(end for end in ends if end >= 0)]
 
 
 def test_an_equivalent_output_is_recommended_and_the_faster_ones_left_out_are_named(tmp_path):
@@ -206,9 +209,11 @@ def test_effects_with_enough_rounds_carry_the_tables_numbers(tmp_path):
     line = next(x for x in _terminal(doc, tmp_path).splitlines()
                 if x.startswith("flags that matter"))
     o1 = v["gcc-O1"]["vs_baseline"]
-    lo, hi = (100 * (x - 1) for x in o1["ci95"])
+    # the interval the row was decided on: the adjusted one, its level before it
+    lo, hi = (100 * (x - 1) for x in o1["ci_fcr"])
+    level = math.floor(o1["fcr_level"] * 1000 + 1e-9) / 10
     p = o1["p_adjusted"]
-    assert f"opt = -O1 {100 * (o1['ratio'] - 1):+.1f}% [{lo:+.1f}, {hi:+.1f}] adj. p " \
+    assert f"opt = -O1 {100 * (o1['ratio'] - 1):+.1f}% {level:g}% [{lo:+.1f}, {hi:+.1f}] adj. p " \
            f"{'<0.0001' if p < 1e-4 else f'{p:.2g}'}" in line
 
 

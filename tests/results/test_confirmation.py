@@ -5,6 +5,7 @@ build and what each layout would show, and the decisions above the seam are test
 
 from __future__ import annotations
 
+import html
 import io
 import json
 import math
@@ -14,6 +15,7 @@ from rich.console import Console
 from synthetic import Synthetic
 from tiny_target import write_tiny_target
 
+from flagsweep import stats
 from flagsweep.jobs import sweep
 from flagsweep.compilation import layout as link
 from flagsweep.compilation import selection
@@ -59,7 +61,7 @@ def _terminal(path) -> str:
 
 
 def _page(path) -> str:
-    return (path.parent / "index.html").read_text()
+    return html.unescape((path.parent / "index.html").read_text())
 
 
 @pytest.mark.integration
@@ -93,25 +95,34 @@ def test_a_small_win_that_layout_swallows_is_not_recommended(tmp_path):
 
 
 def _change(c: dict) -> str:
-    from flagsweep import stats
     return stats.change_text(c["ratio"], c["ci95"])
 
 
 @pytest.mark.integration
 def test_a_small_win_that_holds_in_every_layout_is_confirmed(tmp_path):
     """The same 3% win, and every layout of -O1 3% faster than every layout of the baseline:
-    "Use -O1", confirmed over the layouts, with the confirmation's interval beside the sweep's."""
+    "Use -O1", confirmed over the layouts. What it prints is the confirmation's estimate and
+    the interval its verdict used (fresh layouts: the flags' effect), the one build's after."""
     planted = {"gcc-O1": 0.97, **_layouts_of("gcc-O1", [0.97, 0.971]),
                **_layouts_of("gcc-O2", [1.0, 1.001]), **_twin([1.0, 1.001])}
     doc, path, _ = _run(tmp_path, "tinyheld", planted)
     rec, c = doc["recommendation"], doc["recommendation"]["confirmation"]
     assert c["status"] == confirmation.CONFIRMED
     assert rec["variant"] == "gcc-O1" and rec["flags"] == ["-O1"]
-    assert c["over_layouts"]["verdict"] == "faster" and c["over_layouts"]["ci95"][1] < 0.99
+    over = c["over_layouts"]
+    assert over["verdict"] == "faster" and over["ci_fcr"][1] < 0.99
     assert c["seconds"] > 0 and (tmp_path / "run" / "layouts" / "results.json").is_file()
+    e = rec["estimate"]
+    assert e["kind"] == "over-layouts" and e["layouts"] == K
+    assert (e["ratio"], e["ci"], e["level"]) == (over["ratio"], over["ci_fcr"], over["fcr_level"])
+    printed = (f"Use -O1: {_change(over).split()[0]} over {K} layouts each against the baseline "
+               f"({stats.level_text(e['level'])} CI {stats.ci_text(e['ci'])}, the confirmation's")
     for text in (_page(path), _terminal(path)):
-        assert f"Use -O1: {_change(c['one_layout']).split()[0]} against the baseline" in text
-        assert f"; confirmed over layouts: {_change(c['over_layouts'])} over {K} layouts" in text
+        assert printed in text
+        one = c["one_layout"]
+        assert "confirmed over layouts, where one build each measured " \
+               f"{stats.change_text(one['ratio'])} ({stats.level_text(one['fcr_level'])} CI " \
+               f"{stats.ci_text(one['ci_fcr'])})" in text
 
 
 @pytest.mark.integration
@@ -171,15 +182,23 @@ def test_no_confirm_says_the_answer_is_unconfirmed(tmp_path):
 
 @pytest.mark.integration
 def test_a_win_far_beyond_layout_reach_is_not_confirmed_again(tmp_path):
-    """-O1 20% faster: its whole interval lies beyond the reach of layout luck, so nothing is
-    relinked and the answer is the sweep's own."""
+    """-O1 20% faster: its interval with one build's layout luck (the default reach) lies
+    beyond the threshold, so nothing is relinked; the answer prints that interval, wider than
+    the sweep's own, and says which it is."""
     doc, path, _ = _run(tmp_path, "tinyfar", {"gcc-O1": 0.80})
     rec, c = doc["recommendation"], doc["recommendation"]["confirmation"]
-    assert c["status"] == confirmation.NOT_NEEDED and "beyond the 5.0%" in c["why"]
+    assert c["status"] == confirmation.NOT_NEEDED and "layout luck reaches 5.0%" in c["why"]
     assert rec["variant"] == "gcc-O1"
     assert not (tmp_path / "run" / "layouts").exists()
-    said = _page(path).split('id="recommendation">')[1].split("<")[0]
-    assert said.startswith("Use -O1: -") and "layout" not in said
+    e, vs = rec["estimate"], next(v["vs_baseline"] for v in doc["variants"] if v["id"] == "gcc-O1")
+    assert e["kind"] == "with-layout-luck" and e["ci"][0] < vs["ci_fcr"][0]
+    assert e["ci"][1] > vs["ci_fcr"][1] and e["ci"][1] < 0.99
+    page = _page(path)
+    said = page.split('id="recommendation">')[1].split("<")[0]
+    assert said.startswith(f"Use -O1: {stats.change_text(e['ratio'])} against the baseline "
+                           f"({stats.level_text(e['level'])} CI {stats.ci_text(e['ci'])}, with "
+                           "one build's layout luck")
+    assert "no confirmation over layouts was needed" in page.split('id="interval">')[1]
 
 
 @pytest.mark.integration

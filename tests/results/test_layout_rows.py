@@ -92,8 +92,9 @@ FLAT = [1.0, 1.001, 0.999, 1.0]              # four layouts of no effect
 
 def test_a_row_one_builds_layout_made_faster_is_labelled_then_confirmed_away():
     """-O1 has no effect, but its one build is 2% faster by layout; -Os is truly 3% faster;
-    -O3 truly 10%. -O1 and -Os come within the reach (5% by default, widened for 3 rows):
-    before the confirmation both read one layout, being confirmed; over 4 layouts each, -O1
+    -O3 truly 10%. With one build's layout luck (a 5% reach by default) the intervals of -O1
+    and -Os reach within the threshold: before the confirmation both read one layout, being
+    confirmed; over 4 layouts each, -O1
     is no faster (not distinguishable from layout luck) and -Os is (confirmed, its layouts'
     interval beside its own). -O3's interval lies beyond the reach: never measured again,
     settled. The answer is -O3, the effects follow the rows, and the document is valid."""
@@ -102,7 +103,7 @@ def test_a_row_one_builds_layout_made_faster_is_labelled_then_confirmed_away():
         TWIN: "equivalent", "gcc-O1": "faster", "gcc-Os": "faster", "gcc-O3": "faster"}
     record = confirmation.plan(doc, None, MeasureOptions(confirm_layouts=4))
     assert record.status == confirmation.PENDING and record.variants == ["gcc-Os", "gcc-O1"]
-    assert record.reach_pct == pytest.approx(confirmation.reach_at(5.0, 3))
+    assert record.reach_pct == confirmation.DEFAULT_REACH_PCT
 
     pending = _written(doc.model_copy(deep=True), values, record)
     for vid in ("gcc-O1", "gcc-Os"):
@@ -200,16 +201,16 @@ def layout_cost(sets: int, k: int) -> tuple[float, float]:
 
 
 def test_k_is_the_fewest_layouts_with_the_stated_power_at_the_reachs_edge():
-    """K by power: an effect as large as one row's reach is called at 80% or more with K
-    layouts a side and less with K - 1; the record states K, the power and why. Given
+    """K by power: an effect as large as the reach is called at 80% or more with K layouts a
+    side and less with K - 1; the record states K, the power and why. Given
     --confirm-layouts, K is the user's and its power is stated."""
     doc, _ = _swept({"gcc-O1": 0.98, "gcc-Os": 0.97})
     record = confirmation.plan(doc, None)
-    k, edge = record.layouts, math.log1p(confirmation.DEFAULT_REACH_PCT / 100)
-    sd = math.sqrt((edge / (confirmation.Z95 * math.sqrt(2))) ** 2
-                   + doc.noise.baseline_cv ** 2 * math.pi / 2 / MeasureOptions().max_runs)
-    assert layout.power(edge, sd, k, 1.0, 3) >= 0.8 > layout.power(edge, sd, k - 1, 1.0, 3)
-    assert record.power == pytest.approx(layout.power(edge, sd, k, 1.0, 3))
+    k, gain = record.layouts, 100 * 5.0 / 105.0       # a 5% reach, as a gain
+    sd = math.hypot(confirmation.spread_of_reach(confirmation.DEFAULT_REACH_PCT),
+                    doc.noise.baseline_cv * math.sqrt(math.pi / 2 / MeasureOptions().max_runs))
+    assert layout.power(k, sd, gain, 1.0, 3) >= 0.8 > layout.power(k - 1, sd, gain, 1.0, 3)
+    assert record.power == pytest.approx(layout.power(k, sd, gain, 1.0, 3))
     assert f"{k} layouts a side (the fewest at which it reaches 80%)" in record.sizing
     given = confirmation.plan(doc, None, MeasureOptions(confirm_layouts=3))
     assert given.layouts == 3 and given.power < 0.8 and "--confirm-layouts 3" in given.sizing
@@ -217,16 +218,16 @@ def test_k_is_the_fewest_layouts_with_the_stated_power_at_the_reachs_edge():
 
 def test_the_stated_power_is_what_welchs_test_over_layouts_delivers():
     """stats.layout.power against a seeded simulation of the comparison it describes: K
-    layouts a side of levels N(effect, sd) and N(0, sd), called when Welch's interval at
-    1 - 0.05/m lies beyond the threshold."""
+    layouts a side of levels N(log(1 - g), sd) and N(0, sd), called faster when Welch's
+    interval at 1 - 0.05/m lies beyond the threshold."""
     rng = np.random.default_rng(7)
-    effect, sd, m, thr, n = math.log(1.045), 0.02, 3, math.log(1.01), 4000
+    gain, sd, m, thr, n = 4.3, 0.02, 3, -math.log(0.99), 4000
     for k in (3, 4, 8):
-        v, b = rng.normal(-effect, sd, (n, k)), rng.normal(0, sd, (n, k))
+        v, b = rng.normal(math.log(1 - gain / 100), sd, (n, k)), rng.normal(0, sd, (n, k))
         qv, qb = v.var(axis=1, ddof=1) / k, b.var(axis=1, ddof=1) / k
         df = (qv + qb) ** 2 / (qv ** 2 / (k - 1) + qb ** 2 / (k - 1))
         upper = v.mean(axis=1) - b.mean(axis=1) + sps.t.ppf(1 - 0.05 / m / 2, df) * np.sqrt(qv + qb)
-        assert np.mean(upper < -thr) == pytest.approx(layout.power(effect, sd, k, 1.0, m),
+        assert np.mean(upper < -thr) == pytest.approx(layout.power(k, sd, gain, 1.0, m),
                                                       abs=0.04)
 
 

@@ -319,7 +319,7 @@ def test_to_json_matches_contract():
     doc = json.loads(json.dumps(res.to_json()))
     assert set(doc) == {"design", "note", "rows"}
     contract = {"factor", "level", "reference", "effect_pct", "ci95_pct", "p_adjusted", "matters",
-                "ci_fcr_pct"}
+                "ci_fcr_pct", "fcr_level"}
     for row in doc["rows"]:
         assert set(row) == contract | {"p_value"}
         assert len(row["ci95_pct"]) == 2 and isinstance(row["matters"], bool)
@@ -334,8 +334,10 @@ def test_an_effect_matters_only_with_its_adjusted_interval_beyond_the_threshold(
     rows = [row(0, 1.5, 1.1, 1.9)] + [row(i, 0.0, -0.4, 0.4) for i in range(1, 10)]
     out = effects._finish("one-at-a-time", rows, [], 1.0, 0.05).effects
     assert out[0].matters is False and out[0].ci_fcr_pct[0] < 1.0
+    assert out[0].fcr_level == pytest.approx(1 - 0.05 / 10)      # what it needed to join
     rows[0] = row(0, 5.0, 4.6, 5.4)
     out = effects._finish("one-at-a-time", rows, [], 1.0, 0.05).effects
     assert out[0].matters is True and out[0].ci_fcr_pct[0] > 1.0
     assert out[0].ci_fcr_pct[0] < 4.6              # wider than its own 95% interval
+    assert out[0].fcr_level == pytest.approx(1 - 0.05 / 10)      # a lone choice among ten
     assert not any(r.matters for r in out[1:])

@@ -12,8 +12,9 @@ round's level N(0, 2%) shared by every binary of the round + the run's log-norma
 14 fixed rounds. Then what `flagsweep run` does with it, every step its own function:
 
 1. analysis.apply (compare, BH, the A/A gate, the effects, the recommendation) on the sweep;
-2. confirmation.plan: the rows within the reach of layout luck (the default reach, or one
-   measured at the true spread with --reach measured), K by power, at most --confirm-rows;
+2. confirmation.plan: the faster and slower rows whose interval with one build's layout luck
+   (the default 5% reach, or one measured at the true spread with --reach measured) reaches
+   within the threshold, K by power, at most --confirm-rows;
 3. the confirmation: those rows and the baseline in K fresh layouts each (new offsets), the
    twin's K more, 10 rounds, judged by analysis.apply as a --layouts sweep, and
    confirmation.outcome;

@@ -151,11 +151,11 @@ def luck_note(doc: contract.Results, rows: list[VariantRow]) -> str:
     c = doc.recommendation.confirmation if doc.recommendation else None
     if c is None or not any(r.luck for r in rows) or c.reach_pct is None:
         return ""
-    return (f"A faster or slower call whose 95% CI comes within {c.reach_pct:.1f}% of no change "
-            f"could be the luck of one build's code layout ({c.reach_source}): it reads \"one "
-            "layout, within layout luck\" and is not settled until the same comparison over "
-            "relinked layouts calls it the same way (docs/statistics.md, \"Confirmed over "
-            "layouts\").")
+    return (f"A faster or slower call whose interval, with one build's layout luck in it (reach "
+            f"{c.reach_pct:.1f}%: {c.reach_source}), reaches within the threshold could be "
+            "the luck of one build's code layout: it reads \"one layout, within layout luck\" "
+            "and is not settled until the same comparison over relinked layouts calls it the "
+            "same way (docs/statistics.md, \"Confirmed over layouts\").")
 
 
 def quality_text(q: contract.Quality | None) -> str:

@@ -43,6 +43,7 @@ from scipy import stats as sps
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from flagsweep.measure.options import MeasureOptions  # noqa: E402
 from flagsweep.results import analysis, confirmation, contract  # noqa: E402
 from flagsweep.results.contract import AA_SUFFIX  # noqa: E402
 
@@ -102,11 +103,12 @@ def document(flags: dict[str, list[str]]) -> contract.Results:
 
 def confirmed(rng, doc: contract.Results, record: contract.Confirmation,
               effects: dict[str, float], cv: float, layout_sd: float, seed: int) -> dict:
-    """The confirmation sweep of `record`'s variant, judged as a run judges it; its record."""
-    named = record.variant
-    reps = layout_arms(rng, {BASE: 0.0, named: effects.get(named, 0.0)}, record.layouts, cv,
-                       layout_sd)
-    flags = {v.id: v.flags for v in doc.variants if v.id in (BASE, TWIN, named)}
+    """The confirmation sweep of `record`'s rows (every faster or slower row its rule asks to
+    measure again, the recommended one first), judged as a run judges it; its record."""
+    rows = record.variants or [record.variant]
+    reps = layout_arms(rng, {BASE: 0.0, **{vid: effects.get(vid, 0.0) for vid in rows}},
+                       record.layouts, cv, layout_sd)
+    flags = {v.id: v.flags for v in doc.variants if v.id in (BASE, TWIN, *rows)}
     again = document(flags)
     again.measurement = contract.Measurement(layouts={"k": record.layouts})
     from flagsweep.stats import layout
@@ -135,10 +137,12 @@ def sweep(i: int, cell: tuple, k: int) -> dict:
     rec = doc.recommendation
     named = rec.variant
     before = next((v.vs_baseline for v in doc.variants if v.id == named), None)
-    record = confirmation.plan(doc, None, True, k)
+    record = confirmation.plan(doc, None, MeasureOptions(confirm_layouts=k, budget=None))
     stored = record.model_dump(mode="json")
     if record.status == confirmation.PENDING:
         stored = confirmed(rng, doc, record, effects, cv, lsd, 2000 + i)
+    # as the writer does: the rows' labels decide the answer, then the record goes with it
+    analysis.apply(doc, values, seed=1000 + i, luck=stored)
     confirmation.apply(doc, stored)
     final = doc.recommendation
     use = final.variant not in (None, BASE)

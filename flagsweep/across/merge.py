@@ -18,7 +18,7 @@ from pathlib import Path
 from flagsweep.across import comparable
 from flagsweep.across.history import given
 from flagsweep.errors import FlagsweepError
-from flagsweep.results import reader
+from flagsweep.results import confirmation, reader
 from flagsweep.results.contract import (
     MERGE_SCHEMA, Merged, MergeCell, MergedMachine, MergedVariant, Results, Variant, is_control)
 
@@ -72,7 +72,7 @@ def _cell(doc: Results, vid: str) -> MergeCell:
     ratio, ci = (c.ratio, c.ci95) if c else (None, None)
     return MergeCell(change_pct=(ratio - 1) * 100 if ratio is not None else None,
                      ci=[(ci[0] - 1) * 100, (ci[1] - 1) * 100] if ci else None,
-                     verdict=(c and c.verdict) or "not-measured")
+                     verdict=confirmation.final_verdict(c) or "not-measured")
 
 
 def merged(machines: list[MachineColumn], variants: list[Variant],

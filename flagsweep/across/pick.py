@@ -32,7 +32,7 @@ from flagsweep import stats
 from flagsweep.across import comparable, merge
 from flagsweep.errors import FlagsweepError
 from flagsweep.host import cpu
-from flagsweep.results import names, reader
+from flagsweep.results import confirmation, names, reader
 from flagsweep.results.contract import Build, Results, is_control
 
 
@@ -204,7 +204,10 @@ def _candidate(vid: str, docs, least, level: str | None) -> Candidate:
 
 
 def pair(doc: Results, vid: str) -> Pair | None:
-    """That machine's ratio to its baseline; identical code borrows its twin's comparison."""
+    """That machine's ratio to its baseline; identical code borrows its twin's comparison. A
+    faster/slower call layout luck could give, not confirmed over layouts, is not decided
+    there (results.confirmation.final_verdict): it counts as undecided, never as a win or a
+    loss of that program."""
     variants = {v.id: v for v in doc.variants}
     source = variants[vid].build.identical_to or vid
     if source == doc.baseline:
@@ -213,7 +216,7 @@ def pair(doc: Results, vid: str) -> Pair | None:
     if vs is None or vs.ratio is None or vs.verdict == "not-measured":
         return None
     return Pair(doc.target, merge.label(doc), vs.ratio, tuple(vs.ci95) if vs.ci95 else None,
-                vs.verdict)
+                confirmation.final_verdict(vs))
 
 
 def _combine(c: Candidate) -> None:

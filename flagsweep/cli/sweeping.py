@@ -116,14 +116,18 @@ def _prepare(kw: dict):
                    "so a verdict must beat what layout alone does; the A/A twin is then K more "
                    "layouts of the baseline. See docs/measurement.md.")
 @click.option("--no-confirm", "layout_confirm", is_flag=True, flag_value=False, default=True,
-              help="Do not confirm a small recommended win over code layouts (by default a "
-                   "\"Use X\" whose interval with one build's layout luck reaches within the "
-                   "threshold is measured again, X and the baseline relinked in K layouts "
-                   "each, before it is printed); the answer then says it is unconfirmed. See "
-                   "docs/statistics.md.")
+              help="Do not measure faster/slower rows again over code layouts (by default each "
+                   "row whose interval with one build's layout luck reaches within the "
+                   "threshold is measured again, it and the baseline relinked in K layouts "
+                   "each, in one sweep); such rows then read \"one layout, within layout "
+                   "luck\". See docs/statistics.md.")
 @click.option("--confirm-layouts", type=click.IntRange(min=2, max=64),
-              default=4, show_default=True,
-              help="Layouts a side (K) for that confirmation.")
+              help="Layouts a side (K) for that confirmation [default: sized by power: the "
+                   "fewest at which an effect as large as layout luck's reach is confirmed "
+                   "80% of the time, within the --budget].")
+@click.option("--confirm-rows", type=click.IntRange(min=1, max=64),
+              help="At most this many rows are measured again, the most doubtful first; the "
+                   "rest read \"one layout, within layout luck\" [default: 8].")
 @click.option("--schedule", type=click.Choice(["auto", "duet", "serial"]), default="auto",
               show_default=True,
               help="duet: each variant runs at the same time as a run of the baseline, one on "
@@ -223,6 +227,9 @@ def _measure_options(kw: dict):
                                 if f.name in kw})
     if o.runs is not None:
         o.min_runs = o.max_runs = o.runs
+    # not given: K sized by power (0), the default cap of rows
+    o.confirm_layouts = o.confirm_layouts or 0
+    o.confirm_rows = o.confirm_rows or sweep.MeasureOptions.confirm_rows
     if o.precision_pct is None:
         o.precision_pct = o.threshold_pct
     if o.min_runs > o.max_runs:
@@ -339,10 +346,8 @@ def calibrate_cmd(runs, threshold_pct, quick, cpu, out_dir) -> None:
     from flagsweep.results import store
 
     out = out_dir or shipped.reports_dir() / f"calibrate-{chosen.stamp()}"
-    # The plants are the same code: no recommendation to confirm over layouts.
     opts = sweep.MeasureOptions(runs=runs, min_runs=runs, max_runs=runs, quick=quick, cpu=cpu,
-                                threshold_pct=threshold_pct, no_reference=True,
-                                layout_confirm=False)
+                                threshold_pct=threshold_pct, no_reference=True)
     path, rows = calibration.run(variants.Options(out_dir=out, jobs=chosen.cpu_count()), opts,
                                  store.Store(), say)
     t = show.table(f"planted effects on this machine ({runs} rounds, threshold {threshold_pct:g}%):",

@@ -23,6 +23,10 @@ from flagsweep.host import environment
 COMPILE_FLAGS = ("-ffunction-sections", "-fdata-sections")
 LINKER = "lld"
 MARK = ".L"         # a replicate's id: its variant's id, then MARK and its layout seed
+# A layout's build once the set's first layout is compiled (a link, its compiles ccache's),
+# with its output check. lame's and flac's checks here: 20 and 12 binaries in about 150 and
+# 145 s at the search's 15 and 24 s a build, so about 0.4 of a build after each set's first.
+RELINK_SHARE = 0.4
 METHOD = ("two-level: each layout's level is its median over rounds against the round's "
           "baseline mean; variant and baseline compared over their layouts by Welch's t test "
           "(flagsweep.stats.layout)")
@@ -33,6 +37,15 @@ def described(k: int) -> dict:
     return {"k": k, "seeds": f"1..{k} for every variant, {k + 1}..{2 * k} for the A/A twin",
             "flags": [*COMPILE_FLAGS, f"-fuse-ld={LINKER}", "-Wl,--shuffle-sections=*=SEED"],
             "method": METHOD}
+
+
+def cost(sets: int, k: int, build_s: float, run_s: float, rounds: int) -> tuple[float, float]:
+    """(builds, rounds) in seconds of measuring `sets` flag sets (the baseline's among them)
+    over k layouts each with the A/A twin's k more of the baseline: each set compiled once and
+    linked in k layouts, a link again at RELINK_SHARE of a build of `build_s`; `rounds` rounds
+    of every binary at `run_s` a run."""
+    builds = sets * build_s + (sets * (k - 1) + k) * RELINK_SHARE * build_s
+    return builds, rounds * (sets + 1) * k * run_s
 
 
 def replicate(m: Matrix, k: int, twin: str) -> Matrix:

@@ -21,6 +21,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from flagsweep.compilation import layout as link
 from flagsweep.errors import FlagsweepError
 from flagsweep.report.formats import duration
 from flagsweep.results import confirmation, contract, reader
@@ -29,7 +30,7 @@ from flagsweep.stats import layout
 
 # The smallest gain worth claiming, in thresholds: 3% at the default 1%. A gain at the
 # threshold itself is almost never confirmed, whatever the layouts (its whole interval must
-# clear the threshold), and at gzip's 1.1% layout spread 90% power takes 37 layouts a side
+# clear the threshold), and at gzip's 1.1% layout spread 90% power takes 38 layouts a side
 # at twice the threshold, 11 at three times it (stats.layout.layouts_for).
 CLAIM_THRESHOLDS = 3.0
 # Each of the answer's two comparisons (the set against the base, and against -O3) at 90%,
@@ -37,10 +38,6 @@ CLAIM_THRESHOLDS = 3.0
 POWER = 0.9
 MOST_LAYOUTS = 16               # what the plan takes at most: tune --layouts' bound
 LEAST_LAYOUTS = 2               # the fewest between which a spread exists
-# A layout's build once the set's first layout is compiled (a link, its compiles ccache's),
-# with its output check. lame's and flac's checks here: 20 and 12 binaries in about 150 and
-# 145 s at the search's 15 and 24 s a build, so about 0.4 of a build after each set's first.
-RELINK_SHARE = 0.4
 ROLE_DROPPED_FIRST = "runner-up"
 
 
@@ -62,11 +59,8 @@ class Spread:
 
 def need(sets: int, k: int, pace: Pace) -> tuple[float, float]:
     """(builds, least rounds) in seconds of a sweep of `sets` sets over k layouts each and the
-    A/A twin: each set compiled once and linked in k layouts, k more links of the first set
-    (the baseline) for the twin, a link after a set's first at RELINK_SHARE of a build; then
-    `pace.rounds` rounds of every binary."""
-    builds = sets * pace.build_s + (sets * (k - 1) + k) * RELINK_SHARE * pace.build_s
-    return builds, pace.rounds * (sets + 1) * k * pace.run_s
+    A/A twin, at this pace (compilation.layout.cost, which a sweep's confirmation sizes by too)."""
+    return link.cost(sets, k, pace.build_s, pace.run_s, pace.rounds)
 
 
 def spread(check: contract.TuneLayoutCheck | None, store: Store, target: str,

@@ -64,6 +64,7 @@ def run(build_opts: variants.Options, opts: MeasureOptions, store: Store,
     t = workload()
     r = recipe.from_flags(flag_sets(), ["gcc"])
     opts.budget = None  # the rounds asked for are the setting being calibrated: all of them
+    opts.same_layout = True     # the plants are data in one code: no layout luck between them
     path = sweep.start(t, r, matrix.expand(r), build_opts, opts, store, say, execute=execute)
     return path, findings(reader.load(path), t)
 

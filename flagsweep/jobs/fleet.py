@@ -390,10 +390,11 @@ def run(client, t: target.Target, r: recipe.Recipe, compilers: list[str] | None,
         shipment.close()
     paths = []
     for p in parts:
-        # The files first, then the status, as a local sweep does.
-        paths.append(sweep.write_outputs(sweep.Sweep(p.run_id, t, r.name, p.out, opts, p.docs,
-                                                     p.matrix.baseline.id), db, say,
-                                         endings[p.name]))
+        # The files first, then the status, as a local sweep does; no worker relinks layouts.
+        done = sweep.Sweep(p.run_id, t, r.name, p.out, opts, p.docs, p.matrix.baseline.id)
+        sweep.confirmation_planned(done, db, endings[p.name],
+                                   off="a fleet sweep relinks no layouts")
+        paths.append(sweep.write_outputs(done, db, say, endings[p.name]))
         db.finish_run(p.run_id, **endings[p.name])
     if len(paths) > 1:
         try:

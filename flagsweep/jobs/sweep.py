@@ -258,9 +258,10 @@ def _measure(sweep: Sweep, store: Store, say: Callable[[str], None]) -> Path:
     ending = {"status": status, "stop_reason": outcome.stop_reason, "finished": time.time()}
     try:
         # Decided before the files are written: the page never says "Use X" unconfirmed. A
-        # sweep that ended busy has no answer to confirm (analysis.unanswered) until resumed.
-        if status == "complete":
-            _confirmation_planned(sweep, store, ending)
+        # sweep that ended busy has no answer to confirm (analysis.unanswered) until resumed:
+        # its rows within layout luck's reach are labelled so.
+        confirmation_planned(sweep, store, ending,
+                             None if status == "complete" else f"the sweep ended {status}")
         # The files first, then the status: killed in between, the run is still resumable
         # (resuming writes them); the other way round it was complete with no results.json.
         path = write_outputs(sweep, store, say, ending)
@@ -301,21 +302,25 @@ def _run_length(sweep: Sweep, store: Store, say: Callable[[str], None]) -> float
     return o.run_length.get("size")
 
 
-def _confirmation_planned(sweep: Sweep, store: Store, ending: dict) -> None:
-    """Whether this sweep's recommendation is confirmed over layouts (results.confirmation),
-    kept with the run: a confirmation that needs running is recorded `running` until it ends."""
+def confirmation_planned(sweep: Sweep, store: Store, ending: dict,
+                         off: str | None = None) -> None:
+    """Which of this sweep's faster/slower rows are confirmed over layouts, over how many
+    (results.confirmation), kept with the run: a confirmation that needs running is recorded
+    `running` until it ends. `off`: why this sweep cannot run one (its rows are labelled)."""
+    store.set_option(sweep.run_id, "confirmation", None)    # a plan of an earlier attempt
     doc = writer.document(store, sweep.run_id, ending)
     reach = confirmation.measured_reach(store, sweep.target.name, doc.machine)
-    record = confirmation.plan(doc, reach, sweep.opts.layout_confirm, sweep.opts.confirm_layouts)
-    store.set_option(sweep.run_id, "confirmation", record)
+    store.set_option(sweep.run_id, "confirmation",
+                     confirmation.plan(doc, reach, sweep.opts, off))
 
 
 def _confirmed(sweep: Sweep, store: Store, path: Path, say: Callable[[str], None]) -> Path:
     """The confirmation over layouts, when this sweep's record asks for it: a sweep of its own
-    (the winner and the baseline, K layouts each, and the A/A twin's K) in `OUT/layouts`, its
-    answer written into this run's results. It never costs this run's samples or results: a
-    failure is recorded as the answer's caveat, and an interruption leaves a complete run and a
-    confirmation to resume. A confirmation sweep itself reports to the run it confirms."""
+    (the rows within layout luck's reach and the baseline, K layouts each, and the A/A twin's
+    K) in `OUT/layouts`, its answer written into this run's results. It never costs this run's
+    samples or results: a failure is recorded as the rows' caveat, and an interruption leaves a
+    complete run and a confirmation to resume. A confirmation sweep itself reports to the run it
+    confirms."""
     options = store.run(sweep.run_id)["options"]
     if options.get("confirms"):
         _report_confirmation(options["confirms"], path, store, say)
@@ -323,7 +328,7 @@ def _confirmed(sweep: Sweep, store: Store, path: Path, say: Callable[[str], None
     record = _record(options)
     if record is None or record.status != confirmation.PENDING:
         return path
-    say(f"confirm: {record.variant} is {record.why}")
+    say(f"confirm: {record.why}; {record.sizing}")
     out = sweep.out / "layouts"
     try:
         _layout_sweep(sweep, record, out, store, say)
@@ -340,9 +345,22 @@ def _confirmed(sweep: Sweep, store: Store, path: Path, say: Callable[[str], None
         store.set_option(sweep.run_id, "confirmation", confirmation.ended(
             record.dump(), confirmation.FAILED, f"not confirmed over layouts: the confirmation "
             f"failed ({_reason(e)})", _run_in(store, out)))
-    done = _record(store.run(sweep.run_id)["options"])
-    say(f"confirm: {done.variant} is {done.why}")
-    return write_outputs(sweep, store, say)
+    path = write_outputs(sweep, store, say)
+    for line in _confirmed_lines(reader.load(path)):
+        say(line)
+    return path
+
+
+def _confirmed_lines(doc: contract.Results) -> list[str]:
+    """What the confirmation did to each row it was about, one line each."""
+    c = doc.recommendation.confirmation if doc.recommendation else None
+    if c is None:
+        return []
+    rows = [v for v in doc.variants if v.vs_baseline and v.vs_baseline.layout_luck]
+    if c.status in (confirmation.FAILED, confirmation.INTERRUPTED) or not rows:
+        return [f"confirm: {c.why}"]
+    return [f"confirm: {' '.join(v.flags) or v.id}: {v.vs_baseline.layout_luck.why}"
+            for v in rows]
 
 
 def _record(options: dict) -> contract.Confirmation | None:
@@ -354,13 +372,14 @@ def _record(options: dict) -> contract.Confirmation | None:
 
 def _layout_sweep(sweep: Sweep, record: contract.Confirmation, out: Path, store: Store,
                   say: Callable[[str], None]) -> Path:
-    """The winner and the baseline again, each built in K seeded layouts (the same code relinked
-    in K function orders), measured like any sweep with --layouts, under this sweep's lock."""
+    """The rows to confirm and the baseline again, each built in K seeded layouts (the same code
+    relinked in K function orders), measured like any sweep with --layouts, under this sweep's
+    lock."""
     by_id = {d.id: d for d in sweep.builds}
-    pair = [by_id[sweep.baseline], by_id[record.variant]]
+    rows = [by_id[sweep.baseline]] + [by_id[vid] for vid in record.variants or [record.variant]]
     chosen = [matrix.Cell(d.id, d.compiler, tuple(d.flags), d.factors or {},
-                          pgo=d.id.endswith("-pgo")) for d in pair]
-    r = recipe.from_flags([" ".join(d.flags) for d in pair], sorted({d.compiler for d in pair}))
+                          pgo=d.id.endswith("-pgo")) for d in rows]
+    r = recipe.from_flags([" ".join(d.flags) for d in rows], sorted({d.compiler for d in rows}))
     m = matrix.Matrix(chosen, chosen[0], [], "explicit")
     build_opts = replace(sweep.build_opts or variants.Options(out_dir=out), out_dir=out,
                          training=None)
@@ -378,7 +397,7 @@ def _report_confirmation(confirms: dict, path: Path, store: Store,
     again (also when the confirmation was resumed on its own)."""
     parent = store.run(confirms["run_id"])
     record = _record(parent["options"] or {})
-    if record is None or not record.variant:
+    if record is None or not (record.variants or record.variant):
         return
     out = stored.out_dir(store, confirms["run_id"], parent)
     done = confirmation.outcome(record.dump(), reader.load(path),

@@ -19,9 +19,10 @@ from flagsweep.experiment.strict import quoted
 from flagsweep.host import placement, system
 
 log = logging.getLogger("flagsweep.measure.options")
-# How many layouts a recommendation is confirmed over by default (--confirm-layouts; the
-# confirmation itself is results.confirmation).
+# How many layouts a tune's steps compare over by default (tune --layouts).
 DEFAULT_LAYOUTS = 4
+# At most this many faster/slower rows are measured again over layouts (--confirm-rows).
+DEFAULT_CONFIRM_ROWS = 8
 
 
 @dataclass
@@ -55,9 +56,14 @@ class MeasureOptions:
     keep_scratch: bool = False      # keep the check and timing outputs of a complete run
     layouts: int = 0                # K >= 2: every variant built K times in seeded layouts
     explain: bool = False           # profile the baseline and each faster/slower variant
-    # A small "Use X" measured again over layouts before it is printed (results.confirmation).
+    # The faster/slower rows within layout luck's reach measured again over layouts before the
+    # report calls them settled (results.confirmation): K layouts a side (0: sized by power),
+    # at most confirm_rows rows.
     layout_confirm: bool = True
-    confirm_layouts: int = DEFAULT_LAYOUTS
+    confirm_layouts: int = 0
+    confirm_rows: int = DEFAULT_CONFIRM_ROWS
+    # The variants differ in data only (calibrate's plants): one code layout, no layout luck.
+    same_layout: bool = False
     # Variants measured in every round whatever their verdict: a tune's base level, which every
     # candidate of a batch is compared with by round beside the batch's baseline.
     keep: list[str] = field(default_factory=list)

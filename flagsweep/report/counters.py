@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from flagsweep import stats
 from flagsweep.report.formats import column, p_text, signed_pct
-from flagsweep.results import contract
+from flagsweep.results import confirmation, contract
 
 
 @dataclass
@@ -21,6 +21,18 @@ class EffectRow:
     ci_text: str
     p_text: str
     matters: bool
+    luck: str = ""                   # within layout luck's reach: its status (results.confirmation)
+    luck_why: str = ""
+
+    @property
+    def settled(self) -> bool:
+        """It matters, and layout luck cannot have made it (beyond the reach, or confirmed)."""
+        return self.matters and self.luck in ("", confirmation.CONFIRMED)
+
+    @property
+    def matters_text(self) -> str:
+        """The "matters" cell: yes, no, or "one layout" for a call layout luck could give."""
+        return "yes" if self.settled else "one layout" if self.matters else "no"
 
 
 @dataclass
@@ -44,7 +56,9 @@ def effect_row(e: contract.Effect) -> EffectRow:
     return EffectRow(name=name, reference=str(e.reference or ""),
                      effect_pct=e.effect_pct, ci=ci, text=signed_pct(e.effect_pct),
                      ci_text=f"{said}[{ci[0]:+.1f}, {ci[1]:+.1f}]" if ci else "",
-                     p_text=p_text(e.p_adjusted), matters=bool(e.matters))
+                     p_text=p_text(e.p_adjusted), matters=bool(e.matters),
+                     luck=e.layout_luck.status if e.layout_luck else "",
+                     luck_why=(e.layout_luck.why or "") if e.layout_luck else "")
 
 
 def effects_rule(threshold_pct: float) -> str:

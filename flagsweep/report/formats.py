@@ -18,10 +18,17 @@ VERDICTS = ("faster", "slower", "equivalent", "inconclusive", "identical-code", 
 # One colour per verdict, shared by the page's badges and the plots' markers.
 COLORS = {"faster": "#1a7f37", "slower": "#cf222e", "equivalent": "#57606a",
           "inconclusive": "#bf8700", "identical-code": "#8250df", "not-measured": "#24292f",
-          "baseline": "#0969da"}
+          "baseline": "#0969da", "faster-luck": "#6f9f7b", "slower-luck": "#c27c80"}
 VERDICT_TEXT = {"faster": "faster", "slower": "slower", "equivalent": "no difference",
                 "inconclusive": "inconclusive", "identical-code": "identical code",
-                "not-measured": "not measured", "baseline": "baseline"}
+                "not-measured": "not measured", "baseline": "baseline",
+                "faster-luck": "faster (one layout, within layout luck)",
+                "slower-luck": "slower (one layout, within layout luck)"}
+# How a faster or slower row that layout luck could give, and that no comparison over layouts
+# confirmed, is shown: its own badge, counted and listed apart (results.confirmation).
+LUCK_SUFFIX = "-luck"
+SHOWN = ("faster", "slower", "faster-luck", "slower-luck", "equivalent", "inconclusive",
+         "identical-code", "not-measured")
 UNITS = {"wall_s": "s", "cpu_s": "s", "user_s": "s", "sys_s": "s", "cycles": "cycles",
          "instructions": "instructions"}
 

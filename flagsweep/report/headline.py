@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from flagsweep import stats
 from flagsweep.host import advice
 from flagsweep.report import study
-from flagsweep.report.formats import VERDICTS, names, p_text, threshold
+from flagsweep.report.formats import SHOWN, names, p_text, threshold
 from flagsweep.report.variants import VariantRow
 from flagsweep.results import analysis, confirmation, contract, estimate
 from flagsweep.results.contract import AA_SUFFIX
@@ -67,7 +67,7 @@ def headline(doc: contract.Results, rows: list[VariantRow]) -> Headline:
         date=(doc.finished or doc.started or "").replace("T", " ").rstrip("Z"),
         status=doc.status or "", stop_reason=doc.stop_reason or "",
         recommendation=recommendation_sentence(doc, rows),
-        counts=[(k, n) for k in VERDICTS if (n := sum(r.verdict == k for r in compared))],
+        counts=[(k, n) for k in SHOWN if (n := sum(r.shown == k for r in compared))],
         findings=findings(doc, compared),
         warnings=warnings(doc), confirmation=confirmation_note(doc),
         interval=interval_note(doc), run_length=run_length_note(doc))
@@ -124,33 +124,42 @@ def excluded_sentence(excluded: list[contract.Excluded]) -> str:
 
 
 def confirmed_sentence(doc: contract.Results, sentence: str) -> str:
-    """The recommendation as its confirmation over layouts leaves it: a "Use X" confirmed says
-    so; one not distinguishable from layout luck is not printed (keep the baseline, with both
-    intervals); one not confirmed (--no-confirm, failed, interrupted) says why; one being
-    confirmed is not yet a recommendation."""
+    """The recommendation as the confirmation over layouts leaves it, read from the named row's
+    own label (results.confirmation): a "Use X" confirmed says so; one not measured again
+    (--no-confirm, beyond the cap, failed, interrupted) says why; one being confirmed is not
+    yet a recommendation; a "Keep" says which faster rows were not distinguishable from layout
+    luck, with both intervals."""
     rec = doc.recommendation
-    c = rec.confirmation if rec else None
-    if c is None:
+    if rec is None or rec.confirmation is None:
         return sentence
-    status, why = c.status, c.why or ""
-    if status == confirmation.LUCK and c.variant != rec.variant:
-        winner = next((v.flags for v in doc.variants if v.id == c.variant), [])
+    named = next((v for v in doc.variants if v.id == rec.variant), None)
+    if named is None or rec.variant == doc.baseline:
+        refuted = sorted((v for v in doc.variants if _luck(v) and _luck(v).status ==
+                          confirmation.LUCK and v.vs_baseline.verdict == "faster"),
+                         key=lambda v: v.vs_baseline.ratio or 1.0)
+        if not refuted:
+            return sentence
         return (f"Keep {' '.join(rec.flags or []) or 'the default flags'}: "
-                f"{' '.join(winner) or c.variant} is {why}.")
-    if status == confirmation.CONFIRMED:
-        return f"{sentence[:-1]}; {_confirmed(c)}."
-    if status == confirmation.PENDING:
-        return f"Not yet a recommendation, {why}: {sentence.removeprefix('Use ')}"
-    if status in (confirmation.SKIPPED, confirmation.FAILED, confirmation.INTERRUPTED):
-        return f"{sentence} {why[:1].upper()}{why[1:]}."
-    return sentence
+                + "; ".join(f"{' '.join(v.flags) or v.id} is {_luck(v).why}" for v in refuted)
+                + ".")
+    luck = _luck(named)
+    if luck is None:
+        return sentence
+    if luck.status == confirmation.CONFIRMED:
+        return f"{sentence[:-1]}; {_confirmed(named.vs_baseline)}."
+    if rec.confirmation.status == confirmation.PENDING:
+        return f"Not yet a recommendation, {luck.why}: {sentence.removeprefix('Use ')}"
+    return f"{sentence} {luck.why[:1].upper()}{luck.why[1:]}."
 
 
-def _confirmed(c: contract.Confirmation) -> str:
+def _luck(v: contract.Variant) -> contract.LayoutLuck | None:
+    return v.vs_baseline.layout_luck if v.vs_baseline is not None else None
+
+
+def _confirmed(one: contract.VsBaseline) -> str:
     """A confirmed recommendation prints the confirmation's estimate: this says so, and what
-    the one build each measured before."""
-    one = c.one_layout
-    if one is None or one.ratio is None:
+    the one build each measured before (the row's own comparison)."""
+    if one.ratio is None:
         return "confirmed over layouts"
     measured = (f"{stats.change_text(one.ratio)} ({stats.level_text(one.fcr_level)} CI "
                 f"{stats.ci_text(one.ci_fcr)})" if one.ci_fcr and one.fcr_level
@@ -159,15 +168,20 @@ def _confirmed(c: contract.Confirmation) -> str:
 
 
 def confirmation_note(doc: contract.Results) -> str:
-    """Where the confirmation's answer comes from: its run, layouts, reach and time."""
+    """Where the confirmation's answer comes from: its run, rows, layouts, reach and time."""
     c = doc.recommendation.confirmation if doc.recommendation else None
-    if c is None or c.status not in (confirmation.CONFIRMED, confirmation.LUCK):
+    if c is None or c.status not in (confirmation.CONFIRMED, confirmation.LUCK,
+                                     confirmation.MEASURED):
         return ""
     took = f", {c.seconds:.0f} s with its builds" if c.seconds is not None else ""
+    rows = confirmation.names_of(doc, c.variants or [c.variant])
+    left = (f" Not measured again: {confirmation.names_of(doc, c.left_out)} "
+            f"({c.left_out_why})." if c.left_out else "")
     return (f"Measured again over layouts by run {c.run_id} ({c.results}): "
-            f"{c.variant} and the baseline in {c.layouts} layouts each{took}; "
+            f"{rows} and the baseline in {c.layouts} layouts each{took}; "
             f"it was needed because layout luck reaches {c.reach_pct or 0:.1f}% "
-            f"({c.reach_source}).")
+            f"({c.reach_source})." + (f" {c.sizing[:1].upper()}{c.sizing[1:]}." if c.sizing
+                                       else "") + left)
 
 
 def run_length_note(doc: contract.Results) -> str:
@@ -184,6 +198,8 @@ def run_length_note(doc: contract.Results) -> str:
 FINDING_TITLES = {
     "slower": "Slower than the baseline",
     "faster": "Faster than the baseline",
+    "slower-luck": "Slower in one layout, within layout luck (not confirmed over layouts)",
+    "faster-luck": "Faster in one layout, within layout luck (not confirmed over layouts)",
     "equivalent": "No difference (within the threshold)",
     "inconclusive": "Not resolved at this noise level",
     "identical-code": "Identical machine code to another variant (not timed)",
@@ -196,10 +212,10 @@ def findings(doc: contract.Results, compared: list[VariantRow]) -> list[Finding]
     thr = threshold(doc.threshold_pct)
     then = study.then_texts(doc)
     out = []
-    for verdict in ("slower", "faster", "equivalent", "inconclusive", "identical-code",
-                    "not-measured"):
+    for verdict in ("slower", "faster", "slower-luck", "faster-luck", "equivalent",
+                    "inconclusive", "identical-code", "not-measured"):
         items = [Item(r.label, r.finding, then.get(r.id, ""))
-                 for r in compared if r.verdict == verdict]
+                 for r in compared if r.shown == verdict]
         if items:
             title = FINDING_TITLES[verdict]
             if verdict == "equivalent":

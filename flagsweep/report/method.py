@@ -8,6 +8,7 @@ from pathlib import Path
 
 from flagsweep import shipped
 from flagsweep.experiment import recipe
+from flagsweep.measure.options import DEFAULT_CONFIRM_ROWS
 from flagsweep.report.formats import threshold
 from flagsweep.results import confirmation, contract
 from flagsweep.results.contract import TUNE_STEPS, is_control
@@ -177,21 +178,26 @@ def reproduce_command(doc: contract.Results) -> str:
     args += ["--layouts", str(ms.layouts.k)] if ms.layouts else []
     asked = getattr(getattr(ms, "schedule", None), "asked", None)
     args += ["--schedule", asked] if asked and asked != "auto" else []
-    args += _confirm_args(doc.recommendation.confirmation if doc.recommendation else None)
+    args += _confirm_args(doc)
     args += ["--quick"] if getattr(ms, "quick", None) else []
     args += ["--input-size", "auto"] if getattr(ms, "input_size", None) == "auto" else []
     args += ["--strict-check"] if getattr(ms, "strict_check", None) else []
     return shlex.join(args)
 
 
-def _confirm_args(c: contract.Confirmation | None) -> list[str]:
-    """How the run was told to confirm its recommendation over layouts, when not the default."""
-    if c is None:
-        return []
-    if c.status == confirmation.SKIPPED:
-        return ["--no-confirm"]
-    k = c.layouts
-    return ["--confirm-layouts", str(k)] if k and k != confirmation.DEFAULT_LAYOUTS else []
+def _confirm_args(doc: contract.Results) -> list[str]:
+    """How the run was told to confirm its rows over layouts, where not the default."""
+    c = doc.recommendation.confirmation if doc.recommendation else None
+    if c is not None and c.status == confirmation.SKIPPED \
+            and c.left_out_why in (None, confirmation.NO_CONFIRM):
+        return [confirmation.NO_CONFIRM]
+    ms = doc.measurement
+    k, rows = getattr(ms, "confirm_layouts", None), getattr(ms, "confirm_rows", None)
+    if k is None and c is not None and c.variants is None:
+        k = c.layouts           # an older run: its K was the option's, default 4
+        k = None if k == 4 else k
+    return ((["--confirm-layouts", str(k)] if k else [])
+            + (["--confirm-rows", str(rows)] if rows and rows != DEFAULT_CONFIRM_ROWS else []))
 
 
 def _short_target(target_file: str, name: str) -> str:

@@ -71,11 +71,13 @@ def forest(report: SweepView) -> Figure | None:
     ax.axvspan(-thr, thr, color="#d0d7de", alpha=0.6, lw=0, label=f"+-{thr:g}% threshold")
     ax.axvline(0, color="#24292f", lw=0.8)
     for yi, e in zip(y, rows):
-        color = (COLORS["slower"] if e.effect_pct > 0 else COLORS["faster"]) if e.matters \
+        side = "slower" if e.effect_pct > 0 else "faster"
+        # a call layout luck could give is drawn in its muted colour, hollow: not settled
+        color = COLORS[side if e.settled else side + "-luck"] if e.matters \
             else COLORS["equivalent"]
         ax.plot(e.ci, [yi, yi], color=color, lw=2, solid_capstyle="butt")
         ax.plot([e.effect_pct], [yi], "o", color=color, ms=6,
-                markerfacecolor=color if e.matters else "white")
+                markerfacecolor=color if e.settled else "white")
     ax.set_yticks(y, [_label(e.name) for e in rows])
     _scale_for(ax, [x for e in rows for x in e.ci] + [-thr, thr], thr)
     ax.set_xlabel(f"effect on {report.metric}, % (negative is faster); filled: matters")
@@ -130,7 +132,7 @@ def distributions(report: SweepView) -> Figure | None:
         y = len(series) - 1 - i
         values = [(v / base - 1) * 100 for v in s.values]
         ax.boxplot([values], positions=[y], **HORIZONTAL, widths=0.55, showfliers=False,
-                   medianprops={"color": COLORS.get(s.row.verdict, "#24292f"), "lw": 2},
+                   medianprops={"color": COLORS.get(s.row.shown, "#24292f"), "lw": 2},
                    boxprops={"color": "#8c959f"}, whiskerprops={"color": "#8c959f"},
                    capprops={"color": "#8c959f"})
         jitter = rng.uniform(-0.18, 0.18, len(values))

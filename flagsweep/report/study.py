@@ -76,12 +76,14 @@ def reproduced(doc: contract.Results, rows: list[VariantRow]) -> ReproducedStudy
                 else ("baseline" if row == study.baseline and row in m.seconds else "-")
                 for m in study.machines]
         now = "baseline" if r.role == "baseline" else r.finding
-        out.append(StudyRow(row, r.flags, then, now, r.verdict))
+        out.append(StudyRow(row, r.flags, then, now, r.shown))
     return ReproducedStudy(study.title, study.question, [m.name for m in study.machines],
                            study.baseline, out, _answer(out, doc, study.baseline))
 
 
 ANSWER_PARTS = [("slower", "still slower than {base}"), ("faster", "faster than {base}"),
+                ("slower-luck", "slower than {base} in one layout, within layout luck"),
+                ("faster-luck", "faster than {base} in one layout, within layout luck"),
                 ("equivalent", "noise here (within +-{thr}%)"),
                 ("inconclusive", "not resolved at this noise level"),
                 ("identical-code", "the same machine code as another row"),
@@ -94,7 +96,7 @@ def _answer(rows: list[StudyRow], doc: contract.Results, base: str) -> str:
     thr = f"{threshold(doc.threshold_pct):g}"
     parts = []
     for verdict, words in ANSWER_PARTS:
-        named = [f"{r.label} ({r.now})" if verdict in ("slower", "faster") else r.label
+        named = [f"{r.label} ({r.now})" if verdict.startswith(("slower", "faster")) else r.label
                  for r in rows if r.verdict == verdict]
         if named:
             parts.append(words.format(base=base, thr=thr) + ": " + ", ".join(named))

@@ -45,7 +45,7 @@ def _table(r: view.SweepView) -> Table:
                           (f"median {r.metric}", "right"), ("n", "right")):
         t.add_column(name, justify=justify, overflow="fold")
     for v in r.variants:
-        verdict = Text(v.badge, style=COLORS.get(v.verdict, ""))
+        verdict = Text(v.badge, style=COLORS.get(v.shown, ""))
         t.add_row(Text(v.label), verdict, v.change_text, v.ci_text, v.p_text, v.median_text,
                   str(v.n))
     return t
@@ -78,10 +78,15 @@ def _findings(doc: contract.Results, r: view.SweepView) -> list[str]:
         # one-change design as the variants table above.
         design = getattr(doc, "effects_design", None) or {}
         named = ", ".join(f"{e.name} {e.text} {e.ci_text} adj. p {e.p_text}"
-                          for e in r.effects if e.matters)
+                          for e in r.effects if e.settled)
         none = f"none called: {design['undecided']}" if design.get("undecided") \
-            else "none beyond the threshold"
+            else "none beyond the threshold" + (" and layout luck" if any(
+                e.matters for e in r.effects) else "")
         lines.append(f"flags that matter ({design.get('design')}): {named or none}")
+        luck = [f"{e.name} {e.text} {e.ci_text} ({e.luck_why})" for e in r.effects
+                if e.matters and not e.settled]
+        if luck:
+            lines.append(f"one layout, within layout luck (not settled): {'; '.join(luck)}")
     lines += [f"{'UNSTABLE' if w.kind == 'unstable' else 'warning'}: {w.text}"
               for w in r.headline.warnings if w.kind != "machine"]
     lines += r.spending.sentences if r.spending else []

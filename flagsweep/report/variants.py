@@ -11,6 +11,7 @@ from pathlib import Path
 
 from flagsweep import stats
 from flagsweep.report.formats import (
+    LUCK_SUFFIX,
     VERDICT_TEXT,
     ci_pct_text,
     column,
@@ -20,7 +21,7 @@ from flagsweep.report.formats import (
     signed_pct,
     times100,
 )
-from flagsweep.results import contract, names
+from flagsweep.results import confirmation, contract, names
 from flagsweep.results.contract import AA_SUFFIX, is_control
 
 # What a variant without a summary or a comparison reads as: nothing measured.
@@ -55,14 +56,26 @@ class VariantRow:
     why: str
     stopped_at: int | None = None    # stopped early at a final verdict, after this many rounds
     quality_text: str = ""           # the quality check's figures: "SNR 38.42 dB (baseline 38.44)"
+    # Within layout luck's reach (results.confirmation): its status and why, "" when beyond it.
+    luck: str = ""
+    luck_why: str = ""
+
+    @property
+    def shown(self) -> str:
+        """The verdict as the report shows it: a faster/slower call layout luck could give and
+        no comparison over layouts confirmed is "faster-luck" (or "slower-luck")."""
+        unsettled = self.luck and self.luck != confirmation.CONFIRMED
+        return self.verdict + LUCK_SUFFIX if unsettled else self.verdict
 
     @property
     def badge(self) -> str:
-        return VERDICT_TEXT[self.verdict]
+        return VERDICT_TEXT[self.shown]
 
     @property
     def finding(self) -> str:
         """The row in the findings: its change, or why it has none."""
+        if self.luck:       # its intervals are in ci_text; the why's first clause says the rest
+            return f"{self.change_text} {self.ci_text}: {self.luck_why.split(': ')[0]}".strip()
         if self.verdict in ("faster", "slower", "equivalent", "inconclusive"):
             return f"{self.change_text} {self.ci_text}".strip()
         if self.verdict == "identical-code":
@@ -106,11 +119,13 @@ def variant_row(v: contract.Variant, doc: contract.Results) -> VariantRow:
     verdict = "baseline" if role == "baseline" else c.verdict or "not-measured"
     change = pct(c.ratio)
     check, b = v.check or NO_CHECK, v.build
+    luck = c.layout_luck
     return VariantRow(
         id=v.id, label=names.label(v, doc), flags=" ".join(v.flags), compiler=v.compiler,
         role=role, verdict=verdict, change_pct=change,
         change_text=signed_pct(change) if change is not None and role != "baseline" else "",
-        ci_text=ci_with_fcr(c, doc.threshold_pct), p_adjusted=c.p_adjusted,
+        ci_text=ci_with_fcr(c, doc.threshold_pct) + over_layouts_text(luck),
+        p_adjusted=c.p_adjusted,
         p_text=p_text(c.p_adjusted), median=s.median,
         median_text=number(s.median), cv_pct=times100(s.cv),
         n=s.n or 0, outliers=s.outliers or 0, retaken=s.retaken or 0,
@@ -118,7 +133,29 @@ def variant_row(v: contract.Variant, doc: contract.Results) -> VariantRow:
         check=check.status if b.status == "ok" else b.status,
         check_detail=check.detail or getattr(b, "detail", None) or "",
         why=c.why or "", stopped_at=s.stopped_at,
-        quality_text=quality_text(check.quality))
+        quality_text=quality_text(check.quality), luck=luck.status if luck else "",
+        luck_why=(luck.why or "") if luck else "")
+
+
+def over_layouts_text(luck: contract.LayoutLuck | None) -> str:
+    """The interval over layouts of a row measured again, after its one-layout one:
+    "; over 6 layouts [-4.1, -1.0]"."""
+    over = luck.over_layouts if luck else None
+    if over is None or not over.ci95:
+        return ""
+    return f"; over {over.layouts} layouts {ci_pct_text(over.ci95)}"
+
+
+def luck_note(doc: contract.Results, rows: list[VariantRow]) -> str:
+    """What "one layout, within layout luck" means, when a row of this sweep reads so."""
+    c = doc.recommendation.confirmation if doc.recommendation else None
+    if c is None or not any(r.luck for r in rows) or c.reach_pct is None:
+        return ""
+    return (f"A faster or slower call whose interval, with one build's layout luck in it (reach "
+            f"{c.reach_pct:.1f}%: {c.reach_source}), reaches within the threshold could be "
+            "the luck of one build's code layout: it reads \"one layout, within layout luck\" "
+            "and is not settled until the same comparison over relinked layouts calls it the "
+            "same way (docs/statistics.md, \"Confirmed over layouts\").")
 
 
 def quality_text(q: contract.Quality | None) -> str:

@@ -44,6 +44,7 @@ class SweepView:
     spending: rows.Spending | None = None
     explained: explanation.Explained | None = None          # run --explain's profiles
     schedule: str | None = None        # duet or serial rounds, and why (method.schedule_line)
+    luck_note: str = ""              # what "one layout, within layout luck" means, when shown
     results: contract.Results | None = field(repr=False, default=None)  # the plots' samples
 
 
@@ -75,4 +76,5 @@ def build(doc: contract.Results, results_path: Path, out_dir: Path) -> SweepView
         layouts=layouts.panel(doc, labels),
         explained=explanation.explained(doc, labels),
         schedule=method.schedule_line(doc),
+        luck_note=rows.luck_note(doc, variants),
         results=doc)

@@ -15,7 +15,7 @@ from flagsweep.host import advice as machine_advice
 from flagsweep.measure import metric as metric_mod
 from flagsweep.measure.metric import values_by_round
 from flagsweep.measure.sample import Sample
-from flagsweep.results import contract, estimate
+from flagsweep.results import confirmation, contract, estimate
 from flagsweep.results.contract import AA_SUFFIX, is_control
 from flagsweep.stats import effects as effects_mod
 from flagsweep.stats import gate as gate_mod
@@ -25,7 +25,7 @@ from flagsweep.stats import layout, sequential
 def apply(doc: contract.Results, values: dict[str, dict[int, float]], seed: int,
           replicates: dict[str, dict[str, dict[int, float]]] | None = None,
           refused: dict[str, str] | None = None,
-          design: sequential.Design | None = None) -> None:
+          design: sequential.Design | None = None, luck: dict | None = None) -> None:
     """Fill summary/vs_baseline on doc's variants and the sweep-level statistics fields, at
     the document's own practical threshold (`doc.threshold_pct`).
 
@@ -39,7 +39,11 @@ def apply(doc: contract.Results, values: dict[str, dict[int, float]], seed: int,
 
     `design`: the error the sweep spent (stats.sequential.Design, kept with the run): with
     variant stops, Benjamini-Hochberg at what they left; in a sweep that could stop at several
-    rounds, equivalence at the level of a test repeated at each. None: a single look at 0.05."""
+    rounds, equivalence at the level of a test repeated at each. None: a single look at 0.05.
+
+    `luck`: the run's confirmation over layouts (results.confirmation, as its options keep it):
+    each faster/slower row within layout luck's reach gets its label from it, and the effects
+    and the recommendation follow the labels."""
     design = design or sequential.Design()
     baseline, threshold_pct = doc.baseline, doc.threshold_pct
     variants = {v.id: v for v in doc.variants}
@@ -67,6 +71,7 @@ def apply(doc: contract.Results, values: dict[str, dict[int, float]], seed: int,
         v.vs_baseline = _vs_baseline(v, baseline, comparisons)
         if vid in refused and vid != baseline and not v.build.identical_to:
             v.vs_baseline = contract.VsBaseline(verdict="not-measured", why=refused[vid])
+    confirmation.label(doc, luck)
     doc.aa = _aa(twin, comparisons.get(twin), gate, twin_is)
     if replicates is None:
         doc.noise = noise(stats.noise(values.get(baseline, {}), values.get(twin), threshold_pct,
@@ -77,6 +82,7 @@ def apply(doc: contract.Results, values: dict[str, dict[int, float]], seed: int,
     effect_values = values if replicates is None else layout.level_values(replicates, baseline)
     doc.effects, doc.effects_design = _effects(doc, effect_values, comparisons, gate,
                                                layouts=replicates is not None)
+    confirmation.label_effects(doc, luck)
     doc.recommendation = _recommend(doc, refused)
 
 
@@ -458,12 +464,15 @@ def _recommend(doc: contract.Results,
             why=f"No recommendation: the baseline was {refused[base.id]}.")
     rows = [v for v in doc.variants if _verdict(v) in
             ("faster", "equivalent", "slower", "inconclusive") and not is_control(v.id)]
-    faster = [v for v in rows if v.vs_baseline.verdict == "faster" and output_ok(v)]
+    faster, unsettled = _beyond_luck([v for v in rows if v.vs_baseline.verdict == "faster"
+                                      and output_ok(v)], confirmation.measured_again(doc))
     wrong = sorted((v for v in rows if v.vs_baseline.verdict == "faster"
                     and not output_ok(v)), key=lambda v: v.vs_baseline.ratio)
     left_out = [_excluded(v) for v in wrong]
     excluded = (f" Faster but not recommended, their output did not pass the check: "
                 f"{'; '.join(map(excluded_text, left_out))}." if wrong else "")
+    excluded += (f" Faster in one layout, within layout luck, so not recommended: "
+                 f"{'; '.join(map(_luck_text, unsettled))}." if unsettled else "")
     gone = [vid for vid in refused if not is_control(vid)]
     excluded += (f" Not judged, their binaries were replaced during the sweep: "
                  f"{', '.join(gone)}." if gone else "")
@@ -478,9 +487,10 @@ def _recommend(doc: contract.Results,
     if not faster:
         counts = _verdict_counts(doc)
         passing = " whose output passed its check" if wrong else ""
+        beyond = " beyond layout luck" if unsettled else ""
         return contract.Recommendation(
             excluded=left_out, flags=base.flags, variant=base.id,
-            why=f"no variant{passing} was significantly faster than the baseline "
+            why=f"no variant{passing} was significantly faster{beyond} than the baseline "
                 f"({' '.join(base.flags) or 'default flags'}) by more than "
                 f"{threshold_pct:g}%: {counts}. Keep the baseline's flags.{excluded}")
     best = min(faster, key=lambda v: v.vs_baseline.ratio)
@@ -523,11 +533,34 @@ def unanswered(doc: contract.Results) -> None:
     rounds = (f" after {taken:g}" + (f" of at most {most:g}" if most else "") + " rounds"
               if taken is not None else "")
     resume = f"flagsweep run --resume {doc.run_id}" if doc.run_id else "flagsweep run --resume"
+    kept = doc.recommendation.confirmation if doc.recommendation else None  # its rows' labels
     doc.recommendation = contract.Recommendation(
-        flags=None, variant=None,
+        flags=None, variant=None, confirmation=kept,
         why=f"No answer yet: {why.format(rounds=rounds)}, before its stopping rule could "
             f"judge; its verdicts so far ({_verdict_counts(doc)}) are not an answer. "
             f"`{resume}` continues it{when}.")
+
+
+def _beyond_luck(faster: list[contract.Variant], measured: bool
+                 ) -> tuple[list[contract.Variant], list[contract.Variant]]:
+    """(the faster rows a recommendation may name, those it may not): a settled one (beyond
+    the reach, or confirmed over layouts) before any other. One that layout luck could give is
+    named only when no settled one is and no confirmation measured rows again (--no-confirm, a
+    failed one: its sentence then says it is unconfirmed); never one the layouts did not
+    confirm, nor one a confirmation left out."""
+    luck = [v for v in faster if not confirmation.settled(v.vs_baseline.layout_luck)]
+    settled = [v for v in faster if v not in luck]
+    if settled or measured:
+        return settled, luck
+    return luck, []
+
+
+def _luck_text(v: contract.Variant) -> str:
+    """A faster row the recommendation leaves to layout luck, and why, in words."""
+    luck, flags = v.vs_baseline.layout_luck, " ".join(v.flags) or "the default flags"
+    if luck.status == confirmation.LUCK:
+        return f"{flags} is {luck.why}"
+    return f"{flags} ({stats.change_text(v.vs_baseline.ratio, v.vs_baseline.ci95)}: {luck.why})"
 
 
 def _verdict(v: contract.Variant) -> str | None:

@@ -1,14 +1,19 @@
-"""A small "Use X" confirmed over code layouts before it is printed.
+"""Every faster or slower call within reach of layout luck, confirmed over code layouts or
+labelled so.
 
 A sweep of one build a variant measures each binary in one code layout. Link order and section
 placement move a program's speed by a few percent with no change to its code (Mytkowicz, Diwan,
 Hauswirth & Sweeney, ASPLOS 2009; Curtsinger & Berger, STABILIZER, ASPLOS 2013), and no number of
-runs averages that draw away (Kalibera & Jones, ISMM 2013). So a recommended change whose effect
-is within reach of layout luck is measured again over layouts, the winner and the baseline K
-relinked layouts each (flagsweep.compilation.layout, compared by flagsweep.stats.layout), before the
-report says "Use X". This module holds the rule (when a confirmation is needed), the record it
-leaves in results.json (`recommendation.confirmation`) and what that record does to the
-recommendation; the stage that runs it is in flagsweep.jobs.sweep.
+runs averages that draw away (Kalibera & Jones, ISMM 2013). So each faster or slower row whose
+effect is within reach of layout luck is measured again over layouts: one sweep of those rows and
+the baseline, K relinked layouts each, and the A/A twin's K (flagsweep.compilation.layout,
+compared by flagsweep.stats.layout), before the report calls them settled. A row it calls the
+same way is `confirmed`; one it does not is `not-distinguishable` from layout luck; one not
+measured again (--no-confirm, beyond the cap of rows or the budget, a confirmation that failed)
+stays `one-layout`. Both of the latter read "faster (one layout, within layout luck)" and feed
+neither "Use X" nor "flags that matter" as settled. This module holds the rule, the plan (which
+rows, how many layouts), the record it leaves in results.json (`recommendation.confirmation`,
+and on each row `vs_baseline.layout_luck`); the stage that runs it is in flagsweep.jobs.sweep.
 
 The rule. With L ~ N(0, s^2) the layout effect of one build (the spread between layouts of one
 variant, measured by a sweep with --layouts), a one-build comparison carries L_v - L_b, whose sd
@@ -16,35 +21,58 @@ is sqrt(2) s; 95% of such draws lie within 1.96 sqrt(2) s of the true effect. Th
 *reach* of layout luck. s is the latest measured spread of this target on this machine (a run
 with --layouts, its A/A twin's layouts: `noise.sd_log_diff`), else DEFAULT_REACH_PCT: the reach
 of a spread of about 1.8%, between gzip's +-1.1% and the bundled tiny's +-2-3%
-(docs/layout-study.md). The winner's interval with that luck in it, adjusted for choosing it
-among the sweep's comparisons (results.estimate.with_luck), decides: wholly beyond the
-threshold, the flags' effect is shown without relinking, and that interval is what "Use X"
-prints; else the winner is confirmed. The winner is the luckiest of many one-build comparisons,
-so a rule on its own 95% interval against the 95% reach let a lucky link through (a no-effect
-set printed "Use X" in up to 2.7% of simulated sweeps, its interval covering the truth in none:
-bench/intervals.py).
+(docs/layout-study.md). Each faster or slower row's interval with that luck in it, adjusted for
+choosing among the sweep's comparisons (results.estimate.with_luck_all), decides: wholly beyond
+the threshold on its side, the flags' effect stands without relinking (and for the recommended
+row that interval is what "Use X" prints); else the row is measured again. A rule on a row's own
+95% interval against the 95% reach let the luckiest of many one-build comparisons through (a
+no-effect set printed "Use X" in up to 2.7% of simulated sweeps: bench/intervals.py).
+
+The size. K is the fewest layouts a side at which an effect as large as the reach is called at
+POWER over the confirmation's comparisons (stats.layout.power: Welch's test on the layouts'
+levels, the runs' share of a level's spread included), between FEWEST_LAYOUTS and
+MOST_LAYOUTS, unless --confirm-layouts gives it; then as many rows as --confirm-rows allows and
+the run's --budget affords (its builds and least rounds, compilation.layout.cost), the most
+doubtful first.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from scipy import stats as sps
+
 from flagsweep import stats
+from flagsweep.compilation import layout
 from flagsweep.errors import FlagsweepError
-from flagsweep.measure.options import DEFAULT_LAYOUTS
+from flagsweep.measure.options import MeasureOptions
 from flagsweep.results import contract, estimate, reader
+from flagsweep.results.contract import is_control
+from flagsweep.stats import layout as spread
 
 if TYPE_CHECKING:                    # the report reads records without opening a store
     from flagsweep.results.store import Store
 
 DEFAULT_REACH_PCT = 5.0
 Z95 = 1.959964
-# The statuses of `recommendation.confirmation`; only "not-distinguishable" changes the answer.
+# The statuses of `recommendation.confirmation`: not-needed, skipped (--no-confirm), running,
+# failed, interrupted, over-budget; once measured: confirmed or not-distinguishable (of the
+# recommended variant), measured (the recommendation's own row was not within the reach).
 CONFIRMED, LUCK = "confirmed", "not-distinguishable"
 PENDING, SKIPPED, NOT_NEEDED = "running", "skipped", "not-needed"
 FAILED, INTERRUPTED = "failed", "interrupted"
+MEASURED, OVER_BUDGET = "measured", "over-budget"
+# A row's `layout_luck.status` besides confirmed and not-distinguishable: not measured again.
+ONE_LAYOUT = "one-layout"
+CALLED = ("faster", "slower")
+POWER = 0.8
+FEWEST_LAYOUTS, MOST_LAYOUTS = 3, 16
+DEFAULT_SOURCE = "the default: no layout spread measured for this program on this machine"
+NO_CONFIRM = "--no-confirm"
 
 
 def reach_of_spread(sd_log: float) -> float:
@@ -106,43 +134,97 @@ def record(stored: dict) -> contract.Confirmation:
     return contract.Confirmation.model_validate(stored)
 
 
-def plan(doc: contract.Results, reach: tuple[float, str] | None, enabled: bool,
-         k: int = DEFAULT_LAYOUTS) -> contract.Confirmation:
-    """The record a sweep starts its confirmation with: status `running` when it is needed,
-    else why not (`not-needed`, or `skipped` with --no-confirm)."""
-    reach_pct, source = reach or (DEFAULT_REACH_PCT, "the default: no layout spread measured "
-                                                     "for this program on this machine")
+# ---- the plan: which rows, how many layouts --------------------------------------------------
+
+def plan(doc: contract.Results, reach: tuple[float, str] | None,
+         opts: MeasureOptions | None = None, off: str | None = None) -> contract.Confirmation:
+    """The record a sweep starts its confirmation with: status `running` with the rows to
+    measure again when any faster or slower row's interval with layout luck reaches within
+    the threshold, else why not (`not-needed`; `skipped` with --no-confirm, or `off`: why this
+    sweep cannot run one; `over-budget`)."""
+    opts = opts or MeasureOptions()
+    reach_pct, source = reach or (DEFAULT_REACH_PCT, DEFAULT_SOURCE)
     start = {"status": NOT_NEEDED, "variant": doc.recommendation.variant
-             if doc.recommendation else None, "layouts": k, "reach_pct": reach_pct,
-             "reach_source": source, "one_layout": None, "over_layouts": None, "run_id": None,
-             "results": None, "seconds": None}
+             if doc.recommendation else None, "layouts": opts.confirm_layouts or None,
+             "reach_pct": reach_pct, "reach_source": source, "one_layout": None,
+             "over_layouts": None, "run_id": None, "results": None, "seconds": None,
+             "variants": [], "left_out": [], "left_out_why": None, "rows": None,
+             "power": None, "sizing": None, "estimated_s": None}
     if doc.measurement is not None and doc.measurement.layouts:
         return record({**start, "why": "the sweep compared every variant over its layouts "
                                        "already"})
+    if opts.same_layout:
+        return record({**start, "why": "the variants share one code layout (they differ in "
+                                       "data only), so layout luck cannot tell them apart"})
     winner = _winner(doc)
-    if winner is None:
-        return record({**start, "why": "the recommendation keeps the baseline"})
-    vs = winner.vs_baseline
-    start |= {"one_layout": {"ratio": vs.ratio, "ci95": vs.ci95, "ci_fcr": vs.ci_fcr,
-                             "fcr_level": vs.fcr_level}}
-    lucky = estimate.with_luck(doc, winner.id, reach_pct)
-    interval = (f"{stats.level_text(lucky.level)} CI {stats.ci_text(lucky.ci)}"
-                if lucky is not None else "none")
+    if winner is not None:
+        vs = winner.vs_baseline
+        start |= {"one_layout": {"ratio": vs.ratio, "ci95": vs.ci95, "ci_fcr": vs.ci_fcr,
+                                 "fcr_level": vs.fcr_level}}
+    lucky = estimate.with_luck_all(doc, reach_pct)
+    rows = within(doc, lucky)
     threshold = estimate.threshold_of(doc)
-    if estimate.faster_beyond(lucky, threshold):
-        return record({**start, "why": f"its interval with one build's layout luck, {interval}, "
-                                       f"lies beyond the {threshold:g}% threshold "
-                                       f"(layout luck reaches {reach_pct:.1f}%, {source})"})
-    if not enabled:
-        return record({**start, "status": SKIPPED,
-                       "why": f"not confirmed over layouts (--no-confirm): an effect this close "
+    if not rows:
+        return record({**start, "why": _none_within(doc, winner, lucky, reach_pct, source)})
+    if off or not opts.layout_confirm:
+        off = off or NO_CONFIRM
+        return record({**start, "status": SKIPPED, "left_out": [v.id for v in rows],
+                       "why": f"not confirmed over layouts ({off}): an effect this close "
                               f"to no change can be layout luck (reach {reach_pct:.1f}%, "
-                              f"{source})"})
-    return record({**start, "status": PENDING,
-                   "why": f"being confirmed over {k} layouts each of it and the baseline: with "
-                          f"one build's layout luck its interval, {interval}, reaches within "
-                          f"{threshold:g}% of no change (layout luck reaches "
-                          f"{reach_pct:.1f}%, {source})"})
+                              f"{source})", "left_out_why": off})
+    size = sized(doc, rows, reach_pct, opts)
+    if not size.rows:
+        return record({**start, "status": OVER_BUDGET, "left_out": [v.id for v in rows],
+                       "left_out_why": size.why, "sizing": size.why, "layouts": size.k,
+                       "why": f"not confirmed over layouts: {size.why}"})
+    chosen = [v.id for v in rows[:size.rows]]
+    left = [v.id for v in rows[size.rows:]]
+    return record({**start, "status": PENDING, "layouts": size.k, "power": size.power,
+                   "sizing": size.why, "estimated_s": size.seconds, "variants": chosen,
+                   "left_out": left, "left_out_why": size.left_why if left else None,
+                   "why": f"measuring {_names([v for v in rows if v.id in chosen])} again over "
+                          f"{size.k} layouts a side: with one build's layout luck their "
+                          f"intervals reach within the {threshold:g}% threshold (layout luck "
+                          f"reaches {reach_pct:.1f}%, {source})"
+                          + (f"; not {names_of(doc, left)} ({size.left_why})" if left else "")})
+
+
+def _compared(doc: contract.Results) -> list[contract.Variant]:
+    """The rows compared with the baseline: the designed variants with a verdict of their own."""
+    return [v for v in doc.variants if not is_control(v.id) and v.vs_baseline is not None
+            and v.vs_baseline.verdict in estimate.COMPARED]
+
+
+def within(doc: contract.Results, lucky: dict[str, contract.Estimate]
+           ) -> list[contract.Variant]:
+    """The faster and slower rows whose interval with layout luck (`lucky`:
+    estimate.with_luck_all) does not lie beyond the threshold on their side, in the order they
+    are measured again: the recommended one, the faster ones fastest first, then the slower
+    ones most doubtful first."""
+    threshold = estimate.threshold_of(doc)
+    rows = [v for v in _compared(doc) if v.vs_baseline.verdict in CALLED
+            and not estimate.beyond(lucky.get(v.id), threshold, v.vs_baseline.verdict)]
+    named = doc.recommendation.variant if doc.recommendation else None
+
+    def key(v: contract.Variant):
+        vs = v.vs_baseline
+        slower = vs.verdict == "slower"
+        return (v.id != named, slower, nearest_pct(vs.ci95) if slower else (vs.ratio or 1.0))
+    return sorted(rows, key=key)
+
+
+def _none_within(doc: contract.Results, winner: contract.Variant | None,
+                 lucky: dict[str, contract.Estimate], reach_pct: float, source: str) -> str:
+    threshold = estimate.threshold_of(doc)
+    luck = f"layout luck reaches {reach_pct:.1f}%, {source}"
+    if winner is not None:
+        e = lucky[winner.id]
+        return (f"its interval with one build's layout luck, {stats.level_text(e.level)} CI "
+                f"{stats.ci_text(e.ci)}, lies beyond the {threshold:g}% threshold ({luck})")
+    if any(v.vs_baseline.verdict in CALLED for v in _compared(doc)):
+        return (f"every faster or slower row's interval with one build's layout luck lies "
+                f"beyond the {threshold:g}% threshold ({luck})")
+    return "the recommendation keeps the baseline, and no row was called faster or slower"
 
 
 def _winner(doc: contract.Results) -> contract.Variant | None:
@@ -151,6 +233,101 @@ def _winner(doc: contract.Results) -> contract.Variant | None:
         return None
     v = next((v for v in doc.variants if v.id == rec.variant), None)
     return v if v and v.vs_baseline is not None and v.vs_baseline.ratio else None
+
+
+@dataclass(frozen=True)
+class Size:
+    """A confirmation's size: its first `rows` rows, `k` layouts a side, the power at the
+    reach's edge, its estimated seconds (None: not known), and why, in words."""
+    rows: int
+    k: int
+    power: float
+    seconds: float | None
+    why: str
+    left_why: str = ""
+
+
+def sized(doc: contract.Results, rows: list[contract.Variant], reach_pct: float,
+          opts: MeasureOptions) -> Size:
+    """How many layouts a side, and how many of `rows`, the confirmation measures: K by power
+    (or --confirm-layouts), the rows by --confirm-rows, then both cut to the run's --budget,
+    rows first (the most doubtful kept), then K down to FEWEST_LAYOUTS; no rows when even one
+    row at that K does not fit. The power is that of calling an effect as large as the reach
+    (a gain of reach / (1 + reach)) faster over the layouts."""
+    level = _level_sd(doc, spread_of_reach(reach_pct), opts)
+    threshold_pct = estimate.threshold_of(doc)
+    gain = 100 * reach_pct / (100 + reach_pct)
+
+    def power(k: int, n: int) -> float:
+        return spread.power(k, level, gain, threshold_pct, n + 1)
+    n = min(len(rows), max(1, opts.confirm_rows))
+    k = opts.confirm_layouts or spread.layouts_for(level, gain, threshold_pct, n + 1, POWER,
+                                                   MOST_LAYOUTS, FEWEST_LAYOUTS)
+    left_why = f"--confirm-rows {opts.confirm_rows}" if n < len(rows) else ""
+    cost = _costs(doc, opts)
+    if cost is not None:
+        while n > 1 and cost(n, k) > cost.budget:
+            n, left_why = n - 1, f"{n - 1} row(s) fit the run's --budget of {cost.budget:.0f} s"
+        while cost(n, k) > cost.budget and k > FEWEST_LAYOUTS and not opts.confirm_layouts:
+            k -= 1
+        if cost(n, k) > cost.budget:
+            return Size(0, k, power(k, 1), cost(n, k),
+                        f"one row over {k} layouts a side would take about {cost(n, k):.0f} s "
+                        f"with its builds, more than the run's --budget of {cost.budget:.0f} s")
+    how = (f"--confirm-layouts {k}" if opts.confirm_layouts
+           else f"the fewest at which it reaches {POWER:.0%}" if power(k, n) >= POWER
+           else "cut to what the run's --budget affords" if k < MOST_LAYOUTS
+           else f"at most {MOST_LAYOUTS}")
+    why = (f"{k} layouts a side ({how}): an effect as large as layout luck's reach, "
+           f"{reach_pct:.1f}%, is confirmed with {power(k, n):.0%} power among {n + 1} "
+           f"comparisons")
+    if cost is not None:
+        why += f"; about {cost(n, k):.0f} s with its builds, within the run's --budget"
+    return Size(n, k, power(k, n), cost(n, k) if cost else None, why, left_why)
+
+
+def _level_sd(doc: contract.Results, layout_sd: float, opts: MeasureOptions) -> float:
+    """The sd of one layout's level (log scale): the layouts' own spread and the runs' share
+    of it, the median of max_runs runs at the baseline's CV (pi/2: the median's variance on
+    normal data)."""
+    cv = doc.noise.baseline_cv if doc.noise is not None else None
+    runs = (cv or 0.0) ** 2 * math.pi / 2 / max(1, opts.max_runs)
+    return math.sqrt(layout_sd ** 2 + runs)
+
+
+@dataclass(frozen=True)
+class _Cost:
+    """Seconds of a confirmation of n rows over k layouts a side: its builds and least rounds."""
+    build_s: float
+    run_s: float
+    rounds: int
+    budget: float
+
+    def __call__(self, n: int, k: int) -> float:
+        return sum(layout.cost(n + 1, k, self.build_s, self.run_s, self.rounds))
+
+
+def _costs(doc: contract.Results, opts: MeasureOptions) -> _Cost | None:
+    """The run's own build and run times, for what a confirmation costs; None without a
+    budget or without them (nothing then bounds it but the caps)."""
+    builds = [v.build.seconds for v in doc.variants
+              if not is_control(v.id) and v.build.status == "ok" and v.build.seconds]
+    base = next((v for v in doc.variants if v.id == doc.baseline), None)
+    walls = [x for x in ((base.samples or {}).get("wall_s") or [] if base else []) if x]
+    if opts.budget is None or not builds or not walls:
+        return None
+    return _Cost(statistics.median(builds), statistics.median(walls),
+                 opts.min_runs + opts.warmup, opts.budget)
+
+
+def _names(rows: list[contract.Variant]) -> str:
+    return ", ".join(" ".join(v.flags) or v.id for v in rows)
+
+
+def names_of(doc: contract.Results, ids: list[str]) -> str:
+    """The rows `ids` by their flags, as the sentences name them."""
+    by_id = {v.id: v for v in doc.variants}
+    return _names([by_id[i] for i in ids if i in by_id])
 
 
 def nearest_pct(ci: list | tuple | None) -> float | None:
@@ -168,31 +345,53 @@ def within_reach(ci: list | tuple | None, reach_pct: float) -> bool:
     return nearest is None or nearest < reach_pct
 
 
+# ---- the answer ------------------------------------------------------------------------------
+
 def outcome(stored: dict, confirm_doc: contract.Results, seconds: float,
             results: Path) -> contract.Confirmation:
     """The record (as the run's options keep it) once the confirmation sweep (its
-    results.json, `confirm_doc`) has its answer: confirmed only when it calls the winner faster
-    over the layouts, after its own A/A gate; anything else is not distinguishable from layout
-    luck."""
+    results.json, `confirm_doc`) has its answer: each row's estimate over the layouts (a row is
+    confirmed when they call it as its one build did, after their own A/A gate); the status
+    that of the recommended variant when it was measured again, else `measured`."""
     start = record(stored)
-    v = next((v for v in confirm_doc.variants if v.id == start.variant), None)
+    done = start.model_copy()
+    done.rows = {vid: _over(confirm_doc, vid) for vid in start.variants or [start.variant]}
+    done.run_id, done.results, done.seconds = confirm_doc.run_id, str(results), round(seconds, 1)
+    over = done.rows.get(start.variant)
+    if over is None:
+        called = [vid for vid, e in done.rows.items() if e.verdict in CALLED]
+        done.status = MEASURED
+        done.why = (f"measured {len(done.rows)} row(s) again over {start.layouts} layouts a "
+                    f"side: {len(called)} called faster or slower there too")
+        return done
+    done.over_layouts = over
+    if over.verdict == "faster":
+        done.status, done.why = CONFIRMED, _held(start.one_layout, over, start.layouts)
+        return done
+    done.status, done.why = LUCK, _not_held(start.one_layout, over, start.layouts)
+    return done
+
+
+def _over(doc: contract.Results, vid: str) -> contract.LayoutEstimate:
+    v = next((v for v in doc.variants if v.id == vid), None)
     vs = (v.vs_baseline if v else None) or contract.VsBaseline(verdict="")
-    over = contract.LayoutEstimate(ratio=vs.ratio, ci95=vs.ci95, verdict=vs.verdict or None,
+    return contract.LayoutEstimate(ratio=vs.ratio, ci95=vs.ci95, verdict=vs.verdict or None,
                                    layouts=getattr(vs, "layouts", None),
                                    layout_sd_pct=vs.layout_sd_pct, p_adjusted=vs.p_adjusted,
                                    ci_fcr=vs.ci_fcr, fcr_level=vs.fcr_level)
-    done = start.model_copy()
-    done.over_layouts, done.run_id = over, confirm_doc.run_id
-    done.results, done.seconds = str(results), round(seconds, 1)
-    one = _text(start.one_layout)
-    many = f"{_text(over)} over {over.layouts or start.layouts} layouts each"
-    if vs.verdict == "faster":
-        done.status, done.why = CONFIRMED, f"confirmed over layouts: {many} (one layout: {one})"
-        return done
-    done.status = LUCK
-    done.why = (f"not distinguishable from layout luck: {one} in one layout, but {many} "
-                f"({vs.verdict or 'not measured'})")
-    return done
+
+
+def _held(one: contract.LayoutEstimate | None, over: contract.LayoutEstimate, k) -> str:
+    return f"confirmed over layouts: {_many(over, k)} (one layout: {_text(one)})"
+
+
+def _not_held(one: contract.LayoutEstimate | None, over: contract.LayoutEstimate, k) -> str:
+    return (f"not distinguishable from layout luck: {_text(one)} in one layout, but "
+            f"{_many(over, k)} ({over.verdict or 'not measured'})")
+
+
+def _many(over: contract.LayoutEstimate, k) -> str:
+    return f"{_text(over)} over {over.layouts or k} layouts each"
 
 
 def ended(stored: dict, status: str, why: str,
@@ -209,34 +408,140 @@ def _text(c: contract.LayoutEstimate | None) -> str:
     return stats.change_text(c.ratio, c.ci95)
 
 
+# ---- the rows' labels ------------------------------------------------------------------------
+
+def label(doc: contract.Results, stored: dict | None) -> None:
+    """Each faster or slower row whose interval with layout luck does not lie beyond the
+    threshold (within, at the record's reach) gets its `layout_luck`: confirmed, not
+    distinguishable from layout luck, or one layout (not measured again, and why). No record
+    (a run before its plan, an older run): no labels."""
+    if not stored:
+        return
+    c = record(stored)
+    if c.status == NOT_NEEDED or c.reach_pct is None:
+        return
+    measured = dict(c.rows or {})
+    if not measured and c.status in (CONFIRMED, LUCK) and c.over_layouts is not None:
+        measured[c.variant] = c.over_layouts          # a record of one row (an older run)
+    for v in within(doc, estimate.with_luck_all(doc, c.reach_pct)):
+        vs = v.vs_baseline
+        one = contract.LayoutEstimate(ratio=vs.ratio, ci95=vs.ci95, verdict=vs.verdict)
+        over = measured.get(v.id)
+        if over is None:
+            status, why = ONE_LAYOUT, _unmeasured(c, v.id)
+        elif over.verdict == vs.verdict:
+            status, why = CONFIRMED, _held(one, over, c.layouts)
+        else:
+            status, why = LUCK, _not_held(one, over, c.layouts)
+        vs.layout_luck = contract.LayoutLuck(status=status, reach_pct=c.reach_pct, why=why,
+                                             over_layouts=over)
+
+
+def _unmeasured(c: contract.Confirmation, vid: str) -> str:
+    """Why a row within the reach was not measured again, as the words after "faster (one
+    layout, within layout luck): "."""
+    if c.status in (SKIPPED, OVER_BUDGET, FAILED, INTERRUPTED):
+        return c.why or c.status
+    if vid in (c.left_out or []):
+        return f"not measured again over layouts ({c.left_out_why})"
+    if c.status == PENDING:
+        return (f"being confirmed over {c.layouts} layouts a side: with one build's layout "
+                f"luck its interval reaches within the threshold (layout luck reaches "
+                f"{c.reach_pct:.1f}%, {c.reach_source})")
+    return "not measured again over layouts"
+
+
+def label_effects(doc: contract.Results, stored: dict | None) -> None:
+    """Each effect that matters follows its row: a one-change level is its variant's
+    comparison, so its label is the row's. A model's effect (a factorial, a screen) averages
+    builds, whose luck averages too: its 95% interval is widened by one comparison's luck times
+    sqrt((1/n + 1/n_ref) / 2), for the n builds at its level and n_ref at the reference (their
+    means' difference), added in variance as results.estimate widens a row's; not beyond the
+    threshold so, it is one layout (a confirmation measures rows, not a model: --layouts K
+    compares the whole design)."""
+    if not stored or not doc.effects:
+        return
+    c = record(stored)
+    if c.status == NOT_NEEDED or c.reach_pct is None:
+        return
+    rows = {v.id: v for v in doc.variants}
+    built = [v for v in _compared(doc) + [rows[doc.baseline]] if not v.build.identical_to]
+    for e in doc.effects:
+        row = rows.get(getattr(e, "variant", None) or "")
+        if row is not None and row.vs_baseline is not None:
+            e.layout_luck = row.vs_baseline.layout_luck
+            continue
+        if not e.matters or not e.ci95_pct:
+            continue
+        at = sum((v.factors or {}).get(e.factor) == e.level for v in built)
+        ref = sum((v.factors or {}).get(e.factor) == e.reference for v in built) \
+            if e.reference is not None else len(built) - at
+        scale = math.sqrt((1 / max(1, at) + 1 / max(1, ref)) / 2)
+        reach = 100 * math.expm1(math.log1p(c.reach_pct / 100) * scale)
+        lo, hi = _widened_pct(e.effect_pct, e.ci95_pct, math.log1p(reach / 100) / Z95)
+        t = estimate.threshold_of(doc)
+        if not (hi < -t if e.effect_pct < 0 else lo > t):
+            e.layout_luck = contract.LayoutLuck(
+                status=ONE_LAYOUT, reach_pct=reach,
+                why=f"a model's effect over one build a variant ({at} at this level, {ref} at "
+                    f"{e.reference or 'the others'}): with their layout luck (reach "
+                    f"{reach:.1f}%) its 95% CI, [{lo:+.1f}, {hi:+.1f}], reaches within the "
+                    f"{t:g}% threshold; --layouts K compares the design over layouts")
+
+
+def _widened_pct(effect_pct: float, ci_pct: list, luck: float) -> tuple[float, float]:
+    """A 95% interval of a percent change, each side's standard error and a luck of sd `luck`
+    (log scale) added in variance."""
+    est = math.log1p(effect_pct / 100)
+    lo, hi = (math.log1p(x / 100) for x in ci_pct)
+    return tuple(100 * math.expm1(est + s * Z95 * math.hypot(abs(end - est) / Z95, luck))
+                 for s, end in ((-1, lo), (1, hi)))
+
+
+def settled(luck: contract.LayoutLuck | None) -> bool:
+    """A call that stands: beyond layout luck's reach (no label) or confirmed over layouts."""
+    return luck is None or luck.status == CONFIRMED
+
+
+def measured_again(doc: contract.Results) -> bool:
+    """Whether a confirmation measured any of this sweep's rows again over layouts."""
+    return any(v.vs_baseline is not None and v.vs_baseline.layout_luck is not None
+               and v.vs_baseline.layout_luck.over_layouts is not None for v in doc.variants)
+
+
+def final_verdict(vs: contract.VsBaseline | None) -> str | None:
+    """The verdict a reader of results.json may act on: a faster or slower call within layout
+    luck's reach that was not confirmed over layouts is not decided (inconclusive)."""
+    if vs is None:
+        return None
+    if vs.verdict in CALLED and not settled(getattr(vs, "layout_luck", None)):
+        return "inconclusive"
+    return vs.verdict
+
+
 def apply(doc: contract.Results, stored: dict | None) -> None:
-    """The record (as the run's options keep it) into results.json's recommendation. A winner
-    not distinguishable from layout luck is not recommended: the answer is the baseline's
-    flags, saying why."""
+    """The record (as the run's options keep it) into results.json's recommendation; the
+    rows' labels and what they do to the recommendation are the analysis's (label,
+    analysis.apply)."""
     rec = doc.recommendation
     if not stored or not rec:
         return
     rec.confirmation = confirmed = record(stored)
-    if confirmed.variant != rec.variant:
-        return
     _estimate(doc, confirmed)
-    if confirmed.status != LUCK:
-        return
-    base = next(v for v in doc.variants if v.id == doc.baseline)
-    winner = " ".join(next((v.flags for v in doc.variants if v.id == confirmed.variant),
-                           [confirmed.variant]))
-    rec.why = (f"{winner} is {confirmed.why}. Keep the baseline's flags. (Before the "
-               f"confirmation: {rec.why})")
-    rec.flags, rec.variant, rec.estimate = base.flags, base.id, None
 
 
 def _estimate(doc: contract.Results, confirmed: contract.Confirmation) -> None:
-    """What the recommendation prints once its confirmation is known (results.estimate): the
-    confirmation's estimate over layouts; or, where none was needed, the one build's interval
-    with layout luck, the interval the rule found beyond the threshold."""
+    """What the recommendation prints once its row's place against layout luck is known
+    (results.estimate): a row confirmed over layouts, the confirmation's estimate; a row whose
+    interval with one build's layout luck lies beyond the threshold, that interval; a row not
+    measured again keeps the selection-adjusted interval its verdict used."""
     rec = doc.recommendation
-    if confirmed.status == CONFIRMED and confirmed.over_layouts is not None:
-        rec.estimate = estimate.over_layouts(confirmed.over_layouts, confirmed.layouts)
-    elif confirmed.status == NOT_NEEDED and confirmed.one_layout and rec.estimate:
+    row = next((v for v in doc.variants if v.id == rec.variant), None)
+    if row is None or row.id == doc.baseline or row.vs_baseline is None or not rec.estimate:
+        return
+    luck = row.vs_baseline.layout_luck
+    if luck is not None and luck.status == CONFIRMED and luck.over_layouts is not None:
+        rec.estimate = estimate.over_layouts(luck.over_layouts, confirmed.layouts)
+    elif luck is None and confirmed.one_layout is not None:
         rec.estimate = estimate.with_luck(doc, rec.variant,
                                           confirmed.reach_pct or DEFAULT_REACH_PCT)

@@ -270,6 +270,8 @@ class Measurement(Open):
     schedule: Schedule | None = None        # duet or serial rounds, and why (null: before them)
     input_size: Str | None = None           # --input-size: full, quick or auto
     run_length: RunLength | None = None     # auto's choice and its figures
+    confirm_layouts: Num = None             # --confirm-layouts (0: sized by power)
+    confirm_rows: Num = None                # --confirm-rows
 
 
 class LayoutBuild(Open):
@@ -346,6 +348,31 @@ class Summary(Open):
 
 
 
+class LayoutEstimate(Open):
+    """A winner against the baseline in one layout, or over K layouts each."""
+    ratio: Num = None
+    ci95: Pair = None
+    verdict: Str | None = None
+    layouts: Num = None
+    layout_sd_pct: Num = None
+    p_adjusted: Num = None
+    ci_fcr: Pair = None                      # the interval its verdict used, and its level
+    fcr_level: Num = None
+
+
+class LayoutLuck(Open):
+    """A faster or slower call whose 95% CI comes within the reach of layout luck, i.e. of what
+    one build's code layout alone can do (flagsweep.results.confirmation): `confirmed` (called
+    the same over K layouts a side: the verdict stands), `not-distinguishable` (measured again
+    over layouts and not called the same) or `one-layout` (not measured again; `why` says why).
+    Only a confirmed call is settled: the others read "faster (one layout, within layout
+    luck)" and no reader should act on them as decided."""
+    status: Str
+    reach_pct: Num = None                     # the reach it came within, in percent
+    why: Str | None = None
+    over_layouts: LayoutEstimate | None = None   # the confirmation's estimate, when measured
+
+
 class Comparison(Open):
     """A ratio to a reference with its intervals and verdict: a variant's vs_baseline, a
     suite row's pooled estimate."""
@@ -369,6 +396,8 @@ class Comparison(Open):
 class VsBaseline(Comparison):
     identical_to: Str | None = None
     layout_sd_pct: Num = None
+    # a faster/slower call of a sweep of one build a variant, within layout luck's reach
+    layout_luck: LayoutLuck | None = None
 
 
 class FunctionRemarks(Open):
@@ -483,6 +512,8 @@ class Effect(Open):
     matters: Bool | None = None
     ci_fcr_pct: Pair = None
     fcr_level: Num = None                  # ci_fcr_pct's level, 1 - R 0.05 / m
+    layout_luck: LayoutLuck | None = None    # "matters" within layout luck's reach: settled
+                                             # only when its status is `confirmed`
 
 
 class AA(Open):
@@ -514,18 +545,6 @@ class Excluded(Open):
     why: Str | None = None                   # its check's detail
 
 
-class LayoutEstimate(Open):
-    """A winner against the baseline in one layout, or over K layouts each."""
-    ratio: Num = None
-    ci95: Pair = None
-    verdict: Str | None = None
-    layouts: Num = None
-    layout_sd_pct: Num = None
-    p_adjusted: Num = None
-    ci_fcr: Pair = None                      # the interval its verdict used, and its level
-    fcr_level: Num = None
-
-
 class Confirmation(Open):
     """A recommendation's confirmation over code layouts (flagsweep.results.confirmation)."""
     status: Str
@@ -539,6 +558,16 @@ class Confirmation(Open):
     run_id: Str | None = None
     results: Str | None = None
     seconds: Num = None
+    # Every faster/slower row within the reach is measured again in the same sweep: which
+    # (`variants`), which were not and why (`left_out`, `left_out_why`), each one's estimate
+    # over the layouts (`rows`), and how K was sized (`power` at the reach's edge, `sizing`).
+    variants: list[Str] | None = None
+    left_out: list[Str] | None = None
+    left_out_why: Str | None = None
+    rows: dict[str, LayoutEstimate] | None = None
+    power: Num = None
+    sizing: Str | None = None
+    estimated_s: Num = None                       # its builds and least rounds, estimated
 
 
 class Estimate(Open):

@@ -83,25 +83,31 @@ def with_luck(doc: contract.Results, variant: str, reach_pct: float) -> contract
     results.confirmation), then the false-coverage adjustment made again over those widened
     intervals, so that the choice among m is of flags, not of lucky links. None when the
     variant was not compared."""
+    return with_luck_all(doc, reach_pct).get(variant)
+
+
+def with_luck_all(doc: contract.Results, reach_pct: float) -> dict[str, contract.Estimate]:
+    """with_luck of every compared variant, from one adjustment over them all: what
+    results.confirmation holds each faster or slower row's interval to."""
     luck = math.log1p(reach_pct / 100) / stats.Z95  # sd of a one-build comparison's luck
     found = {v.id: v.vs_baseline for v in doc.variants
              if v.vs_baseline is not None and v.vs_baseline.verdict in COMPARED}
-    if variant not in found:
-        return None
     # the A/A twin and a reference arm are copies of a binary: no layout of their own to draw
     widened = {vid: _widened(vs, 0.0 if is_control(vid) else luck) for vid, vs in found.items()}
     m, alpha = len(widened), _alpha(doc)
     stats.fcr_intervals(list(widened.values()), threshold_of(doc), alpha)
-    c = widened[variant]
-    if c.ci_fcr is None:        # its estimate is inside the threshold: the lone-choice level
-        c.ci_fcr, c.fcr_level = c.interval_at(1 - alpha / m), 1 - alpha / m
-    return contract.Estimate(
-        ratio=c.ratio, ci=list(c.ci_fcr), level=c.fcr_level, kind=WITH_LUCK, comparisons=m,
-        p_adjusted=found[variant].p_adjusted,
-        why=f"The interval holds the layout luck of one build a variant (reach "
-            f"{reach_pct:.1f}%), adjusted for choosing it{_among(m)} over such intervals "
-            f"({CITED}): the flags' effect, not one lucky link's. It lies beyond the threshold, "
-            "so no confirmation over layouts was needed.")
+    out = {}
+    for vid, c in widened.items():
+        if c.ci_fcr is None:        # its estimate is inside the threshold: the lone-choice level
+            c.ci_fcr, c.fcr_level = c.interval_at(1 - alpha / m), 1 - alpha / m
+        out[vid] = contract.Estimate(
+            ratio=c.ratio, ci=list(c.ci_fcr), level=c.fcr_level, kind=WITH_LUCK, comparisons=m,
+            p_adjusted=found[vid].p_adjusted,
+            why=f"The interval holds the layout luck of one build a variant (reach "
+                f"{reach_pct:.1f}%), adjusted for choosing it{_among(m)} over such intervals "
+                f"({CITED}): the flags' effect, not one lucky link's. It lies beyond the "
+                "threshold, so no confirmation over layouts was needed.")
+    return out
 
 
 def _widened(vs: contract.VsBaseline, luck: float) -> stats.RatioEstimate:
@@ -175,7 +181,15 @@ def _usable(e: contract.Estimate) -> bool:
 
 def faster_beyond(e: contract.Estimate | None, threshold_pct: float) -> bool:
     """Whether e's whole interval lies on the faster side of the threshold."""
-    return e is not None and _usable(e) and e.ci[1] < 1 - stats.fraction(threshold_pct)
+    return beyond(e, threshold_pct, "faster")
+
+
+def beyond(e: contract.Estimate | None, threshold_pct: float, side: str) -> bool:
+    """Whether e's whole interval lies beyond the threshold on `side` (faster or slower)."""
+    if e is None or not _usable(e):
+        return False
+    t = stats.fraction(threshold_pct)
+    return e.ci[1] < 1 - t if side == "faster" else e.ci[0] > 1 + t
 
 
 def text(e: contract.Estimate, against: str = "") -> str:

@@ -157,7 +157,7 @@ def _document(run: dict, stored: list[contract.Variant],
     design = sequential.Design.from_json(o.get("sequential"))
     doc.measurement.sequential = contract.Sequential.model_validate(design.to_json())
     analysis.apply(doc, values, seed=m.get("seed") or 0, replicates=replicates,
-                   refused=refused, design=design)
+                   refused=refused, design=design, luck=o.get("confirmation"))
     confirmation.apply(doc, o.get("confirmation"))
     analysis.unanswered(doc)
     _stopped(doc, o.get("stopped") or {}, samples)
@@ -170,7 +170,7 @@ def _document(run: dict, stored: list[contract.Variant],
 # The measuring options results.json repeats under `measurement`, as the sweep stored them.
 MEASUREMENT = ("seed", "warmup", "min_runs", "max_runs", "runs", "budget", "precision_pct", "cpu",
                "quick", "strict_check", "counters", "threshold_pct", "reference", "metric",
-               "run_length")
+               "run_length", "confirm_layouts", "confirm_rows")
 
 
 def _measurement(m: dict, metric_choice: dict | None,

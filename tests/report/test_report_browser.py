@@ -46,6 +46,29 @@ def test_the_layout_panel_renders(browser, tmp_path):
     assert browser.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
 
 
+def test_a_row_within_layout_luck_shows_its_label(browser, tmp_path):
+    """A row layout luck could give reads "faster (one layout, within layout luck)" in the
+    variants table, with why on hover, "one layout" in the effects table, and the note says
+    what the label means; the page still loads clean and fits a phone."""
+    page = report.write(rf.write(tmp_path / "run", rf.luck_doc()))
+    load = browser.open(page, screenshot=tmp_path / "luck.png", width=390, height=844)
+    assert load.console_errors == [] and load.external_requests == []
+    badges = browser.evaluate("Array.from(document.querySelectorAll('#variants-table .badge'))"
+                              ".map(b => [b.className, b.innerText, b.title])")
+    luck = {text: (cls, title) for cls, text, title in badges if "layout luck" in text}
+    assert set(luck) == {"faster (one layout, within layout luck)",
+                         "slower (one layout, within layout luck)"}
+    assert luck["faster (one layout, within layout luck)"][0] == "badge faster-luck"
+    assert "(--no-confirm)" in luck["faster (one layout, within layout luck)"][1]
+    matters = browser.evaluate("Array.from(document.querySelectorAll('#effects tbody tr'))"
+                               ".map(r => [r.cells[0].innerText, r.cells[5].innerText])")
+    assert dict(matters) == {"opt = -O1": "one layout", "opt = -Os": "one layout",
+                             "opt = -O3": "yes"}
+    assert "could be the luck of one build's code layout" in \
+        browser.evaluate("document.querySelector('#layout-luck').innerText")
+    assert browser.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+
+
 def test_report_fits_a_phone(browser, tmp_path):
     page = report.write(rf.write(tmp_path / "run", rf.results_doc()))
     load = browser.open(page, screenshot=tmp_path / "phone.png", width=390, height=844)

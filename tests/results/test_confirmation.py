@@ -33,20 +33,21 @@ def _layouts_of(vid: str, levels: list[float]) -> dict[str, float]:
 
 
 def _twin(levels: list[float]) -> dict[str, float]:
-    return {f"gcc-O2.aa{link.MARK}{seed}": level for seed, level in enumerate(levels, K + 1)}
+    return {f"gcc-O2.aa{link.MARK}{seed}": level
+            for seed, level in enumerate(levels, len(levels) + 1)}
 
 
 def _run(tmp_path, name: str, planted: dict[str, float], stop_after: int | None = None,
-         **opts):
-    """tiny at -O2 (the baseline) and -O1, 8 fixed rounds; a target name of its own, so no
-    other test's layout spread is found in the session's store."""
+         flag_sets: tuple[str, ...] = ("-O2", "-O1"), k: int = K, **opts):
+    """tiny at -O2 (the baseline) and -O1 (or `flag_sets`), 8 fixed rounds; a target name of
+    its own, so no other test's layout spread is found in the session's store."""
     if link.unavailable("gcc"):
         pytest.skip(link.unavailable("gcc"))
     folder = write_tiny_target(tmp_path / name, name=name, megabytes=0.25, quick_megabytes=0.25)
     t, r, m, build_opts = selection.prepare(selection.Selection(
-        str(folder), flag_sets=("-O2", "-O1"), out_dir=tmp_path / "run"), lambda _: None)
+        str(folder), flag_sets=flag_sets, out_dir=tmp_path / "run"), lambda _: None)
     o = sweep.MeasureOptions(runs=8, min_runs=8, max_runs=8, warmup=1, seed=5, quick=True,
-                             confirm_layouts=K, **opts)
+                             confirm_layouts=k, **opts)
     said: list[str] = []
     path = sweep.start(t, r, m, build_opts, o, Store(), said.append,
                        execute=Synthetic(planted, stop_after=stop_after))
@@ -90,7 +91,7 @@ def test_a_small_win_that_layout_swallows_is_not_recommended(tmp_path):
     child = Store().run(c["run_id"])
     assert child["status"] == "complete" and child["options"]["measure"]["layouts"] == K
     assert child["options"]["confirms"]["run_id"] == doc["run_id"]
-    assert any("confirm: gcc-O1 is not distinguishable" in line for line in said)
+    assert any("confirm: -O1: not distinguishable from layout luck" in line for line in said)
 
 
 def _change(c: dict) -> str:
@@ -125,6 +126,47 @@ def test_a_small_win_that_holds_in_every_layout_is_confirmed(tmp_path):
 
 
 @pytest.mark.integration
+def test_every_row_within_layout_luck_is_measured_again_in_one_sweep(tmp_path):
+    """Three variants, one build each: -O1 has no effect but its build is 2% faster by layout
+    (its layouts land where the baseline's do); -Os is truly 3% faster (in every layout); -O3
+    truly 10%. -O1 and -Os come within the reach, so one confirmation sweep measures both and
+    the baseline in K layouts each: -O1 is not distinguishable from layout luck and reads
+    "faster (one layout, within layout luck)" on the page, in summary.md and in the terminal,
+    its effect "one layout"; -Os is confirmed, with its layouts' interval; -O3, beyond the
+    reach, is never relinked. The answer is -O3."""
+    flat = [1.0, 1.001, 0.999]                  # three layouts a side: three comparisons
+    planted = {"gcc-O1": 0.98, "gcc-Os": 0.97, "gcc-O3": 0.90,
+               **_layouts_of("gcc-O1", flat), **_layouts_of("gcc-O2", flat),
+               **_layouts_of("gcc-Os", [0.97, 0.971, 0.969]), **_twin(flat)}
+    doc, path, said = _run(tmp_path, "tinyrows", planted,
+                           flag_sets=("-O2", "-O1", "-Os", "-O3"), k=3)
+    c = doc["recommendation"]["confirmation"]
+    assert c["status"] == confirmation.MEASURED and c["variants"] == ["gcc-Os", "gcc-O1"]
+    child = reader.load(tmp_path / "run" / "layouts" / "results.json")
+    assert {v.id for v in child.variants} == {"gcc-O2", "gcc-O2.aa", "gcc-O1", "gcc-Os"}
+    rows = {v["id"]: v["vs_baseline"] for v in doc["variants"] if v.get("vs_baseline")}
+    assert rows["gcc-O1"]["verdict"] == "faster"
+    assert rows["gcc-O1"]["layout_luck"]["status"] == confirmation.LUCK
+    assert rows["gcc-Os"]["layout_luck"]["status"] == confirmation.CONFIRMED
+    assert rows["gcc-Os"]["layout_luck"]["over_layouts"]["layouts"] == 3
+    assert "layout_luck" not in rows["gcc-O3"]
+    assert doc["recommendation"]["variant"] == "gcc-O3"
+    effects = {e["level"]: e for e in doc["effects"]}
+    assert effects["-O1"]["layout_luck"]["status"] == confirmation.LUCK
+    label = "faster (one layout, within layout luck)"
+    page, summary = _page(path), (path.parent / "summary.md").read_text()
+    terminal_text = _terminal(path)
+    for text in (page, summary, terminal_text):
+        assert label in text and text.count(label) >= 1
+    assert "Use -O3" in page and "Use -O3" in terminal_text
+    assert "one layout, within layout luck (not settled): flags = -O1" in terminal_text
+    over = rows["gcc-Os"]["layout_luck"]["over_layouts"]["ci95"]
+    assert f"over 3 layouts [{100 * (over[0] - 1):+.1f}, {100 * (over[1] - 1):+.1f}]" in page
+    assert any(line.startswith("confirm: -O1: not distinguishable from layout luck")
+               for line in said)
+
+
+@pytest.mark.integration
 def test_no_confirm_says_the_answer_is_unconfirmed(tmp_path):
     """--no-confirm: the same small win is recommended, no layout is built, and the answer says
     it was not confirmed and why that matters; the Reproduce line keeps the option."""
@@ -134,6 +176,7 @@ def test_no_confirm_says_the_answer_is_unconfirmed(tmp_path):
     assert not (tmp_path / "run" / "layouts").exists()
     for text in (_page(path), _terminal(path)):
         assert "Use -O1" in text and "Not confirmed over layouts (--no-confirm)" in text
+        assert "faster (one layout, within layout luck)" in text
     assert "--no-confirm" in _page(path).split("Reproduce")[-1]
 
 
@@ -204,8 +247,8 @@ def test_the_reach_is_the_measured_layout_spread_where_known(tmp_path):
         measurement={}, recommendation={"variant": "v", "why": "faster"},
         variants=[_built("b"), {**_built("v"), "vs_baseline": {
             "verdict": "faster", "ratio": 0.96, "ci95": [0.955, 0.965]}}]))
-    assert confirmation.plan(doc, (reach, source), True).status == confirmation.NOT_NEEDED
-    assert confirmation.plan(doc, None, True).status == confirmation.PENDING
+    assert confirmation.plan(doc, (reach, source)).status == confirmation.NOT_NEEDED
+    assert confirmation.plan(doc, None).status == confirmation.PENDING
     assert confirmation.measured_reach(db, "nothing", here) is None
 
 

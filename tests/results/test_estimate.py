@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from flagsweep import stats
+from flagsweep.measure.options import MeasureOptions
 from flagsweep.results import analysis, confirmation, contract, estimate
 
 ROUNDS = 14
@@ -40,7 +41,19 @@ def _sweep(effects: dict[str, float], nulls: int = 9, cv: float = 0.01,
               for vid in ids}
     doc = _doc(ids)
     analysis.apply(doc, values, seed=seed)
+    _taken[id(doc)] = values, seed
     return doc
+
+
+_taken: dict[int, tuple] = {}       # each swept document's values and seed
+
+
+def _apply(doc: contract.Results, stored: dict) -> None:
+    """A confirmation's record into the document as the writer puts it there: the analysis
+    again with it (the rows' labels, then the answer), then the record itself."""
+    values, seed = _taken[id(doc)]
+    analysis.apply(doc, values, seed=seed, luck=stored)
+    confirmation.apply(doc, stored)
 
 
 def _vs(doc: contract.Results, vid: str) -> contract.VsBaseline:
@@ -82,18 +95,18 @@ def test_with_layout_luck_the_choice_among_lucky_builds_is_made_again():
     assert widened.level == pytest.approx(1 - 0.05 / 16)
     assert widened.ci[0] < selected.ci[0] and widened.ci[1] > 0.99
     assert not estimate.faster_beyond(widened, 1.0)
-    record = confirmation.plan(doc, None, True)
+    record = confirmation.plan(doc, None)
     assert record.status == confirmation.PENDING
-    assert "reaches within 1% of no change" in record.why
+    assert "reach within the 1% threshold" in record.why
 
 
 def test_a_win_clear_of_layout_luck_prints_its_interval_with_the_luck_in_it():
     doc = _sweep({"win": 0.75})
-    record = confirmation.plan(doc, None, True)
+    record = confirmation.plan(doc, None)
     assert record.status == confirmation.NOT_NEEDED
     assert record.one_layout.ci_fcr == _vs(doc, "win").ci_fcr
     selected = doc.recommendation.estimate
-    confirmation.apply(doc, record.dump())
+    _apply(doc, record.dump())
     e = doc.recommendation.estimate
     assert e.kind == estimate.WITH_LUCK and e.ratio == selected.ratio
     assert e.ci[0] < selected.ci[0] and selected.ci[1] < e.ci[1] < 0.99
@@ -106,7 +119,7 @@ def test_a_win_clear_of_layout_luck_prints_its_interval_with_the_luck_in_it():
 
 def _confirmed(doc: contract.Results, status: str) -> dict:
     """The record of a confirmation of doc's winner that ended `status`."""
-    stored = confirmation.plan(doc, None, True).dump()
+    stored = confirmation.plan(doc, None).dump()
     over = {"ratio": 0.975, "ci95": [0.965, 0.985], "ci_fcr": [0.962, 0.988],
             "fcr_level": 0.975, "verdict": "faster" if status == confirmation.CONFIRMED
             else "inconclusive", "layouts": 4, "p_adjusted": 0.01}
@@ -115,7 +128,7 @@ def _confirmed(doc: contract.Results, status: str) -> dict:
 
 def test_a_confirmed_winner_prints_the_confirmations_estimate_and_interval():
     doc = _sweep({"win": 0.96})
-    confirmation.apply(doc, _confirmed(doc, confirmation.CONFIRMED))
+    _apply(doc, _confirmed(doc, confirmation.CONFIRMED))
     e = doc.recommendation.estimate
     assert e.kind == estimate.OVER_LAYOUTS and e.layouts == 4
     assert (e.ratio, e.ci, e.level, e.p_adjusted) == (0.975, [0.962, 0.988], 0.975, 0.01)
@@ -125,11 +138,11 @@ def test_a_confirmed_winner_prints_the_confirmations_estimate_and_interval():
     assert "built after the winner was chosen" in e.why
     # not distinguishable from layout luck: the baseline is kept, and nothing is printed
     doc = _sweep({"win": 0.96})
-    confirmation.apply(doc, _confirmed(doc, confirmation.LUCK))
+    _apply(doc, _confirmed(doc, confirmation.LUCK))
     assert doc.recommendation.variant == "b" and doc.recommendation.estimate is None
     # --no-confirm: the sweep's own adjusted interval, which says it holds no layout luck
     doc = _sweep({"win": 0.96})
-    confirmation.apply(doc, confirmation.plan(doc, None, False).dump())
+    _apply(doc, confirmation.plan(doc, None, MeasureOptions(layout_confirm=False)).dump())
     assert doc.recommendation.estimate.kind == estimate.SELECTED
 
 
@@ -139,7 +152,7 @@ def test_results_written_before_the_estimate_print_the_same_from_what_they_kept(
     doc.recommendation.estimate = None
     older = contract.Results.model_validate(doc.dump())
     assert estimate.printed(older) == kept
-    confirmation.apply(doc, _confirmed(doc, confirmation.CONFIRMED))
+    _apply(doc, _confirmed(doc, confirmation.CONFIRMED))
     doc.recommendation.estimate = None
     assert estimate.printed(doc).kind == estimate.OVER_LAYOUTS
     # a confirmation record of before kept no adjusted interval: its 95% one, said so

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import click
@@ -92,7 +93,10 @@ def tune_cmd(target_name, base, space, compiler, budget_s, sampler, no_starts, s
              trials, layouts, max_runs, threshold_pct, metric, cpu, schedule, jobs, out_dir,
              offline, source_dir, resume_id, wait, scheduler, cpu_label) -> None:
     """Search TARGET's flag space for the fastest set, then prove it on the full input over
-    layouts and say which of its flags matter (docs/tune.md)."""
+    layouts and say which of its flags matter (docs/tune.md).
+
+    Exit status: 0 with an answer; 2 on bad input or an error (an interrupted tune too); 3
+    when the proof's sweep stayed busy (no answer yet: resume it)."""
     from flagsweep import shipped
     from flagsweep.compilation import selection as chosen
     from flagsweep.experiment import target
@@ -131,6 +135,10 @@ def tune_cmd(target_name, base, space, compiler, budget_s, sampler, no_starts, s
     terminal.show_tune(doc)
     page = path.parent / "tune.html"
     click.echo(str(page if page.exists() else path))
+    if doc.proof is not None and doc.proof.status == "busy":
+        from flagsweep.cli.sweeping import NO_ANSWER
+        say(f"no answer yet: the proof's sweep is busy (exit status {NO_ANSWER})")
+        sys.exit(NO_ANSWER)
 
 
 def _resume_alone() -> None:

@@ -1064,7 +1064,9 @@ def _removed(tune: Tuning, folder: str, winner: tuple[str, ...],
     return proof.ablation_rows(tune.setting, path, winner, removals)
 
 
-def _proof(tune: Tuning, say: Callable[[str], None]) -> None:
+def _proof(tune: Tuning, say: Callable[[str], None]) -> bool:
+    """The proof's sweep and what it says of each set; whether the phase ended (a proof the
+    machine stayed too busy for stays the phase, resumed with the tune)."""
     s = tune.setting
     ablation = _model(tune, "ablation", contract.TuneAblation)
     top = [(n, f) for n, f, _ in ranked(tune)][:1 + tune.opts.runners_up]
@@ -1078,7 +1080,7 @@ def _proof(tune: Tuning, say: Callable[[str], None]) -> None:
     if plan.status == "skipped":
         _keep_model(tune, "proof", contract.TuneProof(status="skipped", plan=plan,
                                                       why=f"the proof was {plan.why}"))
-        return
+        return True
     listed, k = listed[:int(plan.sets)], int(plan.layouts)
     try:
         path = _sweep_once(tune, tune.out / "proof", f"{tune.name}-proof", s.base,
@@ -1090,10 +1092,24 @@ def _proof(tune: Tuning, say: Callable[[str], None]) -> None:
         _keep_model(tune, "proof", contract.TuneProof(status="failed", why=str(e), layouts=k,
                                                       plan=plan))
         say(f"proof: failed ({e})")
-        return
+        return True
+    rid = batch.run_id(s, path)
+    if s.store.run(rid)["status"] != "complete":
+        # Still busy after _through_busy's pauses: its ratios are the other work's, and a
+        # "Use X" from them would be an answer the proof never gave.
+        why = (f"the machine stayed busy, so the proof's sweep ({rid}) stopped before its "
+               "stopping rule could judge; its figures are not an answer. Continue with "
+               f"`flagsweep tune --resume {tune.name}` once the machine is quieter "
+               "(`flagsweep system` shows what runs)")
+        _keep_model(tune, "proof", contract.TuneProof(status="busy", run_id=rid,
+                                                      results=str(path), layouts=k, plan=plan,
+                                                      why=why))
+        say(f"proof: no answer yet ({why})")
+        return False
     _keep_model(tune, "proof", contract.TuneProof(
-        status="complete", run_id=batch.run_id(s, path), results=str(path), layouts=k,
+        status="complete", run_id=rid, results=str(path), layouts=k,
         plan=plan, candidates=proof.candidates(s, path, listed)))
+    return True
 
 
 def _proof_plan(tune: Tuning, listed: list[proof.ProofSet]) -> contract.TuneProofPlan:
@@ -1131,8 +1147,7 @@ def _proved(tune: Tuning, say: Callable[[str], None]) -> bool:
     recorded as skipped, for a resume on such a machine. Whether it ran."""
     s = tune.setting
     if s.fleet is None and not tune.opts.scheduler:
-        _proof(tune, say)
-        return True
+        return _proof(tune, say)
     label = tune.opts.cpu_label
     here = fleet.default_label()
     if here != label:
@@ -1299,14 +1314,14 @@ def answer(tune: Tuning, proof_: contract.TuneProof | None, ablation: contract.T
            n: int) -> tuple[str | None, list[str] | None]:
     """The one sentence and the set it names (jobs.answer); a proof left for another machine
     is said as what the search found, not proved."""
-    if proof_ is not None and proof_.status == "skipped":
+    if proof_ is not None and proof_.status in ("skipped", "busy"):
         return _unproved(tune, proof_, n), None
     return sentence(proof_, ablation, n, tune.setting.base, tune.setting.measure.threshold_pct)
 
 
 def _unproved(tune: Tuning, proof_: contract.TuneProof, n: int) -> str:
     """What the search found, said as not proved: a fleet tune's proof waits for a machine of
-    its label."""
+    its label, a busy one for a quieter machine."""
     base = " ".join(tune.setting.base)
     best = _best(tune)
     found = f"no set found beats {base} in the search after {n} candidates"

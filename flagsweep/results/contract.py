@@ -853,7 +853,7 @@ class TuneProof(Open):
     run_id: Str | None = None
     results: Str | None = None               # the proof sweep's results.json
     layouts: Num = None
-    status: Str                              # complete | failed | interrupted | skipped
+    status: Str                              # complete|failed|interrupted|skipped|busy
     why: Str | None = None
     candidates: list[TuneCandidate] = []
     plan: TuneProofPlan | None = None        # null in a tune.json written before plans

@@ -446,3 +446,63 @@ def test_a_tunes_first_batch_chooses_the_schedule_for_the_whole_tune(tmp_path, i
     proof_doc = reader.load(next((tmp_path / "tuned").glob("proof*/results.json")))
     assert proof_doc.measurement.schedule.schedule == "serial"
     assert "layout" in proof_doc.measurement.schedule.reason
+
+
+class BusyFrom(Planted):
+    """Planted speeds; once `busy` is set, every run waited for its CPU 60% of its time, as the
+    scheduler's evidence says it (measure.disturbance): disturbed, retaken, until the sweep
+    stops busy."""
+
+    busy = False
+
+    def __call__(self, argv, **kw):
+        e = super().__call__(argv, **kw)
+        if not self.busy:
+            return e
+        return Execution(e.wall_s, e.user_s, e.sys_s, e.maxrss_kb,
+                         {"run_delay_s": 0.6 * e.wall_s}, False, None)
+
+
+def test_a_proof_the_machine_stays_busy_for_is_no_answer_until_resumed(
+        tmp_path, isolated_cache, monkeypatch, main):
+    """The proof's sweep stops busy and stays so (the tune's pauses spent): its ratios are
+    the other work's, so the tune names no set, says why and how to go on, `tune` exits 3,
+    and the phase stays the proof's; the resume measures the proof again and answers."""
+    from flagsweep.cli.sweeping import NO_ANSWER
+    from flagsweep.host import placement
+
+    t = target.load(str(write_tiny_target(tmp_path / "tiny", megabytes=0.2,
+                                          quick_megabytes=0.1)))
+    executor = BusyFrom()
+    real_plan = tune._proof_plan
+
+    turns = [True, False]               # busy as the proof begins; quiet by its resume
+
+    def plan(tu, listed):
+        executor.busy = turns.pop(0)
+        return real_plan(tu, listed)
+    monkeypatch.setattr(tune, "_proof_plan", plan)
+    monkeypatch.setattr(tune, "BUSY_TRIES", 0)
+    monkeypatch.setattr(tune, "BUSY_PAUSE_S", 1e9)          # no time left to wait and resume
+    monkeypatch.setattr(placement, "after_busy", lambda cpu, **k: "no other CPU is free")
+    store = Store()
+    path = tune.start(t, _options(_space(tmp_path), trials=8), tmp_path / "tuned", store,
+                      print, execute=executor)
+    doc = contract.validate(json.loads(path.read_text()), path, "tune")
+    assert doc.proof.status == "busy", (doc.proof.status, doc.proof.why, doc.answer)
+    assert doc.phase == "proof" and doc.proof.candidates == []
+    assert doc.recommended is None and doc.answer.startswith("Not proved: the best set found")
+    assert "the machine stayed busy, so the proof's sweep" in doc.answer
+    assert "flagsweep tune --resume tuned" in doc.answer
+
+    # the command's ending, on this tune.json: its page's path, then exit 3
+    monkeypatch.setattr(tune, "start", lambda *a, **k: path)
+    code, err = main("tune", str(tmp_path / "tiny"), "--out", str(tmp_path / "tuned"))
+    assert code == NO_ANSWER and "no answer yet: the proof's sweep is busy" in err
+    assert main.out.strip().endswith("tune.html")
+
+    path = tune.resume("tuned", store, print, execute=executor)
+    doc = contract.validate(json.loads(path.read_text()), path, "tune")
+    assert doc.proof.status == "complete", (doc.proof.status, doc.proof.why)
+    assert doc.phase == "done"
+    assert "-fno-tree-vectorize" in doc.recommended and doc.answer.startswith("Use ")

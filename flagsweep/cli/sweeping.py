@@ -161,7 +161,8 @@ def run_cmd(confirm, wait, resume_id, all_, skip, scheduler, cpu_labels, **kw) -
 
     Exit status: 0 with an answer; 2 on bad input or an error (an interrupted sweep too); 3
     when the sweep ended without an answer, stopped early because the machine was busy (the
-    recommendation says "No answer yet"; --resume continues it)."""
+    recommendation says "No answer yet"; --resume continues it), or with --all or
+    --scheduler when any of its sweeps did."""
     from flagsweep.jobs import campaign, fleet, sweep
     from flagsweep.results import store
 
@@ -197,7 +198,7 @@ def run_cmd(confirm, wait, resume_id, all_, skip, scheduler, cpu_labels, **kw) -
         page = campaign.run(_suite_names(all_, skip, confirm, kw), selection(kw), mopts, db, say,
                             wait=wait)
         click.echo(str(page))
-        return
+        return _exit_unanswered(sorted(page.parent.glob("*/results.json")))
     t, r, m, opts = _prepare(kw)
     if confirm and r.spec.design != "plackett-burman":
         raise click.UsageError("--confirm follows a design = \"plackett-burman\" screen")
@@ -266,6 +267,7 @@ def _show_fleet(paths: list[Path]) -> None:
     merged = paths[0].parent.parent / "merged.html" if paths else None
     if merged and merged.exists():
         click.echo(str(merged))
+    _exit_unanswered(paths)
 
 
 def _suite_names(all_, skip, confirm, kw) -> list[str]:
@@ -301,9 +303,23 @@ def _finish(results_path: Path) -> None:
     terminal.show(results_path)
     page = results_path.parent / "index.html"
     click.echo(str(page if page.exists() else results_path))
-    status = reader.load(results_path).status
-    if status not in (None, "complete"):
-        say(f"no answer yet: the sweep is {status} (exit status {NO_ANSWER})")
+    _exit_unanswered([results_path])
+
+
+def _exit_unanswered(paths: list[Path]) -> None:
+    """Exit NO_ANSWER, naming them, when any of these sweeps did not end complete: a CI job
+    running a suite or a fleet must not read one busy sweep as an answer."""
+    from flagsweep.results import reader
+
+    docs = [reader.load(p) for p in paths]
+    open_ = [d for d in docs if d.status not in (None, "complete")]
+    if len(docs) == 1 and open_:
+        say(f"no answer yet: the sweep is {open_[0].status} (exit status {NO_ANSWER})")
+    elif open_:
+        named = ", ".join(f"{d.run_id or d.target} ({d.status})" for d in open_)
+        say(f"no answer yet from {len(open_)} of {len(docs)} sweeps: {named} (exit status "
+            f"{NO_ANSWER}; --resume each)")
+    if open_:
         sys.exit(NO_ANSWER)
 
 

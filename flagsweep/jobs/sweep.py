@@ -310,8 +310,10 @@ def confirmation_planned(sweep: Sweep, store: Store, ending: dict,
     store.set_option(sweep.run_id, "confirmation", None)    # a plan of an earlier attempt
     doc = writer.document(store, sweep.run_id, ending)
     reach = confirmation.measured_reach(store, sweep.target.name, doc.machine)
-    store.set_option(sweep.run_id, "confirmation",
-                     confirmation.plan(doc, reach, sweep.opts, off))
+    planned = confirmation.plan(doc, reach, sweep.opts, off)
+    if ending["status"] != "complete" and planned.status == confirmation.NOT_NEEDED:
+        planned = None      # no answer yet: "not needed" would read as a settled answer's
+    store.set_option(sweep.run_id, "confirmation", planned)
 
 
 def _confirmed(sweep: Sweep, store: Store, path: Path, say: Callable[[str], None]) -> Path:

@@ -4,6 +4,7 @@ resume) are tested on exact, seeded executions, so load cannot flip them."""
 
 from __future__ import annotations
 
+import json
 import math
 
 from pathlib import Path
@@ -267,7 +268,7 @@ def test_a_sweep_stopped_busy_has_no_answer_exits_3_and_its_resume_counts_on(
     """A busy stop is no answer: the recommendation says so and what would give one (every
     view of it reads it), `run` exits 3, the advice names no CPU that is not idle, and the
     resumed sweep's progress lines go on from the round it measures next."""
-    from flagsweep.cli.sweeping import NO_ANSWER, _finish
+    from flagsweep.cli.sweeping import NO_ANSWER, _exit_unanswered, _finish
 
     _every_cpu_busy(monkeypatch)
     path = _start(tmp_path, Loaded({"gcc-O1": 1.10}, quiet=3), metric="wall", cpu=0)
@@ -289,6 +290,16 @@ def test_a_sweep_stopped_busy_has_no_answer_exits_3_and_its_resume_counts_on(
         _finish(path)
     assert ended.value.code == NO_ANSWER == 3
     assert "recommendation: No answer yet" in capsys.readouterr().err
+    # beside a complete sweep (run --all, a fleet): still no answer, the busy one named
+    done = json.loads(path.read_text()) | {"status": "complete", "run_id": "other"}
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "results.json").write_text(json.dumps(done))
+    with pytest.raises(SystemExit) as ended:
+        _exit_unanswered([tmp_path / "other" / "results.json", path])
+    assert ended.value.code == NO_ANSWER
+    assert (f"no answer yet from 1 of 2 sweeps: {doc.run_id} (busy) (exit status 3; "
+            "--resume each)") in capsys.readouterr().err
+    _exit_unanswered([tmp_path / "other" / "results.json"])          # all complete: exit 0
 
     resumed = sweep.resume(doc.run_id, Store(), lambda _: None,
                            execute=Synthetic({"gcc-O1": 1.10}))

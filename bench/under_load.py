@@ -18,7 +18,7 @@ Sections (each prints its own table; pick with --only):
          ratio, quiet and under load, from the same number of runs.
 
 Usage: python bench/under_load.py [--only rule,aa,gzip,duet] [--sweeps 20] [--quick]
-       [--metric auto] [--load-seed 1]
+       [--metric auto] [--load-seed 1] [--quiet-too | --quiet-only] [--schedule auto|duet|serial]
 Everything runs in a private store and cache-sharing temp folder; the load is stopped on exit.
 """
 
@@ -130,7 +130,7 @@ def _slope(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
 # ---- aa --------------------------------------------------------------------------------------
 
 def section_aa(work: Path, env: dict[str, str], seed: int, sweeps: int, quick: bool,
-               metric: str, load: bool) -> None:
+               metric: str, load: bool, schedule: str = "auto") -> None:
     flags = [a for name, permille in PLANTED.items()
              for a in ("--flags", f"-O2 -DTINY_EXTRA_PERMILLE={permille}")]
     rows = []
@@ -138,7 +138,7 @@ def section_aa(work: Path, env: dict[str, str], seed: int, sweeps: int, quick: b
         for i in range(sweeps):
             out = work / f"aa-{'load' if load else 'quiet'}-{i}"
             args = ["run", PLANTED_TARGET, *flags, "--seed", str(1000 + i), "--metric", metric,
-                    "--out", str(out)] + (["--quick"] if quick else [])
+                    "--schedule", schedule, "--out", str(out)] + (["--quick"] if quick else [])
             t0 = time.monotonic()
             doc = flagsweep(args, env, work / f"{out.name}.log")
             v = {x["id"]: x.get("vs_baseline") or {} for x in doc["variants"]}
@@ -152,14 +152,17 @@ def section_aa(work: Path, env: dict[str, str], seed: int, sweeps: int, quick: b
                          "rounds": doc["variants"][0]["summary"]["n"], "metric": doc["metric"],
                          "disturbed": m.get("disturbed", 0), "retaken": m.get("retaken", 0),
                          "unstable": doc["aa"].get("unstable"), "seconds": time.monotonic() - t0,
+                         "schedule": (m.get("schedule") or {}).get("schedule", "serial"),
                          "stop": doc.get("stop_reason", "")})
             print(f"  sweep {i + 1:2}: A/A {rows[-1]['aa']:12} +3% {rows[-1]['plus3']:12} "
                   f"({_pct(rows[-1]['r3'])}) +10% {rows[-1]['plus10']:12} ({_pct(rows[-1]['r10'])}) "
                   f"rounds {rows[-1]['rounds']:2} disturbed {rows[-1]['disturbed']:3} "
-                  f"retaken {rows[-1]['retaken']:3} {rows[-1]['seconds']:.0f} s", flush=True)
+                  f"retaken {rows[-1]['retaken']:3} {rows[-1]['schedule']} "
+                  f"{rows[-1]['seconds']:.0f} s", flush=True)
     n = len(rows)
-    print(f"\n== aa: {n} sweeps of tiny {'--quick ' if quick else ''}(metric {rows[0]['metric']}), "
-          f"{'under load' if load else 'quiet'}")
+    kinds = sorted({r["schedule"] for r in rows})
+    print(f"\n== aa: {n} sweeps of tiny {'--quick ' if quick else ''}(metric {rows[0]['metric']}, "
+          f"--schedule {schedule}: {', '.join(kinds)} rounds), {'under load' if load else 'quiet'}")
     print(f"A/A twin called faster/slower: {sum(r['aa'] in ('faster', 'slower') for r in rows)} of {n}")
     print(f"+10% called slower: {sum(r['plus10'] == 'slower' for r in rows)} of {n}; "
           f"+3% called slower: {sum(r['plus3'] == 'slower' for r in rows)} of {n}, "
@@ -300,6 +303,9 @@ def main() -> int:
     ap.add_argument("--metric", default="auto")
     ap.add_argument("--load-seed", type=int, default=1)
     ap.add_argument("--quiet-too", action="store_true", help="aa section: also without load")
+    ap.add_argument("--quiet-only", action="store_true", help="aa section: without load only")
+    ap.add_argument("--schedule", default="auto", choices=("auto", "duet", "serial"),
+                    help="the aa section's sweeps' --schedule")
     ap.add_argument("--work", type=Path, help="keep the runs here (default: a temp folder)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="flagsweep-load-") as tmp:
@@ -311,9 +317,9 @@ def main() -> int:
         if "rule" in only:
             section_rule(work, env, a.load_seed)
         if "aa" in only:
-            if a.quiet_too:
-                section_aa(work, env, a.load_seed, a.sweeps, a.quick, a.metric, load=False)
-            section_aa(work, env, a.load_seed, a.sweeps, a.quick, a.metric, load=True)
+            for load in [False] * (a.quiet_too or a.quiet_only) + [True] * (not a.quiet_only):
+                section_aa(work, env, a.load_seed, a.sweeps, a.quick, a.metric, load=load,
+                           schedule=a.schedule)
         if "gzip" in only:
             section_gzip(work, env, a.load_seed, a.metric)
         if "duet" in only:

@@ -17,7 +17,7 @@ import time
 
 
 def median(xs: list[float]) -> float:
-    # Not the statistics module: bench/statistics.py, beside this script, shadows it.
+    # Not the statistics module: bench/verdict_rules.py, beside this script, shadows it.
     xs = sorted(xs)
     mid = len(xs) // 2
     return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2

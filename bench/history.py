@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from flagsweep.across import history  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("bench_statistics",
-                                               Path(__file__).with_name("statistics.py"))
+                                               Path(__file__).with_name("verdict_rules.py"))
 _stats = sys.modules["bench_statistics"] = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_stats)            # its rate and table: one format for every table
 rate = _stats.rate

@@ -35,7 +35,6 @@ from flagsweep.workload import check
 
 
 def _median(values) -> float:
-    # Not the statistics module: bench/statistics.py, beside this script, takes its name.
     return float(np.median(list(values)))
 
 TARGET = """summary = "bench: a program that does nothing"

@@ -175,7 +175,6 @@ def section_aa(work: Path, env: dict[str, str], seed: int, sweeps: int, quick: b
 
 
 def _median(values: list) -> float | None:
-    # Not the statistics module: bench/statistics.py, beside this script, takes its name.
     kept = [v for v in values if v is not None]
     return float(np.median(kept)) if kept else None
 

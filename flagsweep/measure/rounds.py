@@ -302,7 +302,7 @@ def decided(plan: Plan, values: Values, completed: int,
     max runs' by default, fewer when the budget at this pace leaves fewer). A faster or slower
     verdict alone does not settle a comparison: stopping on the first one to appear is a test
     repeated every round, and it let the A/A twin come out faster or slower in 7.3% of sweeps
-    at CV 5% (bench/statistics.py). Never before first_stop: on a quiet machine every interval
+    at CV 5% (bench/verdict_rules.py). Never before first_stop: on a quiet machine every interval
     is narrow after 6 rounds, where no verdict can pass BH yet.
 
     The reason says "decided" only when every comparison is; otherwise it names the open ones

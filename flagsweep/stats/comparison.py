@@ -106,7 +106,7 @@ def compare(variant: dict[int, float], baseline: dict[int, float], *, seed: int 
         ratio = float(median_ratios(v[None, :], b[None, :])[0])
         boot = bootstrap_median_ratios(v, b, rng, n_boot)
         at = lambda level: percentiles(boot, 100 * level)  # noqa: E731
-    # through the module: bench/statistics.py swaps in the exact test
+    # through the module: bench/verdict_rules.py swaps in the exact test
     return RatioEstimate(ratio, at(0.95), at(0.90), significance.signflip_p(d, rng), len(common),
                          interval_at=at, ci_tost=at(1 - 2 * tost) if tost < 0.05 else None,
                          tost_level=tost)

@@ -18,7 +18,7 @@ def fcr_intervals(comparisons: list[RatioEstimate], threshold_pct: float,
 
     A 95% interval per comparison misses its true ratio 5% of the time each: with 10 variants
     whose true ratio is exactly the threshold, one of ten 95% intervals cleared it by chance in
-    13-16% of simulated sweeps at CV 1-3%, 1-2.6% with these (bench/statistics.py, beyond).
+    13-16% of simulated sweeps at CV 1-3%, 1-2.6% with these (bench/verdict_rules.py, beyond).
     Benjamini & Yekutieli (False discovery rate-adjusted multiple confidence intervals for
     selected parameters, JASA 100(469), 2005) bound the expected share of non-covering intervals among the R selected out of m (the
     false coverage rate) by alpha when each selected one is given at level 1 - R alpha / m.

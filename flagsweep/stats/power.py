@@ -127,7 +127,7 @@ def _reaches(d: np.ndarray, level_m: float) -> tuple[tuple[float, float], float]
     (the power term) is the narrower side's: a shared stall moves every variant alike and adds
     no variation between them. Symmetric intervals stated 2.3% where a baseline stall let no
     slowdown below about 26% through, and were called at 66-70% with 5-10% stalls; these
-    reaches keep clean and stalled noise within 75-85% (bench/statistics.py statement)."""
+    reaches keep clean and stalled noise within 75-85% (bench/verdict_rules.py statement)."""
     n, w = len(d), walsh_averages(d)
     hl = float(np.median(w))
     sides = []

@@ -3,7 +3,7 @@
 A sweep looks at its comparisons after every round. Stopping a variant at its first faster or
 slower verdict would test it once a round, and the error rate grows with the looks (a stop at
 the first verdict let the A/A twin come out faster or slower in 7.3% of sweeps at CV 5%,
-bench/statistics.py). Here each comparison has s / m to spend over all its looks (s the stops'
+bench/verdict_rules.py). Here each comparison has s / m to spend over all its looks (s the stops'
 share of alpha, below; m the sweep's comparisons: Bonferroni across the sweep, stricter than
 the analysis's Benjamini-Hochberg), and a variant stops only at a verdict reached at its look's share. By
 Bonferroni across the looks, the chance that any look errs is at most the sum of the shares,
@@ -32,7 +32,7 @@ Benjamini-Hochberg at the end tests at what is left, so that a false faster/slow
 the sweep, at a stop or at the end, stays within alpha (Bonferroni over the two: Lan & DeMets's
 spending, the final analysis being the last look). Stopping with the whole alpha and testing
 the end at the whole alpha again had made false calls in A/A sweeps at CV 10% more frequent
-with the stops than without (bench/statistics.py, "paired A/A").
+with the stops than without (bench/verdict_rules.py, "paired A/A").
 
 Equivalence is tested at every look too: by the sweep's own rule, which stops once everything
 is settled and an equivalent comparison is settled, and by a variant's stop. Two one-sided

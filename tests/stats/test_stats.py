@@ -411,7 +411,7 @@ def test_the_stated_effect_is_called_about_80_percent_of_the_time():
     """Seeded: 300 sweeps (baseline, twin, variant; CV 1%, 12 rounds, round drift). Each states
     its smallest effect at 80% power; its variant then carries exactly that effect (noise drawn
     first). Fixed seed, so the rate is one number; the band allows the normal approximation's
-    slack (bench/statistics.py measures 73-83% across noise models)."""
+    slack (bench/verdict_rules.py measures 73-83% across noise models)."""
     rng = np.random.default_rng(2026)
     called = 0
     for i in range(300):

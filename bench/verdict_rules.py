@@ -1,7 +1,7 @@
 """Seeded simulations of flagsweep's verdict rules, calling the functions a sweep calls.
 
-    nice -n 19 .venv/bin/python bench/statistics.py            # every table, a few minutes
-    nice -n 19 .venv/bin/python bench/statistics.py --scale 0.25 stopping   # fewer sweeps, one table
+    nice -n 19 .venv/bin/python bench/verdict_rules.py            # every table, a few minutes
+    nice -n 19 .venv/bin/python bench/verdict_rules.py --scale 0.25 stopping   # fewer sweeps, one table
 
 A simulated sweep: baseline, its A/A twin and the variants, each sample
 exp(true log effect + the round's shared drift + noise), rounds in `rounds.order`'s shuffle.

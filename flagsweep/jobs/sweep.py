@@ -386,8 +386,10 @@ def _layout_sweep(sweep: Sweep, record: contract.Confirmation, out: Path, store:
     build_opts = replace(sweep.build_opts or variants.Options(out_dir=out), out_dir=out,
                          training=None)
     # Its own seed, derived from this one's: --seed reproduces the whole run.
+    rounds = confirmation.rounds_of(sweep.opts)
     opts = replace(sweep.opts, layouts=record.layouts, layout_confirm=False, explain=False,
-                   reference=None, seed=(sweep.opts.seed or 0) + 1)
+                   reference=None, seed=(sweep.opts.seed or 0) + 1, max_runs=rounds,
+                   min_runs=min(sweep.opts.min_runs, rounds))
     confirms = {"run_id": sweep.run_id, "began": time.time()}
     return started(sweep.target, r, m, build_opts, opts, store, say, f"{sweep.run_id}-layouts",
                     sweep.execute, confirms)

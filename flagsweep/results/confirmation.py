@@ -32,7 +32,7 @@ The size. K is the fewest layouts a side at which an effect as large as the reac
 POWER over the confirmation's comparisons (stats.layout.power: Welch's test on the layouts'
 levels, the runs' share of a level's spread included), between FEWEST_LAYOUTS and
 MOST_LAYOUTS, unless --confirm-layouts gives it; then as many rows as --confirm-rows allows and
-the run's --budget affords (its builds and least rounds, compilation.layout.cost), the most
+the run's --budget affords (its builds and ROUNDS rounds, compilation.layout.cost), the most
 doubtful first.
 """
 
@@ -71,6 +71,11 @@ ONE_LAYOUT = "one-layout"
 CALLED = ("faster", "slower")
 POWER = 0.8
 FEWEST_LAYOUTS, MOST_LAYOUTS = 3, 16
+# A confirmation's rounds, at most: past a few, its interval is as wide as the layouts' spread
+# makes it, whatever the rounds (a gzip confirmation over 7 layouts a side stayed at +-1.3% from
+# round 9 to 11, at 70 s a round), so the sweep's own stopping rule would go on to --max-runs.
+# K is sized for these rounds, and bench/layout_rows.py simulates them.
+ROUNDS = 10
 DEFAULT_SOURCE = "the default: no layout spread measured for this program on this machine"
 NO_CONFIRM = "--no-confirm"
 
@@ -291,13 +296,18 @@ def _level_sd(doc: contract.Results, layout_sd: float, opts: MeasureOptions) -> 
     of it, the median of max_runs runs at the baseline's CV (pi/2: the median's variance on
     normal data)."""
     cv = doc.noise.baseline_cv if doc.noise is not None else None
-    runs = (cv or 0.0) ** 2 * math.pi / 2 / max(1, opts.max_runs)
+    runs = (cv or 0.0) ** 2 * math.pi / 2 / max(1, rounds_of(opts))
     return math.sqrt(layout_sd ** 2 + runs)
+
+
+def rounds_of(opts: MeasureOptions) -> int:
+    """The rounds a confirmation takes at most: ROUNDS, or fewer when --max-runs says so."""
+    return min(opts.max_runs, ROUNDS)
 
 
 @dataclass(frozen=True)
 class _Cost:
-    """Seconds of a confirmation of n rows over k layouts a side: its builds and least rounds."""
+    """Seconds of a confirmation of n rows over k layouts a side: its builds and rounds."""
     build_s: float
     run_s: float
     rounds: int
@@ -317,7 +327,7 @@ def _costs(doc: contract.Results, opts: MeasureOptions) -> _Cost | None:
     if opts.budget is None or not builds or not walls:
         return None
     return _Cost(statistics.median(builds), statistics.median(walls),
-                 opts.min_runs + opts.warmup, opts.budget)
+                 rounds_of(opts) + opts.warmup, opts.budget)
 
 
 def _names(rows: list[contract.Variant]) -> str:

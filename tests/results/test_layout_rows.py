@@ -184,10 +184,12 @@ def test_the_cap_and_the_budget_leave_rows_labelled_and_out_of_the_answer():
     assert doc.recommendation.variant == BASE
 
     timed, _ = _swept({"gcc-O1": 0.98, "gcc-Os": 0.975}, timed=True)
-    # 10 s a build, 1 s a run, 6 rounds at the least: 2 rows over 4 layouts take about 174 s
-    cut = confirmation.plan(timed, None, MeasureOptions(budget=150, confirm_layouts=4))
+    # 10 s a build, 1 s a run, a confirmation's 10 rounds and a warmup: over 4 layouts, one
+    # row takes about 192 s, two about 258 s
+    assert sum(layout_cost(2, 4)) == pytest.approx(192) and sum(layout_cost(3, 4)) > 220
+    cut = confirmation.plan(timed, None, MeasureOptions(budget=220, confirm_layouts=4))
     assert cut.status == confirmation.PENDING and cut.variants == ["gcc-Os"]
-    assert cut.left_out == ["gcc-O1"] and "1 row(s) fit the run's --budget of 150 s" in \
+    assert cut.left_out == ["gcc-O1"] and "1 row(s) fit the run's --budget of 220 s" in \
         cut.left_out_why
     assert cut.estimated_s == pytest.approx(sum(layout_cost(2, 4)))
     none = confirmation.plan(timed, None, MeasureOptions(budget=30))
@@ -197,7 +199,7 @@ def test_the_cap_and_the_budget_leave_rows_labelled_and_out_of_the_answer():
 
 def layout_cost(sets: int, k: int) -> tuple[float, float]:
     from flagsweep.compilation import layout as link
-    return link.cost(sets, k, 10.0, 1.0, MeasureOptions().min_runs + MeasureOptions().warmup)
+    return link.cost(sets, k, 10.0, 1.0, confirmation.ROUNDS + MeasureOptions().warmup)
 
 
 def test_k_is_the_fewest_layouts_with_the_stated_power_at_the_reachs_edge():
@@ -208,7 +210,7 @@ def test_k_is_the_fewest_layouts_with_the_stated_power_at_the_reachs_edge():
     record = confirmation.plan(doc, None)
     k, gain = record.layouts, 100 * 5.0 / 105.0       # a 5% reach, as a gain
     sd = math.hypot(confirmation.spread_of_reach(confirmation.DEFAULT_REACH_PCT),
-                    doc.noise.baseline_cv * math.sqrt(math.pi / 2 / MeasureOptions().max_runs))
+                    doc.noise.baseline_cv * math.sqrt(math.pi / 2 / confirmation.ROUNDS))
     assert layout.power(k, sd, gain, 1.0, 3) >= 0.8 > layout.power(k - 1, sd, gain, 1.0, 3)
     assert record.power == pytest.approx(layout.power(k, sd, gain, 1.0, 3))
     assert f"{k} layouts a side (the fewest at which it reaches 80%)" in record.sizing

@@ -330,8 +330,10 @@ def test_a_sweep_with_stderr_not_a_terminal_says_each_build_and_each_round(tiny,
     """Redirected to a file, the live bar is not drawn; a plain line per built variant and per
     counted round takes its place, so a long sweep in a log is not silent until its end."""
     result = flagsweep("run", str(tiny), "--flags", "-O2", "--flags", "-O1", "--runs", "3",
-                       "--warmup", "0", "--metric", "wall", "--quick", "--seed", "1",
-                       "--rebuild", "--out", str(tmp_path / "x"))    # built, not reused
+                       "--warmup", "0", "--quick", "--seed", "1",
+                       "--rebuild", "--out", str(tmp_path / "x"),    # built, not reused
+                       # CPU time, serial: a loaded machine cannot stop it busy
+                       "--metric", "cpu", "--schedule", "serial")
     lines = result.stderr.splitlines()
     built = sorted(line for line in lines if line.startswith("built "))
     assert [line.split()[1] for line in built] == ["1/2:", "2/2:"]

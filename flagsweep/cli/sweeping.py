@@ -195,10 +195,12 @@ def run_cmd(confirm, wait, resume_id, all_, skip, scheduler, cpu_labels, **kw) -
         labels = [fleet.check_label(label) for label in dict.fromkeys(cpu_labels)]
         return _show_fleet(fleet.sweep_on(scheduler, selection(kw), labels, mopts, db, say))
     if all_ or skip:
-        page = campaign.run(_suite_names(all_, skip, confirm, kw), selection(kw), mopts, db, say,
-                            wait=wait)
+        names = _suite_names(all_, skip, confirm, kw)
+        page = campaign.run(names, selection(kw), mopts, db, say, wait=wait)
         click.echo(str(page))
-        return _exit_unanswered(sorted(page.parent.glob("*/results.json")))
+        # this suite's sweeps only (campaign: OUT/NAME), not whatever else --out holds
+        swept = [page.parent / name / "results.json" for name in names]
+        return _exit_unanswered([p for p in swept if p.exists()])
     t, r, m, opts = _prepare(kw)
     if confirm and r.spec.design != "plackett-burman":
         raise click.UsageError("--confirm follows a design = \"plackett-burman\" screen")

@@ -269,25 +269,26 @@ def sized(doc: contract.Results, rows: list[contract.Variant], reach_pct: float,
     k = opts.confirm_layouts or spread.layouts_for(level, gain, threshold_pct, n + 1, POWER,
                                                    MOST_LAYOUTS, FEWEST_LAYOUTS)
     left_why = f"--confirm-rows {opts.confirm_rows}" if n < len(rows) else ""
-    cost = _costs(doc, opts)
+    named = _winner(doc)
+    cost = _costs(doc, opts, winner=named is not None and rows[0].id == named.id)
     if cost is not None:
         while n > 1 and cost(n, k) > cost.budget:
-            n, left_why = n - 1, f"{n - 1} row(s) fit the run's --budget of {cost.budget:.0f} s"
+            n, left_why = n - 1, f"{n - 1} row(s) fit {cost.bound}"
         while cost(n, k) > cost.budget and k > FEWEST_LAYOUTS and not opts.confirm_layouts:
             k -= 1
         if cost(n, k) > cost.budget:
             return Size(0, k, power(k, 1), cost(n, k),
                         f"one row over {k} layouts a side would take about {cost(n, k):.0f} s "
-                        f"with its builds, more than the run's --budget of {cost.budget:.0f} s")
+                        f"with its builds, more than {cost.bound}")
     how = (f"--confirm-layouts {k}" if opts.confirm_layouts
            else f"the fewest at which it reaches {POWER:.0%}" if power(k, n) >= POWER
-           else "cut to what the run's --budget affords" if k < MOST_LAYOUTS
+           else f"cut to what {cost.bound} affords" if k < MOST_LAYOUTS and cost is not None
            else f"at most {MOST_LAYOUTS}")
     why = (f"{k} layouts a side ({how}): an effect as large as layout luck's reach, "
            f"{reach_pct:.1f}%, is confirmed with {power(k, n):.0%} power among {n + 1} "
            f"comparisons")
     if cost is not None:
-        why += f"; about {cost(n, k):.0f} s with its builds, within the run's --budget"
+        why += f"; about {cost(n, k):.0f} s with its builds, within {cost.bound}"
     return Size(n, k, power(k, n), cost(n, k) if cost else None, why, left_why)
 
 
@@ -307,27 +308,57 @@ def rounds_of(opts: MeasureOptions) -> int:
 
 @dataclass(frozen=True)
 class _Cost:
-    """Seconds of a confirmation of n rows over k layouts a side: its builds and rounds."""
+    """Seconds of a confirmation of n rows over k layouts a side: its builds and rounds; the
+    seconds it may take (`budget`) and what sets them, in words (`bound`)."""
     build_s: float
     run_s: float
     rounds: int
     budget: float
+    bound: str
 
     def __call__(self, n: int, k: int) -> float:
         return sum(layout.cost(n + 1, k, self.build_s, self.run_s, self.rounds))
 
 
-def _costs(doc: contract.Results, opts: MeasureOptions) -> _Cost | None:
-    """The run's own build and run times, for what a confirmation costs; None without a
-    budget or without them (nothing then bounds it but the caps)."""
+def _costs(doc: contract.Results, opts: MeasureOptions, winner: bool) -> _Cost | None:
+    """The run's own build and run times, for what a confirmation costs, and what it may
+    spend; None without a budget or without them (nothing then bounds it but the caps).
+
+    It may spend what is left of the run's --budget once the sweep has taken its share. A
+    confirmation of the recommended row may take all of that: "Use X" is not said unconfirmed.
+    One of other rows alone (a sweep that keeps the baseline) takes at most as long again as
+    the sweep itself did, so the labels cost no more than the answer: on a 2-vCPU VM gzip's
+    olevels sweep took 10 minutes and confirming its two slower rows would have taken 17 more;
+    beyond that the rows read "one layout, within layout luck", as --no-confirm leaves them."""
     builds = [v.build.seconds for v in doc.variants
               if not is_control(v.id) and v.build.status == "ok" and v.build.seconds]
     base = next((v for v in doc.variants if v.id == doc.baseline), None)
     walls = [x for x in ((base.samples or {}).get("wall_s") or [] if base else []) if x]
     if opts.budget is None or not builds or not walls:
         return None
+    spent = _spent(doc)
+    budget, bound = opts.budget, f"the run's --budget of {opts.budget:.0f} s"
+    if spent is not None:
+        budget = max(0.0, opts.budget - spent)
+        bound = f"the {budget:.0f} s left of the run's --budget of {opts.budget:.0f} s"
+        if not winner and spent < budget:
+            budget, bound = spent, (f"{spent:.0f} s, as long again as the sweep took (a "
+                                    "confirmation of rows that are not the answer)")
     return _Cost(statistics.median(builds), statistics.median(walls),
-                 rounds_of(opts) + opts.warmup, opts.budget)
+                 rounds_of(opts) + opts.warmup, budget, bound)
+
+
+def _spent(doc: contract.Results) -> float | None:
+    """The seconds the sweep's builds and runs took, run by run (a resumed sweep's pauses
+    are not spent; two runs of a duet count twice, erring towards a smaller confirmation),
+    and its schedule's pilot; None when it recorded no build time."""
+    builds = [v.build.seconds for v in doc.variants if v.build.seconds]
+    if not builds:
+        return None
+    runs = sum(x for v in doc.variants for x in (v.samples or {}).get("wall_s") or [] if x)
+    schedule = doc.measurement.schedule if doc.measurement is not None else None
+    pilot = schedule.pilot.seconds if schedule and schedule.pilot else None
+    return sum(builds) + runs + (pilot or 0.0)
 
 
 def _names(rows: list[contract.Variant]) -> str:

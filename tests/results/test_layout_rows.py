@@ -187,14 +187,34 @@ def test_the_cap_and_the_budget_leave_rows_labelled_and_out_of_the_answer():
     # 10 s a build, 1 s a run, a confirmation's 10 rounds and a warmup: over 4 layouts, one
     # row takes about 192 s, two about 258 s
     assert sum(layout_cost(2, 4)) == pytest.approx(192) and sum(layout_cost(3, 4)) > 220
-    cut = confirmation.plan(timed, None, MeasureOptions(budget=220, confirm_layouts=4))
+    # the sweep took 96 s (four 10 s builds, 56 runs of 1 s): the budget is what is left
+    cut = confirmation.plan(timed, None, MeasureOptions(budget=316, confirm_layouts=4))
     assert cut.status == confirmation.PENDING and cut.variants == ["gcc-Os"]
-    assert cut.left_out == ["gcc-O1"] and "1 row(s) fit the run's --budget of 220 s" in \
-        cut.left_out_why
+    assert cut.left_out == ["gcc-O1"] and \
+        "1 row(s) fit the 220 s left of the run's --budget of 316 s" in cut.left_out_why
     assert cut.estimated_s == pytest.approx(sum(layout_cost(2, 4)))
-    none = confirmation.plan(timed, None, MeasureOptions(budget=30))
+    none = confirmation.plan(timed, None, MeasureOptions(budget=126))
     assert none.status == confirmation.OVER_BUDGET and none.left_out == ["gcc-Os", "gcc-O1"]
-    assert "more than the run's --budget of 30 s" in none.why
+    assert "more than the 30 s left of the run's --budget of 126 s" in none.why
+
+
+def test_rows_that_are_not_the_answer_are_confirmed_in_at_most_the_sweeps_own_time():
+    """A sweep that keeps the baseline confirms its slower rows only when that takes no longer
+    than the sweep did, however much budget is left: else they read one layout, within layout
+    luck, and say why. The recommended row may take what is left of the budget."""
+    slower, values = _swept({"gcc-O1": 1.02, "gcc-Os": 1.025}, timed=True)
+    assert slower.recommendation.variant == BASE
+    record = confirmation.plan(slower, None, MeasureOptions(budget=1800, confirm_layouts=4))
+    assert record.status == confirmation.OVER_BUDGET
+    assert "more than 96 s, as long again as the sweep took" in record.why
+    doc = _written(slower, values, record)
+    assert _row(doc, "gcc-Os").layout_luck.status == confirmation.ONE_LAYOUT
+    assert _row(doc, "gcc-Os").verdict == "slower"
+
+    faster, _ = _swept({"gcc-Os": 0.975}, timed=True)
+    assert faster.recommendation.variant == "gcc-Os"
+    record = confirmation.plan(faster, None, MeasureOptions(budget=1800, confirm_layouts=4))
+    assert record.status == confirmation.PENDING and record.variants == ["gcc-Os"]
 
 
 def layout_cost(sets: int, k: int) -> tuple[float, float]:

@@ -131,13 +131,19 @@ def _decide(run_id: str, opts: MeasureOptions, plan: rounds.Plan, sampler: Sampl
         return serial(opts, why)
     cpus = (opts.cpu, opts.partner_cpu)
     say(f"schedule: a pilot first, {pilot.PAIRS} pairs of each comparison back to back on CPU "
-        f"{cpus[0]} and {pilot.PAIRS} at once on CPUs {cpus[0]} and {cpus[1]}, to choose")
+        f"{cpus[0]} and {pilot.PAIRS} at once on CPUs {cpus[0]} and {cpus[1]}, to choose "
+        f"(after {pilot.EARLY}, none more where duet is {pilot.WIDER:g}x as wide)")
     began = time.monotonic()
     if plan.warmup:      # warm first, as the counted rounds would: the pilot measures warm runs
         rounds.rounds(replace(plan, max_runs=0), store.done(run_id), sampler, lambda: {}, tick)
         plan.warmup = 0
-    pilot.run(plan, cpus, sampler, sampler.duet, store.done(run_id))
-    fig = pilot.figures(store.samples(run_id), lambda s: metric.metric_of(s, plan.metric))
+    def figures() -> dict:
+        return pilot.figures(store.samples(run_id), lambda s: metric.metric_of(s, plan.metric))
+    pilot.run(plan, cpus, sampler, sampler.duet, store.done(run_id), range(pilot.EARLY))
+    fig = figures()
+    if opts.schedule == "duet" or not pilot.clearly_wider(fig):
+        pilot.run(plan, cpus, sampler, sampler.duet, store.done(run_id))
+        fig = figures()
     fig["seconds"] = round(time.monotonic() - began, 3)
     if plan.budget_s is not None:       # the pilot is measuring too: it spends the budget
         plan.budget_s = max(0.0, plan.budget_s - fig["seconds"])

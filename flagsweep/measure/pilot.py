@@ -23,8 +23,9 @@ comparison; a forced duet still runs the check and warns when it fails.
 
 The serial pilot pairs are adjacent runs, which share more noise than a serial round's pairs
 of the same comparison, a few positions apart: the check leans towards serial, never duet.
-Pilot runs are stored (rounds from FIRST_ROUND down, never counted) and a resumed sweep takes
-only the pairs it misses; the choice is kept with the run.
+After EARLY pairs a pilot where duet reads WIDER times as wide stops there (serial needs no
+bias check). Pilot runs are stored (rounds from FIRST_ROUND down, never counted) and a resumed
+sweep takes only the pairs it misses; the choice is kept with the run.
 """
 
 from __future__ import annotations
@@ -40,6 +41,13 @@ from flagsweep.measure.sample import Sample
 from flagsweep.stats import means
 
 PAIRS = 6               # pilot pairs of each comparison, in each schedule
+# After the first EARLY pairs of at least EARLY_COMPARISONS comparisons the pilot stops when
+# duet is WIDER times as wide per minute as serial: serial is sound whatever the pilot finds,
+# so only duet needs the whole pilot's bias check. There (8 degrees of freedom a schedule or
+# more) a duet truly 0.7x as wide reads 1.25x as wide with probability at most 0.06 (0.04 at 5
+# comparisons: the F distribution of the ratio of the two variances); a machine where duet
+# loses (this project's VM, most pilots) pays half the pilot. Fewer comparisons: a cheap pilot.
+EARLY, EARLY_COMPARISONS, WIDER = 3, 4, 1.25
 FIRST_ROUND = -1000     # pilot pair i: serial in round FIRST_ROUND - 2i, duet in the next one down
 ALPHA = 0.05            # the bias check's family-wise error over the comparisons
 Z95 = 1.96
@@ -64,11 +72,12 @@ def schedule_of(rnd: int) -> str:
 
 def run(plan: rounds.Plan, cpus: tuple[int, int],
         take: Callable[..., Sample], take_duet: Callable[[rounds.Duet, int, int], list[Sample]],
-        done: set[tuple[str, int]]) -> None:
-    """Every pilot pair not taken yet (`done`: the (variant, round) already stored). `take`
-    is the sampler (one run, pinned to the sweep's CPU, cpus[0]), `take_duet` its duet."""
+        done: set[tuple[str, int]], pairs: range = range(PAIRS)) -> None:
+    """Every pilot pair of `pairs` not taken yet (`done`: the (variant, round) already
+    stored). `take` is the sampler (one run, pinned to the sweep's CPU, cpus[0]), `take_duet`
+    its duet."""
     hub = plan.baseline
-    for i in range(PAIRS):
+    for i in pairs:
         compared = [vid for vid in rounds.order(plan, serial_round(i)) if vid != hub]
         for pos, vid in enumerate(compared):
             coin = random.Random(f"{plan.seed}:pilot:{vid}:{i}").randrange(2)
@@ -93,7 +102,8 @@ def figures(samples: list[Sample], metric_of: Callable[[Sample], float | None]) 
                                                "duet": defaultdict(list)}
     for p in pairs.complete([(s, x) for s in ran if (x := metric_of(s)) and x > 0]):
         logs[schedule_of(p.round)][p.variant].append(p.log_ratio)
-    out = {"pairs": PAIRS, "comparisons": len(set(logs["serial"]) | set(logs["duet"]))}
+    out = {"pairs": max((len(x) for by in logs.values() for x in by.values()), default=0),
+           "comparisons": len(set(logs["serial"]) | set(logs["duet"]))}
     for schedule, round_s in _round_seconds(ran).items():
         sd = _pooled_sd(logs[schedule])
         out[schedule] = {
@@ -142,6 +152,16 @@ def _bias(vid: str, duet: list[float], serial: list[float], level: float) -> dic
             "agrees": None if got is None else abs(got.difference) <= got.half}
 
 
+def clearly_wider(fig: dict) -> bool:
+    """Whether duet reads WIDER times as wide per minute as serial: enough, after EARLY
+    pairs, to keep serial without the rest of the pilot."""
+    serial, duet = fig.get("serial") or {}, fig.get("duet") or {}
+    if serial.get("minute_pct") is None or duet.get("minute_pct") is None \
+            or fig["comparisons"] < EARLY_COMPARISONS:
+        return False
+    return duet["minute_pct"] >= WIDER * serial["minute_pct"]
+
+
 def choose(fig: dict, asked: str) -> tuple[str, str, str | None]:
     """(schedule, why, warning) from the pilot's figures: `asked` auto takes duet only where it
     is narrower per minute and agrees on every comparison checked; duet (forced) stays duet,
@@ -170,7 +190,9 @@ def choose(fig: dict, asked: str) -> tuple[str, str, str | None]:
     if off:
         return "serial", f"serial: the duet bias check failed: {bias}: {cause}", None
     if duet["minute_pct"] >= serial["minute_pct"]:
-        return "serial", f"serial: duet is not narrower here: {spread}", None
+        early = (f" (the pilot stopped after {fig['pairs']} pairs: duet {WIDER:g}x as wide or "
+                 "more)" if fig["pairs"] < PAIRS else "")
+        return "serial", f"serial: duet is not narrower here: {spread}{early}", None
     agree = ("duet and serial agree on every comparison" if not unchecked else
              f"duet and serial agree where checked ({', '.join(unchecked)}: too few pairs)")
     return "duet", f"duet: {spread}, and {agree}", None

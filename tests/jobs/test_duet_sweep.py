@@ -33,11 +33,12 @@ EFFECT = 1.03                         # gcc-O1 planted 3% slower
 MOMENT = 0.05                         # the host's noise of a moment: 5%, shared by a duet
 
 
-def _start(tmp_path: Path, execute, schedule: str, say=lambda _: None, **options) -> Path:
+def _start(tmp_path: Path, execute, schedule: str, say=lambda _: None,
+           flags: tuple[str, ...] = ("-O2", "-O1"), **options) -> Path:
     tmp_path.mkdir(exist_ok=True)
     folder = write_tiny_target(tmp_path / "tiny", megabytes=0.25, quick_megabytes=0.25)
     t, r, m, build_opts = selection.prepare(selection.Selection(
-        str(folder), flag_sets=("-O2", "-O1"), out_dir=tmp_path / "run"), lambda _: None)
+        str(folder), flag_sets=flags, out_dir=tmp_path / "run"), lambda _: None)
     opts = sweep.MeasureOptions(**{"min_runs": 5, "max_runs": 12, "warmup": 1, "seed": 11,
                                    "quick": True, "cpu": CPU, "partner_cpu": OTHER,
                                    "schedule": schedule, "no_reference": True, **options})
@@ -159,6 +160,22 @@ def test_auto_stays_serial_where_a_duet_is_biased_or_wider(tmp_path, planted, re
     assert s["pilot"]["serial"]["pairs"] == s["pilot"]["duet"]["pairs"] == 12
     rows = list(csv.DictReader((path.parent / "samples.csv").open()))
     assert all(r["pair"] == "" and r["cpu"] == str(CPU) for r in rows if int(r["round"]) >= 0)
+
+
+@pytest.mark.integration
+def test_a_pilot_where_duet_is_clearly_wider_stops_halfway(tmp_path):
+    """Four comparisons whose duets contend (5% of noise each run): after 3 pairs duet reads
+    well over 1.25x as wide, so the pilot keeps serial there and says so; serial needs no bias
+    check. (With two comparisons, above, the pilot takes all its pairs.)"""
+    said: list[str] = []
+    path = _start(tmp_path, Synthetic({"gcc-O1": EFFECT}, duet_cv=0.05), "auto", said.append,
+                  flags=("-O2", "-O1", "-O3", "-Os"), runs=5)
+    s = _doc(path)["measurement"]["schedule"]
+    assert s["schedule"] == "serial" and s["pilot"]["comparisons"] == 4
+    assert s["pilot"]["pairs"] == 3
+    assert s["pilot"]["serial"]["pairs"] == s["pilot"]["duet"]["pairs"] == 12
+    assert s["reason"].endswith("(the pilot stopped after 3 pairs: duet 1.25x as wide or more)")
+    assert any("after 3, none more where duet is 1.25x as wide" in line for line in said)
 
 
 @pytest.mark.integration

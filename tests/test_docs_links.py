@@ -64,7 +64,8 @@ def test_no_page_of_the_docs_is_over_500_lines():
 
 
 def test_a_moved_section_is_a_broken_link(tmp_path):
-    (tmp_path / "a.md").write_text("# A\n\n## Which CPU a sweep measures on\n\n```\n## not one\n```\n")
+    (tmp_path / "a.md").write_text("# A\n\n## Which CPU a sweep measures on\n\n"
+                                   "```\n## not one\n```\n")
     (tmp_path / "b.md").write_text("[x](a.md#which-cpu-a-sweep-measures-on) [y](a.md#not-one) "
                                    "[z](c.md) [w](https://example.org/#x)\n")
     assert broken_links(tmp_path / "b.md") == ["a.md#not-one: no such section",

@@ -404,8 +404,14 @@ def _report_confirmation(confirms: dict, path: Path, store: Store,
     if record is None or not (record.variants or record.variant):
         return
     out = stored.out_dir(store, confirms["run_id"], parent)
-    done = confirmation.outcome(record.dump(), reader.load(path),
-                                time.time() - confirms["began"], path)
+    doc = reader.load(path)
+    if doc.status != "complete":     # stopped busy: its few layouts are no answer yet
+        done = confirmation.ended(
+            record.dump(), confirmation.INTERRUPTED, f"not confirmed over layouts: the "
+            f"confirmation ended {doc.status} ({doc.stop_reason}). Continue with: flagsweep run "
+            f"--resume {doc.run_id}", doc.run_id)
+    else:
+        done = confirmation.outcome(record.dump(), doc, time.time() - confirms["began"], path)
     store.set_option(confirms["run_id"], "confirmation", done)
     _write_files(store, confirms["run_id"], out, say)
 

@@ -11,6 +11,7 @@ import json
 import math
 
 import pytest
+from pathlib import Path
 from rich.console import Console
 from synthetic import Synthetic
 from tiny_target import write_tiny_target
@@ -20,6 +21,7 @@ from flagsweep.jobs import sweep
 from flagsweep.compilation import layout as link
 from flagsweep.compilation import selection
 from flagsweep.errors import Interrupted
+from flagsweep.host.executor import Execution
 from flagsweep.report import terminal
 from flagsweep.results import confirmation, contract, reader
 from flagsweep.results.store import Store
@@ -38,7 +40,7 @@ def _twin(levels: list[float]) -> dict[str, float]:
 
 
 def _run(tmp_path, name: str, planted: dict[str, float], stop_after: int | None = None,
-         flag_sets: tuple[str, ...] = ("-O2", "-O1"), k: int = K, **opts):
+         flag_sets: tuple[str, ...] = ("-O2", "-O1"), k: int = K, execute=None, **opts):
     """tiny at -O2 (the baseline) and -O1 (or `flag_sets`), 8 fixed rounds; a target name of
     its own, so no other test's layout spread is found in the session's store."""
     if link.unavailable("gcc"):
@@ -50,8 +52,20 @@ def _run(tmp_path, name: str, planted: dict[str, float], stop_after: int | None 
                              confirm_layouts=k, **opts)
     said: list[str] = []
     path = sweep.start(t, r, m, build_opts, o, Store(), said.append,
-                       execute=Synthetic(planted, stop_after=stop_after))
+                       execute=execute or Synthetic(planted, stop_after=stop_after))
     return reader.load(path).dump(), path, said
+
+
+class BusyLayouts(Synthetic):
+    """Planted speeds; every run of a relinked layout waited for its CPU 60% of its time, as
+    the scheduler's evidence says it (measure.disturbance): the confirmation stops busy."""
+
+    def _run(self, argv, moment: float, cpu: int | None = None) -> Execution:
+        e = super()._run(argv, moment, cpu)
+        if link.MARK not in Path(argv[0]).parts[Path(argv[0]).parts.index("builds") + 1]:
+            return e
+        return Execution(e.wall_s, e.user_s, e.sys_s, e.maxrss_kb,
+                         {"run_delay_s": 0.6 * e.wall_s}, False, None)
 
 
 def _terminal(path) -> str:
@@ -164,6 +178,26 @@ def test_every_row_within_layout_luck_is_measured_again_in_one_sweep(tmp_path):
     assert f"over 3 layouts [{100 * (over[0] - 1):+.1f}, {100 * (over[1] - 1):+.1f}]" in page
     assert any(line.startswith("confirm: -O1: not distinguishable from layout luck")
                for line in said)
+
+
+@pytest.mark.integration
+def test_a_confirmation_that_stops_busy_is_no_answer_and_says_how_to_go_on(tmp_path,
+                                                                          monkeypatch):
+    """The layouts' sweep stops because the machine is busy after a few runs: its layouts are
+    not an answer, so the run's record says the confirmation ended busy and how to resume it,
+    and the win it was to confirm is not said settled."""
+    from flagsweep.host import placement
+    monkeypatch.setattr(placement, "after_busy", lambda cpu, **k: "no other CPU is free")
+    doc, path, said = _run(tmp_path, "tinybusy", {"gcc-O1": 0.97},
+                           execute=BusyLayouts({"gcc-O1": 0.97}))
+    c = doc["recommendation"]["confirmation"]
+    child = reader.load(tmp_path / "run" / "layouts" / "results.json")
+    assert child.status == "busy"
+    assert c["status"] == confirmation.INTERRUPTED and c["run_id"] == child.run_id
+    assert c["why"].startswith("not confirmed over layouts: the confirmation ended busy (")
+    assert c["why"].endswith(f"Continue with: flagsweep run --resume {child.run_id}")
+    assert "the confirmation ended busy" in _page(path)
+    assert any("the confirmation ended busy" in line for line in said)
 
 
 @pytest.mark.integration

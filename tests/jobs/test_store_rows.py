@@ -23,7 +23,7 @@ from tiny_target import TINY_SRC, write_tiny_target
 from flagsweep import cli
 from flagsweep.errors import Interrupted
 from flagsweep.experiment import target
-from flagsweep.jobs import tune
+from flagsweep.tune import tune
 from flagsweep.results.store import Store
 
 MARKER_SCRIPT = "#!/bin/sh\necho planted >> {marker}\n"

@@ -1,8 +1,8 @@
 """`flagsweep tune`: search many flag sets for the fastest, then prove it and say which flags matter.
 
-search (jobs.search: an Optuna study in the store) -> batches (jobs.batch: each one sweep on
+search (tune.search: an Optuna study in the store) -> batches (tune.batch: each one sweep on
 the quick input, its baseline the best set so far, the base kept in every round) -> the
-ablation and the proof (jobs.proof) -> tune.json, tune.html and one sentence.
+ablation and the proof (tune.proof) -> tune.json, tune.html and one sentence.
 
 Everything a resume needs is in the store as it happens: the study's trials (with their
 flags, state and ratio), the tune's record and phase (the study's user attributes), and each
@@ -11,7 +11,7 @@ continues with `flagsweep tune --resume TUNE_ID`: an unfinished batch's sweep re
 stopped and its trials are told; nothing measured is measured again.
 
 On a Dask fleet (--scheduler, one --cpu-label) the batches and the ablation are fleet sweeps of
-that label (jobs.batch.Fleet); the proof builds layouts, which a fleet sweep cannot, so it runs
+that label (tune.batch.Fleet); the proof builds layouts, which a fleet sweep cannot, so it runs
 on this machine only when this machine is of the label, and is left for a resume on one that is
 otherwise.
 """
@@ -33,22 +33,23 @@ from pydantic import BaseModel, ConfigDict
 from flagsweep import files, report, stats
 from flagsweep.compilation import variants
 from flagsweep.errors import FlagsweepError, Interrupted
-from flagsweep.experiment import space as spaces
+from flagsweep.tune import space as spaces
 from flagsweep.experiment import target
 from flagsweep.experiment.strict import quoted, validate
 from flagsweep.host import launcher, system, toolchain
 from flagsweep.host.executor import Executor
 from flagsweep.host.lock import MeasureLock
-from flagsweep.jobs import batch, budget, culprit, fleet, proof, schedule, search
-from flagsweep.jobs.answer import sentence
-from flagsweep.jobs.batch import Proposal, Setting
+from flagsweep.jobs import fleet, schedule
+from flagsweep.tune import batch, budget, culprit, proof, search
+from flagsweep.tune.answer import sentence
+from flagsweep.tune.batch import Proposal, Setting
 from flagsweep.measure import resolution
 from flagsweep.measure.options import DEFAULT_LAYOUTS, MeasureOptions, chosen_cpu, from_store
 from flagsweep.process import sigterm_as_interrupt
 from flagsweep.results import confirmation, contract, reader, stored
 from flagsweep.results.store import Store
 
-log = logging.getLogger("flagsweep.jobs.tune")
+log = logging.getLogger("flagsweep.tune.tune")
 
 # How the budget is shared: most of it searching, then the ablation on the search input, then
 # the proof on the full input over layouts (its rounds are the longest).
@@ -81,7 +82,7 @@ class TuneOptions:
     batch: int = 6                  # candidates a batch measures together
     trials: int | None = None       # candidates at most (default: the budget decides)
     layouts: int | None = None      # K layouts a set of the proof (None: sized by power,
-                                    # jobs.budget); the ablation's check takes it too
+                                    # tune.budget); the ablation's check takes it too
     runners_up: int = 2             # sets after the best the proof measures too
     jobs: int = 2
     offline: bool = False
@@ -325,7 +326,7 @@ def _run(tune: Tuning, say: Callable[[str], None]) -> Path:
 
 
 def _opening(tune: Tuning, say: Callable[[str], None]) -> None:
-    """What the budget buys here, said once as the tune starts (jobs.budget.opening). The
+    """What the budget buys here, said once as the tune starts (tune.budget.opening). The
     base is built first, as the first batch would build it (which then takes it from the
     build cache), and its build's time is the pace; a base the build cache held tells the
     time its build took then."""
@@ -956,7 +957,7 @@ def _layout_plan(tune: Tuning, rows: list[contract.TuneAblationRow], path: Path)
     intervals nearest to no change), as many as their builds and least rounds fit in what is
     left of the ablation's time and a fifth of the proof's (PROOF_LOAN). Kept with the study,
     so a resumed tune checks the same rows."""
-    # The proof's layouts are sized later, by power (jobs.budget): the check takes the
+    # The proof's layouts are sized later, by power (tune.budget): the check takes the
     # layouts --layouts asked, else the confirmation's default.
     s, k = tune.setting, tune.opts.layouts or DEFAULT_LAYOUTS
     doc = reader.load(path)
@@ -1113,7 +1114,7 @@ def _proof(tune: Tuning, say: Callable[[str], None]) -> bool:
 
 
 def _proof_plan(tune: Tuning, listed: list[proof.ProofSet]) -> contract.TuneProofPlan:
-    """The proof's sets and layouts (jobs.budget.proof_plan) at this tune's build pace, its
+    """The proof's sets and layouts (tune.budget.proof_plan) at this tune's build pace, its
     full input's run time and the layout spread measured for the program, in what is left of
     the budget; kept with the study, so a resumed tune measures what it planned."""
     kept = tune.record("proof_plan")
@@ -1312,7 +1313,7 @@ def _progress(tune: Tuning, trials: list[contract.TuneTrial]) -> list[dict]:
 
 def answer(tune: Tuning, proof_: contract.TuneProof | None, ablation: contract.TuneAblation | None,
            n: int) -> tuple[str | None, list[str] | None]:
-    """The one sentence and the set it names (jobs.answer); a proof left for another machine
+    """The one sentence and the set it names (tune.answer); a proof left for another machine
     is said as what the search found, not proved."""
     if proof_ is not None and proof_.status in ("skipped", "busy"):
         return _unproved(tune, proof_, n), None

@@ -1,4 +1,4 @@
-"""Tests for flagsweep.experiment.space: the search space of `flagsweep tune`."""
+"""Tests for flagsweep.tune.space: the search space of `flagsweep tune`."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ import pytest
 
 from flagsweep import process
 from flagsweep.errors import ConfigError
-from flagsweep.experiment import recipe, space
+from flagsweep.experiment import recipe
+from flagsweep.tune import space
 from flagsweep.experiment.flags import check_words, split_flags
-from flagsweep.experiment.space import Dimension, Space
+from flagsweep.tune.space import Dimension, Space
 from flagsweep.host import cpu, environment, toolchain
 from tests.conftest import HOSTS
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from flagsweep.errors import FlagsweepError
-from flagsweep.experiment.space import MARCH, Space
+from flagsweep.tune.space import MARCH, Space
 from flagsweep.experiment.strict import quoted
 from flagsweep.results.store import Store
 

@@ -1,4 +1,4 @@
-"""What a tune's budget buys (jobs.budget): the proof's layouts sized by power at a planted
+"""What a tune's budget buys (tune.budget): the proof's layouts sized by power at a planted
 layout spread, cut to what a planted budget and pace leave, and the words that say so; the
 power they rest on checked against flagsweep's own comparison over layouts; the opening line
 and a line per built candidate when stderr is not a terminal. Plans are asserted, never a
@@ -17,7 +17,7 @@ from tiny_target import write_tiny_target
 from flagsweep import stats
 from flagsweep.compilation import variants
 from flagsweep.experiment import target
-from flagsweep.jobs import batch, budget, tune
+from flagsweep.tune import batch, budget, tune
 from flagsweep.measure.options import MeasureOptions
 from flagsweep.results import contract
 from flagsweep.results.store import Store

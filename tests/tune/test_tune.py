@@ -21,7 +21,7 @@ from tiny_target import REFUSES_BOTH, tiny_refusing_both, write_tiny_target
 from flagsweep.compilation import own_build, variants
 from flagsweep.experiment import target
 from flagsweep.host.executor import Execution
-from flagsweep.jobs import batch, culprit, proof, tune
+from flagsweep.tune import batch, culprit, proof, tune
 from flagsweep.measure.options import MeasureOptions
 from flagsweep.results import contract, reader
 from flagsweep.results.store import Store

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from flagsweep.jobs import answer, proof, tune
+from flagsweep.tune import answer, proof, tune
 from flagsweep.measure.options import MeasureOptions
 from flagsweep.results import confirmation, contract
 

@@ -39,7 +39,7 @@ from flagsweep.experiment.flags import SET_MAX, abbreviated, check_flags, refusa
 from flagsweep.experiment.strict import Strict, read_toml, validate
 from flagsweep.host import cpu, environment, toolchain
 
-log = logging.getLogger("flagsweep.experiment.space")
+log = logging.getLogger("flagsweep.tune.space")
 
 GCC_SPACE = "gcc-optimizers"
 CLANG_SPACE = "clang-switches"

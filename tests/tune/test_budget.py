@@ -17,7 +17,7 @@ from tiny_target import write_tiny_target
 from flagsweep import stats
 from flagsweep.compilation import variants
 from flagsweep.experiment import target
-from flagsweep.tune import batch, budget, tune
+from flagsweep.tune import batch, budget, cost, tune
 from flagsweep.measure.options import MeasureOptions
 from flagsweep.results import contract
 from flagsweep.results.store import Store
@@ -181,7 +181,7 @@ def test_the_tune_says_what_its_budget_buys_and_a_line_per_build(tmp_path, capsy
     tune._opening(first, said.append)
     assert said[0].startswith("budget 20 min here: the search's 12 min")
     assert "compile lines, just now)" in said[0]
-    assert tune._search_pace(first) > 0 and first.attrs["opening"]["cached"] is False
+    assert cost.search_pace(first) > 0 and first.attrs["opening"]["cached"] is False
     assert [line.split(":")[0] for line in capsys.readouterr().err.splitlines()
             if line.startswith("built ")] == ["built 1/1"]
     again = Recorded(attrs={}, setting=setting, out=tmp_path / "two",

@@ -21,7 +21,7 @@ from tiny_target import REFUSES_BOTH, tiny_refusing_both, write_tiny_target
 from flagsweep.compilation import own_build, variants
 from flagsweep.experiment import target
 from flagsweep.host.executor import Execution
-from flagsweep.tune import batch, culprit, proof, tune
+from flagsweep.tune import batch, cost, culprit, proof, proving, race, ranking, sweeps, tune
 from flagsweep.measure.options import MeasureOptions
 from flagsweep.results import contract, reader
 from flagsweep.results.store import Store
@@ -241,7 +241,7 @@ def test_a_candidate_holding_a_flag_found_broken_is_not_halved_again(monkeypatch
     found = {"flag": BROKEN, "kind": "build", "detail": "gcc: error", "trial": 4}
     kept, said = Records(broken=[found]), []
     again = batch.Proposal(6, ("-O2", "-fpeel-loops", BROKEN))
-    tune._bisect(kept, again, batch.Judged("failed-build", "v", detail="gcc: error"), said.append)
+    race._bisect(kept, again, batch.Judged("failed-build", "v", detail="gcc: error"), said.append)
     assert kept.records["broken"] == [found]
     assert said == [f"trial 6: holds {BROKEN}, which broke the build of trial 4; not halved again"]
     # a flag that broke the output, not the build, is no answer for a failed build: halved
@@ -249,7 +249,7 @@ def test_a_candidate_holding_a_flag_found_broken_is_not_halved_again(monkeypatch
     monkeypatch.setattr(culprit, "culprit",
                         lambda changes, probe, more: culprit.Found(changes[-1:], True))
     kept = Records(broken=[found | {"kind": "check"}])
-    tune._bisect(kept, again, batch.Judged("failed-build", "v"), said.append)
+    race._bisect(kept, again, batch.Judged("failed-build", "v"), said.append)
     assert [(b["flag"], b["kind"]) for b in kept.records["broken"]] == [(BROKEN, "check"),
                                                                          (BROKEN, "build")]
 
@@ -263,7 +263,7 @@ def test_flags_breaking_only_together_are_kept_and_no_set_holding_them_is_built(
     kept.opts, kept.elapsed = SimpleNamespace(budget_s=1000), lambda: 100.0
     kept.setting.compiler = "gcc"
     clock = [50.0]
-    monkeypatch.setattr(tune.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(race.time, "monotonic", lambda: clock[0])
     monkeypatch.setattr(culprit, "Probe", lambda *_: SimpleNamespace(builds=20, n=10))
 
     def reduced(changes, probe, more):
@@ -274,7 +274,7 @@ def test_flags_breaking_only_together_are_kept_and_no_set_holding_them_is_built(
 
     monkeypatch.setattr(culprit, "culprit", reduced)
     failed = batch.Proposal(4, ("-O2", "-fa", "-fc", "-fb", "-fd"))
-    tune._bisect(kept, failed, batch.Judged("failed-build", "v", detail="error: x"),
+    race._bisect(kept, failed, batch.Judged("failed-build", "v", detail="error: x"),
                  said.append)
     assert allowed == [True, True, False]
     assert kept.records["broken"] == [{"flag": "-fa -fb", "flags": ["-fa", "-fb"],
@@ -287,15 +287,15 @@ def test_flags_breaking_only_together_are_kept_and_no_set_holding_them_is_built(
                     "built again"]
 
     told = {}
-    monkeypatch.setattr(tune, "_known_flags", lambda _: {})
-    monkeypatch.setattr(tune, "_measured",
+    monkeypatch.setattr(ranking, "known_flags", lambda _: {})
+    monkeypatch.setattr(race, "_measured",
                         lambda _t, _n, todo, _s: {c.number: batch.Judged("measured", "m")
                                                   for c in todo})
-    monkeypatch.setattr(tune, "_tell", lambda _t, c, j, _n: told.update({c.number: j}))
-    monkeypatch.setattr(tune, "_say_batch", lambda *_: None)
+    monkeypatch.setattr(race, "_tell", lambda _t, c, j, _n: told.update({c.number: j}))
+    monkeypatch.setattr(race, "_say_batch", lambda *_: None)
     holds = batch.Proposal(9, ("-O2", "-fb", "-fe", "-fa"))
     lacks = batch.Proposal(10, ("-O2", "-fa", "-fe"))
-    assert tune._batch(kept, 2, [holds, lacks], said.append)
+    assert race._batch(kept, 2, [holds, lacks], said.append)
     assert told[9].state == "failed-build" and told[9].ratio is None
     assert told[9].detail == "holds -fa -fb, which broke the build of trial 4"
     assert told[10].state == "measured"
@@ -310,13 +310,13 @@ def test_a_winner_too_large_to_take_apart_flag_by_flag_is_ablated_in_groups(
     # The winner the ablation takes apart: the two planted flags, then two that change
     # nothing planted (whatever the short search below found).
     winner = ("-O2", "-funroll-loops", "-fno-tree-vectorize", "-fpeel-loops", "-fsplit-loops")
-    real_best = tune._best
-    monkeypatch.setattr(tune, "_best", lambda tu: (0, winner, 0.7)
+    real_best = ranking.best
+    monkeypatch.setattr(ranking, "best", lambda tu: (0, winner, 0.7)
                         if tu.record("phase") == "ablation" else real_best(tu))
     # At 1000 s a build nothing but two groups fits; back at tiny's own pace after that plan,
     # so the group that may matter is taken apart (and the search before it at its own).
-    real_pace = tune._build_pace
-    monkeypatch.setattr(tune, "_build_pace", lambda tu: 1000.0 if tu.record("phase") ==
+    real_pace = cost.build_pace
+    monkeypatch.setattr(cost, "build_pace", lambda tu: 1000.0 if tu.record("phase") ==
                         "ablation" and not tu.record("ablation_plan") else real_pace(tu))
     path = tune.start(t, _options(_space(tmp_path), trials=8), tmp_path / "tuned", Store(),
                       print, execute=Planted())
@@ -358,8 +358,8 @@ def test_a_cost_within_layout_luck_counts_only_if_it_holds_over_layouts(
     t = target.load(str(write_tiny_target(tmp_path / "tiny", megabytes=0.2,
                                           quick_megabytes=0.1)))
     winner = ("-O2", "-funroll-loops", "-fno-tree-vectorize", "-fno-schedule-insns2")
-    real_best = tune._best
-    monkeypatch.setattr(tune, "_best", lambda tu: (0, winner, 0.7)
+    real_best = ranking.best
+    monkeypatch.setattr(ranking, "best", lambda tu: (0, winner, 0.7)
                         if tu.record("phase") == "ablation" else real_best(tu))
     store = Store()
     path = tune.start(t, _options(_space(tmp_path), trials=8), tmp_path / "tuned", store,
@@ -474,16 +474,16 @@ def test_a_proof_the_machine_stays_busy_for_is_no_answer_until_resumed(
     t = target.load(str(write_tiny_target(tmp_path / "tiny", megabytes=0.2,
                                           quick_megabytes=0.1)))
     executor = BusyFrom()
-    real_plan = tune._proof_plan
+    real_plan = proving._proof_plan
 
     turns = [True, False]               # busy as the proof begins; quiet by its resume
 
     def plan(tu, listed):
         executor.busy = turns.pop(0)
         return real_plan(tu, listed)
-    monkeypatch.setattr(tune, "_proof_plan", plan)
-    monkeypatch.setattr(tune, "BUSY_TRIES", 0)
-    monkeypatch.setattr(tune, "BUSY_PAUSE_S", 1e9)          # no time left to wait and resume
+    monkeypatch.setattr(proving, "_proof_plan", plan)
+    monkeypatch.setattr(sweeps, "BUSY_TRIES", 0)
+    monkeypatch.setattr(sweeps, "BUSY_PAUSE_S", 1e9)          # no time left to wait and resume
     monkeypatch.setattr(placement, "after_busy", lambda cpu, **k: "no other CPU is free")
     store = Store()
     path = tune.start(t, _options(_space(tmp_path), trials=8), tmp_path / "tuned", store,

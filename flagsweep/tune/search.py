@@ -25,9 +25,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from flagsweep.errors import FlagsweepError
-from flagsweep.tune.space import MARCH, Space
 from flagsweep.experiment.strict import quoted
 from flagsweep.results.store import Store
+from flagsweep.tune.dimensions import MARCH
+from flagsweep.tune.space import Space
 
 SAMPLERS = ("tpe", "ga", "random", "tpe-local")
 # Trials drawn at random (near the base: `near_base`) before TPE models: Optuna's default.

@@ -9,53 +9,68 @@ import math
 from pathlib import Path
 from typing import Callable
 
+from flagsweep import stats
 from flagsweep.errors import FlagsweepError, Interrupted
 from flagsweep.results import contract
 from flagsweep.tune import batch, cost, layouts, proof, ranking, sweeps
 from flagsweep.tune.batch import Proposal
-from flagsweep.tune.record import Tuning, keep_model
+from flagsweep.model.tune import AblationPlan
+from flagsweep.tune.record import Tuning, keep_ablation
 
 
 def ablation(tune: Tuning, say: Callable[[str], None]) -> None:
-    s = tune.setting
     best = ranking.best(tune)
     if best is None:
-        keep_model(tune, "ablation", contract.TuneAblation(
+        keep_ablation(tune, contract.TuneAblation(
             status="skipped", why="no set the search measured was faster than the base"))
         say("ablation: skipped (no set found faster than the base)")
         return
     number, winner, ratio = best
-    changes = winner[len(s.base):]
-    if ratio > 1 - s.measure.threshold_pct / 100:
-        # Within the threshold the best set is likely the luckiest of many equal ones: taking
-        # it apart would build and time each of its flags to find none that matters. The
-        # proof still measures it against the base and -O3.
-        why = (f"the best set found, trial {number}, is {100 * (ratio - 1):+.1f}% against the "
-               f"base in the search, within the {s.measure.threshold_pct:g}% threshold")
-        keep_model(tune, "ablation", contract.TuneAblation(status="skipped", why=why,
-                                                            of=list(changes)))
-        say(f"ablation: skipped ({why})")
+    changes = winner[len(tune.setting.base):]
+    if ratio > 1 - stats.fraction(tune.setting.measure.threshold_pct):
+        _within_threshold(tune, number, ratio, changes, say)
         return
-    plan = tune.record("ablation_plan") or _ablation_plan(tune, changes)
-    tune.keep("ablation_plan", plan)
+    plan = tune.state.ablation_plan or _ablation_plan(tune, changes)
+    tune.state.ablation_plan = plan
+    tune.save()
     try:
         rows = _ablated(tune, winner, plan, number, say)
     except Interrupted:
         raise                       # resumed with the tune, never recorded as a failure
     except FlagsweepError as e:
-        keep_model(tune, "ablation", contract.TuneAblation(status="failed", why=str(e),
-                                                            of=list(changes)))
+        keep_ablation(tune, contract.TuneAblation(status="failed", why=str(e),
+                                                  of=list(changes)))
         say(f"ablation: failed ({e})")
         return
-    path = Path(tune.record("ablation_plan")["last"])
+    _concluded(tune, winner, plan, rows, say)
+
+
+def _within_threshold(tune: Tuning, number: int, ratio: float, changes: tuple[str, ...],
+                      say: Callable[[str], None]) -> None:
+    """Within the threshold the best set is likely the luckiest of many equal ones: taking it
+    apart would build and time each of its flags to find none that matters. The proof still
+    measures it against the base and -O3."""
+    why = (f"the best set found, trial {number}, is {100 * (ratio - 1):+.1f}% against the "
+           f"base in the search, within the {tune.setting.measure.threshold_pct:g}% threshold")
+    keep_ablation(tune, contract.TuneAblation(status="skipped", why=why, of=list(changes)))
+    say(f"ablation: skipped ({why})")
+
+
+def _concluded(tune: Tuning, winner: tuple[str, ...], plan: AblationPlan,
+               rows: list[contract.TuneAblationRow], say: Callable[[str], None]) -> None:
+    """After the removals' rows: the doubtful ones checked over layouts, the greedy subset,
+    then the ablation kept and said."""
+    s = tune.setting
+    changes = winner[len(s.base):]
+    path = Path(plan.last)
     check, rows = layouts.layout_check(tune, winner, rows, path, say)
     greedy = _greedy(tune, winner, rows, say)
     least = proof.minimal(rows)
     if greedy is not None and greedy.chosen:
         least = [f for step in greedy.steps[:greedy.chosen] for f in step.added]
-    keep_model(tune, "ablation", contract.TuneAblation(
+    keep_ablation(tune, contract.TuneAblation(
         status="complete", run_id=batch.run_id(s, path), results=str(path), of=list(changes),
-        method=plan["method"], why=plan.get("why"), rows=rows, minimal=least,
+        method=plan.method, why=plan.why, rows=rows, minimal=least,
         layout_check=check, greedy=greedy))
     if greedy is not None:
         say(f"ablation: {_greedy_said(greedy, len(least))}")
@@ -78,7 +93,7 @@ def _greedy_said(g: contract.TuneGreedy, n: int) -> str:
             f"{len(g.steps)} steps, {n} flags")
 
 
-def _ablation_plan(tune: Tuning, changes: tuple[str, ...]) -> dict:
+def _ablation_plan(tune: Tuning, changes: tuple[str, ...]) -> AblationPlan:
     """Leave-one-out when its builds fit in the ablation's time at the search's build pace;
     else group screening (Watson, "A study of the group screening method", Technometrics
     1961): the winner without each of about sqrt(n) groups of its flags, as many as fit, then
@@ -93,31 +108,30 @@ def _ablation_plan(tune: Tuning, changes: tuple[str, ...]) -> dict:
     fit = (int((cost.phase_left(tune, "ablation") - cost.MIN_ROUNDS_S) / pace) - 2
            if pace else len(changes))
     if len(changes) <= max(fit, 2) or len(changes) * pace <= cost.MIN_ROUNDS_S:
-        return {"method": "leave-one-out", "groups": [[f] for f in changes]}
+        return AblationPlan(method="leave-one-out", groups=[[f] for f in changes])
     n = max(2, min(fit, math.ceil(math.sqrt(len(changes)))))
     why = (f"one set without each of its {len(changes)} flags would take about "
            f"{len(changes) * pace / 60:.0f} min to build at the search's {pace:.0f} s a "
            f"build, more than the ablation's time: its flags were taken out in {n} groups "
            "first, then one by one within the groups that may matter")
-    return {"method": "groups", "why": why,
-            "groups": [list(g) for g in proof.groups(changes, n)]}
+    return AblationPlan(method="groups", why=why,
+                        groups=[list(g) for g in proof.groups(changes, n)])
 
 
-def _ablated(tune: Tuning, winner: tuple[str, ...], plan: dict, number: int,
+def _ablated(tune: Tuning, winner: tuple[str, ...], plan: AblationPlan, number: int,
              say: Callable[[str], None]) -> list[contract.TuneAblationRow]:
     """The plan's sweeps on the search input, the winner their baseline: the removals' rows."""
-    removals = [tuple(g) for g in plan["groups"]]
-    if plan["method"] == "leave-one-out":
+    removals = [tuple(g) for g in plan.groups]
+    if plan.method == "leave-one-out":
         say(f"ablation: the best set (trial {number}) without each of its {len(removals)} flags")
         return _removed(tune, "ablation", winner, removals, say)
     say(f"ablation: the best set (trial {number}) without each of {len(removals)} groups of "
-        f"its flags ({plan['why']})")
+        f"its flags ({plan.why})")
     rows = _removed(tune, "ablation-groups", winner, removals, say)
-    split = plan.get("split")
+    split = plan.split
     if split is None:
-        split = _split(tune, rows, say)
-        plan = {**tune.record("ablation_plan"), "split": split}
-        tune.keep("ablation_plan", plan)
+        split = plan.split = _split(tune, rows, say)
+        tune.save()
     if not split:
         return rows
     say(f"ablation: the best set without each of the {len(split)} flags of the groups that "
@@ -155,13 +169,13 @@ def _greedy(tune: Tuning, winner: tuple[str, ...], rows: list[contract.TuneAblat
     decided = sum(1 for r in rows if r.matters())
     if decided == 0 or len(units) < 2:
         return None
-    plan = tune.record("ablation_plan")
-    if "greedy" not in plan:
-        plan = {**plan, **_greedy_plan(tune, units)}
-        tune.keep("ablation_plan", plan)
-    if not plan["greedy"]:
-        return contract.TuneGreedy(status="skipped", why=plan.get("greedy_why"))
-    units = [tuple(u) for u in plan["greedy"]]
+    plan = tune.state.ablation_plan
+    if plan.greedy is None:
+        plan.greedy, plan.greedy_why = _greedy_plan(tune, units)
+        tune.save()
+    if not plan.greedy:
+        return contract.TuneGreedy(status="skipped", why=plan.greedy_why)
+    units = [tuple(u) for u in plan.greedy]
     sets = proof.greedy_sets(winner, len(tune.setting.base), units)
     say(f"ablation: the greedy subset: the base with the flags that may matter added back, "
         f"costliest first, {len(units)} steps")
@@ -181,18 +195,18 @@ def _greedy(tune: Tuning, winner: tuple[str, ...], rows: list[contract.TuneAblat
                                chosen=proof.greedy_chosen(steps, decided))
 
 
-def _greedy_plan(tune: Tuning, units: list[tuple[str, ...]]) -> dict:
-    """The greedy steps whose builds fit in what is left of the ablation's time, kept with
-    the study so a resumed tune measures the same steps."""
+def _greedy_plan(tune: Tuning, units: list[tuple[str, ...]]
+                 ) -> tuple[list[list[str]], str | None]:
+    """The greedy steps whose builds fit in what is left of the ablation's time (and why none
+    when none does), kept with the study so a resumed tune measures the same steps."""
     pace = cost.build_pace(tune)
     left = cost.phase_left(tune, "ablation") - cost.MIN_ROUNDS_S
     fit = int(left / pace) if pace else len(units)
     if fit < 1:
-        return {"greedy": [], "greedy_why": (
-            f"the {max(0, left + cost.MIN_ROUNDS_S):.0f} s left of the ablation's time do not hold "
-            f"one build at {pace:.0f} s and the {cost.MIN_ROUNDS_S:.0f} s of rounds a sweep is "
-            "given at least")}
-    return {"greedy": [list(u) for u in units[:fit]]}
+        return [], (f"the {max(0, left + cost.MIN_ROUNDS_S):.0f} s left of the ablation's time "
+                    f"do not hold one build at {pace:.0f} s and the {cost.MIN_ROUNDS_S:.0f} s "
+                    "of rounds a sweep is given at least")
+    return [list(u) for u in units[:fit]], None
 
 
 def _removed(tune: Tuning, folder: str, winner: tuple[str, ...],
@@ -201,5 +215,6 @@ def _removed(tune: Tuning, folder: str, winner: tuple[str, ...],
     todo = [Proposal(-1 - i, proof.without(winner, r)) for i, r in enumerate(removals)]
     path = sweeps.sweep_once(tune, tune.out / folder, f"{tune.name}-{folder}", winner, todo,
                              quick=True, say=say)
-    tune.keep("ablation_plan", {**tune.record("ablation_plan"), "last": str(path)})
+    tune.state.ablation_plan.last = str(path)
+    tune.save()
     return proof.ablation_rows(tune.setting, path, winner, removals)

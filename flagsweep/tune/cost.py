@@ -19,10 +19,9 @@ MIN_ROUNDS_S = 60.0          # the least an ablation's or a proof's sweep is giv
 def phase_ended(tune: Tuning, phase: str, after: str) -> None:
     """The phase's seconds (the tune's clock at its end, less the phases before it) kept with
     the tune, then the next phase."""
-    ended = tune.record("phase_ended_s") or {}
-    ended[phase] = round(tune.elapsed(), 1)
-    tune.keep("phase_ended_s", ended)
-    tune.keep("phase", after)
+    tune.state.phase_ended_s[phase] = round(tune.elapsed(), 1)
+    tune.state.phase = after
+    tune.save()
 
 
 def phase_seconds(ended: dict) -> dict:
@@ -35,7 +34,8 @@ def phase_seconds(ended: dict) -> dict:
 
 
 def save_clock(tune: Tuning) -> None:
-    tune.keep("spent_s", tune.elapsed())
+    tune.state.spent_s = tune.elapsed()
+    tune.save()
     tune.spent, tune.began = tune.elapsed(), time.monotonic()
 
 
@@ -53,27 +53,27 @@ def phase_end(tune: Tuning, phase: str) -> float:
 def count(tune: Tuning, step: str, **spent: float) -> None:
     """What one step (a batch's builds, a sweep, a bisection) spent, set under its own name:
     a step done again on resume replaces its figures, never adds them twice."""
-    cost = tune.record("cost") or {}
-    steps = cost.setdefault("steps", {})
+    steps = tune.state.cost.steps
     steps[step] = {**steps.get(step, {}), **spent}
-    tune.keep("cost", cost)
+    tune.save()
 
 
 def spent(tune: Tuning, what: str) -> float:
     """The total over the steps (and the running total an older record kept instead)."""
-    cost = tune.record("cost") or {}
-    return cost.get(what, 0) + sum(v.get(what, 0) for v in cost.get("steps", {}).values())
+    cost = tune.state.cost
+    return getattr(cost, what) + sum(v.get(what, 0) for v in cost.steps.values())
 
 
 def search_pace(tune: Tuning) -> float:
     """Seconds per build: the search's own timed builds, else the base's at the start."""
-    return build_pace(tune) or (tune.record("opening") or {}).get("build_s") or 0.0
+    opening = tune.state.opening
+    return build_pace(tune) or (opening.build_s if opening else None) or 0.0
 
 
 def build_pace(tune: Tuning) -> float:
     """Seconds per build, from the search's own timed builds (0 before any). A batch whose
     sets all came from the build cache built nothing: its copying time is no build's pace."""
-    steps = (tune.record("cost") or {}).get("steps", {}).values()
+    steps = tune.state.cost.steps.values()
     timed = [v for v in steps if "build_s" in v and v.get("builds")]
     n = sum(v["builds"] for v in timed)
     return sum(v["build_s"] for v in timed) / n if n else 0.0

@@ -24,34 +24,18 @@ PROOF_LOAN = 0.2
 
 
 def layout_check(tune: Tuning, winner: tuple[str, ...], rows: list[contract.TuneAblationRow],
-                  path: Path, say: Callable[[str], None]
-                  ) -> tuple[contract.TuneLayoutCheck, list[contract.TuneAblationRow]]:
+                 path: Path, say: Callable[[str], None]
+                 ) -> tuple[contract.TuneLayoutCheck, list[contract.TuneAblationRow]]:
     """The rows decided slower by less than layout luck reaches (proof.to_check), measured
     again over the proof's K layouts on the search input, in one sweep whose baseline is the
     winner: the check's record, and the rows with what it found."""
-    plan = tune.record("ablation_plan")
-    if "layout_check" not in plan:
-        plan = {**plan, "layout_check": _layout_plan(tune, rows, path)}
-        tune.keep("ablation_plan", plan)
-    check = contract.TuneLayoutCheck.model_validate(plan["layout_check"])
+    check = _planned(tune, rows, path)
     if check.status != "running":
         if check.status == "skipped":
             say(f"ablation: not measured again over layouts: {check.why}")
         return check, rows
-    which = [r for r in rows if r.flag in check.rows]
-    k = int(check.layouts or DEFAULT_LAYOUTS)
-    say(f"ablation: {len(which)} cost(s) decided within the {check.reach_pct:.1f}% layout luck "
-        f"reaches, measured again over {k} layouts: "
-        + ", ".join(r.flag for r in which))
-    todo = [Proposal(-300 - i, proof.without(winner, tuple(r.flags or [r.flag])))
-            for i, r in enumerate(which)]
     try:
-        # no base in this sweep: its comparisons are all against the winner
-        found = sweeps.sweep_once(tune, tune.out / "ablation-layouts",
-                                  f"{tune.name}-ablation-layouts", winner, todo, quick=True,
-                                  say=say, layouts=k, phase="ablation",
-                                  budget=plan["layout_check"]["rounds_s"],
-                                  setting=replace(tune.setting, base=winner))
+        found = _measured_again(tune, winner, rows, check, say)
     except Interrupted:
         raise                       # resumed with the tune, never recorded as a failure
     except FlagsweepError as e:
@@ -59,15 +43,49 @@ def layout_check(tune: Tuning, winner: tuple[str, ...], rows: list[contract.Tune
         return check.model_copy(update={"status": "failed", "why": str(e)}), rows
     rows = proof.checked(tune.setting, found, winner, rows, check.rows)
     confirmed = [r.flag for r in rows if r.flag in check.rows and r.matters()]
+    _say_checked(rows, check, confirmed, say)
+    return check.model_copy(update={
+        "status": "complete", "confirmed": confirmed, "run_id": batch.run_id(tune.setting, found),
+        "results": str(found)}), rows
+
+
+def _planned(tune: Tuning, rows: list[contract.TuneAblationRow], path: Path
+             ) -> contract.TuneLayoutCheck:
+    """The check as planned once (_layout_plan) and kept with the ablation's plan."""
+    plan = tune.state.ablation_plan
+    if plan.layout_check is None:
+        plan.layout_check = _layout_plan(tune, rows, path)
+        tune.save()
+    return contract.TuneLayoutCheck.model_validate(plan.layout_check)
+
+
+def _measured_again(tune: Tuning, winner: tuple[str, ...],
+                    rows: list[contract.TuneAblationRow], check: contract.TuneLayoutCheck,
+                    say: Callable[[str], None]) -> Path:
+    """The check's sweep: each row's set and the winner over K layouts."""
+    which = [r for r in rows if r.flag in check.rows]
+    k = int(check.layouts or DEFAULT_LAYOUTS)
+    say(f"ablation: {len(which)} cost(s) decided within the {check.reach_pct:.1f}% layout luck "
+        f"reaches, measured again over {k} layouts: "
+        + ", ".join(r.flag for r in which))
+    todo = [Proposal(-300 - i, proof.without(winner, tuple(r.flags or [r.flag])))
+            for i, r in enumerate(which)]
+    # no base in this sweep: its comparisons are all against the winner
+    return sweeps.sweep_once(tune, tune.out / "ablation-layouts",
+                             f"{tune.name}-ablation-layouts", winner, todo, quick=True,
+                             say=say, layouts=k, phase="ablation", budget=check.rounds_s,
+                             setting=replace(tune.setting, base=winner))
+
+
+def _say_checked(rows: list[contract.TuneAblationRow], check: contract.TuneLayoutCheck,
+                 confirmed: list[str], say: Callable[[str], None]) -> None:
+    k = int(check.layouts or DEFAULT_LAYOUTS)
     for r in rows:
         if r.flag in check.rows:
             e = r.over_layouts
             say(f"ablation: without {r.flag}, over {k} layouts: "
                 + (f"{ranking.pct(e.ratio)} {e.verdict}" if e.ratio is not None else e.why or "-")
                 + ("" if r.flag in confirmed else ": not counted as mattering"))
-    return check.model_copy(update={
-        "status": "complete", "confirmed": confirmed, "run_id": batch.run_id(tune.setting, found),
-        "results": str(found)}), rows
 
 
 def _layout_plan(tune: Tuning, rows: list[contract.TuneAblationRow], path: Path) -> dict:

@@ -9,9 +9,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
+from flagsweep.model.tune import BrokenFlags, RecordedBatch, Remeasurement
 from flagsweep.tune import batch, budget, cost, culprit, document, ranking, search, sweeps
 from flagsweep.tune.batch import Proposal
-from flagsweep.tune.record import Tuning
+from flagsweep.tune.record import Tuning, trial_record
 
 
 REDUCE_SHARE = 0.2           # of the search's time, to reduce flags that fail only together
@@ -36,23 +37,22 @@ def race(tune: Tuning, say: Callable[[str], None]) -> None:
             say(f"search: {why}")
         if not n:
             break
-        dropped = set(tune.record("dropped") or [])
+        dropped = set(tune.state.dropped)
         best = ranking.best(tune)
         near = search.choices(tune.study, best[0]) if best else None
-        begin = tune.record("starts") or []
+        begin = tune.state.starts
         asked = search.ask_batch(tune.study, tune.space, n, dropped, tune.opts.sampler,
                                  tune.opts.seed, near, begin, say)
         todo = [Proposal(trial.number, tune.space.flags(chosen)) for trial, chosen in asked]
-        batches = tune.record("batches") or []
-        number = len(batches)
+        number = len(tune.state.batches)
         # Each trial's flags first, then the batch: killed in between, its trials are told
         # "not measured" on resume (_finish_open_batch), never left without their flags.
         for c in todo:
             search.note(tune.study, c.number, {"flags": list(c.flags), "batch": number,
                                                "state": "pending"})
-        batches.append({"batch": number, "trials": [c.number for c in todo],
-                        "best": best[0] if best else None})
-        tune.keep("batches", batches)
+        tune.state.batches.append(RecordedBatch(batch=number, trials=[c.number for c in todo],
+                                                best=best[0] if best else None))
+        tune.save()
         fresh = _batch(tune, number, todo, say)
         stale = 0 if fresh else stale + 1
         cost.save_clock(tune)
@@ -76,12 +76,13 @@ def finish_open_batch(tune: Tuning, say: Callable[[str], None]) -> None:
     open_ = {t.number: t for t in search.running(tune.study)}
     if not open_:
         return
-    for entry in tune.record("batches") or []:
-        todo = [Proposal(n, tuple(open_[n].user_attrs["flags"])) for n in entry["trials"]
-                if n in open_ and "flags" in open_[n].user_attrs]
+    noted = {n: trial_record(t).flags for n, t in open_.items()}
+    for entry in tune.state.batches:
+        todo = [Proposal(n, tuple(noted[n])) for n in entry.trials
+                if n in open_ and noted[n] is not None]
         if todo:
-            say(f"batch {entry['batch']}: finishing {len(todo)} trials interrupted before")
-            _batch(tune, entry["batch"], todo, say)
+            say(f"batch {entry.batch}: finishing {len(todo)} trials interrupted before")
+            _batch(tune, entry.batch, todo, say)
     for number in open_:            # asked but never in a batch: told as not measured
         if number in {t.number for t in search.running(tune.study)}:
             search.tell(tune.study, number, None, {"state": "not-measured",
@@ -95,14 +96,13 @@ def _batch(tune: Tuning, number: int, todo: list[Proposal],
     candidate was new."""
     s = tune.setting
     known = ranking.known_flags(tune)
-    broken = tune.record("broken") or []
     told, left = {}, []
     for c in todo:
-        held = _holds_broken(broken, None, c.flags[len(s.base):])
+        held = _holds_broken(tune.state.broken, None, c.flags[len(s.base):])
         if held:
-            told[c.number] = batch.Judged(f"failed-{held['kind']}", batch.vid(s, c.flags),
-                                          detail=f"holds {held['flag']}, which broke the "
-                                                 f"{held['kind']} of trial {held['trial']}")
+            told[c.number] = batch.Judged(f"failed-{held.kind}", batch.vid(s, c.flags),
+                                          detail=f"holds {held.flag}, which broke the "
+                                                 f"{held.kind} of trial {held.trial}")
         elif c.flags in known and known[c.flags][0] != c.number:
             first, ratio = known[c.flags]
             told[c.number] = batch.Judged("repeat", batch.vid(s, c.flags), ratio=ratio,
@@ -132,7 +132,7 @@ def _measured(tune: Tuning, number: int, todo: list[Proposal],
     made = sum(1 for b in {batch.vid(s, c.flags): builds[c.number] for c in todo}.values()
                if not b.reused)
     cost.count(tune, f"batch {number}", builds=made, build_s=time.monotonic() - began)
-    codes = tune.record("codes") or {}
+    codes = tune.state.codes
     rest = []
     for c in todo:
         b = builds[c.number]
@@ -151,12 +151,11 @@ def _measured(tune: Tuning, number: int, todo: list[Proposal],
     for c in todo:
         if out[c.number].state in ("failed-build", "failed-check"):
             _bisect(tune, c, out[c.number], say)
-    codes = tune.record("codes") or {}
     for c in todo:
         j, b = out[c.number], builds[c.number]
         if j.state == "measured" and j.ratio is not None and b.code_sha256:
-            codes.setdefault(b.code_sha256, [c.number, j.ratio])
-    tune.keep("codes", codes)
+            tune.state.codes.setdefault(b.code_sha256, (c.number, j.ratio))
+    tune.save()
     return out
 
 
@@ -184,8 +183,8 @@ def _swept(tune: Tuning, number: int, todo: list[Proposal],
     rid = batch.run_id(s, path)
     # the candidates were built before the sweep; it builds the base the first time only
     cost.count(tune, rid, runs=len(s.store.samples(rid)), builds=batch.made(path))
-    known = {batch.vid(s, tuple(t.user_attrs["flags"])): t.user_attrs.get("ratio")
-             for t in search.trials(tune.study) if t.user_attrs.get("ratio") is not None}
+    told = [trial_record(t) for t in search.trials(tune.study)]
+    known = {batch.vid(s, tuple(r.flags)): r.ratio for r in told if r.ratio is not None}
     got = batch.judged(s, path, todo, known)
     _remeasured(tune, number, path, incumbent, best)
     for c in todo:
@@ -204,10 +203,11 @@ def _remeasured(tune: Tuning, number: int, path: Path, incumbent: tuple[str, ...
     if got.ratio is None:
         return
     # Kept with the study: a told trial's attributes are final in Optuna.
-    again = tune.record("again") or {}
+    again = tune.state.again
     entries = [e for e in again.get(str(best[0]), []) if ranking.estimate(e)[0] != number]
-    again[str(best[0])] = entries + [{"batch": number, "ratio": got.ratio, "ci95": got.ci95}]
-    tune.keep("again", again)
+    again[str(best[0])] = entries + [Remeasurement(batch=number, ratio=got.ratio,
+                                                   ci95=got.ci95)]
+    tune.save()
 
 
 def _fix_metric(tune: Tuning, run_id: str) -> None:
@@ -219,9 +219,8 @@ def _fix_metric(tune: Tuning, run_id: str) -> None:
     if m.metric != chosen or (kept and not m.chosen_schedule):
         tune.setting.measure = replace(m, metric=chosen,
                                        chosen_schedule=m.chosen_schedule or kept)
-        opts = tune.record("options")
-        opts["measure"].update(metric=chosen, chosen_schedule=m.chosen_schedule or kept)
-        tune.keep("options", opts)
+        tune.opts.measure.update(metric=chosen, chosen_schedule=m.chosen_schedule or kept)
+        tune.save()
 
 
 def _bisect(tune: Tuning, c: Proposal, j: batch.Judged, say: Callable[[str], None]) -> None:
@@ -230,13 +229,13 @@ def _bisect(tune: Tuning, c: Proposal, j: batch.Judged, say: Callable[[str], Non
     s = tune.setting
     changes = tuple(f for f in c.flags[len(s.base):])
     kind = "build" if j.state == "failed-build" else "check"
-    broken = tune.record("broken") or []
+    broken = tune.state.broken
     # A batch proposes its candidates before any is judged, so several can hold a flag that
     # one of them has just been found to break: halving again would only find it again.
     known = _holds_broken(broken, kind, changes)
     if known:
-        say(f"trial {c.number}: holds {known['flag']}, which broke the {kind} of trial "
-            f"{known['trial']}; not halved again")
+        say(f"trial {c.number}: holds {known.flag}, which broke the {kind} of trial "
+            f"{known.trial}; not halved again")
         return
     probe = culprit.Probe(s, tune.out / "probes" / f"trial-{c.number}", kind)
     # A failing set is one candidate of many: reducing flags that fail only together may take
@@ -247,13 +246,14 @@ def _bisect(tune: Tuning, c: Proposal, j: batch.Judged, say: Callable[[str], Non
     until = began + max(0.0, min(left, cost.phase_left(tune, "search")))
     found = culprit.culprit(changes, probe, lambda: time.monotonic() < until)
     cost.count(tune, f"probe {c.number}", builds=probe.builds, probe_s=time.monotonic() - began)
-    broken.append({"flag": " ".join(found.flags), "flags": list(found.flags), "kind": kind,
-                   "minimal": found.minimal, "detail": j.detail, "trial": c.number})
-    tune.keep("broken", broken)
+    broken.append(BrokenFlags(flag=" ".join(found.flags), flags=list(found.flags), kind=kind,
+                              minimal=found.minimal, detail=j.detail, trial=c.number))
+    tune.save()
     if len(found.flags) == 1:
         dims = {d.name for d in tune.space.dimensions
                 if found.flags[0] in d.choices}
-        tune.keep("dropped", sorted(set(tune.record("dropped") or []) | dims))
+        tune.state.dropped = sorted(set(tune.state.dropped) | dims)
+        tune.save()
         say(f"trial {c.number}: {found.flags[0]} breaks the {kind}; never proposed again")
     else:
         cut = "" if found.minimal else \
@@ -262,13 +262,13 @@ def _bisect(tune: Tuning, c: Proposal, j: batch.Judged, say: Callable[[str], Non
             f"together{cut}; no set holding them all is built again")
 
 
-def _holds_broken(broken: list[dict], kind: str | None, changes: tuple[str, ...]
-                  ) -> dict | None:
+def _holds_broken(broken: list[BrokenFlags], kind: str | None, changes: tuple[str, ...]
+                  ) -> BrokenFlags | None:
     """The first recorded flag, or combination, that `changes` holds all of (of `kind`, or
     of either kind)."""
     held = set(changes)
-    return next((b for b in broken if kind in (None, b["kind"])
-                 and set(b.get("flags") or [b["flag"]]) <= held), None)
+    return next((b for b in broken if kind in (None, b.kind)
+                 and set(b.flags or [b.flag]) <= held), None)
 
 
 def _tell(tune: Tuning, c: Proposal, j: batch.Judged, number: int) -> None:
@@ -296,7 +296,7 @@ def _say_batch(tune: Tuning, number: int, todo: list[Proposal], told: dict[int, 
     end = tune.opts.budget_s * cost.SHARES["search"]
     more = budget.candidates_left(end - tune.elapsed(), tune.elapsed(), len(_asked(tune)))
     pace = f"; about {more} more candidates fit in the search at this pace" \
-        if more is not None and tune.record("phase") == "search" else ""
+        if more is not None and tune.state.phase == "search" else ""
     say(f"batch {number}: {len(todo)} candidates ("
         + ", ".join(f"{n} {k}" for k, n in sorted(states.items()))
         + f"); best so far {where}; {tune.elapsed():.0f} s of {tune.opts.budget_s:g}{pace}")

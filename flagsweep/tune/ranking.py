@@ -7,8 +7,9 @@ from __future__ import annotations
 import math
 
 from flagsweep import stats
+from flagsweep.model.tune import Remeasurement
 from flagsweep.tune import batch, search
-from flagsweep.tune.record import Tuning
+from flagsweep.tune.record import Tuning, trial_record
 
 
 def short(text: str, width: int = 70) -> str:
@@ -23,9 +24,10 @@ def known_flags(tune: Tuning) -> dict[tuple[str, ...], tuple[int, float | None]]
     """Flag sets told before: their first trial and its ratio."""
     out = {}
     for t in search.trials(tune.study):
-        if t.user_attrs.get("state") in ("measured", "identical", "failed-build",
-                                         "failed-check") and "flags" in t.user_attrs:
-            out.setdefault(tuple(t.user_attrs["flags"]), (t.number, t.user_attrs.get("ratio")))
+        r = trial_record(t)
+        if r.state in ("measured", "identical", "failed-build",
+                       "failed-check") and r.flags is not None:
+            out.setdefault(tuple(r.flags), (t.number, r.ratio))
     return out
 
 
@@ -40,18 +42,18 @@ def estimated(tune: Tuning, upto: int | None) -> list[tuple]:
     measured in k batches has the geometric mean of its k ratios and that mean's interval (the
     batches' sweeps are independent estimates: stats.pool)."""
     seen, out = set(), []
-    again = tune.record("again") or {}
+    again = tune.state.again
     for t in search.trials(tune.study):
-        a = t.user_attrs
-        if a.get("state") != "measured" or a.get("ratio") is None:
+        a = trial_record(t)
+        if a.state != "measured" or a.ratio is None:
             continue
-        if upto is not None and (a.get("batch") is None or a["batch"] > upto):
+        if upto is not None and (a.batch is None or a.batch > upto):
             continue
-        flags = tuple(a["flags"])
+        flags = tuple(a.flags)
         if flags in seen:
             continue
         seen.add(flags)
-        estimates = [(a.get("batch"), a["ratio"], batch.finite_pair(a.get("ci95")))]
+        estimates = [(a.batch, a.ratio, batch.finite_pair(a.ci95))]
         estimates += [estimate(e) for e in again.get(str(t.number), [])]
         estimates = [e for e in estimates if upto is None or (e[0] is not None and e[0] <= upto)]
         out.append((t.number, flags, *_combined(estimates)))
@@ -60,8 +62,8 @@ def estimated(tune: Tuning, upto: int | None) -> list[tuple]:
 
 def estimate(entry) -> tuple:
     """A re-measurement: (batch, ratio, 95% interval); a bare ratio from an older record."""
-    if isinstance(entry, dict):
-        return entry.get("batch"), entry["ratio"], batch.finite_pair(entry.get("ci95"))
+    if isinstance(entry, Remeasurement):
+        return entry.batch, entry.ratio, batch.finite_pair(entry.ci95)
     return None, entry, None
 
 

@@ -5,8 +5,8 @@ the quick input, its baseline the best set so far, the base kept in every round)
 ablation and the proof (tune.proof) -> tune.json, tune.html and one sentence.
 
 Everything a resume needs is in the store as it happens: the study's trials (with their
-flags, state and ratio), the tune's record and phase (the study's user attributes), and each
-batch's sweep with every sample it took. A tune killed at any point (kill -9 included)
+flags, state and ratio), the tune's record and phase (flagsweep.model.tune's TuneRecord, one
+user attribute of the study: tune.record), and each batch's sweep with every sample it took. A tune killed at any point (kill -9 included)
 continues with `flagsweep tune --resume TUNE_ID`: an unfinished batch's sweep resumes where it
 stopped and its trials are told; nothing measured is measured again.
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 import random
 import time
 from contextlib import contextmanager
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from pathlib import Path
 from typing import Callable
 
@@ -29,18 +29,19 @@ from flagsweep import files
 from flagsweep.compilation import variants
 from flagsweep.errors import FlagsweepError, Interrupted
 from flagsweep.experiment import target
-from flagsweep.experiment.strict import quoted, validate
+from flagsweep.experiment.strict import quoted
 from flagsweep.host import launcher, toolchain
 from flagsweep.host.executor import Executor
 from flagsweep.jobs import fleet, schedule
 from flagsweep.measure.options import MeasureOptions, from_store
 from flagsweep.process import sigterm_as_interrupt
 from flagsweep.results import stored
+from flagsweep.model.tune import BuildOpening, TuneOptions, TuneRecord
 from flagsweep.results.store import Store
 from flagsweep.tune import ablation, batch, budget, cost, document, proving, race, search
 from flagsweep.tune import space as spaces
 from flagsweep.tune.batch import Proposal, Setting
-from flagsweep.tune.record import Tuning, TuneOptions, StoredTune, space_json, space_of
+from flagsweep.tune.record import Tuning, read, space_json, space_of
 
 
 def start(t: target.Target, opts: TuneOptions, out: Path, store: Store,
@@ -59,18 +60,17 @@ def start(t: target.Target, opts: TuneOptions, out: Path, store: Store,
     say(f"tune {out.name}: {len(space.dimensions)} dimensions from {space.source} "
         f"({space.switches()} switches) on {space.base}, {opts.sampler} sampler, "
         f"seed {opts.seed}, budget {opts.budget_s:g} s")
-    record = {"options": asdict(opts), "target_path": str(t.path),
-              "target_sha256": files.sha256_file(t.path), "out": str(out),
-              "space": space_json(space), "sampler": opts.sampler, "seed": opts.seed,
-              "phase": "search", "spent_s": 0.0, "batches": [], "broken": [], "dropped": [],
-              "codes": {}, "starts": _starts(space, opts)}
+    state = TuneRecord(options=opts, target_path=str(t.path),
+                       target_sha256=files.sha256_file(t.path), out=str(out),
+                       space=space_json(space), sampler=opts.sampler, seed=opts.seed,
+                       phase="search", spent_s=0.0, starts=_starts(space, opts))
     with _placed(opts, f"{t.name} tune {out.name}", mopts, wait, say) as where, \
             sigterm_as_interrupt():
-        study = search.create(store, out.name, opts.sampler, opts.seed, record)
+        study = search.create(store, out.name, opts.sampler, opts.seed, state.model_dump())
         stored.claim(out, "tune_id", out.name)
-        tune = Tuning(out.name, out, study, opts, space, _setting(t, opts, space, out, store, say,
-                                                                 execute, where),
-                    time.monotonic(), 0.0, wait)
+        tune = Tuning(out.name, out, study, state, space,
+                      _setting(t, opts, space, out, store, say, execute, where),
+                      time.monotonic(), 0.0, wait)
         return _run(tune, say)
 
 
@@ -82,7 +82,7 @@ def resume(name_or_dir: str, store: Store, say: Callable[[str], None],
     name = search.find(store, name_or_dir)
     study = search.load(store, name)
     row = f"tune {name}'s record in the store {store.url}"
-    record = validate(StoredTune, study.user_attrs, row)
+    record = read(study, row)
     out = stored.folder(record.out, "tune_id", name, row, "out")
     if record.phase == "done":
         path = out / "tune.json"
@@ -95,25 +95,26 @@ def resume(name_or_dir: str, store: Store, say: Callable[[str], None],
             raise FlagsweepError(f"tune {name} runs on this machine: --scheduler resumes a tune "
                                  "started on a fleet")
         opts.scheduler = scheduler
-        study.set_user_attr("options", {**study.user_attrs["options"], "scheduler": scheduler})
+        study.set_user_attr(search.RECORD, record.model_dump())
     elif fleet_part:
         raise FlagsweepError(f"{row}, key 'options.scheduler': tune {name} runs on the fleet "
                              f"at {quoted(opts.scheduler)}, and flagsweep connects only to a "
                              "scheduler you name, since it runs what the scheduler sends: "
                              "resume with --scheduler ADDRESS")
     t, space, mopts = _checked(record, name, row)
-    with _placed(opts if fleet_part else replace(opts, scheduler=None),
+    with _placed(opts if fleet_part else opts.model_copy(update={"scheduler": None}),
                  f"{t.name} tune {name} (resumed)", mopts, wait, say) as where, \
             sigterm_as_interrupt():
-        tune = Tuning(name, out, study, opts, space, _setting(t, opts, space, out, store, say,
-                                                             execute, where),
-                    time.monotonic(), record.spent_s or 0.0, wait)
+        tune = Tuning(name, out, study, record, space,
+                      _setting(t, opts, space, out, store, say, execute, where),
+                      time.monotonic(), record.spent_s or 0.0, wait)
+        tune.save()                 # an older record's keys as one attribute from here on
         say(f"resuming tune {name}: {len(search.trials(study))} trials so far, phase "
             f"{record.phase}")
         return _run(tune, say)
 
 
-def _checked(record: StoredTune, name: str, row: str
+def _checked(record: TuneRecord, name: str, row: str
              ) -> tuple[target.Target, spaces.Space, MeasureOptions]:
     """What the record says the tune builds and runs, checked as typed input is
     (results.stored): its target file one only root or you could have written, its compiler
@@ -132,7 +133,7 @@ def _checked(record: StoredTune, name: str, row: str
     return t, space, mopts
 
 
-def _target_of(record: StoredTune, row: str, name: str) -> target.Target:
+def _target_of(record: TuneRecord, row: str, name: str) -> target.Target:
     """The tune's target: the folder of its recorded file, else (a fleet tune's proof resumed
     on another machine) the shipped target of that name; either checked as a row's target
     (results.stored.target), with the bytes the tune started with."""
@@ -195,13 +196,13 @@ def _run(tune: Tuning, say: Callable[[str], None]) -> Path:
         for phase, step, after in (("search", race.race, "ablation"),
                                    ("ablation", ablation.ablation, "proof"),
                                    ("proof", proving.proved, "done")):
-            if tune.record("phase") == phase and step(tune, say) is not False:
+            if tune.state.phase == phase and step(tune, say) is not False:
                 cost.phase_ended(tune, phase, after)
     except (KeyboardInterrupt, Interrupted):
         cost.save_clock(tune)
         document.write(tune, "interrupted")
         # The batch's own hint (resume its sweep) is not the user's: the tune resumes it.
-        raise Interrupted(f"tune {tune.name} interrupted in its {tune.record('phase')} phase; "
+        raise Interrupted(f"tune {tune.name} interrupted in its {tune.state.phase} phase; "
                           "every trial and sample is kept. Continue with: flagsweep tune "
                           f"--resume {tune.name}") from None
     except Exception:
@@ -219,7 +220,7 @@ def _opening(tune: Tuning, say: Callable[[str], None]) -> None:
     base is built first, as the first batch would build it (which then takes it from the
     build cache), and its build's time is the pace; a base the build cache held tells the
     time its build took then."""
-    if tune.record("opening") is not None or tune.record("batches"):
+    if tune.state.opening is not None or tune.state.batches:
         return
     s = tune.setting
     began = time.monotonic()
@@ -229,5 +230,6 @@ def _opening(tune: Tuning, say: Callable[[str], None]) -> None:
         cost.count(tune, "base", builds=1, build_s=took)
     pace = None if built.status != "ok" else built.seconds if built.reused else took
     compiles = (getattr(built, "audit", None) or {}).get("compiles")
-    tune.keep("opening", {"build_s": pace, "compiles": compiles, "cached": bool(built.reused)})
+    tune.state.opening = BuildOpening(build_s=pace, compiles=compiles, cached=bool(built.reused))
+    tune.save()
     say(budget.opening(tune.opts.budget_s, cost.SHARES, pace, compiles, bool(built.reused)))

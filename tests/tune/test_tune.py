@@ -21,10 +21,11 @@ from tiny_target import REFUSES_BOTH, tiny_refusing_both, write_tiny_target
 from flagsweep.compilation import own_build, variants
 from flagsweep.experiment import target
 from flagsweep.host.executor import Execution
-from flagsweep.tune import batch, cost, culprit, proof, proving, race, ranking, sweeps, tune
 from flagsweep.measure.options import MeasureOptions
+from flagsweep.model.tune import BrokenFlags, Spending, TuneRecord
 from flagsweep.results import contract, reader
 from flagsweep.results.store import Store
+from flagsweep.tune import batch, cost, culprit, proof, proving, race, ranking, sweeps, tune
 
 pytestmark = pytest.mark.integration
 
@@ -146,7 +147,7 @@ def test_tune_finds_the_planted_flags_survives_a_kill_and_proves_them(tmp_path, 
 
 def test_tpe_local_tunes_end_to_end_and_finds_the_planted_flags(tmp_path, isolated_cache):
     """The tune hands tpe-local its best set so far: its turns after the start are small
-    changes to it (tests/jobs/test_tune_search.py), and the whole tune still proves the
+    changes to it (tests/tune/test_tune_search.py), and the whole tune still proves the
     planted pair, beginning from no start set when asked for none."""
     t = target.load(str(write_tiny_target(tmp_path / "tiny", megabytes=0.2,
                                           quick_megabytes=0.1)))
@@ -217,41 +218,39 @@ def _made_in(folder: Path) -> int:
 
 
 class Records:
-    """A tune's kept records, its base and its (empty) space: what `_bisect` reads, with the
-    probe's builds replaced."""
+    """A tune's record (none of its identity: model_construct), its base and its (empty)
+    space: what `_bisect` reads, with the probe's builds replaced."""
 
-    def __init__(self, **records):
-        self.records, self.setting = records, SimpleNamespace(base=("-O2",))
+    def __init__(self, **state):
+        self.state = TuneRecord.model_construct(**state)
+        self.setting = SimpleNamespace(base=("-O2",))
         self.out, self.space = Path("/nonexistent"), SimpleNamespace(dimensions=[])
         self.opts = SimpleNamespace(budget_s=3600)
 
     def elapsed(self):
         return 0.0
 
-    def record(self, name):
-        return self.records.get(name)
-
-    def keep(self, name, value):
-        self.records[name] = value
+    def save(self):
+        pass
 
 
 def test_a_candidate_holding_a_flag_found_broken_is_not_halved_again(monkeypatch):
     """A batch's candidates are proposed before any is judged, so two can hold the flag the
     first one's halving finds: the second is put down to it, with no build and no new row."""
-    found = {"flag": BROKEN, "kind": "build", "detail": "gcc: error", "trial": 4}
+    found = BrokenFlags(flag=BROKEN, kind="build", detail="gcc: error", trial=4)
     kept, said = Records(broken=[found]), []
     again = batch.Proposal(6, ("-O2", "-fpeel-loops", BROKEN))
     race._bisect(kept, again, batch.Judged("failed-build", "v", detail="gcc: error"), said.append)
-    assert kept.records["broken"] == [found]
+    assert kept.state.broken == [found]
     assert said == [f"trial 6: holds {BROKEN}, which broke the build of trial 4; not halved again"]
     # a flag that broke the output, not the build, is no answer for a failed build: halved
     monkeypatch.setattr(culprit, "Probe", lambda *_: SimpleNamespace(builds=3))
     monkeypatch.setattr(culprit, "culprit",
                         lambda changes, probe, more: culprit.Found(changes[-1:], True))
-    kept = Records(broken=[found | {"kind": "check"}])
+    kept = Records(broken=[found.model_copy(update={"kind": "check"})])
     race._bisect(kept, again, batch.Judged("failed-build", "v"), said.append)
-    assert [(b["flag"], b["kind"]) for b in kept.records["broken"]] == [(BROKEN, "check"),
-                                                                         (BROKEN, "build")]
+    assert [(b.flag, b.kind) for b in kept.state.broken] == [(BROKEN, "check"),
+                                                             (BROKEN, "build")]
 
 
 def test_flags_breaking_only_together_are_kept_and_no_set_holding_them_is_built(monkeypatch):
@@ -259,7 +258,7 @@ def test_flags_breaking_only_together_are_kept_and_no_set_holding_them_is_built(
     that all such reductions share lasts; a later set holding all of them is put down to it
     with no build, as a single broken flag's sets are by never being proposed."""
     # the search has 600 s of 1000; 20 s went to probing before: 100 s left for reducing
-    kept, said, allowed = Records(cost={"steps": {"probe 2": {"probe_s": 20.0}}}), [], []
+    kept, said, allowed = Records(cost=Spending(steps={"probe 2": {"probe_s": 20.0}})), [], []
     kept.opts, kept.elapsed = SimpleNamespace(budget_s=1000), lambda: 100.0
     kept.setting.compiler = "gcc"
     clock = [50.0]
@@ -277,11 +276,11 @@ def test_flags_breaking_only_together_are_kept_and_no_set_holding_them_is_built(
     race._bisect(kept, failed, batch.Judged("failed-build", "v", detail="error: x"),
                  said.append)
     assert allowed == [True, True, False]
-    assert kept.records["broken"] == [{"flag": "-fa -fb", "flags": ["-fa", "-fb"],
+    assert [b.model_dump() for b in kept.state.broken] == [{"flag": "-fa -fb", "flags": ["-fa", "-fb"],
                                        "kind": "build", "minimal": False,
                                        "detail": "error: x", "trial": 4}]
-    assert "dropped" not in kept.records          # neither flag is wrong alone
-    assert kept.records["cost"]["steps"]["probe 4"] == {"builds": 20, "probe_s": 100.0}
+    assert kept.state.dropped == []               # neither flag is wrong alone
+    assert kept.state.cost.steps["probe 4"] == {"builds": 20, "probe_s": 100.0}
     assert said == ["trial 4: its build fails only with -fa -fb together (of its 4 changes, "
                     "after 10 probes: not reduced further in time); no set holding them all is "
                     "built again"]
@@ -312,12 +311,12 @@ def test_a_winner_too_large_to_take_apart_flag_by_flag_is_ablated_in_groups(
     winner = ("-O2", "-funroll-loops", "-fno-tree-vectorize", "-fpeel-loops", "-fsplit-loops")
     real_best = ranking.best
     monkeypatch.setattr(ranking, "best", lambda tu: (0, winner, 0.7)
-                        if tu.record("phase") == "ablation" else real_best(tu))
+                        if tu.state.phase == "ablation" else real_best(tu))
     # At 1000 s a build nothing but two groups fits; back at tiny's own pace after that plan,
     # so the group that may matter is taken apart (and the search before it at its own).
     real_pace = cost.build_pace
-    monkeypatch.setattr(cost, "build_pace", lambda tu: 1000.0 if tu.record("phase") ==
-                        "ablation" and not tu.record("ablation_plan") else real_pace(tu))
+    monkeypatch.setattr(cost, "build_pace", lambda tu: 1000.0 if tu.state.phase ==
+                        "ablation" and not tu.state.ablation_plan else real_pace(tu))
     path = tune.start(t, _options(_space(tmp_path), trials=8), tmp_path / "tuned", Store(),
                       print, execute=Planted())
     a = contract.validate(json.loads(path.read_text()), path, "tune").ablation
@@ -360,7 +359,7 @@ def test_a_cost_within_layout_luck_counts_only_if_it_holds_over_layouts(
     winner = ("-O2", "-funroll-loops", "-fno-tree-vectorize", "-fno-schedule-insns2")
     real_best = ranking.best
     monkeypatch.setattr(ranking, "best", lambda tu: (0, winner, 0.7)
-                        if tu.record("phase") == "ablation" else real_best(tu))
+                        if tu.state.phase == "ablation" else real_best(tu))
     store = Store()
     path = tune.start(t, _options(_space(tmp_path), trials=8), tmp_path / "tuned", store,
                       print, execute=OneLayoutLuck("fno-schedule-insns2", everywhere))

@@ -10,9 +10,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from flagsweep.tune import ablation, answer, cost, layouts, proof, ranking, sweeps
 from flagsweep.measure.options import MeasureOptions
+from flagsweep.model.tune import Remeasurement, TuneRecord
 from flagsweep.results import confirmation, contract
+from flagsweep.tune import ablation, answer, cost, layouts, proof, ranking, sweeps
 
 
 def said(proof_, ablation, n):
@@ -182,19 +183,17 @@ def test_no_finished_proof_recommends_nothing():
 
 
 class Recorded(SimpleNamespace):
-    """A tune's record alone: what `_count` and the budget read and keep."""
-    def record(self, key):
-        return self.attrs.get(key)
-
-    def keep(self, key, value):
-        self.attrs[key] = value
+    """A tune's record alone (none of its identity: model_construct): what `count` and the
+    budget read and keep."""
+    def save(self):
+        pass
 
     def elapsed(self):
         return self.clock
 
 
 def test_a_step_done_again_on_resume_is_counted_once():
-    t = Recorded(attrs={})
+    t = Recorded(state=TuneRecord.model_construct())
     cost.count(t, "batch 0", builds=6, build_s=30.0)
     cost.count(t, "run-1", runs=40)
     cost.count(t, "run-1", runs=52, builds=3)      # the sweep resumed and finished
@@ -205,7 +204,7 @@ def test_a_step_done_again_on_resume_is_counted_once():
 
 
 def test_a_phase_sweep_gets_what_is_left_of_the_phase_less_its_builds():
-    t = Recorded(attrs={}, clock=2200.0, opts=SimpleNamespace(budget_s=3600.0))
+    t = Recorded(state=TuneRecord.model_construct(), clock=2200.0, opts=SimpleNamespace(budget_s=3600.0))
     assert sweeps._rounds_budget(t, "ablation", 4) == 2700 - 2200   # no build timed yet
     cost.count(t, "batch 0", builds=10, build_s=100.0)
     assert sweeps._rounds_budget(t, "ablation", 4) == 2700 - 2200 - 40
@@ -232,7 +231,8 @@ def _told(number, batch, ratio, ci):
 def test_the_best_so_far_is_the_mean_of_its_estimates_as_they_came():
     """A set lucky in its first batch and slower when measured again as the next batch's
     baseline loses its place, in the ranking and on the curve, from that batch on."""
-    t = Recorded(attrs={"again": {"0": [{"batch": 1, "ratio": 1.02, "ci95": [0.97, 1.07]}]}},
+    again = {"0": [Remeasurement(batch=1, ratio=1.02, ci95=[0.97, 1.07])]}
+    t = Recorded(state=TuneRecord.model_construct(again=again),
                  study=Study(told=[_told(0, 0, 0.90, [0.85, 0.95]),
                                    _told(1, 1, 0.95, [0.90, 1.00])]))
     assert [n for n, _, _ in ranking.ranked(t, upto=0)] == [0]
@@ -246,7 +246,7 @@ def test_the_best_so_far_is_the_mean_of_its_estimates_as_they_came():
     assert lucky[3][0] < lucky[2] < lucky[3][1]
     assert math.log(lucky[3][1] / lucky[3][0]) < math.log(0.95 / 0.85)
     # an older record's bare ratio still counts, without an interval
-    t.attrs["again"] = {"0": [1.02]}
+    t.state.again = {"0": [1.02]}
     assert ranking.estimated(t, None)[1][3] is None
 
 
@@ -258,24 +258,24 @@ def test_groups_split_the_flags_in_order_near_evenly():
 
 
 def test_leave_one_out_when_its_builds_fit_else_about_sqrt_n_groups():
-    t = Recorded(attrs={}, clock=2160.0, opts=SimpleNamespace(budget_s=3600.0))
+    t = Recorded(state=TuneRecord.model_construct(), clock=2160.0, opts=SimpleNamespace(budget_s=3600.0))
     changes = tuple(f"-f{i}" for i in range(68))
-    assert ablation._ablation_plan(t, changes)["method"] == "leave-one-out"    # no pace yet
+    assert ablation._ablation_plan(t, changes).method == "leave-one-out"    # no pace yet
     cost.count(t, "batch 0", builds=6, build_s=6.0)                       # 1 s a build
-    assert ablation._ablation_plan(t, changes)["method"] == "leave-one-out"
+    assert ablation._ablation_plan(t, changes).method == "leave-one-out"
     cost.count(t, "batch 0", builds=6, build_s=390.0)                     # 65 s a build
     plan = ablation._ablation_plan(t, changes)
-    assert plan["method"] == "groups" and len(plan["groups"]) == 5        # (540-60)/65 - 2
-    assert sum(plan["groups"], []) == list(changes) and "74 min" in plan["why"]
+    assert plan.method == "groups" and len(plan.groups) == 5        # (540-60)/65 - 2
+    assert sum(plan.groups, []) == list(changes) and "74 min" in plan.why
     cost.count(t, "batch 0", builds=6, build_s=60.0)                      # 10 s a build
-    assert len(ablation._ablation_plan(t, changes)["groups"]) == 9             # ceil(sqrt(68))
+    assert len(ablation._ablation_plan(t, changes).groups) == 9             # ceil(sqrt(68))
     # duo in a 3-minute tune: 27 s for the ablation, less than a sweep's least rounds, but
     # its 25 builds take 8 s: a second sweep for groups would cost more than they save
-    t = Recorded(attrs={}, clock=153.0, opts=SimpleNamespace(budget_s=180.0))
+    t = Recorded(state=TuneRecord.model_construct(), clock=153.0, opts=SimpleNamespace(budget_s=180.0))
     cost.count(t, "batch 0", builds=10, build_s=3.0)                      # 0.3 s a build
-    assert ablation._ablation_plan(t, changes[:25])["method"] == "leave-one-out"
+    assert ablation._ablation_plan(t, changes[:25]).method == "leave-one-out"
     more = tuple(f"-f{i}" for i in range(201))                              # 60.3 s of builds
-    assert ablation._ablation_plan(t, more)["method"] == "groups"
+    assert ablation._ablation_plan(t, more).method == "groups"
 
 
 def test_an_o3_that_looked_faster_but_was_not_decided_is_said_so():

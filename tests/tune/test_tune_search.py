@@ -7,9 +7,9 @@ import statistics
 
 import optuna
 
-from flagsweep.tune.space import Dimension, Space
-from flagsweep.tune import search
 from flagsweep.results.store import Store
+from flagsweep.tune import search
+from flagsweep.tune.space import Dimension, Space
 
 SWITCHES = 60
 

@@ -75,7 +75,7 @@ class BuildOpening(Closed):
     cached: bool = False
 
 
-class Spending(Closed):
+class StepCosts(Closed):
     """What the tune spent, step by step ("batch 3", "probe 12", a sweep's run id: builds,
     build_s, runs, probe_s), each set under its name so a step done again is counted once."""
     steps: dict[str, dict[str, float]] = {}
@@ -127,7 +127,7 @@ class TuneRecord(Closed):
     codes: dict[str, tuple[int | str, float]] = {}   # code sha256 -> its first trial, ratio
     opening: BuildOpening | None = None
     phase_ended_s: dict[str, float] = {}
-    cost: Spending = Field(default_factory=Spending)
+    cost: StepCosts = Field(default_factory=StepCosts)
     again: dict[str, list[Remeasurement | float]] = {}   # trial -> its remeasurements (a bare
                                                          # ratio from an older record)
     ablation_plan: AblationPlan | None = None

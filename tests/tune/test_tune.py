@@ -22,7 +22,7 @@ from flagsweep.compilation import own_build, variants
 from flagsweep.experiment import target
 from flagsweep.host.executor import Execution
 from flagsweep.measure.options import MeasureOptions
-from flagsweep.model.tune import BrokenFlags, Spending, TuneRecord
+from flagsweep.model.tune import BrokenFlags, StepCosts, TuneRecord
 from flagsweep.results import contract, reader
 from flagsweep.results.store import Store
 from flagsweep.tune import batch, cost, culprit, proof, proving, race, ranking, sweeps, tune
@@ -258,7 +258,7 @@ def test_flags_breaking_only_together_are_kept_and_no_set_holding_them_is_built(
     that all such reductions share lasts; a later set holding all of them is put down to it
     with no build, as a single broken flag's sets are by never being proposed."""
     # the search has 600 s of 1000; 20 s went to probing before: 100 s left for reducing
-    kept, said, allowed = Records(cost=Spending(steps={"probe 2": {"probe_s": 20.0}})), [], []
+    kept, said, allowed = Records(cost=StepCosts(steps={"probe 2": {"probe_s": 20.0}})), [], []
     kept.opts, kept.elapsed = SimpleNamespace(budget_s=1000), lambda: 100.0
     kept.setting.compiler = "gcc"
     clock = [50.0]

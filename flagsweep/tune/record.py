@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from flagsweep.experiment.strict import validate
-from flagsweep.model.tune import TrialRecord, TuneOptions, TuneRecord
+from flagsweep.model.tune import StoredSpace, TrialRecord, TuneOptions, TuneRecord
 from flagsweep.results import contract
 from flagsweep.tune import search
 from flagsweep.tune import space as spaces
@@ -57,16 +57,16 @@ def trial_record(trial) -> TrialRecord:
     return validate(TrialRecord, trial.user_attrs, f"trial {trial.number}'s attributes")
 
 
-def space_json(space: spaces.Space) -> dict:
-    return {"base": space.base, "compiler": space.compiler, "source": space.source,
-            "dimensions": [[d.name, list(d.choices)] for d in space.dimensions],
-            "excluded": list(space.excluded)}
+def stored_space(space: spaces.Space) -> StoredSpace:
+    return StoredSpace(base=space.base, compiler=space.compiler, source=space.source,
+                       dimensions=[(d.name, list(d.choices)) for d in space.dimensions],
+                       excluded=list(space.excluded))
 
 
-def space_of(doc: dict) -> spaces.Space:
-    return spaces.Space(doc["base"], doc["compiler"], doc["source"],
-                        tuple(spaces.Dimension(n, tuple(c)) for n, c in doc["dimensions"]),
-                        tuple(doc["excluded"]))
+def space_of(stored: StoredSpace) -> spaces.Space:
+    return spaces.Space(stored.base, stored.compiler, stored.source,
+                        tuple(spaces.Dimension(n, tuple(c)) for n, c in stored.dimensions),
+                        tuple(stored.excluded))
 
 
 def kept_ablation(tune: Tuning) -> contract.TuneAblation | None:

@@ -41,7 +41,7 @@ from flagsweep.results.store import Store
 from flagsweep.tune import ablation, batch, budget, cost, document, proving, race, search
 from flagsweep.tune import space as spaces
 from flagsweep.tune.batch import Proposal, Setting
-from flagsweep.tune.record import Tuning, read, space_json, space_of
+from flagsweep.tune.record import Tuning, read, space_of, stored_space
 
 
 def start(t: target.Target, opts: TuneOptions, out: Path, store: Store,
@@ -62,7 +62,7 @@ def start(t: target.Target, opts: TuneOptions, out: Path, store: Store,
         f"seed {opts.seed}, budget {opts.budget_s:g} s")
     state = TuneRecord(options=opts, target_path=str(t.path),
                        target_sha256=files.sha256_file(t.path), out=str(out),
-                       space=space_json(space), sampler=opts.sampler, seed=opts.seed,
+                       space=stored_space(space), sampler=opts.sampler, seed=opts.seed,
                        phase="search", spent_s=0.0, starts=_starts(space, opts))
     with _placed(opts, f"{t.name} tune {out.name}", mopts, wait, say) as where, \
             sigterm_as_interrupt():
@@ -121,7 +121,7 @@ def _checked(record: TuneRecord, name: str, row: str
     one that shows it is one, its source tree (--source-dir) one no other user can change,
     its measuring options of their types (kept so, for the batches to come)."""
     t = _target_of(record, row, name)
-    space = space_of(record.space.model_dump())
+    space = space_of(record.space)
     stored.compiler(space.compiler, row, "space.compiler")
     source = record.options.source_dir
     if source and (why := toolchain.replaceable_tree(Path(source))):

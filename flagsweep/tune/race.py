@@ -25,34 +25,15 @@ BATCH_LEAST_S = 30.0         # the least a batch's sweep is given for its rounds
 
 
 def race(tune: Tuning, say: Callable[[str], None]) -> None:
+    """The search phase: a batch at a time while the search's share of the budget lasts, the
+    trials asked last, or the sampler proposes something new."""
     end = tune.opts.budget_s * cost.SHARES["search"]
     stale = 0
     while tune.elapsed() < end and stale < STALE_BATCHES and not _enough(tune):
-        n = tune.opts.batch
-        if tune.opts.trials is not None:
-            n = min(n, tune.opts.trials - len(_asked(tune)))
-        # the budget is a promise: a batch begun near the search's end builds only what fits
-        n, why = budget.batch_fit(n, end - tune.elapsed(), cost.search_pace(tune), BATCH_LEAST_S)
-        if why:
-            say(f"search: {why}")
+        n = _batch_size(tune, end, say)
         if not n:
             break
-        dropped = set(tune.state.dropped)
-        best = ranking.best(tune)
-        near = search.choices(tune.study, best[0]) if best else None
-        begin = tune.state.starts
-        asked = search.ask_batch(tune.study, tune.space, n, dropped, tune.opts.sampler,
-                                 tune.opts.seed, near, begin, say)
-        todo = [Proposal(trial.number, tune.space.flags(chosen)) for trial, chosen in asked]
-        number = len(tune.state.batches)
-        # Each trial's flags first, then the batch: killed in between, its trials are told
-        # "not measured" on resume (_finish_open_batch), never left without their flags.
-        for c in todo:
-            search.note(tune.study, c.number, {"flags": list(c.flags), "batch": number,
-                                               "state": "pending"})
-        tune.state.batches.append(RecordedBatch(batch=number, trials=[c.number for c in todo],
-                                                best=best[0] if best else None))
-        tune.save()
+        number, todo = _asked_batch(tune, n, say)
         fresh = _batch(tune, number, todo, say)
         stale = 0 if fresh else stale + 1
         cost.save_clock(tune)
@@ -60,6 +41,39 @@ def race(tune: Tuning, say: Callable[[str], None]) -> None:
     if stale >= STALE_BATCHES:
         say(f"search: {STALE_BATCHES} batches in a row proposed only sets tried before; the "
             "space is exhausted for this sampler")
+
+
+def _batch_size(tune: Tuning, end: float, say: Callable[[str], None]) -> int:
+    """The next batch's candidates: --batch, within the trials left and what fits in time."""
+    n = tune.opts.batch
+    if tune.opts.trials is not None:
+        n = min(n, tune.opts.trials - len(_asked(tune)))
+    # the budget is a promise: a batch begun near the search's end builds only what fits
+    n, why = budget.batch_fit(n, end - tune.elapsed(), cost.search_pace(tune), BATCH_LEAST_S)
+    if why:
+        say(f"search: {why}")
+    return n
+
+
+def _asked_batch(tune: Tuning, n: int, say: Callable[[str], None]
+                 ) -> tuple[int, list[Proposal]]:
+    """n candidates asked of the study, near the best set so far where the sampler draws
+    near it; kept with the record as the next batch."""
+    best = ranking.best(tune)
+    near = search.choices(tune.study, best[0]) if best else None
+    asked = search.ask_batch(tune.study, tune.space, n, set(tune.state.dropped),
+                             tune.opts.sampler, tune.opts.seed, near, tune.state.starts, say)
+    todo = [Proposal(trial.number, tune.space.flags(chosen)) for trial, chosen in asked]
+    number = len(tune.state.batches)
+    # Each trial's flags first, then the batch: killed in between, its trials are told
+    # "not measured" on resume (finish_open_batch), never left without their flags.
+    for c in todo:
+        search.note(tune.study, c.number, {"flags": list(c.flags), "batch": number,
+                                           "state": "pending"})
+    tune.state.batches.append(RecordedBatch(batch=number, trials=[c.number for c in todo],
+                                            best=best[0] if best else None))
+    tune.save()
+    return number, todo
 
 
 def _enough(tune: Tuning) -> bool:

@@ -1,14 +1,16 @@
 """`flagsweep tune`: search many flag sets for the fastest, then prove it and say which flags matter.
 
-search (tune.search: an Optuna study in the store) -> batches (tune.batch: each one sweep on
-the quick input, its baseline the best set so far, the base kept in every round) -> the
-ablation and the proof (tune.proof) -> tune.json, tune.html and one sentence.
+search (tune.search: an Optuna study in the store) -> batches (tune.race, tune.batch: each
+one sweep on the quick input, its baseline the best set so far, the base kept in every round)
+-> the ablation (tune.ablation) and the proof (tune.proving) -> tune.json, tune.html and one
+sentence (tune.document).
 
 Everything a resume needs is in the store as it happens: the study's trials (with their
 flags, state and ratio), the tune's record and phase (flagsweep.model.tune's TuneRecord, one
-user attribute of the study: tune.record), and each batch's sweep with every sample it took. A tune killed at any point (kill -9 included)
-continues with `flagsweep tune --resume TUNE_ID`: an unfinished batch's sweep resumes where it
-stopped and its trials are told; nothing measured is measured again.
+user attribute of the study: tune.record), and each batch's sweep with every sample it took.
+A tune killed at any point (kill -9 included) continues with `flagsweep tune --resume
+TUNE_ID`: an unfinished batch's sweep resumes where it stopped and its trials are told;
+nothing measured is measured again.
 
 On a Dask fleet (--scheduler, one --cpu-label) the batches and the ablation are fleet sweeps of
 that label (tune.batch.Fleet); the proof builds layouts, which a fleet sweep cannot, so it runs

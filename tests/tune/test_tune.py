@@ -276,9 +276,9 @@ def test_flags_breaking_only_together_are_kept_and_no_set_holding_them_is_built(
     race._bisect(kept, failed, batch.Judged("failed-build", "v", detail="error: x"),
                  said.append)
     assert allowed == [True, True, False]
-    assert [b.model_dump() for b in kept.state.broken] == [{"flag": "-fa -fb", "flags": ["-fa", "-fb"],
-                                       "kind": "build", "minimal": False,
-                                       "detail": "error: x", "trial": 4}]
+    assert [b.model_dump() for b in kept.state.broken] == [
+        {"flag": "-fa -fb", "flags": ["-fa", "-fb"], "kind": "build", "minimal": False,
+         "detail": "error: x", "trial": 4}]
     assert kept.state.dropped == []               # neither flag is wrong alone
     assert kept.state.cost.steps["probe 4"] == {"builds": 20, "probe_s": 100.0}
     assert said == ["trial 4: its build fails only with -fa -fb together (of its 4 changes, "

@@ -204,7 +204,8 @@ def test_a_step_done_again_on_resume_is_counted_once():
 
 
 def test_a_phase_sweep_gets_what_is_left_of_the_phase_less_its_builds():
-    t = Recorded(state=TuneRecord.model_construct(), clock=2200.0, opts=SimpleNamespace(budget_s=3600.0))
+    t = Recorded(state=TuneRecord.model_construct(), clock=2200.0,
+                 opts=SimpleNamespace(budget_s=3600.0))
     assert sweeps._rounds_budget(t, "ablation", 4) == 2700 - 2200   # no build timed yet
     cost.count(t, "batch 0", builds=10, build_s=100.0)
     assert sweeps._rounds_budget(t, "ablation", 4) == 2700 - 2200 - 40
@@ -258,7 +259,8 @@ def test_groups_split_the_flags_in_order_near_evenly():
 
 
 def test_leave_one_out_when_its_builds_fit_else_about_sqrt_n_groups():
-    t = Recorded(state=TuneRecord.model_construct(), clock=2160.0, opts=SimpleNamespace(budget_s=3600.0))
+    t = Recorded(state=TuneRecord.model_construct(), clock=2160.0,
+                 opts=SimpleNamespace(budget_s=3600.0))
     changes = tuple(f"-f{i}" for i in range(68))
     assert ablation._ablation_plan(t, changes).method == "leave-one-out"    # no pace yet
     cost.count(t, "batch 0", builds=6, build_s=6.0)                       # 1 s a build
@@ -271,7 +273,8 @@ def test_leave_one_out_when_its_builds_fit_else_about_sqrt_n_groups():
     assert len(ablation._ablation_plan(t, changes).groups) == 9             # ceil(sqrt(68))
     # duo in a 3-minute tune: 27 s for the ablation, less than a sweep's least rounds, but
     # its 25 builds take 8 s: a second sweep for groups would cost more than they save
-    t = Recorded(state=TuneRecord.model_construct(), clock=153.0, opts=SimpleNamespace(budget_s=180.0))
+    t = Recorded(state=TuneRecord.model_construct(), clock=153.0,
+                 opts=SimpleNamespace(budget_s=180.0))
     cost.count(t, "batch 0", builds=10, build_s=3.0)                      # 0.3 s a build
     assert ablation._ablation_plan(t, changes[:25]).method == "leave-one-out"
     more = tuple(f"-f{i}" for i in range(201))                              # 60.3 s of builds

@@ -112,6 +112,15 @@ def _layout_plan(tune: Tuning, rows: list[contract.TuneAblationRow], path: Path)
             f"luck reaches ({source})" if decided else "no removal was decided slower")}
     if s.fleet is not None:
         return {**record, "status": "skipped", "why": "a fleet sweep cannot build layouts"}
+    return {**record, **_fitted(tune, path, doubtful, k)}
+
+
+def _fitted(tune: Tuning, path: Path, doubtful: list[contract.TuneAblationRow], k: int
+            ) -> dict:
+    """The most doubtful rows whose builds and least rounds fit in what is left of the
+    ablation's time and PROOF_LOAN of the proof's, and the seconds of rounds they get; or
+    why not one fits."""
+    s = tune.setting
     pace, run_s = cost.build_pace(tune), _run_pace(tune, path)
     rounds = s.measure.min_runs + s.measure.warmup
     avail = (cost.phase_left(tune, "ablation")
@@ -122,13 +131,13 @@ def _layout_plan(tune: Tuning, rows: list[contract.TuneAblationRow], path: Path)
         n -= 1
     if not n:
         builds, least = budget.need(2, k, paces)
-        return {**record, "status": "skipped", "why": (
+        return {"status": "skipped", "why": (
             f"one row's check, {3 * k} binaries ({k} layouts each of the set without it, the "
             f"best set and its A/A twin) and their least rounds, would take about "
             f"{builds + least:.0f} s, more than the {max(0.0, avail):.0f} s left of the "
             f"ablation's time and a fifth of the proof's")}
     builds, least = budget.need(n + 1, k, paces)
-    return {**record, "status": "running", "rows": [r.flag for r in doubtful[:n]],
+    return {"status": "running", "rows": [r.flag for r in doubtful[:n]],
             "rounds_s": max(least, avail - builds)}
 
 

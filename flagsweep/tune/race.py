@@ -263,6 +263,13 @@ def _bisect(tune: Tuning, c: Proposal, j: batch.Judged, say: Callable[[str], Non
     broken.append(BrokenFlags(flag=" ".join(found.flags), flags=list(found.flags), kind=kind,
                               minimal=found.minimal, detail=j.detail, trial=c.number))
     tune.save()
+    _kept_out(tune, c, kind, found, len(changes), probe, say)
+
+
+def _kept_out(tune: Tuning, c: Proposal, kind: str, found: culprit.Found, changes: int,
+              probe: culprit.Probe, say: Callable[[str], None]) -> None:
+    """A flag that breaks alone: its dimension never proposed again. Flags that break only
+    together: said, their sets put down to them (_holds_broken) before any build."""
     if len(found.flags) == 1:
         dims = {d.name for d in tune.space.dimensions
                 if found.flags[0] in d.choices}
@@ -271,7 +278,7 @@ def _bisect(tune: Tuning, c: Proposal, j: batch.Judged, say: Callable[[str], Non
         say(f"trial {c.number}: {found.flags[0]} breaks the {kind}; never proposed again")
     else:
         cut = "" if found.minimal else \
-            f" (of its {len(changes)} changes, after {probe.n} probes: not reduced further in time)"
+            f" (of its {changes} changes, after {probe.n} probes: not reduced further in time)"
         say(f"trial {c.number}: its {kind} fails only with {' '.join(found.flags)} "
             f"together{cut}; no set holding them all is built again")
 

@@ -8,7 +8,7 @@ and per budget: seeded simulations through flagsweep's own proof functions.
 The harness is the statistics audit's item 3 (../shared/design/audit-2026-12/item3.py and
 harness.py, December 2026), carried here so the bench stands alone:
 
-- the search, a surrogate of jobs.tune's batches: N candidates, each one build on the quick
+- the search, a surrogate of tune.tune's batches: N candidates, each one build on the quick
   input, whose estimate of its log ratio to the base is its truth + that build's layout luck
   N(0, s_L) - the base build's luck + run noise with the s.e. of a Hodges-Lehmann paired
   estimate over 12 rounds; batches of 6; after each batch the best so far measured again (the
@@ -17,11 +17,11 @@ harness.py, December 2026), carried here so the bench stands alone:
 - the proof, flagsweep's code: the base, -O3 (no effect here), the winner and two runners-up,
   each in K fresh layouts (new luck), the A/A twin in K more of the base's code, R rounds;
   judged as analysis.apply judges a --layouts sweep (stats.layout.compare_arms, stats.adjust,
-  stats.gate.aa_gate), against -O3 as jobs.proof._against does (the same comparison with -O3
+  stats.gate.aa_gate), against -O3 as tune.proof._against does (the same comparison with -O3
   the reference, adjusted, the sweep's A/A ruling by gate.rule), the candidates built as
-  jobs.proof.candidates builds them and the sentence from jobs.answer.sentence.
+  tune.proof.candidates builds them and the sentence from tune.answer.sentence.
 
-`layouts` holds K fixed (the audit's table: N = 200, R = 10). `budgets` lets jobs.budget plan
+`layouts` holds K fixed (the audit's table: N = 200, R = 10). `budgets` lets tune.budget plan
 the proof as a tune does: the candidates the search's share holds at a program's pace (gzip
 and lame on the project's 2-vCPU VM, docs/tune.md's measured tunes: 66 and 30 candidates in
 the search's 36 minutes, so about 33 and 74 s a candidate, builds and rounds; 12-21 s a
@@ -48,7 +48,7 @@ from scipy import stats as sps
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from flagsweep import stats  # noqa: E402
-from flagsweep.jobs import answer, budget  # noqa: E402
+from flagsweep.tune import answer, budget  # noqa: E402
 from flagsweep.results import contract  # noqa: E402
 from flagsweep.stats import gate, layout  # noqa: E402
 
@@ -195,7 +195,7 @@ def per_layouts(cells: list[Cell], tunes: int) -> None:
 
 
 def per_budget(cells: list[Cell], tunes: int, default_spread: bool) -> None:
-    print("\n== the proof as jobs.budget plans it, per budget and program (spread: "
+    print("\n== the proof as tune.budget plans it, per budget and program (spread: "
           + ("the default 1.8%" if default_spread else "as measured") + ")")
     print(f"{'cell':42} {'program':7} {'budget':>6} {'N':>4} {'sets':>4} {'K':>3} {'R':>3} "
           f"{'power':>5}  {'winner confirmed':28} {'false confirmation':28}")

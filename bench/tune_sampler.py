@@ -14,7 +14,7 @@ the second half, k named switches are the answer: each takes --solo % off on its
 k together a further --pair %. With --harm, a share of the second half slow the program
 when turned on (as -ffloat-store slows lame 1.8-fold). A candidate's value is the log of its time ratio to the base
 plus normal noise (--noise %, one quick-input estimate) and is told to Optuna like a tune
-tells it, a batch of 6 at a time through flagsweep.jobs.search's own ask (random starts near
+tells it, a batch of 6 at a time through flagsweep.tune.search's own ask (random starts near
 the base, the shipped settings). Reported per sampler: in how many seeds the best set by its
 noisy value held all k within --trials candidates, the candidates that took, the true effect
 (no noise) of the best set at the end, and how many switches the sampler's own sets changed.
@@ -37,8 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import optuna  # noqa: E402
 
-from flagsweep.experiment.space import Dimension, Space  # noqa: E402
-from flagsweep.jobs import search  # noqa: E402
+from flagsweep.tune.space import Dimension, Space  # noqa: E402
+from flagsweep.tune import search  # noqa: E402
 
 BATCH = 6
 

@@ -1,4 +1,4 @@
-"""`flagsweep tune`: search for the fastest flag set, then prove it (flagsweep.jobs.tune)."""
+"""`flagsweep tune`: search for the fastest flag set, then prove it (flagsweep.tune.tune)."""
 
 from __future__ import annotations
 
@@ -100,7 +100,8 @@ def tune_cmd(target_name, base, space, compiler, budget_s, sampler, no_starts, s
     from flagsweep import shipped
     from flagsweep.compilation import selection as chosen
     from flagsweep.experiment import target
-    from flagsweep.jobs import fleet, tune
+    from flagsweep.jobs import fleet
+    from flagsweep.tune import tune
     from flagsweep.report import terminal
     from flagsweep.results import reader, store
 

@@ -1,4 +1,4 @@
-"""The view of a tune (tune.json, flagsweep.jobs.tune): what its page and the terminal show.
+"""The view of a tune (tune.json, flagsweep.tune.tune): what its page and the terminal show.
 
     tune.json -> contract.Tune -> build (every row and sentence) -> tune.html.j2, terminal
 
@@ -102,7 +102,7 @@ class SweepPart:
     href: str | None               # a link to it, when it is a file inside the tune's folder
     page_href: str | None          # its index.html beside it, likewise
     layouts: str                   # the proof's K layouts a set, "" for the ablation
-    plan: str = ""                 # how the proof was sized (jobs.budget), "" for the others
+    plan: str = ""                 # how the proof was sized (tune.budget), "" for the others
 
 
 @dataclass
@@ -282,7 +282,7 @@ def again_note(r: contract.TuneAblationRow, k: float | None) -> str:
 
 def layout_sentence(a: contract.TuneAblation) -> str:
     """What the check over layouts did to the costs decided nearer to no change than layout
-    luck reaches (flagsweep.jobs.proof.to_check)."""
+    luck reaches (flagsweep.tune.proof.to_check)."""
     c = a.layout_check
     if c is None or c.status == "running":
         return ""

@@ -35,7 +35,7 @@ def test_tune_without_a_target_or_with_one_and_resume_is_a_usage_error(tmp_path,
 
 
 def test_no_starts_reaches_the_tunes_options_and_not_a_resume(tmp_path, monkeypatch):
-    from flagsweep.jobs import tune
+    from flagsweep.tune import tune
 
     monkeypatch.setenv("FLAGSWEEP_DB", f"sqlite:///{tmp_path / 'store.db'}")
     asked = []

@@ -23,8 +23,8 @@ from tiny_target import TINY_SRC, write_tiny_target
 from flagsweep import cli
 from flagsweep.errors import Interrupted
 from flagsweep.experiment import target
-from flagsweep.jobs import tune
 from flagsweep.results.store import Store
+from flagsweep.tune import search, tune
 
 MARKER_SCRIPT = "#!/bin/sh\necho planted >> {marker}\n"
 
@@ -279,14 +279,20 @@ def test_a_confirmation_writes_into_no_folder_the_confirmed_runs_row_names(
 
 # ---- tune --resume -----------------------------------------------------------------------------
 
+def _tune_record(db: Path) -> dict:
+    """The tune's record: its study's one user attribute (tune.search.RECORD)."""
+    (value,), = _sql(db, "SELECT value_json FROM study_user_attributes WHERE key = ?",
+                     search.RECORD)
+    return json.loads(value)
+
+
 def _tune_key(db: Path, key: str, value) -> None:
-    _sql(db, "UPDATE study_user_attributes SET value_json = ? WHERE key = ?", json.dumps(value),
-         key)
+    _sql(db, "UPDATE study_user_attributes SET value_json = ? WHERE key = ?",
+         json.dumps({**_tune_record(db), key: value}), search.RECORD)
 
 
 def _tune_value(db: Path, key: str):
-    (value,), = _sql(db, "SELECT value_json FROM study_user_attributes WHERE key = ?", key)
-    return json.loads(value)
+    return _tune_record(db)[key]
 
 
 def test_a_tune_resume_builds_no_target_file_others_could_write(tuned, tmp_path, isolated_cache,
@@ -411,6 +417,7 @@ def test_tune_resume_of_a_folder_takes_the_tune_started_there_not_one_of_its_nam
     ("options", {"budget_s": "an hour"}, "key 'options.budget_s': expected a valid number"),
     ("options", {"measure": {"max_runs": [3]}},
      "key 'options.measure': key 'max_runs': Input should be a valid integer"),
+    ("planted", "a key the record does not have", "unknown key 'planted'"),
 ])
 def test_a_tampered_tune_record_is_one_line_naming_its_key(key, value, expected, tuned, tmp_path,
                                                            isolated_cache, main):

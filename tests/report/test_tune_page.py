@@ -538,9 +538,9 @@ def test_a_tune_whose_proof_failed_says_why_there_is_no_answer():
 
 
 def test_the_proof_says_how_it_was_sized_on_the_page_and_in_the_terminal(tmp_path):
-    """The plan jobs.budget made (its sentence) beside the proof; a proof the budget could not
+    """The plan tune.budget made (its sentence) beside the proof; a proof the budget could not
     hold is "skipped" with that sentence as its why, and the answer says it was not proved."""
-    from flagsweep.jobs import budget
+    from flagsweep.tune import budget
 
     plan = budget.proof_plan(["base", "-O3", "winner", "minimal", "runner-up"],
                              budget.Spread(0.011, "measured by run g (4 layouts)"),

@@ -21,10 +21,11 @@ from tiny_target import REFUSES_BOTH, tiny_refusing_both, write_tiny_target
 from flagsweep.compilation import own_build, variants
 from flagsweep.experiment import target
 from flagsweep.host.executor import Execution
-from flagsweep.jobs import batch, culprit, proof, tune
 from flagsweep.measure.options import MeasureOptions
+from flagsweep.model.tune import BrokenFlags, StepCosts, TuneRecord
 from flagsweep.results import contract, reader
 from flagsweep.results.store import Store
+from flagsweep.tune import batch, cost, culprit, proof, proving, race, ranking, sweeps, tune
 
 pytestmark = pytest.mark.integration
 
@@ -146,7 +147,7 @@ def test_tune_finds_the_planted_flags_survives_a_kill_and_proves_them(tmp_path, 
 
 def test_tpe_local_tunes_end_to_end_and_finds_the_planted_flags(tmp_path, isolated_cache):
     """The tune hands tpe-local its best set so far: its turns after the start are small
-    changes to it (tests/jobs/test_tune_search.py), and the whole tune still proves the
+    changes to it (tests/tune/test_tune_search.py), and the whole tune still proves the
     planted pair, beginning from no start set when asked for none."""
     t = target.load(str(write_tiny_target(tmp_path / "tiny", megabytes=0.2,
                                           quick_megabytes=0.1)))
@@ -217,41 +218,39 @@ def _made_in(folder: Path) -> int:
 
 
 class Records:
-    """A tune's kept records, its base and its (empty) space: what `_bisect` reads, with the
-    probe's builds replaced."""
+    """A tune's record (none of its identity: model_construct), its base and its (empty)
+    space: what `_bisect` reads, with the probe's builds replaced."""
 
-    def __init__(self, **records):
-        self.records, self.setting = records, SimpleNamespace(base=("-O2",))
+    def __init__(self, **state):
+        self.state = TuneRecord.model_construct(**state)
+        self.setting = SimpleNamespace(base=("-O2",))
         self.out, self.space = Path("/nonexistent"), SimpleNamespace(dimensions=[])
         self.opts = SimpleNamespace(budget_s=3600)
 
     def elapsed(self):
         return 0.0
 
-    def record(self, name):
-        return self.records.get(name)
-
-    def keep(self, name, value):
-        self.records[name] = value
+    def save(self):
+        pass
 
 
 def test_a_candidate_holding_a_flag_found_broken_is_not_halved_again(monkeypatch):
     """A batch's candidates are proposed before any is judged, so two can hold the flag the
     first one's halving finds: the second is put down to it, with no build and no new row."""
-    found = {"flag": BROKEN, "kind": "build", "detail": "gcc: error", "trial": 4}
+    found = BrokenFlags(flag=BROKEN, kind="build", detail="gcc: error", trial=4)
     kept, said = Records(broken=[found]), []
     again = batch.Proposal(6, ("-O2", "-fpeel-loops", BROKEN))
-    tune._bisect(kept, again, batch.Judged("failed-build", "v", detail="gcc: error"), said.append)
-    assert kept.records["broken"] == [found]
+    race._bisect(kept, again, batch.Judged("failed-build", "v", detail="gcc: error"), said.append)
+    assert kept.state.broken == [found]
     assert said == [f"trial 6: holds {BROKEN}, which broke the build of trial 4; not halved again"]
     # a flag that broke the output, not the build, is no answer for a failed build: halved
     monkeypatch.setattr(culprit, "Probe", lambda *_: SimpleNamespace(builds=3))
     monkeypatch.setattr(culprit, "culprit",
                         lambda changes, probe, more: culprit.Found(changes[-1:], True))
-    kept = Records(broken=[found | {"kind": "check"}])
-    tune._bisect(kept, again, batch.Judged("failed-build", "v"), said.append)
-    assert [(b["flag"], b["kind"]) for b in kept.records["broken"]] == [(BROKEN, "check"),
-                                                                         (BROKEN, "build")]
+    kept = Records(broken=[found.model_copy(update={"kind": "check"})])
+    race._bisect(kept, again, batch.Judged("failed-build", "v"), said.append)
+    assert [(b.flag, b.kind) for b in kept.state.broken] == [(BROKEN, "check"),
+                                                             (BROKEN, "build")]
 
 
 def test_flags_breaking_only_together_are_kept_and_no_set_holding_them_is_built(monkeypatch):
@@ -259,11 +258,11 @@ def test_flags_breaking_only_together_are_kept_and_no_set_holding_them_is_built(
     that all such reductions share lasts; a later set holding all of them is put down to it
     with no build, as a single broken flag's sets are by never being proposed."""
     # the search has 600 s of 1000; 20 s went to probing before: 100 s left for reducing
-    kept, said, allowed = Records(cost={"steps": {"probe 2": {"probe_s": 20.0}}}), [], []
+    kept, said, allowed = Records(cost=StepCosts(steps={"probe 2": {"probe_s": 20.0}})), [], []
     kept.opts, kept.elapsed = SimpleNamespace(budget_s=1000), lambda: 100.0
     kept.setting.compiler = "gcc"
     clock = [50.0]
-    monkeypatch.setattr(tune.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(race.time, "monotonic", lambda: clock[0])
     monkeypatch.setattr(culprit, "Probe", lambda *_: SimpleNamespace(builds=20, n=10))
 
     def reduced(changes, probe, more):
@@ -274,28 +273,28 @@ def test_flags_breaking_only_together_are_kept_and_no_set_holding_them_is_built(
 
     monkeypatch.setattr(culprit, "culprit", reduced)
     failed = batch.Proposal(4, ("-O2", "-fa", "-fc", "-fb", "-fd"))
-    tune._bisect(kept, failed, batch.Judged("failed-build", "v", detail="error: x"),
+    race._bisect(kept, failed, batch.Judged("failed-build", "v", detail="error: x"),
                  said.append)
     assert allowed == [True, True, False]
-    assert kept.records["broken"] == [{"flag": "-fa -fb", "flags": ["-fa", "-fb"],
-                                       "kind": "build", "minimal": False,
-                                       "detail": "error: x", "trial": 4}]
-    assert "dropped" not in kept.records          # neither flag is wrong alone
-    assert kept.records["cost"]["steps"]["probe 4"] == {"builds": 20, "probe_s": 100.0}
+    assert [b.model_dump() for b in kept.state.broken] == [
+        {"flag": "-fa -fb", "flags": ["-fa", "-fb"], "kind": "build", "minimal": False,
+         "detail": "error: x", "trial": 4}]
+    assert kept.state.dropped == []               # neither flag is wrong alone
+    assert kept.state.cost.steps["probe 4"] == {"builds": 20, "probe_s": 100.0}
     assert said == ["trial 4: its build fails only with -fa -fb together (of its 4 changes, "
                     "after 10 probes: not reduced further in time); no set holding them all is "
                     "built again"]
 
     told = {}
-    monkeypatch.setattr(tune, "_known_flags", lambda _: {})
-    monkeypatch.setattr(tune, "_measured",
+    monkeypatch.setattr(ranking, "known_flags", lambda _: {})
+    monkeypatch.setattr(race, "_measured",
                         lambda _t, _n, todo, _s: {c.number: batch.Judged("measured", "m")
                                                   for c in todo})
-    monkeypatch.setattr(tune, "_tell", lambda _t, c, j, _n: told.update({c.number: j}))
-    monkeypatch.setattr(tune, "_say_batch", lambda *_: None)
+    monkeypatch.setattr(race, "_tell", lambda _t, c, j, _n: told.update({c.number: j}))
+    monkeypatch.setattr(race, "_say_batch", lambda *_: None)
     holds = batch.Proposal(9, ("-O2", "-fb", "-fe", "-fa"))
     lacks = batch.Proposal(10, ("-O2", "-fa", "-fe"))
-    assert tune._batch(kept, 2, [holds, lacks], said.append)
+    assert race._batch(kept, 2, [holds, lacks], said.append)
     assert told[9].state == "failed-build" and told[9].ratio is None
     assert told[9].detail == "holds -fa -fb, which broke the build of trial 4"
     assert told[10].state == "measured"
@@ -310,14 +309,14 @@ def test_a_winner_too_large_to_take_apart_flag_by_flag_is_ablated_in_groups(
     # The winner the ablation takes apart: the two planted flags, then two that change
     # nothing planted (whatever the short search below found).
     winner = ("-O2", "-funroll-loops", "-fno-tree-vectorize", "-fpeel-loops", "-fsplit-loops")
-    real_best = tune._best
-    monkeypatch.setattr(tune, "_best", lambda tu: (0, winner, 0.7)
-                        if tu.record("phase") == "ablation" else real_best(tu))
+    real_best = ranking.best
+    monkeypatch.setattr(ranking, "best", lambda tu: (0, winner, 0.7)
+                        if tu.state.phase == "ablation" else real_best(tu))
     # At 1000 s a build nothing but two groups fits; back at tiny's own pace after that plan,
     # so the group that may matter is taken apart (and the search before it at its own).
-    real_pace = tune._build_pace
-    monkeypatch.setattr(tune, "_build_pace", lambda tu: 1000.0 if tu.record("phase") ==
-                        "ablation" and not tu.record("ablation_plan") else real_pace(tu))
+    real_pace = cost.build_pace
+    monkeypatch.setattr(cost, "build_pace", lambda tu: 1000.0 if tu.state.phase ==
+                        "ablation" and not tu.state.ablation_plan else real_pace(tu))
     path = tune.start(t, _options(_space(tmp_path), trials=8), tmp_path / "tuned", Store(),
                       print, execute=Planted())
     a = contract.validate(json.loads(path.read_text()), path, "tune").ablation
@@ -358,9 +357,9 @@ def test_a_cost_within_layout_luck_counts_only_if_it_holds_over_layouts(
     t = target.load(str(write_tiny_target(tmp_path / "tiny", megabytes=0.2,
                                           quick_megabytes=0.1)))
     winner = ("-O2", "-funroll-loops", "-fno-tree-vectorize", "-fno-schedule-insns2")
-    real_best = tune._best
-    monkeypatch.setattr(tune, "_best", lambda tu: (0, winner, 0.7)
-                        if tu.record("phase") == "ablation" else real_best(tu))
+    real_best = ranking.best
+    monkeypatch.setattr(ranking, "best", lambda tu: (0, winner, 0.7)
+                        if tu.state.phase == "ablation" else real_best(tu))
     store = Store()
     path = tune.start(t, _options(_space(tmp_path), trials=8), tmp_path / "tuned", store,
                       print, execute=OneLayoutLuck("fno-schedule-insns2", everywhere))
@@ -474,16 +473,16 @@ def test_a_proof_the_machine_stays_busy_for_is_no_answer_until_resumed(
     t = target.load(str(write_tiny_target(tmp_path / "tiny", megabytes=0.2,
                                           quick_megabytes=0.1)))
     executor = BusyFrom()
-    real_plan = tune._proof_plan
+    real_plan = proving._proof_plan
 
     turns = [True, False]               # busy as the proof begins; quiet by its resume
 
     def plan(tu, listed):
         executor.busy = turns.pop(0)
         return real_plan(tu, listed)
-    monkeypatch.setattr(tune, "_proof_plan", plan)
-    monkeypatch.setattr(tune, "BUSY_TRIES", 0)
-    monkeypatch.setattr(tune, "BUSY_PAUSE_S", 1e9)          # no time left to wait and resume
+    monkeypatch.setattr(proving, "_proof_plan", plan)
+    monkeypatch.setattr(sweeps, "BUSY_TRIES", 0)
+    monkeypatch.setattr(sweeps, "BUSY_PAUSE_S", 1e9)          # no time left to wait and resume
     monkeypatch.setattr(placement, "after_busy", lambda cpu, **k: "no other CPU is free")
     store = Store()
     path = tune.start(t, _options(_space(tmp_path), trials=8), tmp_path / "tuned", store,

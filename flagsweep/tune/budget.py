@@ -1,7 +1,7 @@
 """What a tune's budget buys on this machine: how many candidates its search can build, said
 at its start, and the proof's layouts, sized by power within what the budget leaves.
 
-The proof (jobs.proof) judges a set over K layouts a side (stats.layout): its interval narrows
+The proof (tune.proof) judges a set over K layouts a side (stats.layout): its interval narrows
 as the layouts' spread over sqrt(K), and more rounds leave each layout's luck as it is. At the
 4 layouts a proof once always took, a set truly 3% faster than the base was confirmed in 0-6%
 of simulated tunes (the statistics audit of 2026-12, item 3; 8 layouts: 50%, 16: 72%). So the
@@ -87,7 +87,7 @@ def spread(check: contract.TuneLayoutCheck | None, store: Store, target: str,
 
 def proof_plan(roles: list[str], spread: Spread, pace: Pace, left_s: float,
                threshold_pct: float, asked: int | None = None) -> contract.TuneProofPlan:
-    """How many of the listed sets (by role, in jobs.proof.entries' order: the runners-up
+    """How many of the listed sets (by role, in tune.proof.entries' order: the runners-up
     last) the proof measures, in how many layouts, and why. `asked`: the layouts --layouts
     gave (else the power decides); `left_s`: the seconds left of the budget."""
     claim = CLAIM_THRESHOLDS * threshold_pct

@@ -7,9 +7,9 @@ import statistics
 
 import optuna
 
-from flagsweep.experiment.space import Dimension, Space
-from flagsweep.jobs import search
 from flagsweep.results.store import Store
+from flagsweep.tune import search
+from flagsweep.tune.space import Dimension, Space
 
 SWITCHES = 60
 
@@ -169,7 +169,7 @@ def test_every_sampler_but_random_begins_with_the_starts_then_draws(tmp_path):
 def test_drawing_a_batch_in_a_large_space_says_how_far_it_is(tmp_path):
     # A generated space of 400 switches (legal: its longest set fits a variant's flags), read
     # as a tune reads it: each of a batch's 6 sets writes a store row per dimension.
-    from flagsweep.experiment import space as spaces
+    from flagsweep.tune import space as spaces
 
     switches = ", ".join(f'"-falign-loops={n}"' for n in range(1, 401))
     path = tmp_path / "large.toml"

@@ -13,8 +13,8 @@ from tiny_target import REFUSES_BOTH, tiny_refusing_both, write_tiny_target
 
 from flagsweep.compilation import variants
 from flagsweep.experiment import target
-from flagsweep.jobs import batch, culprit
 from flagsweep.measure.options import MeasureOptions
+from flagsweep.tune import batch, culprit
 
 
 def test_halving_finds_one_culprit():

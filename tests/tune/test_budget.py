@@ -1,4 +1,4 @@
-"""What a tune's budget buys (jobs.budget): the proof's layouts sized by power at a planted
+"""What a tune's budget buys (tune.budget): the proof's layouts sized by power at a planted
 layout spread, cut to what a planted budget and pace leave, and the words that say so; the
 power they rest on checked against flagsweep's own comparison over layouts; the opening line
 and a line per built candidate when stderr is not a terminal. Plans are asserted, never a
@@ -17,11 +17,12 @@ from tiny_target import write_tiny_target
 from flagsweep import stats
 from flagsweep.compilation import variants
 from flagsweep.experiment import target
-from flagsweep.jobs import batch, budget, tune
 from flagsweep.measure.options import MeasureOptions
+from flagsweep.model.tune import TuneRecord
 from flagsweep.results import contract
 from flagsweep.results.store import Store
 from flagsweep.stats import layout
+from flagsweep.tune import batch, budget, cost, tune
 
 ROLES = ["base", "-O3", "winner", "minimal", "runner-up", "runner-up"]
 GZIP = budget.Spread(0.011, "planted: gzip's +-1.1%")
@@ -157,12 +158,10 @@ def test_the_spread_is_the_programs_own_else_the_default(monkeypatch):
 
 
 class Recorded(SimpleNamespace):
-    """A tune's record alone, and the setting it builds with."""
-    def record(self, key):
-        return self.attrs.get(key)
-
-    def keep(self, key, value):
-        self.attrs[key] = value
+    """A tune's record alone (none of its identity: model_construct), and the setting it
+    builds with."""
+    def save(self):
+        pass
 
 
 @pytest.mark.integration
@@ -176,17 +175,17 @@ def test_the_tune_says_what_its_budget_buys_and_a_line_per_build(tmp_path, capsy
     setting = batch.Setting(t, "gcc", ("-O2",), variants.Options(out_dir=tmp_path / "o"),
                             MeasureOptions(), Store(), print)
     said: list[str] = []
-    first = Recorded(attrs={}, setting=setting, out=tmp_path / "one",
+    first = Recorded(state=TuneRecord.model_construct(), setting=setting, out=tmp_path / "one",
                      opts=SimpleNamespace(budget_s=1200.0))
     tune._opening(first, said.append)
     assert said[0].startswith("budget 20 min here: the search's 12 min")
     assert "compile lines, just now)" in said[0]
-    assert tune._search_pace(first) > 0 and first.attrs["opening"]["cached"] is False
+    assert cost.search_pace(first) > 0 and first.state.opening.cached is False
     assert [line.split(":")[0] for line in capsys.readouterr().err.splitlines()
             if line.startswith("built ")] == ["built 1/1"]
-    again = Recorded(attrs={}, setting=setting, out=tmp_path / "two",
+    again = Recorded(state=TuneRecord.model_construct(), setting=setting, out=tmp_path / "two",
                      opts=SimpleNamespace(budget_s=1200.0))
     tune._opening(again, said.append)
-    assert "when it was cached)" in said[1] and again.attrs["opening"]["cached"] is True
+    assert "when it was cached)" in said[1] and again.state.opening.cached is True
     tune._opening(again, said.append)            # said once: a resumed tune says nothing
     assert len(said) == 2

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+from flagsweep import stats
 from flagsweep.results import contract
 from flagsweep.stats import gate
 from flagsweep.stats.wording import level_text
@@ -54,7 +55,7 @@ def sentence(proof_: contract.TuneProof | None, ablation: contract.TuneAblation 
     use = [keep] if keep == "-O3" else list(base_flags)
     undecided = ""
     if o3 is not None and not o3_wins and o3.vs_base and o3.vs_base.ratio is not None \
-            and o3.vs_base.ratio < 1 - threshold / 100:
+            and o3.vs_base.ratio < 1 - stats.fraction(threshold):
         # -O3 looked faster but was not decided: keeping the base is the safe answer, and the
         # reader must see why, not read "nothing beats -O2 or -O3" as "they are equal".
         why = _inside(o3.vs_base, threshold)
@@ -65,7 +66,7 @@ def sentence(proof_: contract.TuneProof | None, ablation: contract.TuneAblation 
                      f"decide it")
     est, shown = _bound(best, o3, base, threshold, both=o3 is not None and not o3_wins,
                         said_o3=bool(undecided))
-    if est is None or not est.ci95 or est.ci95[0] >= 1 - threshold / 100:
+    if est is None or not est.ci95 or est.ci95[0] >= 1 - stats.fraction(threshold):
         return (f"Nothing found beats {ref} by more than {threshold:g}% beyond layout luck "
                 f"after {n} candidates{shown}: keep {keep}{undecided}.", use)
     # The interval reaches below the threshold: the proof could not tell so small a gain, and
@@ -161,7 +162,7 @@ def _inside(e: contract.TuneEstimate | None, threshold: float) -> str:
     sentence would read as a contradiction."""
     if e is None or not e.ci95 or e.verdict in ("faster", "slower"):
         return ""
-    lo, hi = 1 - threshold / 100, 1 + threshold / 100
+    lo, hi = 1 - stats.fraction(threshold), 1 + stats.fraction(threshold)
     if not (e.ci95[1] < lo or e.ci95[0] > hi):
         return ""
     if e.why and gate.overruled(e):

@@ -1,4 +1,4 @@
-"""Tests for flagsweep.experiment.space: the search space of `flagsweep tune`."""
+"""Tests for flagsweep.tune.space: the search space of `flagsweep tune`."""
 
 from __future__ import annotations
 
@@ -9,10 +9,12 @@ import pytest
 
 from flagsweep import process
 from flagsweep.errors import ConfigError
-from flagsweep.experiment import recipe, space
+from flagsweep.experiment import recipe
 from flagsweep.experiment.flags import check_words, split_flags
-from flagsweep.experiment.space import Dimension, Space
 from flagsweep.host import cpu, environment, toolchain
+from flagsweep.tune import dimensions, space
+from flagsweep.tune.dimensions import Dimension
+from flagsweep.tune.space import Space
 from tests.conftest import HOSTS
 
 # An excerpt of gcc 12's `gcc -Q --help=optimizers -O2`, tabs as gcc prints them.
@@ -82,7 +84,7 @@ def _file(tmp_path: Path, text: str, name: str = "s.toml") -> Path:
 # --- gcc's listing ----------------------------------------------------------------------------
 
 def test_the_listing_gives_every_on_off_switch_with_its_state_at_the_base():
-    found = dict(space.parse_optimizers(OPTIMIZERS))
+    found = dict(dimensions.parse_optimizers(OPTIMIZERS))
     assert found["-fgcse"] is True and found["-funroll-loops"] is False
     # other languages' switches, valued options, -O levels and -g options are not switches here
     for absent in ("-fexceptions", "-ffold-simple-inlines", "-fno-threadsafe-statics",
@@ -93,15 +95,16 @@ def test_the_listing_gives_every_on_off_switch_with_its_state_at_the_base():
 
 
 def test_a_switch_off_at_the_base_is_turned_on_and_one_on_is_turned_off():
-    assert space.switch_dimension("-funroll-loops", False) == Dimension(
+    assert dimensions.switch_dimension("-funroll-loops", False) == Dimension(
         "-funroll-loops", ("", "-funroll-loops"))
-    assert space.switch_dimension("-fgcse", True) == Dimension("-fgcse", ("", "-fno-gcse"))
-    assert space.switch_dimension("-fno-threadsafe-statics", True).choices == (
+    assert dimensions.switch_dimension("-fgcse", True) == Dimension("-fgcse", ("", "-fno-gcse"))
+    assert dimensions.switch_dimension("-fno-threadsafe-statics", True).choices == (
         "", "-fthreadsafe-statics")
 
 
 def test_switches_that_change_meaning_abi_or_files_are_left_out_with_why():
-    dims, excluded = space.switch_dimensions(OPTIMIZERS, {"-fsection-anchors": "gcc ignores it"})
+    dims, excluded = dimensions.switch_dimensions(OPTIMIZERS,
+                                                  {"-fsection-anchors": "gcc ignores it"})
     kept = {d.name: d.choices for d in dims}
     assert kept == {
         "-faggressive-loop-optimizations": ("", "-fno-aggressive-loop-optimizations"),
@@ -131,19 +134,19 @@ def test_switches_that_change_meaning_abi_or_files_are_left_out_with_why():
     "-fsplit-stack", "-fstack-protector-all", "-ftrapv", "-fwrapv", "-fno-wrapv",
     "-fplugin=x.so", "-fdump-tree-all"])
 def test_each_kind_of_unsearched_switch_has_a_reason(switch):
-    assert space.unsearched(switch)
+    assert dimensions.unsearched(switch)
 
 
 @pytest.mark.parametrize("switch", ["-funroll-loops", "-fno-math-errno", "-fassociative-math",
                                     "-freciprocal-math", "-fno-signed-zeros", "-fipa-pta"])
 def test_code_generation_switches_are_searched(switch):
-    assert space.unsearched(switch) is None
+    assert dimensions.unsearched(switch) is None
 
 
 # --- valued options ---------------------------------------------------------------------------
 
 def test_valued_options_are_read_with_their_values_and_the_bases():
-    valued = space.parse_valued(OPTIMIZERS)
+    valued = dimensions.parse_valued(OPTIMIZERS)
     assert valued["-fvect-cost-model"] == (("unlimited", "dynamic", "cheap", "very-cheap"),
                                            "very-cheap")
     assert valued["-ffp-contract"] == (("off", "on", "fast"), "fast")
@@ -151,7 +154,7 @@ def test_valued_options_are_read_with_their_values_and_the_bases():
 
 
 def test_the_curated_valued_options_offer_every_value_but_the_bases():
-    dims, skipped = space.valued_dimensions(OPTIMIZERS)
+    dims, skipped = dimensions.valued_dimensions(OPTIMIZERS)
     assert {d.name: d.choices for d in dims} == {
         "-fvect-cost-model": ("", "-fvect-cost-model=unlimited", "-fvect-cost-model=dynamic",
                               "-fvect-cost-model=cheap"),
@@ -165,27 +168,28 @@ def test_the_curated_valued_options_offer_every_value_but_the_bases():
                        "at the base"]
     check_words(tuple(c for d in dims for c in d.choices if c))
     # one value beside the base's is still not an on/off switch
-    assert not any(space.is_switch(d) for d in dims)
+    assert not any(dimensions.is_switch(d) for d in dims)
 
 
 # --- params -----------------------------------------------------------------------------------
 
 def test_params_are_read_with_their_defaults_and_ranges():
-    params = space.parse_params(PARAMS)
-    assert params["max-unroll-times"] == space.Param("max-unroll-times", 8, None, None)
-    assert params["vect-epilogues-nomask"] == space.Param("vect-epilogues-nomask", 1, 0, 1)
+    params = dimensions.parse_params(PARAMS)
+    assert params["max-unroll-times"] == dimensions.Param("max-unroll-times", 8, None, None)
+    assert params["vect-epilogues-nomask"] == dimensions.Param("vect-epilogues-nomask", 1, 0, 1)
     assert params["align-threshold"].high == 65536
     assert "parloops-schedule" not in params        # an enum, not a number
 
 
 def test_param_values_lie_around_the_default_inside_the_range():
-    assert space.param_values(space.Param("max-unroll-times", 8, None, None)) == (4, 16, 32)
-    assert space.param_values(space.Param("vect-epilogues-nomask", 1, 0, 1)) == (0,)
-    assert space.param_values(space.Param("d", 3, 1, 10)) == (2, 6)
+    assert dimensions.param_values(
+        dimensions.Param("max-unroll-times", 8, None, None)) == (4, 16, 32)
+    assert dimensions.param_values(dimensions.Param("vect-epilogues-nomask", 1, 0, 1)) == (0,)
+    assert dimensions.param_values(dimensions.Param("d", 3, 1, 10)) == (2, 6)
 
 
 def test_param_dimensions_keep_the_curated_params_this_gcc_lists():
-    dims, skipped = space.param_dimensions(PARAMS)
+    dims, skipped = dimensions.param_dimensions(PARAMS)
     named = {d.name: d.choices for d in dims}
     assert named == {
         "--param=max-unroll-times": ("", "--param=max-unroll-times=4",
@@ -207,7 +211,7 @@ def test_param_dimensions_keep_the_curated_params_this_gcc_lists():
 def test_a_v2_only_host_drops_v3_v4_and_this_machines_native(monkeypatch):
     _need("gcc")
     monkeypatch.setenv("FLAGSWEEP_HOST", str(ZEN5))   # -march=native means the recorded Zen 5
-    march, dropped = space.march_dimension("gcc", cpu.host_of_level("x86-64-v2"))
+    march, dropped = dimensions.march_dimension("gcc", cpu.host_of_level("x86-64-v2"))
     assert march == Dimension("march", ("", "-march=x86-64-v2"))
     assert [d.split(":")[0] for d in dropped] == ["-march=x86-64-v3", "-march=x86-64-v4",
                                                   "-march=native"]
@@ -217,7 +221,7 @@ def test_a_v2_only_host_drops_v3_v4_and_this_machines_native(monkeypatch):
 def test_a_recorded_host_runs_its_levels_and_its_own_native(monkeypatch):
     _need("gcc")
     monkeypatch.setenv("FLAGSWEEP_HOST", str(ZEN5))
-    march, dropped = space.march_dimension("gcc")
+    march, dropped = dimensions.march_dimension("gcc")
     assert march.choices == ("", "-march=x86-64-v2", "-march=x86-64-v3", "-march=x86-64-v4",
                              "-march=native")
     assert dropped == []
@@ -228,7 +232,7 @@ def test_a_cpu_without_x86_64_levels_gets_no_level(monkeypatch):
     monkeypatch.setenv("FLAGSWEEP_HOST", str(ZEN5))
     arm = cpu.Host(cpu_model="", vendor="0x41", family="8", model="0xd0c", stepping="",
                    microcode="", flags=("asimd", "fp"), hypervisor=False, isa_levels=())
-    march, dropped = space.march_dimension("gcc", arm)
+    march, dropped = dimensions.march_dimension("gcc", arm)
     assert march.choices == ("",)
     assert dropped[0] == "-march=x86-64-v2..v4: this CPU is not x86-64"
 
@@ -259,15 +263,15 @@ def test_gcc_optimizers_from_the_real_gcc(monkeypatch):
     params = tuple(c for d in s.dimensions if d.name.startswith("--param") for c in d.choices[1:])
     assert toolchain.rejects("gcc", params) is None
     for d in s.dimensions:
-        if d.name in space.VALUED:
+        if d.name in dimensions.VALUED:
             for c in d.choices[1:]:
                 assert toolchain.rejects("gcc", ("-O2", c)) is None, c
 
 
 def test_the_base_level_decides_each_switchs_direction():
     _need("gcc")
-    o1 = {d.name: d.choices for d in space.gcc_dimensions(toolchain.resolve("gcc"), "-O1")[0]}
-    o2 = {d.name: d.choices for d in space.gcc_dimensions(toolchain.resolve("gcc"), "-O2")[0]}
+    o1 = {d.name: d.choices for d in dimensions.gcc_dimensions(toolchain.resolve("gcc"), "-O1")[0]}
+    o2 = {d.name: d.choices for d in dimensions.gcc_dimensions(toolchain.resolve("gcc"), "-O2")[0]}
     assert o1["-fgcse"] == ("", "-fgcse") and o2["-fgcse"] == ("", "-fno-gcse")
 
 
@@ -279,10 +283,10 @@ def test_no_searched_switch_is_one_gcc_warns_about_for_c():
     s = space.load("gcc-optimizers", "gcc", "-O2", cpu.host_of_level("x86-64"))
     cc = toolchain.resolve("gcc").cc
     for d in s.dimensions:
-        if not space.is_switch(d):
+        if not dimensions.is_switch(d):
             continue
         out = process.run([cc, "-O2", d.choices[1], "-x", "c", "-c", "-o", "/dev/null", "-"],
-                          input=space.PROGRAM, env={**environment.clean(), "LC_ALL": "C"})
+                          input=dimensions.PROGRAM, env={**environment.clean(), "LC_ALL": "C"})
         assert out.ok and "warning" not in out.stderr or "take precedence" in out.stderr, (
             d.choices[1], out.stderr)
 
@@ -291,15 +295,15 @@ def test_clang_defaults_come_from_the_base_and_the_driver():
     o2 = ("-cc1", "-O2", "-vectorize-loops", "-vectorize-slp", "-mframe-pointer=none",
           "-fmath-errno")
     o1 = ("-cc1", "-O1", "-mframe-pointer=none", "-fmath-errno")
-    unroll = space.ClangSwitch("-funroll-loops", "O>1")
-    vectorize = space.ClangSwitch("-fvectorize", "-vectorize-loops")
-    merge = space.ClangSwitch("-fmerge-all-constants", "-fmerge-all-constants")
-    assert space.clang_default(unroll, o2) and not space.clang_default(unroll, o1)
-    assert space.clang_default(vectorize, o2) and not space.clang_default(vectorize, o1)
-    assert not space.clang_default(merge, o2)
+    unroll = dimensions.ClangSwitch("-funroll-loops", "O>1")
+    vectorize = dimensions.ClangSwitch("-fvectorize", "-vectorize-loops")
+    merge = dimensions.ClangSwitch("-fmerge-all-constants", "-fmerge-all-constants")
+    assert dimensions.clang_default(unroll, o2) and not dimensions.clang_default(unroll, o1)
+    assert dimensions.clang_default(vectorize, o2) and not dimensions.clang_default(vectorize, o1)
+    assert not dimensions.clang_default(merge, o2)
     # the base's own word wins, the last one when it says both
-    assert not space.clang_default(unroll, o2, ("-O2", "-fno-unroll-loops"))
-    assert space.clang_default(unroll, o1, ("-fno-unroll-loops", "-funroll-loops"))
+    assert not dimensions.clang_default(unroll, o2, ("-O2", "-fno-unroll-loops"))
+    assert dimensions.clang_default(unroll, o1, ("-fno-unroll-loops", "-funroll-loops"))
 
 
 def test_clang_switches_from_the_real_clang(monkeypatch):
@@ -327,10 +331,12 @@ def test_o3_as_a_set_of_the_gcc_space_turns_what_o3_turns_and_leaves_march(monke
     s = space.load("gcc-optimizers", "gcc", "-O2", cpu.host_of_level("x86-64-v3"))
     level = space.level_choices(s, "-O3")
     chain = toolchain.resolve("gcc")
-    o2 = dict(space.parse_optimizers(space._ask(chain, ["-Q", "--help=optimizers", "-O2"])))
-    o3 = dict(space.parse_optimizers(space._ask(chain, ["-Q", "--help=optimizers", "-O3"])))
+    o2 = dict(dimensions.parse_optimizers(
+        dimensions.ask(chain, ["-Q", "--help=optimizers", "-O2"])))
+    o3 = dict(dimensions.parse_optimizers(
+        dimensions.ask(chain, ["-Q", "--help=optimizers", "-O3"])))
     turned = {name for name in o3 if o3[name] != o2.get(name)}
-    switches = {k for k in level if not k.startswith("--param") and k not in space.VALUED}
+    switches = {k for k in level if not k.startswith("--param") and k not in dimensions.VALUED}
     assert switches and switches <= turned
     assert {"-fipa-cp-clone", "-fpeel-loops", "-funswitch-loops"} <= switches
     assert all(level[k] == k for k in switches)          # each turned on, as -O3 does
@@ -382,10 +388,10 @@ def test_a_param_takes_the_choice_nearest_the_levels_value_or_none():
     d = Dimension("--param=max-inline-insns-single",
                   ("", "--param=max-inline-insns-single=35", "--param=max-inline-insns-single=140",
                    "--param=max-inline-insns-single=280"))
-    was = {"max-inline-insns-single": space.Param("max-inline-insns-single", 70, None, None)}
+    was = {"max-inline-insns-single": dimensions.Param("max-inline-insns-single", 70, None, None)}
 
     def at(value: int) -> dict:
-        return {"max-inline-insns-single": space.Param("max-inline-insns-single", value, None,
+        return {"max-inline-insns-single": dimensions.Param("max-inline-insns-single", value, None,
                                                        None)}
 
     assert space._param_nearest(d, was, at(200)) == "--param=max-inline-insns-single=280"

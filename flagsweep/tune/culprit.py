@@ -17,7 +17,7 @@ from typing import Callable, NamedTuple
 
 from flagsweep.compilation import variants
 from flagsweep.experiment import matrix
-from flagsweep.jobs.batch import Setting, flag_text, fresh, vid
+from flagsweep.tune.batch import Setting, flag_text, fresh, vid
 from flagsweep.results import analysis, contract
 from flagsweep.workload import check, inputs
 

@@ -10,9 +10,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from flagsweep.jobs import answer, proof, tune
 from flagsweep.measure.options import MeasureOptions
+from flagsweep.model.tune import Remeasurement, TuneRecord
 from flagsweep.results import confirmation, contract
+from flagsweep.tune import ablation, answer, cost, layouts, proof, ranking, sweeps
 
 
 def said(proof_, ablation, n):
@@ -182,40 +183,39 @@ def test_no_finished_proof_recommends_nothing():
 
 
 class Recorded(SimpleNamespace):
-    """A tune's record alone: what `_count` and the budget read and keep."""
-    def record(self, key):
-        return self.attrs.get(key)
-
-    def keep(self, key, value):
-        self.attrs[key] = value
+    """A tune's record alone (none of its identity: model_construct): what `count` and the
+    budget read and keep."""
+    def save(self):
+        pass
 
     def elapsed(self):
         return self.clock
 
 
 def test_a_step_done_again_on_resume_is_counted_once():
-    t = Recorded(attrs={})
-    tune._count(t, "batch 0", builds=6, build_s=30.0)
-    tune._count(t, "run-1", runs=40)
-    tune._count(t, "run-1", runs=52, builds=3)      # the sweep resumed and finished
-    assert tune._spent(t, "runs") == 52 and tune._spent(t, "builds") == 9
-    assert tune._build_pace(t) == 5.0               # only the timed builds set the pace
-    tune._count(t, "batch 1", builds=0, build_s=4.0)  # all from the build cache: no pace
-    assert tune._build_pace(t) == 5.0
+    t = Recorded(state=TuneRecord.model_construct())
+    cost.count(t, "batch 0", builds=6, build_s=30.0)
+    cost.count(t, "run-1", runs=40)
+    cost.count(t, "run-1", runs=52, builds=3)      # the sweep resumed and finished
+    assert cost.spent(t, "runs") == 52 and cost.spent(t, "builds") == 9
+    assert cost.build_pace(t) == 5.0               # only the timed builds set the pace
+    cost.count(t, "batch 1", builds=0, build_s=4.0)  # all from the build cache: no pace
+    assert cost.build_pace(t) == 5.0
 
 
 def test_a_phase_sweep_gets_what_is_left_of_the_phase_less_its_builds():
-    t = Recorded(attrs={}, clock=2200.0, opts=SimpleNamespace(budget_s=3600.0))
-    assert tune._rounds_budget(t, "ablation", 4) == 2700 - 2200   # no build timed yet
-    tune._count(t, "batch 0", builds=10, build_s=100.0)
-    assert tune._rounds_budget(t, "ablation", 4) == 2700 - 2200 - 40
+    t = Recorded(state=TuneRecord.model_construct(), clock=2200.0,
+                 opts=SimpleNamespace(budget_s=3600.0))
+    assert sweeps._rounds_budget(t, "ablation", 4) == 2700 - 2200   # no build timed yet
+    cost.count(t, "batch 0", builds=10, build_s=100.0)
+    assert sweeps._rounds_budget(t, "ablation", 4) == 2700 - 2200 - 40
     t.clock = 2690.0                                # the search ran over: the least is kept
-    assert tune._rounds_budget(t, "ablation", 4) == tune.MIN_ROUNDS_S
+    assert sweeps._rounds_budget(t, "ablation", 4) == cost.MIN_ROUNDS_S
     # the proof's builds (relinks, cached sets) are not estimated: its rounds end at the
     # tune's end on the wall clock, from this session's clock
-    assert tune._rounds_budget(t, "proof", 20) == 3600 - 2690
-    assert 3600 - 2690 - 5 < tune._until(t, "proof") - time.time() <= 3600 - 2690
-    assert tune._until(t, "ablation") is None
+    assert sweeps._rounds_budget(t, "proof", 20) == 3600 - 2690
+    assert 3600 - 2690 - 5 < sweeps._until(t, "proof") - time.time() <= 3600 - 2690
+    assert sweeps._until(t, "ablation") is None
 
 
 class Study(SimpleNamespace):
@@ -232,22 +232,23 @@ def _told(number, batch, ratio, ci):
 def test_the_best_so_far_is_the_mean_of_its_estimates_as_they_came():
     """A set lucky in its first batch and slower when measured again as the next batch's
     baseline loses its place, in the ranking and on the curve, from that batch on."""
-    t = Recorded(attrs={"again": {"0": [{"batch": 1, "ratio": 1.02, "ci95": [0.97, 1.07]}]}},
+    again = {"0": [Remeasurement(batch=1, ratio=1.02, ci95=[0.97, 1.07])]}
+    t = Recorded(state=TuneRecord.model_construct(again=again),
                  study=Study(told=[_told(0, 0, 0.90, [0.85, 0.95]),
                                    _told(1, 1, 0.95, [0.90, 1.00])]))
-    assert [n for n, _, _ in tune.ranked(t, upto=0)] == [0]
-    first = tune._estimated(t, 0)[0]
+    assert [n for n, _, _ in ranking.ranked(t, upto=0)] == [0]
+    first = ranking.estimated(t, 0)[0]
     assert first[2] == 0.90 and first[3] == [0.85, 0.95]
-    (n, _, ratio, ci), _ = tune._estimated(t, 1)
+    (n, _, ratio, ci), _ = ranking.estimated(t, 1)
     assert n == 1 and ratio == 0.95
-    lucky = tune._estimated(t, None)[1]
+    lucky = ranking.estimated(t, None)[1]
     assert lucky[0] == 0 and abs(lucky[2] - (0.90 * 1.02) ** 0.5) < 1e-12
     # the mean's interval is narrower than either estimate's on the log scale
     assert lucky[3][0] < lucky[2] < lucky[3][1]
     assert math.log(lucky[3][1] / lucky[3][0]) < math.log(0.95 / 0.85)
     # an older record's bare ratio still counts, without an interval
-    t.attrs["again"] = {"0": [1.02]}
-    assert tune._estimated(t, None)[1][3] is None
+    t.state.again = {"0": [1.02]}
+    assert ranking.estimated(t, None)[1][3] is None
 
 
 def test_groups_split_the_flags_in_order_near_evenly():
@@ -258,24 +259,26 @@ def test_groups_split_the_flags_in_order_near_evenly():
 
 
 def test_leave_one_out_when_its_builds_fit_else_about_sqrt_n_groups():
-    t = Recorded(attrs={}, clock=2160.0, opts=SimpleNamespace(budget_s=3600.0))
+    t = Recorded(state=TuneRecord.model_construct(), clock=2160.0,
+                 opts=SimpleNamespace(budget_s=3600.0))
     changes = tuple(f"-f{i}" for i in range(68))
-    assert tune._ablation_plan(t, changes)["method"] == "leave-one-out"    # no pace yet
-    tune._count(t, "batch 0", builds=6, build_s=6.0)                       # 1 s a build
-    assert tune._ablation_plan(t, changes)["method"] == "leave-one-out"
-    tune._count(t, "batch 0", builds=6, build_s=390.0)                     # 65 s a build
-    plan = tune._ablation_plan(t, changes)
-    assert plan["method"] == "groups" and len(plan["groups"]) == 5        # (540-60)/65 - 2
-    assert sum(plan["groups"], []) == list(changes) and "74 min" in plan["why"]
-    tune._count(t, "batch 0", builds=6, build_s=60.0)                      # 10 s a build
-    assert len(tune._ablation_plan(t, changes)["groups"]) == 9             # ceil(sqrt(68))
+    assert ablation._ablation_plan(t, changes).method == "leave-one-out"    # no pace yet
+    cost.count(t, "batch 0", builds=6, build_s=6.0)                       # 1 s a build
+    assert ablation._ablation_plan(t, changes).method == "leave-one-out"
+    cost.count(t, "batch 0", builds=6, build_s=390.0)                     # 65 s a build
+    plan = ablation._ablation_plan(t, changes)
+    assert plan.method == "groups" and len(plan.groups) == 5        # (540-60)/65 - 2
+    assert sum(plan.groups, []) == list(changes) and "74 min" in plan.why
+    cost.count(t, "batch 0", builds=6, build_s=60.0)                      # 10 s a build
+    assert len(ablation._ablation_plan(t, changes).groups) == 9             # ceil(sqrt(68))
     # duo in a 3-minute tune: 27 s for the ablation, less than a sweep's least rounds, but
     # its 25 builds take 8 s: a second sweep for groups would cost more than they save
-    t = Recorded(attrs={}, clock=153.0, opts=SimpleNamespace(budget_s=180.0))
-    tune._count(t, "batch 0", builds=10, build_s=3.0)                      # 0.3 s a build
-    assert tune._ablation_plan(t, changes[:25])["method"] == "leave-one-out"
+    t = Recorded(state=TuneRecord.model_construct(), clock=153.0,
+                 opts=SimpleNamespace(budget_s=180.0))
+    cost.count(t, "batch 0", builds=10, build_s=3.0)                      # 0.3 s a build
+    assert ablation._ablation_plan(t, changes[:25]).method == "leave-one-out"
     more = tuple(f"-f{i}" for i in range(201))                              # 60.3 s of builds
-    assert tune._ablation_plan(t, more)["method"] == "groups"
+    assert ablation._ablation_plan(t, more).method == "groups"
 
 
 def test_an_o3_that_looked_faster_but_was_not_decided_is_said_so():
@@ -456,37 +459,37 @@ def test_the_layout_check_takes_the_most_doubtful_rows_that_fit_or_says_why_not(
     tu = SimpleNamespace(opts=SimpleNamespace(layouts=4, budget_s=180.0),
                          setting=SimpleNamespace(store=None, target=SimpleNamespace(name="duo"),
                                                  fleet=None, measure=MeasureOptions()))
-    monkeypatch.setattr(tune.reader, "load", lambda path: SimpleNamespace(machine=None))
-    monkeypatch.setattr(tune.confirmation, "measured_reach", lambda *a: None)
-    monkeypatch.setattr(tune, "_phase_left", lambda t, phase: -2.0)
-    monkeypatch.setattr(tune, "_run_pace", lambda t, path: 0.004)
-    monkeypatch.setattr(tune, "_build_pace", lambda t: 0.4)
-    plan = tune._layout_plan(tu, rows, None)
+    monkeypatch.setattr(layouts.reader, "load", lambda path: SimpleNamespace(machine=None))
+    monkeypatch.setattr(layouts.confirmation, "measured_reach", lambda *a: None)
+    monkeypatch.setattr(cost, "phase_left", lambda t, phase: -2.0)
+    monkeypatch.setattr(layouts, "_run_pace", lambda t, path: 0.004)
+    monkeypatch.setattr(cost, "build_pace", lambda t: 0.4)
+    plan = layouts._layout_plan(tu, rows, None)
     # -fb's interval is nearest to no change: the most doubtful, taken first; -fc is beyond
     # the reach
     assert plan["status"] == "running" and plan["rows"] == ["-fb", "-fa"]
     assert plan["doubtful"] == ["-fb", "-fa"]
     assert plan["reach_pct"] == 5.0 and "no layout spread measured" in plan["reach_source"]
-    monkeypatch.setattr(tune, "_build_pace", lambda t: 0.9)
-    plan = tune._layout_plan(tu, rows, None)
+    monkeypatch.setattr(cost, "build_pace", lambda t: 0.9)
+    plan = layouts._layout_plan(tu, rows, None)
     assert plan["rows"] == ["-fb"] and plan["doubtful"] == ["-fb", "-fa"]
     # its rounds get what is left after the builds
     assert plan["rounds_s"] == pytest.approx(7.0 - (2 * 0.9 + 10 * 0.36))
-    monkeypatch.setattr(tune, "_build_pace", lambda t: 13.0)
-    plan = tune._layout_plan(tu, rows, None)
+    monkeypatch.setattr(cost, "build_pace", lambda t: 13.0)
+    plan = layouts._layout_plan(tu, rows, None)
     assert plan["status"] == "skipped" and "rows" not in plan
     assert plan["doubtful"] == ["-fb", "-fa"]
     assert plan["why"].startswith("one row's check, 12 binaries (4 layouts each of the set "
                                   "without it, the best set and its A/A twin)")
     assert "about 78 s, more than the 7 s left" in plan["why"]
     # a measured layout spread whose reach is nearer to no change than every cost: not needed
-    monkeypatch.setattr(tune.confirmation, "measured_reach", lambda *a: (0.5, "run r"))
-    plan = tune._layout_plan(tu, rows, None)
+    monkeypatch.setattr(layouts.confirmation, "measured_reach", lambda *a: (0.5, "run r"))
+    plan = layouts._layout_plan(tu, rows, None)
     assert plan["status"] == "not-needed" and "0.5% layout luck reaches (run r)" in plan["why"]
     # a fleet sweep cannot build layouts
-    monkeypatch.setattr(tune.confirmation, "measured_reach", lambda *a: None)
+    monkeypatch.setattr(layouts.confirmation, "measured_reach", lambda *a: None)
     tu.setting.fleet = object()
-    assert tune._layout_plan(tu, rows, None)["why"] == "a fleet sweep cannot build layouts"
+    assert layouts._layout_plan(tu, rows, None)["why"] == "a fleet sweep cannot build layouts"
 
 
 def _step(ratio, verdict, status="measured"):

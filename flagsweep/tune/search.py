@@ -11,8 +11,8 @@ why Optuna rather than OpenTuner or a hand-written optimiser.
 
 A trial's value is the log of its time ratio to the base level on the search input: lower is
 faster, and the log makes a 2x and a 0.5x equally far from 1. The tune's own record (its
-options, space, batches, the flags found to break) lives in the study's user attributes, one
-key each, so each is written atomically.
+options, space, batches, the flags found to break: flagsweep.model.tune.TuneRecord) lives in
+the study's user attribute RECORD, written whole (tune.record).
 """
 
 from __future__ import annotations
@@ -25,9 +25,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from flagsweep.errors import FlagsweepError
-from flagsweep.experiment.space import MARCH, Space
 from flagsweep.experiment.strict import quoted
 from flagsweep.results.store import Store
+from flagsweep.tune.dimensions import MARCH
+from flagsweep.tune.space import Space
 
 SAMPLERS = ("tpe", "ga", "random", "tpe-local")
 # Trials drawn at random (near the base: `near_base`) before TPE models: Optuna's default.
@@ -46,6 +47,8 @@ MUTATION = 0.05
 # dimension is one store row and commit (~2.5 ms on SQLite here, more on a PostgreSQL across a
 # network), so ~5 s; gcc-optimizers' ~210 dimensions in a batch of 6 stay under it.
 QUIET_DRAW = 2000
+# The study's one user attribute that holds the tune's record.
+RECORD = "record"
 
 
 def _optuna():
@@ -113,7 +116,7 @@ def drawn_near_base(study, sampler_name: str) -> bool:
 
 
 def create(store: Store, name: str, sampler_name: str, seed: int, record: dict[str, Any]):
-    """A new study named after the tune, its record stored with it."""
+    """A new study named after the tune, its record stored with it (RECORD)."""
     optuna = _optuna()
     try:
         study = optuna.create_study(study_name=name, storage=storage(store),
@@ -122,9 +125,15 @@ def create(store: Store, name: str, sampler_name: str, seed: int, record: dict[s
         raise FlagsweepError(f"a tune named {name!r} is already in the store {store.url}: "
                              f"resume it with `flagsweep tune --resume {name}`, or choose "
                              "another --out") from None
-    for key, value in record.items():
-        study.set_user_attr(key, value)
+    study.set_user_attr(RECORD, record)
     return study
+
+
+def stored_record(attrs: dict[str, Any]) -> dict[str, Any]:
+    """The tune's record among a study's user attributes: RECORD's value, or the attributes
+    themselves for a tune started when the record was one attribute per key."""
+    found = attrs.get(RECORD, attrs)
+    return found if isinstance(found, dict) else {RECORD: found}
 
 
 def load(store: Store, name: str):
@@ -134,7 +143,7 @@ def load(store: Store, name: str):
     if name not in found:
         known = ", ".join(sorted(found)) or "none"
         raise FlagsweepError(f"no tune {name!r} in the store {store.url} (tunes there: {known})")
-    attrs = found[name].user_attrs
+    attrs = stored_record(found[name].user_attrs)
     chosen, seed = attrs.get("sampler"), attrs.get("seed")
     if chosen not in SAMPLERS or not isinstance(seed, int) or isinstance(seed, bool):
         # The record is data: a sampler named wrong, or a seed that is no whole number, would
@@ -156,7 +165,7 @@ def find(store: Store, name_or_dir: str) -> str:
         return name_or_dir          # load says there is no such tune
     folder = str(Path(name_or_dir).resolve())
     for s in summaries:
-        if s.user_attrs.get("out") == folder:
+        if stored_record(s.user_attrs).get("out") == folder:
             return s.study_name
     known = ", ".join(sorted(s.study_name for s in summaries)) or "none"
     raise FlagsweepError(f"no tune in the store {store.url} was started in the folder {folder} "

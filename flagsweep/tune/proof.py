@@ -27,7 +27,7 @@ from pathlib import Path
 
 from flagsweep import stats
 from flagsweep.jobs import sweep
-from flagsweep.jobs.batch import Setting, finite_pair, run_id, vid
+from flagsweep.tune.batch import Setting, finite_pair, run_id, vid
 from flagsweep.measure.plan import round_values
 from flagsweep.results import confirmation, contract, reader
 from flagsweep.stats import gate, layout

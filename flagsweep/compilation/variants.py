@@ -25,7 +25,8 @@ from flagsweep import files, process, shipped
 from flagsweep.caches import CONFIGURED, WRAPPERS
 from flagsweep.compilation import audit as audit_mod
 from flagsweep.compilation import cache as build_cache
-from flagsweep.compilation import fetch, fingerprint, own_build, pgo, steps, wrapper
+from flagsweep.compilation import (fetch, fingerprint, own_build, pgo, provenance, snapshots, steps,
+                                   wrapper)
 from flagsweep.errors import BuildError
 from flagsweep.host import environment, toolchain
 from flagsweep.experiment.matrix import Matrix, Cell
@@ -75,7 +76,7 @@ class VariantBuild:
     @property
     def lto(self) -> bool | None:
         """Link-time optimised: -flto in its flags, and (for a verified build) on the link
-        that wrote the binary, which the audit checks (audit.link_flags)."""
+        that wrote the binary, which the audit checks (provenance.link_flags)."""
         if not any(f.startswith("-flto") for f in self.variant.flags):
             return None
         return self.flags_verified
@@ -183,7 +184,7 @@ def build_all(target: Target, matrix: Matrix, opts: Options,
     manifest["variants"].update(_own_flags_entries(own, manifest, out))
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
     # what the source holds before any build touches it: the code a compile may read as it is
-    pristine = audit_mod.pristine(source) if todo else frozenset()
+    pristine = snapshots.pristine(source) if todo else frozenset()
     if todo:
         _write_plan(manifest, out)
         with _watching(out, [v.id for v in todo], on_built, len(reused), len(matrix.variants)):
@@ -319,7 +320,7 @@ def _entry(target: Target, v: Cell, out: Path, jobs: int, training: Training | N
     flags = [*v.flags, *target.spec.build.project_flags]
     entry = {"compiler": v.compiler, "template": _slug(v.compiler), "flags": flags,
              "dir": str(vdir), "jobs": jobs}
-    if ldflags := audit_mod.link_flags(flags):     # for make's command line (steps._build_argv)
+    if ldflags := provenance.link_flags(flags):     # for make's command line (steps._build_argv)
         entry["ldflags"] = ldflags
     if not v.pgo:
         return entry

@@ -5,7 +5,7 @@ A newcomer's time went on everything around the target file: finding the Debian 
 orig tarball's sha256, learning that the project adds its own -fPIC (after a cold build), which
 file the build makes, and an input size by guesswork. Here each is found, not guessed:
 
-- the release: Debian's Sources index (fetch.debian_releases) gives every version with its orig
+- the release: Debian's Sources index (debian.debian_releases) gives every version with its orig
   tarball's name and sha256, newest first; the tarball is fetched and verified like any target's;
 - the build system: `configure` (autotools), `CMakeLists.txt` (cmake), a Makefile (make);
 - the executable: a trial -O2 build through flagsweep's own builder and audit, then the ELF
@@ -41,7 +41,7 @@ from typing import Callable
 from pydantic import ValidationError
 
 from flagsweep import caches, files, process
-from flagsweep.compilation import fetch, own_build, variants
+from flagsweep.compilation import debian, fetch, own_build, tarball, variants
 from flagsweep.errors import FlagsweepError
 from flagsweep.results.analysis import build_reason
 from flagsweep.experiment import matrix, recipe, target
@@ -66,7 +66,7 @@ class Draft:
 
     name: str
     package: str
-    release: fetch.DebianRelease
+    release: debian.DebianRelease
     upstream: str
     urls: list[str]
     system: str
@@ -178,8 +178,8 @@ def resize(name_or_path: str, say: Callable[[str], None], jobs: int = 2) -> Path
 
 # --- the release -----------------------------------------------------------------------------
 
-def _release(package: str, version: str | None) -> fetch.DebianRelease:
-    releases = [r for r in fetch.debian_releases(package) if r.orig_sha256]
+def _release(package: str, version: str | None) -> debian.DebianRelease:
+    releases = [r for r in debian.debian_releases(package) if r.orig_sha256]
     if not releases:
         raise FlagsweepError(f"Debian source package {package!r}: not in the Sources index of "
                              "this machine's Debian mirrors, or a native package without an "
@@ -446,7 +446,7 @@ STDERR_LINES = 5                     # as many as a failed check run quotes (doc
 
 def _check_input(given: Path, folder: Path) -> None:
     """--input as it will be copied, before any download."""
-    files.check_given(given, *fetch.file_limit(), "--input")
+    files.check_given(given, *tarball.file_limit(), "--input")
     if given.name in TAKEN:
         raise FlagsweepError(f"--input {given}: {folder}/{given.name} is written by `new` "
                              "itself; rename the input")
@@ -459,7 +459,7 @@ def _take_input(d: Draft, given: Path, folder: Path, say: Callable[[str], None])
     past the one-file limit (files.copy_given)."""
     copy = folder / given.name
     if copy.resolve() != given.resolve():
-        files.copy_given(given, copy, *fetch.file_limit(), "--input")
+        files.copy_given(given, copy, *tarball.file_limit(), "--input")
     d.given, d.input_path, d.input_sha256 = given, given.name, files.sha256_file(copy)
     d.size_note = "measured whole: a given input is not sized, --quick uses it whole too"
     say(f"input: {copy} (sha256 {d.input_sha256}), copied from {given}; a given file is not "

@@ -15,7 +15,7 @@ import pytest
 
 from flagsweep import files
 from flagsweep.jobs import scaffold
-from flagsweep.compilation import fetch, variants
+from flagsweep.compilation import debian, variants
 from flagsweep.experiment import matrix, recipe, target
 
 SUM_C = ("unsigned long sum(const unsigned char *p, long n) {\n"
@@ -69,7 +69,7 @@ def test_a_program_in_libs_is_never_an_executable_to_measure(tmp_path):
 
 def test_a_libtool_script_configure_wrote_makes_the_next_trial_static(tmp_path):
     """The last sign of libtool, for a tree that shows none before configure: the script."""
-    release = fetch.DebianRelease("demo-src", "1.0-2", "demo-src_1.0.orig.tar.gz", "0" * 64)
+    release = debian.DebianRelease("demo-src", "1.0-2", "demo-src_1.0.orig.tar.gz", "0" * 64)
     draft = scaffold.Draft(name="demo", package="demo-src", release=release, upstream="1.0",
                            urls=[], system="autotools", binary="demo",
                            configure_args=["--disable-dependency-tracking"])
@@ -157,8 +157,8 @@ def _autotools_release(tmp_path: Path, monkeypatch) -> None:
     downloads = files.cache_dir() / "downloads"
     downloads.mkdir(parents=True, exist_ok=True)
     shutil.copy(orig, downloads / f"{digest[:16]}-{orig.name}")
-    release = fetch.DebianRelease("demo-src", "1.0-2", orig.name, digest)
-    monkeypatch.setattr(fetch, "debian_releases", lambda package, cache=None: [release])
+    release = debian.DebianRelease("demo-src", "1.0-2", orig.name, digest)
+    monkeypatch.setattr(debian, "debian_releases", lambda package, cache=None: [release])
 
 
 @pytest.mark.integration

@@ -16,7 +16,7 @@ from demo_source import release_of
 
 from flagsweep import files
 from flagsweep.jobs import scaffold
-from flagsweep.compilation import fetch, variants
+from flagsweep.compilation import debian, fetch, sources_list, variants
 from flagsweep.errors import FlagsweepError
 from flagsweep.experiment import matrix, recipe, target
 
@@ -44,7 +44,7 @@ PROJECT = {
 
 
 @pytest.fixture
-def demo_release(tmp_path, monkeypatch) -> fetch.DebianRelease:
+def demo_release(tmp_path, monkeypatch) -> debian.DebianRelease:
     return release_of(tmp_path, monkeypatch, PROJECT)
 
 
@@ -193,7 +193,7 @@ def test_sizing_says_why_a_run_cannot_be_sized(tmp_path):
 @pytest.mark.integration
 def test_new_on_a_real_debian_package_builds_verified_without_edits(tmp_path):
     """bzip2 (a plain Makefile): the file `new` writes builds verified at -O2 as it is."""
-    if shutil.which("apt-get") is None or not fetch.private_sources():
+    if shutil.which("apt-get") is None or not sources_list.private_sources():
         pytest.skip("no apt-get, or no Debian entries in the system's apt sources")
     done = subprocess.run([sys.executable, "-m", "flagsweep", "new", "bz", "--debian", "bzip2"],
                           cwd=tmp_path, capture_output=True, text=True)
@@ -235,7 +235,7 @@ SCRIPT = "add 2\nadd 40\nprint\n"
 
 
 @pytest.fixture
-def interpreter(tmp_path, monkeypatch) -> fetch.DebianRelease:
+def interpreter(tmp_path, monkeypatch) -> debian.DebianRelease:
     return release_of(tmp_path, monkeypatch, INTERPRETER)
 
 
@@ -384,7 +384,7 @@ UNBUILDABLE = {"Makefile": "all:\n\t@echo this project does not build >&2; exit 
 
 
 @pytest.fixture
-def unbuildable(tmp_path, monkeypatch) -> fetch.DebianRelease:
+def unbuildable(tmp_path, monkeypatch) -> debian.DebianRelease:
     return release_of(tmp_path, monkeypatch, UNBUILDABLE)
 
 

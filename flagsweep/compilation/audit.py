@@ -22,7 +22,7 @@ Reads the compile log the wrapper wrote during the variant's build step. A varia
     -f options the target tolerates, and no target that overrides the variant's -march or -m
     flags (`#pragma GCC target`, `__attribute__((target))`, `target_clones`); a target that only
     adds an instruction set, for code picked at run time, passes;
-  - what those compiles records.read as it was, not compiled from C here (assembly, preprocessed
+  - what those compiles read as it was, not compiled from C here (assembly, preprocessed
     text), is the source's own as unpacked or this build's output with the variant's flags;
   - every object file the build produced was compiled through the wrapper (a Makefile that
     calls `gcc` directly would otherwise build unaudited code).
@@ -33,14 +33,14 @@ preprocessor (headers in, macros expanded) or copied, into a file named by its s
 the audit reads and checks against that sha256. Re-reading the files after the build, as the
 audit once did (each compile run again with -E), judged a source or header rewritten for its
 compile and put back, mtime and all, by its honest text; hashing the files around the compile
-would still miss one swapped during it. The snapshot is what the compiler records.read, so nothing
+would still miss one swapped during it. The snapshot is what the compiler read, so nothing
 done to the files before or after counts. It costs one preprocessing per compile (which a
 warm ccache hit used to skip; a cold compile then reads the preprocessed text and does not
 preprocess again) and saves the audit's own; ccache keys the snapshot by its text, so the
 same code in another run or folder is still a hit. A compile without a snapshot is refused,
 never taken on trust.
 
-Commands are records.read with cmdline.py's table of two-word options, so `-I dir` or `-MF -O3.d` is
+Commands are read with cmdline.py's table of two-word options, so `-I dir` or `-MF -O3.d` is
 one option with its value. The problems name the offending command or file, so
 "flags-mismatch" is never a mystery. The
 audit guards against build systems that bypass the flags, not against one that forges the log.
@@ -105,13 +105,13 @@ def audit(compile_log: Path, tree: Path, expected: list[str], tolerated: list[st
     pristine: the sha256 of its files before the build, snapshots.pristine)."""
     # A command that failed left nothing a binary could be made of.
     commands = [c for c in records.read(compile_log) if c.exit == 0]
-    # The variant's flags are records.read like a command line of the compiler that ran, so `--param
+    # The variant's flags are read like a command line of the compiler that ran, so `--param
     # x=y` (and clang's `-mllvm x`) compares as one flag.
     compiler = next((c.argv[0] for c in commands if c.kind == "compile"), "cc")
     want = dedupe(codegen_flags([compiler, *expected]))
     result = Audit(verified=False)
     objects_logged = _check_commands(commands, want, tolerated, result)
-    # A root as the build named it (a link: variants._linked) and as it really is.
+    # A root as the build named it (a link: superbuild.linked) and as it really is.
     roots = list(dict.fromkeys(r for p in (tree, source) if p is not None
                                for r in (norm(p.absolute()), p.resolve())))
     trace = Trace(commands, roots, tree.resolve(), link_flags(expected)) if binary else None
@@ -173,7 +173,7 @@ def _check_commands(commands: list[Command], want: list[str], tolerated: list[st
 
 
 def _hidden_options(cmd: Command, what: str) -> list[str]:
-    """Options that make the compiler records.read flags, or run programs, the log does not show. In a
+    """Options that make the compiler read flags, or run programs, the log does not show. In a
     call that looks like neither a compile nor a link only a response file matters: the whole
     compile may be in it."""
     problems = []

@@ -113,7 +113,7 @@ class Trace:
                 self._follow(cmd)
 
     def _libraries(self) -> dict[str, tuple[Path, Command | None]]:
-        """binaries.soname -> (file, the recorded link that wrote it) of every shared library the
+        """soname -> (file, the recorded link that wrote it) of every shared library the
         binary was linked with in the tree, and of every one this build linked (a program
         linked with an installed copy of the project's library still runs that copy)."""
         found = {norm(p): cmd for p, cmd in self.writers.items()

@@ -71,7 +71,7 @@ def apt_tree(downloads: Path) -> Iterator[tuple[list[str], process.Result]]:
 
 
 def releases(options: list[str], package: str, workdir: Path,
-              by_binary: bool = False) -> list[DebianRelease]:
+             by_binary: bool = False) -> list[DebianRelease]:
     """The index's versions of the source package, newest first; [] when apt-cache knows none.
     by_binary: when no source package has that name, the one that builds a binary package of
     that name (zstd is built from libzstd)."""
@@ -162,7 +162,7 @@ def _prepare_apt_tree(apt_root: Path, sources_text: str) -> list[str]:
 
 
 def apt_get_source(debian: DebianSource, options: list[str], workdir: Path,
-                    update: process.Result) -> None:
+                   update: process.Result) -> None:
     """apt-get source --download-only into workdir; FetchError with the error tails (the
     update's too, when it failed) if the download did not happen."""
     spec = f"{debian.package}={debian.version}"

@@ -181,7 +181,7 @@ class SourceScan:
             return ("is neither a file of the source as unpacked nor written by a recorded "
                     "command of this build")
         got = dedupe([f for f in codegen_flags(maker.argv) if f not in self.tolerated
-                       or f in self.want])
+                      or f in self.want])
         if maker.kind != "other" or got == self.want:   # a compile's flags are checked as one
             return None
         return (f"was written by a command without the variant's flags "

@@ -89,7 +89,7 @@ def linked(source: Path, out: Path) -> Path:
 
 
 def manifest(target: Target, variants: list[Cell], source: Path, out: Path, cache: Path,
-              jobs: int, training: Training | None = None) -> dict:
+             jobs: int, training: Training | None = None) -> dict:
     b = target.spec.build
     names = sorted({v.compiler for v in variants})
     compilers = {n: _wrappers(toolchain.resolve(n), cache) for n in names}
@@ -245,7 +245,7 @@ def run(out: Path, jobs: int) -> None:
 
 @contextmanager
 def watching(out: Path, ids: list[str], on_built: OnBuilt | None, before: int = 0,
-              total: int | None = None) -> Iterator[None]:
+             total: int | None = None) -> Iterator[None]:
     """Calls on_built as each variant's status.json says its build ended: the superbuild builds
     every variant in one CMake run, so without this a long build is silent until its end."""
     if on_built is None:

@@ -30,7 +30,7 @@ from flagsweep.experiment import matrix, recipe
 from flagsweep.experiment.target import Target
 from flagsweep.host import launcher
 from flagsweep.host.executor import Executor
-from flagsweep.jobs import fleet, sweep, worker
+from flagsweep.jobs import fleet, outputs, sweep, worker
 from flagsweep.measure.options import MeasureOptions
 from flagsweep.measure.plan import round_values
 from flagsweep import stats
@@ -140,7 +140,7 @@ def resume(s: Setting, run_id: str, until: float | None = None) -> Path:
     row = s.store.run(run_id)
     if row["status"] == "complete":
         path = stored.out_dir(s.store, run_id, row) / "results.json"
-        return path if path.is_file() else sweep.written_again(run_id, s.store, s.say)
+        return path if path.is_file() else outputs.written_again(run_id, s.store, s.say)
     one = sweep.of_store(s.store, run_id, s.execute, s.target, until)
     return sweep.resumed(one, s.store, s.say)
 

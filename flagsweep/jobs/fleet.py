@@ -41,7 +41,7 @@ from flagsweep.across import merge
 from flagsweep.compilation import selection
 from flagsweep.errors import FlagsweepError
 from flagsweep.experiment import matrix, recipe, target
-from flagsweep.jobs import controls, schedule, sweep, worker
+from flagsweep.jobs import checks, controls, outputs, schedule, sweep, worker
 from flagsweep.measure import rounds
 from flagsweep.measure.options import MeasureOptions
 from flagsweep.measure.plan import METRICS, plan_for, round_values
@@ -149,7 +149,7 @@ def run(client, t: target.Target, r: recipe.Recipe, compilers: list[str] | None,
     paths = []
     for p in parts:
         # The files first, then the status, as a local sweep does; no worker relinks layouts.
-        done = sweep.Sweep(p.run_id, t, r.name, p.out, opts, p.docs, p.matrix.baseline.id)
+        done = checks.Sweep(p.run_id, t, r.name, p.out, opts, p.docs, p.matrix.baseline.id)
         sweep.confirmation_planned(done, db, endings[p.name],
                                    off="a fleet sweep relinks no layouts")
         paths.append(sweep.write_outputs(done, db, say, endings[p.name]))
@@ -288,13 +288,13 @@ def _start_run(p: Label, t, r, opts, db: store.Store, given, say, name: str) -> 
     twin = p.matrix.baseline.id + AA_SUFFIX
     if p.matrix.baseline.id in p.binaries:
         p.binaries[twin] = p.binaries[p.matrix.baseline.id]
-    options = {**sweep.run_options(t, r, p.matrix, opts), "fleet": {"label": p.name},
+    options = {**outputs.run_options(t, r, p.matrix, opts), "fleet": {"label": p.name},
                "schedule": schedule.serial(opts, FLEET_SERIAL)}
     p.run_id = db.create_unique_run(f"{name}-{p.name}", t.name, r.name, p.out,
                                     options, p.machine)
     stored.claim(p.out, "run_id", p.run_id)
     db.save_variants(p.run_id, [d.dump() for d in p.docs])
-    db.set_option(p.run_id, "workload", sweep.workload_option(t, given))
+    db.set_option(p.run_id, "workload", outputs.workload_option(t, given))
     db.set_option(p.run_id, "counters", p.counters)
     say(f"{p.name}: run id {p.run_id}")
 
@@ -313,8 +313,8 @@ def _check(client, t, p: Label, shipment: Shipment, blob: worker.Blob, db: store
             except worker.Missing as e:
                 shipment.resend(e, attempt, say)
 
-    s = sweep.Sweep(p.run_id, t, "", p.out, opts, p.docs, p.matrix.baseline.id)
-    p.measured = sweep.checked(s, None, db, lambda text: say(f"{p.name}: {text}"), remote)
+    s = checks.Sweep(p.run_id, t, "", p.out, opts, p.docs, p.matrix.baseline.id)
+    p.measured = checks.checked(s, None, db, lambda text: say(f"{p.name}: {text}"), remote)
 
 
 def _rounds(client, t, parts: list[Label], shipment: Shipment, blob: worker.Blob, opts,
@@ -341,8 +341,8 @@ def _rounds(client, t, parts: list[Label], shipment: Shipment, blob: worker.Blob
         p = by_name[name]
         if rnd is None:
             rnd, nxt[name] = nxt[name], nxt[name] + 1
-        job = worker.RoundJob(p.run_id, db.url, str(t.path), sha, opts.seed, opts.counters, metric,
-                       opts.threshold_pct)
+        job = worker.RoundJob(p.run_id, db.url, str(t.path), sha, opts.seed, opts.counters,
+                              metric, opts.threshold_pct)
         f = client.submit(worker.round_task, job, rnd, scattered[name], blob, pure=False,
                           key=f"round-{p.run_id}-{rnd}" + (f"-resent{resent}" if resent else ""),
                           resources={worker.BENCH: 1, worker.label_resource(name): 1})

@@ -36,7 +36,7 @@ def test_codegen_flags_keep_optimisation_and_drop_project_flags():
             "-MF", "-O3", "-c", "a.c", "-o", "a.o"]
     # "-MF -O3": a dependency file oddly named -O3 is a value, not a flag.
     assert records.codegen_flags(argv) == ["-O2", "-march=native", "-fno-strict-aliasing",
-                                         "--param=l1-cache-size=32"]
+                                           "--param=l1-cache-size=32"]
 
 
 def test_kind_tells_compile_link_and_probes_apart():

@@ -143,7 +143,6 @@ def _download(source: Source, url: str, downloads: Path) -> Path:
                                  base if ".tar" in base else f"{source.name}-{source.version}.tar")
 
 
-
 def _fetch_from_debian(source: Source, downloads: Path) -> Path:
     """Download Debian's source package through a private apt tree; cache its orig tarball.
 
@@ -172,9 +171,6 @@ def _fetch_from_debian(source: Source, downloads: Path) -> Path:
                                          f"Debian's {orig.name} (expected upstream bytes; "
                                          f"Debian may have repacked it)", orig.name)
         raise FetchError("\n".join(failures))
-
-
-
 
 
 def prepare(source: Source, *, offline: bool = False, cache: Path | None = None) -> Path:

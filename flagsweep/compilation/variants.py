@@ -305,7 +305,8 @@ def _own_flags_entries(own: dict[str, tuple[str, dict | None]], manifest: dict,
     jobs = next((e["jobs"] for e in manifest["variants"].values()), 1)
     return {f"{own_build.ID_PREFIX}{superbuild.slug(name)}": {
                 "compiler": name, "template": superbuild.slug(name), "flags": [], "own_flags": True,
-                "dir": str(out / "builds" / f"{own_build.ID_PREFIX}{superbuild.slug(name)}"), "jobs": jobs}
+                "dir": str(out / "builds" / f"{own_build.ID_PREFIX}{superbuild.slug(name)}"),
+                "jobs": jobs}
             for name, (_, known) in own.items() if known is None}
 
 

@@ -83,8 +83,6 @@ def default_label() -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", native) if native else "default"
 
 
-
-
 @dataclass
 class Label:
     """One CPU label's share of the sweep: its matrix, store run and folder."""

@@ -389,7 +389,8 @@ def test_a_linker_option_split_as_libtool_writes_it_is_on_the_link():
     assert provenance.on_link("-Wl,-z,relro", link) and provenance.on_link("-Wl,-z,now", link)
     assert not provenance.on_link("-Wl,-z,lazy", link)
     assert not provenance.on_link("-Wl,now,-z", link)              # the words in their order
-    assert provenance.on_link("-flto", ["gcc", "-flto", "-o", "p"]) and not provenance.on_link("-flto", link)
+    assert provenance.on_link("-flto", ["gcc", "-flto", "-o", "p"])
+    assert not provenance.on_link("-flto", link)
 
 
 # ---- compiles judged by what they compiled --------------------------------------------------

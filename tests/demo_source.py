@@ -10,7 +10,7 @@ import tarfile
 from pathlib import Path
 
 from flagsweep import files
-from flagsweep.compilation import fetch
+from flagsweep.compilation import debian
 
 
 def tarball(path: Path, top: str, members: dict[str, str]) -> Path:
@@ -23,7 +23,7 @@ def tarball(path: Path, top: str, members: dict[str, str]) -> Path:
     return path
 
 
-def release_of(tmp_path, monkeypatch, members: dict[str, str]) -> fetch.DebianRelease:
+def release_of(tmp_path, monkeypatch, members: dict[str, str]) -> debian.DebianRelease:
     """Debian's index as it would list a source package 'demo-src' 1.0-2 of these files, its
     orig tarball already in the cache (so nothing is downloaded)."""
     orig = tarball(tmp_path / "demo-src_1.0.orig.tar.gz", "demo-1.0", members)
@@ -31,7 +31,7 @@ def release_of(tmp_path, monkeypatch, members: dict[str, str]) -> fetch.DebianRe
     downloads = files.cache_dir() / "downloads"
     downloads.mkdir(parents=True, exist_ok=True)
     shutil.copy(orig, downloads / f"{digest[:16]}-{orig.name}")
-    release = fetch.DebianRelease("demo-src", "1.0-2", orig.name, digest)
-    older = fetch.DebianRelease("demo-src", "0.9-1", "demo-src_0.9.orig.tar.gz", "0" * 64)
-    monkeypatch.setattr(fetch, "debian_releases", lambda package, cache=None: [release, older])
+    release = debian.DebianRelease("demo-src", "1.0-2", orig.name, digest)
+    older = debian.DebianRelease("demo-src", "0.9-1", "demo-src_0.9.orig.tar.gz", "0" * 64)
+    monkeypatch.setattr(debian, "debian_releases", lambda package, cache=None: [release, older])
     return release

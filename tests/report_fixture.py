@@ -247,7 +247,7 @@ def _machine() -> dict:
 
 
 def _options(counters: bool, study: bool, baseline: str, rounds: int) -> dict:
-    """The run's options as sweep.run_options and the sweep's later set_option calls store
+    """The run's options as outputs.run_options and the sweep's later set_option calls store
     them."""
     return {
         "target_path": "/x/target.toml", "target_sha256": "cd" * 32, "target_version": "1.0",

@@ -51,7 +51,7 @@ def check(docs: list[tuple[Path, Results]], what: str, keys: tuple[str, ...]) ->
                                      f"are not {what}")
 
 
-# A sweep stopped early because the machine was busy (sweep._rounds) is kept as `busy`: a few
+# A sweep stopped early because the machine was busy (timing.timed) is kept as `busy`: a few
 # rounds of a disturbed machine, not a measurement to pool, merge or pick from unless asked.
 PARTIAL = ("busy",)
 

@@ -176,7 +176,7 @@ class StoredSweep:
 
 
 # The statuses `collect` reads: complete sweeps, and with `partial` also those stopped early
-# because the machine was busy (sweep._rounds), whose few rounds are a night measured badly.
+# because the machine was busy (timing.timed), whose few rounds are a night measured badly.
 PARTIAL = ("busy",)
 
 

@@ -60,7 +60,7 @@ def _tune_of(arg: Path):
 def _results_of(arg: Path) -> Path:
     """A results.json as given, or the one of a run in the store, written again into the run's
     folder when it is missing there (the store keeps every sample)."""
-    from flagsweep.jobs import sweep
+    from flagsweep.jobs import outputs
     from flagsweep.errors import FlagsweepError
     from flagsweep.results import stored
     from flagsweep.results.store import Store
@@ -78,7 +78,7 @@ def _results_of(arg: Path) -> Path:
                              f"{db.url}") from None
     # The page is written beside it: only into the run's own folder, whatever the row says.
     path = stored.out_dir(db, run_id, row) / "results.json"
-    return path if path.is_file() else sweep.written_again(run_id, db, say)
+    return path if path.is_file() else outputs.written_again(run_id, db, say)
 
 
 @click.command("explain")

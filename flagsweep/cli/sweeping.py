@@ -397,18 +397,18 @@ def calibrate_cmd(runs, threshold_pct, quick, cpu, out_dir) -> None:
 def worker_cmd(scheduler, cpu_label, cpu, name, listen, tls_ca_file, tls_cert, tls_key) -> None:
     """Serve fleet sweeps on this machine: `dask worker` with flagsweep's resources
     (bench=1: one build or measurement at a time; cpu-LABEL=1: measurements of that label)."""
-    from flagsweep.jobs import fleet
+    from flagsweep.jobs import fleet, worker
     from flagsweep.results import store
 
     given = [tls_ca_file, tls_cert, tls_key]
     if any(given) and not all(given):
         raise click.UsageError("--tls-ca-file, --tls-cert and --tls-key go together (the CA, "
                                "this worker's certificate and its key)")
-    tls = fleet.Tls(*given) if all(given) else None
+    tls = worker.Tls(*given) if all(given) else None
     label = fleet.check_label(cpu_label or fleet.default_label())
-    argv = fleet.worker_argv(scheduler, label, name, listen, tls)
-    env = dict(os.environ, **({fleet.CPU_ENV: str(cpu)} if cpu is not None else {}))
+    argv = worker.worker_argv(scheduler, label, name, listen, tls)
+    env = dict(os.environ, **({worker.CPU_ENV: str(cpu)} if cpu is not None else {}))
     say(f"flagsweep worker: label {label}, store {store.Store().url}: {' '.join(argv)}")
-    if warning := fleet.exposure(listen, tls):
+    if warning := worker.exposure(listen, tls):
         say(f"warning: {warning}")
     os.execvpe(argv[0], argv, env)

@@ -3,7 +3,8 @@
 The flow: get the source tree; install the recording compiler wrappers; write the manifest the
 step driver reads and the plan CMake reads; configure and run the superbuild with Ninja (`-k 0`,
 so one broken variant never stops the rest); then read each variant's status, audit its compile
-log and hash its code. The result per variant uses the results contract's `build` names.
+log and hash its code. The result per variant uses the results contract's `build` names. What
+the superbuild is given, and how it is run, is superbuild.py's.
 """
 
 from __future__ import annotations
@@ -14,28 +15,19 @@ import os
 import re
 import shutil
 import sys
-import threading
-import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
 
-from flagsweep import files, process, shipped
-from flagsweep.caches import CONFIGURED, WRAPPERS
+from flagsweep import files, shipped
 from flagsweep.compilation import audit as audit_mod
 from flagsweep.compilation import cache as build_cache
-from flagsweep.compilation import fetch, fingerprint, own_build, pgo, steps, wrapper
-from flagsweep.errors import BuildError
+from flagsweep.compilation import (fetch, fingerprint, own_build, pgo, snapshots, steps,
+                                   superbuild)
 from flagsweep.host import environment, toolchain
 from flagsweep.experiment.matrix import Matrix, Cell
 from flagsweep.experiment.target import Target
 
 log = logging.getLogger("flagsweep.compilation.variants")
-# Bump when the step driver changes how a configure tree is made: cached trees are then redone
-# (2: configure runs in a written environment; a tree configured under a CONFIG_SITE is not
-# reused).
-TEMPLATE_FORMAT = 2
 
 
 @dataclass
@@ -75,7 +67,7 @@ class VariantBuild:
     @property
     def lto(self) -> bool | None:
         """Link-time optimised: -flto in its flags, and (for a verified build) on the link
-        that wrote the binary, which the audit checks (audit.link_flags)."""
+        that wrote the binary, which the audit checks (provenance.link_flags)."""
         if not any(f.startswith("-flto") for f in self.variant.flags):
             return None
         return self.flags_verified
@@ -112,15 +104,7 @@ class Options:
     source_dir: Path | None = None
     cache: Path | None = None
     rebuild: bool = False       # build every variant, whatever the build cache holds
-    training: Training | None = None    # what a profile-guided variant is trained on
-
-
-@dataclass(frozen=True)
-class Training:
-    """A profile-guided build's training input: not the measured one (pgo.py)."""
-    path: Path
-    sha256: str
-    description: str
+    training: superbuild.Training | None = None    # what a profile-guided variant is trained on
 
 
 def source_tree(target: Target, opts: Options) -> Path:
@@ -133,12 +117,8 @@ def source_tree(target: Target, opts: Options) -> Path:
     return fetch.prepare(target.tarball(), offline=opts.offline, cache=opts.cache)
 
 
-# Told of each variant whose build ended: (variant id, "ok" or "failed", seconds, done, total).
-OnBuilt = Callable[[str, str, "float | None", int, int], None]
-
-
 def build_all(target: Target, matrix: Matrix, opts: Options,
-              on_built: OnBuilt | None = None) -> list[VariantBuild]:
+              on_built: superbuild.OnBuilt | None = None) -> list[VariantBuild]:
     """Build every variant of the matrix; never raises for a variant's own failure.
 
     What can refuse the start (the paths, the environment, the compilers, a profile-guided
@@ -147,30 +127,19 @@ def build_all(target: Target, matrix: Matrix, opts: Options,
     same --out is accepted once the cause is fixed."""
     cache = opts.cache or files.cache_dir()
     out = opts.out_dir.resolve()
-    refuse_uncarried(out, "output folder", "choose another --out")
-    refuse_uncarried(Path(sys.executable), "flagsweep's Python", "install flagsweep elsewhere")
-    refuse_uncarried(shipped.IMPORT_ROOT, "flagsweep's package folder", "install it elsewhere")
-    refuse_uncarried(cache, "cache folder", "set FLAGSWEEP_CACHE to another folder")
-    refuse_earlier_build(out)
-    if ignored := environment.ignored():
-        log.warning("the build ignores %s from the environment: a build's compiler, flags and "
-                    "ccache settings are flagsweep's own, and of the environment it reads only "
-                    "%s (docs/architecture.md, ccache)", ", ".join(ignored),
-                    " and ".join(environment.PASSED))
-    if unsafe := environment.search_path(os.environ.get("PATH", ""))[1]:
-        log.warning("the build's PATH leaves out %s: a program found there would run in the "
-                    "build as you, and others could put one there", "; ".join(unsafe))
+    _refuse_start(out, cache)
     source = source_tree(target, opts)
-    refuse_uncarried(source, "source folder", "choose another --source-dir" if opts.source_dir
-                     else "move the target's source, or set FLAGSWEEP_CACHE")
+    superbuild.refuse_uncarried(source, "source folder", "choose another --source-dir"
+                                if opts.source_dir
+                                else "move the target's source, or set FLAGSWEEP_CACHE")
     sid = _source_id(target, source, opts)
     keys = _keys(target, matrix.variants, sid, opts)
     hits = {} if opts.rebuild else {vid: hit for vid, k in keys.items()
                                     if (hit := build_cache.load(k, cache)) is not None}
     todo = [v for v in matrix.variants if v.id not in hits]
     cmake = target.spec.build.system == "cmake"
-    manifest = _manifest(target, todo, out / "source" if cmake else source, out, cache,
-                         opts.jobs, opts.training)
+    manifest = superbuild.manifest(target, todo, out / "source" if cmake else source, out,
+                                   cache, opts.jobs, opts.training)
     own = _own_flags(target, todo, sid, cache, opts.rebuild)
     # The start is accepted: from here on the output folder holds this build.
     (out / "builds").mkdir(parents=True, exist_ok=True)
@@ -179,15 +148,16 @@ def build_all(target: Target, matrix: Matrix, opts: Options,
         if on_built:
             on_built(vid, "reused", None, done, len(matrix.variants))
     if cmake:
-        _linked(source, out)
+        superbuild.linked(source, out)
     manifest["variants"].update(_own_flags_entries(own, manifest, out))
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
     # what the source holds before any build touches it: the code a compile may read as it is
-    pristine = audit_mod.pristine(source) if todo else frozenset()
+    pristine = snapshots.pristine(source) if todo else frozenset()
     if todo:
-        _write_plan(manifest, out)
-        with _watching(out, [v.id for v in todo], on_built, len(reused), len(matrix.variants)):
-            _run_superbuild(out, opts.jobs)
+        superbuild.write_plan(manifest, out)
+        with superbuild.watching(out, [v.id for v in todo], on_built, len(reused),
+                                 len(matrix.variants)):
+            superbuild.run(out, opts.jobs)
     _own_flags_built(own, manifest, cache)
     # once per variant: a tune's batch may hold one set twice, and the audit reads (and then
     # removes) the snapshots its one build kept
@@ -205,6 +175,26 @@ def build_all(target: Target, matrix: Matrix, opts: Options,
     builds = [reused.get(v.id) or built[v.id] for v in matrix.variants]
     _group_identical(builds)
     return builds
+
+
+def _refuse_start(out: Path, cache: Path) -> None:
+    """The paths the build tools cannot take, a folder built into before, and what of the
+    environment the build leaves out, before anything is written."""
+    superbuild.refuse_uncarried(out, "output folder", "choose another --out")
+    superbuild.refuse_uncarried(Path(sys.executable), "flagsweep's Python",
+                                "install flagsweep elsewhere")
+    superbuild.refuse_uncarried(shipped.IMPORT_ROOT, "flagsweep's package folder",
+                                "install it elsewhere")
+    superbuild.refuse_uncarried(cache, "cache folder", "set FLAGSWEEP_CACHE to another folder")
+    superbuild.refuse_earlier_build(out)
+    if ignored := environment.ignored():
+        log.warning("the build ignores %s from the environment: a build's compiler, flags and "
+                    "ccache settings are flagsweep's own, and of the environment it reads only "
+                    "%s (docs/architecture.md, ccache)", ", ".join(ignored),
+                    " and ".join(environment.PASSED))
+    if unsafe := environment.search_path(os.environ.get("PATH", ""))[1]:
+        log.warning("the build's PATH leaves out %s: a program found there would run in the "
+                    "build as you, and others could put one there", "; ".join(unsafe))
 
 
 def _source_id(target: Target, source: Path, opts: Options) -> str:
@@ -250,243 +240,11 @@ def _reuse(v: Cell, record: dict, entry: Path, target: Target, out: Path) -> Var
                         **{name: record.get(name) for name in RECORDED})
 
 
-# What a build leaves in its output folder; any of them means the folder was built into before.
-BUILD_OUTPUTS = ("manifest.json", "plan.cmake", "superbuild", "superbuild.log", "builds",
-                 "builds.json", "source")
-# The record a run's (or a tune's) folder holds from its start, naming its id: what shows a
-# folder a store row names is that run's (results.stored).
-RECORD = "flagsweep.json"
-# What a run adds to it (scratch: the check and timing outputs; explain: the profiles).
-RUN_OUTPUTS = ("results.json", "samples.csv", "index.html", "summary.md", "scratch", "explain",
-               RECORD)
-
-
-def refuse_earlier_build(out: Path) -> None:
-    """Builds start from nothing: in a folder built into before, make finds its targets up to
-    date and the audit reads the old compile logs, so the old binaries would be measured; a
-    folder holding another run's results would have them overwritten. A name counts even as a
-    link (dangling or not): every file flagsweep writes there must be its own."""
-    found = [name for name in BUILD_OUTPUTS if os.path.lexists(out / name)]
-    if found:
-        raise BuildError(f"output folder {out} already holds a build ({', '.join(found)}); "
-                         "builds start in a new folder so that no earlier binary or compile log "
-                         "is reused: choose another --out, or remove this one")
-    found = [name for name in RUN_OUTPUTS if os.path.lexists(out / name)]
-    if found:
-        raise BuildError(f"output folder {out} already holds another run's outputs "
-                         f"({', '.join(found)}); a run starts in a new folder so that no earlier "
-                         "result is overwritten or written through: choose another --out, or "
-                         "remove this one")
-
-
-def _linked(source: Path, out: Path) -> Path:
-    """The source tree as CMake should see it: through out/source, a link to it.
-
-    CMake names every source file by its absolute path, and ccache hashes the command line, so
-    the same code in the cache's tree and in a --source-dir copy missed the cache (64 s instead
-    of 3.8 s). Seen through a link in the run's folder, every source tree has one place relative
-    to the build trees, and CCACHE_BASEDIR (the run's folder) makes those paths relative: the
-    same source is the same cache entry wherever it lives."""
-    link = out / "source"
-    link.symlink_to(source, target_is_directory=True)
-    return link
-
-
-def _manifest(target: Target, variants: list[Cell], source: Path, out: Path, cache: Path,
-              jobs: int, training: Training | None = None) -> dict:
-    b = target.spec.build
-    names = sorted({v.compiler for v in variants})
-    compilers = {n: _wrappers(toolchain.resolve(n), cache) for n in names}
-    per_variant_jobs = max(1, jobs // max(1, min(jobs, len(variants))))
-    templates = {}
-    if b.system == "autotools":  # keyed by a CMake-safe name: a compiler may be a path
-        templates = {_slug(n): _template(target, source, n, compilers[n], cache, out)
-                     for n in names}
-    return {
-        "system": b.system, "source": str(source), "binary": b.binary,
-        "configure_args": b.configure_args, "make_args": b.make_args,
-        "ccache_env": environment.ccache(cache, out), "compilers": compilers,
-        "templates": templates,
-        "variants": {v.id: _entry(target, v, out, per_variant_jobs, training)
-                     for v in variants},
-    }
-
-
-def _entry(target: Target, v: Cell, out: Path, jobs: int, training: Training | None) -> dict:
-    """The step driver's view of one variant; a profile-guided one also gets its stages'
-    flags and training command, and is audited on its final flags (pgo.py)."""
-    vdir = out / "builds" / v.id
-    flags = [*v.flags, *target.spec.build.project_flags]
-    entry = {"compiler": v.compiler, "template": _slug(v.compiler), "flags": flags,
-             "dir": str(vdir), "jobs": jobs}
-    if ldflags := audit_mod.link_flags(flags):     # for make's command line (steps._build_argv)
-        entry["ldflags"] = ldflags
-    if not v.pgo:
-        return entry
-    if training is None:
-        raise BuildError(f"{v.id} is profile-guided and needs a training input; this command "
-                         "builds without one (use `flagsweep build` or `flagsweep run`)")
-    family = toolchain.resolve(v.compiler).family
-    profiles = vdir / pgo.PROFILE_DIR
-    values = {"binary": str(vdir / "tree" / target.spec.build.binary),
-              "input": str(training.path), "output": str(vdir / "training.product")}
-    entry["flags"] = [*flags, *pgo.use(family, profiles)]
-    entry["pgo"] = {"profile_dir": str(profiles), "instrumented": [*flags, *pgo.generate(family, profiles)],
-                    "train_argv": [a.format(**values) for a in target.spec.run.argv],
-                    "timeout": target.spec.run.timeout, "input": training.description,
-                    "profdata": _profdata(v.compiler) if family == "clang" else None}
-    return entry
-
-
-def _profdata(compiler: str) -> str:
-    """llvm-profdata of the clang's own LLVM version (a profile's format follows LLVM's)."""
-    major = toolchain.resolve(compiler).version.split(".")[0]
-    for name in (f"llvm-profdata-{major}", "llvm-profdata"):
-        if found := shutil.which(name):
-            return found
-    raise BuildError(f"clang PGO merges raw profiles with llvm-profdata-{major}, which is not "
-                     "installed here (Debian's llvm package has it)")
-
-
-def _wrappers(compiler: toolchain.Toolchain, cache: Path) -> dict:
-    where = WRAPPERS.entry(_slug(compiler.name), cache)
-    tools = {"cc": str(wrapper.install(compiler.cc, where / "cc", compiler.cc, wrapper.ccache()))}
-    if compiler.cxx:
-        tools["cxx"] = str(wrapper.install(compiler.cxx, where / "cxx", compiler.cc,
-                                           wrapper.ccache()))
-    tools["version"] = compiler.version
-    return tools
-
-
-def _template(target: Target, source: Path, name: str, tools: dict, cache: Path,
-              out: Path) -> dict:
-    """Where the compiler's configure tree is cached: keyed by everything configure sees."""
-    key_parts = [TEMPLATE_FORMAT, str(source), target.spec.build.configure_args, tools,
-                 (source / "configure").stat().st_mtime_ns if (source / "configure").exists() else 0,
-                 environment.keyed()]
-    key = files.key_sha256(key_parts)[:16]
-    folder = f"{target.name}-{_slug(name)}-{key}"
-    return {"compiler": name, "dir": str(CONFIGURED.entry(folder, cache)),
-            "log": str(out / "builds" / f"configure-{_slug(name)}.log")}
-
-
-def _slug(name: str) -> str:
-    """A compiler name usable in file and CMake target names ('/usr/bin/gcc' -> '_usr_bin_gcc')."""
-    return re.sub(r"[^A-Za-z0-9._+-]", "_", name)
-
-
-def refuse_uncarried(path: Path, what: str, fix: str) -> None:
-    """Refuse a path the build tools cannot take as it is. plan.cmake carries any text (each
-    string is a bracket argument), but a newline ends a CMake, Ninja or make line, CMake splits
-    a path at ';' into a list, ExternalProject writes paths into CMake scripts of its own
-    between '"' unescaped (so '"' and '\\' break them) and passes them on as lists, where
-    brackets group elements, and ccache expands '$NAME' in CCACHE_BASEDIR as make does '$(...)'."""
-    text = str(path)
-    for char in text:
-        if ord(char) < 0x20 or ord(char) == 0x7f:
-            name = "a newline" if char == "\n" else "a control character"
-            why = f"holds {name} (U+{ord(char):04X}), which CMake and Ninja cannot carry in a path"
-        elif char in UNCARRIED:
-            why = f"holds {char!r}, which {UNCARRIED[char]}, so it cannot be in a path"
-        else:
-            continue
-        raise BuildError(f"{what} {text!r} {why}: {fix}")
-
-
-# Printable characters a path given to the superbuild may not hold, and who cannot carry them.
-UNCARRIED = {";": "CMake reads as a list separator",
-             '"': "CMake's ExternalProject writes unescaped into its scripts",
-             "\\": "CMake reads as an escape or a Windows path separator",
-             "$": "ccache and make expand as a variable",
-             "#": "CMake refuses in the name of a file a build step makes",
-             "<": "CMake refuses in the name of a file a build step makes",
-             ">": "CMake refuses in the name of a file a build step makes",
-             "[": "CMake's lists read as a group (a ';' inside it separates nothing)",
-             "]": "CMake's lists read as a group (a ';' inside it separates nothing)"}
-
-
-def cmake_text(text: str) -> str:
-    """text as one CMake bracket argument: nothing in it is evaluated (no variable, escape or
-    quote), whatever it holds; the bracket's level of '=' is one the text does not close."""
-    level = 0
-    while f"]{'=' * level}]" in text:
-        level += 1
-    return f"[{'=' * level}[{text}]{'=' * level}]"
-
-
-def _write_plan(manifest: dict, out: Path) -> None:
-    def define(name: str, *values: str) -> str:
-        return f"set({name} {' '.join(cmake_text(str(v)) for v in values)})"
-
-    lines = [define("FLAGSWEEP_MANIFEST", out / "manifest.json"),
-             define("FLAGSWEEP_PYTHON", sys.executable),
-             define("FLAGSWEEP_PYTHONPATH", shipped.IMPORT_ROOT),
-             define("FLAGSWEEP_SOURCE", manifest["source"]),
-             define("FLAGSWEEP_BUILDS", out / "builds"),
-             define("FLAGSWEEP_TEMPLATES", *manifest["templates"]),
-             define("FLAGSWEEP_VARIANTS", *manifest["variants"])]
-    lines += [define(f"FLAGSWEEP_COMPILER_{vid}", v["template"])
-              for vid, v in manifest["variants"].items()]
-    (out / "plan.cmake").write_text("\n".join(lines) + "\n")
-
-
-def _run_superbuild(out: Path, jobs: int) -> None:
-    sb, logfile = out / "superbuild", out / "superbuild.log"
-    env = environment.build({})
-    if limit := os.environ.get(CONFIGURED.variable()):   # the step driver trims that cache
-        env[CONFIGURED.variable()] = limit
-    configure = process.run(["cmake", "-S", shipped.SUPERBUILD, "-B", sb, "-G", "Ninja",
-                             f"-DFLAGSWEEP_PLAN={out / 'plan.cmake'}"], log_file=logfile,
-                            env=env, guard=True)
-    if not configure.ok:
-        raise BuildError(f"the superbuild did not configure; see {logfile}")
-    started = time.time()
-    # Guarded: killed by SIGKILL, flagsweep would leave the whole build running.
-    process.run(["cmake", "--build", sb, "-j", str(jobs), "--", "-k", "0"], log_file=logfile,
-                env=env, guard=True)
-    log.info("superbuild finished in %.1f s", time.time() - started)
-
-
-@contextmanager
-def _watching(out: Path, ids: list[str], on_built: OnBuilt | None, before: int = 0,
-              total: int | None = None) -> Iterator[None]:
-    """Calls on_built as each variant's status.json says its build ended: the superbuild builds
-    every variant in one CMake run, so without this a long build is silent until its end."""
-    if on_built is None:
-        yield
-        return
-    said: set[str] = set()
-
-    def poll(final: bool) -> None:
-        for vid in ids:
-            status = _read_status(out / "builds" / vid)
-            ended = status.get("status") in ("ok", "failed")
-            if vid not in said and (ended or final):
-                said.add(vid)
-                on_built(vid, status.get("status") if ended else "failed", status.get("seconds"),
-                         before + len(said), total or len(ids))
-
-    stop = threading.Event()
-
-    def watch() -> None:
-        while not stop.wait(0.5):
-            poll(False)
-
-    thread = threading.Thread(target=watch, daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join()
-    poll(True)       # what ended in the last half second, and any variant that never started
-
-
 def _collect(v: Cell, manifest: dict, target: Target, out: Path, own: dict | None = None,
              pristine: frozenset[str] = frozenset()) -> VariantBuild:
     vdir = out / "builds" / v.id
     result = VariantBuild(variant=v, status="failed", log=vdir / "build.log")
-    status = _read_status(vdir)
+    status = superbuild.read_status(vdir)
     result.seconds, result.cpu_seconds = status.get("seconds"), status.get("cpu_seconds")
     if status.get("status") != "ok":
         shutil.rmtree(vdir / steps.SNAPSHOTS, ignore_errors=True)
@@ -545,9 +303,10 @@ def _own_flags_entries(own: dict[str, tuple[str, dict | None]], manifest: dict,
     """The superbuild entries of the project's own builds the cache does not have: a variant
     of the compiler without flags of flagsweep's own, built beside the real ones."""
     jobs = next((e["jobs"] for e in manifest["variants"].values()), 1)
-    return {f"{own_build.ID_PREFIX}{_slug(name)}": {
-                "compiler": name, "template": _slug(name), "flags": [], "own_flags": True,
-                "dir": str(out / "builds" / f"{own_build.ID_PREFIX}{_slug(name)}"), "jobs": jobs}
+    return {f"{own_build.ID_PREFIX}{superbuild.slug(name)}": {
+                "compiler": name, "template": superbuild.slug(name), "flags": [], "own_flags": True,
+                "dir": str(out / "builds" / f"{own_build.ID_PREFIX}{superbuild.slug(name)}"),
+                "jobs": jobs}
             for name, (_, known) in own.items() if known is None}
 
 
@@ -558,8 +317,8 @@ def _own_flags_built(own: dict[str, tuple[str, dict | None]], manifest: dict,
     for name, (k, known) in list(own.items()):
         if known is not None:
             continue
-        vdir = Path(manifest["variants"][f"{own_build.ID_PREFIX}{_slug(name)}"]["dir"])
-        if _read_status(vdir).get("status") != "ok":
+        vdir = Path(manifest["variants"][f"{own_build.ID_PREFIX}{superbuild.slug(name)}"]["dir"])
+        if superbuild.read_status(vdir).get("status") != "ok":
             log.warning("the project's own build with %s (its own CFLAGS, none of flagsweep's) "
                         "did not succeed, so no variant is checked for project options it "
                         "drops: see %s", name, vdir / "build.log")
@@ -626,17 +385,10 @@ def _log_audit(log: Path, problems: list[str]) -> None:
         f.writelines(p + "\n" for p in problems)
 
 
-def _read_status(vdir: Path) -> dict:
-    try:
-        return json.loads((vdir / "status.json").read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
-        return {}
-
-
 def _failure_detail(status: dict, vdir: Path, manifest: dict, v: Cell) -> str:
     """Why it failed and the last lines of the log that says so."""
     if not status:  # never started: its configure tree failed, or the superbuild broke
-        tmpl = manifest["templates"].get(_slug(v.compiler))
+        tmpl = manifest["templates"].get(superbuild.slug(v.compiler))
         logfile = Path(tmpl["log"]) if tmpl else vdir.parent.parent / "superbuild.log"
         why = "configure failed" if tmpl else "the superbuild never ran this variant"
         return f"{why}; {logfile}:\n{_excerpt(logfile)}"

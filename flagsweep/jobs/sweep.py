@@ -12,49 +12,31 @@ from __future__ import annotations
 import logging
 import random
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
-from flagsweep import files, report
-from flagsweep.across import history
-from flagsweep.compilation import fingerprint, layout, variants
+from flagsweep.compilation import layout, variants
 from flagsweep.errors import FlagsweepError, Interrupted
 from flagsweep.experiment import matrix, recipe, target
 from flagsweep.explain import explanation
-from flagsweep.host import advice, launcher, placement, probes, system, toolchain
+from flagsweep.host import advice, launcher, placement, system, toolchain
 from flagsweep.host.executor import Executor
 from flagsweep.jobs import controls, schedule
-from flagsweep.measure import counters, length, rounds
+from flagsweep.jobs.checks import Sweep, checked, replaced, same_binaries
+from flagsweep.jobs.outputs import (drop_outputs, run_options, workload_option, write_files,
+                                    written_again)
+from flagsweep.jobs.timing import run_length, timed
+from flagsweep.measure import counters
 from flagsweep.measure.options import MeasureOptions, chosen_cpu
-from flagsweep.measure.plan import METRICS, choose_metric, plan_for, round_values
-from flagsweep.measure.sampler import Busy, Sampler
 from flagsweep.process import sigterm_as_interrupt
-from flagsweep.report import lines, terminal
-from flagsweep.results import analysis, confirmation, contract, reader, stored, writer
+from flagsweep.report import lines
+from flagsweep.results import confirmation, contract, reader, stored, writer
 from flagsweep.results.contract import AA_SUFFIX
 from flagsweep.results.store import Store
 from flagsweep.workload import check, inputs
 
 log = logging.getLogger("flagsweep.jobs.sweep")
-
-
-@dataclass
-class Sweep:
-    """What a sweep is made of, whether started now or resumed."""
-
-    run_id: str
-    target: target.Target
-    recipe_name: str
-    out: Path
-    opts: MeasureOptions
-    builds: list[contract.Variant]  # each binary's id, compiler, flags, factors and build
-    baseline: str
-    # What runs one workload (the executor): the real launcher, or in tests a stand-in that
-    # replays or synthesises executions, so the decisions above it are tested without timing.
-    execute: Executor = launcher.run_once
-    # How its variants were built, for the confirmation's relinks (a resumed sweep: defaults).
-    build_opts: variants.Options | None = None
 
 
 def start(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: variants.Options,
@@ -181,60 +163,17 @@ def of_store(store: Store, run_id: str, execute: Executor = launcher.run_once,
 
 def resumed(sweep: Sweep, store: Store, say: Callable[[str], None]) -> Path:
     """resume() once the CPU is ours (a tune resumes its batch under its own lock)."""
-    _same_binaries(sweep)
+    same_binaries(sweep)
     store.reopen_run(sweep.run_id)
     done = store.done(sweep.run_id)
     say(f"resuming {sweep.run_id}: {len(done)} samples already taken")
     return _measure(sweep, store, say)
 
 
-def written_again(run_id: str, store: Store, say: Callable[[str], None]) -> Path:
-    """A run's results.json, samples.csv and report, written again from the store into its
-    own folder (one its row names, once it shows it is the run's: results.stored.out_dir):
-    the store holds every sample, so files lost (a kill between the last round and the
-    writing, a folder cleaned by hand) are never lost for good."""
-    row = store.run(run_id)
-    out = stored.out_dir(store, run_id, row)
-    say(f"run {run_id} is {row['status']}, but {out / 'results.json'} is missing: written "
-        "again from the store")
-    return _write_files(store, run_id, out, say)
-
-
-def _same_binaries(sweep: Sweep) -> None:
-    """A resumed sweep times the programs it started with, or none: each binary it will run
-    must still be in the run's builds folder with the code its build recorded
-    (results.stored.binary). A binary removed or rebuilt since (a cleaned folder, another sweep
-    writing into the same --out) would otherwise be timed as if it were the variant, or
-    recorded as the variant's own failures; one a row names elsewhere, or without its hash,
-    could be any program."""
-    chosen = set(runnable(sweep.builds))
-    for d in sweep.builds:
-        if d.id in chosen:
-            stored.binary(d, sweep.out, f"cannot resume run {sweep.run_id}")
-
-
-def _replaced(sweep: Sweep, store: Store, say: Callable[[str], None]) -> None:
-    """After the rounds: each timed binary against its build's record. A workload can replace
-    its own binary, or another variant's (it runs as the user, in the run's folder), and the
-    samples after that time another program: such a variant gets no verdict and is never
-    recommended. Kept with the run (option `replaced`), so every later rewrite of results.json
-    says so, and a resumed run adds to it."""
-    builds = {d.id: d.build for d in sweep.builds}
-    found = dict(store.run(sweep.run_id)["options"].get("replaced") or {})
-    for vid, path in runnable(sweep.builds).items():
-        changed = fingerprint.recheck(builds[vid].dump(), path)
-        if changed is not None and vid not in found:
-            found[vid] = changed.to_json()
-            say(f"warning: {vid}: {changed.text()}; it was replaced during the sweep, so it "
-                "gets no verdict")
-    if found:
-        store.set_option(sweep.run_id, "replaced", found)
-
-
 def _measure(sweep: Sweep, store: Store, say: Callable[[str], None]) -> Path:
     try:
         inp = inputs.prepare(sweep.target, quick=sweep.opts.quick,
-                             size=_run_length(sweep, store, say))
+                             size=run_length(sweep, store, say))
         workload = check.Invocation(sweep.target, inp.path, sweep.out / "scratch")
         # A resume measures without checking again, and a complete run's scratch/ is gone.
         workload.scratch.mkdir(parents=True, exist_ok=True)
@@ -242,8 +181,8 @@ def _measure(sweep: Sweep, store: Store, say: Callable[[str], None]) -> Path:
         measured = checked(sweep, workload, store, say)
         pre = counters.setup(sweep.opts.counters, say)
         store.set_option(sweep.run_id, "counters", pre.to_json() if pre else None)
-        outcome, status = _rounds(sweep, workload, measured, pre, store, say)
-        _replaced(sweep, store, say)
+        outcome, status = timed(sweep, workload, measured, pre, store, say)
+        replaced(sweep, store, say)
     except KeyboardInterrupt:
         store.finish_run(sweep.run_id, "interrupted", "interrupted")
         _outputs_so_far(sweep, store, say)
@@ -273,7 +212,7 @@ def _measure(sweep: Sweep, store: Store, say: Callable[[str], None]) -> Path:
         if sweep.opts.explain:
             path = _explained(sweep, store, path, say)
         if not sweep.opts.keep_scratch:
-            _drop_outputs(workload.scratch, say)
+            drop_outputs(workload.scratch, say)
         return path
     except Interrupted:
         raise                        # in the confirmation: this run is complete and stays so
@@ -285,21 +224,6 @@ def _measure(sweep: Sweep, store: Store, say: Callable[[str], None]) -> Path:
         raise FlagsweepError(f"run {sweep.run_id}: {why}; the run is marked failed and keeps "
                              f"its samples: `flagsweep run --resume {sweep.run_id}` writes the "
                              "results once that is fixed") from e
-
-
-def _run_length(sweep: Sweep, store: Store, say: Callable[[str], None]) -> float | None:
-    """--input-size auto: the input size its pilot chose (measure.length.for_sweep), chosen
-    once, before the output check, and kept with the run, so a resume measures the same input.
-    None: the size --quick or its absence says."""
-    o = sweep.opts
-    if o.input_size != "auto":
-        return None
-    if o.run_length is None:
-        o.run_length = length.for_sweep(
-            sweep.target, runnable(sweep.builds).get(sweep.baseline), sweep.execute,
-            sweep.out / "scratch", o.seed or 0, o.metric, chosen_cpu(o), say).to_json()
-        store.set_option(sweep.run_id, "measure", asdict(o))
-    return o.run_length.get("size")
 
 
 def confirmation_planned(sweep: Sweep, store: Store, ending: dict,
@@ -413,7 +337,7 @@ def _report_confirmation(confirms: dict, path: Path, store: Store,
     else:
         done = confirmation.outcome(record.dump(), doc, time.time() - confirms["began"], path)
     store.set_option(confirms["run_id"], "confirmation", done)
-    _write_files(store, confirms["run_id"], out, say)
+    write_files(store, confirms["run_id"], out, say)
 
 
 def _run_in(store: Store, out: Path) -> str | None:
@@ -435,35 +359,11 @@ def _explained(sweep: Sweep, store: Store, path: Path, say: Callable[[str], None
     return write_outputs(sweep, store, say)
 
 
-def _drop_outputs(scratch: Path, say: Callable[[str], None]) -> None:
-    """Empty a complete run's scratch/ (run --keep-scratch keeps it): program outputs are
-    57 MB for a quick sweep of one program and ~350 MB at full size, and their checks are in
-    results.json. Only what a program said on stderr stays, as the diagnostic it is; an
-    interrupted or failed run keeps everything, for --resume and for finding out why."""
-    doomed = sorted(p for p in scratch.rglob("*") if p.is_file() and not _said_something(p))
-    freed = 0
-    for p in doomed:
-        freed += p.stat().st_size
-        p.unlink()
-    for folder in sorted((p for p in scratch.rglob("*") if p.is_dir()), reverse=True):
-        if not any(folder.iterdir()):
-            folder.rmdir()
-    if scratch.is_dir() and not any(scratch.iterdir()):
-        scratch.rmdir()
-    if doomed:
-        say(f"scratch: {len(doomed)} files deleted ({freed / 1e6:.1f} MB); --keep-scratch "
-            "keeps them")
-
-
-def _said_something(path: Path) -> bool:
-    return path.name.endswith(".stderr") and path.stat().st_size > 0
-
-
 def _outputs_so_far(sweep: Sweep, store: Store, say: Callable[[str], None]) -> None:
     """results.json of a stopped run, if it can be written: the error that stopped the run is
     what the user must see, not a second one from writing."""
     try:
-        _replaced(sweep, store, say)
+        replaced(sweep, store, say)
         write_outputs(sweep, store, say)
     except Exception as e:  # noqa: BLE001 - the stopping error is raised by the caller
         log.info("results.json not written", exc_info=True)
@@ -475,176 +375,11 @@ def _reason(e: BaseException) -> str:
     return str(e) if isinstance(e, FlagsweepError) else f"{type(e).__name__}: {e}"
 
 
-def workload_option(t: target.Target, inp: inputs.Input) -> dict:
-    """What the run's options record of its workload (results.json's `workload`)."""
-    spec = t.spec.run
-    return {"argv": spec.argv, "inputs": [str(inp.path)], "stdout": spec.stdout,
-            "input_sha256": inp.sha256, "input": inp.description, "timeout": spec.timeout,
-            "target_file": str(t.path)}
-
-
 def write_outputs(sweep: Sweep, store: Store, say: Callable[[str], None],
                   ending: dict | None = None) -> Path:
     """results.json and samples.csv, then the report made from them. A report that cannot be
     drawn must not cost the results: they are written first, and the failure is told.
     `ending`: how the run ends, when the files are written before the store is told."""
-    return _write_files(store, sweep.run_id, sweep.out, say, ending)
+    return write_files(store, sweep.run_id, sweep.out, say, ending)
 
 
-def _write_files(store: Store, run_id: str, out: Path, say: Callable[[str], None],
-                 ending: dict | None = None) -> Path:
-    path = writer.write(out, store, run_id, history.of_run(store, run_id, ending is not None),
-                        ending)
-    try:
-        report.write(path)
-    except Exception as e:  # noqa: BLE001 - any drawing failure; the data is already safe
-        log.exception("report failed")
-        say(f"report: not written ({type(e).__name__}: {e}); results.json is complete, "
-            f"retry with: flagsweep report {path}")
-    return path
-
-
-def checked(sweep: Sweep, workload: check.Invocation | None, store: Store,
-             say: Callable[[str], None], run_checks=None) -> list[str]:
-    """Check every distinct binary not checked yet; return the ids that will be timed.
-    `run_checks(binaries, baseline)` runs them elsewhere (a fleet worker); default: here."""
-    run_checks = run_checks or (lambda todo, base: check.check_all(workload, todo, base))
-    stored = {v.id: v.check for v in store.variants(sweep.run_id)}
-    _baseline_built(sweep)
-    distinct = runnable(sweep.builds)
-    todo = {vid: path for vid, path in distinct.items() if stored.get(vid) is None}
-    if todo:
-        if sweep.baseline not in todo and sweep.baseline in distinct:
-            todo[sweep.baseline] = distinct[sweep.baseline]  # the reference must be at hand
-        for vid, result in run_checks(todo, sweep.baseline).items():
-            stored[vid] = contract.Check.model_validate(result)
-            store.save_check(sweep.run_id, vid, result)
-    for d in sweep.builds:  # identical code has the representative's output by construction
-        rep = d.build.identical_to
-        if rep and stored.get(d.id) is None and stored.get(rep):
-            why = f": {stored[rep].detail}" if stored[rep].detail else ""
-            stored[d.id] = contract.Check.model_validate(
-                {**stored[rep].dump(), "detail": f"identical code to {rep}{why}"})
-            store.save_check(sweep.run_id, d.id, stored[d.id].dump())
-    for vid, c in stored.items():
-        if c and c.status != "ok":
-            say(f"check {vid}: {c.status}: {c.detail}")
-    allowed = set(analysis.PASSED) | (set() if sweep.opts.strict_check else {"differs"})
-    measured = [vid for vid in distinct if stored[vid].status in allowed]
-    if not measured:
-        raise FlagsweepError("nothing to measure: every distinct binary failed to build or "
-                             "failed its output check (see above and builds/*/build.log)")
-    return measured
-
-
-def runnable(builds: list[contract.Variant]) -> dict[str, Path]:
-    """variant id -> binary, for the builds a sweep runs: each good, distinct one. A failed or
-    flags-mismatch build has no binary worth running, and identical code is its
-    representative's, so neither is checked or timed; both stay in results.json as they are."""
-    return {d.id: Path(d.build.binary) for d in builds
-            if d.build.status == "ok" and not d.build.identical_to}
-
-
-def _baseline_built(sweep: Sweep) -> None:
-    """Every comparison is against the baseline: without its binary nothing can be judged."""
-    b = next(d for d in sweep.builds if d.id == sweep.baseline).build
-    if b.status != "ok":
-        raise FlagsweepError(f"the baseline {sweep.baseline} did not build ({b.status}: "
-                             f"{analysis.build_reason(getattr(b, 'detail', None))}); every "
-                             "variant is compared with it, "
-                             "so nothing can be measured. Fix its flags, or give a flag set "
-                             "that builds first")
-
-
-def _rounds(sweep: Sweep, workload: check.Invocation, measured: list[str],
-            pre: probes.Preflight | None, store: Store, say: Callable[[str], None]
-            ) -> tuple[rounds.Outcome, str]:
-    """The rounds' outcome and the run's status: complete, or busy when most runs stayed
-    disturbed and the sweep stopped early. A busy run is kept as what it is, a partial
-    measurement of a busy machine (resumable), not a sweep history, suite, pick or merge
-    should take as complete."""
-    o = sweep.opts
-    binaries = {vid: path for vid, path in runnable(sweep.builds).items() if vid in measured}
-    cachegrind = o.metric == "instructions" and (pre is None or not pre.hw_counters)
-    plan = plan_for(o, measured, sweep.baseline, controls.SUFFIXES, once=cachegrind,
-                    layouts=layouts_of(sweep.builds), drop=True)
-    # the levels the stops and the rule spend, for the analysis at the end (sequential.Design)
-    store.set_option(sweep.run_id, "sequential", rounds.design(plan).to_json())
-    if cachegrind:
-        say("metric: instructions counted by Cachegrind (no PMU here): a deterministic change "
-            "detector, not a speed")
-    cpu = chosen_cpu(o)
-    measure = Sampler(sweep.run_id, workload, binaries, pre, cachegrind, store, say,
-                      threshold_pct=o.threshold_pct, execute=sweep.execute, cpu=cpu,
-                      together=launcher.together_of(sweep.execute))
-    say(f"measuring {len(measured)} distinct binaries on CPU {cpu}: {plan.min_runs}-"
-        f"{plan.max_runs} rounds, {max(plan.warmup, o.metric == 'auto')} warmup, seed {o.seed}")
-    with launcher.pinned(cpu), terminal.progress(plan) as tick:
-        if o.metric == "auto":
-            _metric_chosen(sweep, plan, measure, store, say, tick)
-        plan.metric = measure.metric = METRICS[o.metric]
-        schedule.decided(sweep.run_id, o, plan, measure, store, say, tick)
-
-        def values() -> rounds.Values:
-            return round_values(store.samples(sweep.run_id), plan.metric)
-
-        def stopped(vid: str, stop: rounds.Stop) -> None:
-            # Kept with the run as it happens: an interrupted sweep's results say it too.
-            so_far = dict(store.run(sweep.run_id)["options"].get("stopped") or {})
-            so_far[vid] = {"rounds": stop.rounds, "verdict": stop.verdict, "why": stop.why}
-            store.set_option(sweep.run_id, "stopped", so_far)
-
-        try:
-            return rounds.rounds(plan, store.done(sweep.run_id), schedule.take(plan, measure),
-                                 values, tick, lines.round_lines(), stopped), "complete"
-        except Busy as e:
-            busy = e
-    return _stopped_busy(sweep, store, say, cpu, busy)
-
-
-def _stopped_busy(sweep: Sweep, store: Store, say: Callable[[str], None], cpu: int,
-                  e: Busy) -> tuple[rounds.Outcome, str]:
-    """A sweep the machine was too busy for, with where it could measure now (measured
-    unpinned, so every CPU is a candidate)."""
-    counted = {s.round for s in store.samples(sweep.run_id) if s.round >= 0}
-    why = f"{e}; {placement.after_busy(cpu)}"
-    say(f"warning: {why}; the run is stored as busy, not complete (flagsweep run "
-        f"--resume {sweep.run_id} continues it on CPU {cpu})")
-    return rounds.Outcome(len(counted), why), "busy"
-
-
-def _metric_chosen(sweep: Sweep, plan: rounds.Plan, measure: Sampler, store: Store,
-                   say: Callable[[str], None], tick) -> None:
-    """--metric auto, chosen from the warmup round and kept with the run before any counted
-    run (measure.plan.choose_metric)."""
-    choice = choose_metric(plan, store.done(sweep.run_id), measure,
-                           lambda: store.samples(sweep.run_id), tick)
-    sweep.opts.metric = choice.metric
-    store.set_option(sweep.run_id, "measure", asdict(sweep.opts))
-    store.set_option(sweep.run_id, "metric_choice", choice.to_json())
-    say(f"metric: {choice.why}")
-
-
-def layouts_of(docs: list[contract.Variant]) -> dict[str, str]:
-    """binary id -> the variant it is a layout of, for a sweep with --layouts (else empty)."""
-    return {d.id: d.layout_of for d in docs if getattr(d, "layout_of", None)}
-
-
-def distro_doc(m: matrix.Matrix) -> dict | None:
-    """The distribution's flags every variant started from, as read on this machine."""
-    b = m.base
-    return None if b is None else {"name": b.name, "source": b.source, "flags": list(b.flags),
-                                   "parts": b.parts}
-
-
-def run_options(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, opts: MeasureOptions) -> dict:
-    study = r.spec.study.model_dump() if r.spec.study else None
-    return {"target_path": str(t.path), "target_sha256": files.sha256_file(t.path),
-            "target_version": t.spec.version, "recipe_path": str(r.path), "study": study,
-            "measure": asdict(opts),
-            "compilers": [toolchain.describe(toolchain.resolve(c))
-                          for c in sorted({v.compiler for v in m.variants})],
-            "baseline": m.baseline.layout_of or m.baseline.id, "design": m.design,
-            "distro": distro_doc(m),
-            "skipped": [{"id": s.variant.id, "flags": list(s.variant.flags), "reason": s.reason}
-                        for s in m.skipped]}

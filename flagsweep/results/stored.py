@@ -33,7 +33,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from flagsweep import files
-from flagsweep.compilation import fingerprint, variants
+from flagsweep.compilation import fingerprint, superbuild
 from flagsweep.errors import ConfigError, FlagsweepError
 from flagsweep.experiment import target as targets
 from flagsweep.experiment.strict import quoted
@@ -45,7 +45,7 @@ from flagsweep.results.store import Store
 # The record a run's (or a tune's) folder holds from its start is {"run_id": ID} or {"tune_id":
 # ID}; beside it, the document that names the same id once written (for a folder from before
 # the record).
-RECORD = variants.RECORD
+RECORD = superbuild.RECORD
 DOCUMENTS = {"run_id": "results.json", "tune_id": "tune.json"}
 RECORD_MAX = 256 << 20      # bytes: a document longer than this proves nothing
 

@@ -201,7 +201,7 @@ def _short_run(doc: contract.Results, target_path: str) -> None:
 
 
 def _replaced(variants: list[contract.Variant], replaced: dict[str, dict]) -> dict[str, str]:
-    """The binaries found replaced after the rounds (sweep._replaced): each one's record as its
+    """The binaries found replaced after the rounds (checks.replaced): each one's record as its
     variant's `replaced`; returns variant -> why, for the verdicts it does not get. A layout's
     replaced binary refuses the whole variant it is a layout of."""
     refused: dict[str, str] = {}

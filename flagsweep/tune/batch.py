@@ -30,7 +30,7 @@ from flagsweep.experiment import matrix, recipe
 from flagsweep.experiment.target import Target
 from flagsweep.host import launcher
 from flagsweep.host.executor import Executor
-from flagsweep.jobs import fleet, sweep
+from flagsweep.jobs import fleet, outputs, sweep, worker
 from flagsweep.measure.options import MeasureOptions
 from flagsweep.measure.plan import round_values
 from flagsweep import stats
@@ -140,7 +140,7 @@ def resume(s: Setting, run_id: str, until: float | None = None) -> Path:
     row = s.store.run(run_id)
     if row["status"] == "complete":
         path = stored.out_dir(s.store, run_id, row) / "results.json"
-        return path if path.is_file() else sweep.written_again(run_id, s.store, s.say)
+        return path if path.is_file() else outputs.written_again(run_id, s.store, s.say)
     one = sweep.of_store(s.store, run_id, s.execute, s.target, until)
     return sweep.resumed(one, s.store, s.say)
 
@@ -189,8 +189,9 @@ def _built_on_fleet(s: Setting, m: matrix.Matrix) -> dict[str, contract.Build]:
     their build records sent back."""
     sha = files.sha256_file(s.target.path)
     tag = files.sha256_bytes(",".join(v.id for v in m.variants).encode())[:12]
-    got = s.fleet.client.submit(fleet.build_task, str(s.target.path), sha, m, tag, pure=False,
-                                resources={fleet.BENCH: 1, fleet.label_resource(s.fleet.label): 1}
+    got = s.fleet.client.submit(worker.build_task, str(s.target.path), sha, m, tag, pure=False,
+                                resources={worker.BENCH: 1,
+                                           worker.label_resource(s.fleet.label): 1}
                                 ).result()
     return {d["id"]: contract.Variant.model_validate(d).build for d in got["docs"]}
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from flagsweep import stats
-from flagsweep.jobs import sweep
+from flagsweep.jobs import checks
 from flagsweep.tune.batch import Setting, finite_pair, run_id, vid
 from flagsweep.measure.plan import round_values
 from flagsweep.results import confirmation, contract, reader
@@ -315,7 +315,7 @@ def _against(s: Setting, path: Path, doc: contract.Results, ref: str
     """Every set against `ref` over their layouts, adjusted together (stats.layout, stats.adjust)."""
     rid = run_id(s, path)
     values = round_values(s.store.samples(rid), doc.metric)
-    layouts = sweep.layouts_of(s.store.variants(rid))
+    layouts = checks.layouts_of(s.store.variants(rid))
     if layouts:
         found = layout.compare_all(values, layouts, ref)
     else:

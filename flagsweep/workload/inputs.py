@@ -24,7 +24,7 @@ from typing import Callable
 
 from flagsweep import files
 from flagsweep.caches import INPUTS
-from flagsweep.compilation.variants import Training
+from flagsweep.compilation.superbuild import Training
 from flagsweep.errors import ConfigError
 from flagsweep.experiment.target import CorpusInput, FileInput, InputSpec, Target, WavInput
 from flagsweep.workload import corpus, wav

@@ -8,7 +8,8 @@ import time
 from pathlib import Path
 
 from flagsweep import files
-from flagsweep.compilation import audit
+from flagsweep.compilation import audit, provenance, records
+from flagsweep.compilation.snapshots import pristine
 
 
 def _log(tmp_path: Path, *commands: list[str]) -> Path:
@@ -34,16 +35,16 @@ def test_codegen_flags_keep_optimisation_and_drop_project_flags():
             "-fno-strict-aliasing", "-fdiagnostics-color=always", "--param", "l1-cache-size=32",
             "-MF", "-O3", "-c", "a.c", "-o", "a.o"]
     # "-MF -O3": a dependency file oddly named -O3 is a value, not a flag.
-    assert audit.codegen_flags(argv) == ["-O2", "-march=native", "-fno-strict-aliasing",
-                                         "--param=l1-cache-size=32"]
+    assert records.codegen_flags(argv) == ["-O2", "-march=native", "-fno-strict-aliasing",
+                                           "--param=l1-cache-size=32"]
 
 
 def test_kind_tells_compile_link_and_probes_apart():
-    assert audit.kind(["cc", "-c", "a.c"]) == "compile"
-    assert audit.kind(["cc", "-O2", "a.c", "-o", "a"]) == "compile"
-    assert audit.kind(["cc", "a.o", "b.o", "-o", "prog"]) == "link"
-    assert audit.kind(["cc", "-E", "-dM", "x.c"]) == "other"
-    assert audit.kind(["cc", "--version"]) == "other"
+    assert records.kind(["cc", "-c", "a.c"]) == "compile"
+    assert records.kind(["cc", "-O2", "a.c", "-o", "a"]) == "compile"
+    assert records.kind(["cc", "a.o", "b.o", "-o", "prog"]) == "link"
+    assert records.kind(["cc", "-E", "-dM", "x.c"]) == "other"
+    assert records.kind(["cc", "--version"]) == "other"
 
 
 def test_exact_flags_pass(tmp_path):
@@ -159,7 +160,7 @@ def make_project(tmp_path, isolated_cache):
             (tree / name).write_text(text)
         if before:
             before(tree)      # what the project ships: made before the build step starts
-        shipped = audit.pristine(tree)
+        shipped = pristine(tree)
         since = time.time()
         log, snapshots = tmp_path / "compile.jsonl", tmp_path / "compiled"
         snapshots.mkdir()
@@ -385,10 +386,11 @@ def test_a_package_that_drops_the_distributions_link_flags_is_a_mismatch(make_pr
 def test_a_linker_option_split_as_libtool_writes_it_is_on_the_link():
     """libtool passes -Wl,-z,relro on as -Wl,-z -Wl,relro: the linker reads the same words."""
     link = ["gcc", "-O2", "-Wl,-z", "-Wl,relro", "-Xlinker", "-z", "-Xlinker", "now", "-o", "p"]
-    assert audit.on_link("-Wl,-z,relro", link) and audit.on_link("-Wl,-z,now", link)
-    assert not audit.on_link("-Wl,-z,lazy", link)
-    assert not audit.on_link("-Wl,now,-z", link)              # the words in their order
-    assert audit.on_link("-flto", ["gcc", "-flto", "-o", "p"]) and not audit.on_link("-flto", link)
+    assert provenance.on_link("-Wl,-z,relro", link) and provenance.on_link("-Wl,-z,now", link)
+    assert not provenance.on_link("-Wl,-z,lazy", link)
+    assert not provenance.on_link("-Wl,now,-z", link)              # the words in their order
+    assert provenance.on_link("-flto", ["gcc", "-flto", "-o", "p"])
+    assert not provenance.on_link("-flto", link)
 
 
 # ---- compiles judged by what they compiled --------------------------------------------------

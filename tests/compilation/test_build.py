@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from report_fixture import RUN_ID, results_doc
 
-from flagsweep.compilation import variants
+from flagsweep.compilation import superbuild, variants
 from flagsweep.errors import BuildError, ConfigError
 from flagsweep.experiment import matrix, recipe, target
 
@@ -414,8 +414,8 @@ def test_a_character_the_build_tools_cannot_carry_is_refused_naming_it(char, why
 
 
 def test_cmake_text_is_a_bracket_argument_its_text_cannot_close():
-    assert variants.cmake_text('a")') == '[[a")]]'
-    assert variants.cmake_text("a]]b]=]c") == "[==[a]]b]=]c]==]"
+    assert superbuild.cmake_text('a")') == '[[a")]]'
+    assert superbuild.cmake_text("a]]b]=]c") == "[==[a]]b]=]c]==]"
 
 
 # Every option an honest Makefile may write as two words, on the compile and the link.

@@ -22,7 +22,9 @@ from pathlib import Path
 import pytest
 
 from flagsweep import files
-from flagsweep.compilation import fetch
+from flagsweep.compilation import debian, fetch, sources_list
+from flagsweep.compilation import tarball as tarball_module
+from flagsweep.compilation.tarball import extract
 from flagsweep.errors import ConfigError, FetchError
 from flagsweep.experiment.source import DebianSource, Source
 
@@ -211,10 +213,10 @@ def tar_filters(request, monkeypatch):
         if not hasattr(tarfile, "data_filter"):
             pytest.skip("this Python's tarfile has no extraction filters")
     else:
-        monkeypatch.setattr(fetch, "_HAS_TAR_FILTERS", False)
+        monkeypatch.setattr(tarball_module, "_HAS_TAR_FILTERS", False)
 
 def test_extract_strips_top_dir_and_keeps_mtimes(tmp_path, tar_filters):
-    dest = fetch.extract(good_tarball(tmp_path / "t.tar.gz"), tmp_path / "out")
+    dest = extract(good_tarball(tmp_path / "t.tar.gz"), tmp_path / "out")
     assert sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*")) == \
         ["configure", "src", "src/link.c", "src/main.c"]
     assert (dest / "src" / "link.c").is_symlink()
@@ -224,8 +226,8 @@ def test_extract_strips_top_dir_and_keeps_mtimes(tmp_path, tar_filters):
 
 def test_extract_strip_zero_and_two(tmp_path, tar_filters):
     tarball = good_tarball(tmp_path / "t.tar.gz")
-    assert (fetch.extract(tarball, tmp_path / "zero", 0) / "pkg-1.0" / "configure").is_file()
-    two = fetch.extract(tarball, tmp_path / "two", 2)
+    assert (extract(tarball, tmp_path / "zero", 0) / "pkg-1.0" / "configure").is_file()
+    two = extract(tarball, tmp_path / "two", 2)
     assert sorted(p.name for p in two.iterdir()) == ["link.c", "main.c"]
 
 
@@ -235,7 +237,7 @@ def test_extract_handles_dot_slash_prefix_and_xz(tmp_path, tar_filters):
         info = tarfile.TarInfo("./pkg-1.0/README")
         info.size = 2
         tar.addfile(info, io.BytesIO(b"hi"))
-    assert (fetch.extract(path, tmp_path / "out") / "README").read_bytes() == b"hi"
+    assert (extract(path, tmp_path / "out") / "README").read_bytes() == b"hi"
 
 
 @pytest.mark.parametrize("members", [
@@ -252,7 +254,7 @@ def test_extract_handles_dot_slash_prefix_and_xz(tmp_path, tar_filters):
 def test_extract_refuses_unsafe_members(tmp_path, tar_filters, members):
     tarball = make_tarball(tmp_path / "evil.tar.gz", [("pkg-1.0/ok.c", b"ok")] + members)
     with pytest.raises(FetchError, match="refusing member|outside|special"):
-        fetch.extract(tarball, tmp_path / "out")
+        extract(tarball, tmp_path / "out")
     assert not (tmp_path / "out").exists()  # no partial tree
     assert not (tmp_path / "evil").exists() and not (tmp_path / "outside").exists()
 
@@ -262,7 +264,7 @@ def test_extract_refuses_symlink_then_write_through_it(tmp_path, tar_filters):
     tarball = make_tarball(tmp_path / "evil.tar.gz", [
         entry("pkg-1.0/dir", tarfile.SYMTYPE, ".."), ("pkg-1.0/dir/evil", b"x")])
     with pytest.raises(FetchError):
-        fetch.extract(tarball, tmp_path / "out", strip_components=1)
+        extract(tarball, tmp_path / "out", strip_components=1)
     assert not (tmp_path / "evil").exists()
 
 
@@ -273,7 +275,7 @@ def test_extract_refuses_escape_through_chained_links(tmp_path, tar_filters):
         entry("pkg-1.0/a", tarfile.SYMTYPE, "."), entry("pkg-1.0/b", tarfile.SYMTYPE, "a/.."),
         ("pkg-1.0/b/evil", b"x")])
     with pytest.raises(FetchError, match="outside"):
-        fetch.extract(tarball, tmp_path / "out")
+        extract(tarball, tmp_path / "out")
     assert not (tmp_path / "evil").exists() and not (tmp_path / "out").exists()
 
 
@@ -281,14 +283,14 @@ def test_extract_needs_empty_dest(tmp_path):
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "old").write_text("x")
     with pytest.raises(FetchError, match="not an empty directory"):
-        fetch.extract(good_tarball(tmp_path / "t.tar.gz"), tmp_path / "out")
+        extract(good_tarball(tmp_path / "t.tar.gz"), tmp_path / "out")
     assert (tmp_path / "out" / "old").exists()
 
 
 def test_extract_refuses_garbage(tmp_path, tar_filters):
     (tmp_path / "t.tar.gz").write_bytes(b"not a tarball")
     with pytest.raises(FetchError, match="cannot extract"):
-        fetch.extract(tmp_path / "t.tar.gz", tmp_path / "out")
+        extract(tmp_path / "t.tar.gz", tmp_path / "out")
 
 
 def test_prepare_extracts_once(tmp_path):
@@ -356,7 +358,7 @@ deb https://thirdparty.example/apt cloud-sdk main
 
 
 def test_deb822_to_deb_src():
-    assert fetch.src_stanzas_from_deb822(DEB822) == [
+    assert sources_list.src_stanzas_from_deb822(DEB822) == [
         {"Types": "deb-src", "URIs": "http://mirror.example/debian",
          "Suites": "bookworm bookworm-updates", "Components": "main contrib",
          "Signed-By": "/usr/share/keyrings/debian-archive-keyring.gpg"},
@@ -370,14 +372,14 @@ def test_deb822_inline_key_kept():
     text = ("Types: deb\nURIs: http://mirror.example/debian\nSuites: bookworm\n"
             "Components: main\nSigned-By:\n -----BEGIN PGP PUBLIC KEY BLOCK-----\n .\n"
             " abc\n -----END PGP PUBLIC KEY BLOCK-----\n")
-    [stanza] = fetch.src_stanzas_from_deb822(text)
-    rendered = fetch.render_deb822([stanza])
+    [stanza] = sources_list.src_stanzas_from_deb822(text)
+    rendered = sources_list.render_deb822([stanza])
     assert "Signed-By: \n -----BEGIN PGP PUBLIC KEY BLOCK-----\n .\n abc\n" in rendered
-    assert fetch.src_stanzas_from_deb822(rendered) == [stanza]
+    assert sources_list.src_stanzas_from_deb822(rendered) == [stanza]
 
 
 def test_one_line_to_deb_src():
-    stanzas = fetch.src_stanzas_from_one_line(ONE_LINE)
+    stanzas = sources_list.src_stanzas_from_one_line(ONE_LINE)
     assert stanzas == [
         {"Types": "deb-src", "URIs": "http://mirror.example/debian", "Suites": "bookworm",
          "Components": "main non-free-firmware"},
@@ -389,7 +391,7 @@ def test_one_line_to_deb_src():
          "Signed-By": "/usr/share/keyrings/debian-archive-keyring.gpg"},
     ]
     # The deb and deb-src lines for the same archive become one entry.
-    assert fetch.render_deb822(stanzas).count("Suites: bookworm\n") == 1
+    assert sources_list.render_deb822(stanzas).count("Suites: bookworm\n") == 1
 
 
 def test_private_sources_reads_the_system_layout(tmp_path):
@@ -400,11 +402,11 @@ def test_private_sources_reads_the_system_layout(tmp_path):
         "deb http://mirror.example/debian buster main\n")
     (tmp_path / "sources.list.d" / "x.disabled.sources").write_text(
         DEB822.replace("bookworm", "bullseye"))
-    text = fetch.private_sources(tmp_path)
+    text = sources_list.private_sources(tmp_path)
     assert "Types: deb\n" not in text and "buster" not in text and "bullseye" not in text
     assert "thirdparty" not in text and "cdrom" not in text
     assert text.count("Types: deb-src") == 4
-    assert fetch.private_sources(tmp_path / "nothing-here") == ""
+    assert sources_list.private_sources(tmp_path / "nothing-here") == ""
 
 
 # --- the Debian fallback, with a fake apt-get ----------------------------------------------
@@ -461,7 +463,7 @@ def fake_apt(tmp_path, monkeypatch):
     (etc / "sources.list").write_text("deb http://mirror.example/debian bookworm main\n")
     log = tmp_path / "apt-argv.log"
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setattr(fetch, "APT_ETC", etc)
+    monkeypatch.setattr(sources_list, "APT_ETC", etc)
     fake_setting(log, "FAKE_APT_LOG", str(log))
     return log
 
@@ -539,7 +541,7 @@ def test_debian_releases_lists_versions_newest_first_with_their_orig(tmp_path, f
     fake_setting(fake_apt, "FAKE_SHOWSRC", "\n".join([showsrc("1.0-3", "a" * 64),
                                                   showsrc("1:0.1-1", "b" * 64, "pkg_0.1.orig.tar.xz"),
                                                   showsrc("1.0-3+deb12u1", "a" * 64)]))
-    got = fetch.debian_releases("pkg", cache=tmp_path / "cache")
+    got = debian.debian_releases("pkg", cache=tmp_path / "cache")
     assert [(r.version, r.orig, r.orig_sha256) for r in got] == [
         ("1:0.1-1", "pkg_0.1.orig.tar.xz", "b" * 64),          # an epoch wins
         ("1.0-3+deb12u1", "pkg_1.0.orig.tar.gz", "a" * 64),
@@ -551,7 +553,7 @@ def test_debian_releases_finds_the_source_package_of_a_binary_name(tmp_path, fak
     stanza = showsrc("1.5-2", "a" * 64, "libzz_1.5.orig.tar.xz").replace(
         "Package: pkg\n", "Package: libzz\nBinary: zz, libzz1, libzz-dev\n")
     fake_setting(fake_apt, "FAKE_SHOWSRC", stanza)
-    (got,) = fetch.debian_releases("zz", cache=tmp_path / "cache")
+    (got,) = debian.debian_releases("zz", cache=tmp_path / "cache")
     assert (got.package, got.version, got.orig) == ("libzz", "1.5-2", "libzz_1.5.orig.tar.xz")
 
 
@@ -571,7 +573,7 @@ def test_missing_apt_get(tmp_path, monkeypatch):
     etc = tmp_path / "etc-apt"
     etc.mkdir()
     (etc / "sources.list").write_text("deb http://mirror.example/debian bookworm main\n")
-    monkeypatch.setattr(fetch, "APT_ETC", etc)
+    monkeypatch.setattr(sources_list, "APT_ETC", etc)
     url = (tmp_path / "gone.tar.gz").as_uri()
     with pytest.raises(FetchError, match="apt-get is not installed") as err:
         fetch.fetch(source_for(url, "6" * 64, DebianSource("pkg", "1.0-1")),
@@ -590,7 +592,7 @@ def test_real_debian_fallback_gzip(tmp_path):
     """
     if shutil.which("apt-get") is None:
         pytest.skip("apt-get is not installed")
-    if not fetch.private_sources():
+    if not sources_list.private_sources():
         pytest.skip("no Debian entries in the system's apt sources")
     source = Source(name="gzip", version="1.12", urls=(), sha256=GZIP_112_SHA256,
                     debian=DebianSource("gzip", "1.12-1"))
@@ -639,7 +641,7 @@ def test_a_gzip_bomb_is_refused_before_it_is_unpacked(tmp_path):
     packed = tarball.stat().st_size
     assert packed < 10**6
     with pytest.raises(FetchError) as e:
-        fetch.extract(tarball, tmp_path / "out")
+        extract(tarball, tmp_path / "out")
     ratio = 200 * 10**6 / packed
     assert str(e.value).startswith(
         f"{tarball}: refusing member 'pkg-1.0/zeros.bin': it unpacks to 200.0 MB, which brings "
@@ -669,7 +671,7 @@ def test_a_sparse_member_beyond_the_file_limit_is_refused(tmp_path, monkeypatch)
     monkeypatch.setenv("FLAGSWEEP_UNPACK_FILE_MB", "100")
     monkeypatch.setenv("FLAGSWEEP_UNPACK_RATIO", "1e12")      # the file limit alone
     with pytest.raises(FetchError) as e:
-        fetch.extract(tarball, tmp_path / "out")
+        extract(tarball, tmp_path / "out")
     assert str(e.value).startswith(
         f"{tarball}: refusing member 'pkg-1.0/holes.img': it unpacks to 300.0 MB (a sparse "
         "file), beyond the limit of 100 MB for one file (FLAGSWEEP_UNPACK_FILE_MB); nothing "
@@ -682,20 +684,20 @@ def test_the_unpack_limits_are_configured_by_environment(tmp_path, monkeypatch):
     tarball = make_tarball(tmp_path / "pkg-1.0.tar.gz",
                            [entry("pkg-1.0", tarfile.DIRTYPE), ("pkg-1.0/a.bin", two),
                             ("pkg-1.0/b.bin", two)])
-    assert (fetch.extract(tarball, tmp_path / "default") / "b.bin").read_bytes() == two
+    assert (extract(tarball, tmp_path / "default") / "b.bin").read_bytes() == two
     monkeypatch.setenv("FLAGSWEEP_UNPACK_TOTAL_MB", "3")
     with pytest.raises(FetchError, match=r"refusing member 'pkg-1.0/b.bin': it unpacks to 2.0 "
                                          r"MB, which brings the tree to 4.0 MB, beyond the limit "
                                          r"of 3 MB \(FLAGSWEEP_UNPACK_TOTAL_MB\)"):
-        fetch.extract(tarball, tmp_path / "total")
+        extract(tarball, tmp_path / "total")
     monkeypatch.setenv("FLAGSWEEP_UNPACK_FILE_MB", "1.5")
     with pytest.raises(FetchError, match=r"refusing member 'pkg-1.0/a.bin': it unpacks to 2.0 "
                                          r"MB, beyond the limit of 1.5 MB for one file"):
-        fetch.extract(tarball, tmp_path / "file")
+        extract(tarball, tmp_path / "file")
     for bad in ("lots", "0", "-5", "inf"):
         monkeypatch.setenv("FLAGSWEEP_UNPACK_FILE_MB", bad)
         with pytest.raises(FetchError) as e:
-            fetch.extract(tarball, tmp_path / "bad")
+            extract(tarball, tmp_path / "bad")
         assert str(e.value) == (f"FLAGSWEEP_UNPACK_FILE_MB={bad!r}: expected a number above 0 "
                                 "(default 1024)")
     assert not (tmp_path / "total").exists() or not any((tmp_path / "total").iterdir())
@@ -734,7 +736,7 @@ def test_apt_config_from_the_environment_never_runs_a_command(tmp_path, monkeypa
     etc.mkdir()
     (tmp_path / "debian").mkdir()      # an empty mirror: the update fails, after Pre-Invoke
     (etc / "sources.list").write_text(f"deb file://{tmp_path / 'debian'} bookworm main\n")
-    monkeypatch.setattr(fetch, "APT_ETC", etc)
+    monkeypatch.setattr(sources_list, "APT_ETC", etc)
 
-    assert fetch.debian_releases("pkg", cache=tmp_path / "cache") == []
+    assert debian.debian_releases("pkg", cache=tmp_path / "cache") == []
     assert not marker.exists()

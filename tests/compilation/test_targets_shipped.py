@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from flagsweep.compilation import fetch
+from flagsweep.compilation import sources_list
 from flagsweep.experiment import target
 
 pytestmark = [pytest.mark.network, pytest.mark.integration]
@@ -21,7 +21,7 @@ PROGRAMS = [t.name for t in target.available() if t.spec.source.path is None]
 
 @pytest.mark.parametrize("name", PROGRAMS)
 def test_shipped_target_builds_checks_and_runs(name, tmp_path):
-    if shutil.which("apt-get") is None or not fetch.private_sources():
+    if shutil.which("apt-get") is None or not sources_list.private_sources():
         pytest.skip("no Debian source packages reachable (apt-get or its sources missing)")
     out = tmp_path / name
     result = subprocess.run([sys.executable, "-m", "flagsweep", "run", name, "--flags", "-O2",

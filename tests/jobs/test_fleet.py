@@ -193,7 +193,7 @@ def test_bytes_the_cluster_lost_are_sent_again(cluster):
     Missing (rather than hanging or running something else), and after the driver sends the
     bytes again the same blob reads them."""
     from flagsweep import files
-    from flagsweep.jobs import fleet
+    from flagsweep.jobs import fleet, worker
     cluster.worker("wa", "alpha", 0)
     cluster.worker("wb", "alpha", 1)
     cluster.wait_for(2)
@@ -208,10 +208,10 @@ def test_bytes_the_cluster_lost_are_sent_again(cluster):
         other = next(a for a in names if a != holder)
         cluster.kill(names[holder])
         _wait_for(lambda: holder not in fleet.connected_workers(client))
-        with pytest.raises(fleet.Missing, match="no longer holds the bytes of bin"):
-            client.submit(fleet._local, blob, workers=[other], pure=False).result(timeout=120)
+        with pytest.raises(worker.Missing, match="no longer holds the bytes of bin"):
+            client.submit(worker._local, blob, workers=[other], pure=False).result(timeout=120)
         shipment.again()
-        path = client.submit(fleet._local, blob, workers=[other], pure=False).result(timeout=120)
+        path = client.submit(worker._local, blob, workers=[other], pure=False).result(timeout=120)
         assert Path(path).read_bytes() == data
     finally:
         shipment.close()

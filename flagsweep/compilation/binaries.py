@@ -1,0 +1,103 @@
+"""What the files a build leaves are, read from their bytes: an object, a shared library or an
+archive; an archive's members; a shared library's soname; what an ELF binary needs at run time
+and where it looks; a libtool wrapper script's program."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.elffile import ELFFile
+
+
+def dynamic(binary: Path) -> tuple[list[str], list[Path]]:
+    """The shared libraries an ELF binary needs (DT_NEEDED) and the folders of its run path
+    (DT_RUNPATH, else DT_RPATH, $ORIGIN read as its folder); nothing for a static binary or a
+    file that is not ELF."""
+    try:
+        with open(binary, "rb") as f:
+            section = ELFFile(f).get_section_by_name(".dynamic")
+            tags = list(section.iter_tags()) if section is not None else []
+    except (OSError, ELFError):
+        return [], []
+    needed = [t.needed for t in tags if t.entry.d_tag == "DT_NEEDED"]
+    paths = ([t.runpath for t in tags if t.entry.d_tag == "DT_RUNPATH"]
+             or [t.rpath for t in tags if t.entry.d_tag == "DT_RPATH"])
+    origin = str(binary.parent)
+    folders = [d.replace("${ORIGIN}", origin).replace("$ORIGIN", origin)
+               for p in paths for d in p.split(":") if d]
+    return needed, [Path(d).resolve() for d in folders]
+
+
+def soname(library: Path) -> str | None:
+    """A shared library's DT_SONAME, the name a program linked with it asks the loader for."""
+    try:
+        with open(library, "rb") as f:
+            section = ELFFile(f).get_section_by_name(".dynamic")
+            for tag in section.iter_tags() if section is not None else []:
+                if tag.entry.d_tag == "DT_SONAME":
+                    return tag.soname
+    except (OSError, ELFError):
+        pass
+    return None
+
+
+def libtool_wrapper(path: Path) -> str | None:
+    """The program a libtool wrapper script runs (".libs/demo"), or None for any other file.
+    libtool writes one in place of each uninstalled program linked with a shared library."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(512).decode("latin-1")
+    except OSError:
+        return None
+    found = re.search(r"^# \S+ - temporary wrapper script for (\S+)$", head, re.M)
+    return found.group(1) if found and head.startswith("#!") else None
+
+
+def file_kind(path: Path) -> str:
+    """'object', 'shared', 'archive', 'other' (a linker script, ...) or 'missing'."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(18)
+    except (FileNotFoundError, NotADirectoryError):
+        return "missing"
+    except OSError:
+        return "other"
+    if head.startswith((b"!<arch>\n", b"!<thin>\n")):
+        return "archive"
+    if head.startswith(b"\x7fELF") and len(head) == 18:
+        e_type = int.from_bytes(head[16:18], "little" if head[5] == 1 else "big")
+        return {1: "object", 3: "shared"}.get(e_type, "other")
+    return "other"
+
+
+def ar_members(path: Path) -> list[tuple[str, bytes | Path]]:
+    """The members of a Unix (GNU/BSD) archive: name and bytes, or name and path in a thin
+    archive. Symbol tables and the long-name table are left out."""
+    data = path.read_bytes()
+    thin = data.startswith(b"!<thin>\n")
+    pos, longnames, members = 8, b"", []
+    while pos + 60 <= len(data):
+        header = data[pos:pos + 60]
+        raw = header[:16].decode("latin-1").rstrip()
+        size = int(header[48:58].decode("latin-1").strip() or 0)
+        pos += 60
+        special = raw in ("/", "//", "/SYM64/", "__.SYMDEF", "__.SYMDEF SORTED")
+        # Thin archives keep only the symbol and name tables inside; members stay outside.
+        body_size = size if (special or not thin) else 0
+        body = data[pos:pos + body_size]
+        if raw == "//":
+            longnames = body
+        elif raw.startswith("#1/"):          # BSD: the name heads the body
+            n = int(raw[3:])
+            members.append((body[:n].decode("latin-1").rstrip("\0"), body[n:]))
+        elif not special:
+            if raw.startswith("/") and raw[1:].isdigit():   # GNU: an offset in the name table
+                start = int(raw[1:])
+                name = longnames[start:longnames.index(b"/\n", start)].decode("latin-1")
+            else:
+                name = raw.removesuffix("/")
+            members.append((name, Path(name) if thin else body))
+        pos += body_size + (body_size % 2)
+    return members

@@ -1,0 +1,170 @@
+"""The target file `flagsweep new` writes: the Draft of what it will say, with the why of each
+learned value, and its text, commented, with what is left to the user marked EDIT."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from flagsweep.compilation import debian, own_build
+from flagsweep.jobs.sizing import FULL_S, QUICK_S
+
+
+PLACEHOLDER_RUN = ["{binary}", "{input}"]
+RUN_TIMEOUT = 120               # the [run] timeout `new` writes
+
+
+@dataclass
+class Draft:
+    """What the target file will say, with the why of each learned value."""
+
+    name: str
+    package: str
+    release: debian.DebianRelease
+    upstream: str
+    urls: list[str]
+    system: str
+    binary: str
+    configure_args: list[str] = field(default_factory=list)
+    configure_note: str = ""
+    make_args: list[str] = field(default_factory=list)
+    make_note: str = ""
+    source: Path | None = None      # the fetched tree, for reading its Makefile
+    tolerated: dict[str, str] = field(default_factory=dict)   # flag -> what the trial saw
+    kept: dict[str, str] = field(default_factory=dict)      # project option -> where it came from
+    dropped: dict[str, str] = field(default_factory=dict)   # ... that project_flags cannot carry
+    binary_note: str = ""
+    build_note: str = ""
+    build_errors: list[str] = field(default_factory=list)   # a failed trial build's log lines
+    argv: list[str] = field(default_factory=lambda: list(PLACEHOLDER_RUN))
+    run_given: bool = False     # the user's own command (--run), not the placeholder
+    megabytes: float = 1.0
+    quick_megabytes: float = 0.2
+    size_note: str = "not sized yet"
+    given: Path | None = None    # the user's input (--input) as given
+    input_path: str = ""         # its copy, relative to the target file's folder
+    input_sha256: str = ""
+    run_note: list[str] = field(default_factory=list)   # why the trial run failed
+
+
+def _project_lines(d: Draft) -> list[str]:
+    lines = []
+    if d.kept:
+        lines.append("# The project's own options, which the variants' flags (`make CFLAGS=...`) "
+                     "would drop,")
+        lines.append("# found by building it once with its own flags and given back to every "
+                     "variant:")
+        lines += [f"#   {option}: {why}" for option, why in d.kept.items()]
+        words = [w for option in d.kept for w in own_build.as_words(option)]
+        lines.append(f"project_flags = {_q(words)}")
+    if d.dropped:
+        lines.append("# EDIT: the project's own options the variants build without (check that "
+                     "the program is")
+        lines.append("# still the one you mean to measure):")
+        lines += [f"#   {option}: {why}" for option, why in d.dropped.items()]
+        lines.append(f"dropped_flags = {_q(list(d.dropped))}")
+    return lines
+
+
+def writes_output(argv: list[str]) -> bool:
+    return any("{output}" in arg for arg in argv)
+
+
+def _q(value) -> str:
+    """A TOML value (JSON's strings and lists are TOML's basic strings and arrays)."""
+    return json.dumps(value)
+
+
+def render(d: Draft) -> str:
+    r = d.release
+    lines = [
+        f"# {d.name}: written by `flagsweep new {d.name} --debian {d.package}`. Every value below",
+        "# was found, not guessed; what is left to you is marked EDIT.",
+        f"summary = {_q(f'{d.package} {d.upstream} (EDIT: what the measured run does)')}",
+        f"version = {_q(d.upstream)}",
+        "",
+        "[source]",
+        f"# Debian's {r.orig} of {r.package} {r.version} (the newest here); orig tarballs keep the",
+        "# upstream bytes. Other Debian versions with this sha256 are tried if this one goes.",
+        f"urls = {_q(d.urls)}",
+        f"sha256 = {_q(r.orig_sha256)}",
+        f"debian = {{ package = {_q(r.package)}, version = {_q(r.version)} }}",
+        "",
+        "[build]",
+        f"system = {_q(d.system)}",
+    ]
+    if d.binary_note:
+        lines.append(f"# {d.binary_note}")
+    lines.append(f"binary = {_q(d.binary)}")
+    if d.configure_note:
+        lines.append(f"# {d.configure_note}")
+    if d.configure_args:
+        lines.append(f"configure_args = {_q(d.configure_args)}")
+    if d.make_args:
+        lines.append(f"# {d.make_note}")
+        lines.append(f"make_args = {_q(d.make_args)}")
+    lines += _project_lines(d)
+    if d.tolerated:
+        lines.append("# Code-generation flags the project adds itself, which the audit ignores "
+                     "(remove one if")
+        lines.append("# it is not the project's own, e.g. it came from your environment):")
+        lines += [f"#   {flag}: {why}" for flag, why in d.tolerated.items()]
+        lines.append(f"tolerated_flags = {_q(list(d.tolerated))}")
+    if d.build_note:
+        lines.append(f"# {d.build_note}")
+        lines += [f"#   {line}" for line in d.build_errors]
+    lines += ["", "[inputs]", *_inputs_lines(d), "", "[run]"]
+    lines += [f"# {line}" for line in _run_finding(d)]
+    lines += [
+        ("# The command to time (--run)." if d.run_given else "# EDIT: the command to time.")
+        + " {binary} is the built program, {input} the input",
+        *_run_sizing(d),
+        f"argv = {_q(d.argv)}",
+        "stdout = \"compared\"",
+        f"timeout = {RUN_TIMEOUT}",
+        "",
+        "[check]",
+        "# EDIT: how a variant's result is checked against the baseline's: exact (the same",
+        "# bytes), roundtrip (roundtrip_argv gives the input back), or tolerance (numbers within",
+        "# rel_tolerance). See docs/targets.md.",
+        "method = \"exact\"",
+        *_check_of(d),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _inputs_lines(d: Draft) -> list[str]:
+    if d.input_path:
+        return [f"# Your input (--input {d.given}), copied here and",
+                f"# {d.size_note}.",
+                "# A changed file needs its new sha256 here: the input is part of the workload.",
+                "kind = \"file\"",
+                f"path = {_q(d.input_path)}",
+                f"sha256 = {_q(d.input_sha256)}"]
+    return ["kind = \"corpus\"          # mixed text and binary, generated from the seed",
+            f"megabytes = {d.megabytes:g}  # ~{FULL_S:g} s at -O2 ({d.size_note})",
+            f"quick_megabytes = {d.quick_megabytes:g}  # ~{QUICK_S:g} s",
+            "seed = 1"]
+
+
+def _run_sizing(d: Draft) -> list[str]:
+    if d.input_path:
+        return ["# file, {output} a file it may write."]
+    return ["# file, {output} a file it may write. After changing it, size the input for it again:"
+            if d.run_given else "# file, {output} a file it may write. Then size the input for it:",
+            f"#   flagsweep new --size {d.name}"]
+
+
+def _run_finding(d: Draft) -> list[str]:
+    if not d.run_note:
+        return []
+    return ["FAILED in the trial: " + d.run_note[0], *d.run_note[1:]]
+
+
+def _check_of(d: Draft) -> list[str]:
+    """What the check reads follows the run command: the file it writes, else its stdout."""
+    if writes_output(d.argv):
+        return ["of = \"output\"          # the run command writes {output}"]
+    return ["of = \"stdout\""]

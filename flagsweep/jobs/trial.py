@@ -1,0 +1,192 @@
+"""`flagsweep new`'s trials: -O2 builds through flagsweep's own builder and audit until the
+target file verifies (the executable found, the program's own make rule, libtool built
+static, the project's own flags tolerated and options kept), then the user's run command run
+once on the input with the verified binary."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+from typing import Callable
+
+from flagsweep import process
+from flagsweep.compilation import own_build, variants
+from flagsweep.experiment import matrix, recipe, target
+from flagsweep.jobs.project import executables, libtool_configured, make_goal, pick
+from flagsweep.jobs.sizing import shown, trial_corpus
+from flagsweep.jobs.target_file import RUN_TIMEOUT, Draft, render, writes_output
+from flagsweep.results.analysis import build_reason
+
+
+TRIALS = 4     # builds at most: as written, the program's own make rule, its binary, tolerated
+
+
+def trial_builds(d: Draft, path: Path, trial: Path, jobs: int,
+                 say: Callable[[str], None]) -> variants.VariantBuild | None:
+    """Build at -O2 until the file verifies: with the executable found, then with the
+    project's own flags tolerated. The verified build, or None (the why in d.build_note)."""
+    for attempt in range(1, TRIALS + 1):
+        path.write_text(render(d))
+        b = o2_build(target.load(str(path)), trial / str(attempt), jobs)
+        say(f"trial build {attempt} at -O2: {b.status}")
+        _say_failure(b, say)
+        if b.status == "ok":
+            _drop_stale(d, b, say)
+            d.build_note = (f"a trial -O2 build verified: {b.audit['compiles']} compile lines "
+                            "carried exactly the variant's flags")
+            return b
+        tree = trial / str(attempt) / "builds" / b.variant.id / "tree"
+        if b.status != "ok" and attempt < TRIALS and libtool_configured(d, tree):
+            continue
+        if b.status == "failed" and "is missing from" in b.detail and attempt < TRIALS:
+            found = executables(tree)
+            if not found:
+                break
+            d.binary = pick(found, [d.package, d.release.package, d.name], tree)
+            d.binary_note = (f"the trial build made {len(found)} executable(s): "
+                             f"{', '.join(p.relative_to(tree).as_posix() for p in found[:6])}"
+                             f"{' ...' if len(found) > 6 else ''}; this one was picked")
+            continue
+        goal = make_goal(d) if b.status == "failed" and attempt < TRIALS else None
+        if goal:
+            # zstd's full `make` links a shared library that needs the -fPIC its CFLAGS gave,
+            # and the variant's CFLAGS replace; the program alone needs no library.
+            d.make_args = [goal]
+            d.make_note = (f"`make` of everything failed in the trial ({build_reason(b.detail)}); "
+                           f"the Makefile has a rule for {goal}, so only it is built")
+            continue
+        if b.status == "flags-mismatch" and (_tolerable(b) or b.dropped) and attempt < TRIALS:
+            _keep_project_options(d, b)
+            compiles = b.audit["compiles"]
+            for flag in _tolerable(b):
+                d.tolerated[flag] = (
+                    f"the project's build adds it on {b.extra_flags[flag]} of {compiles} "
+                    "compile lines of the trial -O2 build" if flag in b.extra_flags else
+                    f"the project's source sets it in {b.source_flags[flag]} optimize "
+                    "attribute(s) or pragma(s) (see the trial's build log)")
+            continue
+        break
+    said = _first(b.detail)
+    d.build_errors = _error_lines(b)
+    d.build_note = (f"the trial -O2 build is {b.status}, kept in {trial}: {said}. Fix this "
+                    f"file, then check it with `flagsweep build {path.parent} --flags -O2`")
+    if b.status != "failed":     # a failed one's lines were said with it
+        say(f"{b.variant.id}: {b.status}: {b.detail}")
+    return None
+
+
+def _error_lines(b: variants.VariantBuild) -> list[str]:
+    """The lines of a failed build's log that say why (the compiler's errors, else the log's
+    last lines, as the build quoted them), when that is more than a binary not found."""
+    if b.status != "failed" or "is missing from" in b.detail:
+        return []
+    return [line.rstrip() for line in b.detail.splitlines()[1:] if line.strip()]
+
+
+def _say_failure(b: variants.VariantBuild, say: Callable[[str], None]) -> None:
+    """A failed trial build with its reason and the log lines that say it: a status alone
+    leaves the user to dig through NAME/trial/."""
+    if b.status != "failed":
+        return
+    say(f"  {_first(b.detail)}")
+    for line in _error_lines(b):
+        say(f"    {line}")
+
+
+def _drop_stale(d: Draft, b: variants.VariantBuild, say: Callable[[str], None]) -> None:
+    """Leave out tolerated flags that no compile line (or source attribute) of the verified
+    build carried: an earlier trial needed them (a shared library's -fPIC before a static
+    build), this build does not, and a tolerance nothing needs only hides a flag later."""
+    seen = set((b.audit or {}).get("tolerated_seen") or [])
+    stale = [flag for flag in d.tolerated if flag not in seen]
+    if not stale:
+        return
+    say(f"tolerated_flags: {' '.join(stale)} stale: no compile line of the verified trial "
+        "build carried them; left out")
+    for flag in stale:
+        del d.tolerated[flag]
+
+
+def _first(detail: str) -> str:
+    return detail.splitlines()[0].rstrip(":") if detail else "no detail"
+
+
+def o2_build(t: target.Target, out: Path, jobs: int) -> variants.VariantBuild:
+    m = matrix.expand(recipe.from_flags(["-O2"], ["gcc"]))
+    (b,) = variants.build_all(t, m, variants.Options(out_dir=out, jobs=jobs))
+    return b
+
+
+def _keep_project_options(d: Draft, b: variants.VariantBuild) -> None:
+    """The project's own -D/-U/-I/-include/-std options that the trial's flags dropped (the
+    builder compares its compile lines with the project's own build's): kept in project_flags,
+    or, when project_flags cannot carry one, listed as meant to be dropped, saying why."""
+    for option, why in b.dropped.items():
+        try:
+            if "<tree>" in option or "<source>" in option:
+                raise ValueError("it names a folder of the build by its absolute path")
+            target.check_project_flags(own_build.as_words(option))
+            d.kept[option] = why
+        except ValueError as e:
+            d.dropped[option] = f"{why}; project_flags cannot carry it: {e}"
+
+
+def _tolerable(b: variants.VariantBuild) -> list[str]:
+    """The flags the audit counted as extra that a target may tolerate: not -O levels."""
+    return [f for f in dict.fromkeys([*b.extra_flags, *b.source_flags]) if not f.startswith("-O")]
+
+
+STDERR_LINES = 5                     # as many as a failed check run quotes (docs/targets.md)
+
+
+def _trial_input(d: Draft, folder: Path) -> tuple[Path, str]:
+    """The file the trial run reads, and how to name it."""
+    if d.input_path:
+        return folder / d.input_path, d.input_path
+    return trial_corpus(1.0), "a generated 1 MB corpus"
+
+
+def prove(d: Draft, folder: Path, b: variants.VariantBuild,
+          say: Callable[[str], None]) -> bool:
+    """Run the user's run command once on the input with the trial -O2 binary: True when it
+    works (or there is no command of the user's to prove); else the finding in d.run_note."""
+    if not d.run_given:
+        return True
+    data, named = _trial_input(d, folder)
+    out = folder / "trial" / "output"
+    out.unlink(missing_ok=True)
+    args = [a.format(binary=str(b.binary), input=str(data), output=str(out)) for a in d.argv]
+    try:
+        # process.run: a timeout ends the program's whole process group, not only the program
+        done = process.run(args, timeout=RUN_TIMEOUT)
+        failed, stderr = _failure(done.returncode), done.stderr
+    except process.TimeoutExpired:
+        failed, stderr = f"ran over {RUN_TIMEOUT} s", ""
+    except OSError as e:
+        failed, stderr = f"could not be started ({e.strerror})", ""
+    if not failed and writes_output(d.argv) and not out.is_file():
+        # [check] reads the {output} file: a run that writes none cannot be checked.
+        failed = "exited 0 but wrote no {output} file"
+    if not failed:
+        say(f"trial run: `{shown(d.argv)}` on {named} exited 0")
+        return True
+    tail = [line.rstrip() for line in stderr.splitlines() if line.strip()][-STDERR_LINES:]
+    d.run_note = [f"`{shown(d.argv)}` on {named} {failed}"
+                  + ("; the last lines of its stderr:" if tail else "; its stderr was empty")]
+    d.run_note += [f"  {line[:300]}" for line in tail]
+    if not d.input_path:
+        d.size_note = "not sized: the run command failed in the trial, see [run]"
+    say(f"trial run: {d.run_note[0]}")
+    return False
+
+
+def _failure(returncode: int) -> str:
+    """How a run ended, when not well: an exit status or the signal that killed it."""
+    if returncode > 0:
+        return f"exited {returncode}"
+    if returncode < 0:
+        try:
+            return f"was killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"was killed by signal {-returncode}"
+    return ""

@@ -13,8 +13,9 @@ from pathlib import Path
 import numpy as np
 
 from flagsweep.measure.sample import Sample
-from flagsweep.results import contract, writer
-from flagsweep.results.contract import AA_SUFFIX
+from flagsweep import model
+from flagsweep.results import reader, writer
+from flagsweep.model import AA_SUFFIX
 from flagsweep.results.store import Store
 
 ROUNDS = 12
@@ -67,9 +68,9 @@ def escaping_doc() -> dict:
     return doc
 
 
-def model(doc: dict) -> contract.Results:
+def model(doc: dict) -> model.Results:
     """A fixture document as the report reads it: the contract's model, as reader.load gives."""
-    return contract.validate(doc, "fixture results.json")
+    return reader.validate(doc, "fixture results.json")
 
 
 def sweep_doc(plan: dict[str, tuple[list[str], float | None, float]], *, rounds: int = ROUNDS,
@@ -297,16 +298,16 @@ def explained_doc() -> dict:
     entries = {"gcc-O3": attribution.attribute(base, o3, sizes, sizes),
                "gcc-O0": attribution.attribute(base, o0, sizes, {**sizes, "helper": 40})}
     # -O3 vectorises fill_window's hash slide; the baseline's rebuild says it did not.
-    vectorised = contract.FunctionRemarks(
+    vectorised = model.FunctionRemarks(
         vectorized=["deflate.c:560: loop vectorized using 16 byte vectors (x2)"], missed=[],
         missed_total=0, loops=2, blocks=0, widest=None)
-    missed = contract.FunctionRemarks(
+    missed = model.FunctionRemarks(
         vectorized=[], missed=["deflate.c:560: not vectorized: control flow in loop."],
         missed_total=1, loops=0, blocks=0, widest=None)
     explanation._add_remarks(entries["gcc-O3"],
                              (remarks.Remarks("ok", functions={"fill_window": missed}), sizes),
                              (remarks.Remarks("ok", functions={"fill_window": vectorised}), sizes))
-    doc = contract.Results.model_validate(results_doc())
+    doc = model.Results.model_validate(results_doc())
     top = [{"function": n, "cost": base.cost(n), "share_pct": 100 * base.cost(n) / base.total,
             "size": sizes.get(n)} for n in base.functions]
     writer.add_explain(doc, {"method": "cachegrind", "unit": "instructions",

@@ -63,7 +63,7 @@ import numpy as np
 from flagsweep import files, stats
 from flagsweep.measure import metric as metric_mod
 from flagsweep.results import analysis
-from flagsweep.results.contract import (
+from flagsweep.model import (
     AA_SUFFIX, REF_SUFFIX, Comparison, Compiler, HistoryLatest, HistoryPoint, HistorySeries,
     HistoryStep, HistoryUnjudged, Machine, TUNE_STEPS, Variant, Workload, is_control)
 from flagsweep.results.store import Store

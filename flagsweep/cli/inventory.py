@@ -114,7 +114,7 @@ def system_cmd(tune, reset_, as_json) -> None:
 def _cpu_table(choice):
     """Each CPU's load over the window, and what a sweep would make of it."""
     from flagsweep.cli import show
-    from flagsweep.results.contract import CpuChoice
+    from flagsweep.model import CpuChoice
 
     t = show.table(f"CPU load over {choice.measured.seconds:.2g} s:", "cpu", "idle", "runnable",
                    "pinned", "note")

@@ -19,8 +19,9 @@ from flagsweep.explain import attribution, remarks, sampling, symbols
 from flagsweep.explain.profile import Profile, cachegrind
 from flagsweep.host import launcher, probes, toolchain
 from flagsweep.files import write_atomic
-from flagsweep.results import contract, reader, writer
-from flagsweep.results.contract import (
+from flagsweep import model
+from flagsweep.results import reader, writer
+from flagsweep.model import (
     Explain, ExplainBaseline, ExplainTop, FunctionRemarks, Results, Variant, is_control)
 from flagsweep.results.store import Store
 from flagsweep.experiment import target
@@ -232,7 +233,7 @@ def explain_file(path: Path, say: Callable[[str], None], method: str = "auto",
     doc = results.dump()
     for v in doc["variants"]:
         v.pop("explain", None)
-    results = contract.validate(doc, path)
+    results = reader.validate(doc, path)
     writer.add_explain(results, found)
     write_atomic(path, json.dumps(results.dump(), indent=1))
     _keep(results.run_id, found)

@@ -19,7 +19,7 @@ from flagsweep.errors import ConfigError, FlagsweepError
 from flagsweep.host import toolchain
 from flagsweep.measure.options import MeasureOptions
 from flagsweep.results import reader
-from flagsweep.results.contract import AA_SUFFIX, REF_SUFFIX, Variant
+from flagsweep.model import AA_SUFFIX, REF_SUFFIX, Variant
 from flagsweep.results.store import Store
 
 # The suffixes that make the baseline's control arms' ids, the A/A twin's first: every round

@@ -53,7 +53,7 @@ from flagsweep.measure.plan import METRICS, plan_for, round_values
 from flagsweep.measure.sampler import Sampler
 from flagsweep.report import lines
 from flagsweep.results import store, stored
-from flagsweep.results.contract import AA_SUFFIX, Machine, Variant
+from flagsweep.model import AA_SUFFIX, Machine, Variant
 from flagsweep.workload import check, inputs
 
 log = logging.getLogger("flagsweep.jobs.fleet")

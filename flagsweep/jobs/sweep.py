@@ -31,8 +31,9 @@ from flagsweep.measure.plan import METRICS, choose_metric, plan_for, round_value
 from flagsweep.measure.sampler import Busy, Sampler
 from flagsweep.process import sigterm_as_interrupt
 from flagsweep.report import lines, terminal
-from flagsweep.results import analysis, confirmation, contract, reader, stored, writer
-from flagsweep.results.contract import AA_SUFFIX
+from flagsweep import model
+from flagsweep.results import analysis, confirmation, reader, stored, writer
+from flagsweep.model import AA_SUFFIX
 from flagsweep.results.store import Store
 from flagsweep.workload import check, inputs
 
@@ -48,7 +49,7 @@ class Sweep:
     recipe_name: str
     out: Path
     opts: MeasureOptions
-    builds: list[contract.Variant]  # each binary's id, compiler, flags, factors and build
+    builds: list[model.Variant]  # each binary's id, compiler, flags, factors and build
     baseline: str
     # What runs one workload (the executor): the real launcher, or in tests a stand-in that
     # replays or synthesises executions, so the decisions above it are tested without timing.
@@ -102,7 +103,7 @@ def started(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: va
     variants.write_summary(out, t, r, m, builds)
     for line in variants.failures(builds):
         say(line)
-    docs = [contract.Variant.model_validate(b.doc(out)) for b in builds]
+    docs = [model.Variant.model_validate(b.doc(out)) for b in builds]
     if not opts.layouts:         # with layouts the twin is built: other layouts, same code
         docs += controls.aa_twin(docs, m.baseline.id, out)
     if reference is None and controls.kept_reference_applies(opts):
@@ -353,7 +354,7 @@ def _confirmed(sweep: Sweep, store: Store, path: Path, say: Callable[[str], None
     return path
 
 
-def _confirmed_lines(doc: contract.Results) -> list[str]:
+def _confirmed_lines(doc: model.Results) -> list[str]:
     """What the confirmation did to each row it was about, one line each."""
     c = doc.recommendation.confirmation if doc.recommendation else None
     if c is None:
@@ -365,14 +366,14 @@ def _confirmed_lines(doc: contract.Results) -> list[str]:
             for v in rows]
 
 
-def _record(options: dict) -> contract.Confirmation | None:
+def _record(options: dict) -> model.Confirmation | None:
     """A run's confirmation record (results.confirmation keeps it with the run's options), as
     results.json's `recommendation.confirmation` says it; None before one is planned."""
     found = options.get("confirmation")
-    return contract.Confirmation.model_validate(found) if found else None
+    return model.Confirmation.model_validate(found) if found else None
 
 
-def _layout_sweep(sweep: Sweep, record: contract.Confirmation, out: Path, store: Store,
+def _layout_sweep(sweep: Sweep, record: model.Confirmation, out: Path, store: Store,
                   say: Callable[[str], None]) -> Path:
     """The rows to confirm and the baseline again, each built in K seeded layouts (the same code
     relinked in K function orders), measured like any sweep with --layouts, under this sweep's
@@ -511,13 +512,13 @@ def checked(sweep: Sweep, workload: check.Invocation | None, store: Store,
         if sweep.baseline not in todo and sweep.baseline in distinct:
             todo[sweep.baseline] = distinct[sweep.baseline]  # the reference must be at hand
         for vid, result in run_checks(todo, sweep.baseline).items():
-            stored[vid] = contract.Check.model_validate(result)
+            stored[vid] = model.Check.model_validate(result)
             store.save_check(sweep.run_id, vid, result)
     for d in sweep.builds:  # identical code has the representative's output by construction
         rep = d.build.identical_to
         if rep and stored.get(d.id) is None and stored.get(rep):
             why = f": {stored[rep].detail}" if stored[rep].detail else ""
-            stored[d.id] = contract.Check.model_validate(
+            stored[d.id] = model.Check.model_validate(
                 {**stored[rep].dump(), "detail": f"identical code to {rep}{why}"})
             store.save_check(sweep.run_id, d.id, stored[d.id].dump())
     for vid, c in stored.items():
@@ -531,7 +532,7 @@ def checked(sweep: Sweep, workload: check.Invocation | None, store: Store,
     return measured
 
 
-def runnable(builds: list[contract.Variant]) -> dict[str, Path]:
+def runnable(builds: list[model.Variant]) -> dict[str, Path]:
     """variant id -> binary, for the builds a sweep runs: each good, distinct one. A failed or
     flags-mismatch build has no binary worth running, and identical code is its
     representative's, so neither is checked or timed; both stay in results.json as they are."""
@@ -619,7 +620,7 @@ def _metric_chosen(sweep: Sweep, plan: rounds.Plan, measure: Sampler, store: Sto
     say(f"metric: {choice.why}")
 
 
-def layouts_of(docs: list[contract.Variant]) -> dict[str, str]:
+def layouts_of(docs: list[model.Variant]) -> dict[str, str]:
     """binary id -> the variant it is a layout of, for a sweep with --layouts (else empty)."""
     return {d.id: d.layout_of for d in docs if getattr(d, "layout_of", None)}
 

@@ -45,7 +45,8 @@ from flagsweep.jobs.batch import Proposal, Setting
 from flagsweep.measure import resolution
 from flagsweep.measure.options import DEFAULT_LAYOUTS, MeasureOptions, chosen_cpu, from_store
 from flagsweep.process import sigterm_as_interrupt
-from flagsweep.results import confirmation, contract, reader, stored
+from flagsweep import model
+from flagsweep.results import confirmation, reader, stored
 from flagsweep.results.store import Store
 
 log = logging.getLogger("flagsweep.jobs.tune")
@@ -779,7 +780,7 @@ def _ablation(tune: Tuning, say: Callable[[str], None]) -> None:
     s = tune.setting
     best = _best(tune)
     if best is None:
-        _keep_model(tune, "ablation", contract.TuneAblation(
+        _keep_model(tune, "ablation", model.TuneAblation(
             status="skipped", why="no set the search measured was faster than the base"))
         say("ablation: skipped (no set found faster than the base)")
         return
@@ -791,7 +792,7 @@ def _ablation(tune: Tuning, say: Callable[[str], None]) -> None:
         # proof still measures it against the base and -O3.
         why = (f"the best set found, trial {number}, is {100 * (ratio - 1):+.1f}% against the "
                f"base in the search, within the {s.measure.threshold_pct:g}% threshold")
-        _keep_model(tune, "ablation", contract.TuneAblation(status="skipped", why=why,
+        _keep_model(tune, "ablation", model.TuneAblation(status="skipped", why=why,
                                                             of=list(changes)))
         say(f"ablation: skipped ({why})")
         return
@@ -802,7 +803,7 @@ def _ablation(tune: Tuning, say: Callable[[str], None]) -> None:
     except Interrupted:
         raise                       # resumed with the tune, never recorded as a failure
     except FlagsweepError as e:
-        _keep_model(tune, "ablation", contract.TuneAblation(status="failed", why=str(e),
+        _keep_model(tune, "ablation", model.TuneAblation(status="failed", why=str(e),
                                                             of=list(changes)))
         say(f"ablation: failed ({e})")
         return
@@ -812,7 +813,7 @@ def _ablation(tune: Tuning, say: Callable[[str], None]) -> None:
     least = proof.minimal(rows)
     if greedy is not None and greedy.chosen:
         least = [f for step in greedy.steps[:greedy.chosen] for f in step.added]
-    _keep_model(tune, "ablation", contract.TuneAblation(
+    _keep_model(tune, "ablation", model.TuneAblation(
         status="complete", run_id=batch.run_id(s, path), results=str(path), of=list(changes),
         method=plan["method"], why=plan.get("why"), rows=rows, minimal=least,
         layout_check=check, greedy=greedy))
@@ -827,7 +828,7 @@ def _ablation(tune: Tuning, say: Callable[[str], None]) -> None:
             + (f": {' '.join(least)}" if least else ""))
 
 
-def _greedy_said(g: contract.TuneGreedy, n: int) -> str:
+def _greedy_said(g: model.TuneGreedy, n: int) -> str:
     if g.status != "complete":
         return f"the greedy subset was not measured: {g.why}"
     if g.chosen is None:
@@ -863,7 +864,7 @@ def _ablation_plan(tune: Tuning, changes: tuple[str, ...]) -> dict:
 
 
 def _ablated(tune: Tuning, winner: tuple[str, ...], plan: dict, number: int,
-             say: Callable[[str], None]) -> list[contract.TuneAblationRow]:
+             say: Callable[[str], None]) -> list[model.TuneAblationRow]:
     """The plan's sweeps on the search input, the winner their baseline: the removals' rows."""
     removals = [tuple(g) for g in plan["groups"]]
     if plan["method"] == "leave-one-out":
@@ -885,7 +886,7 @@ def _ablated(tune: Tuning, winner: tuple[str, ...], plan: dict, number: int,
     return [r for r in rows if not set(r.flags) <= set(split)] + single
 
 
-def _split(tune: Tuning, rows: list[contract.TuneAblationRow], say: Callable[[str], None]
+def _split(tune: Tuning, rows: list[model.TuneAblationRow], say: Callable[[str], None]
            ) -> list[str]:
     """The flags to take apart one by one: of the groups that may matter, whole groups while
     their builds fit in what is left of the ablation's time, those decided to matter first."""
@@ -904,9 +905,9 @@ def _split(tune: Tuning, rows: list[contract.TuneAblationRow], say: Callable[[st
     return split
 
 
-def _layout_check(tune: Tuning, winner: tuple[str, ...], rows: list[contract.TuneAblationRow],
+def _layout_check(tune: Tuning, winner: tuple[str, ...], rows: list[model.TuneAblationRow],
                   path: Path, say: Callable[[str], None]
-                  ) -> tuple[contract.TuneLayoutCheck, list[contract.TuneAblationRow]]:
+                  ) -> tuple[model.TuneLayoutCheck, list[model.TuneAblationRow]]:
     """The rows decided slower by less than layout luck reaches (proof.to_check), measured
     again over the proof's K layouts on the search input, in one sweep whose baseline is the
     winner: the check's record, and the rows with what it found."""
@@ -914,7 +915,7 @@ def _layout_check(tune: Tuning, winner: tuple[str, ...], rows: list[contract.Tun
     if "layout_check" not in plan:
         plan = {**plan, "layout_check": _layout_plan(tune, rows, path)}
         tune.keep("ablation_plan", plan)
-    check = contract.TuneLayoutCheck.model_validate(plan["layout_check"])
+    check = model.TuneLayoutCheck.model_validate(plan["layout_check"])
     if check.status != "running":
         if check.status == "skipped":
             say(f"ablation: not measured again over layouts: {check.why}")
@@ -951,7 +952,7 @@ def _layout_check(tune: Tuning, winner: tuple[str, ...], rows: list[contract.Tun
         "results": str(found)}), rows
 
 
-def _layout_plan(tune: Tuning, rows: list[contract.TuneAblationRow], path: Path) -> dict:
+def _layout_plan(tune: Tuning, rows: list[model.TuneAblationRow], path: Path) -> dict:
     """Which rows the check measures, and why not when none: the most doubtful first (their
     intervals nearest to no change), as many as their builds and least rounds fit in what is
     left of the ablation's time and a fifth of the proof's (PROOF_LOAN). Kept with the study,
@@ -1005,8 +1006,8 @@ def _run_pace_of(tune: Tuning, run_id: str) -> float:
     return walls[len(walls) // 2] if walls else 0.0
 
 
-def _greedy(tune: Tuning, winner: tuple[str, ...], rows: list[contract.TuneAblationRow],
-            say: Callable[[str], None]) -> contract.TuneGreedy | None:
+def _greedy(tune: Tuning, winner: tuple[str, ...], rows: list[model.TuneAblationRow],
+            say: Callable[[str], None]) -> model.TuneGreedy | None:
     """The greedy minimal subset (proof.greedy_units): the base with the rows that may matter
     added back one at a time, costliest first, as many steps as fit in what is left of the
     ablation's time, one sweep on the search input whose baseline is the winner. None when
@@ -1020,7 +1021,7 @@ def _greedy(tune: Tuning, winner: tuple[str, ...], rows: list[contract.TuneAblat
         plan = {**plan, **_greedy_plan(tune, units)}
         tune.keep("ablation_plan", plan)
     if not plan["greedy"]:
-        return contract.TuneGreedy(status="skipped", why=plan.get("greedy_why"))
+        return model.TuneGreedy(status="skipped", why=plan.get("greedy_why"))
     units = [tuple(u) for u in plan["greedy"]]
     sets = proof.greedy_sets(winner, len(tune.setting.base), units)
     say(f"ablation: the greedy subset: the base with the flags that may matter added back, "
@@ -1033,9 +1034,9 @@ def _greedy(tune: Tuning, winner: tuple[str, ...], rows: list[contract.TuneAblat
         raise                       # resumed with the tune, never recorded as a failure
     except FlagsweepError as e:
         say(f"ablation: the greedy subset failed ({e})")
-        return contract.TuneGreedy(status="failed", why=str(e))
+        return model.TuneGreedy(status="failed", why=str(e))
     steps = proof.greedy_steps(tune.setting, path, winner, units)
-    return contract.TuneGreedy(status="complete", run_id=batch.run_id(tune.setting, path),
+    return model.TuneGreedy(status="complete", run_id=batch.run_id(tune.setting, path),
                                results=str(path), steps=steps,
                                chosen=proof.greedy_chosen(steps, decided))
 
@@ -1056,7 +1057,7 @@ def _greedy_plan(tune: Tuning, units: list[tuple[str, ...]]) -> dict:
 
 def _removed(tune: Tuning, folder: str, winner: tuple[str, ...],
              removals: list[tuple[str, ...]], say: Callable[[str], None]
-             ) -> list[contract.TuneAblationRow]:
+             ) -> list[model.TuneAblationRow]:
     todo = [Proposal(-1 - i, proof.without(winner, r)) for i, r in enumerate(removals)]
     path = _sweep_once(tune, tune.out / folder, f"{tune.name}-{folder}", winner, todo,
                        quick=True, say=say)
@@ -1068,7 +1069,7 @@ def _proof(tune: Tuning, say: Callable[[str], None]) -> bool:
     """The proof's sweep and what it says of each set; whether the phase ended (a proof the
     machine stayed too busy for stays the phase, resumed with the tune)."""
     s = tune.setting
-    ablation = _model(tune, "ablation", contract.TuneAblation)
+    ablation = _model(tune, "ablation", model.TuneAblation)
     top = [(n, f) for n, f, _ in ranked(tune)][:1 + tune.opts.runners_up]
     best = _best(tune)
     least = None
@@ -1078,7 +1079,7 @@ def _proof(tune: Tuning, say: Callable[[str], None]) -> bool:
     plan = _proof_plan(tune, listed)
     say(f"proof: {plan.why}")
     if plan.status == "skipped":
-        _keep_model(tune, "proof", contract.TuneProof(status="skipped", plan=plan,
+        _keep_model(tune, "proof", model.TuneProof(status="skipped", plan=plan,
                                                       why=f"the proof was {plan.why}"))
         return True
     listed, k = listed[:int(plan.sets)], int(plan.layouts)
@@ -1089,7 +1090,7 @@ def _proof(tune: Tuning, say: Callable[[str], None]) -> bool:
     except Interrupted:
         raise                       # resumed with the tune, never recorded as a failure
     except FlagsweepError as e:
-        _keep_model(tune, "proof", contract.TuneProof(status="failed", why=str(e), layouts=k,
+        _keep_model(tune, "proof", model.TuneProof(status="failed", why=str(e), layouts=k,
                                                       plan=plan))
         say(f"proof: failed ({e})")
         return True
@@ -1101,28 +1102,28 @@ def _proof(tune: Tuning, say: Callable[[str], None]) -> bool:
                "stopping rule could judge; its figures are not an answer. Continue with "
                f"`flagsweep tune --resume {tune.name}` once the machine is quieter "
                "(`flagsweep system` shows what runs)")
-        _keep_model(tune, "proof", contract.TuneProof(status="busy", run_id=rid,
+        _keep_model(tune, "proof", model.TuneProof(status="busy", run_id=rid,
                                                       results=str(path), layouts=k, plan=plan,
                                                       why=why))
         say(f"proof: no answer yet ({why})")
         return False
-    _keep_model(tune, "proof", contract.TuneProof(
+    _keep_model(tune, "proof", model.TuneProof(
         status="complete", run_id=rid, results=str(path), layouts=k,
         plan=plan, candidates=proof.candidates(s, path, listed)))
     return True
 
 
-def _proof_plan(tune: Tuning, listed: list[proof.ProofSet]) -> contract.TuneProofPlan:
+def _proof_plan(tune: Tuning, listed: list[proof.ProofSet]) -> model.TuneProofPlan:
     """The proof's sets and layouts (jobs.budget.proof_plan) at this tune's build pace, its
     full input's run time and the layout spread measured for the program, in what is left of
     the budget; kept with the study, so a resumed tune measures what it planned."""
     kept = tune.record("proof_plan")
     if kept:
-        return contract.TuneProofPlan.model_validate(kept)
+        return model.TuneProofPlan.model_validate(kept)
     s = tune.setting
     pace = budget.Pace(_search_pace(tune), _full_run_s(tune),
                        s.measure.min_runs + s.measure.warmup)
-    ablation = _model(tune, "ablation", contract.TuneAblation)
+    ablation = _model(tune, "ablation", model.TuneAblation)
     spread = budget.spread(ablation.layout_check if ablation else None, s.store, s.target.name,
                            _machine(tune))
     plan = budget.proof_plan([e.role for e in listed], spread, pace,
@@ -1153,7 +1154,7 @@ def _proved(tune: Tuning, say: Callable[[str], None]) -> bool:
     if here != label:
         why = (f"the proof builds layouts, which a fleet sweep cannot: run `flagsweep tune "
                f"--resume {tune.name}` on a machine of label {label} (this one is {here})")
-        _keep_model(tune, "proof", contract.TuneProof(status="skipped", why=why,
+        _keep_model(tune, "proof", model.TuneProof(status="skipped", why=why,
                                                       layouts=tune.opts.layouts))
         say(f"proof: skipped ({why})")
         return False
@@ -1186,7 +1187,7 @@ def _sweep_once(tune: Tuning, out: Path, name: str, best: tuple[str, ...],
         path = batch.start(s, name, out, best, todo, seed=tune.opts.seed + 10_000 + layouts,
                            budget=budget or _rounds_budget(tune, phase, binaries),
                            quick=quick, layouts=layouts,
-                           step=None if phase == "proof" else contract.TUNE_STEPS[1],
+                           step=None if phase == "proof" else model.TUNE_STEPS[1],
                            until=_until(tune, phase))
     path = _through_busy(tune, path, say, phase)
     rid = batch.run_id(s, path)
@@ -1214,25 +1215,25 @@ def _until(tune: Tuning, phase: str) -> float | None:
     return time.time() + _phase_left(tune, phase) if phase == "proof" else None
 
 
-def _keep_model(tune: Tuning, key: str, model: contract.Open) -> None:
+def _keep_model(tune: Tuning, key: str, model: model.Open) -> None:
     tune.keep(key, model.dump())
 
 
-def _model(tune: Tuning, key: str, kind: type[contract.Open]):
+def _model(tune: Tuning, key: str, kind: type[model.Open]):
     found = tune.record(key)
     return kind.model_validate(found) if found else None
 
 
 # ---- tune.json ----------------------------------------------------------------------------------
 
-def document(tune: Tuning, status: str) -> contract.Tune:
+def document(tune: Tuning, status: str) -> model.Tune:
     attrs = tune.study.user_attrs
     trials = [_trial(t) for t in search.trials(tune.study)]
-    proof_ = _model(tune, "proof", contract.TuneProof)
-    ablation = _model(tune, "ablation", contract.TuneAblation)
+    proof_ = _model(tune, "proof", model.TuneProof)
+    ablation = _model(tune, "ablation", model.TuneAblation)
     sentence, use = answer(tune, proof_, ablation, len(trials))
-    return contract.Tune.model_validate({
-        "schema": contract.TUNE_SCHEMA, "tune_id": tune.name,
+    return model.Tune.model_validate({
+        "schema": model.TUNE_SCHEMA, "tune_id": tune.name,
         "target": tune.setting.target.name, "status": status, "phase": attrs.get("phase"),
         "sampler": tune.opts.sampler, "seed": tune.opts.seed, "budget_s": tune.opts.budget_s,
         "threshold_pct": tune.setting.measure.threshold_pct,
@@ -1270,10 +1271,10 @@ def _worker_machine(tune: Tuning) -> dict | None:
     return tune.setting.store.run(ids[-1]).get("machine") if ids else None
 
 
-def _trial(t) -> contract.TuneTrial:
+def _trial(t) -> model.TuneTrial:
     a = t.user_attrs
     flags = a.get("flags") or []
-    return contract.TuneTrial(
+    return model.TuneTrial(
         number=t.number, flags=flags, changes=a.get("changes") or [],
         state=a.get("state") or "pending", batch=a.get("batch"), run_id=a.get("run_id"),
         variant=a.get("variant"), ratio=a.get("ratio"),
@@ -1282,7 +1283,7 @@ def _trial(t) -> contract.TuneTrial:
         detail=a.get("detail"), elapsed_s=a.get("elapsed_s"))
 
 
-def _progress(tune: Tuning, trials: list[contract.TuneTrial]) -> list[dict]:
+def _progress(tune: Tuning, trials: list[model.TuneTrial]) -> list[dict]:
     """The best-so-far curve: after each batch, the best set as the search ranked it then (the
     mean of its estimates so far, with the mean's interval), and what had been spent (runs
     counted from the trials, builds made by the batch and its probes, wall time at the batch's
@@ -1310,7 +1311,7 @@ def _progress(tune: Tuning, trials: list[contract.TuneTrial]) -> list[dict]:
     return out
 
 
-def answer(tune: Tuning, proof_: contract.TuneProof | None, ablation: contract.TuneAblation | None,
+def answer(tune: Tuning, proof_: model.TuneProof | None, ablation: model.TuneAblation | None,
            n: int) -> tuple[str | None, list[str] | None]:
     """The one sentence and the set it names (jobs.answer); a proof left for another machine
     is said as what the search found, not proved."""
@@ -1319,7 +1320,7 @@ def answer(tune: Tuning, proof_: contract.TuneProof | None, ablation: contract.T
     return sentence(proof_, ablation, n, tune.setting.base, tune.setting.measure.threshold_pct)
 
 
-def _unproved(tune: Tuning, proof_: contract.TuneProof, n: int) -> str:
+def _unproved(tune: Tuning, proof_: model.TuneProof, n: int) -> str:
     """What the search found, said as not proved: a fleet tune's proof waits for a machine of
     its label, a busy one for a quieter machine."""
     base = " ".join(tune.setting.base)

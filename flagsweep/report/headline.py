@@ -10,8 +10,9 @@ from flagsweep.host import advice
 from flagsweep.report import study
 from flagsweep.report.formats import SHOWN, names, p_text, threshold
 from flagsweep.report.variants import VariantRow
-from flagsweep.results import analysis, confirmation, contract, estimate
-from flagsweep.results.contract import AA_SUFFIX
+from flagsweep import model
+from flagsweep.results import analysis, confirmation, estimate
+from flagsweep.model import AA_SUFFIX
 
 
 @dataclass
@@ -54,7 +55,7 @@ class Headline:
     run_length: str = ""            # --input-size auto: the size its pilot chose, and why
 
 
-def headline(doc: contract.Results, rows: list[VariantRow]) -> Headline:
+def headline(doc: model.Results, rows: list[VariantRow]) -> Headline:
     m = doc.machine
     version = f" {doc.target_version}" if doc.target_version else ""
     published = study.published(doc)
@@ -73,7 +74,7 @@ def headline(doc: contract.Results, rows: list[VariantRow]) -> Headline:
         interval=interval_note(doc), run_length=run_length_note(doc))
 
 
-def recommendation_sentence(doc: contract.Results, rows: list[VariantRow]) -> str:
+def recommendation_sentence(doc: model.Results, rows: list[VariantRow]) -> str:
     """The recommendation in one sentence, with the number that justifies it."""
     rec = doc.recommendation
     if not rec:
@@ -93,7 +94,7 @@ def recommendation_sentence(doc: contract.Results, rows: list[VariantRow]) -> st
     return confirmed_sentence(doc, sentence) + excluded_sentence(excluded)
 
 
-def _stated(doc: contract.Results, chosen: VariantRow) -> str:
+def _stated(doc: model.Results, chosen: VariantRow) -> str:
     """The recommended variant's estimate and the interval its verdict used
     (results.estimate), with the adjusted p of the comparison they come from."""
     e = estimate.printed(doc)
@@ -104,13 +105,13 @@ def _stated(doc: contract.Results, chosen: VariantRow) -> str:
     return f"{text[:-1]}{p})" if text.endswith(")") else text
 
 
-def interval_note(doc: contract.Results) -> str:
+def interval_note(doc: model.Results) -> str:
     """Which interval the recommendation printed, and why that one."""
     e = estimate.printed(doc)
     return (e.why or "") if e is not None else ""
 
 
-def excluded_sentence(excluded: list[contract.Excluded]) -> str:
+def excluded_sentence(excluded: list[model.Excluded]) -> str:
     """The faster variants the recommendation left out, fastest first, each with its reason:
     the headline must not read as if the table had no faster row."""
     if not excluded:
@@ -123,7 +124,7 @@ def excluded_sentence(excluded: list[contract.Excluded]) -> str:
     return out
 
 
-def confirmed_sentence(doc: contract.Results, sentence: str) -> str:
+def confirmed_sentence(doc: model.Results, sentence: str) -> str:
     """The recommendation as the confirmation over layouts leaves it, read from the named row's
     own label (results.confirmation): a "Use X" confirmed says so; one not measured again
     (--no-confirm, beyond the cap, failed, interrupted) says why; one being confirmed is not
@@ -152,11 +153,11 @@ def confirmed_sentence(doc: contract.Results, sentence: str) -> str:
     return f"{sentence} {luck.why[:1].upper()}{luck.why[1:]}."
 
 
-def _luck(v: contract.Variant) -> contract.LayoutLuck | None:
+def _luck(v: model.Variant) -> model.LayoutLuck | None:
     return v.vs_baseline.layout_luck if v.vs_baseline is not None else None
 
 
-def _confirmed(one: contract.VsBaseline) -> str:
+def _confirmed(one: model.VsBaseline) -> str:
     """A confirmed recommendation prints the confirmation's estimate: this says so, and what
     the one build each measured before (the row's own comparison)."""
     if one.ratio is None:
@@ -167,7 +168,7 @@ def _confirmed(one: contract.VsBaseline) -> str:
     return f"confirmed over layouts, where one build each measured {measured}"
 
 
-def confirmation_note(doc: contract.Results) -> str:
+def confirmation_note(doc: model.Results) -> str:
     """Where the confirmation's answer comes from: its run, rows, layouts, reach and time."""
     c = doc.recommendation.confirmation if doc.recommendation else None
     if c is None or c.status not in (confirmation.CONFIRMED, confirmation.LUCK,
@@ -184,7 +185,7 @@ def confirmation_note(doc: contract.Results) -> str:
                                        else "") + left)
 
 
-def run_length_note(doc: contract.Results) -> str:
+def run_length_note(doc: model.Results) -> str:
     """--input-size auto: the input its pilot chose and why (flagsweep.measure.length), or the
     full input and why none was chosen; empty for a run without it."""
     chosen = getattr(doc.measurement, "run_length", None) if doc.measurement else None
@@ -207,7 +208,7 @@ FINDING_TITLES = {
 }
 
 
-def findings(doc: contract.Results, compared: list[VariantRow]) -> list[Finding]:
+def findings(doc: model.Results, compared: list[VariantRow]) -> list[Finding]:
     """Every compared variant under its verdict; 'no difference' is a finding, not hidden."""
     thr = threshold(doc.threshold_pct)
     then = study.then_texts(doc)
@@ -224,7 +225,7 @@ def findings(doc: contract.Results, compared: list[VariantRow]) -> list[Finding]
     return out
 
 
-def warnings(doc: contract.Results) -> list[Warning]:
+def warnings(doc: model.Results) -> list[Warning]:
     """What should make a reader trust this sweep less, in plain words."""
     out: list[Warning] = []
     if doc.status and doc.status != "complete":
@@ -260,7 +261,7 @@ def warnings(doc: contract.Results) -> list[Warning]:
     return out
 
 
-def _disturbance_warnings(doc: contract.Results) -> list[Warning]:
+def _disturbance_warnings(doc: model.Results) -> list[Warning]:
     m = doc.measurement
     rule = getattr(m, "disturbance_rule", None) if m else None
     if not m or not m.disturbed or not rule:
@@ -274,11 +275,11 @@ def _disturbance_warnings(doc: contract.Results) -> list[Warning]:
                                  + ". Every attempt is in samples.csv.")]
 
 
-def _check(v: contract.Variant) -> str | None:
+def _check(v: model.Variant) -> str | None:
     return v.check.status if v.check else None
 
 
-def _variant_warnings(doc: contract.Results) -> list[Warning]:
+def _variant_warnings(doc: model.Results) -> list[Warning]:
     out = []
     regressed = [h.variant for h in doc.history or []
                  if h.latest and h.latest.verdict == "slower"]
@@ -322,11 +323,11 @@ def _variant_warnings(doc: contract.Results) -> list[Warning]:
     return out
 
 
-def _failure(v: contract.Variant) -> str:
+def _failure(v: model.Variant) -> str:
     return (v.vs_baseline.why if v.vs_baseline else None) or "build failed"
 
 
-def _twin_output(doc: contract.Results) -> Warning | None:
+def _twin_output(doc: model.Results) -> Warning | None:
     """The A/A twin is the baseline's very binary: other output from it is no flag's doing,
     the program does not give the same output twice (time, randomness, threads, addresses), and
     every other variant's 'differs' may be that too."""

@@ -17,7 +17,7 @@ from flagsweep import stats
 from flagsweep.across import history, suite
 from flagsweep.report import formats, heatmap, tune, view
 from flagsweep.report.formats import COLORS, VERDICT_TEXT, ci_pct_text, signed_pct, table
-from flagsweep.results import contract
+from flagsweep import model
 from flagsweep.results.reader import load
 from flagsweep.screen import shown
 
@@ -51,7 +51,7 @@ def _table(r: view.SweepView) -> Table:
     return t
 
 
-def _findings(doc: contract.Results, r: view.SweepView) -> list[str]:
+def _findings(doc: model.Results, r: view.SweepView) -> list[str]:
     lines = []
     aa, noise = doc.aa, doc.noise
     if aa:
@@ -219,7 +219,7 @@ def show_suite(s, out: Console | None = None) -> None:
     out.print(f"suite: {s.recommendation}", markup=False)
 
 
-def show_tune(doc: contract.Tune, out: Console | None = None) -> None:
+def show_tune(doc: model.Tune, out: Console | None = None) -> None:
     """The end of `flagsweep tune` (and of `flagsweep report tune.json`): the proof, the
     ablation, then the answer, the last line printed, as on the page (report/tune.py)."""
     out = out or console()

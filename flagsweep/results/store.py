@@ -29,7 +29,7 @@ from sqlalchemy.dialects import sqlite as sqlite_dialect
 from flagsweep.host import toolchain
 from flagsweep.errors import FlagsweepError
 from flagsweep.measure.sample import Sample
-from flagsweep.results import contract
+from flagsweep import model
 
 SCHEMA_VERSION = 5
 metadata = sa.MetaData()
@@ -462,7 +462,7 @@ class Store:
         """Add what a sweep learns after it starts (its input, its counters) to its options; a
         results.json object (a confirmation record) is kept as its JSON."""
         options = dict(self.run(run_id)["options"])
-        options[key] = value.dump() if isinstance(value, contract.Open) else value
+        options[key] = value.dump() if isinstance(value, model.Open) else value
         with self._begin() as c:
             c.execute(runs.update().where(runs.c.run_id == run_id).values(options=options))
 
@@ -491,7 +491,7 @@ class Store:
                                               variants.c.variant_id == variant_id)
                       .values(check=check))
 
-    def variants(self, run_id: str) -> list[contract.Variant]:
+    def variants(self, run_id: str) -> list[model.Variant]:
         """The run's variants in matrix order, as results.json's model: the stored document
         (id, compiler, flags, factors, build; a layout's layout_of and layout) and its output
         check (None until checked)."""
@@ -499,7 +499,7 @@ class Store:
             rows = c.execute(sa.select(variants.c.doc, variants.c.check)
                              .where(variants.c.run_id == run_id)
                              .order_by(variants.c.position)).mappings().all()
-        return [contract.Variant.model_validate({**r["doc"], "check": r["check"]}) for r in rows]
+        return [model.Variant.model_validate({**r["doc"], "check": r["check"]}) for r in rows]
 
     # ---- kept references -----------------------------------------------------------------------
 

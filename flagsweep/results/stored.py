@@ -39,7 +39,7 @@ from flagsweep.experiment import target as targets
 from flagsweep.experiment.strict import quoted
 from flagsweep.host import toolchain
 from flagsweep.measure.options import MeasureOptions, from_store
-from flagsweep.results import contract
+from flagsweep import model
 from flagsweep.results.store import Store
 
 # The record a run's (or a tune's) folder holds from its start is {"run_id": ID} or {"tune_id":
@@ -59,7 +59,7 @@ class Run:
     row: dict
     options: dict
     out: Path
-    docs: list[contract.Variant]
+    docs: list[model.Variant]
     measure: MeasureOptions
     target: targets.Target
 
@@ -188,7 +188,7 @@ def compiler(name: object, where: str, field: str) -> toolchain.Toolchain:
         raise ConfigError(f"{where}, key '{field}': {e}") from None
 
 
-def binary(d: contract.Variant, out: Path, where: str) -> Path:
+def binary(d: model.Variant, out: Path, where: str) -> Path:
     """The binary of a stored variant, to be run: one in the run's own builds folder whose
     code its build recorded and still has. A binary elsewhere (a row can name any path), or one
     whose hash is gone, is never run: what it is cannot be known."""

@@ -1,4 +1,4 @@
-"""The results files: results.json (the public contract, flagsweep.results.contract, docs/results.md),
+"""The results files: results.json (the public contract, flagsweep.model, docs/results.md),
 samples.csv (one row per sample, warmups and failures included), and the progress display.
 
 Both files are rebuilt from the store, so an interrupted sweep's files hold every sample taken so
@@ -24,8 +24,9 @@ from flagsweep.measure import metric as metric_mod
 from flagsweep.measure import pairs, pilot
 from flagsweep.measure.sample import SAMPLE_METRICS, Sample
 from flagsweep.compilation import layout
-from flagsweep.results import analysis, confirmation, contract, layouts
-from flagsweep.results.contract import SCHEMA
+from flagsweep import model
+from flagsweep.results import analysis, confirmation, layouts
+from flagsweep.model import SCHEMA
 from flagsweep.results.store import NoStore, Store
 from flagsweep.experiment import target
 from flagsweep import stats
@@ -45,14 +46,14 @@ def write(out: Path, store: Store, run_id: str, history: list[dict] | None = Non
     the store is told, so that a run the store calls complete always has its files."""
     all_samples, set_aside = store.samples(run_id), store.attempts(run_id)
     doc = document(store, run_id, ending, (all_samples, set_aside))
-    doc.history = [contract.HistorySeries.model_validate(series) for series in history or []]
+    doc.history = [model.HistorySeries.model_validate(series) for series in history or []]
     path = write_atomic(out / "results.json", json.dumps(doc.dump(), indent=1))
     _write_csv(out / "samples.csv", run_id, all_samples, set_aside)
     return path
 
 
 def document(store: Store, run_id: str, ending: dict | None = None,
-             taken: tuple[list[Sample], list[Sample]] | None = None) -> contract.Results:
+             taken: tuple[list[Sample], list[Sample]] | None = None) -> model.Results:
     """results.json's content for a run as the store holds it now, without its history;
     `taken`: its samples and set-aside attempts, when already read."""
     run = {**store.run(run_id), **(ending or {})}
@@ -62,7 +63,7 @@ def document(store: Store, run_id: str, ending: dict | None = None,
     return doc
 
 
-def _disturbance(doc: contract.Results, samples: list[Sample], set_aside: list[Sample]) -> None:
+def _disturbance(doc: model.Results, samples: list[Sample], set_aside: list[Sample]) -> None:
     """How many counted runs the machine disturbed, and how many were taken again because of
     it (flagsweep.measure.disturbance): the sweep's totals in `measurement`, each variant's in its
     summary. A set-aside attempt was disturbed and retaken; a counted sample still marked
@@ -125,15 +126,15 @@ def located(arg: str | Path, scratch: Path, store: Store | None = None) -> Path:
                              f"{db.url}: {type(e).__name__}: {e}") from e
 
 
-def _document(run: dict, stored: list[contract.Variant],
-              samples: list[Sample]) -> contract.Results:
+def _document(run: dict, stored: list[model.Variant],
+              samples: list[Sample]) -> model.Results:
     """The document from the store's run record (its options as the sweep kept them) and its
     variants; the statistics fields filled by analysis, confirmation and explain."""
     o = run["options"]
     m = o["measure"]
     metric = metric_mod.column(m["metric"])
     t_path = o["target_path"]
-    doc = contract.Results(
+    doc = model.Results(
         schema=SCHEMA, run_id=run["run_id"], target=run["target"],
         target_version=o.get("target_version"), recipe=run["recipe"], study=o.get("study"),
         started=_iso(run["started"]), finished=_iso(run["finished"]), status=run["status"],
@@ -153,9 +154,9 @@ def _document(run: dict, stored: list[contract.Variant],
     if m.get("layouts"):
         folded = layouts.fold(doc.variants, values, doc.baseline)
         doc.variants, values, replicates = folded.variants, folded.values, folded.replicates
-        doc.measurement.layouts = contract.Layouts.model_validate(layout.described(m["layouts"]))
+        doc.measurement.layouts = model.Layouts.model_validate(layout.described(m["layouts"]))
     design = sequential.Design.from_json(o.get("sequential"))
-    doc.measurement.sequential = contract.Sequential.model_validate(design.to_json())
+    doc.measurement.sequential = model.Sequential.model_validate(design.to_json())
     analysis.apply(doc, values, seed=m.get("seed") or 0, replicates=replicates,
                    refused=refused, design=design, luck=o.get("confirmation"))
     confirmation.apply(doc, o.get("confirmation"))
@@ -174,15 +175,15 @@ MEASUREMENT = ("seed", "warmup", "min_runs", "max_runs", "runs", "budget", "prec
 
 
 def _measurement(m: dict, metric_choice: dict | None,
-                 schedule: dict | None = None) -> contract.Measurement:
+                 schedule: dict | None = None) -> model.Measurement:
     # --input-size as given: auto, else the size --quick (or its absence) chose
     size = m.get("input_size") or ("quick" if m.get("quick") else "full")
-    return contract.Measurement.model_validate(
+    return model.Measurement.model_validate(
         {k: m[k] for k in MEASUREMENT if k in m} | {"metric_choice": metric_choice,
                                                      "input_size": size, "schedule": schedule})
 
 
-def _short_run(doc: contract.Results, target_path: str) -> None:
+def _short_run(doc: model.Results, target_path: str) -> None:
     """`measurement.short_run`: the warning for a baseline whose runs are shorter than a sample
     resolves, with the input size that would fix it (flagsweep.measure.resolution), or null.
     Judged on a time: the metric, or wall time when the metric is a count."""
@@ -197,10 +198,10 @@ def _short_run(doc: contract.Results, target_path: str) -> None:
     warning = resolution.short_run(statistics.median(values) if values else None, inputs,
                                    bool(getattr(doc.measurement, "quick", False)), target_path)
     doc.measurement.short_run = None if warning is None \
-        else contract.ShortRun.model_validate(warning)
+        else model.ShortRun.model_validate(warning)
 
 
-def _replaced(variants: list[contract.Variant], replaced: dict[str, dict]) -> dict[str, str]:
+def _replaced(variants: list[model.Variant], replaced: dict[str, dict]) -> dict[str, str]:
     """The binaries found replaced after the rounds (sweep._replaced): each one's record as its
     variant's `replaced`; returns variant -> why, for the verdicts it does not get. A layout's
     replaced binary refuses the whole variant it is a layout of."""
@@ -215,7 +216,7 @@ def _replaced(variants: list[contract.Variant], replaced: dict[str, dict]) -> di
     return refused
 
 
-def add_explain(doc: contract.Results, explain: dict | None) -> None:
+def add_explain(doc: model.Results, explain: dict | None) -> None:
     """run --explain's profiles (flagsweep.explain.explanation.explain) into the document: each
     explained variant's entry as its `explain`, the rest as the top-level `explain`."""
     if not explain:
@@ -223,13 +224,13 @@ def add_explain(doc: contract.Results, explain: dict | None) -> None:
     entries = explain.get("variants") or {}
     for v in doc.variants:
         if v.id in entries:
-            v.explain = contract.Explain.model_validate(entries[v.id])
-    doc.explain = contract.ExplainRun.model_validate(
+            v.explain = model.Explain.model_validate(entries[v.id])
+    doc.explain = model.ExplainRun.model_validate(
         {k: val for k, val in explain.items() if k != "variants"}
         | {"explained": [v.id for v in doc.variants if v.id in entries]})
 
 
-def _stopped(doc: contract.Results, stopped: dict[str, dict], samples: list[Sample]) -> None:
+def _stopped(doc: model.Results, stopped: dict[str, dict], samples: list[Sample]) -> None:
     """The variants that stopped early (measure.rounds.stops): each one's round count and why in
     its summary, and the runs the sweep did not spend on them, against every variant in every
     round it ran."""
@@ -245,8 +246,8 @@ def _stopped(doc: contract.Results, stopped: dict[str, dict], samples: list[Samp
     doc.measurement.runs_saved = saved
 
 
-def _variant(v: contract.Variant, samples: list[Sample], started: float,
-             metric: str) -> contract.Variant:
+def _variant(v: model.Variant, samples: list[Sample], started: float,
+             metric: str) -> model.Variant:
     """A stored variant with what was measured of it: its counted samples as columns, its
     failed runs, and how many of its samples perf multiplexed."""
     mine = [s for s in samples if s.variant_id == v.id]

@@ -19,7 +19,7 @@ from flagsweep.compilation import variants
 from flagsweep.experiment import target
 from flagsweep.jobs import batch, budget, tune
 from flagsweep.measure.options import MeasureOptions
-from flagsweep.results import contract
+from flagsweep import model
 from flagsweep.results.store import Store
 from flagsweep.stats import layout
 

@@ -13,7 +13,8 @@ import report_fixture as rf
 from conftest import contract_problems, contract_validator, planted_session
 
 from flagsweep.errors import FlagsweepError
-from flagsweep.results import contract, reader
+from flagsweep import model
+from flagsweep.results import reader
 
 
 def test_schema_command_prints_pure_json_for_each_kind():
@@ -26,7 +27,7 @@ def test_schema_command_prints_pure_json_for_each_kind():
 
 
 def test_the_schema_keeps_the_contracts_names():
-    schema = json.loads(contract.json_schema("results"))
+    schema = json.loads(model.json_schema("results"))
     assert {"schema", "target", "recipe", "metric", "baseline", "machine", "variants"} \
         <= set(schema["required"])
     for key in ("started", "finished", "compilers", "workload", "effects", "aa", "noise",
@@ -93,17 +94,17 @@ def _set(doc: dict, key: str, value) -> None:
 def test_an_older_schema_is_upgraded_on_load(tmp_path, monkeypatch):
     """The upgrade table turns each older version into the next; the loader applies it."""
     def zero_to_one(doc: dict) -> dict:
-        doc = dict(doc, schema=contract.SCHEMA)
+        doc = dict(doc, schema=model.SCHEMA)
         doc["threshold_pct"] = doc.pop("threshold")
         return doc
 
-    monkeypatch.setitem(contract.UPGRADES, "flagsweep/0", zero_to_one)
+    monkeypatch.setitem(model.UPGRADES, "flagsweep/0", zero_to_one)
     old = rf.results_doc()
     old["schema"], old["threshold"] = "flagsweep/0", old.pop("threshold_pct")
     path = rf.write(tmp_path / "run", old)
     doc = reader.load(path).dump()
-    assert doc["schema"] == contract.SCHEMA and doc["threshold_pct"] == old["threshold"]
-    assert contract.readable() == ["flagsweep/0", "flagsweep/1"]
+    assert doc["schema"] == model.SCHEMA and doc["threshold_pct"] == old["threshold"]
+    assert model.readable() == ["flagsweep/0", "flagsweep/1"]
 
 
 @pytest.mark.breaks_contract
@@ -147,7 +148,7 @@ def test_the_depth_limit_counts_no_bracket_inside_a_string(tmp_path):
 
 
 def test_suite_and_merged_json_follow_their_schemas():
-    suite_doc = {"schema": contract.SUITE_SCHEMA, "machine": "m", "metric": "wall_s",
+    suite_doc = {"schema": model.SUITE_SCHEMA, "machine": "m", "metric": "wall_s",
                  "baseline": "gcc -O2", "threshold_pct": 1.0, "programs": [],
                  "variants": [{"id": "a", "compiler": "gcc", "flags": [], "per_program": {
                      "p": {"program": "p", "machine": "m", "ratio": "fast", "ci95": None,
@@ -156,7 +157,7 @@ def test_suite_and_merged_json_follow_their_schemas():
     assert error.json_path == "$.variants[0].per_program.p.ratio"
     with pytest.raises(FlagsweepError, match=r"s.json: key 'variants\[0\].per_program.p.ratio': "
                                              r"expected a number or null, got \"fast\""):
-        contract.validate(suite_doc, "s.json", "suite")
+        reader.validate(suite_doc, "s.json", "suite")
 
 
 PLANTED = '''

@@ -294,7 +294,8 @@ def test_a_variant_over_layouts_has_its_worst_layout_s_output(tmp_path):
     """run --layouts checks every layout's binary; the variant is as good as its worst: other
     bytes in one layout make it equivalent, an output that differs in any makes it differ."""
     from flagsweep.compilation import layout
-    from flagsweep.results import contract, layouts
+    from flagsweep import model
+    from flagsweep.results import layouts
 
     def rep(seed: int, status: str) -> dict:
         return {"id": f"v.L{seed}", "layout_of": "v", "layout": seed, "compiler": "gcc",
@@ -302,7 +303,7 @@ def test_a_variant_over_layouts_has_its_worst_layout_s_output(tmp_path):
                 "build": {"status": "ok", "flags_verified": True}}
 
     def folded(*statuses: str) -> str:
-        docs = [contract.Variant.model_validate(rep(i + 1, s)) for i, s in enumerate(statuses)]
+        docs = [model.Variant.model_validate(rep(i + 1, s)) for i, s in enumerate(statuses)]
         return layouts.fold(docs, {}, "b").variants[0].check.status
 
     assert folded("ok", "equivalent", "ok") == "equivalent"

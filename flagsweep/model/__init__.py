@@ -1,0 +1,44 @@
+"""The typed model of the files flagsweep writes and reads: results.json, suite.json,
+merged.json and tune.json as pydantic models, at the bottom of the package (it imports only
+pydantic), so each stage builds its part of it where the data is made.
+
+Read a model by attribute (`doc.machine.cpu_model`). `flagsweep schema
+results|suite|merged|tune` prints the JSON Schema the models generate.
+"""
+
+from __future__ import annotations
+
+from flagsweep.model.values import Bool, Num, Open, Pair, Str  # noqa: F401
+from flagsweep.model.machine import Compiler, CpuChoice, CpuLoad, Distro, Machine  # noqa: F401
+from flagsweep.model.measurement import (  # noqa: F401
+    BiasCheck, Layouts, LengthPoint, Measurement, Pilot, PilotFigures, RunLength, Schedule,
+    Sequential, ShortRun
+)
+from flagsweep.model.build import Build, LayoutBuild  # noqa: F401
+from flagsweep.model.check import Check, Quality  # noqa: F401
+from flagsweep.model.verdicts import (  # noqa: F401
+    AA, Comparison, Confirmation, Effect, Estimate, Excluded, LayoutEstimate, LayoutLuck,
+    LayoutSummary, Noise, Recommendation, Summary, VsBaseline
+)
+from flagsweep.model.explain import (  # noqa: F401
+    Explain, ExplainBaseline, ExplainFunction, ExplainRun, ExplainTop, FunctionRemarks,
+    RemarksRun
+)
+from flagsweep.model.history import (  # noqa: F401
+    HistoryLatest, HistoryPoint, HistorySeries, HistoryStep, HistoryUnjudged
+)
+from flagsweep.model.results import (  # noqa: F401
+    AA_SUFFIX, is_control, REF_SUFFIX, Results, SCHEMA, Skipped, Variant, Workload
+)
+from flagsweep.model.across import (  # noqa: F401
+    MERGE_SCHEMA, MergeCell, Merged, MergedMachine, MergedVariant, ProgramCell, Suite,
+    SUITE_SCHEMA, SuiteFailure, SuiteProgram, SuiteVariant
+)
+from flagsweep.model.tuning import (  # noqa: F401
+    Tune, TUNE_SCHEMA, TUNE_STEPS, TuneAblation, TuneAblationRow, TuneBroken, TuneCandidate,
+    TuneCost, TuneEstimate, TuneGreedy, TuneGreedyStep, TuneLayoutCheck, TuneProgress,
+    TuneProof, TuneProofPlan, TuneSpace, TuneTrial
+)
+from flagsweep.model.schema import (  # noqa: F401
+    EXPECTED, json_schema, key_path, KINDS, problem, readable, UPGRADES
+)

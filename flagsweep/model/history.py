@@ -1,0 +1,49 @@
+"""A variant's earlier sweeps on this machine (flagsweep.across.history)."""
+
+from __future__ import annotations
+
+from flagsweep.model.values import Num, Open, Pair, Str
+
+
+class HistoryPoint(Open):
+    run_id: Str
+    started: Num = None
+    median: Num = None
+    ci95: Pair = None
+    n: Num = None
+
+
+class HistoryStep(Open):
+    run_id: Str
+    verdict: Str
+    ratio: Num = None
+    ci95: Pair = None
+
+
+class HistoryUnjudged(Open):
+    run_id: Str
+    started: Num = None
+    why: Str
+
+
+class HistoryLatest(Open):
+    """The latest sweep of a series against its segment (the sweeps since the last step)."""
+    run_id: Str
+    verdict: Str                            # faster | slower | equivalent | ... | unjudged
+    ratio: Num = None
+    ci95: Pair = None
+    why: Str | None = None
+    against: list[Str] = []                 # the segment's run ids
+
+
+class HistorySeries(Open):
+    """One variant's earlier sweeps on this machine (flagsweep.across.history)."""
+    variant: Str
+    flags: list[Str]
+    machine: Str
+    points: list[HistoryPoint]
+    steps: list[HistoryStep]
+    latest: HistoryLatest | None = None
+    reference: Str | None = None            # the reference binary's sha256: points are ratios to it
+    metric: Str | None = None               # the series' metric (its first sweep's)
+    unjudged: list[HistoryUnjudged] | None = None   # nights neither a pass nor a step, and why

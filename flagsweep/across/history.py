@@ -325,7 +325,7 @@ def _against_reference(docs: list[Variant], values: dict[str, dict[int, float]],
     ref = next(((d.id, d.build.reference_sha256) for d in docs if d.id.endswith(REF_SUFFIX)
                 and d.build.reference_sha256), None)
     if ref is None and kept_sha:
-        twin = next((d for d in docs if getattr(d, "aa_of", None)), None)
+        twin = next((d for d in docs if d.aa_of), None)
         ref = twin and (twin.id, kept_sha)
     if ref is None or ref[0] not in values:
         return values, None

@@ -150,7 +150,7 @@ def _method(asked: str) -> str:
 
 def _workload(doc: Results, folder: Path) -> check.Invocation:
     """The run's own workload: its target file and the same input (checked by sha256)."""
-    target_file = getattr(doc.workload, "target_file", None)
+    target_file = doc.workload.target_file if doc.workload else None
     if not target_file:
         raise FlagsweepError("results.json: key 'workload.target_file' is missing; expected the "
                              "target file the run measured (written by flagsweep run)")
@@ -161,8 +161,8 @@ def _workload(doc: Results, folder: Path) -> check.Invocation:
                              f"is not run: {why}; explain runs only a target root or you "
                              "could have written")
     t = target.load(target_file)
-    chosen = getattr(doc.measurement, "run_length", None)     # --input-size auto's size
-    inp = inputs.prepare(t, quick=bool(getattr(doc.measurement, "quick", None)),
+    chosen = doc.measurement.run_length if doc.measurement else None   # --input-size auto's size
+    inp = inputs.prepare(t, quick=bool(doc.measurement and doc.measurement.quick),
                          size=chosen.size if chosen else None)
     measured = doc.workload.input_sha256
     if measured and inp.sha256 != measured:

@@ -336,7 +336,7 @@ def _gated_as_the_sweep(found: dict[str, stats.RatioEstimate], doc: model.Result
     aa = doc.aa
     if aa is None or aa.ratio is None:
         return
-    twin_is = getattr(aa, "is", None) or gate.TWIN_IS[True]
+    twin_is = aa.is_ or gate.TWIN_IS[True]
     unstable = gate.unstable_why(aa.verdict, aa.ratio, twin_is) \
         if getattr(aa, "unstable", False) else None
     bound = None if aa.bound_pct is None else aa.bound_pct / 100

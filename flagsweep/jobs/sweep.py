@@ -172,7 +172,7 @@ def of_store(store: Store, run_id: str, execute: Executor = launcher.run_once,
     found = stored.run(store, run_id, t)
     named = found.options.get("baseline")
     # With layouts the run's baseline is a variant: its first layout is the binary checks use.
-    baseline = next((d.id for d in found.docs if getattr(d, "layout_of", None) == named), named)
+    baseline = next((d.id for d in found.docs if d.layout_of == named), named)
     if baseline not in {d.id for d in found.docs}:
         raise FlagsweepError(f"{stored.row_of(store, run_id)}, key 'options.baseline': "
                              f"{baseline!r} is none of the run's variants")
@@ -622,7 +622,7 @@ def _metric_chosen(sweep: Sweep, plan: rounds.Plan, measure: Sampler, store: Sto
 
 def layouts_of(docs: list[model.Variant]) -> dict[str, str]:
     """binary id -> the variant it is a layout of, for a sweep with --layouts (else empty)."""
-    return {d.id: d.layout_of for d in docs if getattr(d, "layout_of", None)}
+    return {d.id: d.layout_of for d in docs if d.layout_of}
 
 
 def distro_doc(m: matrix.Matrix) -> dict | None:

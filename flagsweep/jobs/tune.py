@@ -1215,11 +1215,11 @@ def _until(tune: Tuning, phase: str) -> float | None:
     return time.time() + _phase_left(tune, phase) if phase == "proof" else None
 
 
-def _keep_model(tune: Tuning, key: str, model: model.Open) -> None:
+def _keep_model(tune: Tuning, key: str, model: model.Record) -> None:
     tune.keep(key, model.dump())
 
 
-def _model(tune: Tuning, key: str, kind: type[model.Open]):
+def _model(tune: Tuning, key: str, kind: type[model.Record]):
     found = tune.record(key)
     return kind.model_validate(found) if found else None
 

@@ -8,13 +8,13 @@ results|suite|merged|tune` prints the JSON Schema the models generate.
 
 from __future__ import annotations
 
-from flagsweep.model.values import Bool, Num, Open, Pair, Str  # noqa: F401
+from flagsweep.model.values import Bool, Num, Pair, Record, Str  # noqa: F401
 from flagsweep.model.machine import Compiler, CpuChoice, CpuLoad, Distro, Machine  # noqa: F401
 from flagsweep.model.measurement import (  # noqa: F401
-    BiasCheck, Layouts, LengthPoint, Measurement, Pilot, PilotFigures, RunLength, Schedule,
-    Sequential, ShortRun
+    BiasCheck, DisturbanceRule, Layouts, LengthPoint, Measurement, MetricChoice, Pilot,
+    PilotFigures, RunLength, Schedule, Sequential, ShortRun
 )
-from flagsweep.model.build import Build, LayoutBuild  # noqa: F401
+from flagsweep.model.build import Audit, Build, LayoutBuild, Pgo  # noqa: F401
 from flagsweep.model.check import Check, Quality  # noqa: F401
 from flagsweep.model.verdicts import (  # noqa: F401
     AA, Comparison, Confirmation, Effect, Estimate, Excluded, LayoutEstimate, LayoutLuck,
@@ -28,7 +28,8 @@ from flagsweep.model.history import (  # noqa: F401
     HistoryLatest, HistoryPoint, HistorySeries, HistoryStep, HistoryUnjudged
 )
 from flagsweep.model.results import (  # noqa: F401
-    AA_SUFFIX, is_control, REF_SUFFIX, Results, SCHEMA, Skipped, Variant, Workload
+    AA_SUFFIX, EffectsDesign, Failure, is_control, PriorStudy, REF_SUFFIX, Replaced, Results,
+    SCHEMA, Skipped, StudyTimings, Variant, Workload
 )
 from flagsweep.model.across import (  # noqa: F401
     MERGE_SCHEMA, MergeCell, Merged, MergedMachine, MergedVariant, ProgramCell, Suite,
@@ -40,5 +41,5 @@ from flagsweep.model.tuning import (  # noqa: F401
     TuneProof, TuneProofPlan, TuneSpace, TuneTrial
 )
 from flagsweep.model.schema import (  # noqa: F401
-    EXPECTED, json_schema, key_path, KINDS, problem, readable, UPGRADES
+    declared, EXPECTED, json_schema, key_path, KINDS, problem, readable, UPGRADES
 )

@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import Field
 
 from flagsweep.model.machine import Machine
-from flagsweep.model.values import Bool, Num, Open, Pair, Str
+from flagsweep.model.values import Bool, Num, Record, Pair, Str
 from flagsweep.model.verdicts import Comparison
 
 
@@ -17,7 +17,7 @@ SUITE_SCHEMA = "flagsweep-suite/1"
 MERGE_SCHEMA = "flagsweep-merge/1"
 
 
-class ProgramCell(Open):
+class ProgramCell(Record):
     """One program's (or machine's) own comparison of a variant (flagsweep.across.pick.Pair)."""
     program: Str | None = None
     machine: Str | None = None
@@ -26,7 +26,7 @@ class ProgramCell(Open):
     verdict: Str
 
 
-class SuiteProgram(Open):
+class SuiteProgram(Record):
     target: Str
     version: Str | None = None
     status: Str | None = None
@@ -36,7 +36,7 @@ class SuiteProgram(Open):
     unstable: Bool | None = None                  # its A/A gate failed: shown, not pooled
 
 
-class SuiteVariant(Open):
+class SuiteVariant(Record):
     id: Str
     compiler: Str
     flags: list[Str]
@@ -48,12 +48,12 @@ class SuiteVariant(Open):
     slower_on: list[Str] = []
 
 
-class SuiteFailure(Open):
+class SuiteFailure(Record):
     target: Str
     error: Str
 
 
-class Suite(Open):
+class Suite(Record):
     """suite.json: one recipe over several programs on one machine (flagsweep.across.suite)."""
     schema_: Literal[SUITE_SCHEMA] = Field(alias="schema")
     machine: Str
@@ -67,26 +67,26 @@ class Suite(Open):
     variants: list[SuiteVariant]
 
 
-class MergeCell(Open):
+class MergeCell(Record):
     change_pct: Num = None
     ci: Pair = None
     verdict: Str
 
 
-class MergedMachine(Open):
+class MergedMachine(Record):
     label: Str
     path: Str
     machine: Machine
 
 
-class MergedVariant(Open):
+class MergedVariant(Record):
     id: Str
     compiler: Str
     flags: list[Str]
     per_machine: list[MergeCell]
 
 
-class Merged(Open):
+class Merged(Record):
     """merged.json: one target's results from several machines (flagsweep.across.merge)."""
     schema_: Literal[MERGE_SCHEMA] = Field(alias="schema")
     target: Str

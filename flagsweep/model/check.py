@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from flagsweep.model.values import Num, Open, Str
+from flagsweep.model.values import Num, Record, Str
 
 
-class Quality(Open):
+class Quality(Record):
     """The `quality` check's figures: the product decoded by the one fixed decoder, its SNR
     against the input (flagsweep.workload.quality), and the baseline's beside it."""
     snr_db: Num = None                       # null: no noise at all
@@ -19,7 +19,7 @@ class Quality(Open):
     decoder: Str | None = None               # the target's decode_argv, as written
 
 
-class Check(Open):
+class Check(Record):
     status: Str                              # ok | equivalent | differs | failed
     detail: Str | None = None
     quality: Quality | None = None           # method "quality" only

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from flagsweep.model.values import Num, Open, Pair, Str
+from flagsweep.model.values import Num, Record, Pair, Str
 
 
-class FunctionRemarks(Open):
+class FunctionRemarks(Record):
     """What the vectorisers said about one function (flagsweep.explain.remarks)."""
     vectorized: list[Str] = []             # "file.c:56: loop vectorized using 32 byte vectors"
     missed: list[Str] = []                 # the first few "not vectorized: <reason>"
@@ -15,7 +15,7 @@ class FunctionRemarks(Open):
     widest: Num = None                     # bytes of the widest vectors (gcc; null for clang)
 
 
-class RemarksRun(Open):
+class RemarksRun(Record):
     """How one binary's remarks were collected: a rebuild of its compile commands."""
     status: Str                            # ok | failed | skipped (LTO)
     why: Str | None = None
@@ -23,7 +23,7 @@ class RemarksRun(Open):
     compiler: Str | None = None            # gcc | clang
 
 
-class ExplainFunction(Open):
+class ExplainFunction(Record):
     """One function's part in a variant's change (flagsweep.explain.attribution)."""
     function: Str
     baseline: Num = None                   # its cost in the baseline's profile (explain.unit)
@@ -44,7 +44,7 @@ class ExplainFunction(Open):
     remarks_variant: FunctionRemarks | None = None    # null: not collected (Explain.remarks says why)
 
 
-class Explain(Open):
+class Explain(Record):
     """Why one variant is faster or slower: its change attributed to functions."""
     status: Str                            # ok | failed
     method: Str | None = None              # cachegrind | perf
@@ -64,7 +64,7 @@ class Explain(Open):
     remarks: RemarksRun | None = None      # the variant's remarks rebuild
 
 
-class ExplainTop(Open):
+class ExplainTop(Record):
     function: Str
     cost: Num = None
     share_pct: Num = None
@@ -72,7 +72,7 @@ class ExplainTop(Open):
     remarks: FunctionRemarks | None = None
 
 
-class ExplainBaseline(Open):
+class ExplainBaseline(Record):
     variant: Str
     total: Num = None
     profile: Str | None = None
@@ -82,7 +82,7 @@ class ExplainBaseline(Open):
     remarks: RemarksRun | None = None      # the baseline's remarks rebuild
 
 
-class ExplainRun(Open):
+class ExplainRun(Record):
     """run --explain / flagsweep explain: how the profiles were taken, the baseline's own."""
     method: Str | None = None
     unit: Str | None = None

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from flagsweep.model.values import Num, Open, Pair, Str
+from flagsweep.model.values import Num, Record, Pair, Str
 
 
-class HistoryPoint(Open):
+class HistoryPoint(Record):
     run_id: Str
     started: Num = None
     median: Num = None
@@ -13,20 +13,20 @@ class HistoryPoint(Open):
     n: Num = None
 
 
-class HistoryStep(Open):
+class HistoryStep(Record):
     run_id: Str
     verdict: Str
     ratio: Num = None
     ci95: Pair = None
 
 
-class HistoryUnjudged(Open):
+class HistoryUnjudged(Record):
     run_id: Str
     started: Num = None
     why: Str
 
 
-class HistoryLatest(Open):
+class HistoryLatest(Record):
     """The latest sweep of a series against its segment (the sweeps since the last step)."""
     run_id: Str
     verdict: Str                            # faster | slower | equivalent | ... | unjudged
@@ -36,7 +36,7 @@ class HistoryLatest(Open):
     against: list[Str] = []                 # the segment's run ids
 
 
-class HistorySeries(Open):
+class HistorySeries(Record):
     """One variant's earlier sweeps on this machine (flagsweep.across.history)."""
     variant: Str
     flags: list[Str]

@@ -4,10 +4,10 @@ the compilers and a distribution's flags (host, compilation).
 
 from __future__ import annotations
 
-from flagsweep.model.values import Bool, Num, Open, Str
+from flagsweep.model.values import Bool, Num, Record, Str
 
 
-class CpuLoad(Open):
+class CpuLoad(Record):
     """One CPU as the choice saw it over its window (host.load)."""
     cpu: Num
     idle_pct: Num = None                     # null: not measured
@@ -17,7 +17,7 @@ class CpuLoad(Open):
     held_by: Str | None = None               # the other sweep holding it, null when free
 
 
-class CpuChoice(Open):
+class CpuChoice(Record):
     """Which CPU the sweep measured on and why (host.placement)."""
     cpu: Num
     how: Str                                 # given (--cpu) | isolated | quietest
@@ -27,7 +27,7 @@ class CpuChoice(Open):
     cpus: list[CpuLoad] | None = None
 
 
-class Machine(Open):
+class Machine(Record):
     hostname: Str | None = None
     cpu_model: Str | None = None
     cpu_flags: list[Str] | None = None
@@ -41,15 +41,30 @@ class Machine(Open):
     hw_counters: Bool | None = None
     pinned_cpu: Num = None
     cpu_choice: CpuChoice | None = None
+    # The rest of host.system.machine_state: what decides how noisy timings are.
+    march_native_by_compiler: dict[str, Str | None] | None = None
+    vendor: Str | None = None
+    family: Str | None = None                 # strings as /proc/cpuinfo has them
+    model: Str | None = None
+    stepping: Str | None = None
+    microcode: Str | None = None
+    boost: Bool | None = None                 # turbo boost; null: not exposed
+    isolated_cpus: list[Num] | None = None
+    nohz_full: list[Num] | None = None
+    cpu_count: Num = None
+    smt: Bool | None = None                   # null: the kernel does not say
+    load_avg: list[Num] | None = None
+    nmi_watchdog: Num = None
+    python: Str | None = None
 
 
-class Compiler(Open):
+class Compiler(Record):
     name: Str
     path: Str | None = None
     version: Str | None = None
 
 
-class Distro(Open):
+class Distro(Record):
     name: Str
     source: Str                              # how the flags were read (dpkg-buildflags ...)
     flags: list[Str]                         # what every variant starts from

@@ -4,17 +4,17 @@ its looks spent (measure, jobs.schedule, stats.sequential).
 
 from __future__ import annotations
 
-from flagsweep.model.values import Bool, Num, Open, Str
+from flagsweep.model.values import Bool, Num, Record, Str
 
 
-class Layouts(Open):
+class Layouts(Record):
     k: Num
     seeds: Str | None = None
     flags: list[Str] | None = None
     method: Str | None = None
 
 
-class Sequential(Open):
+class Sequential(Record):
     """The levels a sweep spent (stats.sequential.Design): BH at `alpha` at the end, `stops_alpha`
     over the variant stops, equivalence by two one-sided tests at `tost_level` each."""
     alpha: Num = None
@@ -22,7 +22,7 @@ class Sequential(Open):
     tost_level: Num = None
 
 
-class ShortRun(Open):
+class ShortRun(Record):
     """A baseline whose runs are too short to time (flagsweep.measure.resolution)."""
     median_s: Num = None
     shortest_s: Num = None
@@ -32,7 +32,7 @@ class ShortRun(Open):
     warning: Str
 
 
-class PilotFigures(Open):
+class PilotFigures(Record):
     """One schedule in the pilot (measure.pilot): its complete pairs, the paired spread (sd of
     the pairs' log-ratios, in %), a round's wall time, and the half-width of a 95% interval
     after a minute of measuring at that spread and pace (%)."""
@@ -42,7 +42,7 @@ class PilotFigures(Open):
     minute_pct: Num = None
 
 
-class BiasCheck(Open):
+class BiasCheck(Record):
     """One comparison in duet and in serial (measure.pilot): each estimate (% change), their
     difference and Welch's interval's half-width (%, at the pilot's `level`); whether they
     agree (null: too few pairs to tell)."""
@@ -54,7 +54,7 @@ class BiasCheck(Open):
     agrees: Bool | None = None
 
 
-class Pilot(Open):
+class Pilot(Record):
     """The schedule's pilot: `pairs` a comparison in each schedule, over `comparisons`."""
     pairs: Num = None
     comparisons: Num = None
@@ -65,7 +65,7 @@ class Pilot(Open):
     bias: list[BiasCheck] | None = None
 
 
-class Schedule(Open):
+class Schedule(Record):
     """How the counted rounds ran (jobs.schedule): duet (each variant at once with a run of the
     baseline on two CPUs) or serial, what was asked, why, and the pilot's figures when one ran."""
     asked: Str | None = None                 # --schedule: auto | duet | serial
@@ -77,7 +77,7 @@ class Schedule(Open):
     warning: Str | None = None               # a forced duet whose bias check failed
 
 
-class LengthPoint(Open):
+class LengthPoint(Record):
     """What the run-length pilot measured at one input size (flagsweep.measure.length)."""
     size: Num = None                         # in the target's unit
     run_s: Num = None                        # the baseline's median run there
@@ -86,7 +86,7 @@ class LengthPoint(Open):
     pairs: Num = None
 
 
-class RunLength(Open):
+class RunLength(Record):
     """run --input-size auto: the input size chosen for the narrowest interval per minute of
     measuring, and why (flagsweep.measure.length). size null: none chosen, the full input used."""
     size: Num = None
@@ -102,7 +102,20 @@ class RunLength(Open):
     measured: list[LengthPoint] = []
 
 
-class Measurement(Open):
+class MetricChoice(Record):
+    """run --metric auto: the column chosen and why (measure.metric)."""
+    metric: Str
+    why: Str
+
+
+class DisturbanceRule(Record):
+    """When a counted run counts as disturbed and is taken again (measure.disturbance)."""
+    off_cpu_share: Num = None
+    steal_share: Num = None
+    max_retakes: Num = None
+
+
+class Measurement(Record):
     seed: Num = None
     warmup: Num = None
     min_runs: Num = None
@@ -125,3 +138,9 @@ class Measurement(Open):
     run_length: RunLength | None = None     # auto's choice and its figures
     confirm_layouts: Num = None             # --confirm-layouts (0: sized by power)
     confirm_rows: Num = None                # --confirm-rows
+    cpu: Num = None                         # the CPU the rounds ran on
+    quick: Bool | None = None               # --quick: the target's quick input
+    strict_check: Bool | None = None        # --strict-check: a differing output is not timed
+    counters: Str | None = None             # --counters: auto | hardware | software | none
+    metric_choice: MetricChoice | None = None       # --metric auto's choice
+    disturbance_rule: DisturbanceRule | None = None  # null: the metric is a count

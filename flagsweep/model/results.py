@@ -7,7 +7,7 @@ entry in flagsweep.model.schema.UPGRADES that turns the older document into the 
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
@@ -17,11 +17,11 @@ from flagsweep.model.explain import Explain, ExplainRun
 from flagsweep.model.history import HistorySeries
 from flagsweep.model.machine import Compiler, Distro, Machine
 from flagsweep.model.measurement import Measurement
-from flagsweep.model.values import Num, Open, Str
+from flagsweep.model.values import Num, Record, Str
 from flagsweep.model.verdicts import AA, Effect, Noise, Recommendation, Summary, VsBaseline
 
 
-SCHEMA = "flagsweep/1"                  # results.json, as written now
+SCHEMA = "flagsweep/2"                  # results.json, as written now: closed objects
 AA_SUFFIX = ".aa"                       # the A/A twin's id is the baseline's id plus this
 REF_SUFFIX = ".ref"                      # the reference arm's id (run --reference), likewise
 
@@ -32,25 +32,68 @@ def is_control(variant_id: str) -> bool:
     return variant_id.endswith((AA_SUFFIX, REF_SUFFIX))
 
 
-class Workload(Open):
+class Workload(Record):
     argv: list[Str] | None = None
     inputs: list[Str] | None = None
     stdout: Str | None = None
     input_sha256: Str | None = None
     timeout: Num = None
+    input: Str | None = None                 # the input in words ("corpus: 1 MB")
+    target_file: Str | None = None
 
 
-class Skipped(Open):
+class StudyTimings(Record):
+    """One machine's published timings: seconds per level of the study's factor."""
+    name: Str
+    seconds: dict[str, Num]
+
+
+class PriorStudy(Record):
+    """A published study the recipe reproduces (the recipe's `study`): the report sets today's
+    results beside it."""
+    title: Str
+    question: Str
+    factor: Str
+    baseline: Str
+    machines: list[StudyTimings]
+
+
+class EffectsDesign(Record):
+    """How the effects were estimated (results.analysis): the design and a note in words."""
+    design: Str
+    note: Str
+    undecided: Str | None = None             # why no effect is called yet
+
+
+class Failure(Record):
+    """A run of the variant that failed: its round (and layout) and why."""
+    round: Num
+    failure: Str | None = None
+    layout: Num = None
+
+
+class Replaced(Record):
+    """A binary found replaced after the rounds (compilation.fingerprint): no verdict."""
+    binary: Str
+    recorded_sha256: Str | None = None
+    now_sha256: Str | None = None
+    why: Str
+
+
+class Skipped(Record):
     id: Str
     flags: list[Str]
     reason: Str
 
 
-class Variant(Open):
+class Variant(Record):
     id: Str
     compiler: Str
     flags: list[Str]
-    factors: dict[str, Any] | None = None
+    factors: dict[str, Str | None] | None = None
+    layout_of: Str | None = None             # a layout's binary (--layouts): its variant
+    layout: Num = None                       # ... and its layout seed
+    aa_of: Str | None = None                 # the A/A twin: the baseline it copies
     build: Build
     check: Check | None = None
     samples: dict[str, list[Num]] | None = Field(None, description=(
@@ -58,9 +101,12 @@ class Variant(Open):
     summary: Summary | None = None
     vs_baseline: VsBaseline | None = None
     explain: Explain | None = None         # run --explain: faster/slower variants only
+    failures: list[Failure] = []
+    multiplexed: Num = None                  # counted samples whose counters perf multiplexed
+    replaced: Replaced | None = None
 
 
-class Results(Open):
+class Results(Record):
     """results.json: one sweep of one target on one machine."""
     schema_: Literal[SCHEMA] = Field(alias="schema")   # `schema` is a BaseModel method
     target: Str
@@ -88,3 +134,5 @@ class Results(Open):
     recommendation: Recommendation | None = None
     history: list[HistorySeries] | None = None
     explain: ExplainRun | None = None
+    study: PriorStudy | None = None
+    effects_design: EffectsDesign | None = None

@@ -6,18 +6,54 @@ for what is wrong with a document a model refused.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+import types
+from typing import Any, Callable, Union, get_args, get_origin
+
+from pydantic import BaseModel
 
 from flagsweep.model.across import Merged, Suite
 from flagsweep.model.results import SCHEMA, Results
 from flagsweep.model.tuning import Tune
-from flagsweep.model.values import Open
+from flagsweep.model.values import Record
+
+def declared(value: Any, kind: Any) -> Any:
+    """value with only the keys the model `kind` (a model class, or a field's type: a list, a
+    map or a union of them) declares, at every level; anything else as it is."""
+    origin = get_origin(kind)
+    if isinstance(kind, type) and issubclass(kind, BaseModel):
+        if not isinstance(value, dict):
+            return value
+        fields = {f.alias or name: f.annotation for name, f in kind.model_fields.items()}
+        return {k: declared(v, fields[k]) for k, v in value.items() if k in fields}
+    if origin in (Union, types.UnionType):
+        fits = [a for a in get_args(kind) if _shape(a) is type(value)]
+        return declared(value, fits[0]) if fits else value
+    if origin is list and isinstance(value, list):
+        return [declared(x, get_args(kind)[0]) for x in value]
+    if origin is dict and isinstance(value, dict) and get_args(kind):
+        return {k: declared(v, get_args(kind)[1]) for k, v in value.items()}
+    return value
+
+
+def _shape(kind: Any) -> type | None:
+    """The JSON value's Python type a field's type holds: dict for a model or a map, list."""
+    origin = get_origin(kind)
+    if (isinstance(kind, type) and issubclass(kind, BaseModel)) or origin is dict:
+        return dict
+    return list if origin is list else None
+
+
+def _closed(doc: dict) -> dict:
+    """flagsweep/1 let any object hold keys its model did not name (a newer minor writer's);
+    flagsweep/2 names every key it holds, so those are left out."""
+    return {**declared(doc, Results), "schema": "flagsweep/2"}
+
 
 # Older results.json schema -> a function returning that document one version on (its
-# "schema" key set to the version it now is). flagsweep/1 is the first: nothing to upgrade yet.
-UPGRADES: dict[str, Callable[[dict], dict]] = {}
+# "schema" key set to the version it now is).
+UPGRADES: dict[str, Callable[[dict], dict]] = {"flagsweep/1": _closed}
 
-KINDS: dict[str, type[Open]] = {"results": Results, "suite": Suite, "merged": Merged,
+KINDS: dict[str, type[Record]] = {"results": Results, "suite": Suite, "merged": Merged,
                                  "tune": Tune}
 
 
@@ -42,6 +78,9 @@ def problem(errors: list[dict], what: str) -> str:
     if top:
         return f"not a {what}: missing key(s) {', '.join(map(str, top))}"
     first = errors[0]
+    if first["type"] == "extra_forbidden":
+        return (f"key '{key_path(first['loc'])}' is not a key of {what} (`flagsweep schema "
+                f"{what.removesuffix('.json')}` names them all)")
     if first["type"] == "missing":
         parent = first["loc"][:-1]
         gone = [e["loc"][-1] for e in missing if e["loc"][:-1] == parent]

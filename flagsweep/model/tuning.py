@@ -8,7 +8,7 @@ from pydantic import Field
 
 from flagsweep.model.check import Check
 from flagsweep.model.machine import Machine
-from flagsweep.model.values import Bool, Num, Open, Pair, Str
+from flagsweep.model.values import Bool, Num, Record, Pair, Str
 
 
 TUNE_SCHEMA = "flagsweep-tune/1"
@@ -18,7 +18,7 @@ TUNE_SCHEMA = "flagsweep-tune/1"
 TUNE_STEPS = ("tune-search", "tune-ablation")
 
 
-class TuneSpace(Open):
+class TuneSpace(Record):
     """What the search chose from (flagsweep.experiment.space)."""
     source: Str                              # "gcc-optimizers" or the space file's path
     base: Str                                # the flags every candidate starts from
@@ -29,7 +29,7 @@ class TuneSpace(Open):
     starts: list[list[Str]] = []             # the sets the search began with, as changes
 
 
-class TuneTrial(Open):
+class TuneTrial(Record):
     """One candidate flag set as the search tried it."""
     number: Num
     flags: list[Str]                         # the whole set, base first
@@ -47,7 +47,7 @@ class TuneTrial(Open):
     elapsed_s: Num = None                    # since the tune began, when it was decided
 
 
-class TuneProgress(Open):
+class TuneProgress(Record):
     """The best-so-far curve: one point per batch."""
     batch: Num
     trials: Num
@@ -59,7 +59,7 @@ class TuneProgress(Open):
     ci95: Pair = None
 
 
-class TuneBroken(Open):
+class TuneBroken(Record):
     """A flag that broke a build or the output check, or flags that broke it only together,
     never recommended."""
     flag: Str                                # the flag, or the flags together, spaced
@@ -70,7 +70,7 @@ class TuneBroken(Open):
     trial: Num = None
 
 
-class TuneEstimate(Open):
+class TuneEstimate(Record):
     """A set against a reference in the proof, over its layouts."""
     ratio: Num = None
     ci95: Pair = None
@@ -81,7 +81,7 @@ class TuneEstimate(Open):
     why: Str | None = None       # how the verdict was reached, or why the A/A gate overruled it
 
 
-class TuneCandidate(Open):
+class TuneCandidate(Record):
     """A set the proof measured on the full input over layouts."""
     role: Str                                # winner | minimal | runner-up | base | -O3
     variant: Str
@@ -97,7 +97,7 @@ class TuneCandidate(Open):
     check: Check | None = None               # its output check on the full input
 
 
-class TuneProofPlan(Open):
+class TuneProofPlan(Record):
     """How the proof was sized (jobs.budget): the layouts at which the smallest gain worth
     claiming is confirmed with the wanted power, its sets, cut to what the budget left."""
     status: Str                              # sized | cut | skipped
@@ -120,7 +120,7 @@ class TuneProofPlan(Open):
     rounds: Num = None                       # ... the least rounds
 
 
-class TuneProof(Open):
+class TuneProof(Record):
     run_id: Str | None = None
     results: Str | None = None               # the proof sweep's results.json
     layouts: Num = None
@@ -130,7 +130,7 @@ class TuneProof(Open):
     plan: TuneProofPlan | None = None        # null in a tune.json written before plans
 
 
-class TuneAblationRow(Open):
+class TuneAblationRow(Record):
     """The winner without one of its flags, or without a group of them: what they are worth."""
     flag: Str                                # the flag removed, or the group's flags, spaced
     flags: list[Str] = []                    # the flags removed (one, or a group's)
@@ -152,7 +152,7 @@ class TuneAblationRow(Open):
         return self.verdict == "slower" and (again is None or again.verdict == "slower")
 
 
-class TuneLayoutCheck(Open):
+class TuneLayoutCheck(Record):
     """The ablation's rows decided slower by less than layout luck reaches, measured again over
     K layouts each of the winner and the winner without them (results.confirmation's rule)."""
     status: Str                              # complete | not-needed | skipped | failed
@@ -168,7 +168,7 @@ class TuneLayoutCheck(Open):
     results: Str | None = None
 
 
-class TuneGreedyStep(Open):
+class TuneGreedyStep(Record):
     """The base with the flags that matter added, costliest first, up to this step's: what the
     winner's effect needs of them."""
     added: list[Str]                         # this step's flag, or its group's flags
@@ -183,7 +183,7 @@ class TuneGreedyStep(Open):
     status: Str = "measured"                 # measured | identical | failed-build | ...
 
 
-class TuneGreedy(Open):
+class TuneGreedy(Record):
     """The greedy minimal subset: the shortest of those steps that gives the winner's effect."""
     status: Str                              # complete | skipped | failed
     why: Str | None = None
@@ -193,7 +193,7 @@ class TuneGreedy(Open):
     chosen: Num = None                       # the steps the minimal subset takes; None: none
 
 
-class TuneAblation(Open):
+class TuneAblation(Record):
     run_id: Str | None = None
     results: Str | None = None
     status: Str
@@ -206,7 +206,7 @@ class TuneAblation(Open):
     greedy: TuneGreedy | None = None         # how few of them give the winner's effect
 
 
-class TuneCost(Open):
+class TuneCost(Record):
     builds: Num = None
     runs: Num = None
     wall_s: Num = None
@@ -215,7 +215,7 @@ class TuneCost(Open):
     proof_s: Num = None
 
 
-class Tune(Open):
+class Tune(Record):
     """tune.json: a search over flag sets, its proof and its ablation (flagsweep.jobs.tune)."""
     schema_: Literal[TUNE_SCHEMA] = Field(alias="schema")
     tune_id: Str

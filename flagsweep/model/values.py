@@ -37,10 +37,12 @@ Str = StrictStr
 Bool = StrictBool
 
 
-class Open(BaseModel):
-    """An object of the contract: its named keys typed, any other key allowed. Read it by
-    attribute (`doc.machine.cpu_model`); a key it does not name is an attribute too."""
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+class Record(BaseModel):
+    """An object of the files: its keys typed, and no other key. A writer that sets a key the
+    model does not declare fails where it sets it, so `flagsweep schema` names every key a
+    file holds (a results.json written under an older schema is upgraded before it is read,
+    flagsweep.model.schema). Read it by attribute (`doc.machine.cpu_model`)."""
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     def dump(self) -> dict:
         """The object as JSON: the keys it was given (explicit nulls kept), by their names."""

@@ -4,10 +4,12 @@ gate, the noise, a recommendation and its confirmation over layouts (stats, resu
 
 from __future__ import annotations
 
-from flagsweep.model.values import Bool, Num, Open, Pair, Str
+from pydantic import Field
+
+from flagsweep.model.values import Bool, Num, Record, Pair, Str
 
 
-class LayoutSummary(Open):
+class LayoutSummary(Record):
     id: Str
     seed: Num
     code_sha256: Str | None = None
@@ -15,7 +17,7 @@ class LayoutSummary(Open):
     n: Num = None
 
 
-class Summary(Open):
+class Summary(Record):
     n: Num = None
     median: Num = None
     mean: Num = None
@@ -27,9 +29,10 @@ class Summary(Open):
     stopped_at: Num = None                 # stopped early: the counted rounds it ran
     stopped_why: Str | None = None
     layouts: list[LayoutSummary] | None = None  # with layouts: each layout's median and n
+    outlier_rounds: list[Num] | None = None     # the rounds of its outliers
 
 
-class LayoutEstimate(Open):
+class LayoutEstimate(Record):
     """A winner against the baseline in one layout, or over K layouts each."""
     ratio: Num = None
     ci95: Pair = None
@@ -41,7 +44,7 @@ class LayoutEstimate(Open):
     fcr_level: Num = None
 
 
-class LayoutLuck(Open):
+class LayoutLuck(Record):
     """A faster or slower call whose 95% CI comes within the reach of layout luck, i.e. of what
     one build's code layout alone can do (flagsweep.results.confirmation): `confirmed` (called
     the same over K layouts a side: the verdict stands), `not-distinguishable` (measured again
@@ -54,7 +57,7 @@ class LayoutLuck(Open):
     over_layouts: LayoutEstimate | None = None   # the confirmation's estimate, when measured
 
 
-class Comparison(Open):
+class Comparison(Record):
     """A ratio to a reference with its intervals and verdict: a variant's vs_baseline, a
     suite row's pooled estimate."""
     verdict: Str
@@ -81,7 +84,7 @@ class VsBaseline(Comparison):
     layout_luck: LayoutLuck | None = None
 
 
-class Effect(Open):
+class Effect(Record):
     factor: Str
     level: Str
     reference: Str | None = None
@@ -94,18 +97,24 @@ class Effect(Open):
     fcr_level: Num = None                  # ci_fcr_pct's level, 1 - R 0.05 / m
     layout_luck: LayoutLuck | None = None    # "matters" within layout luck's reach: settled
                                              # only when its status is `confirmed`
+    variant: Str | None = None               # one change a variant: the variant it is
+    verdict: Str | None = None               # ... and that variant's verdict
 
 
-class AA(Open):
+class AA(Record):
     variant: Str
     verdict: Str
     ratio: Num = None
     ci95: Pair = None
     p_value: Num = None
     bound_pct: Num = None
+    is_: Str | None = Field(None, alias="is")    # what the twin is (its own binary again ...)
+    warning: Str | None = None
+    unstable: Bool | None = None             # its call was faster or slower: nothing stands
+    gated: list[Str] = []                    # the calls it overruled
 
 
-class Noise(Open):
+class Noise(Record):
     baseline_cv: Num = None
     mde_pct: Num = None
     sd_log_diff: Num = None
@@ -113,9 +122,11 @@ class Noise(Open):
     n_pairs: Num = None
     comparisons: Num = None
     rounds_needed: Num = None
+    source: Str | None = None                # whose spread: the A/A twin's, else the baseline's
+    warning: Str | None = None
 
 
-class Excluded(Open):
+class Excluded(Record):
     """A variant called faster but left out of the recommendation: its output did not pass."""
     variant: Str
     flags: list[Str]
@@ -125,7 +136,7 @@ class Excluded(Open):
     why: Str | None = None                   # its check's detail
 
 
-class Confirmation(Open):
+class Confirmation(Record):
     """A recommendation's confirmation over code layouts (flagsweep.results.confirmation)."""
     status: Str
     variant: Str | None = None
@@ -150,7 +161,7 @@ class Confirmation(Open):
     estimated_s: Num = None                       # its builds and least rounds, estimated
 
 
-class Estimate(Open):
+class Estimate(Record):
     """The estimate and interval a recommendation prints (flagsweep.results.estimate): the
     interval its verdict used, adjusted for choosing the winner, and which kind it is."""
     ratio: Num = None
@@ -163,7 +174,7 @@ class Estimate(Open):
     why: Str | None = None        # which interval this is and why, in words
 
 
-class Recommendation(Open):
+class Recommendation(Record):
     flags: list[Str] | None = None
     variant: Str | None = None
     why: Str

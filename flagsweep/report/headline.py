@@ -240,11 +240,11 @@ def warnings(doc: model.Results) -> list[Warning]:
     elif noise and (noise.mde_pct or 0) > 2 * thr:
         out.append(Warning("noise", f"The smallest effect this sweep calls at 80% power is "
                                     f"{noise.mde_pct:.2f}%, over twice the {thr:g}% threshold."))
-    if aa and getattr(aa, "unstable", None):
+    if aa and aa.unstable:
         out.insert(0, Warning("unstable", aa.warning[0].upper() + aa.warning[1:] + "."))
     elif aa and aa.verdict != "equivalent":
-        is_ = getattr(aa, "is", "a copy of the baseline binary")
-        out.append(Warning("aa", getattr(aa, "warning", None) or
+        is_ = aa.is_ or "a copy of the baseline binary"
+        out.append(Warning("aa", aa.warning or
                            f"The A/A arm ({is_}) came out "
                            f"{aa.verdict}, not equivalent: the noise floor is unproven."))
     short = doc.measurement.short_run if doc.measurement else None
@@ -263,14 +263,14 @@ def warnings(doc: model.Results) -> list[Warning]:
 
 def _disturbance_warnings(doc: model.Results) -> list[Warning]:
     m = doc.measurement
-    rule = getattr(m, "disturbance_rule", None) if m else None
+    rule = m.disturbance_rule if m else None
     if not m or not m.disturbed or not rule:
         return []
     left = m.still_disturbed or 0
     return [Warning("disturbed", f"The machine disturbed {m.disturbed} run(s): each waited for "
-                                 f"the CPU more than {100 * rule['off_cpu_share']:.2g}% of its time "
+                                 f"the CPU more than {100 * rule.off_cpu_share:.2g}% of its time "
                                  f"(or the host stole it); {m.retaken or 0} were taken again"
-                                 + (f", and {left} still disturbed after {rule['max_retakes']} "
+                                 + (f", and {left} still disturbed after {rule.max_retakes} "
                                     "retakes were kept" if left else "")
                                  + ". Every attempt is in samples.csv.")]
 
@@ -295,12 +295,12 @@ def _variant_warnings(doc: model.Results) -> list[Warning]:
     unverified = [v.id for v in variants if v.build.status == "flags-mismatch"
                   or (v.build.status == "ok" and not v.build.flags_verified)]
     broken = [v for v in variants if v.build.status == "failed"]
-    multiplexed = [v.id for v in variants if getattr(v, "multiplexed", None)]
-    replaced = [v for v in variants if getattr(v, "replaced", None)]
+    multiplexed = [v.id for v in variants if v.multiplexed]
+    replaced = [v for v in variants if v.replaced]
     if replaced:
         out.append(Warning("replaced", "A binary was replaced during the sweep, so its samples "
                                        "time another program: no verdict for " + "; ".join(
-                                           f"{v.id} ({v.replaced.get('why')})"
+                                           f"{v.id} ({v.replaced.why})"
                                            for v in replaced) + "."))
     if differs:
         same = ("the program is not deterministic (above), so this may be chance, not the flags"

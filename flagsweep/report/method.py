@@ -45,27 +45,24 @@ def _pinned(m: model.Machine) -> str:
 
 def machine_rows(m: model.Machine, compilers: list[model.Compiler]) -> list[tuple[str, str]]:
     """The machine section: what the sweep ran on, key by key."""
-    isolated = ", ".join(map(str, getattr(m, "isolated_cpus", None) or [])) or "none"
-    extra = {k: shown(getattr(m, k, None)) for k in ("vendor", "family", "model", "microcode",
-                                                     "cpu_count")}
-    boost = getattr(m, "boost", None)
+    isolated = ", ".join(map(str, m.isolated_cpus or [])) or "none"
     pairs = [
-        ("CPU", f"{m.cpu_model or '?'} ({extra['vendor']} family {extra['family']} "
-                f"model {extra['model']}, microcode {extra['microcode']})"),
+        ("CPU", f"{m.cpu_model or '?'} ({shown(m.vendor)} family {shown(m.family)} "
+                f"model {shown(m.model)}, microcode {shown(m.microcode)})"),
         ("-march=native", m.march_native or "?"),
         ("x86-64 levels it runs", ", ".join(m.isa_levels or []) or "?"),
         ("compilers", "; ".join(f"{c.name} {c.version or ''} ({c.path or ''})"
                                 for c in compilers)),
         ("kernel", m.kernel or "?"),
-        ("host", f"{m.hostname or '?'}, {extra['cpu_count']} CPUs, "
+        ("host", f"{m.hostname or '?'}, {shown(m.cpu_count)} CPUs, "
                  f"{'virtual machine' if m.hypervisor else 'bare metal'}"),
         ("pinned to CPU", _pinned(m)),
         ("isolated CPUs", isolated),
         ("governor", str(m.governor or "not exposed")),
-        ("turbo boost", {True: "on", False: "off"}.get(boost, "not exposed")),
+        ("turbo boost", {True: "on", False: "off"}.get(m.boost, "not exposed")),
         ("ASLR", str(shown(m.aslr))),
         ("load average at start",
-         ", ".join(f"{x:.2f}" for x in getattr(m, "load_avg", None) or []) or "?"),
+         ", ".join(f"{x:.2f}" for x in m.load_avg or []) or "?"),
         ("hardware counters", "yes" if m.hw_counters else "no (no PMU, or not allowed)"),
     ]
     return [(k, v) for k, v in pairs if v]
@@ -75,11 +72,11 @@ def method_rows(doc: model.Results) -> list[tuple[str, str]]:
     """The method section: how the sweep measured and judged, then the statistics used."""
     ms, w = doc.measurement or NO_MEASUREMENT, doc.workload or NO_WORKLOAD
     counted = sorted({v.summary.n for v in doc.variants if v.summary and v.summary.n})
-    design = (getattr(doc, "effects_design", None) or {}).get("design") or doc.design or "?"
+    design = (doc.effects_design.design if doc.effects_design else None) or doc.design or "?"
     pairs = [
         ("primary metric", f"{doc.metric} (lower is better)"),
         ("workload", " ".join(w.argv or [])),
-        ("input", f"{getattr(w, 'input', '')} sha256 {shown(w.input_sha256)[:16]}...".strip()),
+        ("input", f"{w.input or ''} sha256 {shown(w.input_sha256)[:16]}...".strip()),
         ("rounds", f"{shown(ms.warmup)} warmup, then {shown(ms.min_runs)}.."
                    f"{shown(ms.max_runs)} counted (n per variant: "
                    f"{', '.join(map(str, counted)) or 'none'})"),
@@ -95,7 +92,7 @@ def method_rows(doc: model.Results) -> list[tuple[str, str]]:
         ("seed", str(shown(ms.seed))),
         ("threshold", f"+-{threshold(doc.threshold_pct):g}%: smaller effects do not matter"),
         ("design", design),
-        ("counters", str(getattr(ms, "counters", "?"))),
+        ("counters", str(ms.counters or "?")),
         ("stopped", doc.stop_reason or "?"),
     ]
     pairs += schedule_rows(getattr(ms, "schedule", None))
@@ -161,7 +158,7 @@ def reproduce_command(doc: model.Results) -> str:
     """The command that repeats this sweep: the same variants and compilers, and every option
     that changed the measurement (seed, stopping rule, metric, counters, CPU, reference, ...)."""
     ms = doc.measurement or NO_MEASUREMENT
-    target = getattr(doc.workload, "target_file", None) or doc.target
+    target = (doc.workload.target_file if doc.workload else None) or doc.target
     args = ["flagsweep", "run", _short_target(target, doc.target)]
     designed = [v for v in doc.variants if not is_control(v.id)]
     if doc.recipe == recipe.FLAGS_RECIPE or doc.recipe in TUNE_STEPS:
@@ -177,12 +174,12 @@ def reproduce_command(doc: model.Results) -> str:
         if value is not None and not (key in ("min_runs", "max_runs") and ms.runs is not None):
             args += [opt, f"{value:g}" if isinstance(value, float) else str(value)]
     args += ["--layouts", str(ms.layouts.k)] if ms.layouts else []
-    asked = getattr(getattr(ms, "schedule", None), "asked", None)
+    asked = ms.schedule.asked if ms.schedule else None
     args += ["--schedule", asked] if asked and asked != "auto" else []
     args += _confirm_args(doc)
-    args += ["--quick"] if getattr(ms, "quick", None) else []
-    args += ["--input-size", "auto"] if getattr(ms, "input_size", None) == "auto" else []
-    args += ["--strict-check"] if getattr(ms, "strict_check", None) else []
+    args += ["--quick"] if ms.quick else []
+    args += ["--input-size", "auto"] if ms.input_size == "auto" else []
+    args += ["--strict-check"] if ms.strict_check else []
     return shlex.join(args)
 
 

@@ -34,8 +34,7 @@ class ReproducedStudy:
 def published(doc: model.Results) -> recipe.Study | None:
     """The study the sweep's recipe reproduces, as the recipe declared it (results.json keeps
     the recipe's own `study` table)."""
-    study = getattr(doc, "study", None)
-    return recipe.Study.model_validate(study) if study else None
+    return recipe.Study.model_validate(doc.study.dump()) if doc.study else None
 
 
 def then_texts(doc: model.Results) -> dict[str, str]:

@@ -240,23 +240,22 @@ def ordered(rows: list[VariantRow]) -> list[VariantRow]:
 
 def build_row(v: model.Variant, base_dir: Path, out_dir: Path) -> BuildRow:
     b = v.build
-    audit = getattr(b, "audit", None) or {}
-    detail = getattr(b, "detail", None)
+    audit, detail = b.audit, b.detail
     log = base_dir / b.log if b.log else None
     # The A/A twin and the reference arm are copies, not builds: their detail says of what.
     shows = (f"not built: {detail}" if is_control(v.id)
              else "first compile line and problems" if detail else "first compile line")
     return BuildRow(
         id=v.id, status=b.status, verified=bool(b.flags_verified),
-        compiles=audit.get("compiles"),
+        compiles=audit.compiles if audit else None,
         seconds=("reused" if b.reused
                  else f"{b.seconds:.1f}" if b.seconds is not None else ""),
         size=f"{b.size_bytes:,}" if b.size_bytes else "",
         text=f"{b.sizes['text']:,}" if (b.sizes or {}).get("text") else "",
         cpu=f"{b.cpu_seconds:.1f}" if b.cpu_seconds is not None else "",
-        mode=", ".join(m for m, on in (("LTO", b.lto), ("PGO", (b.pgo or {}).get("matched")))
+        mode=", ".join(m for m, on in (("LTO", b.lto), ("PGO", b.pgo and b.pgo.matched))
                        if on),
-        compile_line=shlex.join(audit["compile_line"]) if audit.get("compile_line") else "",
+        compile_line=shlex.join(audit.compile_line) if audit and audit.compile_line else "",
         log_href=link(log, out_dir, base_dir) if log else None,
         log_path=str(b.log or ""),
         detail="" if is_control(v.id) else detail or "", shows=shows)

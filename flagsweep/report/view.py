@@ -60,7 +60,7 @@ def build(doc: model.Results, results_path: Path, out_dir: Path) -> SweepView:
         variants=rows.ordered(rows.medians_aligned(variants)),
         effects=sorted((counters.effect_row(e) for e in doc.effects or []),
                        key=lambda e: e.effect_pct),
-        effects_note=(getattr(doc, "effects_design", None) or {}).get("note", ""),
+        effects_note=doc.effects_design.note if doc.effects_design else "",
         effects_rule=counters.effects_rule(threshold(doc.threshold_pct)),
         counters=counters.counters(doc, labels),
         machine=method.machine_rows(doc.machine, doc.compilers or []),

@@ -81,8 +81,9 @@ def apply(doc: model.Results, values: dict[str, dict[int, float]], seed: int,
         doc.noise = noise(layout.noise(replicates.get(baseline, {}), replicates.get(twin),
                                        threshold_pct, m=len(comparisons)))
     effect_values = values if replicates is None else layout.level_values(replicates, baseline)
-    doc.effects, doc.effects_design = _effects(doc, effect_values, comparisons, gate,
-                                               layouts=replicates is not None)
+    doc.effects, design = _effects(doc, effect_values, comparisons, gate,
+                                   layouts=replicates is not None)
+    doc.effects_design = model.EffectsDesign.model_validate(design)
     confirmation.label_effects(doc, luck)
     doc.recommendation = _recommend(doc, refused)
 
@@ -156,7 +157,7 @@ def _other_metrics(doc: model.Results, samples: list[Sample],
     """The noise statement re-made on each other time-like metric the samples carry."""
     if doc.metric != "wall_s":
         return []
-    choice = getattr(doc.measurement, "metric_choice", None) or {}
+    choice = doc.measurement.metric_choice if doc.measurement else None
     baseline, twin = doc.baseline, doc.baseline + AA_SUFFIX
     out = []
     for name, option in (("cpu_s", "cpu"), ("cycles", "cycles")):
@@ -168,9 +169,9 @@ def _other_metrics(doc: model.Results, samples: list[Sample],
         if other is None or (statement.mde_pct is not None
                              and other > BETTER_METRIC * statement.mde_pct):
             continue
-        if option == "cpu" and choice.get("metric") == "wall":
+        if option == "cpu" and choice and choice.metric == "wall":
             out.append(f"`--metric cpu` would call {other:.1f}% on these samples, but this "
-                       f"workload is not one for it ({choice.get('why', 'auto chose wall time')})")
+                       f"workload is not one for it ({choice.why})")
             continue
         what = ("CPU time leaves out the waits a busy machine adds; right for a program that "
                 "computes on one thread" if option == "cpu" else "cycles do not count the waits")
@@ -185,13 +186,13 @@ def _machine_ways(machine: model.Machine, threshold_pct: float) -> list[str]:
            for w in machine_advice.warnings(state, threshold_pct)):
         out.append(f"{machine_advice.TUNE_COMMAND} (as root; `flagsweep system` lists what it "
                    "changes)")
-    isolated = getattr(machine, "isolated_cpus", None) or []
+    isolated = machine.isolated_cpus or []
     free = machine_advice.free_isolated(state)
     if isolated and machine.pinned_cpu not in isolated:
         out.append(f"`--cpu {free}`, a CPU the kernel keeps other tasks off" if free is not None
                    else f"`--cpu {isolated[0]} --wait`, a CPU the kernel keeps other tasks off "
                         "(another sweep held every isolated one)")
-    elif not isolated and (getattr(machine, "cpu_count", None) or 0) > 1:
+    elif not isolated and (machine.cpu_count or 0) > 1:
         out.append("a CPU kept free of other tasks (isolcpus= on the kernel command line; "
                    "sweeps then measure there without --cpu)")
     return out

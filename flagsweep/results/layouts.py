@@ -51,7 +51,7 @@ def fold(docs: list[model.Variant], values: Values, baseline: str) -> Folded:
 
 
 def _layout_of(d: model.Variant) -> str | None:
-    return getattr(d, "layout_of", None)
+    return d.layout_of
 
 
 def _ids(groups: dict[str, list[model.Variant]]) -> set[str]:
@@ -76,9 +76,8 @@ def _variant(reps: list[model.Variant], baseline: str) -> model.Variant:
     return model.Variant.model_validate({
         **kept, "id": of, "flags": first.flags[:-own], **twin, "build": _build(reps),
         "check": _worst_check(reps), "samples": _samples(reps),
-        "failures": [{**f, "layout": r.layout} for r in reps
-                     for f in getattr(r, "failures", None) or []],
-        "multiplexed": sum(getattr(r, "multiplexed", None) or 0 for r in reps)})
+        "failures": [{**f.dump(), "layout": r.layout} for r in reps for f in r.failures],
+        "multiplexed": sum(r.multiplexed or 0 for r in reps)})
 
 
 # A variant's output is as good as its worst layout's: a layout whose output failed or differs

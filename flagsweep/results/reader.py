@@ -31,7 +31,7 @@ NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 LEVEL = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 
-def load(path: Path, kind: str = "results") -> model.Open:
+def load(path: Path, kind: str = "results") -> model.Record:
     """Read a results.json (or, with kind "tune", a tune.json), refusing (with the file and
     the key named) what is not one; the document as the current schema's model."""
     doc = document(path, "results.json" if kind == "results" else f"{kind}.json")
@@ -58,7 +58,7 @@ def upgrade(doc: dict, path) -> dict:
     return doc
 
 
-def validate(doc: Any, path, kind: str = "results") -> model.Open:
+def validate(doc: Any, path, kind: str = "results") -> model.Record:
     """The document as its model; refused, with the file and the key path named, when it is
     not a document of this kind."""
     what = "results.json" if kind == "results" else f"{kind}.json"

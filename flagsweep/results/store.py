@@ -462,7 +462,7 @@ class Store:
         """Add what a sweep learns after it starts (its input, its counters) to its options; a
         results.json object (a confirmation record) is kept as its JSON."""
         options = dict(self.run(run_id)["options"])
-        options[key] = value.dump() if isinstance(value, model.Open) else value
+        options[key] = value.dump() if isinstance(value, model.Record) else value
         with self._begin() as c:
             c.execute(runs.update().where(runs.c.run_id == run_id).values(options=options))
 

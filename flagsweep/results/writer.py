@@ -78,9 +78,9 @@ def _disturbance(doc: model.Results, samples: list[Sample], set_aside: list[Samp
     m.disturbed, m.retaken = sum(disturbed.values()), sum(retaken.values())
     m.still_disturbed = sum(s.disturbed for s in samples if s.round >= 0)
     most = disturbance.limit(doc.metric, doc.threshold_pct)
-    m.disturbance_rule = None if most is None else {
-        "off_cpu_share": most, "steal_share": stats.fraction(doc.threshold_pct),
-        "max_retakes": disturbance.MAX_RETAKES}
+    m.disturbance_rule = None if most is None else model.DisturbanceRule(
+        off_cpu_share=most, steal_share=stats.fraction(doc.threshold_pct),
+        max_retakes=disturbance.MAX_RETAKES)
 
 
 def located(arg: str | Path, scratch: Path, store: Store | None = None) -> Path:
@@ -196,7 +196,7 @@ def _short_run(doc: model.Results, target_path: str) -> None:
     except FlagsweepError:      # the target's file moved or changed: the warning without a size
         inputs = None
     warning = resolution.short_run(statistics.median(values) if values else None, inputs,
-                                   bool(getattr(doc.measurement, "quick", False)), target_path)
+                                   bool(doc.measurement.quick), target_path)
     doc.measurement.short_run = None if warning is None \
         else model.ShortRun.model_validate(warning)
 
@@ -209,8 +209,8 @@ def _replaced(variants: list[model.Variant], replaced: dict[str, dict]) -> dict[
     for v in variants:
         record = replaced.get(v.id)
         if record:
-            v.replaced = record
-            refused[getattr(v, "layout_of", None) or v.id] = (
+            v.replaced = model.Replaced.model_validate(record)
+            refused[v.layout_of or v.id] = (
                 f"replaced during the sweep: {record['why']}; its samples do not time one "
                 "program, so it has no verdict")
     return refused
@@ -253,7 +253,7 @@ def _variant(v: model.Variant, samples: list[Sample], started: float,
     mine = [s for s in samples if s.variant_id == v.id]
     counted = [s for s in mine if s.ok and s.round >= 0]
     v.samples = _columns(counted, started, metric)
-    v.failures = [{"round": s.round, "failure": s.failure} for s in mine if not s.ok]
+    v.failures = [model.Failure(round=s.round, failure=s.failure) for s in mine if not s.ok]
     v.multiplexed = sum(s.multiplexed for s in counted)
     return v
 

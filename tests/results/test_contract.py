@@ -11,6 +11,7 @@ import jsonschema
 import pytest
 import report_fixture as rf
 from conftest import contract_problems, contract_validator, planted_session
+from tiny_target import write_tiny_target
 
 from flagsweep.errors import FlagsweepError
 from flagsweep import model
@@ -46,12 +47,68 @@ def test_a_written_document_loads_as_it_was_written(tmp_path):
     assert contract_problems(tmp_path) == []
 
 
-def test_a_newer_minor_writers_extra_keys_load(tmp_path):
+@pytest.mark.breaks_contract
+def test_keys_no_model_declares_are_refused_now_and_left_out_of_older_files(tmp_path):
+    """Every object is closed: a key its model does not declare is refused by its key path,
+    when written as when read. flagsweep/1 was open (a newer minor writer's keys loaded), so
+    a flagsweep/1 file still loads, upgraded without them."""
     doc = rf.results_doc()
-    doc["annotations"] = [{"variant": "gcc-O3", "functions": []}]
     doc["variants"][2]["summary"]["quantiles"] = [{"q": 0.9, "value": 1.0}]
     path = rf.write(tmp_path / "run", doc)
-    assert reader.load(path).dump()["annotations"] == doc["annotations"]
+    with pytest.raises(FlagsweepError) as e:
+        reader.load(path)
+    assert str(e.value) == (f"{path}: key 'variants[2].summary.quantiles' is not a key of "
+                            "results.json (`flagsweep schema results` names them all)")
+    with pytest.raises(ValueError, match="quantiles"):
+        model.Summary(n=3, quantiles=[])
+    older = {**doc, "schema": "flagsweep/1", "annotations": [{"variant": "gcc-O3"}]}
+    path = rf.write(tmp_path / "older", older)
+    assert reader.load(path).dump() == rf.results_doc()
+
+
+def test_every_object_of_every_schema_is_closed():
+    """additionalProperties false on every object a model declares, and a map (samples,
+    sizes, per_program) says what each of its values is: no key of any depth is untyped."""
+    for kind in model.KINDS:
+        schema = json.loads(model.json_schema(kind))
+        assert _open_objects(schema) == [], kind
+
+
+@pytest.mark.integration
+def test_a_real_sweeps_results_json_follows_the_closed_schema(tmp_path):
+    """A sweep of the real tiny program (built, checked, timed, with counters where the
+    machine has them): every key its results.json holds is one `flagsweep schema results`
+    declares, in a schema whose every object is closed, and it loads as it was written."""
+    tiny = write_tiny_target(tmp_path / "tiny")
+    out = tmp_path / "run"
+    done = subprocess.run([sys.executable, "-m", "flagsweep", "run", str(tiny),
+                           "--flags", "-O2", "--flags", "-O1", "--flags", "-O2 -mfpmath=sse",
+                           "--runs", "3", "--warmup", "0", "--quick", "--seed", "11",
+                           "--out", str(out),
+                           # CPU time, serial: a loaded machine cannot stop it busy (exit 3)
+                           "--metric", "cpu", "--schedule", "serial"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    doc = json.loads((out / "results.json").read_text())
+    assert _open_objects(json.loads(model.json_schema("results"))) == []
+    assert [e.message for e in contract_validator("results").iter_errors(doc)] == []
+    assert reader.load(out / "results.json").dump() == doc
+
+
+def _open_objects(node, where: str = "$") -> list[str]:
+    found = []
+    if isinstance(node, dict):
+        if "properties" in node and node.get("additionalProperties") is not False:
+            found.append(where)
+        elif node.get("type") == "object" and "properties" not in node \
+                and not isinstance(node.get("additionalProperties"), dict):
+            found.append(where)
+        for key, value in node.items():
+            found += _open_objects(value, f"{where}.{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            found += _open_objects(value, f"{where}[{i}]")
+    return found
 
 
 @pytest.mark.breaks_contract
@@ -104,17 +161,18 @@ def test_an_older_schema_is_upgraded_on_load(tmp_path, monkeypatch):
     path = rf.write(tmp_path / "run", old)
     doc = reader.load(path).dump()
     assert doc["schema"] == model.SCHEMA and doc["threshold_pct"] == old["threshold"]
-    assert model.readable() == ["flagsweep/0", "flagsweep/1"]
+    assert model.readable() == ["flagsweep/1", "flagsweep/0", "flagsweep/2"]
 
 
 @pytest.mark.breaks_contract
 def test_an_unknown_or_newer_schema_is_refused_by_name(tmp_path):
-    for version in ("flagsweep/2", "nonsense", 7):
+    for version in ("flagsweep/3", "nonsense", 7):
         path = rf.write(tmp_path / "run", {**rf.results_doc(), "schema": version})
         with pytest.raises(FlagsweepError) as e:
             reader.load(path)
         assert str(e.value) == (f"{path}: key 'schema' is {version!r}; this flagsweep reads "
-                                "'flagsweep/1' (a newer flagsweep wrote it? upgrade flagsweep "
+                                "'flagsweep/1', 'flagsweep/2' (a newer flagsweep wrote it? "
+                                "upgrade flagsweep "
                                 "to read it)")
 
 
@@ -134,16 +192,19 @@ def test_load_refuses_a_number_json_has_not_got_by_its_key(tmp_path, token, key)
 
 
 def test_the_depth_limit_counts_no_bracket_inside_a_string(tmp_path):
-    """Only JSON's own nesting counts: a flag full of brackets and quotes, and an open key 60
-    levels deep (below the limit of 64), load as they are."""
-    doc = rf.results_doc()
+    """Only JSON's own nesting counts: a flag full of brackets and quotes, and a key 60 levels
+    deep (below the limit of 64) of a flagsweep/1 file (whose objects were open), load."""
+    doc = {**rf.results_doc(), "schema": "flagsweep/1"}
     doc["variants"][1]["flags"].append('-DX="[[[[{{{{' + "[" * 500 + '\\"]"')
     deep: list = []
     for _ in range(59):
         deep = [deep]
     doc["annotations"] = deep
     path = rf.write(tmp_path / "run", doc)
-    assert reader.load(path).dump() == json.loads(path.read_text())
+    loaded = reader.load(path).dump()
+    assert loaded["variants"][1]["flags"][-1] == doc["variants"][1]["flags"][-1]
+    assert loaded == {**{k: v for k, v in doc.items() if k != "annotations"},
+                      "schema": model.SCHEMA}
     assert reader.MAX_DEPTH == 64
 
 
@@ -164,7 +225,7 @@ PLANTED = '''
 import json
 import pytest
 
-DOC = {"schema": "flagsweep/1", "target": "t", "recipe": "r", "metric": "wall_s",
+DOC = {"schema": "flagsweep/2", "target": "t", "recipe": "r", "metric": "wall_s",
        "baseline": "a", "machine": {},
        "variants": [{"id": "a", "compiler": "gcc", "flags": [], "build": {"status": "ok"},
                      "vs_baseline": {"verdict": "faster", "ratio": "fast"}}]}

@@ -193,7 +193,7 @@ def _record(store: Store, run_id: str, target: str, out: Path, options: dict, do
     for vid, check in checks.items():
         if check is not None:
             store.save_check(run_id, vid, check)
-    started = store.run(run_id)["started"]
+    started = store.run(run_id).started
     for position, (vid, (wall, elapsed)) in enumerate(taken.items()):
         for rnd, (w, t) in enumerate(zip(wall, elapsed)):
             store.add_sample(run_id, _sample(vid, rnd, position, w, started + t, counters))

@@ -123,7 +123,7 @@ def _on_fleet(s: Setting, r: recipe.Recipe, out: Path, opts: MeasureOptions, nam
     found = s.store.find_run(str(folder))
     if found != str(folder):
         row = s.store.run(found)
-        if row["status"] == "complete" and (folder / "results.json").is_file():
+        if row.status == "complete" and (folder / "results.json").is_file():
             return folder / "results.json"
         s.store.finish_run(found, "interrupted", "a fleet sweep does not resume: measured again")
     return fleet.run(s.fleet.client, s.target, r, [s.compiler], [s.fleet.label], out.resolve(),
@@ -139,7 +139,7 @@ def resume(s: Setting, run_id: str, until: float | None = None) -> Path:
     from this session's clock. Its row is checked as any resumed run's (sweep.of_store), its
     target the tune's own."""
     row = s.store.run(run_id)
-    if row["status"] == "complete":
+    if row.status == "complete":
         path = stored.out_dir(s.store, run_id, row) / "results.json"
         return path if path.is_file() else sweep.written_again(run_id, s.store, s.say)
     one = sweep.of_store(s.store, run_id, s.execute, s.target, until)

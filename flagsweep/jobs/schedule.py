@@ -98,7 +98,8 @@ def decided(run_id: str, opts: MeasureOptions, plan: rounds.Plan, sampler: Sampl
             store: Store, say: Callable[[str], None], tick=None) -> dict:
     """The counted rounds' schedule, kept with the run (a resumed sweep's own), said, and set
     on the plan (plan.duet); the pilot runs first where the choice needs it."""
-    kept = (store.run(run_id)["options"] or {}).get("schedule")
+    found = store.run(run_id).options.schedule
+    kept = found.dump() if found else None
     record = kept or _decide(run_id, opts, plan, sampler, store, say, tick)
     if not kept:
         store.set_option(run_id, "schedule", record)

@@ -153,14 +153,14 @@ def resume(id_or_dir: str, store: Store, say: Callable[[str], None],
            execute: Executor = launcher.run_once, wait: bool = False) -> Path:
     run_id = store.find_run(id_or_dir)
     row = store.run(run_id)
-    if row["status"] == "complete":
+    if row.status == "complete":
         if not (stored.out_dir(store, run_id, row) / "results.json").is_file():
             return written_again(run_id, store, say)
-        raise FlagsweepError(f"run {run_id} is already complete ({row['stop_reason']})")
+        raise FlagsweepError(f"run {run_id} is already complete ({row.stop_reason})")
     # A tune's end (until) does not bind a sweep resumed by hand: it gets its --budget again.
     sweep = of_store(store, run_id, execute)
     with schedule.locked(f"{sweep.target.name} {run_id} (resumed)", sweep.opts, wait, say,
-                         (row["options"] or {}).get("schedule")), sigterm_as_interrupt():
+                         row.options.schedule), sigterm_as_interrupt():
         return resumed(sweep, store, say)
 
 
@@ -170,13 +170,13 @@ def of_store(store: Store, run_id: str, execute: Executor = launcher.run_once,
     (results.stored.run: its folder, target file, compilers and options); `t`: the target a
     tune checked already. `until`: the wall-clock end of its rounds (MeasureOptions.until)."""
     found = stored.run(store, run_id, t)
-    named = found.options.get("baseline")
+    named = found.options.baseline
     # With layouts the run's baseline is a variant: its first layout is the binary checks use.
     baseline = next((d.id for d in found.docs if d.layout_of == named), named)
     if baseline not in {d.id for d in found.docs}:
         raise FlagsweepError(f"{stored.row_of(store, run_id)}, key 'options.baseline': "
                              f"{baseline!r} is none of the run's variants")
-    return Sweep(run_id, found.target, found.row["recipe"], found.out,
+    return Sweep(run_id, found.target, found.row.recipe, found.out,
                  replace(found.measure, until=until), found.docs, baseline, execute)
 
 
@@ -196,7 +196,7 @@ def written_again(run_id: str, store: Store, say: Callable[[str], None]) -> Path
     writing, a folder cleaned by hand) are never lost for good."""
     row = store.run(run_id)
     out = stored.out_dir(store, run_id, row)
-    say(f"run {run_id} is {row['status']}, but {out / 'results.json'} is missing: written "
+    say(f"run {run_id} is {row.status}, but {out / 'results.json'} is missing: written "
         "again from the store")
     return _write_files(store, run_id, out, say)
 
@@ -221,7 +221,7 @@ def _replaced(sweep: Sweep, store: Store, say: Callable[[str], None]) -> None:
     recommended. Kept with the run (option `replaced`), so every later rewrite of results.json
     says so, and a resumed run adds to it."""
     builds = {d.id: d.build for d in sweep.builds}
-    found = dict(store.run(sweep.run_id)["options"].get("replaced") or {})
+    found = {vid: r.dump() for vid, r in store.run(sweep.run_id).options.replaced.items()}
     for vid, path in runnable(sweep.builds).items():
         changed = fingerprint.recheck(builds[vid].dump(), path)
         if changed is not None and vid not in found:
@@ -324,9 +324,9 @@ def _confirmed(sweep: Sweep, store: Store, path: Path, say: Callable[[str], None
     samples or results: a failure is recorded as the rows' caveat, and an interruption leaves a
     complete run and a confirmation to resume. A confirmation sweep itself reports to the run it
     confirms."""
-    options = store.run(sweep.run_id)["options"]
-    if options.get("confirms"):
-        _report_confirmation(options["confirms"], path, store, say)
+    options = store.run(sweep.run_id).options
+    if options.confirms:
+        _report_confirmation(options.confirms, path, store, say)
         return path
     record = _record(options)
     if record is None or record.status != confirmation.PENDING:
@@ -366,11 +366,10 @@ def _confirmed_lines(doc: model.Results) -> list[str]:
             for v in rows]
 
 
-def _record(options: dict) -> model.Confirmation | None:
+def _record(options: model.RunOptions) -> model.Confirmation | None:
     """A run's confirmation record (results.confirmation keeps it with the run's options), as
     results.json's `recommendation.confirmation` says it; None before one is planned."""
-    found = options.get("confirmation")
-    return model.Confirmation.model_validate(found) if found else None
+    return options.confirmation
 
 
 def _layout_sweep(sweep: Sweep, record: model.Confirmation, out: Path, store: Store,
@@ -396,19 +395,19 @@ def _layout_sweep(sweep: Sweep, record: model.Confirmation, out: Path, store: St
                     sweep.execute, confirms)
 
 
-def _report_confirmation(confirms: dict, path: Path, store: Store,
+def _report_confirmation(confirms: model.Confirms, path: Path, store: Store,
                          say: Callable[[str], None]) -> None:
     """A confirmation sweep's answer into the run it confirms, and that run's files written
     again (also when the confirmation was resumed on its own)."""
-    parent = store.run(confirms["run_id"])
-    record = _record(parent["options"] or {})
+    parent = store.run(confirms.run_id)
+    record = _record(parent.options)
     if record is None or not (record.variants or record.variant):
         return
-    out = stored.out_dir(store, confirms["run_id"], parent)
+    out = stored.out_dir(store, confirms.run_id, parent)
     done = confirmation.outcome(record.dump(), reader.load(path),
-                                time.time() - confirms["began"], path)
-    store.set_option(confirms["run_id"], "confirmation", done)
-    _write_files(store, confirms["run_id"], out, say)
+                                time.time() - (confirms.began or 0), path)
+    store.set_option(confirms.run_id, "confirmation", done)
+    _write_files(store, confirms.run_id, out, say)
 
 
 def _run_in(store: Store, out: Path) -> str | None:
@@ -585,9 +584,9 @@ def _rounds(sweep: Sweep, workload: check.Invocation, measured: list[str],
 
         def stopped(vid: str, stop: rounds.Stop) -> None:
             # Kept with the run as it happens: an interrupted sweep's results say it too.
-            so_far = dict(store.run(sweep.run_id)["options"].get("stopped") or {})
-            so_far[vid] = {"rounds": stop.rounds, "verdict": stop.verdict, "why": stop.why}
-            store.set_option(sweep.run_id, "stopped", so_far)
+            so_far = dict(store.run(sweep.run_id).options.stopped)
+            so_far[vid] = model.Stop(rounds=stop.rounds, verdict=stop.verdict, why=stop.why)
+            store.set_option(sweep.run_id, "stopped", {v: s.dump() for v, s in so_far.items()})
 
         try:
             return rounds.rounds(plan, store.done(sweep.run_id), schedule.take(plan, measure),

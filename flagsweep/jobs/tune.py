@@ -546,7 +546,7 @@ def _through_busy(tune: Tuning, path: Path, say: Callable[[str], None],
     s = tune.setting
     rid = batch.run_id(s, path)
     tries = 0
-    while s.store.run(rid)["status"] == "busy" and (
+    while s.store.run(rid).status == "busy" and (
             tries < BUSY_TRIES or tune.elapsed() + BUSY_PAUSE_S < _phase_end(tune, phase)):
         tries += 1
         say(f"the machine is busy: {rid} waits {BUSY_PAUSE_S:g} s, then resumes")
@@ -586,8 +586,8 @@ def _remeasured(tune: Tuning, number: int, path: Path, incumbent: tuple[str, ...
 def _fix_metric(tune: Tuning, run_id: str) -> None:
     """The metric the first batch chose (--metric auto) is every later batch's: ratios of one
     tune must be of one metric. So is its schedule (--schedule, jobs.schedule): one pilot."""
-    options = tune.setting.store.run(run_id)["options"]
-    chosen, kept = options["measure"]["metric"], options.get("schedule")
+    options = tune.setting.store.run(run_id).options
+    chosen, kept = options.measure["metric"], options.schedule and options.schedule.dump()
     m = tune.setting.measure
     if m.metric != chosen or (kept and not m.chosen_schedule):
         tune.setting.measure = replace(m, metric=chosen,
@@ -1095,7 +1095,7 @@ def _proof(tune: Tuning, say: Callable[[str], None]) -> bool:
         say(f"proof: failed ({e})")
         return True
     rid = batch.run_id(s, path)
-    if s.store.run(rid)["status"] != "complete":
+    if s.store.run(rid).status != "complete":
         # Still busy after _through_busy's pauses: its ratios are the other work's, and a
         # "Use X" from them would be an answer the proof never gave.
         why = (f"the machine stayed busy, so the proof's sweep ({rid}) stopped before its "
@@ -1268,7 +1268,8 @@ def _worker_machine(tune: Tuning) -> dict | None:
     (the driver's own is not where anything was measured)."""
     ids = [t.user_attrs["run_id"] for t in search.trials(tune.study)
            if t.user_attrs.get("run_id")]
-    return tune.setting.store.run(ids[-1]).get("machine") if ids else None
+    machine = tune.setting.store.run(ids[-1]).machine if ids else None
+    return machine.dump() if machine else None
 
 
 def _trial(t) -> model.TuneTrial:

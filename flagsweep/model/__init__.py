@@ -40,6 +40,9 @@ from flagsweep.model.tuning import (  # noqa: F401
     TuneCost, TuneEstimate, TuneGreedy, TuneGreedyStep, TuneLayoutCheck, TuneProgress,
     TuneProof, TuneProofPlan, TuneSpace, TuneTrial
 )
+from flagsweep.model.run import (  # noqa: F401
+    Confirms, CounterSetup, FleetLabel, RunOptions, RunRecord, Stop, StoredExplain
+)
 from flagsweep.model.schema import (  # noqa: F401
     declared, EXPECTED, json_schema, key_path, KINDS, problem, readable, UPGRADES
 )

@@ -105,25 +105,25 @@ def measured_spread(store: Store, target: str,
     from flagsweep.results import stored    # here: the report imports this without a store
 
     for run in reversed(store.runs_of(target)):
-        layouts = ((run.get("options") or {}).get("measure") or {}).get("layouts")
-        if run["status"] != "complete" or not layouts or not _same_machine(run["machine"], machine):
+        layouts = run.options.measure.get("layouts")
+        if run.status != "complete" or not layouts or not _same_machine(run.machine, machine):
             continue
         try:
             # A row names the folder read here: only one that shows it is the run's.
-            folder = stored.out_dir(store, run["run_id"], run)
+            folder = stored.out_dir(store, run.run_id, run)
         except FlagsweepError:
             continue
         sd = _spread(folder / "results.json")
         if sd is not None:
             return sd, (f"layout spread +-{100 * math.expm1(sd):.1f}% measured by run "
-                        f"{run['run_id']} ({layouts} layouts)")
+                        f"{run.run_id} ({layouts} layouts)")
     return None
 
 
-def _same_machine(stored: dict | None, machine: model.Machine) -> bool:
+def _same_machine(stored: model.Machine | None, machine: model.Machine) -> bool:
     """A run's machine as the store keeps it (its probed state) is this one."""
-    stored = stored or {}
-    return all(stored.get(k) == getattr(machine, k) for k in ("hostname", "cpu_model"))
+    return stored is not None and (stored.hostname, stored.cpu_model) == \
+        (machine.hostname, machine.cpu_model)
 
 
 def _spread(path: Path) -> float | None:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
+from pydantic import ValidationError
 from sqlalchemy.dialects import postgresql as pg_dialect
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 
@@ -237,9 +238,12 @@ class Store:
     # ---- runs ----------------------------------------------------------------------------
 
     def create_run(self, run_id: str, target: str, recipe: str, out_dir: Path,
-                   options: dict, machine: dict) -> None:
+                   options: dict | model.RunOptions, machine: dict | model.Machine) -> None:
         """Store a new run under exactly this id; FlagsweepError if another process took it
-        since new_run_id (create_unique_run cannot lose that race)."""
+        since new_run_id (create_unique_run cannot lose that race). The options and the
+        machine are held to their models as they are written."""
+        options = model.RunOptions.model_validate(options).dump()
+        machine = None if machine is None else model.Machine.model_validate(machine).dump()
         try:
             with self._begin() as c:
                 c.execute(runs.insert().values(run_id=run_id, target=target, recipe=recipe,
@@ -253,7 +257,8 @@ class Store:
                                  "run may have taken it since new_run_id); start again") from None
 
     def create_unique_run(self, base: str, target: str, recipe: str, out_dir: Path,
-                          options: dict, machine: dict) -> str:
+                          options: dict | model.RunOptions,
+                          machine: dict | model.Machine) -> str:
         """create_run under new_run_id(base), retried with the next free id when another
         process takes the same id first; returns the id this run got."""
         for _ in range(100):
@@ -293,27 +298,38 @@ class Store:
                             .order_by(runs.c.started.desc())).first()
         return row.run_id if row else id_or_dir
 
-    def runs_of(self, target: str) -> list[dict]:
+    def runs_of(self, target: str) -> list[model.RunRecord]:
         """Every run of a target, oldest first (flagsweep history reads its sweeps from here)."""
         with self._connect() as c:
             rows = c.execute(sa.select(runs).where(runs.c.target == target)
                              .order_by(runs.c.started)).mappings().all()
-        return [dict(r) for r in rows]
+        return [self._record(dict(r)) for r in rows]
 
-    def run(self, run_id: str) -> dict:
+    def run(self, run_id: str) -> model.RunRecord:
+        """The run's row as its model; FlagsweepError naming the row and the key when a value
+        is not of its kind (a row is data: anyone with the store can write it)."""
         with self._connect() as c:
             row = c.execute(sa.select(runs).where(runs.c.run_id == run_id)).mappings().first()
         if row is None:
             raise FlagsweepError(f"no run '{run_id}' in the store {self.url} (a run's id is "
                                  "printed when it starts and stored in its results.json; "
                                  "its output folder works too)")
-        return dict(row)
+        return self._record(dict(row))
+
+    def _record(self, row: dict) -> model.RunRecord:
+        """A row as its model, the keys an older flagsweep wrote that no field declares left out."""
+        try:
+            return model.RunRecord.model_validate(model.declared(row, model.RunRecord))
+        except ValidationError as e:
+            raise FlagsweepError(f"run {row.get('run_id')}'s row in the store {self.url}: "
+                                 f"{model.problem(e.errors(), 'run record')}") from None
 
     def set_option(self, run_id: str, key: str, value) -> None:
-        """Add what a sweep learns after it starts (its input, its counters) to its options; a
-        results.json object (a confirmation record) is kept as its JSON."""
-        options = dict(self.run(run_id)["options"])
-        options[key] = value.dump() if isinstance(value, model.Record) else value
+        """Add what a sweep learns after it starts (its input, its counters) to its options,
+        held to the option's field in model.RunOptions (a model is kept as its JSON)."""
+        value = value.dump() if isinstance(value, model.Record) else value
+        options = model.RunOptions.model_validate(
+            {**self.run(run_id).options.dump(), key: value}).dump()
         with self._begin() as c:
             c.execute(runs.update().where(runs.c.run_id == run_id).values(options=options))
 

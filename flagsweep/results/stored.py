@@ -56,8 +56,8 @@ class Run:
     its target (the caller's, or the one its row names)."""
 
     run_id: str
-    row: dict
-    options: dict
+    row: model.RunRecord
+    options: model.RunOptions
     out: Path
     docs: list[model.Variant]
     measure: MeasureOptions
@@ -75,13 +75,10 @@ def run(store: Store, run_id: str, t: targets.Target | None = None) -> Run:
     row = store.run(run_id)
     where = row_of(store, run_id)
     out = out_dir(store, run_id, row)
-    o = row["options"]
-    if not isinstance(o, dict):
-        raise FlagsweepError(f"{where}, key 'options': expected an object, got {quoted(o)}")
-    measure = from_store(o.get("measure"), f"{where}, key 'options.measure'")
+    o = row.options
+    measure = from_store(o.measure, f"{where}, key 'options.measure'")
     if t is None:
-        t = target(o.get("target_path"), o.get("target_sha256"), where, "options.target_path",
-                   f"run {run_id}")
+        t = target(o.target_path, o.target_sha256, where, "options.target_path", f"run {run_id}")
     try:
         docs = store.variants(run_id)
     except ValidationError as e:
@@ -93,10 +90,10 @@ def run(store: Store, run_id: str, t: targets.Target | None = None) -> Run:
     return Run(run_id, row, o, out, docs, measure, t)
 
 
-def out_dir(store: Store, run_id: str, row: dict | None = None) -> Path:
+def out_dir(store: Store, run_id: str, row: model.RunRecord | None = None) -> Path:
     """The folder a run's row names, once it shows it is that run's (`folder`)."""
     row = row or store.run(run_id)
-    return folder(row["out_dir"], "run_id", run_id, row_of(store, run_id), "out_dir")
+    return folder(row.out_dir, "run_id", run_id, row_of(store, run_id), "out_dir")
 
 
 def claim(path: Path, key: str, name: str) -> None:

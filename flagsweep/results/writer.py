@@ -56,7 +56,7 @@ def document(store: Store, run_id: str, ending: dict | None = None,
              taken: tuple[list[Sample], list[Sample]] | None = None) -> model.Results:
     """results.json's content for a run as the store holds it now, without its history;
     `taken`: its samples and set-aside attempts, when already read."""
-    run = {**store.run(run_id), **(ending or {})}
+    run = store.run(run_id).model_copy(update=ending or {})
     all_samples, set_aside = taken or (store.samples(run_id), store.attempts(run_id))
     doc = _document(run, store.variants(run_id), all_samples)
     _disturbance(doc, all_samples, set_aside)
@@ -122,49 +122,49 @@ def located(arg: str | Path, scratch: Path, store: Store | None = None) -> Path:
         # older flagsweep with an option value it no longer accepts, say) is named, not a crash.
         log.info("results of %s not written", run_id, exc_info=True)
         raise FlagsweepError(f"{arg}: the results of run {run_id} (status "
-                             f"{db.run(run_id)['status']}) cannot be written from the store "
+                             f"{db.run(run_id).status}) cannot be written from the store "
                              f"{db.url}: {type(e).__name__}: {e}") from e
 
 
-def _document(run: dict, stored: list[model.Variant],
+def _document(run: model.RunRecord, stored: list[model.Variant],
               samples: list[Sample]) -> model.Results:
     """The document from the store's run record (its options as the sweep kept them) and its
     variants; the statistics fields filled by analysis, confirmation and explain."""
-    o = run["options"]
-    m = o["measure"]
+    o = run.options
+    m = o.measure
     metric = metric_mod.column(m["metric"])
-    t_path = o["target_path"]
+    t_path = o.target_path
     doc = model.Results(
-        schema=SCHEMA, run_id=run["run_id"], target=run["target"],
-        target_version=o.get("target_version"), recipe=run["recipe"], study=o.get("study"),
-        started=_iso(run["started"]), finished=_iso(run["finished"]), status=run["status"],
-        stop_reason=run["stop_reason"],
-        machine={**run["machine"],
-                 "hw_counters": bool((o.get("counters") or {}).get("hw_counters", False))},
-        compilers=o.get("compilers", []), metric=metric,
-        workload=o.get("workload", {"target_file": t_path}), baseline=o["baseline"],
-        design=o.get("design"), distro=o.get("distro"), skipped=o.get("skipped", []),
-        measurement=_measurement(m, o.get("metric_choice"), o.get("schedule")),
-        variants=[_variant(v, samples, run["started"], metric) for v in stored],
+        schema=SCHEMA, run_id=run.run_id, target=run.target,
+        target_version=o.target_version, recipe=run.recipe, study=o.study,
+        started=_iso(run.started), finished=_iso(run.finished), status=run.status,
+        stop_reason=run.stop_reason,
+        machine=run.machine.model_copy(update={
+            "hw_counters": bool(o.counters and o.counters.hw_counters)}),
+        compilers=o.compilers, metric=metric,
+        workload=o.workload or model.Workload(target_file=t_path), baseline=o.baseline,
+        design=o.design, distro=o.distro, skipped=o.skipped,
+        measurement=_measurement(m, o.metric_choice, o.schedule),
+        variants=[_variant(v, samples, run.started, metric) for v in stored],
         threshold_pct=m.get("threshold_pct", stats.THRESHOLD_PCT))
     values = analysis.values_by_round(samples, lambda s: metric_mod.metric_of(s, metric))
-    refused = _replaced(doc.variants, o.get("replaced") or {})
+    refused = _replaced(doc.variants, o.replaced)
     replicates = None
     doc.measurement.layouts = None
     if m.get("layouts"):
         folded = layouts.fold(doc.variants, values, doc.baseline)
         doc.variants, values, replicates = folded.variants, folded.values, folded.replicates
         doc.measurement.layouts = model.Layouts.model_validate(layout.described(m["layouts"]))
-    design = sequential.Design.from_json(o.get("sequential"))
+    design = sequential.Design.from_json(o.sequential and o.sequential.dump())
     doc.measurement.sequential = model.Sequential.model_validate(design.to_json())
     analysis.apply(doc, values, seed=m.get("seed") or 0, replicates=replicates,
-                   refused=refused, design=design, luck=o.get("confirmation"))
-    confirmation.apply(doc, o.get("confirmation"))
+                   refused=refused, design=design, luck=o.confirmation)
+    confirmation.apply(doc, o.confirmation)
     analysis.unanswered(doc)
-    _stopped(doc, o.get("stopped") or {}, samples)
+    _stopped(doc, o.stopped, samples)
     _short_run(doc, t_path)
     analysis.advise(doc, samples)
-    add_explain(doc, o.get("explain"))
+    add_explain(doc, o.explain)
     return doc
 
 
@@ -174,8 +174,8 @@ MEASUREMENT = ("seed", "warmup", "min_runs", "max_runs", "runs", "budget", "prec
                "run_length", "confirm_layouts", "confirm_rows")
 
 
-def _measurement(m: dict, metric_choice: dict | None,
-                 schedule: dict | None = None) -> model.Measurement:
+def _measurement(m: dict, metric_choice: model.MetricChoice | None,
+                 schedule: model.Schedule | None = None) -> model.Measurement:
     # --input-size as given: auto, else the size --quick (or its absence) chose
     size = m.get("input_size") or ("quick" if m.get("quick") else "full")
     return model.Measurement.model_validate(
@@ -201,7 +201,8 @@ def _short_run(doc: model.Results, target_path: str) -> None:
         else model.ShortRun.model_validate(warning)
 
 
-def _replaced(variants: list[model.Variant], replaced: dict[str, dict]) -> dict[str, str]:
+def _replaced(variants: list[model.Variant],
+              replaced: dict[str, model.Replaced]) -> dict[str, str]:
     """The binaries found replaced after the rounds (sweep._replaced): each one's record as its
     variant's `replaced`; returns variant -> why, for the verdicts it does not get. A layout's
     replaced binary refuses the whole variant it is a layout of."""
@@ -209,28 +210,30 @@ def _replaced(variants: list[model.Variant], replaced: dict[str, dict]) -> dict[
     for v in variants:
         record = replaced.get(v.id)
         if record:
-            v.replaced = model.Replaced.model_validate(record)
+            v.replaced = record
             refused[v.layout_of or v.id] = (
-                f"replaced during the sweep: {record['why']}; its samples do not time one "
+                f"replaced during the sweep: {record.why}; its samples do not time one "
                 "program, so it has no verdict")
     return refused
 
 
-def add_explain(doc: model.Results, explain: dict | None) -> None:
+def add_explain(doc: model.Results, explain: model.StoredExplain | dict | None) -> None:
     """run --explain's profiles (flagsweep.explain.explanation.explain) into the document: each
     explained variant's entry as its `explain`, the rest as the top-level `explain`."""
     if not explain:
         return
-    entries = explain.get("variants") or {}
+    explain = model.StoredExplain.model_validate(explain)
+    entries = explain.variants
     for v in doc.variants:
         if v.id in entries:
-            v.explain = model.Explain.model_validate(entries[v.id])
+            v.explain = entries[v.id]
     doc.explain = model.ExplainRun.model_validate(
-        {k: val for k, val in explain.items() if k != "variants"}
+        {k: val for k, val in explain.dump().items() if k != "variants"}
         | {"explained": [v.id for v in doc.variants if v.id in entries]})
 
 
-def _stopped(doc: model.Results, stopped: dict[str, dict], samples: list[Sample]) -> None:
+def _stopped(doc: model.Results, stopped: dict[str, model.Stop],
+             samples: list[Sample]) -> None:
     """The variants that stopped early (measure.rounds.stops): each one's round count and why in
     its summary, and the runs the sweep did not spend on them, against every variant in every
     round it ran."""
@@ -239,10 +242,10 @@ def _stopped(doc: model.Results, stopped: dict[str, dict], samples: list[Sample]
     saved = 0
     for v in doc.variants:
         stop = stopped.get(v.id)
-        v.summary.stopped_at = stop["rounds"] if stop else None
-        v.summary.stopped_why = stop["why"] if stop else None
+        v.summary.stopped_at = stop.rounds if stop else None
+        v.summary.stopped_why = stop.why if stop else None
         if stop:
-            saved += max(0, ran - stop["rounds"])
+            saved += max(0, ran - stop.rounds)
     doc.measurement.runs_saved = saved
 
 

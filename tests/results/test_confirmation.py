@@ -90,8 +90,8 @@ def test_a_small_win_that_layout_swallows_is_not_recommended(tmp_path):
         assert "Use -O1" not in text
     assert doc["status"] == "complete"
     child = Store().run(c["run_id"])
-    assert child["status"] == "complete" and child["options"]["measure"]["layouts"] == K
-    assert child["options"]["confirms"]["run_id"] == doc["run_id"]
+    assert child.status == "complete" and child.options.measure["layouts"] == K
+    assert child.options.confirms.run_id == doc["run_id"]
     assert any("confirm: -O1: not distinguishable from layout luck" in line for line in said)
 
 
@@ -213,7 +213,7 @@ def test_an_interrupted_confirmation_keeps_the_sweep_and_resumes(tmp_path):
         _run(tmp_path, "tinystop", planted, stop_after=main_calls + 10)
     db = Store()
     main_id = db.find_run(str(tmp_path / "run"))
-    assert db.run(main_id)["status"] == "complete" and len(db.samples(main_id)) == main_calls
+    assert db.run(main_id).status == "complete" and len(db.samples(main_id)) == main_calls
     doc = json.loads((tmp_path / "run" / "results.json").read_text())
     c = doc["recommendation"]["confirmation"]
     assert c["status"] == confirmation.INTERRUPTED and c["run_id"]

@@ -72,19 +72,19 @@ def test_fresh_store_is_at_the_current_schema(store):
 def test_runs_round_trip(store):
     _run(store, "a", out="/tmp/a")
     _run(store, "b", target="other")
-    assert store.run("a")["status"] == "running"
-    assert store.run("a")["options"] == {"measure": {"runs": 3}}
+    assert store.run("a").status == "running"
+    assert store.run("a").options.dump() == {"measure": {"runs": 3}}
     assert store.find_run("a") == "a"
     assert store.find_run("/tmp/a") == "a"
     assert store.find_run("nothing") == "nothing"
-    assert [r["run_id"] for r in store.runs_of("gzip")] == ["a"]
-    store.set_option("a", "counters", {"cycles": True})
-    assert store.run("a")["options"]["counters"] == {"cycles": True}
+    assert [r.run_id for r in store.runs_of("gzip")] == ["a"]
+    store.set_option("a", "counters", {"mode": "software", "hw_counters": False})
+    assert store.run("a").options.counters.mode == "software"
     store.finish_run("a", "complete", "max runs")
-    assert (store.run("a")["status"], store.run("a")["stop_reason"]) == ("complete", "max runs")
-    assert store.run("a")["finished"] is not None
+    assert (store.run("a").status, store.run("a").stop_reason) == ("complete", "max runs")
+    assert store.run("a").finished is not None
     store.reopen_run("a")
-    assert (store.run("a")["status"], store.run("a")["finished"]) == ("running", None)
+    assert (store.run("a").status, store.run("a").finished) == ("running", None)
 
 
 def test_run_ids_are_numbered_and_unique(store):
@@ -223,7 +223,7 @@ def test_a_version_1_store_is_migrated_keeping_its_rows(store_url, version_row):
     inspector = sa.inspect(s.engine)
     assert "worker" in {c["name"] for c in inspector.get_columns("samples")}
     assert "ix_runs_target" in {i["name"] for i in inspector.get_indexes("runs")}
-    assert s.run("old")["status"] == "complete"
+    assert s.run("old").status == "complete"
     (old,) = s.samples("old")
     assert (old.variant_id, old.wall_s, old.worker) == ("O2", 1.25, None)
     assert s.add_sample("old", Sample("O2", 1, 0, 0, wall_s=1.5, worker="w1"))

@@ -23,3 +23,5 @@ class Check(Record):
     status: Str                              # ok | equivalent | differs | failed
     detail: Str | None = None
     quality: Quality | None = None           # method "quality" only
+    output_sha256: Str | None = None         # the product's bytes
+    same_output_as: Str | None = None        # the first variant with the very same bytes

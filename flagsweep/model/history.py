@@ -11,6 +11,7 @@ class HistoryPoint(Record):
     median: Num = None
     ci95: Pair = None
     n: Num = None
+    versions: dict[str, Str | None] | None = None  # "target" and each compiler -> its version
 
 
 class HistoryStep(Record):
@@ -18,6 +19,9 @@ class HistoryStep(Record):
     verdict: Str
     ratio: Num = None
     ci95: Pair = None
+    why: Str | None = None
+    changed: list[Str] = []                 # the versions that changed with it
+    found_in: Str | None = None             # the sweep whose check found it
 
 
 class HistoryUnjudged(Record):

@@ -585,7 +585,7 @@ def _rounds(sweep: Sweep, workload: check.Invocation, measured: list[str],
         def stopped(vid: str, stop: rounds.Stop) -> None:
             # Kept with the run as it happens: an interrupted sweep's results say it too.
             so_far = dict(store.run(sweep.run_id).options.stopped)
-            so_far[vid] = model.Stop(rounds=stop.rounds, verdict=stop.verdict, why=stop.why)
+            so_far[vid] = model.EarlyStop(rounds=stop.rounds, verdict=stop.verdict, why=stop.why)
             store.set_option(sweep.run_id, "stopped", {v: s.dump() for v, s in so_far.items()})
 
         try:

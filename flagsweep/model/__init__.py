@@ -11,10 +11,10 @@ from __future__ import annotations
 from flagsweep.model.values import Bool, Num, Pair, Record, Str  # noqa: F401
 from flagsweep.model.machine import Compiler, CpuChoice, CpuLoad, Distro, Machine  # noqa: F401
 from flagsweep.model.measurement import (  # noqa: F401
-    BiasCheck, DisturbanceRule, Layouts, LengthPoint, Measurement, MetricChoice, Pilot,
+    BiasCheck, ChosenMetric, DisturbanceRule, Layouts, LengthPoint, Measurement, Pilot,
     PilotFigures, RunLength, Schedule, Sequential, ShortRun
 )
-from flagsweep.model.build import Audit, Build, LayoutBuild, Pgo  # noqa: F401
+from flagsweep.model.build import AuditSummary, Build, LayoutBuild, Pgo  # noqa: F401
 from flagsweep.model.check import Check, Quality  # noqa: F401
 from flagsweep.model.verdicts import (  # noqa: F401
     AA, Comparison, Confirmation, Effect, Estimate, Excluded, LayoutEstimate, LayoutLuck,
@@ -41,7 +41,7 @@ from flagsweep.model.tuning import (  # noqa: F401
     TuneProof, TuneProofPlan, TuneSpace, TuneTrial
 )
 from flagsweep.model.run import (  # noqa: F401
-    Confirms, CounterSetup, FleetLabel, RunOptions, RunRecord, Stop, StoredExplain
+    Confirms, CounterSetup, EarlyStop, FleetLabel, RunOptions, RunRecord, StoredExplain
 )
 from flagsweep.model.schema import (  # noqa: F401
     declared, EXPECTED, json_schema, key_path, KINDS, problem, readable, UPGRADES

@@ -15,7 +15,7 @@ class LayoutBuild(Record):
     flags_verified: Bool | None = None
 
 
-class Audit(Record):
+class AuditSummary(Record):
     """What the compiler wrapper's log showed of a build (compilation.audit): whether every
     compile and link had the variant's flags, and what did not."""
     verified: Bool
@@ -55,4 +55,4 @@ class Build(Record):
     same_functions: Bool | None = None  # with layouts: every layout has the same functions
     layouts: list[LayoutBuild] | None = None   # with layouts: each layout's own binary
     detail: Str | None = None               # why it failed, or what it is (an A/A copy)
-    audit: Audit | None = None              # null: not audited (a copy, a cached build)
+    audit: AuditSummary | None = None       # null: not audited (a copy, a cached build)

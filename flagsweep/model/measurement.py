@@ -102,7 +102,7 @@ class RunLength(Record):
     measured: list[LengthPoint] = []
 
 
-class MetricChoice(Record):
+class ChosenMetric(Record):
     """run --metric auto: the column chosen and why (measure.metric)."""
     metric: Str
     why: Str
@@ -142,5 +142,5 @@ class Measurement(Record):
     quick: Bool | None = None               # --quick: the target's quick input
     strict_check: Bool | None = None        # --strict-check: a differing output is not timed
     counters: Str | None = None             # --counters: auto | hardware | software | none
-    metric_choice: MetricChoice | None = None       # --metric auto's choice
+    metric_choice: ChosenMetric | None = None       # --metric auto's choice
     disturbance_rule: DisturbanceRule | None = None  # null: the metric is a count

@@ -14,7 +14,7 @@ from typing import Any
 
 from flagsweep.model.explain import Explain, ExplainRun
 from flagsweep.model.machine import Compiler, Distro, Machine
-from flagsweep.model.measurement import MetricChoice, Schedule, Sequential
+from flagsweep.model.measurement import ChosenMetric, Schedule, Sequential
 from flagsweep.model.results import PriorStudy, Replaced, Skipped, Workload
 from flagsweep.model.values import Bool, Num, Record, Str
 from flagsweep.model.verdicts import Confirmation
@@ -30,7 +30,7 @@ class CounterSetup(Record):
     reasons: list[Str] = []                  # why not hardware, in words
 
 
-class Stop(Record):
+class EarlyStop(Record):
     """A variant that stopped early (measure.rounds.Stopping): after how many rounds, why."""
     rounds: Num
     verdict: Str | None = None
@@ -76,9 +76,9 @@ class RunOptions(Record):
     sequential: Sequential | None = None     # the levels the stops and the rule spend
     confirmation: Confirmation | None = None  # its rows confirmed over layouts
     explain: StoredExplain | None = None
-    metric_choice: MetricChoice | None = None
+    metric_choice: ChosenMetric | None = None
     replaced: dict[str, Replaced] = {}       # variant -> its binary found replaced
-    stopped: dict[str, Stop] = {}            # variant -> its early stop
+    stopped: dict[str, EarlyStop] = {}            # variant -> its early stop
 
 
 class RunRecord(Record):

@@ -174,7 +174,7 @@ MEASUREMENT = ("seed", "warmup", "min_runs", "max_runs", "runs", "budget", "prec
                "run_length", "confirm_layouts", "confirm_rows")
 
 
-def _measurement(m: dict, metric_choice: model.MetricChoice | None,
+def _measurement(m: dict, metric_choice: model.ChosenMetric | None,
                  schedule: model.Schedule | None = None) -> model.Measurement:
     # --input-size as given: auto, else the size --quick (or its absence) chose
     size = m.get("input_size") or ("quick" if m.get("quick") else "full")
@@ -232,7 +232,7 @@ def add_explain(doc: model.Results, explain: model.StoredExplain | dict | None) 
         | {"explained": [v.id for v in doc.variants if v.id in entries]})
 
 
-def _stopped(doc: model.Results, stopped: dict[str, model.Stop],
+def _stopped(doc: model.Results, stopped: dict[str, model.EarlyStop],
              samples: list[Sample]) -> None:
     """The variants that stopped early (measure.rounds.stops): each one's round count and why in
     its summary, and the runs the sweep did not spend on them, against every variant in every

@@ -53,7 +53,7 @@ from flagsweep.measure.plan import METRICS, plan_for, round_values
 from flagsweep.measure.sampler import Sampler
 from flagsweep.report import lines
 from flagsweep.results import store, stored
-from flagsweep.model import AA_SUFFIX, Machine, Variant
+from flagsweep.model import AA_SUFFIX, Check, Machine, Variant
 from flagsweep.workload import check, inputs
 
 log = logging.getLogger("flagsweep.jobs.fleet")
@@ -216,7 +216,7 @@ class Missing(FlagsweepError):
 
 
 def check_task(target_file: str, target_sha: str, binaries: dict[str, Blob], given: Blob,
-               baseline: str) -> dict[str, dict]:
+               baseline: str) -> dict[str, Check]:
     """The output checks of a label's binaries, run on a worker of that label."""
     t = _target(target_file, target_sha)
     paths = {vid: _local(b) for vid, b in binaries.items()}

@@ -352,7 +352,8 @@ class Store:
                 c.execute(variants.insert().values(run_id=run_id, variant_id=doc["id"],
                                                    position=i, doc=doc))
 
-    def save_check(self, run_id: str, variant_id: str, check: dict) -> None:
+    def save_check(self, run_id: str, variant_id: str, check: dict | model.Check) -> None:
+        check = model.Check.model_validate(check).dump()
         with self._begin() as c:
             c.execute(variants.update().where(variants.c.run_id == run_id,
                                               variants.c.variant_id == variant_id)

@@ -232,7 +232,7 @@ def warnings(doc: model.Results) -> list[Warning]:
         out.append(Warning("status", f"The sweep is {doc.status} ({doc.stop_reason}): "
                                      "results cover the samples taken so far."))
     thr = threshold(doc.threshold_pct)
-    out += [Warning("machine", w) for w in advice.warnings(doc.machine.dump(), thr)]
+    out += [Warning("machine", w) for w in advice.warnings(doc.machine, thr)]
     noise, aa = doc.noise, doc.aa
     noted = getattr(noise, "warning", None) if noise else None
     if noted:

@@ -180,14 +180,13 @@ def _other_metrics(doc: model.Results, samples: list[Sample],
 
 
 def _machine_ways(machine: model.Machine, threshold_pct: float) -> list[str]:
-    state = machine.dump()          # host.advice reads the machine state it probed, as a dict
     out = []
     if any(machine_advice.TUNE_COMMAND in w
-           for w in machine_advice.warnings(state, threshold_pct)):
+           for w in machine_advice.warnings(machine, threshold_pct)):
         out.append(f"{machine_advice.TUNE_COMMAND} (as root; `flagsweep system` lists what it "
                    "changes)")
     isolated = machine.isolated_cpus or []
-    free = machine_advice.free_isolated(state)
+    free = machine_advice.free_isolated(machine)
     if isolated and machine.pinned_cpu not in isolated:
         out.append(f"`--cpu {free}`, a CPU the kernel keeps other tasks off" if free is not None
                    else f"`--cpu {isolated[0]} --wait`, a CPU the kernel keeps other tasks off "

@@ -197,8 +197,9 @@ def test_advice_names_the_measured_cpu_and_a_free_isolated_one():
     assert "the measured CPU 2" in line and "isolcpus=2" in line and "pass --cpu" not in line
     (line,) = advice.warnings(dict(state, pinned_cpu=0))
     assert "the measured CPU 0" in line and "isolcpus=3" in line   # never CPU 0
-    choice = {"cpu": 5, "cpus": [{"cpu": 3, "idle_pct": 99.0, "held_by": "pid 7: lame"},
-                                 {"cpu": 5, "idle_pct": 97.0, "held_by": None}]}
+    choice = {"cpu": 5, "how": "quietest", "why": "CPU 5: the quietest free one",
+              "cpus": [{"cpu": 3, "idle_pct": 99.0, "held_by": "pid 7: lame"},
+                       {"cpu": 5, "idle_pct": 97.0, "held_by": None}]}
     state = {"cpu_count": 8, "isolated_cpus": [3, 5], "nohz_full": [3, 5], "pinned_cpu": 0,
              "cpu_choice": choice}
     (line,) = advice.warnings(state)

@@ -275,7 +275,7 @@ def build_reason(detail: str | None) -> str:
     return (quoted or lines or ["no detail recorded"])[0]
 
 
-def _aa(twin: str, c: stats.RatioEstimate | None, gate: dict,
+def _aa(twin: str, c: stats.RatioEstimate | None, gate: gate_mod.Ruling,
         twin_is: str = gate_mod.TWIN_IS[False]) -> model.AA | None:
     if c is None:
         return None
@@ -283,20 +283,19 @@ def _aa(twin: str, c: stats.RatioEstimate | None, gate: dict,
     if c.verdict in ("faster", "slower"):
         warning = (f"the machine was unstable during this sweep: the A/A arm ({twin_is}) "
                    f"came out {c.verdict} by {abs(c.ratio - 1) * 100:.1f}%, "
-                   f"so every verdict is reported as inconclusive ({len(gate['gated'])} "
+                   f"so every verdict is reported as inconclusive ({len(gate.gated)} "
                    "overruled); measure again on a quieter machine")
-    elif gate["gated"]:
-        warning = (f"{len(gate['gated'])} faster/slower call(s) overruled: their intervals reach "
-                   f"into the +-{gate['bound_pct']:.1f}% by which the A/A arm moved by itself")
+    elif gate.gated:
+        warning = (f"{len(gate.gated)} faster/slower call(s) overruled: their intervals reach "
+                   f"into the +-{gate.bound_pct:.1f}% by which the A/A arm moved by itself")
     estimate = vs_baseline(c)
-    return model.AA.model_validate({
-        "variant": twin, "is": twin_is, "verdict": c.verdict, "ratio": estimate.ratio,
-        "ci95": estimate.ci95, "p_value": c.p_value, "warning": warning,
-        "unstable": gate["unstable"], "bound_pct": gate["bound_pct"], "gated": gate["gated"]})
+    return model.AA(variant=twin, is_=twin_is, verdict=c.verdict, ratio=estimate.ratio,
+                    ci95=estimate.ci95, p_value=c.p_value, warning=warning,
+                    unstable=gate.unstable, bound_pct=gate.bound_pct, gated=gate.gated)
 
 
 def _effects(doc: model.Results, values: dict[str, dict[int, float]],
-             comparisons: dict[str, stats.RatioEstimate], gate: dict,
+             comparisons: dict[str, stats.RatioEstimate], gate: gate_mod.Ruling,
              layouts: bool = False) -> tuple[list[model.Effect], dict]:
     """Which flags matter, over the measured, distinct, non-twin variants whose output is right.
 
@@ -412,7 +411,7 @@ def _undecided(baseline: dict[int, float]) -> str | None:
     return f"{len(baseline)} round(s) are too few for a 95% interval (at least {need} are needed)"
 
 
-def _held_to_table(row: model.Effect, undecided: str | None, gate: dict,
+def _held_to_table(row: model.Effect, undecided: str | None, gate: gate_mod.Ruling,
                    threshold_pct: float) -> model.Effect:
     """A model's effect row, held to the rules of the variants table: with too few rounds it
     has no interval and does not matter; when the A/A arm says the machine moved nothing
@@ -421,10 +420,10 @@ def _held_to_table(row: model.Effect, undecided: str | None, gate: dict,
         row.ci95_pct = row.p_value = row.p_adjusted = None
         row.matters = False
         return row
-    bound = gate.get("bound_pct")
+    bound = gate.bound_pct
     lo, hi = row.ci95_pct
     inside = bound is not None and bound > threshold_pct and lo <= bound and hi >= -bound
-    row.matters = bool(row.matters) and not gate["unstable"] and not inside
+    row.matters = bool(row.matters) and not gate.unstable and not inside
     return row
 
 

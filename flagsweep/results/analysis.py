@@ -81,9 +81,8 @@ def apply(doc: model.Results, values: dict[str, dict[int, float]], seed: int,
         doc.noise = noise(layout.noise(replicates.get(baseline, {}), replicates.get(twin),
                                        threshold_pct, m=len(comparisons)))
     effect_values = values if replicates is None else layout.level_values(replicates, baseline)
-    doc.effects, design = _effects(doc, effect_values, comparisons, gate,
-                                   layouts=replicates is not None)
-    doc.effects_design = model.EffectsDesign.model_validate(design)
+    doc.effects, doc.effects_design = _effects(doc, effect_values, comparisons, gate,
+                                               layouts=replicates is not None)
     confirmation.label_effects(doc, luck)
     doc.recommendation = _recommend(doc, refused)
 
@@ -296,7 +295,7 @@ def _aa(twin: str, c: stats.RatioEstimate | None, gate: gate_mod.Ruling,
 
 def _effects(doc: model.Results, values: dict[str, dict[int, float]],
              comparisons: dict[str, stats.RatioEstimate], gate: gate_mod.Ruling,
-             layouts: bool = False) -> tuple[list[model.Effect], dict]:
+             layouts: bool = False) -> tuple[list[model.Effect], model.EffectsDesign]:
     """Which flags matter, over the measured, distinct, non-twin variants whose output is right.
 
     The rows must tell the same story as the variants table. Where every measured variant
@@ -325,10 +324,11 @@ def _effects(doc: model.Results, values: dict[str, dict[int, float]],
     else:
         rows, design = (_screen if screen else _factorial)(doc, designed, values)
         rows = [_held_to_table(row, undecided, gate, doc.threshold_pct) for row in rows]
+    design = model.EffectsDesign.model_validate(design)
     if undecided and rows:
-        design["undecided"] = undecided
+        design.undecided = undecided
         notes.append(f"{undecided[0].upper()}{undecided[1:]}, so no effect is called.")
-    design["note"] = " ".join([design["note"], *notes])
+    design.note = " ".join([design.note, *notes])
     return rows, design
 
 

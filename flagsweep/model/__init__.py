@@ -1,6 +1,7 @@
 """The typed model of the files flagsweep writes and reads: results.json, suite.json,
-merged.json and tune.json as pydantic models, at the bottom of the package (it imports only
-pydantic), so each stage builds its part of it where the data is made.
+merged.json and tune.json as pydantic models, and the store's run record (run.py), at the
+bottom of the package (it imports only pydantic), so each stage builds its part of it where
+the data is made. Every object is closed: a key no model declares is refused.
 
 Read a model by attribute (`doc.machine.cpu_model`). `flagsweep schema
 results|suite|merged|tune` prints the JSON Schema the models generate.

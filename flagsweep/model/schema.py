@@ -16,6 +16,7 @@ from flagsweep.model.results import SCHEMA, Results
 from flagsweep.model.tuning import Tune
 from flagsweep.model.values import Record
 
+
 def declared(value: Any, kind: Any) -> Any:
     """value with only the keys the model `kind` (a model class, or a field's type: a list, a
     map or a union of them) declares, at every level; anything else as it is."""
@@ -58,7 +59,7 @@ KINDS: dict[str, type[Record]] = {"results": Results, "suite": Suite, "merged": 
 
 
 def json_schema(kind: str) -> str:
-    """The JSON Schema of results.json, suite.json or merged.json, as JSON text."""
+    """The JSON Schema of results.json, suite.json, merged.json or tune.json, as JSON text."""
     schema = {"$schema": "https://json-schema.org/draft/2020-12/schema",
               **KINDS[kind].model_json_schema()}
     return json.dumps(schema, indent=1)

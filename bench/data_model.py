@@ -6,6 +6,7 @@ Counts, over flagsweep/ by AST:
   (its schema code reads raw documents by design);
 - attribute reads of a contract field name (`x.key`), the way a model is read;
 - signatures that take a `doc: dict`;
+- models of flagsweep/model/ that take keys they do not declare (not extra="forbid");
 - class names defined more than once;
 - modules importing subprocess.
 
@@ -38,6 +39,22 @@ def contract_fields() -> set[str]:
             if isinstance(obj, type) and issubclass(obj, BaseModel) and obj is not BaseModel:
                 names.update(obj.model_fields)
     return names
+
+
+def open_models() -> list[str]:
+    """The models in flagsweep/model/ that take keys they do not declare (extra other than
+    "forbid"): a writer could add a key `flagsweep schema` does not name."""
+    import importlib
+
+    from pydantic import BaseModel
+    found = set()
+    for path in sorted((PACKAGE / "model").glob("*.py")):
+        module = importlib.import_module(f"flagsweep.model.{path.stem}")
+        for obj in vars(module).values():
+            if isinstance(obj, type) and issubclass(obj, BaseModel) and obj is not BaseModel \
+                    and obj.model_config.get("extra") != "forbid":
+                found.add(obj.__name__)
+    return sorted(found)
 
 
 def modules() -> list[Path]:
@@ -119,6 +136,8 @@ def main() -> None:
             print(f"  {folder:14s} contract subscripts+.get "
                   f"{n['contract subscripts'] + n['contract .get']:5d}, attribute reads "
                   f"{n['contract attribute reads']:5d}")
+    loose = open_models()
+    print(f"models not closed (extra other than forbid): {len(loose)} {loose}")
     twice = classes(trees)
     print(f"class names defined more than once: {len(twice)}")
     for name, where in sorted(twice.items()):

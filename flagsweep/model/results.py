@@ -94,6 +94,7 @@ class Variant(Record):
     layout_of: Str | None = None             # a layout's binary (--layouts): its variant
     layout: Num = None                       # ... and its layout seed
     aa_of: Str | None = None                 # the A/A twin: the baseline it copies
+    reference_of: Str | None = None          # the reference arm: the baseline it stands beside
     build: Build
     check: Check | None = None
     samples: dict[str, list[Num]] | None = Field(None, description=(

@@ -75,6 +75,7 @@ class Comparison(Record):
     fcr_level: Num = None
     ci_tost: Pair = None                   # equivalence's interval when tost_level < 0.05
     tost_level: Num = None
+    layouts: Num = None                    # with layouts: over this many a side
 
 
 class VsBaseline(Comparison):

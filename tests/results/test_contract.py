@@ -119,8 +119,8 @@ def test_a_renamed_key_fails_the_loader_and_the_schema(tmp_path):
     with pytest.raises(FlagsweepError, match=r"results.json: not a results.json: missing key\(s\) "
                                              r"variants$"):
         reader.load(path)
-    assert contract_problems(tmp_path) == [f"{path}: (the document): 'variants' is a required "
-                                           "property"]
+    assert contract_problems(tmp_path) == [f"{path}: (the document): Additional properties are "
+                                           "not allowed ('variant_list' was unexpected)"]
 
 
 @pytest.mark.breaks_contract
@@ -191,6 +191,7 @@ def test_load_refuses_a_number_json_has_not_got_by_its_key(tmp_path, token, key)
     assert str(e.value) == f"{path}: key '{key}': expected a finite number or null, got {token}"
 
 
+@pytest.mark.breaks_contract     # a flagsweep/1 file: the current schema names no such key
 def test_the_depth_limit_counts_no_bracket_inside_a_string(tmp_path):
     """Only JSON's own nesting counts: a flag full of brackets and quotes, and a key 60 levels
     deep (below the limit of 64) of a flagsweep/1 file (whose objects were open), load."""

@@ -13,6 +13,8 @@ class LayoutBuild(Record):
     code_sha256: Str | None = None
     functions_sha256: Str | None = None
     flags_verified: Bool | None = None
+    identical_to: Str | None = None          # the layout whose code it has
+    log: Str | None = None
 
 
 class AuditSummary(Record):

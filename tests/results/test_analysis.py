@@ -65,7 +65,7 @@ def test_verdicts_aa_and_recommendation():
     assert "fastest" in doc.recommendation.why
     rows = {(e.factor, e.level): e for e in doc.effects}
     assert rows[("opt", "-O3")].matters and rows[("march", "native")].matters
-    assert doc.effects_design["design"] == "full-factorial"
+    assert doc.effects_design.design == "full-factorial"
     assert ("opt", "-Os") not in rows  # not measured: no data for that level
 
 
@@ -168,7 +168,7 @@ def test_screening_analysis_reuses_identical_rows():
             values[v.id] = _values(rng, scale, rounds=10)
     doc = _doc(m.baseline.id, "plackett-burman", variants)
     analysis.apply(doc, values, seed=5)
-    assert doc.effects_design["design"] == "plackett-burman"
+    assert doc.effects_design.design == "plackett-burman"
     mattering = {e.factor for e in doc.effects if e.matters}
     assert {"-funroll-loops", "-fno-inline"} <= mattering
 

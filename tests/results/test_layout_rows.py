@@ -85,7 +85,7 @@ def _row(doc: model.Results, vid: str) -> model.VsBaseline:
 
 
 def _effect(doc: model.Results, vid: str) -> model.Effect:
-    return next(e for e in doc.effects if getattr(e, "variant", None) == vid)
+    return next(e for e in doc.effects if e.variant == vid)
 
 
 FLAT = [1.0, 1.001, 0.999, 1.0]              # four layouts of no effect

@@ -339,7 +339,7 @@ def _opening(tune: Tuning, say: Callable[[str], None]) -> None:
     if built.status == "ok" and not built.reused:
         _count(tune, "base", builds=1, build_s=took)
     pace = None if built.status != "ok" else built.seconds if built.reused else took
-    compiles = (getattr(built, "audit", None) or {}).get("compiles")
+    compiles = built.audit.compiles if built.audit else None
     tune.keep("opening", {"build_s": pace, "compiles": compiles, "cached": bool(built.reused)})
     say(budget.opening(tune.opts.budget_s, SHARES, pace, compiles, bool(built.reused)))
 

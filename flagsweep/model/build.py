@@ -57,4 +57,5 @@ class Build(Record):
     same_functions: Bool | None = None  # with layouts: every layout has the same functions
     layouts: list[LayoutBuild] | None = None   # with layouts: each layout's own binary
     detail: Str | None = None               # why it failed, or what it is (an A/A copy)
+    binary_sha256: Str | None = None        # a fleet build: the bytes the worker shipped
     audit: AuditSummary | None = None       # null: not audited (a copy, a cached build)

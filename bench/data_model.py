@@ -2,10 +2,11 @@
 
 Counts, over flagsweep/ by AST:
 - subscripts with a string key (`x["key"]`) and `.get("key", ...)` calls, and of those the ones
-  whose key is a field name of the results contract (results/contract.py's models), outside
-  contract.py itself (its upgrade and validation code reads raw documents by design);
+  whose key is a field name of the typed model (flagsweep/model/), outside the model itself
+  (its schema code reads raw documents by design);
 - attribute reads of a contract field name (`x.key`), the way a model is read;
 - signatures that take a `doc: dict`;
+- models of flagsweep/model/ that take keys they do not declare (not extra="forbid");
 - class names defined more than once;
 - modules importing subprocess.
 
@@ -25,13 +26,35 @@ PACKAGE = ROOT / "flagsweep"
 
 
 def contract_fields() -> set[str]:
+    """The field names of every model in flagsweep/model/ (each of its modules, so a model the
+    package's __init__ does not name counts too)."""
     sys.path.insert(0, str(ROOT))
-    from flagsweep.results import contract
+    import importlib
+
+    from pydantic import BaseModel
     names: set[str] = set()
-    for obj in vars(contract).values():
-        if isinstance(obj, type) and issubclass(obj, contract.Open):
-            names.update(obj.model_fields)
+    for path in sorted((PACKAGE / "model").glob("*.py")):
+        module = importlib.import_module(f"flagsweep.model.{path.stem}")
+        for obj in vars(module).values():
+            if isinstance(obj, type) and issubclass(obj, BaseModel) and obj is not BaseModel:
+                names.update(obj.model_fields)
     return names
+
+
+def open_models() -> list[str]:
+    """The models in flagsweep/model/ that take keys they do not declare (extra other than
+    "forbid"): a writer could add a key `flagsweep schema` does not name."""
+    import importlib
+
+    from pydantic import BaseModel
+    found = set()
+    for path in sorted((PACKAGE / "model").glob("*.py")):
+        module = importlib.import_module(f"flagsweep.model.{path.stem}")
+        for obj in vars(module).values():
+            if isinstance(obj, type) and issubclass(obj, BaseModel) and obj is not BaseModel \
+                    and obj.model_config.get("extra") != "forbid":
+                found.add(obj.__name__)
+    return sorted(found)
 
 
 def modules() -> list[Path]:
@@ -96,7 +119,7 @@ def main() -> None:
     total: collections.Counter = collections.Counter()
     folders: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     for path, tree in trees.items():
-        if path == PACKAGE / "results" / "contract.py":
+        if path.parent == PACKAGE / "model":
             continue
         n = access(tree, fields)
         total += n
@@ -113,6 +136,8 @@ def main() -> None:
             print(f"  {folder:14s} contract subscripts+.get "
                   f"{n['contract subscripts'] + n['contract .get']:5d}, attribute reads "
                   f"{n['contract attribute reads']:5d}")
+    loose = open_models()
+    print(f"models not closed (extra other than forbid): {len(loose)} {loose}")
     twice = classes(trees)
     print(f"class names defined more than once: {len(twice)}")
     for name, where in sorted(twice.items()):

@@ -44,8 +44,9 @@ from scipy import stats as sps
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from flagsweep.measure.options import MeasureOptions  # noqa: E402
-from flagsweep.results import analysis, confirmation, contract  # noqa: E402
-from flagsweep.results.contract import AA_SUFFIX  # noqa: E402
+from flagsweep import model
+from flagsweep.results import analysis, confirmation  # noqa: E402
+from flagsweep.model import AA_SUFFIX  # noqa: E402
 
 BASE, TWIN = "base", "base" + AA_SUFFIX
 THRESHOLD_PCT = 1.0
@@ -86,13 +87,13 @@ def layout_arms(rng, arms: dict[str, float], k: int, cv: float, layout_sd: float
 
 # ---- results documents, as the writer makes them ---------------------------------------------
 
-def document(flags: dict[str, list[str]]) -> contract.Results:
-    variants = [contract.Variant(id=vid, compiler="gcc", flags=f, factors={"row": vid},
-                                 build=contract.Build(status="ok"),
-                                 check=contract.Check(status="ok"))
+def document(flags: dict[str, list[str]]) -> model.Results:
+    variants = [model.Variant(id=vid, compiler="gcc", flags=f, factors={"row": vid},
+                                 build=model.Build(status="ok"),
+                                 check=model.Check(status="ok"))
                 for vid, f in flags.items()]
-    doc = contract.Results.model_validate({
-        "schema": contract.SCHEMA, "target": "sim", "recipe": "sim", "metric": "cpu_s",
+    doc = model.Results.model_validate({
+        "schema": model.SCHEMA, "target": "sim", "recipe": "sim", "metric": "cpu_s",
         "baseline": BASE, "machine": {}, "threshold_pct": THRESHOLD_PCT,
         "variants": [v.model_dump(by_alias=True) for v in variants]})
     for v in doc.variants:
@@ -101,7 +102,7 @@ def document(flags: dict[str, list[str]]) -> contract.Results:
     return doc
 
 
-def confirmed(rng, doc: contract.Results, record: contract.Confirmation,
+def confirmed(rng, doc: model.Results, record: model.Confirmation,
               effects: dict[str, float], cv: float, layout_sd: float, seed: int) -> dict:
     """The confirmation sweep of `record`'s rows (every faster or slower row its rule asks to
     measure again, the recommended one first), judged as a run judges it; its record."""
@@ -110,7 +111,7 @@ def confirmed(rng, doc: contract.Results, record: contract.Confirmation,
                        record.layouts, cv, layout_sd)
     flags = {v.id: v.flags for v in doc.variants if v.id in (BASE, TWIN, *rows)}
     again = document(flags)
-    again.measurement = contract.Measurement(layouts={"k": record.layouts})
+    again.measurement = model.Measurement(layouts={"k": record.layouts})
     from flagsweep.stats import layout
     values = {vid: layout.pooled(arm) for vid, arm in reps.items()}
     analysis.apply(again, values, seed=seed, replicates=reps)

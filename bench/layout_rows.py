@@ -41,7 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from flagsweep.measure import rounds  # noqa: E402
 from flagsweep.measure.options import MeasureOptions  # noqa: E402
-from flagsweep.results import analysis, confirmation, contract  # noqa: E402
+from flagsweep import model
+from flagsweep.results import analysis, confirmation  # noqa: E402
 from flagsweep.stats import layout  # noqa: E402
 
 BASE, TWIN, WIN = "base", "base.aa", "win"
@@ -83,7 +84,7 @@ def layout_arms(rng, arms: dict[str, float], k: int, n_rounds: int, cv: float, l
 
 # ---- the documents the writer would make ------------------------------------------------------
 
-def document(ids: list[str], flags: dict[str, list[str]], layouts: int = 0) -> contract.Results:
+def document(ids: list[str], flags: dict[str, list[str]], layouts: int = 0) -> model.Results:
     """A results.json before its statistics: built, checked variants, one factor level each."""
     variants = []
     for vid in ids:
@@ -92,8 +93,8 @@ def document(ids: list[str], flags: dict[str, list[str]], layouts: int = 0) -> c
         if vid == TWIN:
             v |= {"aa_of": BASE, "factors": {"row": BASE}}
         variants.append(v)
-    return contract.Results.model_validate({
-        "schema": contract.SCHEMA, "target": "sim", "recipe": "sim", "metric": "cpu_s",
+    return model.Results.model_validate({
+        "schema": model.SCHEMA, "target": "sim", "recipe": "sim", "metric": "cpu_s",
         "baseline": BASE, "machine": {}, "variants": variants, "threshold_pct": THRESHOLD_PCT,
         "measurement": {"layouts": {"k": layouts} if layouts else None}})
 
@@ -130,11 +131,11 @@ def sweep(rng, i: int, nulls: int, g: float, cv: float, s_l: float, opts: Measur
             "measured": list(record.variants or []) if record.rows else []}
 
 
-def _printed(doc: contract.Results) -> dict:
+def _printed(doc: model.Results) -> dict:
     """What the page says: the rows printed faster (settled), those labelled one layout, the
     variant "Use X" names and whether the answer agrees with the table."""
     rows = {v.id: v.vs_baseline for v in doc.variants
-            if not contract.is_control(v.id) and v.vs_baseline is not None}
+            if not model.is_control(v.id) and v.vs_baseline is not None}
     faster = [vid for vid, vs in rows.items() if vs.verdict == "faster"]
     slower = [vid for vid, vs in rows.items() if vs.verdict == "slower"
               and confirmation.settled(vs.layout_luck)]

@@ -32,7 +32,8 @@ import numpy as np
 
 from flagsweep.measure import metric as metric_mod
 from flagsweep.measure import rounds
-from flagsweep.results import analysis, contract
+from flagsweep import model
+from flagsweep.results import analysis
 from flagsweep.results.store import Store
 
 FLAGSWEEP = [sys.executable, "-m", "flagsweep"]
@@ -61,7 +62,7 @@ def verdicts_by_round(doc: dict, store: Store) -> list[tuple[int, float, dict[st
     out = []
     for k in range(1, n + 1):
         first = rounds.first_rounds(values, k)
-        replay = contract.Results.model_validate(doc)
+        replay = model.Results.model_validate(doc)
         analysis.apply(replay, first, doc["measurement"]["seed"])
         verdicts = {v.id: v.vs_baseline.verdict if v.vs_baseline else None
                     for v in replay.variants if v.id != replay.baseline}

@@ -49,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from flagsweep import stats  # noqa: E402
 from flagsweep.tune import answer, budget  # noqa: E402
-from flagsweep.results import contract  # noqa: E402
+from flagsweep import model  # noqa: E402
 from flagsweep.stats import gate, layout  # noqa: E402
 
 SEED = 20261231
@@ -120,10 +120,10 @@ def arms(rng, effects: dict[str, float], k: int, rounds: int, cell: Cell) -> dic
         for j in range(k)} for vid, mu in named.items()}
 
 
-def estimate(e) -> contract.TuneEstimate:
+def estimate(e) -> model.TuneEstimate:
     pair = lambda ci: None if ci is None or not all(map(math.isfinite, ci)) else \
         [float(ci[0]), float(ci[1])]  # noqa: E731
-    return contract.TuneEstimate(ratio=e.ratio, ci95=pair(e.ci95), verdict=e.verdict,
+    return model.TuneEstimate(ratio=e.ratio, ci95=pair(e.ci95), verdict=e.verdict,
                                  p_adjusted=e.p_adjusted, ci_fcr=pair(e.ci_fcr),
                                  fcr_level=e.fcr_level, why=e.why)
 
@@ -140,7 +140,7 @@ def prove(rng, truth, top: list[int], k: int, rounds: int, cell: Cell):
     stats.adjust(list(comps.values()), threshold_pct=THR, alpha=0.05)
     g = gate.aa_gate(comps, TWIN, THR, gate.TWIN_IS[True])
     found = {v: e for v, e in layout.compare_arms(reps, O3).items()
-             if not contract.is_control(v)}
+             if not model.is_control(v)}
     stats.adjust(list(found.values()), threshold_pct=THR)
     aa = comps[TWIN]
     unstable = gate.unstable_why(aa.verdict, aa.ratio, gate.TWIN_IS[True]) \
@@ -150,12 +150,12 @@ def prove(rng, truth, top: list[int], k: int, rounds: int, cell: Cell):
     cands = []
     for role, vid, c in roles:
         flags = ["-O2"] if role == "base" else ["-O3"] if role == "-O3" else ["-O2", f"-fc{c}"]
-        cands.append(contract.TuneCandidate(
-            role=role, variant=vid, flags=flags, trial=c, check=contract.Check(status="ok"),
+        cands.append(model.TuneCandidate(
+            role=role, variant=vid, flags=flags, trial=c, check=model.Check(status="ok"),
             changes=flags[1:] if role not in ("base", "-O3") else [],
             vs_base=None if role == "base" else estimate(comps[vid]),
             vs_o3=estimate(found[vid]) if vid in found and role != "-O3" else None))
-    _, use = answer.sentence(contract.TuneProof(status="complete", layouts=k, candidates=cands),
+    _, use = answer.sentence(model.TuneProof(status="complete", layouts=k, candidates=cands),
                              None, len(truth), ("-O2",), THR)
     if use == ["-O3"]:
         return "-O3"

@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 
 from flagsweep.measure.sample import Sample
-from flagsweep.results import contract, writer
-from flagsweep.results.contract import AA_SUFFIX
+from flagsweep.model import AA_SUFFIX, FunctionRemarks, Results
+from flagsweep.results import reader, writer
 from flagsweep.results.store import Store
 
 ROUNDS = 12
@@ -67,9 +67,9 @@ def escaping_doc() -> dict:
     return doc
 
 
-def model(doc: dict) -> contract.Results:
+def model(doc: dict) -> Results:
     """A fixture document as the report reads it: the contract's model, as reader.load gives."""
-    return contract.validate(doc, "fixture results.json")
+    return reader.validate(doc, "fixture results.json")
 
 
 def sweep_doc(plan: dict[str, tuple[list[str], float | None, float]], *, rounds: int = ROUNDS,
@@ -193,7 +193,7 @@ def _record(store: Store, run_id: str, target: str, out: Path, options: dict, do
     for vid, check in checks.items():
         if check is not None:
             store.save_check(run_id, vid, check)
-    started = store.run(run_id)["started"]
+    started = store.run(run_id).started
     for position, (vid, (wall, elapsed)) in enumerate(taken.items()):
         for rnd, (w, t) in enumerate(zip(wall, elapsed)):
             store.add_sample(run_id, _sample(vid, rnd, position, w, started + t, counters))
@@ -297,16 +297,16 @@ def explained_doc() -> dict:
     entries = {"gcc-O3": attribution.attribute(base, o3, sizes, sizes),
                "gcc-O0": attribution.attribute(base, o0, sizes, {**sizes, "helper": 40})}
     # -O3 vectorises fill_window's hash slide; the baseline's rebuild says it did not.
-    vectorised = contract.FunctionRemarks(
+    vectorised = FunctionRemarks(
         vectorized=["deflate.c:560: loop vectorized using 16 byte vectors (x2)"], missed=[],
         missed_total=0, loops=2, blocks=0, widest=None)
-    missed = contract.FunctionRemarks(
+    missed = FunctionRemarks(
         vectorized=[], missed=["deflate.c:560: not vectorized: control flow in loop."],
         missed_total=1, loops=0, blocks=0, widest=None)
     explanation._add_remarks(entries["gcc-O3"],
                              (remarks.Remarks("ok", functions={"fill_window": missed}), sizes),
                              (remarks.Remarks("ok", functions={"fill_window": vectorised}), sizes))
-    doc = contract.Results.model_validate(results_doc())
+    doc = Results.model_validate(results_doc())
     top = [{"function": n, "cost": base.cost(n), "share_pct": 100 * base.cost(n) / base.total,
             "size": sizes.get(n)} for n in base.functions]
     writer.add_explain(doc, {"method": "cachegrind", "unit": "instructions",

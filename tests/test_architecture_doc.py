@@ -88,10 +88,10 @@ def _dangling_dotted(span: str) -> list[str]:
 
 @cache
 def _keys() -> frozenset[str]:
-    """The keys of what the code writes: every field of the results contract's models, and
+    """The keys of what the code writes: every field of the model's classes (flagsweep/model), and
     every string the code holds."""
-    contract = ast.parse((PACKAGE / "results" / "contract.py").read_text())
-    fields = {node.target.id for node in ast.walk(contract)
+    fields = {node.target.id for path in (PACKAGE / "model").glob("*.py")
+              for node in ast.walk(ast.parse(path.read_text()))
               if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)}
     return frozenset(fields | {node.value for path in PACKAGE.rglob("*.py")
                                for node in ast.walk(ast.parse(path.read_text()))

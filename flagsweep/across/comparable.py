@@ -11,7 +11,7 @@ from pathlib import Path
 
 from flagsweep.across import history
 from flagsweep.errors import FlagsweepError
-from flagsweep.results.contract import Results
+from flagsweep.model import Results
 
 
 def baseline_flags(doc: Results) -> str | None:

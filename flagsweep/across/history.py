@@ -63,9 +63,9 @@ import numpy as np
 from flagsweep import files, stats
 from flagsweep.measure import metric as metric_mod
 from flagsweep.results import analysis
-from flagsweep.results.contract import (
-    AA_SUFFIX, REF_SUFFIX, Comparison, Compiler, HistoryLatest, HistoryPoint, HistorySeries,
-    HistoryStep, HistoryUnjudged, Machine, TUNE_STEPS, Variant, Workload, is_control)
+from flagsweep.model import (
+    AA_SUFFIX, REF_SUFFIX, Comparison, HistoryLatest, HistoryPoint, HistorySeries,
+    HistoryStep, HistoryUnjudged, Machine, RunRecord, TUNE_STEPS, Variant, is_control)
 from flagsweep.results.store import Store
 
 WINDOW = 5
@@ -163,16 +163,15 @@ class StoredSweep:
     versions: dict[str, str]     # "target" and each compiler name -> version
 
     @classmethod
-    def of(cls, run: dict) -> StoredSweep:
+    def of(cls, run: RunRecord) -> StoredSweep:
         """The store's row, read here once."""
-        o, m = run["options"], run["options"]["measure"]
-        compilers = [Compiler.model_validate(c) for c in o.get("compilers") or []]
-        return cls(run["run_id"], run["started"], run["status"], run["target"],
-                   Machine.model_validate(run["machine"] or {}), m["metric"],
-                   m.get("threshold_pct", stats.THRESHOLD_PCT), m.get("seed") or 0, bool(m.get("layouts")),
-                   o.get("baseline"), Workload.model_validate(o.get("workload") or {}).input_sha256,
-                   {"target": o.get("target_version") or "?",
-                    **{c.name: given(c, "version") for c in compilers}})
+        o, m = run.options, run.options.measure
+        return cls(run.run_id, run.started, run.status, run.target, run.machine or Machine(),
+                   m["metric"], m.get("threshold_pct", stats.THRESHOLD_PCT), m.get("seed") or 0,
+                   bool(m.get("layouts")), o.baseline,
+                   o.workload.input_sha256 if o.workload else None,
+                   {"target": o.target_version or "?",
+                    **{c.name: given(c, "version") for c in o.compilers}})
 
 
 # The statuses `collect` reads: complete sweeps, and with `partial` also those stopped early
@@ -188,7 +187,7 @@ def collect(store: Store, target: str, until: str | None = None,
     `finishing`: a run whose results are being written before it is marked complete, counted
     as complete."""
     statuses = ("complete", *PARTIAL) if partial else ("complete",)
-    runs = [StoredSweep.of(r) for r in store.runs_of(target) if r["recipe"] not in TUNE_STEPS]
+    runs = [StoredSweep.of(r) for r in store.runs_of(target) if r.recipe not in TUNE_STEPS]
     runs = [r for r in runs if r.status in statuses or r.run_id == finishing]
     ids = [r.run_id for r in runs]
     if until in ids:
@@ -325,7 +324,7 @@ def _against_reference(docs: list[Variant], values: dict[str, dict[int, float]],
     ref = next(((d.id, d.build.reference_sha256) for d in docs if d.id.endswith(REF_SUFFIX)
                 and d.build.reference_sha256), None)
     if ref is None and kept_sha:
-        twin = next((d for d in docs if getattr(d, "aa_of", None)), None)
+        twin = next((d for d in docs if d.aa_of), None)
         ref = twin and (twin.id, kept_sha)
     if ref is None or ref[0] not in values:
         return values, None

@@ -19,7 +19,7 @@ from flagsweep.across import comparable
 from flagsweep.across.history import given
 from flagsweep.errors import FlagsweepError
 from flagsweep.results import confirmation, reader
-from flagsweep.results.contract import (
+from flagsweep.model import (
     MERGE_SCHEMA, Merged, MergeCell, MergedMachine, MergedVariant, Results, Variant, is_control)
 
 

@@ -33,7 +33,7 @@ from flagsweep.across import comparable, merge
 from flagsweep.errors import FlagsweepError
 from flagsweep.host import cpu
 from flagsweep.results import confirmation, names, reader
-from flagsweep.results.contract import Build, Results, is_control
+from flagsweep.model import Build, Results, is_control
 
 
 @dataclass

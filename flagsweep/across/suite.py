@@ -29,7 +29,7 @@ from flagsweep.across import comparable, pick
 from flagsweep.across.history import given
 from flagsweep.errors import FlagsweepError
 from flagsweep.results import names, reader
-from flagsweep.results.contract import (
+from flagsweep.model import (
     SUITE_SCHEMA, Comparison, ProgramCell, Results, Suite, SuiteFailure, SuiteProgram,
     SuiteVariant, is_control)
 

@@ -97,8 +97,8 @@ def system_cmd(tune, reset_, as_json) -> None:
             click.echo(line)
         return
     choice = placement.default()
-    state = {**system.machine_state(["gcc"]), "cpu_choice": choice.doc(),
-             "busiest": [asdict(p) for p in choice.measured.busiest]}
+    machine = {**system.machine_state(["gcc"]), "cpu_choice": choice.doc()}
+    state = {**machine, "busiest": [asdict(p) for p in choice.measured.busiest]}
     if as_json:
         click.echo(json.dumps(state, indent=2))
         return
@@ -108,13 +108,13 @@ def system_cmd(tune, reset_, as_json) -> None:
                   item["advice"] or "")
     would = "a sweep would measure on" + choice.why.removeprefix("measuring on")
     show.echo(t, _cpu_table(choice), _process_table(choice), would,
-              *(f"warning: {warning}" for warning in advice.warnings(state)))
+              *(f"warning: {warning}" for warning in advice.warnings(machine)))
 
 
 def _cpu_table(choice):
     """Each CPU's load over the window, and what a sweep would make of it."""
     from flagsweep.cli import show
-    from flagsweep.results.contract import CpuChoice
+    from flagsweep.model import CpuChoice
 
     t = show.table(f"CPU load over {choice.measured.seconds:.2g} s:", "cpu", "idle", "runnable",
                    "pinned", "note")

@@ -14,7 +14,7 @@ from flagsweep.host.cpu import LEVELS
 from flagsweep.stats.threshold import THRESHOLD_PCT
 
 if TYPE_CHECKING:       # the commands import what they run only when run: a fast --help
-    from flagsweep.results.contract import Variant
+    from flagsweep.model import Variant
 
 
 PARTIAL = ("Also take sweeps stopped early because the machine was busy (status busy); "
@@ -49,12 +49,13 @@ def _tune_of(arg: Path):
     """The tune.json at arg, by its schema key, as its model; None for anything else (a
     results.json, a run id), which the results path reads. A file is read by the one reader
     of both, which refuses what neither may hold (not JSON, NaN, nesting thousands deep)."""
-    from flagsweep.results import contract, reader
+    from flagsweep import model
+    from flagsweep.results import reader
 
     doc = reader.document(arg, "results.json or tune.json") if arg.is_file() else None
-    if not isinstance(doc, dict) or doc.get("schema") != contract.TUNE_SCHEMA:
+    if not isinstance(doc, dict) or doc.get("schema") != model.TUNE_SCHEMA:
         return None
-    return contract.validate(doc, arg, "tune")
+    return reader.validate(doc, arg, "tune")
 
 
 def _results_of(arg: Path) -> Path:
@@ -285,6 +286,6 @@ def _located(args, scratch: Path) -> list[Path]:
 @click.argument("kind", type=click.Choice(["results", "suite", "merged", "tune"]), default="results")
 def schema_cmd(kind) -> None:
     """Print the JSON Schema of results.json (or suite.json, merged.json, tune.json)."""
-    from flagsweep.results import contract
+    from flagsweep import model
 
-    click.echo(contract.json_schema(kind))
+    click.echo(model.json_schema(kind))

@@ -11,7 +11,7 @@ to at most that; each row's own sign says which way it moved.
 from __future__ import annotations
 
 from flagsweep.explain.profile import Profile
-from flagsweep.results.contract import Explain, ExplainFunction
+from flagsweep.model import Explain, ExplainFunction
 
 TOP = 10
 

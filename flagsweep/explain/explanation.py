@@ -19,8 +19,9 @@ from flagsweep.explain import attribution, remarks, sampling, symbols
 from flagsweep.explain.profile import Profile, cachegrind
 from flagsweep.host import launcher, probes, toolchain
 from flagsweep.files import write_atomic
-from flagsweep.results import contract, reader, writer
-from flagsweep.results.contract import (
+from flagsweep import model
+from flagsweep.results import reader, writer
+from flagsweep.model import (
     Explain, ExplainBaseline, ExplainTop, FunctionRemarks, Results, Variant, is_control)
 from flagsweep.results.store import Store
 from flagsweep.experiment import target
@@ -149,7 +150,7 @@ def _method(asked: str) -> str:
 
 def _workload(doc: Results, folder: Path) -> check.Invocation:
     """The run's own workload: its target file and the same input (checked by sha256)."""
-    target_file = getattr(doc.workload, "target_file", None)
+    target_file = doc.workload.target_file if doc.workload else None
     if not target_file:
         raise FlagsweepError("results.json: key 'workload.target_file' is missing; expected the "
                              "target file the run measured (written by flagsweep run)")
@@ -160,8 +161,8 @@ def _workload(doc: Results, folder: Path) -> check.Invocation:
                              f"is not run: {why}; explain runs only a target root or you "
                              "could have written")
     t = target.load(target_file)
-    chosen = getattr(doc.measurement, "run_length", None)     # --input-size auto's size
-    inp = inputs.prepare(t, quick=bool(getattr(doc.measurement, "quick", None)),
+    chosen = doc.measurement.run_length if doc.measurement else None   # --input-size auto's size
+    inp = inputs.prepare(t, quick=bool(doc.measurement and doc.measurement.quick),
                          size=chosen.size if chosen else None)
     measured = doc.workload.input_sha256
     if measured and inp.sha256 != measured:
@@ -232,7 +233,7 @@ def explain_file(path: Path, say: Callable[[str], None], method: str = "auto",
     doc = results.dump()
     for v in doc["variants"]:
         v.pop("explain", None)
-    results = contract.validate(doc, path)
+    results = reader.validate(doc, path)
     writer.add_explain(results, found)
     write_atomic(path, json.dumps(results.dump(), indent=1))
     _keep(results.run_id, found)

@@ -47,7 +47,7 @@ from flagsweep.caches import REMARKS
 from flagsweep.files import key_sha256, write_atomic
 from flagsweep.host import environment, toolchain
 from flagsweep.experiment import flags
-from flagsweep.results.contract import FunctionRemarks, RemarksRun
+from flagsweep.model import FunctionRemarks, RemarksRun
 
 FORMAT = 2                  # of the cached remarks; bump when what is kept changes
 SOURCES = (".c", ".cc", ".cpp", ".cxx", ".C", ".c++")

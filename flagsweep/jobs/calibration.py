@@ -27,7 +27,7 @@ from flagsweep.host.executor import Executor
 from flagsweep.jobs import sweep
 from flagsweep.measure.options import MeasureOptions
 from flagsweep.results import reader
-from flagsweep.results.contract import Results, VsBaseline
+from flagsweep.model import Results, VsBaseline
 from flagsweep.results.store import Store
 
 PLANTED_PCT = (1, 3, 10)

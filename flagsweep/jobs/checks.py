@@ -14,7 +14,8 @@ from flagsweep.experiment import target
 from flagsweep.host import launcher
 from flagsweep.host.executor import Executor
 from flagsweep.measure.options import MeasureOptions
-from flagsweep.results import analysis, contract, stored
+from flagsweep import model
+from flagsweep.results import analysis, stored
 from flagsweep.results.store import Store
 from flagsweep.workload import check
 
@@ -28,7 +29,7 @@ class Sweep:
     recipe_name: str
     out: Path
     opts: MeasureOptions
-    builds: list[contract.Variant]  # each binary's id, compiler, flags, factors and build
+    builds: list[model.Variant]  # each binary's id, compiler, flags, factors and build
     baseline: str
     # What runs one workload (the executor): the real launcher, or in tests a stand-in that
     # replays or synthesises executions, so the decisions above it are tested without timing.
@@ -57,7 +58,7 @@ def replaced(sweep: Sweep, store: Store, say: Callable[[str], None]) -> None:
     recommended. Kept with the run (option `replaced`), so every later rewrite of results.json
     says so, and a resumed run adds to it."""
     builds = {d.id: d.build for d in sweep.builds}
-    found = dict(store.run(sweep.run_id)["options"].get("replaced") or {})
+    found = {vid: r.dump() for vid, r in store.run(sweep.run_id).options.replaced.items()}
     for vid, path in runnable(sweep.builds).items():
         changed = fingerprint.recheck(builds[vid].dump(), path)
         if changed is not None and vid not in found:
@@ -81,13 +82,13 @@ def checked(sweep: Sweep, workload: check.Invocation | None, store: Store,
         if sweep.baseline not in todo and sweep.baseline in distinct:
             todo[sweep.baseline] = distinct[sweep.baseline]  # the reference must be at hand
         for vid, result in run_checks(todo, sweep.baseline).items():
-            stored[vid] = contract.Check.model_validate(result)
+            stored[vid] = model.Check.model_validate(result)
             store.save_check(sweep.run_id, vid, result)
     for d in sweep.builds:  # identical code has the representative's output by construction
         rep = d.build.identical_to
         if rep and stored.get(d.id) is None and stored.get(rep):
             why = f": {stored[rep].detail}" if stored[rep].detail else ""
-            stored[d.id] = contract.Check.model_validate(
+            stored[d.id] = model.Check.model_validate(
                 {**stored[rep].dump(), "detail": f"identical code to {rep}{why}"})
             store.save_check(sweep.run_id, d.id, stored[d.id].dump())
     for vid, c in stored.items():
@@ -101,7 +102,7 @@ def checked(sweep: Sweep, workload: check.Invocation | None, store: Store,
     return measured
 
 
-def runnable(builds: list[contract.Variant]) -> dict[str, Path]:
+def runnable(builds: list[model.Variant]) -> dict[str, Path]:
     """variant id -> binary, for the builds a sweep runs: each good, distinct one. A failed or
     flags-mismatch build has no binary worth running, and identical code is its
     representative's, so neither is checked or timed; both stay in results.json as they are."""
@@ -120,6 +121,6 @@ def baseline_built(sweep: Sweep) -> None:
                              "that builds first")
 
 
-def layouts_of(docs: list[contract.Variant]) -> dict[str, str]:
+def layouts_of(docs: list[model.Variant]) -> dict[str, str]:
     """binary id -> the variant it is a layout of, for a sweep with --layouts (else empty)."""
-    return {d.id: d.layout_of for d in docs if getattr(d, "layout_of", None)}
+    return {d.id: d.layout_of for d in docs if d.layout_of}

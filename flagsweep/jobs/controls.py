@@ -19,7 +19,7 @@ from flagsweep.errors import ConfigError, FlagsweepError
 from flagsweep.host import toolchain
 from flagsweep.measure.options import MeasureOptions
 from flagsweep.results import reader
-from flagsweep.results.contract import AA_SUFFIX, REF_SUFFIX, Variant
+from flagsweep.model import AA_SUFFIX, REF_SUFFIX, Machine, Variant
 from flagsweep.results.store import Store
 
 # The suffixes that make the baseline's control arms' ids, the A/A twin's first: every round
@@ -145,7 +145,7 @@ def keep_reference(store: Store, run_id: str, target_name: str, builds: list[Var
     if base.build.status != "ok" or not binary.is_file():
         return
     row = store.run(run_id)
-    key = history.machine_key(row["machine"] or {})
+    key = history.machine_key(row.machine or Machine())
     sha = files.sha256_file(binary)
     if store.keep_reference(target_name, key, baseline, binary, list(base.flags), run_id, sha):
         caches.REFERENCES.write(kept_copy(sha), binary.read_bytes(), mode=0o755)

@@ -47,7 +47,7 @@ from flagsweep.measure.options import MeasureOptions
 from flagsweep.measure.plan import METRICS, plan_for, round_values
 from flagsweep.report import lines
 from flagsweep.results import store, stored
-from flagsweep.results.contract import AA_SUFFIX, Machine, Variant
+from flagsweep.model import AA_SUFFIX, Machine, Variant
 from flagsweep.workload import inputs
 
 NATIVE = re.compile(r"-m(arch|tune|cpu)=native$")

@@ -28,7 +28,7 @@ def written_again(run_id: str, store: Store, say: Callable[[str], None]) -> Path
     writing, a folder cleaned by hand) are never lost for good."""
     row = store.run(run_id)
     out = stored.out_dir(store, run_id, row)
-    say(f"run {run_id} is {row['status']}, but {out / 'results.json'} is missing: written "
+    say(f"run {run_id} is {row.status}, but {out / 'results.json'} is missing: written "
         "again from the store")
     return write_files(store, run_id, out, say)
 

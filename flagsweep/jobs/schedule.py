@@ -17,6 +17,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from typing import Callable, Iterator
 
+from flagsweep import model
 from flagsweep.errors import FlagsweepError
 from flagsweep.host import launcher, placement
 from flagsweep.host.executor import Executor
@@ -67,14 +68,15 @@ def prepare(opts: MeasureOptions, execute: Executor, say: Callable[[str], None])
 
 @contextmanager
 def locked(what: str, opts: MeasureOptions, wait: bool, say: Callable[[str], None],
-           kept: dict | None = None) -> Iterator[None]:
+           kept: model.Schedule | dict | None = None) -> Iterator[None]:
     """The sweep's measurement locks: its CPU's (checked online), and its duets' second CPU's
     unless the schedule it kept (`kept`, a resumed sweep's) is serial."""
     chosen_cpu(opts)
     with ExitStack() as stack:
         stack.enter_context(MeasureLock(what, opts.cpu, wait=wait, say=say))
         second = opts.partner_cpu
-        if second is not None and (kept or {}).get("schedule", "duet") == "duet":
+        kept = model.Schedule.model_validate(kept) if kept else None
+        if second is not None and (kept is None or kept.schedule == "duet"):
             _partners[second] = stack.enter_context(
                 MeasureLock(f"{what} (duets)", second, wait=wait, say=say, own=(opts.cpu,)))
             stack.callback(_partners.pop, second, None)
@@ -88,40 +90,41 @@ def release(opts: MeasureOptions) -> None:
         held.__exit__(None, None, None)
 
 
-def serial(opts: MeasureOptions, why: str) -> dict:
+def serial(opts: MeasureOptions, why: str) -> model.Schedule:
     """The record of serial rounds chosen without a pilot."""
-    return {"asked": opts.schedule, "schedule": "serial", "cpus": [opts.cpu],
-            "reason": f"serial: {why}", "design": None, "pilot": None, "warning": None}
+    return model.Schedule(asked=opts.schedule, schedule="serial", cpus=[opts.cpu],
+                          reason=f"serial: {why}", design=None, pilot=None, warning=None)
 
 
 def decided(run_id: str, opts: MeasureOptions, plan: rounds.Plan, sampler: Sampler,
-            store: Store, say: Callable[[str], None], tick=None) -> dict:
+            store: Store, say: Callable[[str], None], tick=None) -> model.Schedule:
     """The counted rounds' schedule, kept with the run (a resumed sweep's own), said, and set
     on the plan (plan.duet); the pilot runs first where the choice needs it."""
-    kept = (store.run(run_id)["options"] or {}).get("schedule")
+    kept = store.run(run_id).options.schedule
     record = kept or _decide(run_id, opts, plan, sampler, store, say, tick)
     if not kept:
         store.set_option(run_id, "schedule", record)
-    if record["schedule"] == "duet":
+    if record.schedule == "duet":
         if sampler.together is None:       # a duet sweep resumed with a one-at-a-time executor
             raise FlagsweepError(f"run {run_id} measures in duets, and this executor runs one "
                                  "workload at a time")
-        plan.duet = tuple(record["cpus"])
+        plan.duet = tuple(record.cpus)
     elif not opts.layouts:      # a layout sweep's serial rounds say nothing of a tune's others
         release(opts)
-    say(f"schedule: {record['reason']}")
-    if record.get("warning"):
-        say(f"warning: {record['warning']}")
+    say(f"schedule: {record.reason}")
+    if record.warning:
+        say(f"warning: {record.warning}")
     return record
 
 
 def _decide(run_id: str, opts: MeasureOptions, plan: rounds.Plan, sampler: Sampler,
-            store: Store, say: Callable[[str], None], tick) -> dict:
-    before = opts.chosen_schedule
+            store: Store, say: Callable[[str], None], tick) -> model.Schedule:
+    before = model.Schedule.model_validate(opts.chosen_schedule) \
+        if opts.chosen_schedule else None
     if before and not opts.layouts and not sampler.cachegrind and (
-            before["schedule"] == "serial" or sampler.together):
-        return {**before, "reason": f"{before['reason']} (as the pilot of this tune's first "
-                                    "batch found)"}
+            before.schedule == "serial" or sampler.together):
+        return before.model_copy(update={"reason": f"{before.reason} (as the pilot of this "
+                                                   "tune's first batch found)"})
     why = ("--schedule serial" if opts.schedule == "serial" else
            no_duet(opts) or ("Cachegrind counts instructions, which a duet cannot make more "
                              "exact" if sampler.cachegrind else None)
@@ -137,21 +140,21 @@ def _decide(run_id: str, opts: MeasureOptions, plan: rounds.Plan, sampler: Sampl
     if plan.warmup:      # warm first, as the counted rounds would: the pilot measures warm runs
         rounds.rounds(replace(plan, max_runs=0), store.done(run_id), sampler, lambda: {}, tick)
         plan.warmup = 0
-    def figures() -> dict:
+    def figures() -> model.Pilot:
         return pilot.figures(store.samples(run_id), lambda s: metric.metric_of(s, plan.metric))
     pilot.run(plan, cpus, sampler, sampler.duet, store.done(run_id), range(pilot.EARLY))
     fig = figures()
     if opts.schedule == "duet" or not pilot.clearly_wider(fig):
         pilot.run(plan, cpus, sampler, sampler.duet, store.done(run_id))
         fig = figures()
-    fig["seconds"] = round(time.monotonic() - began, 3)
+    fig.seconds = round(time.monotonic() - began, 3)
     if plan.budget_s is not None:       # the pilot is measuring too: it spends the budget
-        plan.budget_s = max(0.0, plan.budget_s - fig["seconds"])
+        plan.budget_s = max(0.0, plan.budget_s - fig.seconds)
     chosen, why, warning = pilot.choose(fig, opts.schedule)
-    return {"asked": opts.schedule, "schedule": chosen,
-            "cpus": list(cpus) if chosen == "duet" else [opts.cpu], "reason": why,
-            "design": DESIGN.format(*cpus) if chosen == "duet" else None, "pilot": fig,
-            "warning": warning}
+    return model.Schedule(asked=opts.schedule, schedule=chosen,
+                          cpus=list(cpus) if chosen == "duet" else [opts.cpu], reason=why,
+                          design=DESIGN.format(*cpus) if chosen == "duet" else None,
+                          pilot=fig, warning=warning)
 
 
 def take(plan: rounds.Plan, sampler: Sampler) -> Callable[[str, int, int, int], object]:

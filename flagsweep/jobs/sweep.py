@@ -31,8 +31,9 @@ from flagsweep.measure import counters
 from flagsweep.measure.options import MeasureOptions, chosen_cpu
 from flagsweep.process import sigterm_as_interrupt
 from flagsweep.report import lines
-from flagsweep.results import confirmation, contract, reader, stored, writer
-from flagsweep.results.contract import AA_SUFFIX
+from flagsweep import model
+from flagsweep.results import confirmation, reader, stored, writer
+from flagsweep.model import AA_SUFFIX
 from flagsweep.results.store import Store
 from flagsweep.workload import check, inputs
 
@@ -84,7 +85,7 @@ def started(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: va
     variants.write_summary(out, t, r, m, builds)
     for line in variants.failures(builds):
         say(line)
-    docs = [contract.Variant.model_validate(b.doc(out)) for b in builds]
+    docs = [model.Variant.model_validate(b.doc(out)) for b in builds]
     if not opts.layouts:         # with layouts the twin is built: other layouts, same code
         docs += controls.aa_twin(docs, m.baseline.id, out)
     if reference is None and controls.kept_reference_applies(opts):
@@ -134,14 +135,14 @@ def resume(id_or_dir: str, store: Store, say: Callable[[str], None],
            execute: Executor = launcher.run_once, wait: bool = False) -> Path:
     run_id = store.find_run(id_or_dir)
     row = store.run(run_id)
-    if row["status"] == "complete":
+    if row.status == "complete":
         if not (stored.out_dir(store, run_id, row) / "results.json").is_file():
             return written_again(run_id, store, say)
-        raise FlagsweepError(f"run {run_id} is already complete ({row['stop_reason']})")
+        raise FlagsweepError(f"run {run_id} is already complete ({row.stop_reason})")
     # A tune's end (until) does not bind a sweep resumed by hand: it gets its --budget again.
     sweep = of_store(store, run_id, execute)
     with schedule.locked(f"{sweep.target.name} {run_id} (resumed)", sweep.opts, wait, say,
-                         (row["options"] or {}).get("schedule")), sigterm_as_interrupt():
+                         row.options.schedule), sigterm_as_interrupt():
         return resumed(sweep, store, say)
 
 
@@ -151,13 +152,13 @@ def of_store(store: Store, run_id: str, execute: Executor = launcher.run_once,
     (results.stored.run: its folder, target file, compilers and options); `t`: the target a
     tune checked already. `until`: the wall-clock end of its rounds (MeasureOptions.until)."""
     found = stored.run(store, run_id, t)
-    named = found.options.get("baseline")
+    named = found.options.baseline
     # With layouts the run's baseline is a variant: its first layout is the binary checks use.
-    baseline = next((d.id for d in found.docs if getattr(d, "layout_of", None) == named), named)
+    baseline = next((d.id for d in found.docs if d.layout_of == named), named)
     if baseline not in {d.id for d in found.docs}:
         raise FlagsweepError(f"{stored.row_of(store, run_id)}, key 'options.baseline': "
                              f"{baseline!r} is none of the run's variants")
-    return Sweep(run_id, found.target, found.row["recipe"], found.out,
+    return Sweep(run_id, found.target, found.row.recipe, found.out,
                  replace(found.measure, until=until), found.docs, baseline, execute)
 
 
@@ -247,9 +248,9 @@ def _confirmed(sweep: Sweep, store: Store, path: Path, say: Callable[[str], None
     samples or results: a failure is recorded as the rows' caveat, and an interruption leaves a
     complete run and a confirmation to resume. A confirmation sweep itself reports to the run it
     confirms."""
-    options = store.run(sweep.run_id)["options"]
-    if options.get("confirms"):
-        _report_confirmation(options["confirms"], path, store, say)
+    options = store.run(sweep.run_id).options
+    if options.confirms:
+        _report_confirmation(options.confirms, path, store, say)
         return path
     record = _record(options)
     if record is None or record.status != confirmation.PENDING:
@@ -277,7 +278,7 @@ def _confirmed(sweep: Sweep, store: Store, path: Path, say: Callable[[str], None
     return path
 
 
-def _confirmed_lines(doc: contract.Results) -> list[str]:
+def _confirmed_lines(doc: model.Results) -> list[str]:
     """What the confirmation did to each row it was about, one line each."""
     c = doc.recommendation.confirmation if doc.recommendation else None
     if c is None:
@@ -289,14 +290,13 @@ def _confirmed_lines(doc: contract.Results) -> list[str]:
             for v in rows]
 
 
-def _record(options: dict) -> contract.Confirmation | None:
+def _record(options: model.RunOptions) -> model.Confirmation | None:
     """A run's confirmation record (results.confirmation keeps it with the run's options), as
     results.json's `recommendation.confirmation` says it; None before one is planned."""
-    found = options.get("confirmation")
-    return contract.Confirmation.model_validate(found) if found else None
+    return options.confirmation
 
 
-def _layout_sweep(sweep: Sweep, record: contract.Confirmation, out: Path, store: Store,
+def _layout_sweep(sweep: Sweep, record: model.Confirmation, out: Path, store: Store,
                   say: Callable[[str], None]) -> Path:
     """The rows to confirm and the baseline again, each built in K seeded layouts (the same code
     relinked in K function orders), measured like any sweep with --layouts, under this sweep's
@@ -319,15 +319,15 @@ def _layout_sweep(sweep: Sweep, record: contract.Confirmation, out: Path, store:
                     sweep.execute, confirms)
 
 
-def _report_confirmation(confirms: dict, path: Path, store: Store,
+def _report_confirmation(confirms: model.Confirms, path: Path, store: Store,
                          say: Callable[[str], None]) -> None:
     """A confirmation sweep's answer into the run it confirms, and that run's files written
     again (also when the confirmation was resumed on its own)."""
-    parent = store.run(confirms["run_id"])
-    record = _record(parent["options"] or {})
+    parent = store.run(confirms.run_id)
+    record = _record(parent.options)
     if record is None or not (record.variants or record.variant):
         return
-    out = stored.out_dir(store, confirms["run_id"], parent)
+    out = stored.out_dir(store, confirms.run_id, parent)
     doc = reader.load(path)
     if doc.status != "complete":     # stopped busy: its few layouts are no answer yet
         done = confirmation.ended(
@@ -335,9 +335,9 @@ def _report_confirmation(confirms: dict, path: Path, store: Store,
             f"confirmation ended {doc.status} ({doc.stop_reason}). Continue with: flagsweep run "
             f"--resume {doc.run_id}", doc.run_id)
     else:
-        done = confirmation.outcome(record.dump(), doc, time.time() - confirms["began"], path)
-    store.set_option(confirms["run_id"], "confirmation", done)
-    write_files(store, confirms["run_id"], out, say)
+        done = confirmation.outcome(record.dump(), doc, time.time() - (confirms.began or 0), path)
+    store.set_option(confirms.run_id, "confirmation", done)
+    write_files(store, confirms.run_id, out, say)
 
 
 def _run_in(store: Store, out: Path) -> str | None:

@@ -68,9 +68,9 @@ def timed(sweep: Sweep, workload: check.Invocation, measured: list[str],
 
         def stopped(vid: str, stop: rounds.Stop) -> None:
             # Kept with the run as it happens: an interrupted sweep's results say it too.
-            so_far = dict(store.run(sweep.run_id)["options"].get("stopped") or {})
-            so_far[vid] = {"rounds": stop.rounds, "verdict": stop.verdict, "why": stop.why}
-            store.set_option(sweep.run_id, "stopped", so_far)
+            so_far = dict(store.run(sweep.run_id).options.stopped)
+            so_far[vid] = model.EarlyStop(rounds=stop.rounds, verdict=stop.verdict, why=stop.why)
+            store.set_option(sweep.run_id, "stopped", {v: s.dump() for v, s in so_far.items()})
 
         try:
             return rounds.rounds(plan, store.done(sweep.run_id), schedule.take(plan, measure),

@@ -25,6 +25,7 @@ from flagsweep.measure import counters, rounds
 from flagsweep.measure.sampler import Sampler
 from flagsweep.results import store
 from flagsweep.workload import check
+from flagsweep.model import Check
 
 log = logging.getLogger("flagsweep.jobs.worker")
 
@@ -152,7 +153,7 @@ class Missing(FlagsweepError):
 
 
 def check_task(target_file: str, target_sha: str, binaries: dict[str, Blob], given: Blob,
-               baseline: str) -> dict[str, dict]:
+               baseline: str) -> dict[str, Check]:
     """The output checks of a label's binaries, run on a worker of that label."""
     t = _target(target_file, target_sha)
     paths = {vid: _local(b) for vid, b in binaries.items()}

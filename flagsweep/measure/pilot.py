@@ -36,6 +36,7 @@ import statistics
 from collections import defaultdict
 from typing import Callable
 
+from flagsweep import model
 from flagsweep.measure import pairs, rounds
 from flagsweep.measure.sample import Sample
 from flagsweep.stats import means
@@ -94,7 +95,8 @@ def run(plan: rounds.Plan, cpus: tuple[int, int],
                     take(who, r, pos, pad, pair=vid)
 
 
-def figures(samples: list[Sample], metric_of: Callable[[Sample], float | None]) -> dict:
+def figures(samples: list[Sample],
+            metric_of: Callable[[Sample], float | None]) -> model.Pilot:
     """What the pilot measured (the module's docstring): per schedule its pairs, paired
     spread, round duration and half-width after a minute, and the bias check per comparison."""
     ran = [s for s in samples if is_pilot(s.round) and s.ok and s.pair]
@@ -102,20 +104,21 @@ def figures(samples: list[Sample], metric_of: Callable[[Sample], float | None]) 
                                                "duet": defaultdict(list)}
     for p in pairs.complete([(s, x) for s in ran if (x := metric_of(s)) and x > 0]):
         logs[schedule_of(p.round)][p.variant].append(p.log_ratio)
-    out = {"pairs": max((len(x) for by in logs.values() for x in by.values()), default=0),
-           "comparisons": len(set(logs["serial"]) | set(logs["duet"]))}
+    comparisons = len(set(logs["serial"]) | set(logs["duet"]))
+    each = {}
     for schedule, round_s in _round_seconds(ran).items():
         sd = _pooled_sd(logs[schedule])
-        out[schedule] = {
-            "pairs": sum(map(len, logs[schedule].values())),
-            "sd_pct": None if sd is None else 100 * sd, "round_s": round_s,
-            "minute_pct": None if sd is None or round_s is None
-            else 100 * Z95 * sd * math.sqrt(round_s / 60)}
-    level = 1 - ALPHA / max(1, out["comparisons"])
-    out["level"] = level
-    out["bias"] = [_bias(vid, logs["duet"].get(vid, []), logs["serial"].get(vid, []), level)
-                   for vid in sorted(set(logs["serial"]) & set(logs["duet"]))]
-    return out
+        each[schedule] = model.PilotFigures(
+            pairs=sum(map(len, logs[schedule].values())),
+            sd_pct=None if sd is None else 100 * sd, round_s=round_s,
+            minute_pct=None if sd is None or round_s is None
+            else 100 * Z95 * sd * math.sqrt(round_s / 60))
+    level = 1 - ALPHA / max(1, comparisons)
+    return model.Pilot(
+        pairs=max((len(x) for by in logs.values() for x in by.values()), default=0),
+        comparisons=comparisons, **each, level=level,
+        bias=[_bias(vid, logs["duet"].get(vid, []), logs["serial"].get(vid, []), level)
+              for vid in sorted(set(logs["serial"]) & set(logs["duet"]))])
 
 
 def _pooled_sd(by_comparison: dict[str, list[float]]) -> float | None:
@@ -141,46 +144,46 @@ def _round_seconds(ran: list[Sample]) -> dict[str, float | None]:
             "duet": sum(map(statistics.median, duets.values())) if duets else None}
 
 
-def _bias(vid: str, duet: list[float], serial: list[float], level: float) -> dict:
+def _bias(vid: str, duet: list[float], serial: list[float], level: float) -> model.BiasCheck:
     """One comparison's bias check: its duet and serial estimates (percent changes), their
     difference (of the mean log-ratios, in percent) and the interval's half-width."""
     got = means.difference(duet, serial, level)
     pct = (lambda xs: 100 * math.expm1(statistics.fmean(xs)) if xs else None)
-    return {"variant": vid, "duet_pct": pct(duet), "serial_pct": pct(serial),
-            "difference_pct": None if got is None else 100 * got.difference,
-            "half_pct": None if got is None else 100 * got.half,
-            "agrees": None if got is None else abs(got.difference) <= got.half}
+    return model.BiasCheck(variant=vid, duet_pct=pct(duet), serial_pct=pct(serial),
+                           difference_pct=None if got is None else 100 * got.difference,
+                           half_pct=None if got is None else 100 * got.half,
+                           agrees=None if got is None else abs(got.difference) <= got.half)
 
 
-def clearly_wider(fig: dict) -> bool:
+def clearly_wider(fig: model.Pilot) -> bool:
     """Whether duet reads WIDER times as wide per minute as serial: enough, after EARLY
     pairs, to keep serial without the rest of the pilot."""
-    serial, duet = fig.get("serial") or {}, fig.get("duet") or {}
-    if serial.get("minute_pct") is None or duet.get("minute_pct") is None \
-            or fig["comparisons"] < EARLY_COMPARISONS:
+    serial, duet = fig.serial, fig.duet
+    if serial is None or duet is None or serial.minute_pct is None \
+            or duet.minute_pct is None or fig.comparisons < EARLY_COMPARISONS:
         return False
-    return duet["minute_pct"] >= WIDER * serial["minute_pct"]
+    return duet.minute_pct >= WIDER * serial.minute_pct
 
 
-def choose(fig: dict, asked: str) -> tuple[str, str, str | None]:
+def choose(fig: model.Pilot, asked: str) -> tuple[str, str, str | None]:
     """(schedule, why, warning) from the pilot's figures: `asked` auto takes duet only where it
     is narrower per minute and agrees on every comparison checked; duet (forced) stays duet,
     with a warning when the check failed."""
-    serial, duet = fig.get("serial") or {}, fig.get("duet") or {}
-    if serial.get("minute_pct") is None or duet.get("minute_pct") is None:
+    serial, duet = fig.serial, fig.duet
+    if serial is None or duet is None or serial.minute_pct is None or duet.minute_pct is None:
         why = "the pilot has too few complete pairs to compare the schedules"
         if asked == "duet":
             return "duet", f"duet (--schedule duet), unchecked: {why}", f"duet unchecked: {why}"
         return "serial", f"serial: {why}", None
-    spread = (f"+-{duet['minute_pct']:.2f}% after a minute of measuring in duet against "
-              f"+-{serial['minute_pct']:.2f}% serial (paired spread {duet['sd_pct']:.2f}% vs "
-              f"{serial['sd_pct']:.2f}%, a round {duet['round_s']:.3g} s vs "
-              f"{serial['round_s']:.3g} s)")
-    off = [b for b in fig["bias"] if b["agrees"] is False]
-    unchecked = [b["variant"] for b in fig["bias"] if b["agrees"] is None]
+    spread = (f"+-{duet.minute_pct:.2f}% after a minute of measuring in duet against "
+              f"+-{serial.minute_pct:.2f}% serial (paired spread {duet.sd_pct:.2f}% vs "
+              f"{serial.sd_pct:.2f}%, a round {duet.round_s:.3g} s vs "
+              f"{serial.round_s:.3g} s)")
+    off = [b for b in fig.bias or [] if b.agrees is False]
+    unchecked = [b.variant for b in fig.bias or [] if b.agrees is None]
     bias = "; ".join(
-        f"{b['variant']} reads {b['duet_pct']:+.2f}% in duet and {b['serial_pct']:+.2f}% serial "
-        f"(difference {b['difference_pct']:+.2f}%, beyond +-{b['half_pct']:.2f}%)" for b in off)
+        f"{b.variant} reads {b.duet_pct:+.2f}% in duet and {b.serial_pct:+.2f}% serial "
+        f"(difference {b.difference_pct:+.2f}%, beyond +-{b.half_pct:.2f}%)" for b in off)
     cause = ("one binary slows the other when both run at once (SMT siblings, a shared cache "
              "or memory bandwidth)")
     if asked == "duet":
@@ -189,9 +192,9 @@ def choose(fig: dict, asked: str) -> tuple[str, str, str | None]:
         return "duet", f"duet (--schedule duet): {spread}", warning
     if off:
         return "serial", f"serial: the duet bias check failed: {bias}: {cause}", None
-    if duet["minute_pct"] >= serial["minute_pct"]:
-        early = (f" (the pilot stopped after {fig['pairs']} pairs: duet {WIDER:g}x as wide or "
-                 "more)" if fig["pairs"] < PAIRS else "")
+    if duet.minute_pct >= serial.minute_pct:
+        early = (f" (the pilot stopped after {fig.pairs:g} pairs: duet {WIDER:g}x as wide or "
+                 "more)" if fig.pairs < PAIRS else "")
         return "serial", f"serial: duet is not narrower here: {spread}{early}", None
     agree = ("duet and serial agree on every comparison" if not unchecked else
              f"duet and serial agree where checked ({', '.join(unchecked)}: too few pairs)")

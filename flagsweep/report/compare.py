@@ -17,7 +17,7 @@ from flagsweep.across import comparable
 from flagsweep.report import view
 from flagsweep.report.formats import ci_pct_text, signed_pct, threshold
 from flagsweep.report.variants import VariantRow, metric_values
-from flagsweep.results import contract
+from flagsweep import model
 
 
 @dataclass
@@ -52,7 +52,7 @@ class TwoSweeps:
     summary: str
 
 
-def build(a_doc: contract.Results, a_path: Path, b_doc: contract.Results, b_path: Path,
+def build(a_doc: model.Results, a_path: Path, b_doc: model.Results, b_path: Path,
           out_dir: Path) -> TwoSweeps:
     """Refuses two different targets or metrics: their numbers do not compare."""
     comparable.check([(a_path, a_doc), (b_path, b_doc)], "two sweeps of one program to compare",
@@ -69,12 +69,12 @@ def build(a_doc: contract.Results, a_path: Path, b_doc: contract.Results, b_path
         rows=rows, threshold_pct=thr, summary=_summary(rows, thr))
 
 
-def _name(doc: contract.Results) -> str:
+def _name(doc: model.Results) -> str:
     return f"{doc.run_id or doc.target} ({(doc.finished or '')[:10]})"
 
 
-def _rows(ra: view.SweepView, rb: view.SweepView, a_doc: contract.Results,
-          b_doc: contract.Results, thr: float) -> list[CompareRow]:
+def _rows(ra: view.SweepView, rb: view.SweepView, a_doc: model.Results,
+          b_doc: model.Results, thr: float) -> list[CompareRow]:
     a_rows, b_rows = {r.id: r for r in ra.variants}, {r.id: r for r in rb.variants}
     a_values, b_values = _values(a_doc), _values(b_doc)
     ids = [r.id for r in ra.variants] + [r.id for r in rb.variants if r.id not in a_rows]
@@ -91,7 +91,7 @@ def _rows(ra: view.SweepView, rb: view.SweepView, a_doc: contract.Results,
     return out
 
 
-def _values(doc: contract.Results) -> dict[str, list[float]]:
+def _values(doc: model.Results) -> dict[str, list[float]]:
     out = {}
     for v in doc.variants:
         values = [x for x in metric_values(v.samples or {}, doc.metric)
@@ -122,7 +122,7 @@ DIFFERENCE_KEYS = [("recipe", lambda d: d.recipe),
                    ("threshold", lambda d: f"{threshold(d.threshold_pct):g}%")]
 
 
-def _differences(a: contract.Results, b: contract.Results) -> list[tuple[str, str, str]]:
+def _differences(a: model.Results, b: model.Results) -> list[tuple[str, str, str]]:
     out = []
     for key, get in DIFFERENCE_KEYS:
         x, y = get(a), get(b)
@@ -131,7 +131,7 @@ def _differences(a: contract.Results, b: contract.Results) -> list[tuple[str, st
     return out
 
 
-def _warnings(a: contract.Results, b: contract.Results, diffs: list,
+def _warnings(a: model.Results, b: model.Results, diffs: list,
               rows: list[CompareRow]) -> list[str]:
     keys = {k for k, _, _ in diffs}
     out = []

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 from flagsweep import stats
 from flagsweep.report.formats import column, p_text, signed_pct
-from flagsweep.results import confirmation, contract
+from flagsweep import model
+from flagsweep.results import confirmation
 
 
 @dataclass
@@ -43,7 +44,7 @@ class Counters:
     rows: list[tuple[str, list[str]]]
 
 
-def effect_row(e: contract.Effect) -> EffectRow:
+def effect_row(e: model.Effect) -> EffectRow:
     """A row with the interval its `matters` was decided on: where the estimate lies beyond
     the threshold, the one adjusted for choosing the rows beyond it (`ci_fcr_pct`, its level
     written before it); else the 95% one, and the row cannot matter."""
@@ -81,7 +82,7 @@ SW_COLUMNS = [("task clock (s)", "task_clock_s"), ("context switches", "context_
               ("user (s)", "user_s"), ("sys (s)", "sys_s")]
 
 
-def counters(doc: contract.Results, labels: dict[str, str]) -> Counters | None:
+def counters(doc: model.Results, labels: dict[str, str]) -> Counters | None:
     """Per variant medians of per-run rates: IPC and misses per 1,000 instructions with a PMU
     (the events measured are cycles, instructions, branch-misses, cache-misses), else what the
     kernel counts for every run."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from flagsweep.results import contract
+from flagsweep import model
 
 METHOD_TEXT = {"cachegrind": "Cachegrind, instructions executed (deterministic; not time)",
                "perf": "perf record, cycles sampled"}
@@ -59,7 +59,7 @@ class Explained:
     baseline_top: list[tuple[str, str, str]]     # function, cost, share
 
 
-def explained(doc: contract.Results, labels: dict[str, str]) -> Explained | None:
+def explained(doc: model.Results, labels: dict[str, str]) -> Explained | None:
     run = doc.explain
     if not run:
         return None
@@ -71,7 +71,7 @@ def explained(doc: contract.Results, labels: dict[str, str]) -> Explained | None
     return Explained(run.method or "", unit, note, rows, top)
 
 
-def _variant(v: contract.Variant, labels: dict[str, str], unit: str) -> VariantExplain:
+def _variant(v: model.Variant, labels: dict[str, str], unit: str) -> VariantExplain:
     e = v.explain
     verdict = v.vs_baseline.verdict if v.vs_baseline else ""
     rows = [_function(f) for f in e.functions]
@@ -84,7 +84,7 @@ def _variant(v: contract.Variant, labels: dict[str, str], unit: str) -> VariantE
                           e.failure, e.baseline_total, headline, rows)
 
 
-def _function(f: contract.ExplainFunction) -> FunctionRow:
+def _function(f: model.ExplainFunction) -> FunctionRow:
     change = f.change or 0.0
     pct = f.change_pct
     change_text = _signed_count(change) + (f" ({_signed_pct(pct)})" if pct is not None else "")
@@ -94,7 +94,7 @@ def _function(f: contract.ExplainFunction) -> FunctionRow:
                        _events(f), _vectorised(f), _remarks(f))
 
 
-def _vectorised(f: contract.ExplainFunction) -> str:
+def _vectorised(f: model.ExplainFunction) -> str:
     """What the vectorisers did to the function in each binary: "1 loop, 16 B vectors -> 2
     loops, 32 B vectors" (the widest vectors are what -march changes most often)."""
     b, v = f.remarks_baseline, f.remarks_variant
@@ -103,7 +103,7 @@ def _vectorised(f: contract.ExplainFunction) -> str:
     return f"{_vector_count(b)} -> {_vector_count(v)}"
 
 
-def _vector_count(r: contract.FunctionRemarks | None) -> str:
+def _vector_count(r: model.FunctionRemarks | None) -> str:
     if r is None:
         return "-"          # not compiled as itself in that binary (inlined, a library's)
     parts = [f"{n} {word}{'s' if n != 1 else ''}" for n, word in
@@ -119,7 +119,7 @@ def _moved(vectorised: str) -> bool:
     return bool(vectorised) and before != after and "-" not in (before, after)
 
 
-def _remarks(f: contract.ExplainFunction) -> str:
+def _remarks(f: model.ExplainFunction) -> str:
     lines = []
     for side, r in (("baseline", f.remarks_baseline), ("variant", f.remarks_variant)):
         if r is None:
@@ -133,7 +133,7 @@ def _remarks(f: contract.ExplainFunction) -> str:
     return "\n".join(lines)
 
 
-def _sizes(f: contract.ExplainFunction) -> str:
+def _sizes(f: model.ExplainFunction) -> str:
     b, v = f.size_baseline, f.size_variant
     if b is None and v is None:
         return "-"
@@ -149,7 +149,7 @@ EVENTS = (("Dr", "reads"), ("Dw", "writes"), ("D1mr", "L1d misses"), ("DLmr", "L
           ("Bc", "branches"), ("Bcm", "mispredicts"))
 
 
-def _events(f: contract.ExplainFunction) -> str:
+def _events(f: model.ExplainFunction) -> str:
     b, v = f.events_baseline or {}, f.events_variant or {}
     parts = [f"{name} {count(b.get(k, 0))} -> {count(v.get(k, 0))}" for k, name in EVENTS
              if k in b or k in v]

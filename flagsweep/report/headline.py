@@ -10,8 +10,9 @@ from flagsweep.host import advice
 from flagsweep.report import study
 from flagsweep.report.formats import SHOWN, names, p_text, threshold
 from flagsweep.report.variants import VariantRow
-from flagsweep.results import analysis, confirmation, contract, estimate
-from flagsweep.results.contract import AA_SUFFIX
+from flagsweep import model
+from flagsweep.results import analysis, confirmation, estimate
+from flagsweep.model import AA_SUFFIX
 
 
 @dataclass
@@ -54,7 +55,7 @@ class Headline:
     run_length: str = ""            # --input-size auto: the size its pilot chose, and why
 
 
-def headline(doc: contract.Results, rows: list[VariantRow]) -> Headline:
+def headline(doc: model.Results, rows: list[VariantRow]) -> Headline:
     m = doc.machine
     version = f" {doc.target_version}" if doc.target_version else ""
     published = study.published(doc)
@@ -73,7 +74,7 @@ def headline(doc: contract.Results, rows: list[VariantRow]) -> Headline:
         interval=interval_note(doc), run_length=run_length_note(doc))
 
 
-def recommendation_sentence(doc: contract.Results, rows: list[VariantRow]) -> str:
+def recommendation_sentence(doc: model.Results, rows: list[VariantRow]) -> str:
     """The recommendation in one sentence, with the number that justifies it."""
     rec = doc.recommendation
     if not rec:
@@ -93,7 +94,7 @@ def recommendation_sentence(doc: contract.Results, rows: list[VariantRow]) -> st
     return confirmed_sentence(doc, sentence) + excluded_sentence(excluded)
 
 
-def _stated(doc: contract.Results, chosen: VariantRow) -> str:
+def _stated(doc: model.Results, chosen: VariantRow) -> str:
     """The recommended variant's estimate and the interval its verdict used
     (results.estimate), with the adjusted p of the comparison they come from."""
     e = estimate.printed(doc)
@@ -104,13 +105,13 @@ def _stated(doc: contract.Results, chosen: VariantRow) -> str:
     return f"{text[:-1]}{p})" if text.endswith(")") else text
 
 
-def interval_note(doc: contract.Results) -> str:
+def interval_note(doc: model.Results) -> str:
     """Which interval the recommendation printed, and why that one."""
     e = estimate.printed(doc)
     return (e.why or "") if e is not None else ""
 
 
-def excluded_sentence(excluded: list[contract.Excluded]) -> str:
+def excluded_sentence(excluded: list[model.Excluded]) -> str:
     """The faster variants the recommendation left out, fastest first, each with its reason:
     the headline must not read as if the table had no faster row."""
     if not excluded:
@@ -123,7 +124,7 @@ def excluded_sentence(excluded: list[contract.Excluded]) -> str:
     return out
 
 
-def confirmed_sentence(doc: contract.Results, sentence: str) -> str:
+def confirmed_sentence(doc: model.Results, sentence: str) -> str:
     """The recommendation as the confirmation over layouts leaves it, read from the named row's
     own label (results.confirmation): a "Use X" confirmed says so; one not measured again
     (--no-confirm, beyond the cap, failed, interrupted) says why; one being confirmed is not
@@ -152,11 +153,11 @@ def confirmed_sentence(doc: contract.Results, sentence: str) -> str:
     return f"{sentence} {luck.why[:1].upper()}{luck.why[1:]}."
 
 
-def _luck(v: contract.Variant) -> contract.LayoutLuck | None:
+def _luck(v: model.Variant) -> model.LayoutLuck | None:
     return v.vs_baseline.layout_luck if v.vs_baseline is not None else None
 
 
-def _confirmed(one: contract.VsBaseline) -> str:
+def _confirmed(one: model.VsBaseline) -> str:
     """A confirmed recommendation prints the confirmation's estimate: this says so, and what
     the one build each measured before (the row's own comparison)."""
     if one.ratio is None:
@@ -167,7 +168,7 @@ def _confirmed(one: contract.VsBaseline) -> str:
     return f"confirmed over layouts, where one build each measured {measured}"
 
 
-def confirmation_note(doc: contract.Results) -> str:
+def confirmation_note(doc: model.Results) -> str:
     """Where the confirmation's answer comes from: its run, rows, layouts, reach and time."""
     c = doc.recommendation.confirmation if doc.recommendation else None
     if c is None or c.status not in (confirmation.CONFIRMED, confirmation.LUCK,
@@ -184,7 +185,7 @@ def confirmation_note(doc: contract.Results) -> str:
                                        else "") + left)
 
 
-def run_length_note(doc: contract.Results) -> str:
+def run_length_note(doc: model.Results) -> str:
     """--input-size auto: the input its pilot chose and why (flagsweep.measure.length), or the
     full input and why none was chosen; empty for a run without it."""
     chosen = getattr(doc.measurement, "run_length", None) if doc.measurement else None
@@ -207,7 +208,7 @@ FINDING_TITLES = {
 }
 
 
-def findings(doc: contract.Results, compared: list[VariantRow]) -> list[Finding]:
+def findings(doc: model.Results, compared: list[VariantRow]) -> list[Finding]:
     """Every compared variant under its verdict; 'no difference' is a finding, not hidden."""
     thr = threshold(doc.threshold_pct)
     then = study.then_texts(doc)
@@ -224,14 +225,14 @@ def findings(doc: contract.Results, compared: list[VariantRow]) -> list[Finding]
     return out
 
 
-def warnings(doc: contract.Results) -> list[Warning]:
+def warnings(doc: model.Results) -> list[Warning]:
     """What should make a reader trust this sweep less, in plain words."""
     out: list[Warning] = []
     if doc.status and doc.status != "complete":
         out.append(Warning("status", f"The sweep is {doc.status} ({doc.stop_reason}): "
                                      "results cover the samples taken so far."))
     thr = threshold(doc.threshold_pct)
-    out += [Warning("machine", w) for w in advice.warnings(doc.machine.dump(), thr)]
+    out += [Warning("machine", w) for w in advice.warnings(doc.machine, thr)]
     noise, aa = doc.noise, doc.aa
     noted = getattr(noise, "warning", None) if noise else None
     if noted:
@@ -239,11 +240,11 @@ def warnings(doc: contract.Results) -> list[Warning]:
     elif noise and (noise.mde_pct or 0) > 2 * thr:
         out.append(Warning("noise", f"The smallest effect this sweep calls at 80% power is "
                                     f"{noise.mde_pct:.2f}%, over twice the {thr:g}% threshold."))
-    if aa and getattr(aa, "unstable", None):
+    if aa and aa.unstable:
         out.insert(0, Warning("unstable", aa.warning[0].upper() + aa.warning[1:] + "."))
     elif aa and aa.verdict != "equivalent":
-        is_ = getattr(aa, "is", "a copy of the baseline binary")
-        out.append(Warning("aa", getattr(aa, "warning", None) or
+        is_ = aa.is_ or "a copy of the baseline binary"
+        out.append(Warning("aa", aa.warning or
                            f"The A/A arm ({is_}) came out "
                            f"{aa.verdict}, not equivalent: the noise floor is unproven."))
     short = doc.measurement.short_run if doc.measurement else None
@@ -260,25 +261,25 @@ def warnings(doc: contract.Results) -> list[Warning]:
     return out
 
 
-def _disturbance_warnings(doc: contract.Results) -> list[Warning]:
+def _disturbance_warnings(doc: model.Results) -> list[Warning]:
     m = doc.measurement
-    rule = getattr(m, "disturbance_rule", None) if m else None
+    rule = m.disturbance_rule if m else None
     if not m or not m.disturbed or not rule:
         return []
     left = m.still_disturbed or 0
     return [Warning("disturbed", f"The machine disturbed {m.disturbed} run(s): each waited for "
-                                 f"the CPU more than {100 * rule['off_cpu_share']:.2g}% of its time "
+                                 f"the CPU more than {100 * rule.off_cpu_share:.2g}% of its time "
                                  f"(or the host stole it); {m.retaken or 0} were taken again"
-                                 + (f", and {left} still disturbed after {rule['max_retakes']} "
+                                 + (f", and {left} still disturbed after {rule.max_retakes} "
                                     "retakes were kept" if left else "")
                                  + ". Every attempt is in samples.csv.")]
 
 
-def _check(v: contract.Variant) -> str | None:
+def _check(v: model.Variant) -> str | None:
     return v.check.status if v.check else None
 
 
-def _variant_warnings(doc: contract.Results) -> list[Warning]:
+def _variant_warnings(doc: model.Results) -> list[Warning]:
     out = []
     regressed = [h.variant for h in doc.history or []
                  if h.latest and h.latest.verdict == "slower"]
@@ -294,12 +295,12 @@ def _variant_warnings(doc: contract.Results) -> list[Warning]:
     unverified = [v.id for v in variants if v.build.status == "flags-mismatch"
                   or (v.build.status == "ok" and not v.build.flags_verified)]
     broken = [v for v in variants if v.build.status == "failed"]
-    multiplexed = [v.id for v in variants if getattr(v, "multiplexed", None)]
-    replaced = [v for v in variants if getattr(v, "replaced", None)]
+    multiplexed = [v.id for v in variants if v.multiplexed]
+    replaced = [v for v in variants if v.replaced]
     if replaced:
         out.append(Warning("replaced", "A binary was replaced during the sweep, so its samples "
                                        "time another program: no verdict for " + "; ".join(
-                                           f"{v.id} ({v.replaced.get('why')})"
+                                           f"{v.id} ({v.replaced.why})"
                                            for v in replaced) + "."))
     if differs:
         same = ("the program is not deterministic (above), so this may be chance, not the flags"
@@ -322,11 +323,11 @@ def _variant_warnings(doc: contract.Results) -> list[Warning]:
     return out
 
 
-def _failure(v: contract.Variant) -> str:
+def _failure(v: model.Variant) -> str:
     return (v.vs_baseline.why if v.vs_baseline else None) or "build failed"
 
 
-def _twin_output(doc: contract.Results) -> Warning | None:
+def _twin_output(doc: model.Results) -> Warning | None:
     """The A/A twin is the baseline's very binary: other output from it is no flag's doing,
     the program does not give the same output twice (time, randomness, threads, addresses), and
     every other variant's 'differs' may be that too."""

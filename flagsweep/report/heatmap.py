@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from flagsweep.report.formats import VERDICT_TEXT, pct_pair, signed_pct
-from flagsweep.results import contract
+from flagsweep import model
 
 
 @dataclass
@@ -55,17 +55,17 @@ class SuiteRow:
     faster_on: list[str]
 
 
-def _cell(c: contract.Comparison | contract.ProgramCell | None) -> HeatCell:
+def _cell(c: model.Comparison | model.ProgramCell | None) -> HeatCell:
     if c is None or c.ratio is None:
         return heat_cell(None, None, c.verdict if c else "not-measured")
     return heat_cell((c.ratio - 1) * 100, pct_pair(c.ci95), c.verdict)
 
 
-def suite_rows(doc: contract.Suite) -> list[SuiteRow]:
+def suite_rows(doc: model.Suite) -> list[SuiteRow]:
     """The suite's rows, best pooled estimate first; rows without one last."""
     several = len({v.compiler for v in doc.variants}) > 1
     out = []
-    def key(v: contract.SuiteVariant):
+    def key(v: model.SuiteVariant):
         return (v.suite is None, (v.suite.ratio or 0) if v.suite else 0)
     for v in sorted(doc.variants, key=key):
         flags = " ".join(v.flags) or "(no flags)"

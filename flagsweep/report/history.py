@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from flagsweep.report.formats import ci_pct_text, signed_pct
-from flagsweep.results import contract
+from flagsweep import model
 
 
 @dataclass
@@ -18,7 +18,7 @@ class HistoryRow:
     steps: str
 
 
-def history_row(h: contract.HistorySeries, labels: dict[str, str]) -> HistoryRow:
+def history_row(h: model.HistorySeries, labels: dict[str, str]) -> HistoryRow:
     latest = h.latest
     text = (f"{signed_pct((latest.ratio - 1) * 100)} {ci_pct_text(latest.ci95)} "
             f"against {len(latest.against)} earlier sweep(s)"

@@ -7,8 +7,8 @@ import math
 from dataclasses import dataclass
 
 from flagsweep.report.formats import ci_pct_text, pct, pct_pair, signed_pct
-from flagsweep.results import contract
-from flagsweep.results.contract import AA_SUFFIX
+from flagsweep import model
+from flagsweep.model import AA_SUFFIX
 
 
 @dataclass
@@ -32,11 +32,11 @@ class LayoutPanel:
     note: str
 
 
-def _layouts_of(v: contract.Variant | None) -> list[contract.LayoutSummary]:
+def _layouts_of(v: model.Variant | None) -> list[model.LayoutSummary]:
     return (v.summary.layouts if v and v.summary else None) or []
 
 
-def panel(doc: contract.Results, labels: dict[str, str]) -> LayoutPanel | None:
+def panel(doc: model.Results, labels: dict[str, str]) -> LayoutPanel | None:
     """Each variant's layouts side by side, against what layout alone does: the finding of a
     sweep with --layouts, in one sentence per variant."""
     made = doc.measurement.layouts if doc.measurement else None
@@ -59,7 +59,7 @@ def panel(doc: contract.Results, labels: dict[str, str]) -> LayoutPanel | None:
     return LayoutPanel(k, alone, rows, note)
 
 
-def _row(v: contract.Variant, doc: contract.Results, labels: dict[str, str], center: float,
+def _row(v: model.Variant, doc: model.Results, labels: dict[str, str], center: float,
          alone: float | None) -> LayoutRow:
     c = v.vs_baseline
     reps = v.summary.layouts

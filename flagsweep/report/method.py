@@ -10,8 +10,9 @@ from flagsweep import shipped
 from flagsweep.experiment import recipe
 from flagsweep.measure.options import DEFAULT_CONFIRM_ROWS
 from flagsweep.report.formats import threshold
-from flagsweep.results import confirmation, contract
-from flagsweep.results.contract import TUNE_STEPS, is_control
+from flagsweep import model
+from flagsweep.results import confirmation
+from flagsweep.model import TUNE_STEPS, is_control
 
 # What the page says the statistics were, with where docs/statistics.md explains each.
 METHODS = [
@@ -26,8 +27,8 @@ METHODS = [
                        "Plackett-Burman main effects for screens"),
     ("noise floor", "the A/A arm: a second copy of the baseline's binary, measured as a variant"),
 ]
-NO_MEASUREMENT = contract.Measurement()
-NO_WORKLOAD = contract.Workload()
+NO_MEASUREMENT = model.Measurement()
+NO_WORKLOAD = model.Workload()
 
 
 def shown(value, absent: str = "?"):
@@ -35,50 +36,47 @@ def shown(value, absent: str = "?"):
     return absent if value is None else value
 
 
-def _pinned(m: contract.Machine) -> str:
+def _pinned(m: model.Machine) -> str:
     """The CPU measured on, and why it was that one (host.placement's line, after its CPU)."""
     cpu = str(shown(m.pinned_cpu))
     why = (m.cpu_choice.why if m.cpu_choice else None) or ""
     return f"{cpu} ({why.partition(': ')[2]})" if why.partition(": ")[2] else cpu
 
 
-def machine_rows(m: contract.Machine, compilers: list[contract.Compiler]) -> list[tuple[str, str]]:
+def machine_rows(m: model.Machine, compilers: list[model.Compiler]) -> list[tuple[str, str]]:
     """The machine section: what the sweep ran on, key by key."""
-    isolated = ", ".join(map(str, getattr(m, "isolated_cpus", None) or [])) or "none"
-    extra = {k: shown(getattr(m, k, None)) for k in ("vendor", "family", "model", "microcode",
-                                                     "cpu_count")}
-    boost = getattr(m, "boost", None)
+    isolated = ", ".join(map(str, m.isolated_cpus or [])) or "none"
     pairs = [
-        ("CPU", f"{m.cpu_model or '?'} ({extra['vendor']} family {extra['family']} "
-                f"model {extra['model']}, microcode {extra['microcode']})"),
+        ("CPU", f"{m.cpu_model or '?'} ({shown(m.vendor)} family {shown(m.family)} "
+                f"model {shown(m.model)}, microcode {shown(m.microcode)})"),
         ("-march=native", m.march_native or "?"),
         ("x86-64 levels it runs", ", ".join(m.isa_levels or []) or "?"),
         ("compilers", "; ".join(f"{c.name} {c.version or ''} ({c.path or ''})"
                                 for c in compilers)),
         ("kernel", m.kernel or "?"),
-        ("host", f"{m.hostname or '?'}, {extra['cpu_count']} CPUs, "
+        ("host", f"{m.hostname or '?'}, {shown(m.cpu_count)} CPUs, "
                  f"{'virtual machine' if m.hypervisor else 'bare metal'}"),
         ("pinned to CPU", _pinned(m)),
         ("isolated CPUs", isolated),
         ("governor", str(m.governor or "not exposed")),
-        ("turbo boost", {True: "on", False: "off"}.get(boost, "not exposed")),
+        ("turbo boost", {True: "on", False: "off"}.get(m.boost, "not exposed")),
         ("ASLR", str(shown(m.aslr))),
         ("load average at start",
-         ", ".join(f"{x:.2f}" for x in getattr(m, "load_avg", None) or []) or "?"),
+         ", ".join(f"{x:.2f}" for x in m.load_avg or []) or "?"),
         ("hardware counters", "yes" if m.hw_counters else "no (no PMU, or not allowed)"),
     ]
     return [(k, v) for k, v in pairs if v]
 
 
-def method_rows(doc: contract.Results) -> list[tuple[str, str]]:
+def method_rows(doc: model.Results) -> list[tuple[str, str]]:
     """The method section: how the sweep measured and judged, then the statistics used."""
     ms, w = doc.measurement or NO_MEASUREMENT, doc.workload or NO_WORKLOAD
     counted = sorted({v.summary.n for v in doc.variants if v.summary and v.summary.n})
-    design = (getattr(doc, "effects_design", None) or {}).get("design") or doc.design or "?"
+    design = (doc.effects_design.design if doc.effects_design else None) or doc.design or "?"
     pairs = [
         ("primary metric", f"{doc.metric} (lower is better)"),
         ("workload", " ".join(w.argv or [])),
-        ("input", f"{getattr(w, 'input', '')} sha256 {shown(w.input_sha256)[:16]}...".strip()),
+        ("input", f"{w.input or ''} sha256 {shown(w.input_sha256)[:16]}...".strip()),
         ("rounds", f"{shown(ms.warmup)} warmup, then {shown(ms.min_runs)}.."
                    f"{shown(ms.max_runs)} counted (n per variant: "
                    f"{', '.join(map(str, counted)) or 'none'})"),
@@ -94,7 +92,7 @@ def method_rows(doc: contract.Results) -> list[tuple[str, str]]:
         ("seed", str(shown(ms.seed))),
         ("threshold", f"+-{threshold(doc.threshold_pct):g}%: smaller effects do not matter"),
         ("design", design),
-        ("counters", str(getattr(ms, "counters", "?"))),
+        ("counters", str(ms.counters or "?")),
         ("stopped", doc.stop_reason or "?"),
     ]
     pairs += schedule_rows(getattr(ms, "schedule", None))
@@ -106,19 +104,19 @@ def method_rows(doc: contract.Results) -> list[tuple[str, str]]:
     return pairs + METHODS
 
 
-def _duet(ms: contract.Measurement) -> bool:
+def _duet(ms: model.Measurement) -> bool:
     record = getattr(ms, "schedule", None)
     return record is not None and record.schedule == "duet"
 
 
-def schedule_line(doc: contract.Results) -> str | None:
+def schedule_line(doc: model.Results) -> str | None:
     """The schedule of the counted rounds and why, as the page, summary.md and the terminal
     say it in one line (jobs.schedule's reason); None for a sweep that kept none."""
     record = getattr(doc.measurement or NO_MEASUREMENT, "schedule", None)
     return record.reason if record is not None else None
 
 
-def schedule_rows(record: contract.Schedule | None) -> list[tuple[str, str]]:
+def schedule_rows(record: model.Schedule | None) -> list[tuple[str, str]]:
     """The method section's rows of the schedule: how the pairs were made, and the pilot's
     figures (measure.pilot) with its bias check."""
     if record is None:
@@ -139,7 +137,7 @@ def schedule_rows(record: contract.Schedule | None) -> list[tuple[str, str]]:
     return rows
 
 
-def _pilot_figures(name: str, f: contract.PilotFigures | None) -> str:
+def _pilot_figures(name: str, f: model.PilotFigures | None) -> str:
     if f is None or None in (f.sd_pct, f.round_s, f.minute_pct):
         return f"{name}: too few pairs"
     return (f"{name}: paired spread {f.sd_pct:.3g}%, a round {f.round_s:.3g} s, "
@@ -156,11 +154,11 @@ REPRODUCED = (("seed", "--seed"), ("warmup", "--warmup"), ("min_runs", "--min-ru
               ("reference", "--reference"))
 
 
-def reproduce_command(doc: contract.Results) -> str:
+def reproduce_command(doc: model.Results) -> str:
     """The command that repeats this sweep: the same variants and compilers, and every option
     that changed the measurement (seed, stopping rule, metric, counters, CPU, reference, ...)."""
     ms = doc.measurement or NO_MEASUREMENT
-    target = getattr(doc.workload, "target_file", None) or doc.target
+    target = (doc.workload.target_file if doc.workload else None) or doc.target
     args = ["flagsweep", "run", _short_target(target, doc.target)]
     designed = [v for v in doc.variants if not is_control(v.id)]
     if doc.recipe == recipe.FLAGS_RECIPE or doc.recipe in TUNE_STEPS:
@@ -176,16 +174,16 @@ def reproduce_command(doc: contract.Results) -> str:
         if value is not None and not (key in ("min_runs", "max_runs") and ms.runs is not None):
             args += [opt, f"{value:g}" if isinstance(value, float) else str(value)]
     args += ["--layouts", str(ms.layouts.k)] if ms.layouts else []
-    asked = getattr(getattr(ms, "schedule", None), "asked", None)
+    asked = ms.schedule.asked if ms.schedule else None
     args += ["--schedule", asked] if asked and asked != "auto" else []
     args += _confirm_args(doc)
-    args += ["--quick"] if getattr(ms, "quick", None) else []
-    args += ["--input-size", "auto"] if getattr(ms, "input_size", None) == "auto" else []
-    args += ["--strict-check"] if getattr(ms, "strict_check", None) else []
+    args += ["--quick"] if ms.quick else []
+    args += ["--input-size", "auto"] if ms.input_size == "auto" else []
+    args += ["--strict-check"] if ms.strict_check else []
     return shlex.join(args)
 
 
-def _confirm_args(doc: contract.Results) -> list[str]:
+def _confirm_args(doc: model.Results) -> list[str]:
     """How the run was told to confirm its rows over layouts, where not the default."""
     c = doc.recommendation.confirmation if doc.recommendation else None
     if c is not None and c.status == confirmation.SKIPPED \

@@ -17,7 +17,8 @@ from flagsweep.files import make_dir, write_atomic
 from flagsweep.report import compare, heatmap, tune, view
 from flagsweep.report.formats import COLORS, VERDICT_TEXT
 from flagsweep.report.variants import link
-from flagsweep.results import contract, names
+from flagsweep import model
+from flagsweep.results import names, reader
 from flagsweep.results.reader import load
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -54,8 +55,8 @@ def write_merge(machines, out: Path) -> Path:
     variants, cells = merge.table(machines)
     merged = merge.merged(machines, variants, cells)
     write_atomic(out / "merged.json", json.dumps(merged.dump(), indent=1))
-    doc = contract.validate(merged.dump(), out / "merged.json", "merged")
-    rows = [(heatmap.MergeRow(names.label(v, contract.Results.model_construct(variants=variants))),
+    doc = reader.validate(merged.dump(), out / "merged.json", "merged")
+    rows = [(heatmap.MergeRow(names.label(v, model.Results.model_construct(variants=variants))),
              [heatmap.heat_cell(c.change_pct, c.ci, c.verdict) for c in row.per_machine])
             for v, row in zip(variants, doc.variants)]
     first = machines[0].doc
@@ -78,7 +79,7 @@ def write_suite(s, out: Path) -> Path:
     return write_atomic(out / "suite.html", page)
 
 
-def write_tune(doc: contract.Tune, out: Path) -> Path:
+def write_tune(doc: model.Tune, out: Path) -> Path:
     """tune.html: a tune's answer, its proof, its ablation, its best-so-far curve and what it
     tried, into `out` (the folder of its tune.json); returns the page."""
     out = make_dir(Path(out).resolve(), "the tune's folder")

@@ -306,7 +306,7 @@ def _series(report: SweepView) -> list[SampleSeries]:
         keep = [i for i, x in enumerate(values) if x is not None and x > 0]
         if not keep:
             continue
-        flagged = set(getattr(v.summary, "outlier_rounds", None) or [])
+        flagged = set(v.summary.outlier_rounds or [])
         rounds = samples.get("round") or [None] * len(values)
         elapsed = samples.get("elapsed_s")
         timed = bool(elapsed) and len(elapsed) == len(values)

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from flagsweep.experiment import recipe
 from flagsweep.report.formats import signed_pct, threshold
 from flagsweep.report.variants import VariantRow
-from flagsweep.results import contract
-from flagsweep.results.contract import AA_SUFFIX
+from flagsweep import model
+from flagsweep.model import AA_SUFFIX
 
 
 @dataclass
@@ -31,14 +31,13 @@ class ReproducedStudy:
     answer: str                      # the question answered in one paragraph
 
 
-def published(doc: contract.Results) -> recipe.Study | None:
+def published(doc: model.Results) -> recipe.Study | None:
     """The study the sweep's recipe reproduces, as the recipe declared it (results.json keeps
     the recipe's own `study` table)."""
-    study = getattr(doc, "study", None)
-    return recipe.Study.model_validate(study) if study else None
+    return recipe.Study.model_validate(doc.study.dump()) if doc.study else None
 
 
-def then_texts(doc: contract.Results) -> dict[str, str]:
+def then_texts(doc: model.Results) -> dict[str, str]:
     """variant id -> what the study measured for that row, relative to the study's baseline."""
     study = published(doc)
     if not study:
@@ -61,7 +60,7 @@ def _then_pct(machine: recipe.StudyMachine, row: str | None,
     return (seconds[row] / seconds[study.baseline] - 1) * 100
 
 
-def reproduced(doc: contract.Results, rows: list[VariantRow]) -> ReproducedStudy | None:
+def reproduced(doc: model.Results, rows: list[VariantRow]) -> ReproducedStudy | None:
     study = published(doc)
     if not study:
         return None
@@ -90,7 +89,7 @@ ANSWER_PARTS = [("slower", "still slower than {base}"), ("faster", "faster than 
                 ("not-measured", "not measured")]
 
 
-def _answer(rows: list[StudyRow], doc: contract.Results, base: str) -> str:
+def _answer(rows: list[StudyRow], doc: model.Results, base: str) -> str:
     """'On <cpu> with <compiler>: ...' naming the study's rows under each verdict."""
     m, compilers = doc.machine, doc.compilers or []
     thr = f"{threshold(doc.threshold_pct):g}"

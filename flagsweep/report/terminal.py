@@ -17,7 +17,7 @@ from flagsweep import stats
 from flagsweep.across import history, suite
 from flagsweep.report import formats, heatmap, tune, view
 from flagsweep.report.formats import COLORS, VERDICT_TEXT, ci_pct_text, signed_pct, table
-from flagsweep.results import contract
+from flagsweep import model
 from flagsweep.results.reader import load
 from flagsweep.screen import shown
 
@@ -51,21 +51,21 @@ def _table(r: view.SweepView) -> Table:
     return t
 
 
-def _findings(doc: contract.Results, r: view.SweepView) -> list[str]:
+def _findings(doc: model.Results, r: view.SweepView) -> list[str]:
     lines = []
     aa, noise = doc.aa, doc.noise
     if aa:
         bound = f" (calls need their CI beyond +-{aa.bound_pct:.1f}%)" \
-            if aa.bound_pct is not None and getattr(aa, "gated", None) else ""
+            if aa.bound_pct is not None and aa.gated else ""
         lines.append(f"A/A arm: {aa.verdict}{bound}")
     if r.schedule:
         lines.append(f"schedule: {r.schedule}")
     m = doc.measurement
-    rule = getattr(m, "disturbance_rule", None) if m else None
+    rule = m.disturbance_rule if m else None
     if m and m.disturbed is not None and rule:
         lines.append(f"disturbance: {m.disturbed} run(s) disturbed, {m.retaken or 0} "
                      f"retaken (off-CPU share over "
-                     f"{100 * rule['off_cpu_share']:.2g}% for {doc.metric})")
+                     f"{100 * rule.off_cpu_share:.2g}% for {doc.metric})")
     if noise and noise.mde_pct is not None:
         lines.append(f"noise: baseline CV {100 * (noise.baseline_cv or 0):.2f}%, effects of "
                      f"{noise.mde_pct:.2f}% or more are called at 80% power "
@@ -76,13 +76,13 @@ def _findings(doc: contract.Results, r: view.SweepView) -> list[str]:
     if r.effects:
         # The same estimate, interval and adjusted p as the page's effects table, and for a
         # one-change design as the variants table above.
-        design = getattr(doc, "effects_design", None) or {}
+        design = doc.effects_design or model.EffectsDesign(design="?", note="")
         named = ", ".join(f"{e.name} {e.text} {e.ci_text} adj. p {e.p_text}"
                           for e in r.effects if e.settled)
-        none = f"none called: {design['undecided']}" if design.get("undecided") \
+        none = f"none called: {design.undecided}" if design.undecided \
             else "none beyond the threshold" + (" and layout luck" if any(
                 e.matters for e in r.effects) else "")
-        lines.append(f"flags that matter ({design.get('design')}): {named or none}")
+        lines.append(f"flags that matter ({design.design}): {named or none}")
         luck = [f"{e.name} {e.text} {e.ci_text} ({e.luck_why})" for e in r.effects
                 if e.matters and not e.settled]
         if luck:
@@ -219,7 +219,7 @@ def show_suite(s, out: Console | None = None) -> None:
     out.print(f"suite: {s.recommendation}", markup=False)
 
 
-def show_tune(doc: contract.Tune, out: Console | None = None) -> None:
+def show_tune(doc: model.Tune, out: Console | None = None) -> None:
     """The end of `flagsweep tune` (and of `flagsweep report tune.json`): the proof, the
     ablation, then the answer, the last line printed, as on the page (report/tune.py)."""
     out = out or console()

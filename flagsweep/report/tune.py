@@ -1,6 +1,6 @@
 """The view of a tune (tune.json, flagsweep.tune.tune): what its page and the terminal show.
 
-    tune.json -> contract.Tune -> build (every row and sentence) -> tune.html.j2, terminal
+    tune.json -> model.Tune -> build (every row and sentence) -> tune.html.j2, terminal
 
 Every number is written by report/formats, as on a sweep's page: a ratio as a change in %
 with its 95% interval. Flags are untrusted text: they reach the page only through the
@@ -24,7 +24,7 @@ from flagsweep.report.formats import (
     signed_pct,
 )
 from flagsweep.report.variants import link
-from flagsweep.results import contract
+from flagsweep import model
 
 SHOWN_CHANGES = 3            # a trial's changes in the collapsed table: the first few, then a count
 RUNNING = {"running": "is still running", "interrupted": "was interrupted",
@@ -107,7 +107,7 @@ class SweepPart:
 
 @dataclass
 class TuneView:
-    doc: contract.Tune
+    doc: model.Tune
     title: str
     meta: str
     state: str | None              # "this tune was interrupted ..." or None when complete
@@ -132,10 +132,10 @@ class TuneView:
     search: list[tuple[str, str]]
 
 
-def build(doc: contract.Tune, out: Path) -> TuneView:
+def build(doc: model.Tune, out: Path) -> TuneView:
     """Every decision the tune's page makes, from the document; `out` is the page's folder
     (links are relative to it and only to files inside it)."""
-    proof = doc.proof or contract.TuneProof(status="skipped", why="no proof was recorded")
+    proof = doc.proof or model.TuneProof(status="skipped", why="no proof was recorded")
     ablation_rows, sentence = ablation(doc.ablation, proof)
     g = doc.ablation.greedy if doc.ablation else None
     return TuneView(
@@ -160,7 +160,7 @@ def change(ratio, ci, verdict: str | None, p: float | None = None) -> ChangeCell
                       p_text(p))
 
 
-def estimate(e: contract.TuneEstimate | None) -> ChangeCell:
+def estimate(e: model.TuneEstimate | None) -> ChangeCell:
     return change(e.ratio, e.ci95, e.verdict, e.p_adjusted) if e else change(None, None, None)
 
 
@@ -169,7 +169,7 @@ def flags_text(flags: list[str]) -> str:
     return shlex.join(flags)
 
 
-def meta(doc: contract.Tune) -> str:
+def meta(doc: model.Tune) -> str:
     machine = doc.machine.cpu_model if doc.machine and doc.machine.cpu_model else None
     parts = [machine, doc.space.compiler, f"base {doc.space.base}",
              f"{doc.sampler} sampler, seed {number(doc.seed)}",
@@ -179,7 +179,7 @@ def meta(doc: contract.Tune) -> str:
     return " \u00b7 ".join(p for p in parts if p)
 
 
-def state(doc: contract.Tune) -> str | None:
+def state(doc: model.Tune) -> str | None:
     """Why the page is not the last word: a tune still running, interrupted or failed."""
     if doc.status not in RUNNING:
         return None
@@ -187,13 +187,13 @@ def state(doc: contract.Tune) -> str | None:
            "it had decided by then."
 
 
-def resume(doc: contract.Tune) -> str | None:
+def resume(doc: model.Tune) -> str | None:
     if doc.status not in ("running", "interrupted"):
         return None
     return f"flagsweep tune --resume {shlex.quote(doc.tune_id)}"
 
 
-def answer(doc: contract.Tune) -> str:
+def answer(doc: model.Tune) -> str:
     """The one sentence: the tune's own, or what stands in for it until it is written."""
     if doc.answer:
         return doc.answer
@@ -208,11 +208,11 @@ def answer(doc: contract.Tune) -> str:
     return f"No answer after {tried}: {why}."
 
 
-def recommended(doc: contract.Tune) -> str | None:
+def recommended(doc: model.Tune) -> str | None:
     return flags_text(doc.recommended) if doc.recommended else None
 
 
-def proof_row(c: contract.TuneCandidate) -> ProofRow:
+def proof_row(c: model.TuneCandidate) -> ProofRow:
     changes = flags_text(c.changes) if c.changes else flags_text(c.flags)
     check = c.check
     output = "" if check is None else check.status + (
@@ -222,7 +222,7 @@ def proof_row(c: contract.TuneCandidate) -> ProofRow:
                     estimate(c.vs_winner) if c.vs_winner else None)
 
 
-def section(part: contract.TuneProof | contract.TuneAblation | contract.TuneGreedy,
+def section(part: model.TuneProof | model.TuneAblation | model.TuneGreedy,
             out: Path) -> SweepPart:
     """A proof's or an ablation's sweep: its results.json linked when it is a file inside the
     tune's folder (tune.json is input anyone may have written), shown as text otherwise."""
@@ -238,7 +238,7 @@ def section(part: contract.TuneProof | contract.TuneAblation | contract.TuneGree
                      plan.why or "" if plan is not None else "")
 
 
-def ablation(a: contract.TuneAblation | None, proof: contract.TuneProof
+def ablation(a: model.TuneAblation | None, proof: model.TuneProof
              ) -> tuple[list[AblationLine], str]:
     """The winner without each of its flags, the costliest first, and the sentence that says
     how many of its flags give its effect."""
@@ -253,23 +253,23 @@ def ablation(a: contract.TuneAblation | None, proof: contract.TuneProof
     return lines, ablation_sentence(a, proof)
 
 
-def ablation_change(r: contract.TuneAblationRow | contract.TuneGreedyStep) -> ChangeCell:
+def ablation_change(r: model.TuneAblationRow | model.TuneGreedyStep) -> ChangeCell:
     """Identical code without the flag is its verdict: it does nothing here, and cost no run."""
     if identical(r):
         return change(None, None, "identical-code")
     return change(r.ratio, r.ci95, r.verdict, r.p_adjusted)
 
 
-def identical(r: contract.TuneAblationRow | contract.TuneGreedyStep) -> bool:
+def identical(r: model.TuneAblationRow | model.TuneGreedyStep) -> bool:
     return r.identical or r.status == "identical"
 
 
-def row_note(r: contract.TuneAblationRow | contract.TuneGreedyStep) -> str:
+def row_note(r: model.TuneAblationRow | model.TuneGreedyStep) -> str:
     """What a row is instead of a measurement: a build or a check the set without it failed."""
     return "" if r.status == "measured" or identical(r) else r.status
 
 
-def again_note(r: contract.TuneAblationRow, k: float | None) -> str:
+def again_note(r: model.TuneAblationRow, k: float | None) -> str:
     """A row measured again over layouts: what that found, and whether it still counts."""
     e = r.over_layouts
     if e is None:
@@ -280,7 +280,7 @@ def again_note(r: contract.TuneAblationRow, k: float | None) -> str:
             f"{e.verdict}" + ("" if r.matters() else ": not counted"))
 
 
-def layout_sentence(a: contract.TuneAblation) -> str:
+def layout_sentence(a: model.TuneAblation) -> str:
     """What the check over layouts did to the costs decided nearer to no change than layout
     luck reaches (flagsweep.tune.proof.to_check)."""
     c = a.layout_check
@@ -307,7 +307,7 @@ def layout_sentence(a: contract.TuneAblation) -> str:
                    if unchecked else "")
 
 
-def ablation_sentence(a: contract.TuneAblation, proof: contract.TuneProof) -> str:
+def ablation_sentence(a: model.TuneAblation, proof: model.TuneProof) -> str:
     of = len(a.of) or len(a.rows)
     grouped = [r for r in a.rows if len(r.flags) > 1 and r.matters()]
     how = f" Ablated in groups: {a.why}." if a.method == "groups" and a.why else ""
@@ -325,7 +325,7 @@ def ablation_sentence(a: contract.TuneAblation, proof: contract.TuneProof) -> st
     return ""
 
 
-def greedy_rows(g: contract.TuneGreedy | None) -> list[GreedyLine]:
+def greedy_rows(g: model.TuneGreedy | None) -> list[GreedyLine]:
     """Each greedy step in its order (it is the order that makes it greedy), the chosen one
     marked."""
     if g is None:
@@ -336,7 +336,7 @@ def greedy_rows(g: contract.TuneGreedy | None) -> list[GreedyLine]:
             for n, st in enumerate(g.steps, 1)]
 
 
-def greedy_sentence(g: contract.TuneGreedy | None) -> str:
+def greedy_sentence(g: model.TuneGreedy | None) -> str:
     """What the greedy steps found: how few flags give the winner's effect."""
     if g is None:
         return ""
@@ -350,7 +350,7 @@ def greedy_sentence(g: contract.TuneGreedy | None) -> str:
             f"its {len(g.steps)} steps: {len(st.flags)} flags.")
 
 
-def unconfirmed(proof: contract.TuneProof) -> str:
+def unconfirmed(proof: model.TuneProof) -> str:
     """What the ablation's flags are worth when the proof confirmed neither the winner nor its
     minimal subset: the ablation times one layout on the quick input, where a layout's luck or
     the quick input can make flags look needed for a gain the full input over layouts does
@@ -369,7 +369,7 @@ def unconfirmed(proof: contract.TuneProof) -> str:
             "to count on.")
 
 
-def short_of(proof: contract.TuneProof) -> str:
+def short_of(proof: model.TuneProof) -> str:
     """What the minimal subset lacks when the proof decided it slower than the winner: flags
     whose removal was not decided alone (or in their group) still add to the effect together."""
     least = next((c for c in proof.candidates if c.role == "minimal"), None)
@@ -388,7 +388,7 @@ def first_changes(changes: list[str]) -> str:
     return f"{shown} \u2026 (+{rest} more)" if rest > 0 else shown or "(the base)"
 
 
-def trial_row(t: contract.TuneTrial) -> CandidateRow:
+def trial_row(t: model.TuneTrial) -> CandidateRow:
     note = f"identical to {identity(t.identical_to)}" if t.identical_to else ""
     note = "; ".join(x for x in (note, t.detail or "") if x)
     return CandidateRow(number(t.number), first_changes(t.changes), " ".join(t.changes),
@@ -401,13 +401,13 @@ def identity(of: str) -> str:
     return of if of == "base" else f"#{of}"
 
 
-def curve(doc: contract.Tune) -> list[SpentPoint]:
+def curve(doc: model.Tune) -> list[SpentPoint]:
     """The best set so far after each batch: its change against the base with its interval."""
     return [SpentPoint(p.builds, p.runs, p.elapsed_s, pct(p.ratio), pct_pair(p.ci95))
             for p in doc.progress if p.ratio is not None]
 
 
-def dots(doc: contract.Tune) -> list[SpentPoint]:
+def dots(doc: model.Tune) -> list[SpentPoint]:
     """Every measured trial where it was decided: its batch's builds and runs, its own time
     (or its batch's)."""
     batches = {p.batch: p for p in doc.progress}
@@ -422,12 +422,12 @@ def dots(doc: contract.Tune) -> list[SpentPoint]:
     return out
 
 
-def broken(doc: contract.Tune) -> list[tuple[str, str, str, str]]:
+def broken(doc: model.Tune) -> list[tuple[str, str, str, str]]:
     return [(b.flag, _broke(b), b.detail or "",
              f"#{number(b.trial)}" if b.trial is not None else "") for b in doc.broken]
 
 
-def _broke(b: contract.TuneBroken) -> str:
+def _broke(b: model.TuneBroken) -> str:
     """What it broke, and whether its flags broke it only together."""
     if len(b.flags) < 2:
         return b.kind
@@ -435,7 +435,7 @@ def _broke(b: contract.TuneBroken) -> str:
     return f"{b.kind}, its {len(b.flags)} flags only together{cut}"
 
 
-def space(s: contract.TuneSpace) -> list[tuple[str, str]]:
+def space(s: model.TuneSpace) -> list[tuple[str, str]]:
     dims = number(s.dimensions) + (f" ({number(s.switches)} on/off switches)"
                                    if s.switches is not None else "")
     began = "; ".join(f"#{i}: {first_changes(c)}" for i, c in enumerate(s.starts))
@@ -444,7 +444,7 @@ def space(s: contract.TuneSpace) -> list[tuple[str, str]]:
     return [(name, value) for name, value in rows if value]
 
 
-def cost(doc: contract.Tune) -> list[tuple[str, str]]:
+def cost(doc: model.Tune) -> list[tuple[str, str]]:
     c = doc.cost
     if c is None:
         return []
@@ -454,7 +454,7 @@ def cost(doc: contract.Tune) -> list[tuple[str, str]]:
     return [(name, text) for name, text in rows if text]
 
 
-def search(doc: contract.Tune) -> list[tuple[str, str]]:
+def search(doc: model.Tune) -> list[tuple[str, str]]:
     """The search's settings and what its candidates came to, as name/value pairs."""
     states = collections.Counter(t.state for t in doc.trials)
     tried = ", ".join(f"{n} {s}" for s, n in states.most_common())

@@ -21,13 +21,14 @@ from flagsweep.report.formats import (
     signed_pct,
     times100,
 )
-from flagsweep.results import confirmation, contract, names
-from flagsweep.results.contract import AA_SUFFIX, is_control
+from flagsweep import model
+from flagsweep.results import confirmation, names
+from flagsweep.model import AA_SUFFIX, is_control
 
 # What a variant without a summary or a comparison reads as: nothing measured.
-NO_SUMMARY = contract.Summary()
-NO_COMPARISON = contract.VsBaseline(verdict="")
-NO_CHECK = contract.Check(status="")
+NO_SUMMARY = model.Summary()
+NO_COMPARISON = model.VsBaseline(verdict="")
+NO_CHECK = model.Check(status="")
 
 
 @dataclass
@@ -112,7 +113,7 @@ def metric_values(samples: dict, metric: str) -> list[float | None]:
     return list(samples.get(metric) or [])
 
 
-def variant_row(v: contract.Variant, doc: contract.Results) -> VariantRow:
+def variant_row(v: model.Variant, doc: model.Results) -> VariantRow:
     s, c = v.summary or NO_SUMMARY, v.vs_baseline or NO_COMPARISON
     role = ("baseline" if v.id == doc.baseline
             else "twin" if v.id.endswith(AA_SUFFIX) else "")
@@ -137,7 +138,7 @@ def variant_row(v: contract.Variant, doc: contract.Results) -> VariantRow:
         luck_why=(luck.why or "") if luck else "")
 
 
-def over_layouts_text(luck: contract.LayoutLuck | None) -> str:
+def over_layouts_text(luck: model.LayoutLuck | None) -> str:
     """The interval over layouts of a row measured again, after its one-layout one:
     "; over 6 layouts [-4.1, -1.0]"."""
     over = luck.over_layouts if luck else None
@@ -146,7 +147,7 @@ def over_layouts_text(luck: contract.LayoutLuck | None) -> str:
     return f"; over {over.layouts} layouts {ci_pct_text(over.ci95)}"
 
 
-def luck_note(doc: contract.Results, rows: list[VariantRow]) -> str:
+def luck_note(doc: model.Results, rows: list[VariantRow]) -> str:
     """What "one layout, within layout luck" means, when a row of this sweep reads so."""
     c = doc.recommendation.confirmation if doc.recommendation else None
     if c is None or not any(r.luck for r in rows) or c.reach_pct is None:
@@ -158,7 +159,7 @@ def luck_note(doc: contract.Results, rows: list[VariantRow]) -> str:
             "same way (docs/statistics.md, \"Confirmed over layouts\").")
 
 
-def quality_text(q: contract.Quality | None) -> str:
+def quality_text(q: model.Quality | None) -> str:
     """The decoded quality in a table cell: its SNR, the baseline's beside it when it is not
     the baseline, and the product's size."""
     if not q:
@@ -172,7 +173,7 @@ def quality_text(q: contract.Quality | None) -> str:
     return f"SNR {db(q.snr_db)}{base}{size}"
 
 
-def ci_with_fcr(c: contract.VsBaseline, threshold_pct: float | None) -> str:
+def ci_with_fcr(c: model.VsBaseline, threshold_pct: float | None) -> str:
     """The 95% CI, then the false-coverage adjusted one where the verdict rests on it (the 95%
     one clears the threshold and the adjusted one is wider): "[+1.4, +1.8]; 99.5% [+1.4, +1.9]"."""
     text = ci_pct_text(c.ci95)
@@ -204,7 +205,7 @@ class Spending:
         return out
 
 
-def spending(doc: contract.Results, rows: list[VariantRow]) -> Spending:
+def spending(doc: model.Results, rows: list[VariantRow]) -> Spending:
     ran = max((r.n for r in rows if r.role == "baseline"), default=0)
     by_id = {v.id: v for v in doc.variants}
     stopped = [f"{r.label} after {r.stopped_at} of {ran} rounds ({r.verdict})"
@@ -237,25 +238,24 @@ def ordered(rows: list[VariantRow]) -> list[VariantRow]:
     return sorted(rows, key=key)
 
 
-def build_row(v: contract.Variant, base_dir: Path, out_dir: Path) -> BuildRow:
+def build_row(v: model.Variant, base_dir: Path, out_dir: Path) -> BuildRow:
     b = v.build
-    audit = getattr(b, "audit", None) or {}
-    detail = getattr(b, "detail", None)
+    audit, detail = b.audit, b.detail
     log = base_dir / b.log if b.log else None
     # The A/A twin and the reference arm are copies, not builds: their detail says of what.
     shows = (f"not built: {detail}" if is_control(v.id)
              else "first compile line and problems" if detail else "first compile line")
     return BuildRow(
         id=v.id, status=b.status, verified=bool(b.flags_verified),
-        compiles=audit.get("compiles"),
+        compiles=audit.compiles if audit else None,
         seconds=("reused" if b.reused
                  else f"{b.seconds:.1f}" if b.seconds is not None else ""),
         size=f"{b.size_bytes:,}" if b.size_bytes else "",
         text=f"{b.sizes['text']:,}" if (b.sizes or {}).get("text") else "",
         cpu=f"{b.cpu_seconds:.1f}" if b.cpu_seconds is not None else "",
-        mode=", ".join(m for m, on in (("LTO", b.lto), ("PGO", (b.pgo or {}).get("matched")))
+        mode=", ".join(m for m, on in (("LTO", b.lto), ("PGO", b.pgo and b.pgo.matched))
                        if on),
-        compile_line=shlex.join(audit["compile_line"]) if audit.get("compile_line") else "",
+        compile_line=shlex.join(audit.compile_line) if audit and audit.compile_line else "",
         log_href=link(log, out_dir, base_dir) if log else None,
         log_path=str(b.log or ""),
         detail="" if is_control(v.id) else detail or "", shows=shows)

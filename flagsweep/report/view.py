@@ -15,7 +15,7 @@ from pathlib import Path
 from flagsweep.report import counters, explanation, headline, history, layouts, method, study
 from flagsweep.report import variants as rows
 from flagsweep.report.formats import UNITS, threshold
-from flagsweep.results import contract
+from flagsweep import model
 
 
 @dataclass
@@ -45,10 +45,10 @@ class SweepView:
     explained: explanation.Explained | None = None          # run --explain's profiles
     schedule: str | None = None        # duet or serial rounds, and why (method.schedule_line)
     luck_note: str = ""              # what "one layout, within layout luck" means, when shown
-    results: contract.Results | None = field(repr=False, default=None)  # the plots' samples
+    results: model.Results | None = field(repr=False, default=None)  # the plots' samples
 
 
-def build(doc: contract.Results, results_path: Path, out_dir: Path) -> SweepView:
+def build(doc: model.Results, results_path: Path, out_dir: Path) -> SweepView:
     """The view model of one results.json, for a page written into out_dir."""
     base_dir = results_path.parent
     variants = [rows.variant_row(v, doc) for v in doc.variants]
@@ -60,7 +60,7 @@ def build(doc: contract.Results, results_path: Path, out_dir: Path) -> SweepView
         variants=rows.ordered(rows.medians_aligned(variants)),
         effects=sorted((counters.effect_row(e) for e in doc.effects or []),
                        key=lambda e: e.effect_pct),
-        effects_note=(getattr(doc, "effects_design", None) or {}).get("note", ""),
+        effects_note=doc.effects_design.note if doc.effects_design else "",
         effects_rule=counters.effects_rule(threshold(doc.threshold_pct)),
         counters=counters.counters(doc, labels),
         machine=method.machine_rows(doc.machine, doc.compilers or []),

@@ -15,14 +15,15 @@ from flagsweep.host import advice as machine_advice
 from flagsweep.measure import metric as metric_mod
 from flagsweep.measure.metric import values_by_round
 from flagsweep.measure.sample import Sample
-from flagsweep.results import confirmation, contract, estimate
-from flagsweep.results.contract import AA_SUFFIX, is_control
+from flagsweep import model
+from flagsweep.results import confirmation, estimate
+from flagsweep.model import AA_SUFFIX, is_control
 from flagsweep.stats import effects as effects_mod
 from flagsweep.stats import gate as gate_mod
 from flagsweep.stats import layout, sequential
 
 
-def apply(doc: contract.Results, values: dict[str, dict[int, float]], seed: int,
+def apply(doc: model.Results, values: dict[str, dict[int, float]], seed: int,
           replicates: dict[str, dict[str, dict[int, float]]] | None = None,
           refused: dict[str, str] | None = None,
           design: sequential.Design | None = None, luck: dict | None = None) -> None:
@@ -70,7 +71,7 @@ def apply(doc: contract.Results, values: dict[str, dict[int, float]], seed: int,
     for vid, v in variants.items():
         v.vs_baseline = _vs_baseline(v, baseline, comparisons)
         if vid in refused and vid != baseline and not v.build.identical_to:
-            v.vs_baseline = contract.VsBaseline(verdict="not-measured", why=refused[vid])
+            v.vs_baseline = model.VsBaseline(verdict="not-measured", why=refused[vid])
     confirmation.label(doc, luck)
     doc.aa = _aa(twin, comparisons.get(twin), gate, twin_is)
     if replicates is None:
@@ -88,28 +89,28 @@ def apply(doc: contract.Results, values: dict[str, dict[int, float]], seed: int,
 
 # ---- the statistics' own classes as the contract's: one conversion each -------------------------
 
-def summary(s: stats.SampleSummary) -> contract.Summary:
+def summary(s: stats.SampleSummary) -> model.Summary:
     """A variant's summary (stats.summarize) as results.json has it."""
-    return contract.Summary.model_validate(s.to_json())
+    return model.Summary.model_validate(s.to_json())
 
 
-def vs_baseline(c: stats.RatioEstimate) -> contract.VsBaseline:
+def vs_baseline(c: stats.RatioEstimate) -> model.VsBaseline:
     """A comparison with the baseline (stats.compare, adjusted) as a variant's vs_baseline;
     its to_json makes a non-finite value null: results.json stays strict JSON."""
-    return contract.VsBaseline.model_validate(c.to_json())
+    return model.VsBaseline.model_validate(c.to_json())
 
 
-def effect(row: effects_mod.FactorEffect) -> contract.Effect:
+def effect(row: effects_mod.FactorEffect) -> model.Effect:
     """A model's effect row (stats.effects) as an `effects` row."""
-    return contract.Effect.model_validate(row.to_json())
+    return model.Effect.model_validate(row.to_json())
 
 
-def noise(statement: dict) -> contract.Noise:
+def noise(statement: dict) -> model.Noise:
     """The noise statement (stats.noise, stats.layout.noise) as results.json's `noise`."""
-    return contract.Noise.model_validate(statement)
+    return model.Noise.model_validate(statement)
 
 
-def _refusals(refused: dict[str, str], variants: dict[str, contract.Variant],
+def _refusals(refused: dict[str, str], variants: dict[str, model.Variant],
               baseline: str) -> dict[str, str]:
     """Every variant is judged against the baseline: with its binary replaced, none is."""
     if baseline not in refused:
@@ -118,13 +119,13 @@ def _refusals(refused: dict[str, str], variants: dict[str, contract.Variant],
     return {vid: refused.get(vid, why) for vid in variants}
 
 
-def _layout_summaries(v: contract.Variant,
-                      reps: dict[str, dict[int, float]]) -> list[contract.LayoutSummary]:
+def _layout_summaries(v: model.Variant,
+                      reps: dict[str, dict[int, float]]) -> list[model.LayoutSummary]:
     """Each layout of a variant: its seed, its binary's code hash, its median and run count."""
     out = []
     for b in v.build.layouts or []:
         s = stats.summarize(reps.get(b.id, {}))
-        out.append(contract.LayoutSummary(id=b.id, seed=b.seed, code_sha256=b.code_sha256,
+        out.append(model.LayoutSummary(id=b.id, seed=b.seed, code_sha256=b.code_sha256,
                                           median=s.median, n=s.n))
     return out
 
@@ -136,7 +137,7 @@ NIGHT_S = 12 * 3600
 BETTER_METRIC = 0.75
 
 
-def advise(doc: contract.Results, samples: list[Sample]) -> None:
+def advise(doc: model.Results, samples: list[Sample]) -> None:
     """Follow the noise warning with what would help this sweep, only what can be done: a
     metric whose A/A noise is lower on these very samples, the machine settings that add noise
     (host.advice), an isolated CPU, and more rounds only when they fit in a night at this
@@ -150,12 +151,12 @@ def advise(doc: contract.Results, samples: list[Sample]) -> None:
     statement.warning += ". What would help: " + "; ".join(w for w in ways if w)
 
 
-def _other_metrics(doc: contract.Results, samples: list[Sample],
-                   statement: contract.Noise) -> list[str]:
+def _other_metrics(doc: model.Results, samples: list[Sample],
+                   statement: model.Noise) -> list[str]:
     """The noise statement re-made on each other time-like metric the samples carry."""
     if doc.metric != "wall_s":
         return []
-    choice = getattr(doc.measurement, "metric_choice", None) or {}
+    choice = doc.measurement.metric_choice if doc.measurement else None
     baseline, twin = doc.baseline, doc.baseline + AA_SUFFIX
     out = []
     for name, option in (("cpu_s", "cpu"), ("cycles", "cycles")):
@@ -167,9 +168,9 @@ def _other_metrics(doc: contract.Results, samples: list[Sample],
         if other is None or (statement.mde_pct is not None
                              and other > BETTER_METRIC * statement.mde_pct):
             continue
-        if option == "cpu" and choice.get("metric") == "wall":
+        if option == "cpu" and choice and choice.metric == "wall":
             out.append(f"`--metric cpu` would call {other:.1f}% on these samples, but this "
-                       f"workload is not one for it ({choice.get('why', 'auto chose wall time')})")
+                       f"workload is not one for it ({choice.why})")
             continue
         what = ("CPU time leaves out the waits a busy machine adds; right for a program that "
                 "computes on one thread" if option == "cpu" else "cycles do not count the waits")
@@ -177,20 +178,19 @@ def _other_metrics(doc: contract.Results, samples: list[Sample],
     return out
 
 
-def _machine_ways(machine: contract.Machine, threshold_pct: float) -> list[str]:
-    state = machine.dump()          # host.advice reads the machine state it probed, as a dict
+def _machine_ways(machine: model.Machine, threshold_pct: float) -> list[str]:
     out = []
     if any(machine_advice.TUNE_COMMAND in w
-           for w in machine_advice.warnings(state, threshold_pct)):
+           for w in machine_advice.warnings(machine, threshold_pct)):
         out.append(f"{machine_advice.TUNE_COMMAND} (as root; `flagsweep system` lists what it "
                    "changes)")
-    isolated = getattr(machine, "isolated_cpus", None) or []
-    free = machine_advice.free_isolated(state)
+    isolated = machine.isolated_cpus or []
+    free = machine_advice.free_isolated(machine)
     if isolated and machine.pinned_cpu not in isolated:
         out.append(f"`--cpu {free}`, a CPU the kernel keeps other tasks off" if free is not None
                    else f"`--cpu {isolated[0]} --wait`, a CPU the kernel keeps other tasks off "
                         "(another sweep held every isolated one)")
-    elif not isolated and (getattr(machine, "cpu_count", None) or 0) > 1:
+    elif not isolated and (machine.cpu_count or 0) > 1:
         out.append("a CPU kept free of other tasks (isolcpus= on the kernel command line; "
                    "sweeps then measure there without --cpu)")
     return out
@@ -209,7 +209,7 @@ def _pace_s(samples: list[Sample]) -> float | None:
     return span / (len(starts) - 1) if span > 0 else None
 
 
-def _more_rounds(statement: contract.Noise, pace_s: float | None,
+def _more_rounds(statement: model.Noise, pace_s: float | None,
                  threshold_pct: float) -> str | None:
     rounds = statement.rounds_needed
     if not rounds:
@@ -238,27 +238,27 @@ def _duration(seconds: float) -> str:
 PASSED = ("ok", "equivalent")
 
 
-def output_ok(v: contract.Variant) -> bool:
+def output_ok(v: model.Variant) -> bool:
     """Whether a variant's output passed its check: a program that computes something else is
     shown and (without --strict-check) timed, but it is never a flag set to choose."""
     return v.check is not None and v.check.status in PASSED
 
 
-def _vs_baseline(v: contract.Variant, baseline: str,
-                 comparisons: dict[str, stats.RatioEstimate]) -> contract.VsBaseline | None:
+def _vs_baseline(v: model.Variant, baseline: str,
+                 comparisons: dict[str, stats.RatioEstimate]) -> model.VsBaseline | None:
     if v.id == baseline:
         return None
     rep = v.build.identical_to
     if rep:
         base = comparisons.get(rep)
-        return contract.VsBaseline(verdict="identical-code", identical_to=rep,
+        return model.VsBaseline(verdict="identical-code", identical_to=rep,
                                    ratio=base.ratio if base else (1.0 if rep == baseline else None))
     if v.id in comparisons:
         return vs_baseline(comparisons[v.id])
-    return contract.VsBaseline(verdict="not-measured", why=_why_not_measured(v))
+    return model.VsBaseline(verdict="not-measured", why=_why_not_measured(v))
 
 
-def _why_not_measured(v: contract.Variant) -> str:
+def _why_not_measured(v: model.Variant) -> str:
     if v.build.status != "ok":
         return f"build {v.build.status}: {build_reason(getattr(v.build, 'detail', None))}"
     if v.check is not None and v.check.status in ("failed", "differs"):
@@ -274,29 +274,28 @@ def build_reason(detail: str | None) -> str:
     return (quoted or lines or ["no detail recorded"])[0]
 
 
-def _aa(twin: str, c: stats.RatioEstimate | None, gate: dict,
-        twin_is: str = gate_mod.TWIN_IS[False]) -> contract.AA | None:
+def _aa(twin: str, c: stats.RatioEstimate | None, gate: gate_mod.Ruling,
+        twin_is: str = gate_mod.TWIN_IS[False]) -> model.AA | None:
     if c is None:
         return None
     warning = None
     if c.verdict in ("faster", "slower"):
         warning = (f"the machine was unstable during this sweep: the A/A arm ({twin_is}) "
                    f"came out {c.verdict} by {abs(c.ratio - 1) * 100:.1f}%, "
-                   f"so every verdict is reported as inconclusive ({len(gate['gated'])} "
+                   f"so every verdict is reported as inconclusive ({len(gate.gated)} "
                    "overruled); measure again on a quieter machine")
-    elif gate["gated"]:
-        warning = (f"{len(gate['gated'])} faster/slower call(s) overruled: their intervals reach "
-                   f"into the +-{gate['bound_pct']:.1f}% by which the A/A arm moved by itself")
+    elif gate.gated:
+        warning = (f"{len(gate.gated)} faster/slower call(s) overruled: their intervals reach "
+                   f"into the +-{gate.bound_pct:.1f}% by which the A/A arm moved by itself")
     estimate = vs_baseline(c)
-    return contract.AA.model_validate({
-        "variant": twin, "is": twin_is, "verdict": c.verdict, "ratio": estimate.ratio,
-        "ci95": estimate.ci95, "p_value": c.p_value, "warning": warning,
-        "unstable": gate["unstable"], "bound_pct": gate["bound_pct"], "gated": gate["gated"]})
+    return model.AA(variant=twin, is_=twin_is, verdict=c.verdict, ratio=estimate.ratio,
+                    ci95=estimate.ci95, p_value=c.p_value, warning=warning,
+                    unstable=gate.unstable, bound_pct=gate.bound_pct, gated=gate.gated)
 
 
-def _effects(doc: contract.Results, values: dict[str, dict[int, float]],
-             comparisons: dict[str, stats.RatioEstimate], gate: dict,
-             layouts: bool = False) -> tuple[list[contract.Effect], dict]:
+def _effects(doc: model.Results, values: dict[str, dict[int, float]],
+             comparisons: dict[str, stats.RatioEstimate], gate: gate_mod.Ruling,
+             layouts: bool = False) -> tuple[list[model.Effect], model.EffectsDesign]:
     """Which flags matter, over the measured, distinct, non-twin variants whose output is right.
 
     The rows must tell the same story as the variants table. Where every measured variant
@@ -325,14 +324,15 @@ def _effects(doc: contract.Results, values: dict[str, dict[int, float]],
     else:
         rows, design = (_screen if screen else _factorial)(doc, designed, values)
         rows = [_held_to_table(row, undecided, gate, doc.threshold_pct) for row in rows]
+    design = model.EffectsDesign.model_validate(design)
     if undecided and rows:
-        design["undecided"] = undecided
+        design.undecided = undecided
         notes.append(f"{undecided[0].upper()}{undecided[1:]}, so no effect is called.")
-    design["note"] = " ".join([design["note"], *notes])
+    design.note = " ".join([design.note, *notes])
     return rows, design
 
 
-def _factorial(doc: contract.Results, designed: dict[str, contract.Variant],
+def _factorial(doc: model.Results, designed: dict[str, model.Variant],
                values: dict[str, dict[int, float]]):
     """Main effects of the recipe's factors (flagsweep.stats.effects.estimate)."""
     measured = {vid for vid, v in designed.items()
@@ -346,7 +346,7 @@ def _factorial(doc: contract.Results, designed: dict[str, contract.Variant],
     return [effect(e) for e in result.effects], {"design": result.design, "note": result.note}
 
 
-def _one_change_rows(doc: contract.Results, designed: dict[str, contract.Variant],
+def _one_change_rows(doc: model.Results, designed: dict[str, model.Variant],
                      values: dict[str, dict[int, float]],
                      comparisons: dict[str, stats.RatioEstimate], left_out: list[str]):
     """(rows, design) when each measured variant changes exactly one factor of the baseline,
@@ -385,15 +385,15 @@ def _one_change_rows(doc: contract.Results, designed: dict[str, contract.Variant
         {"design": "one-factor" if len(axes) == 1 else "one-at-a-time", "note": note}
 
 
-def _compared_row(c: contract.VsBaseline, vid: str, axis: str, level: str,
-                  reference: str) -> contract.Effect:
+def _compared_row(c: model.VsBaseline, vid: str, axis: str, level: str,
+                  reference: str) -> model.Effect:
     """A comparison (ratio, ci95 as ratios) as an effects row (percent changes)."""
     def pct(ratio):
         return None if ratio is None else 100 * (ratio - 1)
 
     def pcts(ci):
         return [pct(ci[0]), pct(ci[1])] if ci and None not in ci else None
-    return contract.Effect(factor=axis, level=level, reference=reference,
+    return model.Effect(factor=axis, level=level, reference=reference,
                            effect_pct=pct(c.ratio), ci95_pct=pcts(c.ci95),
                            ci_fcr_pct=pcts(c.ci_fcr), fcr_level=c.fcr_level, p_value=c.p_value,
                            p_adjusted=c.p_adjusted, matters=c.verdict in ("faster", "slower"),
@@ -411,8 +411,8 @@ def _undecided(baseline: dict[int, float]) -> str | None:
     return f"{len(baseline)} round(s) are too few for a 95% interval (at least {need} are needed)"
 
 
-def _held_to_table(row: contract.Effect, undecided: str | None, gate: dict,
-                   threshold_pct: float) -> contract.Effect:
+def _held_to_table(row: model.Effect, undecided: str | None, gate: gate_mod.Ruling,
+                   threshold_pct: float) -> model.Effect:
     """A model's effect row, held to the rules of the variants table: with too few rounds it
     has no interval and does not matter; when the A/A arm says the machine moved nothing
     matters; and a call must clear the A/A arm's own offset where that is beyond the threshold."""
@@ -420,14 +420,14 @@ def _held_to_table(row: contract.Effect, undecided: str | None, gate: dict,
         row.ci95_pct = row.p_value = row.p_adjusted = None
         row.matters = False
         return row
-    bound = gate.get("bound_pct")
+    bound = gate.bound_pct
     lo, hi = row.ci95_pct
     inside = bound is not None and bound > threshold_pct and lo <= bound and hi >= -bound
-    row.matters = bool(row.matters) and not gate["unstable"] and not inside
+    row.matters = bool(row.matters) and not gate.unstable and not inside
     return row
 
 
-def _screen(doc: contract.Results, designed: dict[str, contract.Variant],
+def _screen(doc: model.Results, designed: dict[str, model.Variant],
             values: dict[str, dict[int, float]]):
     """Main effects of the screened flags. A saturated design needs every row, so a row with
     identical code to another is given that row's samples: it is the very same binary."""
@@ -450,8 +450,8 @@ def _screen(doc: contract.Results, designed: dict[str, contract.Variant],
     return [effect(e) for e in result.effects], {"design": result.design, "note": result.note}
 
 
-def _recommend(doc: contract.Results,
-               refused: dict[str, str] | None = None) -> contract.Recommendation:
+def _recommend(doc: model.Results,
+               refused: dict[str, str] | None = None) -> model.Recommendation:
     """The fastest significantly-faster variant, and the simplest one within the threshold of it;
     only among programs whose output passed the check, whatever --strict-check said about
     timing them, and never a baseline whose own output failed it, nor one whose binary was
@@ -459,7 +459,7 @@ def _recommend(doc: contract.Results,
     refused, threshold_pct = refused or {}, doc.threshold_pct
     base = next(v for v in doc.variants if v.id == doc.baseline)
     if base.id in refused:
-        return contract.Recommendation(
+        return model.Recommendation(
             flags=None, variant=None,
             why=f"No recommendation: the baseline was {refused[base.id]}.")
     rows = [v for v in doc.variants if _verdict(v) in
@@ -478,7 +478,7 @@ def _recommend(doc: contract.Results,
                  f"{', '.join(gone)}." if gone else "")
     if not output_ok(base) and not faster:
         check = base.check
-        return contract.Recommendation(
+        return model.Recommendation(
             excluded=left_out, flags=None, variant=None,
             why=f"No recommendation: the baseline's own output did not pass its check "
                 f"({check.status if check else 'not checked'}: "
@@ -488,7 +488,7 @@ def _recommend(doc: contract.Results,
         counts = _verdict_counts(doc)
         passing = " whose output passed its check" if wrong else ""
         beyond = " beyond layout luck" if unsettled else ""
-        return contract.Recommendation(
+        return model.Recommendation(
             excluded=left_out, flags=base.flags, variant=base.id,
             why=f"no variant{passing} was significantly faster{beyond} than the baseline "
                 f"({' '.join(base.flags) or 'default flags'}) by more than "
@@ -504,7 +504,7 @@ def _recommend(doc: contract.Results,
         why += (f" {' '.join(simplest.flags)} is within {threshold_pct:g}% of it "
                 f"({_pct(simplest)}) with fewer flags, so it is the recommendation "
                 "(judged on the point estimates).")
-    return contract.Recommendation(excluded=left_out, flags=simplest.flags,
+    return model.Recommendation(excluded=left_out, flags=simplest.flags,
                                    variant=simplest.id, why=why + excluded,
                                    estimate=estimate.selected(simplest.vs_baseline, m))
 
@@ -519,7 +519,7 @@ NOT_YET = {"busy": ("the machine was busy, so the sweep stopped{rounds}",
            "running": ("the sweep is still measuring{rounds}", "")}
 
 
-def unanswered(doc: contract.Results) -> None:
+def unanswered(doc: model.Results) -> None:
     """A sweep that did not end complete has no recommendation: its verdicts are those of the
     rounds it took before the stopping rule could judge (a busy machine's, or cut short), and a
     "Keep the baseline" from them reads as an answer it is not. The recommendation then says
@@ -534,15 +534,15 @@ def unanswered(doc: contract.Results) -> None:
               if taken is not None else "")
     resume = f"flagsweep run --resume {doc.run_id}" if doc.run_id else "flagsweep run --resume"
     kept = doc.recommendation.confirmation if doc.recommendation else None  # its rows' labels
-    doc.recommendation = contract.Recommendation(
+    doc.recommendation = model.Recommendation(
         flags=None, variant=None, confirmation=kept,
         why=f"No answer yet: {why.format(rounds=rounds)}, before its stopping rule could "
             f"judge; its verdicts so far ({_verdict_counts(doc)}) are not an answer. "
             f"`{resume}` continues it{when}.")
 
 
-def _beyond_luck(faster: list[contract.Variant], measured: bool
-                 ) -> tuple[list[contract.Variant], list[contract.Variant]]:
+def _beyond_luck(faster: list[model.Variant], measured: bool
+                 ) -> tuple[list[model.Variant], list[model.Variant]]:
     """(the faster rows a recommendation may name, those it may not): a settled one (beyond
     the reach, or confirmed over layouts) before any other. One that layout luck could give is
     named only when no settled one is and no confirmation measured rows again (--no-confirm, a
@@ -555,7 +555,7 @@ def _beyond_luck(faster: list[contract.Variant], measured: bool
     return luck, []
 
 
-def _luck_text(v: contract.Variant) -> str:
+def _luck_text(v: model.Variant) -> str:
     """A faster row the recommendation leaves to layout luck, and why, in words."""
     luck, flags = v.vs_baseline.layout_luck, " ".join(v.flags) or "the default flags"
     if luck.status == confirmation.LUCK:
@@ -563,18 +563,18 @@ def _luck_text(v: contract.Variant) -> str:
     return f"{flags} ({stats.change_text(v.vs_baseline.ratio, v.vs_baseline.ci95)}: {luck.why})"
 
 
-def _verdict(v: contract.Variant) -> str | None:
+def _verdict(v: model.Variant) -> str | None:
     return v.vs_baseline.verdict if v.vs_baseline is not None else None
 
 
-def _excluded(v: contract.Variant) -> contract.Excluded:
+def _excluded(v: model.Variant) -> model.Excluded:
     """A faster variant left out of the recommendation, and why: its output's check."""
-    return contract.Excluded(variant=v.id, flags=v.flags, ratio=v.vs_baseline.ratio,
+    return model.Excluded(variant=v.id, flags=v.flags, ratio=v.vs_baseline.ratio,
                              ci95=v.vs_baseline.ci95, check=v.check.status if v.check else None,
                              why=(v.check.detail if v.check else None) or "")
 
 
-def excluded_text(c: contract.Excluded) -> str:
+def excluded_text(c: model.Excluded) -> str:
     """An `excluded` entry in words: '-O3 -march=x86-64-v3 is 8.1% faster but its output
     differs: <the check's detail>'."""
     flags = " ".join(c.flags) or "the default flags"
@@ -584,11 +584,11 @@ def excluded_text(c: contract.Excluded) -> str:
     return f"{flags} is {faster} but its output {status}" + (f": {c.why}" if c.why else "")
 
 
-def _pct(v: contract.Variant) -> str:
+def _pct(v: model.Variant) -> str:
     return stats.change_text(v.vs_baseline.ratio)
 
 
-def _verdict_counts(doc: contract.Results) -> str:
+def _verdict_counts(doc: model.Results) -> str:
     counts: dict[str, int] = {}
     for v in doc.variants:
         verdict = _verdict(v)

@@ -50,8 +50,9 @@ from flagsweep import stats
 from flagsweep.compilation import layout
 from flagsweep.errors import FlagsweepError
 from flagsweep.measure.options import MeasureOptions
-from flagsweep.results import contract, estimate, reader
-from flagsweep.results.contract import is_control
+from flagsweep import model
+from flagsweep.results import estimate, reader
+from flagsweep.model import is_control
 from flagsweep.stats import layout as spread
 
 if TYPE_CHECKING:                    # the report reads records without opening a store
@@ -91,7 +92,7 @@ def spread_of_reach(reach_pct: float) -> float:
 
 
 def measured_reach(store: Store, target: str,
-                   machine: contract.Machine) -> tuple[float, str] | None:
+                   machine: model.Machine) -> tuple[float, str] | None:
     """(reach %, where it comes from) from the newest complete --layouts run of `target` on
     this machine whose results.json still says its layout spread; None when there is none."""
     found = measured_spread(store, target, machine)
@@ -99,30 +100,30 @@ def measured_reach(store: Store, target: str,
 
 
 def measured_spread(store: Store, target: str,
-                    machine: contract.Machine) -> tuple[float, str] | None:
+                    machine: model.Machine) -> tuple[float, str] | None:
     """(layout sd on the log scale, where it comes from), as measured_reach finds it."""
     from flagsweep.results import stored    # here: the report imports this without a store
 
     for run in reversed(store.runs_of(target)):
-        layouts = ((run.get("options") or {}).get("measure") or {}).get("layouts")
-        if run["status"] != "complete" or not layouts or not _same_machine(run["machine"], machine):
+        layouts = run.options.measure.get("layouts")
+        if run.status != "complete" or not layouts or not _same_machine(run.machine, machine):
             continue
         try:
             # A row names the folder read here: only one that shows it is the run's.
-            folder = stored.out_dir(store, run["run_id"], run)
+            folder = stored.out_dir(store, run.run_id, run)
         except FlagsweepError:
             continue
         sd = _spread(folder / "results.json")
         if sd is not None:
             return sd, (f"layout spread +-{100 * math.expm1(sd):.1f}% measured by run "
-                        f"{run['run_id']} ({layouts} layouts)")
+                        f"{run.run_id} ({layouts} layouts)")
     return None
 
 
-def _same_machine(stored: dict | None, machine: contract.Machine) -> bool:
+def _same_machine(stored: model.Machine | None, machine: model.Machine) -> bool:
     """A run's machine as the store keeps it (its probed state) is this one."""
-    stored = stored or {}
-    return all(stored.get(k) == getattr(machine, k) for k in ("hostname", "cpu_model"))
+    return stored is not None and (stored.hostname, stored.cpu_model) == \
+        (machine.hostname, machine.cpu_model)
 
 
 def _spread(path: Path) -> float | None:
@@ -134,15 +135,15 @@ def _spread(path: Path) -> float | None:
     return sd if isinstance(sd, (int, float)) and sd > 0 else None
 
 
-def record(stored: dict) -> contract.Confirmation:
+def record(stored: dict) -> model.Confirmation:
     """A confirmation record as the run's options keep it, as results.json's model."""
-    return contract.Confirmation.model_validate(stored)
+    return model.Confirmation.model_validate(stored)
 
 
 # ---- the plan: which rows, how many layouts --------------------------------------------------
 
-def plan(doc: contract.Results, reach: tuple[float, str] | None,
-         opts: MeasureOptions | None = None, off: str | None = None) -> contract.Confirmation:
+def plan(doc: model.Results, reach: tuple[float, str] | None,
+         opts: MeasureOptions | None = None, off: str | None = None) -> model.Confirmation:
     """The record a sweep starts its confirmation with: status `running` with the rows to
     measure again when any faster or slower row's interval with layout luck reaches within
     the threshold, else why not (`not-needed`; `skipped` with --no-confirm, or `off`: why this
@@ -194,14 +195,14 @@ def plan(doc: contract.Results, reach: tuple[float, str] | None,
                           + (f"; not {names_of(doc, left)} ({size.left_why})" if left else "")})
 
 
-def _compared(doc: contract.Results) -> list[contract.Variant]:
+def _compared(doc: model.Results) -> list[model.Variant]:
     """The rows compared with the baseline: the designed variants with a verdict of their own."""
     return [v for v in doc.variants if not is_control(v.id) and v.vs_baseline is not None
             and v.vs_baseline.verdict in estimate.COMPARED]
 
 
-def within(doc: contract.Results, lucky: dict[str, contract.Estimate]
-           ) -> list[contract.Variant]:
+def within(doc: model.Results, lucky: dict[str, model.Estimate]
+           ) -> list[model.Variant]:
     """The faster and slower rows whose interval with layout luck (`lucky`:
     estimate.with_luck_all) does not lie beyond the threshold on their side, in the order they
     are measured again: the recommended one, the faster ones fastest first, then the slower
@@ -211,15 +212,15 @@ def within(doc: contract.Results, lucky: dict[str, contract.Estimate]
             and not estimate.beyond(lucky.get(v.id), threshold, v.vs_baseline.verdict)]
     named = doc.recommendation.variant if doc.recommendation else None
 
-    def key(v: contract.Variant):
+    def key(v: model.Variant):
         vs = v.vs_baseline
         slower = vs.verdict == "slower"
         return (v.id != named, slower, nearest_pct(vs.ci95) if slower else (vs.ratio or 1.0))
     return sorted(rows, key=key)
 
 
-def _none_within(doc: contract.Results, winner: contract.Variant | None,
-                 lucky: dict[str, contract.Estimate], reach_pct: float, source: str) -> str:
+def _none_within(doc: model.Results, winner: model.Variant | None,
+                 lucky: dict[str, model.Estimate], reach_pct: float, source: str) -> str:
     threshold = estimate.threshold_of(doc)
     luck = f"layout luck reaches {reach_pct:.1f}%, {source}"
     if winner is not None:
@@ -232,7 +233,7 @@ def _none_within(doc: contract.Results, winner: contract.Variant | None,
     return "the recommendation keeps the baseline, and no row was called faster or slower"
 
 
-def _winner(doc: contract.Results) -> contract.Variant | None:
+def _winner(doc: model.Results) -> model.Variant | None:
     rec = doc.recommendation
     if rec is None or not rec.variant or rec.variant == doc.baseline:
         return None
@@ -252,7 +253,7 @@ class Size:
     left_why: str = ""
 
 
-def sized(doc: contract.Results, rows: list[contract.Variant], reach_pct: float,
+def sized(doc: model.Results, rows: list[model.Variant], reach_pct: float,
           opts: MeasureOptions) -> Size:
     """How many layouts a side, and how many of `rows`, the confirmation measures: K by power
     (or --confirm-layouts), the rows by --confirm-rows, then both cut to the run's --budget,
@@ -292,7 +293,7 @@ def sized(doc: contract.Results, rows: list[contract.Variant], reach_pct: float,
     return Size(n, k, power(k, n), cost(n, k) if cost else None, why, left_why)
 
 
-def _level_sd(doc: contract.Results, layout_sd: float, opts: MeasureOptions) -> float:
+def _level_sd(doc: model.Results, layout_sd: float, opts: MeasureOptions) -> float:
     """The sd of one layout's level (log scale): the layouts' own spread and the runs' share
     of it, the median of max_runs runs at the baseline's CV (pi/2: the median's variance on
     normal data)."""
@@ -320,7 +321,7 @@ class _Cost:
         return sum(layout.cost(n + 1, k, self.build_s, self.run_s, self.rounds))
 
 
-def _costs(doc: contract.Results, opts: MeasureOptions, winner: bool) -> _Cost | None:
+def _costs(doc: model.Results, opts: MeasureOptions, winner: bool) -> _Cost | None:
     """The run's own build and run times, for what a confirmation costs, and what it may
     spend; None without a budget or without them (nothing then bounds it but the caps).
 
@@ -348,7 +349,7 @@ def _costs(doc: contract.Results, opts: MeasureOptions, winner: bool) -> _Cost |
                  rounds_of(opts) + opts.warmup, budget, bound)
 
 
-def _spent(doc: contract.Results) -> float | None:
+def _spent(doc: model.Results) -> float | None:
     """The seconds the sweep's builds and runs took, run by run (a resumed sweep's pauses
     are not spent; two runs of a duet count twice, erring towards a smaller confirmation),
     and its schedule's pilot; None when it recorded no build time."""
@@ -361,11 +362,11 @@ def _spent(doc: contract.Results) -> float | None:
     return sum(builds) + runs + (pilot or 0.0)
 
 
-def _names(rows: list[contract.Variant]) -> str:
+def _names(rows: list[model.Variant]) -> str:
     return ", ".join(" ".join(v.flags) or v.id for v in rows)
 
 
-def names_of(doc: contract.Results, ids: list[str]) -> str:
+def names_of(doc: model.Results, ids: list[str]) -> str:
     """The rows `ids` by their flags, as the sentences name them."""
     by_id = {v.id: v for v in doc.variants}
     return _names([by_id[i] for i in ids if i in by_id])
@@ -388,8 +389,8 @@ def within_reach(ci: list | tuple | None, reach_pct: float) -> bool:
 
 # ---- the answer ------------------------------------------------------------------------------
 
-def outcome(stored: dict, confirm_doc: contract.Results, seconds: float,
-            results: Path) -> contract.Confirmation:
+def outcome(stored: dict, confirm_doc: model.Results, seconds: float,
+            results: Path) -> model.Confirmation:
     """The record (as the run's options keep it) once the confirmation sweep (its
     results.json, `confirm_doc`) has its answer: each row's estimate over the layouts (a row is
     confirmed when they call it as its one build did, after their own A/A gate); the status
@@ -413,37 +414,37 @@ def outcome(stored: dict, confirm_doc: contract.Results, seconds: float,
     return done
 
 
-def _over(doc: contract.Results, vid: str) -> contract.LayoutEstimate:
+def _over(doc: model.Results, vid: str) -> model.LayoutEstimate:
     v = next((v for v in doc.variants if v.id == vid), None)
-    vs = (v.vs_baseline if v else None) or contract.VsBaseline(verdict="")
-    return contract.LayoutEstimate(ratio=vs.ratio, ci95=vs.ci95, verdict=vs.verdict or None,
+    vs = (v.vs_baseline if v else None) or model.VsBaseline(verdict="")
+    return model.LayoutEstimate(ratio=vs.ratio, ci95=vs.ci95, verdict=vs.verdict or None,
                                    layouts=getattr(vs, "layouts", None),
                                    layout_sd_pct=vs.layout_sd_pct, p_adjusted=vs.p_adjusted,
                                    ci_fcr=vs.ci_fcr, fcr_level=vs.fcr_level)
 
 
-def _held(one: contract.LayoutEstimate | None, over: contract.LayoutEstimate, k) -> str:
+def _held(one: model.LayoutEstimate | None, over: model.LayoutEstimate, k) -> str:
     return f"confirmed over layouts: {_many(over, k)} (one layout: {_text(one)})"
 
 
-def _not_held(one: contract.LayoutEstimate | None, over: contract.LayoutEstimate, k) -> str:
+def _not_held(one: model.LayoutEstimate | None, over: model.LayoutEstimate, k) -> str:
     return (f"not distinguishable from layout luck: {_text(one)} in one layout, but "
             f"{_many(over, k)} ({over.verdict or 'not measured'})")
 
 
-def _many(over: contract.LayoutEstimate, k) -> str:
+def _many(over: model.LayoutEstimate, k) -> str:
     return f"{_text(over)} over {over.layouts or k} layouts each"
 
 
 def ended(stored: dict, status: str, why: str,
-          run_id: str | None = None) -> contract.Confirmation:
+          run_id: str | None = None) -> model.Confirmation:
     """The record of a confirmation that did not finish (failed, interrupted)."""
     done = record(stored)
     done.status, done.why, done.run_id = status, why, run_id or done.run_id
     return done
 
 
-def _text(c: contract.LayoutEstimate | None) -> str:
+def _text(c: model.LayoutEstimate | None) -> str:
     if c is None or c.ratio is None:
         return "no estimate"
     return stats.change_text(c.ratio, c.ci95)
@@ -451,7 +452,7 @@ def _text(c: contract.LayoutEstimate | None) -> str:
 
 # ---- the rows' labels ------------------------------------------------------------------------
 
-def label(doc: contract.Results, stored: dict | None) -> None:
+def label(doc: model.Results, stored: dict | None) -> None:
     """Each faster or slower row whose interval with layout luck does not lie beyond the
     threshold (within, at the record's reach) gets its `layout_luck`: confirmed, not
     distinguishable from layout luck, or one layout (not measured again, and why). No record
@@ -466,7 +467,7 @@ def label(doc: contract.Results, stored: dict | None) -> None:
         measured[c.variant] = c.over_layouts          # a record of one row (an older run)
     for v in within(doc, estimate.with_luck_all(doc, c.reach_pct)):
         vs = v.vs_baseline
-        one = contract.LayoutEstimate(ratio=vs.ratio, ci95=vs.ci95, verdict=vs.verdict)
+        one = model.LayoutEstimate(ratio=vs.ratio, ci95=vs.ci95, verdict=vs.verdict)
         over = measured.get(v.id)
         if over is None:
             status, why = ONE_LAYOUT, _unmeasured(c, v.id)
@@ -474,11 +475,11 @@ def label(doc: contract.Results, stored: dict | None) -> None:
             status, why = CONFIRMED, _held(one, over, c.layouts)
         else:
             status, why = LUCK, _not_held(one, over, c.layouts)
-        vs.layout_luck = contract.LayoutLuck(status=status, reach_pct=c.reach_pct, why=why,
+        vs.layout_luck = model.LayoutLuck(status=status, reach_pct=c.reach_pct, why=why,
                                              over_layouts=over)
 
 
-def _unmeasured(c: contract.Confirmation, vid: str) -> str:
+def _unmeasured(c: model.Confirmation, vid: str) -> str:
     """Why a row within the reach was not measured again, as the words after "faster (one
     layout, within layout luck): "."""
     if c.status in (SKIPPED, OVER_BUDGET, FAILED, INTERRUPTED):
@@ -492,7 +493,7 @@ def _unmeasured(c: contract.Confirmation, vid: str) -> str:
     return "not measured again over layouts"
 
 
-def label_effects(doc: contract.Results, stored: dict | None) -> None:
+def label_effects(doc: model.Results, stored: dict | None) -> None:
     """Each effect that matters follows its row: a one-change level is its variant's
     comparison, so its label is the row's. A model's effect (a factorial, a screen) averages
     builds, whose luck averages too: its 95% interval is widened by one comparison's luck times
@@ -522,7 +523,7 @@ def label_effects(doc: contract.Results, stored: dict | None) -> None:
         lo, hi = _widened_pct(e.effect_pct, e.ci95_pct, math.log1p(reach / 100) / Z95)
         t = estimate.threshold_of(doc)
         if not (hi < -t if e.effect_pct < 0 else lo > t):
-            e.layout_luck = contract.LayoutLuck(
+            e.layout_luck = model.LayoutLuck(
                 status=ONE_LAYOUT, reach_pct=reach,
                 why=f"a model's effect over one build a variant ({at} at this level, {ref} at "
                     f"{e.reference or 'the others'}): with their layout luck (reach "
@@ -539,18 +540,18 @@ def _widened_pct(effect_pct: float, ci_pct: list, luck: float) -> tuple[float, f
                  for s, end in ((-1, lo), (1, hi)))
 
 
-def settled(luck: contract.LayoutLuck | None) -> bool:
+def settled(luck: model.LayoutLuck | None) -> bool:
     """A call that stands: beyond layout luck's reach (no label) or confirmed over layouts."""
     return luck is None or luck.status == CONFIRMED
 
 
-def measured_again(doc: contract.Results) -> bool:
+def measured_again(doc: model.Results) -> bool:
     """Whether a confirmation measured any of this sweep's rows again over layouts."""
     return any(v.vs_baseline is not None and v.vs_baseline.layout_luck is not None
                and v.vs_baseline.layout_luck.over_layouts is not None for v in doc.variants)
 
 
-def final_verdict(vs: contract.VsBaseline | None) -> str | None:
+def final_verdict(vs: model.VsBaseline | None) -> str | None:
     """The verdict a reader of results.json may act on: a faster or slower call within layout
     luck's reach that was not confirmed over layouts is not decided (inconclusive)."""
     if vs is None:
@@ -560,7 +561,7 @@ def final_verdict(vs: contract.VsBaseline | None) -> str | None:
     return vs.verdict
 
 
-def apply(doc: contract.Results, stored: dict | None) -> None:
+def apply(doc: model.Results, stored: dict | None) -> None:
     """The record (as the run's options keep it) into results.json's recommendation; the
     rows' labels and what they do to the recommendation are the analysis's (label,
     analysis.apply)."""
@@ -571,7 +572,7 @@ def apply(doc: contract.Results, stored: dict | None) -> None:
     _estimate(doc, confirmed)
 
 
-def _estimate(doc: contract.Results, confirmed: contract.Confirmation) -> None:
+def _estimate(doc: model.Results, confirmed: model.Confirmation) -> None:
     """What the recommendation prints once its row's place against layout luck is known
     (results.estimate): a row confirmed over layouts, the confirmation's estimate; a row whose
     interval with one build's layout luck lies beyond the threshold, that interval; a row not

@@ -42,8 +42,8 @@ import functools
 import math
 
 from flagsweep import stats
-from flagsweep.results import contract
-from flagsweep.results.contract import is_control
+from flagsweep import model
+from flagsweep.model import is_control
 from flagsweep.stats import intervals
 
 SELECTED, WITH_LUCK, OVER_LAYOUTS, UNADJUSTED = ("selection-adjusted", "with-layout-luck",
@@ -54,14 +54,14 @@ COMPARED = ("faster", "slower", "equivalent", "inconclusive")
 CITED = "false-coverage rate, Benjamini & Yekutieli 2005"
 
 
-def comparisons(doc: contract.Results) -> int:
+def comparisons(doc: model.Results) -> int:
     """How many comparisons the sweep's adjustment chose among: every variant compared with the
     baseline, the A/A twin and a reference arm included."""
     return sum(1 for v in doc.variants if v.vs_baseline is not None
                and v.vs_baseline.verdict in COMPARED)
 
 
-def selected(vs: contract.VsBaseline, m: int | None) -> contract.Estimate:
+def selected(vs: model.VsBaseline, m: int | None) -> model.Estimate:
     """A recommended variant's comparison as it is printed: its estimate and the adjusted
     interval its verdict used (the 95% one, `unadjusted`, where none was kept)."""
     layouts = getattr(vs, "layouts", None) or None
@@ -69,7 +69,7 @@ def selected(vs: contract.VsBaseline, m: int | None) -> contract.Estimate:
         return _unadjusted(vs.ratio, vs.ci95, layouts, vs.p_adjusted)
     held = (f"over {layouts} layouts each, so it holds their spread" if layouts else
             "of one build each: it holds no layout luck, which was not measured")
-    return contract.Estimate(
+    return model.Estimate(
         ratio=vs.ratio, ci=vs.ci_fcr, level=vs.fcr_level, kind=SELECTED, layouts=layouts,
         comparisons=m, p_adjusted=vs.p_adjusted,
         why=f"The interval is the one its verdict used, adjusted for choosing it{_among(m)} "
@@ -77,7 +77,7 @@ def selected(vs: contract.VsBaseline, m: int | None) -> contract.Estimate:
             f"from no change. It is {held}.")
 
 
-def with_luck(doc: contract.Results, variant: str, reach_pct: float) -> contract.Estimate | None:
+def with_luck(doc: model.Results, variant: str, reach_pct: float) -> model.Estimate | None:
     """The recommended variant's interval of its flags' effect from a sweep of one build a
     variant: every comparison's interval widened by one build's layout luck (reach_pct, 95%,
     results.confirmation), then the false-coverage adjustment made again over those widened
@@ -86,7 +86,7 @@ def with_luck(doc: contract.Results, variant: str, reach_pct: float) -> contract
     return with_luck_all(doc, reach_pct).get(variant)
 
 
-def with_luck_all(doc: contract.Results, reach_pct: float) -> dict[str, contract.Estimate]:
+def with_luck_all(doc: model.Results, reach_pct: float) -> dict[str, model.Estimate]:
     """with_luck of every compared variant, from one adjustment over them all: what
     results.confirmation holds each faster or slower row's interval to."""
     luck = math.log1p(reach_pct / 100) / stats.Z95  # sd of a one-build comparison's luck
@@ -100,7 +100,7 @@ def with_luck_all(doc: contract.Results, reach_pct: float) -> dict[str, contract
     for vid, c in widened.items():
         if c.ci_fcr is None:        # its estimate is inside the threshold: the lone-choice level
             c.ci_fcr, c.fcr_level = c.interval_at(1 - alpha / m), 1 - alpha / m
-        out[vid] = contract.Estimate(
+        out[vid] = model.Estimate(
             ratio=c.ratio, ci=list(c.ci_fcr), level=c.fcr_level, kind=WITH_LUCK, comparisons=m,
             p_adjusted=found[vid].p_adjusted,
             why=f"The interval holds the layout luck of one build a variant (reach "
@@ -110,7 +110,7 @@ def with_luck_all(doc: contract.Results, reach_pct: float) -> dict[str, contract
     return out
 
 
-def _widened(vs: contract.VsBaseline, luck: float) -> stats.RatioEstimate:
+def _widened(vs: model.VsBaseline, luck: float) -> stats.RatioEstimate:
     """A comparison whose interval at any level also holds a layout luck of sd `luck` (log
     scale): each side's standard error, read from its 95% interval, and the luck's, added in
     variance."""
@@ -127,23 +127,23 @@ def _widened(vs: contract.VsBaseline, luck: float) -> stats.RatioEstimate:
                                interval_at=at)
 
 
-def threshold_of(doc: contract.Results) -> float:
+def threshold_of(doc: model.Results) -> float:
     """The threshold the document was judged by, in percent (older documents lack it)."""
     return stats.THRESHOLD_PCT if doc.threshold_pct is None else doc.threshold_pct
 
 
-def _alpha(doc: contract.Results) -> float:
+def _alpha(doc: model.Results) -> float:
     """The level the sweep's adjustment ran at (stats.sequential.Design.alpha)."""
     seq = doc.measurement.sequential if doc.measurement else None
     return getattr(seq, "alpha", None) or 0.05
 
 
-def over_layouts(c: contract.LayoutEstimate, k: int | None) -> contract.Estimate:
+def over_layouts(c: model.LayoutEstimate, k: int | None) -> model.Estimate:
     """The confirmation's estimate over K layouts each and the interval its verdict used."""
     layouts = c.layouts or k
     if not (c.ci_fcr and c.fcr_level):
         return _unadjusted(c.ratio, c.ci95, layouts, c.p_adjusted)
-    return contract.Estimate(
+    return model.Estimate(
         ratio=c.ratio, ci=c.ci_fcr, level=c.fcr_level, kind=OVER_LAYOUTS, layouts=layouts,
         p_adjusted=c.p_adjusted,
         why=f"The estimate and interval are the confirmation's, over {layouts} layouts each "
@@ -152,14 +152,14 @@ def over_layouts(c: contract.LayoutEstimate, k: int | None) -> contract.Estimate
             f"comparisons ({CITED}).")
 
 
-def _unadjusted(ratio, ci, layouts, p) -> contract.Estimate:
-    return contract.Estimate(ratio=ratio, ci=ci, level=0.95 if ci else None, kind=UNADJUSTED,
+def _unadjusted(ratio, ci, layouts, p) -> model.Estimate:
+    return model.Estimate(ratio=ratio, ci=ci, level=0.95 if ci else None, kind=UNADJUSTED,
                              layouts=layouts, p_adjusted=p,
                              why="The interval is the plain 95% one: the results kept no "
                                  "adjusted one, so it is not adjusted for choosing the winner.")
 
 
-def printed(doc: contract.Results) -> contract.Estimate | None:
+def printed(doc: model.Results) -> model.Estimate | None:
     """What the recommendation prints: its `estimate`; for results written before there was
     one, the same made from what they kept. None when it keeps the baseline."""
     rec = doc.recommendation
@@ -174,17 +174,17 @@ def printed(doc: contract.Results) -> contract.Estimate | None:
     return selected(vs, comparisons(doc)) if vs is not None else None
 
 
-def _usable(e: contract.Estimate) -> bool:
+def _usable(e: model.Estimate) -> bool:
     return bool(e.ratio and e.ratio > 0 and e.ci and e.level and 0 < e.ci[0] <= e.ci[1]
                 and math.isfinite(e.ci[1]))
 
 
-def faster_beyond(e: contract.Estimate | None, threshold_pct: float) -> bool:
+def faster_beyond(e: model.Estimate | None, threshold_pct: float) -> bool:
     """Whether e's whole interval lies on the faster side of the threshold."""
     return beyond(e, threshold_pct, "faster")
 
 
-def beyond(e: contract.Estimate | None, threshold_pct: float, side: str) -> bool:
+def beyond(e: model.Estimate | None, threshold_pct: float, side: str) -> bool:
     """Whether e's whole interval lies beyond the threshold on `side` (faster or slower)."""
     if e is None or not _usable(e):
         return False
@@ -192,7 +192,7 @@ def beyond(e: contract.Estimate | None, threshold_pct: float, side: str) -> bool
     return e.ci[1] < 1 - t if side == "faster" else e.ci[0] > 1 + t
 
 
-def text(e: contract.Estimate, against: str = "") -> str:
+def text(e: model.Estimate, against: str = "") -> str:
     """The estimate and its interval as a recommendation writes them: "-3.1% against the
     baseline (99.7% CI [-5.0, -1.2], adjusted for choosing it among 21 comparisons)"."""
     if e.ratio is None:
@@ -205,7 +205,7 @@ def text(e: contract.Estimate, against: str = "") -> str:
     return f"{head} ({level} CI {stats.ci_text(e.ci)}, {_adjusted_for(e)})"
 
 
-def _adjusted_for(e: contract.Estimate) -> str:
+def _adjusted_for(e: model.Estimate) -> str:
     among = _among(e.comparisons)
     return {SELECTED: f"adjusted for choosing it{among}",
             WITH_LUCK: f"with one build's layout luck, adjusted for choosing it{among}",

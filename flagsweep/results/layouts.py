@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from flagsweep.compilation import layout
-from flagsweep.results import contract
-from flagsweep.results.contract import AA_SUFFIX
+from flagsweep import model
+from flagsweep.model import AA_SUFFIX
 from flagsweep.stats import layout as layout_stats
 
 Values = dict[str, dict[int, float]]      # id -> {round: value}
@@ -22,17 +22,17 @@ Values = dict[str, dict[int, float]]      # id -> {round: value}
 
 @dataclass
 class Folded:
-    variants: list[contract.Variant]      # one per variant, replicates folded in
+    variants: list[model.Variant]      # one per variant, replicates folded in
     values: Values                        # variant -> {round: its layouts' geometric mean}
     replicates: dict[str, Values]         # variant -> {binary id: {round: value}}
 
 
-def fold(docs: list[contract.Variant], values: Values, baseline: str) -> Folded:
+def fold(docs: list[model.Variant], values: Values, baseline: str) -> Folded:
     """Fold the replicates (those with `layout_of`) into one variant each; variants without
     layouts pass unchanged. A replicate with identical code to another variant's replicate of
     the same seed was not timed: it takes that one's values."""
-    groups: dict[str, list[contract.Variant]] = {}
-    order: list[contract.Variant | str] = []   # a variant, or where a folded one goes
+    groups: dict[str, list[model.Variant]] = {}
+    order: list[model.Variant | str] = []   # a variant, or where a folded one goes
     for d in docs:
         of = _layout_of(d)
         if of is None:
@@ -50,15 +50,15 @@ def fold(docs: list[contract.Variant], values: Values, baseline: str) -> Folded:
     return Folded(folded, pooled, replicates)
 
 
-def _layout_of(d: contract.Variant) -> str | None:
-    return getattr(d, "layout_of", None)
+def _layout_of(d: model.Variant) -> str | None:
+    return d.layout_of
 
 
-def _ids(groups: dict[str, list[contract.Variant]]) -> set[str]:
+def _ids(groups: dict[str, list[model.Variant]]) -> set[str]:
     return {d.id for reps in groups.values() for d in reps}
 
 
-def _timed(d: contract.Variant) -> str:
+def _timed(d: model.Variant) -> str:
     """The binary whose samples stand for this replicate."""
     return d.build.identical_to or d.id
 
@@ -67,18 +67,17 @@ def _timed(d: contract.Variant) -> str:
 OWN = {"layout_of", "layout", "samples", "failures", "multiplexed", "build", "check"}
 
 
-def _variant(reps: list[contract.Variant], baseline: str) -> contract.Variant:
+def _variant(reps: list[model.Variant], baseline: str) -> model.Variant:
     first = reps[0]
     of = _layout_of(first)
     own = len(layout.flags(first.layout))
     kept = {k: v for k, v in first.dump().items() if k not in OWN}
     twin = {"aa_of": baseline} if of == baseline + AA_SUFFIX else {}
-    return contract.Variant.model_validate({
+    return model.Variant.model_validate({
         **kept, "id": of, "flags": first.flags[:-own], **twin, "build": _build(reps),
         "check": _worst_check(reps), "samples": _samples(reps),
-        "failures": [{**f, "layout": r.layout} for r in reps
-                     for f in getattr(r, "failures", None) or []],
-        "multiplexed": sum(getattr(r, "multiplexed", None) or 0 for r in reps)})
+        "failures": [{**f.dump(), "layout": r.layout} for r in reps for f in r.failures],
+        "multiplexed": sum(r.multiplexed or 0 for r in reps)})
 
 
 # A variant's output is as good as its worst layout's: a layout whose output failed or differs
@@ -86,13 +85,13 @@ def _variant(reps: list[contract.Variant], baseline: str) -> contract.Variant:
 CHECK_ORDER = {"failed": 0, "differs": 1, "equivalent": 2}
 
 
-def _worst_check(reps: list[contract.Variant]) -> dict | None:
+def _worst_check(reps: list[model.Variant]) -> dict | None:
     checks = [r.check for r in reps]
     worst = min(checks, key=lambda c: CHECK_ORDER.get(c.status if c else None, 3))
     return worst.dump() if worst else None
 
 
-def _build(reps: list[contract.Variant]) -> dict:
+def _build(reps: list[model.Variant]) -> dict:
     """The variant's build: the first layout's, judged over all of them, with each layout's."""
     builds = [r.build for r in reps]
     bad = next((b for b in builds if b.status != "ok"), None)
@@ -113,7 +112,7 @@ def _build(reps: list[contract.Variant]) -> dict:
                          "log": r.build.log} for r in reps]}
 
 
-def _samples(reps: list[contract.Variant]) -> dict[str, list]:
+def _samples(reps: list[model.Variant]) -> dict[str, list]:
     """The layouts' sample columns one after another, with `layout` (the seed) beside `round`."""
     names = list(dict.fromkeys(k for r in reps for k in (r.samples or {})))
     cols: dict[str, list] = {k: [] for k in names}

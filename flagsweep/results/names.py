@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from flagsweep.results import contract
-from flagsweep.results.contract import AA_SUFFIX, REF_SUFFIX
+from flagsweep import model
+from flagsweep.model import AA_SUFFIX, REF_SUFFIX
 
 
-def label(v: contract.Variant, doc: contract.Results) -> str:
+def label(v: model.Variant, doc: model.Results) -> str:
     """Its flags, with the compiler when the sweep has several; a change to a distribution's
     flags is named by the change ("debian +O3"), not by the dozen flags of the base."""
     flags = " ".join(v.flags) or "(no flags)"

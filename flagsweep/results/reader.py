@@ -1,6 +1,6 @@
 """Reading a results.json (or a tune.json): one loader that refuses, with the file and the key
 named, what is not one, and upgrades one written under an older schema
-(flagsweep.results.contract).
+(flagsweep.model).
 
 The file is data (anyone's, handed to report, compare, merge, pick, suite or explain), so
 before the models see it the JSON itself is held to what flagsweep writes: strict JSON, without
@@ -18,8 +18,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
+from flagsweep import model
 from flagsweep.errors import FlagsweepError
-from flagsweep.results import contract
 
 # A results.json nests 6 levels deep (variants[2].build.audit.compile_line[0]), a tune.json as
 # many; the open keys leave room for more, but not for thousands.
@@ -29,15 +31,43 @@ NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 LEVEL = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 
-def load(path: Path, kind: str = "results") -> contract.Open:
+def load(path: Path, kind: str = "results") -> model.Record:
     """Read a results.json (or, with kind "tune", a tune.json), refusing (with the file and
     the key named) what is not one; the document as the current schema's model."""
     doc = document(path, "results.json" if kind == "results" else f"{kind}.json")
     if kind == "results":
         if isinstance(doc, dict) and "schema" in doc:
-            doc = contract.upgrade(doc, path)
+            doc = upgrade(doc, path)
         _metric_column(doc)
-    return contract.validate(doc, path, kind)
+    return validate(doc, path, kind)
+
+
+def upgrade(doc: dict, path) -> dict:
+    """doc as the current schema: each older version upgraded in turn; FlagsweepError naming
+    the file and the version for one that this flagsweep does not know (or a newer one)."""
+    seen = []
+    while doc.get("schema") != model.SCHEMA:
+        version = doc.get("schema")
+        step = model.UPGRADES.get(version) if isinstance(version, str) else None
+        if step is None or version in seen:
+            raise FlagsweepError(f"{path}: key 'schema' is {version!r}; this flagsweep reads "
+                         f"{', '.join(map(repr, model.readable()))} (a newer flagsweep wrote it? "
+                         "upgrade flagsweep to read it)")
+        seen.append(version)
+        doc = step(doc)
+    return doc
+
+
+def validate(doc: Any, path, kind: str = "results") -> model.Record:
+    """The document as its model; refused, with the file and the key path named, when it is
+    not a document of this kind."""
+    what = "results.json" if kind == "results" else f"{kind}.json"
+    if not isinstance(doc, dict):
+        raise FlagsweepError(f"{path}: not a {what} (expected a JSON object)")
+    try:
+        return model.KINDS[kind].model_validate(doc)
+    except ValidationError as e:
+        raise FlagsweepError(f"{path}: {model.problem(e.errors(), what)}") from None
 
 
 def document(path: Path, what: str = "results.json") -> Any:
@@ -61,7 +91,7 @@ def document(path: Path, what: str = "results.json") -> Any:
         raise FlagsweepError(f"{path}: not a {what} (not valid JSON: {e})") from None
     if unfinite:
         where, token = _first_token(doc)
-        raise FlagsweepError(f"{path}: key '{contract.key_path(where) or '(the document)'}': "
+        raise FlagsweepError(f"{path}: key '{model.key_path(where) or '(the document)'}': "
                              f"expected a finite number or null, got {token}")
     return doc
 

@@ -17,114 +17,30 @@ import os
 import socket
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
+from pydantic import ValidationError
 from sqlalchemy.dialects import postgresql as pg_dialect
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 
 from flagsweep.host import toolchain
 from flagsweep.errors import FlagsweepError
 from flagsweep.measure.sample import Sample
-from flagsweep.results import contract
-
-SCHEMA_VERSION = 5
-metadata = sa.MetaData()
+from flagsweep import model
+from flagsweep.results.tables import (
+    MIGRATIONS, SAMPLE_KEY, SCHEMA_VERSION, attempts, meta, metadata, references, runs, samples,
+    variants,
+)
 
 # pg_advisory_xact_lock key serialising the first open and migrations of a PostgreSQL store
 # (b"flagswep" as a big-endian signed 64-bit integer). Fixed: every flagsweep must agree on it.
 PG_SETUP_LOCK = 0x666C_6167_7377_6570
 # How long an SQLite writer waits for another process's write lock before "database is locked".
 SQLITE_BUSY_TIMEOUT_S = 30.0
-
-runs = sa.Table(
-    "runs", metadata,
-    sa.Column("run_id", sa.String(200), primary_key=True),
-    sa.Column("target", sa.String(200), nullable=False),
-    sa.Column("recipe", sa.String(200), nullable=False),
-    sa.Column("out_dir", sa.Text, nullable=False),
-    sa.Column("started", sa.Float, nullable=False),
-    sa.Column("finished", sa.Float),
-    # running | complete | busy (stopped early, the machine busy) | interrupted | failed
-    sa.Column("status", sa.String(20), nullable=False),
-    sa.Column("stop_reason", sa.Text),
-    sa.Column("options", sa.JSON, nullable=False),           # everything needed to resume
-    sa.Column("machine", sa.JSON),
-)
-
-variants = sa.Table(
-    "variants", metadata,
-    sa.Column("run_id", sa.String(200), sa.ForeignKey("runs.run_id"), primary_key=True),
-    sa.Column("variant_id", sa.String(200), primary_key=True),
-    sa.Column("position", sa.Integer, nullable=False),       # matrix order, baseline first
-    sa.Column("doc", sa.JSON, nullable=False),               # id, compiler, flags, factors, build
-    sa.Column("check", sa.JSON),                             # filled by the output check
-)
-
-samples = sa.Table(
-    "samples", metadata,
-    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("run_id", sa.String(200), sa.ForeignKey("runs.run_id"), nullable=False),
-    sa.Column("variant_id", sa.String(200), nullable=False),
-    sa.Column("round", sa.Integer, nullable=False),          # warmups are negative rounds
-    sa.Column("position", sa.Integer, nullable=False),       # place in the round's shuffled order
-    sa.Column("taken_at", sa.Float, nullable=False),
-    sa.Column("env_pad", sa.Integer, nullable=False),
-    sa.Column("wall_s", sa.Float),
-    sa.Column("user_s", sa.Float),
-    sa.Column("sys_s", sa.Float),
-    sa.Column("maxrss_kb", sa.Integer),
-    sa.Column("counters", sa.JSON),                          # perf / cachegrind values by name
-    sa.Column("multiplexed", sa.Boolean, nullable=False, default=False),
-    sa.Column("failure", sa.Text),                           # None for a good sample
-    sa.Column("worker", sa.String(200)),                     # v2: the machine/worker that took it
-    sa.Column("disturbed", sa.Boolean, nullable=False, default=False,  # v3: judged disturbed,
-              server_default=sa.false()),                    # kept when retakes ran out
-    # v5: the pair a run belongs to in a duet round or the schedule's pilot (the variant it
-    # compares, measure.sample.Sample.pair; '' in serial rounds), and the CPU it was pinned to
-    sa.Column("pair", sa.String(200), nullable=False, default="", server_default=""),
-    sa.Column("cpu", sa.Integer),
-    sa.UniqueConstraint("run_id", "variant_id", "round", "pair", name="one_sample_per_round"),
-)
-SAMPLE_KEY = ("run_id", "variant_id", "round", "pair")
-
-# v3: every run judged disturbed and taken again, with all it measured; `samples` holds the
-# attempt that counts for its (variant, round). Same columns as samples, no unique key.
-attempts = sa.Table(
-    "attempts", metadata,
-    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("run_id", sa.String(200), sa.ForeignKey("runs.run_id"), nullable=False),
-    *(sa.Column(c.name, c.type, nullable=c.nullable, server_default=c.server_default)
-      for c in samples.columns if c.name not in ("id", "run_id", "disturbed")),
-)
-attempts_by_run = sa.Index("ix_attempts_run", attempts.c.run_id)
-
-runs_by_target = sa.Index("ix_runs_target", runs.c.target)  # v2: history reads runs by target
-
-# v4: the binary a target's nightly series is measured against (its reference arm): the first
-# complete sweep's baseline binary on this machine, kept so every later sweep measures it beside
-# its own build. One per target, CPU identity (across.history.machine_key) and baseline variant.
-references = sa.Table(
-    "kept_references", metadata,
-    sa.Column("target", sa.String(200), primary_key=True),
-    sa.Column("machine", sa.String(500), primary_key=True),
-    sa.Column("baseline", sa.String(200), primary_key=True),
-    sa.Column("sha256", sa.String(64), nullable=False),
-    sa.Column("name", sa.String(200), nullable=False),       # the binary's file name
-    sa.Column("flags", sa.JSON, nullable=False),
-    sa.Column("run_id", sa.String(200), nullable=False),     # the sweep it was kept from
-    sa.Column("kept", sa.Float, nullable=False),
-    sa.Column("binary", sa.LargeBinary, nullable=False),
-)
-
-meta = sa.Table(
-    "flagsweep_meta", metadata,
-    sa.Column("key", sa.String(50), primary_key=True),
-    sa.Column("value", sa.String(200), nullable=False),
-)
 
 
 def default_url() -> str:
@@ -187,70 +103,6 @@ def masked(url: str | sa.URL) -> str:
     u = sa.make_url(url)
     secret = {k: "***" for k in u.query if k.lower() in ("password", "passfile", "sslpassword")}
     return u.update_query_dict(secret).render_as_string(hide_password=True)
-
-
-# ---- migrations ------------------------------------------------------------------------------
-#
-# No Alembic: a step or two and one version row do not need a migration framework's config tree
-# (alembic.ini, env.py, a versions/ folder) shipped inside a command-line tool. MIGRATIONS[i]
-# takes a store from version i + 1 to i + 2; all of them run on open, in the same transaction as
-# the version row's update, so a store is never left half-migrated. Fresh stores are created at
-# SCHEMA_VERSION directly from `metadata`, so each step must end in exactly what `metadata` says.
-
-def _v2_sample_worker_and_runs_index(c: sa.Connection) -> None:
-    """samples.worker (which machine took the sample); an index on runs.target."""
-    columns = {col["name"] for col in sa.inspect(c).get_columns("samples")}
-    if "worker" not in columns:
-        kind = samples.c.worker.type.compile(dialect=c.dialect)
-        c.exec_driver_sql(f"ALTER TABLE samples ADD COLUMN worker {kind}")
-    runs_by_target.create(c, checkfirst=True)
-
-
-def _v3_disturbed_and_attempts(c: sa.Connection) -> None:
-    """samples.disturbed; the attempts table (made by create_all before the steps run)."""
-    columns = {col["name"] for col in sa.inspect(c).get_columns("samples")}
-    if "disturbed" not in columns:
-        c.exec_driver_sql("ALTER TABLE samples ADD COLUMN disturbed BOOLEAN NOT NULL DEFAULT FALSE")
-    attempts_by_run.create(c, checkfirst=True)
-
-
-def _v4_references(c: sa.Connection) -> None:
-    """The kept_references table (made by create_all before the steps run)."""
-    references.create(c, checkfirst=True)
-
-
-def _v5_pairs(c: sa.Connection) -> None:
-    """samples.pair and samples.cpu (and the attempts' own), and the unique key with the pair
-    in it: a duet round runs the baseline once per comparison, each run in its own pair."""
-    for table in (samples, attempts):
-        columns = {col["name"] for col in sa.inspect(c).get_columns(table.name)}
-        if "cpu" not in columns:
-            c.exec_driver_sql(f"ALTER TABLE {table.name} ADD COLUMN cpu INTEGER")
-        if "pair" not in columns:
-            c.exec_driver_sql(f"ALTER TABLE {table.name} ADD COLUMN pair VARCHAR(200) "
-                              "NOT NULL DEFAULT ''")
-    keys = sa.inspect(c).get_unique_constraints(samples.name)
-    if any(set(k["column_names"]) == set(SAMPLE_KEY) for k in keys):
-        return
-    if c.dialect.name == "sqlite":   # SQLite cannot change a table's constraints: copy it
-        c.exec_driver_sql("ALTER TABLE samples RENAME TO samples_v4")
-        samples.create(c)
-        names = ", ".join(col.name for col in samples.columns)
-        c.exec_driver_sql(f"INSERT INTO samples ({names}) SELECT {names} FROM samples_v4")
-        c.exec_driver_sql("DROP TABLE samples_v4")
-        return
-    c.exec_driver_sql("ALTER TABLE samples DROP CONSTRAINT one_sample_per_round")
-    c.exec_driver_sql("ALTER TABLE samples ADD CONSTRAINT one_sample_per_round "
-                      f"UNIQUE ({', '.join(SAMPLE_KEY)})")
-
-
-MIGRATIONS: list[Callable[[sa.Connection], None]] = [
-    _v2_sample_worker_and_runs_index,   # 1 -> 2
-    _v3_disturbed_and_attempts,         # 2 -> 3
-    _v4_references,                     # 3 -> 4
-    _v5_pairs,                          # 4 -> 5
-]
-assert len(MIGRATIONS) == SCHEMA_VERSION - 1
 
 
 class Store:
@@ -386,9 +238,12 @@ class Store:
     # ---- runs ----------------------------------------------------------------------------
 
     def create_run(self, run_id: str, target: str, recipe: str, out_dir: Path,
-                   options: dict, machine: dict) -> None:
+                   options: dict | model.RunOptions, machine: dict | model.Machine) -> None:
         """Store a new run under exactly this id; FlagsweepError if another process took it
-        since new_run_id (create_unique_run cannot lose that race)."""
+        since new_run_id (create_unique_run cannot lose that race). The options and the
+        machine are held to their models as they are written."""
+        options = model.RunOptions.model_validate(options).dump()
+        machine = None if machine is None else model.Machine.model_validate(machine).dump()
         try:
             with self._begin() as c:
                 c.execute(runs.insert().values(run_id=run_id, target=target, recipe=recipe,
@@ -402,7 +257,8 @@ class Store:
                                  "run may have taken it since new_run_id); start again") from None
 
     def create_unique_run(self, base: str, target: str, recipe: str, out_dir: Path,
-                          options: dict, machine: dict) -> str:
+                          options: dict | model.RunOptions,
+                          machine: dict | model.Machine) -> str:
         """create_run under new_run_id(base), retried with the next free id when another
         process takes the same id first; returns the id this run got."""
         for _ in range(100):
@@ -442,27 +298,38 @@ class Store:
                             .order_by(runs.c.started.desc())).first()
         return row.run_id if row else id_or_dir
 
-    def runs_of(self, target: str) -> list[dict]:
+    def runs_of(self, target: str) -> list[model.RunRecord]:
         """Every run of a target, oldest first (flagsweep history reads its sweeps from here)."""
         with self._connect() as c:
             rows = c.execute(sa.select(runs).where(runs.c.target == target)
                              .order_by(runs.c.started)).mappings().all()
-        return [dict(r) for r in rows]
+        return [self._record(dict(r)) for r in rows]
 
-    def run(self, run_id: str) -> dict:
+    def run(self, run_id: str) -> model.RunRecord:
+        """The run's row as its model; FlagsweepError naming the row and the key when a value
+        is not of its kind (a row is data: anyone with the store can write it)."""
         with self._connect() as c:
             row = c.execute(sa.select(runs).where(runs.c.run_id == run_id)).mappings().first()
         if row is None:
             raise FlagsweepError(f"no run '{run_id}' in the store {self.url} (a run's id is "
                                  "printed when it starts and stored in its results.json; "
                                  "its output folder works too)")
-        return dict(row)
+        return self._record(dict(row))
+
+    def _record(self, row: dict) -> model.RunRecord:
+        """A row as its model, the keys an older flagsweep wrote that no field declares left out."""
+        try:
+            return model.RunRecord.model_validate(model.declared(row, model.RunRecord))
+        except ValidationError as e:
+            raise FlagsweepError(f"run {row.get('run_id')}'s row in the store {self.url}: "
+                                 f"{model.problem(e.errors(), 'run record')}") from None
 
     def set_option(self, run_id: str, key: str, value) -> None:
-        """Add what a sweep learns after it starts (its input, its counters) to its options; a
-        results.json object (a confirmation record) is kept as its JSON."""
-        options = dict(self.run(run_id)["options"])
-        options[key] = value.dump() if isinstance(value, contract.Open) else value
+        """Add what a sweep learns after it starts (its input, its counters) to its options,
+        held to the option's field in model.RunOptions (a model is kept as its JSON)."""
+        value = value.dump() if isinstance(value, model.Record) else value
+        options = model.RunOptions.model_validate(
+            {**self.run(run_id).options.dump(), key: value}).dump()
         with self._begin() as c:
             c.execute(runs.update().where(runs.c.run_id == run_id).values(options=options))
 
@@ -485,13 +352,14 @@ class Store:
                 c.execute(variants.insert().values(run_id=run_id, variant_id=doc["id"],
                                                    position=i, doc=doc))
 
-    def save_check(self, run_id: str, variant_id: str, check: dict) -> None:
+    def save_check(self, run_id: str, variant_id: str, check: dict | model.Check) -> None:
+        check = model.Check.model_validate(check).dump()
         with self._begin() as c:
             c.execute(variants.update().where(variants.c.run_id == run_id,
                                               variants.c.variant_id == variant_id)
                       .values(check=check))
 
-    def variants(self, run_id: str) -> list[contract.Variant]:
+    def variants(self, run_id: str) -> list[model.Variant]:
         """The run's variants in matrix order, as results.json's model: the stored document
         (id, compiler, flags, factors, build; a layout's layout_of and layout) and its output
         check (None until checked)."""
@@ -499,7 +367,7 @@ class Store:
             rows = c.execute(sa.select(variants.c.doc, variants.c.check)
                              .where(variants.c.run_id == run_id)
                              .order_by(variants.c.position)).mappings().all()
-        return [contract.Variant.model_validate({**r["doc"], "check": r["check"]}) for r in rows]
+        return [model.Variant.model_validate({**r["doc"], "check": r["check"]}) for r in rows]
 
     # ---- kept references -----------------------------------------------------------------------
 

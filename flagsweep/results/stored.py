@@ -39,7 +39,7 @@ from flagsweep.experiment import target as targets
 from flagsweep.experiment.strict import quoted
 from flagsweep.host import toolchain
 from flagsweep.measure.options import MeasureOptions, from_store
-from flagsweep.results import contract
+from flagsweep import model
 from flagsweep.results.store import Store
 
 # The record a run's (or a tune's) folder holds from its start is {"run_id": ID} or {"tune_id":
@@ -56,10 +56,10 @@ class Run:
     its target (the caller's, or the one its row names)."""
 
     run_id: str
-    row: dict
-    options: dict
+    row: model.RunRecord
+    options: model.RunOptions
     out: Path
-    docs: list[contract.Variant]
+    docs: list[model.Variant]
     measure: MeasureOptions
     target: targets.Target
 
@@ -75,13 +75,10 @@ def run(store: Store, run_id: str, t: targets.Target | None = None) -> Run:
     row = store.run(run_id)
     where = row_of(store, run_id)
     out = out_dir(store, run_id, row)
-    o = row["options"]
-    if not isinstance(o, dict):
-        raise FlagsweepError(f"{where}, key 'options': expected an object, got {quoted(o)}")
-    measure = from_store(o.get("measure"), f"{where}, key 'options.measure'")
+    o = row.options
+    measure = from_store(o.measure, f"{where}, key 'options.measure'")
     if t is None:
-        t = target(o.get("target_path"), o.get("target_sha256"), where, "options.target_path",
-                   f"run {run_id}")
+        t = target(o.target_path, o.target_sha256, where, "options.target_path", f"run {run_id}")
     try:
         docs = store.variants(run_id)
     except ValidationError as e:
@@ -93,10 +90,10 @@ def run(store: Store, run_id: str, t: targets.Target | None = None) -> Run:
     return Run(run_id, row, o, out, docs, measure, t)
 
 
-def out_dir(store: Store, run_id: str, row: dict | None = None) -> Path:
+def out_dir(store: Store, run_id: str, row: model.RunRecord | None = None) -> Path:
     """The folder a run's row names, once it shows it is that run's (`folder`)."""
     row = row or store.run(run_id)
-    return folder(row["out_dir"], "run_id", run_id, row_of(store, run_id), "out_dir")
+    return folder(row.out_dir, "run_id", run_id, row_of(store, run_id), "out_dir")
 
 
 def claim(path: Path, key: str, name: str) -> None:
@@ -188,7 +185,7 @@ def compiler(name: object, where: str, field: str) -> toolchain.Toolchain:
         raise ConfigError(f"{where}, key '{field}': {e}") from None
 
 
-def binary(d: contract.Variant, out: Path, where: str) -> Path:
+def binary(d: model.Variant, out: Path, where: str) -> Path:
     """The binary of a stored variant, to be run: one in the run's own builds folder whose
     code its build recorded and still has. A binary elsewhere (a row can name any path), or one
     whose hash is gone, is never run: what it is cannot be known."""

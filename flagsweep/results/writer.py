@@ -1,4 +1,4 @@
-"""The results files: results.json (the public contract, flagsweep.results.contract, docs/results.md),
+"""The results files: results.json (the public contract, flagsweep.model, docs/results.md),
 samples.csv (one row per sample, warmups and failures included), and the progress display.
 
 Both files are rebuilt from the store, so an interrupted sweep's files hold every sample taken so
@@ -24,8 +24,9 @@ from flagsweep.measure import metric as metric_mod
 from flagsweep.measure import pairs, pilot
 from flagsweep.measure.sample import SAMPLE_METRICS, Sample
 from flagsweep.compilation import layout
-from flagsweep.results import analysis, confirmation, contract, layouts
-from flagsweep.results.contract import SCHEMA
+from flagsweep import model
+from flagsweep.results import analysis, confirmation, layouts
+from flagsweep.model import SCHEMA
 from flagsweep.results.store import NoStore, Store
 from flagsweep.experiment import target
 from flagsweep import stats
@@ -45,24 +46,24 @@ def write(out: Path, store: Store, run_id: str, history: list[dict] | None = Non
     the store is told, so that a run the store calls complete always has its files."""
     all_samples, set_aside = store.samples(run_id), store.attempts(run_id)
     doc = document(store, run_id, ending, (all_samples, set_aside))
-    doc.history = [contract.HistorySeries.model_validate(series) for series in history or []]
+    doc.history = [model.HistorySeries.model_validate(series) for series in history or []]
     path = write_atomic(out / "results.json", json.dumps(doc.dump(), indent=1))
     _write_csv(out / "samples.csv", run_id, all_samples, set_aside)
     return path
 
 
 def document(store: Store, run_id: str, ending: dict | None = None,
-             taken: tuple[list[Sample], list[Sample]] | None = None) -> contract.Results:
+             taken: tuple[list[Sample], list[Sample]] | None = None) -> model.Results:
     """results.json's content for a run as the store holds it now, without its history;
     `taken`: its samples and set-aside attempts, when already read."""
-    run = {**store.run(run_id), **(ending or {})}
+    run = store.run(run_id).model_copy(update=ending or {})
     all_samples, set_aside = taken or (store.samples(run_id), store.attempts(run_id))
     doc = _document(run, store.variants(run_id), all_samples)
     _disturbance(doc, all_samples, set_aside)
     return doc
 
 
-def _disturbance(doc: contract.Results, samples: list[Sample], set_aside: list[Sample]) -> None:
+def _disturbance(doc: model.Results, samples: list[Sample], set_aside: list[Sample]) -> None:
     """How many counted runs the machine disturbed, and how many were taken again because of
     it (flagsweep.measure.disturbance): the sweep's totals in `measurement`, each variant's in its
     summary. A set-aside attempt was disturbed and retaken; a counted sample still marked
@@ -77,9 +78,9 @@ def _disturbance(doc: contract.Results, samples: list[Sample], set_aside: list[S
     m.disturbed, m.retaken = sum(disturbed.values()), sum(retaken.values())
     m.still_disturbed = sum(s.disturbed for s in samples if s.round >= 0)
     most = disturbance.limit(doc.metric, doc.threshold_pct)
-    m.disturbance_rule = None if most is None else {
-        "off_cpu_share": most, "steal_share": stats.fraction(doc.threshold_pct),
-        "max_retakes": disturbance.MAX_RETAKES}
+    m.disturbance_rule = None if most is None else model.DisturbanceRule(
+        off_cpu_share=most, steal_share=stats.fraction(doc.threshold_pct),
+        max_retakes=disturbance.MAX_RETAKES)
 
 
 def located(arg: str | Path, scratch: Path, store: Store | None = None) -> Path:
@@ -121,49 +122,49 @@ def located(arg: str | Path, scratch: Path, store: Store | None = None) -> Path:
         # older flagsweep with an option value it no longer accepts, say) is named, not a crash.
         log.info("results of %s not written", run_id, exc_info=True)
         raise FlagsweepError(f"{arg}: the results of run {run_id} (status "
-                             f"{db.run(run_id)['status']}) cannot be written from the store "
+                             f"{db.run(run_id).status}) cannot be written from the store "
                              f"{db.url}: {type(e).__name__}: {e}") from e
 
 
-def _document(run: dict, stored: list[contract.Variant],
-              samples: list[Sample]) -> contract.Results:
+def _document(run: model.RunRecord, stored: list[model.Variant],
+              samples: list[Sample]) -> model.Results:
     """The document from the store's run record (its options as the sweep kept them) and its
     variants; the statistics fields filled by analysis, confirmation and explain."""
-    o = run["options"]
-    m = o["measure"]
+    o = run.options
+    m = o.measure
     metric = metric_mod.column(m["metric"])
-    t_path = o["target_path"]
-    doc = contract.Results(
-        schema=SCHEMA, run_id=run["run_id"], target=run["target"],
-        target_version=o.get("target_version"), recipe=run["recipe"], study=o.get("study"),
-        started=_iso(run["started"]), finished=_iso(run["finished"]), status=run["status"],
-        stop_reason=run["stop_reason"],
-        machine={**run["machine"],
-                 "hw_counters": bool((o.get("counters") or {}).get("hw_counters", False))},
-        compilers=o.get("compilers", []), metric=metric,
-        workload=o.get("workload", {"target_file": t_path}), baseline=o["baseline"],
-        design=o.get("design"), distro=o.get("distro"), skipped=o.get("skipped", []),
-        measurement=_measurement(m, o.get("metric_choice"), o.get("schedule")),
-        variants=[_variant(v, samples, run["started"], metric) for v in stored],
+    t_path = o.target_path
+    doc = model.Results(
+        schema=SCHEMA, run_id=run.run_id, target=run.target,
+        target_version=o.target_version, recipe=run.recipe, study=o.study,
+        started=_iso(run.started), finished=_iso(run.finished), status=run.status,
+        stop_reason=run.stop_reason,
+        machine=run.machine.model_copy(update={
+            "hw_counters": bool(o.counters and o.counters.hw_counters)}),
+        compilers=o.compilers, metric=metric,
+        workload=o.workload or model.Workload(target_file=t_path), baseline=o.baseline,
+        design=o.design, distro=o.distro, skipped=o.skipped,
+        measurement=_measurement(m, o.metric_choice, o.schedule),
+        variants=[_variant(v, samples, run.started, metric) for v in stored],
         threshold_pct=m.get("threshold_pct", stats.THRESHOLD_PCT))
     values = analysis.values_by_round(samples, lambda s: metric_mod.metric_of(s, metric))
-    refused = _replaced(doc.variants, o.get("replaced") or {})
+    refused = _replaced(doc.variants, o.replaced)
     replicates = None
     doc.measurement.layouts = None
     if m.get("layouts"):
         folded = layouts.fold(doc.variants, values, doc.baseline)
         doc.variants, values, replicates = folded.variants, folded.values, folded.replicates
-        doc.measurement.layouts = contract.Layouts.model_validate(layout.described(m["layouts"]))
-    design = sequential.Design.from_json(o.get("sequential"))
-    doc.measurement.sequential = contract.Sequential.model_validate(design.to_json())
+        doc.measurement.layouts = model.Layouts.model_validate(layout.described(m["layouts"]))
+    design = sequential.Design.from_json(o.sequential and o.sequential.dump())
+    doc.measurement.sequential = model.Sequential.model_validate(design.to_json())
     analysis.apply(doc, values, seed=m.get("seed") or 0, replicates=replicates,
-                   refused=refused, design=design, luck=o.get("confirmation"))
-    confirmation.apply(doc, o.get("confirmation"))
+                   refused=refused, design=design, luck=o.confirmation)
+    confirmation.apply(doc, o.confirmation)
     analysis.unanswered(doc)
-    _stopped(doc, o.get("stopped") or {}, samples)
+    _stopped(doc, o.stopped, samples)
     _short_run(doc, t_path)
     analysis.advise(doc, samples)
-    add_explain(doc, o.get("explain"))
+    add_explain(doc, o.explain)
     return doc
 
 
@@ -173,16 +174,16 @@ MEASUREMENT = ("seed", "warmup", "min_runs", "max_runs", "runs", "budget", "prec
                "run_length", "confirm_layouts", "confirm_rows")
 
 
-def _measurement(m: dict, metric_choice: dict | None,
-                 schedule: dict | None = None) -> contract.Measurement:
+def _measurement(m: dict, metric_choice: model.ChosenMetric | None,
+                 schedule: model.Schedule | None = None) -> model.Measurement:
     # --input-size as given: auto, else the size --quick (or its absence) chose
     size = m.get("input_size") or ("quick" if m.get("quick") else "full")
-    return contract.Measurement.model_validate(
+    return model.Measurement.model_validate(
         {k: m[k] for k in MEASUREMENT if k in m} | {"metric_choice": metric_choice,
                                                      "input_size": size, "schedule": schedule})
 
 
-def _short_run(doc: contract.Results, target_path: str) -> None:
+def _short_run(doc: model.Results, target_path: str) -> None:
     """`measurement.short_run`: the warning for a baseline whose runs are shorter than a sample
     resolves, with the input size that would fix it (flagsweep.measure.resolution), or null.
     Judged on a time: the metric, or wall time when the metric is a count."""
@@ -195,12 +196,13 @@ def _short_run(doc: contract.Results, target_path: str) -> None:
     except FlagsweepError:      # the target's file moved or changed: the warning without a size
         inputs = None
     warning = resolution.short_run(statistics.median(values) if values else None, inputs,
-                                   bool(getattr(doc.measurement, "quick", False)), target_path)
+                                   bool(doc.measurement.quick), target_path)
     doc.measurement.short_run = None if warning is None \
-        else contract.ShortRun.model_validate(warning)
+        else model.ShortRun.model_validate(warning)
 
 
-def _replaced(variants: list[contract.Variant], replaced: dict[str, dict]) -> dict[str, str]:
+def _replaced(variants: list[model.Variant],
+              replaced: dict[str, model.Replaced]) -> dict[str, str]:
     """The binaries found replaced after the rounds (checks.replaced): each one's record as its
     variant's `replaced`; returns variant -> why, for the verdicts it does not get. A layout's
     replaced binary refuses the whole variant it is a layout of."""
@@ -209,27 +211,29 @@ def _replaced(variants: list[contract.Variant], replaced: dict[str, dict]) -> di
         record = replaced.get(v.id)
         if record:
             v.replaced = record
-            refused[getattr(v, "layout_of", None) or v.id] = (
-                f"replaced during the sweep: {record['why']}; its samples do not time one "
+            refused[v.layout_of or v.id] = (
+                f"replaced during the sweep: {record.why}; its samples do not time one "
                 "program, so it has no verdict")
     return refused
 
 
-def add_explain(doc: contract.Results, explain: dict | None) -> None:
+def add_explain(doc: model.Results, explain: model.StoredExplain | dict | None) -> None:
     """run --explain's profiles (flagsweep.explain.explanation.explain) into the document: each
     explained variant's entry as its `explain`, the rest as the top-level `explain`."""
     if not explain:
         return
-    entries = explain.get("variants") or {}
+    explain = model.StoredExplain.model_validate(explain)
+    entries = explain.variants
     for v in doc.variants:
         if v.id in entries:
-            v.explain = contract.Explain.model_validate(entries[v.id])
-    doc.explain = contract.ExplainRun.model_validate(
-        {k: val for k, val in explain.items() if k != "variants"}
+            v.explain = entries[v.id]
+    doc.explain = model.ExplainRun.model_validate(
+        {k: val for k, val in explain.dump().items() if k != "variants"}
         | {"explained": [v.id for v in doc.variants if v.id in entries]})
 
 
-def _stopped(doc: contract.Results, stopped: dict[str, dict], samples: list[Sample]) -> None:
+def _stopped(doc: model.Results, stopped: dict[str, model.EarlyStop],
+             samples: list[Sample]) -> None:
     """The variants that stopped early (measure.rounds.stops): each one's round count and why in
     its summary, and the runs the sweep did not spend on them, against every variant in every
     round it ran."""
@@ -238,21 +242,21 @@ def _stopped(doc: contract.Results, stopped: dict[str, dict], samples: list[Samp
     saved = 0
     for v in doc.variants:
         stop = stopped.get(v.id)
-        v.summary.stopped_at = stop["rounds"] if stop else None
-        v.summary.stopped_why = stop["why"] if stop else None
+        v.summary.stopped_at = stop.rounds if stop else None
+        v.summary.stopped_why = stop.why if stop else None
         if stop:
-            saved += max(0, ran - stop["rounds"])
+            saved += max(0, ran - stop.rounds)
     doc.measurement.runs_saved = saved
 
 
-def _variant(v: contract.Variant, samples: list[Sample], started: float,
-             metric: str) -> contract.Variant:
+def _variant(v: model.Variant, samples: list[Sample], started: float,
+             metric: str) -> model.Variant:
     """A stored variant with what was measured of it: its counted samples as columns, its
     failed runs, and how many of its samples perf multiplexed."""
     mine = [s for s in samples if s.variant_id == v.id]
     counted = [s for s in mine if s.ok and s.round >= 0]
     v.samples = _columns(counted, started, metric)
-    v.failures = [{"round": s.round, "failure": s.failure} for s in mine if not s.ok]
+    v.failures = [model.Failure(round=s.round, failure=s.failure) for s in mine if not s.ok]
     v.multiplexed = sum(s.multiplexed for s in counted)
     return v
 

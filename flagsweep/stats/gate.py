@@ -13,6 +13,8 @@ moving by itself, so no verdict smaller than that movement is believed.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from flagsweep import stats
 
 # What the A/A twin is: a copy of the baseline's binary, or with --layouts the baseline's code
@@ -21,8 +23,17 @@ UNSTABLE = "the machine was unstable"
 TWIN_IS = {False: "the baseline's own binary again", True: "the baseline's code in other layouts"}
 
 
+@dataclass(frozen=True)
+class Ruling:
+    """What the twin ruled (results.json's `aa`): the machine unstable (every call overruled),
+    else how far it moved by itself (percent, null: not measured) and the calls overruled."""
+    unstable: bool = False
+    bound_pct: float | None = None
+    gated: list[str] = field(default_factory=list)
+
+
 def aa_gate(comparisons: dict[str, stats.RatioEstimate], twin: str, threshold_pct: float,
-            twin_is: str = TWIN_IS[False]) -> dict:
+            twin_is: str = TWIN_IS[False]) -> Ruling:
     """Overrule, in place, the verdicts the twin's comparison does not let stand.
 
     Any faster/slower call on the twin is the machine (or layout alone) moving under the
@@ -34,15 +45,14 @@ def aa_gate(comparisons: dict[str, stats.RatioEstimate], twin: str, threshold_pc
     Returns what was gated, for results.json's `aa`."""
     aa = comparisons.get(twin)
     if aa is None:
-        return {"unstable": False, "bound_pct": None, "gated": []}
+        return Ruling()
     others = {vid: c for vid, c in comparisons.items() if vid != twin}
     if aa.verdict in ("faster", "slower"):
         why = unstable_why(aa.verdict, aa.ratio, twin_is)
-        return {"unstable": True, "bound_pct": None,
-                "gated": rule(others, why, None, threshold_pct, twin_is)}
+        return Ruling(True, None, rule(others, why, None, threshold_pct, twin_is))
     bound = _aa_bound(aa)
-    return {"unstable": False, "bound_pct": None if bound is None else 100 * bound,
-            "gated": rule(others, None, bound, threshold_pct, twin_is)}
+    return Ruling(False, None if bound is None else 100 * bound,
+                  rule(others, None, bound, threshold_pct, twin_is))
 
 
 def rule(comparisons: dict[str, stats.RatioEstimate], unstable: str | None,

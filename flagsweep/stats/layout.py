@@ -149,7 +149,7 @@ def power(k: int, sd: float, gain_pct: float, threshold_pct: float, m: int = 1,
     df = (k - 1) * (1 + f) ** 2 / (1 + f ** 2)
     se = sd * math.sqrt(2 / k)
     quantile = sps.t.ppf(1 - alpha / (2 * max(1, m)), df)
-    shift = (math.log1p(-gain_pct / 100) - math.log1p(-threshold_pct / 100)) / se
+    shift = (math.log1p(-gain_pct / 100) - math.log1p(-stats.fraction(threshold_pct))) / se
     return float(np.mean(sps.nct.cdf(-quantile, df, shift)))
 
 

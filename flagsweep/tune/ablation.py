@@ -11,7 +11,7 @@ from typing import Callable
 
 from flagsweep import stats
 from flagsweep.errors import FlagsweepError, Interrupted
-from flagsweep.results import contract
+from flagsweep import model
 from flagsweep.tune import batch, cost, layouts, proof, ranking, sweeps
 from flagsweep.tune.batch import Proposal
 from flagsweep.model.tune import AblationPlan
@@ -21,7 +21,7 @@ from flagsweep.tune.record import Tuning, keep_ablation
 def ablation(tune: Tuning, say: Callable[[str], None]) -> None:
     best = ranking.best(tune)
     if best is None:
-        keep_ablation(tune, contract.TuneAblation(
+        keep_ablation(tune, model.TuneAblation(
             status="skipped", why="no set the search measured was faster than the base"))
         say("ablation: skipped (no set found faster than the base)")
         return
@@ -38,7 +38,7 @@ def ablation(tune: Tuning, say: Callable[[str], None]) -> None:
     except Interrupted:
         raise                       # resumed with the tune, never recorded as a failure
     except FlagsweepError as e:
-        keep_ablation(tune, contract.TuneAblation(status="failed", why=str(e),
+        keep_ablation(tune, model.TuneAblation(status="failed", why=str(e),
                                                   of=list(changes)))
         say(f"ablation: failed ({e})")
         return
@@ -52,12 +52,12 @@ def _within_threshold(tune: Tuning, number: int, ratio: float, changes: tuple[st
     measures it against the base and -O3."""
     why = (f"the best set found, trial {number}, is {100 * (ratio - 1):+.1f}% against the "
            f"base in the search, within the {tune.setting.measure.threshold_pct:g}% threshold")
-    keep_ablation(tune, contract.TuneAblation(status="skipped", why=why, of=list(changes)))
+    keep_ablation(tune, model.TuneAblation(status="skipped", why=why, of=list(changes)))
     say(f"ablation: skipped ({why})")
 
 
 def _concluded(tune: Tuning, winner: tuple[str, ...], plan: AblationPlan,
-               rows: list[contract.TuneAblationRow], say: Callable[[str], None]) -> None:
+               rows: list[model.TuneAblationRow], say: Callable[[str], None]) -> None:
     """After the removals' rows: the doubtful ones checked over layouts, the greedy subset,
     then the ablation kept and said."""
     s = tune.setting
@@ -68,7 +68,7 @@ def _concluded(tune: Tuning, winner: tuple[str, ...], plan: AblationPlan,
     least = proof.minimal(rows)
     if greedy is not None and greedy.chosen:
         least = [f for step in greedy.steps[:greedy.chosen] for f in step.added]
-    keep_ablation(tune, contract.TuneAblation(
+    keep_ablation(tune, model.TuneAblation(
         status="complete", run_id=batch.run_id(s, path), results=str(path), of=list(changes),
         method=plan.method, why=plan.why, rows=rows, minimal=least,
         layout_check=check, greedy=greedy))
@@ -83,7 +83,7 @@ def _concluded(tune: Tuning, winner: tuple[str, ...], plan: AblationPlan,
             + (f": {' '.join(least)}" if least else ""))
 
 
-def _greedy_said(g: contract.TuneGreedy, n: int) -> str:
+def _greedy_said(g: model.TuneGreedy, n: int) -> str:
     if g.status != "complete":
         return f"the greedy subset was not measured: {g.why}"
     if g.chosen is None:
@@ -119,7 +119,7 @@ def _ablation_plan(tune: Tuning, changes: tuple[str, ...]) -> AblationPlan:
 
 
 def _ablated(tune: Tuning, winner: tuple[str, ...], plan: AblationPlan, number: int,
-             say: Callable[[str], None]) -> list[contract.TuneAblationRow]:
+             say: Callable[[str], None]) -> list[model.TuneAblationRow]:
     """The plan's sweeps on the search input, the winner their baseline: the removals' rows."""
     removals = [tuple(g) for g in plan.groups]
     if plan.method == "leave-one-out":
@@ -140,7 +140,7 @@ def _ablated(tune: Tuning, winner: tuple[str, ...], plan: AblationPlan, number: 
     return [r for r in rows if not set(r.flags) <= set(split)] + single
 
 
-def _split(tune: Tuning, rows: list[contract.TuneAblationRow], say: Callable[[str], None]
+def _split(tune: Tuning, rows: list[model.TuneAblationRow], say: Callable[[str], None]
            ) -> list[str]:
     """The flags to take apart one by one: of the groups that may matter, whole groups while
     their builds fit in what is left of the ablation's time, those decided to matter first."""
@@ -159,8 +159,8 @@ def _split(tune: Tuning, rows: list[contract.TuneAblationRow], say: Callable[[st
     return split
 
 
-def _greedy(tune: Tuning, winner: tuple[str, ...], rows: list[contract.TuneAblationRow],
-            say: Callable[[str], None]) -> contract.TuneGreedy | None:
+def _greedy(tune: Tuning, winner: tuple[str, ...], rows: list[model.TuneAblationRow],
+            say: Callable[[str], None]) -> model.TuneGreedy | None:
     """The greedy minimal subset (proof.greedy_units): the base with the rows that may matter
     added back one at a time, costliest first, as many steps as fit in what is left of the
     ablation's time, one sweep on the search input whose baseline is the winner. None when
@@ -174,7 +174,7 @@ def _greedy(tune: Tuning, winner: tuple[str, ...], rows: list[contract.TuneAblat
         plan.greedy, plan.greedy_why = _greedy_plan(tune, units)
         tune.save()
     if not plan.greedy:
-        return contract.TuneGreedy(status="skipped", why=plan.greedy_why)
+        return model.TuneGreedy(status="skipped", why=plan.greedy_why)
     units = [tuple(u) for u in plan.greedy]
     sets = proof.greedy_sets(winner, len(tune.setting.base), units)
     say(f"ablation: the greedy subset: the base with the flags that may matter added back, "
@@ -188,9 +188,9 @@ def _greedy(tune: Tuning, winner: tuple[str, ...], rows: list[contract.TuneAblat
         raise                       # resumed with the tune, never recorded as a failure
     except FlagsweepError as e:
         say(f"ablation: the greedy subset failed ({e})")
-        return contract.TuneGreedy(status="failed", why=str(e))
+        return model.TuneGreedy(status="failed", why=str(e))
     steps = proof.greedy_steps(tune.setting, path, winner, units)
-    return contract.TuneGreedy(status="complete", run_id=batch.run_id(tune.setting, path),
+    return model.TuneGreedy(status="complete", run_id=batch.run_id(tune.setting, path),
                                results=str(path), steps=steps,
                                chosen=proof.greedy_chosen(steps, decided))
 
@@ -211,7 +211,7 @@ def _greedy_plan(tune: Tuning, units: list[tuple[str, ...]]
 
 def _removed(tune: Tuning, folder: str, winner: tuple[str, ...],
              removals: list[tuple[str, ...]], say: Callable[[str], None]
-             ) -> list[contract.TuneAblationRow]:
+             ) -> list[model.TuneAblationRow]:
     todo = [Proposal(-1 - i, proof.without(winner, r)) for i, r in enumerate(removals)]
     path = sweeps.sweep_once(tune, tune.out / folder, f"{tune.name}-{folder}", winner, todo,
                              quick=True, say=say)

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import math
 
-from flagsweep import stats
-from flagsweep.results import contract
+from flagsweep import model, stats
 from flagsweep.stats import gate
 from flagsweep.stats.wording import level_text
 
 
-def sentence(proof_: contract.TuneProof | None, ablation: contract.TuneAblation | None, n: int,
+def sentence(proof_: model.TuneProof | None, ablation: model.TuneAblation | None, n: int,
              base_flags: tuple[str, ...], threshold: float) -> tuple[str | None, list[str] | None]:
     """The one sentence after n candidates, and the set it names: the set to use when the
     proof found one faster than the base and than -O3, else that nothing found beats them
@@ -80,9 +79,9 @@ def sentence(proof_: contract.TuneProof | None, ablation: contract.TuneAblation 
             f"{undecided or more}.", use)
 
 
-def _bound(best: contract.TuneCandidate | None, o3: contract.TuneCandidate | None,
+def _bound(best: model.TuneCandidate | None, o3: model.TuneCandidate | None,
            base: str, threshold: float, both: bool, said_o3: bool
-           ) -> tuple[contract.TuneEstimate | None, str]:
+           ) -> tuple[model.TuneEstimate | None, str]:
     """The interval that bounds what the search could give, and the text that shows it.
 
     The claim holds against every reference the sentence names. Keeping -O3 (or the base when
@@ -92,7 +91,7 @@ def _bound(best: contract.TuneCandidate | None, o3: contract.TuneCandidate | Non
     set of the search in the proof, -O3's own against the base. The binding interval is the
     one reaching furthest below 1; `said_o3` leaves -O3's own out of the text when the
     sentence gives it already."""
-    named: list[tuple[str, contract.TuneEstimate | None]] = []
+    named: list[tuple[str, model.TuneEstimate | None]] = []
     if best is not None and both:
         named = [(f"the best found: {{}} against {base}", best.vs_base),
                  ("{} against -O3", best.vs_o3)]
@@ -111,7 +110,7 @@ def _bound(best: contract.TuneCandidate | None, o3: contract.TuneCandidate | Non
     return est, f" ({'; '.join(parts)})" if parts else ""
 
 
-def _rest_matters(least: contract.TuneCandidate, ablation: contract.TuneAblation | None) -> str:
+def _rest_matters(least: model.TuneCandidate, ablation: model.TuneAblation | None) -> str:
     """Why the answer is not the minimal subset: the flags whose removal alone cost nothing
     decided were, together, worth more than the threshold (the subset was decided slower
     than the best set), so the answer keeps them and says what the subset alone gives."""
@@ -126,7 +125,7 @@ def _rest_matters(least: contract.TuneCandidate, ablation: contract.TuneAblation
             "other flags matter together")
 
 
-def _output(use: contract.TuneCandidate, base: str) -> str:
+def _output(use: model.TuneCandidate, base: str) -> str:
     """What the reader must know before using a set whose output is not the base's own bytes
     (fast-math pieces stay in the space: the output check judges them, and the judgement holds
     for this workload's input only)."""
@@ -142,8 +141,8 @@ def _output(use: contract.TuneCandidate, base: str) -> str:
             f"({why}) on this workload's input")
 
 
-def _o3_code(same: list[contract.TuneCandidate], o3: contract.TuneCandidate,
-             ablation: contract.TuneAblation | None, base: str, k: int, n: int) -> str:
+def _o3_code(same: list[model.TuneCandidate], o3: model.TuneCandidate,
+             ablation: model.TuneAblation | None, base: str, k: int, n: int) -> str:
     """The best set found builds -O3's own binary: the search rediscovered what -O3 adds for
     this program, and the flags that give it are named."""
     c = next((c for c in same if c.role == "minimal"), same[0])
@@ -155,7 +154,7 @@ def _o3_code(same: list[contract.TuneCandidate], o3: contract.TuneCandidate,
             f"after {n} candidates{_adjusted(o3.vs_base)}.")
 
 
-def _inside(e: contract.TuneEstimate | None, threshold: float) -> str:
+def _inside(e: model.TuneEstimate | None, threshold: float) -> str:
     """Why an interval that lies wholly beyond the threshold was not decided, else "": the A/A
     gate overruled its call (stats.gate), or the proof judged it by the wider interval
     false-discovery control over its comparisons needs (stats.verdicts); without it the
@@ -175,12 +174,12 @@ def _inside(e: contract.TuneEstimate | None, threshold: float) -> str:
             f"reaches inside {threshold:g}%")
 
 
-def _unstable(e: contract.TuneEstimate | None) -> bool:
+def _unstable(e: model.TuneEstimate | None) -> bool:
     """Whether the gate overruled this call because the A/A arm itself moved."""
     return bool(e is not None and e.why and gate.overruled(e) and gate.UNSTABLE in e.why)
 
 
-def _decided(e: contract.TuneEstimate | None) -> str:
+def _decided(e: model.TuneEstimate | None) -> str:
     """A decided estimate with the interval its verdict used: the proof's false-coverage
     adjusted one (stats.fcr_intervals), as a sweep's "Use X" prints, where it kept one. The
     proof's answer is the best of its sets, so a plain 95% interval would be too narrow."""
@@ -190,12 +189,12 @@ def _decided(e: contract.TuneEstimate | None) -> str:
             f"[{100 * (e.ci_fcr[0] - 1):+.1f}, {100 * (e.ci_fcr[1] - 1):+.1f}])")
 
 
-def _adjusted_kept(e: contract.TuneEstimate | None) -> bool:
+def _adjusted_kept(e: model.TuneEstimate | None) -> bool:
     return bool(e is not None and e.verdict in ("faster", "slower") and e.ci_fcr
                 and e.fcr_level)
 
 
-def _adjusted(*printed: contract.TuneEstimate | None) -> str:
+def _adjusted(*printed: model.TuneEstimate | None) -> str:
     """Names the intervals _decided printed: each the one its verdict used."""
     if not any(_adjusted_kept(e) for e in printed):
         return ""
@@ -203,7 +202,7 @@ def _adjusted(*printed: contract.TuneEstimate | None) -> str:
             "proof's comparisons)")
 
 
-def _interval(e: contract.TuneEstimate | None) -> str:
+def _interval(e: model.TuneEstimate | None) -> str:
     if e is None or e.ratio is None:
         return "not measured"
     ci = e.ci95

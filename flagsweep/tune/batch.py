@@ -35,7 +35,8 @@ from flagsweep.measure.options import MeasureOptions
 from flagsweep.measure.plan import round_values
 from flagsweep import stats
 from flagsweep.report import lines
-from flagsweep.results import analysis, contract, reader, stored
+from flagsweep import model
+from flagsweep.results import analysis, reader, stored
 from flagsweep.results.store import Store
 
 BASE = "base"          # how a trial identical to the base level names it
@@ -93,7 +94,7 @@ def vid(s: Setting, flags: tuple[str, ...]) -> str:
 
 def start(s: Setting, name: str, out: Path, best: tuple[str, ...], todo: list[Proposal],
           seed: int, budget: float, quick: bool = True, layouts: int = 0,
-          step: str | None = contract.TUNE_STEPS[0], until: float | None = None) -> Path:
+          step: str | None = model.TUNE_STEPS[0], until: float | None = None) -> Path:
     """The batch's sweep: `best` its baseline, the base kept in every round, then the
     candidates; its results.json. `step`: its recipe name, a step of the tune that `history`
     leaves out (None: a sweep like any, as the proof is). `until`: the wall-clock time its
@@ -122,7 +123,7 @@ def _on_fleet(s: Setting, r: recipe.Recipe, out: Path, opts: MeasureOptions, nam
     found = s.store.find_run(str(folder))
     if found != str(folder):
         row = s.store.run(found)
-        if row["status"] == "complete" and (folder / "results.json").is_file():
+        if row.status == "complete" and (folder / "results.json").is_file():
             return folder / "results.json"
         s.store.finish_run(found, "interrupted", "a fleet sweep does not resume: measured again")
     return fleet.run(s.fleet.client, s.target, r, [s.compiler], [s.fleet.label], out.resolve(),
@@ -138,7 +139,7 @@ def resume(s: Setting, run_id: str, until: float | None = None) -> Path:
     from this session's clock. Its row is checked as any resumed run's (sweep.of_store), its
     target the tune's own."""
     row = s.store.run(run_id)
-    if row["status"] == "complete":
+    if row.status == "complete":
         path = stored.out_dir(s.store, run_id, row) / "results.json"
         return path if path.is_file() else outputs.written_again(run_id, s.store, s.say)
     one = sweep.of_store(s.store, run_id, s.execute, s.target, until)
@@ -166,7 +167,7 @@ def judged(s: Setting, path: Path, todo: list[Proposal], known: dict[str, float]
     return out
 
 
-def built(s: Setting, out: Path, todo: list[Proposal]) -> dict[int, contract.Build]:
+def built(s: Setting, out: Path, todo: list[Proposal]) -> dict[int, model.Build]:
     """The candidates built before their batch is measured: a failed build or code the tune has
     measured already costs no run (the batch's sweep then takes the rest from the build cache,
     a copy). One line per build as it ends when stderr is not a terminal, as `run` prints
@@ -178,13 +179,13 @@ def built(s: Setting, out: Path, todo: list[Proposal]) -> dict[int, contract.Bui
     if s.fleet:
         found = _built_on_fleet(s, m)
     else:
-        found = {b.variant.id: contract.Variant.model_validate(b.doc(out.resolve())).build
+        found = {b.variant.id: model.Variant.model_validate(b.doc(out.resolve())).build
                  for b in variants.build_all(s.target, m, replace(s.build, out_dir=out),
                                              lines.built_lines())}
     return {c.number: found[vid(s, c.flags)] for c in todo}
 
 
-def _built_on_fleet(s: Setting, m: matrix.Matrix) -> dict[str, contract.Build]:
+def _built_on_fleet(s: Setting, m: matrix.Matrix) -> dict[str, model.Build]:
     """The candidates built on a worker of the label (the compiler the label's workers have),
     their build records sent back."""
     sha = files.sha256_file(s.target.path)
@@ -193,7 +194,7 @@ def _built_on_fleet(s: Setting, m: matrix.Matrix) -> dict[str, contract.Build]:
                                 resources={worker.BENCH: 1,
                                            worker.label_resource(s.fleet.label): 1}
                                 ).result()
-    return {d["id"]: contract.Variant.model_validate(d).build for d in got["docs"]}
+    return {d["id"]: model.Variant.model_validate(d).build for d in got["docs"]}
 
 
 def run_id(s: Setting, path: Path) -> str:
@@ -213,7 +214,7 @@ def made(path: Path) -> int:
         return sum(1 for d in docs if not d["build"].get("reused"))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return sum(1 for v in reader.load(path).variants if v.build and not v.build.reused
-                   and not v.id.endswith(contract.AA_SUFFIX))
+                   and not v.id.endswith(model.AA_SUFFIX))
 
 
 def _runs(s: Setting, path: Path) -> dict[str, int]:
@@ -223,7 +224,7 @@ def _runs(s: Setting, path: Path) -> dict[str, int]:
     return counts
 
 
-def _one(v: contract.Variant, values, base_id: str, counts: dict[str, int],
+def _one(v: model.Variant, values, base_id: str, counts: dict[str, int],
          baseline: str) -> Judged:
     build = v.build
     if build.status != "ok":
@@ -252,7 +253,7 @@ def fresh(folder: Path) -> None:
         shutil.rmtree(folder)
 
 
-def failure(build: contract.Build) -> str:
+def failure(build: model.Build) -> str:
     return f"{build.status}: {analysis.build_reason(getattr(build, 'detail', None))}"
 
 

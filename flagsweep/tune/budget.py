@@ -24,7 +24,8 @@ from pathlib import Path
 from flagsweep.compilation import layout as link
 from flagsweep.errors import FlagsweepError
 from flagsweep.report.formats import duration
-from flagsweep.results import confirmation, contract, reader
+from flagsweep import model
+from flagsweep.results import confirmation, reader
 from flagsweep.results.store import Store
 from flagsweep.stats import layout
 
@@ -63,7 +64,7 @@ def need(sets: int, k: int, pace: Pace) -> tuple[float, float]:
     return link.cost(sets, k, pace.build_s, pace.run_s, pace.rounds)
 
 
-def spread(check: contract.TuneLayoutCheck | None, store: Store, target: str,
+def spread(check: model.TuneLayoutCheck | None, store: Store, target: str,
            machine: dict | None) -> Spread:
     """The layout spread a proof is sized at: the tune's own check over layouts (this program,
     here, now: its A/A twin's layouts), else the newest --layouts run of the program on this
@@ -77,7 +78,7 @@ def spread(check: contract.TuneLayoutCheck | None, store: Store, target: str,
         if sd:
             return Spread(sd, f"measured by this tune's check over {check.layouts:g} layouts, "
                               "on the search's input")
-    found = confirmation.measured_spread(store, target, contract.Machine.model_validate(machine)) \
+    found = confirmation.measured_spread(store, target, model.Machine.model_validate(machine)) \
         if machine else None
     if found:
         return Spread(*found)
@@ -86,7 +87,7 @@ def spread(check: contract.TuneLayoutCheck | None, store: Store, target: str,
 
 
 def proof_plan(roles: list[str], spread: Spread, pace: Pace, left_s: float,
-               threshold_pct: float, asked: int | None = None) -> contract.TuneProofPlan:
+               threshold_pct: float, asked: int | None = None) -> model.TuneProofPlan:
     """How many of the listed sets (by role, in tune.proof.entries' order: the runners-up
     last) the proof measures, in how many layouts, and why. `asked`: the layouts --layouts
     gave (else the power decides); `left_s`: the seconds left of the budget."""
@@ -110,7 +111,7 @@ def proof_plan(roles: list[str], spread: Spread, pace: Pace, left_s: float,
     n, k = chosen or (fewest, LEAST_LAYOUTS)
     builds, rounds = need(n, k, pace)
     whole = chosen is not None and n == len(roles) and k == wanted(n)
-    record = contract.TuneProofPlan(
+    record = model.TuneProofPlan(
         status="sized" if whole else "cut" if chosen else "skipped",
         layouts=k if chosen else None, asked=asked, wanted=wanted(n),
         power=round(layout.power(k, spread.sd, claim, threshold_pct, n), 3) if chosen else None,
@@ -122,7 +123,7 @@ def proof_plan(roles: list[str], spread: Spread, pace: Pace, left_s: float,
     return record
 
 
-def _said(p: contract.TuneProofPlan, n: int, k: int) -> str:
+def _said(p: model.TuneProofPlan, n: int, k: int) -> str:
     """The plan in a sentence: its sets and layouts, the power they give, and what it cut."""
     cost = (f"builds about {duration(p.builds_s)} at {duration(p.build_s)} a build, "
             f"{p.rounds:g} rounds about {duration(p.rounds_s)} at {p.run_s:.2g} s a run")

@@ -18,7 +18,8 @@ from typing import Callable, NamedTuple
 from flagsweep.compilation import variants
 from flagsweep.experiment import matrix
 from flagsweep.tune.batch import Setting, flag_text, fresh, vid
-from flagsweep.results import analysis, contract
+from flagsweep import model
+from flagsweep.results import analysis
 from flagsweep.workload import check, inputs
 
 
@@ -105,5 +106,5 @@ class Probe:
         workload.scratch.mkdir(parents=True, exist_ok=True)
         found = check.check_all(workload, {base.variant.id: base.binary,
                                            probe.variant.id: probe.binary}, base.variant.id)
-        got = contract.Check.model_validate(found[probe.variant.id])
+        got = model.Check.model_validate(found[probe.variant.id])
         return got.status in analysis.PASSED

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from flagsweep import files, report
 from flagsweep.host import system
-from flagsweep.results import contract
+from flagsweep import model
 from flagsweep.tune import batch, cost, ranking, search
 from flagsweep.tune.answer import sentence
 from flagsweep.tune.record import Tuning, kept_ablation, kept_proof, trial_record
@@ -18,14 +18,14 @@ from flagsweep.tune.record import Tuning, kept_ablation, kept_proof, trial_recor
 log = logging.getLogger("flagsweep.tune.document")
 
 
-def document(tune: Tuning, status: str) -> contract.Tune:
+def document(tune: Tuning, status: str) -> model.Tune:
     state = tune.state
     trials = [_trial(t) for t in search.trials(tune.study)]
     proof_ = kept_proof(tune)
     ablation = kept_ablation(tune)
     sentence, use = answer(tune, proof_, ablation, len(trials))
-    return contract.Tune.model_validate({
-        "schema": contract.TUNE_SCHEMA, "tune_id": tune.name,
+    return model.Tune.model_validate({
+        "schema": model.TUNE_SCHEMA, "tune_id": tune.name,
         "target": tune.setting.target.name, "status": status, "phase": state.phase,
         "sampler": tune.opts.sampler, "seed": tune.opts.seed, "budget_s": tune.opts.budget_s,
         "threshold_pct": tune.setting.measure.threshold_pct,
@@ -59,19 +59,20 @@ def _worker_machine(tune: Tuning) -> dict | None:
     """A fleet tune's machine: the label's, as a worker of it recorded it for the latest batch
     (the driver's own is not where anything was measured)."""
     ids = [r.run_id for r in map(trial_record, search.trials(tune.study)) if r.run_id]
-    return tune.setting.store.run(ids[-1]).get("machine") if ids else None
+    machine = tune.setting.store.run(ids[-1]).machine if ids else None
+    return machine.dump() if machine else None
 
 
-def _trial(t) -> contract.TuneTrial:
+def _trial(t) -> model.TuneTrial:
     a = trial_record(t)
-    return contract.TuneTrial(
+    return model.TuneTrial(
         number=t.number, flags=a.flags or [], changes=a.changes or [],
         state=a.state or "pending", batch=a.batch, run_id=a.run_id, variant=a.variant,
         ratio=a.ratio, ci95=batch.finite_pair(a.ci95), verdict=a.verdict, runs=a.runs,
         identical_to=a.identical_to, detail=a.detail, elapsed_s=a.elapsed_s)
 
 
-def _progress(tune: Tuning, trials: list[contract.TuneTrial]) -> list[dict]:
+def _progress(tune: Tuning, trials: list[model.TuneTrial]) -> list[dict]:
     """The best-so-far curve: after each batch, the best set as the search ranked it then (the
     mean of its estimates so far, with the mean's interval), and what had been spent (runs
     counted from the trials, builds made by the batch and its probes, wall time at the batch's
@@ -99,8 +100,8 @@ def _progress(tune: Tuning, trials: list[contract.TuneTrial]) -> list[dict]:
     return out
 
 
-def answer(tune: Tuning, proof_: contract.TuneProof | None,
-           ablation: contract.TuneAblation | None, n: int) -> tuple[str | None, list[str] | None]:
+def answer(tune: Tuning, proof_: model.TuneProof | None,
+           ablation: model.TuneAblation | None, n: int) -> tuple[str | None, list[str] | None]:
     """The one sentence and the set it names (tune.answer); a proof left for another machine
     is said as what the search found, not proved."""
     if proof_ is not None and proof_.status in ("skipped", "busy"):
@@ -108,7 +109,7 @@ def answer(tune: Tuning, proof_: contract.TuneProof | None,
     return sentence(proof_, ablation, n, tune.setting.base, tune.setting.measure.threshold_pct)
 
 
-def _unproved(tune: Tuning, proof_: contract.TuneProof, n: int) -> str:
+def _unproved(tune: Tuning, proof_: model.TuneProof, n: int) -> str:
     """What the search found, said as not proved: a fleet tune's proof waits for a machine of
     its label, a busy one for a quieter machine."""
     base = " ".join(tune.setting.base)

@@ -10,7 +10,8 @@ from typing import Callable
 
 from flagsweep.errors import FlagsweepError, Interrupted
 from flagsweep.measure.options import DEFAULT_LAYOUTS
-from flagsweep.results import confirmation, contract, reader
+from flagsweep import model
+from flagsweep.results import confirmation, reader
 from flagsweep.tune import batch, budget, cost, proof, ranking, sweeps
 from flagsweep.tune.batch import Proposal
 from flagsweep.tune.record import Tuning
@@ -23,9 +24,9 @@ from flagsweep.tune.record import Tuning
 PROOF_LOAN = 0.2
 
 
-def layout_check(tune: Tuning, winner: tuple[str, ...], rows: list[contract.TuneAblationRow],
+def layout_check(tune: Tuning, winner: tuple[str, ...], rows: list[model.TuneAblationRow],
                  path: Path, say: Callable[[str], None]
-                 ) -> tuple[contract.TuneLayoutCheck, list[contract.TuneAblationRow]]:
+                 ) -> tuple[model.TuneLayoutCheck, list[model.TuneAblationRow]]:
     """The rows decided slower by less than layout luck reaches (proof.to_check), measured
     again over the proof's K layouts on the search input, in one sweep whose baseline is the
     winner: the check's record, and the rows with what it found."""
@@ -49,18 +50,18 @@ def layout_check(tune: Tuning, winner: tuple[str, ...], rows: list[contract.Tune
         "results": str(found)}), rows
 
 
-def _planned(tune: Tuning, rows: list[contract.TuneAblationRow], path: Path
-             ) -> contract.TuneLayoutCheck:
+def _planned(tune: Tuning, rows: list[model.TuneAblationRow], path: Path
+             ) -> model.TuneLayoutCheck:
     """The check as planned once (_layout_plan) and kept with the ablation's plan."""
     plan = tune.state.ablation_plan
     if plan.layout_check is None:
         plan.layout_check = _layout_plan(tune, rows, path)
         tune.save()
-    return contract.TuneLayoutCheck.model_validate(plan.layout_check)
+    return model.TuneLayoutCheck.model_validate(plan.layout_check)
 
 
 def _measured_again(tune: Tuning, winner: tuple[str, ...],
-                    rows: list[contract.TuneAblationRow], check: contract.TuneLayoutCheck,
+                    rows: list[model.TuneAblationRow], check: model.TuneLayoutCheck,
                     say: Callable[[str], None]) -> Path:
     """The check's sweep: each row's set and the winner over K layouts."""
     which = [r for r in rows if r.flag in check.rows]
@@ -77,7 +78,7 @@ def _measured_again(tune: Tuning, winner: tuple[str, ...],
                              setting=replace(tune.setting, base=winner))
 
 
-def _say_checked(rows: list[contract.TuneAblationRow], check: contract.TuneLayoutCheck,
+def _say_checked(rows: list[model.TuneAblationRow], check: model.TuneLayoutCheck,
                  confirmed: list[str], say: Callable[[str], None]) -> None:
     k = int(check.layouts or DEFAULT_LAYOUTS)
     for r in rows:
@@ -88,7 +89,7 @@ def _say_checked(rows: list[contract.TuneAblationRow], check: contract.TuneLayou
                 + ("" if r.flag in confirmed else ": not counted as mattering"))
 
 
-def _layout_plan(tune: Tuning, rows: list[contract.TuneAblationRow], path: Path) -> dict:
+def _layout_plan(tune: Tuning, rows: list[model.TuneAblationRow], path: Path) -> dict:
     """Which rows the check measures, and why not when none: the most doubtful first (their
     intervals nearest to no change), as many as their builds and least rounds fit in what is
     left of the ablation's time and a fifth of the proof's (PROOF_LOAN). Kept with the study,
@@ -115,7 +116,7 @@ def _layout_plan(tune: Tuning, rows: list[contract.TuneAblationRow], path: Path)
     return {**record, **_fitted(tune, path, doubtful, k)}
 
 
-def _fitted(tune: Tuning, path: Path, doubtful: list[contract.TuneAblationRow], k: int
+def _fitted(tune: Tuning, path: Path, doubtful: list[model.TuneAblationRow], k: int
             ) -> dict:
     """The most doubtful rows whose builds and least rounds fit in what is left of the
     ablation's time and PROOF_LOAN of the proof's, and the seconds of rounds they get; or

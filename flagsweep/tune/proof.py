@@ -29,7 +29,8 @@ from flagsweep import stats
 from flagsweep.jobs import checks
 from flagsweep.tune.batch import Setting, finite_pair, run_id, vid
 from flagsweep.measure.plan import round_values
-from flagsweep.results import confirmation, contract, reader
+from flagsweep import model
+from flagsweep.results import confirmation, reader
 from flagsweep.stats import gate, layout
 
 
@@ -48,7 +49,7 @@ def o3(base: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def ablation_rows(s: Setting, path: Path, winner: tuple[str, ...],
-                  removals: list[tuple[str, ...]]) -> list[contract.TuneAblationRow]:
+                  removals: list[tuple[str, ...]]) -> list[model.TuneAblationRow]:
     """Each removal (one flag, or a group of them): the winner without it, against the winner
     (>1: what was removed helps)."""
     doc = reader.load(path)
@@ -76,30 +77,30 @@ def groups(changes: tuple[str, ...], n: int) -> list[tuple[str, ...]]:
     return out
 
 
-def _row(removed: tuple[str, ...], v: contract.Variant | None, winner_id: str,
-         by_id: dict[str, contract.Variant]) -> contract.TuneAblationRow:
+def _row(removed: tuple[str, ...], v: model.Variant | None, winner_id: str,
+         by_id: dict[str, model.Variant]) -> model.TuneAblationRow:
     named = {"flag": " ".join(removed), "flags": list(removed)}
     if v is None:
-        return contract.TuneAblationRow(**named, status="not-built")
+        return model.TuneAblationRow(**named, status="not-built")
     if v.build.status != "ok":
-        return contract.TuneAblationRow(**named, variant=v.id, status="failed-build")
+        return model.TuneAblationRow(**named, variant=v.id, status="failed-build")
     if v.build.identical_to == winner_id:
-        return contract.TuneAblationRow(**named, variant=v.id, ratio=1.0, identical=True,
+        return model.TuneAblationRow(**named, variant=v.id, ratio=1.0, identical=True,
                                         status="identical", verdict="identical")
     # The same code as another set of the sweep (the base, or the winner without another
     # flag): that set's comparison is this one's.
     measured = by_id.get(v.build.identical_to, v) if v.build.identical_to else v
     if measured.check is None or measured.check.status not in ("ok", "equivalent"):
-        return contract.TuneAblationRow(**named, variant=v.id, status="failed-check")
+        return model.TuneAblationRow(**named, variant=v.id, status="failed-check")
     vs = measured.vs_baseline
     if vs is None:
-        return contract.TuneAblationRow(**named, variant=v.id, status="not-measured")
-    return contract.TuneAblationRow(**named, variant=v.id, ratio=vs.ratio, ci95=vs.ci95,
+        return model.TuneAblationRow(**named, variant=v.id, status="not-measured")
+    return model.TuneAblationRow(**named, variant=v.id, ratio=vs.ratio, ci95=vs.ci95,
                                     verdict=vs.verdict, p_adjusted=vs.p_adjusted,
                                     ci_fcr=vs.ci_fcr)
 
 
-def minimal(rows: list[contract.TuneAblationRow]) -> list[str]:
+def minimal(rows: list[model.TuneAblationRow]) -> list[str]:
     """The flags whose removal (alone, or with their group) is decided slower, and again over
     layouts where it was measured there (TuneAblationRow.matters), the costliest first."""
     kept = [r for r in rows if r.matters() and r.ratio is not None]
@@ -116,16 +117,16 @@ def minimal(rows: list[contract.TuneAblationRow]) -> list[str]:
 # counts only if decided slower there too: the rule and the reach are results.confirmation's,
 # the comparison over layouts the proof's (stats.layout).
 
-def to_check(rows: list[contract.TuneAblationRow], reach_pct: float
-             ) -> list[contract.TuneAblationRow]:
+def to_check(rows: list[model.TuneAblationRow], reach_pct: float
+             ) -> list[model.TuneAblationRow]:
     """The rows decided slower whose cost layout luck alone could give."""
     return [r for r in rows if r.verdict == "slower"
             and confirmation.within_reach(r.ci95, reach_pct)]
 
 
 def checked(s: Setting, path: Path, winner: tuple[str, ...],
-            rows: list[contract.TuneAblationRow], which: list[str]
-            ) -> list[contract.TuneAblationRow]:
+            rows: list[model.TuneAblationRow], which: list[str]
+            ) -> list[model.TuneAblationRow]:
     """The rows named in `which` (by `flag`) with their removal against the winner over the
     layouts of the check's sweep (its baseline the winner), adjusted together; a row the sweep
     could not measure is not confirmed."""
@@ -135,20 +136,20 @@ def checked(s: Setting, path: Path, winner: tuple[str, ...],
     for r in rows:
         if r.flag in which:
             e = found.get(vid(s, without(winner, tuple(r.flags or [r.flag]))))
-            r = r.model_copy(update={"over_layouts": e or contract.TuneEstimate(
+            r = r.model_copy(update={"over_layouts": e or model.TuneEstimate(
                 why="not measured over layouts: its build or its output check failed")})
         out.append(r)
     return out
 
 
-def active(row: contract.TuneAblationRow) -> bool:
+def active(row: model.TuneAblationRow) -> bool:
     """A group that may hold a flag that matters: its removal not decided harmless (slower,
     or not decided at all), so its flags are worth taking apart."""
     return not (row.status == "identical" or row.verdict in ("equivalent", "faster",
                                                              "identical"))
 
 
-def by_cost(rows: list[contract.TuneAblationRow]) -> list[contract.TuneAblationRow]:
+def by_cost(rows: list[model.TuneAblationRow]) -> list[model.TuneAblationRow]:
     """The rows that may matter, those that matter first (each surely holds a flag that does
     work), then those not decided; each part the costliest first."""
     kept = [r for r in rows if active(r)]
@@ -156,7 +157,7 @@ def by_cost(rows: list[contract.TuneAblationRow]) -> list[contract.TuneAblationR
                                        -(r.ratio or 0)))
 
 
-def to_split(rows: list[contract.TuneAblationRow], fits: int) -> list[str]:
+def to_split(rows: list[model.TuneAblationRow], fits: int) -> list[str]:
     """The flags of the groups to take apart one by one, whole groups while `fits` builds
     allow, in the order of `by_cost`: when not all fit, a group known to matter is taken
     apart before one that may not."""
@@ -176,7 +177,7 @@ def to_split(rows: list[contract.TuneAblationRow], fits: int) -> list[str]:
 # order, the cheap form of the ablation path between two configurations (Fawcett & Hoos 2016,
 # above: their path picks the best flag at each step, n^2/2 sets; this one n).
 
-def greedy_units(rows: list[contract.TuneAblationRow]) -> list[tuple[str, ...]]:
+def greedy_units(rows: list[model.TuneAblationRow]) -> list[tuple[str, ...]]:
     """What each greedy step adds: the rows that may matter, in the order of `by_cost`. Not a
     row measured again over layouts and not decided slower there: its one-layout cost was all
     that said it might matter, and a greedy step, timed in one layout too, would repeat it."""
@@ -197,7 +198,7 @@ def greedy_sets(winner: tuple[str, ...], base: int,
 
 
 def greedy_steps(s: Setting, path: Path, winner: tuple[str, ...],
-                 units: list[tuple[str, ...]]) -> list[contract.TuneGreedyStep]:
+                 units: list[tuple[str, ...]]) -> list[model.TuneGreedyStep]:
     """Each step's set against the winner, from the greedy sweep (its baseline the winner)."""
     doc = reader.load(path)
     by_id = {v.id: v for v in doc.variants}
@@ -206,18 +207,18 @@ def greedy_steps(s: Setting, path: Path, winner: tuple[str, ...],
     for unit, kept in zip(units, greedy_sets(winner, base, units)):
         named = {"added": list(unit), "flags": list(kept[base:])}
         if kept == winner:
-            out.append(contract.TuneGreedyStep(**named, variant=vid(s, winner), ratio=1.0,
+            out.append(model.TuneGreedyStep(**named, variant=vid(s, winner), ratio=1.0,
                                                identical=True, status="identical",
                                                verdict="identical"))
             continue
         r = _row(tuple(f for f in winner if f not in kept), by_id.get(vid(s, kept)),
                  vid(s, winner), by_id)
-        out.append(contract.TuneGreedyStep(**named, **r.model_dump(
+        out.append(model.TuneGreedyStep(**named, **r.model_dump(
             exclude={"flag", "flags"}, exclude_unset=True)))
     return out
 
 
-def greedy_chosen(steps: list[contract.TuneGreedyStep], decided: int) -> int | None:
+def greedy_chosen(steps: list[model.TuneGreedyStep], decided: int) -> int | None:
     """How many steps the minimal subset takes: the first whose set gives the winner's
     effect, or None. A step short of the `decided` rows (those whose removal alone was
     decided slower) leaves one of them out, so it must be decided as fast (equivalent,
@@ -254,7 +255,7 @@ def entries(base: tuple[str, ...], ranked: list[tuple[int, tuple[str, ...]]],
     return unique
 
 
-def candidates(s: Setting, path: Path, listed: list[ProofSet]) -> list[contract.TuneCandidate]:
+def candidates(s: Setting, path: Path, listed: list[ProofSet]) -> list[model.TuneCandidate]:
     """Each set of the proof against the base (the sweep's comparison) and -O3 (over the same
     layouts, adjusted across the sets)."""
     doc = reader.load(path)
@@ -267,7 +268,7 @@ def candidates(s: Setting, path: Path, listed: list[ProofSet]) -> list[contract.
         # The same code as another set of the proof: measured once, as that set.
         same = v.build.identical_to if v is not None else None
         measured = by_id.get(same, v) if same else v
-        out.append(contract.TuneCandidate(
+        out.append(model.TuneCandidate(
             role=e.role, variant=vid(s, e.flags), flags=list(e.flags),
             changes=[f for f in e.flags if f not in s.base], trial=e.trial,
             identical_to=same,
@@ -279,8 +280,8 @@ def candidates(s: Setting, path: Path, listed: list[ProofSet]) -> list[contract.
     return out
 
 
-def _minimal_against_winner(s: Setting, path: Path, doc: contract.Results,
-                            sets: list[contract.TuneCandidate]) -> None:
+def _minimal_against_winner(s: Setting, path: Path, doc: model.Results,
+                            sets: list[model.TuneCandidate]) -> None:
     """The minimal subset against the best set it was taken from, over the same layouts: the
     ablation drops the flags whose removal alone was not decided slower, yet together they may
     still be worth more than the threshold, and then the subset is not the answer."""
@@ -297,21 +298,21 @@ def _minimal_against_winner(s: Setting, path: Path, doc: contract.Results,
         least.vs_winner = _against(s, path, doc, theirs).get(ours)
 
 
-def _same_code() -> contract.TuneEstimate:
+def _same_code() -> model.TuneEstimate:
     """A set whose binary is the reference's own: ratio 1 by construction, never measured."""
-    return contract.TuneEstimate(ratio=1.0, verdict="identical-code")
+    return model.TuneEstimate(ratio=1.0, verdict="identical-code")
 
 
-def _estimate(vs: contract.VsBaseline | None) -> contract.TuneEstimate | None:
+def _estimate(vs: model.VsBaseline | None) -> model.TuneEstimate | None:
     if vs is None:
         return None
-    return contract.TuneEstimate(ratio=vs.ratio, ci95=vs.ci95, verdict=vs.verdict,
+    return model.TuneEstimate(ratio=vs.ratio, ci95=vs.ci95, verdict=vs.verdict,
                                  p_adjusted=vs.p_adjusted, ci_fcr=vs.ci_fcr,
                                  fcr_level=vs.fcr_level, why=vs.why)
 
 
-def _against(s: Setting, path: Path, doc: contract.Results, ref: str
-             ) -> dict[str, contract.TuneEstimate]:
+def _against(s: Setting, path: Path, doc: model.Results, ref: str
+             ) -> dict[str, model.TuneEstimate]:
     """Every set against `ref` over their layouts, adjusted together (stats.layout, stats.adjust)."""
     rid = run_id(s, path)
     values = round_values(s.store.samples(rid), doc.metric)
@@ -320,22 +321,22 @@ def _against(s: Setting, path: Path, doc: contract.Results, ref: str
         found = layout.compare_all(values, layouts, ref)
     else:
         found = {v: stats.compare(values[v], values[ref]) for v in values if v != ref}
-    found = {v: e for v, e in found.items() if not contract.is_control(v)}
+    found = {v: e for v, e in found.items() if not model.is_control(v)}
     stats.adjust(list(found.values()), threshold_pct=doc.threshold_pct)
     _gated_as_the_sweep(found, doc)
-    return {v: contract.TuneEstimate(ratio=e.ratio, ci95=finite_pair(e.ci95), verdict=e.verdict,
+    return {v: model.TuneEstimate(ratio=e.ratio, ci95=finite_pair(e.ci95), verdict=e.verdict,
                                      p_adjusted=e.p_adjusted, ci_fcr=finite_pair(e.ci_fcr),
                                      fcr_level=e.fcr_level, why=e.why) for v, e in found.items()}
 
 
-def _gated_as_the_sweep(found: dict[str, stats.RatioEstimate], doc: contract.Results) -> None:
+def _gated_as_the_sweep(found: dict[str, stats.RatioEstimate], doc: model.Results) -> None:
     """The A/A gate the proof's sweep applied to each set against the base, applied to the
     same rounds against -O3: an unstable machine, or a twin that moved further than the
     threshold, overrules these calls as it overruled those (stats.gate)."""
     aa = doc.aa
     if aa is None or aa.ratio is None:
         return
-    twin_is = getattr(aa, "is", None) or gate.TWIN_IS[True]
+    twin_is = aa.is_ or gate.TWIN_IS[True]
     unstable = gate.unstable_why(aa.verdict, aa.ratio, twin_is) \
         if getattr(aa, "unstable", False) else None
     bound = None if aa.bound_pct is None else aa.bound_pct / 100

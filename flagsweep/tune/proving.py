@@ -13,7 +13,7 @@ from flagsweep.host.lock import MeasureLock
 from flagsweep.jobs import fleet
 from flagsweep.measure import resolution
 from flagsweep.measure.options import chosen_cpu
-from flagsweep.results import contract
+from flagsweep import model
 from flagsweep.tune import batch, budget, cost, document, proof, ranking, search, sweeps
 from flagsweep.tune.batch import Proposal
 from flagsweep.tune.record import Tuning, keep_proof, kept_ablation, trial_record
@@ -27,7 +27,7 @@ def _proof(tune: Tuning, say: Callable[[str], None]) -> bool:
     plan = _proof_plan(tune, listed)
     say(f"proof: {plan.why}")
     if plan.status == "skipped":
-        keep_proof(tune, contract.TuneProof(status="skipped", plan=plan,
+        keep_proof(tune, model.TuneProof(status="skipped", plan=plan,
                                             why=f"the proof was {plan.why}"))
         return True
     listed, k = listed[:int(plan.sets)], int(plan.layouts)
@@ -38,7 +38,7 @@ def _proof(tune: Tuning, say: Callable[[str], None]) -> bool:
     except Interrupted:
         raise                       # resumed with the tune, never recorded as a failure
     except FlagsweepError as e:
-        keep_proof(tune, contract.TuneProof(status="failed", why=str(e), layouts=k, plan=plan))
+        keep_proof(tune, model.TuneProof(status="failed", why=str(e), layouts=k, plan=plan))
         say(f"proof: failed ({e})")
         return True
     return _judged(tune, path, listed, k, plan, say)
@@ -58,34 +58,34 @@ def _listed(tune: Tuning) -> list[proof.ProofSet]:
 
 
 def _judged(tune: Tuning, path: Path, listed: list[proof.ProofSet], k: int,
-            plan: contract.TuneProofPlan, say: Callable[[str], None]) -> bool:
+            plan: model.TuneProofPlan, say: Callable[[str], None]) -> bool:
     """The proof's sweep read: each set's candidates, or no answer while it stopped busy."""
     s = tune.setting
     rid = batch.run_id(s, path)
-    if s.store.run(rid)["status"] != "complete":
+    if s.store.run(rid).status != "complete":
         # Still busy after through_busy's pauses: its ratios are the other work's, and a
         # "Use X" from them would be an answer the proof never gave.
         why = (f"the machine stayed busy, so the proof's sweep ({rid}) stopped before its "
                "stopping rule could judge; its figures are not an answer. Continue with "
                f"`flagsweep tune --resume {tune.name}` once the machine is quieter "
                "(`flagsweep system` shows what runs)")
-        keep_proof(tune, contract.TuneProof(status="busy", run_id=rid, results=str(path),
+        keep_proof(tune, model.TuneProof(status="busy", run_id=rid, results=str(path),
                                             layouts=k, plan=plan, why=why))
         say(f"proof: no answer yet ({why})")
         return False
-    keep_proof(tune, contract.TuneProof(
+    keep_proof(tune, model.TuneProof(
         status="complete", run_id=rid, results=str(path), layouts=k,
         plan=plan, candidates=proof.candidates(s, path, listed)))
     return True
 
 
-def _proof_plan(tune: Tuning, listed: list[proof.ProofSet]) -> contract.TuneProofPlan:
+def _proof_plan(tune: Tuning, listed: list[proof.ProofSet]) -> model.TuneProofPlan:
     """The proof's sets and layouts (tune.budget.proof_plan) at this tune's build pace, its
     full input's run time and the layout spread measured for the program, in what is left of
     the budget; kept with the study, so a resumed tune measures what it planned."""
     kept = tune.state.proof_plan
     if kept:
-        return contract.TuneProofPlan.model_validate(kept)
+        return model.TuneProofPlan.model_validate(kept)
     s = tune.setting
     pace = budget.Pace(cost.search_pace(tune), _full_run_s(tune),
                        s.measure.min_runs + s.measure.warmup)
@@ -120,7 +120,7 @@ def proved(tune: Tuning, say: Callable[[str], None]) -> bool:
     if here != label:
         why = (f"the proof builds layouts, which a fleet sweep cannot: run `flagsweep tune "
                f"--resume {tune.name}` on a machine of label {label} (this one is {here})")
-        keep_proof(tune, contract.TuneProof(status="skipped", why=why,
+        keep_proof(tune, model.TuneProof(status="skipped", why=why,
                                             layouts=tune.opts.layouts))
         say(f"proof: skipped ({why})")
         return False

@@ -227,8 +227,8 @@ def _remeasured(tune: Tuning, number: int, path: Path, incumbent: tuple[str, ...
 def _fix_metric(tune: Tuning, run_id: str) -> None:
     """The metric the first batch chose (--metric auto) is every later batch's: ratios of one
     tune must be of one metric. So is its schedule (--schedule, jobs.schedule): one pilot."""
-    options = tune.setting.store.run(run_id)["options"]
-    chosen, kept = options["measure"]["metric"], options.get("schedule")
+    options = tune.setting.store.run(run_id).options
+    chosen, kept = options.measure["metric"], options.schedule and options.schedule.dump()
     m = tune.setting.measure
     if m.metric != chosen or (kept and not m.chosen_schedule):
         tune.setting.measure = replace(m, metric=chosen,

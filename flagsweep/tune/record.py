@@ -15,7 +15,7 @@ from typing import Any
 
 from flagsweep.experiment.strict import validate
 from flagsweep.model.tune import StoredSpace, TrialRecord, TuneOptions, TuneRecord
-from flagsweep.results import contract
+from flagsweep import model
 from flagsweep.tune import search
 from flagsweep.tune import space as spaces
 from flagsweep.tune.batch import Setting
@@ -69,21 +69,21 @@ def space_of(stored: StoredSpace) -> spaces.Space:
                         tuple(stored.excluded))
 
 
-def kept_ablation(tune: Tuning) -> contract.TuneAblation | None:
+def kept_ablation(tune: Tuning) -> model.TuneAblation | None:
     found = tune.state.ablation
-    return contract.TuneAblation.model_validate(found) if found else None
+    return model.TuneAblation.model_validate(found) if found else None
 
 
-def kept_proof(tune: Tuning) -> contract.TuneProof | None:
+def kept_proof(tune: Tuning) -> model.TuneProof | None:
     found = tune.state.proof
-    return contract.TuneProof.model_validate(found) if found else None
+    return model.TuneProof.model_validate(found) if found else None
 
 
-def keep_ablation(tune: Tuning, ablation: contract.TuneAblation) -> None:
+def keep_ablation(tune: Tuning, ablation: model.TuneAblation) -> None:
     tune.state.ablation = ablation.dump()
     tune.save()
 
 
-def keep_proof(tune: Tuning, proof: contract.TuneProof) -> None:
+def keep_proof(tune: Tuning, proof: model.TuneProof) -> None:
     tune.state.proof = proof.dump()
     tune.save()

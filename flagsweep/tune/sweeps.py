@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from flagsweep.results import contract
+from flagsweep import model
 from flagsweep.tune import batch, cost
 from flagsweep.tune.batch import Proposal, Setting
 from flagsweep.tune.record import Tuning
@@ -28,7 +28,7 @@ def through_busy(tune: Tuning, path: Path, say: Callable[[str], None],
     s = tune.setting
     rid = batch.run_id(s, path)
     tries = 0
-    while s.store.run(rid)["status"] == "busy" and (
+    while s.store.run(rid).status == "busy" and (
             tries < BUSY_TRIES or tune.elapsed() + BUSY_PAUSE_S < cost.phase_end(tune, phase)):
         tries += 1
         say(f"the machine is busy: {rid} waits {BUSY_PAUSE_S:g} s, then resumes")
@@ -56,7 +56,7 @@ def sweep_once(tune: Tuning, out: Path, name: str, best: tuple[str, ...],
         path = batch.start(s, name, out, best, todo, seed=tune.opts.seed + 10_000 + layouts,
                            budget=budget or _rounds_budget(tune, phase, binaries),
                            quick=quick, layouts=layouts,
-                           step=None if phase == "proof" else contract.TUNE_STEPS[1],
+                           step=None if phase == "proof" else model.TUNE_STEPS[1],
                            until=_until(tune, phase))
     path = through_busy(tune, path, say, phase)
     rid = batch.run_id(s, path)

@@ -231,7 +231,7 @@ def _opening(tune: Tuning, say: Callable[[str], None]) -> None:
     if built.status == "ok" and not built.reused:
         cost.count(tune, "base", builds=1, build_s=took)
     pace = None if built.status != "ok" else built.seconds if built.reused else took
-    compiles = (getattr(built, "audit", None) or {}).get("compiles")
+    compiles = built.audit.compiles if built.audit else None
     tune.state.opening = BuildOpening(build_s=pace, compiles=compiles, cached=bool(built.reused))
     tune.save()
     say(budget.opening(tune.opts.budget_s, cost.SHARES, pace, compiles, bool(built.reused)))

@@ -14,7 +14,7 @@ import pytest
 from tiny_target import write_tiny_target
 
 from flagsweep.across import history
-from flagsweep.results.contract import Build, Variant
+from flagsweep.model import Build, Variant
 
 
 def _series(medians: list[float], cv: float = 0.003, n: int = 10) -> history.VariantSeries:

@@ -83,7 +83,7 @@ def test_a_nightly_series_keeps_its_reference_arm_and_the_machines_drift_divides
 def test_without_a_reference_arm_the_check_says_it_cannot_tell(nights):
     nights(0, {}, no_reference=True)
     nights(1, {}, no_reference=True)
-    assert Store().reference("tiny", history.machine_key(Store().runs_of("tiny")[0]["machine"]),
+    assert Store().reference("tiny", history.machine_key(Store().runs_of("tiny")[0].machine),
                              "gcc-O2") is None            # --no-reference keeps none either
     result = _check()
     assert result.exit_code == 3, result.output
@@ -137,7 +137,7 @@ def test_a_sweep_stopped_as_busy_is_stored_as_busy_and_kept_out_unless_asked(nig
     busy = nights(0, {}, execute=Busy(), metric="wall")
     doc = json.loads(busy.read_text())
     assert doc["status"] == "busy" and doc["stop_reason"].startswith("the machine is busy")
-    assert Store().run(doc["run_id"])["status"] == "busy"
+    assert Store().run(doc["run_id"]).status == "busy"
     # Not the first point of the target's history, and its baseline is not kept as the
     # reference later nights are measured against.
     assert history.collect(Store(), "tiny") == []

@@ -23,7 +23,8 @@ from flagsweep.cli import cli
 from flagsweep.errors import FlagsweepError
 from flagsweep.explain import attribution, explanation, profile, sampling, symbols
 from flagsweep.report import terminal
-from flagsweep.results import contract, reader
+from flagsweep import model
+from flagsweep.results import reader
 from flagsweep.results.store import Store
 
 PERF = Path(__file__).parents[1] / "fixtures" / "perf"
@@ -235,10 +236,10 @@ def test_nothing_faster_or_slower_is_nothing_to_explain(tmp_path):
     assert found["variants"] == {} and "nothing to explain" in found["note"]
 
 
-def _results(verdict: str, **more) -> contract.Results:
+def _results(verdict: str, **more) -> model.Results:
     """A results document of one variant `a` with this verdict against baseline `b`."""
-    return contract.Results.model_validate({
-        "schema": contract.SCHEMA, "target": "t", "recipe": "r", "metric": "wall_s",
+    return model.Results.model_validate({
+        "schema": model.SCHEMA, "target": "t", "recipe": "r", "metric": "wall_s",
         "baseline": "b", "machine": {}, **more,
         "variants": [{"id": "a", "compiler": "gcc", "flags": [], "build": {"status": "ok"},
                       "vs_baseline": {"verdict": verdict}}]})

@@ -11,7 +11,7 @@ import pytest
 
 from flagsweep.explain import remarks
 from flagsweep.report import explanation as view
-from flagsweep.results import contract
+from flagsweep import model
 
 # saxpy's loop vectorises at -O3 (and at -O2 in gcc 12); chase's loop cannot (control flow and
 # an indirect load); scale's loop is inlined into twice() and vectorised there.
@@ -120,13 +120,13 @@ def test_a_gcc_record_of_another_layout_is_refused_by_name(tmp_path):
         list(remarks.gcc_remarks(bad))
 
 
-def _results(doc: dict) -> contract.Results:
+def _results(doc: dict) -> model.Results:
     """The parts of a results.json the explanation's view reads, as the contract's models."""
-    return contract.Results.model_construct(
-        explain=contract.ExplainRun.model_validate(doc["explain"]),
-        variants=[contract.Variant.model_construct(
-            id=v["id"], vs_baseline=contract.VsBaseline.model_validate(v["vs_baseline"]),
-            explain=contract.Explain.model_validate(v["explain"])) for v in doc["variants"]])
+    return model.Results.model_construct(
+        explain=model.ExplainRun.model_validate(doc["explain"]),
+        variants=[model.Variant.model_construct(
+            id=v["id"], vs_baseline=model.VsBaseline.model_validate(v["vs_baseline"]),
+            explain=model.Explain.model_validate(v["explain"])) for v in doc["variants"]])
 
 
 def test_the_page_and_terminal_say_what_the_vectorisers_did_on_each_side():
@@ -150,7 +150,7 @@ def test_the_page_and_terminal_say_what_the_vectorisers_did_on_each_side():
         {})
     wider = {**row, "remarks_variant": {**row["remarks_baseline"], "widest": 32},
              "remarks_baseline": {**row["remarks_baseline"], "widest": 16}}
-    assert view._vectorised(contract.ExplainFunction.model_validate(wider)) == "2 loops, 1 block, 16 B vectors -> 2 loops, 1 block, 32 B vectors"
+    assert view._vectorised(model.ExplainFunction.model_validate(wider)) == "2 loops, 1 block, 16 B vectors -> 2 loops, 1 block, 32 B vectors"
     assert bare.variants[0].rows[0].vectorised == "" and "vectorised" not in bare.variants[0].lines()[0]
 
 

@@ -197,8 +197,9 @@ def test_advice_names_the_measured_cpu_and_a_free_isolated_one():
     assert "the measured CPU 2" in line and "isolcpus=2" in line and "pass --cpu" not in line
     (line,) = advice.warnings(dict(state, pinned_cpu=0))
     assert "the measured CPU 0" in line and "isolcpus=3" in line   # never CPU 0
-    choice = {"cpu": 5, "cpus": [{"cpu": 3, "idle_pct": 99.0, "held_by": "pid 7: lame"},
-                                 {"cpu": 5, "idle_pct": 97.0, "held_by": None}]}
+    choice = {"cpu": 5, "how": "quietest", "why": "CPU 5: the quietest free one",
+              "cpus": [{"cpu": 3, "idle_pct": 99.0, "held_by": "pid 7: lame"},
+                       {"cpu": 5, "idle_pct": 97.0, "held_by": None}]}
     state = {"cpu_count": 8, "isolated_cpus": [3, 5], "nohz_full": [3, 5], "pinned_cpu": 0,
              "cpu_choice": choice}
     (line,) = advice.warnings(state)
@@ -281,13 +282,14 @@ def test_a_sweep_stopped_as_busy_names_its_cpu_and_one_free_now(tmp_path, monkey
 
 
 def test_the_noise_advice_names_an_isolated_cpu_no_sweep_held():
-    from flagsweep.results import analysis, contract
+    from flagsweep import model
+    from flagsweep.results import analysis
 
     choice = {"cpu": 3, "how": "isolated", "why": "CPU 3: isolated, free",
               "cpus": [{"cpu": 1, "idle_pct": 99.0, "held_by": "pid 7: lame"},
                        {"cpu": 3, "idle_pct": 98.0, "held_by": None}]}
     machine = {"cpu_count": 4, "isolated_cpus": [1, 3], "pinned_cpu": 0, "cpu_choice": choice}
-    ways = analysis._machine_ways(contract.Machine.model_validate(machine), 1.0)
+    ways = analysis._machine_ways(model.Machine.model_validate(machine), 1.0)
     assert ways == ["`--cpu 3`, a CPU the kernel keeps other tasks off"]
 
 
@@ -304,7 +306,7 @@ def test_a_cpu_beyond_the_quietest_by_more_than_a_tie_is_called_busy():
 
 def test_the_report_says_why_the_sweep_measured_on_its_cpu():
     from flagsweep.report import method
-    from flagsweep.results.contract import Machine
+    from flagsweep.model import Machine
 
     why = "measuring on CPU 0: 96% idle over 0.5 s, no other sweep; CPU 1 was 40% busy"
     machine = {"pinned_cpu": 0, "cpu_choice": {"cpu": 0, "how": "quietest", "why": why}}

@@ -201,7 +201,7 @@ def test_one_usable_cpu_makes_auto_serial_and_refuses_duet_in_one_line(tmp_path)
         schedule.prepare(opts, Synthetic({}), lambda _: None)
         assert opts.partner_cpu is None
         assert opts.partner_why == f"this sweep may use one CPU only (CPU {CPU})"
-        assert schedule.serial(opts, opts.partner_why)["reason"] == \
+        assert schedule.serial(opts, opts.partner_why).reason == \
             f"serial: this sweep may use one CPU only (CPU {CPU})"
         with pytest.raises(FlagsweepError) as e:
             schedule.prepare(sweep.MeasureOptions(cpu=CPU, schedule="duet"), Synthetic({}),

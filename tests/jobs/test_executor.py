@@ -51,7 +51,7 @@ def test_an_interrupted_sweep_resumes_with_exactly_the_missing_samples(tmp_path)
     db = Store()
     run_id = db.find_run(str(tmp_path / "run"))
     before = {(s.variant_id, s.round) for s in db.samples(run_id)}
-    assert len(before) == 10 and db.run(run_id)["status"] == "interrupted"
+    assert len(before) == 10 and db.run(run_id).status == "interrupted"
     path = sweep.resume(run_id, db, lambda _: None, execute=Synthetic({"gcc-O1": 1.10}))
     after = [(s.variant_id, s.round) for s in db.samples(run_id)]
     assert len(after) == len(set(after)) and before <= set(after)

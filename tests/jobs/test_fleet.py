@@ -168,8 +168,8 @@ def test_a_worker_killed_mid_sweep_loses_nothing(cluster, tmp_path):
                               env=dict(os.environ))
 
     def beta_run():
-        runs = [r for r in store.Store().runs_of("tiny") if r["out_dir"] == str(out / "beta")]
-        return runs[0]["run_id"] if runs else None
+        runs = [r for r in store.Store().runs_of("tiny") if r.out_dir == str(out / "beta")]
+        return runs[0].run_id if runs else None
 
     run_id = _wait_for(beta_run, timeout=300)
     _wait_for(lambda: any((s.worker or "").startswith("wb1@")

@@ -88,7 +88,7 @@ def test_a_fixed_part_per_run_that_dominates_keeps_the_full_input_and_a_resume_k
         _start(tmp_path, Planted(relative=0.0, fixed_s=0.02, stop_after=40), said)
     db = Store()
     run_id = db.find_run(str(tmp_path / "run"))
-    kept = db.run(run_id)["options"]["measure"]["run_length"]
+    kept = db.run(run_id).options.measure["run_length"]
     assert kept["size"] == 1 and kept["why"].startswith("1 MB, the full input")
     again: list[str] = []
     resumed = Planted(relative=0.0, fixed_s=0.02)

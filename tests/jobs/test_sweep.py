@@ -60,7 +60,7 @@ def test_crash_hang_and_wrong_output_show_up_as_such(tiny, tmp_path):
     assert (out / "summary.md").exists() and "crashed: SIGSEGV" in (out / "index.html").read_text()
     assert "recommendation:" in result.stderr
     v = _by_id(doc)
-    assert doc["schema"] == "flagsweep/1" and doc["status"] == "complete"
+    assert doc["schema"] == "flagsweep/2" and doc["status"] == "complete"
     assert v["gcc-O2"]["check"]["status"] == "ok" and v["gcc-O2"]["summary"]["n"] == 3
     crash = v["gcc-O2-DTINY_CRASH"]
     assert crash["check"]["status"] == "failed"

@@ -258,7 +258,7 @@ def test_results_that_cannot_be_written_leave_the_run_failed_and_resumable(tiny,
     # merge, which writes a run named by id from the store, names it instead of crashing.
     from flagsweep.results import store
     db_store = store.Store()
-    db_store.set_option(run_id, "measure", {**db_store.run(run_id)["options"]["measure"],
+    db_store.set_option(run_id, "measure", {**db_store.run(run_id).options.measure,
                                             "seed": -1})
     code, err = main("merge", run_id, str(out), "--out", str(tmp_path / "m"))
     assert code == 2

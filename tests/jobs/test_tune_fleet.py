@@ -14,7 +14,8 @@ from test_fleet import Cluster
 from tiny_target import write_tiny_target
 
 from flagsweep.cli import cli
-from flagsweep.results import contract, store
+from flagsweep import model
+from flagsweep.results import reader, store
 
 pytest.importorskip("distributed")
 pytestmark = pytest.mark.integration
@@ -44,7 +45,7 @@ def test_a_tune_on_the_fleet_searches_on_the_workers_and_leaves_the_proof(cluste
                                    "--batch", "2", "--budget", "600", "--max-runs", "5",
                                    "--metric", "wall", "--seed", "3", "--out", str(out)])
     assert res.exit_code == 0, res.output + repr(res.exception)
-    doc = contract.validate(json.loads((out / "tune.json").read_text()), out, "tune")
+    doc = reader.validate(json.loads((out / "tune.json").read_text()), out, "tune")
     assert doc.status == "complete" and doc.phase == "proof"
     assert len(doc.trials) == 4 and all(t.state != "pending" for t in doc.trials)
     # the batches' rounds ran on both workers, every (variant, round) once
@@ -81,7 +82,7 @@ def test_a_tune_on_the_fleet_searches_on_the_workers_and_leaves_the_proof(cluste
                                      "tcp://127.0.0.1:9"])
     assert again.exit_code == 0, again.output + repr(again.exception)
     assert "Not proved" in again.output
-    resumed = contract.validate(json.loads((out / "tune.json").read_text()), out, "tune")
+    resumed = reader.validate(json.loads((out / "tune.json").read_text()), out, "tune")
     assert resumed.proof.status == "skipped" and len(resumed.trials) == 4
 
 

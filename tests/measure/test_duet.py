@@ -100,13 +100,13 @@ def _pilot_runs(moment_cv: float, duet_cv: float = 0.0, bias: float = 1.0, effec
 
 def test_the_pilot_chooses_duet_where_it_is_narrower_and_agrees():
     fig = pilot.figures(_pilot_runs(moment_cv=0.05), lambda s: s.wall_s)
-    assert fig["serial"]["pairs"] == fig["duet"]["pairs"] == 2 * pilot.PAIRS
-    assert fig["duet"]["sd_pct"] < fig["serial"]["sd_pct"] / 5      # the moment cancels in duet
+    assert fig.serial.pairs == fig.duet.pairs == 2 * pilot.PAIRS
+    assert fig.duet.sd_pct < fig.serial.sd_pct / 5      # the moment cancels in duet
     # a serial round runs the three binaries one after the other, a duet round two duets
-    assert fig["serial"]["round_s"] == pytest.approx(3.1, rel=0.1)
-    assert fig["duet"]["round_s"] == pytest.approx(2.2, rel=0.1)
-    assert fig["level"] == pytest.approx(1 - 0.05 / 2)
-    assert all(b["agrees"] for b in fig["bias"])
+    assert fig.serial.round_s == pytest.approx(3.1, rel=0.1)
+    assert fig.duet.round_s == pytest.approx(2.2, rel=0.1)
+    assert fig.level == pytest.approx(1 - 0.05 / 2)
+    assert all(b.agrees for b in fig.bias)
     chosen, why, warning = pilot.choose(fig, "auto")
     assert chosen == "duet" and warning is None
     assert why.startswith("duet: +-") and "agree on every comparison" in why
@@ -116,9 +116,9 @@ def test_the_pilot_keeps_serial_when_a_duet_biases_a_comparison_and_a_forced_due
     """O3 runs 5% slower beside the baseline than alone (they share a core): its duets and
     its serial pairs disagree, whatever the spread."""
     fig = pilot.figures(_pilot_runs(moment_cv=0.0, bias=1.05), lambda s: s.wall_s)
-    off = [b for b in fig["bias"] if not b["agrees"]]
-    assert [b["variant"] for b in off] == ["O3"]
-    assert off[0]["difference_pct"] == pytest.approx(100 * math.log(1.05), abs=0.5)
+    off = [b for b in fig.bias if not b.agrees]
+    assert [b.variant for b in off] == ["O3"]
+    assert off[0].difference_pct == pytest.approx(100 * math.log(1.05), abs=0.5)
     chosen, why, warning = pilot.choose(fig, "auto")
     assert chosen == "serial" and why.startswith("serial: the duet bias check failed: O3 reads")
     chosen, why, warning = pilot.choose(fig, "duet")
@@ -142,7 +142,7 @@ def test_a_pilot_without_pairs_is_serial_and_a_forced_duet_unchecked():
 def test_the_bias_check_rarely_fails_without_a_bias():
     """Bonferroni over the comparisons: on 200 seeded pilots with no bias (CV 4%, shared 3%),
     at most about 5% fail the check."""
-    failed = sum(not all(b["agrees"] for b in pilot.figures(
-        _pilot_runs(moment_cv=0.03, duet_cv=0.02, seed=s), lambda x: x.wall_s)["bias"])
+    failed = sum(not all(b.agrees for b in pilot.figures(
+        _pilot_runs(moment_cv=0.03, duet_cv=0.02, seed=s), lambda x: x.wall_s).bias)
         for s in range(200))
     assert failed <= 0.08 * 200

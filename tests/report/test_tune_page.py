@@ -20,7 +20,8 @@ from flagsweep.cli import cli
 from flagsweep.errors import FlagsweepError
 from flagsweep.report import terminal
 from flagsweep.report import tune as tune_view
-from flagsweep.results import contract
+from flagsweep import model
+from flagsweep.results import reader
 
 HOSTILE = '-DX="<script>alert(1)</script>"'
 ANSWER = ("Use -O2 -funroll-loops -ftree-vectorize -fno-plt: 4.1% [-5.0, -3.2] faster than -O2 "
@@ -108,10 +109,10 @@ def ablation() -> dict:
                      row(HOSTILE, 0.998, 0.992, 1.004, "equivalent")]}
 
 
-def tune_doc(**over) -> contract.Tune:
+def tune_doc(**over) -> model.Tune:
     """A realistic finished tune of gzip: 12 candidates over 4 batches, a proof of 4 sets, an
     ablation of the winner's 5 flags of which 2 matter."""
-    doc = {"schema": contract.TUNE_SCHEMA, "tune_id": "tune-gzip-20261126", "target": "gzip",
+    doc = {"schema": model.TUNE_SCHEMA, "tune_id": "tune-gzip-20261126", "target": "gzip",
            "status": "complete", "phase": "done", "sampler": "tpe", "seed": 7,
            "budget_s": 3600, "threshold_pct": 1.0,
            "space": {"source": "gcc-optimizers", "base": "-O2", "compiler": "gcc 14.2.0",
@@ -134,7 +135,7 @@ def tune_doc(**over) -> contract.Tune:
            "cost": {"builds": 31, "runs": 412, "wall_s": 3540.0, "search_s": 1700.0,
                     "ablation_s": 640.0, "proof_s": 1200.0}}
     doc.update(over)
-    return contract.validate(doc, "tune.json", "tune")
+    return reader.validate(doc, "tune.json", "tune")
 
 
 def text_of(html: str) -> str:
@@ -186,7 +187,7 @@ def test_the_proof_table_shows_each_set_against_the_base_and_o3(page):
 def test_a_minimal_subset_slower_than_its_set_says_the_other_flags_matter(tmp_path):
     doc = tune_doc()
     minimal = next(c for c in doc.proof.candidates if c.role == "minimal")
-    minimal.vs_winner = contract.TuneEstimate(ratio=1.076, ci95=[1.06, 1.09], verdict="slower")
+    minimal.vs_winner = model.TuneEstimate(ratio=1.076, ci95=[1.06, 1.09], verdict="slower")
     html = report.write_tune(doc, tmp_path).read_text()
     note = re.search(r'<p class="note" id="minimal-vs-winner">(.*?)</p>', html, re.S).group(1)
     assert text_of(note).endswith("+7.6% [+6.0, +9.0], slower: the best set's other flags "

@@ -8,7 +8,8 @@ import pytest
 
 from flagsweep.errors import ConfigError
 from flagsweep.measure.sample import Sample
-from flagsweep.results import analysis, contract
+from flagsweep import model
+from flagsweep.results import analysis
 from flagsweep.experiment import matrix, recipe
 
 
@@ -18,10 +19,10 @@ def _variant(vid, flags, factors, status="ok", identical_to=None, check="ok"):
             "build": {"status": status, "identical_to": identical_to}}
 
 
-def _doc(baseline, design, variants, **more) -> contract.Results:
+def _doc(baseline, design, variants, **more) -> model.Results:
     """A results document of these variants as the writer has it before the analysis."""
-    return contract.Results.model_validate({
-        "schema": contract.SCHEMA, "target": "t", "recipe": "r", "metric": "wall_s",
+    return model.Results.model_validate({
+        "schema": model.SCHEMA, "target": "t", "recipe": "r", "metric": "wall_s",
         "baseline": baseline, "design": design, "machine": {}, "threshold_pct": 1.0,
         "variants": variants, **more})
 
@@ -64,7 +65,7 @@ def test_verdicts_aa_and_recommendation():
     assert "fastest" in doc.recommendation.why
     rows = {(e.factor, e.level): e for e in doc.effects}
     assert rows[("opt", "-O3")].matters and rows[("march", "native")].matters
-    assert doc.effects_design["design"] == "full-factorial"
+    assert doc.effects_design.design == "full-factorial"
     assert ("opt", "-Os") not in rows  # not measured: no data for that level
 
 
@@ -167,7 +168,7 @@ def test_screening_analysis_reuses_identical_rows():
             values[v.id] = _values(rng, scale, rounds=10)
     doc = _doc(m.baseline.id, "plackett-burman", variants)
     analysis.apply(doc, values, seed=5)
-    assert doc.effects_design["design"] == "plackett-burman"
+    assert doc.effects_design.design == "plackett-burman"
     mattering = {e.factor for e in doc.effects if e.matters}
     assert {"-funroll-loops", "-fno-inline"} <= mattering
 
@@ -285,7 +286,7 @@ def test_a_variant_just_beyond_the_threshold_among_ten_is_judged_on_its_adjusted
     assert c.ci95[0] > 1.01 and c.p_adjusted < 0.05
     assert c.verdict == "inconclusive"
     assert c.fcr_level == pytest.approx(0.995) and c.ci_fcr[0] < 1.01
-    assert contract.VsBaseline.model_validate(c).fcr_level == pytest.approx(0.995)
+    assert model.VsBaseline.model_validate(c).fcr_level == pytest.approx(0.995)
     row = variants.variant_row(edge, doc)
     assert row.ci_text.startswith("[+1.0, +2.0]; 99.5% [")
     # its effects row (one change of the baseline) shows the interval that decided it, "no"
@@ -293,4 +294,4 @@ def test_a_variant_just_beyond_the_threshold_among_ten_is_judged_on_its_adjusted
     assert not effect.matters and effect.ci_text.startswith("99.5% [+0.")
     assert effect.ci == pytest.approx(tuple(100 * (x - 1) for x in c.ci_fcr))
     with pytest.raises(Exception, match="ci_fcr"):
-        contract.VsBaseline.model_validate({**c.dump(), "ci_fcr": [0.9]})
+        model.VsBaseline.model_validate({**c.dump(), "ci_fcr": [0.9]})

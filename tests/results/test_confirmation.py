@@ -23,7 +23,8 @@ from flagsweep.compilation import selection
 from flagsweep.errors import Interrupted
 from flagsweep.host.executor import Execution
 from flagsweep.report import terminal
-from flagsweep.results import confirmation, contract, reader
+from flagsweep import model
+from flagsweep.results import confirmation, reader
 from flagsweep.results.store import Store
 
 K = 2                   # layouts a side in the tests' confirmations: the fewest that give a spread
@@ -103,8 +104,8 @@ def test_a_small_win_that_layout_swallows_is_not_recommended(tmp_path):
         assert "Use -O1" not in text
     assert doc["status"] == "complete"
     child = Store().run(c["run_id"])
-    assert child["status"] == "complete" and child["options"]["measure"]["layouts"] == K
-    assert child["options"]["confirms"]["run_id"] == doc["run_id"]
+    assert child.status == "complete" and child.options.measure["layouts"] == K
+    assert child.options.confirms.run_id == doc["run_id"]
     assert any("confirm: -O1: not distinguishable from layout luck" in line for line in said)
 
 
@@ -248,7 +249,7 @@ def test_an_interrupted_confirmation_keeps_the_sweep_and_resumes(tmp_path):
         _run(tmp_path, "tinystop", planted, stop_after=main_calls + 10)
     db = Store()
     main_id = db.find_run(str(tmp_path / "run"))
-    assert db.run(main_id)["status"] == "complete" and len(db.samples(main_id)) == main_calls
+    assert db.run(main_id).status == "complete" and len(db.samples(main_id)) == main_calls
     doc = json.loads((tmp_path / "run" / "results.json").read_text())
     c = doc["recommendation"]["confirmation"]
     assert c["status"] == confirmation.INTERRUPTED and c["run_id"]
@@ -275,11 +276,11 @@ def test_the_reach_is_the_measured_layout_spread_where_known(tmp_path):
         (out / "results.json").write_text(json.dumps(_results(run_id=run_id,
                                                               noise={"sd_log_diff": sd})))
         db.finish_run(run_id, "complete", "decided")
-    here = contract.Machine.model_validate(machine)
+    here = model.Machine.model_validate(machine)
     reach, source = confirmation.measured_reach(db, "reachy", here)
     assert reach == pytest.approx(100 * math.expm1(1.959964 * math.sqrt(2) * 0.01))
     assert "+-1.0%" in source and "near" in source
-    doc = contract.Results.model_validate(_results(
+    doc = model.Results.model_validate(_results(
         measurement={}, recommendation={"variant": "v", "why": "faster"},
         variants=[_built("b"), {**_built("v"), "vs_baseline": {
             "verdict": "faster", "ratio": 0.96, "ci95": [0.955, 0.965]}}]))
@@ -303,7 +304,7 @@ def test_the_reach_reads_no_folder_a_row_names_that_is_not_its_runs(tmp_path):
                                                               noise={"sd_log_diff": sd})))
         db.finish_run(run_id, "complete", "decided")
     reach, source = confirmation.measured_reach(db, "reachy",
-                                                contract.Machine.model_validate(machine))
+                                                model.Machine.model_validate(machine))
     assert "measured by run own" in source
     assert reach == pytest.approx(100 * math.expm1(1.959964 * math.sqrt(2) * 0.01))
 
@@ -314,5 +315,5 @@ def _built(vid: str) -> dict:
 
 def _results(**keys) -> dict:
     """A results.json of a sweep with baseline b, with these keys."""
-    return {"schema": contract.SCHEMA, "target": "reachy", "recipe": "olevels",
+    return {"schema": model.SCHEMA, "target": "reachy", "recipe": "olevels",
             "metric": "wall_s", "baseline": "b", "machine": {}, "variants": [], **keys}

@@ -13,16 +13,17 @@ import pytest
 
 from flagsweep import stats
 from flagsweep.measure.options import MeasureOptions
-from flagsweep.results import analysis, confirmation, contract, estimate
+from flagsweep import model
+from flagsweep.results import analysis, confirmation, estimate, reader
 
 ROUNDS = 14
 
 
-def _doc(ids: list[str]) -> contract.Results:
+def _doc(ids: list[str]) -> model.Results:
     """Results of a sweep of these variants (the first the baseline, `<base>.aa` its twin),
     before the analysis; one factor level each, so every variant changes one thing."""
-    return contract.Results.model_validate({
-        "schema": contract.SCHEMA, "target": "t", "recipe": "r", "metric": "cpu_s",
+    return model.Results.model_validate({
+        "schema": model.SCHEMA, "target": "t", "recipe": "r", "metric": "cpu_s",
         "baseline": ids[0], "machine": {}, "threshold_pct": 1.0,
         "variants": [{"id": vid, "compiler": "gcc", "flags": ["-O2", f"-f{vid}"],
                       "factors": {"row": vid}, "build": {"status": "ok"},
@@ -30,7 +31,7 @@ def _doc(ids: list[str]) -> contract.Results:
 
 
 def _sweep(effects: dict[str, float], nulls: int = 9, cv: float = 0.01,
-           seed: int = 3) -> contract.Results:
+           seed: int = 3) -> model.Results:
     """Baseline, twin, `nulls` variants at no change and the planted ones (ratio to the
     baseline, one build each: a lucky link is planted as an effect), 14 rounds, analysed."""
     rng = np.random.default_rng(seed)
@@ -48,7 +49,7 @@ def _sweep(effects: dict[str, float], nulls: int = 9, cv: float = 0.01,
 _taken: dict[int, tuple] = {}       # each swept document's values and seed
 
 
-def _apply(doc: contract.Results, stored: dict) -> None:
+def _apply(doc: model.Results, stored: dict) -> None:
     """A confirmation's record into the document as the writer puts it there: the analysis
     again with it (the rows' labels, then the answer), then the record itself."""
     values, seed = _taken[id(doc)]
@@ -56,7 +57,7 @@ def _apply(doc: contract.Results, stored: dict) -> None:
     confirmation.apply(doc, stored)
 
 
-def _vs(doc: contract.Results, vid: str) -> contract.VsBaseline:
+def _vs(doc: model.Results, vid: str) -> model.VsBaseline:
     return next(v.vs_baseline for v in doc.variants if v.id == vid)
 
 
@@ -117,7 +118,7 @@ def test_a_win_clear_of_layout_luck_prints_its_interval_with_the_luck_in_it():
     assert e.ci[0] < near.ci[0] and near.ci[1] < e.ci[1]
 
 
-def _confirmed(doc: contract.Results, status: str) -> dict:
+def _confirmed(doc: model.Results, status: str) -> dict:
     """The record of a confirmation of doc's winner that ended `status`."""
     stored = confirmation.plan(doc, None).dump()
     over = {"ratio": 0.975, "ci95": [0.965, 0.985], "ci_fcr": [0.962, 0.988],
@@ -150,23 +151,23 @@ def test_results_written_before_the_estimate_print_the_same_from_what_they_kept(
     doc = _sweep({"win": 0.95})
     kept = doc.recommendation.estimate
     doc.recommendation.estimate = None
-    older = contract.Results.model_validate(doc.dump())
+    older = model.Results.model_validate(doc.dump())
     assert estimate.printed(older) == kept
     _apply(doc, _confirmed(doc, confirmation.CONFIRMED))
     doc.recommendation.estimate = None
     assert estimate.printed(doc).kind == estimate.OVER_LAYOUTS
     # a confirmation record of before kept no adjusted interval: its 95% one, said so
-    plain = estimate.over_layouts(contract.LayoutEstimate(ratio=0.97, ci95=[0.96, 0.98]), 4)
+    plain = estimate.over_layouts(model.LayoutEstimate(ratio=0.97, ci95=[0.96, 0.98]), 4)
     assert plain.kind == estimate.UNADJUSTED and plain.level == 0.95
     assert "not adjusted for choosing it" in estimate.text(plain)
 
 
 def test_results_json_validates_with_the_estimate_and_the_schema_names_it():
     doc = _sweep({"win": 0.95})
-    again = contract.validate(doc.dump(), "results.json")
+    again = reader.validate(doc.dump(), "results.json")
     assert again.recommendation.estimate.kind == estimate.SELECTED
-    schema = contract.json_schema("results")
+    schema = model.json_schema("results")
     assert '"Estimate"' in schema and '"kind"' in schema and '"comparisons"' in schema
     with pytest.raises(Exception, match="recommendation.estimate.ci"):
-        contract.validate({**doc.dump(), "recommendation": {
+        reader.validate({**doc.dump(), "recommendation": {
             **doc.recommendation.dump(), "estimate": {"kind": "x", "ci": [1]}}}, "results.json")

@@ -15,7 +15,8 @@ from scipy import stats as sps
 
 from flagsweep.across import merge, pick
 from flagsweep.measure.options import MeasureOptions
-from flagsweep.results import analysis, confirmation, contract
+from flagsweep import model
+from flagsweep.results import analysis, confirmation
 from flagsweep.stats import layout
 
 BASE, TWIN = "gcc-O2", "gcc-O2.aa"
@@ -24,7 +25,7 @@ FLAGS = {BASE: ["-O2"], TWIN: ["-O2"], "gcc-O1": ["-O1"], "gcc-Os": ["-Os"], "gc
 ROUNDS = 14
 
 
-def _document(ids: list[str], layouts: int = 0, timed: bool = False) -> contract.Results:
+def _document(ids: list[str], layouts: int = 0, timed: bool = False) -> model.Results:
     """A results.json before its statistics: each variant built and checked, one level of one
     factor each (a one-change design); `timed` adds build and run times (the plan's costs)."""
     variants = []
@@ -37,8 +38,8 @@ def _document(ids: list[str], layouts: int = 0, timed: bool = False) -> contract
         if vid == TWIN:
             v["aa_of"] = BASE
         variants.append(v)
-    return contract.Results.model_validate({
-        "schema": contract.SCHEMA, "target": "t", "recipe": "r", "metric": "wall_s",
+    return model.Results.model_validate({
+        "schema": model.SCHEMA, "target": "t", "recipe": "r", "metric": "wall_s",
         "baseline": BASE, "machine": {}, "variants": variants, "threshold_pct": 1.0,
         "design": "one-factor", "measurement": {"layouts": {"k": layouts} if layouts else None}})
 
@@ -58,7 +59,7 @@ def _swept(planted: dict[str, float], seed: int = 1, timed: bool = False):
     return doc, values
 
 
-def _confirmed(record: contract.Confirmation, levels: dict[str, list[float]], seed: int = 2):
+def _confirmed(record: model.Confirmation, levels: dict[str, list[float]], seed: int = 2):
     """The confirmation sweep over the record's rows: each arm's layouts at the planted
     levels (`levels`: variant -> one level a layout; the twin is more layouts of the baseline),
     judged as a --layouts sweep; the record it leaves."""
@@ -72,19 +73,19 @@ def _confirmed(record: contract.Confirmation, levels: dict[str, list[float]], se
     return confirmation.outcome(record.dump(), over, 12.0, "layouts/results.json")
 
 
-def _written(doc: contract.Results, values, record: contract.Confirmation, seed: int = 1):
+def _written(doc: model.Results, values, record: model.Confirmation, seed: int = 1):
     """results.json as the writer makes it once the run keeps `record`."""
     analysis.apply(doc, values, seed=seed, luck=record.dump())
     confirmation.apply(doc, record.dump())
     return doc
 
 
-def _row(doc: contract.Results, vid: str) -> contract.VsBaseline:
+def _row(doc: model.Results, vid: str) -> model.VsBaseline:
     return next(v for v in doc.variants if v.id == vid).vs_baseline
 
 
-def _effect(doc: contract.Results, vid: str) -> contract.Effect:
-    return next(e for e in doc.effects if getattr(e, "variant", None) == vid)
+def _effect(doc: model.Results, vid: str) -> model.Effect:
+    return next(e for e in doc.effects if e.variant == vid)
 
 
 FLAT = [1.0, 1.001, 0.999, 1.0]              # four layouts of no effect
@@ -257,7 +258,7 @@ def test_rows_of_a_layouts_sweep_or_of_one_layout_are_never_labelled():
     """A sweep with --layouts compared over layouts already; calibrate's plants share one
     code layout: neither has a row within layout luck."""
     doc, values = _swept({"gcc-O1": 0.98})
-    doc.measurement.layouts = contract.Layouts(k=4)
+    doc.measurement.layouts = model.Layouts(k=4)
     assert confirmation.plan(doc, None).status == confirmation.NOT_NEEDED
     same, values = _swept({"gcc-O1": 0.98})
     record = confirmation.plan(same, None, MeasureOptions(same_layout=True))
@@ -275,8 +276,8 @@ def test_a_models_effect_is_one_layout_within_its_builds_reach():
     variants = [{"id": vid, "compiler": "gcc", "flags": [vid], "check": {"status": "ok"},
                  "build": {"status": "ok"},
                  "factors": {"a": vid[1], "b": vid[3]}} for vid in ids]
-    doc = contract.Results.model_validate({
-        "schema": contract.SCHEMA, "target": "t", "recipe": "r", "metric": "wall_s",
+    doc = model.Results.model_validate({
+        "schema": model.SCHEMA, "target": "t", "recipe": "r", "metric": "wall_s",
         "baseline": "a0b0", "machine": {}, "variants": variants, "threshold_pct": 1.0,
         "design": "full-factorial", "measurement": {}})
     level = {"a0b0": 1.0, "a0b0.aa": 1.0, "a1b0": 0.97, "a0b1": 0.90, "a1b1": 0.873}
@@ -298,7 +299,7 @@ def test_pick_suite_and_merge_read_a_row_within_layout_luck_as_undecided(tmp_pat
     program: pick's and suite's pair and merge's cell call it inconclusive."""
     doc, values = _swept({"gcc-O1": 0.98, "gcc-O3": 0.90})
     doc = _written(doc, values, confirmation.plan(doc, None, MeasureOptions(layout_confirm=False)))
-    doc.machine = contract.Machine(hostname="h", cpu_model="c")
+    doc.machine = model.Machine(hostname="h", cpu_model="c")
     assert pick.pair(doc, "gcc-O1").verdict == "inconclusive"
     assert pick.pair(doc, "gcc-O3").verdict == "faster"
     variants, cells = merge.table([merge.MachineColumn("h", "c", str(tmp_path), doc)])

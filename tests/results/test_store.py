@@ -52,7 +52,7 @@ def store(store_url):
 
 
 def _run(s: Store, run_id: str = "run", target: str = "gzip", out: str = "/tmp/out") -> str:
-    s.create_run(run_id, target, "olevels", Path(out), {"measure": {"runs": 3}}, {"cpu": "x"})
+    s.create_run(run_id, target, "olevels", Path(out), {"measure": {"runs": 3}}, {"cpu_model": "x"})
     return run_id
 
 
@@ -72,19 +72,38 @@ def test_fresh_store_is_at_the_current_schema(store):
 def test_runs_round_trip(store):
     _run(store, "a", out="/tmp/a")
     _run(store, "b", target="other")
-    assert store.run("a")["status"] == "running"
-    assert store.run("a")["options"] == {"measure": {"runs": 3}}
+    assert store.run("a").status == "running"
+    assert store.run("a").options.dump() == {"measure": {"runs": 3}}
     assert store.find_run("a") == "a"
     assert store.find_run("/tmp/a") == "a"
     assert store.find_run("nothing") == "nothing"
-    assert [r["run_id"] for r in store.runs_of("gzip")] == ["a"]
-    store.set_option("a", "counters", {"cycles": True})
-    assert store.run("a")["options"]["counters"] == {"cycles": True}
+    assert [r.run_id for r in store.runs_of("gzip")] == ["a"]
+    store.set_option("a", "counters", {"mode": "software", "hw_counters": False})
+    assert store.run("a").options.counters.mode == "software"
     store.finish_run("a", "complete", "max runs")
-    assert (store.run("a")["status"], store.run("a")["stop_reason"]) == ("complete", "max runs")
-    assert store.run("a")["finished"] is not None
+    assert (store.run("a").status, store.run("a").stop_reason) == ("complete", "max runs")
+    assert store.run("a").finished is not None
     store.reopen_run("a")
-    assert (store.run("a")["status"], store.run("a")["finished"]) == ("running", None)
+    assert (store.run("a").status, store.run("a").finished) == ("running", None)
+
+
+def test_a_run_row_is_read_through_its_model(store):
+    """A row is data: a key an older flagsweep wrote that no field declares is left out, a
+    value of the wrong kind is refused naming the row and the key, and an option no field
+    declares is refused where it is written."""
+    _run(store, "a")
+    with store.engine.begin() as c:
+        c.execute(store_mod.runs.update().values(
+            options={"measure": {}, "gone": 1, "schedule": {"schedule": 3, "reason": "r"}}))
+    with pytest.raises(FlagsweepError) as e:
+        store.run("a")
+    assert str(e.value) == (f"run a's row in the store {store.url}: key "
+                            "'options.schedule.schedule': expected a string, got 3")
+    with store.engine.begin() as c:
+        c.execute(store_mod.runs.update().values(options={"measure": {}, "gone": 1}))
+    assert store.run("a").options.dump() == {"measure": {}}
+    with pytest.raises(ValueError, match="nonsense"):
+        store.set_option("a", "nonsense", 1)
 
 
 def test_run_ids_are_numbered_and_unique(store):
@@ -223,7 +242,7 @@ def test_a_version_1_store_is_migrated_keeping_its_rows(store_url, version_row):
     inspector = sa.inspect(s.engine)
     assert "worker" in {c["name"] for c in inspector.get_columns("samples")}
     assert "ix_runs_target" in {i["name"] for i in inspector.get_indexes("runs")}
-    assert s.run("old")["status"] == "complete"
+    assert s.run("old").status == "complete"
     (old,) = s.samples("old")
     assert (old.variant_id, old.wall_s, old.worker) == ("O2", 1.25, None)
     assert s.add_sample("old", Sample("O2", 1, 0, 0, wall_s=1.5, worker="w1"))
@@ -434,7 +453,7 @@ def test_a_full_disk_at_a_runs_start_is_not_a_race_for_its_id(small_fs):
     with pytest.raises(FlagsweepError, match="cannot be written: database or disk is full"):
         for i in range(1000):  # SQLite's pages in hand take a few before the disk is needed
             s.create_unique_run(f"run-{i}", "gzip", "olevels", Path("/tmp/out"),
-                                {"pad": "x" * 4000}, {})
+                                {"target_path": "x" * 4000}, {})
     s.engine.dispose()
 
 

@@ -18,8 +18,8 @@ from flagsweep import stats
 from flagsweep.compilation import variants
 from flagsweep.experiment import target
 from flagsweep.measure.options import MeasureOptions
+from flagsweep import model
 from flagsweep.model.tune import TuneRecord
-from flagsweep.results import contract
 from flagsweep.results.store import Store
 from flagsweep.stats import layout
 from flagsweep.tune import batch, budget, cost, tune

@@ -22,8 +22,9 @@ from flagsweep.compilation import own_build, variants
 from flagsweep.experiment import target
 from flagsweep.host.executor import Execution
 from flagsweep.measure.options import MeasureOptions
+from flagsweep import model
 from flagsweep.model.tune import BrokenFlags, StepCosts, TuneRecord
-from flagsweep.results import contract, reader
+from flagsweep.results import reader
 from flagsweep.results.store import Store
 from flagsweep.tune import batch, cost, culprit, proof, proving, race, ranking, sweeps, tune
 
@@ -89,13 +90,13 @@ def test_tune_finds_the_planted_flags_survives_a_kill_and_proves_them(tmp_path, 
     store, said = Store(), []
     with pytest.raises(Exception, match="tune --resume tuned"):
         tune.resume("tuned", store, said.append, execute=Planted(stop_after=40))
-    stopped = contract.validate(json.loads((out / "tune.json").read_text()), out, "tune")
+    stopped = reader.validate(json.loads((out / "tune.json").read_text()), out, "tune")
     assert stopped.status == "interrupted"
     told_before = {tr.number for tr in stopped.trials if tr.state != "pending"}
     assert told_before
 
     path = tune.resume("tuned", store, said.append, execute=Planted())
-    doc = contract.validate(json.loads(path.read_text()), path, "tune")
+    doc = reader.validate(json.loads(path.read_text()), path, "tune")
     assert doc.status == "complete" and doc.phase == "done"
     # what was told before the kill is still there, as it was
     again = {tr.number: tr for tr in doc.trials}
@@ -153,7 +154,7 @@ def test_tpe_local_tunes_end_to_end_and_finds_the_planted_flags(tmp_path, isolat
                                           quick_megabytes=0.1)))
     path = tune.start(t, _options(_space(tmp_path), sampler="tpe-local", starts=False),
                       tmp_path / "tuned", Store(), print, execute=Planted())
-    doc = contract.validate(json.loads(path.read_text()), path, "tune")
+    doc = reader.validate(json.loads(path.read_text()), path, "tune")
     assert doc.status == "complete" and doc.sampler == "tpe-local"
     assert doc.space.starts == []                          # asked for none
     assert set(doc.recommended) - {"-O2"} == {"-funroll-loops", "-fno-tree-vectorize"}
@@ -175,7 +176,7 @@ def test_a_real_tune_reduces_flags_that_break_its_build_only_together(tmp_path, 
     # (search.near_base): trials 0, 4 and 6 hold both, in batches 1, 2 and 2.
     path = tune.start(t, _options(space, starts=False, trials=12, seed=2), tmp_path / "tuned",
                       Store(), print, execute=Planted())
-    doc = contract.validate(json.loads(path.read_text()), path, "tune")
+    doc = reader.validate(json.loads(path.read_text()), path, "tune")
     assert doc.status == "complete"
     [found] = doc.broken
     assert found.flags == list(REFUSES_BOTH) and found.minimal and found.kind == "build"
@@ -319,7 +320,7 @@ def test_a_winner_too_large_to_take_apart_flag_by_flag_is_ablated_in_groups(
                         "ablation" and not tu.state.ablation_plan else real_pace(tu))
     path = tune.start(t, _options(_space(tmp_path), trials=8), tmp_path / "tuned", Store(),
                       print, execute=Planted())
-    a = contract.validate(json.loads(path.read_text()), path, "tune").ablation
+    a = reader.validate(json.loads(path.read_text()), path, "tune").ablation
     assert a.method == "groups" and "in 2 groups" in a.why and a.of == list(winner[1:])
     assert set(a.minimal) == {"-funroll-loops", "-fno-tree-vectorize"}
     # the group of the planted two was taken apart; the other, decided harmless, was not
@@ -363,7 +364,7 @@ def test_a_cost_within_layout_luck_counts_only_if_it_holds_over_layouts(
     store = Store()
     path = tune.start(t, _options(_space(tmp_path), trials=8), tmp_path / "tuned", store,
                       print, execute=OneLayoutLuck("fno-schedule-insns2", everywhere))
-    a = contract.validate(json.loads(path.read_text()), path, "tune").ablation
+    a = reader.validate(json.loads(path.read_text()), path, "tune").ablation
     rows = {r.flag: r for r in a.rows}
     assert rows["-fno-schedule-insns2"].verdict == "slower"
     assert rows["-fno-schedule-insns2"].ratio == pytest.approx(1.03, abs=0.01)
@@ -386,7 +387,7 @@ def test_a_cost_within_layout_luck_counts_only_if_it_holds_over_layouts(
     assert batch.vid(SimpleNamespace(compiler="gcc"), ("-O2",)) not in made
     assert batch.vid(SimpleNamespace(compiler="gcc"), winner) in made
     # the check's sweep is counted in the tune's cost like the ablation's own
-    doc = contract.validate(json.loads(path.read_text()), path, "tune")
+    doc = reader.validate(json.loads(path.read_text()), path, "tune")
     sweeps = {tr.run_id for tr in doc.trials if tr.run_id} | {
         a.run_id, check.run_id, a.greedy.run_id if a.greedy else None, doc.proof.run_id}
     assert doc.cost.runs == sum(len(store.samples(rid)) for rid in sweeps - {None})
@@ -433,7 +434,7 @@ def test_a_tunes_first_batch_chooses_the_schedule_for_the_whole_tune(tmp_path, i
     opts = _options(_space(tmp_path), trials=8, measure={
         "max_runs": 12, "metric": "wall", "cpu": 0, "schedule": "auto", "partner_cpu": 1})
     path = tune.start(t, opts, tmp_path / "tuned", Store(), print, execute=PlantedTogether())
-    assert contract.validate(json.loads(path.read_text()), path, "tune").status == "complete"
+    assert reader.validate(json.loads(path.read_text()), path, "tune").status == "complete"
     batches = sorted((tmp_path / "tuned" / "batches").glob("*/results.json"))
     first, *later = [reader.load(p).measurement.schedule for p in batches]
     assert later and first.pilot is not None and first.asked == "auto"
@@ -487,7 +488,7 @@ def test_a_proof_the_machine_stays_busy_for_is_no_answer_until_resumed(
     store = Store()
     path = tune.start(t, _options(_space(tmp_path), trials=8), tmp_path / "tuned", store,
                       print, execute=executor)
-    doc = contract.validate(json.loads(path.read_text()), path, "tune")
+    doc = reader.validate(json.loads(path.read_text()), path, "tune")
     assert doc.proof.status == "busy", (doc.proof.status, doc.proof.why, doc.answer)
     assert doc.phase == "proof" and doc.proof.candidates == []
     assert doc.recommended is None and doc.answer.startswith("Not proved: the best set found")
@@ -501,7 +502,7 @@ def test_a_proof_the_machine_stays_busy_for_is_no_answer_until_resumed(
     assert main.out.strip().endswith("tune.html")
 
     path = tune.resume("tuned", store, print, execute=executor)
-    doc = contract.validate(json.loads(path.read_text()), path, "tune")
+    doc = reader.validate(json.loads(path.read_text()), path, "tune")
     assert doc.proof.status == "complete", (doc.proof.status, doc.proof.why)
     assert doc.phase == "done"
     assert "-fno-tree-vectorize" in doc.recommended and doc.answer.startswith("Use ")

@@ -11,8 +11,9 @@ from types import SimpleNamespace
 import pytest
 
 from flagsweep.measure.options import MeasureOptions
+from flagsweep import model
 from flagsweep.model.tune import Remeasurement, TuneRecord
-from flagsweep.results import confirmation, contract
+from flagsweep.results import confirmation
 from flagsweep.tune import ablation, answer, cost, layouts, proof, ranking, sweeps
 
 
@@ -22,22 +23,22 @@ def said(proof_, ablation, n):
 
 
 def _est(ratio, verdict, ci=None):
-    return contract.TuneEstimate(ratio=ratio, ci95=ci or [ratio - 0.01, ratio + 0.01],
+    return model.TuneEstimate(ratio=ratio, ci95=ci or [ratio - 0.01, ratio + 0.01],
                                  verdict=verdict)
 
 
 def _set(role, changes, vs_base=None, vs_o3=None, same=None):
-    return contract.TuneCandidate(role=role, variant=f"v-{role}", flags=["-O2", *changes],
+    return model.TuneCandidate(role=role, variant=f"v-{role}", flags=["-O2", *changes],
                                   changes=changes, vs_base=vs_base, vs_o3=vs_o3,
                                   identical_to=same)
 
 
 def _proof(*sets):
-    return contract.TuneProof(status="complete", layouts=4, candidates=[
+    return model.TuneProof(status="complete", layouts=4, candidates=[
         _set("base", [], vs_o3=_est(1.02, "slower")), *sets])
 
 
-ABLATION = contract.TuneAblation(status="complete", of=["-fa", "-fb", "-fc"], minimal=["-fa"])
+ABLATION = model.TuneAblation(status="complete", of=["-fa", "-fb", "-fc"], minimal=["-fa"])
 
 
 def test_a_set_faster_than_the_base_and_o3_is_used_its_minimal_subset_first():
@@ -54,7 +55,7 @@ def test_the_answer_prints_the_interval_the_proofs_verdict_used():
     """The set named is the best of the proof's: its interval is the false-coverage adjusted
     one its "faster" verdicts needed (wider than the 95% one), named so, as a sweep's "Use X"."""
     def decided(ratio, ci95, ci_fcr, level):
-        return contract.TuneEstimate(ratio=ratio, ci95=ci95, verdict="faster", ci_fcr=ci_fcr,
+        return model.TuneEstimate(ratio=ratio, ci95=ci95, verdict="faster", ci_fcr=ci_fcr,
                                      fcr_level=level)
     o3 = _set("-O3", ["-O3"], vs_base=_est(0.98, "faster"))
     winner = _set("winner", ["-fa"], decided(0.90, [0.89, 0.91], [0.875, 0.925], 0.9875),
@@ -76,15 +77,15 @@ def test_a_set_whose_output_is_not_the_bases_bytes_is_used_with_the_check_said()
     o3 = _set("-O3", ["-O3"], vs_base=_est(0.98, "faster"))
     winner = _set("winner", ["-funsafe-math-optimizations"], _est(0.92, "faster"),
                   _est(0.93, "faster"))
-    winner.check = contract.Check(status="equivalent", detail="equivalent output (...)",
-                                  quality=contract.Quality(snr_db=12.697, baseline_snr_db=12.700,
+    winner.check = model.Check(status="equivalent", detail="equivalent output (...)",
+                                  quality=model.Quality(snr_db=12.697, baseline_snr_db=12.700,
                                                            snr_tolerance_db=0.1))
     sentence, use = said(_proof(o3, winner), None, 78)
     assert use == ["-O2", "-funsafe-math-optimizations"]
     assert sentence.endswith("after 78 candidates; its output is not -O2's bytes but the output "
                              "check judged it equivalent (SNR 12.70 dB against 12.70 dB, within "
                              "0.1 dB) on this workload's input.")
-    winner.check = contract.Check(status="ok", detail="identical bytes to the baseline's")
+    winner.check = model.Check(status="ok", detail="identical bytes to the baseline's")
     assert said(_proof(o3, winner), None, 78)[0].endswith("after 78 candidates.")
 
 
@@ -132,10 +133,10 @@ def test_a_call_the_aa_gate_overruled_is_said_as_overruled_with_its_remedy():
     (it did not), and asks for a quieter machine, not more layouts."""
     why = ("inconclusive, not faster: the machine was unstable during this sweep: the A/A arm "
            "(the baseline's code in other layouts) came out slower by 5.4% (...)")
-    o3 = _set("-O3", ["-O3"], vs_base=contract.TuneEstimate(
+    o3 = _set("-O3", ["-O3"], vs_base=model.TuneEstimate(
         ratio=0.830, ci95=[0.772, 0.893], verdict="inconclusive", ci_fcr=[0.772, 0.893],
         fcr_level=0.95, why=why))
-    best = _set("winner", ["-fa"], contract.TuneEstimate(
+    best = _set("winner", ["-fa"], model.TuneEstimate(
         ratio=0.880, ci95=[0.834, 0.929], verdict="inconclusive", ci_fcr=[0.834, 0.929],
         fcr_level=0.95, why=why), _est(1.077, "inconclusive", [1.017, 1.141]))
     sentence, use = said(_proof(o3, best), None, 66)
@@ -160,7 +161,7 @@ def test_the_proofs_calls_against_o3_are_gated_as_its_sweep_gated_those_against_
                                    verdict="equivalent", why="equivalent: ...")}
 
     def doc(**aa):
-        return SimpleNamespace(threshold_pct=1.0, aa=contract.AA.model_validate(
+        return SimpleNamespace(threshold_pct=1.0, aa=model.AA.model_validate(
             {"variant": "gcc-O2.aa", "is": "the baseline's code in other layouts", **aa}))
 
     unstable = found()        # the twin was called slower: every call is overruled
@@ -177,7 +178,7 @@ def test_the_proofs_calls_against_o3_are_gated_as_its_sweep_gated_those_against_
 
 
 def test_no_finished_proof_recommends_nothing():
-    failed = contract.TuneProof(status="failed", why="it broke")
+    failed = model.TuneProof(status="failed", why="it broke")
     assert said(failed, None, 3) == (None, None)
     assert said(None, None, 3) == (None, None)
 
@@ -329,7 +330,7 @@ def test_an_interval_beyond_the_threshold_but_not_decided_says_what_it_was_judge
     decided because its interval adjusted for the proof's comparisons reached inside 1%. The
     sentence showed the 95% interval alone, which reads as beyond the threshold."""
     o3 = _set("-O3", ["-O3"], vs_base=_est(0.987, "inconclusive", [0.979, 0.995]))
-    best = _set("runner-up", ["-fa"], contract.TuneEstimate(
+    best = _set("runner-up", ["-fa"], model.TuneEstimate(
         ratio=0.979, ci95=[0.971, 0.986], verdict="inconclusive", ci_fcr=[0.966, 0.992],
         fcr_level=0.9917), _est(0.992, "inconclusive", [0.988, 0.996]))
     sentence, use = said(_proof(o3, best), None, 66)
@@ -338,7 +339,7 @@ def test_an_interval_beyond_the_threshold_but_not_decided_says_what_it_was_judge
             "many comparisons (false-coverage adjusted), [-3.4, -0.8], reaches inside 1%; "
             "-0.8% [-1.2, -0.4] against -O3)") in sentence
     # -O3's own, beyond the threshold and undecided, says it the same way
-    o3.vs_base = contract.TuneEstimate(ratio=0.95, ci95=[0.93, 0.97], verdict="inconclusive",
+    o3.vs_base = model.TuneEstimate(ratio=0.95, ci95=[0.93, 0.97], verdict="inconclusive",
                                        ci_fcr=[0.90, 0.995], fcr_level=0.99)
     assert ("-O3 measured -5.0% [-7.0, -3.0] against -O2 but was not decided over 4 layouts "
             "(its 99% interval for this many comparisons (false-coverage adjusted), [-10.0, "
@@ -363,7 +364,7 @@ def test_the_whole_set_is_used_when_its_minimal_subset_is_decided_slower_than_it
     assert sentence.endswith("after 84 candidates; -fa alone, whose removal its ablation "
                              "decided slower, gives less, +7.6% [+6.0, +9.0] against the best "
                              "set found: its other flags matter together.")
-    two = contract.TuneAblation(status="complete", of=["-fa", "-fb", "-fc"],
+    two = model.TuneAblation(status="complete", of=["-fa", "-fb", "-fc"],
                                 minimal=["-fa", "-fb"])
     assert "; the 2 flags whose removal its ablation decided slower give less, +7.6%" \
         in said(_proof(o3, winner, minimal), two, 84)[0]
@@ -373,14 +374,14 @@ def test_the_whole_set_is_used_when_its_minimal_subset_is_decided_slower_than_it
         sentence, use = said(_proof(o3, winner, minimal), ABLATION, 84)
         assert use == ["-O2", "-fa"] and "other flags" not in sentence
     # a greedy subset chosen on the search input, slower in the proof, is named as such
-    two.greedy = contract.TuneGreedy(status="complete", chosen=2)
+    two.greedy = model.TuneGreedy(status="complete", chosen=2)
     minimal.vs_winner = _est(1.076, "slower", [1.06, 1.09])
     assert "; the 2 flags of its greedy minimal subset give less, +7.6%" \
         in said(_proof(o3, winner, minimal), two, 84)[0]
 
 
 def _row(flags, ratio, verdict, status="measured"):
-    return contract.TuneAblationRow(flag=" ".join(flags), flags=flags, ratio=ratio,
+    return model.TuneAblationRow(flag=" ".join(flags), flags=flags, ratio=ratio,
                                     verdict=verdict, status=status)
 
 
@@ -420,7 +421,7 @@ def test_a_cost_within_layout_luck_counts_only_once_decided_again_over_layouts()
     layout, within the 5% layout luck reaches; the planted switches' +101% and +189% far
     beyond it. Over layouts the decoy was +0.6% [-0.8, +2.0]: not counted, not added back."""
     def row(flag, ratio, lo, hi, verdict="slower"):
-        return contract.TuneAblationRow(flag=flag, flags=[flag], ratio=ratio, ci95=[lo, hi],
+        return model.TuneAblationRow(flag=flag, flags=[flag], ratio=ratio, ci95=[lo, hi],
                                         verdict=verdict)
     clone, strides = row("-fipa-cp-clone", 2.009, 1.912, 2.090), \
         row("-fversion-loops-for-strides", 2.892, 2.766, 3.008)
@@ -433,17 +434,17 @@ def test_a_cost_within_layout_luck_counts_only_once_decided_again_over_layouts()
     assert proof.minimal(rows) == ["-fversion-loops-for-strides", "-fipa-cp-clone",
                                    "-fno-sched-last-insn-heuristic"]
     for verdict in ("inconclusive", "equivalent"):
-        decoy.over_layouts = contract.TuneEstimate(ratio=1.006, ci95=[0.992, 1.020],
+        decoy.over_layouts = model.TuneEstimate(ratio=1.006, ci95=[0.992, 1.020],
                                                    verdict=verdict)
         assert not decoy.matters()
         assert proof.minimal(rows) == ["-fversion-loops-for-strides", "-fipa-cp-clone"]
         # its one-layout cost was all that said it might matter: no greedy step adds it back
         assert proof.greedy_units(rows) == [("-fversion-loops-for-strides",),
                                             ("-fipa-cp-clone",), ("-fno-shrink-wrap",)]
-    decoy.over_layouts = contract.TuneEstimate(ratio=1.05, ci95=[1.02, 1.08], verdict="slower")
+    decoy.over_layouts = model.TuneEstimate(ratio=1.05, ci95=[1.02, 1.08], verdict="slower")
     assert decoy.matters() and "-fno-sched-last-insn-heuristic" in proof.minimal(rows)
     # a row the check could not measure is not confirmed
-    decoy.over_layouts = contract.TuneEstimate(why="not measured over layouts")
+    decoy.over_layouts = model.TuneEstimate(why="not measured over layouts")
     assert not decoy.matters()
 
 
@@ -453,7 +454,7 @@ def test_the_layout_check_takes_the_most_doubtful_rows_that_fit_or_says_why_not(
     two sets compiled, 10 links at 0.4 of a build); lame's 13 s a build fits none, and
     the plan says what one would take."""
     def row(flag, lo, hi):
-        return contract.TuneAblationRow(flag=flag, flags=[flag], ratio=(lo + hi) / 2,
+        return model.TuneAblationRow(flag=flag, flags=[flag], ratio=(lo + hi) / 2,
                                         ci95=[lo, hi], verdict="slower")
     rows = [row("-fa", 1.03, 1.07), row("-fb", 1.01, 1.05), row("-fc", 1.8, 2.0)]
     tu = SimpleNamespace(opts=SimpleNamespace(layouts=4, budget_s=180.0),
@@ -493,7 +494,7 @@ def test_the_layout_check_takes_the_most_doubtful_rows_that_fit_or_says_why_not(
 
 
 def _step(ratio, verdict, status="measured"):
-    return contract.TuneGreedyStep(added=["-fx"], ratio=ratio, verdict=verdict, status=status)
+    return model.TuneGreedyStep(added=["-fx"], ratio=ratio, verdict=verdict, status=status)
 
 
 def test_the_greedy_subset_stops_at_the_first_step_that_gives_the_winners_effect():

@@ -13,6 +13,12 @@ from flagsweep.errors import FlagsweepError
 from flagsweep.experiment import target
 from flagsweep.workload import check
 
+
+def _verdicts(*args) -> dict[str, dict]:
+    """check_all's verdicts as the store keeps them (each check's JSON)."""
+    return {vid: c.dump() for vid, c in check.check_all(*args).items()}
+
+
 # Writes MEGABYTES MiB of "line N value X" text to stdout, one 1 MiB block at a time; built with
 # -DTWEAK=r, the last number is changed by the relative amount r.
 BIG = r"""
@@ -77,7 +83,7 @@ def _checked(workload, binaries, baseline="base"):
     """check_all's verdicts and the most memory Python held while they were made."""
     tracemalloc.start()
     try:
-        results = check.check_all(workload, binaries, baseline)
+        results = _verdicts(workload, binaries, baseline)
         return results, tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -134,7 +140,7 @@ def test_tolerance_across_block_boundaries(tmp_path, monkeypatch, got, want, det
     monkeypatch.setattr(check, "BLOCK", 7)
     (tmp_path / "got").write_bytes(got)
     (tmp_path / "want").write_bytes(want)
-    assert check._tolerance(tmp_path / "got", tmp_path / "want", 1e-5)["detail"] == detail
+    assert check._tolerance(tmp_path / "got", tmp_path / "want", 1e-5).detail == detail
 
 
 def test_a_check_on_a_full_disk_is_no_verdict(big, tmp_path, small_fs):
@@ -143,4 +149,4 @@ def test_a_check_on_a_full_disk_is_no_verdict(big, tmp_path, small_fs):
     w = check.Invocation(w.target, w.input_path, small_fs.path / "scratch")
     with pytest.raises(FlagsweepError, match=rf"^the disk holding {small_fs.path}/scratch is full"
                        r".*free space there, then run again"):
-        check.check_all(w, {"base": big["base"]}, "base")
+        _verdicts(w, {"base": big["base"]}, "base")

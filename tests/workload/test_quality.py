@@ -18,6 +18,12 @@ from flagsweep.errors import ConfigError
 from flagsweep.experiment import target
 from flagsweep.workload import check, quality, wav
 
+
+def _verdicts(*args) -> dict[str, dict]:
+    """check_all's verdicts as the store keeps them (each check's JSON)."""
+    return {vid: c.dump() for vid, c in check.check_all(*args).items()}
+
+
 RATE = 44100
 FRAMES = 3 * RATE
 
@@ -163,7 +169,7 @@ def test_the_quality_check_judges_each_product_against_the_baseline(source, tmp_
             "near": _encoder(tmp_path, "near", 300.0, seed=2),
             "far": _encoder(tmp_path, "far", 900.0, seed=1),
             "big": _encoder(tmp_path, "big", 300.0, seed=1, pad=8192)}
-    results = check.check_all(_workload(tmp_path, source, CP), bins, "base")
+    results = _verdicts(_workload(tmp_path, source, CP), bins, "base")
     x = _samples(source)
     want = {name: _expected_db(x, _noisy(x, level, seed)) for name, level, seed in
             [("base", 300.0, 1), ("near", 300.0, 2), ("far", 900.0, 1)]}
@@ -193,7 +199,7 @@ def test_the_quality_check_judges_each_product_against_the_baseline(source, tmp_
 def test_the_tolerances_are_the_targets(source, tmp_path):
     bins = {"base": _encoder(tmp_path, "base", 300.0, seed=1),
             "far": _encoder(tmp_path, "far", 900.0, seed=1)}
-    results = check.check_all(_workload(tmp_path, source, CP, "snr_tolerance_db = 20.0"),
+    results = _verdicts(_workload(tmp_path, source, CP, "snr_tolerance_db = 20.0"),
                               bins, "base")
     assert results["far"]["status"] == "equivalent"
     assert results["far"]["quality"]["snr_tolerance_db"] == 20.0
@@ -205,7 +211,7 @@ def test_a_product_the_decoder_cannot_read_differs_and_without_a_reference_none_
             "other": _encoder(tmp_path, "other", 300.0, seed=2)}
     # The decoder reads the product and writes nothing a WAV reader accepts.
     w = _workload(tmp_path, source, '["/bin/sh", "-c", "echo not a wav > {output}"]')
-    results = check.check_all(w, bins, "base")
+    results = _verdicts(w, bins, "base")
     assert results["base"]["status"] == "differs"
     assert "the decoded output cannot be measured" in results["base"]["detail"]
     assert results["other"] == {"status": "failed", "detail": "no reference: the baseline's own "
@@ -220,7 +226,7 @@ def test_the_decoder_is_the_baseline_s_binary_for_every_variant(source, tmp_path
     bins = {"base": _encoder(tmp_path, "base", 300.0, seed=1),
             "v": _encoder(tmp_path, "v", 300.0, seed=2), "w": _encoder(tmp_path, "w", 900.0, seed=3)}
     argv = f'["{{baseline}}", "--decode", "{{product}}", "{{output}}", "{log}"]'
-    results = check.check_all(_workload(tmp_path, source, argv), bins, "base")
+    results = _verdicts(_workload(tmp_path, source, argv), bins, "base")
     assert log.read_text().split() == [str(tmp_path / "base")] * 3
     assert [results[v]["status"] for v in ("base", "v", "w")] == ["ok", "equivalent", "differs"]
 
@@ -277,7 +283,7 @@ def test_real_mp3s_decoded_by_the_baseline_s_lame(source, tmp_path):
             "dull": variant("dull", "--resample 44.1 --lowpass 8")}
     lame_target = target.load("lame")
     w = check.Invocation(lame_target, source, tmp_path / "scratch")
-    results = check.check_all(w, bins, "base")
+    results = _verdicts(w, bins, "base")
     base = results["base"]["quality"]
     assert base["lag_frames"] == 0 and base["frames"] == FRAMES   # lame --decode removes the delay
     assert results["base.aa"]["status"] == "ok"
@@ -294,7 +300,8 @@ def test_a_variant_over_layouts_has_its_worst_layout_s_output(tmp_path):
     """run --layouts checks every layout's binary; the variant is as good as its worst: other
     bytes in one layout make it equivalent, an output that differs in any makes it differ."""
     from flagsweep.compilation import layout
-    from flagsweep.results import contract, layouts
+    from flagsweep import model
+    from flagsweep.results import layouts
 
     def rep(seed: int, status: str) -> dict:
         return {"id": f"v.L{seed}", "layout_of": "v", "layout": seed, "compiler": "gcc",
@@ -302,7 +309,7 @@ def test_a_variant_over_layouts_has_its_worst_layout_s_output(tmp_path):
                 "build": {"status": "ok", "flags_verified": True}}
 
     def folded(*statuses: str) -> str:
-        docs = [contract.Variant.model_validate(rep(i + 1, s)) for i, s in enumerate(statuses)]
+        docs = [model.Variant.model_validate(rep(i + 1, s)) for i, s in enumerate(statuses)]
         return layouts.fold(docs, {}, "b").variants[0].check.status
 
     assert folded("ok", "equivalent", "ok") == "equivalent"

@@ -1,0 +1,61 @@
+"""A variant's build record (compilation): its binary, its fingerprints, its layouts."""
+
+from __future__ import annotations
+
+from flagsweep.model.values import Bool, Num, Record, Str
+
+
+class LayoutBuild(Record):
+    id: Str
+    seed: Num
+    status: Str
+    binary: Str | None = None
+    code_sha256: Str | None = None
+    functions_sha256: Str | None = None
+    flags_verified: Bool | None = None
+    identical_to: Str | None = None          # the layout whose code it has
+    log: Str | None = None
+
+
+class AuditSummary(Record):
+    """What the compiler wrapper's log showed of a build (compilation.audit): whether every
+    compile and link had the variant's flags, and what did not."""
+    verified: Bool
+    compiles: Num = None
+    links: Num = None
+    problems: list[Str] = []
+    tolerated_seen: list[Str] = []
+    compile_line: list[Str] | None = None    # the first compile's argv, shown in the report
+
+
+class Pgo(Record):
+    """A profile-guided build (compilation.pgo): its training and the profile it used."""
+    training: Str | None = None              # the training command
+    input: Str | None = None
+    profile_sha256: Str | None = None
+    matched: Bool | None = None              # every compile of the last stage found its profile
+    objects_without_profile: Num = None
+    use_flags: list[Str] = []
+
+
+class Build(Record):
+    status: Str
+    seconds: Num = None
+    log: Str | None = None
+    binary: Str | None = None
+    code_sha256: Str | None = None
+    functions_sha256: Str | None = None     # functions by name and size, whatever their places
+    reference_sha256: Str | None = None
+    size_bytes: Num = None
+    sizes: dict[str, Num] | None = None     # the ELF image: text, data, bss bytes
+    cpu_seconds: Num = None                 # the build's CPU time (its configure, compiles, link)
+    lto: Bool | None = None                 # -flto given and verified on the binary's link
+    pgo: Pgo | None = None                  # profile-guided: training command, profile sha256
+    identical_to: Str | None = None
+    flags_verified: Bool | None = None
+    reused: Bool | None = None          # from the build cache (build/cache.py)
+    same_functions: Bool | None = None  # with layouts: every layout has the same functions
+    layouts: list[LayoutBuild] | None = None   # with layouts: each layout's own binary
+    detail: Str | None = None               # why it failed, or what it is (an A/A copy)
+    binary_sha256: Str | None = None        # a fleet build: the bytes the worker shipped
+    audit: AuditSummary | None = None       # null: not audited (a copy, a cached build)

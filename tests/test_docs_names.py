@@ -124,14 +124,14 @@ def test_a_list_of_modules_names_only_modules(page):
 
 
 def test_the_store_schema_version_the_docs_state_is_the_stores():
-    tree = ast.parse((PACKAGE / "results" / "store.py").read_text())
+    tree = ast.parse((PACKAGE / "results" / "tables.py").read_text())
     version = next(node.value.value for node in ast.walk(tree)
                    if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
                    and any(isinstance(t, ast.Name) and t.id == "SCHEMA_VERSION"
                            for t in node.targets))
     stated = {}
     for page in OVERVIEW + [ROOT / "docs" / "store.md"]:
-        for found in re.findall(r"`(?:store\.SCHEMA_VERSION|schema)` = (\d+)"
+        for found in re.findall(r"`(?:tables\.SCHEMA_VERSION|schema)` = (\d+)"
                                 r"|schema version \(currently (\d+)\)", page.read_text()):
             stated.setdefault(page.name, set()).add(int(next(v for v in found if v)))
     assert stated, "no page states the store's schema version any more"
@@ -147,12 +147,12 @@ def test_the_overview_names_the_typed_models_home():
 
 
 def test_the_checks_catch_the_names_the_docs_once_got_wrong():
-    """The sketch's module list named `runner`, `build`, `schema` and `buildsystem`, which were
-    never modules here; the store was said to be at schema 3."""
+    """The sketch's module list named `runner` and `buildsystem`, which were never modules here
+    (`build` and `schema` are now the model's); the store was said to be at schema 3."""
     assert module_list_strays("cli recipe matrix cpu build check system runner probes store") \
-        == ["build", "runner"]
+        == ["runner"]
     assert module_list_strays("schema target toolchain wrapper audit buildsystem lock") \
-        == ["schema", "buildsystem"]
+        == ["buildsystem"]
     assert module_list_strays("none of the planted effects") == []
     assert not resolves("flagsweep.results.runner")
     assert resolves("flagsweep.results.reader.load")

@@ -53,7 +53,7 @@ def test_crash_hang_and_wrong_output_show_up_as_such(tiny, tmp_path):
     result = flagsweep("run", str(tiny), *_flags("-O2", "-O2 -DTINY_CRASH", "-O2 -DTINY_HANG",
                                                  "-O2 -DTINY_WRONG", "-O2 -mfpmath=sse"),
                        "--runs", "3", "--warmup", "0", "--quick", "--seed", "11",
-                       "--schedule", "serial", "--out", str(out))
+                       "--schedule", "serial", "--no-confirm", "--out", str(out))
     doc = _results(out)
     # The run ends with the report's path; the verdicts table went to stderr.
     assert result.stdout.splitlines()[-1] == str(out.resolve() / "index.html")
@@ -147,6 +147,10 @@ def test_interrupted_sweep_resumes_without_loss_or_duplicates(tiny, tmp_path, ho
     proc = subprocess.Popen([sys.executable, "-m", "flagsweep", "run", str(tiny),
                              *_flags("-O2", "-O1"), "--runs", "8", "--warmup", "1", "--quick",
                              "--schedule", "serial",      # duets resume: test_duet_sweep.py
+                             # -O1 against -O2 can read faster or slower by chance, and then
+                             # the resumed sweep confirms it over 16 layouts (a minute and
+                             # more): the confirmation's resume is test_confirmation.py's
+                             "--no-confirm",
                              "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     run_id = _run_id(db, out)
@@ -338,7 +342,7 @@ def test_a_sweep_with_stderr_not_a_terminal_says_each_build_and_each_round(tiny,
                        "--warmup", "0", "--quick", "--seed", "1",
                        "--rebuild", "--out", str(tmp_path / "x"),    # built, not reused
                        # CPU time, serial: a loaded machine cannot stop it busy
-                       "--metric", "cpu", "--schedule", "serial")
+                       "--metric", "cpu", "--schedule", "serial", "--no-confirm")
     lines = result.stderr.splitlines()
     built = sorted(line for line in lines if line.startswith("built "))
     assert [line.split()[1] for line in built] == ["1/2:", "2/2:"]

@@ -55,7 +55,9 @@ case "${1:-}" in
     # on a compiler, a subprocess's start or a sleep, so two at once fill CI's two cores (one
     # run each on this project's 2-core VM: 26:30 serial, under 20 min on two). Each worker has
     # its own cache, store and lock folder (tests/conftest.py), as each test has its own tmp.
-    test) .venv/bin/lint-imports --no-cache && exec .venv/bin/python -m pytest -q -ra -n 2 --dist worksteal ;;
+    # --durations=25 ends the output with the 25 slowest steps, so what the suite's time goes
+    # to is in every run's log (bench/suite_time.py sums it per file).
+    test) .venv/bin/lint-imports --no-cache && exec .venv/bin/python -m pytest -q -ra -n 2 --dist worksteal --durations=25 ;;
     "")   echo "setup: done; the tool is .venv/bin/flagsweep" ;;
     *)    echo "usage: ./setup.sh [run|test]" >&2; exit 2 ;;
 esac

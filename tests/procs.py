@@ -64,18 +64,24 @@ def own_sweeps() -> set[int]:
     """Pids of this process's live children running a flagsweep command that measures or
     builds (`python -m flagsweep run|tune|build ...`)."""
     me, found = os.getpid(), set()
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
+    # Asked twice a test: plain os calls, and the command line read only of this process's
+    # children.
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
             continue
         try:
-            stat = (d / "stat").read_text()
-            argv = (d / "cmdline").read_bytes().split(b"\0")
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                stat = f.read()
+            fields = stat[stat.rindex(b")") + 2:].split()
+            if int(fields[1]) != me or fields[0] in b"ZX":
+                continue
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
         except OSError:
             continue
-        fields = stat[stat.rindex(")") + 2:].split()
-        if int(fields[1]) == me and fields[0] not in "ZX" and len(argv) > 3 and \
-                argv[1:3] == [b"-m", b"flagsweep"] and argv[3] in (b"run", b"tune", b"build"):
-            found.add(int(d.name))
+        if len(argv) > 3 and argv[1:3] == [b"-m", b"flagsweep"] and \
+                argv[3] in (b"run", b"tune", b"build"):
+            found.add(int(pid))
     return found
 
 

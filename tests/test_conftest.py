@@ -9,13 +9,14 @@ from procs import alive
 
 # The first test starts a long sweep on CPU 0 and fails while it measures; the second needs
 # CPU 0's lock. Without the guard the second is refused ("another sweep is measuring on CPU 0").
+# Both serial: no duet pilot before the first round, which is all the first one waits for.
 PLANTED = '''
 import subprocess, sys
 from pathlib import Path
 
 def test_fails_while_its_sweep_measures(tmp_path):
     sweep = subprocess.Popen([sys.executable, "-m", "flagsweep", "run", "tiny", "--flags", "-O2",
-                              "--runs", "100000", "--quick", "--cpu", "0",
+                              "--runs", "100000", "--quick", "--cpu", "0", "--schedule", "serial",
                               "--out", str(tmp_path / "long")],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     Path("SWEEP_PID").write_text(str(sweep.pid))
@@ -25,7 +26,8 @@ def test_fails_while_its_sweep_measures(tmp_path):
 
 def test_measures_on_the_same_cpu_next(tmp_path):
     done = subprocess.run([sys.executable, "-m", "flagsweep", "run", "tiny", "--flags", "-O2",
-                           "--runs", "1", "--quick", "--cpu", "0", "--out", str(tmp_path / "n")],
+                           "--runs", "1", "--quick", "--cpu", "0", "--schedule", "serial",
+                           "--out", str(tmp_path / "n")],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
 '''

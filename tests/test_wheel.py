@@ -58,7 +58,7 @@ def test_a_wheel_installed_in_a_fresh_venv_lists_and_builds(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     ran = _run([fresh / "bin" / "flagsweep", "run", "tiny", "--flags", "-O2", "--flags", "-O1",
-                "--runs", "2", "--quick"], empty, env)
+                "--runs", "2", "--quick", "--schedule", "serial"], empty, env)
     page = Path(ran.stdout.strip().splitlines()[-1])
     assert page.name == "index.html" and page.parent.parent == empty / "reports"
     assert [p for p in (page.parent / "scratch").rglob("*") if p.is_file()] == []

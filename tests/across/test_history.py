@@ -98,8 +98,10 @@ def test_zero_spread_does_not_switch_the_guard_off():
 # ---------------------------------------------------------------------------------------------
 
 def _tiny(folder: Path, version: str, project_flags: str = "") -> Path:
-    return write_tiny_target(folder, version=version, megabytes=1, quick_megabytes=1, repeats=1,
-                             timeout=60, build_extra=project_flags)
+    # A quarter of a megabyte: under Cachegrind (counted instructions) each run costs seconds
+    # per megabyte, and a count's ratio is exact at any size.
+    return write_tiny_target(folder, version=version, megabytes=0.25, quick_megabytes=0.25,
+                             repeats=1, timeout=60, build_extra=project_flags)
 
 
 def _flagsweep(*args: str, env: dict) -> subprocess.CompletedProcess:
@@ -195,7 +197,7 @@ def test_run_with_a_reference_measures_it_and_history_divides_by_it(tmp_path):
 
     env = {**os.environ, "FLAGSWEEP_DB": f"sqlite:///{tmp_path / 'history.sqlite'}"}
     same = _tiny(tmp_path / "same", "1.0")
-    slower = _tiny(tmp_path / "slower", "1.1", 'project_flags = ["-DTINY_EXTRA_PERMILLE=300"]')
+    slower = _tiny(tmp_path / "slower", "1.1", 'project_flags = ["-DTINY_EXTRA_PERMILLE=1000"]')
     run = ["--flags", "-O2", "--metric", "instructions", "--runs", "3", "--seed", "3"]
     bad = _flagsweep("run", str(same), *run, "--reference", str(tmp_path / "nowhere"),
                      "--out", str(tmp_path / "bad"), env=env)
@@ -212,8 +214,10 @@ def test_run_with_a_reference_measures_it_and_history_divides_by_it(tmp_path):
     ref = next(v for v in doc["variants"] if v["id"] == "gcc-O2.ref")
     assert ref["build"]["reference_sha256"] == hashlib.sha256(Path(kept).read_bytes()).hexdigest()
     assert doc["measurement"]["reference"] == str(tmp_path / "run0")
-    # Today's build does 30% more work than the kept one: the reference reads faster (3 rounds
-    # are too few for a verdict; the ratio is exact with counted instructions).
+    # Today's build runs its kernels over the input twice (one whole extra pass: a part of a
+    # pass costs what that part of the input holds, not its share), the kept one once: the
+    # reference reads faster (3 rounds are too few for a verdict; the ratio is exact with
+    # counted instructions).
     assert ref["vs_baseline"]["ratio"] < 0.85
     assert doc["recommendation"]["variant"] != "gcc-O2.ref"
     series = json.loads(_flagsweep("history", "tiny", "--json", env=env).stdout)
@@ -223,7 +227,7 @@ def test_run_with_a_reference_measures_it_and_history_divides_by_it(tmp_path):
     assert set(by_ref) == {ref["build"]["reference_sha256"]}
     first_night, point = by_ref[ref["build"]["reference_sha256"]]["points"]
     assert first_night["median"] == pytest.approx(1.0, abs=0.01)
-    assert 1.15 < point["median"] < 1.45                       # the ratio to the kept binary
+    assert 1.8 < point["median"] < 2.2                         # the ratio to the kept binary
 
 
 def test_history_shows_a_planted_rows_escape_sequences_and_obeys_none(tmp_path, main,

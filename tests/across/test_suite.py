@@ -111,9 +111,11 @@ def test_run_all_sweeps_each_target_and_writes_the_suite(tmp_path, monkeypatch):
     """Two programs (the tiny one twice, one made heavier) and one whose source is gone: the
     broken one is recorded, the others are swept and pooled; -O0 is slower on both and overall."""
     targets = tmp_path / "targets"
-    write_tiny_target(targets / "tinya", name="tinya", megabytes=2, quick_megabytes=0.25,
+    # A tenth of a megabyte: under Cachegrind a run costs seconds per megabyte, and counted
+    # instructions need no more to tell -O0 from -O2.
+    write_tiny_target(targets / "tinya", name="tinya", megabytes=2, quick_megabytes=0.1,
                       timeout=30)
-    write_tiny_target(targets / "tinyb", name="tinyb", megabytes=2, quick_megabytes=0.25,
+    write_tiny_target(targets / "tinyb", name="tinyb", megabytes=2, quick_megabytes=0.1,
                       repeats=3, timeout=30)
     broken = write_tiny_target(targets / "broken", name="broken") / "target.toml"
     broken.write_text(broken.read_text().replace("/targets/tiny/src", "/targets/tiny/gone"))

@@ -97,11 +97,18 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
-@pytest.fixture
-def reference(tmp_path) -> tuple[target.Target, str]:
-    """The project and the code of its -O2 build in an environment of nothing hostile."""
-    t = _target(tmp_path / "project")
-    b = _build(t, tmp_path / "reference", tmp_path / "reference-cache")
+@pytest.fixture(scope="module")
+def reference(session_cache, tmp_path_factory) -> tuple[target.Target, str]:
+    """The project and the code of its -O2 build in an environment of nothing hostile: built
+    once a module, since the tests only read it (each builds the project in folders and caches
+    of its own), in the environment the suite's isolated_cache gives each test."""
+    folder = tmp_path_factory.mktemp("reference")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("FLAGSWEEP_CACHE", str(session_cache))
+        mp.setenv("XDG_CONFIG_HOME", str(session_cache / "config"))
+        mp.delenv("CCACHE_DIR", raising=False)
+        t = _target(folder / "project")
+        b = _build(t, folder / "reference", folder / "reference-cache")
     assert b.status == "ok", b.detail
     return t, b.code_sha256
 

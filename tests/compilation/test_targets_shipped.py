@@ -26,7 +26,10 @@ def test_shipped_target_builds_checks_and_runs(name, tmp_path):
     out = tmp_path / name
     result = subprocess.run([sys.executable, "-m", "flagsweep", "run", name, "--flags", "-O2",
                              "--runs", "2", "--warmup", "0", "--quick", "--seed", "1",
-                             "--out", str(out)], capture_output=True, text=True)
+                             # serial: the duet pilot would measure 24 runs more per target,
+                             # and schedules are tested on tiny (tests/jobs/test_duet_sweep.py)
+                             "--schedule", "serial", "--out", str(out)],
+                            capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-3000:]
     doc = json.loads((out / "results.json").read_text())
     (v, twin) = doc["variants"]

@@ -47,7 +47,8 @@ def swept(session_cache, tmp_path_factory) -> Path:
         _environment(mp, session_cache, home / "store.sqlite")
         mp.setattr(sys, "argv", ["flagsweep", "run", str(tiny), "--flags", "-O2", "--flags",
                                  "-O1", "--runs", "2", "--warmup", "0", "--quick",
-                                 "--no-reference", "--out", str(home / "run")])
+                                 "--no-reference", "--schedule", "serial",
+                                 "--out", str(home / "run")])
         with pytest.raises(SystemExit) as e:
             cli.main()
     assert e.value.code in (0, None)

@@ -53,7 +53,7 @@ def test_crash_hang_and_wrong_output_show_up_as_such(tiny, tmp_path):
     result = flagsweep("run", str(tiny), *_flags("-O2", "-O2 -DTINY_CRASH", "-O2 -DTINY_HANG",
                                                  "-O2 -DTINY_WRONG", "-O2 -mfpmath=sse"),
                        "--runs", "3", "--warmup", "0", "--quick", "--seed", "11",
-                       "--schedule", "serial", "--out", str(out))
+                       "--schedule", "serial", "--no-confirm", "--out", str(out))
     doc = _results(out)
     # The run ends with the report's path; the verdicts table went to stderr.
     assert result.stdout.splitlines()[-1] == str(out.resolve() / "index.html")
@@ -95,8 +95,12 @@ def test_crash_hang_and_wrong_output_show_up_as_such(tiny, tmp_path):
 
 def test_strict_check_does_not_time_wrong_output(tiny, tmp_path):
     out = tmp_path / "run"
-    flagsweep("run", str(tiny), *_flags("-O2", "-O2 -DTINY_WRONG"), "--runs", "2",
-              "--warmup", "0", "--quick", "--strict-check", "--out", str(out))
+    # The default --schedule auto, end to end with the real launcher (the other sweeps here
+    # are serial, so as not to pay for a pilot they do not test): chosen, and said why.
+    result = flagsweep("run", str(tiny), *_flags("-O2", "-O2 -DTINY_WRONG"), "--runs", "2",
+                       "--warmup", "0", "--quick", "--strict-check", "--out", str(out))
+    assert _results(out)["measurement"]["schedule"]["asked"] == "auto"
+    assert "schedule: " in result.stderr
     v = _by_id(_results(out))
     assert v["gcc-O2-DTINY_WRONG"]["check"]["status"] == "differs"
     assert v["gcc-O2-DTINY_WRONG"]["summary"]["n"] == 0 and v["gcc-O2"]["summary"]["n"] == 2
@@ -143,6 +147,10 @@ def test_interrupted_sweep_resumes_without_loss_or_duplicates(tiny, tmp_path, ho
     proc = subprocess.Popen([sys.executable, "-m", "flagsweep", "run", str(tiny),
                              *_flags("-O2", "-O1"), "--runs", "8", "--warmup", "1", "--quick",
                              "--schedule", "serial",      # duets resume: test_duet_sweep.py
+                             # -O1 against -O2 can read faster or slower by chance, and then
+                             # the resumed sweep confirms it over 16 layouts (a minute and
+                             # more): the confirmation's resume is test_confirmation.py's
+                             "--no-confirm",
                              "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     run_id = _run_id(db, out)
@@ -196,7 +204,8 @@ def test_a_sweep_with_wait_starts_when_the_holder_ends(tiny, tmp_path):
     with MeasureLock("gzip first", 0):
         waiter = subprocess.Popen([sys.executable, "-m", "flagsweep", "run", str(tiny), "--flags",
                                    "-O2", "--runs", "1", "--quick", "--cpu", "0", "--wait",
-                                   "--out", str(out)], stderr=subprocess.PIPE, text=True)
+                                   "--schedule", "serial", "--out", str(out)],
+                                  stderr=subprocess.PIPE, text=True)
         before = [waiter.stderr.readline()]
         while before[-1] and not before[-1].startswith("waiting for CPU"):
             before.append(waiter.stderr.readline())
@@ -217,14 +226,14 @@ def test_counter_paths_on_this_machine(tiny, tmp_path):
     """auto without a PMU: wait4's rusage (maxrss kept); software: perf's live software events."""
     auto, soft = tmp_path / "auto", tmp_path / "soft"
     flagsweep("run", str(tiny), "--flags", "-O2", "--runs", "2", "--warmup", "0", "--quick",
-              "--out", str(auto))
+              "--schedule", "serial", "--out", str(auto))
     doc = _results(auto)
     samples = doc["variants"][0]["samples"]
     if doc["machine"]["hw_counters"]:
         pytest.skip("this machine has hardware counters: auto uses perf here")
     assert {"wall_s", "user_s", "maxrss_kb", "page_faults", "context_switches"} <= set(samples)
     flagsweep("run", str(tiny), "--flags", "-O2", "--runs", "2", "--warmup", "0", "--quick",
-              "--counters", "software", "--out", str(soft))
+              "--counters", "software", "--schedule", "serial", "--out", str(soft))
     samples = _results(soft)["variants"][0]["samples"]
     assert {"task_clock_s", "page_faults", "duration_s"} <= set(samples)
     assert all(0 < kb < 64 * 1024 for kb in samples["maxrss_kb"])  # tiny's own, not perf's
@@ -267,7 +276,7 @@ def test_variants_with_the_same_output_are_grouped(tiny, tmp_path):
     """Like lame's -ffast-math baseline: all strict variants differ from it, but agree together."""
     out = tmp_path / "run"
     flagsweep("run", str(tiny), *_flags("-O2 -DTINY_WRONG", "-O2", "-O1"), "--runs", "1",
-              "--warmup", "0", "--quick", "--out", str(out))
+              "--warmup", "0", "--quick", "--schedule", "serial", "--out", str(out))
     v = _by_id(_results(out))
     o2, o1 = v["gcc-O2"]["check"], v["gcc-O1"]["check"]
     assert o2["status"] == o1["status"] == "differs"
@@ -278,7 +287,7 @@ def test_variants_with_the_same_output_are_grouped(tiny, tmp_path):
 def test_resume_takes_no_other_options_and_refuses_an_edited_target(tiny, tmp_path, isolated_cache):
     out = tmp_path / "run"
     flagsweep("run", str(tiny), "--flags", "-O2", "--runs", "1", "--warmup", "0", "--quick",
-              "--out", str(out))
+              "--schedule", "serial", "--out", str(out))
     mixed = flagsweep("run", "--resume", str(out), "--runs", "3", check=False)
     assert mixed.returncode == 2 and "it takes no other arguments (got --runs)" in mixed.stderr
     db = isolated_cache / "store.sqlite"
@@ -333,7 +342,7 @@ def test_a_sweep_with_stderr_not_a_terminal_says_each_build_and_each_round(tiny,
                        "--warmup", "0", "--quick", "--seed", "1",
                        "--rebuild", "--out", str(tmp_path / "x"),    # built, not reused
                        # CPU time, serial: a loaded machine cannot stop it busy
-                       "--metric", "cpu", "--schedule", "serial")
+                       "--metric", "cpu", "--schedule", "serial", "--no-confirm")
     lines = result.stderr.splitlines()
     built = sorted(line for line in lines if line.startswith("built "))
     assert [line.split()[1] for line in built] == ["1/2:", "2/2:"]

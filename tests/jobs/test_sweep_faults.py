@@ -117,7 +117,7 @@ def test_a_make_built_variant_that_fails_to_link_is_recorded_too(tmp_path, main)
                       .replace(f'path = "{TINY_SRC}"', f'path = "{src}"'))
     out = tmp_path / "run"
     code, err = main("run", str(target), *_flags("-O2", BAD_LINK), "--runs", "1",
-                     "--warmup", "0", "--quick", "--out", str(out))
+                     "--warmup", "0", "--quick", "--schedule", "serial", "--out", str(out))
     assert code == 0, err
     v = _assert_failed_link_recorded(out, err)
     assert v["-O2"]["summary"]["n"] == 1
@@ -139,7 +139,7 @@ def test_resume_reverifies_each_binary_against_its_recorded_code(tiny, tmp_path,
                                                                  main):
     out, db = tmp_path / "run", isolated_cache / "store.sqlite"
     assert main("run", str(tiny), *_flags("-O2", "-O1"), "--runs", "2", "--warmup", "0",
-                "--quick", "--out", str(out))[0] == 0
+                "--quick", "--schedule", "serial", "--out", str(out))[0] == 0
     v = _by_flags(out)
     o1, o2 = Path(v["-O1"]["build"]["binary"]), Path(v["-O2"]["build"]["binary"])
     recorded = v["-O1"]["build"]["code_sha256"][:16]
@@ -239,7 +239,7 @@ def test_results_that_cannot_be_written_leave_the_run_failed_and_resumable(tiny,
     failed with the reason, keeps every sample, and a resume writes the results."""
     out, db = tmp_path / "run", isolated_cache / "store.sqlite"
     assert main("run", str(tiny), "--flags", "-O2", "--runs", "2", "--warmup", "0", "--quick",
-                "--out", str(out))[0] == 0
+                "--schedule", "serial", "--out", str(out))[0] == 0
     run_id, _ = _run(db, out)
     taken = _interrupt(db, run_id, from_round=9)       # every sample kept
     (out / "results.json").unlink()
@@ -273,7 +273,7 @@ def test_an_unexpected_error_while_measuring_leaves_the_run_failed_not_running(
     reason (it stayed `running` when --seed -1 crashed the stopping rule), samples kept."""
     out, db = tmp_path / "run", isolated_cache / "store.sqlite"
     assert main("run", str(tiny), "--flags", "-O2", "--runs", "2", "--warmup", "0", "--quick",
-                "--out", str(out))[0] == 0
+                "--schedule", "serial", "--out", str(out))[0] == 0
     run_id, _ = _run(db, out)
     left = _interrupt(db, run_id, from_round=1)
     shutil.rmtree(out / "scratch", ignore_errors=True)    # a complete run leaves none
@@ -410,7 +410,7 @@ def _explainable(tiny, tmp_path, main) -> tuple[Path, dict, dict]:
     verdict to explain whatever the timing said."""
     out = tmp_path / "run"
     assert main("run", str(tiny), *_flags("-O2", "-O1"), "--runs", "2", "--warmup", "0",
-                "--quick", "--out", str(out))[0] == 0
+                "--quick", "--schedule", "serial", "--out", str(out))[0] == 0
     path = out / "results.json"
     doc = json.loads(path.read_text())
     o1 = next(v for v in doc["variants"] if v["flags"] == ["-O1"])
@@ -459,7 +459,8 @@ def test_a_kill_between_the_last_round_and_the_files_leaves_a_run_that_resumes(
     out, db = tmp_path / "run", isolated_cache / "store.sqlite"
     killed = subprocess.run([sys.executable, "-c", KILLED_WHEN_WRITING, "run", str(tiny),
                              *_flags("-O2", "-O1"), "--runs", "2", "--warmup", "0", "--quick",
-                             "--out", str(out)], capture_output=True, text=True)
+                             "--schedule", "serial", "--out", str(out)],
+                            capture_output=True, text=True)
     assert killed.returncode == -9, killed.stderr
     assert not (out / "results.json").exists()
     run_id, status = _run(db, out)
@@ -480,7 +481,7 @@ def test_the_results_of_a_complete_run_are_written_again_from_the_store(
     from the store, which holds every sample. Both used to refuse."""
     out, db = tmp_path / "run", isolated_cache / "store.sqlite"
     assert main("run", str(tiny), *_flags("-O2", "-O1"), "--runs", "2", "--warmup", "0",
-                "--quick", "--out", str(out))[0] == 0
+                "--quick", "--schedule", "serial", "--out", str(out))[0] == 0
     first = json.loads((out / "results.json").read_text())
     run_id, _ = _run(db, out)
     for written in ("results.json", "samples.csv", "index.html"):

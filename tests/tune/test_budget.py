@@ -170,7 +170,9 @@ def test_the_tune_says_what_its_budget_buys_and_a_line_per_build(tmp_path, capsy
     build, its time kept as the search's pace, and (stderr not a terminal, as here) one line
     for it as `run` prints them; started again elsewhere, the build cache's record tells the
     time."""
-    t = target.load(str(write_tiny_target(tmp_path / "tiny", megabytes=0.2,
+    # A name of its own: the build cache is the worker's for the whole session, and the tune
+    # tests build the same tiny at -O2, which would make the first build here a cached one.
+    t = target.load(str(write_tiny_target(tmp_path / "tiny", name="tinybudget", megabytes=0.2,
                                           quick_megabytes=0.1)))
     setting = batch.Setting(t, "gcc", ("-O2",), variants.Options(out_dir=tmp_path / "o"),
                             MeasureOptions(), Store(), print)

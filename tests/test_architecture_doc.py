@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from code_names import defined
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "flagsweep"
 DOC = ROOT / "docs" / "architecture.md"
@@ -38,30 +40,6 @@ def _modules() -> dict[str, list[Path]]:
         for i in range(len(parts)):
             names.setdefault(".".join(parts[i:]), []).append(path)
     return names
-
-
-@cache
-def _defined(path: Path) -> frozenset[str]:
-    """Every name a module defines at any depth (functions, classes, methods, assignments,
-    imports), and its submodules when it is a package."""
-    tree = ast.parse(path.read_text())
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names.update((a.asname or a.name).split(".")[0] for a in node.names)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            names.add(node.id)
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            names.add(node.target.id)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) \
-                and node.value.isidentifier():
-            names.add(node.value)          # a lazy attribute a package's __getattr__ gives
-    if path.name == "__init__.py":
-        names.update(p.stem for p in path.parent.glob("*.py"))
-        names.update(p.name for p in path.parent.iterdir() if (p / "__init__.py").is_file())
-    return frozenset(names)
 
 
 def _code_spans(text: str) -> list[str]:
@@ -103,8 +81,8 @@ def _resolves(parts: list[str]) -> bool:
     for cut in range(len(parts) - 1, 0, -1):
         module, rest = ".".join(parts[:cut]), parts[cut:]
         for path in _modules().get(module, []):
-            if all(name in _defined(path) or name in _everything() for name in rest[1:]) \
-                    and rest[0] in _defined(path):
+            if all(name in defined(path, strings=True) or name in _everything() for name in rest[1:]) \
+                    and rest[0] in defined(path, strings=True):
                 return True
     return False
 

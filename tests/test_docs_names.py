@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from code_names import defined
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "flagsweep"
 PAGES = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
@@ -43,23 +45,6 @@ def _module_names() -> frozenset[str]:
     return frozenset(names | _packages())
 
 
-@cache
-def _defined(path: Path) -> frozenset[str]:
-    """The names a module defines at any depth, and a package's submodules."""
-    names = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names.update((a.asname or a.name).split(".")[0] for a in node.names)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            names.add(node.id)
-    if path.name == "__init__.py":
-        names.update(p.stem for p in path.parent.glob("*.py"))
-        names.update(p.name for p in path.parent.iterdir() if (p / "__init__.py").is_file())
-    return frozenset(names)
-
-
 def _module_file(parts: list[str]) -> Path | None:
     base = ROOT.joinpath(*parts)
     for path in (base.with_suffix(".py"), base / "__init__.py"):
@@ -77,7 +62,7 @@ def resolves(dotted: str) -> bool:
         if path is None:
             continue
         rest = parts[cut:]
-        return not rest or (rest[0] in _defined(path) and len(rest) <= 2)
+        return not rest or (rest[0] in defined(path) and len(rest) <= 2)
     return False
 
 

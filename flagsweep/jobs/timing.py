@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Callable
 
+from flagsweep import model
 from flagsweep.host import launcher, placement, probes
 from flagsweep.jobs import controls, schedule
 from flagsweep.jobs.checks import Sweep, layouts_of, runnable

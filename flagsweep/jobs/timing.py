@@ -56,8 +56,10 @@ def timed(sweep: Sweep, workload: check.Invocation, measured: list[str],
     measure = Sampler(sweep.run_id, workload, binaries, pre, cachegrind, store, say,
                       threshold_pct=o.threshold_pct, execute=sweep.execute, cpu=cpu,
                       together=launcher.together_of(sweep.execute))
+    # --metric auto chooses from a warmup round, so it takes one even at --warmup 0
+    warmups = max(plan.warmup, 1 if o.metric == "auto" else 0)
     say(f"measuring {len(measured)} distinct binaries on CPU {cpu}: {plan.min_runs}-"
-        f"{plan.max_runs} rounds, {max(plan.warmup, o.metric == 'auto')} warmup, seed {o.seed}")
+        f"{plan.max_runs} rounds, {warmups} warmup, seed {o.seed}")
     with launcher.pinned(cpu), terminal.progress(plan) as tick:
         if o.metric == "auto":
             _metric_chosen(sweep, plan, measure, store, say, tick)

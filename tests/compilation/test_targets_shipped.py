@@ -31,6 +31,7 @@ def test_shipped_target_builds_checks_and_runs(name, tmp_path):
                              "--schedule", "serial", "--out", str(out)],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-3000:]
+    assert "2-2 rounds, 1 warmup" in result.stderr     # --metric auto's own warmup round
     doc = json.loads((out / "results.json").read_text())
     (v, twin) = doc["variants"]
     assert v["build"]["status"] == "ok" and v["build"]["flags_verified"]

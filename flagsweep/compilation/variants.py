@@ -241,7 +241,8 @@ def _reuse(v: Cell, record: dict, entry: Path, target: Target, out: Path) -> Var
                         **{name: record.get(name) for name in RECORDED})
 
 
-def _collect(v: Cell, manifest: Manifest, target: Target, out: Path, own: dict | None = None,
+def _collect(v: Cell, manifest: Manifest, target: Target, out: Path,
+             own: own_build.Reference | None = None,
              pristine: frozenset[str] = frozenset()) -> VariantBuild:
     vdir = out / "builds" / v.id
     result = VariantBuild(variant=v, status="failed", log=vdir / "build.log")
@@ -287,8 +288,12 @@ def _collect(v: Cell, manifest: Manifest, target: Target, out: Path, own: dict |
 
 # ---- the project's own build (own_build.py) ------------------------------------------------
 
+# Per compiler: the cache key of the project's own build, and what it compiled (None: not yet).
+OwnBuilds = dict[str, tuple[str, own_build.Reference | None]]
+
+
 def _own_flags(target: Target, todo: list[Cell], sid: str, cache: Path,
-               rebuild: bool) -> dict[str, tuple[str, dict | None]]:
+               rebuild: bool) -> OwnBuilds:
     """Per compiler of the variants to build: the cache key of the project's own build and
     its compile lines when the cache has them (None: built in this superbuild)."""
     b = target.spec.build
@@ -300,7 +305,7 @@ def _own_flags(target: Target, todo: list[Cell], sid: str, cache: Path,
     return out
 
 
-def _own_flags_entries(own: dict[str, tuple[str, dict | None]], manifest: Manifest,
+def _own_flags_entries(own: OwnBuilds, manifest: Manifest,
                        out: Path) -> dict[str, Order]:
     """The superbuild entries of the project's own builds the cache does not have: a variant
     of the compiler without flags of flagsweep's own, built beside the real ones."""
@@ -312,7 +317,7 @@ def _own_flags_entries(own: dict[str, tuple[str, dict | None]], manifest: Manife
             for name, (_, known) in own.items() if known is None}
 
 
-def _own_flags_built(own: dict[str, tuple[str, dict | None]], manifest: Manifest,
+def _own_flags_built(own: OwnBuilds, manifest: Manifest,
                      cache: Path) -> None:
     """Read and cache the project's own builds that this superbuild ran; one that failed is
     said, and its variants go unchecked for dropped options."""
@@ -327,11 +332,11 @@ def _own_flags_built(own: dict[str, tuple[str, dict | None]], manifest: Manifest
                         "drops: see %s", name, vdir / "build.log")
             continue
         compiles = own_build.compiles(vdir / "compile.jsonl", vdir / "tree", manifest.source)
-        own[name] = (k, {"compiles": compiles})
+        own[name] = (k, own_build.Reference(compiles=compiles))
         own_build.store(k, own[name][1], cache)
 
 
-def _dropped(own: dict | None, vdir: Path, manifest: Manifest, target: Target,
+def _dropped(own: own_build.Reference | None, vdir: Path, manifest: Manifest, target: Target,
              a: audit_mod.Audit) -> list[own_build.Dropped]:
     """The project options the variant's build dropped, made the audit's first problem."""
     if own is None:

@@ -18,7 +18,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from flagsweep import files, shipped
+from pydantic import BaseModel, ConfigDict
+
+from flagsweep import files, model, shipped
 from flagsweep.compilation import audit as audit_mod
 from flagsweep.compilation import cache as build_cache
 from flagsweep.compilation import (fetch, fingerprint, own_build, pgo, snapshots, steps,
@@ -41,13 +43,13 @@ class VariantBuild:
     code_sha256: str | None = None
     functions_sha256: str | None = None   # by name and size, whatever their places (layouts)
     size_bytes: int | None = None
-    pgo: dict | None = None               # profile-guided: training, profile sha256, matched
+    pgo: model.Pgo | None = None          # profile-guided: training, profile sha256, matched
     sizes: dict[str, int] | None = None   # the ELF image: text, data, bss (fingerprint.sizes)
     cpu_seconds: float | None = None      # the build's CPU time (configure, compiles, link)
     identical_to: str | None = None
     flags_verified: bool = False
     detail: str = ""
-    audit: dict | None = field(default=None)
+    audit: model.AuditSummary | None = None
     reused: bool = False              # from the build cache: not configured, compiled or linked
     fixes: list[str] = field(default_factory=list)   # what to change, said once per sweep
     extra_flags: dict[str, int] = field(default_factory=dict)   # flag -> compile lines it was on
@@ -61,9 +63,11 @@ class VariantBuild:
                 "binary": str(self.binary) if self.binary else None,
                 "code_sha256": self.code_sha256, "functions_sha256": self.functions_sha256,
                 "size_bytes": self.size_bytes, "sizes": self.sizes,
-                "cpu_seconds": self.cpu_seconds, "lto": self.lto, "pgo": self.pgo,
+                "cpu_seconds": self.cpu_seconds, "lto": self.lto,
+                "pgo": self.pgo.dump() if self.pgo else None,
                 "identical_to": self.identical_to, "flags_verified": self.flags_verified,
-                "detail": self.detail, "audit": self.audit, "reused": self.reused}
+                "detail": self.detail, "audit": self.audit.dump() if self.audit else None,
+                "reused": self.reused}
 
     @property
     def lto(self) -> bool | None:
@@ -214,31 +218,49 @@ def _keys(target: Target, variants: list[Cell], sid: str, opts: Options) -> dict
             for v in variants}
 
 
-# What of a verified build the cache keeps beside its binary and logs.
+class Kept(BaseModel):
+    """What of a verified build the cache keeps beside its binary and logs (cache.py adds when
+    it was stored and the binary's sha256)."""
+    model_config = ConfigDict(extra="forbid")
+
+    seconds: float | None = None
+    code_sha256: str | None = None
+    functions_sha256: str | None = None
+    size_bytes: int | None = None
+    sizes: dict[str, int] | None = None
+    cpu_seconds: float | None = None
+    pgo: model.Pgo | None = None
+    audit: model.AuditSummary | None = None
+    stored: float | None = None
+    binary_sha256: str | None = None
+
+
+# The names VariantBuild and Kept share: what a reused build takes from its entry.
 RECORDED = ("seconds", "code_sha256", "functions_sha256", "size_bytes", "sizes", "cpu_seconds",
             "pgo", "audit")
 
 
 def _record(b: VariantBuild) -> dict:
-    return {name: getattr(b, name) for name in RECORDED}
+    return Kept(**{name: getattr(b, name) for name in RECORDED}).model_dump(mode="json")
 
 
 def _reuse(v: Cell, record: dict, entry: Path, target: Target, out: Path) -> VariantBuild:
     """A cached build laid out as if built here: the binary at its place in the tree, the logs
     beside it (the build log saying where it came from)."""
+    kept = Kept.model_validate(record)
     vdir = out / "builds" / v.id
     binary = vdir / "tree" / target.spec.build.binary
     binary.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy2(entry / "binary", binary)
     if (entry / "compile.jsonl").is_file():
         shutil.copy2(entry / "compile.jsonl", vdir / "compile.jsonl")
-    told = (f"# reused from the build cache, {entry} (built {record.get('seconds') or 0:.1f} s "
+    told = (f"# reused from the build cache, {entry} (built {kept.seconds or 0:.1f} s "
             "then): every input of the build was the same; --rebuild builds it again\n")
     earlier = (entry / "build.log").read_text(errors="replace") if (entry / "build.log").is_file() else ""
     (vdir / "build.log").write_text(told + earlier)
     return VariantBuild(variant=v, status="ok", log=vdir / "build.log", binary=binary,
                         flags_verified=True, reused=True,
-                        **{name: record.get(name) for name in RECORDED})
+                        **{name: getattr(kept, name) for name in RECORDED})
 
 
 def _collect(v: Cell, manifest: Manifest, target: Target, out: Path,
@@ -262,7 +284,7 @@ def _collect(v: Cell, manifest: Manifest, target: Target, out: Path,
     # read by the audit alone: what it judged is in its result
     shutil.rmtree(vdir / steps.SNAPSHOTS, ignore_errors=True)
     dropped = _dropped(own, vdir, manifest, target, a)
-    result.audit, result.flags_verified = a.to_json(), a.verified
+    result.audit, result.flags_verified = a.summary(), a.verified
     result.status = "ok" if a.verified else "flags-mismatch"
     if v.pgo:
         _profile_used(result, manifest.variants[v.id])
@@ -359,17 +381,17 @@ def _profile_used(result: VariantBuild, entry: Order) -> None:
     text = result.log.read_text(errors="replace")
     last = text[text.rfind("flagsweep: training run"):]
     problems, absent = pgo.mismatched(last), pgo.missing(last)
-    compiles = (result.audit or {}).get("compiles") or 0
+    compiles = (result.audit.compiles if result.audit else None) or 0
     profile = pgo.profile_sha256(spec.profile_dir)
     if not problems and (profile is None or absent >= compiles):
         problems = [f"no compile of the last stage found its profile ({absent} said so, "
                     f"{compiles} compiles)"]
-    result.pgo = {"training": " ".join(spec.train_argv), "input": spec.input,
-                  "profile_sha256": profile, "matched": not problems,
-                  "objects_without_profile": absent,
-                  "use_flags": [f for f in entry.flags if f.startswith("-fprofile")
-                                or f == "-Wmissing-profile"]}
-    if result.pgo["matched"]:
+    result.pgo = model.Pgo(training=" ".join(spec.train_argv), input=spec.input,
+                           profile_sha256=profile, matched=not problems,
+                           objects_without_profile=absent,
+                           use_flags=[f for f in entry.flags if f.startswith("-fprofile")
+                                      or f == "-Wmissing-profile"])
+    if result.pgo.matched:
         return
     result.flags_verified, result.status = False, "flags-mismatch"
     why = problems[0]

@@ -56,6 +56,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from flagsweep import model
 from flagsweep.compilation import cmdline, records
 from flagsweep.compilation.driver import added_by
 from flagsweep.compilation.provenance import Trace, link_flags
@@ -91,10 +92,12 @@ class Audit:
     link_missing: list[str] = field(default_factory=list)
     link_cwd: Path | None = None
 
-    def to_json(self) -> dict:
-        return {"verified": self.verified, "compiles": self.compiles, "links": self.links,
-                "problems": self.problems, "tolerated_seen": self.tolerated_seen,
-                "compile_line": self.compile_line}
+    def summary(self) -> model.AuditSummary:
+        """What of the audit a build's record keeps (results.json's build.audit)."""
+        return model.AuditSummary(verified=self.verified, compiles=self.compiles,
+                                  links=self.links, problems=self.problems,
+                                  tolerated_seen=self.tolerated_seen,
+                                  compile_line=self.compile_line)
 
 
 def audit(compile_log: Path, tree: Path, expected: list[str], tolerated: list[str],

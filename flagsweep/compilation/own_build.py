@@ -26,10 +26,12 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict
+
 from flagsweep import files
 from flagsweep.caches import OWN_FLAGS
 from flagsweep.compilation import cache as build_cache
-from flagsweep.compilation import cmdline
+from flagsweep.compilation import cmdline, records
 from flagsweep.experiment.target import DEFINE_OPTIONS, INCLUDE_OPTIONS
 
 FORMAT = 1
@@ -87,29 +89,38 @@ class Places:
         return value
 
 
-def compiles(compile_log: Path, tree: Path, source: Path) -> dict[str, dict]:
+class Unit(BaseModel):
+    """What a build compiled into one object: the project options of its compiles, and the
+    first of its compile lines (shown when a variant drops one)."""
+    model_config = ConfigDict(extra="forbid")
+
+    options: list[str] = []
+    line: str
+
+
+class Reference(BaseModel):
+    """The project's own build, as the cache keeps it: each of its units by
+    'sources -> output'."""
+    model_config = ConfigDict(extra="forbid")
+
+    compiles: dict[str, Unit]
+
+
+def compiles(compile_log: Path, tree: Path, source: Path) -> dict[str, Unit]:
     """Each successful compile of a log, keyed by what it compiled into what (both written
     with Places): its project options and the line itself."""
     places = Places(tree, source)
-    out: dict[str, dict] = {}
-    for record in _records(compile_log):
-        argv, cwd = record["argv"], Path(record["cwd"])
-        if record.get("exit", 0) != 0 or not _is_compile(argv):
+    out: dict[str, Unit] = {}
+    for command in records.read(compile_log):
+        argv, cwd = command.argv, command.cwd
+        if command.exit != 0 or not _is_compile(argv):
             continue
         key = _unit(argv, cwd, places)
         if key is None:
             continue
-        known = out.setdefault(key, {"options": [], "line": _short(argv, cwd, places)})
-        known["options"] += [o for o in map(places.text, options(argv))
-                             if o not in known["options"]]
+        known = out.setdefault(key, Unit(line=_short(argv, cwd, places)))
+        known.options += [o for o in map(places.text, options(argv)) if o not in known.options]
     return out
-
-
-def _records(log_file: Path) -> list[dict]:
-    if not log_file.is_file():
-        return []
-    return [json.loads(line) for line in log_file.read_text(errors="replace").splitlines()
-            if line.strip()]
 
 
 def _is_compile(argv: list[str]) -> bool:
@@ -147,16 +158,16 @@ def key(source_id: str, build: dict, compiler: dict) -> str:
                              "native": None})
 
 
-def load(k: str, cache: Path) -> dict | None:
+def load(k: str, cache: Path) -> Reference | None:
     path = OWN_FLAGS.entry(f"{k}.json", cache)
     try:
-        return json.loads(path.read_text()) if OWN_FLAGS.usable(path) else None
+        return Reference.model_validate_json(path.read_text()) if OWN_FLAGS.usable(path) else None
     except (OSError, ValueError):
         return None
 
 
-def store(k: str, reference: dict, cache: Path) -> None:
-    OWN_FLAGS.write(OWN_FLAGS.entry(f"{k}.json", cache), json.dumps(reference), root=cache)
+def store(k: str, reference: Reference, cache: Path) -> None:
+    OWN_FLAGS.write(OWN_FLAGS.entry(f"{k}.json", cache), reference.model_dump_json(), root=cache)
 
 
 # ---- what a variant drops -----------------------------------------------------------------------
@@ -174,21 +185,21 @@ class Dropped:
                 f"(first: {self.first})")
 
 
-def dropped(reference: dict, variant: dict[str, dict], allowed: list[str]) -> list[Dropped]:
+def dropped(reference: Reference, variant: dict[str, Unit], allowed: list[str]) -> list[Dropped]:
     """The project options that the project's own compile of a unit has and the variant's
     compile of the same unit lacks, each counted once per unit, bar those allowed."""
-    own = reference["compiles"]
+    own = reference.compiles
     found: dict[str, Dropped] = {}
     for unit, mine in own.items():
         theirs = variant.get(unit)
         if theirs is None:          # not built by this variant (another make goal)
             continue
-        for option in mine["options"]:
-            if option in theirs["options"] or option in allowed:
+        for option in mine.options:
+            if option in theirs.options or option in allowed:
                 continue
             if option not in found:
-                carrying = [c for c in own.values() if option in c["options"]]
-                found[option] = Dropped(option, 0, len(carrying), len(own), carrying[0]["line"])
+                carrying = [c for c in own.values() if option in c.options]
+                found[option] = Dropped(option, 0, len(carrying), len(own), carrying[0].line)
             found[option].lines += 1
     return list(found.values())
 

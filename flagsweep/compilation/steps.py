@@ -26,7 +26,6 @@ Ninja skips the variant's later steps, while `-k 0` keeps every other variant go
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import resource
@@ -38,6 +37,7 @@ from pathlib import Path
 
 from flagsweep import process
 from flagsweep.caches import CONFIGURED
+from flagsweep.compilation.manifest import Manifest, Order, Profiling, Status
 from flagsweep.host import environment
 from flagsweep.files import copy_sparse, write_atomic
 
@@ -49,26 +49,26 @@ ORIGIN_FILE = ".flagsweep-origin"
 
 def main(argv: list[str]) -> int:
     manifest_path, step, name = argv
-    manifest = json.loads(Path(manifest_path).read_text())
+    manifest = Manifest.read(Path(manifest_path))
     steps = {"template": template, "prepare": prepare, "build": build}
     return steps[step](manifest, name)
 
 
 # ---- template: flag-independent configure work, once per compiler --------------------------
 
-def template(m: dict, name: str) -> int:
-    t = m["templates"][name]
-    dest, log = Path(t["dir"]), Path(t["log"])
+def template(m: Manifest, name: str) -> int:
+    t = m.templates[name]
+    dest, log = t.dir, t.log
     if CONFIGURED.usable(dest, lambda tree: (tree / ORIGIN_FILE).exists()):
         log.write_text(f"configure tree reused from the cache: {dest}\n")
         return 0
     root = dest.parent.parent
-    tools = m["compilers"][t["compiler"]]
-    argv = [str(Path(m["source"]) / "configure"), f"CC={tools['cc']}", f"CFLAGS={CONFIGURE_CFLAGS}"]
-    if tools.get("cxx"):
-        argv += [f"CXX={tools['cxx']}", f"CXXFLAGS={CONFIGURE_CFLAGS}"]
+    tools = m.compilers[t.compiler]
+    argv = [str(m.source / "configure"), f"CC={tools.cc}", f"CFLAGS={CONFIGURE_CFLAGS}"]
+    if tools.cxx:
+        argv += [f"CXX={tools.cxx}", f"CXXFLAGS={CONFIGURE_CFLAGS}"]
     with CONFIGURED.draft(root, folder=True) as work:
-        result = process.run(argv + m["configure_args"], cwd=work, log_file=log,
+        result = process.run(argv + m.configure_args, cwd=work, log_file=log,
                              env=_env(m, work / "configure.jsonl"))
         if not result.ok:
             log.open("a").write(f"\nflagsweep: configure failed (exit {result.returncode})\n")
@@ -81,29 +81,29 @@ def template(m: dict, name: str) -> int:
 
 # ---- prepare: the variant's own build tree ---------------------------------------------------
 
-def prepare(m: dict, vid: str) -> int:
-    v = m["variants"][vid]
-    vdir, tree = Path(v["dir"]), Path(v["dir"]) / "tree"
+def prepare(m: Manifest, vid: str) -> int:
+    v = m.variants[vid]
+    vdir, tree = v.dir, v.dir / "tree"
     started = time.time()
-    _status(vdir, {"status": "running", "stage": "configure", "started": started})
-    if m["system"] == "autotools":
-        tmpl = Path(m["templates"][v["template"]]["dir"])
-        if not (tmpl / ORIGIN_FILE).exists():
-            return _fail(vdir, "configure", started, f"configure tree {tmpl} missing: "
-                         f"see {m['templates'][v['template']]['log']}")
-        _copy_tree(tmpl, tree, vdir / "build.log")
-        relocate(tree, (tmpl / ORIGIN_FILE).read_text(), str(tree))
-    elif m["system"] == "make":
-        _copy_tree(Path(m["source"]), tree, vdir / "build.log")
+    _status(vdir, Status(status="running", stage="configure", started=started))
+    if m.system == "autotools":
+        tmpl = m.templates[v.template]
+        if not (tmpl.dir / ORIGIN_FILE).exists():
+            return _fail(vdir, "configure", started, f"configure tree {tmpl.dir} missing: "
+                         f"see {tmpl.log}")
+        _copy_tree(tmpl.dir, tree, vdir / "build.log")
+        relocate(tree, (tmpl.dir / ORIGIN_FILE).read_text(), str(tree))
+    elif m.system == "make":
+        _copy_tree(m.source, tree, vdir / "build.log")
     else:
         # CMake fixes the flags at configure: a profile-guided variant starts instrumented
-        flags = v["pgo"]["instrumented"] if v.get("pgo") else None
+        flags = v.pgo.instrumented if v.pgo else None
         result = process.run(_cmake_configure(m, v, tree, flags), log_file=vdir / "build.log",
                              env=_env(m, vdir / "configure.jsonl"))
         if not result.ok:
             return _fail(vdir, "configure", started, f"cmake configure exited {result.returncode}")
-    _status(vdir, {"status": "running", "stage": "build", "started": started,
-                   "cpu_seconds": _children_cpu()})
+    _status(vdir, Status(status="running", stage="build", started=started,
+                         cpu_seconds=_children_cpu()))
     return 0
 
 
@@ -134,22 +134,22 @@ def _children_cpu() -> float:
     return round(r.ru_utime + r.ru_stime, 3)
 
 
-def _cmake_configure(m: dict, v: dict, tree: Path, flags_list: list[str] | None = None
+def _cmake_configure(m: Manifest, v: Order, tree: Path, flags_list: list[str] | None = None
                      ) -> list[str]:
-    tools = m["compilers"][v["compiler"]]
-    argv = ["cmake", "-S", m["source"], "-B", str(tree), "-G", "Ninja", "--no-warn-unused-cli",
-            f"-DCMAKE_C_COMPILER={tools['cc']}"]
-    if tools.get("cxx"):
-        argv.append(f"-DCMAKE_CXX_COMPILER={tools['cxx']}")
-    if v.get("own_flags"):     # the project's own build: its build type and flags as it sets them
-        return argv + m["configure_args"]
-    flags = shlex.join(v["flags"] if flags_list is None else flags_list)
+    tools = m.compilers[v.compiler]
+    argv = ["cmake", "-S", str(m.source), "-B", str(tree), "-G", "Ninja", "--no-warn-unused-cli",
+            f"-DCMAKE_C_COMPILER={tools.cc}"]
+    if tools.cxx:
+        argv.append(f"-DCMAKE_CXX_COMPILER={tools.cxx}")
+    if v.own_flags:     # the project's own build: its build type and flags as it sets them
+        return argv + m.configure_args
+    flags = shlex.join(v.flags if flags_list is None else flags_list)
     argv += ["-DCMAKE_BUILD_TYPE=", f"-DCMAKE_C_FLAGS={flags}"]
-    if tools.get("cxx"):
+    if tools.cxx:
         argv.append(f"-DCMAKE_CXX_FLAGS={flags}")
     for lang in ("C", "CXX"):
         argv += [f"-DCMAKE_{lang}_FLAGS_{config}=" for config in CMAKE_CONFIGS]
-    return argv + m["configure_args"]
+    return argv + m.configure_args
 
 
 def relocate(tree: Path, old: str, new: str) -> None:
@@ -172,33 +172,33 @@ def relocate(tree: Path, old: str, new: str) -> None:
 
 # ---- build: compile with exactly the variant's flags -------------------------------------------
 
-def build(m: dict, vid: str) -> int:
-    v = m["variants"][vid]
-    vdir, tree = Path(v["dir"]), Path(v["dir"]) / "tree"
-    prepared = json.loads((vdir / "status.json").read_text())
-    started = prepared["started"]
-    if v.get("pgo") and (failed := _trained(m, v, vdir, tree, started)):
+def build(m: Manifest, vid: str) -> int:
+    v = m.variants[vid]
+    vdir, tree = v.dir, v.dir / "tree"
+    prepared = Status.model_validate_json((vdir / "status.json").read_text())
+    started = prepared.started
+    if v.pgo and (failed := _trained(m, v, v.pgo, vdir, tree, started)):
         return failed
     build_started = time.time()      # the audit checks the compiles from here on
     # the project's own build is not audited: its compiles need no snapshot
-    env = _env(m, vdir / "compile.jsonl", None if v.get("own_flags") else _snapshots(vdir))
-    if v.get("own_flags") and m["system"] == "make":
+    env = _env(m, vdir / "compile.jsonl", None if v.own_flags else _snapshots(vdir))
+    if v.own_flags and m.system == "make":
         env["PATH"] = f"{_shims(m, v, vdir)}{os.pathsep}{env.get('PATH', os.defpath)}"
     result = process.run(_build_argv(m, v, tree), cwd=tree, log_file=vdir / "build.log",
                          env=env)
     if not result.ok:
         return _fail(vdir, "build", started, f"build exited {result.returncode}")
-    binary = tree / m["binary"]
-    if not binary.is_file() and not v.get("own_flags"):   # its compile lines are all it gives
-        return _fail(vdir, "build", started, f"the build succeeded but {m['binary']} is missing "
+    binary = tree / m.binary
+    if not binary.is_file() and not v.own_flags:   # its compile lines are all it gives
+        return _fail(vdir, "build", started, f"the build succeeded but {m.binary} is missing "
                      f"from {tree} (check build.binary in the target file)")
     if binary.is_file() and not binary.resolve().is_relative_to(tree.resolve()):
-        return _fail(vdir, "build", started, f"{m['binary']} in {tree} is a link to "
+        return _fail(vdir, "build", started, f"{m.binary} in {tree} is a link to "
                      f"{binary.resolve()}, outside the build tree: the measured program must be "
                      "the one built there")
-    _status(vdir, {"status": "ok", "stage": "done", "started": started,
-                   "build_started": build_started, "seconds": round(time.time() - started, 3),
-                   "cpu_seconds": round(prepared.get("cpu_seconds", 0) + _children_cpu(), 3)})
+    _status(vdir, Status(status="ok", stage="done", started=started,
+                         build_started=build_started, seconds=round(time.time() - started, 3),
+                         cpu_seconds=round((prepared.cpu_seconds or 0) + _children_cpu(), 3)))
     return 0
 
 
@@ -206,53 +206,55 @@ def build(m: dict, vid: str) -> int:
 SHIM_NAMES = {"cc": ("cc", "gcc", "clang", "c99"), "cxx": ("c++", "g++", "clang++")}
 
 
-def _shims(m: dict, v: dict, vdir: Path) -> Path:
+def _shims(m: Manifest, v: Order, vdir: Path) -> Path:
     """A folder of links named like the usual compilers, each to the variant compiler's
     wrapper, first on PATH for the project's own make build. It cannot be given CC= as the
     variants are: a Makefile's CC may hold options of its own (Lua's `CC= gcc -std=gnu99`),
     which CC= on make's command line replaces, and the project's own lines must keep them.
     A Makefile naming its compiler by an absolute path is not seen this way."""
-    tools, folder = m["compilers"][v["compiler"]], vdir / "shims"
+    tools, folder = m.compilers[v.compiler], vdir / "shims"
     folder.mkdir(parents=True, exist_ok=True)
     for kind, names in SHIM_NAMES.items():
-        if not tools.get(kind):
+        program = getattr(tools, kind)
+        if not program:
             continue
         for name in names:
             link = folder / name
             if link.is_symlink() or link.exists():
                 link.unlink()
-            link.symlink_to(tools[kind])
+            link.symlink_to(program)
     return folder
 
 
-def _trained(m: dict, v: dict, vdir: Path, tree: Path, started: float) -> int:
+def _trained(m: Manifest, v: Order, p: Profiling, vdir: Path, tree: Path,
+             started: float) -> int:
     """Stages 1 and 2 of a profile-guided build, then the clean before stage 3 (pgo.py): 0 when
     the profile is ready, else the step's failure."""
-    p, log = v["pgo"], vdir / "build.log"
+    log = vdir / "build.log"
     # compiled from snapshots too: clang names a static function's profile after the file
     # compiled, so both stages must compile the same names
     env = _env(m, vdir / "instrumented.jsonl", _snapshots(vdir))
-    Path(p["profile_dir"]).mkdir(parents=True, exist_ok=True)
-    if not process.run(_build_argv(m, v, tree, p["instrumented"]), cwd=tree, log_file=log,
+    p.profile_dir.mkdir(parents=True, exist_ok=True)
+    if not process.run(_build_argv(m, v, tree, p.instrumented), cwd=tree, log_file=log,
                        env=env).ok:
         return _fail(vdir, "pgo-instrumented", started, "the instrumented build failed")
-    trained = process.run(p["train_argv"], cwd=vdir, log_file=vdir / "training.out",
-                          timeout=p["timeout"], env=environment.clean())
-    log.open("a").write(f"flagsweep: training run {shlex.join(p['train_argv'])}: exit "
+    trained = process.run(p.train_argv, cwd=vdir, log_file=vdir / "training.out",
+                          timeout=p.timeout, env=environment.clean())
+    log.open("a").write(f"flagsweep: training run {shlex.join(p.train_argv)}: exit "
                         f"{trained.returncode} (its output: training.out)\n")
     if not trained.ok:
         return _fail(vdir, "pgo-training", started, f"the training run exited "
                      f"{trained.returncode} (see training.out)")
-    if p.get("profdata"):
-        raws = sorted(str(f) for f in Path(p["profile_dir"]).glob("*.profraw"))
-        merged = process.run([p["profdata"], "merge", "-o",
-                              str(Path(p["profile_dir"]) / "merged.profdata"), *raws], log_file=log)
+    if p.profdata:
+        raws = sorted(str(f) for f in p.profile_dir.glob("*.profraw"))
+        merged = process.run([p.profdata, "merge", "-o",
+                              str(p.profile_dir / "merged.profdata"), *raws], log_file=log)
         if not raws or not merged.ok:
             return _fail(vdir, "pgo-merge", started, "llvm-profdata merge failed or the "
                          "training wrote no raw profile")
     # CMake: configured again with the final flags, which rebuilds every object; make: clean
-    clean = (_cmake_configure(m, v, tree) if m["system"] == "cmake"
-             else ["make", "clean", *_make_options(m["make_args"])])
+    clean = (_cmake_configure(m, v, tree) if m.system == "cmake"
+             else ["make", "clean", *_make_options(m.make_args)])
     if not process.run(clean, cwd=tree, log_file=log, env=env).ok:
         return _fail(vdir, "pgo-clean", started, "cleaning the instrumented objects failed")
     return 0
@@ -273,25 +275,26 @@ def _make_options(make_args: list[str]) -> list[str]:
     return out
 
 
-def _build_argv(m: dict, v: dict, tree: Path, flags_list: list[str] | None = None) -> list[str]:
-    flags = shlex.join(v["flags"] if flags_list is None else flags_list)
-    jobs = f"-j{v['jobs']}"
-    if m["system"] == "cmake":
-        return ["cmake", "--build", str(tree), jobs, *m["make_args"]]
+def _build_argv(m: Manifest, v: Order, tree: Path, flags_list: list[str] | None = None
+                ) -> list[str]:
+    flags = shlex.join(v.flags if flags_list is None else flags_list)
+    jobs = f"-j{v.jobs}"
+    if m.system == "cmake":
+        return ["cmake", "--build", str(tree), jobs, *m.make_args]
     # The project's own build (own_build.py) leaves CFLAGS and LDFLAGS to the Makefile or
     # configure; FLAGSWEEP_LDFLAGS is still set (empty), as make_args may name it.
-    own = bool(v.get("own_flags"))
-    ldflags = "" if own else shlex.join(v.get("ldflags", []))
+    own = v.own_flags
+    ldflags = "" if own else shlex.join(v.ldflags)
     mine = [] if own else [f"CFLAGS={flags}", f"CXXFLAGS={flags}"]
     argv = ["make", jobs, *mine, f"{LINK_VARIABLE}={ldflags}"]
-    if m["system"] == "make" and not own:
-        tools = m["compilers"][v["compiler"]]
-        argv += [f"CC={tools['cc']}"] + ([f"CXX={tools['cxx']}"] if tools.get("cxx") else [])
+    if m.system == "make" and not own:
+        tools = m.compilers[v.compiler]
+        argv += [f"CC={tools.cc}"] + ([f"CXX={tools.cxx}"] if tools.cxx else [])
         if ldflags:
             # A Makefile may link with `$(CC) -o prog $(OBJS) $(LDFLAGS)`, without CFLAGS: the
             # variant's link flags (a layout's shuffle, -flto) must reach that link too.
             argv.append(f"LDFLAGS={ldflags}")
-    return argv + m["make_args"]
+    return argv + m.make_args
 
 
 # The variant's link flags alone, always set on make's command line (empty when it has none),
@@ -344,8 +347,8 @@ def link_rule(folder: Path, name: str) -> tuple[str, list[str]] | None:
     return None
 
 
-def _env(m: dict, compile_log: Path, snapshots: Path | None = None) -> dict[str, str]:
-    return environment.build(m["ccache_env"], compile_log, snapshots)
+def _env(m: Manifest, compile_log: Path, snapshots: Path | None = None) -> dict[str, str]:
+    return environment.build(m.ccache_env, compile_log, snapshots)
 
 
 # Where the wrapper keeps what a variant's compiles compiled (wrapper.c), for its audit.
@@ -358,14 +361,14 @@ def _snapshots(vdir: Path) -> Path:
     return folder
 
 
-def _status(vdir: Path, status: dict) -> None:
+def _status(vdir: Path, status: Status) -> None:
     vdir.mkdir(parents=True, exist_ok=True)
-    write_atomic(vdir / "status.json", json.dumps(status))
+    write_atomic(vdir / "status.json", status.text())
 
 
 def _fail(vdir: Path, stage: str, started: float, why: str) -> int:
-    _status(vdir, {"status": "failed", "stage": stage, "started": started, "why": why,
-                   "seconds": round(time.time() - started, 3)})
+    _status(vdir, Status(status="failed", stage=stage, started=started, why=why,
+                         seconds=round(time.time() - started, 3)))
     print(f"flagsweep: {vdir.name}: {why}", file=sys.stderr)
     return 1
 

@@ -5,7 +5,6 @@ variant never stops the rest), watched for each variant's end."""
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -21,6 +20,7 @@ from typing import Callable, Iterator
 from flagsweep import files, process, shipped
 from flagsweep.caches import CONFIGURED, WRAPPERS
 from flagsweep.compilation import pgo, provenance, wrapper
+from flagsweep.compilation.manifest import Manifest, Order, Profiling, Status, Template, Tools
 from flagsweep.errors import BuildError
 from flagsweep.experiment.matrix import Cell
 from flagsweep.experiment.target import Target
@@ -89,7 +89,7 @@ def linked(source: Path, out: Path) -> Path:
 
 
 def manifest(target: Target, variants: list[Cell], source: Path, out: Path, cache: Path,
-             jobs: int, training: Training | None = None) -> dict:
+             jobs: int, training: Training | None = None) -> Manifest:
     b = target.spec.build
     names = sorted({v.compiler for v in variants})
     compilers = {n: _wrappers(toolchain.resolve(n), cache) for n in names}
@@ -98,25 +98,23 @@ def manifest(target: Target, variants: list[Cell], source: Path, out: Path, cach
     if b.system == "autotools":  # keyed by a CMake-safe name: a compiler may be a path
         templates = {slug(n): _template(target, source, n, compilers[n], cache, out)
                      for n in names}
-    return {
-        "system": b.system, "source": str(source), "binary": b.binary,
-        "configure_args": b.configure_args, "make_args": b.make_args,
-        "ccache_env": environment.ccache(cache, out), "compilers": compilers,
-        "templates": templates,
-        "variants": {v.id: _entry(target, v, out, per_variant_jobs, training)
-                     for v in variants},
-    }
+    return Manifest(
+        system=b.system, source=source, binary=b.binary,
+        configure_args=b.configure_args, make_args=b.make_args,
+        ccache_env=environment.ccache(cache, out), compilers=compilers,
+        templates=templates,
+        variants={v.id: _entry(target, v, out, per_variant_jobs, training)
+                  for v in variants},
+    )
 
 
-def _entry(target: Target, v: Cell, out: Path, jobs: int, training: Training | None) -> dict:
+def _entry(target: Target, v: Cell, out: Path, jobs: int, training: Training | None) -> Order:
     """The step driver's view of one variant; a profile-guided one also gets its stages'
     flags and training command, and is audited on its final flags (pgo.py)."""
     vdir = out / "builds" / v.id
     flags = [*v.flags, *target.spec.build.project_flags]
-    entry = {"compiler": v.compiler, "template": slug(v.compiler), "flags": flags,
-             "dir": str(vdir), "jobs": jobs}
-    if ldflags := provenance.link_flags(flags):     # for make's command line (steps._build_argv)
-        entry["ldflags"] = ldflags
+    entry = Order(compiler=v.compiler, template=slug(v.compiler), flags=flags, dir=vdir,
+                  jobs=jobs, ldflags=provenance.link_flags(flags))
     if not v.pgo:
         return entry
     if training is None:
@@ -126,11 +124,12 @@ def _entry(target: Target, v: Cell, out: Path, jobs: int, training: Training | N
     profiles = vdir / pgo.PROFILE_DIR
     values = {"binary": str(vdir / "tree" / target.spec.build.binary),
               "input": str(training.path), "output": str(vdir / "training.product")}
-    entry["flags"] = [*flags, *pgo.use(family, profiles)]
-    entry["pgo"] = {"profile_dir": str(profiles), "instrumented": [*flags, *pgo.generate(family, profiles)],
-                    "train_argv": [a.format(**values) for a in target.spec.run.argv],
-                    "timeout": target.spec.run.timeout, "input": training.description,
-                    "profdata": _profdata(v.compiler) if family == "clang" else None}
+    entry.flags = [*flags, *pgo.use(family, profiles)]
+    entry.pgo = Profiling(profile_dir=profiles,
+                          instrumented=[*flags, *pgo.generate(family, profiles)],
+                          train_argv=[a.format(**values) for a in target.spec.run.argv],
+                          timeout=target.spec.run.timeout, input=training.description,
+                          profdata=_profdata(v.compiler) if family == "clang" else None)
     return entry
 
 
@@ -144,26 +143,27 @@ def _profdata(compiler: str) -> str:
                      "installed here (Debian's llvm package has it)")
 
 
-def _wrappers(compiler: toolchain.Toolchain, cache: Path) -> dict:
+def _wrappers(compiler: toolchain.Toolchain, cache: Path) -> Tools:
     where = WRAPPERS.entry(slug(compiler.name), cache)
-    tools = {"cc": str(wrapper.install(compiler.cc, where / "cc", compiler.cc, wrapper.ccache()))}
-    if compiler.cxx:
-        tools["cxx"] = str(wrapper.install(compiler.cxx, where / "cxx", compiler.cc,
-                                           wrapper.ccache()))
-    tools["version"] = compiler.version
-    return tools
+    cc = str(wrapper.install(compiler.cc, where / "cc", compiler.cc, wrapper.ccache()))
+    if not compiler.cxx:
+        return Tools(cc=cc, version=compiler.version)
+    cxx = str(wrapper.install(compiler.cxx, where / "cxx", compiler.cc, wrapper.ccache()))
+    return Tools(cc=cc, cxx=cxx, version=compiler.version)
 
 
-def _template(target: Target, source: Path, name: str, tools: dict, cache: Path,
-              out: Path) -> dict:
+def _template(target: Target, source: Path, name: str, tools: Tools, cache: Path,
+              out: Path) -> Template:
     """Where the compiler's configure tree is cached: keyed by everything configure sees."""
-    key_parts = [TEMPLATE_FORMAT, str(source), target.spec.build.configure_args, tools,
+    # the tools without an unset cxx: the key the trees configured so far are cached under
+    key_parts = [TEMPLATE_FORMAT, str(source), target.spec.build.configure_args,
+                 tools.model_dump(exclude_unset=True),
                  (source / "configure").stat().st_mtime_ns if (source / "configure").exists() else 0,
                  environment.keyed()]
     key = files.key_sha256(key_parts)[:16]
     folder = f"{target.name}-{slug(name)}-{key}"
-    return {"compiler": name, "dir": str(CONFIGURED.entry(folder, cache)),
-            "log": str(out / "builds" / f"configure-{slug(name)}.log")}
+    return Template(compiler=name, dir=CONFIGURED.entry(folder, cache),
+                    log=out / "builds" / f"configure-{slug(name)}.log")
 
 
 def slug(name: str) -> str:
@@ -210,19 +210,19 @@ def cmake_text(text: str) -> str:
     return f"[{'=' * level}[{text}]{'=' * level}]"
 
 
-def write_plan(manifest: dict, out: Path) -> None:
+def write_plan(manifest: Manifest, out: Path) -> None:
     def define(name: str, *values: str) -> str:
         return f"set({name} {' '.join(cmake_text(str(v)) for v in values)})"
 
     lines = [define("FLAGSWEEP_MANIFEST", out / "manifest.json"),
              define("FLAGSWEEP_PYTHON", sys.executable),
              define("FLAGSWEEP_PYTHONPATH", shipped.IMPORT_ROOT),
-             define("FLAGSWEEP_SOURCE", manifest["source"]),
+             define("FLAGSWEEP_SOURCE", manifest.source),
              define("FLAGSWEEP_BUILDS", out / "builds"),
-             define("FLAGSWEEP_TEMPLATES", *manifest["templates"]),
-             define("FLAGSWEEP_VARIANTS", *manifest["variants"])]
-    lines += [define(f"FLAGSWEEP_COMPILER_{vid}", v["template"])
-              for vid, v in manifest["variants"].items()]
+             define("FLAGSWEEP_TEMPLATES", *manifest.templates),
+             define("FLAGSWEEP_VARIANTS", *manifest.variants)]
+    lines += [define(f"FLAGSWEEP_COMPILER_{vid}", v.template)
+              for vid, v in manifest.variants.items()]
     (out / "plan.cmake").write_text("\n".join(lines) + "\n")
 
 
@@ -255,11 +255,12 @@ def watching(out: Path, ids: list[str], on_built: OnBuilt | None, before: int = 
 
     def poll(final: bool) -> None:
         for vid in ids:
-            status = read_status(out / "builds" / vid)
-            ended = status.get("status") in ("ok", "failed")
+            status = Status.read(out / "builds" / vid)
+            state = status.status if status else None
+            ended = state in ("ok", "failed")
             if vid not in said and (ended or final):
                 said.add(vid)
-                on_built(vid, status.get("status") if ended else "failed", status.get("seconds"),
+                on_built(vid, state if ended else "failed", status.seconds if status else None,
                          before + len(said), total or len(ids))
 
     stop = threading.Event()
@@ -276,10 +277,3 @@ def watching(out: Path, ids: list[str], on_built: OnBuilt | None, before: int = 
         stop.set()
         thread.join()
     poll(True)       # what ended in the last half second, and any variant that never started
-
-
-def read_status(vdir: Path) -> dict:
-    try:
-        return json.loads((vdir / "status.json").read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
-        return {}

@@ -18,11 +18,14 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from flagsweep import files, shipped
+from pydantic import BaseModel, ConfigDict
+
+from flagsweep import files, model, shipped
 from flagsweep.compilation import audit as audit_mod
 from flagsweep.compilation import cache as build_cache
 from flagsweep.compilation import (fetch, fingerprint, own_build, pgo, snapshots, steps,
                                    superbuild)
+from flagsweep.compilation.manifest import Manifest, Order, Status
 from flagsweep.host import environment, toolchain
 from flagsweep.experiment.matrix import Matrix, Cell
 from flagsweep.experiment.target import Target
@@ -40,13 +43,13 @@ class VariantBuild:
     code_sha256: str | None = None
     functions_sha256: str | None = None   # by name and size, whatever their places (layouts)
     size_bytes: int | None = None
-    pgo: dict | None = None               # profile-guided: training, profile sha256, matched
+    pgo: model.Pgo | None = None          # profile-guided: training, profile sha256, matched
     sizes: dict[str, int] | None = None   # the ELF image: text, data, bss (fingerprint.sizes)
     cpu_seconds: float | None = None      # the build's CPU time (configure, compiles, link)
     identical_to: str | None = None
     flags_verified: bool = False
     detail: str = ""
-    audit: dict | None = field(default=None)
+    audit: model.AuditSummary | None = None
     reused: bool = False              # from the build cache: not configured, compiled or linked
     fixes: list[str] = field(default_factory=list)   # what to change, said once per sweep
     extra_flags: dict[str, int] = field(default_factory=dict)   # flag -> compile lines it was on
@@ -60,9 +63,11 @@ class VariantBuild:
                 "binary": str(self.binary) if self.binary else None,
                 "code_sha256": self.code_sha256, "functions_sha256": self.functions_sha256,
                 "size_bytes": self.size_bytes, "sizes": self.sizes,
-                "cpu_seconds": self.cpu_seconds, "lto": self.lto, "pgo": self.pgo,
+                "cpu_seconds": self.cpu_seconds, "lto": self.lto,
+                "pgo": self.pgo.dump() if self.pgo else None,
                 "identical_to": self.identical_to, "flags_verified": self.flags_verified,
-                "detail": self.detail, "audit": self.audit, "reused": self.reused}
+                "detail": self.detail, "audit": self.audit.dump() if self.audit else None,
+                "reused": self.reused}
 
     @property
     def lto(self) -> bool | None:
@@ -149,8 +154,8 @@ def build_all(target: Target, matrix: Matrix, opts: Options,
             on_built(vid, "reused", None, done, len(matrix.variants))
     if cmake:
         superbuild.linked(source, out)
-    manifest["variants"].update(_own_flags_entries(own, manifest, out))
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    manifest.variants.update(_own_flags_entries(own, manifest, out))
+    manifest.write(out / "manifest.json")
     # what the source holds before any build touches it: the code a compile may read as it is
     pristine = snapshots.pristine(source) if todo else frozenset()
     if todo:
@@ -213,56 +218,76 @@ def _keys(target: Target, variants: list[Cell], sid: str, opts: Options) -> dict
             for v in variants}
 
 
-# What of a verified build the cache keeps beside its binary and logs.
+class Kept(BaseModel):
+    """What of a verified build the cache keeps beside its binary and logs (cache.py adds when
+    it was stored and the binary's sha256)."""
+    model_config = ConfigDict(extra="forbid")
+
+    seconds: float | None = None
+    code_sha256: str | None = None
+    functions_sha256: str | None = None
+    size_bytes: int | None = None
+    sizes: dict[str, int] | None = None
+    cpu_seconds: float | None = None
+    pgo: model.Pgo | None = None
+    audit: model.AuditSummary | None = None
+    stored: float | None = None
+    binary_sha256: str | None = None
+
+
+# The names VariantBuild and Kept share: what a reused build takes from its entry.
 RECORDED = ("seconds", "code_sha256", "functions_sha256", "size_bytes", "sizes", "cpu_seconds",
             "pgo", "audit")
 
 
 def _record(b: VariantBuild) -> dict:
-    return {name: getattr(b, name) for name in RECORDED}
+    return Kept(**{name: getattr(b, name) for name in RECORDED}).model_dump(mode="json")
 
 
 def _reuse(v: Cell, record: dict, entry: Path, target: Target, out: Path) -> VariantBuild:
     """A cached build laid out as if built here: the binary at its place in the tree, the logs
     beside it (the build log saying where it came from)."""
+    kept = Kept.model_validate(record)
     vdir = out / "builds" / v.id
     binary = vdir / "tree" / target.spec.build.binary
     binary.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy2(entry / "binary", binary)
     if (entry / "compile.jsonl").is_file():
         shutil.copy2(entry / "compile.jsonl", vdir / "compile.jsonl")
-    told = (f"# reused from the build cache, {entry} (built {record.get('seconds') or 0:.1f} s "
+    told = (f"# reused from the build cache, {entry} (built {kept.seconds or 0:.1f} s "
             "then): every input of the build was the same; --rebuild builds it again\n")
     earlier = (entry / "build.log").read_text(errors="replace") if (entry / "build.log").is_file() else ""
     (vdir / "build.log").write_text(told + earlier)
     return VariantBuild(variant=v, status="ok", log=vdir / "build.log", binary=binary,
                         flags_verified=True, reused=True,
-                        **{name: record.get(name) for name in RECORDED})
+                        **{name: getattr(kept, name) for name in RECORDED})
 
 
-def _collect(v: Cell, manifest: dict, target: Target, out: Path, own: dict | None = None,
+def _collect(v: Cell, manifest: Manifest, target: Target, out: Path,
+             own: own_build.Reference | None = None,
              pristine: frozenset[str] = frozenset()) -> VariantBuild:
     vdir = out / "builds" / v.id
     result = VariantBuild(variant=v, status="failed", log=vdir / "build.log")
-    status = superbuild.read_status(vdir)
-    result.seconds, result.cpu_seconds = status.get("seconds"), status.get("cpu_seconds")
-    if status.get("status") != "ok":
+    status = Status.read(vdir)
+    if status is not None:
+        result.seconds, result.cpu_seconds = status.seconds, status.cpu_seconds
+    if status is None or status.status != "ok":
         shutil.rmtree(vdir / steps.SNAPSHOTS, ignore_errors=True)
         result.detail = _failure_detail(status, vdir, manifest, v)
         return result
     binary = vdir / "tree" / target.spec.build.binary
     a = audit_mod.audit(vdir / "compile.jsonl", vdir / "tree",
-                        expected=manifest["variants"][v.id]["flags"],
+                        expected=manifest.variants[v.id].flags,
                         tolerated=target.spec.build.tolerated_flags,
-                        since=status["build_started"], binary=binary,
-                        source=Path(manifest["source"]), pristine=pristine)
+                        since=status.build_started, binary=binary,
+                        source=manifest.source, pristine=pristine)
     # read by the audit alone: what it judged is in its result
     shutil.rmtree(vdir / steps.SNAPSHOTS, ignore_errors=True)
     dropped = _dropped(own, vdir, manifest, target, a)
-    result.audit, result.flags_verified = a.to_json(), a.verified
+    result.audit, result.flags_verified = a.summary(), a.verified
     result.status = "ok" if a.verified else "flags-mismatch"
     if v.pgo:
-        _profile_used(result, manifest["variants"][v.id])
+        _profile_used(result, manifest.variants[v.id])
     if not a.verified:
         _log_audit(result.log, a.every_problem)
         result.detail = audit_mod.explain(a, result.log)
@@ -285,8 +310,12 @@ def _collect(v: Cell, manifest: dict, target: Target, out: Path, own: dict | Non
 
 # ---- the project's own build (own_build.py) ------------------------------------------------
 
+# Per compiler: the cache key of the project's own build, and what it compiled (None: not yet).
+OwnBuilds = dict[str, tuple[str, own_build.Reference | None]]
+
+
 def _own_flags(target: Target, todo: list[Cell], sid: str, cache: Path,
-               rebuild: bool) -> dict[str, tuple[str, dict | None]]:
+               rebuild: bool) -> OwnBuilds:
     """Per compiler of the variants to build: the cache key of the project's own build and
     its compile lines when the cache has them (None: built in this superbuild)."""
     b = target.spec.build
@@ -298,43 +327,43 @@ def _own_flags(target: Target, todo: list[Cell], sid: str, cache: Path,
     return out
 
 
-def _own_flags_entries(own: dict[str, tuple[str, dict | None]], manifest: dict,
-                       out: Path) -> dict[str, dict]:
+def _own_flags_entries(own: OwnBuilds, manifest: Manifest,
+                       out: Path) -> dict[str, Order]:
     """The superbuild entries of the project's own builds the cache does not have: a variant
     of the compiler without flags of flagsweep's own, built beside the real ones."""
-    jobs = next((e["jobs"] for e in manifest["variants"].values()), 1)
-    return {f"{own_build.ID_PREFIX}{superbuild.slug(name)}": {
-                "compiler": name, "template": superbuild.slug(name), "flags": [], "own_flags": True,
-                "dir": str(out / "builds" / f"{own_build.ID_PREFIX}{superbuild.slug(name)}"),
-                "jobs": jobs}
+    jobs = next((e.jobs for e in manifest.variants.values()), 1)
+    return {f"{own_build.ID_PREFIX}{superbuild.slug(name)}": Order(
+                compiler=name, template=superbuild.slug(name), flags=[], own_flags=True,
+                dir=out / "builds" / f"{own_build.ID_PREFIX}{superbuild.slug(name)}",
+                jobs=jobs)
             for name, (_, known) in own.items() if known is None}
 
 
-def _own_flags_built(own: dict[str, tuple[str, dict | None]], manifest: dict,
+def _own_flags_built(own: OwnBuilds, manifest: Manifest,
                      cache: Path) -> None:
     """Read and cache the project's own builds that this superbuild ran; one that failed is
     said, and its variants go unchecked for dropped options."""
     for name, (k, known) in list(own.items()):
         if known is not None:
             continue
-        vdir = Path(manifest["variants"][f"{own_build.ID_PREFIX}{superbuild.slug(name)}"]["dir"])
-        if superbuild.read_status(vdir).get("status") != "ok":
+        vdir = manifest.variants[f"{own_build.ID_PREFIX}{superbuild.slug(name)}"].dir
+        status = Status.read(vdir)
+        if status is None or status.status != "ok":
             log.warning("the project's own build with %s (its own CFLAGS, none of flagsweep's) "
                         "did not succeed, so no variant is checked for project options it "
                         "drops: see %s", name, vdir / "build.log")
             continue
-        compiles = own_build.compiles(vdir / "compile.jsonl", vdir / "tree",
-                                      Path(manifest["source"]))
-        own[name] = (k, {"compiles": compiles})
+        compiles = own_build.compiles(vdir / "compile.jsonl", vdir / "tree", manifest.source)
+        own[name] = (k, own_build.Reference(compiles=compiles))
         own_build.store(k, own[name][1], cache)
 
 
-def _dropped(own: dict | None, vdir: Path, manifest: dict, target: Target,
+def _dropped(own: own_build.Reference | None, vdir: Path, manifest: Manifest, target: Target,
              a: audit_mod.Audit) -> list[own_build.Dropped]:
     """The project options the variant's build dropped, made the audit's first problem."""
     if own is None:
         return []
-    mine = own_build.compiles(vdir / "compile.jsonl", vdir / "tree", Path(manifest["source"]))
+    mine = own_build.compiles(vdir / "compile.jsonl", vdir / "tree", manifest.source)
     found = own_build.dropped(own, mine, target.spec.build.dropped_flags)
     if found:
         why = own_build.problem(found, len(mine))
@@ -345,24 +374,24 @@ def _dropped(own: dict | None, vdir: Path, manifest: dict, target: Target,
     return found
 
 
-def _profile_used(result: VariantBuild, entry: dict) -> None:
+def _profile_used(result: VariantBuild, entry: Order) -> None:
     """A profile-guided build whose last stage says a profile was missing or did not match is
     not the build it claims to be: flags-mismatch, with the compiler's words."""
-    spec = entry["pgo"]
+    spec = entry.pgo
     text = result.log.read_text(errors="replace")
     last = text[text.rfind("flagsweep: training run"):]
     problems, absent = pgo.mismatched(last), pgo.missing(last)
-    compiles = (result.audit or {}).get("compiles") or 0
-    profile = pgo.profile_sha256(Path(spec["profile_dir"]))
+    compiles = (result.audit.compiles if result.audit else None) or 0
+    profile = pgo.profile_sha256(spec.profile_dir)
     if not problems and (profile is None or absent >= compiles):
         problems = [f"no compile of the last stage found its profile ({absent} said so, "
                     f"{compiles} compiles)"]
-    result.pgo = {"training": " ".join(spec["train_argv"]), "input": spec["input"],
-                  "profile_sha256": profile, "matched": not problems,
-                  "objects_without_profile": absent,
-                  "use_flags": [f for f in entry["flags"] if f.startswith("-fprofile")
-                                or f == "-Wmissing-profile"]}
-    if result.pgo["matched"]:
+    result.pgo = model.Pgo(training=" ".join(spec.train_argv), input=spec.input,
+                           profile_sha256=profile, matched=not problems,
+                           objects_without_profile=absent,
+                           use_flags=[f for f in entry.flags if f.startswith("-fprofile")
+                                      or f == "-Wmissing-profile"])
+    if result.pgo.matched:
         return
     result.flags_verified, result.status = False, "flags-mismatch"
     why = problems[0]
@@ -385,14 +414,14 @@ def _log_audit(log: Path, problems: list[str]) -> None:
         f.writelines(p + "\n" for p in problems)
 
 
-def _failure_detail(status: dict, vdir: Path, manifest: dict, v: Cell) -> str:
+def _failure_detail(status: Status | None, vdir: Path, manifest: Manifest, v: Cell) -> str:
     """Why it failed and the last lines of the log that says so."""
-    if not status:  # never started: its configure tree failed, or the superbuild broke
-        tmpl = manifest["templates"].get(superbuild.slug(v.compiler))
-        logfile = Path(tmpl["log"]) if tmpl else vdir.parent.parent / "superbuild.log"
+    if status is None:  # never started: its configure tree failed, or the superbuild broke
+        tmpl = manifest.templates.get(superbuild.slug(v.compiler))
+        logfile = tmpl.log if tmpl else vdir.parent.parent / "superbuild.log"
         why = "configure failed" if tmpl else "the superbuild never ran this variant"
         return f"{why}; {logfile}:\n{_excerpt(logfile)}"
-    return f"{status.get('why', 'failed')}; {vdir / 'build.log'}:\n{_excerpt(vdir / 'build.log')}"
+    return f"{status.why or 'failed'}; {vdir / 'build.log'}:\n{_excerpt(vdir / 'build.log')}"
 
 
 # The linker's own complaint ("/usr/bin/ld: unrecognized option ...") carries no "error:"; gcc's

@@ -32,7 +32,7 @@ def trial_builds(d: Draft, path: Path, trial: Path, jobs: int,
         _say_failure(b, say)
         if b.status == "ok":
             _drop_stale(d, b, say)
-            d.build_note = (f"a trial -O2 build verified: {b.audit['compiles']} compile lines "
+            d.build_note = (f"a trial -O2 build verified: {b.audit.compiles} compile lines "
                             "carried exactly the variant's flags")
             return b
         tree = trial / str(attempt) / "builds" / b.variant.id / "tree"
@@ -57,7 +57,7 @@ def trial_builds(d: Draft, path: Path, trial: Path, jobs: int,
             continue
         if b.status == "flags-mismatch" and (_tolerable(b) or b.dropped) and attempt < TRIALS:
             _keep_project_options(d, b)
-            compiles = b.audit["compiles"]
+            compiles = b.audit.compiles
             for flag in _tolerable(b):
                 d.tolerated[flag] = (
                     f"the project's build adds it on {b.extra_flags[flag]} of {compiles} "
@@ -97,7 +97,7 @@ def _drop_stale(d: Draft, b: variants.VariantBuild, say: Callable[[str], None]) 
     """Leave out tolerated flags that no compile line (or source attribute) of the verified
     build carried: an earlier trial needed them (a shared library's -fPIC before a static
     build), this build does not, and a tolerance nothing needs only hides a flag later."""
-    seen = set((b.audit or {}).get("tolerated_seen") or [])
+    seen = set(b.audit.tolerated_seen if b.audit else [])
     stale = [flag for flag in d.tolerated if flag not in seen]
     if not stale:
         return

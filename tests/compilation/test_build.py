@@ -274,7 +274,7 @@ def test_a_flag_the_project_adds_itself_is_one_line_with_the_tolerated_flags_to_
     toml = t.path.read_text().replace("[build]\n", '[build]\ntolerated_flags = ["-fPIC"]\n')
     t.path.write_text(toml)
     (b,) = _build(target.load(str(t.path.parent)), ["-O2"], tmp_path / "run2").values()
-    assert b.status == "ok" and b.audit["tolerated_seen"] == ["-fPIC"]
+    assert b.status == "ok" and b.audit.tolerated_seen == ["-fPIC"]
 
 
 def _sparse_make_project(folder: Path, megabytes: int) -> Path:
@@ -443,7 +443,7 @@ def test_options_written_as_two_words_build_verified(tmp_path, compiler):
     (t.local_source() / "inc" / "sub" / "inner.h").write_text("#define INNER 0\n")
     (b,) = _build(t, ["-O2"], tmp_path / "run", compiler=compiler).values()
     assert b.status == "ok" and b.flags_verified, b.detail
-    assert b.audit["compiles"] == 3
+    assert b.audit.compiles == 3
     assert subprocess.run([b.binary]).returncode == 0
 
 

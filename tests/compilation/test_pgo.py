@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 from tiny_target import write_tiny_target
 
+from flagsweep import model
 from flagsweep.compilation import pgo, variants
+from flagsweep.compilation.manifest import Order, Profiling
 from flagsweep.experiment.matrix import Cell
 
 RECIPE = '''summary = "pgo against plain"
@@ -59,9 +61,11 @@ def _built(tmp_path: Path, log: str, profile: bool = True, compiles: int = 3) ->
         (profiles / "a.gcda").write_bytes(b"counts")
     b = variants.VariantBuild(Cell("gcc-O2-pgo", "gcc", ("-O2",), {}, pgo=True), "ok",
                               tmp_path / "build.log", flags_verified=True,
-                              audit={"compiles": compiles})
-    entry = {"flags": ["-O2", f"-fprofile-use={profiles}", "-Wmissing-profile"],
-             "pgo": {"profile_dir": str(profiles), "train_argv": ["prog", "in"], "input": "x"}}
+                              audit=model.AuditSummary(verified=True, compiles=compiles))
+    entry = Order(compiler="gcc", template="gcc", dir=tmp_path, jobs=1,
+                  flags=["-O2", f"-fprofile-use={profiles}", "-Wmissing-profile"],
+                  pgo=Profiling(profile_dir=profiles, instrumented=["-O2"],
+                                train_argv=["prog", "in"], timeout=1, input="x"))
     variants._profile_used(b, entry)
     return b
 
@@ -73,7 +77,7 @@ def test_a_profile_that_does_not_fit_its_code_is_a_mismatch(tmp_path):
     b = _built(tmp_path, STAGES + "a.c:3:1: warning: number of counters in profile data for "
                "function 'f' does not match its profile data (counter 'arcs', expected 7 and "
                "have 5) [-Wcoverage-mismatch]\n")
-    assert b.status == "flags-mismatch" and not b.flags_verified and not b.pgo["matched"]
+    assert b.status == "flags-mismatch" and not b.flags_verified and not b.pgo.matched
     assert "profile-guided build: a.c:3:1: warning: number of counters" in b.detail
 
 
@@ -81,7 +85,7 @@ def test_missing_profiles_are_counted_and_fail_only_when_no_compile_found_one(tm
     missing = ("b.c:1:1: warning: '/p/#b.gcda' profile count data file not found "
                "[-Wmissing-profile]\n")
     some = _built(tmp_path / "some", STAGES + missing, compiles=3)
-    assert some.status == "ok" and some.pgo["matched"] and some.pgo["objects_without_profile"] == 1
+    assert some.status == "ok" and some.pgo.matched and some.pgo.objects_without_profile == 1
     every = _built(tmp_path / "all", STAGES + missing * 3, compiles=3)
     assert every.status == "flags-mismatch" and "no compile of the last stage found its profile" \
         in every.detail

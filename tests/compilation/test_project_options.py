@@ -153,7 +153,7 @@ def test_cache_clear_removes_the_projects_own_builds(tmp_path, monkeypatch):
     # A cache of its own: --clear empties every cache, the session's launcher and ccache too.
     own = tmp_path / "cache"
     monkeypatch.setenv("FLAGSWEEP_CACHE", str(own))
-    own_build.store("k" * 64, {"compiles": {}}, own)
+    own_build.store("k" * 64, own_build.Reference(compiles={}), own)
     done = subprocess.run([sys.executable, "-m", "flagsweep", "cache", "--clear"],
                           capture_output=True, text=True, check=True)
     (said,) = [line for line in done.stdout.splitlines() if line.startswith("own-flags ")]

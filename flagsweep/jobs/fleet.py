@@ -79,7 +79,7 @@ def connect(address: str):
 def default_label() -> str:
     """What gcc's -march=native resolves to here (a CPU family name), else 'default'."""
     from flagsweep.host import cpu
-    native = cpu.describe(cpu.read_host(), ["gcc"])["march_native"].get("gcc")
+    native = cpu.describe(cpu.read_host(), ["gcc"]).march_native.get("gcc")
     return re.sub(r"[^A-Za-z0-9._-]", "_", native) if native else "default"
 
 

@@ -236,7 +236,7 @@ def confirmation_planned(sweep: Sweep, store: Store, ending: dict,
     doc = writer.document(store, sweep.run_id, ending)
     reach = confirmation.measured_reach(store, sweep.target.name, doc.machine)
     planned = confirmation.plan(doc, reach, sweep.opts, off)
-    if ending["status"] != "complete" and planned.status == confirmation.NOT_NEEDED:
+    if doc.status != "complete" and planned.status == confirmation.NOT_NEEDED:
         planned = None      # no answer yet: "not needed" would read as a settled answer's
     store.set_option(sweep.run_id, "confirmation", planned)
 

@@ -125,7 +125,7 @@ def _fitted(tune: Tuning, path: Path, doubtful: list[model.TuneAblationRow], k: 
     pace, run_s = cost.build_pace(tune), _run_pace(tune, path)
     rounds = s.measure.min_runs + s.measure.warmup
     avail = (cost.phase_left(tune, "ablation")
-             + PROOF_LOAN * cost.SHARES["proof"] * tune.opts.budget_s)
+             + PROOF_LOAN * cost.SHARES.proof * tune.opts.budget_s)
     n = len(doubtful)
     paces = budget.Pace(pace, run_s, rounds)
     while n and sum(budget.need(n + 1, k, paces)) > avail:

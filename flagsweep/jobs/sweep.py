@@ -95,7 +95,7 @@ def started(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: va
     run_id = store.create_unique_run(base, t.name, r.name, out, options, machine)
     stored.claim(out, "run_id", run_id)
     say(f"run id {run_id}")
-    store.save_variants(run_id, [d.dump() for d in docs])
+    store.save_variants(run_id, docs)
     sweep = Sweep(run_id, t, r.name, out, opts, docs, m.baseline.id, execute, build_opts)
     return _measure(sweep, store, say)
 

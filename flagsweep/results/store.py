@@ -362,11 +362,13 @@ class Store:
 
     # ---- variants ------------------------------------------------------------------------
 
-    def save_variants(self, run_id: str, docs: list[dict]) -> None:
+    def save_variants(self, run_id: str, docs: list[model.Variant | dict]) -> None:
+        """The run's variants in matrix order, each held to results.json's model as it is
+        written (a document with a key the model does not declare is refused here)."""
         with self._begin() as c:
-            for i, doc in enumerate(docs):
-                c.execute(variants.insert().values(run_id=run_id, variant_id=doc["id"],
-                                                   position=i, doc=doc))
+            for i, v in enumerate(map(model.Variant.model_validate, docs)):
+                c.execute(variants.insert().values(run_id=run_id, variant_id=v.id,
+                                                   position=i, doc=v.dump()))
 
     def save_check(self, run_id: str, variant_id: str, check: dict | model.Check) -> None:
         check = model.Check.model_validate(check).dump()

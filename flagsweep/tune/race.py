@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
+from flagsweep.measure.options import from_store
 from flagsweep.model.tune import BrokenFlags, RecordedBatch, Remeasurement
 from flagsweep.tune import batch, budget, cost, culprit, document, ranking, search, sweeps
 from flagsweep.tune.batch import Proposal
@@ -228,7 +229,8 @@ def _fix_metric(tune: Tuning, run_id: str) -> None:
     """The metric the first batch chose (--metric auto) is every later batch's: ratios of one
     tune must be of one metric. So is its schedule (--schedule, jobs.schedule): one pilot."""
     options = tune.setting.store.run(run_id).options
-    chosen, kept = options.measure["metric"], options.schedule and options.schedule.dump()
+    chosen = from_store(options.measure, f"run {run_id}, key 'options.measure'").metric
+    kept = options.schedule and options.schedule.dump()
     m = tune.setting.measure
     if m.metric != chosen or (kept and not m.chosen_schedule):
         tune.setting.measure = replace(m, metric=chosen,

@@ -156,10 +156,11 @@ class Store:
         return int(row.value) if row else None
 
     def _create_engine(self, url: sa.URL) -> sa.Engine:
-        # Concurrent SQLite writers (several sweeps, fleet workers on one machine) wait for
-        # the write lock instead of failing at once with "database is locked".
-        connect_args: dict[str, Any] = ({"timeout": SQLITE_BUSY_TIMEOUT_S}
-                                        if url.get_backend_name() == "sqlite" else {})
+        connect_args: dict[str, Any] = {}
+        if url.get_backend_name() == "sqlite":
+            # Concurrent writers (several sweeps, fleet workers on one machine) wait for the
+            # write lock instead of failing at once with "database is locked".
+            connect_args["timeout"] = SQLITE_BUSY_TIMEOUT_S
         try:
             engine = sa.create_engine(url, connect_args=connect_args)
         except ImportError as e:

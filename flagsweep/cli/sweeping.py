@@ -53,7 +53,7 @@ def build_cmd(as_json, **kw) -> None:
 def _prepare(kw: dict):
     from flagsweep.compilation import selection as chosen
 
-    if not sel.target_name:
+    if not kw["target_name"]:
         raise click.UsageError("missing argument TARGET")
     return chosen.prepare(selection(kw), say)
 

@@ -45,6 +45,15 @@ class Pair:
     verdict: str
 
 
+@dataclass(frozen=True)
+class Skew:
+    """A candidate's pairs counted by verdict; undecided: inconclusive, or anything else."""
+    faster: int
+    equivalent: int
+    slower: int
+    undecided: int
+
+
 @dataclass
 class Candidate:
     id: str
@@ -66,14 +75,12 @@ class Candidate:
         return [p for p in self.pairs if p.verdict == "slower" or (p.ci95 and p.ci95[0] > 1)]
 
     @property
-    def skew(self) -> dict[str, int]:
+    def skew(self) -> Skew:
         """Pairs by verdict: faster, equivalent (identical code counts), slower, undecided."""
-        out = {"faster": 0, "equivalent": 0, "slower": 0, "undecided": 0}
-        for p in self.pairs:
-            key = {"identical-code": "equivalent", "inconclusive": "undecided"}.get(p.verdict,
-                                                                                 p.verdict)
-            out[key if key in out else "undecided"] += 1
-        return out
+        verdicts = [p.verdict for p in self.pairs]
+        faster, slower = verdicts.count("faster"), verdicts.count("slower")
+        equivalent = verdicts.count("equivalent") + verdicts.count("identical-code")
+        return Skew(faster, equivalent, slower, len(verdicts) - faster - equivalent - slower)
 
     @property
     def worst(self) -> Pair | None:
@@ -140,8 +147,8 @@ def answer(p: Pick, threshold_pct: float, baseline: str) -> str:
     for c in sorted((c for c in p.candidates if c.ratio), key=lambda c: c.ratio):
         s, worst = c.skew, c.worst
         text = (f"{c.label or ' '.join(c.flags)}: {stats.change_text(c.ratio, c.ci95)}; faster "
-                f"on {s['faster']}, equivalent on {s['equivalent']}, slower on {s['slower']}, "
-                f"undecided on {s['undecided']} of {len(c.pairs)}")
+                f"on {s.faster}, equivalent on {s.equivalent}, slower on {s.slower}, "
+                f"undecided on {s.undecided} of {len(c.pairs)}")
         if worst and worst.ratio > 1:
             text += f"; worst {worst.program} {stats.change_text(worst.ratio, worst.ci95)}"
         costs = [f"text size {_signed(c.size_ratio)}" if c.size_ratio else "",

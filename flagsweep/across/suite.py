@@ -99,15 +99,15 @@ def load_all(paths: list[Path], partial: bool = False) -> list[tuple[Path, Resul
     return docs
 
 
-def left_out(paths: list[Path]) -> tuple[list[Path], list[dict]]:
-    """(the results files a suite takes, {"target", "error"} for each sweep stopped early):
+def left_out(paths: list[Path]) -> tuple[list[Path], list[SuiteFailure]]:
+    """(the results files a suite takes, the target and why for each sweep stopped early):
     `run --all` goes on with the other programs, as with one that failed."""
     keep, out = [], []
     for p in paths:
         doc = reader.load(Path(p))
         why = comparable.partial(doc)
         if why:
-            out.append({"target": doc.target, "error": why})
+            out.append(SuiteFailure(target=doc.target, error=why))
         else:
             keep.append(p)
     return keep, out

@@ -62,21 +62,21 @@ def cpus_cmd(as_json: bool, compilers: tuple[str, ...]) -> None:
 
     info = cpu.describe(cpu.read_host(), list(compilers))
     if as_json:
-        click.echo(json.dumps(info, indent=2))
+        click.echo(json.dumps(info.dump(), indent=2))
         return
     t = show.table(None, "what", "value", header=False)
     recording = recorded.active()
     if recording is not None:   # a recording is not this CPU: say so before anything else
         show.add(t, "recorded host", f"{recording.folder} ($FLAGSWEEP_HOST), not this machine")
-    show.add(t, "cpu", f"{info['cpu_model']} ({info['vendor']}, family {info['family']}, "
-                     f"model {info['model']}, microcode {info['microcode'] or '?'})")
-    show.add(t, "hypervisor", "yes" if info["hypervisor"] else "no")
-    for name, value in info["march_native"].items():
+    show.add(t, "cpu", f"{info.cpu_model} ({info.vendor}, family {info.family}, "
+                     f"model {info.model}, microcode {info.microcode or '?'})")
+    show.add(t, "hypervisor", "yes" if info.hypervisor else "no")
+    for name, value in info.march_native.items():
         show.add(t, f"march=native ({name})", value or "unknown")
-    for level in info["levels"]:
-        show.add(t, level["level"], "yes" if level["runnable"]
-                  else "no, lacks " + ", ".join(level["missing"]))
-    show.add(t, "features", " ".join(info["cpu_flags"]))
+    for level in info.levels:
+        show.add(t, level.level, "yes" if level.runnable
+                  else "no, lacks " + ", ".join(level.missing))
+    show.add(t, "features", " ".join(info.cpu_flags))
     show.echo(t)
 
 
@@ -104,8 +104,8 @@ def system_cmd(tune, reset_, as_json) -> None:
         return
     t = show.table(None, "setting", "value", "advice")
     for item in system.show():
-        show.add(t, item["name"], str(item["value"]) if item["value"] is not None else "n/a",
-                  item["advice"] or "")
+        show.add(t, item.name, str(item.value) if item.value is not None else "n/a",
+                  item.advice or "")
     would = "a sweep would measure on" + choice.why.removeprefix("measuring on")
     show.echo(t, _cpu_table(choice), _process_table(choice), would,
               *(f"warning: {warning}" for warning in advice.warnings(machine)))

@@ -191,12 +191,14 @@ def run_cmd(confirm, wait, resume_id, all_, skip, scheduler, cpu_labels, **kw) -
                                "with --scheduler (a worker runs one at a time) or --layouts "
                                "(duets of layouts are not designed)")
     if scheduler or cpu_labels:
-        _fleet_usage(scheduler, cpu_labels, confirm, all_, mopts, kw)
+        sel = selection(kw)
+        _fleet_usage(scheduler, cpu_labels, confirm, all_, mopts, sel)
         labels = [fleet.check_label(label) for label in dict.fromkeys(cpu_labels)]
-        return _show_fleet(fleet.sweep_on(scheduler, selection(kw), labels, mopts, db, say))
+        return _show_fleet(fleet.sweep_on(scheduler, sel, labels, mopts, db, say))
     if all_ or skip:
-        names = _suite_names(all_, skip, confirm, kw)
-        page = campaign.run(names, selection(kw), mopts, db, say, wait=wait)
+        sel = selection(kw)
+        names = _suite_names(all_, skip, confirm, sel)
+        page = campaign.run(names, sel, mopts, db, say, wait=wait)
         click.echo(str(page))
         # this suite's sweeps only (campaign: OUT/NAME), not whatever else --out holds
         swept = [page.parent / name / "results.json" for name in names]
@@ -237,18 +239,18 @@ def _measure_options(kw: dict):
         o.precision_pct = o.threshold_pct
     if o.min_runs > o.max_runs:
         raise click.UsageError(f"--min-runs {o.min_runs} is more than --max-runs {o.max_runs}")
-    if o.quick and kw.get("input_size") not in (None, "quick"):
-        raise click.UsageError(f"--quick is --input-size quick: not with --input-size "
-                               f"{kw['input_size']}")
-    o.quick = o.quick or kw.get("input_size") == "quick"
-    o.input_size = "auto" if kw.get("input_size") == "auto" else None
+    size = kw.get("input_size")        # as given: quick, full or auto
+    if o.quick and size not in (None, "quick"):
+        raise click.UsageError(f"--quick is --input-size quick: not with --input-size {size}")
+    o.quick = o.quick or size == "quick"
+    o.input_size = "auto" if size == "auto" else None
     return o
 
 
-def _fleet_usage(scheduler, cpu_labels, confirm, all_, mopts, kw) -> None:
+def _fleet_usage(scheduler, cpu_labels, confirm, all_, mopts, sel) -> None:
     if not scheduler or not cpu_labels:
         raise click.UsageError("--scheduler and --cpu-label go together (which cluster, which CPUs)")
-    if confirm or all_ or kw["source_dir"]:
+    if confirm or all_ or sel.source_dir:
         raise click.UsageError("--scheduler runs one TARGET's recipe: no --confirm, --all or "
                                "--source-dir")
     if mopts.cpu is not None:
@@ -256,7 +258,7 @@ def _fleet_usage(scheduler, cpu_labels, confirm, all_, mopts, kw) -> None:
     if mopts.input_size == "auto":
         raise click.UsageError("--input-size auto pilots on this machine: not with --scheduler "
                                "(give full or quick)")
-    if not kw["target_name"]:
+    if not sel.target_name:
         raise click.UsageError("missing argument TARGET")
 
 
@@ -272,7 +274,7 @@ def _show_fleet(paths: list[Path]) -> None:
     _exit_unanswered(paths)
 
 
-def _suite_names(all_, skip, confirm, kw) -> list[str]:
+def _suite_names(all_, skip, confirm, sel) -> list[str]:
     """The targets `run --all` sweeps, the --skip ones left out."""
     from flagsweep.jobs import campaign
 
@@ -280,7 +282,7 @@ def _suite_names(all_, skip, confirm, kw) -> list[str]:
         raise click.UsageError("--skip goes with --all")
     if confirm:
         raise click.UsageError("--confirm follows one screen; give it a TARGET, not --all")
-    if kw["target_name"] or kw["source_dir"]:
+    if sel.target_name or sel.source_dir:
         raise click.UsageError("--all sweeps every shipped target: give no TARGET or --source-dir")
     names = campaign.suite_targets()
     unknown = sorted(set(skip) - set(names))

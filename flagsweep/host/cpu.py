@@ -19,7 +19,7 @@ import logging
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from flagsweep import process
@@ -522,27 +522,55 @@ def _needed_flags(macros: frozenset[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(flag for macro, flag in MACRO_FLAGS.items() if macro in macros))
 
 
-def describe(host: Host, compilers: list[str]) -> dict:
-    """A JSON-able summary for `flagsweep cpus --json` and results.json's machine block.
+@dataclass(frozen=True)
+class LevelSupport:
+    """Whether this CPU runs code built for one x86-64 level, and what it lacks for it."""
+    level: str
+    runnable: bool
+    missing: list[str]
+
+
+@dataclass(frozen=True)
+class CpuSummary:
+    """This CPU as `flagsweep cpus` shows it and results.json's machine block takes it."""
+    cpu_model: str
+    vendor: str
+    family: str
+    model: str
+    stepping: str
+    microcode: str
+    cpu_flags: list[str]
+    hypervisor: bool
+    isa_levels: list[str]
+    march_native: dict[str, str | None]      # compiler -> its -march=native (None: unknown)
+    levels: list[LevelSupport]
+
+    def dump(self) -> dict:
+        """As JSON (`flagsweep cpus --json`)."""
+        return asdict(self)
+
+
+def describe(host: Host, compilers: list[str]) -> CpuSummary:
+    """This CPU, with each compiler's -march=native and the x86-64 levels it runs.
 
     The level entries come from the psABI table, not from a compiler, so they are the same
     whichever compilers are installed.
     """
     have = set(host.flags)
-    return {
-        "cpu_model": host.cpu_model,
-        "vendor": host.vendor,
-        "family": host.family,
-        "model": host.model,
-        "stepping": host.stepping,
-        "microcode": host.microcode,
-        "cpu_flags": list(host.flags),
-        "hypervisor": host.hypervisor,
-        "isa_levels": list(host.isa_levels),
-        "march_native": {compiler: march_native(compiler) for compiler in compilers},
-        "levels": [
-            {"level": level, "runnable": have.issuperset(needed),
-             "missing": [flag for flag in needed if flag not in have]}
+    return CpuSummary(
+        cpu_model=host.cpu_model,
+        vendor=host.vendor,
+        family=host.family,
+        model=host.model,
+        stepping=host.stepping,
+        microcode=host.microcode,
+        cpu_flags=list(host.flags),
+        hypervisor=host.hypervisor,
+        isa_levels=list(host.isa_levels),
+        march_native={compiler: march_native(compiler) for compiler in compilers},
+        levels=[
+            LevelSupport(level=level, runnable=have.issuperset(needed),
+                         missing=[flag for flag in needed if flag not in have])
             for level, needed in LEVELS.items()
         ],
-    }
+    )

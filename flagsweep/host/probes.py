@@ -38,7 +38,7 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from flagsweep import process
+from flagsweep import model, process
 from flagsweep.errors import FlagsweepError
 
 HARDWARE_EVENTS = ("cycles", "instructions", "branch-misses", "cache-misses")  # at most 4: no multiplexing on typical PMUs
@@ -62,10 +62,8 @@ class Preflight:
     reasons: tuple[str, ...]  # plain words: why not hardware / why none, and what to do
 
     def to_json(self) -> dict:
-        data = asdict(self)
-        data["events"] = list(self.events)
-        data["reasons"] = list(self.reasons)
-        return data
+        """As the run keeps it: its options' `counters` (model.CounterSetup)."""
+        return model.CounterSetup.model_validate(asdict(self)).dump()
 
 
 def _find_perf() -> str | None:

@@ -20,6 +20,7 @@ import os
 import platform
 import re
 import socket
+from dataclasses import dataclass
 from pathlib import Path
 
 from flagsweep.errors import FlagsweepError
@@ -394,8 +395,7 @@ def machine_state(compilers: list[str], pinned_cpu: int | None = None,
     root = Path(root)
     cpuinfo = _read_all(root / "proc/cpuinfo")
     host = cpu.read_host(cpuinfo or "")
-    described = cpu.describe(host, list(compilers))
-    by_compiler = described["march_native"]
+    by_compiler = cpu.describe(host, list(compilers)).march_native
 
     governor_op = CPUGovernor(root)
     per_cpu = governor_op.per_cpu()
@@ -452,10 +452,18 @@ def _load_avg(root: Path) -> list[float]:
 
 # --- show / tune / reset ----------------------------------------------------------------------
 
-def show(root: Path = Path("/")) -> list[dict]:
-    """Every operation's current value (None: not available here) and advice (None: fine)."""
-    return [{"name": op.name, "value": op.read(), "advice": op.advice()}
-            for op in _operations(Path(root))]
+@dataclass(frozen=True)
+class SettingState:
+    """One setting as `flagsweep system` shows it: its value (None: not available here) and
+    advice (None: fine)."""
+    name: str
+    value: str | None
+    advice: str | None
+
+
+def show(root: Path = Path("/")) -> list[SettingState]:
+    """Every operation's current value and advice."""
+    return [SettingState(op.name, op.read(), op.advice()) for op in _operations(Path(root))]
 
 
 def _state_file(state_file: Path | None) -> Path:

@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
-from flagsweep import report, shipped
+from flagsweep import model, report, shipped
 from flagsweep.across import suite
 from flagsweep.compilation import selection
 from flagsweep.errors import FlagsweepError, Interrupted
@@ -45,7 +45,7 @@ def run(names: list[str], sel: selection.Selection, opts: MeasureOptions, store:
             break
         except FlagsweepError as e:
             say(f"suite: {name} failed, going on with the others: {e}")
-            failed.append({"target": name, "error": str(e)})
+            failed.append(model.SuiteFailure(target=name, error=str(e)))
     page = write(done, failed, out) if done else None
     if stopped:
         where = f"{page} holds the suite of the finished sweeps; " if page else ""
@@ -53,17 +53,17 @@ def run(names: list[str], sel: selection.Selection, opts: MeasureOptions, store:
                           f"{out}/*/results.json --out {out}` redraws it after the run is resumed)")
     if page is None:
         raise FlagsweepError("no target of the suite has results: "
-                             + "; ".join(f"{f['target']}: {f['error']}" for f in failed))
+                             + "; ".join(f"{f.target}: {f.error}" for f in failed))
     return page
 
 
-def write(paths: list[Path], failed: list[dict], out: Path) -> Path:
+def write(paths: list[Path], failed: list[model.SuiteFailure], out: Path) -> Path:
     """The suite of these sweeps (and the targets that failed): its page, and its table on
     stderr."""
     paths, busy = suite.left_out(paths)
     if not paths:
         raise FlagsweepError("no target of the suite has complete results: "
-                             + "; ".join(f"{f['target']}: {f['error']}" for f in failed + busy))
+                             + "; ".join(f"{f.target}: {f.error}" for f in failed + busy))
     s = suite.build(suite.load_all(paths), failed=failed + busy)
     page = report.write_suite(s, out)
     terminal.show_suite(s)

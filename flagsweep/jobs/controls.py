@@ -98,28 +98,28 @@ def kept_reference(store: Store, target_name: str, machine: dict, baseline: str,
     kept = store.reference(target_name, history.machine_key(machine), baseline)
     if kept is None:
         return None
-    copy = kept_copy(kept["sha256"])
+    copy = kept_copy(kept.sha256)
     if copy.is_file() and toolchain.replaceable(copy) is None \
-            and files.sha256_file(copy) == kept["sha256"]:
+            and files.sha256_file(copy) == kept.sha256:
         data = copy.read_bytes()
     elif (shared := store.shared()) is None:
-        data = kept["binary"]
+        data = kept.binary
     else:
         say(f"warning: reference arm left out: the store keeps {baseline}'s binary from run "
-            f"{kept['run_id']} (sha256 {kept['sha256'][:12]}), but this machine has no copy of "
+            f"{kept.run_id} (sha256 {kept.sha256[:12]}), but this machine has no copy of "
             f"it ({copy}) and flagsweep runs no program from a store others can write "
             f"({shared}); put the binary there, or pass --reference or --no-reference")
         return None
-    if files.sha256_bytes(data) != kept["sha256"]:
-        raise ConfigError(f"the store's kept reference of {target_name} (run {kept['run_id']}) "
+    if files.sha256_bytes(data) != kept.sha256:
+        raise ConfigError(f"the store's kept reference of {target_name} (run {kept.run_id}) "
                           f"does not have the sha256 it was kept with; run with --no-reference")
     folder = files.make_dir(out / "reference", "the kept reference's folder")
     # A fixed name: the stored one is the store's word, and a path in it would write elsewhere.
     path = folder / "binary"
     files.write_atomic(path, data, mode=0o755)
-    say(f"reference arm: {baseline}'s binary kept from run {kept['run_id']} (sha256 "
-        f"{kept['sha256'][:12]}), measured beside this build (--no-reference: without it)")
-    return path, list(kept["flags"])
+    say(f"reference arm: {baseline}'s binary kept from run {kept.run_id} (sha256 "
+        f"{kept.sha256[:12]}), measured beside this build (--no-reference: without it)")
+    return path, list(kept.flags)
 
 
 def kept_copy(sha256: str) -> Path:

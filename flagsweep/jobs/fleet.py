@@ -79,7 +79,7 @@ def connect(address: str):
 def default_label() -> str:
     """What gcc's -march=native resolves to here (a CPU family name), else 'default'."""
     from flagsweep.host import cpu
-    native = cpu.describe(cpu.read_host(), ["gcc"])["march_native"].get("gcc")
+    native = cpu.describe(cpu.read_host(), ["gcc"]).march_native.get("gcc")
     return re.sub(r"[^A-Za-z0-9._-]", "_", native) if native else "default"
 
 
@@ -291,7 +291,7 @@ def _start_run(p: Label, t, r, opts, db: store.Store, given, say, name: str) -> 
     p.run_id = db.create_unique_run(f"{name}-{p.name}", t.name, r.name, p.out,
                                     options, p.machine)
     stored.claim(p.out, "run_id", p.run_id)
-    db.save_variants(p.run_id, [d.dump() for d in p.docs])
+    db.save_variants(p.run_id, p.docs)
     db.set_option(p.run_id, "workload", outputs.workload_option(t, given))
     db.set_option(p.run_id, "counters", p.counters)
     say(f"{p.name}: run id {p.run_id}")

@@ -95,7 +95,7 @@ def started(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: va
     run_id = store.create_unique_run(base, t.name, r.name, out, options, machine)
     stored.claim(out, "run_id", run_id)
     say(f"run id {run_id}")
-    store.save_variants(run_id, [d.dump() for d in docs])
+    store.save_variants(run_id, docs)
     sweep = Sweep(run_id, t, r.name, out, opts, docs, m.baseline.id, execute, build_opts)
     return _measure(sweep, store, say)
 
@@ -236,7 +236,7 @@ def confirmation_planned(sweep: Sweep, store: Store, ending: dict,
     doc = writer.document(store, sweep.run_id, ending)
     reach = confirmation.measured_reach(store, sweep.target.name, doc.machine)
     planned = confirmation.plan(doc, reach, sweep.opts, off)
-    if ending["status"] != "complete" and planned.status == confirmation.NOT_NEEDED:
+    if doc.status != "complete" and planned.status == confirmation.NOT_NEEDED:
         planned = None      # no answer yet: "not needed" would read as a settled answer's
     store.set_option(sweep.run_id, "confirmation", planned)
 

@@ -34,6 +34,7 @@ import math
 import random
 import statistics
 from collections import defaultdict
+from dataclasses import dataclass, field
 from typing import Callable
 
 from flagsweep import model
@@ -95,30 +96,39 @@ def run(plan: rounds.Plan, cpus: tuple[int, int],
                     take(who, r, pos, pad, pair=vid)
 
 
+@dataclass
+class RatioLogs:
+    """Each comparison's paired log ratios (variant -> its pairs'), in each schedule."""
+    serial: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    duet: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+
+    def of(self, schedule: str) -> dict[str, list[float]]:
+        return self.serial if schedule == "serial" else self.duet
+
+
 def figures(samples: list[Sample],
             metric_of: Callable[[Sample], float | None]) -> model.Pilot:
     """What the pilot measured (the module's docstring): per schedule its pairs, paired
     spread, round duration and half-width after a minute, and the bias check per comparison."""
     ran = [s for s in samples if is_pilot(s.round) and s.ok and s.pair]
-    logs: dict[str, dict[str, list[float]]] = {"serial": defaultdict(list),
-                                               "duet": defaultdict(list)}
+    logs = RatioLogs()
     for p in pairs.complete([(s, x) for s in ran if (x := metric_of(s)) and x > 0]):
-        logs[schedule_of(p.round)][p.variant].append(p.log_ratio)
-    comparisons = len(set(logs["serial"]) | set(logs["duet"]))
+        logs.of(schedule_of(p.round))[p.variant].append(p.log_ratio)
+    comparisons = len(set(logs.serial) | set(logs.duet))
     each = {}
     for schedule, round_s in _round_seconds(ran).items():
-        sd = _pooled_sd(logs[schedule])
+        sd = _pooled_sd(logs.of(schedule))
         each[schedule] = model.PilotFigures(
-            pairs=sum(map(len, logs[schedule].values())),
+            pairs=sum(map(len, logs.of(schedule).values())),
             sd_pct=None if sd is None else 100 * sd, round_s=round_s,
             minute_pct=None if sd is None or round_s is None
             else 100 * Z95 * sd * math.sqrt(round_s / 60))
     level = 1 - ALPHA / max(1, comparisons)
     return model.Pilot(
-        pairs=max((len(x) for by in logs.values() for x in by.values()), default=0),
+        pairs=max((len(x) for by in (logs.serial, logs.duet) for x in by.values()), default=0),
         comparisons=comparisons, **each, level=level,
-        bias=[_bias(vid, logs["duet"].get(vid, []), logs["serial"].get(vid, []), level)
-              for vid in sorted(set(logs["serial"]) & set(logs["duet"]))])
+        bias=[_bias(vid, logs.duet.get(vid, []), logs.serial.get(vid, []), level)
+              for vid in sorted(set(logs.serial) & set(logs.duet))])
 
 
 def _pooled_sd(by_comparison: dict[str, list[float]]) -> float | None:

@@ -16,9 +16,10 @@ from flagsweep.screen import beneath, shown
 
 VERDICTS = ("faster", "slower", "equivalent", "inconclusive", "identical-code", "not-measured")
 # One colour per verdict, shared by the page's badges and the plots' markers.
+BASELINE_COLOR = "#0969da"     # the baseline, and what is drawn against it (plots' zero line)
 COLORS = {"faster": "#1a7f37", "slower": "#cf222e", "equivalent": "#57606a",
           "inconclusive": "#bf8700", "identical-code": "#8250df", "not-measured": "#24292f",
-          "baseline": "#0969da", "faster-luck": "#6f9f7b", "slower-luck": "#c27c80"}
+          "baseline": BASELINE_COLOR, "faster-luck": "#6f9f7b", "slower-luck": "#c27c80"}
 VERDICT_TEXT = {"faster": "faster", "slower": "slower", "equivalent": "no difference",
                 "inconclusive": "inconclusive", "identical-code": "identical code",
                 "not-measured": "not measured", "baseline": "baseline",

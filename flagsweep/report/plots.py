@@ -25,7 +25,7 @@ import numpy as np
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 
-from flagsweep.report.formats import COLORS
+from flagsweep.report.formats import BASELINE_COLOR, COLORS
 from flagsweep.report.tune import TuneView
 from flagsweep.report.variants import VariantRow, metric_values
 from flagsweep.report.view import SweepView
@@ -98,7 +98,7 @@ def layouts(report: SweepView) -> Figure | None:
     ax = fig.subplots()
     thr = report.threshold_pct
     ax.axvspan(-thr, thr, color="#d0d7de", alpha=0.6, lw=0, label=f"+-{thr:g}% threshold")
-    ax.axvline(0, color=COLORS["baseline"], lw=0.8)
+    ax.axvline(0, color=BASELINE_COLOR, lw=0.8)
     for i, row in enumerate(rows):
         y = len(rows) - 1 - i
         color = COLORS.get(row.verdict, "#24292f")
@@ -140,7 +140,7 @@ def distributions(report: SweepView) -> Figure | None:
         if s.outliers:
             ax.scatter([values[j] for j in s.outliers], [y + jitter[j] for j in s.outliers],
                        s=30, marker="x", color=COLORS["slower"], zorder=4)
-    ax.axvline(0, color=COLORS["baseline"], lw=0.8)
+    ax.axvline(0, color=BASELINE_COLOR, lw=0.8)
     ax.set_yticks(range(len(series))[::-1], [_label(s.row.label) for s in series])
     _scale_for(ax, [(v / base - 1) * 100 for s in series for v in s.values], report.threshold_pct)
     ax.set_xlabel(f"% from the baseline's median {report.metric} ({base:.4g} {report.unit}); "
@@ -166,7 +166,7 @@ def run_order(report: SweepView) -> Figure | None:
         y = [(v / med - 1) * 100 for v in s.values]
         highlight = row.role in ("baseline", "twin")
         ax.scatter(x, y, s=12 if highlight else 7, lw=0, alpha=0.9 if highlight else 0.45,
-                   color=COLORS["baseline"] if highlight else "#6e7781",
+                   color=BASELINE_COLOR if highlight else "#6e7781",
                    label="baseline and its A/A copy" if row.role == "baseline" else None)
         xs += list(x)
         ys += y
@@ -256,10 +256,10 @@ def _spent(ax, tune: TuneView, key: str) -> None:
     if banded:
         ax.fill_between([at(p) for p in banded], [p.ci_pct[0] for p in banded],
                         [p.ci_pct[1] for p in banded], step="post", lw=0, alpha=0.25,
-                        color=COLORS["baseline"], label="its 95% CI")
+                        color=BASELINE_COLOR, label="its 95% CI")
     if curve:
         ax.plot([at(p) for p in curve], [p.change_pct for p in curve], drawstyle="steps-post",
-                marker="o", ms=3, color=COLORS["baseline"], lw=1.5, label="best so far",
+                marker="o", ms=3, color=BASELINE_COLOR, lw=1.5, label="best so far",
                 zorder=3)
     ax.margins(x=0.05, y=0.1)
 

@@ -178,7 +178,7 @@ def show_pick(p, out: Console | None = None) -> None:
         ci = stats.ci_text(c.ci95)
         s, worst = c.skew, c.worst
         t.add_row(Text(c.label or " ".join(c.flags)), gm, ci, str(len(c.pairs)),
-                  f"{s['faster']}/{s['equivalent']}/{s['slower']}/{s['undecided']}",
+                  f"{s.faster}/{s.equivalent}/{s.slower}/{s.undecided}",
                   Text(f"{worst.program} {stats.change_text(worst.ratio, worst.ci95)}"
                        if worst and worst.ratio > 1 else ""),
                   _cost(c.size_ratio), _cost(c.build_cpu_ratio), Text(c.excluded))

@@ -19,6 +19,7 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +104,22 @@ def masked(url: str | sa.URL) -> str:
     u = sa.make_url(url)
     secret = {k: "***" for k in u.query if k.lower() in ("password", "passfile", "sslpassword")}
     return u.update_query_dict(secret).render_as_string(hide_password=True)
+
+
+@dataclass(frozen=True)
+class KeptReference:
+    """A row of kept_references: the binary a target's nightly series is measured against on
+    one machine, beside each later sweep's own build (jobs.controls)."""
+
+    target: str
+    machine: str
+    baseline: str
+    sha256: str
+    name: str                # the binary's file name
+    flags: list[str]
+    run_id: str              # the sweep it was kept from
+    kept: float              # time.time() when it was kept
+    binary: bytes
 
 
 class Store:
@@ -346,11 +363,13 @@ class Store:
 
     # ---- variants ------------------------------------------------------------------------
 
-    def save_variants(self, run_id: str, docs: list[dict]) -> None:
+    def save_variants(self, run_id: str, docs: list[model.Variant | dict]) -> None:
+        """The run's variants in matrix order, each held to results.json's model as it is
+        written (a document with a key the model does not declare is refused here)."""
         with self._begin() as c:
-            for i, doc in enumerate(docs):
-                c.execute(variants.insert().values(run_id=run_id, variant_id=doc["id"],
-                                                   position=i, doc=doc))
+            for i, v in enumerate(map(model.Variant.model_validate, docs)):
+                c.execute(variants.insert().values(run_id=run_id, variant_id=v.id,
+                                                   position=i, doc=v.dump()))
 
     def save_check(self, run_id: str, variant_id: str, check: dict | model.Check) -> None:
         check = model.Check.model_validate(check).dump()
@@ -366,19 +385,19 @@ class Store:
         with self._connect() as c:
             rows = c.execute(sa.select(variants.c.doc, variants.c.check)
                              .where(variants.c.run_id == run_id)
-                             .order_by(variants.c.position)).mappings().all()
-        return [model.Variant.model_validate({**r["doc"], "check": r["check"]}) for r in rows]
+                             .order_by(variants.c.position)).all()
+        return [model.Variant.model_validate({**r.doc, "check": r.check}) for r in rows]
 
     # ---- kept references -----------------------------------------------------------------------
 
-    def reference(self, target: str, machine: str, baseline: str) -> dict | None:
-        """The kept reference binary of this target, machine and baseline variant: sha256, name,
-        flags, run_id, kept and the binary's bytes; None when none is kept yet."""
+    def reference(self, target: str, machine: str, baseline: str) -> KeptReference | None:
+        """The kept reference binary of this target, machine and baseline variant; None when
+        none is kept yet."""
         with self._connect() as c:
             row = c.execute(sa.select(references).where(
                 references.c.target == target, references.c.machine == machine,
                 references.c.baseline == baseline)).mappings().first()
-        return dict(row) if row else None
+        return KeptReference(**row) if row else None
 
     def keep_reference(self, target: str, machine: str, baseline: str, binary: Path,
                        flags: list[str], run_id: str, sha256: str) -> bool:
@@ -460,15 +479,15 @@ class Store:
     def _read(self, table: sa.Table, run_id: str) -> list[Sample]:
         with self._connect() as c:
             rows = c.execute(sa.select(table).where(table.c.run_id == run_id)
-                             .order_by(table.c.round, table.c.position, table.c.id)).mappings().all()
+                             .order_by(table.c.round, table.c.position, table.c.id)).all()
         # An attempt was set aside because it was disturbed: it has no column to say so.
-        return [Sample(variant_id=r["variant_id"], round=r["round"], position=r["position"],
-                       env_pad=r["env_pad"], wall_s=r["wall_s"], user_s=r["user_s"],
-                       sys_s=r["sys_s"], maxrss_kb=r["maxrss_kb"], counters=r["counters"],
-                       multiplexed=bool(r["multiplexed"]), failure=r["failure"],
-                       taken_at=r["taken_at"], worker=r["worker"],
-                       disturbed=bool(r.get("disturbed", True)), pair=r["pair"] or None,
-                       cpu=r["cpu"]) for r in rows]
+        return [Sample(variant_id=r.variant_id, round=r.round, position=r.position,
+                       env_pad=r.env_pad, wall_s=r.wall_s, user_s=r.user_s,
+                       sys_s=r.sys_s, maxrss_kb=r.maxrss_kb, counters=r.counters,
+                       multiplexed=bool(r.multiplexed), failure=r.failure,
+                       taken_at=r.taken_at, worker=r.worker,
+                       disturbed=bool(r.disturbed) if table is samples else True,
+                       pair=r.pair or None, cpu=r.cpu) for r in rows]
 
     def done(self, run_id: str) -> set[tuple[str, int]]:
         """(variant, round) pairs already measured: what a resumed sweep must not repeat."""

@@ -106,9 +106,14 @@ meta = sa.Table(
 # the version row's update, so a store is never left half-migrated. Fresh stores are created at
 # SCHEMA_VERSION directly from `metadata`, so each step must end in exactly what `metadata` says.
 
+def column_names(c: sa.Connection, table: str) -> set[str]:
+    """The columns a table has in the store as it is now (an older one may lack some)."""
+    return {col["name"] for col in sa.inspect(c).get_columns(table)}
+
+
 def v2_sample_worker_and_runs_index(c: sa.Connection) -> None:
     """samples.worker (which machine took the sample); an index on runs.target."""
-    columns = {col["name"] for col in sa.inspect(c).get_columns("samples")}
+    columns = column_names(c, "samples")
     if "worker" not in columns:
         kind = samples.c.worker.type.compile(dialect=c.dialect)
         c.exec_driver_sql(f"ALTER TABLE samples ADD COLUMN worker {kind}")
@@ -117,7 +122,7 @@ def v2_sample_worker_and_runs_index(c: sa.Connection) -> None:
 
 def v3_disturbed_and_attempts(c: sa.Connection) -> None:
     """samples.disturbed; the attempts table (made by create_all before the steps run)."""
-    columns = {col["name"] for col in sa.inspect(c).get_columns("samples")}
+    columns = column_names(c, "samples")
     if "disturbed" not in columns:
         c.exec_driver_sql("ALTER TABLE samples ADD COLUMN disturbed BOOLEAN NOT NULL DEFAULT FALSE")
     attempts_by_run.create(c, checkfirst=True)
@@ -132,7 +137,7 @@ def v5_pairs(c: sa.Connection) -> None:
     """samples.pair and samples.cpu (and the attempts' own), and the unique key with the pair
     in it: a duet round runs the baseline once per comparison, each run in its own pair."""
     for table in (samples, attempts):
-        columns = {col["name"] for col in sa.inspect(c).get_columns(table.name)}
+        columns = column_names(c, table.name)
         if "cpu" not in columns:
             c.exec_driver_sql(f"ALTER TABLE {table.name} ADD COLUMN cpu INTEGER")
         if "pair" not in columns:

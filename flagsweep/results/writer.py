@@ -155,7 +155,7 @@ def _document(run: model.RunRecord, stored: list[model.Variant],
         folded = layouts.fold(doc.variants, values, doc.baseline)
         doc.variants, values, replicates = folded.variants, folded.values, folded.replicates
         doc.measurement.layouts = model.Layouts.model_validate(layout.described(m["layouts"]))
-    design = sequential.Design.from_json(o.sequential and o.sequential.dump())
+    design = sequential.Design.stored(o.sequential)
     doc.measurement.sequential = model.Sequential.model_validate(design.to_json())
     analysis.apply(doc, values, seed=m.get("seed") or 0, replicates=replicates,
                    refused=refused, design=design, luck=o.confirmation)

@@ -62,7 +62,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as sps
 
-from flagsweep import stats
+from flagsweep import model, stats
 
 ALPHA = 0.05
 STOP_SHARE = 0.2      # of alpha, for the variant stops; the analysis at the end tests at the rest
@@ -81,11 +81,11 @@ class Design:
         return {"alpha": self.alpha, "stops_alpha": self.stops, "tost_level": self.tost}
 
     @classmethod
-    def from_json(cls, doc: dict | None) -> "Design":
+    def stored(cls, kept: model.Sequential | None) -> "Design":
         """A stored design; none stored (a sweep before designs were kept): a single look."""
-        if not doc:
+        if kept is None or not kept.model_fields_set:
             return cls()
-        return cls(doc["alpha"], doc["stops_alpha"], doc["tost_level"])
+        return cls(kept.alpha, kept.stops_alpha, kept.tost_level)
 
 
 def design(m: int, min_rounds: int, max_rounds: int, drop: bool, alpha: float = ALPHA) -> Design:

@@ -194,7 +194,7 @@ def _built_on_fleet(s: Setting, m: matrix.Matrix) -> dict[str, model.Build]:
                                 resources={worker.BENCH: 1,
                                            worker.label_resource(s.fleet.label): 1}
                                 ).result()
-    return {d["id"]: model.Variant.model_validate(d).build for d in got["docs"]}
+    return {v.id: v.build for v in map(model.Variant.model_validate, got["docs"])}
 
 
 def run_id(s: Setting, path: Path) -> str:

@@ -43,6 +43,19 @@ ROLE_DROPPED_FIRST = "runner-up"
 
 
 @dataclass(frozen=True)
+class Shares:
+    """How a tune's budget is shared among its phases, in the order they run."""
+    search: float
+    ablation: float
+    proof: float
+
+    def through(self, phase: str) -> float:
+        """The share spent by the end of `phase`: its own and the phases' before it."""
+        order = ("search", "ablation", "proof")
+        return sum(getattr(self, p) for p in order[:order.index(phase) + 1])
+
+
+@dataclass(frozen=True)
 class Pace:
     """What a proof's sweep costs here: a set's build (its compile, at the search's pace), a
     run of its input, and the rounds it takes at least (its --min-runs and warmup)."""
@@ -147,14 +160,14 @@ def _said(p: model.TuneProofPlan, n: int, k: int) -> str:
             f"({p.spread_source}); {cost}, in {left}{more}")
 
 
-def opening(budget_s: float, shares: dict[str, float], build_s: float | None,
+def opening(budget_s: float, shares: Shares, build_s: float | None,
             compiles: int | None, cached: bool) -> str:
     """What the budget buys here, said as a tune starts: the phases' times and the candidates
     the search's share can build at the pace of the base's build (the search's rounds take
     their share of it too, so fewer)."""
-    search = shares["search"] * budget_s
-    phases = (f"then {duration(shares['ablation'] * budget_s)} for the ablation and "
-              f"{duration(shares['proof'] * budget_s)} for the proof, its layouts sized by "
+    search = shares.search * budget_s
+    phases = (f"then {duration(shares.ablation * budget_s)} for the ablation and "
+              f"{duration(shares.proof * budget_s)} for the proof, its layouts sized by "
               "power in what is left")
     head = f"budget {duration(budget_s)} here: the search's {duration(search)}"
     if not build_s:

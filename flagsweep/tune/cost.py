@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import time
 
+from flagsweep.tune.budget import Shares
 from flagsweep.tune.record import Tuning
 
 
 # How the budget is shared: most of it searching, then the ablation on the search input, then
 # the proof on the full input over layouts (its rounds are the longest).
-SHARES = {"search": 0.6, "ablation": 0.15, "proof": 0.25}
+SHARES = Shares(search=0.6, ablation=0.15, proof=0.25)
 
 MIN_ROUNDS_S = 60.0          # the least an ablation's or a proof's sweep is given for its rounds
 
@@ -46,8 +47,7 @@ def phase_left(tune: Tuning, phase: str) -> float:
 
 def phase_end(tune: Tuning, phase: str) -> float:
     """The tune's clock at which a phase's share of the budget is spent."""
-    order = list(SHARES)
-    return tune.opts.budget_s * sum(SHARES[p] for p in order[:order.index(phase) + 1])
+    return tune.opts.budget_s * SHARES.through(phase)
 
 
 def count(tune: Tuning, step: str, **spent: float) -> None:

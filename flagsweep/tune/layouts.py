@@ -55,7 +55,7 @@ def _planned(tune: Tuning, rows: list[model.TuneAblationRow], path: Path
     """The check as planned once (_layout_plan) and kept with the ablation's plan."""
     plan = tune.state.ablation_plan
     if plan.layout_check is None:
-        plan.layout_check = _layout_plan(tune, rows, path)
+        plan.layout_check = _layout_plan(tune, rows, path).dump()
         tune.save()
     return model.TuneLayoutCheck.model_validate(plan.layout_check)
 
@@ -89,7 +89,8 @@ def _say_checked(rows: list[model.TuneAblationRow], check: model.TuneLayoutCheck
                 + ("" if r.flag in confirmed else ": not counted as mattering"))
 
 
-def _layout_plan(tune: Tuning, rows: list[model.TuneAblationRow], path: Path) -> dict:
+def _layout_plan(tune: Tuning, rows: list[model.TuneAblationRow], path: Path
+                 ) -> model.TuneLayoutCheck:
     """Which rows the check measures, and why not when none: the most doubtful first (their
     intervals nearest to no change), as many as their builds and least rounds fit in what is
     left of the ablation's time and a fifth of the proof's (PROOF_LOAN). Kept with the study,
@@ -102,18 +103,19 @@ def _layout_plan(tune: Tuning, rows: list[model.TuneAblationRow], path: Path) ->
     reach_pct, source = reach or (confirmation.DEFAULT_REACH_PCT,
                                   "the default: no layout spread measured for this program "
                                   "on this machine")
-    record = {"reach_pct": reach_pct, "reach_source": source, "layouts": k}
     doubtful = sorted(proof.to_check(rows, reach_pct),
                       key=lambda r: confirmation.nearest_pct(r.ci95) or 0.0)
-    record["doubtful"] = [r.flag for r in doubtful]
+    record = {"reach_pct": reach_pct, "reach_source": source, "layouts": k,
+              "doubtful": [r.flag for r in doubtful]}
     if not doubtful:
         decided = any(r.verdict == "slower" for r in rows)
-        return {**record, "status": "not-needed", "why": (
+        return model.TuneLayoutCheck(**record, status="not-needed", why=(
             f"every cost decided ends further from no change than the {reach_pct:.1f}% layout "
-            f"luck reaches ({source})" if decided else "no removal was decided slower")}
+            f"luck reaches ({source})" if decided else "no removal was decided slower"))
     if s.fleet is not None:
-        return {**record, "status": "skipped", "why": "a fleet sweep cannot build layouts"}
-    return {**record, **_fitted(tune, path, doubtful, k)}
+        return model.TuneLayoutCheck(**record, status="skipped",
+                                     why="a fleet sweep cannot build layouts")
+    return model.TuneLayoutCheck(**record, **_fitted(tune, path, doubtful, k))
 
 
 def _fitted(tune: Tuning, path: Path, doubtful: list[model.TuneAblationRow], k: int
@@ -125,7 +127,7 @@ def _fitted(tune: Tuning, path: Path, doubtful: list[model.TuneAblationRow], k: 
     pace, run_s = cost.build_pace(tune), _run_pace(tune, path)
     rounds = s.measure.min_runs + s.measure.warmup
     avail = (cost.phase_left(tune, "ablation")
-             + PROOF_LOAN * cost.SHARES["proof"] * tune.opts.budget_s)
+             + PROOF_LOAN * cost.SHARES.proof * tune.opts.budget_s)
     n = len(doubtful)
     paces = budget.Pace(pace, run_s, rounds)
     while n and sum(budget.need(n + 1, k, paces)) > avail:

@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
+from flagsweep.measure.options import from_store
 from flagsweep.model.tune import BrokenFlags, RecordedBatch, Remeasurement
 from flagsweep.tune import batch, budget, cost, culprit, document, ranking, search, sweeps
 from flagsweep.tune.batch import Proposal
@@ -27,7 +28,7 @@ BATCH_LEAST_S = 30.0         # the least a batch's sweep is given for its rounds
 def race(tune: Tuning, say: Callable[[str], None]) -> None:
     """The search phase: a batch at a time while the search's share of the budget lasts, the
     trials asked last, or the sampler proposes something new."""
-    end = tune.opts.budget_s * cost.SHARES["search"]
+    end = tune.opts.budget_s * cost.SHARES.search
     stale = 0
     while tune.elapsed() < end and stale < STALE_BATCHES and not _enough(tune):
         n = _batch_size(tune, end, say)
@@ -185,8 +186,8 @@ def _swept(tune: Tuning, number: int, todo: list[Proposal],
     best = ranking.best(tune)
     incumbent = tuple(best[1]) if best else s.base
     found = s.store.find_run(str(out))
-    remaining = tune.opts.budget_s * cost.SHARES["search"] - tune.elapsed()
-    budget = max(BATCH_LEAST_S, min(remaining, tune.opts.budget_s * cost.SHARES["search"] / 4))
+    remaining = tune.opts.budget_s * cost.SHARES.search - tune.elapsed()
+    budget = max(BATCH_LEAST_S, min(remaining, tune.opts.budget_s * cost.SHARES.search / 4))
     if found != str(out):
         path = batch.resume(s, found)
     else:
@@ -228,7 +229,8 @@ def _fix_metric(tune: Tuning, run_id: str) -> None:
     """The metric the first batch chose (--metric auto) is every later batch's: ratios of one
     tune must be of one metric. So is its schedule (--schedule, jobs.schedule): one pilot."""
     options = tune.setting.store.run(run_id).options
-    chosen, kept = options.measure["metric"], options.schedule and options.schedule.dump()
+    chosen = from_store(options.measure, f"run {run_id}, key 'options.measure'").metric
+    kept = options.schedule and options.schedule.dump()
     m = tune.setting.measure
     if m.metric != chosen or (kept and not m.chosen_schedule):
         tune.setting.measure = replace(m, metric=chosen,
@@ -255,7 +257,7 @@ def _bisect(tune: Tuning, c: Proposal, j: batch.Judged, say: Callable[[str], Non
     # A failing set is one candidate of many: reducing flags that fail only together may take
     # a fifth of the search's time, all such sets together, so that they cannot eat the search
     # (a sampler can propose sets that fail alike many times before its model learns).
-    left = REDUCE_SHARE * tune.opts.budget_s * cost.SHARES["search"] - cost.spent(tune, "probe_s")
+    left = REDUCE_SHARE * tune.opts.budget_s * cost.SHARES.search - cost.spent(tune, "probe_s")
     began = time.monotonic()
     until = began + max(0.0, min(left, cost.phase_left(tune, "search")))
     found = culprit.culprit(changes, probe, lambda: time.monotonic() < until)
@@ -314,7 +316,7 @@ def _say_batch(tune: Tuning, number: int, todo: list[Proposal], told: dict[int, 
         number_, flags, ratio = best
         changes = " ".join(flags[len(tune.setting.base):]) or "(the base)"
         where = f"{ranking.pct(ratio)} (trial {number_}: {ranking.short(changes)})"
-    end = tune.opts.budget_s * cost.SHARES["search"]
+    end = tune.opts.budget_s * cost.SHARES.search
     more = budget.candidates_left(end - tune.elapsed(), tune.elapsed(), len(_asked(tune)))
     pace = f"; about {more} more candidates fit in the search at this pace" \
         if more is not None and tune.state.phase == "search" else ""

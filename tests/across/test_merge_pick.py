@@ -134,7 +134,7 @@ def test_pick_shows_each_candidates_skew_worst_loss_and_costs(two_machines, tmp_
     paths = [rf.write(tmp_path / name, doc) for name, doc in zip("ab", docs)]
     p = pick.pick(paths)
     o3 = next(c for c in p.candidates if c.id == "gcc-O3")
-    assert o3.skew == {"faster": 1, "equivalent": 0, "slower": 1, "undecided": 0}
+    assert o3.skew == pick.Skew(faster=1, equivalent=0, slower=1, undecided=0)
     assert "beta CPU 1" in o3.worst.machine and o3.worst.ratio > 1.1
     assert o3.size_ratio == pytest.approx(1.3) and o3.build_cpu_ratio == pytest.approx(1.3)
     assert "-O3: " in p.answer and "faster on 1, equivalent on 0, slower on 1" in p.answer

@@ -164,8 +164,10 @@ class Kept:
     def __init__(self, row: dict, shared: str | None = None):
         self.row, self.why = row, shared
 
-    def reference(self, *key):
-        return self.row
+    def reference(self, target, machine, baseline):
+        from flagsweep.results.store import KeptReference
+        return KeptReference(**{"target": target, "machine": machine, "baseline": baseline,
+                                "name": "binary", "kept": 0.0, **self.row})
 
     def shared(self):
         return self.why

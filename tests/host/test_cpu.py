@@ -323,15 +323,16 @@ def test_march_native_missing_compiler_is_none_and_logged(caplog):
 def test_describe_haswell():
     _need("gcc")
     summary = cpu.describe(cpu.read_host(HASWELL), ["gcc", "no-such-compiler-def"])
-    json.dumps(summary)  # must be JSON-able as it is
-    assert set(summary) == {"cpu_model", "vendor", "family", "model", "stepping", "microcode",
-                            "cpu_flags", "hypervisor", "isa_levels", "march_native", "levels"}
-    assert summary["model"] == "60"
-    assert summary["isa_levels"] == ["x86-64", "x86-64-v2", "x86-64-v3"]
-    assert summary["cpu_flags"] == sorted(summary["cpu_flags"]) and "avx2" in summary["cpu_flags"]
-    assert summary["march_native"]["no-such-compiler-def"] is None
-    assert summary["march_native"]["gcc"] == cpu.march_native("gcc")
-    assert summary["levels"] == [
+    doc = summary.dump()
+    json.dumps(doc)  # `flagsweep cpus --json` prints it as it is
+    assert set(doc) == {"cpu_model", "vendor", "family", "model", "stepping", "microcode",
+                        "cpu_flags", "hypervisor", "isa_levels", "march_native", "levels"}
+    assert summary.model == "60"
+    assert summary.isa_levels == ["x86-64", "x86-64-v2", "x86-64-v3"]
+    assert summary.cpu_flags == sorted(summary.cpu_flags) and "avx2" in summary.cpu_flags
+    assert summary.march_native["no-such-compiler-def"] is None
+    assert summary.march_native["gcc"] == cpu.march_native("gcc")
+    assert doc["levels"] == [
         {"level": "x86-64", "runnable": True, "missing": []},
         {"level": "x86-64-v2", "runnable": True, "missing": []},
         {"level": "x86-64-v3", "runnable": True, "missing": []},
@@ -341,9 +342,9 @@ def test_describe_haswell():
 
 def test_describe_core2_levels():
     summary = cpu.describe(cpu.read_host(CORE2), [])
-    assert summary["march_native"] == {}
-    assert summary["levels"][1] == {"level": "x86-64-v2", "runnable": False,
-                                    "missing": ["popcnt", "sse4_1", "sse4_2"]}
+    assert summary.march_native == {}
+    assert summary.levels[1] == cpu.LevelSupport(level="x86-64-v2", runnable=False,
+                                                 missing=["popcnt", "sse4_1", "sse4_2"])
 
 
 # --- recorded hosts and the probe -----------------------------------------------------------

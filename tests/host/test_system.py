@@ -175,19 +175,19 @@ def test_warnings_on_this_machine_are_strings():
 # --- show / tune / reset on a fake tree -------------------------------------------------------
 
 def test_show_fake_tree(fake_root: Path):
-    rows = {row["name"]: row for row in system.show(fake_root)}
-    assert [row["name"] for row in system.show(fake_root)] == [
+    rows = {row.name: row for row in system.show(fake_root)}
+    assert [row.name for row in system.show(fake_root)] == [
         "CPU governor", "Turbo boost", "NMI watchdog", "perf_event_paranoid", "ASLR"]
-    assert rows["CPU governor"]["value"] == "powersave"
-    assert "performance" in rows["CPU governor"]["advice"]
-    assert rows["Turbo boost"]["value"] == "on" and rows["Turbo boost"]["advice"]
-    assert rows["NMI watchdog"]["value"] == "1" and rows["NMI watchdog"]["advice"]
-    assert rows["perf_event_paranoid"]["value"] == "2" and rows["perf_event_paranoid"]["advice"]
-    assert rows["ASLR"] == {"name": "ASLR", "value": "2", "advice": None}
+    assert rows["CPU governor"].value == "powersave"
+    assert "performance" in rows["CPU governor"].advice
+    assert rows["Turbo boost"].value == "on" and rows["Turbo boost"].advice
+    assert rows["NMI watchdog"].value == "1" and rows["NMI watchdog"].advice
+    assert rows["perf_event_paranoid"].value == "2" and rows["perf_event_paranoid"].advice
+    assert rows["ASLR"] == system.SettingState("ASLR", "2", None)
 
 
 def test_show_empty_tree(tmp_path: Path):
-    assert all(row["value"] is None and row["advice"] is None for row in system.show(tmp_path))
+    assert all(row.value is None and row.advice is None for row in system.show(tmp_path))
 
 
 def test_tune_then_reset_restores_exact_originals(fake_root, state_file, as_root):
@@ -209,7 +209,7 @@ def test_tune_then_reset_restores_exact_originals(fake_root, state_file, as_root
     saved = json.loads(state_file.read_text())
     assert saved["saved"] == {"CPU governor": "powersave", "Turbo boost": "on",
                               "NMI watchdog": "1", "perf_event_paranoid": "2"}
-    assert all(row["advice"] is None for row in system.show(fake_root))
+    assert all(row.advice is None for row in system.show(fake_root))
 
     lines = system.reset(fake_root, state_file)
     assert contents(fake_root) == before
@@ -255,14 +255,14 @@ def test_governor_not_offered_is_not_tuned(fake_root, state_file, as_root):
     system.tune(fake_root, state_file)
     assert (fake_root / CPU / "cpu0/cpufreq/scaling_governor").read_text() == "powersave"
     row = system.show(fake_root)[0]
-    assert "no 'performance' governor" in row["advice"]
+    assert "no 'performance' governor" in row.advice
 
 
 def test_cpufreq_boost_interface(tmp_path, state_file, as_root):
     boost = tmp_path / CPU / "cpufreq/boost"
     boost.parent.mkdir(parents=True)
     boost.write_text("1")
-    assert system.show(tmp_path)[1]["value"] == "on"
+    assert system.show(tmp_path)[1].value == "on"
     system.tune(tmp_path, state_file)
     assert boost.read_text() == "0"
     system.reset(tmp_path, state_file)
@@ -275,7 +275,7 @@ def test_aslr_off_is_never_tuned(fake_root, state_file, as_root):
     lines = system.tune(fake_root, state_file)
     assert aslr.read_text() == "0"
     assert any("ASLR: not changed (randomize_va_space=0)" in line for line in lines)
-    assert "randomize_va_space=0" in system.show(fake_root)[4]["advice"]
+    assert "randomize_va_space=0" in system.show(fake_root)[4].advice
 
 
 def test_tune_without_root_changes_nothing(fake_root, state_file, monkeypatch):

@@ -125,7 +125,7 @@ def test_the_power_is_what_the_comparison_over_layouts_calls():
 
 
 def test_the_opening_says_how_many_candidates_the_search_can_build():
-    shares = {"search": 0.6, "ablation": 0.15, "proof": 0.25}
+    shares = budget.Shares(search=0.6, ablation=0.15, proof=0.25)
     said = budget.opening(1200.0, shares, 105.0, 279, cached=False)
     assert said.startswith("budget 20 min here: the search's 12 min build about 6 candidates "
                            "at 2 min a build (the base's, 279 compile lines, just now), fewer")

@@ -468,29 +468,29 @@ def test_the_layout_check_takes_the_most_doubtful_rows_that_fit_or_says_why_not(
     plan = layouts._layout_plan(tu, rows, None)
     # -fb's interval is nearest to no change: the most doubtful, taken first; -fc is beyond
     # the reach
-    assert plan["status"] == "running" and plan["rows"] == ["-fb", "-fa"]
-    assert plan["doubtful"] == ["-fb", "-fa"]
-    assert plan["reach_pct"] == 5.0 and "no layout spread measured" in plan["reach_source"]
+    assert plan.status == "running" and plan.rows == ["-fb", "-fa"]
+    assert plan.doubtful == ["-fb", "-fa"]
+    assert plan.reach_pct == 5.0 and "no layout spread measured" in plan.reach_source
     monkeypatch.setattr(cost, "build_pace", lambda t: 0.9)
     plan = layouts._layout_plan(tu, rows, None)
-    assert plan["rows"] == ["-fb"] and plan["doubtful"] == ["-fb", "-fa"]
+    assert plan.rows == ["-fb"] and plan.doubtful == ["-fb", "-fa"]
     # its rounds get what is left after the builds
-    assert plan["rounds_s"] == pytest.approx(7.0 - (2 * 0.9 + 10 * 0.36))
+    assert plan.rounds_s == pytest.approx(7.0 - (2 * 0.9 + 10 * 0.36))
     monkeypatch.setattr(cost, "build_pace", lambda t: 13.0)
     plan = layouts._layout_plan(tu, rows, None)
-    assert plan["status"] == "skipped" and "rows" not in plan
-    assert plan["doubtful"] == ["-fb", "-fa"]
-    assert plan["why"].startswith("one row's check, 12 binaries (4 layouts each of the set "
+    assert plan.status == "skipped" and "rows" not in plan.dump()
+    assert plan.doubtful == ["-fb", "-fa"]
+    assert plan.why.startswith("one row's check, 12 binaries (4 layouts each of the set "
                                   "without it, the best set and its A/A twin)")
-    assert "about 78 s, more than the 7 s left" in plan["why"]
+    assert "about 78 s, more than the 7 s left" in plan.why
     # a measured layout spread whose reach is nearer to no change than every cost: not needed
     monkeypatch.setattr(layouts.confirmation, "measured_reach", lambda *a: (0.5, "run r"))
     plan = layouts._layout_plan(tu, rows, None)
-    assert plan["status"] == "not-needed" and "0.5% layout luck reaches (run r)" in plan["why"]
+    assert plan.status == "not-needed" and "0.5% layout luck reaches (run r)" in plan.why
     # a fleet sweep cannot build layouts
     monkeypatch.setattr(layouts.confirmation, "measured_reach", lambda *a: None)
     tu.setting.fleet = object()
-    assert layouts._layout_plan(tu, rows, None)["why"] == "a fleet sweep cannot build layouts"
+    assert layouts._layout_plan(tu, rows, None).why == "a fleet sweep cannot build layouts"
 
 
 def _step(ratio, verdict, status="measured"):

@@ -175,7 +175,7 @@ def relocate(tree: Path, old: str, new: str) -> None:
 def build(m: Manifest, vid: str) -> int:
     v = m.variants[vid]
     vdir, tree = v.dir, v.dir / "tree"
-    prepared = Status.model_validate_json((vdir / "status.json").read_text())
+    prepared = Status.parse((vdir / "status.json").read_text(), str(vdir / "status.json"))
     started = prepared.started
     if v.pgo and (failed := _trained(m, v, v.pgo, vdir, tree, started)):
         return failed

@@ -157,7 +157,7 @@ def _template(target: Target, source: Path, name: str, tools: Tools, cache: Path
     """Where the compiler's configure tree is cached: keyed by everything configure sees."""
     # the tools without an unset cxx: the key the trees configured so far are cached under
     key_parts = [TEMPLATE_FORMAT, str(source), target.spec.build.configure_args,
-                 tools.model_dump(exclude_unset=True),
+                 tools.key(),
                  (source / "configure").stat().st_mtime_ns if (source / "configure").exists() else 0,
                  environment.keyed()]
     key = files.key_sha256(key_parts)[:16]

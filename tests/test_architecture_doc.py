@@ -23,7 +23,7 @@ PAGES = [DOC, ROOT / "docs" / "execution.md", ROOT / "docs" / "audit.md"]
 # Dotted words that are files or columns, not code: results.json, store.sqlite, samples.csv ...
 NOT_CODE = {"json", "jsonl", "csv", "html", "css", "md", "sqlite", "cmake", "key", "conf", "c",
             "py", "lock", "txt", "out", "gz", "xz", "bz2", "toml", "sources", "running", "so",
-            "o", "s", "i", "ii", "wav", "mp3", "tar", "stderr", "stdout", "log", "j2"}
+            "o", "s", "i", "ii", "wav", "mp3", "tar", "stderr", "stdout", "log", "j2", "xml"}
 # Names of other programs' the doc quotes: CMake's, ccache's options, getrusage's fields.
 FOREIGN = {"add_subdirectory", "ignore_options", "prefix_command", "ru_maxrss", "ru_utime",
            "ru_stime"}

@@ -210,7 +210,7 @@ def collect(store: Store, target: str, until: str | None = None,
 
 def regressions(all_series: list[VariantSeries], latest_run: str | None = None) -> list[VariantSeries]:
     """Series in which the latest sweep (the newest overall unless named) found a slower step."""
-    latest_run = latest_run or _newest(all_series)
+    latest_run = latest_run or newest(all_series)
     return [s for s in all_series if s.steps and s.steps[-1].found_in == latest_run
             and s.steps[-1].verdict == "slower" and s.points[-1].run_id == latest_run]
 
@@ -228,7 +228,7 @@ def unchecked(all_series: list[VariantSeries], latest_run: str | None = None
     but cannot be checked by: that night is unjudged (its A/A arm failed, its samples lack the
     series' metric), or the series has earlier nights but no reference arm. Neither a pass nor
     a regression: `history --check` says so."""
-    latest_run = latest_run or _newest(all_series)
+    latest_run = latest_run or newest(all_series)
     out = []
     for s in all_series:
         night = next((p for p in s.unjudged if p.run_id == latest_run), None)
@@ -239,7 +239,45 @@ def unchecked(all_series: list[VariantSeries], latest_run: str | None = None
     return out
 
 
-def _newest(all_series: list[VariantSeries]) -> str | None:
+def judged(series: HistorySeries, run_id: str) -> tuple[str, str]:
+    """What `--check` says of one series at run `run_id`, read from its document (results.json's
+    `history`, or VariantSeries.document()), so that a run's junit.xml and `history --junit`
+    say what the exit code says: (outcome, why), the outcome one of "regression" (a slower
+    step found by this sweep, with a reference arm: exit 1), "unconfirmed" (the same without
+    one), "unchecked" (its night unjudged, or no reference arm: exit 3), "absent" (the series
+    has no point at that run) or "ok"."""
+    night = next((p for p in series.unjudged or [] if p.run_id == run_id), None)
+    if night is not None:
+        return "unchecked", night.why
+    if not series.points or series.points[-1].run_id != run_id:
+        last = series.points[-1].run_id if series.points else None
+        return "absent", (f"not measured in {run_id}" + (f"; last in {last}" if last else ""))
+    step = series.steps[-1] if series.steps else None
+    if step is not None and step.found_in == run_id and step.verdict == "slower":
+        if series.reference:
+            return "regression", f"regression: {_step_text(step)}"
+        return "unconfirmed", f"slower, unconfirmed (no reference arm): {_step_text(step)}"
+    if series.reference is None and len(series.points) >= 2:
+        return "unchecked", NO_REFERENCE
+    latest = series.latest
+    if len(series.points) < 2:
+        return "ok", "the series' first sweep: nothing to compare it with yet"
+    if latest is None:
+        return "ok", "the first sweep after a step: nothing to compare it with yet"
+    return "ok", (f"{latest.verdict} against {len(latest.against)} earlier sweep(s)"
+                  + (f": {stats.change_text(latest.ratio, latest.ci95)}" if latest.ratio else ""))
+
+
+def _step_text(step: HistoryStep) -> str:
+    """A step as `--check` prints it: "+X% [lo, hi] in RUN (what changed): why"."""
+    ci = tuple(step.ci95) if step.ci95 else None
+    change = stats.change_text(step.ratio, ci) if step.ratio is not None else "slower"
+    changed = f" ({', '.join(step.changed)})" if step.changed else ""
+    return f"{change} in {step.run_id}{changed}: {step.why or '?'}"
+
+
+def newest(all_series: list[VariantSeries]) -> str | None:
+    """The run id of the newest sweep any series has a night of, judged or not."""
     points = [p for s in all_series for p in (*s.points, *s.unjudged)]
     return max(points, key=lambda p: p.started).run_id if points else None
 

@@ -25,11 +25,12 @@ PARTIAL = ("Also take sweeps stopped early because the machine was busy (status 
 @click.argument("results_path", metavar="RESULTS.json|TUNE.json|RUN_ID",
                 type=click.Path(path_type=Path))
 @click.option("--out", "out_dir", type=Folder(),
-              help="Folder for index.html and summary.md (tune.html for a tune.json) "
+              help="Folder for index.html, summary.md and junit.xml (tune.html for a tune.json) "
                    "[default: beside the file].")
 def report_cmd(results_path, out_dir) -> None:
-    """Render the HTML report (index.html) and summary.md from a results.json again; given a
-    run id (or a run's folder) whose results.json is missing, write it from the store first.
+    """Render the HTML report (index.html), summary.md and junit.xml from a results.json
+    again; given a run id (or a run's folder) whose results.json is missing, write it from the
+    store first.
     Given a tune.json, its page (tune.html) again."""
     from flagsweep import report
     from flagsweep.report import terminal
@@ -195,11 +196,15 @@ def suite_cmd(paths, out_dir, threshold_pct, partial) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the series as JSON.")
 @click.option("--partial", is_flag=True,
               help="Also read sweeps stopped early because the machine was busy (status busy).")
-def history_cmd(target_name, check, threshold_pct, as_json, partial) -> None:
+@click.option("--junit", "junit_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write JUnit XML to this file: a case per series, failed for a "
+                   "regression, skipped when the newest sweep cannot check it.")
+def history_cmd(target_name, check, threshold_pct, as_json, partial, junit_path) -> None:
     """Every complete sweep of TARGET in the store: the trend per variant, steps, regressions.
 
     With --check the exit code is 1 for a regression, 3 when the newest sweep cannot be
-    checked (no reference arm, an unstable night, another metric): said on stderr."""
+    checked (no reference arm, an unstable night, another metric): said on stderr. --junit
+    FILE writes the same as JUnit XML for a CI's test report; the exit code stays the same."""
     from flagsweep import stats
     from flagsweep.across import history
     from flagsweep.errors import FlagsweepError
@@ -207,6 +212,8 @@ def history_cmd(target_name, check, threshold_pct, as_json, partial) -> None:
     from flagsweep.results import store
     from flagsweep.experiment import target
 
+    if junit_path is not None:
+        _refuse_unwritable(junit_path)
     name = target.load(target_name).name if "/" in target_name else target_name
     db = store.Store(create=False)
     series = history.collect(db, name, threshold_pct=threshold_pct, partial=partial)
@@ -226,10 +233,26 @@ def history_cmd(target_name, check, threshold_pct, as_json, partial) -> None:
             + (f" ({', '.join(step.changed)})" if step.changed else "") + f": {step.why}")
     for s, why in open_:
         say(f"cannot check {_series_name(s)}: {why}")
+    if junit_path is not None:
+        from flagsweep.files import write_atomic
+        from flagsweep.report import junit
+
+        write_atomic(junit_path, junit.of_history(name, series, threshold_pct))
     if check and worse:
         sys.exit(1)
     if check and open_:
         sys.exit(3)
+
+
+def _refuse_unwritable(path: Path) -> None:
+    """--junit FILE is a path the user typed: its folder must exist (a typo there would
+    otherwise surface only after the store was read, or make folders nobody asked for)."""
+    from flagsweep.errors import FlagsweepError
+
+    parent = path.absolute().parent
+    if not parent.is_dir():
+        raise FlagsweepError(f"--junit {path}: its folder {parent} does not exist (create it, "
+                             "or name a file in an existing folder)")
 
 
 def _series_name(s) -> str:

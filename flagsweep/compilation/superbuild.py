@@ -53,8 +53,8 @@ BUILD_OUTPUTS = ("manifest.json", "plan.cmake", "superbuild", "superbuild.log", 
 # folder a store row names is that run's (results.stored).
 RECORD = "flagsweep.json"
 # What a run adds to it (scratch: the check and timing outputs; explain: the profiles).
-RUN_OUTPUTS = ("results.json", "samples.csv", "index.html", "summary.md", "scratch", "explain",
-               RECORD)
+RUN_OUTPUTS = ("results.json", "samples.csv", "index.html", "summary.md", "junit.xml", "scratch",
+               "explain", RECORD)
 
 
 def refuse_earlier_build(out: Path) -> None:

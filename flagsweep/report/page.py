@@ -1,5 +1,5 @@
-"""The pages: results.json becomes index.html (one self-contained page) and summary.md; two
-sweeps, a suite, a merge and a tune become theirs.
+"""The pages: results.json becomes index.html (one self-contained page), summary.md and
+junit.xml (report/junit.py); two sweeps, a suite, a merge and a tune become theirs.
 
     results.json -> view.build (every decision) -> plots (matplotlib SVG) -> templates (layout)
 """
@@ -14,7 +14,7 @@ import jinja2
 from flagsweep import __version__
 from flagsweep.across import merge, suite
 from flagsweep.files import make_dir, write_atomic
-from flagsweep.report import compare, heatmap, tune, view
+from flagsweep.report import compare, heatmap, junit, tune, view
 from flagsweep.report.formats import COLORS, VERDICT_TEXT
 from flagsweep.report.variants import link
 from flagsweep import model
@@ -23,10 +23,12 @@ from flagsweep.results.reader import load
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 def write(results_path: Path, out_dir: Path | None = None) -> Path:
-    """Render index.html and summary.md for results_path into out_dir (default: beside it)."""
+    """Render index.html, summary.md and junit.xml for results_path into out_dir (default:
+    beside it). junit.xml comes first: it needs no drawing, so a plot that fails costs it not."""
     results_path = Path(results_path).resolve()
     doc = load(results_path)
     out = make_dir(Path(out_dir or results_path.parent).resolve(), "the report's folder")
+    write_atomic(out / "junit.xml", junit.of_sweep(doc))
     r = view.build(doc, results_path, out)
     from flagsweep.report import plots   # here: matplotlib only for a page that draws
 

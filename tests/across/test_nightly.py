@@ -68,16 +68,28 @@ def test_a_nightly_series_keeps_its_reference_arm_and_the_machines_drift_divides
     assert names.label(by_id["gcc-O2.ref"], doc) == "-O2 (reference)"
     assert names.label(by_id["gcc-O2"], doc) == "-O2"
     slow_machine = {"gcc-O2": 1.3, "gcc-O2.aa": 1.3, "gcc-O2.ref": 1.3}
-    nights(2, slow_machine)
+    third = nights(2, slow_machine)
     drifted = _check()
     assert drifted.exit_code == 0, drifted.output
     assert "regression" not in drifted.output
+    assert _junit(third) == {"gcc-O2": "passed"}
     (series,) = [s for s in history.collect(Store(), "tiny") if s.variant == "gcc-O2"]
     assert series.reference == ref["build"]["reference_sha256"] and len(series.points) == 3
-    nights(3, {"gcc-O2": 1.3, "gcc-O2.aa": 1.3})           # the program, not the machine
+    fourth = nights(3, {"gcc-O2": 1.3, "gcc-O2.aa": 1.3})  # the program, not the machine
     caught = _check()
     assert caught.exit_code == 1, caught.output
     assert "regression: gcc-O2 +" in caught.output
+    # the run folder's junit.xml fails the same variant the gate failed, and only it
+    assert _junit(fourth) == {"gcc-O2": "failure"}
+
+
+def _junit(results: Path) -> dict[str, str]:
+    """The run folder's junit.xml, as junitparser reads it: variant id -> outcome."""
+    import junitparser
+
+    (suite,) = list(junitparser.JUnitXml.fromfile(str(results.parent / "junit.xml")))
+    return {c.name.rsplit(" [", 1)[1][:-1]:
+            "failure" if c.is_failure else "skipped" if c.is_skipped else "passed" for c in suite}
 
 
 def test_without_a_reference_arm_the_check_says_it_cannot_tell(nights):
@@ -89,10 +101,11 @@ def test_without_a_reference_arm_the_check_says_it_cannot_tell(nights):
     assert result.exit_code == 3, result.output
     assert "cannot check gcc-O2: no reference arm" in result.output
     assert "drift" in result.output
-    nights(2, {"gcc-O2": 1.3, "gcc-O2.aa": 1.3}, no_reference=True)
+    slower = nights(2, {"gcc-O2": 1.3, "gcc-O2.aa": 1.3}, no_reference=True)
     step = _check()
     assert step.exit_code == 3, step.output                # neither a pass nor a fail
     assert "slower, unconfirmed: gcc-O2 +" in step.output
+    assert _junit(slower) == {"gcc-O2": "skipped"}         # and so is its junit.xml case
 
 
 def test_a_night_whose_aa_arm_failed_is_neither_a_pass_nor_a_regression(nights):
@@ -102,6 +115,7 @@ def test_a_night_whose_aa_arm_failed_is_neither_a_pass_nor_a_regression(nights):
     # the A/A twin. The machine moved under that binary, not the program.
     shaky = nights(2, {"gcc-O2": 1.3})
     assert json.loads(shaky.read_text())["aa"]["unstable"]
+    assert _junit(shaky) == {"gcc-O2": "skipped"}
     result = _check()
     assert result.exit_code == 3, result.output
     assert "regression:" not in result.output and "unconfirmed" not in result.output

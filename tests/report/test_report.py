@@ -328,7 +328,8 @@ def test_a_full_disk_keeps_the_old_page(small_fs):
     page = report.write(path)
     before = {p.name: p.read_bytes() for p in path.parent.iterdir() if p.is_file()}
     small_fs.fill()
-    with pytest.raises(FlagsweepError, match=rf"^cannot write {path.parent}/(summary.md|index.html): "
+    with pytest.raises(FlagsweepError,
+                       match=rf"^cannot write {path.parent}/(junit.xml|summary.md|index.html): "
                        r"No space left on device \(the disk is full: free space there and run "
                        r"the command again\)$"):
         report.write(path)
@@ -343,7 +344,7 @@ def test_a_read_only_out_is_one_line(small_fs, tmp_path):
         done = _flagsweep("report", str(path), "--out", str(out))
         assert done.returncode == 2 and "Traceback" not in done.stderr
         what = (f"cannot create the report's folder {out}: Read-only file system" if out.name == "new"
-                else f"cannot write {out}/summary.md: Read-only file system")
+                else f"cannot write {out}/junit.xml: Read-only file system")
         assert done.stderr == f"flagsweep: {what}\n"
     a_file = tmp_path / "a-file"
     a_file.write_text("")

@@ -244,12 +244,8 @@ def test_history_shows_a_planted_rows_escape_sequences_and_obeys_none(tmp_path, 
 
     from flagsweep.results.store import Store
 
-    plan = {"gcc-O2": (["-O2"], 1.0, 0.004), "gcc-O2.aa": (["-O2"], 1.0, 0.004),
-            "gcc-O3": (["-O3"], 0.9, 0.004)}
     real = Store(f"sqlite:///{tmp_path / 'store.sqlite'}")
-    for night in (1, 2):
-        rf.recorded(real, f"tiny-night-{night}", "tiny", plan, out=tmp_path / f"night-{night}",
-                    seed=night)
+    rf.two_nights(real, tmp_path)
     real.engine.dispose()
     planted = tmp_path / "planted.sqlite"
     shutil.copy(tmp_path / "store.sqlite", planted)

@@ -76,12 +76,8 @@ def _nights(tmp_path, monkeypatch):
     """Two complete nights of tiny without a reference arm, recorded as a sweep records them."""
     from flagsweep.results.store import Store
 
-    plan = {"gcc-O2": (["-O2"], 1.0, 0.004), "gcc-O2.aa": (["-O2"], 1.0, 0.004),
-            "gcc-O3": (["-O3"], 0.9, 0.004)}
     store = Store(f"sqlite:///{tmp_path / 'store.sqlite'}")
-    for night in (1, 2):
-        rf.recorded(store, f"tiny-night-{night}", "tiny", plan, out=tmp_path / f"night-{night}",
-                    seed=night)
+    rf.two_nights(store, tmp_path)
     store.engine.dispose()
     monkeypatch.setenv("FLAGSWEEP_DB", f"sqlite:///{tmp_path / 'store.sqlite'}")
 

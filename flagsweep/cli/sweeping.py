@@ -302,7 +302,6 @@ def _finish(results_path: Path) -> None:
     """The verdicts table on stderr; the report's path last on stdout (results.json beside
     it); then exit NO_ANSWER when the sweep did not end complete."""
     from flagsweep.report import terminal
-    from flagsweep.results import reader
 
     terminal.show(results_path)
     page = results_path.parent / "index.html"

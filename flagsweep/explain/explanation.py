@@ -19,7 +19,6 @@ from flagsweep.explain import attribution, remarks, sampling, symbols
 from flagsweep.explain.profile import Profile, cachegrind
 from flagsweep.host import launcher, probes, toolchain
 from flagsweep.files import write_atomic
-from flagsweep import model
 from flagsweep.results import reader, writer
 from flagsweep.model import (
     Explain, ExplainBaseline, ExplainTop, FunctionRemarks, Results, Variant, is_control)

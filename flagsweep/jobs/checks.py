@@ -10,7 +10,6 @@ from typing import Callable
 
 from flagsweep.compilation import fingerprint, variants
 from flagsweep.errors import FlagsweepError
-from flagsweep.experiment import target
 from flagsweep.host import launcher
 from flagsweep.host.executor import Executor
 from flagsweep.measure.options import MeasureOptions

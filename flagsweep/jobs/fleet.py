@@ -40,7 +40,7 @@ from flagsweep import files, report, shipped
 from flagsweep.across import merge
 from flagsweep.compilation import selection
 from flagsweep.errors import FlagsweepError
-from flagsweep.experiment import matrix, recipe, target
+from flagsweep.experiment import recipe, target
 from flagsweep.jobs import checks, controls, outputs, schedule, sweep, worker
 from flagsweep.measure import rounds
 from flagsweep.measure.options import MeasureOptions

@@ -44,8 +44,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from scipy import stats as sps
-
 from flagsweep import stats
 from flagsweep.compilation import layout
 from flagsweep.errors import FlagsweepError

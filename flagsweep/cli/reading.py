@@ -331,9 +331,11 @@ def _located(args, scratch: Path) -> list[Path]:
 
 
 @click.command("schema")
-@click.argument("kind", type=click.Choice(["results", "suite", "merged", "tune"]), default="results")
+@click.argument("kind", type=click.Choice(["results", "suite", "merged", "tune", "qualify"]),
+                default="results")
 def schema_cmd(kind) -> None:
-    """Print the JSON Schema of results.json (or suite.json, merged.json, tune.json)."""
+    """Print the JSON Schema of results.json (or suite.json, merged.json, tune.json,
+    qualify.json)."""
     from flagsweep import model
 
     click.echo(model.json_schema(kind))

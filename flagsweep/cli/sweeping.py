@@ -373,7 +373,8 @@ def calibrate_cmd(runs, threshold_pct, quick, cpu, out_dir, qualify, repeats) ->
     from flagsweep.cli import show
     from flagsweep.results import store
 
-    if repeats != 10 and not qualify:
+    given_repeats = click.get_current_context().get_parameter_source("repeats")
+    if given_repeats is not click.core.ParameterSource.DEFAULT and not qualify:
         raise click.UsageError("--repeats is how many comparisons --qualify makes: give both")
     out = out_dir or shipped.reports_dir() / f"calibrate-{chosen.stamp()}"
     rounds = runs * repeats if qualify else runs

@@ -119,7 +119,7 @@ def test_calibrate_qualify_prints_the_gate_and_writes_qualify_json(tmp_path, mon
 
 
 def test_repeats_without_qualify_is_a_usage_error(main):
-    code, err = main("calibrate", "--repeats", "4")
+    code, err = main("calibrate", "--repeats", "10")       # even the default, when given
     assert code == 2 and "--repeats" in err and "--qualify" in err
 
 

@@ -199,12 +199,17 @@ def suite_cmd(paths, out_dir, threshold_pct, partial) -> None:
 @click.option("--junit", "junit_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write JUnit XML to this file: a case per series, failed for a "
                    "regression, skipped when the newest sweep cannot check it.")
-def history_cmd(target_name, check, threshold_pct, as_json, partial, junit_path) -> None:
+@click.option("--shadow", is_flag=True,
+              help="With --check: say what the gate would have done, and exit 0 whatever it "
+                   "found (try a gate on a runner before it decides jobs).")
+def history_cmd(target_name, check, threshold_pct, as_json, partial, junit_path, shadow) -> None:
     """Every complete sweep of TARGET in the store: the trend per variant, steps, regressions.
 
     With --check the exit code is 1 for a regression, 3 when the newest sweep cannot be
     checked (no reference arm, an unstable night, another metric): said on stderr. --junit
-    FILE writes the same as JUnit XML for a CI's test report; the exit code stays the same."""
+    FILE writes the same as JUnit XML for a CI's test report; the exit code stays the same.
+    --shadow judges as --check does, says "shadow: would have failed: ..." for each regression
+    (and what it could not check), and exits 0."""
     from flagsweep import stats
     from flagsweep.across import history
     from flagsweep.errors import FlagsweepError
@@ -212,6 +217,8 @@ def history_cmd(target_name, check, threshold_pct, as_json, partial, junit_path)
     from flagsweep.results import store
     from flagsweep.experiment import target
 
+    if shadow and not check:
+        raise click.UsageError("--shadow says what --check would have done: give both")
     if junit_path is not None:
         _refuse_unwritable(junit_path)
     name = target.load(target_name).name if "/" in target_name else target_name
@@ -238,10 +245,28 @@ def history_cmd(target_name, check, threshold_pct, as_json, partial, junit_path)
         from flagsweep.report import junit
 
         write_atomic(junit_path, junit.of_history(name, series, threshold_pct))
-    if check and worse:
+    if shadow:
+        _shadow(worse, open_)
+    elif check and worse:
         sys.exit(1)
-    if check and open_:
+    elif check and open_:
         sys.exit(3)
+
+
+def _shadow(worse: list, open_: list) -> None:
+    """What the gate would have said, on stderr beside its other messages (stdout keeps --json
+    whole); the caller then exits 0, so a runner can be watched for a few weeks before its
+    gate decides anything."""
+    from flagsweep.stats import change_text
+
+    for s in worse:
+        step = s.steps[-1]
+        say(f"shadow: would have failed: {_series_name(s)} {change_text(step.ratio)} "
+            f"in {step.run_id}")
+    for s, why in open_:
+        say(f"shadow: could not have checked (exit 3): {_series_name(s)}: {why}")
+    if not worse and not open_:
+        say("shadow: would have passed")
 
 
 def _refuse_unwritable(path: Path) -> None:
@@ -306,9 +331,11 @@ def _located(args, scratch: Path) -> list[Path]:
 
 
 @click.command("schema")
-@click.argument("kind", type=click.Choice(["results", "suite", "merged", "tune"]), default="results")
+@click.argument("kind", type=click.Choice(["results", "suite", "merged", "tune", "qualify"]),
+                default="results")
 def schema_cmd(kind) -> None:
-    """Print the JSON Schema of results.json (or suite.json, merged.json, tune.json)."""
+    """Print the JSON Schema of results.json (or suite.json, merged.json, tune.json,
+    qualify.json)."""
     from flagsweep import model
 
     click.echo(model.json_schema(kind))

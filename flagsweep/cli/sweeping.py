@@ -347,7 +347,8 @@ def _print_builds(builds, m) -> None:
 
 @click.command("calibrate")
 @click.option("--runs", type=click.IntRange(min=2), default=10, show_default=True,
-              help="Rounds to measure (the setting whose resolution you want to know).")
+              help="Rounds to measure (the setting whose resolution you want to know); with "
+                   "--qualify, the rounds of one comparison (a gate's night).")
 @click.option("--threshold", "threshold_pct", type=THRESHOLD, default=THRESHOLD_PCT,
               help="Practical threshold in %, as for run [default: 1].")
 @click.option("--quick", is_flag=True, help="The smaller input.")
@@ -355,7 +356,14 @@ def _print_builds(builds, m) -> None:
               help="CPU to pin to [default: as for run, the quietest free CPU].")
 @click.option("--out", "out_dir", type=Folder(),
               help="Output folder [default: reports/calibrate-TIMESTAMP].")
-def calibrate_cmd(runs, threshold_pct, quick, cpu, out_dir) -> None:
+@click.option("--qualify", is_flag=True,
+              help="Qualify this runner for a nightly gate: --repeats comparisons of --runs "
+                   "rounds each; prints the A/A false-call rate, the power, the planted changes "
+                   "found and the --threshold/--max-runs a gate needs (also qualify.json).")
+@click.option("--repeats", type=click.IntRange(min=2), default=10, show_default=True,
+              help="With --qualify: how many comparisons of --runs rounds (the run measures "
+                   "their product).")
+def calibrate_cmd(runs, threshold_pct, quick, cpu, out_dir, qualify, repeats) -> None:
     """Plant effects of +1%, +3% and +10% in the bundled tiny program and see which this machine finds."""
     from flagsweep import shipped
     from flagsweep.jobs import calibration, sweep
@@ -364,17 +372,34 @@ def calibrate_cmd(runs, threshold_pct, quick, cpu, out_dir) -> None:
     from flagsweep.cli import show
     from flagsweep.results import store
 
+    given_repeats = click.get_current_context().get_parameter_source("repeats")
+    if given_repeats is not click.core.ParameterSource.DEFAULT and not qualify:
+        raise click.UsageError("--repeats is how many comparisons --qualify makes: give both")
     out = out_dir or shipped.reports_dir() / f"calibrate-{chosen.stamp()}"
-    opts = sweep.MeasureOptions(runs=runs, min_runs=runs, max_runs=runs, quick=quick, cpu=cpu,
-                                threshold_pct=threshold_pct, no_reference=True)
+    rounds = runs * repeats if qualify else runs
+    opts = sweep.MeasureOptions(runs=rounds, min_runs=rounds, max_runs=rounds, quick=quick,
+                                cpu=cpu, threshold_pct=threshold_pct, no_reference=True)
     path, rows = calibration.run(variants.Options(out_dir=out, jobs=chosen.cpu_count()), opts,
                                  store.Store(), say)
-    t = show.table(f"planted effects on this machine ({runs} rounds, threshold {threshold_pct:g}%):",
+    t = show.table(f"planted effects on this machine ({rounds} rounds, threshold {threshold_pct:g}%):",
                    "planted", "measured (95% CI)", "verdict", "outcome")
     for cells in calibration.table(rows):
         show.add(t, *cells)
     show.echo(t, calibration.smallest_found(rows))
     click.echo(str(path))
+    if qualify:
+        _qualified(path, runs, threshold_pct)
+
+
+def _qualified(path: Path, runs: int, threshold_pct: float) -> None:
+    """The runner's qualification from the calibrate run at `path`: said, and qualify.json
+    beside its results.json (its path the last line on stdout)."""
+    from flagsweep.jobs import calibration, qualification
+
+    q = calibration.qualified(path, runs, threshold_pct)
+    for line in qualification.lines(q):
+        click.echo(line)
+    click.echo(str(qualification.write(q, path.parent)))
 
 
 @click.command("worker")

@@ -24,10 +24,10 @@ from flagsweep.errors import ConfigError
 from flagsweep.experiment import matrix, recipe, target
 from flagsweep.host import launcher
 from flagsweep.host.executor import Executor
-from flagsweep.jobs import sweep
+from flagsweep.jobs import qualification, sweep
 from flagsweep.measure.options import MeasureOptions
 from flagsweep.results import reader
-from flagsweep.model import Results, VsBaseline
+from flagsweep.model import Qualification, Results, VsBaseline
 from flagsweep.results.store import Store
 
 PLANTED_PCT = (1, 3, 10)
@@ -80,6 +80,16 @@ class Plant:
     verdict: str
     outcome: str
     planted_as: str | None = None   # the plant in the run's own terms: "3 of 100 rounds"
+
+
+def qualified(path: Path, runs: int, threshold_pct: float) -> Qualification:
+    """The runner's qualification (jobs.qualification) from the calibrate run at `path`, in
+    comparisons of `runs` rounds."""
+    doc = reader.load(path)
+    by_flags = {" ".join(v.flags): v.id for v in doc.variants if not v.aa_of}
+    planted = {pct: by_flags[flags] for pct, flags in zip(PLANTED_PCT, flag_sets()[1:])
+               if flags in by_flags}
+    return qualification.qualify(doc, planted, runs, threshold_pct, path)
 
 
 def findings(doc: Results, t: target.Target) -> list[Plant]:

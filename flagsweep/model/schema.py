@@ -1,5 +1,5 @@
 """The files' schemas: the JSON Schema each kind of file's model generates (`flagsweep schema
-results|suite|merged|tune`), the upgrades from older results.json versions, and one line
+results|suite|merged|tune|qualify`), the upgrades from older results.json versions, and one line
 for what is wrong with a document a model refused.
 """
 
@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from flagsweep.model.across import Merged, Suite
 from flagsweep.model.results import SCHEMA, Results
+from flagsweep.model.qualification import Qualification
 from flagsweep.model.tuning import Tune
 from flagsweep.model.values import Record
 
@@ -55,11 +56,12 @@ def _closed(doc: dict) -> dict:
 UPGRADES: dict[str, Callable[[dict], dict]] = {"flagsweep/1": _closed}
 
 KINDS: dict[str, type[Record]] = {"results": Results, "suite": Suite, "merged": Merged,
-                                 "tune": Tune}
+                                 "tune": Tune, "qualify": Qualification}
 
 
 def json_schema(kind: str) -> str:
-    """The JSON Schema of results.json, suite.json, merged.json or tune.json, as JSON text."""
+    """The JSON Schema of results.json, suite.json, merged.json, tune.json or qualify.json,
+    as JSON text."""
     schema = {"$schema": "https://json-schema.org/draft/2020-12/schema",
               **KINDS[kind].model_json_schema()}
     return json.dumps(schema, indent=1)

@@ -20,6 +20,7 @@ NAMES = {
     "THRESHOLD_PCT": "threshold",
     "Z95": "intervals",
     "adjust": "verdicts",
+    "binomial_interval": "intervals",
     "change_text": "wording",
     "ci_text": "wording",
     "compare": "comparison",

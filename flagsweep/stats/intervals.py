@@ -1,6 +1,7 @@
 """Intervals of a ratio: the signed-rank (Walsh average) interval of paired log ratios, the
 Mann-Whitney interval of two independent samples, a normal interval, and the percentile
-bootstrap for metrics that can be zero. Each inverts a test, so its coverage is the test's."""
+bootstrap for metrics that can be zero, and the exact interval of a binomial rate. Each inverts
+a test, so its coverage is the test's."""
 
 from __future__ import annotations
 
@@ -146,3 +147,17 @@ def log_half_width(ci: tuple[float, float]) -> float:
     """Half an interval of ratios' width on the log scale (about relative); inf without one."""
     lo, hi = ci
     return (math.log(hi) - math.log(lo)) / 2 if 0 < lo <= hi < math.inf else math.inf
+
+
+def binomial_interval(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """The exact (Clopper-Pearson) interval of a rate seen k times in n trials: the beta
+    quantiles that invert two one-sided binomial tests (Clopper & Pearson, The use of confidence
+    or fiducial limits illustrated in the case of the binomial, Biometrika 26(4), 1934). It
+    covers at least `level` for every rate, where the normal approximation says nothing at
+    k = 0, which is what a clean runner's A/A comparisons give."""
+    if not 0 <= k <= n or n < 1:
+        raise ValueError(f"need 0 <= k <= n and n >= 1, got k={k}, n={n}")
+    tail = (1 - level) / 2
+    low = float(sps.beta.ppf(tail, k, n - k + 1)) if k > 0 else 0.0
+    high = float(sps.beta.ppf(1 - tail, k + 1, n - k)) if k < n else 1.0
+    return low, high

@@ -1,8 +1,11 @@
 """`flagsweep history --check --junit FILE`: a case per series, read back with junitparser; a
 case fails exactly when --check exits 1 on its series, and is skipped where --check cannot
-check it (exit 3); the exit codes stay as they were; a FILE in no folder is refused."""
+check it (exit 3); the exit codes stay as they were; a FILE in no folder is refused. And
+`--check --shadow`: the same judgement said, exit 0."""
 
 from __future__ import annotations
+
+import json
 
 import junitparser
 import numpy as np
@@ -104,3 +107,45 @@ def test_a_junit_file_in_no_folder_is_refused_before_anything(tmp_path, monkeypa
     assert code == 2
     assert f"--junit {missing}: its folder {missing.parent} does not exist" in err
     assert not missing.parent.exists()
+
+
+def test_shadow_names_what_check_would_fail_and_exits_0(tmp_path, monkeypatch, main):
+    """--check --shadow: the judgement --check makes, said, and exit 0; with --junit the cases
+    keep their outcomes (a shadow gate's report shows what the real one would)."""
+    from flagsweep.across import history as across
+
+    _nights(tmp_path, monkeypatch)
+    ref = "ab" * 32
+    all_series = [_series("regressed", STEP, ref), _series("steady", STEADY, ref),
+                  _series("unreferenced", STEADY, None)]
+    monkeypatch.setattr(across, "collect", lambda *args, **kwargs: all_series)
+    code, err = main("history", "tiny", "--check")
+    assert code == 1, err
+    xml = tmp_path / "shadow.xml"
+    code, err = main("history", "tiny", "--check", "--shadow", "--junit", str(xml))
+    assert code == 0, err
+    shadow = [line for line in err.splitlines() if line.startswith("shadow:")]
+    assert shadow[0].startswith("shadow: would have failed: regressed / ref abababab +1")
+    assert shadow[0].endswith("in r5")
+    assert len(shadow) == 2, shadow
+    assert shadow[1].startswith("shadow: could not have checked (exit 3): unreferenced: "
+                                "no reference arm")
+    cases = _by_name(xml.read_bytes())
+    assert cases["regressed"].is_failure and cases["unreferenced"].is_skipped
+    assert not cases["steady"].result
+
+
+def test_shadow_exits_0_where_check_cannot_check_and_says_so(tmp_path, monkeypatch, main):
+    _nights(tmp_path, monkeypatch)
+    code, err = main("history", "tiny", "--check", "--shadow")
+    assert code == 0, err
+    assert "shadow: could not have checked (exit 3): gcc-O3: no reference arm" in err
+    assert "shadow: would have failed" not in err
+    code, err = main("history", "tiny", "--check", "--shadow", "--json")
+    assert code == 0 and json.loads(main.out)          # the shadow lines leave stdout JSON
+
+
+def test_shadow_without_check_is_a_usage_error(tmp_path, monkeypatch, main):
+    _nights(tmp_path, monkeypatch)
+    code, err = main("history", "tiny", "--shadow")
+    assert code == 2 and "--shadow" in err and "--check" in err

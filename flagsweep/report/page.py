@@ -6,6 +6,7 @@ junit.xml (report/junit.py); two sweeps, a suite, a merge and a tune become thei
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -100,9 +101,12 @@ def _render(name: str, **context) -> str:
         verdict_text=VERDICT_TEXT, version=__version__, **context)
 
 
+@functools.cache
 def _environment(html: bool) -> jinja2.Environment:
     """HTML with autoescape on (a target or flag named '<script>' is text); Markdown with its
-    own escaping filters instead. StrictUndefined: a misspelt field is an error, not a blank."""
+    own escaping filters instead. StrictUndefined: a misspelt field is an error, not a blank.
+    One per process: compiling the templates costs a third of a second, and a tune or a suite
+    writes a page per sweep."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=html,
                              undefined=jinja2.StrictUndefined, trim_blocks=True,
                              lstrip_blocks=True, keep_trailing_newline=True)

@@ -27,13 +27,17 @@ def tiny(tmp_path) -> Path:
     return write_tiny_target(tmp_path / "tiny")
 
 
-def flagsweep(*args: str, check: bool = True, **kw) -> subprocess.CompletedProcess:
-    result = subprocess.run([sys.executable, "-m", "flagsweep", *args], capture_output=True,
-                            text=True, **kw)
-    if check and result.returncode != 0:
-        raise AssertionError(f"flagsweep {' '.join(args)} exited {result.returncode}:\n"
-                             f"{result.stderr[-3000:]}")
-    return result
+@pytest.fixture
+def flagsweep(main):
+    """`flagsweep ARGS` run in this process as the script runs it (the `main` fixture), returned
+    as a finished process: an interpreter start per call tests nothing these tests ask. A test
+    about a process of its own (a signal, a sweep waiting beside another) starts one instead."""
+    def run(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+        code, err = main(*args)
+        if check and code != 0:
+            raise AssertionError(f"flagsweep {' '.join(args)} exited {code}:\n{err[-3000:]}")
+        return subprocess.CompletedProcess(["flagsweep", *args], code, main.out, err)
+    return run
 
 
 def _flags(*sets: str) -> list[str]:
@@ -48,7 +52,7 @@ def _by_id(doc: dict) -> dict[str, dict]:
     return {v["id"]: v for v in doc["variants"]}
 
 
-def test_crash_hang_and_wrong_output_show_up_as_such(tiny, tmp_path):
+def test_crash_hang_and_wrong_output_show_up_as_such(tiny, tmp_path, flagsweep):
     out = tmp_path / "run"
     result = flagsweep("run", str(tiny), *_flags("-O2", "-O2 -DTINY_CRASH", "-O2 -DTINY_HANG",
                                                  "-O2 -DTINY_WRONG", "-O2 -mfpmath=sse"),
@@ -93,7 +97,7 @@ def test_crash_hang_and_wrong_output_show_up_as_such(tiny, tmp_path):
     assert doc["workload"]["argv"] == ["{binary}", "{input}", "2"]
 
 
-def test_strict_check_does_not_time_wrong_output(tiny, tmp_path):
+def test_strict_check_does_not_time_wrong_output(tiny, tmp_path, flagsweep):
     out = tmp_path / "run"
     # The default --schedule auto, end to end with the real launcher (the other sweeps here
     # are serial, so as not to pay for a pilot they do not test): chosen, and said why.
@@ -141,7 +145,8 @@ def _wait_for_samples(db: Path, run_id: str, n: int, proc: subprocess.Popen) -> 
 
 
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM])
-def test_interrupted_sweep_resumes_without_loss_or_duplicates(tiny, tmp_path, how, isolated_cache):
+def test_interrupted_sweep_resumes_without_loss_or_duplicates(tiny, tmp_path, how, isolated_cache,
+                                                              flagsweep):
     db = isolated_cache / "store.sqlite"
     out = tmp_path / f"run-{how.name}"
     proc = subprocess.Popen([sys.executable, "-m", "flagsweep", "run", str(tiny),
@@ -185,7 +190,7 @@ def test_interrupted_sweep_resumes_without_loss_or_duplicates(tiny, tmp_path, ho
         "gcc-O2": 8, "gcc-O1": 8, "gcc-O2.aa": 8}
 
 
-def test_a_second_sweep_on_the_same_cpu_is_refused_one_on_another_runs(tiny, tmp_path):
+def test_a_second_sweep_on_the_same_cpu_is_refused_one_on_another_runs(tiny, tmp_path, flagsweep):
     with MeasureLock("gzip gzip-20261122-101312", 0):
         refused = flagsweep("run", str(tiny), "--flags", "-O2", "--runs", "1", "--quick",
                             "--cpu", "0", "--out", str(tmp_path / "x"), check=False)
@@ -217,12 +222,12 @@ def test_a_sweep_with_wait_starts_when_the_holder_ends(tiny, tmp_path):
     assert _results(out)["status"] == "complete"
 
 
-def test_resuming_an_unknown_run_says_what_run_ids_are():
+def test_resuming_an_unknown_run_says_what_run_ids_are(flagsweep):
     result = flagsweep("run", "--resume", "nosuch-run", check=False)
     assert result.returncode == 2 and "no run 'nosuch-run'" in result.stderr
 
 
-def test_counter_paths_on_this_machine(tiny, tmp_path):
+def test_counter_paths_on_this_machine(tiny, tmp_path, flagsweep):
     """auto without a PMU: wait4's rusage (maxrss kept); software: perf's live software events."""
     auto, soft = tmp_path / "auto", tmp_path / "soft"
     flagsweep("run", str(tiny), "--flags", "-O2", "--runs", "2", "--warmup", "0", "--quick",
@@ -241,7 +246,7 @@ def test_counter_paths_on_this_machine(tiny, tmp_path):
 
 
 @pytest.mark.skipif(not Path("/usr/bin/valgrind").exists(), reason="valgrind is not installed")
-def test_instructions_without_a_pmu_come_from_cachegrind(tiny, tmp_path):
+def test_instructions_without_a_pmu_come_from_cachegrind(tiny, tmp_path, flagsweep):
     out = tmp_path / "cg"
     result = flagsweep("run", str(tiny), *_flags("-O2", "-O0"), "--metric", "instructions",
                        "--quick", "--out", str(out))
@@ -255,7 +260,7 @@ def test_instructions_without_a_pmu_come_from_cachegrind(tiny, tmp_path):
     assert doc["metric"] == "instructions"
 
 
-def test_a_missing_input_file_fails_before_anything_is_built(tiny, tmp_path):
+def test_a_missing_input_file_fails_before_anything_is_built(tiny, tmp_path, flagsweep):
     text = (tiny / "target.toml").read_text()
     (tiny / "target.toml").write_text(text.replace(
         'kind = "corpus"\nmegabytes = 1\nquick_megabytes = 0.5\nseed = 7', 'kind = "file"\npath = "nope.bin"'))
@@ -266,13 +271,13 @@ def test_a_missing_input_file_fails_before_anything_is_built(tiny, tmp_path):
     assert not (out / "builds").exists()
 
 
-def test_a_cpu_that_is_not_online_is_refused_clearly(tiny, tmp_path):
+def test_a_cpu_that_is_not_online_is_refused_clearly(tiny, tmp_path, flagsweep):
     result = flagsweep("run", str(tiny), "--flags", "-O2", "--cpu", "4095", "--out",
                        str(tmp_path / "x"), check=False)
     assert result.returncode == 2 and "--cpu 4095: not an online CPU here (online: 0" in result.stderr
 
 
-def test_variants_with_the_same_output_are_grouped(tiny, tmp_path):
+def test_variants_with_the_same_output_are_grouped(tiny, tmp_path, flagsweep):
     """Like lame's -ffast-math baseline: all strict variants differ from it, but agree together."""
     out = tmp_path / "run"
     flagsweep("run", str(tiny), *_flags("-O2 -DTINY_WRONG", "-O2", "-O1"), "--runs", "1",
@@ -284,7 +289,8 @@ def test_variants_with_the_same_output_are_grouped(tiny, tmp_path):
     assert "same_output_as" not in o2
 
 
-def test_resume_takes_no_other_options_and_refuses_an_edited_target(tiny, tmp_path, isolated_cache):
+def test_resume_takes_no_other_options_and_refuses_an_edited_target(tiny, tmp_path, isolated_cache,
+                                                                    flagsweep):
     out = tmp_path / "run"
     flagsweep("run", str(tiny), "--flags", "-O2", "--runs", "1", "--warmup", "0", "--quick",
               "--schedule", "serial", "--out", str(out))
@@ -299,14 +305,14 @@ def test_resume_takes_no_other_options_and_refuses_an_edited_target(tiny, tmp_pa
     assert "Start a new run" in edited.stderr
 
 
-def test_nothing_measurable_is_an_error_not_an_empty_success(tiny, tmp_path):
+def test_nothing_measurable_is_an_error_not_an_empty_success(tiny, tmp_path, flagsweep):
     result = flagsweep("run", str(tiny), "--flags", "-O2 -DTINY_CRASH", "--runs", "1", "--quick",
                        "--out", str(tmp_path / "x"), check=False)
     assert result.returncode == 2 and "nothing to measure" in result.stderr
     assert _results(tmp_path / "x")["status"] == "failed"
 
 
-def test_cycles_without_hardware_counters_is_refused_before_building(tiny, tmp_path):
+def test_cycles_without_hardware_counters_is_refused_before_building(tiny, tmp_path, flagsweep):
     from flagsweep.host import probes
     if probes.preflight().hw_counters:
         pytest.skip("this machine has hardware counters")
@@ -316,7 +322,7 @@ def test_cycles_without_hardware_counters_is_refused_before_building(tiny, tmp_p
     assert not (tmp_path / "x" / "builds").exists()
 
 
-def test_calibrate_plants_effects_and_reports_what_it_found(tmp_path):
+def test_calibrate_plants_effects_and_reports_what_it_found(tmp_path, flagsweep):
     result = flagsweep("calibrate", "--runs", "6", "--quick", "--out", str(tmp_path / "cal"))
     lines = result.stdout.splitlines()
     assert lines[0] == "planted effects on this machine (6 rounds, threshold 1%):"
@@ -335,7 +341,8 @@ def test_calibrate_plants_effects_and_reports_what_it_found(tmp_path):
     assert ten["build"]["code_sha256"] != doc["variants"][0]["build"]["code_sha256"]
 
 
-def test_a_sweep_with_stderr_not_a_terminal_says_each_build_and_each_round(tiny, tmp_path):
+def test_a_sweep_with_stderr_not_a_terminal_says_each_build_and_each_round(tiny, tmp_path,
+                                                                           flagsweep):
     """Redirected to a file, the live bar is not drawn; a plain line per built variant and per
     counted round takes its place, so a long sweep in a log is not silent until its end."""
     result = flagsweep("run", str(tiny), "--flags", "-O2", "--flags", "-O1", "--runs", "3",

@@ -7,9 +7,9 @@ import os
 from conftest import planted_session
 from procs import alive
 
-# The first test starts a long sweep on CPU 0 and fails while it measures; the second needs
-# CPU 0's lock. Without the guard the second is refused ("another sweep is measuring on CPU 0").
-# Both serial: no duet pilot before the first round, which is all the first one waits for.
+# The first test starts a long sweep on CPU 0 and fails while it measures; the second takes
+# CPU 0's lock as a sweep would. Without the guard it is refused ("another sweep is measuring on
+# CPU 0"). Serial: no duet pilot before the first round, which is all the first one waits for.
 PLANTED = '''
 import subprocess, sys
 from pathlib import Path
@@ -24,12 +24,10 @@ def test_fails_while_its_sweep_measures(tmp_path):
         assert line, "the sweep ended before measuring"
     assert False, "a failure while the sweep runs"
 
-def test_measures_on_the_same_cpu_next(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "flagsweep", "run", "tiny", "--flags", "-O2",
-                           "--runs", "1", "--quick", "--cpu", "0", "--schedule", "serial",
-                           "--out", str(tmp_path / "n")],
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+def test_measures_on_the_same_cpu_next():
+    from flagsweep.host.lock import MeasureLock
+    with MeasureLock("the next sweep", 0):     # refused while the first one still holds CPU 0
+        pass
 '''
 
 

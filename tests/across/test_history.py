@@ -5,7 +5,6 @@ tiny target timed through the executor seam, a planted regression in a newer bui
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -104,11 +103,6 @@ def _tiny(folder: Path, version: str, project_flags: str = "") -> Path:
                              repeats=1, timeout=60, build_extra=project_flags)
 
 
-def _flagsweep(*args: str, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "flagsweep", *args], capture_output=True,
-                          text=True, env=env)
-
-
 @pytest.mark.integration
 def test_history_check_catches_a_planted_regression(tmp_path, monkeypatch):
     """Three nightly sweeps of the real tiny target (really built and checked) in a store of
@@ -191,25 +185,24 @@ def _variant(vid: str, **build) -> Variant:
 
 
 @pytest.mark.integration
-def test_run_with_a_reference_measures_it_and_history_divides_by_it(tmp_path):
+def test_run_with_a_reference_measures_it_and_history_divides_by_it(tmp_path, main,
+                                                                    monkeypatch):
     import hashlib
-    import os
-
-    env = {**os.environ, "FLAGSWEEP_DB": f"sqlite:///{tmp_path / 'history.sqlite'}"}
+    monkeypatch.setenv("FLAGSWEEP_DB", f"sqlite:///{tmp_path / 'history.sqlite'}")
     same = _tiny(tmp_path / "same", "1.0")
     slower = _tiny(tmp_path / "slower", "1.1", 'project_flags = ["-DTINY_EXTRA_PERMILLE=1000"]')
     run = ["--flags", "-O2", "--metric", "instructions", "--runs", "3", "--seed", "3"]
-    bad = _flagsweep("run", str(same), *run, "--reference", str(tmp_path / "nowhere"),
-                     "--out", str(tmp_path / "bad"), env=env)
-    assert bad.returncode != 0 and "--reference" in bad.stderr and "nowhere" in bad.stderr
+    code, err = main("run", str(same), *run, "--reference", str(tmp_path / "nowhere"),
+                     "--out", str(tmp_path / "bad"))
+    assert code != 0 and "--reference" in err and "nowhere" in err
     assert not (tmp_path / "bad" / "builds").exists()          # refused before building
-    r = _flagsweep("run", str(same), *run, "--out", str(tmp_path / "run0"), env=env)
-    assert r.returncode == 0, r.stderr[-2000:]
+    code, err = main("run", str(same), *run, "--out", str(tmp_path / "run0"))
+    assert code == 0, err[-2000:]
     first = json.loads((tmp_path / "run0" / "results.json").read_text())
     kept = next(v for v in first["variants"] if v["id"] == "gcc-O2")["build"]["binary"]
-    r = _flagsweep("run", str(slower), *run, "--reference", str(tmp_path / "run0"),
-                   "--out", str(tmp_path / "run1"), env=env)
-    assert r.returncode == 0, r.stderr[-2000:]
+    code, err = main("run", str(slower), *run, "--reference", str(tmp_path / "run0"),
+                     "--out", str(tmp_path / "run1"))
+    assert code == 0, err[-2000:]
     doc = json.loads((tmp_path / "run1" / "results.json").read_text())
     ref = next(v for v in doc["variants"] if v["id"] == "gcc-O2.ref")
     assert ref["build"]["reference_sha256"] == hashlib.sha256(Path(kept).read_bytes()).hexdigest()
@@ -220,7 +213,8 @@ def test_run_with_a_reference_measures_it_and_history_divides_by_it(tmp_path):
     # counted instructions).
     assert ref["vs_baseline"]["ratio"] < 0.85
     assert doc["recommendation"]["variant"] != "gcc-O2.ref"
-    series = json.loads(_flagsweep("history", "tiny", "--json", env=env).stdout)
+    assert main("history", "tiny", "--json")[0] == 0
+    series = json.loads(main.out)
     by_ref = {s["reference"]: s for s in series if s["variant"] == "gcc-O2"}
     # The first run's baseline is the reference (the store kept it too, by default): its A/A
     # twin, a copy of that binary, makes the first night a point of the same series.

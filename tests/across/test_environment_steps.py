@@ -115,7 +115,7 @@ MACHINES = [_machine("6.1.0-26-amd64 #1 SMP", "0xa0011d5"),          # no enviro
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
     """tiny's nights 1-4 without a reference arm, -O3 10% faster than -O2 until night 4, where
-    it is as slow as -O2 and the kernel and microcode changed."""
+    it is as slow as -O2 and the kernel and microcode changed; tiny-ref's with one."""
     folder = tmp_path_factory.mktemp("environment-store")
     db = Store(f"sqlite:///{folder / 'store.sqlite'}")
     for night, machine in enumerate(MACHINES, start=1):
@@ -127,8 +127,32 @@ def store(tmp_path_factory):
         with db.engine.begin() as c:
             c.execute(sa.update(tables.runs).where(tables.runs.c.run_id == run_id)
                       .values(machine=machine))
+    _referenced_nights(db, folder)
     yield db
     db.engine.dispose()
+
+
+def _referenced_nights(db: Store, folder) -> None:
+    """tiny-ref's nights 1-4 with a reference arm (gcc-O2.ref, a kept binary); on night 4 the
+    kernel changed and the machine ran everything 10% slower, gcc-O3 20%."""
+    for night, machine in enumerate(MACHINES, start=1):
+        slow = 1.1 if night == 4 else 1.0
+        plan = {vid: (flags, ratio * slow, cv)
+                for vid, (flags, ratio, cv) in rf.NIGHTS_PLAN.items()}
+        plan["gcc-O2.ref"] = (["-O2"], slow, 0.004)
+        if night == 4:
+            plan["gcc-O3"] = (["-O3"], 0.9 * 1.2, 0.004)
+        run_id = f"tiny-ref-night-{night}"
+        rf.recorded(db, run_id, "tiny-ref", plan, out=folder / run_id, seed=night)
+        (ref,) = [v for v in db.variants(run_id) if v.id == "gcc-O2.ref"]
+        doc = {**ref.dump(), "build": {**ref.build.dump(), "reference_sha256": "ab" * 32}}
+        doc.pop("check", None)
+        with db.engine.begin() as c:
+            c.execute(sa.update(tables.runs).where(tables.runs.c.run_id == run_id)
+                      .values(machine=machine))
+            c.execute(sa.update(tables.variants).where(
+                tables.variants.c.run_id == run_id, tables.variants.c.variant_id == "gcc-O2.ref")
+                .values(doc=doc))
 
 
 def test_an_older_store_reads_and_a_microcode_update_does_not_split_the_series(store):
@@ -144,6 +168,18 @@ def test_an_older_store_reads_and_a_microcode_update_does_not_split_the_series(s
     points = series["gcc-O3"].document().points
     assert "distro" not in points[0].environment
     assert points[2].environment["distro"] == "Debian GNU/Linux 12 (bookworm)"
+
+
+def test_a_recorded_step_where_the_machine_moved_too_says_so(store):
+    """Through the store: the reference arm's raw level is read from its samples that night."""
+    series = {s.variant: s for s in history.collect(store, "tiny-ref")}
+    assert sorted(series) == ["gcc-O2", "gcc-O3"] and series["gcc-O2"].reference == "ab" * 32
+    assert series["gcc-O2"].steps == []          # the machine's 10% divides out
+    (step,) = series["gcc-O3"].steps
+    (changed,) = step.changed
+    assert changed.startswith("environment: kernel 6.1.0-26-amd64 -> 6.1.0-28-amd64, "
+                              "microcode 0xa0011d5 -> 0xa0011d7; the reference arm moved +")
+    assert changed.endswith("% too: the environment's")
 
 
 def test_a_reference_an_older_flagsweep_kept_by_microcode_is_still_found(store, tmp_path):

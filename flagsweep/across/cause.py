@@ -33,10 +33,12 @@ KEYS = ("kernel", "microcode", "distro", "image", "runner")
 
 def environment(machine: Machine) -> dict[str, str | None]:
     """A night's environment as the history keeps it on each point. The kernel and microcode
-    are in every machine block; the distribution and the runner only in those recorded since
-    flagsweep reads them, so an older night has no such keys (and no change of them is named
-    against it: "not recorded" is not "changed")."""
-    found: dict[str, str | None] = {"kernel": machine.kernel, "microcode": machine.microcode}
+    are in every machine block (a VM may not show its microcode: then no key); the
+    distribution and the runner only in those recorded since flagsweep reads them, so an older
+    night has no such keys, and no change of them is named against it: "not recorded" is not
+    "changed". Recorded as none (not in CI) is a value."""
+    found: dict[str, str | None] = {k: v for k, v in (("kernel", machine.kernel),
+                                                      ("microcode", machine.microcode)) if v}
     e = machine.environment
     if e is not None:
         distro = e.distro or " ".join(x for x in (e.distro_id, e.distro_version) if x)

@@ -217,3 +217,17 @@ def test_results_json_with_an_environment_follows_the_closed_schema():
     doc["machine"]["environment"]["os"] = "linux"
     with pytest.raises(Exception, match="os"):
         rf.model(doc)
+
+
+def test_compare_names_a_changed_environment_and_not_an_unrecorded_one(tmp_path):
+    from flagsweep.report import compare
+
+    old, a, b = (rf.results_doc() for _ in range(3))
+    a["machine"]["environment"] = {**DEBIAN, "ci": "github", "image": "ubuntu24 20250105.1.0"}
+    b["machine"]["environment"] = {**DEBIAN, "ci": "github", "image": "ubuntu24 20250112.1.0"}
+    two = compare.build(rf.model(a), tmp_path / "a", rf.model(b), tmp_path / "b", tmp_path)
+    assert two.differences == [("CI runner image", "ubuntu24 20250105.1.0",
+                                "ubuntu24 20250112.1.0")]
+    assert any("different machines" in w for w in two.warnings)
+    two = compare.build(rf.model(old), tmp_path / "a", rf.model(b), tmp_path / "b", tmp_path)
+    assert two.differences == []

@@ -25,7 +25,9 @@ KEYS = {
     "target": lambda d: d.target,
     "target version": lambda d: d.target_version,
     "input (sha256)": lambda d: d.workload.input_sha256 if d.workload else None,
-    "machine (CPU identity)": lambda d: history.machine_key(d.machine),
+    # with the microcode: one machine, for `suite`, as it was before history moved the
+    # microcode to the environment (across.history)
+    "machine (CPU identity)": lambda d: history.machine_key(d.machine, microcode=True),
     "metric": lambda d: d.metric,
     "baseline flags": baseline_flags,
 }

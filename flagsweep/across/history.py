@@ -2,11 +2,24 @@
 machine, with the steps in it and whether the latest sweep regressed.
 
 A series is keyed by what must be equal for two sweeps' numbers to compare: the target, the
-CPU's identity (model, family, microcode and its feature flags), the input's sha256, the
-variant id (compiler and flags) and the reference binary the values are divided by, if any.
-What may change between nightly sweeps, and is what a nightly job watches, is recorded on each
-point instead: the target's version and the compilers' versions. A step then names what changed
-with it ("gcc 12.2.0 -> 13.1.0"). The metric is the series' own, the one its first sweep
+CPU's identity (model, family and its feature flags), the input's sha256, the variant id
+(compiler and flags) and the reference binary the values are divided by, if any. What may
+change between nightly sweeps, and is what a nightly job watches, is recorded on each point
+instead: the target's version, the compilers' versions and the environment (kernel, microcode,
+distribution, CI runner image: across.cause). A step then names what changed with it
+("gcc 12.2.0 -> 13.1.0", "environment: kernel 6.8.0-1017 -> 6.8.0-1020; the reference arm
+moved +4.1% too: the environment's").
+
+The microcode is the environment's, not the identity's. It was the identity's, so an update
+(which a distribution ships like any package) started a new series, and a step it caused could
+never be named: the nights before it were in another series. The CPU is the same chip after an
+update, and a nightly series should survive it and say so. Older stores keep reading right: a
+series key is computed from each run's machine block as it is read, never stored, so their
+series simply join across microcode updates; and a series is still split by the reference
+binary, so nights measured against different references (an older flagsweep kept a new one
+after each update) never merge. The kept references an older flagsweep stored under the old
+key are still found (jobs.controls), and comparable keeps the microcode in the identity `suite`
+checks (machine_key(microcode=True)). The metric is the series' own, the one its first sweep
 measured: a later sweep whose `--metric auto` chose the other time is read in the series'
 metric from its samples (every sample has wall, user and sys time), so a regression that comes
 with a metric flip is still compared with the nights before it.
@@ -61,6 +74,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from flagsweep import files, stats
+from flagsweep.across import cause
 from flagsweep.measure import metric as metric_mod
 from flagsweep.results import analysis
 from flagsweep.model import (
@@ -85,6 +99,8 @@ class Point:
     ci95: tuple[float, float] | None
     versions: dict[str, str]                 # "target" and each compiler name -> version
     unjudged: str = ""                       # why this night is neither a pass nor a step
+    environment: dict[str, str | None] = field(default_factory=dict)   # cause.environment
+    reference_level: float | None = None     # the reference arm's raw median that night
 
 
 @dataclass
@@ -118,7 +134,8 @@ class VariantSeries:
             reference=self.reference, metric=self.metric,
             points=[HistoryPoint(run_id=p.run_id, started=p.started, median=p.median,
                                  ci95=list(p.ci95) if p.ci95 else None, n=len(p.values),
-                                 versions=p.versions) for p in self.points],
+                                 versions=p.versions, environment=p.environment or None)
+                    for p in self.points],
             unjudged=[HistoryUnjudged(run_id=p.run_id, started=p.started, why=p.unjudged)
                       for p in self.unjudged],
             steps=[HistoryStep(run_id=s.run_id, verdict=s.verdict, ratio=s.ratio,
@@ -136,14 +153,16 @@ def given(model, name: str):
     return "?"
 
 
-def machine_key(machine: Machine | dict) -> str:
+def machine_key(machine: Machine | dict, microcode: bool = False) -> str:
     """The CPU identity two sweeps must share to be one series (a machine block of results.json,
-    or the store's copy of one)."""
+    or the store's copy of one). `microcode`: with it, as flagsweep keyed series and kept
+    references before the microcode became the environment's (module docstring), and as
+    `suite` still checks one machine."""
     m = Machine.model_validate(machine)
     flags = files.sha256_bytes(" ".join(sorted(m.cpu_flags or [])).encode())
+    update = f", microcode {given(m, 'microcode')}" if microcode else ""
     return (f"{given(m, 'cpu_model')} (family {given(m, 'family')} model "
-            f"{given(m, 'model')}, microcode {given(m, 'microcode')}, "
-            f"flags {flags[:8]})")
+            f"{given(m, 'model')}{update}, flags {flags[:8]})")
 
 
 @dataclass
@@ -304,6 +323,7 @@ def _points(store: Store, run: StoredSweep, known: dict[tuple, VariantSeries],
     raw = analysis.values_by_round(samples, lambda s: metric_mod.metric_of(s, metric))
     shaky = _unstable(raw, run, docs)
     _, reference = _against_reference(docs, raw, kept_sha)
+    environment = cause.environment(run.machine)
     for doc in docs:
         if is_control(doc.id):
             continue
@@ -311,9 +331,11 @@ def _points(store: Store, run: StoredSweep, known: dict[tuple, VariantSeries],
         series = known.get(key) or VariantSeries(doc.id, doc.flags, machine,
                                                  reference=reference, metric=metric)
         if series.metric not in by_metric:
-            by_metric[series.metric] = _against_reference(docs, analysis.values_by_round(
-                samples, lambda s, m=series.metric: metric_mod.metric_of(s, m)), kept_sha)
-        values, _ = by_metric[series.metric]
+            own = analysis.values_by_round(
+                samples, lambda s, m=series.metric: metric_mod.metric_of(s, m))
+            by_metric[series.metric] = (_against_reference(docs, own, kept_sha)[0],
+                                        _reference_level(docs, own, kept_sha))
+        values, level = by_metric[series.metric]
         why = shaky
         if doc.id not in values:
             if doc.id not in raw:
@@ -323,7 +345,8 @@ def _points(store: Store, run: StoredSweep, known: dict[tuple, VariantSeries],
         x = list((values.get(doc.id) or {}).values())
         summary = stats.summarize(values.get(doc.id) or {})
         yield key, series, Point(run.run_id, run.started, x, summary.median,
-                                 summary.ci95, run.versions, unjudged=why)
+                                 summary.ci95, run.versions, unjudged=why,
+                                 environment=environment, reference_level=level)
 
 
 def _unstable(values: dict[str, dict[int, float]], run: StoredSweep, docs: list[Variant]) -> str:
@@ -348,6 +371,18 @@ def _unstable(values: dict[str, dict[int, float]], run: StoredSweep, docs: list[
             "neither a pass nor a regression")
 
 
+def _reference_arm(docs: list[Variant], kept_sha: str | None) -> tuple[str, str] | None:
+    """(the reference arm's variant id, its binary's sha256), None without one. `kept_sha`:
+    this sweep's own baseline binary was kept as the reference (jobs.controls.keep_reference);
+    its A/A twin, a copy of that binary, is then the reference arm of the series' first night."""
+    ref = next(((d.id, d.build.reference_sha256) for d in docs if d.id.endswith(REF_SUFFIX)
+                and d.build.reference_sha256), None)
+    if ref is None and kept_sha:
+        twin = next((d for d in docs if d.aa_of), None)
+        ref = twin and (twin.id, kept_sha)
+    return ref
+
+
 def _against_reference(docs: list[Variant], values: dict[str, dict[int, float]],
                        kept_sha: str | None = None
                        ) -> tuple[dict[str, dict[int, float]], str | None]:
@@ -356,20 +391,23 @@ def _against_reference(docs: list[Variant], values: dict[str, dict[int, float]],
     binary's sha256 (only sweeps with the same reference make one series); else the values as
     they are and None. The reference runs the same code every night in the same shuffled
     rounds, so the machine's level that night cancels in the ratio and what is left is the
-    program's own change against a fixed yardstick. `kept_sha`: this sweep's own baseline
-    binary was kept as the reference (jobs.controls.keep_reference); its A/A twin, a copy of that
-    binary, is then the reference arm of the series' first night."""
-    ref = next(((d.id, d.build.reference_sha256) for d in docs if d.id.endswith(REF_SUFFIX)
-                and d.build.reference_sha256), None)
-    if ref is None and kept_sha:
-        twin = next((d for d in docs if d.aa_of), None)
-        ref = twin and (twin.id, kept_sha)
+    program's own change against a fixed yardstick."""
+    ref = _reference_arm(docs, kept_sha)
     if ref is None or ref[0] not in values:
         return values, None
     by_round = values[ref[0]]
     ratios = {vid: {r: x / by_round[r] for r, x in v.items() if r in by_round}
               for vid, v in values.items()}
     return {vid: v for vid, v in ratios.items() if v}, ref[1]
+
+
+def _reference_level(docs: list[Variant], values: dict[str, dict[int, float]],
+                     kept_sha: str | None) -> float | None:
+    """The reference arm's own raw median that night, the machine's level the ratios cancel:
+    what says whether the machine moved with a step (across.cause); None without one."""
+    ref = _reference_arm(docs, kept_sha)
+    own = values.get(ref[0]) if ref else None
+    return float(np.median(list(own.values()))) if own else None
 
 
 def _detect(all_series: list[VariantSeries], threshold_pct: float) -> None:
@@ -399,7 +437,7 @@ def _detect(all_series: list[VariantSeries], threshold_pct: float) -> None:
                                          against=[p.run_id for p in segment])
             if verdict in ("faster", "slower"):
                 s.steps.append(Step(s.points[at].run_id, verdict, ratio, ci, why,
-                                    _changed(s.points[at - 1].versions, s.points[at].versions),
+                                    _changed(s, segment_start[id(s)], at, threshold_pct),
                                     found_in=run_id))
                 segment_start[id(s)] = at
 
@@ -452,9 +490,21 @@ def _pct(ci: tuple[float, float]) -> str:
     return stats.ci_text(ci)
 
 
-def _changed(before: dict[str, str], after: dict[str, str]) -> list[str]:
-    return [f"{k} {before.get(k, '?')} -> {after.get(k, '?')}"
-            for k in sorted(set(before) | set(after)) if before.get(k) != after.get(k)]
+def _changed(s: VariantSeries, start: int, at: int, threshold_pct: float) -> list[str]:
+    """What changed with a step placed on point `at` of a segment starting at `start`: the
+    versions ("gcc 12.2.0 -> 13.1.0"), then the environment, with what the reference arm says
+    of it (across.cause)."""
+    before, after = s.points[at - 1], s.points[at]
+    a, b = before.versions, after.versions
+    out = [f"{k} {a.get(k, '?')} -> {b.get(k, '?')}"
+           for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+    moved = cause.changes(before.environment, after.environment)
+    if moved:
+        levels = [p.reference_level for p in s.points[start:at][-WINDOW:]]
+        word = cause.reference_word(levels, after.reference_level, threshold_pct,
+                                          SPREAD_Z, s.reference is not None)
+        out.append(cause.text(moved, word))
+    return out
 
 
 def of_run(store: Store, run_id: str, finishing: bool = False) -> list[dict]:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from flagsweep.errors import FlagsweepError
 from flagsweep.files import cache_dir, write_atomic
-from flagsweep.host import cpu
+from flagsweep.host import cpu, image
 
 log = logging.getLogger("flagsweep.host.system")
 
@@ -389,11 +389,12 @@ def machine_state(compilers: list[str], pinned_cpu: int | None = None,
     stepping, microcode, kernel, hypervisor, governor (of the pinned CPU, else of all CPUs;
     None without cpufreq), boost (None | bool), isolated_cpus, nohz_full, cpu_count, smt
     (None when the kernel does not say), load_avg, aslr, perf_event_paranoid, nmi_watchdog,
-    pinned_cpu, python. Take it before building, not after: load_avg would count the build.
-    hw_counters is not here: whether counters work is a probe, not a file to read.
+    pinned_cpu, python, environment (the distribution, the CI runner's image: host.image). Take
+    it before building, not after: load_avg would count the build. hw_counters is not here:
+    whether counters work is a probe, not a file to read.
     """
     root = Path(root)
-    cpuinfo = _read_all(root / "proc/cpuinfo")
+    cpuinfo = read_all(root / "proc/cpuinfo")
     host = cpu.read_host(cpuinfo or "")
     by_compiler = cpu.describe(host, list(compilers)).march_native
 
@@ -432,14 +433,20 @@ def machine_state(compilers: list[str], pinned_cpu: int | None = None,
         "nmi_watchdog": _read_int(root / NMIWatchdog.relpath),
         "pinned_cpu": pinned_cpu,
         "python": platform.python_version(),
+        "environment": image.environment(_os_release(root), os.environ),
     }
 
 
-def _read_all(path: Path) -> str | None:
+def read_all(path: Path) -> str | None:
     try:
         return path.read_text(errors="replace")
     except OSError:
         return None
+
+
+def _os_release(root: Path) -> str | None:
+    """/etc/os-release, else /usr/lib/os-release (os-release(5): /etc's may be absent)."""
+    return read_all(root / "etc/os-release") or read_all(root / "usr/lib/os-release")
 
 
 def _load_avg(root: Path) -> list[float]:

@@ -95,7 +95,7 @@ def kept_reference(store: Store, target_name: str, machine: dict, baseline: str,
     shared folder): flagsweep, often root, must not run a program planted there. So the binary
     that runs is this machine's own copy (kept_copy, written when it was kept), checked against
     the store's sha256; the store's own bytes run only from a store no one else can write."""
-    kept = store.reference(target_name, history.machine_key(machine), baseline)
+    kept = _kept(store, target_name, machine, baseline)
     if kept is None:
         return None
     copy = kept_copy(kept.sha256)
@@ -122,6 +122,16 @@ def kept_reference(store: Store, target_name: str, machine: dict, baseline: str,
     return path, list(kept.flags)
 
 
+def _kept(store: Store, target_name: str, machine: Machine | dict, baseline: str):
+    """The kept reference of this target, machine and baseline (store.KeptReference), or
+    None: under the CPU's identity, else under the key an older flagsweep kept it by, with the
+    microcode in it (across.history: the microcode is now the environment's), so a series
+    keeps its reference across the upgrade instead of starting a new one."""
+    return (store.reference(target_name, history.machine_key(machine), baseline)
+            or store.reference(target_name, history.machine_key(machine, microcode=True),
+                               baseline))
+
+
 def kept_copy(sha256: str) -> Path:
     """Where this machine keeps its own copy of a kept reference binary: flagsweep's cache,
     named by content (a sha256 is 64 hex digits, so the store's word cannot make it a path)."""
@@ -145,6 +155,8 @@ def keep_reference(store: Store, run_id: str, target_name: str, builds: list[Var
     if base.build.status != "ok" or not binary.is_file():
         return
     row = store.run(run_id)
+    if _kept(store, target_name, row.machine or Machine(), baseline) is not None:
+        return                      # kept under the older key, and not measured this night
     key = history.machine_key(row.machine or Machine())
     sha = files.sha256_file(binary)
     if store.keep_reference(target_name, key, baseline, binary, list(base.flags), run_id, sha):

@@ -10,7 +10,9 @@ results|suite|merged|tune|qualify` prints the JSON Schema the models generate.
 from __future__ import annotations
 
 from flagsweep.model.values import Bool, Num, Pair, Record, Str  # noqa: F401
-from flagsweep.model.machine import Compiler, CpuChoice, CpuLoad, Distro, Machine  # noqa: F401
+from flagsweep.model.machine import (  # noqa: F401
+    Compiler, CpuChoice, CpuLoad, Distro, Environment, Machine
+)
 from flagsweep.model.measurement import (  # noqa: F401
     BiasCheck, ChosenMetric, DisturbanceRule, Layouts, LengthPoint, Measurement, Pilot,
     PilotFigures, RunLength, Schedule, Sequential, ShortRun

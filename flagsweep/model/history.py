@@ -12,6 +12,8 @@ class HistoryPoint(Record):
     ci95: Pair = None
     n: Num = None
     versions: dict[str, Str | None] | None = None  # "target" and each compiler -> its version
+    # kernel, microcode and, when recorded, distro, image, runner (across.cause)
+    environment: dict[str, Str | None] | None = None
 
 
 class HistoryStep(Record):
@@ -20,7 +22,7 @@ class HistoryStep(Record):
     ratio: Num = None
     ci95: Pair = None
     why: Str | None = None
-    changed: list[Str] = []                 # the versions that changed with it
+    changed: list[Str] = []                 # the versions and environment that changed with it
     found_in: Str | None = None             # the sweep whose check found it
 
 

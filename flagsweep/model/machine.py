@@ -27,6 +27,18 @@ class CpuChoice(Record):
     cpus: list[CpuLoad] | None = None
 
 
+class Environment(Record):
+    """The software a sweep ran in beside the kernel and the microcode (host.image): what can
+    move a nightly series without the program or a compiler changing. Untrusted text, kept
+    printable and short."""
+    distro_id: Str | None = None             # os-release ID (debian, ubuntu)
+    distro_version: Str | None = None        # os-release VERSION_ID
+    distro: Str | None = None                # os-release PRETTY_NAME
+    ci: Str | None = None                    # github | gitlab; null: not in CI
+    image: Str | None = None                 # GitHub ImageOS ImageVersion; GitLab CI_JOB_IMAGE
+    runner: Str | None = None                # the runner's kind, OS and arch, or its version
+
+
 class Machine(Record):
     hostname: Str | None = None
     cpu_model: Str | None = None
@@ -56,6 +68,7 @@ class Machine(Record):
     load_avg: list[Num] | None = None
     nmi_watchdog: Num = None
     python: Str | None = None
+    environment: Environment | None = None    # null: recorded before flagsweep read it
 
 
 class Compiler(Record):

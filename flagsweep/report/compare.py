@@ -115,6 +115,9 @@ DIFFERENCE_KEYS = [("recipe", lambda d: d.recipe),
                    ("CPU", lambda d: d.machine.cpu_model),
                    ("-march=native", lambda d: d.machine.march_native),
                    ("kernel", lambda d: d.machine.kernel),
+                   ("microcode", lambda d: d.machine.microcode),
+                   ("distribution", lambda d: _environment(d, "distro")),
+                   ("CI runner image", lambda d: _environment(d, "image")),
                    ("host", lambda d: d.machine.hostname),
                    ("compilers", lambda d: ", ".join(f"{c.name} {c.version or ''}"
                                                      for c in d.compilers or [])),
@@ -122,11 +125,21 @@ DIFFERENCE_KEYS = [("recipe", lambda d: d.recipe),
                    ("threshold", lambda d: f"{threshold(d.threshold_pct):g}%")]
 
 
+# What a document recorded before flagsweep read it does not have: not a difference.
+UNRECORDED = object()
+
+
+def _environment(doc: model.Results, key: str):
+    """A key of the machine's environment (host.image), UNRECORDED in an older document."""
+    e = doc.machine.environment
+    return UNRECORDED if e is None else getattr(e, key)
+
+
 def _differences(a: model.Results, b: model.Results) -> list[tuple[str, str, str]]:
     out = []
     for key, get in DIFFERENCE_KEYS:
         x, y = get(a), get(b)
-        if x != y:
+        if x != y and UNRECORDED not in (x, y):
             out.append((key, str(x), str(y)))
     return out
 
@@ -140,7 +153,8 @@ def _warnings(a: model.Results, b: model.Results, diffs: list,
                    "measure against different builds.")
     if "input" in keys:
         out.append("The two sweeps timed different inputs: B / A compares different work.")
-    if keys & {"CPU", "host", "kernel", "compilers"}:
+    if keys & {"CPU", "host", "kernel", "microcode", "distribution", "CI runner image",
+               "compilers"}:
         out.append("The sweeps ran on different machines or toolchains (see the differences): "
                    "B / A includes that, not only the flags.")
     for doc, side in ((a, "A"), (b, "B")):

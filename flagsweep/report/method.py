@@ -54,6 +54,7 @@ def machine_rows(m: model.Machine, compilers: list[model.Compiler]) -> list[tupl
         ("compilers", "; ".join(f"{c.name} {c.version or ''} ({c.path or ''})"
                                 for c in compilers)),
         ("kernel", m.kernel or "?"),
+        *_environment_rows(m.environment),
         ("host", f"{m.hostname or '?'}, {shown(m.cpu_count)} CPUs, "
                  f"{'virtual machine' if m.hypervisor else 'bare metal'}"),
         ("pinned to CPU", _pinned(m)),
@@ -66,6 +67,17 @@ def machine_rows(m: model.Machine, compilers: list[model.Compiler]) -> list[tupl
         ("hardware counters", "yes" if m.hw_counters else "no (no PMU, or not allowed)"),
     ]
     return [(k, v) for k, v in pairs if v]
+
+
+def _environment_rows(e: model.Environment | None) -> list[tuple[str, str]]:
+    """The distribution and the CI runner's image (host.image); none for a document recorded
+    before flagsweep read them."""
+    if e is None:
+        return []
+    distro = e.distro or " ".join(x for x in (e.distro_id, e.distro_version) if x) or "?"
+    ci = (f"{e.ci}: image {e.image or '?'}, runner {e.runner or '?'}" if e.ci
+          else "none (not in a CI job)")
+    return [("distribution", distro), ("CI runner", ci)]
 
 
 def method_rows(doc: model.Results) -> list[tuple[str, str]]:

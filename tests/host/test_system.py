@@ -55,6 +55,7 @@ TYPES = {
     "isa_levels": list, "vendor": str, "family": str, "model": str, "stepping": str,
     "microcode": str, "kernel": str, "hypervisor": bool, "isolated_cpus": list,
     "nohz_full": list, "cpu_count": int, "load_avg": list, "aslr": int, "python": str,
+    "environment": dict,
 }
 OPTIONAL = {"march_native": str, "governor": str, "boost": bool, "smt": bool,
             "perf_event_paranoid": int, "nmi_watchdog": int, "pinned_cpu": int}

@@ -7,8 +7,6 @@ import html as htmlmod
 import io
 import json
 import re
-import subprocess
-import sys
 from html.parser import HTMLParser
 
 import pytest
@@ -318,10 +316,6 @@ def test_compare_refuses_two_targets(tmp_path):
 
 # ---- what cannot be written, what is not a number ------------------------------------------------
 
-def _flagsweep(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "flagsweep", *args], capture_output=True, text=True)
-
-
 def test_a_full_disk_keeps_the_old_page(small_fs):
     """Written in place, index.html was left empty (0 bytes) by a full disk."""
     path = rf.write(small_fs.path / "run", rf.results_doc())
@@ -337,20 +331,19 @@ def test_a_full_disk_keeps_the_old_page(small_fs):
     assert after == before and len(after["index.html"]) > 10000 and page.name == "index.html"
 
 
-def test_a_read_only_out_is_one_line(small_fs, tmp_path):
+def test_a_read_only_out_is_one_line(small_fs, tmp_path, main):
     path = rf.write(tmp_path / "run", rf.results_doc())
     small_fs.read_only()
     for out in (small_fs.path / "new", small_fs.path):
-        done = _flagsweep("report", str(path), "--out", str(out))
-        assert done.returncode == 2 and "Traceback" not in done.stderr
+        code, err = main("report", str(path), "--out", str(out))
+        assert code == 2
         what = (f"cannot create the report's folder {out}: Read-only file system" if out.name == "new"
                 else f"cannot write {out}/junit.xml: Read-only file system")
-        assert done.stderr == f"flagsweep: {what}\n"
+        assert err == f"flagsweep: {what}\n"
     a_file = tmp_path / "a-file"
     a_file.write_text("")
-    done = _flagsweep("compare", str(path), str(path), "--out", str(a_file / "cmp"))
-    assert done.returncode == 2
-    assert done.stderr == f"flagsweep: cannot create the --out folder {a_file}/cmp: Not a directory\n"
+    assert main("compare", str(path), str(path), "--out", str(a_file / "cmp")) == (
+        2, f"flagsweep: cannot create the --out folder {a_file}/cmp: Not a directory\n")
 
 
 def _set(doc: dict, key: str, value) -> None:
@@ -394,15 +387,14 @@ def test_load_refuses_an_interval_that_is_not_two_numbers(tmp_path):
 
 
 @pytest.mark.breaks_contract
-def test_report_and_compare_of_a_non_number_are_one_line(tmp_path):
+def test_report_and_compare_of_a_non_number_are_one_line(tmp_path, main):
     doc = rf.results_doc()
     doc["variants"][2]["vs_baseline"]["ratio"] = "fast"
     bad = rf.write(tmp_path / "bad", doc)
     good = rf.write(tmp_path / "good", rf.results_doc())
     why = f"flagsweep: {bad}: key 'variants[2].vs_baseline.ratio': expected a number or null, got \"fast\"\n"
     for args in (["report", str(bad)], ["compare", str(good), str(bad)]):
-        done = _flagsweep(*args)
-        assert (done.returncode, done.stderr) == (2, why)
+        assert main(*args) == (2, why)
     assert not (bad.parent / "index.html").exists()
 
 

@@ -78,8 +78,7 @@ def test_the_workflow_schema_passes_the_workflow_and_fails_a_broken_copy(tmp_pat
 def test_gitlabs_schema_passes_the_pipeline_and_fails_a_broken_copy(tmp_path):
     result = _schema("vendor.gitlab-ci", GITLAB)
     assert result.returncode == 0, result.stdout + result.stderr
-    broken = _broken(GITLAB, "    when: always\n  before_script:", "    when: nightly\n  before_script:",
-                     tmp_path)
+    broken = _broken(GITLAB, "    when: always\n  script:", "    when: nightly\n  script:", tmp_path)
     result = _schema("vendor.gitlab-ci", broken)
     assert result.returncode == 1 and "cache.when: 'nightly' is not one of" in result.stdout, \
         result.stdout

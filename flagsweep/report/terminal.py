@@ -161,8 +161,9 @@ def show_history(target: str, all_series, out: Console | None = None) -> None:
     if short:
         out.print(f"note: with {history.MIN_SPREAD_RUNS} or fewer sweeps the sweep-to-sweep "
                   "spread is too uncertain to test against; until then a step must clear "
-                  "--threshold and 3.5 SDs of the earlier sweeps (none after a single sweep), "
-                  "so choose --threshold above this machine's day-to-day drift.", markup=False)
+                  "--threshold and 3.5 SDs of the earlier sweeps (none after a single sweep, "
+                  "but for an instruction count, which has no day-to-day drift), so choose "
+                  "--threshold above this machine's day-to-day drift.", markup=False)
 
 
 def show_pick(p, out: Console | None = None) -> None:

@@ -92,6 +92,21 @@ def test_zero_spread_does_not_switch_the_guard_off():
     assert [(st.run_id, st.verdict) for st in s.steps] == [("r10", "slower")]
 
 
+
+@pytest.mark.parametrize("metric", ["instructions", "cpu_s"])
+def test_a_second_night_is_judged_only_in_an_instruction_count(metric):
+    """One earlier sweep gives no sweep-to-sweep spread: a timed series calls nothing on its
+    second night; an instruction count has no drift to measure and is judged. Its runs may
+    differ by a few instructions (the environment the program starts in), as Cachegrind's do."""
+    s = history.VariantSeries("gcc-O2", ["-O2"], "cpu", metric=metric)
+    for i, x in enumerate([1e9, 1.3e9]):
+        values = [x + k for k in range(5)]
+        s.points.append(history.Point(f"r{i}", float(i), values, x, None, {"target": f"1.{i}"}))
+    history._detect([s], threshold_pct=5.0)
+    exact = metric == "instructions"
+    assert [(st.run_id, st.verdict) for st in s.steps] == ([("r1", "slower")] if exact else [])
+    assert s.latest.verdict == ("slower" if exact else "inconclusive")
+
 # ---------------------------------------------------------------------------------------------
 # End to end: the real CLI, the real tiny target, a store of its own.
 # ---------------------------------------------------------------------------------------------

@@ -5,7 +5,6 @@ tiny target timed through the executor seam, a planted regression in a newer bui
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np

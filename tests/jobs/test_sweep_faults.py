@@ -30,16 +30,6 @@ def tiny(tmp_path) -> Path:
     return write_tiny_target(tmp_path / "tiny")
 
 
-def flagsweep(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    result = subprocess.run([sys.executable, "-m", "flagsweep", *args], capture_output=True,
-                            text=True)
-    if check and result.returncode != 0:
-        raise AssertionError(f"flagsweep {' '.join(args)} exited {result.returncode}:\n"
-                             f"{result.stderr[-3000:]}")
-    assert "Traceback" not in result.stderr, result.stderr
-    return result
-
-
 def _flags(*sets: str) -> list[str]:
     return [a for s in sets for a in ("--flags", s)]
 
@@ -89,10 +79,11 @@ def _assert_failed_link_recorded(out: Path, stderr: str) -> dict:
 def test_a_variant_that_fails_to_link_is_recorded_and_the_others_measured(tiny, tmp_path,
                                                                            isolated_cache, main):
     out, db = tmp_path / "run", isolated_cache / "store.sqlite"
-    result = flagsweep("run", str(tiny), *_flags("-O2", BAD_LINK, "-O1"), "--runs", "2",
-                       "--warmup", "0", "--quick", "--seed", "3", "--schedule", "serial",
-                       "--out", str(out))   # a round's three runs, counted below
-    v = _assert_failed_link_recorded(out, result.stderr)
+    code, err = main("run", str(tiny), *_flags("-O2", BAD_LINK, "-O1"), "--runs", "2",
+                     "--warmup", "0", "--quick", "--seed", "3", "--schedule", "serial",
+                     "--out", str(out))   # a round's three runs, counted below
+    assert code == 0, err
+    v = _assert_failed_link_recorded(out, err)
     assert json.loads((out / "results.json").read_text())["status"] == "complete"
     assert v["-O1"]["summary"]["n"] == 2 and v["-O1"]["vs_baseline"]["n_pairs"] == 2
     assert v["-O2"]["summary"]["n"] == 2 and v["-O2 aa"]["summary"]["n"] == 2

@@ -94,7 +94,7 @@ class SeriesView:
 
 
 @dataclass
-class Row:
+class IndexRow:
     """The index's row: one target on one CPU with one compiler, at its newest night."""
     target: str
     href: str
@@ -121,13 +121,13 @@ class TargetPage:
     target: str
     file: str
     machines: list[MachineView]
-    rows: list[Row] = field(default_factory=list)
+    rows: list[IndexRow] = field(default_factory=list)
 
 
 @dataclass
 class Dashboard:
     pages: list[TargetPage]
-    rows: list[Row]
+    rows: list[IndexRow]
     empty: list[str]                             # targets without a complete sweep
     threshold: str
     made: str
@@ -182,7 +182,7 @@ def _target(name: str, series: list[history.VariantSeries]) -> TargetPage:
 
 
 def _row(target: str, file: str, anchor: str, machine: str, compiler: str,
-         docs: list[tuple[history.VariantSeries, HistorySeries]]) -> Row:
+         docs: list[tuple[history.VariantSeries, HistorySeries]]) -> IndexRow:
     """The row at its own newest night: history --check judges the target's newest sweep, and
     on a store of several CPUs each CPU's nightly job checked its own."""
     run_id = history.newest([s for s, _ in docs])
@@ -194,7 +194,7 @@ def _row(target: str, file: str, anchor: str, machine: str, compiler: str,
     cannot = Counter(why for _, outcome, why in judged if outcome == "unchecked")
     gate = ("fails" if any(o in FAILS for _, o, _ in judged)
             else "cannot-check" if any(o in CANNOT for _, o, _ in judged) else "passes")
-    return Row(target, f"{file}#{anchor}", machine, compiler, run_id, _when(when),
+    return IndexRow(target, f"{file}#{anchor}", machine, compiler, run_id, _when(when),
                sorted(counts.items(), key=lambda c: list(STATE_TEXT).index(c[0])), gate,
                open_, [(n, why) for why, n in cannot.items()])
 

@@ -104,7 +104,7 @@ class IndexRow:
     when: str
     counts: list[tuple[str, int]]
     gate: str                                    # fails | cannot-check | passes
-    open: list[tuple[str, str, str]]             # variant, outcome, text
+    open: list[tuple[str, str, str, str]]        # variant, outcome, text, its series' link
     cannot: list[tuple[int, str]]                # series, why
 
 
@@ -176,27 +176,32 @@ def _target(name: str, series: list[history.VariantSeries]) -> TargetPage:
                  for j, (s, d) in enumerate(docs)]
         page.machines.append(MachineView(anchor, machine, newest, views))
         for compiler in dict.fromkeys(s.compiler for s in group):
-            mine = [(s, d) for s, d in docs if s.compiler == compiler]
-            page.rows.append(_row(name, page.file, anchor, machine, compiler, mine))
+            mine = [(s, d, f"{page.file}#{v.anchor}")
+                    for (s, d), v in zip(docs, views) if s.compiler == compiler]
+            page.rows.append(_row(name, f"{page.file}#{anchor}", machine, compiler, mine))
     return page
 
 
-def _row(target: str, file: str, anchor: str, machine: str, compiler: str,
-         docs: list[tuple[history.VariantSeries, HistorySeries]]) -> IndexRow:
+def _row(target: str, href: str, machine: str, compiler: str,
+         docs: list[tuple[history.VariantSeries, HistorySeries, str]]) -> IndexRow:
     """The row at its own newest night: history --check judges the target's newest sweep, and
-    on a store of several CPUs each CPU's nightly job checked its own."""
-    run_id = history.newest([s for s, _ in docs])
-    when = max(p.started for s, _ in docs for p in (*s.points, *s.unjudged)
-               if p.run_id == run_id)
-    counts = Counter(_state(d, run_id) for _, d in docs)
-    judged = [(d.variant, *history.judged(d, run_id)) for _, d in docs]
+    on a store of several CPUs each CPU's nightly job checked its own. `docs`: each series,
+    its document and its link."""
+    run_id = history.newest([s for s, *_ in docs])
+    night = max((p for s, *_ in docs for p in (*s.points, *s.unjudged) if p.run_id == run_id),
+                key=lambda p: p.started)
+    counts = Counter(_state(d, run_id) for _, d, _ in docs)
+    judged = [(d.variant, *history.judged(d, run_id), link) for _, d, link in docs]
     open_ = [j for j in judged if j[1] in ("regression", "unconfirmed")]
-    cannot = Counter(why for _, outcome, why in judged if outcome == "unchecked")
-    gate = ("fails" if any(o in FAILS for _, o, _ in judged)
-            else "cannot-check" if any(o in CANNOT for _, o, _ in judged) else "passes")
-    return IndexRow(target, f"{file}#{anchor}", machine, compiler, run_id, _when(when),
-               sorted(counts.items(), key=lambda c: list(STATE_TEXT).index(c[0])), gate,
-               open_, [(n, why) for why, n in cannot.items()])
+    cannot = Counter(why for _, outcome, why, _ in judged if outcome == "unchecked")
+    gate = ("fails" if any(j[1] in FAILS for j in judged)
+            else "cannot-check" if any(j[1] in CANNOT for j in judged) else "passes")
+    version = night.versions.get(compiler)
+    return IndexRow(target, href, machine,
+                    f"{compiler} {version}" if version not in (None, "?") else compiler,
+                    run_id, _when(night.started),
+                    sorted(counts.items(), key=lambda c: list(STATE_TEXT).index(c[0])), gate,
+                    open_, [(n, why) for why, n in cannot.items()])
 
 
 def _state(doc: HistorySeries, run_id: str) -> str:

@@ -75,7 +75,9 @@ def test_the_regression_is_on_the_index_with_what_changed(site):
                          text)
     assert "+30." in line or "+29." in line
     # the steady series of the same night passed; the target's row counts them
-    assert "1 slower" in text and "1 no difference" in text
+    assert "1 slower" in text and "1 no difference" in text and "gcc 12.2.0" in text
+    assert f'<a href="{dashboard.page_file("tiny")}#m1-s2"><code>gcc-O3</code></a>' \
+        in index.read_text()                                      # the series' own plot
 
 
 def test_the_unstable_night_is_shown_unjudged_with_why(site):

@@ -65,6 +65,8 @@ def test_an_index_and_a_page_per_target_and_nothing_else(site):
                                             dashboard.page_file(HOSTILE)])
     assert re.fullmatch(r"target-tiny_script_alert_x_script_amp_0_owned-[0-9a-f]{10}\.html",
                         dashboard.page_file(HOSTILE))
+    assert dashboard.page_file("../../etc/passwd").startswith("target-etc_passwd-")
+    assert dashboard.page_file("a/b") != dashboard.page_file("a_b")
 
 
 def test_the_regression_is_on_the_index_with_what_changed(site):
@@ -147,3 +149,8 @@ def test_both_pages_load_clean_and_draw_in_chromium(site, browser, tmp_path):
                              ".map(c => c.getBBox().width > 0).filter(Boolean).length")
     assert drawn == 2 * 3 + 2                 # the judged nights, and the unjudged one twice
     assert (tmp_path / "tiny.png").stat().st_size > 10_000
+    # on a phone the plots scroll in their own box, the page never sideways (a page wider than
+    # the phone widens the layout viewport with it: innerWidth is no yardstick)
+    for page in (index, index.parent / dashboard.page_file("tiny")):
+        browser.open(page, width=390, height=844)
+        assert browser.evaluate("document.documentElement.scrollWidth") <= 390, page.name

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from flagsweep.measure.sample import Sample
-from flagsweep.model import AA_SUFFIX, FunctionRemarks, Results
+from flagsweep.model import AA_SUFFIX, REF_SUFFIX, FunctionRemarks, Results
 from flagsweep.results import reader, writer
 from flagsweep.results.store import Store
 
@@ -248,6 +248,9 @@ def _variant(vid: str, flags: list[str]) -> tuple[dict, dict | None]:
     if vid.endswith(AA_SUFFIX):
         doc["aa_of"] = vid.removesuffix(AA_SUFFIX)
         build["detail"] = f"A/A twin: a copy of {doc['aa_of']}'s binary"   # as controls.aa_twin
+    if vid.endswith(REF_SUFFIX):                   # as controls.reference_arm: the same binary
+        doc["reference_of"] = vid.removesuffix(REF_SUFFIX)              # every night
+        build["reference_sha256"] = "ef" * 32
     return doc, check
 
 

@@ -132,6 +132,7 @@ class VariantSeries:
     reference: str | None = None             # the reference binary's sha256: values are ratios to it
     metric: str = ""                         # the series' quantity: its first sweep's metric
     unjudged: list[Point] = field(default_factory=list)   # nights measured but not judged
+    compiler: str = ""                       # the variant's compiler (its id names it too)
 
     def document(self) -> HistorySeries:
         """The series as results.json's `history` and `history --json` carry it."""
@@ -280,8 +281,8 @@ def judged(series: HistorySeries, run_id: str) -> tuple[str, str]:
     step = series.steps[-1] if series.steps else None
     if step is not None and step.found_in == run_id and step.verdict == "slower":
         if series.reference:
-            return "regression", f"regression: {_step_text(step)}"
-        return "unconfirmed", f"slower, unconfirmed (no reference arm): {_step_text(step)}"
+            return "regression", f"regression: {step_text(step)}"
+        return "unconfirmed", f"slower, unconfirmed (no reference arm): {step_text(step)}"
     if series.reference is None and len(series.points) >= 2:
         return "unchecked", NO_REFERENCE
     latest = series.latest
@@ -293,8 +294,8 @@ def judged(series: HistorySeries, run_id: str) -> tuple[str, str]:
                   + (f": {stats.change_text(latest.ratio, latest.ci95)}" if latest.ratio else ""))
 
 
-def _step_text(step: HistoryStep) -> str:
-    """A step as `--check` prints it: "+X% [lo, hi] in RUN (what changed): why"."""
+def step_text(step: HistoryStep) -> str:
+    """A step as `--check` (and the dashboard) prints it: "+X% [lo, hi] in RUN (what changed): why"."""
     ci = tuple(step.ci95) if step.ci95 else None
     change = stats.change_text(step.ratio, ci) if step.ratio is not None else "slower"
     changed = f" ({', '.join(step.changed)})" if step.changed else ""
@@ -335,7 +336,8 @@ def _points(store: Store, run: StoredSweep, known: dict[tuple, VariantSeries],
             continue
         key = (machine, run.input_sha256, doc.id, reference)
         series = known.get(key) or VariantSeries(doc.id, doc.flags, machine,
-                                                 reference=reference, metric=metric)
+                                                 reference=reference, metric=metric,
+                                                 compiler=doc.compiler)
         if series.metric not in by_metric:
             own = analysis.values_by_round(
                 samples, lambda s, m=series.metric: metric_mod.metric_of(s, m))

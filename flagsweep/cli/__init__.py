@@ -36,6 +36,7 @@ COMMANDS = {
     "compare": "flagsweep.cli.reading:compare_cmd",
     "suite": "flagsweep.cli.reading:suite_cmd",
     "history": "flagsweep.cli.reading:history_cmd",
+    "dashboard": "flagsweep.cli.reading:dashboard_cmd",
     "merge": "flagsweep.cli.reading:merge_cmd",
     "pick": "flagsweep.cli.reading:pick_cmd",
     "schema": "flagsweep.cli.reading:schema_cmd",

@@ -1,4 +1,4 @@
-"""Commands over finished sweeps: report, compare, suite, history, merge, pick."""
+"""Commands over finished sweeps: report, compare, suite, history, dashboard, merge, pick."""
 
 from __future__ import annotations
 
@@ -215,13 +215,12 @@ def history_cmd(target_name, check, threshold_pct, as_json, partial, junit_path,
     from flagsweep.errors import FlagsweepError
     from flagsweep.report import terminal
     from flagsweep.results import store
-    from flagsweep.experiment import target
 
     if shadow and not check:
         raise click.UsageError("--shadow says what --check would have done: give both")
     if junit_path is not None:
         _refuse_unwritable(junit_path)
-    name = target.load(target_name).name if "/" in target_name else target_name
+    name = _target_name(target_name)
     db = store.Store(create=False)
     series = history.collect(db, name, threshold_pct=threshold_pct, partial=partial)
     if not series:
@@ -251,6 +250,38 @@ def history_cmd(target_name, check, threshold_pct, as_json, partial, junit_path,
         sys.exit(1)
     elif check and open_:
         sys.exit(3)
+
+
+def _target_name(given: str) -> str:
+    """A target as the store names it: a name as it is, a target file's path by its name."""
+    from flagsweep.experiment import target
+
+    return target.load(given).name if "/" in given else given
+
+
+@click.command("dashboard")
+@click.option("--out", "out_dir", type=Folder(), required=True,
+              help="Folder for the site: index.html and a page per target (made if missing; "
+                   "its parent must exist).")
+@click.option("--target", "targets", multiple=True, metavar="TARGET",
+              help="Only this target (repeatable) [default: every target in the store].")
+@click.option("--threshold", "threshold_pct", type=THRESHOLD,
+              help="Practical threshold in % [default: each target's latest sweep's].")
+def dashboard_cmd(out_dir, targets, threshold_pct) -> None:
+    """The store's nightly sweeps as a static site: one page across targets, CPUs and
+    compilers (the newest verdicts, the open regressions) and one page per target with every
+    variant's series, read as `history --check` reads them (docs/dashboard.md)."""
+    from flagsweep import report
+    from flagsweep.errors import FlagsweepError
+    from flagsweep.results import store
+
+    parent = out_dir.absolute().parent
+    if not parent.is_dir():
+        raise FlagsweepError(f"--out {out_dir}: its parent folder {parent} does not exist "
+                             "(create it, or name a folder in an existing one)")
+    names = tuple(dict.fromkeys(_target_name(t) for t in targets))
+    click.echo(str(report.write_dashboard(store.Store(create=False), out_dir, names,
+                                          threshold_pct)))
 
 
 def _shadow(worse: list, open_: list) -> None:

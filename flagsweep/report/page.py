@@ -1,5 +1,6 @@
 """The pages: results.json becomes index.html (one self-contained page), summary.md and
-junit.xml (report/junit.py); two sweeps, a suite, a merge and a tune become theirs.
+junit.xml (report/junit.py); two sweeps, a suite, a merge and a tune become theirs; the store
+becomes the dashboard across nights (report/dashboard.py).
 
     results.json -> view.build (every decision) -> plots (matplotlib SVG) -> templates (layout)
 """
@@ -12,10 +13,10 @@ from pathlib import Path
 
 import jinja2
 
-from flagsweep import __version__
+from flagsweep import __version__, screen
 from flagsweep.across import merge, suite
 from flagsweep.files import make_dir, write_atomic
-from flagsweep.report import compare, heatmap, junit, tune, view
+from flagsweep.report import compare, dashboard, heatmap, junit, tune, view
 from flagsweep.report.formats import COLORS, VERDICT_TEXT
 from flagsweep.report.variants import link
 from flagsweep import model
@@ -93,26 +94,48 @@ def write_tune(doc: model.Tune, out: Path) -> Path:
     return write_atomic(out / "tune.html", page)
 
 
-def _render(name: str, **context) -> str:
+def write_dashboard(store, out: Path, targets: tuple[str, ...] = (),
+                    threshold_pct: float | None = None) -> Path:
+    """The dashboard across nights (report/dashboard.py) into `out`: index.html and a page
+    per target, nothing else and nowhere else; returns index.html."""
+    d = dashboard.build(store, targets, threshold_pct)
+    out = make_dir(Path(out).resolve(), "the --out folder")
+    for p in d.pages:
+        write_atomic(out / p.file, _render("dashboard-target.html.j2", shown=True, d=d, p=p,
+                                           state_text=dashboard.STATE_TEXT))
+    return write_atomic(out / "index.html", _render(
+        "dashboard.html.j2", shown=True, d=d, state_text=dashboard.STATE_TEXT,
+        gate_text={"fails": "fails (exit 1)", "cannot-check": "cannot check (exit 3)",
+                   "passes": "passes"}))
+
+
+def _render(name: str, shown: bool = False, **context) -> str:
     html = name.endswith(".html.j2")
-    env = _environment(html)
+    env = _environment(html, shown)
     return env.get_template(name).render(
         css=(TEMPLATES / "page.css").read_text() if html else "", colors=COLORS,
         verdict_text=VERDICT_TEXT, version=__version__, **context)
 
 
 @functools.cache
-def _environment(html: bool) -> jinja2.Environment:
+def _environment(html: bool, shown: bool = False) -> jinja2.Environment:
     """HTML with autoescape on (a target or flag named '<script>' is text); Markdown with its
     own escaping filters instead. StrictUndefined: a misspelt field is an error, not a blank.
-    One per process: compiling the templates costs a third of a second, and a tune or a suite
-    writes a page per sweep."""
+    `shown`: every text's control characters written out (screen.shown), for pages made of
+    store rows, which anyone with the store may have written. One per process and kind:
+    compiling the templates costs a third of a second, and a tune or a suite writes a page per
+    sweep."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=html,
                              undefined=jinja2.StrictUndefined, trim_blocks=True,
-                             lstrip_blocks=True, keep_trailing_newline=True)
+                             lstrip_blocks=True, keep_trailing_newline=True,
+                             finalize=_shown if shown else None)
     env.filters["md"] = markdown_text
     env.filters["code"] = markdown_code
     return env
+
+
+def _shown(value):
+    return screen.shown(value) if isinstance(value, str) else value
 
 
 def markdown_text(text: str) -> str:

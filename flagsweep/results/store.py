@@ -322,6 +322,12 @@ class Store:
                              .order_by(runs.c.started)).mappings().all()
         return [self._record(dict(r)) for r in rows]
 
+    def targets(self) -> list[str]:
+        """Every target the store has a run of, by name (the dashboard's pages, one each)."""
+        with self._connect() as c:
+            return list(c.execute(sa.select(runs.c.target).distinct()
+                                  .order_by(runs.c.target)).scalars())
+
     def run(self, run_id: str) -> model.RunRecord:
         """The run's row as its model; FlagsweepError naming the row and the key when a value
         is not of its kind (a row is data: anyone with the store can write it)."""

@@ -9,6 +9,7 @@ of freedom)."""
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple
 
@@ -47,9 +48,16 @@ def mean_shift(before: np.ndarray, after: np.ndarray) -> MeanShift:
         t = math.copysign(math.inf, shift) if shift else 0.0
         return MeanShift(shift, t, 0.0 if shift else 1.0, (math.exp(shift), math.exp(shift)))
     t = shift / se
-    q = float(sps.t.isf(0.025, df))
+    q = t_quantile(df)
     return MeanShift(shift, t, float(2 * sps.t.sf(abs(t), df)),
                      (math.exp(shift - q * se), math.exp(shift + q * se)))
+
+
+@functools.lru_cache(maxsize=1024)
+def t_quantile(df: int) -> float:
+    """Student's t 97.5% point at df degrees of freedom, kept: a history tests thousands of
+    nights at the same few df."""
+    return float(sps.t.isf(0.025, df))
 
 
 class Difference(NamedTuple):

@@ -11,6 +11,7 @@ outliers, which is why the median and not the mean is the measure here.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -33,16 +34,24 @@ def median_ci(values: list[float] | np.ndarray, level: float = 0.95) -> MedianCI
     n = len(x)
     if n == 0:
         return None
+    l, coverage = median_ranks(n, level)
+    if l < 1:
+        return None
+    u = n + 1 - l
+    return MedianCI(float(np.median(x)), float(x[l - 1]), float(x[u - 1]), coverage)
+
+
+@functools.lru_cache(maxsize=1024)
+def median_ranks(n: int, level: float) -> tuple[int, float]:
+    """(l, coverage): the median interval's lower rank (1-based; < 1 when none exists) and its
+    coverage. A function of n and the level alone, so kept: a history summarises thousands of
+    nights of the same few round counts, and scipy's binomial costs more than the rest."""
     alpha = 1 - level
     # Largest l with P(B <= l - 1) <= alpha/2, B ~ Binomial(n, 1/2); ranks are 1-based.
     l = int(sps.binom.ppf(alpha / 2, n, 0.5))
     if l >= 1 and sps.binom.cdf(l - 1, n, 0.5) > alpha / 2:
         l -= 1
-    if l < 1:
-        return None
-    u = n + 1 - l
-    coverage = 1 - 2 * sps.binom.cdf(l - 1, n, 0.5)
-    return MedianCI(float(np.median(x)), float(x[l - 1]), float(x[u - 1]), float(coverage))
+    return l, float(1 - 2 * sps.binom.cdf(l - 1, n, 0.5))
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,7 @@ def test_help_imports_no_command_module():
     assert heavy == []
     commands = stdout.split("Commands:")[1].split()
     for name in ("build", "run", "list", "cpus", "system", "report", "compare", "suite",
-                 "history", "merge", "pick", "worker", "calibrate", "schema"):
+                 "history", "dashboard", "merge", "pick", "worker", "calibrate", "schema"):
         assert name in commands
 
 

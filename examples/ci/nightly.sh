@@ -23,10 +23,14 @@
 #   FLAGSWEEP_NIGHT        this night's folder name in it                      [UTC stamp]
 #   FLAGSWEEP_DB           the store, as for flagsweep (an SQLite file or a PostgreSQL URL)
 #   FLAGSWEEP_CACHE        flagsweep's caches (builds, inputs, the kept reference binary)
+#   FLAGSWEEP_DASHBOARD    the folder of the dashboard across nights, drawn from the store
+#                          after the gate; "none" for none                     [OUT/dashboard]
 #   GITHUB_STEP_SUMMARY    set by GitHub Actions: summary.md and the gate's words go there
 #
 # Writes OUT/NIGHT/ (the run folder: index.html, summary.md, junit.xml, results.json, ...)
-# and in it history-junit.xml and gate.txt (what the gate said). Exits with the gate's status:
+# and in it history-junit.xml and gate.txt (what the gate said), then the dashboard (a
+# static site of every night in the store; one that cannot be drawn is said, and changes no
+# exit code). Exits with the gate's status:
 # 0 pass, 1 a regression, 3 the night cannot be checked; with a sweep that failed, the sweep's
 # own (2 an error, 3 stopped early because the machine was busy); 2 on a bad setting here.
 # It installs nothing and runs nothing but `flagsweep` from PATH.
@@ -116,6 +120,18 @@ judge() {
     return "$status"
 }
 
+# The dashboard follows the gate and never decides the job: a night's status is the gate's.
+dashboard() {
+    local folder="${FLAGSWEEP_DASHBOARD:-$out/dashboard}" options=()
+    [ "$folder" = none ] && return 0
+    [ -n "$threshold" ] && options+=(--threshold "$threshold")
+    if flagsweep dashboard --out "$folder" "${options[@]}" >/dev/null; then
+        echo "nightly.sh: the dashboard: $folder/index.html" >&2
+    else
+        echo "nightly.sh: the dashboard was not drawn (above); the gate's status stands" >&2
+    fi
+}
+
 wrote() {
     local f files=()
     for f in index.html summary.md junit.xml results.json history-junit.xml gate.txt gate.md; do
@@ -144,6 +160,7 @@ elif [ ! -d "$night" ]; then
 fi
 status=0
 judge || status=$?
+dashboard
 wrote
 echo "nightly.sh: gate ($gate) exited $status" >&2
 exit "$status"

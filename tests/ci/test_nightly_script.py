@@ -147,3 +147,19 @@ def test_a_bad_setting_is_one_line_and_exit_2(tmp_path, setting, said):
     r = _script({**os.environ, "FLAGSWEEP_OUT": str(tmp_path)}, "tiny", **setting)
     assert r.returncode == 2 and r.stderr == f"nightly.sh: {said}" + r.stderr.split(said)[1]
     assert len(r.stderr.splitlines()) == 1 and list(tmp_path.iterdir()) == []
+
+
+def test_the_dashboard_shows_both_nights_in_chromium(nights, browser, tmp_path):
+    from flagsweep.report import dashboard
+
+    site = nights["night1"].folder.parent / "dashboard"
+    assert "nightly.sh: the dashboard: " in nights["night1"].result.stderr
+    load = browser.open(site / "index.html", screenshot=tmp_path / "index.png")
+    assert load.console_errors == [] and load.external_requests == []
+    index = (site / "index.html").read_text()
+    assert "night1" in index and "regression" in index.lower()
+    load = browser.open(site / dashboard.page_file("tiny"))
+    assert load.console_errors == [] and load.external_requests == []
+    text = browser.evaluate("document.body.textContent")         # the nights table is folded
+    assert "night0" in text and "night1" in text
+    assert browser.evaluate("document.querySelectorAll('svg.plot circle').length") >= 2

@@ -40,6 +40,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from flagsweep.across import history  # noqa: E402
+from flagsweep.model import Build, Variant  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("bench_statistics",
                                                Path(__file__).with_name("verdict_rules.py"))
@@ -52,8 +53,11 @@ NIGHTS = 20
 SAMPLES = 10
 CV = 0.01
 KEPT = "kept-sha"
-FIRST = [{"id": "v"}, {"id": "v.aa", "aa_of": "v", "build": {}}]
-LATER = [{"id": "v"}, {"id": "v.ref", "reference_of": "v", "build": {"reference_sha256": KEPT}}]
+FIRST = [Variant(id="v", compiler="gcc", flags=[], build=Build(status="ok")),
+         Variant(id="v.aa", compiler="gcc", flags=[], aa_of="v", build=Build(status="ok"))]
+LATER = [Variant(id="v", compiler="gcc", flags=[], build=Build(status="ok")),
+         Variant(id="v.ref", compiler="gcc", flags=[], reference_of="v",
+                 build=Build(status="ok", reference_sha256=KEPT))]
 
 
 def header(cols: list[str]) -> None:
@@ -68,12 +72,12 @@ def levels(rng: np.random.Generator, drift: str, day: float) -> np.ndarray:
 
 
 def series(rng: np.random.Generator, drift: str, day: float, thr: float, kept: bool,
-           step_at: int | None = None, own: float = 0.0) -> history.Series:
+           step_at: int | None = None, own: float = 0.0) -> history.VariantSeries:
     """One series of 20 nights through history's own code, steps detected. `own`: a random
     walk of the program's own level (sd a night) that the reference does not share."""
     level = levels(rng, drift, day)
     mine = np.cumsum(rng.normal(0, own, NIGHTS)) if own else np.zeros(NIGHTS)
-    s = history.Series("v", [], "m")
+    s = history.VariantSeries("v", [], "m")
     for night in range(NIGHTS):
         late = step_at is not None and night >= step_at
         x = np.exp(level[night] + mine[night] + (math.log(1.05) if late else 0.0)
@@ -82,7 +86,7 @@ def series(rng: np.random.Generator, drift: str, day: float, thr: float, kept: b
         if kept:
             arm = np.exp(level[night] + rng.normal(0, CV, SAMPLES))
             docs = FIRST if night == 0 else LATER
-            values[docs[1]["id"]] = dict(enumerate(map(float, arm)))
+            values[docs[1].id] = dict(enumerate(map(float, arm)))
             values, s.reference = history._against_reference(docs, values,
                                                              KEPT if night == 0 else None)
         v = [float(y) for y in values["v"].values()]
@@ -92,7 +96,7 @@ def series(rng: np.random.Generator, drift: str, day: float, thr: float, kept: b
     return s
 
 
-def outcomes(s: history.Series, new_rule: bool) -> tuple[set[int], set[int]]:
+def outcomes(s: history.VariantSeries, new_rule: bool) -> tuple[set[int], set[int]]:
     """(nights whose check fails, nights whose check says it cannot tell)."""
     fails = {int(st.found_in[1:]) for st in s.steps if st.verdict == "slower"}
     if not new_rule or s.reference is not None:

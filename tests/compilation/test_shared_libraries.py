@@ -1,0 +1,110 @@
+"""A program whose code is partly in a shared library of its own build tree, and partly in a
+system library: the tree's library is the variant's code (hashed and sized with the binary),
+the system one is named as not the variant's. Built for real (gcc, CMake), the build step
+alone: two variants whose executables are the same and whose libraries are not."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from flagsweep.compilation import binaries, fingerprint, variants
+from flagsweep.experiment import matrix, recipe, target
+from flagsweep.jobs import controls
+from flagsweep.model import Variant
+
+pytestmark = [pytest.mark.integration,
+              pytest.mark.skipif(not Path("/usr/include/zlib.h").exists(),
+                                 reason="zlib's headers (zlib1g-dev) are not installed")]
+
+# The library reads LIBK: a flag that changes the library's code and nothing of the program's.
+SOURCES = {
+    "CMakeLists.txt": "cmake_minimum_required(VERSION 3.18)\nproject(p C)\n"
+                      "set(CMAKE_BUILD_RPATH_USE_ORIGIN ON)\n"      # the program finds it by $ORIGIN
+                      "find_package(ZLIB REQUIRED)\n"
+                      "add_library(work SHARED work.c)\n"
+                      "add_executable(prog main.c)\n"
+                      "target_link_libraries(prog work ZLIB::ZLIB)\n",
+    "work.c": "int work(int x) {\n#ifdef LIBK\n  return x * LIBK;\n#else\n  return x + 1;\n"
+              "#endif\n}\n",
+    "main.c": "#include <zlib.h>\nint work(int);\n"
+              "int main(void) { return (work(2) + (int)crc32(0, 0, 0)) & 1; }\n",
+}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> tuple[Path, dict[str, variants.VariantBuild]]:
+    folder = tmp_path_factory.mktemp("shared")
+    src = folder / "p" / "src"
+    src.mkdir(parents=True)
+    for name, text in SOURCES.items():
+        (src / name).write_text(text)
+    (folder / "p" / "target.toml").write_text(
+        'summary = "a program and its shared library"\nversion = "1"\n[source]\npath = "src"\n'
+        '[build]\nsystem = "cmake"\nbinary = "prog"\ntolerated_flags = ["-fPIC"]\n'
+        '[inputs]\nkind = "file"\npath = "x"\n[run]\nargv = ["{binary}"]\n'
+        '[check]\nmethod = "exact"\n')
+    t = target.load(str(folder / "p"))
+    m = matrix.expand(recipe.from_flags(["-O2", "-O2 -DLIBK=3"], ["gcc"]))
+    out = folder / "run"
+    builds = variants.build_all(t, m, variants.Options(out_dir=out, jobs=2))
+    return out, {" ".join(b.variant.flags): b for b in builds}
+
+
+def test_a_flag_that_changes_only_the_tree_library_is_another_variant(built):
+    out, builds = built
+    base, other = builds["-O2"], builds["-O2 -DLIBK=3"]
+    assert [base.status, other.status] == ["ok", "ok"], [base.detail, other.detail]
+    # the executables are the same code; the library each loads is not
+    assert fingerprint.code_hash(base.binary) == fingerprint.code_hash(other.binary)
+    assert other.identical_to is None and base.code_sha256 != other.code_sha256
+    lib = out / "builds" / base.variant.id / "tree" / "libwork.so"
+    assert base.libraries == [str(lib.resolve())]
+    assert base.size_bytes == base.binary.stat().st_size + lib.stat().st_size
+    assert base.sizes["text"] > fingerprint.sizes(base.binary)["text"]
+    # each binary loads its own variant's library, as the loader finds it
+    assert other.libraries[0].startswith(str((out / "builds" / other.variant.id).resolve()))
+    # a build with a tree library is kept out of the build cache, which holds the binary alone
+    assert not base.reused and not other.reused
+
+
+def test_the_system_library_is_named_and_the_runtime_marked(built):
+    _, builds = built
+    external = {lib.name: lib for lib in builds["-O2"].external}
+    assert external["libz.so.1"].path and not external["libz.so.1"].runtime
+    assert external["libc.so.6"].runtime
+    assert "libwork.so" not in external
+
+
+def test_recheck_reads_the_recorded_libraries(built, tmp_path):
+    out, builds = built
+    b = builds["-O2 -DLIBK=3"]
+    record = b.contract(out)
+    assert fingerprint.recheck(record, b.binary) is None
+    # the other variant's library in its place is other code
+    swapped = {**record, "libraries": builds["-O2"].libraries}
+    assert fingerprint.recheck(swapped, b.binary) is not None
+    # a recorded path that is no shared object is never taken for the library
+    (tmp_path / "not.so").write_text("text")
+    assert fingerprint.recheck({**record, "libraries": [str(tmp_path / "not.so")]},
+                               b.binary) is not None
+
+
+def test_the_aa_twin_loads_the_baselines_own_library(built):
+    """The twin is a copy of the baseline's binary found by $ORIGIN: a copy alone would find no
+    library (or another one); the twin's folder holds the baseline's library at its place."""
+    out, builds = built
+    b = builds["-O2"]
+    base = Variant.model_validate(b.doc(out))
+    (twin,) = controls.aa_twin([base], base.id, out)
+    copy = Path(twin.build.binary)
+    (lib,) = twin.build.libraries
+    assert Path(lib).is_relative_to(out.resolve() / "builds" / twin.id)
+    assert Path(lib).read_bytes() == Path(b.libraries[0]).read_bytes()
+    assert binaries.loaded(copy, out / "builds").inside == [Path(lib)]
+    assert fingerprint.recheck(twin.build.dump(), copy) is None
+    # it runs the baseline's library: work(2) is 3 there, 6 in the other variant's
+    assert subprocess.run([copy], check=False).returncode == 1
+    assert subprocess.run([builds["-O2 -DLIBK=3"].binary], check=False).returncode == 0

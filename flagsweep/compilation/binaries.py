@@ -80,12 +80,13 @@ def loaded(binary: Path, tree: Path) -> Libraries:
                 continue
             seen.add(name)
             path = _find(name, runpath)
-            if path is not None and path.is_relative_to(root):
-                found.inside.append(path)
+            real = path.resolve() if path is not None else None
+            if real is not None and real.is_relative_to(root):
+                found.inside.append(real)
             else:
                 found.outside.append((name, path))
-            if path is not None:
-                todo.append(path)
+            if real is not None:
+                todo.append(real)
     return found
 
 
@@ -106,7 +107,7 @@ def _shown(text: str) -> str:
 
 
 def _find(name: str, runpath: list[Path]) -> Path | None:
-    """The file the loader would take for a DT_NEEDED name, its real path; a name with a slash
+    """The file the loader would take for a DT_NEEDED name, as found; a name with a slash
     is a path (relative ones are the loader's cwd's, which is not known here: not found)."""
     if "/" in name:
         candidates = [Path(name)] if name.startswith("/") else []
@@ -114,7 +115,7 @@ def _find(name: str, runpath: list[Path]) -> Path | None:
         candidates = [folder / name for folder in (*runpath, *SYSTEM_FOLDERS)]
     for path in candidates:
         if file_kind(path) == "shared":
-            return path.resolve()
+            return path
     return None
 
 

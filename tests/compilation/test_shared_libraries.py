@@ -76,6 +76,11 @@ def test_the_system_library_is_named_and_the_runtime_marked(built):
     assert external["libz.so.1"].path and not external["libz.so.1"].runtime
     assert external["libc.so.6"].runtime
     assert "libwork.so" not in external
+    # said once for the sweep, in the terminal after the build (and by `new` after its trial)
+    (line,) = variants.foreign(list(builds.values()))
+    assert line == (f"prog loads libz.so.1 from {external['libz.so.1'].path}: its code is the "
+                    "system's, not built with the variant's flags; `flagsweep explain` profiles "
+                    "a run, its functions included")
 
 
 def test_recheck_reads_the_recorded_libraries(built, tmp_path):

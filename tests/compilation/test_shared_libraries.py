@@ -5,6 +5,7 @@ alone: two variants whose executables are the same and whose libraries are not."
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 
 from flagsweep.compilation import binaries, fingerprint, variants
 from flagsweep.experiment import matrix, recipe, target
-from flagsweep.jobs import controls
+from flagsweep.jobs import controls, worker
 from flagsweep.model import Variant
 
 pytestmark = [pytest.mark.integration,
@@ -113,3 +114,15 @@ def test_the_aa_twin_loads_the_baselines_own_library(built):
     # it runs the baseline's library: work(2) is 3 there, 6 in the other variant's
     assert subprocess.run([copy], check=False).returncode == 1
     assert subprocess.run([builds["-O2 -DLIBK=3"].binary], check=False).returncode == 0
+
+
+def test_a_fleet_refuses_to_ship_a_binary_without_its_library(built):
+    """A fleet ships the binary's bytes alone to the workers that time it; there its run path
+    finds another build's library, the system's or none."""
+    _, builds = built
+    copies = [dataclasses.replace(b) for b in builds.values()]
+    blobs, logs = worker.shipment(copies)
+    assert blobs == {} and len(logs) == 2
+    assert [b.status for b in copies] == ["failed", "failed"]
+    assert copies[0].detail.startswith("prog loads libwork.so from its build tree, and a fleet "
+                                       "ships the binary alone: build the program static")

@@ -90,15 +90,24 @@ def loaded(binary: Path, tree: Path) -> Libraries:
     return found
 
 
-def foreign(loads: Iterable[tuple[str, model.SharedLibrary]]) -> list[str]:
+def foreign(loads: Iterable[tuple[str, model.SharedLibrary]],
+            shares: dict[str, float] | None = None) -> list[str]:
     """What each library from outside a build tree (the C/C++ runtime left out) means for a
-    sweep, one line each, said once however many variants' binaries (by name) load it."""
-    said = sorted({(_shown(binary), _shown(lib.name), _shown(lib.path or ""))
-                   for binary, lib in loads if not lib.runtime})
-    return [f"{binary} loads {name} "
-            f"{f'from {path}' if path else '(not found on this machine)'}: its code is the "
-            "system's, not built with the variant's flags; `flagsweep explain` profiles a run, "
-            "its functions included" for binary, name, path in said]
+    sweep, one line each, said once however many variants' binaries (by name) load it; with
+    its share of the baseline's profiled run where `explain` measured one."""
+    said = sorted({(binary, lib.name, lib.path or "") for binary, lib in loads
+                   if not lib.runtime})
+    return [f"{_shown(binary)} loads {_shown(name)} "
+            f"{f'from {_shown(path)}' if path else '(not found on this machine)'}: its code is "
+            "the system's, not built with the variant's flags; " + _share(name, shares)
+            for binary, name, path in said]
+
+
+def _share(name: str, shares: dict[str, float] | None) -> str:
+    if shares and name in shares:
+        return (f"at least {shares[name]:.1f}% of the baseline's profiled run is in it "
+                "(flagsweep explain)")
+    return "`flagsweep explain` profiles a run, its functions included"
 
 
 def _shown(text: str) -> str:

@@ -265,9 +265,11 @@ def build_row(v: model.Variant, base_dir: Path, out_dir: Path) -> BuildRow:
 def foreign(doc: model.Results) -> list[str]:
     """The shared libraries from outside the build trees that a built variant's binary loads,
     the C/C++ runtime left out: code in the run that no flag touched."""
-    return binaries.foreign((Path(v.build.binary).name, lib) for v in doc.variants
-                            if v.build.binary and not is_control(v.id)
-                            for lib in v.build.external_libraries or [])
+    profiled = doc.explain.baseline if doc.explain and doc.explain.baseline else None
+    return binaries.foreign(((Path(v.build.binary).name, lib) for v in doc.variants
+                             if v.build.binary and not is_control(v.id)
+                             for lib in v.build.external_libraries or []),
+                            profiled.libraries if profiled else None)
 
 
 def link(path: Path, out_dir: Path, inside: Path) -> str | None:

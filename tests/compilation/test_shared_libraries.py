@@ -13,6 +13,8 @@ import pytest
 
 from flagsweep.compilation import binaries, fingerprint, variants
 from flagsweep.experiment import matrix, recipe, target
+from flagsweep.explain import attribution, symbols
+from flagsweep.explain.profile import Profile
 from flagsweep.jobs import controls, worker
 from flagsweep.model import Variant
 
@@ -126,3 +128,18 @@ def test_a_fleet_refuses_to_ship_a_binary_without_its_library(built):
     assert [b.status for b in copies] == ["failed", "failed"]
     assert copies[0].detail.startswith("prog loads libwork.so from its build tree, and a fleet "
                                        "ships the binary alone: build the program static")
+
+
+def test_explain_gives_the_share_of_the_run_in_the_system_library(built):
+    """A profile names functions, not objects: the functions libz exports are its share, the
+    tree library's own (`work`) are the variant's code."""
+    out, builds = built
+    b = builds["-O2"]
+    v = Variant.model_validate(b.doc(out))
+    profile = Profile("cachegrind", "Ir", ["Ir"], {"main": {"Ir": 100.0}, "work": {"Ir": 100.0},
+                                                   "crc32": {"Ir": 300.0}}, {})
+    sizes = symbols.function_sizes(b.binary)
+    assert attribution.library_shares(v, profile, sizes) == {"libz.so.1": 60.0}
+    (line,) = binaries.foreign([("prog", lib) for lib in b.external], {"libz.so.1": 60.0})
+    assert line.endswith("not built with the variant's flags; at least 60.0% of the baseline's "
+                         "profiled run is in it (flagsweep explain)")

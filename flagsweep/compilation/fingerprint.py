@@ -102,11 +102,23 @@ def recheck(build: dict, binary: Path) -> Changed | None:
     try:
         now = files.sha256_file(binary) if whole else code_hash(binary, libraries)
         state = f"now has {kind} {now[:16]}..."
+        if (elsewhere := _not_loaded(binary, libraries)) is not None:
+            now, state = None, f"no longer loads its recorded library {elsewhere}"
     except FileNotFoundError:
         now, state = None, "is missing"
     except OSError as e:
         now, state = None, f"cannot be read ({e.strerror})"
     return None if now == recorded else Changed(binary, recorded, now, state, kind)
+
+
+def _not_loaded(binary: Path, libraries: list[Path]) -> Path | None:
+    """The first recorded library the loader would not take for the binary now (another file
+    put earlier in its run path, a record naming a copy): the hash of a file it does not load
+    says nothing of what it runs."""
+    if not libraries:
+        return None
+    loads = set(binaries.loaded(binary, Path("/")).inside)
+    return next((p for p in libraries if p.resolve() not in loads), None)
 
 
 def sizes(binary: Path, libraries: Sequence[Path] = ()) -> dict[str, int] | None:

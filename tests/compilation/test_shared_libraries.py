@@ -94,6 +94,11 @@ def test_recheck_reads_the_recorded_libraries(built, tmp_path):
     # the other variant's library in its place is other code
     swapped = {**record, "libraries": builds["-O2"].libraries}
     assert fingerprint.recheck(swapped, b.binary) is not None
+    # nor is a copy of its own library that it does not load
+    copy = tmp_path / "libwork.so"
+    copy.write_bytes(Path(record["libraries"][0]).read_bytes())
+    moved = fingerprint.recheck({**record, "libraries": [str(copy)]}, b.binary)
+    assert moved.state == f"no longer loads its recorded library {copy}"
     # a recorded path that is no shared object is never taken for the library
     (tmp_path / "not.so").write_text("text")
     assert fingerprint.recheck({**record, "libraries": [str(tmp_path / "not.so")]},

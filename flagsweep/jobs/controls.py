@@ -180,6 +180,12 @@ def keep_reference(store: Store, run_id: str, target_name: str, builds: list[Var
     binary = Path(base.build.binary or "")
     if base.build.status != "ok" or not binary.is_file():
         return
+    if base.build.libraries:
+        # a kept reference is the binary alone, and later sweeps would time it with whatever
+        # library its run path finds then (another build's, or none), not this build's code
+        say(f"reference arm: {baseline}'s binary not kept: it loads "
+            f"{', '.join(Path(p).name for p in base.build.libraries)} from its build tree")
+        return
     row = store.run(run_id)
     if _kept(store, target_name, row.machine or Machine(), baseline) is not None:
         return                      # kept under the older key, and not measured this night

@@ -148,3 +148,13 @@ def test_explain_gives_the_share_of_the_run_in_the_system_library(built):
     (line,) = binaries.foreign([("prog", lib) for lib in b.external], {"libz.so.1": 60.0})
     assert line.endswith("not built with the variant's flags; at least 60.0% of the baseline's "
                          "profiled run is in it (flagsweep explain)")
+
+
+def test_a_binary_that_needs_its_tree_library_is_not_kept_as_the_reference(built):
+    """A kept reference is the binary alone, timed by later sweeps without its library."""
+    out, builds = built
+    base = Variant.model_validate(builds["-O2"].doc(out))
+    said = []
+    controls.keep_reference(None, "run", "p", [base], base.id, said.append)
+    assert said == [f"reference arm: {base.id}'s binary not kept: it loads libwork.so from its "
+                    "build tree"]

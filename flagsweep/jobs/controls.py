@@ -217,4 +217,9 @@ def reference_binary(where: Path) -> tuple[Path, list[str] | None]:
         raise FlagsweepError(f"--reference {where}: its results.json names no baseline binary "
                              f"that still exists ({binary or 'none'}); keep the binary itself "
                              "and pass its path")
+    if ref.build.libraries:
+        raise FlagsweepError(f"--reference {where}: its baseline's binary loads "
+                             f"{', '.join(Path(p).name for p in ref.build.libraries)} from its "
+                             "build tree (key 'build.libraries'), and the reference arm is the "
+                             "binary alone; expected a program built static")
     return binary, list(ref.flags)

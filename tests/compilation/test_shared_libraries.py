@@ -1,17 +1,21 @@
 """A program whose code is partly in a shared library of its own build tree, and partly in a
 system library: the tree's library is the variant's code (hashed and sized with the binary),
-the system one is named as not the variant's. Built for real (gcc, CMake), the build step
-alone: two variants whose executables are the same and whose libraries are not."""
+the system one is named as not the variant's; what copies the binary alone (the A/A twin, a
+fleet, the kept reference) keeps to its library or refuses. Built for real (gcc, CMake), the
+build step alone: two variants whose executables are the same and whose libraries are not."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import subprocess
 from pathlib import Path
 
 import pytest
+from report_fixture import results_doc
 
 from flagsweep.compilation import binaries, fingerprint, variants
+from flagsweep.errors import FlagsweepError
 from flagsweep.experiment import matrix, recipe, target
 from flagsweep.explain import attribution, symbols
 from flagsweep.explain.profile import Profile
@@ -158,3 +162,19 @@ def test_a_binary_that_needs_its_tree_library_is_not_kept_as_the_reference(built
     controls.keep_reference(None, "run", "p", [base], base.id, said.append)
     assert said == [f"reference arm: {base.id}'s binary not kept: it loads libwork.so from its "
                     "build tree"]
+
+
+def test_a_run_whose_baseline_needs_its_tree_library_is_refused_as_reference(built, tmp_path):
+    out, builds = built
+    b = builds["-O2"]
+    run = tmp_path / "earlier"
+    run.mkdir()
+    doc = results_doc()
+    (base,) = [v for v in doc["variants"] if v["id"] == doc["baseline"]]
+    base["build"] = {**base["build"], "binary": str(b.binary), "libraries": b.libraries}
+    (run / "results.json").write_text(json.dumps(doc))
+    with pytest.raises(FlagsweepError) as e:
+        controls.reference_binary(run)
+    assert str(e.value) == (f"--reference {run}: its baseline's binary loads libwork.so from its "
+                            "build tree (key 'build.libraries'), and the reference arm is the "
+                            "binary alone; expected a program built static")

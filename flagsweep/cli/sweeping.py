@@ -328,6 +328,7 @@ def _exit_unanswered(paths: list[Path]) -> None:
 
 def _print_builds(builds, m) -> None:
     from flagsweep.cli import show
+    from flagsweep.compilation import variants
 
     t = show.table(None, "variant", "status", "flags ok", "code", "size", "secs", "flags")
     for b in builds:
@@ -342,6 +343,7 @@ def _print_builds(builds, m) -> None:
                 if any(b.reused for b in builds) else "")]
     lines += [f"\n{b.variant.id}: {b.status}\n{b.detail}" for b in builds if b.status != "ok"]
     lines += [f"\n{fix}" for fix in dict.fromkeys(f for b in builds for f in b.fixes)]
+    lines += [f"\nnote: {line}" for line in variants.foreign(builds)]
     show.echo(t, *lines)
 
 

@@ -1,14 +1,19 @@
 """What the files a build leaves are, read from their bytes: an object, a shared library or an
 archive; an archive's members; a shared library's soname; what an ELF binary needs at run time
-and where it looks; a libtool wrapper script's program."""
+and where it looks, and where the loader would find it (inside the build tree or not); a
+libtool wrapper script's program."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
+
+from flagsweep import model
 
 
 def dynamic(binary: Path) -> tuple[list[str], list[Path]]:
@@ -28,6 +33,99 @@ def dynamic(binary: Path) -> tuple[list[str], list[Path]]:
     folders = [d.replace("${ORIGIN}", origin).replace("$ORIGIN", origin)
                for p in paths for d in p.split(":") if d]
     return needed, [Path(d).resolve() for d in folders]
+
+
+# Where the loader looks after a run path (ld.so(8): its cache holds these folders' libraries on
+# Debian and Fedora). Read here, never by running ldconfig or ldd on a binary the results name.
+SYSTEM_FOLDERS = tuple(Path(d) for d in (
+    "/usr/local/lib", "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
+    "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/lib64", "/usr/lib64", "/lib",
+    "/usr/lib"))
+
+# The C and C++ runtime and the compiler's own support libraries: every program loads some,
+# no flag of a sweep is meant to change them, so they are listed but never warned about.
+RUNTIME = ("ld-linux", "ld64.so", "libc.so", "libm.so", "libmvec.so", "libpthread.so",
+           "libdl.so", "librt.so", "libutil.so", "libresolv.so", "libgcc_s.so", "libstdc++.so",
+           "libc++.so", "libc++abi.so", "libunwind.so", "libatomic.so", "libgomp.so",
+           "libomp.so", "libquadmath.so", "libgfortran.so", "libasan.so", "libubsan.so",
+           "libtsan.so", "liblsan.so")
+
+
+@dataclass
+class Libraries:
+    """The shared libraries a binary loads, found as the loader would: those inside its build
+    tree (their code is the variant's, built with its flags) and those outside it, each by the
+    name asked for and the file found (None: not found here)."""
+
+    inside: list[Path] = field(default_factory=list)
+    outside: list[tuple[str, Path | None]] = field(default_factory=list)
+
+
+def is_runtime(name: str) -> bool:
+    return name.startswith(RUNTIME)
+
+
+def loaded(binary: Path, tree: Path) -> Libraries:
+    """Every shared library the binary loads, its libraries' own needs followed, each looked
+    for in its needer's run path and then the system's folders. Only ELF headers are read:
+    nothing runs. A library is inside the tree when its real path is (a link out of the tree
+    is not the variant's code)."""
+    root, found = tree.resolve(), Libraries()
+    todo, seen = [binary], set()
+    while todo:
+        needer = todo.pop(0)
+        needed, runpath = dynamic(needer)
+        for name in needed:
+            if name in seen:
+                continue
+            seen.add(name)
+            path = _find(name, runpath)
+            real = path.resolve() if path is not None else None
+            if real is not None and real.is_relative_to(root):
+                found.inside.append(real)
+            else:
+                found.outside.append((name, path))
+            if real is not None:
+                todo.append(real)
+    return found
+
+
+def foreign(loads: Iterable[tuple[str, model.SharedLibrary]],
+            shares: dict[str, float] | None = None) -> list[str]:
+    """What each library from outside a build tree (the C/C++ runtime left out) means for a
+    sweep, one line each, said once however many variants' binaries (by name) load it; with
+    its share of the baseline's profiled run where `explain` measured one."""
+    said = sorted({(binary, lib.name, lib.path or "") for binary, lib in loads
+                   if not lib.runtime})
+    return [f"{_shown(binary)} loads {_shown(name)} "
+            f"{f'from {_shown(path)}' if path else '(not found on this machine)'}: its code is "
+            "the system's, not built with the variant's flags; " + _share(name, shares)
+            for binary, name, path in said]
+
+
+def _share(name: str, shares: dict[str, float] | None) -> str:
+    if shares and name in shares:
+        return (f"at least {shares[name]:.1f}% of the baseline's profiled run is in it "
+                "(flagsweep explain)")
+    return "`flagsweep explain` profiles a run, its functions included"
+
+
+def _shown(text: str) -> str:
+    """A name read from a binary's bytes as one line of text (a target file's comment)."""
+    return text if text.isprintable() else repr(text)
+
+
+def _find(name: str, runpath: list[Path]) -> Path | None:
+    """The file the loader would take for a DT_NEEDED name, as found; a name with a slash
+    is a path (relative ones are the loader's cwd's, which is not known here: not found)."""
+    if "/" in name:
+        candidates = [Path(name)] if name.startswith("/") else []
+    else:
+        candidates = [folder / name for folder in (*runpath, *SYSTEM_FOLDERS)]
+    for path in candidates:
+        if file_kind(path) == "shared":
+            return path
+    return None
 
 
 def soname(library: Path) -> str | None:

@@ -23,8 +23,8 @@ from pydantic import BaseModel, ConfigDict
 from flagsweep import files, model, shipped
 from flagsweep.compilation import audit as audit_mod
 from flagsweep.compilation import cache as build_cache
-from flagsweep.compilation import (fetch, fingerprint, own_build, pgo, snapshots, steps,
-                                   superbuild)
+from flagsweep.compilation import (binaries, fetch, fingerprint, own_build, pgo, snapshots,
+                                   steps, superbuild)
 from flagsweep.compilation.manifest import Manifest, Order, Status
 from flagsweep.host import environment, toolchain
 from flagsweep.experiment.matrix import Matrix, Cell
@@ -45,6 +45,8 @@ class VariantBuild:
     size_bytes: int | None = None
     pgo: model.Pgo | None = None          # profile-guided: training, profile sha256, matched
     sizes: dict[str, int] | None = None   # the ELF image: text, data, bss (fingerprint.sizes)
+    libraries: list[str] = field(default_factory=list)   # build-tree shared libraries it loads
+    external: list[model.SharedLibrary] = field(default_factory=list)   # the others it loads
     cpu_seconds: float | None = None      # the build's CPU time (configure, compiles, link)
     identical_to: str | None = None
     flags_verified: bool = False
@@ -63,6 +65,8 @@ class VariantBuild:
                 "binary": str(self.binary) if self.binary else None,
                 "code_sha256": self.code_sha256, "functions_sha256": self.functions_sha256,
                 "size_bytes": self.size_bytes, "sizes": self.sizes,
+                "libraries": self.libraries,
+                "external_libraries": [lib.dump() for lib in self.external],
                 "cpu_seconds": self.cpu_seconds, "lto": self.lto,
                 "pgo": self.pgo.dump() if self.pgo else None,
                 "identical_to": self.identical_to, "flags_verified": self.flags_verified,
@@ -173,7 +177,10 @@ def build_all(target: Target, matrix: Matrix, opts: Options,
     for b in built.values():
         # unchecked for dropped project options (its compiler's own build failed): kept out of
         # the cache, so a later sweep checks it rather than reuse it as verified
-        if b.status == "ok" and b.flags_verified and own[b.variant.compiler][1] is not None:
+        # A build-tree library stays out too: the cache keeps the binary alone, and a reused
+        # binary would load whatever its run path finds, not this build's library.
+        if (b.status == "ok" and b.flags_verified and not b.libraries
+                and own[b.variant.compiler][1] is not None):
             build_cache.store(keys[b.variant.id], _record(b), b.binary,
                               {"build.log": b.log, "compile.jsonl": b.log.parent / "compile.jsonl"},
                               cache)
@@ -258,8 +265,11 @@ def _reuse(v: Cell, record: dict, entry: Path, target: Target, out: Path) -> Var
             "then): every input of the build was the same; --rebuild builds it again\n")
     earlier = (entry / "build.log").read_text(errors="replace") if (entry / "build.log").is_file() else ""
     (vdir / "build.log").write_text(told + earlier)
+    # only a binary without build-tree libraries is cached: what it loads from outside is read
+    # here, where it runs
     return VariantBuild(variant=v, status="ok", log=vdir / "build.log", binary=binary,
                         flags_verified=True, reused=True,
+                        external=_external(binary, vdir / "tree"),
                         **{name: getattr(kept, name) for name in RECORDED})
 
 
@@ -301,11 +311,31 @@ def _collect(v: Cell, manifest: Manifest, target: Target, out: Path,
             result.fixes += own_build.fixes(dropped, target.path, b.project_flags, b.dropped_flags)
         result.dropped = {d.option: d.why() for d in dropped}
         result.extra_flags, result.source_flags = a.extra, a.in_source
-    result.binary, result.size_bytes = binary, binary.stat().st_size
-    result.sizes = fingerprint.sizes(binary)
-    result.code_sha256 = fingerprint.code_hash(binary)
-    result.functions_sha256 = fingerprint.functions_hash(binary)
+    _fingerprint(result, binary, vdir / "tree")
     return result
+
+
+def _external(binary: Path, tree: Path,
+              found: binaries.Libraries | None = None) -> list[model.SharedLibrary]:
+    """The shared libraries the binary loads from outside its build tree."""
+    found = found or binaries.loaded(binary, tree)
+    return [model.SharedLibrary(name=name, path=str(path) if path else None,
+                                runtime=binaries.is_runtime(name))
+            for name, path in found.outside]
+
+
+def _fingerprint(result: VariantBuild, binary: Path, tree: Path) -> None:
+    """The code the variant runs: its binary and the shared libraries it loads from its own
+    build tree (their code is built with the variant's flags too); the libraries from outside
+    the tree are named, as their code is not the variant's."""
+    found = binaries.loaded(binary, tree)
+    result.libraries = [str(p) for p in found.inside]
+    result.external = _external(binary, tree, found)
+    result.binary = binary
+    result.size_bytes = sum(p.stat().st_size for p in (binary, *found.inside))
+    result.sizes = fingerprint.sizes(binary, found.inside)
+    result.code_sha256 = fingerprint.code_hash(binary, found.inside)
+    result.functions_sha256 = fingerprint.functions_hash(binary)
 
 
 # ---- the project's own build (own_build.py) ------------------------------------------------
@@ -405,6 +435,12 @@ def failures(builds: list[VariantBuild]) -> list[str]:
     lines = [f"{b.variant.id}: {b.status}, not measured: {b.detail.splitlines()[0]}"
              for b in builds if b.status != "ok" and b.detail]
     return lines + list(dict.fromkeys(f for b in builds for f in b.fixes))
+
+
+def foreign(builds: list[VariantBuild]) -> list[str]:
+    """Each shared library from outside the build trees that a measured binary loads, other
+    than the C/C++ runtime, in one line: its code is in the run, and no flag touched it."""
+    return binaries.foreign((b.binary.name, lib) for b in builds if b.binary for lib in b.external)
 
 
 def _log_audit(log: Path, problems: list[str]) -> None:

@@ -10,8 +10,12 @@ to at most that; each row's own sign says which way it moved.
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from flagsweep.errors import FlagsweepError
+from flagsweep.explain import symbols
 from flagsweep.explain.profile import Profile
-from flagsweep.model import Explain, ExplainFunction
+from flagsweep.model import Explain, ExplainFunction, Variant
 
 TOP = 10
 
@@ -95,3 +99,25 @@ def _pair_or_none(a, b):
 
 def _ci_pct(ci: tuple[float, float] | None) -> list[float] | None:
     return None if ci is None else [100.0 * ci[0], 100.0 * ci[1]]
+
+
+def library_shares(v: Variant, profile: Profile, sizes: dict[str, int]) -> dict[str, float] | None:
+    """The share (%) of a binary's profiled cost in each library from outside its build tree
+    (the C/C++ runtime left out), by the functions the library exports that the binary (its
+    function sizes) and its tree's libraries do not define: a lower bound, as a stripped
+    library's internal functions have no name in a profile. None without such libraries."""
+    foreign = [lib for lib in v.build.external_libraries or [] if not lib.runtime and lib.path]
+    if not foreign or not profile.total:
+        return None
+    own = set(sizes)
+    for path in v.build.libraries or []:
+        try:
+            own |= set(symbols.function_sizes(Path(path)))
+        except FlagsweepError:      # unreadable: its functions may be counted as the library's
+            pass
+    shares = {}
+    for lib in foreign:
+        names = symbols.exported_functions(Path(lib.path)) - own
+        shares[lib.name] = round(100.0 * sum(map(profile.cost, names)) / profile.total, 2)
+        own |= names            # a function two libraries export is counted once
+    return shares

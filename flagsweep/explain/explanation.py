@@ -73,6 +73,10 @@ def explain(doc: Results, out: Path, say: Callable[[str], None], method: str = "
             _add_remarks(entries[v.id], (base_remarks, base_sizes),
                          (_remarks(v, out, say), var_sizes))
     baseline = _baseline(base.id, base_profile, base_sizes)
+    baseline.libraries = attribution.library_shares(base, base_profile, base_sizes)
+    for name, pct in (baseline.libraries or {}).items():
+        say(f"explain: at least {pct:.1f}% of {base.id}'s profiled run is in {name}, code from "
+            "outside its build that no flag of the sweep built")
     if base_remarks:
         baseline.remarks = base_remarks.summary()
         for f in baseline.functions:

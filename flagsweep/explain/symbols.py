@@ -53,3 +53,18 @@ def function_sizes(binary: Path) -> dict[str, int]:
     except (OSError, ELFError) as e:
         raise FlagsweepError(f"{binary}: cannot read its symbol table ({e}); expected an ELF "
                              "executable") from e
+
+
+def exported_functions(library: Path) -> set[str]:
+    """The canonical names of the functions a shared library defines in its dynamic symbol
+    table, which a distribution's stripped library still has; empty when it cannot be read."""
+    try:
+        with open(library, "rb") as f:
+            dynsym = ELFFile(f).get_section_by_name(".dynsym")
+            if not isinstance(dynsym, SymbolTableSection):
+                return set()
+            return {canonical(sym.name) for sym in dynsym.iter_symbols()
+                    if sym["st_info"]["type"] in ("STT_FUNC", "STT_GNU_IFUNC") and sym.name
+                    and sym["st_shndx"] != "SHN_UNDEF"}
+    except (OSError, ELFError):
+        return set()

@@ -15,6 +15,7 @@ from typing import Callable
 
 from flagsweep import caches, files
 from flagsweep.across import history
+from flagsweep.compilation import binaries
 from flagsweep.errors import ConfigError, FlagsweepError
 from flagsweep.host import toolchain
 from flagsweep.measure.options import MeasureOptions
@@ -40,10 +41,35 @@ def aa_twin(docs: list[Variant], baseline: str, out: Path) -> list[Variant]:
     folder = out / "builds" / twin_id
     folder.mkdir(parents=True, exist_ok=True)
     copy = folder / binary.name
-    shutil.copy2(binary, copy)
-    return [_arm(base, {"binary": str(copy), "identical_to": None,
+    changes = {}
+    if base.build.libraries:
+        copy, changes = _twin_with_libraries(binary, base.build.libraries, out / "builds",
+                                             folder)
+    else:
+        shutil.copy2(binary, copy)
+    return [_arm(base, {"binary": str(copy), "identical_to": None, **changes,
                         "detail": f"A/A twin: a copy of {baseline}'s binary"},
                  id=twin_id, aa_of=baseline)]
+
+
+def _twin_with_libraries(binary: Path, libraries: list[str], builds: Path,
+                         folder: Path) -> tuple[Path, dict]:
+    """A twin of a binary that loads shared libraries from its build tree: the binary and those
+    libraries copied to the same places under the twin's folder, so that a run path relative to
+    the binary ($ORIGIN) finds the copies, and an absolute one the baseline's own: either way
+    the baseline's code. Its record names the libraries the copy loads."""
+    home = next((d for d in binary.parents if d.parent == builds), None)   # builds/<baseline>
+    if home is None:        # built elsewhere (a fleet's worker): the binary alone, as before
+        shutil.copy2(binary, folder / binary.name)
+        return folder / binary.name, {}
+    copy = folder / binary.relative_to(home)
+    for path in (binary, *map(Path, libraries)):
+        if path.resolve().is_relative_to(home.resolve()):
+            place = folder / path.resolve().relative_to(home.resolve())
+            place.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, place)
+    loaded = binaries.loaded(copy, builds).inside
+    return copy, {"libraries": [str(p) for p in loaded]}
 
 
 def reference_arm(docs: list[Variant], baseline: str, out: Path,
@@ -154,6 +180,12 @@ def keep_reference(store: Store, run_id: str, target_name: str, builds: list[Var
     binary = Path(base.build.binary or "")
     if base.build.status != "ok" or not binary.is_file():
         return
+    if base.build.libraries:
+        # a kept reference is the binary alone, and later sweeps would time it with whatever
+        # library its run path finds then (another build's, or none), not this build's code
+        say(f"reference arm: {baseline}'s binary not kept: it loads "
+            f"{', '.join(Path(p).name for p in base.build.libraries)} from its build tree")
+        return
     row = store.run(run_id)
     if _kept(store, target_name, row.machine or Machine(), baseline) is not None:
         return                      # kept under the older key, and not measured this night
@@ -185,4 +217,9 @@ def reference_binary(where: Path) -> tuple[Path, list[str] | None]:
         raise FlagsweepError(f"--reference {where}: its results.json names no baseline binary "
                              f"that still exists ({binary or 'none'}); keep the binary itself "
                              "and pass its path")
+    if ref.build.libraries:
+        raise FlagsweepError(f"--reference {where}: its baseline's binary loads "
+                             f"{', '.join(Path(p).name for p in ref.build.libraries)} from its "
+                             "build tree (key 'build.libraries'), and the reference arm is the "
+                             "binary alone; expected a program built static")
     return binary, list(ref.flags)

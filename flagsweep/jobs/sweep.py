@@ -85,6 +85,8 @@ def started(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: va
     variants.write_summary(out, t, r, m, builds)
     for line in variants.failures(builds):
         say(line)
+    for line in variants.foreign(builds):
+        say(f"note: {line}")
     docs = [model.Variant.model_validate(b.doc(out)) for b in builds]
     if not opts.layouts:         # with layouts the twin is built: other layouts, same code
         docs += controls.aa_twin(docs, m.baseline.id, out)

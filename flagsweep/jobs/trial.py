@@ -34,6 +34,10 @@ def trial_builds(d: Draft, path: Path, trial: Path, jobs: int,
             _drop_stale(d, b, say)
             d.build_note = (f"a trial -O2 build verified: {b.audit.compiles} compile lines "
                             "carried exactly the variant's flags")
+            # the sweep would measure this code too, and no flag of it reaches there
+            for line in variants.foreign([b]):
+                say(f"note: {line}")
+                d.build_note += f"; {line}"
             return b
         tree = trial / str(attempt) / "builds" / b.variant.id / "tree"
         if b.status != "ok" and attempt < TRIALS and libtool_configured(d, tree):

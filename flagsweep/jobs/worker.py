@@ -124,14 +124,29 @@ def build_task(target_file: str, target_sha: str, m: matrix.Matrix, key: str) ->
     out = caches.FLEET.folder() / "builds" / key
     shutil.rmtree(out, ignore_errors=True)  # a private folder: an earlier build there is stale
     builds = variants.build_all(t, m, variants.Options(out_dir=out, jobs=selection.cpu_count()))
+    blobs, logs = shipment(builds)
+    return {"docs": [b.doc(out) for b in builds], "blobs": blobs, "logs": logs,
+            "worker": _worker_name()}
+
+
+def shipment(builds: list[variants.VariantBuild]) -> tuple[dict, dict]:
+    """Per variant, its binary's sha256 and bytes, and its build log. A binary that loads
+    shared libraries from its build tree is not shipped alone: on the workers that time it, it
+    would load whatever its run path finds there (another build's library, the system's, or
+    none), not this variant's code. It is failed, and says why."""
     blobs, logs = {}, {}
     for b in builds:
         logs[b.variant.id] = b.log.read_text(errors="replace") if b.log.exists() else ""
+        if b.status == "ok" and b.libraries:
+            b.status = "failed"
+            b.detail = (f"{b.binary.name} loads {', '.join(Path(p).name for p in b.libraries)} "
+                        "from its build tree, and a fleet ships the binary alone: build the "
+                        "program static (CMake: -DBUILD_SHARED_LIBS=OFF, configure: "
+                        "--disable-shared) or sweep it on one machine, without --fleet")
         if b.status == "ok" and b.binary:
             data = Path(b.binary).read_bytes()
             blobs[b.variant.id] = (files.sha256_bytes(data), data)
-    return {"docs": [b.doc(out) for b in builds], "blobs": blobs, "logs": logs,
-            "worker": _worker_name()}
+    return blobs, logs
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,9 @@ from flagsweep.model.measurement import (  # noqa: F401
     BiasCheck, ChosenMetric, DisturbanceRule, Layouts, LengthPoint, Measurement, Pilot,
     PilotFigures, RunLength, Schedule, Sequential, ShortRun
 )
-from flagsweep.model.build import AuditSummary, Build, LayoutBuild, Pgo  # noqa: F401
+from flagsweep.model.build import (  # noqa: F401
+    AuditSummary, Build, LayoutBuild, Pgo, SharedLibrary
+)
 from flagsweep.model.check import Check, Quality  # noqa: F401
 from flagsweep.model.verdicts import (  # noqa: F401
     AA, Comparison, Confirmation, Effect, Estimate, Excluded, LayoutEstimate, LayoutLuck,

@@ -38,6 +38,14 @@ class Pgo(Record):
     use_flags: list[Str] = []
 
 
+class SharedLibrary(Record):
+    """A shared library the binary loads from outside its build tree (compilation.binaries):
+    its code is whoever built it (the distribution's), never built with the variant's flags."""
+    name: Str                                # as the binary (or a library it loads) asks for it
+    path: Str | None = None                  # where the loader's search finds it; null: nowhere
+    runtime: Bool = False                    # the C/C++ runtime (libc, libm, libstdc++...)
+
+
 class Build(Record):
     status: Str
     seconds: Num = None
@@ -46,8 +54,10 @@ class Build(Record):
     code_sha256: Str | None = None
     functions_sha256: Str | None = None     # functions by name and size, whatever their places
     reference_sha256: Str | None = None
-    size_bytes: Num = None
+    size_bytes: Num = None                  # the binary's file, with its tree's libraries
     sizes: dict[str, Num] | None = None     # the ELF image: text, data, bss bytes
+    libraries: list[Str] | None = None      # build-tree shared libraries it loads, in the hash
+    external_libraries: list[SharedLibrary] | None = None   # the ones from outside the tree
     cpu_seconds: Num = None                 # the build's CPU time (its configure, compiles, link)
     lto: Bool | None = None                 # -flto given and verified on the binary's link
     pgo: Pgo | None = None                  # profile-guided: training command, profile sha256

@@ -80,6 +80,8 @@ class ExplainBaseline(Record):
     unknown_share_pct: Num = None
     functions: list[ExplainTop] = []
     remarks: RemarksRun | None = None      # the baseline's remarks rebuild
+    libraries: dict[Str, Num] | None = None   # % of the cost in each library from outside its
+                                              # build tree (exported functions: a lower bound)
 
 
 class ExplainRun(Record):

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from flagsweep import stats
+from flagsweep.compilation import binaries
 from flagsweep.report.formats import (
     LUCK_SUFFIX,
     VERDICT_TEXT,
@@ -259,6 +260,16 @@ def build_row(v: model.Variant, base_dir: Path, out_dir: Path) -> BuildRow:
         log_href=link(log, out_dir, base_dir) if log else None,
         log_path=str(b.log or ""),
         detail="" if is_control(v.id) else detail or "", shows=shows)
+
+
+def foreign(doc: model.Results) -> list[str]:
+    """The shared libraries from outside the build trees that a built variant's binary loads,
+    the C/C++ runtime left out: code in the run that no flag touched."""
+    profiled = doc.explain.baseline if doc.explain and doc.explain.baseline else None
+    return binaries.foreign(((Path(v.build.binary).name, lib) for v in doc.variants
+                             if v.build.binary and not is_control(v.id)
+                             for lib in v.build.external_libraries or []),
+                            profiled.libraries if profiled else None)
 
 
 def link(path: Path, out_dir: Path, inside: Path) -> str | None:

@@ -34,6 +34,7 @@ class SweepView:
     method: list[tuple[str, str]]
     reproduce: str
     builds: list[rows.BuildRow]
+    foreign: list[str]               # libraries from outside the build trees the binaries load
     skipped: list[tuple[str, str]]
     study: study.ReproducedStudy | None
     history: list[history.HistoryRow]
@@ -66,6 +67,7 @@ def build(doc: model.Results, results_path: Path, out_dir: Path) -> SweepView:
         machine=method.machine_rows(doc.machine, doc.compilers or []),
         method=method.method_rows(doc), reproduce=method.reproduce_command(doc),
         builds=[rows.build_row(v, base_dir, out_dir) for v in doc.variants],
+        foreign=rows.foreign(doc),
         skipped=[(" ".join(s.flags), s.reason) for s in doc.skipped or []],
         study=study.reproduced(doc, variants),
         history=[history.history_row(h, labels) for h in doc.history or []],

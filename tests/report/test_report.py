@@ -539,3 +539,19 @@ def test_a_suite_links_only_to_pages_inside_each_programs_folder(tmp_path):
     CliRunner().invoke(cli, ["suite", str(path), "--out", str(out)], catch_exceptions=False)
     urls = Page((out / "suite.html").read_text()).urls
     assert not [u for u in urls if _leaves(u, out, path.parent)]
+
+
+def test_a_library_from_outside_the_build_is_named_in_the_builds_section(tmp_path):
+    """opusenc's codec was Debian's libopus, and nothing said so: the page names each library
+    from outside the build trees once, the C runtime left out, and leaves out the copies."""
+    doc = rf.results_doc()
+    loads = [{"name": "libz.so.1", "path": "/usr/lib/x86_64-linux-gnu/libz.so.1",
+              "runtime": False},
+             {"name": "libc.so.6", "path": "/lib/x86_64-linux-gnu/libc.so.6", "runtime": True}]
+    for v in doc["variants"]:
+        v["build"]["external_libraries"] = loads
+    html = report.write(rf.write(tmp_path / "run", doc)).read_text()
+    said = ("bin loads libz.so.1 from /usr/lib/x86_64-linux-gnu/libz.so.1: its code is the "
+            "system&#39;s, not built with the variant&#39;s flags")
+    assert html.count(said) == 1 and "libc.so.6" not in html
+    assert html.index(said) > html.index('<section id="builds">')

@@ -112,7 +112,7 @@ def test_tolerance_check_streams_and_reads_every_number(big, tmp_path, monkeypat
     blocks whatever the size (64 KiB blocks here, to keep the test short), and it still finds
     the one changed number at the very end."""
     monkeypatch.setattr(check, "BLOCK", 64 << 10)
-    mb = 4
+    mb = 2
     w = _workload(tmp_path, mb, 'method = "tolerance"\nrel_tolerance = 1e-5')
     results, peak = _checked(w, {k: big[k] for k in ("base", "same", "near", "far")})
     assert results["same"] == {"status": "ok", "output_sha256": results["base"]["output_sha256"],

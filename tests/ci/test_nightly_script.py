@@ -59,7 +59,9 @@ def nights(tmp_path_factory, session_cache) -> dict[str, Night]:
     # GitLab (its summary in the log).
     for name, target, summary in (("night0", same, True), ("night1", slower, False)):
         step = base / f"{name}-step-summary.md"
-        extra = {"FLAGSWEEP_NIGHT": name, **({"GITHUB_STEP_SUMMARY": str(step)} if summary else {})}
+        extra = {"FLAGSWEEP_NIGHT": name, **({"GITHUB_STEP_SUMMARY": str(step)} if summary else {}),
+                 # the dashboard once, after the night that has both to show
+                 **({} if name == "night1" else {"FLAGSWEEP_DASHBOARD": "none"})}
         result = _script(env, str(target), **extra)
         folder = base / "nightly" / name
         written = {f: (folder / f).read_text() if (folder / f).exists() else ""
@@ -68,7 +70,7 @@ def nights(tmp_path_factory, session_cache) -> dict[str, Night]:
                           written["history-junit.xml"], written["gate.md"])
     # The same night judged again in shadow mode: no new sweep.
     shadow = _script(env, "--gate-only", str(slower), FLAGSWEEP_NIGHT="night1",
-                     FLAGSWEEP_GATE="shadow")
+                     FLAGSWEEP_GATE="shadow", FLAGSWEEP_DASHBOARD="none")
     out["shadow"] = Night(base / "nightly" / "night1", shadow, None)
     return out
 

@@ -57,6 +57,16 @@ def isolated_cache(session_cache: Path, monkeypatch) -> Path:
 
 
 @pytest.fixture(autouse=True)
+def short_load_window(monkeypatch):
+    """The load a sweep chooses its CPU by, measured over 50 ms instead of half a second in this
+    process: the choice's rules are tested on recorded snapshots (tests/host/test_placement.py),
+    and the sweeps here test what follows it, whichever CPU it takes. A sweep started as a
+    process of its own still waits the whole window."""
+    from flagsweep.host import load
+    monkeypatch.setattr(load, "WINDOW_S", 0.05)
+
+
+@pytest.fixture(autouse=True)
 def no_sweep_outlives_its_test():
     """A test that starts a sweep with Popen and fails before it ends would leave the sweep
     holding this worker's CPU lock, and the worker's next sweeps would be refused: a failure

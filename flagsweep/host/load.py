@@ -190,9 +190,10 @@ def _busiest(before: Snapshot, after: Snapshot, top: int = BUSIEST) -> list[Proc
             for ticks, t in used[:top]]
 
 
-def measure(window_s: float = WINDOW_S, take: Callable[[], Snapshot] = snapshot,
+def measure(window_s: float | None = None, take: Callable[[], Snapshot] = snapshot,
             sleep: Callable[[float], None] = time.sleep) -> Load:
-    """The machine over window_s: the seam tests feed with recorded snapshots."""
+    """The machine over window_s (WINDOW_S, read when called): the seam tests feed with
+    recorded snapshots."""
     before = take()
-    sleep(window_s)
+    sleep(WINDOW_S if window_s is None else window_s)
     return between(before, take())

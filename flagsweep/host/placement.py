@@ -50,7 +50,7 @@ def given(cpu: int) -> Placement:
     return Placement(cpu, "given", f"measuring on CPU {cpu}: --cpu {cpu}")
 
 
-def default(window_s: float = load.WINDOW_S, take: Callable[[], load.Snapshot] | None = None,
+def default(window_s: float | None = None, take: Callable[[], load.Snapshot] | None = None,
             sleep: Callable[[float], None] = time.sleep) -> Placement:
     """Measure this machine over window_s and choose (take/sleep: the snapshot seam; take is
     load.snapshot, looked up when called so a test can stand in for /proc)."""
@@ -60,7 +60,7 @@ def default(window_s: float = load.WINDOW_S, take: Callable[[], load.Snapshot] |
     return replace(chosen, cost_s=time.monotonic() - began)
 
 
-def partner(cpu: int, window_s: float = load.WINDOW_S,
+def partner(cpu: int, window_s: float | None = None,
             take: Callable[[], load.Snapshot] | None = None,
             sleep: Callable[[float], None] = time.sleep) -> Placement | str:
     """The second CPU of a sweep's duets beside `cpu`: chosen as `default` chooses, among the
@@ -86,7 +86,7 @@ def partner(cpu: int, window_s: float = load.WINDOW_S,
     return replace(chosen, how="duet partner", why=why, cost_s=time.monotonic() - began)
 
 
-def after_busy(cpu: int, window_s: float = load.WINDOW_S,
+def after_busy(cpu: int, window_s: float | None = None,
                take: Callable[[], load.Snapshot] | None = None,
                sleep: Callable[[float], None] = time.sleep) -> str:
     """What to do once a sweep on `cpu` (whose lock it still holds) stopped because the machine

@@ -38,6 +38,39 @@ def _env(**extra: str) -> dict[str, str]:
     return {"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8", **extra}
 
 
+# The read-only commands one after another in one interpreter, as the script runs each
+# (cli.main); after each, what exists under HOME (os.path.expanduser, so with HOME unset the
+# password file's home) but the folder given to ignore. One interpreter start instead of one
+# per command: every command's own imports and folders are still its first in this process
+# but for what an earlier one imported, and that is looked for after the earlier one.
+DRIVER = """
+import io, json, os, sys
+from flagsweep import cli
+commands, ignore = json.loads(sys.argv[1]), sys.argv[2]
+home = os.path.expanduser("~")
+for argv in commands:
+    sys.argv = ["flagsweep", *argv]
+    sys.stdout, sys.stderr = io.StringIO(), io.StringIO()
+    try:
+        cli.main()
+        code = 0
+    except SystemExit as e:
+        code = e.code or 0
+    err = sys.stderr.getvalue()
+    sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+    made = [os.path.join(d, n) for d, ds, fs in os.walk(home) for n in ds + fs
+            if not (ignore and os.path.join(d, n).startswith(ignore))]
+    print(json.dumps({"argv": argv, "code": code, "stderr": err, "made": made}), flush=True)
+"""
+
+
+def _each(done: subprocess.CompletedProcess, commands: list[list[str]]) -> list[dict]:
+    """The driver's line per command, all of them there."""
+    said = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert [c["argv"] for c in said] == commands, (done.stdout[-2000:], done.stderr[-3000:])
+    return said
+
+
 @pytest.mark.parametrize("home", ["missing", "read-only"])
 def test_a_read_only_command_creates_nothing_in_home(home, tmp_path, request):
     """Before: history (pick, merge, suite) made HOME/.local/share/flagsweep/store.sqlite, and
@@ -49,21 +82,23 @@ def test_a_read_only_command_creates_nothing_in_home(home, tmp_path, request):
         small_fs.read_only()
         where = small_fs.path
     a, b = _results(tmp_path / "results")
-    for argv in _read_only_commands(a, b):
-        done = subprocess.run([PYTHON, "-m", "flagsweep", *argv], capture_output=True, text=True,
-                              env=_env(HOME=str(where)), cwd=tmp_path, timeout=120)
-        assert "Traceback" not in done.stderr, (argv, done.stderr)
-        if argv[0] == "history":
-            assert done.returncode == 2 and done.stderr == (
+    commands = _read_only_commands(a, b)
+    done = subprocess.run([PYTHON, "-c", DRIVER, json.dumps(commands), ""], capture_output=True,
+                          text=True, env=_env(HOME=str(where)), cwd=tmp_path, timeout=300)
+    for c in _each(done, commands):
+        assert "Traceback" not in c["stderr"], c
+        if c["argv"][0] == "history":
+            assert c["code"] == 2 and c["stderr"] == (
                 f"flagsweep: nothing is stored yet: the store {where}/.local/share/flagsweep/"
                 "store.sqlite does not exist; FLAGSWEEP_DB or --db choose another store (the "
                 "default one is in $XDG_DATA_HOME/flagsweep, else ~/.local/share/flagsweep)\n")
         else:
-            assert done.returncode == 0, (argv, done.stderr)
-        if home == "missing":
-            assert not where.exists(), argv
-        else:
-            assert list(where.iterdir()) == [], argv
+            assert c["code"] == 0, c
+        assert c["made"] == [], c
+    if home == "missing":
+        assert not where.exists()
+    else:
+        assert list(where.iterdir()) == []
 
 
 def test_with_home_unset_a_read_only_command_creates_nothing(tmp_path):
@@ -78,21 +113,20 @@ def test_with_home_unset_a_read_only_command_creates_nothing(tmp_path):
     saved = tmp_path / "kept"
     saved.mkdir()
     a, b = _results(tmp_path / "results")
-    for argv in _read_only_commands(a, b):
-        script = "set -e; "
-        if keep:
-            script += f"mount --bind {keep} {saved}; "
-        script += "mount -t tmpfs -o size=4m tmpfs /root; "
-        if keep:
-            script += f"mkdir {keep}; mount --bind {saved} {keep}; "
-        script += '"$@" >/dev/null 2>&1 || true; find /root -mindepth 1'
-        if keep:
-            script += f" -not -path '{keep}' -not -path '{keep}/*'"
-        done = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
-                               script, "sh", PYTHON, "-m", "flagsweep", *argv],
-                              capture_output=True, text=True, env=_env(), cwd=tmp_path,
-                              timeout=120)
-        assert done.returncode == 0 and done.stdout == "", (argv, done.stdout, done.stderr)
+    commands = _read_only_commands(a, b)
+    script = "set -e; "
+    if keep:
+        script += f"mount --bind {keep} {saved}; "
+    script += "mount -t tmpfs -o size=4m tmpfs /root; "
+    if keep:
+        script += f"mkdir {keep}; mount --bind {saved} {keep}; "
+    script += '"$@"'
+    done = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script,
+                           "sh", PYTHON, "-c", DRIVER, json.dumps(commands), str(keep or "")],
+                          capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    for c in _each(done, commands):
+        assert c["made"] == [], c
 
 
 def test_a_read_only_home_names_the_cache_and_its_variable(small_fs, tmp_path):

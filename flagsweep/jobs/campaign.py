@@ -15,6 +15,8 @@ from flagsweep.across import suite
 from flagsweep.compilation import selection
 from flagsweep.errors import FlagsweepError, Interrupted
 from flagsweep.experiment import target
+from flagsweep.host import launcher
+from flagsweep.host.executor import Executor
 from flagsweep.jobs import sweep
 from flagsweep.measure.options import MeasureOptions
 from flagsweep.report import terminal
@@ -27,9 +29,10 @@ def suite_targets() -> list[str]:
 
 
 def run(names: list[str], sel: selection.Selection, opts: MeasureOptions, store: Store,
-        say: Callable[[str], None], wait: bool = False) -> Path:
+        say: Callable[[str], None], wait: bool = False,
+        execute: Executor = launcher.run_once) -> Path:
     """Sweep each named target into OUT/NAME, then write the suite across them into OUT;
-    returns the suite's page."""
+    returns the suite's page. `execute`: how each sweep runs a binary (sweep.start's seam)."""
     out = (sel.out_dir or shipped.reports_dir() / f"suite-{selection.stamp()}").resolve()
     done, failed, stopped = [], [], None
     for name in names:
@@ -39,7 +42,7 @@ def run(names: list[str], sel: selection.Selection, opts: MeasureOptions, store:
                                                 say)
             # Each sweep its own options: a sweep records its choices (metric, seed) in them.
             done.append(sweep.start(t, r, m, build_opts, replace(opts), store, say,
-                                    run_name=f"{out.name}-{name}", wait=wait))
+                                    run_name=f"{out.name}-{name}", execute=execute, wait=wait))
         except Interrupted as e:
             stopped = e
             break

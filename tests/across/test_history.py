@@ -111,9 +111,9 @@ def test_a_second_night_is_judged_only_in_an_instruction_count(metric):
 # ---------------------------------------------------------------------------------------------
 
 def _tiny(folder: Path, version: str, project_flags: str = "") -> Path:
-    # A quarter of a megabyte: under Cachegrind (counted instructions) each run costs seconds
+    # A twentieth of a megabyte: under Cachegrind (counted instructions) each run costs seconds
     # per megabyte, and a count's ratio is exact at any size.
-    return write_tiny_target(folder, version=version, megabytes=0.25, quick_megabytes=0.25,
+    return write_tiny_target(folder, version=version, megabytes=0.05, quick_megabytes=0.05,
                              repeats=1, timeout=60, build_extra=project_flags)
 
 

@@ -35,6 +35,7 @@ class Draft:
     kept: dict[str, str] = field(default_factory=dict)      # project option -> where it came from
     dropped: dict[str, str] = field(default_factory=dict)   # ... that project_flags cannot carry
     binary_note: str = ""
+    binary_given: str = ""          # --binary as the user gave it: never swapped for another
     build_note: str = ""
     build_errors: list[str] = field(default_factory=list)   # a failed trial build's log lines
     argv: list[str] = field(default_factory=lambda: list(PLACEHOLDER_RUN))

@@ -17,7 +17,8 @@ file the build makes, and an input size by guesswork. Here each is found, not gu
 - project_flags: the project's own -D/-U/-I/-include/-std options that the trial's flags
   dropped, found by comparing with the project's own build (build/own_build.py), each with
   where it came from;
-- the input: a corpus sized by timing the run command at -O2 (about 2 s, quick about 0.3 s),
+- the input: a corpus sized by the run command's CPU time at -O2 (about 2 s, quick about
+  0.3 s, or said to be out of reach),
   again with `--size` once the user has written the real run command; or the user's own file
   (`--input`: a script, an image), copied next to the target file with its sha256, never sized;
 - the run: the run command is run once on the input after the trial build, so a command that
@@ -45,7 +46,7 @@ from flagsweep.errors import FlagsweepError
 from flagsweep.experiment import target
 from flagsweep.experiment.source import DebianSource, Source
 from flagsweep.jobs.project import detect_system, libtool_used, static
-from flagsweep.jobs.sizing import FULL_S, QUICK_S, set_line, size_input
+from flagsweep.jobs.sizing import set_line, size_input
 from flagsweep.jobs.target_file import PLACEHOLDER_RUN, Draft, render
 from flagsweep.jobs.trial import o2_build, prove, trial_builds
 
@@ -134,10 +135,10 @@ def resize(name_or_path: str, say: Callable[[str], None], jobs: int = 2) -> Path
     b = o2_build(t, trial, jobs)
     if b.status != "ok":
         raise FlagsweepError(f"the -O2 build of {t.path} is {b.status}: {b.detail}")
-    mb, quick, note = size_input(t.spec.run.argv, b.binary, say)
+    sized = size_input(t.spec.run.argv, b.binary, say)
     text = t.path.read_text()
-    text = set_line(text, "megabytes", f"{mb:g}", f"~{FULL_S:g} s at -O2 ({note})")
-    text = set_line(text, "quick_megabytes", f"{quick:g}", f"~{QUICK_S:g} s")
+    text = set_line(text, "megabytes", f"{sized.megabytes:g}", sized.full_comment())
+    text = set_line(text, "quick_megabytes", f"{sized.quick_megabytes:g}", sized.quick_comment())
     files.write_atomic(t.path, text)
     shutil.rmtree(trial, ignore_errors=True)
     return t.path
@@ -240,6 +241,7 @@ def _size(d: Draft, path: Path, b: variants.VariantBuild, say: Callable[[str], N
         d.size_note = f"not sized: write [run], then `flagsweep new --size {path.parent}`"
         return
     try:
-        d.megabytes, d.quick_megabytes, d.size_note = size_input(d.argv, b.binary, say)
+        d.sizing = size_input(d.argv, b.binary, say)
+        d.megabytes, d.quick_megabytes = d.sizing.megabytes, d.sizing.quick_megabytes
     except FlagsweepError as e:
         d.size_note = f"not sized: {e}; after editing [run], `flagsweep new --size {path.parent}`"

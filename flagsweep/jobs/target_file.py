@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from flagsweep.compilation import debian, own_build
-from flagsweep.jobs.sizing import FULL_S, QUICK_S
+from flagsweep.jobs.sizing import FULL_S, QUICK_S, Sizing
 
 
 PLACEHOLDER_RUN = ["{binary}", "{input}"]
@@ -43,6 +43,7 @@ class Draft:
     megabytes: float = 1.0
     quick_megabytes: float = 0.2
     size_note: str = "not sized yet"
+    sizing: Sizing | None = None     # the timed sizes, when the run command was timed
     given: Path | None = None    # the user's input (--input) as given
     input_path: str = ""         # its copy, relative to the target file's folder
     input_sha256: str = ""
@@ -144,9 +145,11 @@ def _inputs_lines(d: Draft) -> list[str]:
                 "kind = \"file\"",
                 f"path = {_q(d.input_path)}",
                 f"sha256 = {_q(d.input_sha256)}"]
+    full, quick = ((d.sizing.full_comment(), d.sizing.quick_comment()) if d.sizing else
+                   (f"~{FULL_S:g} s at -O2 ({d.size_note})", f"~{QUICK_S:g} s"))
     return ["kind = \"corpus\"          # mixed text and binary, generated from the seed",
-            f"megabytes = {d.megabytes:g}  # ~{FULL_S:g} s at -O2 ({d.size_note})",
-            f"quick_megabytes = {d.quick_megabytes:g}  # ~{QUICK_S:g} s",
+            f"megabytes = {d.megabytes:g}  # {full}",
+            f"quick_megabytes = {d.quick_megabytes:g}  # {quick}",
             "seed = 1"]
 
 

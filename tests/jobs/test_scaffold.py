@@ -186,7 +186,8 @@ def test_sizing_says_why_a_run_cannot_be_sized(tmp_path):
     script.chmod(0o755)
     with pytest.raises(FlagsweepError) as e:
         sizing.size_input(["{binary}", "-q", "{input}"], script, print)
-    assert str(e.value) == "{binary} -q {input} exited 4 (no such option: -q)"
+    assert str(e.value) == ("{binary} -q {input} on 1 MB failed: exit status 4; stderr: "
+                            "no such option: -q")
 
 
 @pytest.mark.network

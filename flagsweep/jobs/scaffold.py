@@ -23,11 +23,12 @@ file the build makes, and an input size by guesswork. Here each is found, not gu
   (`--input`: a script, an image), copied next to the target file with its sha256, never sized;
 - the run: the run command is run once on the input after the trial build, so a command that
   fails there (a script the interpreter cannot parse, a missing option) stops `new` with the
-  program's own words instead of a file that only looks finished.
+  program's own words instead of a file that only looks finished;
+- the check: the run command run twice more, its products compared (check_choice.py).
 
 The parts: project.py reads the source tree (the build system, libtool, the executables),
-trial.py runs the trial builds and the trial run, sizing.py times the input, target_file.py
-holds the Draft and writes the file.
+trial.py runs the trial builds and the trial run, sizing.py times the input, check_choice.py
+chooses the check, target_file.py holds the Draft and writes the file.
 """
 
 from __future__ import annotations

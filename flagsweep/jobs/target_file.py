@@ -48,6 +48,9 @@ class Draft:
     input_path: str = ""         # its copy, relative to the target file's folder
     input_sha256: str = ""
     run_note: list[str] = field(default_factory=list)   # why the trial run failed
+    check_method: str = "exact"     # "": two runs differ and nothing else fits (EDIT)
+    check_note: str = ""            # what the two trial runs showed
+    roundtrip_argv: list[str] = field(default_factory=list)
 
 
 def _project_lines(d: Draft) -> list[str]:
@@ -127,14 +130,31 @@ def render(d: Draft) -> str:
         f"timeout = {RUN_TIMEOUT}",
         "",
         "[check]",
-        "# EDIT: how a variant's result is checked against the baseline's: exact (the same",
-        "# bytes), roundtrip (roundtrip_argv gives the input back), or tolerance (numbers within",
-        "# rel_tolerance). See docs/targets.md.",
-        "method = \"exact\"",
+        *_check_lines(d),
         *_check_of(d),
         "",
     ]
     return "\n".join(lines)
+
+
+def _check_lines(d: Draft) -> list[str]:
+    """The method, with what the trial runs showed and every choice the user may make."""
+    lines = ["# EDIT: how a variant's result is checked against the baseline's: exact (the same",
+             "# bytes), sha256 (bytes of a known sha256), roundtrip (roundtrip_argv gives the",
+             "# input back), tolerance (numbers within rel_tolerance) or quality (a codec's",
+             "# product decoded by decode_argv, its SNR against the input WAV). See",
+             "# docs/targets.md."]
+    if d.check_note:
+        lines.append(f"# Chosen by the trial: {d.check_note}.")
+    if not d.check_method:
+        return [*lines, "# method = \"\"   # EDIT: exact, sha256, roundtrip, tolerance or quality"]
+    lines.append(f"method = {_q(d.check_method)}")
+    if d.roundtrip_argv:
+        lines.append(f"roundtrip_argv = {_q(d.roundtrip_argv)}")
+    if d.check_method == "quality":
+        lines.append("# EDIT: decode_argv = [\"{baseline}\", ..., \"{product}\", \"{output}\"]  "
+                     "# the decoder, writing a PCM WAV")
+    return lines
 
 
 def _inputs_lines(d: Draft) -> list[str]:

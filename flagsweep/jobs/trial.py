@@ -12,6 +12,7 @@ from typing import Callable
 from flagsweep import process
 from flagsweep.compilation import own_build, variants
 from flagsweep.experiment import matrix, recipe, target
+from flagsweep.jobs import check_choice
 from flagsweep.jobs.project import executables, libtool_configured, make_goal, pick
 from flagsweep.jobs.sizing import shown, trial_corpus
 from flagsweep.jobs.target_file import RUN_TIMEOUT, Draft, render, writes_output
@@ -196,6 +197,7 @@ def prove(d: Draft, folder: Path, b: variants.VariantBuild,
         failed = "exited 0 but wrote no {output} file"
     if not failed:
         say(f"trial run: `{shown(d.argv)}` on {named} exited 0")
+        check_choice.choose(d, b.binary, data, say)
         return True
     tail = [line.rstrip() for line in stderr.splitlines() if line.strip()][-STDERR_LINES:]
     d.run_note = [f"`{shown(d.argv)}` on {named} {failed}"

@@ -106,6 +106,8 @@ def test_new_finds_the_release_the_executable_and_the_projects_own_flags(tmp_pat
         "  the build succeeded but demo-src is missing from ")
     # The run command was run once on a generated corpus before the input was sized.
     assert "trial run: `{binary} {input}` on a generated 1 MB corpus exited 0" in said
+    # Run twice more: the same bytes, so `exact` (tool has no decompress mode).
+    assert "check: exact: two runs on the same input wrote the same bytes" in said
     # Sized by timing the run command; the trial builds are gone, the file verifies as is.
     # Which size is larger is a timing outcome: on a loaded machine both searches can end on
     # one timed size, so only that both were timed is asserted.

@@ -26,8 +26,14 @@ from flagsweep.cli.params import say
 @click.option("--size", "size", is_flag=True,
               help="Size NAME's corpus input by timing its own run command at -O2 (after you "
                    "wrote it), and rewrite the sizes in its file.")
+@click.option("--binary", metavar="NAME",
+              help="The executable to measure, by name or path in the build tree (else the "
+                   "one the trial build made named like the package, or the largest).")
+@click.option("--force", is_flag=True,
+              help="Redo NAME: remove the target file, trial builds and input an earlier "
+                   "`new` wrote there first.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Parallel compile jobs.")
-def new_cmd(name, package, version, url, run_line, given, size, jobs) -> None:
+def new_cmd(name, package, version, url, run_line, given, size, binary, force, jobs) -> None:
     """Write ./NAME/target.toml for Debian's source PACKAGE: the release and its sha256, the
     build system, the executable and the flags the project adds itself, learned from a trial
     -O2 build; and an input sized by a timed run (or your own, --input), on which the run
@@ -37,16 +43,16 @@ def new_cmd(name, package, version, url, run_line, given, size, jobs) -> None:
 
     jobs = jobs or selection.cpu_count()
     if size:
-        if package or version or url or run_line or given:
+        if package or version or url or run_line or given or binary or force:
             raise click.UsageError("--size re-times an existing target: no --debian, --version, "
-                                   "--url, --run or --input")
+                                   "--url, --run, --input, --binary or --force")
         click.echo(str(scaffold.resize(name, say, jobs)))
         return
     if not package:
         raise click.UsageError("--debian PACKAGE: which Debian source package holds the program")
     argv = shlex.split(run_line) if run_line else None
     path = scaffold.new(name, package, Path(name), say, version=version, url=url, jobs=jobs,
-                        argv=argv, given=given)
+                        argv=argv, given=given, binary=binary, force=force)
     todo = ("check its [check]" if argv else
             "write its [run] argv and [check]" if given else
             f"write its [run] argv and [check], then `flagsweep new --size {name}`")

@@ -175,6 +175,22 @@ def apt_get_source(debian: DebianSource, options: list[str], workdir: Path,
         raise FetchError(detail)
 
 
+def orig_uri(debian: DebianSource, options: list[str], workdir: Path) -> tuple[str, str]:
+    """The URI the mirror serves the orig tarball at and its file name, as `apt-get source
+    --print-uris` lists them from the index (no download): the orig alone, when the Debian
+    part of the package cannot be had (a mirror answered 404 for opus-tools' diff)."""
+    spec = f"{debian.package}={debian.version}"
+    result = _run_apt(options, ["source", "--print-uris", spec], workdir, environment.apt())
+    pattern = re.compile(re.escape(f"{debian.package}_{debian.upstream_version}.orig.tar.")
+                         + r"(gz|xz|bz2|lzma|zst)")
+    # Each file is one line: 'URI' NAME SIZE HASH
+    for words in (line.split() for line in result.stdout.splitlines()):
+        if len(words) >= 2 and words[0][:1] == "'" and pattern.fullmatch(words[1]):
+            return words[0].strip("'"), words[1]
+    raise FetchError(f"apt-get source --print-uris {spec} lists no {debian.package}_"
+                     f"{debian.upstream_version}.orig.tar.* (exit {result.returncode})")
+
+
 def _run_apt(options: list[str], command: list[str], workdir: Path,
              env: dict[str, str], tool: str = APT_GET) -> process.Result:
     """Run apt-get (or apt-cache) with the private-tree options; FetchError when it is missing

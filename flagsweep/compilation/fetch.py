@@ -23,7 +23,8 @@ from pathlib import Path
 
 from flagsweep import __version__, files
 from flagsweep.caches import DOWNLOADS, SOURCES
-from flagsweep.compilation.debian import apt_get_source, apt_tree, pick_orig, releases
+from flagsweep.compilation.debian import (apt_get_source, apt_tree, orig_uri, pick_orig,
+                                          releases)
 from flagsweep.compilation.tarball import extract
 from flagsweep.errors import FetchError
 from flagsweep.experiment.source import DebianSource, Source
@@ -128,8 +129,9 @@ def _install_verified(source: Source, candidate: Path, downloads: Path, origin: 
     return final
 
 
-def _download(source: Source, url: str, downloads: Path) -> Path:
-    """Download url into a temp file next to the cache, verify it, rename it into place."""
+def _download(source: Source, url: str, downloads: Path, name: str | None = None) -> Path:
+    """Download url into a temp file next to the cache, verify it, rename it into place
+    (name: the file's own name, when the URL's last part is not it)."""
     request = urllib.request.Request(url, headers={"User-Agent": f"flagsweep/{__version__}"})
     with DOWNLOADS.draft(downloads.parent) as part:
         try:
@@ -138,7 +140,7 @@ def _download(source: Source, url: str, downloads: Path) -> Path:
                 shutil.copyfileobj(response, out, _CHUNK)
         except (OSError, ValueError) as err:  # URLError, HTTPError, timeouts are OSErrors
             raise FetchError(f"download failed: {err}") from err
-        base = Path(urllib.parse.urlsplit(url).path).name
+        base = name or Path(urllib.parse.urlsplit(url).path).name
         return _install_verified(source, part, downloads, url,
                                  base if ".tar" in base else f"{source.name}-{source.version}.tar")
 
@@ -148,13 +150,17 @@ def _fetch_from_debian(source: Source, downloads: Path) -> Path:
 
     The recorded version first, then every other version whose orig tarball the index says
     has the recorded sha256, newest first: a target that names a security update
-    (1.2-3+deb12u1) that a mirror no longer serves still gets the same bytes from 1.2-3."""
+    (1.2-3+deb12u1) that a mirror no longer serves still gets the same bytes from 1.2-3. When
+    none of them downloads whole, the orig tarball alone (_orig_alone)."""
     assert source.debian is not None
     with apt_tree(downloads) as (options, update):
-        same = [r.version for r in releases(options, source.debian.package, downloads)
-                if r.orig_sha256 == source.sha256 and r.version != source.debian.version]
+        listed = {r.version: r.orig_sha256
+                  for r in releases(options, source.debian.package, downloads)}
+        versions = [source.debian.version,
+                    *(v for v, sha in listed.items()
+                      if sha == source.sha256 and v != source.debian.version)]
         failures = []
-        for version in [source.debian.version, *same]:
+        for version in versions:
             debian = DebianSource(source.debian.package, version)
             # The download dir lives inside downloads/ so the orig tarball is renamed, not copied.
             with tempfile.TemporaryDirectory(dir=downloads, prefix=".debian-") as workdir:
@@ -170,7 +176,37 @@ def _fetch_from_debian(source: Source, downloads: Path) -> Path:
                 return _install_verified(source, orig, downloads,
                                          f"Debian's {orig.name} (expected upstream bytes; "
                                          f"Debian may have repacked it)", orig.name)
-        raise FetchError("\n".join(failures))
+        return _orig_alone(source, versions, listed, options, downloads, failures)
+
+
+def _orig_alone(source: Source, versions: list[str], listed: dict[str, str | None],
+                options: list[str], downloads: Path, failures: list[str]) -> Path:
+    """The orig tarball without the Debian part (debian.tar.*, diff.gz), which is all a build
+    of the upstream source needs: apt-get source fails whole when one of its files is gone
+    from the mirror (opus-tools' diff answered 404). Taken only where the Sources index lists
+    the orig with the target's sha256, which the downloaded bytes must then match.
+    FetchError with every failure when no version's orig can be had either."""
+    assert source.debian is not None
+    why = next((line.strip() for f in failures for line in f.splitlines()
+                if line.strip().startswith("E:")), "apt-get source failed")
+    for version in versions:
+        debian = DebianSource(source.debian.package, version)
+        if listed.get(version) != source.sha256:
+            failures.append(f"the orig tarball alone: the Sources index lists "
+                            f"{listed.get(version) or 'no orig tarball'} for "
+                            f"{debian.package}={version}, not the target's sha256")
+            continue
+        try:
+            uri, name = orig_uri(debian, options, downloads)
+            path = _download(source, uri, downloads, name)
+        except FetchError as err:
+            failures.append(f"the orig tarball alone of {debian.package}={version}: {err}")
+            continue
+        log.warning("%s: apt-get source %s=%s failed (%s); took its orig tarball %s alone, "
+                    "its sha256 the one the Sources index lists", source.name, debian.package,
+                    version, why, name)
+        return path
+    raise FetchError("\n".join(failures))
 
 
 def prepare(source: Source, *, offline: bool = False, cache: Path | None = None) -> Path:

@@ -9,29 +9,33 @@ file the build makes, and an input size by guesswork. Here each is found, not gu
   tarball's name and sha256, newest first; the tarball is fetched and verified like any target's;
 - the build system: `configure` (autotools), `CMakeLists.txt` (cmake), a Makefile (make);
 - the executable: a trial -O2 build through flagsweep's own builder and audit, then the ELF
-  executables it left in the build tree, the one named like the package first;
+  executables it left in the build tree, the one named like the package first (--binary names
+  it; --force redoes a `new` whose folder has a target file);
 - tolerated_flags: the code-generation flags the audit found on the project's compile lines that
   the variant did not ask for (never an -O level: that is what is measured), each with the
   count the trial saw; the build is repeated with them to show the file verifies;
 - project_flags: the project's own -D/-U/-I/-include/-std options that the trial's flags
   dropped, found by comparing with the project's own build (build/own_build.py), each with
   where it came from;
-- the input: a corpus sized by timing the run command at -O2 (about 2 s, quick about 0.3 s),
+- the input: a corpus sized by the run command's CPU time at -O2 (about 2 s, quick about
+  0.3 s, or said to be out of reach),
   again with `--size` once the user has written the real run command; or the user's own file
   (`--input`: a script, an image), copied next to the target file with its sha256, never sized;
 - the run: the run command is run once on the input after the trial build, so a command that
   fails there (a script the interpreter cannot parse, a missing option) stops `new` with the
-  program's own words instead of a file that only looks finished.
+  program's own words instead of a file that only looks finished;
+- the check: the run command run twice more, its products compared (check_choice.py).
 
 The parts: project.py reads the source tree (the build system, libtool, the executables),
-trial.py runs the trial builds and the trial run, sizing.py times the input, target_file.py
-holds the Draft and writes the file.
+trial.py runs the trial builds and the trial run, sizing.py times the input, check_choice.py
+chooses the check, target_file.py holds the Draft and writes the file.
 """
 
 from __future__ import annotations
 
 import re
 import shutil
+import tomllib
 from pathlib import Path
 from typing import Callable
 
@@ -43,22 +47,25 @@ from flagsweep.errors import FlagsweepError
 from flagsweep.experiment import target
 from flagsweep.experiment.source import DebianSource, Source
 from flagsweep.jobs.project import detect_system, libtool_used, static
-from flagsweep.jobs.sizing import FULL_S, QUICK_S, set_line, size_input
+from flagsweep.jobs.sizing import set_line, size_input
 from flagsweep.jobs.target_file import PLACEHOLDER_RUN, Draft, render
 from flagsweep.jobs.trial import o2_build, prove, trial_builds
 
 
 def new(name: str, package: str, folder: Path, say: Callable[[str], None],
         version: str | None = None, url: str | None = None, jobs: int = 2,
-        argv: list[str] | None = None, given: Path | None = None) -> Path:
+        argv: list[str] | None = None, given: Path | None = None, binary: str | None = None,
+        force: bool = False) -> Path:
     """Write folder/target.toml for Debian's source package; returns its path. The file is
     written even when a step fails, with that step's finding in a comment. argv: the run
     command, if the user knows it already (the input is then sized for it, and it is run once
-    to prove it works). given: the user's input file, measured instead of a corpus."""
+    to prove it works). given: the user's input file, measured instead of a corpus. binary:
+    the executable to measure (else the one the trial build made named like the package, or
+    the largest). force: redo a `new` whose folder holds a target file already."""
     path = folder / "target.toml"
-    if path.exists():
+    if path.exists() and not force:
         raise FlagsweepError(f"{path} exists: edit it, size its input with `flagsweep new --size "
-                             f"{folder}`, or remove it to start again")
+                             f"{folder}`, or start again with --force")
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._+-]*", name):
         raise FlagsweepError(f"target name {name!r}: expected letters, digits, '._+-'")
     release = _release(package, version)
@@ -70,10 +77,15 @@ def new(name: str, package: str, folder: Path, say: Callable[[str], None],
     draft = Draft(name=name, package=package, release=release, upstream=upstream,
                   urls=[url] if url else [], system="", binary=package,
                   argv=argv or list(PLACEHOLDER_RUN), run_given=argv is not None)
+    if binary:
+        _check_binary(binary)
+        draft.binary = draft.binary_given = binary
     if argv:
         _check_run(argv)
     if given is not None:
         _check_input(given, folder)
+    if force:
+        _clear(folder, given, say)
     tree = draft.source = fetch.prepare(_source(draft))
     draft.system, draft.configure_args, note = detect_system(tree)
     say(f"{package}: {note}")
@@ -106,6 +118,8 @@ def new(name: str, package: str, folder: Path, say: Callable[[str], None],
 
 def _build_deps(d: Draft) -> str:
     """A failed configure or compile is most often a missing library: Debian knows which."""
+    if d.binary_given and not d.build_errors:
+        return ""       # the build went through; the executable named is not among its own
     return (f". If a header or library is missing, Debian's build dependencies of the package "
             f"are `apt-get build-dep {d.release.package}` (as root)")
 
@@ -122,10 +136,10 @@ def resize(name_or_path: str, say: Callable[[str], None], jobs: int = 2) -> Path
     b = o2_build(t, trial, jobs)
     if b.status != "ok":
         raise FlagsweepError(f"the -O2 build of {t.path} is {b.status}: {b.detail}")
-    mb, quick, note = size_input(t.spec.run.argv, b.binary, say)
+    sized = size_input(t.spec.run.argv, b.binary, say)
     text = t.path.read_text()
-    text = set_line(text, "megabytes", f"{mb:g}", f"~{FULL_S:g} s at -O2 ({note})")
-    text = set_line(text, "quick_megabytes", f"{quick:g}", f"~{QUICK_S:g} s")
+    text = set_line(text, "megabytes", f"{sized.megabytes:g}", sized.full_comment())
+    text = set_line(text, "quick_megabytes", f"{sized.quick_megabytes:g}", sized.quick_comment())
     files.write_atomic(t.path, text)
     shutil.rmtree(trial, ignore_errors=True)
     return t.path
@@ -164,6 +178,40 @@ def _source(d: Draft) -> Source:
 TAKEN = {"target.toml", "trial"}     # names `new` writes in the folder itself
 
 
+def _check_binary(binary: str) -> None:
+    """--binary as [build] binary will carry it: a path inside the build tree."""
+    if binary.startswith("/") or ".." in binary.split("/") or not binary.strip("/"):
+        raise FlagsweepError(f"--binary {binary!r}: expected an executable's name or its path "
+                             "inside the build tree (no leading /, no ..)")
+
+
+def _clear(folder: Path, given: Path | None, say: Callable[[str], None]) -> None:
+    """--force: remove what an earlier `new` wrote in folder (the target file, its trial
+    builds, the input it copied), so nothing of that attempt is read again. Nothing else in
+    the folder is touched, and the user's own --input never, even where it was copied to."""
+    old = folder / "target.toml"
+    written = [old, folder / "trial"]
+    if old.is_file():
+        try:
+            copied = tomllib.loads(old.read_text()).get("inputs", {}).get("path")
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError, AttributeError):
+            copied = None   # a file the user broke: its input, if any, stays
+        # a name in the folder itself, as `new` writes it: a path elsewhere is not ours
+        if isinstance(copied, str) and copied == Path(copied).name and copied not in TAKEN \
+                and copied not in (".", "..") and not (folder / copied).is_dir():
+            written.append(folder / copied)
+    for p in written:
+        if given is not None and p.exists() and p.resolve() == given.resolve():
+            continue
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p)
+        elif p.exists() or p.is_symlink():
+            p.unlink()
+        else:
+            continue
+        say(f"--force: removed {p}")
+
+
 def _check_input(given: Path, folder: Path) -> None:
     """--input as it will be copied, before any download."""
     files.check_given(given, *tarball.file_limit(), "--input")
@@ -194,6 +242,7 @@ def _size(d: Draft, path: Path, b: variants.VariantBuild, say: Callable[[str], N
         d.size_note = f"not sized: write [run], then `flagsweep new --size {path.parent}`"
         return
     try:
-        d.megabytes, d.quick_megabytes, d.size_note = size_input(d.argv, b.binary, say)
+        d.sizing = size_input(d.argv, b.binary, say)
+        d.megabytes, d.quick_megabytes = d.sizing.megabytes, d.sizing.quick_megabytes
     except FlagsweepError as e:
         d.size_note = f"not sized: {e}; after editing [run], `flagsweep new --size {path.parent}`"

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from flagsweep.compilation import debian, own_build
-from flagsweep.jobs.sizing import FULL_S, QUICK_S
+from flagsweep.jobs.sizing import FULL_S, QUICK_S, Sizing
 
 
 PLACEHOLDER_RUN = ["{binary}", "{input}"]
@@ -35,6 +35,7 @@ class Draft:
     kept: dict[str, str] = field(default_factory=dict)      # project option -> where it came from
     dropped: dict[str, str] = field(default_factory=dict)   # ... that project_flags cannot carry
     binary_note: str = ""
+    binary_given: str = ""          # --binary as the user gave it: never swapped for another
     build_note: str = ""
     build_errors: list[str] = field(default_factory=list)   # a failed trial build's log lines
     argv: list[str] = field(default_factory=lambda: list(PLACEHOLDER_RUN))
@@ -42,10 +43,14 @@ class Draft:
     megabytes: float = 1.0
     quick_megabytes: float = 0.2
     size_note: str = "not sized yet"
+    sizing: Sizing | None = None     # the timed sizes, when the run command was timed
     given: Path | None = None    # the user's input (--input) as given
     input_path: str = ""         # its copy, relative to the target file's folder
     input_sha256: str = ""
     run_note: list[str] = field(default_factory=list)   # why the trial run failed
+    check_method: str = "exact"     # "": two runs differ and nothing else fits (EDIT)
+    check_note: str = ""            # what the two trial runs showed
+    roundtrip_argv: list[str] = field(default_factory=list)
 
 
 def _project_lines(d: Draft) -> list[str]:
@@ -125,14 +130,31 @@ def render(d: Draft) -> str:
         f"timeout = {RUN_TIMEOUT}",
         "",
         "[check]",
-        "# EDIT: how a variant's result is checked against the baseline's: exact (the same",
-        "# bytes), roundtrip (roundtrip_argv gives the input back), or tolerance (numbers within",
-        "# rel_tolerance). See docs/targets.md.",
-        "method = \"exact\"",
+        *_check_lines(d),
         *_check_of(d),
         "",
     ]
     return "\n".join(lines)
+
+
+def _check_lines(d: Draft) -> list[str]:
+    """The method, with what the trial runs showed and every choice the user may make."""
+    lines = ["# EDIT: how a variant's result is checked against the baseline's: exact (the same",
+             "# bytes), sha256 (bytes of a known sha256), roundtrip (roundtrip_argv gives the",
+             "# input back), tolerance (numbers within rel_tolerance) or quality (a codec's",
+             "# product decoded by decode_argv, its SNR against the input WAV). See",
+             "# docs/targets.md."]
+    if d.check_note:
+        lines.append(f"# Chosen by the trial: {d.check_note}.")
+    if not d.check_method:
+        return [*lines, "# method = \"\"   # EDIT: exact, sha256, roundtrip, tolerance or quality"]
+    lines.append(f"method = {_q(d.check_method)}")
+    if d.roundtrip_argv:
+        lines.append(f"roundtrip_argv = {_q(d.roundtrip_argv)}")
+    if d.check_method == "quality":
+        lines.append("# EDIT: decode_argv = [\"{baseline}\", ..., \"{product}\", \"{output}\"]  "
+                     "# the decoder, writing a PCM WAV")
+    return lines
 
 
 def _inputs_lines(d: Draft) -> list[str]:
@@ -143,9 +165,11 @@ def _inputs_lines(d: Draft) -> list[str]:
                 "kind = \"file\"",
                 f"path = {_q(d.input_path)}",
                 f"sha256 = {_q(d.input_sha256)}"]
+    full, quick = ((d.sizing.full_comment(), d.sizing.quick_comment()) if d.sizing else
+                   (f"~{FULL_S:g} s at -O2 ({d.size_note})", f"~{QUICK_S:g} s"))
     return ["kind = \"corpus\"          # mixed text and binary, generated from the seed",
-            f"megabytes = {d.megabytes:g}  # ~{FULL_S:g} s at -O2 ({d.size_note})",
-            f"quick_megabytes = {d.quick_megabytes:g}  # ~{QUICK_S:g} s",
+            f"megabytes = {d.megabytes:g}  # {full}",
+            f"quick_megabytes = {d.quick_megabytes:g}  # {quick}",
             "seed = 1"]
 
 

@@ -12,6 +12,7 @@ from typing import Callable
 from flagsweep import process
 from flagsweep.compilation import own_build, variants
 from flagsweep.experiment import matrix, recipe, target
+from flagsweep.jobs import check_choice
 from flagsweep.jobs.project import executables, libtool_configured, make_goal, pick
 from flagsweep.jobs.sizing import shown, trial_corpus
 from flagsweep.jobs.target_file import RUN_TIMEOUT, Draft, render, writes_output
@@ -43,14 +44,11 @@ def trial_builds(d: Draft, path: Path, trial: Path, jobs: int,
         if b.status != "ok" and attempt < TRIALS and libtool_configured(d, tree):
             continue
         if b.status == "failed" and "is missing from" in b.detail and attempt < TRIALS:
-            found = executables(tree)
-            if not found:
-                break
-            d.binary = pick(found, [d.package, d.release.package, d.name], tree)
-            d.binary_note = (f"the trial build made {len(found)} executable(s): "
-                             f"{', '.join(p.relative_to(tree).as_posix() for p in found[:6])}"
-                             f"{' ...' if len(found) > 6 else ''}; this one was picked")
-            continue
+            if found_binary(d, tree):
+                continue
+            if d.binary_given:
+                return None     # d.build_note names what the build made instead
+            break
         goal = make_goal(d) if b.status == "failed" and attempt < TRIALS else None
         if goal:
             # zstd's full `make` links a shared library that needs the -fPIC its CFLAGS gave,
@@ -77,6 +75,32 @@ def trial_builds(d: Draft, path: Path, trial: Path, jobs: int,
     if b.status != "failed":     # a failed one's lines were said with it
         say(f"{b.variant.id}: {b.status}: {b.detail}")
     return None
+
+
+def found_binary(d: Draft, tree: Path) -> bool:
+    """After a trial build that did not make d.binary: the executable to measure among those
+    it made, in d.binary (True), or why there is none in d.build_note (False). The user's
+    --binary is looked for by name anywhere in the tree, never swapped for another."""
+    found = executables(tree)
+    made = [p.relative_to(tree).as_posix() for p in found]
+    listed = f"{', '.join(made[:12])}{' ...' if len(made) > 12 else ''}"
+    if d.binary_given:
+        same = [m for m in made if m == d.binary or m.rsplit("/", 1)[-1] == d.binary]
+        if len(same) == 1:
+            d.binary = same[0]
+            d.binary_note = f"--binary {d.binary_given}: the trial build made it as {same[0]}"
+            return True
+        d.build_note = (f"--binary {d.binary_given}: the trial build made "
+                        + (f"{len(same)} executables of that name: {', '.join(same)}; give "
+                           "one's path in the build tree" if same else
+                           f"no executable of that name; it made: {listed or 'none'}"))
+        return False
+    if not found:
+        return False
+    d.binary = pick(found, [d.package, d.release.package, d.name], tree)
+    d.binary_note = (f"the trial build made {len(found)} executable(s): {listed}; this one "
+                     "was picked (--binary NAME to choose another)")
+    return True
 
 
 def _error_lines(b: variants.VariantBuild) -> list[str]:
@@ -173,6 +197,7 @@ def prove(d: Draft, folder: Path, b: variants.VariantBuild,
         failed = "exited 0 but wrote no {output} file"
     if not failed:
         say(f"trial run: `{shown(d.argv)}` on {named} exited 0")
+        check_choice.choose(d, b.binary, data, say)
         return True
     tail = [line.rstrip() for line in stderr.splitlines() if line.strip()][-STDERR_LINES:]
     d.run_note = [f"`{shown(d.argv)}` on {named} {failed}"

@@ -419,7 +419,15 @@ import json, os, shutil, sys
 env = json.load(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake.json")))
 with open(env["FAKE_APT_LOG"], "a") as log:
     log.write(json.dumps(sys.argv[1:]) + "\\n")
-if "source" in sys.argv:
+if "--print-uris" in sys.argv:
+    print("'" + env["FAKE_ORIG_URI"] + "' " + env["FAKE_ORIG_NAME"] + " 200 SHA256:" + "0" * 64)
+    print("'http://mirror.example/debian/pool/main/p/pkg/pkg_1.0-1.dsc' pkg_1.0-1.dsc 100 "
+          "SHA256:" + "d" * 64)
+elif "source" in sys.argv:
+    if env.get("FAKE_APT_404"):
+        print("E: Failed to fetch http://mirror.example/debian/pool/main/p/pkg/"
+              "pkg_1.0-1.debian.tar.xz  404  Not Found", file=sys.stderr)
+        sys.exit(100)
     if env.get("FAKE_APT_FAIL") or sys.argv[-1] in env.get("FAKE_APT_GONE", "").split():
         print("E: Unable to find a source package for " + sys.argv[-1], file=sys.stderr)
         sys.exit(100)
@@ -534,6 +542,33 @@ def test_a_version_the_mirror_lost_falls_back_to_another_with_the_same_orig(
     tried = [argv[-1] for argv in calls if "source" in argv]
     # The recorded version, then the same bytes newest first; never 0.9-1.
     assert tried == ["pkg=1.0-3+deb12u1", "pkg=1.0-4", "pkg=1.0-3"]
+
+
+def test_a_debian_part_gone_from_the_mirror_takes_the_orig_alone(tmp_path, fake_apt, caplog):
+    # opus-tools: the mirror answered 404 for the Debian diff while its orig tarball was there.
+    orig = good_tarball(tmp_path / "orig.tar.gz")
+    fake_setting(fake_apt, "FAKE_APT_404", "1")
+    fake_setting(fake_apt, "FAKE_ORIG_URI", orig.as_uri())
+    fake_setting(fake_apt, "FAKE_ORIG_NAME", "pkg_1.0.orig.tar.gz")
+    fake_setting(fake_apt, "FAKE_SHOWSRC", showsrc("1.0-1", sha256(orig)))
+    source = source_for("", sha256(orig), DebianSource("pkg", "1.0-1"))
+    path = fetch.fetch(source, cache=tmp_path / "cache")
+    assert sha256(path) == sha256(orig)
+    assert path.name == f"{sha256(orig)[:16]}-pkg_1.0.orig.tar.gz"
+    said = caplog.text
+    assert "404" in said and "took its orig tarball pkg_1.0.orig.tar.gz alone" in said
+
+
+def test_the_orig_alone_needs_the_sources_index_to_list_its_sha256(tmp_path, fake_apt):
+    orig = good_tarball(tmp_path / "orig.tar.gz")
+    fake_setting(fake_apt, "FAKE_APT_404", "1")
+    fake_setting(fake_apt, "FAKE_ORIG_URI", orig.as_uri())
+    fake_setting(fake_apt, "FAKE_ORIG_NAME", "pkg_1.0.orig.tar.gz")
+    fake_setting(fake_apt, "FAKE_SHOWSRC", showsrc("1.0-1", "c" * 64))
+    source = source_for("", sha256(orig), DebianSource("pkg", "1.0-1"))
+    with pytest.raises(FetchError, match=f"lists {'c' * 64} for pkg=1.0-1, not the target's"):
+        fetch.fetch(source, cache=tmp_path / "cache")
+    assert cache_files(tmp_path / "cache") == []
 
 
 def test_debian_releases_lists_versions_newest_first_with_their_orig(tmp_path, fake_apt,

@@ -106,6 +106,8 @@ def test_new_finds_the_release_the_executable_and_the_projects_own_flags(tmp_pat
         "  the build succeeded but demo-src is missing from ")
     # The run command was run once on a generated corpus before the input was sized.
     assert "trial run: `{binary} {input}` on a generated 1 MB corpus exited 0" in said
+    # Run twice more: the same bytes, so `exact` (tool has no decompress mode).
+    assert "check: exact: two runs on the same input wrote the same bytes" in said
     # Sized by timing the run command; the trial builds are gone, the file verifies as is.
     # Which size is larger is a timing outcome: on a loaded machine both searches can end on
     # one timed size, so only that both were timed is asserted.
@@ -186,7 +188,8 @@ def test_sizing_says_why_a_run_cannot_be_sized(tmp_path):
     script.chmod(0o755)
     with pytest.raises(FlagsweepError) as e:
         sizing.size_input(["{binary}", "-q", "{input}"], script, print)
-    assert str(e.value) == "{binary} -q {input} exited 4 (no such option: -q)"
+    assert str(e.value) == ("{binary} -q {input} on 1 MB failed: exit status 4; stderr: "
+                            "no such option: -q")
 
 
 @pytest.mark.network
@@ -454,3 +457,87 @@ def test_a_sparse_input_within_the_limit_is_copied_sparsely(tmp_path, unbuildabl
         assert f.read(4) == b"head" and f.seek(200_000_000) and f.read() == b"tail"
     inputs = tomllib.loads((folder / "target.toml").read_text())["inputs"]
     assert inputs == {"kind": "file", "path": "holes.img", "sha256": files.sha256_file(given)}
+
+
+# --- which executable: --binary, and the one picked ----------------------------------------
+
+def _elf(path: Path, size: int) -> Path:
+    """An executable as project.executables knows one: the ELF magic and e_type 2."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"\x7fELF" + bytes(12) + (2).to_bytes(2, "little") + bytes(size))
+    path.chmod(0o755)
+    return path
+
+
+@pytest.fixture
+def opus_tree(tmp_path) -> Path:
+    """opus-tools' build tree: three frontends, none named like the source package."""
+    tree = tmp_path / "tree"
+    for name, size in [("opusenc", 300), ("opusdec", 200), ("opusinfo", 100)]:
+        _elf(tree / "src" / name, size)
+    return tree
+
+
+def _draft(release, binary: str = "opus-tools", given: str = "") -> target_file.Draft:
+    return target_file.Draft(name="opus", package="opus-tools", release=release, upstream="0.2",
+                             urls=[], system="autotools", binary=binary, binary_given=given)
+
+
+RELEASE = debian.DebianRelease("opus-tools", "0.2-1", "opus-tools_0.2.orig.tar.gz", "a" * 64)
+
+
+def test_the_binary_given_is_found_by_name_in_the_build_tree(opus_tree):
+    d = _draft(RELEASE, "opusenc", "opusenc")
+    assert trial.found_binary(d, opus_tree)
+    assert d.binary == "src/opusenc"
+    assert d.binary_note == "--binary opusenc: the trial build made it as src/opusenc"
+
+
+def test_a_binary_given_that_the_build_did_not_make_names_what_it_made(opus_tree):
+    d = _draft(RELEASE, "opus", "opus")
+    assert not trial.found_binary(d, opus_tree)
+    assert d.binary == "opus"       # never swapped for another
+    assert d.build_note == ("--binary opus: the trial build made no executable of that name; "
+                            "it made: src/opusenc, src/opusdec, src/opusinfo")
+
+
+def test_without_binary_the_largest_is_picked_and_the_choice_said(opus_tree):
+    d = _draft(RELEASE)
+    assert trial.found_binary(d, opus_tree)
+    assert d.binary == "src/opusenc"
+    assert d.binary_note == ("the trial build made 3 executable(s): src/opusenc, src/opusdec, "
+                             "src/opusinfo; this one was picked (--binary NAME to choose another)")
+
+
+@pytest.mark.integration
+def test_new_ends_on_a_binary_given_that_the_trial_build_did_not_make(tmp_path, demo_release):
+    folder = tmp_path / "demo"
+    with pytest.raises(FlagsweepError) as e:
+        scaffold.new("demo", "demo-src", folder, print, binary="nope")
+    assert str(e.value) == (f"wrote {folder / 'target.toml'}, but --binary nope: the trial "
+                            "build made no executable of that name; it made: tool")
+    assert 'binary = "nope"' in (folder / "target.toml").read_text()
+
+
+@pytest.mark.parametrize("binary", ["/usr/bin/opusenc", "../opusenc", "/"])
+def test_a_binary_outside_the_build_tree_is_refused(tmp_path, unbuildable, binary):
+    with pytest.raises(FlagsweepError, match=r"--binary .*: expected an executable's name or"):
+        scaffold.new("demo", "demo-src", tmp_path / "demo", print, binary=binary)
+
+
+@pytest.mark.integration
+def test_force_redoes_new_without_what_the_earlier_one_wrote(tmp_path, unbuildable):
+    folder = tmp_path / "demo"
+    (folder / "trial" / "1").mkdir(parents=True)
+    (folder / "trial" / "1" / "stale.log").write_text("an earlier attempt\n")
+    (folder / "bench.script").write_text("the input the earlier `new` copied\n")
+    (folder / "notes.txt").write_text("the user's own\n")
+    (folder / "target.toml").write_text('[inputs]\nkind = "file"\npath = "bench.script"\n')
+    said: list[str] = []
+    with pytest.raises(FlagsweepError, match="the trial -O2 build is failed"):
+        scaffold.new("demo", "demo-src", folder, said.append, force=True)
+    assert not (folder / "bench.script").exists()
+    assert not (folder / "trial" / "1" / "stale.log").exists()
+    assert (folder / "notes.txt").read_text() == "the user's own\n"
+    assert 'kind = "corpus"' in (folder / "target.toml").read_text()
+    assert f"--force: removed {folder / 'bench.script'}" in said

@@ -62,6 +62,8 @@ def target_options(f):
                      help="Use this unpacked source tree instead of fetching (air-gapped machines)."),
         click.option("--rebuild", is_flag=True,
                      help="Build every variant again, whatever the build cache holds."),
+        click.option("--no-package-tests", is_flag=True,
+                     help="Do not run the package's own test suite on each variant's build."),
     ]
     for option in reversed(options):
         f = option(f)
@@ -79,7 +81,8 @@ def selection(kw: dict):
 
     if kw["flag_sets"] and kw["recipe_name"]:
         raise click.UsageError("give --recipe or --flags, not both")
-    return chosen.Selection(**{name: kw[name] for name in SELECTION})
+    return chosen.Selection(**{name: kw[name] for name in SELECTION},
+                            package_tests=not kw["no_package_tests"])
 
 
 def say(text: str) -> None:

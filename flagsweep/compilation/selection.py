@@ -32,6 +32,7 @@ class Selection:
     offline: bool = False
     source_dir: Path | None = None
     rebuild: bool = False                 # ignore the build cache
+    package_tests: bool = True            # run the package's own suite on each variant
 
 
 def prepare(sel: Selection, say: Callable[[str], None]
@@ -46,7 +47,8 @@ def prepare(sel: Selection, say: Callable[[str], None]
     out = sel.out_dir or shipped.reports_dir() / f"{t.name}-{stamp()}"
     files.check_writable(out, "--out")
     opts = variants.Options(out_dir=out, jobs=sel.jobs or cpu_count(), offline=sel.offline,
-                            source_dir=sel.source_dir, rebuild=sel.rebuild)
+                            source_dir=sel.source_dir, rebuild=sel.rebuild,
+                            package_tests=sel.package_tests)
     say(f"{t.name} {t.spec.version}: recipe {r.name}, {len(m.variants)} variants "
         f"({m.design}), {len(m.skipped)} skipped")
     for skipped in m.skipped:

@@ -297,6 +297,14 @@ def _build_argv(m: Manifest, v: Order, tree: Path, flags_list: list[str] | None 
     return argv + m.make_args
 
 
+def make_variables(m: Manifest, vid: str) -> list[str]:
+    """The variable assignments of the variant's make command (its flags, compilers, link
+    flags): `make check` given them compiles a test program as the build compiled the rest, and
+    sees the objects the build made as up to date."""
+    v = m.variants[vid]
+    return [a for a in _build_argv(m, v, v.dir / "tree")[1:] if "=" in a and not a.startswith("-")]
+
+
 # The variant's link flags alone, always set on make's command line (empty when it has none),
 # for a target's make_args to hand to the variable a Makefile's link rule reads
 # (make_args = ["LIBS=$(FLAGSWEEP_LDFLAGS) -lm"]); never from the environment.

@@ -23,8 +23,8 @@ from pydantic import BaseModel, ConfigDict
 from flagsweep import files, model, shipped
 from flagsweep.compilation import audit as audit_mod
 from flagsweep.compilation import cache as build_cache
-from flagsweep.compilation import (binaries, fetch, fingerprint, own_build, pgo, snapshots,
-                                   steps, superbuild)
+from flagsweep.compilation import (binaries, fetch, fingerprint, own_build, package_tests,
+                                   pgo, snapshots, steps, superbuild)
 from flagsweep.compilation.manifest import Manifest, Order, Status
 from flagsweep.host import environment, toolchain
 from flagsweep.experiment.matrix import Matrix, Cell
@@ -57,6 +57,7 @@ class VariantBuild:
     extra_flags: dict[str, int] = field(default_factory=dict)   # flag -> compile lines it was on
     source_flags: dict[str, int] = field(default_factory=dict)  # flag -> places the source sets it
     dropped: dict[str, str] = field(default_factory=dict)   # project option -> where it came from
+    package_tests: model.PackageTests | None = None   # the package's own suite on this build
 
     def contract(self, out_dir: Path) -> dict:
         """The results contract's `build` object."""
@@ -71,7 +72,8 @@ class VariantBuild:
                 "pgo": self.pgo.dump() if self.pgo else None,
                 "identical_to": self.identical_to, "flags_verified": self.flags_verified,
                 "detail": self.detail, "audit": self.audit.dump() if self.audit else None,
-                "reused": self.reused}
+                "reused": self.reused,
+                "package_tests": self.package_tests.dump() if self.package_tests else None}
 
     @property
     def lto(self) -> bool | None:
@@ -114,6 +116,8 @@ class Options:
     cache: Path | None = None
     rebuild: bool = False       # build every variant, whatever the build cache holds
     training: superbuild.Training | None = None    # what a profile-guided variant is trained on
+    # the package's own test suite on each variant's build: what `run` and `build` ask for
+    package_tests: bool = False
 
 
 def source_tree(target: Target, opts: Options) -> Path:
@@ -186,7 +190,34 @@ def build_all(target: Target, matrix: Matrix, opts: Options,
                               cache)
     builds = [reused.get(v.id) or built[v.id] for v in matrix.variants]
     _group_identical(builds)
+    if opts.package_tests:
+        _package_tests(builds, target, manifest)
     return builds
+
+
+def _package_tests(builds: list[VariantBuild], target: Target, manifest: Manifest) -> None:
+    """The package's own suite, once per distinct build made here: a layout copy and identical
+    code are the build they copy, and a cached build has no tree to test in."""
+    spec = target.spec.build
+    for b in builds:
+        if b.status != "ok" or b.reused or b.identical_to or b.variant.layout_of:
+            continue
+        vdir = b.log.parent
+        make = steps.make_variables(manifest, b.variant.id) if spec.system != "cmake" else []
+        argv = package_tests.command(vdir / "tree", spec.tests, make)
+        done = package_tests.run(vdir / "tree", argv, vdir, spec.tests_timeout,
+                                 manifest.ccache_env)
+        where = str(Path(done.log).relative_to(vdir.parent.parent)) if done.log else None
+        b.package_tests = done.model_copy(update={"log": where})
+        if done.status not in ("passed", "none"):
+            log.warning("%s fails its own tests (%s, %s): see %s", b.variant.id, done.status,
+                        " ".join(argv or []), done.log)
+    # identical code has its representative's result, said so (checks.py does the same)
+    by_id = {b.variant.id: b for b in builds}
+    for b in builds:
+        rep = by_id.get(b.identical_to) if b.identical_to else None
+        if rep is not None and rep.package_tests is not None and b.package_tests is None:
+            b.package_tests = rep.package_tests
 
 
 def _refuse_start(out: Path, cache: Path) -> None:

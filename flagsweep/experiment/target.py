@@ -137,6 +137,9 @@ class BuildSpec(Strict):
     tolerated_flags: list[str] = []
     # The project's own options that the variants are meant to build without.
     dropped_flags: list[str] = []
+    # The package's own test command, run in each variant's tree; false: none; absent: detect.
+    tests: list[str] | bool | None = None
+    tests_timeout: Annotated[float, Field(gt=0)] = 600.0
 
     # The binary is looked up in the variant's build tree: it must be a file built there.
     _binary = field_validator("binary")(lambda cls, v: check_relative(v))

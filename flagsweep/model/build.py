@@ -46,6 +46,16 @@ class SharedLibrary(Record):
     runtime: Bool = False                    # the C/C++ runtime (libc, libm, libstdc++...)
 
 
+class PackageTests(Record):
+    """The package's own test suite run on the variant's build (compilation.package_tests):
+    passed, failed, timeout, or none (no suite found, `tests = false`, or not run)."""
+    status: Str                              # passed | failed | timeout | none
+    command: list[Str] | None = None
+    seconds: Num = None
+    log: Str | None = None
+    tail: Str | None = None                  # a failure's last log lines
+
+
 class Build(Record):
     status: Str
     seconds: Num = None
@@ -69,3 +79,4 @@ class Build(Record):
     detail: Str | None = None               # why it failed, or what it is (an A/A copy)
     binary_sha256: Str | None = None        # a fleet build: the bytes the worker shipped
     audit: AuditSummary | None = None       # null: not audited (a copy, a cached build)
+    package_tests: PackageTests | None = None   # null: not run (identical code, a cached build)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from flagsweep.compilation import fingerprint, variants
+from flagsweep.compilation import fingerprint, package_tests, variants
 from flagsweep.errors import FlagsweepError
 from flagsweep.host import launcher
 from flagsweep.host.executor import Executor
@@ -94,11 +94,29 @@ def checked(sweep: Sweep, workload: check.Invocation | None, store: Store,
         if c and c.status != "ok":
             say(f"check {vid}: {c.status}: {c.detail}")
     allowed = set(analysis.PASSED) | (set() if sweep.opts.strict_check else {"differs"})
-    measured = [vid for vid in distinct if stored[vid].status in allowed]
+    broken = own_tests_failed(sweep.builds, sweep.baseline, say)
+    measured = [vid for vid in distinct if stored[vid].status in allowed and vid not in broken]
     if not measured:
         raise FlagsweepError("nothing to measure: every distinct binary failed to build or "
                              "failed its output check (see above and builds/*/build.log)")
     return measured
+
+
+def own_tests_failed(builds: list[model.Variant], baseline: str,
+                     say: Callable[[str], None]) -> set[str]:
+    """The variants whose own test suite fails where the baseline's passes: not timed, as a
+    failed output check is not (a flag that breaks the package is the finding, not its speed).
+    A baseline whose suite fails is said loudly and leaves nothing out on that ground."""
+    base = next((d.build.package_tests for d in builds if d.id == baseline), None)
+    if base is not None and base.status in ("failed", "timeout"):
+        say(f"warning: the package's own tests fail at the baseline {baseline} too "
+            f"({base.status}, see {base.log}): the test suite itself is broken here, so no "
+            "variant is left out for failing it")
+        return set()
+    broken = {d.id for d in builds if package_tests.fails(d.build.package_tests, base)}
+    for vid in sorted(broken):
+        say(f"{vid}: fails its own tests, not timed")
+    return broken
 
 
 def runnable(builds: list[model.Variant]) -> dict[str, Path]:

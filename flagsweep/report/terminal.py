@@ -46,6 +46,8 @@ def _table(r: view.SweepView) -> Table:
         t.add_column(name, justify=justify, overflow="fold")
     for v in r.variants:
         verdict = Text(v.badge, style=COLORS.get(v.shown, ""))
+        if v.own_tests:
+            verdict.append(f"; {v.own_tests}")
         t.add_row(Text(v.label), verdict, v.change_text, v.ci_text, v.p_text, v.median_text,
                   str(v.n))
     return t

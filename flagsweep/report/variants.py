@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from flagsweep import stats
-from flagsweep.compilation import binaries
+from flagsweep.compilation import binaries, package_tests
 from flagsweep.report.formats import (
     LUCK_SUFFIX,
     VERDICT_TEXT,
@@ -61,6 +61,7 @@ class VariantRow:
     # Within layout luck's reach (results.confirmation): its status and why, "" when beyond it.
     luck: str = ""
     luck_why: str = ""
+    own_tests: str = ""              # "fails its own tests" (the package's suite), else ""
 
     @property
     def shown(self) -> str:
@@ -84,6 +85,8 @@ class VariantRow:
             return f"same code as {self.same_code_as}"
         if self.why:
             return self.why
+        if self.own_tests:
+            return self.own_tests
         return self.check_detail.splitlines()[0] if self.check_detail else ""
 
 
@@ -103,6 +106,8 @@ class BuildRow:
     text: str = ""      # the loaded image's executable and read-only bytes (ELF text)
     cpu: str = ""       # the build's CPU seconds
     mode: str = ""      # LTO and PGO, each when verified
+    tests: str = ""     # the package's own suite: "passed (1.2 s)", "failed (see LOG)", ...
+    tests_tail: str = ""   # a failed suite's last log lines
 
 
 def metric_values(samples: dict, metric: str) -> list[float | None]:
@@ -136,7 +141,17 @@ def variant_row(v: model.Variant, doc: model.Results) -> VariantRow:
         check_detail=check.detail or getattr(b, "detail", None) or "",
         why=c.why or "", stopped_at=s.stopped_at,
         quality_text=quality_text(check.quality), luck=luck.status if luck else "",
-        luck_why=(luck.why or "") if luck else "")
+        luck_why=(luck.why or "") if luck else "", own_tests=own_tests(v, doc))
+
+
+def own_tests(v: model.Variant, doc: model.Results) -> str:
+    """'fails its own tests' when the package's suite fails on this build and passes on the
+    baseline's (jobs/checks.py left it untimed), else ""."""
+    base = next((d.build.package_tests for d in doc.variants if d.id == doc.baseline), None)
+    tests = v.build.package_tests
+    if v.id == doc.baseline or not package_tests.fails(tests, base):
+        return ""
+    return f"fails its own tests ({tests.status}, {tests.log})"
 
 
 def over_layouts_text(luck: model.LayoutLuck | None) -> str:
@@ -259,7 +274,18 @@ def build_row(v: model.Variant, base_dir: Path, out_dir: Path) -> BuildRow:
         compile_line=shlex.join(audit.compile_line) if audit and audit.compile_line else "",
         log_href=link(log, out_dir, base_dir) if log else None,
         log_path=str(b.log or ""),
-        detail="" if is_control(v.id) else detail or "", shows=shows)
+        detail="" if is_control(v.id) else detail or "", shows=shows,
+        tests=tests_text(b.package_tests), tests_tail=(b.package_tests.tail or "")
+        if b.package_tests else "")
+
+
+def tests_text(t: model.PackageTests | None) -> str:
+    """The package's own suite in the build table; "" when it was not run."""
+    if t is None or t.status == "none":
+        return ""
+    took = f", {t.seconds:.1f} s" if t.seconds is not None else ""
+    return f"{t.status} ({' '.join(t.command or [])}{took})" + (
+        f", see {t.log}" if t.status != "passed" and t.log else "")
 
 
 def foreign(doc: model.Results) -> list[str]:

@@ -110,6 +110,8 @@ def _variant_outcome(v: model.Variant, row: rows.VariantRow, doc: model.Results,
         return SKIPPED, f"build {v.build.status}: {_first_line(v.build.detail)}"
     if row.check == "failed":
         return SKIPPED, f"output check failed: {_first_line(row.check_detail)}"
+    if row.own_tests:     # not timed, as a failed output check is not (jobs/checks.py)
+        return SKIPPED, row.own_tests
     if doc.aa and doc.aa.unstable:
         return SKIPPED, f"an unstable night, every verdict overruled: {doc.aa.warning or ''}"
     if series is not None and doc.run_id:

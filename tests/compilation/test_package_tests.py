@@ -120,3 +120,5 @@ def test_the_terminal_and_the_page_say_it_fails_its_own_tests(failing_sweep):
     assert "fails its own tests" in buf.getvalue()
     page = (failing_sweep.parent / "index.html").read_text()
     assert "fails its own tests" in page and "own tests failed (ctest" in page
+    junit = (failing_sweep.parent / "junit.xml").read_text()
+    assert "fails its own tests (failed" in junit

@@ -122,3 +122,16 @@ def test_the_terminal_and_the_page_say_it_fails_its_own_tests(failing_sweep):
     assert "fails its own tests" in page and "own tests failed (ctest" in page
     junit = (failing_sweep.parent / "junit.xml").read_text()
     assert "fails its own tests (failed" in junit
+
+
+def test_no_package_tests_reaches_the_build_options(tmp_path):
+    from flagsweep.cli import params
+
+    folder = write_tiny_target(tmp_path / "tiny")
+    kw = {name: None for name in params.SELECTION} | {
+        "target_name": str(folder), "flag_sets": ("-O2",), "compilers": (),
+        "out_dir": tmp_path / "out", "offline": False, "rebuild": False}
+    for skipped in (False, True):
+        sel = params.selection(kw | {"no_package_tests": skipped})
+        *_, opts = selection.prepare(sel, lambda _: None)
+        assert opts.package_tests is not skipped

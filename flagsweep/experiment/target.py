@@ -147,6 +147,15 @@ class BuildSpec(Strict):
     _flags = field_validator("project_flags")(lambda cls, v: check_project_flags(v))
     _dropped = field_validator("dropped_flags")(lambda cls, v: check_dropped(v))
 
+    @field_validator("tests")
+    @classmethod
+    def _tests(cls, v):
+        # true is the default (what the build tree shows); an empty command would run nothing
+        if v == []:
+            raise ValueError("expected a command list such as [\"make\", \"check\"], or false "
+                             "for none")
+        return v
+
 
 class WavInput(Strict):
     kind: Literal["wav"]

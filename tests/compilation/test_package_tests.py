@@ -135,3 +135,12 @@ def test_no_package_tests_reaches_the_build_options(tmp_path):
         sel = params.selection(kw | {"no_package_tests": skipped})
         *_, opts = selection.prepare(sel, lambda _: None)
         assert opts.package_tests is not skipped
+
+
+def test_an_empty_tests_command_is_refused_naming_the_key(tmp_path):
+    from flagsweep.errors import FlagsweepError
+    from flagsweep.experiment import target
+
+    folder = write_tiny_target(tmp_path / "tiny", build_extra="tests = []")
+    with pytest.raises(FlagsweepError, match="build.tests.*expected a command list"):
+        target.load(str(folder))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from flagsweep import stats
+from flagsweep.compilation import package_tests
 from flagsweep.host import advice
 from flagsweep.report import study
 from flagsweep.report.formats import SHOWN, names, p_text, threshold
@@ -254,7 +255,7 @@ def warnings(doc: model.Results) -> list[Warning]:
     if schedule is not None and schedule.warning:
         out.append(Warning("schedule", schedule.warning[0].upper() + schedule.warning[1:] + "."))
     out += _disturbance_warnings(doc)
-    out += _variant_warnings(doc)
+    out += _variant_warnings(doc) + _own_tests_warnings(doc)
     if not doc.machine.hw_counters:
         out.append(Warning("pmu", "No hardware performance counters on this machine: timings "
                                   "only; IPC and cache/branch miss rates were not measured."))
@@ -277,6 +278,19 @@ def _disturbance_warnings(doc: model.Results) -> list[Warning]:
 
 def _check(v: model.Variant) -> str | None:
     return v.check.status if v.check else None
+
+
+def _own_tests_warnings(doc: model.Results) -> list[Warning]:
+    """The package's own test suite: the variants it fails on (left untimed by jobs/checks.py),
+    or a baseline it fails on too, which says the suite is broken here, not the flags."""
+    base = next((v.build.package_tests for v in doc.variants if v.id == doc.baseline), None)
+    if base is not None and base.status in ("failed", "timeout"):
+        return [Warning("own-tests", f"The package's own tests fail at the baseline too "
+                                     f"({base.status}, {base.log}): the test suite itself is "
+                                     "broken here, so no variant was left out for failing it.")]
+    broken = [v.id for v in doc.variants if package_tests.fails(v.build.package_tests, base)]
+    return [Warning("own-tests", f"Fails its own tests, so not timed: {names(broken)} (the "
+                                 "build table holds each log's last lines).")] if broken else []
 
 
 def _variant_warnings(doc: model.Results) -> list[Warning]:

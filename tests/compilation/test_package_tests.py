@@ -120,6 +120,7 @@ def test_the_terminal_and_the_page_say_it_fails_its_own_tests(failing_sweep):
     assert "fails its own tests" in buf.getvalue()
     page = (failing_sweep.parent / "index.html").read_text()
     assert "fails its own tests" in page and "own tests failed (ctest" in page
+    assert "Fails its own tests, so not timed" in page
     junit = (failing_sweep.parent / "junit.xml").read_text()
     assert "fails its own tests (failed" in junit
 
@@ -144,3 +145,16 @@ def test_an_empty_tests_command_is_refused_naming_the_key(tmp_path):
     folder = write_tiny_target(tmp_path / "tiny", build_extra="tests = []")
     with pytest.raises(FlagsweepError, match="build.tests.*expected a command list"):
         target.load(str(folder))
+
+
+def test_the_page_warns_when_the_baseline_fails_its_own_tests():
+    from report_fixture import model as fixture_model, results_doc
+
+    from flagsweep.report import headline
+
+    doc = results_doc()
+    for v in doc["variants"]:
+        v["build"]["package_tests"] = {"status": "timeout" if v["id"] == doc["baseline"]
+                                       else "failed", "log": "builds/x/tests.log"}
+    texts = [w.text for w in headline.warnings(fixture_model(doc)) if w.kind == "own-tests"]
+    assert len(texts) == 1 and "the test suite itself is broken here" in texts[0]

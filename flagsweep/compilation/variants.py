@@ -178,6 +178,11 @@ def build_all(target: Target, matrix: Matrix, opts: Options,
     for v in todo:
         if v.id not in built:
             built[v.id] = _collect(v, manifest, target, out, own[v.compiler][1], pristine)
+    builds = [reused.get(v.id) or built[v.id] for v in matrix.variants]
+    _group_identical(builds)
+    if opts.package_tests:
+        _package_tests(builds, target, manifest)
+    # after the package's own tests: a reused build carries their result and log
     for b in built.values():
         # unchecked for dropped project options (its compiler's own build failed): kept out of
         # the cache, so a later sweep checks it rather than reuse it as verified
@@ -186,18 +191,15 @@ def build_all(target: Target, matrix: Matrix, opts: Options,
         if (b.status == "ok" and b.flags_verified and not b.libraries
                 and own[b.variant.compiler][1] is not None):
             build_cache.store(keys[b.variant.id], _record(b), b.binary,
-                              {"build.log": b.log, "compile.jsonl": b.log.parent / "compile.jsonl"},
-                              cache)
-    builds = [reused.get(v.id) or built[v.id] for v in matrix.variants]
-    _group_identical(builds)
-    if opts.package_tests:
-        _package_tests(builds, target, manifest)
+                              {"build.log": b.log, "compile.jsonl": b.log.parent / "compile.jsonl",
+                               package_tests.LOG: b.log.parent / package_tests.LOG}, cache)
     return builds
 
 
 def _package_tests(builds: list[VariantBuild], target: Target, manifest: Manifest) -> None:
     """The package's own suite, once per distinct build made here: a layout copy and identical
-    code are the build they copy, and a cached build has no tree to test in."""
+    code are the build they copy, and a cached build has no tree to test in (it carries the
+    result of the suite run on its binary when it was built, if one was)."""
     spec = target.spec.build
     for b in builds:
         if b.status != "ok" or b.reused or b.identical_to or b.variant.layout_of:
@@ -269,13 +271,14 @@ class Kept(BaseModel):
     cpu_seconds: float | None = None
     pgo: model.Pgo | None = None
     audit: model.AuditSummary | None = None
+    package_tests: model.PackageTests | None = None   # the suite was run on this very binary
     stored: float | None = None
     binary_sha256: str | None = None
 
 
 # The names VariantBuild and Kept share: what a reused build takes from its entry.
 RECORDED = ("seconds", "code_sha256", "functions_sha256", "size_bytes", "sizes", "cpu_seconds",
-            "pgo", "audit")
+            "pgo", "audit", "package_tests")
 
 
 def _record(b: VariantBuild) -> dict:
@@ -290,8 +293,9 @@ def _reuse(v: Cell, record: dict, entry: Path, target: Target, out: Path) -> Var
     binary = vdir / "tree" / target.spec.build.binary
     binary.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy2(entry / "binary", binary)
-    if (entry / "compile.jsonl").is_file():
-        shutil.copy2(entry / "compile.jsonl", vdir / "compile.jsonl")
+    for name in ("compile.jsonl", package_tests.LOG):
+        if (entry / name).is_file():
+            shutil.copy2(entry / name, vdir / name)
     told = (f"# reused from the build cache, {entry} (built {kept.seconds or 0:.1f} s "
             "then): every input of the build was the same; --rebuild builds it again\n")
     earlier = (entry / "build.log").read_text(errors="replace") if (entry / "build.log").is_file() else ""

@@ -89,17 +89,24 @@ def _tested_tiny(folder: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def failing_sweep(tmp_path_factory) -> Path:
-    """-O2 passes its own tests, -O1 with the planted define fails them; timed synthetically."""
+def failing_sweep(session_cache, tmp_path_factory) -> Path:
+    """-O2 passes its own tests, -O1 with the planted define fails them; timed synthetically.
+    Made once a module, in the environment the suite's isolated_cache gives each test (a
+    module fixture is set up before it)."""
     tmp = tmp_path_factory.mktemp("own")
     folder = write_tiny_target(tmp / "tiny", megabytes=0.25, quick_megabytes=0.25,
                                source=_tested_tiny(tmp / "src"))
-    t, r, m, build_opts = selection.prepare(selection.Selection(
-        str(folder), flag_sets=("-O2", "-O1 -DTINY_SELFTEST_FAIL"), out_dir=tmp / "run"),
-        lambda _: None)
-    opts = sweep.MeasureOptions(min_runs=3, max_runs=4, warmup=0, seed=11, quick=True)
-    return sweep.start(t, r, m, build_opts, opts, Store(), lambda _: None,
-                       execute=Synthetic({}))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("FLAGSWEEP_CACHE", str(session_cache))
+        mp.setenv("FLAGSWEEP_LOCK_DIR", str(tmp))
+        mp.setenv("FLAGSWEEP_DB", f"sqlite:///{tmp / 'store.sqlite'}")
+        mp.setenv("XDG_CONFIG_HOME", str(session_cache / "config"))
+        t, r, m, build_opts = selection.prepare(selection.Selection(
+            str(folder), flag_sets=("-O2", "-O1 -DTINY_SELFTEST_FAIL"), out_dir=tmp / "run"),
+            lambda _: None)
+        opts = sweep.MeasureOptions(min_runs=3, max_runs=4, warmup=0, seed=11, quick=True)
+        return sweep.start(t, r, m, build_opts, opts, Store(), lambda _: None,
+                           execute=Synthetic({}))
 
 
 @pytest.mark.integration
@@ -158,3 +165,17 @@ def test_the_page_warns_when_the_baseline_fails_its_own_tests():
                                        else "failed", "log": "builds/x/tests.log"}
     texts = [w.text for w in headline.warnings(fixture_model(doc)) if w.kind == "own-tests"]
     assert len(texts) == 1 and "the test suite itself is broken here" in texts[0]
+
+
+@pytest.mark.integration
+def test_a_build_reused_from_the_cache_carries_its_suite_result(failing_sweep):
+    from flagsweep.compilation import variants
+
+    tmp = failing_sweep.parent.parent
+    t, r, m, build_opts = selection.prepare(selection.Selection(
+        str(tmp / "tiny"), flag_sets=("-O2", "-O1 -DTINY_SELFTEST_FAIL"), out_dir=tmp / "again"),
+        lambda _: None)
+    builds = {b.variant.id: b for b in variants.build_all(t, m, build_opts)}
+    bad = builds["gcc-O1-DTINY_SELFTEST_FAIL"]
+    assert bad.reused and bad.package_tests.status == "failed"
+    assert (tmp / "again" / bad.package_tests.log).is_file()

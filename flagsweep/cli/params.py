@@ -62,8 +62,9 @@ def target_options(f):
                      help="Use this unpacked source tree instead of fetching (air-gapped machines)."),
         click.option("--rebuild", is_flag=True,
                      help="Build every variant again, whatever the build cache holds."),
-        click.option("--no-package-tests", is_flag=True,
-                     help="Do not run the package's own test suite on each variant's build."),
+        click.option("--package-tests", is_flag=True,
+                     help="Run the package's own test suite (ctest, make check, meson test) on "
+                          "each variant's build; a target file's [build] tests runs always."),
     ]
     for option in reversed(options):
         f = option(f)
@@ -82,7 +83,7 @@ def selection(kw: dict):
     if kw["flag_sets"] and kw["recipe_name"]:
         raise click.UsageError("give --recipe or --flags, not both")
     return chosen.Selection(**{name: kw[name] for name in SELECTION},
-                            package_tests=not kw["no_package_tests"])
+                            package_tests=kw["package_tests"])
 
 
 def say(text: str) -> None:

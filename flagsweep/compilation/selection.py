@@ -32,7 +32,7 @@ class Selection:
     offline: bool = False
     source_dir: Path | None = None
     rebuild: bool = False                 # ignore the build cache
-    package_tests: bool = True            # run the package's own suite on each variant
+    package_tests: bool = False           # --package-tests: detect and run the package's suite
 
 
 def prepare(sel: Selection, say: Callable[[str], None]

@@ -102,8 +102,8 @@ def failing_sweep(session_cache, tmp_path_factory) -> Path:
         mp.setenv("FLAGSWEEP_DB", f"sqlite:///{tmp / 'store.sqlite'}")
         mp.setenv("XDG_CONFIG_HOME", str(session_cache / "config"))
         t, r, m, build_opts = selection.prepare(selection.Selection(
-            str(folder), flag_sets=("-O2", "-O1 -DTINY_SELFTEST_FAIL"), out_dir=tmp / "run"),
-            lambda _: None)
+            str(folder), flag_sets=("-O2", "-O1 -DTINY_SELFTEST_FAIL"), out_dir=tmp / "run",
+            package_tests=True), lambda _: None)
         opts = sweep.MeasureOptions(min_runs=3, max_runs=4, warmup=0, seed=11, quick=True)
         return sweep.start(t, r, m, build_opts, opts, Store(), lambda _: None,
                            execute=Synthetic({}))
@@ -132,17 +132,18 @@ def test_the_terminal_and_the_page_say_it_fails_its_own_tests(failing_sweep):
     assert "fails its own tests (failed" in junit
 
 
-def test_no_package_tests_reaches_the_build_options(tmp_path):
+def test_package_tests_are_asked_for_and_reach_the_build_options(tmp_path):
     from flagsweep.cli import params
 
     folder = write_tiny_target(tmp_path / "tiny")
     kw = {name: None for name in params.SELECTION} | {
         "target_name": str(folder), "flag_sets": ("-O2",), "compilers": (),
         "out_dir": tmp_path / "out", "offline": False, "rebuild": False}
-    for skipped in (False, True):
-        sel = params.selection(kw | {"no_package_tests": skipped})
+    for asked in (False, True):
+        sel = params.selection(kw | {"package_tests": asked})
         *_, opts = selection.prepare(sel, lambda _: None)
-        assert opts.package_tests is not skipped
+        assert opts.package_tests is asked
+    assert selection.Selection("tiny").package_tests is False       # off unless asked
 
 
 def test_an_empty_tests_command_is_refused_naming_the_key(tmp_path):

@@ -21,6 +21,8 @@ from tiny_target import TINY_SRC, write_tiny_target
 
 from flagsweep import cli, files
 
+pytestmark = pytest.mark.integration      # every sweep here builds tiny for real
+
 # Compiles, then ld finds no such library (a flag the flag rule accepts: -lNAME).
 BAD_LINK = "-O2 -lflagsweep_no_such_library"
 

@@ -6,6 +6,7 @@ import random
 import statistics
 
 import optuna
+import pytest
 
 from flagsweep.results.store import Store
 from flagsweep.tune import search
@@ -34,6 +35,7 @@ def _batches(study, space: Space, name: str, seed: int, n: int, value) -> list[d
     return asked
 
 
+@pytest.mark.integration
 def test_the_genetic_search_starts_near_the_base_and_breeds_near_its_sets(tmp_path):
     store, space, seed = Store(f"sqlite:///{tmp_path / 'store.sqlite'}"), _space(), 3
     study = search.create(store, "ga", "ga", seed, {"sampler": "ga", "seed": seed})
@@ -85,6 +87,7 @@ def test_every_sampler_named_is_one_the_command_offers():
     assert tuple(offered) == search.SAMPLERS
 
 
+@pytest.mark.integration
 def test_tpe_local_takes_turns_with_small_changes_to_the_best_set(tmp_path):
     """After its start, every other set of tpe-local is the best set so far with a few
     switches changed; the others are TPE's own. Resumed from the store it goes on alike."""
@@ -139,6 +142,7 @@ def test_the_starts_are_the_level_the_top_march_and_both():
     assert search.starts(_marched(), {}) == [{"march": "-march=native"}]
 
 
+@pytest.mark.integration
 def test_every_sampler_but_random_begins_with_the_starts_then_draws(tmp_path):
     """The starts come first, whole (a dimension a start leaves alone keeps the base's
     default, not a sampler's draw), without a flag found to break; resumed from the store the

@@ -362,7 +362,7 @@ def _located(args, scratch: Path) -> list[Path]:
 
 
 @click.command("schema")
-@click.argument("kind", type=click.Choice(["results", "suite", "merged", "tune", "qualify"]),
+@click.argument("kind", type=click.Choice(["results", "suite", "merged", "tune", "qualify", "campaign"]),
                 default="results")
 def schema_cmd(kind) -> None:
     """Print the JSON Schema of results.json (or suite.json, merged.json, tune.json,

@@ -1,10 +1,10 @@
 """The typed model of the files flagsweep writes and reads: results.json, suite.json,
-merged.json, tune.json and qualify.json as pydantic models, and the store's run record (run.py), at the
+merged.json, tune.json, qualify.json and campaign.json as pydantic models, and the store's run record (run.py), at the
 bottom of the package (it imports only pydantic), so each stage builds its part of it where
 the data is made. Every object is closed: a key no model declares is refused.
 
 Read a model by attribute (`doc.machine.cpu_model`). `flagsweep schema
-results|suite|merged|tune|qualify` prints the JSON Schema the models generate.
+results|suite|merged|tune|qualify|campaign` prints the JSON Schema the models generate.
 """
 
 from __future__ import annotations
@@ -44,6 +44,9 @@ from flagsweep.model.tuning import (  # noqa: F401
     Tune, TUNE_SCHEMA, TUNE_STEPS, TuneAblation, TuneAblationRow, TuneBroken, TuneCandidate,
     TuneCost, TuneEstimate, TuneGreedy, TuneGreedyStep, TuneLayoutCheck, TuneProgress,
     TuneProof, TuneProofPlan, TuneSpace, TuneTrial
+)
+from flagsweep.model.campaign import (  # noqa: F401
+    Campaign, CAMPAIGN_SCHEMA, CampaignPackage
 )
 from flagsweep.model.qualification import (  # noqa: F401
     GateSetting, PlantCaught, QUALIFY_SCHEMA, Qualification

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from flagsweep.model.across import Merged, Suite
 from flagsweep.model.results import SCHEMA, Results
+from flagsweep.model.campaign import Campaign
 from flagsweep.model.qualification import Qualification
 from flagsweep.model.tuning import Tune
 from flagsweep.model.values import Record
@@ -56,7 +57,7 @@ def _closed(doc: dict) -> dict:
 UPGRADES: dict[str, Callable[[dict], dict]] = {"flagsweep/1": _closed}
 
 KINDS: dict[str, type[Record]] = {"results": Results, "suite": Suite, "merged": Merged,
-                                 "tune": Tune, "qualify": Qualification}
+                                 "tune": Tune, "qualify": Qualification, "campaign": Campaign}
 
 
 def json_schema(kind: str) -> str:

@@ -28,6 +28,7 @@ COMMANDS = {
     "cache": "flagsweep.cli.inventory:cache_cmd",
     "build": "flagsweep.cli.sweeping:build_cmd",
     "run": "flagsweep.cli.sweeping:run_cmd",
+    "campaign": "flagsweep.cli.sweeping:campaign_cmd",
     "calibrate": "flagsweep.cli.sweeping:calibrate_cmd",
     "worker": "flagsweep.cli.sweeping:worker_cmd",
     "tune": "flagsweep.cli.tuning:tune_cmd",

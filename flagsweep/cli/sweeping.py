@@ -58,86 +58,100 @@ def _prepare(kw: dict):
     return chosen.prepare(selection(kw), say)
 
 
+MEASURE_OPTIONS = [
+    click.option("--runs", type=click.IntRange(min=1),
+                 help="Exactly N counted rounds (no adaptive stop)."),
+    click.option("--min-runs", type=click.IntRange(min=1), default=5, show_default=True,
+                 help="Rounds before the stopping rule may stop (it also waits for the rounds a "
+                      "verdict needs at this sweep's number of comparisons)."),
+    click.option("--max-runs", type=click.IntRange(min=1), default=30, show_default=True,
+                 help="Most rounds."),
+    click.option("--budget", type=FiniteRange(min=1), default=1800, show_default=True,
+                 help="Seconds of measuring at most; no new round starts that would overrun it."),
+    click.option("--precision", "precision_pct", type=THRESHOLD,
+                 help="An undecided comparison counts as settled once its paired 95% CI "
+                      "half-width is under this percentage [default: the --threshold]."),
+    click.option("--threshold", "threshold_pct", type=THRESHOLD, default=THRESHOLD_PCT,
+                 help="Practical threshold in %: smaller effects do not matter "
+                      "(faster/slower need their CI beyond it) [default: 1]."),
+    click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True,
+                 help="Warmup rounds (run, stored, not counted)."),
+    click.option("--cpu", type=click.IntRange(min=0),
+                 help="CPU to pin to [default: the quietest CPU no other sweep holds, measured "
+                      "over 0.5 s at the start (a free isolated CPU first); the sweep says which "
+                      "and why]."),
+    click.option("--metric", type=click.Choice(sorted({*COLUMNS, "auto"})), default="auto",
+                 show_default=True,
+                 help="Primary metric. auto: CPU time when the warmup round shows a single-threaded, "
+                      "CPU-bound workload (waiting for the CPU does not inflate it), else wall time; "
+                      "both are always recorded. instructions without a PMU: Cachegrind's count, a "
+                      "change detector."),
+    click.option("--counters", type=click.Choice(["auto", "hardware", "software", "none"]),
+                 default="auto", show_default=True,
+                 help="perf stat counters: auto = hardware counters when the machine has a PMU, "
+                      "else wait4's rusage only; software = perf's software events anyway."),
+    click.option("--quick", is_flag=True, help="A smaller input (a fast look, not a final answer)."),
+    click.option("--input-size", type=click.Choice(["full", "quick", "auto"]),
+                 help="The input: full, quick (as --quick), or auto: a pilot of A/A pairs at both "
+                      "sizes, then the size between them that buys the narrowest interval per "
+                      "minute of measuring, said and recorded [default: full]."),
+    click.option("--strict-check", is_flag=True, help="Do not time binaries whose output differs."),
+    click.option("--seed", type=SEED, help="Seed for round order and environment padding, 0 to 2^63-1 "
+                 "[default: random, recorded]."),
+    click.option("--keep-scratch", is_flag=True,
+                 help="Keep the check and timing outputs in OUT/scratch after a complete run "
+                      "(deleted by default: they can be hundreds of MB)."),
+    click.option("--reference", metavar="BINARY|RUN_DIR",
+                 help="Measure this kept binary (or an earlier run's baseline binary) beside the "
+                      "baseline in every round; `history` divides the machine's drift out by it. "
+                      "See docs/history.md."),
+    click.option("--no-reference", is_flag=True,
+                 help="Measure no kept reference arm. By default a sweep measures the binary the "
+                      "store keeps for this target, machine and baseline (the first complete "
+                      "sweep's baseline) beside its own build, so `history` can tell the machine's "
+                      "drift from the program's; the first sweep keeps it. See docs/history.md."),
+    click.option("--layouts", type=click.IntRange(min=0, max=64), default=0,
+                 help="Build every variant K times (K >= 2), the same code linked in K seeded "
+                      "function orders (LLD's --shuffle-sections), and compare over the layouts, "
+                      "so a verdict must beat what layout alone does; the A/A twin is then K more "
+                      "layouts of the baseline. See docs/measurement.md."),
+    click.option("--no-confirm", "layout_confirm", is_flag=True, flag_value=False, default=True,
+                 help="Do not measure faster/slower rows again over code layouts (by default each "
+                      "row whose interval with one build's layout luck reaches within the "
+                      "threshold is measured again, it and the baseline relinked in K layouts "
+                      "each, in one sweep); such rows then read \"one layout, within layout "
+                      "luck\". See docs/statistics.md."),
+    click.option("--confirm-layouts", type=click.IntRange(min=2, max=64),
+                 help="Layouts a side (K) for that confirmation [default: sized by power: the "
+                      "fewest at which an effect as large as layout luck's reach is confirmed "
+                      "80% of the time, within the --budget]."),
+    click.option("--confirm-rows", type=click.IntRange(min=1, max=64),
+                 help="At most this many rows are measured again, the most doubtful first; the "
+                      "rest read \"one layout, within layout luck\" [default: 8]."),
+    click.option("--schedule", type=click.Choice(["auto", "duet", "serial"]), default="auto",
+                 show_default=True,
+                 help="duet: each variant runs at the same time as a run of the baseline, one on "
+                      "each of two CPUs, and the pair's ratio is the sample; serial: one run at a "
+                      "time; auto: a pilot measures both and takes duet only where it is narrower "
+                      "per minute and agrees with serial. See docs/measurement.md."),
+    click.option("--explain", is_flag=True,
+                 help="Then profile the baseline and every faster or slower variant on the "
+                      "workload and attribute each change to functions (Cachegrind without a PMU, "
+                      "perf record with one); see docs/explain.md."),
+]
+
+
+def measure_options(f):
+    """The options `run` and `campaign` share, how to measure: they arrive as the fields of a
+    sweep.MeasureOptions (see `_measure_options`)."""
+    for option in reversed(MEASURE_OPTIONS):
+        f = option(f)
+    return f
+
+
 @click.command("run")
 @target_options
-@click.option("--runs", type=click.IntRange(min=1), help="Exactly N counted rounds (no adaptive stop).")
-@click.option("--min-runs", type=click.IntRange(min=1), default=5, show_default=True,
-              help="Rounds before the stopping rule may stop (it also waits for the rounds a "
-                   "verdict needs at this sweep's number of comparisons).")
-@click.option("--max-runs", type=click.IntRange(min=1), default=30, show_default=True,
-              help="Most rounds.")
-@click.option("--budget", type=FiniteRange(min=1), default=1800, show_default=True,
-              help="Seconds of measuring at most; no new round starts that would overrun it.")
-@click.option("--precision", "precision_pct", type=THRESHOLD,
-              help="An undecided comparison counts as settled once its paired 95% CI "
-                   "half-width is under this percentage [default: the --threshold].")
-@click.option("--threshold", "threshold_pct", type=THRESHOLD, default=THRESHOLD_PCT,
-              help="Practical threshold in %: smaller effects do not matter "
-                   "(faster/slower need their CI beyond it) [default: 1].")
-@click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True,
-              help="Warmup rounds (run, stored, not counted).")
-@click.option("--cpu", type=click.IntRange(min=0),
-              help="CPU to pin to [default: the quietest CPU no other sweep holds, measured "
-                   "over 0.5 s at the start (a free isolated CPU first); the sweep says which "
-                   "and why].")
-@click.option("--metric", type=click.Choice(sorted({*COLUMNS, "auto"})), default="auto",
-              show_default=True,
-              help="Primary metric. auto: CPU time when the warmup round shows a single-threaded, "
-                   "CPU-bound workload (waiting for the CPU does not inflate it), else wall time; "
-                   "both are always recorded. instructions without a PMU: Cachegrind's count, a "
-                   "change detector.")
-@click.option("--counters", type=click.Choice(["auto", "hardware", "software", "none"]),
-              default="auto", show_default=True,
-              help="perf stat counters: auto = hardware counters when the machine has a PMU, "
-                   "else wait4's rusage only; software = perf's software events anyway.")
-@click.option("--quick", is_flag=True, help="A smaller input (a fast look, not a final answer).")
-@click.option("--input-size", type=click.Choice(["full", "quick", "auto"]),
-              help="The input: full, quick (as --quick), or auto: a pilot of A/A pairs at both "
-                   "sizes, then the size between them that buys the narrowest interval per "
-                   "minute of measuring, said and recorded [default: full].")
-@click.option("--strict-check", is_flag=True, help="Do not time binaries whose output differs.")
-@click.option("--seed", type=SEED, help="Seed for round order and environment padding, 0 to 2^63-1 "
-              "[default: random, recorded].")
-@click.option("--keep-scratch", is_flag=True,
-              help="Keep the check and timing outputs in OUT/scratch after a complete run "
-                   "(deleted by default: they can be hundreds of MB).")
-@click.option("--reference", metavar="BINARY|RUN_DIR",
-              help="Measure this kept binary (or an earlier run's baseline binary) beside the "
-                   "baseline in every round; `history` divides the machine's drift out by it. "
-                   "See docs/history.md.")
-@click.option("--no-reference", is_flag=True,
-              help="Measure no kept reference arm. By default a sweep measures the binary the "
-                   "store keeps for this target, machine and baseline (the first complete "
-                   "sweep's baseline) beside its own build, so `history` can tell the machine's "
-                   "drift from the program's; the first sweep keeps it. See docs/history.md.")
-@click.option("--layouts", type=click.IntRange(min=0, max=64), default=0,
-              help="Build every variant K times (K >= 2), the same code linked in K seeded "
-                   "function orders (LLD's --shuffle-sections), and compare over the layouts, "
-                   "so a verdict must beat what layout alone does; the A/A twin is then K more "
-                   "layouts of the baseline. See docs/measurement.md.")
-@click.option("--no-confirm", "layout_confirm", is_flag=True, flag_value=False, default=True,
-              help="Do not measure faster/slower rows again over code layouts (by default each "
-                   "row whose interval with one build's layout luck reaches within the "
-                   "threshold is measured again, it and the baseline relinked in K layouts "
-                   "each, in one sweep); such rows then read \"one layout, within layout "
-                   "luck\". See docs/statistics.md.")
-@click.option("--confirm-layouts", type=click.IntRange(min=2, max=64),
-              help="Layouts a side (K) for that confirmation [default: sized by power: the "
-                   "fewest at which an effect as large as layout luck's reach is confirmed "
-                   "80% of the time, within the --budget].")
-@click.option("--confirm-rows", type=click.IntRange(min=1, max=64),
-              help="At most this many rows are measured again, the most doubtful first; the "
-                   "rest read \"one layout, within layout luck\" [default: 8].")
-@click.option("--schedule", type=click.Choice(["auto", "duet", "serial"]), default="auto",
-              show_default=True,
-              help="duet: each variant runs at the same time as a run of the baseline, one on "
-                   "each of two CPUs, and the pair's ratio is the sample; serial: one run at a "
-                   "time; auto: a pilot measures both and takes duet only where it is narrower "
-                   "per minute and agrees with serial. See docs/measurement.md.")
-@click.option("--explain", is_flag=True,
-              help="Then profile the baseline and every faster or slower variant on the "
-                   "workload and attribute each change to functions (Cachegrind without a PMU, "
-                   "perf record with one); see docs/explain.md.")
+@measure_options
 @click.option("--confirm", is_flag=True, help="After a plackett-burman screen, re-test the flags "
                                               "that matter one at a time against the base.")
 @click.option("--wait", is_flag=True,
@@ -213,6 +227,46 @@ def run_cmd(confirm, wait, resume_id, all_, skip, scheduler, cpu_labels, **kw) -
         if path is None:
             return
     _finish(path)
+
+
+@click.command("campaign")
+@click.argument("packages", metavar="PACKAGES.txt", type=click.Path(path_type=Path))
+@click.option("--recipe", "recipe_name", default="distro", show_default=True,
+              help="Recipe name or path every package is swept with.")
+@click.option("--compiler", "compilers", multiple=True,
+              help="Compiler(s) to use instead of the recipe's (repeatable).")
+@click.option("--out", "out_dir", type=Folder(),
+              help="The campaign's folder; the same command with the same --out resumes it "
+                   "[default: ./reports/campaign-LIST].")
+@click.option("--jobs", "-j", type=click.IntRange(1, 4096), default=None,
+              help="Parallel build jobs [default: number of CPUs].")
+@click.option("--no-package-tests", "package_tests", is_flag=True, flag_value=False,
+              default=True, help="Do not run each package's own test suite on each variant.")
+@click.option("--retry-failed", is_flag=True,
+              help="Take the packages that failed before again (by default they stay failed).")
+@click.option("--wait", is_flag=True,
+              help="If another sweep measures on this CPU, wait for it instead of refusing.")
+@measure_options
+def campaign_cmd(packages, recipe_name, compilers, out_dir, jobs, package_tests, retry_failed,
+                 wait, **kw) -> None:
+    """For each line of PACKAGES.txt (a Debian source package and its run command: `zopfli
+    --run '{binary} -c {input}'`), write its target file as `flagsweep new --debian` does,
+    then sweep it with the recipe; then the distro report across them. Resumable: run the
+    same command again. A package that fails is recorded and the others go on."""
+    from flagsweep import shipped
+    from flagsweep.compilation import selection as chosen
+    from flagsweep.jobs import distro_campaign
+    from flagsweep.results import store
+
+    mopts = _measure_options(kw)
+    out = (out_dir or shipped.reports_dir() / f"campaign-{packages.stem}").resolve()
+    sel = chosen.Selection(recipe_name=recipe_name, compilers=compilers, jobs=jobs,
+                           package_tests=package_tests)
+    chosen.recipe_of(sel)       # a recipe that does not load stops before any package
+    c = distro_campaign.open_campaign(packages, out, recipe_name)
+    stages = distro_campaign.Stages(jobs=jobs or chosen.cpu_count())
+    distro_campaign.run(c, sel, mopts, store.Store(), say, stages, retry_failed, wait)
+    click.echo(str(distro_campaign.report(c, mopts.threshold_pct, say)))
 
 
 def _resume_alone() -> None:

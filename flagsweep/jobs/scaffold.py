@@ -52,6 +52,10 @@ from flagsweep.jobs.target_file import PLACEHOLDER_RUN, Draft, render
 from flagsweep.jobs.trial import o2_build, prove, trial_builds
 
 
+# A target's name, and the grammar Debian's package names fit in too (never an option's dash)
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+
+
 def new(name: str, package: str, folder: Path, say: Callable[[str], None],
         version: str | None = None, url: str | None = None, jobs: int = 2,
         argv: list[str] | None = None, given: Path | None = None, binary: str | None = None,
@@ -66,7 +70,7 @@ def new(name: str, package: str, folder: Path, say: Callable[[str], None],
     if path.exists() and not force:
         raise FlagsweepError(f"{path} exists: edit it, size its input with `flagsweep new --size "
                              f"{folder}`, or start again with --force")
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._+-]*", name):
+    if not NAME.fullmatch(name):
         raise FlagsweepError(f"target name {name!r}: expected letters, digits, '._+-'")
     release = _release(package, version)
     if release.package != package:

@@ -24,6 +24,7 @@ class CampaignPackage(Record):
     name: Str                                   # the target's name (the package's, unless given)
     package: Str                                # Debian's source package
     line: int                                   # its line in the list
+    version: Str | None = None                  # --version (Debian's), from the list
     binary: Str | None = None                   # --binary, from the list
     run: list[Str] | None = None                # the run command, from the list
     status: Literal["pending", "generated", "swept", "failed"] = "pending"

@@ -1,0 +1,233 @@
+"""`flagsweep campaign PACKAGES.txt`: a distribution's question over dozens of Debian packages.
+
+Each line of the list names a Debian source package and the one thing its metadata cannot say,
+the command a run measures (`zopfli --run '{binary} -c {input}'`). Each package goes through two
+stages, in turn, into one folder:
+
+- generate: `flagsweep new --debian` writes OUT/targets/NAME/target.toml from a trial build
+  (jobs/scaffold.py: the release, its build dependencies, the executable, the input, the check);
+- sweep: the recipe's variants built, their own tests run, measured, into OUT/runs/NAME.
+
+OUT/campaign.json (model.Campaign) is rewritten after every stage, so a campaign stopped
+anywhere resumes where it was: a package that finished a stage never redoes it, an interrupted
+sweep is resumed from the store with every sample it took. A package that fails is recorded with
+its stage and its one-line error, and the campaign goes on with the next. Failures are not
+retried unless asked (--retry-failed): a broken package fails the same way every night.
+At the end the distro report is drawn over every package swept (report.write_distro).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable
+
+from pydantic import ValidationError
+
+from flagsweep import files, model
+from flagsweep.compilation import selection
+from flagsweep.errors import FlagsweepError, Interrupted
+from flagsweep.host import launcher
+from flagsweep.host.executor import Executor
+from flagsweep.jobs import scaffold, sweep
+from flagsweep.measure.options import MeasureOptions
+from flagsweep.results.store import Store
+
+LIST_OPTIONS = ("--name", "--binary", "--run", "--version")
+
+
+@dataclass
+class Campaign:
+    """A campaign on disk: its folder and its progress (the model written to campaign.json)."""
+    out: Path
+    doc: model.Campaign
+
+    @property
+    def path(self) -> Path:
+        return self.out / "campaign.json"
+
+    def save(self) -> None:
+        files.write_atomic(self.path, json.dumps(self.doc.dump(), indent=1) + "\n")
+
+
+def read_list(path: Path) -> list[model.CampaignPackage]:
+    """The packages of a list file, in order. A line: PACKAGE [--name N] [--binary B]
+    [--run 'COMMAND'] [--version V]; `#` starts a comment."""
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise FlagsweepError(f"{path}: cannot read the package list ({e})") from None
+    entries: list[model.CampaignPackage] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        try:
+            words = shlex.split(line, comments=True)
+        except ValueError as e:
+            raise FlagsweepError(f"{path}:{number}: {e}") from None
+        if words:
+            entries.append(_entry(words, path, number))
+    names = [e.name for e in entries]
+    if twice := sorted({n for n in names if names.count(n) > 1}):
+        raise FlagsweepError(f"{path}: target name(s) {', '.join(twice)} on more than one line: "
+                             "give one of them --name")
+    if not entries:
+        raise FlagsweepError(f"{path}: no package in the list (expected a line per package: "
+                             "PACKAGE --run '{binary} ... {input}')")
+    return entries
+
+
+def _entry(words: list[str], path: Path, number: int) -> model.CampaignPackage:
+    where = f"{path}:{number}"
+    package, rest = words[0], words[1:]
+    if not scaffold.NAME.fullmatch(package):
+        raise FlagsweepError(f"{where}: {package!r} is not a Debian source package name")
+    given: dict[str, str] = {}
+    while rest:
+        option, *rest = rest
+        if option not in LIST_OPTIONS or not rest:
+            raise FlagsweepError(f"{where}: {option!r}: expected one of {', '.join(LIST_OPTIONS)}"
+                                 " followed by its value")
+        given[option[2:]], rest = rest[0], rest[1:]
+    name = given.get("name", package)
+    if not scaffold.NAME.fullmatch(name):
+        raise FlagsweepError(f"{where}: --name {name!r}: expected letters, digits, '._+-'")
+    run = shlex.split(given["run"]) if "run" in given else None
+    if run is None:
+        raise FlagsweepError(f"{where}: {package}: no --run '{{binary}} ... {{input}}': a "
+                             "campaign measures a command nobody has to write afterwards")
+    return model.CampaignPackage(name=name, package=package, line=number,
+                                 binary=given.get("binary"), run=run,
+                                 version=given.get("version"))
+
+
+def open_campaign(list_path: Path, out: Path, recipe: str) -> Campaign:
+    """OUT's campaign: resumed from its campaign.json (the list's new lines added, lines gone
+    from the list left alone), or started."""
+    entries = read_list(list_path)
+    c = Campaign(out, model.Campaign(schema=model.CAMPAIGN_SCHEMA, packages_file=str(list_path),
+                                     recipe=recipe, packages=[]))
+    if c.path.is_file():
+        c.doc = _load(c.path)
+        if c.doc.recipe != recipe:
+            raise FlagsweepError(f"{c.path}: this campaign measures recipe {c.doc.recipe!r}, "
+                                 f"not {recipe!r}: give another --out")
+    known = {p.name: p for p in c.doc.packages}
+    for e in entries:
+        if e.name not in known:
+            c.doc.packages.append(e)
+        elif (known[e.name].package, known[e.name].run) != (e.package, e.run):
+            raise FlagsweepError(f"{list_path}:{e.line}: {e.name} was started with another "
+                                 f"package or run command; give it another --name or another "
+                                 f"--out")
+    files.make_dir(out, "--out")
+    c.save()
+    return c
+
+
+def _load(path: Path) -> model.Campaign:
+    try:
+        return model.Campaign.model_validate(json.loads(path.read_text()))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise FlagsweepError(f"{path}: not a campaign.json ({e})") from None
+    except ValidationError as e:
+        raise FlagsweepError(f"{path}: {model.problem(e.errors(), 'campaign.json')}") from None
+
+
+@dataclass
+class Stages:
+    """How each stage runs: `generate` is scaffold.new, `execute` how a sweep runs a binary
+    (the seams the tests plant)."""
+    generate: Callable[..., Path] = scaffold.new
+    execute: Executor = launcher.run_once
+    jobs: int = 2
+
+
+def run(c: Campaign, sel: selection.Selection, opts: MeasureOptions, store: Store,
+        say: Callable[[str], None], stages: Stages = Stages(), retry_failed: bool = False,
+        wait: bool = False) -> None:
+    """Take every package of the campaign as far as it goes; campaign.json after each stage.
+    Ctrl-C saves what finished and stops (resumed by running the same command again)."""
+    todo = [p for p in c.doc.packages if p.status != "swept"]
+    for i, p in enumerate(todo, 1):
+        if p.status == "failed" and not retry_failed:
+            say(f"campaign: {p.name}: failed at {p.failed_stage} before, left out "
+                "(--retry-failed takes it again)")
+            continue
+        say(f"campaign: {p.name} ({i} of {len(todo)} left)")
+        if p.status == "failed":
+            p.status = "generated" if p.failed_stage == "sweep" else "pending"
+            p.failed_stage = p.error = None
+        try:
+            if p.status == "pending":
+                _stage(c, p, "generate", lambda: _generate(c, p, say, stages))
+            if p.status == "generated":
+                _stage(c, p, "sweep", lambda: _sweep(c, p, sel, opts, store, say, stages, wait))
+        finally:
+            c.save()
+
+
+def _stage(c: Campaign, p: model.CampaignPackage, stage: str, work: Callable[[], None]) -> None:
+    started = time.monotonic()
+    try:
+        work()
+    except Interrupted:
+        raise
+    except FlagsweepError as e:
+        # the whole message: a failed build's lines follow its first (bounded: a log is not)
+        p.status, p.failed_stage, p.error = "failed", stage, str(e)[:4000]
+    finally:
+        setattr(p, f"{stage}_seconds", round(time.monotonic() - started, 1))
+
+
+def _generate(c: Campaign, p: model.CampaignPackage, say: Callable[[str], None],
+              stages: Stages) -> None:
+    folder = c.out / "targets" / p.name
+    # A `new` stopped half-way left its files: take them away, as `new --force` would.
+    again = (folder / "target.toml").exists()
+    stages.generate(p.name, p.package, folder, say, version=p.version, jobs=stages.jobs,
+                    argv=list(p.run or []), binary=p.binary, force=again)
+    p.status, p.target = "generated", str((folder / "target.toml").relative_to(c.out))
+
+
+def _sweep(c: Campaign, p: model.CampaignPackage, sel: selection.Selection,
+           opts: MeasureOptions, store: Store, say: Callable[[str], None], stages: Stages,
+           wait: bool) -> None:
+    out = c.out / "runs" / p.name
+    before = _stored(store, out)
+    if before == "complete" and (out / "results.json").is_file():
+        path = out / "results.json"     # it finished; the campaign stopped before saying so
+    elif before is not None:
+        say(f"campaign: {p.name}: resuming its interrupted sweep")
+        path = sweep.resume(str(out), store, say, execute=stages.execute, wait=wait)
+    else:
+        t, r, m, build_opts = selection.prepare(
+            replace(sel, target_name=str(c.out / "targets" / p.name), out_dir=out), say)
+        path = sweep.start(t, r, m, build_opts, replace(opts), store, say,
+                           run_name=f"{c.out.name}-{p.name}", execute=stages.execute, wait=wait)
+    p.status, p.results = "swept", str(path.relative_to(c.out))
+
+
+def _stored(store: Store, out: Path) -> str | None:
+    """The status of the store's newest sweep into this folder, if any (an earlier attempt)."""
+    run_id = store.find_run(str(out))
+    try:
+        return store.run(run_id).status
+    except FlagsweepError:
+        return None
+
+
+def report(c: Campaign, threshold_pct: float, say: Callable[[str], None]) -> Path:
+    """The distro report over the packages swept (report.write_distro), after a line on how
+    far the campaign got; returns the page."""
+    from flagsweep import report as pages
+
+    by = {s: [p.name for p in c.doc.packages if p.status == s]
+          for s in ("swept", "failed", "generated", "pending")}
+    say(f"campaign: {len(by['swept'])} of {len(c.doc.packages)} packages swept"
+        + "".join(f"; {len(v)} {s}: {', '.join(v)}" for s, v in by.items() if v and s != "swept"))
+    for p in c.doc.packages:
+        if p.status == "failed":
+            say(f"  {p.name} failed at {p.failed_stage}: {(p.error or '').splitlines()[0]}")
+    return pages.write_distro(c.path, c.out, threshold_pct)

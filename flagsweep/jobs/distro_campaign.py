@@ -40,7 +40,7 @@ LIST_OPTIONS = ("--name", "--binary", "--run", "--version")
 
 
 @dataclass
-class Campaign:
+class CampaignFolder:
     """A campaign on disk: its folder and its progress (the model written to campaign.json)."""
     out: Path
     doc: model.Campaign
@@ -102,11 +102,11 @@ def _entry(words: list[str], path: Path, number: int) -> model.CampaignPackage:
                                  version=given.get("version"))
 
 
-def open_campaign(list_path: Path, out: Path, recipe: str) -> Campaign:
+def open_campaign(list_path: Path, out: Path, recipe: str) -> CampaignFolder:
     """OUT's campaign: resumed from its campaign.json (the list's new lines added, lines gone
     from the list left alone), or started."""
     entries = read_list(list_path)
-    c = Campaign(out, model.Campaign(schema=model.CAMPAIGN_SCHEMA, packages_file=str(list_path),
+    c = CampaignFolder(out, model.Campaign(schema=model.CAMPAIGN_SCHEMA, packages_file=str(list_path),
                                      recipe=recipe, packages=[]))
     if c.path.is_file():
         c.doc = _load(c.path)
@@ -144,7 +144,7 @@ class Stages:
     jobs: int = 2
 
 
-def run(c: Campaign, sel: selection.Selection, opts: MeasureOptions, store: Store,
+def run(c: CampaignFolder, sel: selection.Selection, opts: MeasureOptions, store: Store,
         say: Callable[[str], None], stages: Stages = Stages(), retry_failed: bool = False,
         wait: bool = False) -> None:
     """Take every package of the campaign as far as it goes; campaign.json after each stage.
@@ -168,7 +168,7 @@ def run(c: Campaign, sel: selection.Selection, opts: MeasureOptions, store: Stor
             c.save()
 
 
-def _stage(c: Campaign, p: model.CampaignPackage, stage: str, work: Callable[[], None]) -> None:
+def _stage(c: CampaignFolder, p: model.CampaignPackage, stage: str, work: Callable[[], None]) -> None:
     started = time.monotonic()
     try:
         work()
@@ -181,7 +181,7 @@ def _stage(c: Campaign, p: model.CampaignPackage, stage: str, work: Callable[[],
         setattr(p, f"{stage}_seconds", round(time.monotonic() - started, 1))
 
 
-def _generate(c: Campaign, p: model.CampaignPackage, say: Callable[[str], None],
+def _generate(c: CampaignFolder, p: model.CampaignPackage, say: Callable[[str], None],
               stages: Stages) -> None:
     folder = c.out / "targets" / p.name
     # A `new` stopped half-way left its files: take them away, as `new --force` would.
@@ -191,7 +191,7 @@ def _generate(c: Campaign, p: model.CampaignPackage, say: Callable[[str], None],
     p.status, p.target = "generated", str((folder / "target.toml").relative_to(c.out))
 
 
-def _sweep(c: Campaign, p: model.CampaignPackage, sel: selection.Selection,
+def _sweep(c: CampaignFolder, p: model.CampaignPackage, sel: selection.Selection,
            opts: MeasureOptions, store: Store, say: Callable[[str], None], stages: Stages,
            wait: bool) -> None:
     out = c.out / "runs" / p.name
@@ -218,7 +218,7 @@ def _stored(store: Store, out: Path) -> str | None:
         return None
 
 
-def report(c: Campaign, threshold_pct: float, say: Callable[[str], None]) -> Path:
+def report(c: CampaignFolder, threshold_pct: float, say: Callable[[str], None]) -> Path:
     """The distro report over the packages swept (report.write_distro), after a line on how
     far the campaign got; returns the page."""
     from flagsweep import report as pages

@@ -161,3 +161,13 @@ def test_a_campaign_folder_of_another_recipe_or_a_changed_line_is_refused(tmp_pa
     (tmp_path / "out" / "campaign.json").write_text('{"schema": "flagsweep-campaign/1"}')
     with pytest.raises(FlagsweepError, match="campaign.json: not a campaign.json: missing"):
         distro_campaign.open_campaign(path, tmp_path / "out", "distro")
+
+
+def test_the_command_refuses_a_missing_list_or_recipe_in_one_line_before_any_work(main, tmp_path):
+    code, err = main("campaign", str(tmp_path / "none.txt"), "--out", str(tmp_path / "out"))
+    assert code == 2 and "none.txt: cannot read the package list" in err
+    (tmp_path / "p.txt").write_text("lz4 --run '{binary} -c {input}'\n")
+    code, err = main("campaign", str(tmp_path / "p.txt"), "--recipe", "nosuch",
+                     "--out", str(tmp_path / "out"))
+    assert code == 2 and "nosuch" in err and "Traceback" not in err
+    assert not (tmp_path / "out").exists(), "nothing written before the recipe loads"

@@ -38,7 +38,8 @@ FORMAT = 2
 # The builder's own code: a change to how a variant is built is a change to every key.
 BUILDER = ("steps.py", "wrapper.c", "wrapper.py", "variants.py", "audit.py", "cmdline.py",
            "fingerprint.py", "own_build.py", "records.py", "provenance.py", "binaries.py",
-           "pragmas.py", "snapshots.py", "driver.py", "superbuild.py", "manifest.py")
+           "pragmas.py", "snapshots.py", "driver.py", "superbuild.py", "manifest.py",
+           "dependency.py")
 ENTRY = "entry.json"
 
 

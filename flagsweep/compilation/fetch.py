@@ -25,9 +25,12 @@ from flagsweep import __version__, files
 from flagsweep.caches import DOWNLOADS, SOURCES
 from flagsweep.compilation.debian import (apt_get_source, apt_tree, orig_uri, pick_orig,
                                           releases)
+from flagsweep.compilation import cache as build_cache
+from flagsweep.compilation.manifest import Dependency
 from flagsweep.compilation.tarball import extract
 from flagsweep.errors import FetchError
 from flagsweep.experiment.source import DebianSource, Source
+from flagsweep.experiment.target import Target
 
 log = logging.getLogger("flagsweep.compilation.fetch")
 
@@ -235,3 +238,22 @@ def use_source_dir(path: Path) -> Path:
         raise FetchError(f"--source-dir {path}: not a directory (expected an unpacked "
                          f"source tree)")
     return path.resolve()
+
+
+def dependencies(target: Target, *, offline: bool = False,
+                 cache: Path | None = None) -> list[Dependency]:
+    """Each of the target's dependencies with its source tree: a local folder, or its tarball
+    fetched, verified and unpacked as the program's is (dependency.py builds them)."""
+    found = []
+    for d in target.spec.dependency:
+        tarball = target.tarball(d)
+        tree = (target.local_source(d) if tarball is None
+                else prepare(tarball, offline=offline, cache=cache))
+        if d.system == "autotools" and not (tree / "configure").is_file():
+            raise FetchError(f"{target.path}: dependency {d.name!r}: its source {tree} has no "
+                             "configure script, which an autotools dependency is built with "
+                             "(a source without one needs its autoreconf run first)")
+        found.append(Dependency(name=d.name, version=d.version, system=d.system, source=tree,
+                                source_id=build_cache.source_id(tarball and tarball.sha256, tree),
+                                configure_args=d.configure_args, make_args=d.make_args))
+    return found

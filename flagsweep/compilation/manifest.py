@@ -100,6 +100,21 @@ class Order:
 
 
 @dataclass
+class Dependency:
+    """A library built before the program, in each variant's tree (dependency.py)."""
+    name: str
+    version: str
+    system: str                     # autotools or cmake
+    source: Path
+    source_id: str                  # the tarball's sha256, or "tree:" + a local folder's hash
+    configure_args: list[str] = field(default_factory=list)
+    make_args: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.source = Path(self.source)
+
+
+@dataclass
 class Manifest:
     """Every variant of one superbuild, and what their steps share."""
     system: str                     # one of SYSTEMS
@@ -111,6 +126,7 @@ class Manifest:
     compilers: dict[str, Tools]
     templates: dict[str, Template]  # autotools only, keyed by superbuild.slug of the compiler
     variants: dict[str, Order]
+    dependencies: list[Dependency] = field(default_factory=list)   # built first, in order
 
     def __post_init__(self) -> None:
         if self.system not in SYSTEMS:
@@ -128,7 +144,9 @@ class Manifest:
                 if kind is Order else {})) for k, v in d.items()}
         return _record(cls, json.loads(path.read_text()), str(path),
                        compilers=each(Tools, "compilers"), templates=each(Template, "templates"),
-                       variants=each(Order, "variants"))
+                       variants=each(Order, "variants"),
+                       dependencies=lambda ds: [_record(Dependency, d, f"{path}: dependencies")
+                                                for d in ds])
 
 
 @dataclass

@@ -37,7 +37,8 @@ from pathlib import Path
 
 from flagsweep import process
 from flagsweep.caches import CONFIGURED
-from flagsweep.compilation.manifest import Manifest, Order, Profiling, Status
+from flagsweep.compilation import dependency
+from flagsweep.compilation.manifest import Manifest, Order, Profiling, Status, Tools
 from flagsweep.host import environment
 from flagsweep.files import copy_sparse, write_atomic
 
@@ -68,8 +69,16 @@ def template(m: Manifest, name: str) -> int:
     if tools.cxx:
         argv += [f"CXX={tools.cxx}", f"CXXFLAGS={CONFIGURE_CFLAGS}"]
     with CONFIGURED.draft(root, folder=True) as work:
-        result = process.run(argv + m.configure_args, cwd=work, log_file=log,
-                             env=_env(m, work / "configure.jsonl"))
+        env = _env(m, work / "configure.jsonl")
+        if m.dependencies:      # configured against them built with the neutral flags
+            jobs = max((v.jobs for v in m.variants.values()), default=1)
+            if why := _dependencies(m, tools, work, jobs, [CONFIGURE_CFLAGS], (env, env), log):
+                log.open("a").write(f"\nflagsweep: {why}\n")
+                return 1
+            dependency.drop_builds(work)
+            argv += dependency.configure_args("autotools", work)
+            env = dependency.environment(work, env)
+        result = process.run(argv + m.configure_args, cwd=work, log_file=log, env=env)
         if not result.ok:
             log.open("a").write(f"\nflagsweep: configure failed (exit {result.returncode})\n")
             return 1
@@ -98,8 +107,15 @@ def prepare(m: Manifest, vid: str) -> int:
     else:
         # CMake fixes the flags at configure: a profile-guided variant starts instrumented
         flags = v.pgo.instrumented if v.pgo else None
+        env = _env(m, vdir / "configure.jsonl")
+        if m.dependencies:      # its configure looks for them; built again, audited, at build
+            mine = None if v.own_flags else (flags or v.flags)
+            if why := _dependencies(m, m.compilers[v.compiler], tree, v.jobs, mine, (env, env),
+                                    vdir / "build.log"):
+                return _fail(vdir, "configure", started, why)
+            env = dependency.environment(tree, env)
         result = process.run(_cmake_configure(m, v, tree, flags), log_file=vdir / "build.log",
-                             env=_env(m, vdir / "configure.jsonl"))
+                             env=env)
         if not result.ok:
             return _fail(vdir, "configure", started, f"cmake configure exited {result.returncode}")
     _status(vdir, Status(status="running", stage="build", started=started,
@@ -141,15 +157,23 @@ def _cmake_configure(m: Manifest, v: Order, tree: Path, flags_list: list[str] | 
             f"-DCMAKE_C_COMPILER={tools.cc}"]
     if tools.cxx:
         argv.append(f"-DCMAKE_CXX_COMPILER={tools.cxx}")
+    if m.dependencies:
+        argv += dependency.configure_args("cmake", tree)
     if v.own_flags:     # the project's own build: its build type and flags as it sets them
         return argv + m.configure_args
-    flags = shlex.join(v.flags if flags_list is None else flags_list)
-    argv += ["-DCMAKE_BUILD_TYPE=", f"-DCMAKE_C_FLAGS={flags}"]
+    return argv + _cmake_flags(tools, v.flags if flags_list is None else flags_list) + \
+        m.configure_args
+
+
+def _cmake_flags(tools: Tools, flags_list: list[str]) -> list[str]:
+    """The CMake options that make flags_list the whole of every compile's flags."""
+    flags = shlex.join(flags_list)
+    argv = ["-DCMAKE_BUILD_TYPE=", f"-DCMAKE_C_FLAGS={flags}"]
     if tools.cxx:
         argv.append(f"-DCMAKE_CXX_FLAGS={flags}")
     for lang in ("C", "CXX"):
         argv += [f"-DCMAKE_{lang}_FLAGS_{config}=" for config in CMAKE_CONFIGS]
-    return argv + m.configure_args
+    return argv
 
 
 def relocate(tree: Path, old: str, new: str) -> None:
@@ -182,6 +206,10 @@ def build(m: Manifest, vid: str) -> int:
     build_started = time.time()      # the audit checks the compiles from here on
     # the project's own build is not audited: its compiles need no snapshot
     env = _env(m, vdir / "compile.jsonl", None if v.own_flags else _snapshots(vdir))
+    if m.dependencies and (why := _dependencies(
+            m, m.compilers[v.compiler], tree, v.jobs, None if v.own_flags else v.flags,
+            (_env(m, vdir / "configure.jsonl"), env), vdir / "build.log")):
+        return _fail(vdir, "dependency", started, why)
     if v.own_flags and m.system == "make":
         env["PATH"] = f"{_shims(m, v, vdir)}{os.pathsep}{env.get('PATH', os.defpath)}"
     result = process.run(_build_argv(m, v, tree), cwd=tree, log_file=vdir / "build.log",
@@ -200,6 +228,15 @@ def build(m: Manifest, vid: str) -> int:
                          build_started=build_started, seconds=round(time.time() - started, 3),
                          cpu_seconds=round((prepared.cpu_seconds or 0) + _children_cpu(), 3)))
     return 0
+
+
+def _dependencies(m: Manifest, tools: Tools, tree: Path, jobs: int, flags: list[str] | None,
+                  envs: tuple[dict[str, str], dict[str, str]], log: Path) -> str | None:
+    """The target's dependencies built into the tree's prefix (dependency.py); flags None:
+    the project's own build."""
+    return dependency.build(m.dependencies, tools, tree, jobs, flags, envs, log,
+                            _cmake_flags(tools, flags) if flags is not None else [],
+                            CONFIGURE_CFLAGS)
 
 
 # The names a Makefile calls its compilers by (`CC= gcc -std=gnu99`).

@@ -19,8 +19,9 @@ from typing import Callable, Iterator
 
 from flagsweep import files, process, shipped
 from flagsweep.caches import CONFIGURED, WRAPPERS
-from flagsweep.compilation import pgo, provenance, wrapper
-from flagsweep.compilation.manifest import Manifest, Order, Profiling, Status, Template, Tools
+from flagsweep.compilation import dependency, pgo, provenance, wrapper
+from flagsweep.compilation.manifest import (Dependency, Manifest, Order, Profiling, Status,
+                                            Template, Tools)
 from flagsweep.errors import BuildError
 from flagsweep.experiment.matrix import Cell
 from flagsweep.experiment.target import Target
@@ -89,14 +90,16 @@ def linked(source: Path, out: Path) -> Path:
 
 
 def manifest(target: Target, variants: list[Cell], source: Path, out: Path, cache: Path,
-             jobs: int, training: Training | None = None) -> Manifest:
+             jobs: int, training: Training | None = None,
+             dependencies: list[Dependency] | None = None) -> Manifest:
     b = target.spec.build
     names = sorted({v.compiler for v in variants})
     compilers = {n: _wrappers(toolchain.resolve(n), cache) for n in names}
     per_variant_jobs = max(1, jobs // max(1, min(jobs, len(variants))))
     templates = {}
     if b.system == "autotools":  # keyed by a CMake-safe name: a compiler may be a path
-        templates = {slug(n): _template(target, source, n, compilers[n], cache, out)
+        templates = {slug(n): _template(target, source, n, compilers[n], cache, out,
+                                        dependencies or [])
                      for n in names}
     return Manifest(
         system=b.system, source=source, binary=b.binary,
@@ -105,6 +108,7 @@ def manifest(target: Target, variants: list[Cell], source: Path, out: Path, cach
         templates=templates,
         variants={v.id: _entry(target, v, out, per_variant_jobs, training)
                   for v in variants},
+        dependencies=dependencies or [],
     )
 
 
@@ -153,13 +157,15 @@ def _wrappers(compiler: toolchain.Toolchain, cache: Path) -> Tools:
 
 
 def _template(target: Target, source: Path, name: str, tools: Tools, cache: Path,
-              out: Path) -> Template:
+              out: Path, dependencies: list[Dependency]) -> Template:
     """Where the compiler's configure tree is cached: keyed by everything configure sees."""
     # the tools without an unset cxx: the key the trees configured so far are cached under
     key_parts = [TEMPLATE_FORMAT, str(source), target.spec.build.configure_args,
                  tools.key(),
                  (source / "configure").stat().st_mtime_ns if (source / "configure").exists() else 0,
                  environment.keyed()]
+    if dependencies:     # configured against them: another tree (none: the keys so far)
+        key_parts.append(dependency.key(dependencies))
     key = files.key_sha256(key_parts)[:16]
     folder = f"{target.name}-{slug(name)}-{key}"
     return Template(compiler=name, dir=CONFIGURED.entry(folder, cache),

@@ -23,8 +23,8 @@ from pydantic import BaseModel, ConfigDict
 from flagsweep import files, model, shipped
 from flagsweep.compilation import audit as audit_mod
 from flagsweep.compilation import cache as build_cache
-from flagsweep.compilation import (binaries, fetch, fingerprint, own_build, package_tests,
-                                   pgo, snapshots, steps, superbuild)
+from flagsweep.compilation import (binaries, dependency, fetch, fingerprint, own_build,
+                                   package_tests, pgo, snapshots, steps, superbuild)
 from flagsweep.compilation.manifest import Manifest, Order, Status
 from flagsweep.host import environment, toolchain
 from flagsweep.experiment.matrix import Matrix, Cell
@@ -58,6 +58,7 @@ class VariantBuild:
     source_flags: dict[str, int] = field(default_factory=dict)  # flag -> places the source sets it
     dropped: dict[str, str] = field(default_factory=dict)   # project option -> where it came from
     package_tests: model.PackageTests | None = None   # the package's own suite on this build
+    dependencies: list[model.DependencyBuild] = field(default_factory=list)   # built with it
 
     def contract(self, out_dir: Path) -> dict:
         """The results contract's `build` object."""
@@ -73,7 +74,8 @@ class VariantBuild:
                 "identical_to": self.identical_to, "flags_verified": self.flags_verified,
                 "detail": self.detail, "audit": self.audit.dump() if self.audit else None,
                 "reused": self.reused,
-                "package_tests": self.package_tests.dump() if self.package_tests else None}
+                "package_tests": self.package_tests.dump() if self.package_tests else None,
+                "dependencies": [d.dump() for d in self.dependencies] or None}
 
     @property
     def lto(self) -> bool | None:
@@ -145,14 +147,20 @@ def build_all(target: Target, matrix: Matrix, opts: Options,
     superbuild.refuse_uncarried(source, "source folder", "choose another --source-dir"
                                 if opts.source_dir
                                 else "move the target's source, or set FLAGSWEEP_CACHE")
+    deps = fetch.dependencies(target, offline=opts.offline, cache=opts.cache)
+    for d in deps:
+        superbuild.refuse_uncarried(d.source, f"dependency {d.name}'s source folder",
+                                    "move it, or set FLAGSWEEP_CACHE")
+    # the dependencies' code is in the binary: another source for the caches
     sid = _source_id(target, source, opts)
+    sid = files.key_sha256([sid, dependency.key(deps)]) if deps else sid
     keys = _keys(target, matrix.variants, sid, opts)
     hits = {} if opts.rebuild else {vid: hit for vid, k in keys.items()
                                     if (hit := build_cache.load(k, cache)) is not None}
     todo = [v for v in matrix.variants if v.id not in hits]
     cmake = target.spec.build.system == "cmake"
     manifest = superbuild.manifest(target, todo, out / "source" if cmake else source, out,
-                                   cache, opts.jobs, opts.training)
+                                   cache, opts.jobs, opts.training, deps)
     own = _own_flags(target, todo, sid, cache, opts.rebuild)
     # The start is accepted: from here on the output folder holds this build.
     (out / "builds").mkdir(parents=True, exist_ok=True)
@@ -179,6 +187,8 @@ def build_all(target: Target, matrix: Matrix, opts: Options,
         if v.id not in built:
             built[v.id] = _collect(v, manifest, target, out, own[v.compiler][1], pristine)
     builds = [reused.get(v.id) or built[v.id] for v in matrix.variants]
+    for b in builds:
+        b.dependencies = dependency.records(deps)
     _group_identical(builds)
     # Asked for (a suite can take longer than the sweep: gzip's, zstd's, flac's), or named by
     # the target file, whose author chose that cost.
@@ -477,7 +487,14 @@ def failures(builds: list[VariantBuild]) -> list[str]:
 def foreign(builds: list[VariantBuild]) -> list[str]:
     """Each shared library from outside the build trees that a measured binary loads, other
     than the C/C++ runtime, in one line: its code is in the run, and no flag touched it."""
-    return binaries.foreign((b.binary.name, lib) for b in builds if b.binary for lib in b.external)
+    lines = binaries.foreign((b.binary.name, lib) for b in builds if b.binary
+                             for lib in b.external)
+    shadowed = {(b.binary.name, lib.name, lib.path) for b in builds if b.binary and b.dependencies
+                for lib in dependency.shadowed(b.log.parent / "tree", b.external)}
+    return lines + [f"{name} loads {lib} from {path} although the target builds a dependency "
+                    "of that name into its tree: its link took the system's shared library; "
+                    "build the dependency static (configure_args = [\"--disable-shared\"]) "
+                    "(docs/targets.md, dependencies)" for name, lib, path in sorted(shadowed)]
 
 
 def _log_audit(log: Path, problems: list[str]) -> None:

@@ -157,6 +157,21 @@ class BuildSpec(Strict):
         return v
 
 
+class DependencySpec(Strict):
+    """A library built before the program from its own source, with each variant's flags,
+    into a prefix inside the variant's build tree that the program is configured against
+    (compilation/dependency.py)."""
+    name: str
+    version: str
+    source: SourceSpec
+    system: Literal["autotools", "cmake"]
+    configure_args: list[str] = []
+    make_args: list[str] = []
+
+    # Both name folders: the source's in the cache, the build's in the variant's tree.
+    _name = field_validator("name", "version")(lambda cls, v: check_component(v))
+
+
 class WavInput(Strict):
     kind: Literal["wav"]
     seconds: Annotated[float, Field(gt=0)]
@@ -251,6 +266,8 @@ class TargetFile(Strict):
     suite: bool = True               # `flagsweep run --all` sweeps it
     source: SourceSpec
     build: BuildSpec
+    # Libraries built before the program, in this order, each against the ones before it.
+    dependency: list[DependencySpec] = []
     inputs: InputSpec
     run: RunSpec
     check: CheckSpec
@@ -263,6 +280,18 @@ class TargetFile(Strict):
             raise ValueError("check method 'quality' compares the decoded product with the "
                              "input, which must be a WAV (inputs.kind 'wav' or 'file'), not "
                              "a corpus")
+        return self
+
+    @model_validator(mode="after")
+    def _dependencies(self) -> "TargetFile":
+        names = [d.name for d in self.dependency]
+        if len(set(names)) < len(names):
+            raise ValueError(f"dependency names must differ, got {names}")
+        # A plain Makefile has no configure step to be pointed at the dependencies' prefix.
+        if self.dependency and self.build.system == "make":
+            raise ValueError("dependencies need a program built with 'autotools' or 'cmake', "
+                             "whose configure step is pointed at their prefix; build.system is "
+                             "'make'")
         return self
 
 
@@ -278,22 +307,29 @@ class Target:
     def folder(self) -> Path:
         return self.path.parent
 
-    def tarball(self) -> source.Source | None:
-        """What to fetch for this target, or None when it ships its own source folder."""
-        s = self.spec.source
+    def tarball(self, dependency: DependencySpec | None = None) -> source.Source | None:
+        """What to fetch for this target (or one of its dependencies), or None when it ships
+        its own source folder."""
+        d = dependency
+        s = d.source if d else self.spec.source
         if s.path is not None:
             return None
         debian = source.DebianSource(s.debian.package, s.debian.version) if s.debian else None
-        return source.Source(name=self.name, version=self.spec.version, urls=tuple(s.urls),
-                            sha256=s.sha256, debian=debian, strip_components=s.strip_components)
+        return source.Source(name=d.name if d else self.name,
+                             version=d.version if d else self.spec.version, urls=tuple(s.urls),
+                             sha256=s.sha256, debian=debian, strip_components=s.strip_components)
 
-    def local_source(self) -> Path | None:
-        """The source directory of a target that ships its own source, else None."""
-        if self.spec.source.path is None:
+    def local_source(self, dependency: DependencySpec | None = None) -> Path | None:
+        """The source directory of a target (or one of its dependencies) that ships its own
+        source, else None."""
+        s = dependency.source if dependency else self.spec.source
+        if s.path is None:
             return None
-        src = (self.folder / self.spec.source.path).resolve()
+        src = (self.folder / s.path).resolve()
         if not src.is_dir():
-            raise ConfigError(f"{self.path}: key 'source.path': {src} is not a directory")
+            key = (f"dependency {dependency.name!r} source.path" if dependency
+                   else "source.path")
+            raise ConfigError(f"{self.path}: key '{key}': {src} is not a directory")
         return src
 
 

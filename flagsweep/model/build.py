@@ -46,6 +46,15 @@ class SharedLibrary(Record):
     runtime: Bool = False                    # the C/C++ runtime (libc, libm, libstdc++...)
 
 
+class DependencyBuild(Record):
+    """A library built before the program from its own source, with the variant's flags, into
+    its tree (compilation.dependency): which source."""
+    name: Str
+    version: Str
+    system: Str
+    sha256: Str | None = None                # the source tarball's; null: a local folder
+
+
 class PackageTests(Record):
     """The package's own test suite run on the variant's build (compilation.package_tests):
     passed, failed, timeout, or none (no suite found, `tests = false`, or not run)."""
@@ -80,3 +89,4 @@ class Build(Record):
     binary_sha256: Str | None = None        # a fleet build: the bytes the worker shipped
     audit: AuditSummary | None = None       # null: not audited (a copy, a cached build)
     package_tests: PackageTests | None = None   # null: not run (identical code, a cached build)
+    dependencies: list[DependencyBuild] | None = None   # built first, in the tree, with its flags

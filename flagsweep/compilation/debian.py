@@ -215,3 +215,27 @@ def pick_orig(debian: DebianSource, workdir: Path) -> Path:
             return workdir / name
     raise FetchError(f"apt-get source downloaded no {debian.package}_"
                      f"{debian.upstream_version}.orig.tar.* (got: {', '.join(files) or 'nothing'})")
+
+
+def source_of(path: str) -> DebianSource | None:
+    """The Debian source package (at its installed version) whose binary package installed
+    the file at path, as dpkg knows it, or None: `dpkg-query -S` names the binary package, its
+    source:Package field the source. With /usr merged, the loader finds in /lib what dpkg lists
+    under /usr/lib, so both are asked. The path is one argument, never a shell's or an option."""
+    if not path.startswith("/"):
+        return None
+    env = environment.clean()
+    for asked in [path] + (["/usr" + path] if path.startswith("/lib") else []):
+        try:
+            owner = process.run(["dpkg-query", "-S", asked], env=env, timeout=60)
+            if not owner.ok or ": " not in owner.stdout:
+                continue
+            package = owner.stdout.split(": ", 1)[0].split(", ")[0]
+            fields = process.run(["dpkg-query", "-W", "-f=${source:Package} ${source:Version}",
+                                  package], env=env, timeout=60)
+        except (OSError, process.TimeoutExpired):      # no dpkg here
+            return None
+        words = fields.stdout.split()
+        if fields.ok and len(words) == 2:
+            return DebianSource(*words)
+    return None

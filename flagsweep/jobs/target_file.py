@@ -51,6 +51,10 @@ class Draft:
     check_method: str = "exact"     # "": two runs differ and nothing else fits (EDIT)
     check_note: str = ""            # what the two trial runs showed
     roundtrip_argv: list[str] = field(default_factory=list)
+    # a library the trial binary loads from a Debian package: its name, source, release (or
+    # None: the Sources index did not list that version), written as a commented [[dependency]]
+    dependencies: list[tuple[str, debian.DebianSource, debian.DebianRelease | None]] = \
+        field(default_factory=list)
 
 
 def _project_lines(d: Draft) -> list[str]:
@@ -119,6 +123,7 @@ def render(d: Draft) -> str:
     if d.build_note:
         lines.append(f"# {d.build_note}")
         lines += [f"#   {line}" for line in d.build_errors]
+    lines += _dependency_lines(d)
     lines += ["", "[inputs]", *_inputs_lines(d), "", "[run]"]
     lines += [f"# {line}" for line in _run_finding(d)]
     lines += [
@@ -135,6 +140,26 @@ def render(d: Draft) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _dependency_lines(d: Draft) -> list[str]:
+    """Each library from a Debian package as a commented [[dependency]]: uncommented, every
+    variant builds it with its flags, static, into the binary (docs/targets.md)."""
+    lines = []
+    for library, src, release in d.dependencies:
+        shown = library if library.isprintable() else repr(library)
+        sha256 = release.orig_sha256 if release else "EDIT: its orig tarball's sha256"
+        lines += ["", f"# {d.binary} loads {shown}, from Debian's source package {src.package} "
+                  f"{src.version}: to measure",
+                  "# that code too, uncomment this to build it with each variant's flags, "
+                  "static (docs/targets.md,",
+                  "# dependencies). EDIT: system is a guess; check the source's build.",
+                  "# [[dependency]]", f"# name = {_q(src.package)}",
+                  f"# version = {_q(src.upstream_version)}", '# system = "autotools"',
+                  f"# source = {{ sha256 = {_q(sha256)}, debian = {{ package = "
+                  f"{_q(src.package)}, version = {_q(src.version)} }} }}",
+                  '# configure_args = ["--disable-shared"]']
+    return lines
 
 
 def _check_lines(d: Draft) -> list[str]:

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Callable
 
 from flagsweep import process
-from flagsweep.compilation import own_build, variants
+from flagsweep.compilation import debian, own_build, variants
+from flagsweep.errors import FlagsweepError
 from flagsweep.experiment import matrix, recipe, target
 from flagsweep.jobs import check_choice
 from flagsweep.jobs.project import executables, libtool_configured, make_goal, pick
@@ -39,6 +40,7 @@ def trial_builds(d: Draft, path: Path, trial: Path, jobs: int,
             for line in variants.foreign([b]):
                 say(f"note: {line}")
                 d.build_note += f"; {line}"
+            _suggest_dependencies(d, b, say)
             return b
         tree = trial / str(attempt) / "builds" / b.variant.id / "tree"
         if b.status != "ok" and attempt < TRIALS and libtool_configured(d, tree):
@@ -137,6 +139,24 @@ def _drop_stale(d: Draft, b: variants.VariantBuild, say: Callable[[str], None]) 
 
 def _first(detail: str) -> str:
     return detail.splitlines()[0].rstrip(":") if detail else "no detail"
+
+
+def _suggest_dependencies(d: Draft, b: variants.VariantBuild,
+                          say: Callable[[str], None]) -> None:
+    """Each library from outside the tree that a Debian package installed, its source package
+    named for a commented [[dependency]]: a frontend's codec can then be built with the flags."""
+    for lib in b.external:
+        src = None if lib.runtime or not lib.path else debian.source_of(lib.path)
+        if src is None or src.package in {s.package for _, s, _ in d.dependencies}:
+            continue
+        try:
+            release = next((r for r in debian.debian_releases(src.package)
+                            if r.version == src.version), None)
+        except FlagsweepError:      # no Sources index reachable: the sha256 is left to fill
+            release = None
+        d.dependencies.append((lib.name, src, release))
+        say(f"note: {lib.name} is Debian's {src.package} {src.version}: the target file holds "
+            "it as a commented [[dependency]], to build it with each variant's flags")
 
 
 def o2_build(t: target.Target, out: Path, jobs: int) -> variants.VariantBuild:

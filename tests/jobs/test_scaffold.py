@@ -541,3 +541,29 @@ def test_force_redoes_new_without_what_the_earlier_one_wrote(tmp_path, unbuildab
     assert (folder / "notes.txt").read_text() == "the user's own\n"
     assert 'kind = "corpus"' in (folder / "target.toml").read_text()
     assert f"--force: removed {folder / 'bench.script'}" in said
+
+
+def test_a_library_from_a_debian_package_is_written_as_a_commented_dependency():
+    """Uncommented, the block loads as the target's [[dependency]]: the codec opusenc loads
+    from the system, built with each variant's flags."""
+    d = _draft(RELEASE, "opusenc")
+    opus = debian.DebianRelease("opus", "1.3.1-3", "opus_1.3.1.orig.tar.gz", "b" * 64)
+    d.dependencies.append(("libopus.so.0", debian.DebianSource("opus", "1.3.1-3"), opus))
+    text = target_file.render(d)
+    assert "# opusenc loads libopus.so.0, from Debian's source package opus 1.3.1-3" in text
+    uncommented = text.replace("# [[dependency]]", "[[dependency]]")
+    for key in ("name", "version", "system", "source", "configure_args"):
+        uncommented = uncommented.replace(f"\n# {key} = ", f"\n{key} = ")
+    (dep,) = target.TargetFile.model_validate(tomllib.loads(uncommented)).dependency
+    assert (dep.name, dep.version, dep.source.sha256, dep.configure_args) == \
+        ("opus", "1.3.1", "b" * 64, ["--disable-shared"])
+
+
+@pytest.mark.skipif(not Path("/var/lib/dpkg/status").is_file(), reason="not a Debian system")
+def test_the_source_package_of_an_installed_file_is_dpkgs_answer():
+    libc = next(Path(p) for p in ("/lib/x86_64-linux-gnu/libc.so.6", "/usr/lib/libc.so.6",
+                                  "/lib/aarch64-linux-gnu/libc.so.6") if Path(p).exists())
+    src = debian.source_of(str(libc))
+    assert src is not None and src.package == "glibc"
+    assert debian.source_of("/no/such/file") is None
+    assert debian.source_of("-S") is None          # never an option

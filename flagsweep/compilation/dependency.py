@@ -101,7 +101,8 @@ def commands(d: Dependency, tools: Tools, tree: Path, work: Path, jobs: int,
                 ("install", ["cmake", "--install", str(work)])]
     # autotools: probes with the neutral flags, the variant's replace them at make time
     neutral = [f"CFLAGS={configure_cflags}"] if flags is not None else []
-    cxx = ([f"CXX={tools.cxx}", *(f"CXX{n[1:]}" for n in neutral)] if tools.cxx else [])
+    cxx = ([f"CXX={tools.cxx}", *([f"CXXFLAGS={configure_cflags}"] if neutral else [])]
+           if tools.cxx else [])
     configure = [str(d.source / "configure"), f"--prefix={p}", f"CC={tools.cc}", *neutral, *cxx,
                  *configure_args("autotools", tree), *d.configure_args]
     mine = [f"CFLAGS={shlex.join(flags)}", f"CXXFLAGS={shlex.join(flags)}"] \

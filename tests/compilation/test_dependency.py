@@ -58,17 +58,20 @@ def _write(folder: Path, codec: dict[str, str]) -> target.Target:
     return target.load(str(folder))
 
 
-def _build(folder: Path, codec: dict[str, str], flag_sets: list[str]):
+def _build(folder: Path, codec: dict[str, str], flag_sets: list[str], cache: Path):
+    """Built afresh (rebuild: the trees are read, not a cached binary) in the session's cache,
+    which a module's fixture, set up before each test's own, must be handed."""
     t = _write(folder / "p", codec)
     m = matrix.expand(recipe.from_flags(flag_sets, ["gcc"]))
     out = folder / "run"
-    builds = variants.build_all(t, m, variants.Options(out_dir=out, jobs=2))
+    builds = variants.build_all(t, m, variants.Options(out_dir=out, jobs=2, cache=cache,
+                                                       rebuild=True))
     return out, {" ".join(b.variant.flags): b for b in builds}
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    return _build(tmp_path_factory.mktemp("dependency"), CODEC, ["-O1", "-O2"])
+def built(tmp_path_factory, session_cache):
+    return _build(tmp_path_factory.mktemp("dependency"), CODEC, ["-O1", "-O2"], session_cache)
 
 
 @pytest.mark.integration
@@ -107,10 +110,10 @@ def test_the_frontend_loads_nothing_but_the_runtime_and_its_record_names_the_lib
 
 
 @pytest.mark.integration
-def test_a_dependency_that_drops_the_variants_flags_is_a_mismatch(tmp_path):
+def test_a_dependency_that_drops_the_variants_flags_is_a_mismatch(tmp_path, session_cache):
     codec = {**CODEC, "CMakeLists.txt": CODEC["CMakeLists.txt"].replace(
         "project(codec C)\n", "project(codec C)\nset(CMAKE_C_FLAGS \"-O0\")\n")}
-    _, builds = _build(tmp_path, codec, ["-O2"])
+    _, builds = _build(tmp_path, codec, ["-O2"], session_cache)
     (b,) = builds.values()
     assert b.status == "flags-mismatch"
     assert any("-O0" in p for p in b.audit.problems), b.audit.problems

@@ -62,7 +62,7 @@ def configure_args(system: str, tree: Path) -> list[str]:
 
 def build(deps: list[Dependency], tools: Tools, tree: Path, jobs: int, flags: list[str] | None,
           envs: tuple[dict[str, str], dict[str, str]], log: Path,
-          cmake_flags: list[str], configure_cflags: str) -> str | None:
+          cmake_flags: list[str]) -> str | None:
     """Build every dependency into the tree's prefix, afresh: None, or why one failed.
 
     flags None is the project's own build (no flags of flagsweep's); cmake_flags are the
@@ -73,7 +73,7 @@ def build(deps: list[Dependency], tools: Tools, tree: Path, jobs: int, flags: li
     for d in deps:
         work = tree / FOLDER / "build" / d.name
         work.mkdir(parents=True)
-        stages = commands(d, tools, tree, work, jobs, flags, cmake_flags, configure_cflags)
+        stages = commands(d, tools, tree, work, jobs, flags, cmake_flags)
         for stage, argv in stages:
             env = configure_env if stage == "configure" else build_env
             with log.open("a") as f:
@@ -85,10 +85,9 @@ def build(deps: list[Dependency], tools: Tools, tree: Path, jobs: int, flags: li
 
 
 def commands(d: Dependency, tools: Tools, tree: Path, work: Path, jobs: int,
-            flags: list[str] | None, cmake_flags: list[str],
-            configure_cflags: str) -> list[tuple[str, list[str]]]:
-    """The dependency's configure, build and install commands, in its build system's way
-    with the variant's flags injected as the program's are (docs/targets.md)."""
+             flags: list[str] | None, cmake_flags: list[str]) -> list[tuple[str, list[str]]]:
+    """The dependency's configure, build and install commands, with the variant's flags as
+    the whole of its compiles' flags (docs/targets.md)."""
     p = str(prefix(tree))
     if d.system == "cmake":
         configure = ["cmake", "-S", str(d.source), "-B", str(work), "-G", "Ninja",
@@ -99,17 +98,16 @@ def commands(d: Dependency, tools: Tools, tree: Path, work: Path, jobs: int,
         return [("configure", configure),
                 ("build", ["cmake", "--build", str(work), f"-j{jobs}", *d.make_args]),
                 ("install", ["cmake", "--install", str(work)])]
-    # autotools: probes with the neutral flags, the variant's replace them at make time
-    neutral = [f"CFLAGS={configure_cflags}"] if flags is not None else []
-    cxx = ([f"CXX={tools.cxx}", *([f"CXXFLAGS={configure_cflags}"] if neutral else [])]
+    # autotools: configured per variant, so with the variant's flags as CFLAGS (not replaced
+    # at make time as the program's are: a library's Makefile adds per-file flags to CFLAGS,
+    # opus' -msse4.1 for its SSE4.1 files, which `make CFLAGS=` would take away)
+    given = [f"CFLAGS={shlex.join(flags)}"] if flags is not None else []
+    cxx = ([f"CXX={tools.cxx}", *([f"CXXFLAGS={shlex.join(flags)}"] if given else [])]
            if tools.cxx else [])
-    configure = [str(d.source / "configure"), f"--prefix={p}", f"CC={tools.cc}", *neutral, *cxx,
+    configure = [str(d.source / "configure"), f"--prefix={p}", f"CC={tools.cc}", *given, *cxx,
                  *configure_args("autotools", tree), *d.configure_args]
-    mine = [f"CFLAGS={shlex.join(flags)}", f"CXXFLAGS={shlex.join(flags)}"] \
-        if flags is not None else []
-    return [("configure", configure),
-            ("build", ["make", f"-j{jobs}", *mine, *d.make_args]),
-            ("install", ["make", "install", *mine])]
+    return [("configure", configure), ("build", ["make", f"-j{jobs}", *d.make_args]),
+            ("install", ["make", "install"])]
 
 
 def drop_builds(tree: Path) -> None:

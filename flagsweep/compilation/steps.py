@@ -235,8 +235,7 @@ def _dependencies(m: Manifest, tools: Tools, tree: Path, jobs: int, flags: list[
     """The target's dependencies built into the tree's prefix (dependency.py); flags None:
     the project's own build."""
     return dependency.build(m.dependencies, tools, tree, jobs, flags, envs, log,
-                            _cmake_flags(tools, flags) if flags is not None else [],
-                            CONFIGURE_CFLAGS)
+                            _cmake_flags(tools, flags) if flags is not None else [])
 
 
 # The names a Makefile calls its compilers by (`CC= gcc -std=gnu99`).

@@ -39,6 +39,9 @@ from flagsweep.compilation.manifest import Dependency, Tools
 
 # Inside a variant's tree: prefix/ (what the dependencies install) and build/<name>/.
 FOLDER = ".flagsweep-deps"
+# What configure probes with when the flags are given at make time (the program's, in
+# steps.template, and a dependency's with flags_at = "make").
+CONFIGURE_CFLAGS = "-O2"
 
 
 def prefix(tree: Path) -> Path:
@@ -98,16 +101,19 @@ def commands(d: Dependency, tools: Tools, tree: Path, work: Path, jobs: int,
         return [("configure", configure),
                 ("build", ["cmake", "--build", str(work), f"-j{jobs}", *d.make_args]),
                 ("install", ["cmake", "--install", str(work)])]
-    # autotools: configured per variant, so with the variant's flags as CFLAGS (not replaced
-    # at make time as the program's are: a library's Makefile adds per-file flags to CFLAGS,
-    # opus' -msse4.1 for its SSE4.1 files, which `make CFLAGS=` would take away)
-    given = [f"CFLAGS={shlex.join(flags)}"] if flags is not None else []
-    cxx = ([f"CXX={tools.cxx}", *([f"CXXFLAGS={shlex.join(flags)}"] if given else [])]
-           if tools.cxx else [])
-    configure = [str(d.source / "configure"), f"--prefix={p}", f"CC={tools.cc}", *given, *cxx,
-                 *configure_args("autotools", tree), *d.configure_args]
-    return [("configure", configure), ("build", ["make", f"-j{jobs}", *d.make_args]),
-            ("install", ["make", "install"])]
+    # autotools, configured per variant: the flags as configure's CFLAGS keep a Makefile's
+    # per-file additions (opus' -msse4.1 for its SSE4.1 files, which `make CFLAGS=` would take
+    # away); on make's line (flags_at = "make") they replace what configure put in CFLAGS
+    # (libogg's own -O2 before them), as the program's do, configure probing with -O2.
+    at_make = d.flags_at == "make" and flags is not None
+    given = [] if flags is None else [CONFIGURE_CFLAGS] if at_make else flags
+    cflags = [f"{name}={shlex.join(given)}" for name in ("CFLAGS", "CXXFLAGS") if given]
+    cxx = [f"CXX={tools.cxx}", *cflags[1:]] if tools.cxx else []
+    configure = [str(d.source / "configure"), f"--prefix={p}", f"CC={tools.cc}", *cflags[:1],
+                 *cxx, *configure_args("autotools", tree), *d.configure_args]
+    mine = [f"{name}={shlex.join(flags)}" for name in ("CFLAGS", "CXXFLAGS")] if at_make else []
+    return [("configure", configure), ("build", ["make", f"-j{jobs}", *mine, *d.make_args]),
+            ("install", ["make", "install", *mine])]
 
 
 def drop_builds(tree: Path) -> None:
@@ -117,8 +123,8 @@ def drop_builds(tree: Path) -> None:
 
 def key(deps: list[Dependency]) -> list:
     """What of the dependencies a cache key covers: their sources and how they are built."""
-    return [[d.name, d.version, d.system, d.source_id, d.configure_args, d.make_args]
-            for d in deps]
+    return [[d.name, d.version, d.system, d.source_id, d.configure_args, d.make_args,
+             d.flags_at] for d in deps]
 
 
 def records(deps: list[Dependency]) -> list[model.DependencyBuild]:

@@ -255,5 +255,6 @@ def dependencies(target: Target, *, offline: bool = False,
                              "(a source without one needs its autoreconf run first)")
         found.append(Dependency(name=d.name, version=d.version, system=d.system, source=tree,
                                 source_id=build_cache.source_id(tarball and tarball.sha256, tree),
-                                configure_args=d.configure_args, make_args=d.make_args))
+                                configure_args=d.configure_args, make_args=d.make_args,
+                                flags_at=d.flags_at))
     return found

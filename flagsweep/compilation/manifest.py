@@ -109,6 +109,7 @@ class Dependency:
     source_id: str                  # the tarball's sha256, or "tree:" + a local folder's hash
     configure_args: list[str] = field(default_factory=list)
     make_args: list[str] = field(default_factory=list)
+    flags_at: str = "configure"     # autotools: configure's CFLAGS, or make's (replacing)
 
     def __post_init__(self) -> None:
         self.source = Path(self.source)

@@ -43,7 +43,7 @@ from flagsweep.host import environment
 from flagsweep.files import copy_sparse, write_atomic
 
 # Configure probes run with these flags; the variants' own flags replace them at make time.
-CONFIGURE_CFLAGS = "-O2"
+CONFIGURE_CFLAGS = dependency.CONFIGURE_CFLAGS
 CMAKE_CONFIGS = ("DEBUG", "RELEASE", "RELWITHDEBINFO", "MINSIZEREL")
 ORIGIN_FILE = ".flagsweep-origin"
 

@@ -167,6 +167,10 @@ class DependencySpec(Strict):
     system: Literal["autotools", "cmake"]
     configure_args: list[str] = []
     make_args: list[str] = []
+    # autotools: where the variant's flags are given. configure (CFLAGS=): a Makefile's
+    # per-file additions stay (opus' -msse4.1); make (make CFLAGS=, configure probing with -O2):
+    # what configure adds to CFLAGS goes (libogg puts its own -O2 before the given flags)
+    flags_at: Literal["configure", "make"] = "configure"
 
     # Both name folders: the source's in the cache, the build's in the variant's tree.
     _name = field_validator("name", "version")(lambda cls, v: check_component(v))

@@ -177,6 +177,12 @@ def test_the_configure_steps_point_inside_the_tree(tmp_path):
     assert stages["build"] == ["make", "-j2"]
     own = dict(dependency.commands(d, tools, tree, tree / "b", 2, None, []))
     assert not any(a.startswith("CFLAGS=") for a in own["configure"])
+    # at make, the flags replace what configure put in CFLAGS (libogg's own -O2 first)
+    d.flags_at = "make"
+    at_make = dict(dependency.commands(d, tools, tree, tree / "b", 2, ["-O3", "-g"], []))
+    assert "CFLAGS=-O2" in at_make["configure"]
+    assert at_make["build"] == ["make", "-j2", "CFLAGS=-O3 -g", "CXXFLAGS=-O3 -g"]
+    assert at_make["install"] == ["make", "install", "CFLAGS=-O3 -g", "CXXFLAGS=-O3 -g"]
 
 
 def test_a_library_the_link_took_from_the_system_is_named(tmp_path):

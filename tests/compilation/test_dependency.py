@@ -192,3 +192,38 @@ def test_a_library_the_link_took_from_the_system_is_named(tmp_path):
     external = [model.SharedLibrary(name="libopus.so.0", path="/usr/lib/libopus.so.0"),
                 model.SharedLibrary(name="libc.so.6", path="/lib/libc.so.6", runtime=True)]
     assert [e.name for e in dependency.shadowed(tmp_path, external)] == ["libopus.so.0"]
+
+
+# An autotools program (opus-tools' shape): its configure, run once per compiler, must find the
+# library already installed; its Makefile keeps the prefix it was pointed at.
+CONFIGURE = """#!/bin/sh
+srcdir=$(dirname "$0")
+for a in "$@"; do case $a in CC=*) cc=${a#CC=};; CPPFLAGS=*) cpp=${a#CPPFLAGS=};;
+  LDFLAGS=*) ld=${a#LDFLAGS=};; esac; done
+test -f "${ld#-L}/libcodec.a" || { echo "configure: no libcodec in ${ld#-L}"; exit 1; }
+printf 'CC = %s\\nCFLAGS = -O2\\nCPPFLAGS = %s\\nLDFLAGS = %s\\n' "$cc" "$cpp" "$ld" > Makefile
+printf 'front: main.o\\n\\t$(CC) $(CFLAGS) $(LDFLAGS) -o front main.o -lcodec\\n' >> Makefile
+printf 'main.o:\\n\\t$(CC) $(CPPFLAGS) $(CFLAGS) -c %s/main.c -o main.o\\n' "$srcdir" >> Makefile
+"""
+
+
+@pytest.mark.integration
+def test_an_autotools_program_is_configured_once_and_built_against_its_variants_library(
+        tmp_path, session_cache):
+    t = _write(tmp_path / "p", CODEC)
+    (t.folder / "front" / "configure").write_text(CONFIGURE)
+    (t.folder / "front" / "configure").chmod(0o755)
+    t.path.write_text(t.path.read_text().replace('system = "cmake"\nbinary',
+                                                 'system = "autotools"\nbinary'))
+    t = target.load(str(t.folder))
+    m = matrix.expand(recipe.from_flags(["-O1"], ["gcc"]))
+    out = tmp_path / "run"
+    (b,) = variants.build_all(t, m, variants.Options(out_dir=out, jobs=2, cache=session_cache,
+                                                     rebuild=True))
+    assert (b.status, b.audit.compiles) == ("ok", 3), b.detail
+    tree = out / "builds" / b.variant.id / "tree"
+    # the cached configure tree, relocated: the variant's own prefix, filled by its own build
+    assert f"LDFLAGS = -L{dependency.prefix(tree)}/lib" in (tree / "Makefile").read_text()
+    lines = [c for c in records.read(tree.parent / "compile.jsonl") if c.kind == "compile"]
+    assert len(lines) == 3 and all("-O1" in c.argv for c in lines)
+    assert all(lib.runtime for lib in b.external)

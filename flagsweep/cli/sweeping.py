@@ -246,9 +246,12 @@ def run_cmd(confirm, wait, resume_id, all_, skip, scheduler, cpu_labels, **kw) -
               help="Take the packages that failed before again (by default they stay failed).")
 @click.option("--wait", is_flag=True,
               help="If another sweep measures on this CPU, wait for it instead of refusing.")
+@click.option("--scheduler", metavar="ADDRESS",
+              help="Run on a Dask cluster (tcp://HOST:8786): each package generated and swept "
+                   "whole on one worker, one package a worker at a time; see docs/fleet.md.")
 @measure_options
 def campaign_cmd(packages, recipe_name, compilers, out_dir, jobs, package_tests, retry_failed,
-                 wait, **kw) -> None:
+                 wait, scheduler, **kw) -> None:
     """For each line of PACKAGES.txt (a Debian source package and its run command: `zopfli
     --run '{binary} -c {input}'`), write its target file as `flagsweep new --debian` does,
     then sweep it with the recipe; then the distro report across them. Resumable: run the
@@ -264,8 +267,12 @@ def campaign_cmd(packages, recipe_name, compilers, out_dir, jobs, package_tests,
                            package_tests=package_tests)
     chosen.recipe_of(sel)       # a recipe that does not load stops before any package
     c = distro_campaign.open_campaign(packages, out, recipe_name)
-    stages = distro_campaign.Stages(jobs=jobs or chosen.cpu_count())
-    distro_campaign.run(c, sel, mopts, store.Store(), say, stages, retry_failed, wait)
+    db = store.Store()
+    if scheduler:
+        distro_campaign.run_on(scheduler, c, sel, mopts, db.url, say, retry_failed)
+    else:
+        stages = distro_campaign.Stages(jobs=jobs or chosen.cpu_count())
+        distro_campaign.run(c, sel, mopts, db, say, stages, retry_failed, wait)
     click.echo(str(distro_campaign.report(c, mopts.threshold_pct, say)))
 
 

@@ -171,3 +171,33 @@ def test_the_command_refuses_a_missing_list_or_recipe_in_one_line_before_any_wor
                      "--out", str(tmp_path / "out"))
     assert code == 2 and "nosuch" in err and "Traceback" not in err
     assert not (tmp_path / "out").exists(), "nothing written before the recipe loads"
+
+
+@pytest.mark.integration
+def test_on_a_cluster_each_package_is_one_workers_task_and_comes_back_into_the_folder(
+        tmp_path, monkeypatch):
+    """In-process Dask (threads): the task runs the same stages on the worker's side, so the
+    planted generator and timing reach it; the answer is written under OUT and read back."""
+    from distributed import LocalCluster
+
+    planted = distro_campaign.Stages
+    generate = Generated(tmp_path)
+    monkeypatch.setattr(distro_campaign, "Stages", lambda jobs=2: planted(
+        generate=generate, execute=Synthetic({}), jobs=jobs))
+    (tmp_path / "packages.txt").write_text(LIST.replace("selftest", "# selftest"))
+    c = distro_campaign.open_campaign(tmp_path / "packages.txt", tmp_path / "out", "flags")
+    opts = sweep.MeasureOptions(min_runs=3, max_runs=3, warmup=0, seed=5, quick=True,
+                                no_reference=True, layout_confirm=False)
+    said: list[str] = []
+    with LocalCluster(n_workers=1, processes=False, threads_per_worker=1,
+                      resources={"bench": 1}, dashboard_address=None) as local:
+        distro_campaign.run_on(local.scheduler_address, c,
+                               selection.Selection(flag_sets=FLAGS[:1] + ("-O1",)), opts,
+                               Store().url, said.append)
+    by = {p.name: p for p in c.doc.packages}
+    assert sorted(generate.asked) == ["alpha", "broken"]
+    assert by["alpha"].status == "swept" and by["alpha"].results == "runs/alpha/results.json"
+    assert (c.out / "runs/alpha/index.html").is_file()
+    assert (c.out / "targets/alpha/target.toml").is_file()
+    assert by["broken"].status == "failed" and "did not build" in by["broken"].error
+    assert json.loads(c.path.read_text())["packages"][0]["status"] == "swept"

@@ -118,15 +118,25 @@ def open_campaign(list_path: Path, out: Path, recipe: str) -> CampaignFolder:
                                  f"not {recipe!r}: give another --out")
     known = {p.name: p for p in c.doc.packages}
     for e in entries:
-        if e.name not in known:
+        p = known.get(e.name)
+        if p is None:
             c.doc.packages.append(e)
-        elif (known[e.name].package, known[e.name].run) != (e.package, e.run):
-            raise FlagsweepError(f"{list_path}:{e.line}: {e.name} was started with another "
-                                 f"package or run command; give it another --name or another "
-                                 f"--out")
+        elif p.status == "swept" and _line(p) != _line(e):
+            raise FlagsweepError(f"{list_path}:{e.line}: {e.name} was swept with another "
+                                 f"package, version, binary or run command; give it another "
+                                 f"--name or another --out")
+        elif p.status != "swept" and _line(p) != _line(e):
+            # not measured yet: the line as it reads now (a binary named right this time)
+            for key in ("package", "version", "binary", "run", "line"):
+                setattr(p, key, getattr(e, key))
+            p.status, p.failed_stage, p.error, p.target = "pending", None, None, None
     files.make_dir(out, "--out")
     c.save()
     return c
+
+
+def _line(p: model.CampaignPackage) -> tuple:
+    return p.package, p.version, p.binary, p.run
 
 
 def _load(path: Path) -> model.Campaign:

@@ -155,8 +155,16 @@ def test_a_campaign_folder_of_another_recipe_or_a_changed_line_is_refused(tmp_pa
     distro_campaign.open_campaign(path, tmp_path / "out", "distro")
     with pytest.raises(FlagsweepError, match="measures recipe 'distro', not 'olevels'"):
         distro_campaign.open_campaign(path, tmp_path / "out", "olevels")
-    path.write_text("a --run y\n")
-    with pytest.raises(FlagsweepError, match="p.txt:1: a was started with another"):
+    path.write_text("a --run y --binary b\n")
+    changed = distro_campaign.open_campaign(path, tmp_path / "out", "distro").doc.packages[0]
+    assert (changed.run, changed.binary) == (["y"], "b"), "not swept yet: the line as it reads"
+    changed.status = "swept"
+    distro_campaign.open_campaign(path, tmp_path / "out", "distro").save()
+    c = distro_campaign.open_campaign(path, tmp_path / "out", "distro")
+    c.doc.packages[0].status = "swept"
+    c.save()
+    path.write_text("a --run z\n")
+    with pytest.raises(FlagsweepError, match="p.txt:1: a was swept with another"):
         distro_campaign.open_campaign(path, tmp_path / "out", "distro")
     (tmp_path / "out" / "campaign.json").write_text('{"schema": "flagsweep-campaign/1"}')
     with pytest.raises(FlagsweepError, match="campaign.json: not a campaign.json: missing"):

@@ -149,6 +149,9 @@ def _measured(campaign: Campaign, campaign_json: Path, partial: bool):
             unmeasured.append(_not_swept(p))
             continue
         path = results_path(folder, p, i, campaign_json)
+        if path.exists() and not path.is_file():     # a folder, or a pipe a read would wait on
+            unmeasured.append(Unmeasured(p.name, p.package, "report", f"{path}: not a file"))
+            continue
         try:
             doc = reader.load(path)
         except FlagsweepError as e:       # a missing or unreadable file: this package only

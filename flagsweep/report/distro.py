@@ -42,6 +42,7 @@ class PackageLine:
     name: str
     href: str | None             # its sweep's page
     version: str
+    tests: str                   # its own tests on the baseline's build
     cells: list[PackageCell]
 
 
@@ -76,7 +77,7 @@ def packages(t: DistroTable, out: Path) -> list[PackageLine]:
             continue
         folder = p.results.parent
         lines.append(PackageLine(p.name, link(folder / "index.html", out, folder), p.version,
-                                 [_cell(r) for r in by_package[p.name]]))
+                                 p.baseline_tests, [_cell(r) for r in by_package[p.name]]))
     return lines
 
 

@@ -119,7 +119,7 @@ def write_distro(campaign_json: Path, out: Path | None = None,
     out = make_dir(Path(out or Path(campaign_json).parent).resolve(), "the report's folder")
     write_atomic(out / "distro.csv", distro.csv_text(t))
     measured = sum(p.results is not None for p in t.packages)
-    title = f"Distro report: {t.recipe}, {measured} of {len(t.packages)} packages measured"
+    title = f"Distro report: {measured} of {len(t.packages)} packages measured"
     page = _render("distro.html.j2", shown=True, t=t, title=title, measured=measured,
                    headline=distro.headline(t), changes=distro.changes(t),
                    packages=distro.packages(t, out), costs=distro.cost_lines(t))

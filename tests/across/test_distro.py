@@ -9,6 +9,7 @@ import csv
 import io
 import json
 import math
+import os
 import re
 import shutil
 from html.parser import HTMLParser
@@ -113,6 +114,7 @@ class _Tables(HTMLParser):
         super().__init__()
         self.tables, self.verdicts, self.scripts = {}, [], 0
         self._table = self._row = None
+        self._in_cell = False
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
@@ -123,12 +125,16 @@ class _Tables(HTMLParser):
             self._table.append(self._row)
         elif tag == "td" and self._row is not None:
             self._row.append("")
+            self._in_cell = True
             if "data-verdict" in a:
                 self.verdicts.append(a["data-verdict"])
         self.scripts += tag == "script"
 
+    def handle_endtag(self, tag):
+        self._in_cell = self._in_cell and tag != "td"
+
     def handle_data(self, data):
-        if self._row:
+        if self._in_cell:
             self._row[-1] += data
 
 
@@ -146,7 +152,8 @@ def test_the_page_shows_every_part_and_runs_nothing_it_was_given(written):
                                                    ["debian", "+lto"]]
     assert "the pick" in across[0][0] and across[2][6].startswith("1 (33%)")
     packages = parsed.tables["package-table"][1:]
-    assert [r[0] for r in packages] == ["alpha", "beta", "=gamma"]
+    assert [r[0:3] for r in packages] == [[name, f"1.{i}-2", "passed"] for i, name in
+                                          enumerate(["alpha", "beta", "=gamma"], start=1)]
     assert parsed.verdicts.count("broken") == 1 and parsed.verdicts.count("faster") == 3
     assert 'href="p1/index.html"' in html and 'href="p2/' not in html
     unmeasured = parsed.tables["unmeasured-table"][1:]
@@ -170,7 +177,6 @@ def test_the_command_refuses_in_one_line(tmp_path, main, written):
     assert (code, err) == (2, f"flagsweep: {tmp_path}: no campaign.json there (DIR is the "
                               "folder a campaign swept its packages into)\n")
     folder = tmp_path / "c"
-    shutil.copytree(campaign_json.parent / "p1", tmp_path / "outside")
     folder.mkdir()
     doc = json.loads(campaign_json.read_text())
     doc["packages"][1]["results"] = "../outside/results.json"
@@ -185,13 +191,13 @@ def test_the_command_refuses_in_one_line(tmp_path, main, written):
     assert not (folder / "distro.html").exists()
 
 
-def test_a_results_path_through_a_link_out_of_the_folder_is_refused(tmp_path, written):
+def test_a_results_path_through_a_link_out_of_the_folder_is_refused(tmp_path_factory, written):
     campaign_json, _, _ = written
-    folder = tmp_path / "c"
+    scratch = tmp_path_factory.mktemp("link")
+    folder = scratch / "c"
     shutil.copytree(campaign_json.parent, folder)
-    shutil.copytree(folder / "p1", tmp_path / "outside")
-    shutil.rmtree(folder / "p1")
-    (folder / "p1").symlink_to(tmp_path / "outside")
+    (folder / "p1").rename(scratch / "outside")
+    (folder / "p1").symlink_to(scratch / "outside")
     with pytest.raises(FlagsweepError, match=r"packages\[0\].results': 'p1/results.json' is "
                                              "outside the campaign's folder"):
         distro.build(folder / "campaign.json")
@@ -200,16 +206,19 @@ def test_a_results_path_through_a_link_out_of_the_folder_is_refused(tmp_path, wr
 def test_a_results_file_the_reader_refuses_is_that_package_not_measured(tmp_path_factory,
                                                                         written):
     """One package's NaN stops neither the report nor the others: it is listed with the
-    reader's line, as a missing file is."""
+    reader's line, as a missing file is; a pipe in a results file's place is not waited on."""
     campaign_json, _, _ = written
     folder = tmp_path_factory.mktemp("nan")
     shutil.copytree(campaign_json.parent, folder, dirs_exist_ok=True)
     beta = folder / "p2" / "results.json"
     beta.write_text(re.sub(r'"ratio": [0-9.]+', '"ratio": NaN', beta.read_text(), count=1))
+    (folder / "p3" / "results.json").unlink()
+    os.mkfifo(folder / "p3" / "results.json")
     table = distro.build(folder / "campaign.json")
-    assert [p.name for p in table.packages if p.results] == ["alpha", "=gamma"]
-    nan = next(u for u in table.unmeasured if u.name == "beta")
+    assert [p.name for p in table.packages if p.results] == ["alpha"]
+    nan, pipe = (next(u for u in table.unmeasured if u.name == n) for n in ("beta", "=gamma"))
     assert nan.stage == "report" and "expected a finite number or null, got NaN" in nan.error
+    assert pipe.error.endswith("p3/results.json: not a file")
 
 
 def test_a_campaign_that_measured_nothing_still_has_its_report(tmp_path, written):

@@ -144,7 +144,7 @@ def _shares(c: DistroChange) -> list[str]:
 def _spread(c: DistroChange) -> str:
     if c.spread is None:
         return ""
-    return " / ".join(signed_pct(pct(x)) for x in c.spread)
+    return " / ".join(f"{pct(x):+.1f}" for x in c.spread) + "%"
 
 
 def _signed(ratio: float | None) -> str:

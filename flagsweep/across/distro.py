@@ -264,7 +264,8 @@ def broken(v: Variant, source: Variant, base: Variant) -> str:
         return "its flags did not reach every compile and link (the audit)"
     tests = source.build.package_tests
     if package_tests.fails(tests, base.build.package_tests):
-        return f"its own tests {tests.status} where the baseline's pass"
+        said = "timed out" if tests.status == "timeout" else tests.status
+        return f"its own tests {said} where the baseline's pass"
     if source.check is not None and source.check.status == "failed":
         return f"its output check failed: {source.check.detail or 'no detail'}"
     return ""

@@ -21,6 +21,7 @@ import report_fixture as rf
 from flagsweep import report
 from flagsweep.across import distro, pick
 from flagsweep.errors import FlagsweepError
+from flagsweep.model import PackageTests
 from flagsweep.report.distro import CSV_COLUMNS
 
 
@@ -228,3 +229,43 @@ def test_a_campaign_that_measured_nothing_still_has_its_report(tmp_path, written
     (tmp_path / "campaign.json").write_text(json.dumps(doc))
     html = report.write_distro(tmp_path / "campaign.json").read_text()
     assert "no package of the campaign was measured" in html and "eps" in html
+
+
+def test_a_change_a_package_did_not_sweep_is_absent_there_and_not_pooled(tmp_path_factory,
+                                                                         written):
+    campaign_json, _, _ = written
+    folder = tmp_path_factory.mktemp("absent")
+    shutil.copytree(campaign_json.parent, folder, dirs_exist_ok=True)
+    gamma = folder / "p3" / "results.json"
+    doc = json.loads(gamma.read_text())
+    doc["variants"] = [v for v in doc["variants"] if v["id"] != "gcc-frame-pointers"]
+    doc["skipped"] = [{"id": "gcc-frame-pointers", "flags": ["-fno-omit-frame-pointer"],
+                       "reason": "this CPU lacks it"}]
+    gamma.write_text(json.dumps(doc))
+    table = distro.build(folder / "campaign.json")
+    row = _row(table, "=gamma", "gcc-frame-pointers")
+    assert (row.verdict, row.change, row.why) == ("absent", "debian +frame-pointers",
+                                                  "skipped: this CPU lacks it")
+    fp = _change(table, "gcc-frame-pointers")
+    assert fp.ratio is None and fp.note == "not swept for =gamma" and fp.skew.slower == 2
+
+
+def test_what_makes_a_change_broken_for_a_package():
+    """A failed build, flags that did not reach it, a failed output check, its own tests
+    failing where the baseline's pass; not a suite that fails at the baseline too."""
+    doc = rf.model(rf.results_doc())
+    v = {x.id: x for x in doc.variants}
+    base = v["gcc-O2"]
+    assert distro.broken(v["gcc-O2-fbroken"], v["gcc-O2-fbroken"], base).startswith(
+        "build failed: ")
+    assert distro.broken(v["gcc-O2-fsneaky"], v["gcc-O2-fsneaky"], base).startswith(
+        "build flags-mismatch: compile line lacks -fsneaky")
+    o3 = v["gcc-O3"]
+    assert distro.broken(o3, o3, base) == ""
+    o3.check.status = "failed"
+    assert distro.broken(o3, o3, base).startswith("its output check failed: ")
+    o3.check.status = "ok"
+    o3.build.package_tests = PackageTests(status="timeout")
+    assert distro.broken(o3, o3, base) == "its own tests timed out where the baseline's pass"
+    base.build.package_tests = PackageTests(status="failed")
+    assert distro.broken(o3, o3, base) == ""

@@ -57,7 +57,8 @@ def test_help_imports_no_command_module():
     assert heavy == []
     commands = stdout.split("Commands:")[1].split()
     for name in ("build", "run", "list", "cpus", "system", "report", "compare", "suite",
-                 "history", "dashboard", "merge", "pick", "worker", "calibrate", "schema"):
+                 "history", "dashboard", "merge", "pick", "distro", "worker", "calibrate",
+                 "schema"):
         assert name in commands
 
 

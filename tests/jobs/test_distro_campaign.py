@@ -8,6 +8,7 @@ the package tests are real; the timing is synthetic (the executor seam)."""
 
 from __future__ import annotations
 
+import csv
 import json
 import shutil
 from pathlib import Path
@@ -209,3 +210,17 @@ def test_on_a_cluster_each_package_is_one_workers_task_and_comes_back_into_the_f
     assert (c.out / "targets/alpha/target.toml").is_file()
     assert by["broken"].status == "failed" and "did not build" in by["broken"].error
     assert json.loads(c.path.read_text())["packages"][0]["status"] == "swept"
+
+
+@pytest.mark.integration
+def test_the_campaign_ends_with_the_distro_report_of_what_it_swept(campaign):
+    c, _, _ = campaign
+    said: list[str] = []
+    page = distro_campaign.report(c, 1.0, said.append)
+    assert page == c.out / "distro.html" and (c.out / "distro.csv").is_file()
+    assert "2 of 3 packages swept; 1 failed: broken" in said[0]
+    assert said[1].startswith("  broken failed at sweep: the baseline gcc-O2 did not build")
+    rows = list(csv.DictReader((c.out / "distro.csv").open()))
+    verdicts = {(r["package"], r["verdict"], r["tests"]) for r in rows}
+    assert ("checked", "broken", "failed") in verdicts, "a flag that fails its own tests"
+    assert "broken" in page.read_text() and "did not build" in page.read_text()

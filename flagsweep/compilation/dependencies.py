@@ -31,6 +31,7 @@ log = logging.getLogger("flagsweep.compilation.dependencies")
 
 INSTALL_TIMEOUT = 1800      # seconds for one apt-get install (debhelper pulls in dozens)
 QUERY_TIMEOUT = 120
+LOCK_WAIT = 600             # seconds an install waits for dpkg's lock
 
 
 class Lookup(Protocol):
@@ -206,9 +207,11 @@ def install(p: Needs, say: Callable[[str], None],
     """apt-get install the plan's packages (as root); True when it went through. A failure
     is said with apt's last lines: the build goes on, and may still work."""
     env = {**environment.apt(), "DEBIAN_FRONTEND": "noninteractive"}
+    # another install on the machine (a campaign beside a person) is waited for, not failed on
+    argv = ["apt-get", "-o", f"DPkg::Lock::Timeout={LOCK_WAIT}", *p.command()[1:]]
     say(f"build dependencies: installing {' '.join(p.install)}")
     try:
-        done = run(p.command(), env=env, timeout=INSTALL_TIMEOUT, guard=True)
+        done = run(argv, env=env, timeout=INSTALL_TIMEOUT, guard=True)
     except FileNotFoundError as e:
         say(f"build dependencies: apt-get is not installed ({e}); going on without them")
         return False
@@ -218,7 +221,7 @@ def install(p: Needs, say: Callable[[str], None],
         return False
     if not done.ok and "Failed to fetch" in done.stdout + done.stderr and update(run):
         # the lists named a version the mirror no longer has: once more with fresh lists
-        done = run(p.command(), env=env, timeout=INSTALL_TIMEOUT, guard=True)
+        done = run(argv, env=env, timeout=INSTALL_TIMEOUT, guard=True)
     if not done.ok:
         say(f"build dependencies: `{shlex.join(p.command())}` failed (exit {done.returncode}); "
             "going on without them:")

@@ -28,6 +28,7 @@ class Draft:
     binary: str
     configure_args: list[str] = field(default_factory=list)
     configure_note: str = ""
+    tracking_note: str = ""         # why dependency tracking stays on
     make_args: list[str] = field(default_factory=list)
     make_note: str = ""
     source: Path | None = None      # the fetched tree, for reading its Makefile
@@ -113,8 +114,7 @@ def render(d: Draft) -> str:
     if d.binary_note:
         lines.append(f"# {d.binary_note}")
     lines.append(f"binary = {_q(d.binary)}")
-    if d.configure_note:
-        lines.append(f"# {d.configure_note}")
+    lines += [f"# {note}" for note in (d.configure_note, d.tracking_note) if note]
     if d.configure_args:
         lines.append(f"configure_args = {_q(d.configure_args)}")
     if d.make_args:

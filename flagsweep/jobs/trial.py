@@ -13,7 +13,8 @@ from flagsweep import process
 from flagsweep.compilation import own_build, variants
 from flagsweep.experiment import matrix, recipe, target
 from flagsweep.jobs import check_choice, packaging
-from flagsweep.jobs.project import executables, libtool_configured, make_goal, pick
+from flagsweep.jobs.project import (executables, libtool_configured, make_goal, pick,
+                                    tracking_needed)
 from flagsweep.jobs.sizing import shown, trial_corpus
 from flagsweep.jobs.target_file import RUN_TIMEOUT, Draft, render, writes_output
 from flagsweep.results.analysis import build_reason
@@ -44,6 +45,9 @@ def trial_builds(d: Draft, path: Path, trial: Path, jobs: int,
                 d.build_note += f"; {line}"
             return b
         if b.status != "ok" and attempt < TRIALS and libtool_configured(d, tree):
+            continue
+        if b.status == "failed" and attempt < TRIALS and tracking_needed(d, b.detail):
+            say(f"configure: {d.tracking_note}")
             continue
         if b.status == "failed" and "is missing from" in b.detail and attempt < TRIALS:
             if found_binary(d, tree, say):
@@ -131,9 +135,9 @@ def _named(d: Draft, tree: Path, say: Callable[[str], None]) -> None:
     others = [p.relative_to(tree).as_posix() for p in executables(tree)]
     others = [m for m in others if m != d.binary]
     d.binary_note = (f"{'--binary' if d.binary_given else 'named like the package'}; the trial "
-                     f"build also made {len(others)} other executable(s)"
-                     + (f": {', '.join(others[:12])}{' ...' if len(others) > 12 else ''}"
-                        if others else ""))
+                     + (f"build also made {len(others)} other executable(s): "
+                        f"{', '.join(others[:12])}{' ...' if len(others) > 12 else ''}"
+                        if others else "build made no other executable"))
     name = d.binary.rsplit("/", 1)[-1]
     if d.shipped is not None:
         d.binary_note += (f"; Debian ships it (in {d.shipped[name]})" if name in d.shipped

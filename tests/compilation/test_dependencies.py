@@ -125,8 +125,8 @@ def test_the_install_runs_apt_get_noninteractive_and_says_a_failure():
         if argv[:2] == ["apt-get", "update"]:
             return process.Result(argv, 0, "", "")
         failed = len([c for c in calls if "install" in c[0]]) == 1
-        return process.Result(argv, 100 if failed else 0, "",
-                              "E: Failed to fetch http://deb.debian.org/x.deb  404" if failed else "")
+        stale = "E: Failed to fetch http://deb.debian.org/x.deb  404"
+        return process.Result(argv, 100 if failed else 0, "", stale if failed else "")
 
     needs = dependencies.Needs(install=["liblzo2-dev"])
     said: list[str] = []

@@ -15,7 +15,7 @@ import pytest
 from flagsweep.compilation import contents, debian, dependencies, fetch
 from flagsweep.errors import FetchError
 from flagsweep.experiment.source import Source
-from flagsweep.jobs import packaging, scaffold, target_file, trial
+from flagsweep.jobs import packaging, project, scaffold, target_file, trial
 
 RELEASE = debian.DebianRelease(
     "lzop", "1.04-2", "lzop_1.04.orig.tar.gz", "0" * 64,
@@ -93,8 +93,10 @@ def tree(tmp_path: Path, *names: str) -> Path:
 @pytest.mark.parametrize("members, depends, runs", [
     (("configure.ac", "Makefile.am"), "debhelper-compat (= 13)", "no configure"),
     (("configure.in",), "", "no configure"),
-    (("configure.ac", "configure", "Makefile.am"), "debhelper-compat (= 13)", "debhelper-compat 13"),
-    (("configure.ac", "configure", "Makefile.am"), "debhelper (>= 9), dh-autoreconf", "dh-autoreconf"),
+    (("configure.ac", "configure", "Makefile.am"), "debhelper-compat (= 13)",
+     "debhelper-compat 13"),
+    (("configure.ac", "configure", "Makefile.am"), "debhelper (>= 9), dh-autoreconf",
+     "dh-autoreconf"),
     (("configure.ac", "configure", "Makefile.am"), "debhelper-compat (= 9)", None),
     (("configure.ac", "configure"), "debhelper-compat (= 13)", None),     # no automake
     (("CMakeLists.txt",), "debhelper-compat (= 13)", None),
@@ -207,3 +209,26 @@ def test_an_autoreconf_source_is_regenerated_into_a_tree_of_its_own(isolated_cac
     assert not (made / "autom4te.cache").exists()
     # once: the second prepare is the cached tree
     assert fetch.prepare(Source("hello", "1.0", (), digest, None, autoreconf=True)) == made
+
+
+# jq 1.6's trial build, as its log said: a rule writes into src/, which an out-of-tree build
+# without dependency tracking never made.
+JQ_LOG = """build exited 2; trial/1/builds/gcc-O2/build.log
+$ make -j2 CFLAGS=-O2 CXXFLAGS=-O2 FLAGSWEEP_LDFLAGS=
+  GEN      src/builtin.inc
+/bin/bash: line 1: src/builtin.inc: No such file or directory
+make: *** [Makefile:1827: src/builtin.inc] Error 1"""
+
+
+def test_a_rule_writing_into_a_folder_only_tracking_makes_turns_tracking_on(tmp_path):
+    d = draft(configure_args=["--disable-dependency-tracking", "--disable-shared"])
+    d.source = tree(tmp_path)
+    assert not project.tracking_needed(d, JQ_LOG)      # the source has no src/: not this
+    (d.source / "src").mkdir()
+    # a compiler's missing header is another failure
+    header = "main.c:1:10: fatal error: src/lzo.h: No such file or directory"
+    assert not project.tracking_needed(d, header)
+    assert project.tracking_needed(d, JQ_LOG)
+    assert d.configure_args == ["--disable-shared"]
+    assert "# with dependency tracking: the build writes src/builtin.inc" in target_file.render(d)
+    assert not project.tracking_needed(d, JQ_LOG)      # once

@@ -122,10 +122,14 @@ class Options:
 
 def source_tree(target: Target, opts: Options) -> Path:
     """The target's source: --source-dir, a shipped local folder, or the fetched tarball."""
-    if opts.source_dir is not None:
-        return fetch.use_source_dir(opts.source_dir)
-    local = target.local_source()
+    local = (fetch.use_source_dir(opts.source_dir) if opts.source_dir is not None
+             else target.local_source())
     if local is not None:
+        if target.spec.build.autoreconf and not (local / "configure").is_file():
+            # autoreconf writes into the tree: only ever into the cache's own copy
+            log.warning("%s: [build] autoreconf is run on a fetched source only, never in a "
+                        "folder of yours; %s has no configure: run `autoreconf -fi` there",
+                        target.path, local)
         return local
     return fetch.prepare(target.tarball(), offline=opts.offline, cache=opts.cache)
 

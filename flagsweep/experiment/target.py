@@ -131,6 +131,8 @@ def check_dropped(options: list[str]) -> list[str]:
 class BuildSpec(Strict):
     system: Literal["autotools", "cmake", "make"]
     binary: str
+    # `autoreconf -fi` on the fetched source before anything is configured (autotools)
+    autoreconf: bool = False
     configure_args: list[str] = []
     make_args: list[str] = []
     project_flags: list[str] = []
@@ -285,7 +287,8 @@ class Target:
             return None
         debian = source.DebianSource(s.debian.package, s.debian.version) if s.debian else None
         return source.Source(name=self.name, version=self.spec.version, urls=tuple(s.urls),
-                            sha256=s.sha256, debian=debian, strip_components=s.strip_components)
+                            sha256=s.sha256, debian=debian, strip_components=s.strip_components,
+                            autoreconf=self.spec.build.autoreconf)
 
     def local_source(self) -> Path | None:
         """The source directory of a target that ships its own source, else None."""

@@ -28,6 +28,7 @@ class Draft:
     binary: str
     configure_args: list[str] = field(default_factory=list)
     configure_note: str = ""
+    tracking_note: str = ""         # why dependency tracking stays on
     make_args: list[str] = field(default_factory=list)
     make_note: str = ""
     source: Path | None = None      # the fetched tree, for reading its Makefile
@@ -51,6 +52,12 @@ class Draft:
     check_method: str = "exact"     # "": two runs differ and nothing else fits (EDIT)
     check_note: str = ""            # what the two trial runs showed
     roundtrip_argv: list[str] = field(default_factory=list)
+    depends_note: list[str] = field(default_factory=list)   # the build dependencies, each line
+    depends_command: list[str] = field(default_factory=list)   # the install still to be run
+    autoreconf: bool = False
+    autoreconf_note: str = ""
+    shipped: dict[str, str] | None = None   # program -> Debian's binary package; None: unknown
+    shipped_note: str = ""          # whose file lists were read, or why none
 
 
 def _project_lines(d: Draft) -> list[str]:
@@ -97,13 +104,17 @@ def render(d: Draft) -> str:
         f"debian = {{ package = {_q(r.package)}, version = {_q(r.version)} }}",
         "",
         "[build]",
+        *[f"# {line}" for line in d.depends_note],
         f"system = {_q(d.system)}",
     ]
+    if d.autoreconf_note:
+        lines.append(f"# {d.autoreconf_note}")
+    if d.autoreconf:
+        lines.append("autoreconf = true")
     if d.binary_note:
         lines.append(f"# {d.binary_note}")
     lines.append(f"binary = {_q(d.binary)}")
-    if d.configure_note:
-        lines.append(f"# {d.configure_note}")
+    lines += [f"# {note}" for note in (d.configure_note, d.tracking_note) if note]
     if d.configure_args:
         lines.append(f"configure_args = {_q(d.configure_args)}")
     if d.make_args:

@@ -7,7 +7,8 @@ file the build makes, and an input size by guesswork. Here each is found, not gu
 
 - the release: Debian's Sources index (debian.debian_releases) gives every version with its orig
   tarball's name and sha256, newest first; the tarball is fetched and verified like any target's;
-- the build system: `configure` (autotools), `CMakeLists.txt` (cmake), a Makefile (make);
+- the build system: `configure` (autotools), `CMakeLists.txt` (cmake), `meson.build` (meson), a
+  Makefile (make);
 - the executable: a trial -O2 build through flagsweep's own builder and audit, then the ELF
   executables it left in the build tree, the one named like the package first (--binary names
   it; --force redoes a `new` whose folder has a target file);

@@ -1,6 +1,6 @@
 """A meson project built for real: tiny's C files under a meson.build of the test's own, two
 flag sets through `meson setup --buildtype=plain`, Ninja, the wrapper and the audit, and the
-package's own `meson test`."""
+package's own `meson test`; the record and the page name the build system."""
 
 from __future__ import annotations
 
@@ -9,11 +9,15 @@ import shutil
 from pathlib import Path
 
 import pytest
+import report_fixture as rf
 from tiny_target import TINY_SRC
 
 from flagsweep.compilation import meson, variants
 from flagsweep.compilation.manifest import Manifest, Order, Tools
 from flagsweep.experiment import matrix, recipe, target
+from flagsweep.jobs import outputs
+from flagsweep.report import method
+from flagsweep.workload.inputs import Input
 
 NO_MESON = shutil.which("meson") is None
 # kernel.c as a static library: meson compiles it -fPIC (b_staticpic, its own default, kept as
@@ -107,6 +111,17 @@ def test_meson_test_runs_in_the_variants_tree_on_what_its_build_compiled(built):
         assert f"Entering directory `{b.log.parent / 'tree'}'" in log and "1/1 selftest OK" in log
         # its Ninja rebuild had nothing to compile: the test's program is the audited build's
         assert not (b.log.parent / "tests-compile.jsonl").exists()
+
+
+def test_the_record_and_the_page_name_the_build_system(tmp_path):
+    t = target.load(str(meson_tiny(tmp_path / "tinym")))
+    given = Input(path=tmp_path / "in", sha256="0" * 64, size_bytes=1, description="corpus")
+    assert outputs.workload_option(t, given)["build_system"] == "meson"
+    doc = rf.results_doc()
+    doc["workload"]["build_system"] = "meson"
+    assert ("build system", "meson") in method.method_rows(rf.model(doc))
+    # a results.json written before the key: no row, rather than an empty one
+    assert "build system" not in dict(method.method_rows(rf.model(rf.results_doc())))
 
 
 def test_the_setup_carries_the_flags_as_options_and_the_wrappers_as_cc(tmp_path):

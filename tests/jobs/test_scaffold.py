@@ -186,7 +186,8 @@ def test_meson_is_told_apart_and_a_release_tarball_with_configure_keeps_autotool
     system, _, note = project.detect_system(tree("f", configure=autoconf, **{"meson.build": ""}))
     assert system == "autotools" and note.endswith(
         "and a meson.build too: a release tarball with a configure builds with it, as "
-        "Debian's dh does)")
+        "debhelper's own detection chooses; where the package's debian/rules chooses meson, "
+        "system = \"meson\" follows it)")
     # a configure Autoconf did not write beside meson.build wraps it
     system, _, note = project.detect_system(tree("w", configure="#!/bin/sh\nmeson setup b\n",
                                                  **{"meson.build": ""}))

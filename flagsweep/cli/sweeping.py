@@ -403,9 +403,10 @@ def _print_builds(builds, m) -> None:
              + ("; secs 'reused': from the build cache (--rebuild builds again)"
                 if any(b.reused for b in builds) else "")]
     lines += [f"\n{b.variant.id}: {b.status}\n{b.detail}" for b in builds if b.status != "ok"]
-    lines += [f"\n{b.variant.id}: fails its own tests ({t.status}, {' '.join(t.command or [])}; "
-              f"{t.log})\n{t.tail or ''}" for b in builds
-              if (t := b.package_tests) is not None and t.status in ("failed", "timeout")]
+    # (a walrus in a comprehension binds in this function: named `t`, it replaced the table)
+    lines += [f"\n{b.variant.id}: fails its own tests ({own.status}, "
+              f"{' '.join(own.command or [])}; {own.log})\n{own.tail or ''}" for b in builds
+              if (own := b.package_tests) is not None and own.status in ("failed", "timeout")]
     lines += [f"\n{fix}" for fix in dict.fromkeys(f for b in builds for f in b.fixes)]
     lines += [f"\nnote: {line}" for line in variants.foreign(builds)]
     show.echo(t, *lines)

@@ -15,7 +15,7 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-SYSTEMS = ("autotools", "cmake", "make")
+SYSTEMS = ("autotools", "cmake", "meson", "make")
 STATES = ("running", "ok", "failed")
 
 

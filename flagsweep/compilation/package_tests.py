@@ -27,7 +27,10 @@ def detect(tree: Path) -> list[str] | None:
     if (tree / "CTestTestfile.cmake").is_file():
         return ["ctest", "--output-on-failure"]
     if (tree / "meson-private").is_dir():
-        return ["meson", "test"]
+        # in the tree it was set up in, with the variant's flags: its Ninja rebuild compiles
+        # the test programs through the wrapper as the build did; a failing test's own log
+        # goes to the output, so the record's tail says which and why
+        return ["meson", "test", "--print-errorlogs"]
     if (tree / "Makefile").is_file():
         try:
             probe = process.run(["make", "-q", "check"], cwd=tree, timeout=60,

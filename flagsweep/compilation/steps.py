@@ -1,9 +1,10 @@
-"""The step driver: how one variant of an autotools, CMake or plain-make project is built.
+"""The step driver: how one variant of an autotools, CMake, meson or plain-make project is built.
 
 The superbuild (CMakeLists.txt) calls `python -m flagsweep.compilation.steps MANIFEST STEP NAME`:
 
   template COMPILER   autotools only: run ./configure once per compiler into a cached tree
-  prepare  VARIANT    give the variant its own build tree (copy of the template, or cmake configure)
+  prepare  VARIANT    give the variant its own build tree (copy of the template, cmake configure,
+                      or meson setup)
   build    VARIANT    compile with exactly the variant's flags, every compile through the wrapper
                       (a profile-guided variant first builds instrumented, trains, cleans: pgo.py)
 
@@ -13,12 +14,14 @@ flags on top (the audit checks it):
     time (`make CFLAGS=...`), which is what defeats configure scripts that add their own -O3;
   - cmake: CMAKE_C_FLAGS with the build type empty and every CMAKE_<LANG>_FLAGS_<CONFIG> blanked,
     because CMake appends those after the user's flags;
+  - meson: c_args and c_link_args (and the cpp pair) with the build type plain (meson.py);
   - make: CC, CXX, CFLAGS and CXXFLAGS on the make command line, which overrides hard-coded ones,
     and LDFLAGS too when the variant has link flags (a Makefile may link without CFLAGS);
   - autotools and make: FLAGSWEEP_LDFLAGS, the variant's link flags alone, for a target's
     make_args to hand to the variable its link rule reads (link_fix says which).
 The project's own build (an `own_flags` entry, own_build.py) is the same without any of those
-flags: make without CFLAGS/CXXFLAGS/LDFLAGS, CMake with the project's own build type and flags.
+flags: make without CFLAGS/CXXFLAGS/LDFLAGS, CMake and meson with the project's own build type
+and flags.
 
 Each step writes the variant's status.json and appends to its build.log; a failure exits 1 so
 Ninja skips the variant's later steps, while `-k 0` keeps every other variant going.
@@ -37,6 +40,7 @@ from pathlib import Path
 
 from flagsweep import process
 from flagsweep.caches import CONFIGURED
+from flagsweep.compilation import meson
 from flagsweep.compilation.manifest import Manifest, Order, Profiling, Status
 from flagsweep.host import environment
 from flagsweep.files import copy_sparse, write_atomic
@@ -95,6 +99,9 @@ def prepare(m: Manifest, vid: str) -> int:
         relocate(tree, (tmpl.dir / ORIGIN_FILE).read_text(), str(tree))
     elif m.system == "make":
         _copy_tree(m.source, tree, vdir / "build.log")
+    elif m.system == "meson":
+        if (failed := _meson_setup(m, v, tree, started)):
+            return failed
     else:
         # CMake fixes the flags at configure: a profile-guided variant starts instrumented
         flags = v.pgo.instrumented if v.pgo else None
@@ -104,6 +111,18 @@ def prepare(m: Manifest, vid: str) -> int:
             return _fail(vdir, "configure", started, f"cmake configure exited {result.returncode}")
     _status(vdir, Status(status="running", stage="build", started=started,
                          cpu_seconds=_children_cpu()))
+    return 0
+
+
+def _meson_setup(m: Manifest, v: Order, tree: Path, started: float) -> int:
+    """meson setup of the variant's tree: 0, or the step's failure. Like CMake, meson fixes
+    the flags at setup: a profile-guided variant starts instrumented."""
+    vdir = v.dir
+    env = _env(m, vdir / "configure.jsonl") | meson.compilers(m, v)
+    argv = meson.setup(m, v, tree, v.pgo.instrumented if v.pgo else None)
+    result = process.run(argv, log_file=vdir / "build.log", env=env)
+    if not result.ok:
+        return _fail(vdir, "configure", started, f"meson setup exited {result.returncode}")
     return 0
 
 
@@ -252,9 +271,13 @@ def _trained(m: Manifest, v: Order, p: Profiling, vdir: Path, tree: Path,
         if not raws or not merged.ok:
             return _fail(vdir, "pgo-merge", started, "llvm-profdata merge failed or the "
                          "training wrote no raw profile")
-    # CMake: configured again with the final flags, which rebuilds every object; make: clean
+    # CMake: configured again with the final flags, which rebuilds every object; meson: set up
+    # afresh with them (meson.py); make: clean
     clean = (_cmake_configure(m, v, tree) if m.system == "cmake"
+             else meson.setup(m, v, tree, wipe=True) if m.system == "meson"
              else ["make", "clean", *_make_options(m.make_args)])
+    if m.system == "meson":
+        env = env | meson.compilers(m, v)
     if not process.run(clean, cwd=tree, log_file=log, env=env).ok:
         return _fail(vdir, "pgo-clean", started, "cleaning the instrumented objects failed")
     return 0
@@ -281,6 +304,8 @@ def _build_argv(m: Manifest, v: Order, tree: Path, flags_list: list[str] | None 
     jobs = f"-j{v.jobs}"
     if m.system == "cmake":
         return ["cmake", "--build", str(tree), jobs, *m.make_args]
+    if m.system == "meson":
+        return meson.build(v, tree, m.make_args)
     # The project's own build (own_build.py) leaves CFLAGS and LDFLAGS to the Makefile or
     # configure; FLAGSWEEP_LDFLAGS is still set (empty), as make_args may name it.
     own = v.own_flags

@@ -211,7 +211,8 @@ def _package_tests(builds: list[VariantBuild], target: Target, manifest: Manifes
         if b.status != "ok" or b.reused or b.identical_to or b.variant.layout_of:
             continue
         vdir = b.log.parent
-        make = steps.make_variables(manifest, b.variant.id) if spec.system != "cmake" else []
+        make = (steps.make_variables(manifest, b.variant.id)
+                if spec.system in ("autotools", "make") else [])
         argv = package_tests.command(vdir / "tree", spec.tests, make)
         done = package_tests.run(vdir / "tree", argv, vdir, spec.tests_timeout,
                                  manifest.ccache_env)

@@ -10,7 +10,8 @@ file the build makes, and an input size by guesswork. Here each is found, not gu
 - the build dependencies: the stanza's Build-Depends, the missing ones installed as root (else
   the one `apt-get install` line to run), so a campaign does not stop where a person would
   have typed a command (packaging.py; --no-build-deps leaves them);
-- the build system: `configure` (autotools), `CMakeLists.txt` (cmake), a Makefile (make);
+- the build system: `configure` (autotools), `CMakeLists.txt` (cmake), `meson.build` (meson), a
+  Makefile (make);
   autoreconf first where the package's own build runs it (a tag archive without configure);
 - the executable: a trial -O2 build through flagsweep's own builder and audit, then the ELF
   executables it left in the build tree, of those Debian's binary packages ship the one named

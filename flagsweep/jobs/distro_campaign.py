@@ -39,7 +39,7 @@ from flagsweep.jobs import scaffold, sweep
 from flagsweep.measure.options import MeasureOptions
 from flagsweep.results.store import Store
 
-LIST_OPTIONS = ("--name", "--binary", "--run", "--version")
+LIST_OPTIONS = ("--name", "--binary", "--run", "--version", "--input")
 
 
 @dataclass
@@ -58,7 +58,8 @@ class CampaignFolder:
 
 def read_list(path: Path) -> list[model.CampaignPackage]:
     """The packages of a list file, in order. A line: PACKAGE [--name N] [--binary B]
-    [--run 'COMMAND'] [--version V]; `#` starts a comment."""
+    [--run 'COMMAND'] [--version V] [--input FILE]; `#` starts a comment; FILE is relative to
+    the list's folder."""
     try:
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as e:
@@ -102,7 +103,9 @@ def _entry(words: list[str], path: Path, number: int) -> model.CampaignPackage:
                              "campaign measures a command nobody has to write afterwards")
     return model.CampaignPackage(name=name, package=package, line=number,
                                  binary=given.get("binary"), run=run,
-                                 version=given.get("version"))
+                                 version=given.get("version"),
+                                 input=str((path.parent / given["input"]).absolute())
+                                 if "input" in given else None)
 
 
 def open_campaign(list_path: Path, out: Path, recipe: str) -> CampaignFolder:
@@ -127,7 +130,7 @@ def open_campaign(list_path: Path, out: Path, recipe: str) -> CampaignFolder:
                                  f"--name or another --out")
         elif p.status != "swept" and _line(p) != _line(e):
             # not measured yet: the line as it reads now (a binary named right this time)
-            for key in ("package", "version", "binary", "run", "line"):
+            for key in ("package", "version", "binary", "run", "input", "line"):
                 setattr(p, key, getattr(e, key))
             p.status, p.failed_stage, p.error, p.target = "pending", None, None, None
     files.make_dir(out, "--out")
@@ -136,7 +139,7 @@ def open_campaign(list_path: Path, out: Path, recipe: str) -> CampaignFolder:
 
 
 def _line(p: model.CampaignPackage) -> tuple:
-    return p.package, p.version, p.binary, p.run
+    return p.package, p.version, p.binary, p.run, p.input
 
 
 def _load(path: Path) -> model.Campaign:
@@ -200,7 +203,8 @@ def _generate(c: CampaignFolder, p: model.CampaignPackage, say: Callable[[str], 
     # A `new` stopped half-way left its files: take them away, as `new --force` would.
     again = (folder / "target.toml").exists()
     stages.generate(p.name, p.package, folder, say, version=p.version, jobs=stages.jobs,
-                    argv=list(p.run or []), binary=p.binary, force=again)
+                    argv=list(p.run or []), binary=p.binary, force=again,
+                    given=Path(p.input) if p.input else None)
     p.status, p.target = "generated", str((folder / "target.toml").relative_to(c.out))
 
 

@@ -53,7 +53,7 @@ class Generated:
         self.tmp, self.asked = tmp, []
 
     def __call__(self, name, package, folder, say, version=None, jobs=2, argv=None,
-                 binary=None, force=False) -> Path:
+                 binary=None, force=False, given=None) -> Path:
         self.asked.append(package)
         if force:
             shutil.rmtree(folder)
@@ -156,9 +156,10 @@ def test_a_campaign_folder_of_another_recipe_or_a_changed_line_is_refused(tmp_pa
     distro_campaign.open_campaign(path, tmp_path / "out", "distro")
     with pytest.raises(FlagsweepError, match="measures recipe 'distro', not 'olevels'"):
         distro_campaign.open_campaign(path, tmp_path / "out", "olevels")
-    path.write_text("a --run y --binary b\n")
+    path.write_text("a --run y --binary b --input in.wav\n")
     changed = distro_campaign.open_campaign(path, tmp_path / "out", "distro").doc.packages[0]
     assert (changed.run, changed.binary) == (["y"], "b"), "not swept yet: the line as it reads"
+    assert changed.input == str(tmp_path / "in.wav"), "an input is the list's folder's"
     changed.status = "swept"
     distro_campaign.open_campaign(path, tmp_path / "out", "distro").save()
     c = distro_campaign.open_campaign(path, tmp_path / "out", "distro")

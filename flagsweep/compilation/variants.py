@@ -210,7 +210,7 @@ def _package_tests(builds: list[VariantBuild], target: Target, manifest: Manifes
         make = steps.make_variables(manifest, b.variant.id) if spec.system != "cmake" else []
         argv = package_tests.command(vdir / "tree", spec.tests, make)
         done = package_tests.run(vdir / "tree", argv, vdir, spec.tests_timeout,
-                                 manifest.ccache_env)
+                                 manifest.ccache_env, steps.whole_build(manifest, b.variant.id))
         where = str(Path(done.log).relative_to(vdir.parent.parent)) if done.log else None
         b.package_tests = done.model_copy(update={"log": where})
         if done.status not in ("passed", "none"):
@@ -387,6 +387,8 @@ def _own_flags(target: Target, todo: list[Cell], sid: str, cache: Path,
     its compile lines when the cache has them (None: built in this superbuild)."""
     b = target.spec.build
     config = {"system": b.system, "configure_args": b.configure_args, "make_args": b.make_args}
+    if b.goal:      # built for its goal alone, like the variants (a key without it unchanged)
+        config |= {"goal": b.goal, "goal_dir": b.goal_dir}
     out = {}
     for name in sorted({v.compiler for v in todo}):
         k = own_build.key(sid, config, toolchain.describe(toolchain.resolve(name)))

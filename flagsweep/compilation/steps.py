@@ -45,6 +45,9 @@ from flagsweep.files import copy_sparse, write_atomic
 CONFIGURE_CFLAGS = "-O2"
 CMAKE_CONFIGS = ("DEBUG", "RELEASE", "RELWITHDEBINFO", "MINSIZEREL")
 ORIGIN_FILE = ".flagsweep-origin"
+# configure's own output, kept in the cached tree: what it said it left out (features.py) must
+# still be read when a later sweep reuses the tree without running configure
+OUTPUT_FILE = ".flagsweep-configure.log"
 
 
 def main(argv: list[str]) -> int:
@@ -60,7 +63,9 @@ def template(m: Manifest, name: str) -> int:
     t = m.templates[name]
     dest, log = t.dir, t.log
     if CONFIGURED.usable(dest, lambda tree: (tree / ORIGIN_FILE).exists()):
-        log.write_text(f"configure tree reused from the cache: {dest}\n")
+        said = dest / OUTPUT_FILE
+        log.write_text(f"configure tree reused from the cache: {dest}\n"
+                       + (said.read_text(errors="replace") if said.is_file() else ""))
         return 0
     root = dest.parent.parent
     tools = m.compilers[t.compiler]
@@ -74,6 +79,7 @@ def template(m: Manifest, name: str) -> int:
             log.open("a").write(f"\nflagsweep: configure failed (exit {result.returncode})\n")
             return 1
         (work / ORIGIN_FILE).write_text(str(work))
+        shutil.copyfile(log, work / OUTPUT_FILE)
         # Of two sweeps configuring the same tree at once, the first one's stays.
         CONFIGURED.publish(work, dest, root)
     return 0

@@ -39,6 +39,7 @@ class DebianRelease:
     version: str
     orig: str | None           # the orig tarball's file name (None: a native package)
     orig_sha256: str | None
+    build_depends: str = ""    # Build-Depends and Build-Depends-Arch, as the index has them
 
 
 def debian_releases(package: str, cache: Path | None = None) -> list[DebianRelease]:
@@ -90,8 +91,10 @@ def releases(options: list[str], package: str, workdir: Path,
                      (line.split() for line in fields.get("Checksums-Sha256", "").splitlines()
                       if len(line.split()) == 3)
                      if ".orig.tar." in name), (None, None))
+        depends = ", ".join(fields[k].strip() for k in ("Build-Depends", "Build-Depends-Arch")
+                            if fields.get(k, "").strip())
         found.setdefault(fields["Version"],
-                         DebianRelease(fields["Package"], fields["Version"], *orig))
+                         DebianRelease(fields["Package"], fields["Version"], *orig, depends))
     return sorted(found.values(), key=functools.cmp_to_key(_version_order))
 
 

@@ -2,7 +2,7 @@
 
 A project with hand-written SIMD in assembly builds it only when the assembler is there:
 libjpeg-turbo's cmake, without nasm, says `SIMD extensions: None (WITH_SIMD = 0)` and builds the
-plain C codec, several times slower, and a sweep of it answers about code no distribution ships
+plain C codec, and a sweep of it answers about code no distribution ships
 (Debian builds it with nasm). Nothing failed, so nothing said so. The configure output is kept
 (autotools: the configure log, also kept in the cached configure tree; cmake: the variant's
 build log up to its build command), and the lines that say such a path was left out are read
@@ -44,7 +44,10 @@ def said(text: str) -> list[str]:
     does not count when another was found (`checking for nasm... no`, then `yasm... yes`)."""
     present, lines = set(), []
     for raw in text.splitlines():
-        line = raw.strip().removeprefix("-- ").strip()[:300]
+        # configure's output is the project's text: kept printable, as a target file's comment
+        # (TOML refuses control characters there) and a page show it
+        line = "".join(c if c.isprintable() else "?"
+                       for c in raw.strip().removeprefix("-- ").strip()[:300])
         if not TOPIC.search(line):
             continue
         if FOUND.search(line):

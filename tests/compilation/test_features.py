@@ -124,3 +124,8 @@ def test_the_page_warns_once_for_the_variants_that_left_it_out():
     texts = [w.text for w in headline.warnings(fixture_model(doc)) if w.kind == "left-out"]
     assert texts == ["Built without SIMD: nasm missing (install nasm, then build again); "
                      "configure said `SIMD extensions: None (WITH_SIMD = 0)`."]
+
+
+def test_what_configure_printed_is_kept_printable():
+    # a target file's comment cannot hold a control character (TOML), nor a page a raw escape
+    assert features.said("checking for nasm\x1b[31m... no\r\n") == ["checking for nasm?[31m... no"]

@@ -43,7 +43,7 @@ def said(text: str) -> list[str]:
     each once, as printed (cmake's `-- ` taken off). A probe for one assembler that found none
     does not count when another was found (`checking for nasm... no`, then `yasm... yes`)."""
     present, lines = set(), []
-    for raw in text.splitlines():
+    for raw in _messages(text):
         # configure's output is the project's text: kept printable, as a target file's comment
         # (TOML refuses control characters there) and a page show it
         line = "".join(c if c.isprintable() else "?"
@@ -58,6 +58,28 @@ def said(text: str) -> list[str]:
         lines = [line for line in lines
                  if not (line.lower().startswith("checking") and _assemblers(line))]
     return lines[:LINES]
+
+
+def _messages(text: str) -> list[str]:
+    """The output's lines, with each message of a `CMake Warning at ...:` block as one line:
+    cmake wraps it (`SIMD extensions disabled: could not find NASM compiler.  Performance will`
+    / `suffer.`), indented under its header, up to the `Call Stack` or a blank line."""
+    out: list[str] = []
+    block = joining = False
+    for line in text.splitlines():
+        if re.match(r"CMake (Warning|Error)\b", line):
+            block, joining = True, False
+            out.append(line)
+        elif block and line.startswith("  ") and line.strip():
+            if joining:
+                out[-1] += " " + line.strip()
+            else:
+                out.append(line)
+            joining = True
+        else:
+            block = False
+            out.append(line)
+    return out
 
 
 def _assemblers(line: str) -> set[str]:

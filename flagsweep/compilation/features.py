@@ -1,9 +1,10 @@
 """What a build's configure or cmake said about its optional SIMD and assembly code.
 
 A project with hand-written SIMD in assembly builds it only when the assembler is there:
-libjpeg-turbo's cmake, without nasm, says `SIMD extensions: None (WITH_SIMD = 0)` and builds the
-plain C codec, and a sweep of it answers about code no distribution ships
-(Debian builds it with nasm). Nothing failed, so nothing said so. The configure output is kept
+libjpeg-turbo 2.1.5's cmake, without nasm, warns `SIMD extensions disabled: could not find NASM
+compiler` (configured with WITH_SIMD off, `SIMD extensions: None (WITH_SIMD = 0)`) and builds
+the plain C codec, and a sweep of it answers about code no distribution ships (Debian builds
+it with nasm). Nothing failed, so nothing said so. The configure output is kept
 (autotools: the configure log, also kept in the cached configure tree; cmake: the variant's
 build log up to its build command), and the lines that say such a path was left out are read
 from it here: a line naming SIMD, assembly or an assembler that says no, none, disabled, off,

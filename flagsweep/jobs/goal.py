@@ -67,8 +67,10 @@ def alone(d: Draft, path: Path, trial: Path, jobs: int, whole: variants.VariantB
         b = o2_build(target.load(str(path)), trial / f"goal-{n}", jobs)
         asked = command(d.system, goal, where)
         if b.status == "ok" and b.binary is not None and b.audit is not None:
-            same = ("the same code as the whole build's" if b.code_sha256 == whole.code_sha256
-                    else "its code hash differs from the whole build's")
+            # by functions, not the code hash: a CMake binary's run path names its own folder
+            same = ("the same functions as the whole build's"
+                    if b.functions_sha256 == whole.functions_sha256
+                    else "other functions than the whole build's: compare them before a sweep")
             d.goal_note = (f"built alone: `{asked}` made {d.binary} from {b.audit.compiles} of "
                            f"the whole build's {_compiles(whole)} compile lines ({same})")
             say(f"goal: {d.goal_note}")

@@ -1,13 +1,12 @@
 """`flagsweep new` builds the measured binary alone when that works (jobs/goal.py): the forms
-each build system takes, the whole build kept when none works, and a recursive make tree for
-real."""
+each build system takes, the whole build kept when none works (trial builds planted), and a
+recursive make tree's goal built for real."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from demo_source import release_of
 
 from flagsweep import model
 from flagsweep.compilation import debian, variants
@@ -37,7 +36,7 @@ def _build(status: str, compiles: int, links: int, detail: str = "") -> variants
     cell = matrix.expand(recipe.from_flags(["-O2"], ["gcc"])).variants[0]
     return variants.VariantBuild(
         variant=cell, status=status, log=Path("build.log"), detail=detail,
-        binary=Path("tree/src/tool") if status == "ok" else None, code_sha256="c0de",
+        binary=Path("tree/src/tool") if status == "ok" else None, functions_sha256="f00d",
         audit=model.AuditSummary(verified=status == "ok", compiles=compiles, links=links))
 
 
@@ -81,8 +80,8 @@ def test_the_first_form_that_builds_is_kept_with_its_compile_lines(tmp_path, tri
     b = goal.alone(d, tmp_path / "target.toml", tmp_path, 1, _build("ok", 279, 18), said.append)
     assert b.audit.compiles == 12 and (d.goal, d.goal_dir) == ("cjpeg", None)
     assert d.goal_note == ("built alone: `cmake --build TREE --target cjpeg` made cjpeg from 12 "
-                           "of the whole build's 279 compile lines (the same code as the whole "
-                           "build's)")
+                           "of the whole build's 279 compile lines (the same functions as the "
+                           "whole build's)")
     assert 'goal = "cjpeg"' in scaffold.render(d)
 
 
@@ -112,12 +111,20 @@ RECURSIVE = {
 
 
 @pytest.mark.integration
-def test_new_builds_a_recursive_trees_binary_in_its_folder(tmp_path, monkeypatch):
-    release_of(tmp_path, monkeypatch, RECURSIVE)
-    said: list[str] = []
-    path = scaffold.new("demo", "demo-src", tmp_path / "demo", said.append, binary="tool")
-    b = target.load(str(path)).spec.build
-    assert (b.binary, b.goal, b.goal_dir) == ("src/tool", "tool", "src")
-    assert "goal: `make src/tool` alone: failed" in said
-    assert ("# built alone: `make -C src tool` made src/tool from 2 of the whole build's 3 "
-            "compile lines") in path.read_text()
+def test_a_recursive_trees_binary_is_built_alone_in_its_folder_and_verified(tmp_path):
+    for name, text in RECURSIVE.items():
+        (tmp_path / "src" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "src" / name).write_text(text)
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "target.toml").write_text(
+        'summary = "a recursive tree"\nversion = "1.0"\n[source]\npath = "../src"\n'
+        '[build]\nsystem = "make"\nbinary = "src/tool"\ngoal = "tool"\ngoal_dir = "src"\n'
+        '[inputs]\nkind = "corpus"\nmegabytes = 1\nquick_megabytes = 1\n'
+        '[run]\nargv = ["{binary}"]\n[check]\nmethod = "exact"\n')
+    t = target.load(str(tmp_path / "t"))
+    m = matrix.expand(recipe.from_flags(["-O2"], ["gcc"]))
+    (b,) = variants.build_all(t, m, variants.Options(out_dir=tmp_path / "out", jobs=2))
+    # tool and the library it links, through src/Makefile's own rule; not `other`
+    assert b.status == "ok" and b.flags_verified and b.audit.compiles == 2
+    tree = tmp_path / "out" / "builds" / "gcc-O2" / "tree"
+    assert (tree / "src" / "tool").is_file() and not (tree / "src" / "other").exists()

@@ -64,7 +64,11 @@ def alone(d: Draft, path: Path, trial: Path, jobs: int, whole: variants.VariantB
     for n, (goal, where) in enumerate(candidates(d), 1):
         d.goal, d.goal_dir = goal, where
         path.write_text(render(d))
-        b = o2_build(target.load(str(path)), trial / f"goal-{n}", jobs)
+        try:
+            b = o2_build(target.load(str(path)), trial / f"goal-{n}", jobs)
+        except BaseException:
+            d.goal = d.goal_dir = None      # the file `new` leaves names no goal untried
+            raise
         asked = command(d.system, goal, where)
         if b.status == "ok" and b.binary is not None and b.audit is not None:
             # by functions, not the code hash: a CMake binary's run path names its own folder
@@ -100,4 +104,6 @@ def _reason(detail: str) -> str:
     """Why the build failed: make's own `***` line (no rule for the goal, or for what it
     links against) when it says one, else the compiler's first error (build_reason)."""
     said = [line.strip() for line in detail.splitlines() if "***" in line]
-    return (said[0] if said else build_reason(detail))[:200]
+    # a build log's text, bound for a TOML comment: printable only
+    return "".join(c if c.isprintable() else "?" for c in (said[0] if said else
+                                                           build_reason(detail))[:200])

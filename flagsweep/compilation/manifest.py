@@ -111,6 +111,8 @@ class Manifest:
     compilers: dict[str, Tools]
     templates: dict[str, Template]  # autotools only, keyed by superbuild.slug of the compiler
     variants: dict[str, Order]
+    goal: str | None = None         # the one goal that makes the binary (target.py's BuildSpec)
+    goal_dir: str | None = None     # a recursive make tree's folder that has the goal
 
     def __post_init__(self) -> None:
         if self.system not in SYSTEMS:

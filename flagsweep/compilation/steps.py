@@ -49,6 +49,9 @@ from flagsweep.files import copy_sparse, write_atomic
 CONFIGURE_CFLAGS = "-O2"
 CMAKE_CONFIGS = ("DEBUG", "RELEASE", "RELWITHDEBINFO", "MINSIZEREL")
 ORIGIN_FILE = ".flagsweep-origin"
+# configure's own output, kept in the cached tree: what it said it left out (features.py) must
+# still be read when a later sweep reuses the tree without running configure
+OUTPUT_FILE = ".flagsweep-configure.log"
 
 
 def main(argv: list[str]) -> int:
@@ -64,7 +67,9 @@ def template(m: Manifest, name: str) -> int:
     t = m.templates[name]
     dest, log = t.dir, t.log
     if CONFIGURED.usable(dest, lambda tree: (tree / ORIGIN_FILE).exists()):
-        log.write_text(f"configure tree reused from the cache: {dest}\n")
+        said = dest / OUTPUT_FILE
+        log.write_text(f"configure tree reused from the cache: {dest}\n"
+                       + (said.read_text(errors="replace") if said.is_file() else ""))
         return 0
     root = dest.parent.parent
     tools = m.compilers[t.compiler]
@@ -78,6 +83,7 @@ def template(m: Manifest, name: str) -> int:
             log.open("a").write(f"\nflagsweep: configure failed (exit {result.returncode})\n")
             return 1
         (work / ORIGIN_FILE).write_text(str(work))
+        shutil.copyfile(log, work / OUTPUT_FILE)
         # Of two sweeps configuring the same tree at once, the first one's stays.
         CONFIGURED.publish(work, dest, root)
     return 0
@@ -298,12 +304,16 @@ def _make_options(make_args: list[str]) -> list[str]:
     return out
 
 
-def _build_argv(m: Manifest, v: Order, tree: Path, flags_list: list[str] | None = None
-                ) -> list[str]:
+def _build_argv(m: Manifest, v: Order, tree: Path, flags_list: list[str] | None = None,
+                whole: bool = False) -> list[str]:
+    """The variant's build command: of the target's goal alone (the one binary measured), or
+    with whole, of everything the build makes (what a package's own tests may need)."""
     flags = shlex.join(v.flags if flags_list is None else flags_list)
     jobs = f"-j{v.jobs}"
+    goal = None if whole else m.goal
     if m.system == "cmake":
-        return ["cmake", "--build", str(tree), jobs, *m.make_args]
+        return ["cmake", "--build", str(tree), jobs, *(["--target", goal] if goal else []),
+                *m.make_args]
     if m.system == "meson":
         return meson.build(v, tree, m.make_args)
     # The project's own build (own_build.py) leaves CFLAGS and LDFLAGS to the Makefile or
@@ -311,7 +321,9 @@ def _build_argv(m: Manifest, v: Order, tree: Path, flags_list: list[str] | None 
     own = v.own_flags
     ldflags = "" if own else shlex.join(v.ldflags)
     mine = [] if own else [f"CFLAGS={flags}", f"CXXFLAGS={flags}"]
-    argv = ["make", jobs, *mine, f"{LINK_VARIABLE}={ldflags}"]
+    # a recursive tree's goal is its folder's own Makefile's: make -C DIR GOAL
+    folder = ["-C", m.goal_dir] if goal and m.goal_dir else []
+    argv = ["make", *folder, jobs, *mine, f"{LINK_VARIABLE}={ldflags}"]
     if m.system == "make" and not own:
         tools = m.compilers[v.compiler]
         argv += [f"CC={tools.cc}"] + ([f"CXX={tools.cxx}"] if tools.cxx else [])
@@ -319,7 +331,7 @@ def _build_argv(m: Manifest, v: Order, tree: Path, flags_list: list[str] | None 
             # A Makefile may link with `$(CC) -o prog $(OBJS) $(LDFLAGS)`, without CFLAGS: the
             # variant's link flags (a layout's shuffle, -flto) must reach that link too.
             argv.append(f"LDFLAGS={ldflags}")
-    return argv + m.make_args
+    return argv + m.make_args + ([goal] if goal else [])
 
 
 def make_variables(m: Manifest, vid: str) -> list[str]:
@@ -328,6 +340,15 @@ def make_variables(m: Manifest, vid: str) -> list[str]:
     sees the objects the build made as up to date."""
     v = m.variants[vid]
     return [a for a in _build_argv(m, v, v.dir / "tree")[1:] if "=" in a and not a.startswith("-")]
+
+
+def whole_build(m: Manifest, vid: str) -> list[str] | None:
+    """A CMake variant built for its goal alone: the command that builds the rest, as the
+    variant was built, for ctest's test programs (make's `check` builds them itself); None
+    when there is no rest."""
+    v = m.variants[vid]
+    return _build_argv(m, v, v.dir / "tree", whole=True) if m.goal and m.system == "cmake" \
+        else None
 
 
 # The variant's link flags alone, always set on make's command line (empty when it has none),

@@ -23,8 +23,8 @@ from pydantic import BaseModel, ConfigDict
 from flagsweep import files, model, shipped
 from flagsweep.compilation import audit as audit_mod
 from flagsweep.compilation import cache as build_cache
-from flagsweep.compilation import (binaries, fetch, fingerprint, own_build, package_tests,
-                                   pgo, snapshots, steps, superbuild)
+from flagsweep.compilation import (binaries, features, fetch, fingerprint, own_build,
+                                   package_tests, pgo, snapshots, steps, superbuild)
 from flagsweep.compilation.manifest import Manifest, Order, Status
 from flagsweep.host import environment, toolchain
 from flagsweep.experiment.matrix import Matrix, Cell
@@ -58,6 +58,7 @@ class VariantBuild:
     source_flags: dict[str, int] = field(default_factory=dict)  # flag -> places the source sets it
     dropped: dict[str, str] = field(default_factory=dict)   # project option -> where it came from
     package_tests: model.PackageTests | None = None   # the package's own suite on this build
+    left_out: model.LeftOut | None = None   # a SIMD or assembly path configure left out
 
     def contract(self, out_dir: Path) -> dict:
         """The results contract's `build` object."""
@@ -73,7 +74,8 @@ class VariantBuild:
                 "identical_to": self.identical_to, "flags_verified": self.flags_verified,
                 "detail": self.detail, "audit": self.audit.dump() if self.audit else None,
                 "reused": self.reused,
-                "package_tests": self.package_tests.dump() if self.package_tests else None}
+                "package_tests": self.package_tests.dump() if self.package_tests else None,
+                "left_out": self.left_out.dump() if self.left_out else None}
 
     @property
     def lto(self) -> bool | None:
@@ -215,7 +217,7 @@ def _package_tests(builds: list[VariantBuild], target: Target, manifest: Manifes
                 if spec.system in ("autotools", "make") else [])
         argv = package_tests.command(vdir / "tree", spec.tests, make)
         done = package_tests.run(vdir / "tree", argv, vdir, spec.tests_timeout,
-                                 manifest.ccache_env)
+                                 manifest.ccache_env, steps.whole_build(manifest, b.variant.id))
         where = str(Path(done.log).relative_to(vdir.parent.parent)) if done.log else None
         b.package_tests = done.model_copy(update={"log": where})
         if done.status not in ("passed", "none"):
@@ -279,13 +281,14 @@ class Kept(BaseModel):
     pgo: model.Pgo | None = None
     audit: model.AuditSummary | None = None
     package_tests: model.PackageTests | None = None   # the suite was run on this very binary
+    left_out: model.LeftOut | None = None     # what its configure said it left out
     stored: float | None = None
     binary_sha256: str | None = None
 
 
 # The names VariantBuild and Kept share: what a reused build takes from its entry.
 RECORDED = ("seconds", "code_sha256", "functions_sha256", "size_bytes", "sizes", "cpu_seconds",
-            "pgo", "audit", "package_tests")
+            "pgo", "audit", "package_tests", "left_out")
 
 
 def _record(b: VariantBuild) -> dict:
@@ -337,6 +340,7 @@ def _collect(v: Cell, manifest: Manifest, target: Target, out: Path,
     shutil.rmtree(vdir / steps.SNAPSHOTS, ignore_errors=True)
     dropped = _dropped(own, vdir, manifest, target, a)
     result.audit, result.flags_verified = a.summary(), a.verified
+    result.left_out = features.found(manifest, v.id)
     result.status = "ok" if a.verified else "flags-mismatch"
     if v.pgo:
         _profile_used(result, manifest.variants[v.id])
@@ -392,6 +396,8 @@ def _own_flags(target: Target, todo: list[Cell], sid: str, cache: Path,
     its compile lines when the cache has them (None: built in this superbuild)."""
     b = target.spec.build
     config = {"system": b.system, "configure_args": b.configure_args, "make_args": b.make_args}
+    if b.goal:      # built for its goal alone, like the variants (a key without it unchanged)
+        config |= {"goal": b.goal, "goal_dir": b.goal_dir}
     out = {}
     for name in sorted({v.compiler for v in todo}):
         k = own_build.key(sid, config, toolchain.describe(toolchain.resolve(name)))
@@ -483,6 +489,11 @@ def foreign(builds: list[VariantBuild]) -> list[str]:
     """Each shared library from outside the build trees that a measured binary loads, other
     than the C/C++ runtime, in one line: its code is in the run, and no flag touched it."""
     return binaries.foreign((b.binary.name, lib) for b in builds if b.binary for lib in b.external)
+
+
+def left_out(builds: list[VariantBuild], build_depends: str = "") -> list[str]:
+    """Each SIMD or assembly path the builds' configure left out, in one line."""
+    return features.lines((b.left_out for b in builds), build_depends)
 
 
 def _log_audit(log: Path, problems: list[str]) -> None:

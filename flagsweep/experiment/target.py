@@ -48,6 +48,19 @@ def check_relative(value: str) -> str:
     return value
 
 
+# A build goal (make's, or a CMake/Ninja target) names one file or rule: it is passed to make or
+# cmake as one argv element, so a leading '-' would make it an option, and '=' a variable.
+GOAL = re.compile(r"[A-Za-z0-9_.+][A-Za-z0-9_.+/-]*")
+
+
+def check_goal(value: str) -> str:
+    """goal and goal_dir: a name or path inside the build tree, never an option or a variable."""
+    if not GOAL.fullmatch(value) or ".." in PurePosixPath(value).parts:
+        raise ValueError(f"{value!r}: expected letters, digits and '_.+/-', not starting with "
+                         "'-' or '/', without '..' (a make goal or CMake target inside the tree)")
+    return value
+
+
 class DebianSpec(Strict):
     package: str
     version: str
@@ -175,12 +188,24 @@ class BuildSpec(Strict):
     # The package's own test command, run in each variant's tree; false: none; absent: detect.
     tests: list[str] | bool | None = None
     tests_timeout: Annotated[float, Field(gt=0)] = 600.0
+    # The one goal that makes the binary (`cmake --build --target GOAL`, `make GOAL`, in a
+    # recursive make tree `make -C GOAL_DIR GOAL`): the rest of the build is not built.
+    goal: str | None = None
+    goal_dir: str | None = None
 
     # The binary is looked up in the variant's build tree: it must be a file built there.
     _binary = field_validator("binary")(lambda cls, v: check_relative(v))
     # Project flags travel with the variant's flags, through make and CMake, as data.
     _flags = field_validator("project_flags")(lambda cls, v: check_project_flags(v))
     _dropped = field_validator("dropped_flags")(lambda cls, v: check_dropped(v))
+    _goal = field_validator("goal", "goal_dir")(lambda cls, v: v if v is None else check_goal(v))
+
+    @model_validator(mode="after")
+    def _goal_dir(self) -> "BuildSpec":
+        if self.goal_dir is not None and (self.goal is None or self.system == "cmake"):
+            raise ValueError("goal_dir needs a goal, and a make build (cmake builds a target "
+                             "from the top)")
+        return self
 
     @field_validator("configure_args", "make_args")
     @classmethod

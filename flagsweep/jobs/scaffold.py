@@ -17,6 +17,10 @@ file the build makes, and an input size by guesswork. Here each is found, not gu
   executables it left in the build tree, of those Debian's binary packages ship the one named
   like the package first (--binary names it; --force redoes a `new` whose folder has a target
   file);
+- the goal: that executable alone built on a trial (goal.py), so a variant does not build
+  the fifteen programs nobody measures; the whole build when alone does not work;
+- what configure left out: a SIMD or assembly path (nasm missing) said in a warning and the
+  file (compilation/features.py);
 - tolerated_flags: the code-generation flags the audit found on the project's compile lines that
   the variant did not ask for (never an -O level: that is what is measured), each with the
   count the trial saw; the build is repeated with them to show the file verifies;
@@ -54,6 +58,7 @@ from flagsweep.errors import FetchError, FlagsweepError
 from flagsweep.experiment import target
 from flagsweep.experiment.source import DebianSource, Source
 from flagsweep.jobs import packaging
+from flagsweep.jobs.goal import alone
 from flagsweep.jobs.project import detect_system, libtool_used, static
 from flagsweep.jobs.sizing import set_line, size_input
 from flagsweep.jobs.target_file import PLACEHOLDER_RUN, Draft, render
@@ -117,6 +122,7 @@ def new(name: str, package: str, folder: Path, say: Callable[[str], None],
     try:
         built = trial_builds(draft, path, trial, jobs, say)
         if built is not None:
+            built = alone(draft, path, trial, jobs, built, say)
             works = prove(draft, folder, built, say)
         if works:
             _size(draft, path, built, say)

@@ -31,6 +31,10 @@ class Draft:
     tracking_note: str = ""         # why dependency tracking stays on
     make_args: list[str] = field(default_factory=list)
     make_note: str = ""
+    goal: str | None = None         # the one goal that makes the binary (jobs/goal.py)
+    goal_dir: str | None = None
+    goal_note: str = ""             # what building it alone gave, or why the whole is built
+    left_out_note: str = ""         # a SIMD or assembly path configure left out
     source: Path | None = None      # the fetched tree, for reading its Makefile
     tolerated: dict[str, str] = field(default_factory=dict)   # flag -> what the trial saw
     kept: dict[str, str] = field(default_factory=dict)      # project option -> where it came from
@@ -120,6 +124,12 @@ def render(d: Draft) -> str:
     if d.make_args:
         lines.append(f"# {d.make_note}")
         lines.append(f"make_args = {_q(d.make_args)}")
+    if d.goal_note:
+        lines.append(f"# {d.goal_note}")
+    if d.goal:
+        lines.append(f"goal = {_q(d.goal)}")
+    if d.goal_dir:
+        lines.append(f"goal_dir = {_q(d.goal_dir)}")
     lines += _project_lines(d)
     if d.tolerated:
         lines.append("# Code-generation flags the project adds itself, which the audit ignores "
@@ -130,6 +140,8 @@ def render(d: Draft) -> str:
     if d.build_note:
         lines.append(f"# {d.build_note}")
         lines += [f"#   {line}" for line in d.build_errors]
+    if d.left_out_note:
+        lines.append(f"# WARNING: {d.left_out_note}")
     lines += ["", "[inputs]", *_inputs_lines(d), "", "[run]"]
     lines += [f"# {line}" for line in _run_finding(d)]
     lines += [

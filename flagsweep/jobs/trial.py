@@ -43,6 +43,10 @@ def trial_builds(d: Draft, path: Path, trial: Path, jobs: int,
             for line in variants.foreign([b]):
                 say(f"note: {line}")
                 d.build_note += f"; {line}"
+            # a SIMD or assembly path configure left out (nasm missing): not what ships
+            for line in variants.left_out([b], d.release.build_depends):
+                say(f"warning: {line}")
+                d.left_out_note = line
             return b
         if b.status != "ok" and attempt < TRIALS and libtool_configured(d, tree):
             continue

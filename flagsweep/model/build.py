@@ -46,6 +46,14 @@ class SharedLibrary(Record):
     runtime: Bool = False                    # the C/C++ runtime (libc, libm, libstdc++...)
 
 
+class LeftOut(Record):
+    """An optional SIMD or assembly path the build's configure or cmake left out
+    (compilation.features): the code built is the plain one, not what a distribution ships."""
+    kind: Str                                # SIMD | assembly
+    said: list[Str] = []                     # the configure output's lines that say so
+    missing: list[Str] = []                  # assemblers they name that the build's PATH lacks
+
+
 class PackageTests(Record):
     """The package's own test suite run on the variant's build (compilation.package_tests):
     passed, failed, timeout, or none (no suite found, `tests = false`, or not run)."""
@@ -80,3 +88,4 @@ class Build(Record):
     binary_sha256: Str | None = None        # a fleet build: the bytes the worker shipped
     audit: AuditSummary | None = None       # null: not audited (a copy, a cached build)
     package_tests: PackageTests | None = None   # null: not run (identical code, a cached build)
+    left_out: LeftOut | None = None         # a SIMD or assembly path configure left out

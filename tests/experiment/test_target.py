@@ -394,3 +394,33 @@ def test_non_utf8_target_names_the_file(tmp_path):
     assert str(info.value) == (f"{path.resolve()}: not UTF-8 text (TOML files are UTF-8): "
                                "byte 0xe9 at offset 14")
 
+
+
+# --- build.goal: one argv element for make or cmake, never an option, a variable or a way out ---
+
+def test_a_goal_and_its_folder_load_as_written(tmp_path):
+    path = _write(tmp_path / "prog", _edit(VALID, 'binary = "prog"\n',
+                                           'binary = "src/prog"\ngoal = "prog"\ngoal_dir = "src"\n'))
+    b = target.load(str(path)).spec.build
+    assert (b.goal, b.goal_dir) == ("prog", "src")
+
+
+@pytest.mark.parametrize("goal", ["-k", "--eval=x", "CFLAGS=-O0", "../prog", "/usr/bin/prog",
+                                  "a b", "$(shell id)", "prog;id", ""])
+def test_a_goal_that_make_would_read_as_more_than_a_goal_is_refused(tmp_path, goal):
+    msg, _ = _load_error(tmp_path, _edit(VALID, 'binary = "prog"\n',
+                                         f'binary = "prog"\ngoal = {goal!r}\n'.replace("'", '"')))
+    assert "key 'build.goal'" in msg and "not starting with '-' or '/'" in msg
+
+
+def test_a_goal_folder_needs_a_goal_and_a_make_build(tmp_path):
+    msg, _ = _load_error(tmp_path, _edit(VALID, 'binary = "prog"\n',
+                                         'binary = "prog"\ngoal_dir = "src"\n'))
+    assert "goal_dir needs a goal, and a make build" in msg
+    cmake = _edit(VALID, 'system = "autotools"', 'system = "cmake"')
+    msg, _ = _load_error(tmp_path / "c", _edit(cmake, 'binary = "prog"\n',
+                                                'binary = "prog"\ngoal = "prog"\ngoal_dir = "x"\n'))
+    assert "goal_dir needs a goal, and a make build" in msg
+    msg, _ = _load_error(tmp_path / "d", _edit(VALID, 'binary = "prog"\n',
+                                                'binary = "prog"\ngoal = "p"\ngoal_dir = "-C"\n'))
+    assert "key 'build.goal_dir'" in msg

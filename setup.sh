@@ -10,8 +10,9 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-PACKAGES=(cmake ninja-build ccache gcc g++ clang lld llvm libclang-rt-dev make binutils dpkg-dev xz-utils git
-          python3 python3-venv linux-perf valgrind)
+# meson: a target with `[build] system = "meson"` is set up with it (built by ninja-build's Ninja).
+PACKAGES=(cmake ninja-build meson ccache gcc g++ clang lld llvm libclang-rt-dev make binutils dpkg-dev
+          xz-utils git python3 python3-venv linux-perf valgrind)
 # The report's browser test opens index.html in headless Chromium (tests/browser.py); the
 # store's tests start a throwaway PostgreSQL server (tests/conftest.py postgres_url); the
 # quality check's test decodes real MP3s with Debian's lame (tests/workload/test_quality.py); `new`'s

@@ -112,8 +112,8 @@ def pick(paths: list[Path], baseline_isa: str | None = None, threshold_pct: floa
     for c in candidates:
         _combine(c)
     for c in candidates:
-        c.size_ratio = _cost(c.id, by_program, lambda b: (b.sizes or {}).get("text"))
-        c.build_cpu_ratio = _cost(c.id, by_program, lambda b: b.cpu_seconds)
+        c.size_ratio = _cost(c.id, by_program, text_size)
+        c.build_cpu_ratio = _cost(c.id, by_program, build_cpu)
     doc0 = docs[0][1]
     named = names.label(next(v for v in doc0.variants if v.id == doc0.baseline), doc0)
     chosen, why = _choose(candidates, named if doc0.distro else baseline, threshold_pct)
@@ -124,19 +124,32 @@ def pick(paths: list[Path], baseline_isa: str | None = None, threshold_pct: floa
     return p
 
 
+def text_size(b: Build) -> float | None:
+    """The loaded image's text bytes (build.sizes): what a change adds to every install."""
+    return (b.sizes or {}).get("text")
+
+
+def build_cpu(b: Build) -> float | None:
+    """The build's CPU seconds (build.cpu_seconds): what a change adds to every rebuild."""
+    return b.cpu_seconds
+
+
+def cost(doc: Results, vid: str, of: Callable[[Build], float | None]) -> float | None:
+    """A variant's build cost (`of`: text_size, build_cpu) against its baseline's in one
+    sweep; None without both figures."""
+    builds = {v.id: v.build for v in doc.variants}
+    mine, base = (of(builds[i]) if i in builds else None for i in (vid, doc.baseline))
+    return mine / base if mine and base else None
+
+
 def _cost(vid: str, by_program: dict[str, list], of: Callable[[Build], float | None]
           ) -> float | None:
     """The geometric mean over programs of a build's cost against its baseline's (one result
     per program: the binaries are the same on every machine); None without every figure."""
-    ratios = []
-    for group in by_program.values():
-        doc = group[0][1]
-        builds = {v.id: v.build for v in doc.variants}
-        mine, base = (of(builds[i]) if i in builds else None for i in (vid, doc.baseline))
-        if not mine or not base:
-            return None
-        ratios.append(mine / base)
-    return math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else None
+    ratios = [cost(group[0][1], vid, of) for group in by_program.values()]
+    if not ratios or None in ratios:
+        return None
+    return math.exp(sum(map(math.log, ratios)) / len(ratios))
 
 
 def answer(p: Pick, threshold_pct: float, baseline: str) -> str:

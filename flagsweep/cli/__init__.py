@@ -40,6 +40,7 @@ COMMANDS = {
     "dashboard": "flagsweep.cli.reading:dashboard_cmd",
     "merge": "flagsweep.cli.reading:merge_cmd",
     "pick": "flagsweep.cli.reading:pick_cmd",
+    "distro": "flagsweep.cli.reading:distro_cmd",
     "schema": "flagsweep.cli.reading:schema_cmd",
 }
 

@@ -1,4 +1,5 @@
-"""Commands over finished sweeps: report, compare, suite, history, dashboard, merge, pick."""
+"""Commands over finished sweeps: report, compare, suite, history, dashboard, merge, pick,
+distro."""
 
 from __future__ import annotations
 
@@ -352,6 +353,32 @@ def pick_cmd(paths, baseline_isa, threshold_pct, as_json, partial) -> None:
         click.echo(json.dumps(dataclasses.asdict(p), indent=1))
     else:
         terminal.show_pick(p)
+
+
+@click.command("distro")
+@click.argument("folder", metavar="DIR", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--out", "out_dir", type=Folder(),
+              help="Folder for distro.html and distro.csv [default: DIR].")
+@click.option("--threshold", "threshold_pct", type=THRESHOLD,
+              help="The pick across packages must beat the baseline by more than this, in % "
+                   "[default: the sweeps'].")
+@click.option("--partial", is_flag=True,
+              help="Count packages whose sweep stopped early because the machine was busy "
+                   "as measured; without it they are listed as not measured.")
+def distro_cmd(folder, out_dir, threshold_pct, partial) -> None:
+    """A campaign's distro report again, from DIR/campaign.json: each change's effect on each
+    package with its interval, verdict, size, build time and own tests; across packages the
+    geometric mean, the share faster / equivalent / slower / undecided / broken, the spread,
+    pick's choice and its worst package; the packages not measured and the campaign's costs.
+    distro.html and distro.csv."""
+    from flagsweep import report
+    from flagsweep.errors import FlagsweepError
+
+    campaign_json = folder / "campaign.json"
+    if not campaign_json.is_file():
+        raise FlagsweepError(f"{folder}: no campaign.json there (DIR is the folder a "
+                             "campaign swept its packages into)")
+    click.echo(str(report.write_distro(campaign_json, out_dir, threshold_pct, partial)))
 
 
 def _located(args, scratch: Path) -> list[Path]:

@@ -32,8 +32,12 @@ from flagsweep.cli.params import say
 @click.option("--force", is_flag=True,
               help="Redo NAME: remove the target file, trial builds and input an earlier "
                    "`new` wrote there first.")
+@click.option("--no-build-deps", "no_build_deps", is_flag=True,
+              help="Leave the package's Build-Depends alone (else, as root, the missing ones are "
+                   "installed with apt-get; not as root, the command is named).")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Parallel compile jobs.")
-def new_cmd(name, package, version, url, run_line, given, size, binary, force, jobs) -> None:
+def new_cmd(name, package, version, url, run_line, given, size, binary, force, no_build_deps,
+            jobs) -> None:
     """Write ./NAME/target.toml for Debian's source PACKAGE: the release and its sha256, the
     build system, the executable and the flags the project adds itself, learned from a trial
     -O2 build; and an input sized by a timed run (or your own, --input), on which the run
@@ -43,16 +47,18 @@ def new_cmd(name, package, version, url, run_line, given, size, binary, force, j
 
     jobs = jobs or selection.cpu_count()
     if size:
-        if package or version or url or run_line or given or binary or force:
+        if package or version or url or run_line or given or binary or force or no_build_deps:
             raise click.UsageError("--size re-times an existing target: no --debian, --version, "
-                                   "--url, --run, --input, --binary or --force")
+                                   "--url, --run, --input, --binary, --force or "
+                                   "--no-build-deps")
         click.echo(str(scaffold.resize(name, say, jobs)))
         return
     if not package:
         raise click.UsageError("--debian PACKAGE: which Debian source package holds the program")
     argv = shlex.split(run_line) if run_line else None
     path = scaffold.new(name, package, Path(name), say, version=version, url=url, jobs=jobs,
-                        argv=argv, given=given, binary=binary, force=force)
+                        argv=argv, given=given, binary=binary, force=force,
+                        build_deps=not no_build_deps)
     todo = ("check its [check]" if argv else
             "write its [run] argv and [check]" if given else
             f"write its [run] argv and [check], then `flagsweep new --size {name}`")

@@ -246,9 +246,12 @@ def run_cmd(confirm, wait, resume_id, all_, skip, scheduler, cpu_labels, **kw) -
               help="Take the packages that failed before again (by default they stay failed).")
 @click.option("--wait", is_flag=True,
               help="If another sweep measures on this CPU, wait for it instead of refusing.")
+@click.option("--scheduler", metavar="ADDRESS",
+              help="Run on a Dask cluster (tcp://HOST:8786): each package generated and swept "
+                   "whole on one worker, one package a worker at a time; see docs/fleet.md.")
 @measure_options
 def campaign_cmd(packages, recipe_name, compilers, out_dir, jobs, package_tests, retry_failed,
-                 wait, **kw) -> None:
+                 wait, scheduler, **kw) -> None:
     """For each line of PACKAGES.txt (a Debian source package and its run command: `zopfli
     --run '{binary} -c {input}'`), write its target file as `flagsweep new --debian` does,
     then sweep it with the recipe; then the distro report across them. Resumable: run the
@@ -264,8 +267,12 @@ def campaign_cmd(packages, recipe_name, compilers, out_dir, jobs, package_tests,
                            package_tests=package_tests)
     chosen.recipe_of(sel)       # a recipe that does not load stops before any package
     c = distro_campaign.open_campaign(packages, out, recipe_name)
-    stages = distro_campaign.Stages(jobs=jobs or chosen.cpu_count())
-    distro_campaign.run(c, sel, mopts, store.Store(), say, stages, retry_failed, wait)
+    db = store.Store()
+    if scheduler:
+        distro_campaign.run_on(scheduler, c, sel, mopts, db.url, say, retry_failed)
+    else:
+        stages = distro_campaign.Stages(jobs=jobs or chosen.cpu_count())
+        distro_campaign.run(c, sel, mopts, db, say, stages, retry_failed, wait)
     click.echo(str(distro_campaign.report(c, mopts.threshold_pct, say)))
 
 
@@ -396,11 +403,13 @@ def _print_builds(builds, m) -> None:
              + ("; secs 'reused': from the build cache (--rebuild builds again)"
                 if any(b.reused for b in builds) else "")]
     lines += [f"\n{b.variant.id}: {b.status}\n{b.detail}" for b in builds if b.status != "ok"]
-    lines += [f"\n{b.variant.id}: fails its own tests ({t.status}, {' '.join(t.command or [])}; "
-              f"{t.log})\n{t.tail or ''}" for b in builds
-              if (t := b.package_tests) is not None and t.status in ("failed", "timeout")]
+    # (a walrus in a comprehension binds in this function: named `t`, it replaced the table)
+    lines += [f"\n{b.variant.id}: fails its own tests ({own.status}, "
+              f"{' '.join(own.command or [])}; {own.log})\n{own.tail or ''}" for b in builds
+              if (own := b.package_tests) is not None and own.status in ("failed", "timeout")]
     lines += [f"\n{fix}" for fix in dict.fromkeys(f for b in builds for f in b.fixes)]
     lines += [f"\nnote: {line}" for line in variants.foreign(builds)]
+    lines += [f"\nwarning: {line}" for line in variants.left_out(builds)]
     show.echo(t, *lines)
 
 

@@ -39,6 +39,10 @@ class DebianRelease:
     version: str
     orig: str | None           # the orig tarball's file name (None: a native package)
     orig_sha256: str | None
+    # the stanza's relation fields and binary packages, as the index writes them (untrusted)
+    build_depends: str = ""         # Build-Depends, then Build-Depends-Arch
+    package_list: str = ""
+    binary: str = ""
 
 
 def debian_releases(package: str, cache: Path | None = None) -> list[DebianRelease]:
@@ -90,8 +94,11 @@ def releases(options: list[str], package: str, workdir: Path,
                      (line.split() for line in fields.get("Checksums-Sha256", "").splitlines()
                       if len(line.split()) == 3)
                      if ".orig.tar." in name), (None, None))
-        found.setdefault(fields["Version"],
-                         DebianRelease(fields["Package"], fields["Version"], *orig))
+        depends = ", ".join(v.strip() for k in ("Build-Depends", "Build-Depends-Arch")
+                            if (v := fields.get(k, "")).strip())
+        found.setdefault(fields["Version"], DebianRelease(
+            fields["Package"], fields["Version"], *orig, build_depends=depends,
+            package_list=fields.get("Package-List", ""), binary=fields.get("Binary", "")))
     return sorted(found.values(), key=functools.cmp_to_key(_version_order))
 
 
@@ -112,7 +119,8 @@ def _showsrc_fields(stanza: str) -> dict[str, str]:
     key = None
     for line in stanza.splitlines():
         if line[:1] in (" ", "\t") and key:
-            fields[key] += line.strip() + "\n"
+            # a folded field (Build-Depends over lines) keeps its words apart
+            fields[key] += ("\n" if not fields[key].endswith("\n") else "") + line.strip() + "\n"
         elif ":" in line:
             key, value = line.split(":", 1)
             fields[key] = value.strip() + ("\n" if not value.strip() else "")

@@ -21,7 +21,7 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-from flagsweep import __version__, files
+from flagsweep import __version__, files, process
 from flagsweep.caches import DOWNLOADS, SOURCES
 from flagsweep.compilation.debian import (apt_get_source, apt_tree, orig_uri, pick_orig,
                                           releases)
@@ -31,6 +31,7 @@ from flagsweep.compilation.tarball import extract
 from flagsweep.errors import FetchError
 from flagsweep.experiment.source import DebianSource, Source
 from flagsweep.experiment.target import Target
+from flagsweep.host import environment
 
 log = logging.getLogger("flagsweep.compilation.fetch")
 
@@ -213,20 +214,49 @@ def _orig_alone(source: Source, versions: list[str], listed: dict[str, str | Non
 
 
 def prepare(source: Source, *, offline: bool = False, cache: Path | None = None) -> Path:
-    """fetch + extract into cache/src/<name>-<version>-<sha256[:12]>/ once; return the tree.
+    """fetch + extract into cache/src/<name>-<version>-<sha256[:12]>/ once; return the tree
+    (with source.autoreconf, `autoreconf -fi` run in it, under the name ending -autoreconf).
 
     Extraction goes to a temp dir renamed into place, so an existing tree is always complete
     and a second call just returns it. Trees are shared read-only by all variant builds
     (builds are out-of-tree).
     """
-    tree = SOURCES.entry(f"{source.name}-{source.version}-{source.sha256[:12]}", cache)
+    name = f"{source.name}-{source.version}-{source.sha256[:12]}"
+    tree = SOURCES.entry(name + ("-autoreconf" if source.autoreconf else ""), cache)
     if SOURCES.usable(tree):
         return tree
     tarball = fetch(source, offline=offline, cache=cache)
     with SOURCES.draft(cache, folder=True) as draft:
         extract(tarball, draft, source.strip_components)
         log.info("%s: extracted %s into %s", source.name, tarball.name, tree)
+        if source.autoreconf:
+            autoreconf(draft, source.name)
         return SOURCES.publish(draft, tree, cache)
+
+
+AUTORECONF_TIMEOUT = 900
+
+
+def autoreconf(tree: Path, name: str) -> None:
+    """`autoreconf -fi` in an unpacked tree, as Debian's dh_autoreconf runs it: configure,
+    the Makefile.in files and libtool's scripts made from configure.ac by this machine's
+    autotools. The project's own build system, trusted as its Makefile is, run in the build's
+    written environment; FetchError with its last lines when it fails."""
+    argv = ["autoreconf", "-fi"]
+    try:
+        done = process.run(argv, cwd=tree, env=environment.clean(), timeout=AUTORECONF_TIMEOUT,
+                           guard=True)
+    except FileNotFoundError:
+        raise FetchError(f"target {name!r}: [build] autoreconf needs autoreconf, which is not "
+                         "installed: apt-get install autoconf automake libtool (as root)") \
+            from None
+    except process.TimeoutExpired:
+        raise FetchError(f"target {name!r}: autoreconf -fi ran over {AUTORECONF_TIMEOUT} s") \
+            from None
+    if not done.ok:
+        raise FetchError(f"target {name!r}: autoreconf -fi failed (exit {done.returncode}) in "
+                         f"its unpacked source:\n{done.tail(8)}")
+    shutil.rmtree(tree / "autom4te.cache", ignore_errors=True)
 
 
 def use_source_dir(path: Path) -> Path:

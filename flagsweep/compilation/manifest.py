@@ -15,7 +15,7 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-SYSTEMS = ("autotools", "cmake", "make")
+SYSTEMS = ("autotools", "cmake", "meson", "make")
 STATES = ("running", "ok", "failed")
 
 
@@ -128,6 +128,8 @@ class Manifest:
     templates: dict[str, Template]  # autotools only, keyed by superbuild.slug of the compiler
     variants: dict[str, Order]
     dependencies: list[Dependency] = field(default_factory=list)   # built first, in order
+    goal: str | None = None         # the one goal that makes the binary (target.py's BuildSpec)
+    goal_dir: str | None = None     # a recursive make tree's folder that has the goal
 
     def __post_init__(self) -> None:
         if self.system not in SYSTEMS:

@@ -27,7 +27,10 @@ def detect(tree: Path) -> list[str] | None:
     if (tree / "CTestTestfile.cmake").is_file():
         return ["ctest", "--output-on-failure"]
     if (tree / "meson-private").is_dir():
-        return ["meson", "test"]
+        # in the tree it was set up in, with the variant's flags: its Ninja rebuild compiles
+        # the test programs through the wrapper as the build did; a failing test's own log
+        # goes to the output, so the record's tail says which and why
+        return ["meson", "test", "--print-errorlogs"]
     if (tree / "Makefile").is_file():
         try:
             probe = process.run(["make", "-q", "check"], cwd=tree, timeout=60,
@@ -52,8 +55,11 @@ def command(tree: Path, configured: list[str] | bool | None,
 
 
 def run(tree: Path, argv: list[str] | None, vdir: Path, timeout: float = TIMEOUT_S,
-        ccache_env: dict[str, str] | None = None) -> model.PackageTests:
-    """Run the suite in the tree; its status, time and (failed) the log's last lines."""
+        ccache_env: dict[str, str] | None = None,
+        first: list[str] | None = None) -> model.PackageTests:
+    """Run the suite in the tree; its status, time and (failed) the log's last lines. first:
+    the rest of a build made for one goal, which the suite's programs need (ctest builds
+    none), run before it within the same timeout."""
     if argv is None:
         return model.PackageTests(status="none")
     log = vdir / LOG
@@ -61,8 +67,12 @@ def run(tree: Path, argv: list[str] | None, vdir: Path, timeout: float = TIMEOUT
     env = environment.build(ccache_env or {}, vdir / "tests-compile.jsonl")
     started = time.monotonic()
     try:
-        done = process.run(argv, cwd=tree, env=env, timeout=timeout, log_file=log, guard=True)
-        status = "passed" if done.ok else "failed"
+        built = first is None or process.run(first, cwd=tree, env=env, timeout=timeout,
+                                             log_file=log, guard=True).ok
+        left = max(1.0, timeout - (time.monotonic() - started))
+        done = process.run(argv, cwd=tree, env=env, timeout=left, log_file=log,
+                           guard=True) if built else None
+        status = "passed" if done is not None and done.ok else "failed"
     except process.TimeoutExpired:
         status = "timeout"
     except FileNotFoundError:

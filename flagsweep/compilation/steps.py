@@ -1,9 +1,10 @@
-"""The step driver: how one variant of an autotools, CMake or plain-make project is built.
+"""The step driver: how one variant of an autotools, CMake, meson or plain-make project is built.
 
 The superbuild (CMakeLists.txt) calls `python -m flagsweep.compilation.steps MANIFEST STEP NAME`:
 
   template COMPILER   autotools only: run ./configure once per compiler into a cached tree
-  prepare  VARIANT    give the variant its own build tree (copy of the template, or cmake configure)
+  prepare  VARIANT    give the variant its own build tree (copy of the template, cmake configure,
+                      or meson setup)
   build    VARIANT    compile with exactly the variant's flags, every compile through the wrapper
                       (a profile-guided variant first builds instrumented, trains, cleans: pgo.py)
 
@@ -13,12 +14,14 @@ flags on top (the audit checks it):
     time (`make CFLAGS=...`), which is what defeats configure scripts that add their own -O3;
   - cmake: CMAKE_C_FLAGS with the build type empty and every CMAKE_<LANG>_FLAGS_<CONFIG> blanked,
     because CMake appends those after the user's flags;
+  - meson: c_args and c_link_args (and the cpp pair) with the build type plain (meson.py);
   - make: CC, CXX, CFLAGS and CXXFLAGS on the make command line, which overrides hard-coded ones,
     and LDFLAGS too when the variant has link flags (a Makefile may link without CFLAGS);
   - autotools and make: FLAGSWEEP_LDFLAGS, the variant's link flags alone, for a target's
     make_args to hand to the variable its link rule reads (link_fix says which).
 The project's own build (an `own_flags` entry, own_build.py) is the same without any of those
-flags: make without CFLAGS/CXXFLAGS/LDFLAGS, CMake with the project's own build type and flags.
+flags: make without CFLAGS/CXXFLAGS/LDFLAGS, CMake and meson with the project's own build type
+and flags.
 
 Each step writes the variant's status.json and appends to its build.log; a failure exits 1 so
 Ninja skips the variant's later steps, while `-k 0` keeps every other variant going.
@@ -37,7 +40,7 @@ from pathlib import Path
 
 from flagsweep import process
 from flagsweep.caches import CONFIGURED
-from flagsweep.compilation import dependency
+from flagsweep.compilation import dependency, meson
 from flagsweep.compilation.manifest import Manifest, Order, Profiling, Status, Tools
 from flagsweep.host import environment
 from flagsweep.files import copy_sparse, write_atomic
@@ -46,6 +49,9 @@ from flagsweep.files import copy_sparse, write_atomic
 CONFIGURE_CFLAGS = dependency.CONFIGURE_CFLAGS
 CMAKE_CONFIGS = ("DEBUG", "RELEASE", "RELWITHDEBINFO", "MINSIZEREL")
 ORIGIN_FILE = ".flagsweep-origin"
+# configure's own output, kept in the cached tree: what it said it left out (features.py) must
+# still be read when a later sweep reuses the tree without running configure
+OUTPUT_FILE = ".flagsweep-configure.log"
 
 
 def main(argv: list[str]) -> int:
@@ -61,7 +67,9 @@ def template(m: Manifest, name: str) -> int:
     t = m.templates[name]
     dest, log = t.dir, t.log
     if CONFIGURED.usable(dest, lambda tree: (tree / ORIGIN_FILE).exists()):
-        log.write_text(f"configure tree reused from the cache: {dest}\n")
+        said = dest / OUTPUT_FILE
+        log.write_text(f"configure tree reused from the cache: {dest}\n"
+                       + (said.read_text(errors="replace") if said.is_file() else ""))
         return 0
     root = dest.parent.parent
     tools = m.compilers[t.compiler]
@@ -83,6 +91,7 @@ def template(m: Manifest, name: str) -> int:
             log.open("a").write(f"\nflagsweep: configure failed (exit {result.returncode})\n")
             return 1
         (work / ORIGIN_FILE).write_text(str(work))
+        shutil.copyfile(log, work / OUTPUT_FILE)
         # Of two sweeps configuring the same tree at once, the first one's stays.
         CONFIGURED.publish(work, dest, root)
     return 0
@@ -104,6 +113,9 @@ def prepare(m: Manifest, vid: str) -> int:
         relocate(tree, (tmpl.dir / ORIGIN_FILE).read_text(), str(tree))
     elif m.system == "make":
         _copy_tree(m.source, tree, vdir / "build.log")
+    elif m.system == "meson":
+        if (failed := _meson_setup(m, v, tree, started)):
+            return failed
     else:
         # CMake fixes the flags at configure: a profile-guided variant starts instrumented
         flags = v.pgo.instrumented if v.pgo else None
@@ -120,6 +132,18 @@ def prepare(m: Manifest, vid: str) -> int:
             return _fail(vdir, "configure", started, f"cmake configure exited {result.returncode}")
     _status(vdir, Status(status="running", stage="build", started=started,
                          cpu_seconds=_children_cpu()))
+    return 0
+
+
+def _meson_setup(m: Manifest, v: Order, tree: Path, started: float) -> int:
+    """meson setup of the variant's tree: 0, or the step's failure. Like CMake, meson fixes
+    the flags at setup: a profile-guided variant starts instrumented."""
+    vdir = v.dir
+    env = _env(m, vdir / "configure.jsonl") | meson.compilers(m, v)
+    argv = meson.setup(m, v, tree, v.pgo.instrumented if v.pgo else None)
+    result = process.run(argv, log_file=vdir / "build.log", env=env)
+    if not result.ok:
+        return _fail(vdir, "configure", started, f"meson setup exited {result.returncode}")
     return 0
 
 
@@ -288,9 +312,13 @@ def _trained(m: Manifest, v: Order, p: Profiling, vdir: Path, tree: Path,
         if not raws or not merged.ok:
             return _fail(vdir, "pgo-merge", started, "llvm-profdata merge failed or the "
                          "training wrote no raw profile")
-    # CMake: configured again with the final flags, which rebuilds every object; make: clean
+    # CMake: configured again with the final flags, which rebuilds every object; meson: set up
+    # afresh with them (meson.py); make: clean
     clean = (_cmake_configure(m, v, tree) if m.system == "cmake"
+             else meson.setup(m, v, tree, wipe=True) if m.system == "meson"
              else ["make", "clean", *_make_options(m.make_args)])
+    if m.system == "meson":
+        env = env | meson.compilers(m, v)
     if not process.run(clean, cwd=tree, log_file=log, env=env).ok:
         return _fail(vdir, "pgo-clean", started, "cleaning the instrumented objects failed")
     return 0
@@ -311,18 +339,26 @@ def _make_options(make_args: list[str]) -> list[str]:
     return out
 
 
-def _build_argv(m: Manifest, v: Order, tree: Path, flags_list: list[str] | None = None
-                ) -> list[str]:
+def _build_argv(m: Manifest, v: Order, tree: Path, flags_list: list[str] | None = None,
+                whole: bool = False) -> list[str]:
+    """The variant's build command: of the target's goal alone (the one binary measured), or
+    with whole, of everything the build makes (what a package's own tests may need)."""
     flags = shlex.join(v.flags if flags_list is None else flags_list)
     jobs = f"-j{v.jobs}"
+    goal = None if whole else m.goal
     if m.system == "cmake":
-        return ["cmake", "--build", str(tree), jobs, *m.make_args]
+        return ["cmake", "--build", str(tree), jobs, *(["--target", goal] if goal else []),
+                *m.make_args]
+    if m.system == "meson":
+        return meson.build(v, tree, m.make_args)
     # The project's own build (own_build.py) leaves CFLAGS and LDFLAGS to the Makefile or
     # configure; FLAGSWEEP_LDFLAGS is still set (empty), as make_args may name it.
     own = v.own_flags
     ldflags = "" if own else shlex.join(v.ldflags)
     mine = [] if own else [f"CFLAGS={flags}", f"CXXFLAGS={flags}"]
-    argv = ["make", jobs, *mine, f"{LINK_VARIABLE}={ldflags}"]
+    # a recursive tree's goal is its folder's own Makefile's: make -C DIR GOAL
+    folder = ["-C", m.goal_dir] if goal and m.goal_dir else []
+    argv = ["make", *folder, jobs, *mine, f"{LINK_VARIABLE}={ldflags}"]
     if m.system == "make" and not own:
         tools = m.compilers[v.compiler]
         argv += [f"CC={tools.cc}"] + ([f"CXX={tools.cxx}"] if tools.cxx else [])
@@ -330,7 +366,7 @@ def _build_argv(m: Manifest, v: Order, tree: Path, flags_list: list[str] | None 
             # A Makefile may link with `$(CC) -o prog $(OBJS) $(LDFLAGS)`, without CFLAGS: the
             # variant's link flags (a layout's shuffle, -flto) must reach that link too.
             argv.append(f"LDFLAGS={ldflags}")
-    return argv + m.make_args
+    return argv + m.make_args + ([goal] if goal else [])
 
 
 def make_variables(m: Manifest, vid: str) -> list[str]:
@@ -339,6 +375,15 @@ def make_variables(m: Manifest, vid: str) -> list[str]:
     sees the objects the build made as up to date."""
     v = m.variants[vid]
     return [a for a in _build_argv(m, v, v.dir / "tree")[1:] if "=" in a and not a.startswith("-")]
+
+
+def whole_build(m: Manifest, vid: str) -> list[str] | None:
+    """A CMake variant built for its goal alone: the command that builds the rest, as the
+    variant was built, for ctest's test programs (make's `check` builds them itself); None
+    when there is no rest."""
+    v = m.variants[vid]
+    return _build_argv(m, v, v.dir / "tree", whole=True) if m.goal and m.system == "cmake" \
+        else None
 
 
 # The variant's link flags alone, always set on make's command line (empty when it has none),

@@ -103,8 +103,8 @@ def manifest(target: Target, variants: list[Cell], source: Path, out: Path, cach
                      for n in names}
     return Manifest(
         system=b.system, source=source, binary=b.binary,
-        configure_args=b.configure_args, make_args=b.make_args,
-        ccache_env=environment.ccache(cache, out), compilers=compilers,
+        configure_args=b.configure_args, make_args=b.make_args, goal=b.goal,
+        goal_dir=b.goal_dir, ccache_env=environment.ccache(cache, out), compilers=compilers,
         templates=templates,
         variants={v.id: _entry(target, v, out, per_variant_jobs, training)
                   for v in variants},

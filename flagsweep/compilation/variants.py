@@ -23,8 +23,8 @@ from pydantic import BaseModel, ConfigDict
 from flagsweep import files, model, shipped
 from flagsweep.compilation import audit as audit_mod
 from flagsweep.compilation import cache as build_cache
-from flagsweep.compilation import (binaries, dependency, fetch, fingerprint, own_build,
-                                   package_tests, pgo, snapshots, steps, superbuild)
+from flagsweep.compilation import (binaries, dependency, features, fetch, fingerprint,
+                                   own_build, package_tests, pgo, snapshots, steps, superbuild)
 from flagsweep.compilation.manifest import Manifest, Order, Status
 from flagsweep.host import environment, toolchain
 from flagsweep.experiment.matrix import Matrix, Cell
@@ -59,6 +59,7 @@ class VariantBuild:
     dropped: dict[str, str] = field(default_factory=dict)   # project option -> where it came from
     package_tests: model.PackageTests | None = None   # the package's own suite on this build
     dependencies: list[model.DependencyBuild] = field(default_factory=list)   # built with it
+    left_out: model.LeftOut | None = None   # a SIMD or assembly path configure left out
 
     def contract(self, out_dir: Path) -> dict:
         """The results contract's `build` object."""
@@ -75,7 +76,8 @@ class VariantBuild:
                 "detail": self.detail, "audit": self.audit.dump() if self.audit else None,
                 "reused": self.reused,
                 "package_tests": self.package_tests.dump() if self.package_tests else None,
-                "dependencies": [d.dump() for d in self.dependencies] or None}
+                "dependencies": [d.dump() for d in self.dependencies] or None,
+                "left_out": self.left_out.dump() if self.left_out else None}
 
     @property
     def lto(self) -> bool | None:
@@ -124,10 +126,14 @@ class Options:
 
 def source_tree(target: Target, opts: Options) -> Path:
     """The target's source: --source-dir, a shipped local folder, or the fetched tarball."""
-    if opts.source_dir is not None:
-        return fetch.use_source_dir(opts.source_dir)
-    local = target.local_source()
+    local = (fetch.use_source_dir(opts.source_dir) if opts.source_dir is not None
+             else target.local_source())
     if local is not None:
+        if target.spec.build.autoreconf and not (local / "configure").is_file():
+            # autoreconf writes into the tree: only ever into the cache's own copy
+            log.warning("%s: [build] autoreconf is run on a fetched source only, never in a "
+                        "folder of yours; %s has no configure: run `autoreconf -fi` there",
+                        target.path, local)
         return local
     return fetch.prepare(target.tarball(), offline=opts.offline, cache=opts.cache)
 
@@ -217,10 +223,11 @@ def _package_tests(builds: list[VariantBuild], target: Target, manifest: Manifes
         if b.status != "ok" or b.reused or b.identical_to or b.variant.layout_of:
             continue
         vdir = b.log.parent
-        make = steps.make_variables(manifest, b.variant.id) if spec.system != "cmake" else []
+        make = (steps.make_variables(manifest, b.variant.id)
+                if spec.system in ("autotools", "make") else [])
         argv = package_tests.command(vdir / "tree", spec.tests, make)
         done = package_tests.run(vdir / "tree", argv, vdir, spec.tests_timeout,
-                                 manifest.ccache_env)
+                                 manifest.ccache_env, steps.whole_build(manifest, b.variant.id))
         where = str(Path(done.log).relative_to(vdir.parent.parent)) if done.log else None
         b.package_tests = done.model_copy(update={"log": where})
         if done.status not in ("passed", "none"):
@@ -284,13 +291,14 @@ class Kept(BaseModel):
     pgo: model.Pgo | None = None
     audit: model.AuditSummary | None = None
     package_tests: model.PackageTests | None = None   # the suite was run on this very binary
+    left_out: model.LeftOut | None = None     # what its configure said it left out
     stored: float | None = None
     binary_sha256: str | None = None
 
 
 # The names VariantBuild and Kept share: what a reused build takes from its entry.
 RECORDED = ("seconds", "code_sha256", "functions_sha256", "size_bytes", "sizes", "cpu_seconds",
-            "pgo", "audit", "package_tests")
+            "pgo", "audit", "package_tests", "left_out")
 
 
 def _record(b: VariantBuild) -> dict:
@@ -342,6 +350,7 @@ def _collect(v: Cell, manifest: Manifest, target: Target, out: Path,
     shutil.rmtree(vdir / steps.SNAPSHOTS, ignore_errors=True)
     dropped = _dropped(own, vdir, manifest, target, a)
     result.audit, result.flags_verified = a.summary(), a.verified
+    result.left_out = features.found(manifest, v.id)
     result.status = "ok" if a.verified else "flags-mismatch"
     if v.pgo:
         _profile_used(result, manifest.variants[v.id])
@@ -397,6 +406,8 @@ def _own_flags(target: Target, todo: list[Cell], sid: str, cache: Path,
     its compile lines when the cache has them (None: built in this superbuild)."""
     b = target.spec.build
     config = {"system": b.system, "configure_args": b.configure_args, "make_args": b.make_args}
+    if b.goal:      # built for its goal alone, like the variants (a key without it unchanged)
+        config |= {"goal": b.goal, "goal_dir": b.goal_dir}
     out = {}
     for name in sorted({v.compiler for v in todo}):
         k = own_build.key(sid, config, toolchain.describe(toolchain.resolve(name)))
@@ -495,6 +506,11 @@ def foreign(builds: list[VariantBuild]) -> list[str]:
                     "of that name into its tree: its link took the system's shared library; "
                     "build the dependency static (configure_args = [\"--disable-shared\"]) "
                     "(docs/targets.md, dependencies)" for name, lib, path in sorted(shadowed)]
+
+
+def left_out(builds: list[VariantBuild], build_depends: str = "") -> list[str]:
+    """Each SIMD or assembly path the builds' configure left out, in one line."""
+    return features.lines((b.left_out for b in builds), build_depends)
 
 
 def _log_audit(log: Path, problems: list[str]) -> None:

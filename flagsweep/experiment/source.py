@@ -30,6 +30,9 @@ class Source:
     sha256: str  # of the upstream tarball (Debian's orig tarball has the same bytes)
     debian: DebianSource | None
     strip_components: int = 1  # tarballs hold one top dir; we extract its contents
+    # `autoreconf -fi` on the unpacked tree, as the package's own build does (a tag archive
+    # without `configure`; Debian's dh_autoreconf): another tree in the cache
+    autoreconf: bool = False
 
     def __post_init__(self) -> None:
         # Checked here so that a typo in a target file fails before any download.

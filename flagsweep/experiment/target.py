@@ -1,7 +1,7 @@
 """Target files: `targets/<name>/target.toml` describes one real program.
 
 A target says where its source comes from (upstream tarball + sha256, a Debian source package as
-the offline fallback, or a local directory), how it builds (autotools, cmake, make), which binary
+the offline fallback, or a local directory), how it builds (autotools, cmake, meson, make), which binary
 is measured, how its input is generated, how it is run, and how its output is checked. The
 format is documented in docs/targets.md; this module is its single source of truth.
 """
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Literal, Union
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from flagsweep import shipped
 from flagsweep.errors import ConfigError
@@ -45,6 +45,19 @@ def check_relative(value: str) -> str:
     if not value or path.is_absolute() or ".." in path.parts or path == PurePosixPath("."):
         raise ValueError("expected a path inside the build tree, relative to it and "
                          "without '..'")
+    return value
+
+
+# A build goal (make's, or a CMake/Ninja target) names one file or rule: it is passed to make or
+# cmake as one argv element, so a leading '-' would make it an option, and '=' a variable.
+GOAL = re.compile(r"[A-Za-z0-9_.+][A-Za-z0-9_.+/-]*")
+
+
+def check_goal(value: str) -> str:
+    """goal and goal_dir: a name or path inside the build tree, never an option or a variable."""
+    if not GOAL.fullmatch(value) or ".." in PurePosixPath(value).parts:
+        raise ValueError(f"{value!r}: expected letters, digits and '_.+/-', not starting with "
+                         "'-' or '/', without '..' (a make goal or CMake target inside the tree)")
     return value
 
 
@@ -128,9 +141,44 @@ def check_dropped(options: list[str]) -> list[str]:
     return options
 
 
+# The meson options flagsweep sets itself on every variant's `meson setup` (compilation/meson.py):
+# a target's configure_args naming one would replace the variant's flags, or the build type that
+# keeps meson's own -O and -g out.
+MESON_OWN = ("buildtype", "optimization", "debug", "c_args", "cpp_args", "c_link_args",
+             "cpp_link_args", "wrap_mode")
+MESON_OPTION = re.compile(r"-D([A-Za-z0-9_][A-Za-z0-9_.:-]*)=(.*)", re.S)
+
+
+def check_meson_setup(configure_args: list[str]) -> list[str]:
+    """A meson target's configure_args: `meson setup` options, one argv element each,
+    `-Dname=value`: never an option flagsweep sets itself, nor a word meson would read as the
+    source or build folder."""
+    for arg in configure_args:
+        option = MESON_OPTION.fullmatch(arg)
+        if option is None:
+            raise ValueError(f"{arg!r}: a meson target's configure_args are `meson setup` "
+                             "options, one string each: \"-Dname=value\"")
+        if option.group(1) in MESON_OWN:
+            raise ValueError(f"{arg!r}: flagsweep sets {option.group(1)} itself on every "
+                             "variant (its flags are the only ones); leave it out")
+    return configure_args
+
+
+def check_ninja_targets(make_args: list[str]) -> list[str]:
+    """A meson target's make_args: Ninja targets (a file or target of the build tree), never
+    an option: `-t` runs Ninja's tools, `-C` and `-f` read another build file."""
+    for arg in make_args:
+        if not arg or arg.startswith("-"):
+            raise ValueError(f"{arg!r}: a meson target's make_args are Ninja targets (e.g. "
+                             "the binary's path in the build tree), never an option")
+    return make_args
+
+
 class BuildSpec(Strict):
-    system: Literal["autotools", "cmake", "make"]
+    system: Literal["autotools", "cmake", "meson", "make"]
     binary: str
+    # `autoreconf -fi` on the fetched source before anything is configured (autotools)
+    autoreconf: bool = False
     configure_args: list[str] = []
     make_args: list[str] = []
     project_flags: list[str] = []
@@ -140,12 +188,33 @@ class BuildSpec(Strict):
     # The package's own test command, run in each variant's tree; false: none; absent: detect.
     tests: list[str] | bool | None = None
     tests_timeout: Annotated[float, Field(gt=0)] = 600.0
+    # The one goal that makes the binary (`cmake --build --target GOAL`, `make GOAL`, in a
+    # recursive make tree `make -C GOAL_DIR GOAL`): the rest of the build is not built.
+    goal: str | None = None
+    goal_dir: str | None = None
 
     # The binary is looked up in the variant's build tree: it must be a file built there.
     _binary = field_validator("binary")(lambda cls, v: check_relative(v))
     # Project flags travel with the variant's flags, through make and CMake, as data.
     _flags = field_validator("project_flags")(lambda cls, v: check_project_flags(v))
     _dropped = field_validator("dropped_flags")(lambda cls, v: check_dropped(v))
+    _goal = field_validator("goal", "goal_dir")(lambda cls, v: v if v is None else check_goal(v))
+
+    @model_validator(mode="after")
+    def _goal_dir(self) -> "BuildSpec":
+        if self.goal_dir is not None and (self.goal is None or self.system == "cmake"):
+            raise ValueError("goal_dir needs a goal, and a make build (cmake builds a target "
+                             "from the top)")
+        return self
+
+    @field_validator("configure_args", "make_args")
+    @classmethod
+    def _meson(cls, v: list[str], info: ValidationInfo) -> list[str]:
+        # system is declared first, so it is validated (or missing) by now
+        if info.data.get("system") != "meson":
+            return v
+        return (check_meson_setup if info.field_name == "configure_args"
+                else check_ninja_targets)(v)
 
     @field_validator("tests")
     @classmethod
@@ -321,7 +390,8 @@ class Target:
         debian = source.DebianSource(s.debian.package, s.debian.version) if s.debian else None
         return source.Source(name=d.name if d else self.name,
                              version=d.version if d else self.spec.version, urls=tuple(s.urls),
-                             sha256=s.sha256, debian=debian, strip_components=s.strip_components)
+                             sha256=s.sha256, debian=debian, strip_components=s.strip_components,
+                             autoreconf=False if d else self.spec.build.autoreconf)
 
     def local_source(self, dependency: DependencySpec | None = None) -> Path | None:
         """The source directory of a target (or one of its dependencies) that ships its own

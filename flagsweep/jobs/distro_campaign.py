@@ -19,7 +19,10 @@ At the end the distro report is drawn over every package swept (report.write_dis
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import shutil
+import socket
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -27,7 +30,7 @@ from typing import Callable
 
 from pydantic import ValidationError
 
-from flagsweep import files, model
+from flagsweep import caches, files, model
 from flagsweep.compilation import selection
 from flagsweep.errors import FlagsweepError, Interrupted
 from flagsweep.host import launcher
@@ -36,7 +39,7 @@ from flagsweep.jobs import scaffold, sweep
 from flagsweep.measure.options import MeasureOptions
 from flagsweep.results.store import Store
 
-LIST_OPTIONS = ("--name", "--binary", "--run", "--version")
+LIST_OPTIONS = ("--name", "--binary", "--run", "--version", "--input")
 
 
 @dataclass
@@ -55,7 +58,8 @@ class CampaignFolder:
 
 def read_list(path: Path) -> list[model.CampaignPackage]:
     """The packages of a list file, in order. A line: PACKAGE [--name N] [--binary B]
-    [--run 'COMMAND'] [--version V]; `#` starts a comment."""
+    [--run 'COMMAND'] [--version V] [--input FILE]; `#` starts a comment; FILE is relative to
+    the list's folder."""
     try:
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as e:
@@ -99,7 +103,9 @@ def _entry(words: list[str], path: Path, number: int) -> model.CampaignPackage:
                              "campaign measures a command nobody has to write afterwards")
     return model.CampaignPackage(name=name, package=package, line=number,
                                  binary=given.get("binary"), run=run,
-                                 version=given.get("version"))
+                                 version=given.get("version"),
+                                 input=str((path.parent / given["input"]).absolute())
+                                 if "input" in given else None)
 
 
 def open_campaign(list_path: Path, out: Path, recipe: str) -> CampaignFolder:
@@ -115,15 +121,25 @@ def open_campaign(list_path: Path, out: Path, recipe: str) -> CampaignFolder:
                                  f"not {recipe!r}: give another --out")
     known = {p.name: p for p in c.doc.packages}
     for e in entries:
-        if e.name not in known:
+        p = known.get(e.name)
+        if p is None:
             c.doc.packages.append(e)
-        elif (known[e.name].package, known[e.name].run) != (e.package, e.run):
-            raise FlagsweepError(f"{list_path}:{e.line}: {e.name} was started with another "
-                                 f"package or run command; give it another --name or another "
-                                 f"--out")
+        elif p.status == "swept" and _line(p) != _line(e):
+            raise FlagsweepError(f"{list_path}:{e.line}: {e.name} was swept with another "
+                                 f"package, version, binary or run command; give it another "
+                                 f"--name or another --out")
+        elif p.status != "swept" and _line(p) != _line(e):
+            # not measured yet: the line as it reads now (a binary named right this time)
+            for key in ("package", "version", "binary", "run", "input", "line"):
+                setattr(p, key, getattr(e, key))
+            p.status, p.failed_stage, p.error, p.target = "pending", None, None, None
     files.make_dir(out, "--out")
     c.save()
     return c
+
+
+def _line(p: model.CampaignPackage) -> tuple:
+    return p.package, p.version, p.binary, p.run, p.input
 
 
 def _load(path: Path) -> model.Campaign:
@@ -187,7 +203,8 @@ def _generate(c: CampaignFolder, p: model.CampaignPackage, say: Callable[[str], 
     # A `new` stopped half-way left its files: take them away, as `new --force` would.
     again = (folder / "target.toml").exists()
     stages.generate(p.name, p.package, folder, say, version=p.version, jobs=stages.jobs,
-                    argv=list(p.run or []), binary=p.binary, force=again)
+                    argv=list(p.run or []), binary=p.binary, force=again,
+                    given=Path(p.input) if p.input else None)
     p.status, p.target = "generated", str((folder / "target.toml").relative_to(c.out))
 
 
@@ -231,3 +248,97 @@ def report(c: CampaignFolder, threshold_pct: float, say: Callable[[str], None]) 
         if p.status == "failed":
             say(f"  {p.name} failed at {p.failed_stage}: {(p.error or '').splitlines()[0]}")
     return pages.write_distro(c.path, c.out, threshold_pct)
+
+
+def run_on(scheduler: str, c: CampaignFolder, sel: selection.Selection, opts: MeasureOptions,
+           store_url: str, say: Callable[[str], None], retry_failed: bool = False) -> None:
+    """The campaign on a Dask cluster (`flagsweep worker`s): one package a task, generated and
+    swept whole on one worker, which holds its bench slot for it (so a worker measures one
+    package at a time, never beside another's build); its target file and results.json come
+    back into OUT, campaign.json after each. A package cut off on a worker starts again whole
+    on the next run: its samples are in the store, but a resume needs the worker's folder."""
+    from distributed import as_completed
+
+    from flagsweep.jobs import fleet, worker
+
+    todo = [p for p in c.doc.packages if p.status != "swept"
+            and (p.status != "failed" or retry_failed)]
+    client = fleet.connect(scheduler)
+    try:
+        # the worker's own CPUs build; its folders are its own
+        what = replace(sel, target_name=None, out_dir=None, jobs=None)
+        jobs = {client.submit(package_task, _afresh(p), c.doc.recipe, what, opts, store_url,
+                              f"{c.out.name}-{p.name}",
+                              pure=False, resources={worker.BENCH: 1}): p for p in todo}
+        say(f"campaign: {len(jobs)} packages sent to the cluster at {scheduler}, one a worker")
+        for future in as_completed(jobs):
+            p = jobs[future]
+            try:
+                _take(c, p, future.result())
+            except FlagsweepError as e:
+                p.status, p.failed_stage, p.error = "failed", p.failed_stage or "sweep", str(e)
+            c.save()
+            say(f"campaign: {p.name} {p.status}" + (f" at {p.failed_stage}" if p.error else ""))
+    finally:
+        client.close()
+
+
+def _afresh(p: model.CampaignPackage) -> dict:
+    """The package as a worker takes it: from the start (its folder here is not the worker's)."""
+    return p.model_copy(update={"status": "pending", "failed_stage": None, "error": None,
+                                "target": None, "results": None}).dump()
+
+
+def package_task(entry: dict, recipe_name: str, sel: selection.Selection,
+                 opts: MeasureOptions, store_url: str, run_name: str) -> dict:
+    """On a worker: one package generated and swept in a folder of the worker's own, into the
+    store the driver names (refused if the worker's is another). Returns the package's record
+    and the texts of its target file and results.json."""
+    from flagsweep.jobs import worker
+    from flagsweep.results.store import Store
+
+    db = Store()
+    if db.url != store_url:
+        raise FlagsweepError(f"worker {socket.gethostname()} writes to the store {db.url}, the "
+                             f"campaign to {store_url}: start the worker with the same --db / "
+                             "FLAGSWEEP_DB")
+    p = model.CampaignPackage.model_validate(entry)
+    out = caches.FLEET.folder() / "campaign" / run_name
+    shutil.rmtree(out, ignore_errors=True)      # a package is redone whole on a worker
+    c = CampaignFolder(out, model.Campaign(schema=model.CAMPAIGN_SCHEMA, packages_file="-",
+                                           recipe=recipe_name, packages=[p]))
+    files.make_dir(out)
+    if os.environ.get(worker.CPU_ENV):
+        opts.cpu = int(os.environ[worker.CPU_ENV])
+    run(c, sel, opts, db, lambda text: None, Stages(jobs=selection.cpu_count()), True)
+    return {"package": p.dump(),
+            "target": _text(out / p.target) if p.target else None,
+            "results": _text(out / p.results) if p.results else None}
+
+
+def _text(path: Path) -> str:
+    return path.read_text()
+
+
+def _take(c: CampaignFolder, p: model.CampaignPackage, got: dict) -> None:
+    """A worker's answer into OUT: the package's record (its own name and list line kept), the
+    target file and results.json written under OUT and read back as the models they must be,
+    the results' page drawn here."""
+    from flagsweep import report as pages
+    from flagsweep.results import reader
+
+    done = model.CampaignPackage.model_validate(got["package"])
+    for key in ("status", "failed_stage", "error", "generate_seconds", "sweep_seconds"):
+        setattr(p, key, getattr(done, key))
+    if got.get("target"):
+        target_file = c.out / "targets" / p.name / "target.toml"
+        files.make_dir(target_file.parent)
+        files.write_atomic(target_file, got["target"])
+        p.target = str(target_file.relative_to(c.out))
+    if p.status == "swept":
+        results = c.out / "runs" / p.name / "results.json"
+        files.make_dir(results.parent)
+        files.write_atomic(results, got["results"] or "")
+        reader.load(results)            # a worker's answer is data: refused unless results
+        p.results = str(results.relative_to(c.out))
+        pages.write(results, results.parent)

@@ -62,7 +62,7 @@ def workload_option(t: target.Target, inp: inputs.Input) -> dict:
     spec = t.spec.run
     return {"argv": spec.argv, "inputs": [str(inp.path)], "stdout": spec.stdout,
             "input_sha256": inp.sha256, "input": inp.description, "timeout": spec.timeout,
-            "target_file": str(t.path)}
+            "target_file": str(t.path), "build_system": t.spec.build.system}
 
 
 def write_files(store: Store, run_id: str, out: Path, say: Callable[[str], None],

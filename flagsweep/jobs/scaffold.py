@@ -7,10 +7,20 @@ file the build makes, and an input size by guesswork. Here each is found, not gu
 
 - the release: Debian's Sources index (debian.debian_releases) gives every version with its orig
   tarball's name and sha256, newest first; the tarball is fetched and verified like any target's;
-- the build system: `configure` (autotools), `CMakeLists.txt` (cmake), a Makefile (make);
+- the build dependencies: the stanza's Build-Depends, the missing ones installed as root (else
+  the one `apt-get install` line to run), so a campaign does not stop where a person would
+  have typed a command (packaging.py; --no-build-deps leaves them);
+- the build system: `configure` (autotools), `CMakeLists.txt` (cmake), `meson.build` (meson), a
+  Makefile (make);
+  autoreconf first where the package's own build runs it (a tag archive without configure);
 - the executable: a trial -O2 build through flagsweep's own builder and audit, then the ELF
-  executables it left in the build tree, the one named like the package first (--binary names
-  it; --force redoes a `new` whose folder has a target file);
+  executables it left in the build tree, of those Debian's binary packages ship the one named
+  like the package first (--binary names it; --force redoes a `new` whose folder has a target
+  file);
+- the goal: that executable alone built on a trial (goal.py), so a variant does not build
+  the fifteen programs nobody measures; the whole build when alone does not work;
+- what configure left out: a SIMD or assembly path (nasm missing) said in a warning and the
+  file (compilation/features.py);
 - tolerated_flags: the code-generation flags the audit found on the project's compile lines that
   the variant did not ask for (never an -O level: that is what is measured), each with the
   count the trial saw; the build is repeated with them to show the file verifies;
@@ -34,6 +44,7 @@ chooses the check, target_file.py holds the Draft and writes the file.
 from __future__ import annotations
 
 import re
+import shlex
 import shutil
 import tomllib
 from pathlib import Path
@@ -43,9 +54,11 @@ from pydantic import ValidationError
 
 from flagsweep import files
 from flagsweep.compilation import debian, fetch, tarball, variants
-from flagsweep.errors import FlagsweepError
+from flagsweep.errors import FetchError, FlagsweepError
 from flagsweep.experiment import target
 from flagsweep.experiment.source import DebianSource, Source
+from flagsweep.jobs import packaging
+from flagsweep.jobs.goal import alone
 from flagsweep.jobs.project import detect_system, libtool_used, static
 from flagsweep.jobs.sizing import set_line, size_input
 from flagsweep.jobs.target_file import PLACEHOLDER_RUN, Draft, render
@@ -59,13 +72,15 @@ NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 def new(name: str, package: str, folder: Path, say: Callable[[str], None],
         version: str | None = None, url: str | None = None, jobs: int = 2,
         argv: list[str] | None = None, given: Path | None = None, binary: str | None = None,
-        force: bool = False) -> Path:
+        force: bool = False, build_deps: bool = True) -> Path:
     """Write folder/target.toml for Debian's source package; returns its path. The file is
     written even when a step fails, with that step's finding in a comment. argv: the run
     command, if the user knows it already (the input is then sized for it, and it is run once
     to prove it works). given: the user's input file, measured instead of a corpus. binary:
-    the executable to measure (else the one the trial build made named like the package, or
-    the largest). force: redo a `new` whose folder holds a target file already."""
+    the executable to measure (else, of those the trial build made, one Debian's binary
+    packages ship, named like the package first, or the largest). force: redo a `new` whose
+    folder holds a target file already. build_deps: install the package's Build-Depends that
+    are missing (as root; else name the command)."""
     path = folder / "target.toml"
     if path.exists() and not force:
         raise FlagsweepError(f"{path} exists: edit it, size its input with `flagsweep new --size "
@@ -90,7 +105,11 @@ def new(name: str, package: str, folder: Path, say: Callable[[str], None],
         _check_input(given, folder)
     if force:
         _clear(folder, given, say)
-    tree = draft.source = fetch.prepare(_source(draft))
+    if build_deps:
+        packaging.build_dependencies(draft, say)
+    else:
+        draft.depends_note = ["Build-Depends not looked at (--no-build-deps)"]
+    tree = draft.source = _regenerated(draft, fetch.prepare(_source(draft)), say)
     draft.system, draft.configure_args, note = detect_system(tree)
     say(f"{package}: {note}")
     if draft.system == "autotools" and (why := libtool_used(tree)):
@@ -103,6 +122,7 @@ def new(name: str, package: str, folder: Path, say: Callable[[str], None],
     try:
         built = trial_builds(draft, path, trial, jobs, say)
         if built is not None:
+            built = alone(draft, path, trial, jobs, built, say)
             works = prove(draft, folder, built, say)
         if works:
             _size(draft, path, built, say)
@@ -124,8 +144,36 @@ def _build_deps(d: Draft) -> str:
     """A failed configure or compile is most often a missing library: Debian knows which."""
     if d.binary_given and not d.build_errors:
         return ""       # the build went through; the executable named is not among its own
-    return (f". If a header or library is missing, Debian's build dependencies of the package "
-            f"are `apt-get build-dep {d.release.package}` (as root)")
+    if d.depends_command:
+        return (f". Debian's build dependencies of {d.release.package} are not all installed: "
+                f"as root, `{shlex.join(d.depends_command)}`")
+    if d.depends_note:           # what was met, or could not be, or was not looked at
+        return f". {'; '.join(d.depends_note)}"
+    return ""
+
+
+def _regenerated(d: Draft, tree: Path, say: Callable[[str], None]) -> Path:
+    """The tree autoreconf'd where the package's own build runs autoreconf (a tree without
+    configure cannot be built otherwise; one with it keeps it if autoreconf fails here)."""
+    why = packaging.autoreconf_reason(tree, d.release.build_depends)
+    if why is None:
+        return tree
+    say(f"{d.package}: autoreconf -fi: {why}")
+    d.autoreconf = True
+    try:
+        regenerated = fetch.prepare(_source(d))
+    except FetchError as e:
+        if not (tree / "configure").is_file():
+            raise
+        d.autoreconf = False
+        lines = str(e).splitlines()
+        d.autoreconf_note = (f"not autoreconf'd, though {why}: autoreconf -fi failed here "
+                             f"({lines[-1].strip() if lines else e}), so the source's own "
+                             "configure is used")
+        say(f"{d.package}: {d.autoreconf_note}")
+        return tree
+    d.autoreconf_note = f"autoreconf -fi on the fetched source, as {why}"
+    return regenerated
 
 
 def resize(name_or_path: str, say: Callable[[str], None], jobs: int = 2) -> Path:
@@ -176,7 +224,8 @@ def _check_run(argv: list[str]) -> None:
 def _source(d: Draft) -> Source:
     return Source(name=d.name, version=d.upstream, urls=tuple(d.urls),
                   sha256=d.release.orig_sha256,
-                  debian=DebianSource(d.release.package, d.release.version))
+                  debian=DebianSource(d.release.package, d.release.version),
+                  autoreconf=d.autoreconf)
 
 
 TAKEN = {"target.toml", "trial"}     # names `new` writes in the folder itself

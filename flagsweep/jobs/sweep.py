@@ -87,6 +87,8 @@ def started(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: va
         say(line)
     for line in variants.foreign(builds):
         say(f"note: {line}")
+    for line in variants.left_out(builds):
+        say(f"warning: {line}")
     docs = [model.Variant.model_validate(b.doc(out)) for b in builds]
     if not opts.layouts:         # with layouts the twin is built: other layouts, same code
         docs += controls.aa_twin(docs, m.baseline.id, out)

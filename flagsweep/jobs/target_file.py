@@ -28,8 +28,13 @@ class Draft:
     binary: str
     configure_args: list[str] = field(default_factory=list)
     configure_note: str = ""
+    tracking_note: str = ""         # why dependency tracking stays on
     make_args: list[str] = field(default_factory=list)
     make_note: str = ""
+    goal: str | None = None         # the one goal that makes the binary (jobs/goal.py)
+    goal_dir: str | None = None
+    goal_note: str = ""             # what building it alone gave, or why the whole is built
+    left_out_note: str = ""         # a SIMD or assembly path configure left out
     source: Path | None = None      # the fetched tree, for reading its Makefile
     tolerated: dict[str, str] = field(default_factory=dict)   # flag -> what the trial saw
     kept: dict[str, str] = field(default_factory=dict)      # project option -> where it came from
@@ -55,6 +60,12 @@ class Draft:
     # None: the Sources index did not list that version), written as a commented [[dependency]]
     dependencies: list[tuple[str, debian.DebianSource, debian.DebianRelease | None]] = \
         field(default_factory=list)
+    depends_note: list[str] = field(default_factory=list)   # the build dependencies, each line
+    depends_command: list[str] = field(default_factory=list)   # the install still to be run
+    autoreconf: bool = False
+    autoreconf_note: str = ""
+    shipped: dict[str, str] | None = None   # program -> Debian's binary package; None: unknown
+    shipped_note: str = ""          # whose file lists were read, or why none
 
 
 def _project_lines(d: Draft) -> list[str]:
@@ -101,18 +112,28 @@ def render(d: Draft) -> str:
         f"debian = {{ package = {_q(r.package)}, version = {_q(r.version)} }}",
         "",
         "[build]",
+        *[f"# {line}" for line in d.depends_note],
         f"system = {_q(d.system)}",
     ]
+    if d.autoreconf_note:
+        lines.append(f"# {d.autoreconf_note}")
+    if d.autoreconf:
+        lines.append("autoreconf = true")
     if d.binary_note:
         lines.append(f"# {d.binary_note}")
     lines.append(f"binary = {_q(d.binary)}")
-    if d.configure_note:
-        lines.append(f"# {d.configure_note}")
+    lines += [f"# {note}" for note in (d.configure_note, d.tracking_note) if note]
     if d.configure_args:
         lines.append(f"configure_args = {_q(d.configure_args)}")
     if d.make_args:
         lines.append(f"# {d.make_note}")
         lines.append(f"make_args = {_q(d.make_args)}")
+    if d.goal_note:
+        lines.append(f"# {d.goal_note}")
+    if d.goal:
+        lines.append(f"goal = {_q(d.goal)}")
+    if d.goal_dir:
+        lines.append(f"goal_dir = {_q(d.goal_dir)}")
     lines += _project_lines(d)
     if d.tolerated:
         lines.append("# Code-generation flags the project adds itself, which the audit ignores "
@@ -124,6 +145,8 @@ def render(d: Draft) -> str:
         lines.append(f"# {d.build_note}")
         lines += [f"#   {line}" for line in d.build_errors]
     lines += _dependency_lines(d)
+    if d.left_out_note:
+        lines.append(f"# WARNING: {d.left_out_note}")
     lines += ["", "[inputs]", *_inputs_lines(d), "", "[run]"]
     lines += [f"# {line}" for line in _run_finding(d)]
     lines += [

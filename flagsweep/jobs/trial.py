@@ -13,8 +13,9 @@ from flagsweep import process
 from flagsweep.compilation import debian, own_build, variants
 from flagsweep.errors import FlagsweepError
 from flagsweep.experiment import matrix, recipe, target
-from flagsweep.jobs import check_choice
-from flagsweep.jobs.project import executables, libtool_configured, make_goal, pick
+from flagsweep.jobs import check_choice, packaging
+from flagsweep.jobs.project import (executables, libtool_configured, make_goal, pick,
+                                    tracking_needed)
 from flagsweep.jobs.sizing import shown, trial_corpus
 from flagsweep.jobs.target_file import RUN_TIMEOUT, Draft, render, writes_output
 from flagsweep.results.analysis import build_reason
@@ -32,7 +33,10 @@ def trial_builds(d: Draft, path: Path, trial: Path, jobs: int,
         b = o2_build(target.load(str(path)), trial / str(attempt), jobs)
         say(f"trial build {attempt} at -O2: {b.status}")
         _say_failure(b, say)
+        tree = trial / str(attempt) / "builds" / b.variant.id / "tree"
         if b.status == "ok":
+            if not d.binary_note:
+                _named(d, tree, say)
             _drop_stale(d, b, say)
             d.build_note = (f"a trial -O2 build verified: {b.audit.compiles} compile lines "
                             "carried exactly the variant's flags")
@@ -41,12 +45,19 @@ def trial_builds(d: Draft, path: Path, trial: Path, jobs: int,
                 say(f"note: {line}")
                 d.build_note += f"; {line}"
             _suggest_dependencies(d, b, say)
+            # a SIMD or assembly path configure left out (nasm missing): not what ships
+            for line in variants.left_out([b], d.release.build_depends):
+                say(f"warning: {line}")
+                d.left_out_note = line
             return b
-        tree = trial / str(attempt) / "builds" / b.variant.id / "tree"
         if b.status != "ok" and attempt < TRIALS and libtool_configured(d, tree):
             continue
+        if b.status == "failed" and attempt < TRIALS and tracking_needed(d, b.detail):
+            say(f"configure: {d.tracking_note}")
+            continue
         if b.status == "failed" and "is missing from" in b.detail and attempt < TRIALS:
-            if found_binary(d, tree):
+            if found_binary(d, tree, say):
+                say(f"executable: {d.binary}: {d.binary_note}")
                 continue
             if d.binary_given:
                 return None     # d.build_note names what the build made instead
@@ -79,10 +90,12 @@ def trial_builds(d: Draft, path: Path, trial: Path, jobs: int,
     return None
 
 
-def found_binary(d: Draft, tree: Path) -> bool:
+def found_binary(d: Draft, tree: Path, say: Callable[[str], None] = lambda line: None) -> bool:
     """After a trial build that did not make d.binary: the executable to measure among those
     it made, in d.binary (True), or why there is none in d.build_note (False). The user's
-    --binary is looked for by name anywhere in the tree, never swapped for another."""
+    --binary is looked for by name anywhere in the tree, never swapped for another; else one
+    Debian's binary packages ship is preferred (their file lists read now, when first
+    needed)."""
     found = executables(tree)
     made = [p.relative_to(tree).as_posix() for p in found]
     listed = f"{', '.join(made[:12])}{' ...' if len(made) > 12 else ''}"
@@ -99,10 +112,43 @@ def found_binary(d: Draft, tree: Path) -> bool:
         return False
     if not found:
         return False
-    d.binary = pick(found, [d.package, d.release.package, d.name], tree)
+    if d.shipped is None and not d.shipped_note:
+        packaging.shipped_programs(d, say)
+    names = [d.package, d.release.package, d.name]
+    shipped = [p for p in found if d.shipped and p.name in d.shipped]
+    if shipped:
+        # named like the package, then like the binary package that ships it, else the largest
+        by = dict.fromkeys(d.shipped[p.name] for p in shipped) if d.shipped else {}
+        d.binary = pick(shipped, [*names, *by], tree)
+        d.binary_note = (f"the trial build made {len(found)} executable(s): {listed}; Debian "
+                         f"ships {', '.join(p.name for p in shipped)} (in "
+                         f"{', '.join(by)}); this one was picked (--binary NAME to choose "
+                         "another)")
+        return True
+    d.binary = pick(found, names, tree)
     d.binary_note = (f"the trial build made {len(found)} executable(s): {listed}; this one "
                      "was picked (--binary NAME to choose another)")
+    if d.shipped is not None:
+        d.binary_note += f"; Debian ships none of them ({d.shipped_note})"
+    elif d.shipped_note:
+        d.binary_note += f"; not checked against Debian's: {d.shipped_note}"
     return True
+
+
+def _named(d: Draft, tree: Path, say: Callable[[str], None]) -> None:
+    """The executable the first guess found (named like the package, or --binary), with the
+    others the build made and whether Debian ships it."""
+    others = [p.relative_to(tree).as_posix() for p in executables(tree)]
+    others = [m for m in others if m != d.binary]
+    d.binary_note = (f"{'--binary' if d.binary_given else 'named like the package'}; the trial "
+                     + (f"build also made {len(others)} other executable(s): "
+                        f"{', '.join(others[:12])}{' ...' if len(others) > 12 else ''}"
+                        if others else "build made no other executable"))
+    name = d.binary.rsplit("/", 1)[-1]
+    if d.shipped is not None:
+        d.binary_note += (f"; Debian ships it (in {d.shipped[name]})" if name in d.shipped
+                          else f"; Debian does not ship it ({d.shipped_note})")
+    say(f"executable: {d.binary}: {d.binary_note}")
 
 
 def _error_lines(b: variants.VariantBuild) -> list[str]:

@@ -18,7 +18,7 @@ from flagsweep.model.measurement import (  # noqa: F401
     PilotFigures, RunLength, Schedule, Sequential, ShortRun
 )
 from flagsweep.model.build import (  # noqa: F401
-    AuditSummary, Build, DependencyBuild, LayoutBuild, PackageTests, Pgo, SharedLibrary
+    AuditSummary, Build, DependencyBuild, LayoutBuild, LeftOut, PackageTests, Pgo, SharedLibrary
 )
 from flagsweep.model.check import Check, Quality  # noqa: F401
 from flagsweep.model.verdicts import (  # noqa: F401

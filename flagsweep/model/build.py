@@ -53,6 +53,12 @@ class DependencyBuild(Record):
     version: Str
     system: Str
     sha256: Str | None = None                # the source tarball's; null: a local folder
+class LeftOut(Record):
+    """An optional SIMD or assembly path the build's configure or cmake left out
+    (compilation.features): the code built is the plain one, not what a distribution ships."""
+    kind: Str                                # SIMD | assembly
+    said: list[Str] = []                     # the configure output's lines that say so
+    missing: list[Str] = []                  # assemblers they name that the build's PATH lacks
 
 
 class PackageTests(Record):
@@ -90,3 +96,4 @@ class Build(Record):
     audit: AuditSummary | None = None       # null: not audited (a copy, a cached build)
     package_tests: PackageTests | None = None   # null: not run (identical code, a cached build)
     dependencies: list[DependencyBuild] | None = None   # built first, in the tree, with its flags
+    left_out: LeftOut | None = None         # a SIMD or assembly path configure left out

@@ -27,6 +27,7 @@ class CampaignPackage(Record):
     version: Str | None = None                  # --version (Debian's), from the list
     binary: Str | None = None                   # --binary, from the list
     run: list[Str] | None = None                # the run command, from the list
+    input: Str | None = None                    # --input: the user's input file, measured whole
     status: Literal["pending", "generated", "swept", "failed"] = "pending"
     failed_stage: Literal["generate", "sweep"] | None = None
     error: Str | None = None                    # the failure's one line

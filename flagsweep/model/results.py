@@ -40,6 +40,7 @@ class Workload(Record):
     timeout: Num = None
     input: Str | None = None                 # the input in words ("corpus: 1 MB")
     target_file: Str | None = None
+    build_system: Str | None = None          # the target's [build] system: autotools, cmake, ...
 
 
 class StudyTimings(Record):

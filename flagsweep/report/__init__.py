@@ -17,7 +17,7 @@ import importlib
 # What report/page.py gives: asked of this package, it is loaded then (submodules such as
 # lines, terminal or view are imported as usual and never load it).
 PAGE = ("write", "write_comparison", "write_merge", "write_suite", "write_tune",
-        "write_dashboard", "markdown_text", "markdown_code", "TEMPLATES")
+        "write_dashboard", "write_distro", "markdown_text", "markdown_code", "TEMPLATES")
 
 
 def __getattr__(name: str):

@@ -6,14 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from flagsweep import stats
-from flagsweep.compilation import package_tests
+from flagsweep.compilation import features, package_tests
 from flagsweep.host import advice
 from flagsweep.report import study
 from flagsweep.report.formats import SHOWN, names, p_text, threshold
 from flagsweep.report.variants import VariantRow
 from flagsweep import model
 from flagsweep.results import analysis, confirmation, estimate
-from flagsweep.model import AA_SUFFIX
+from flagsweep.model import AA_SUFFIX, is_control
 
 
 @dataclass
@@ -256,6 +256,9 @@ def warnings(doc: model.Results) -> list[Warning]:
         out.append(Warning("schedule", schedule.warning[0].upper() + schedule.warning[1:] + "."))
     out += _disturbance_warnings(doc)
     out += _variant_warnings(doc) + _own_tests_warnings(doc)
+    # a SIMD or assembly path configure left out: the code measured is not what ships
+    out += [Warning("left-out", line[0].upper() + line[1:] + ".") for line in features.lines(
+        v.build.left_out for v in doc.variants if not is_control(v.id))]
     if not doc.machine.hw_counters:
         out.append(Warning("pmu", "No hardware performance counters on this machine: timings "
                                   "only; IPC and cache/branch miss rates were not measured."))

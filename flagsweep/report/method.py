@@ -88,6 +88,7 @@ def method_rows(doc: model.Results) -> list[tuple[str, str]]:
     pairs = [
         ("primary metric", f"{doc.metric} (lower is better)"),
         ("workload", " ".join(w.argv or [])),
+        *([("build system", w.build_system)] if w.build_system else []),
         ("input", f"{w.input or ''} sha256 {shown(w.input_sha256)[:16]}...".strip()),
         ("rounds", f"{shown(ms.warmup)} warmup, then {shown(ms.min_runs)}.."
                    f"{shown(ms.max_runs)} counted (n per variant: "

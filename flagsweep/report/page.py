@@ -1,6 +1,7 @@
 """The pages: results.json becomes index.html (one self-contained page), summary.md and
 junit.xml (report/junit.py); two sweeps, a suite, a merge and a tune become theirs; the store
-becomes the dashboard across nights (report/dashboard.py).
+becomes the dashboard across nights (report/dashboard.py); a campaign's campaign.json becomes
+the distro report (report/distro.py).
 
     results.json -> view.build (every decision) -> plots (matplotlib SVG) -> templates (layout)
 """
@@ -14,9 +15,9 @@ from pathlib import Path
 import jinja2
 
 from flagsweep import __version__, screen
-from flagsweep.across import merge, suite
+from flagsweep.across import distro as distro_table, merge, suite
 from flagsweep.files import make_dir, write_atomic
-from flagsweep.report import compare, dashboard, heatmap, junit, tune, view
+from flagsweep.report import compare, dashboard, distro, heatmap, junit, tune, view
 from flagsweep.report.formats import COLORS, VERDICT_TEXT
 from flagsweep.report.variants import link
 from flagsweep import model
@@ -107,6 +108,22 @@ def write_dashboard(store, out: Path, targets: tuple[str, ...] = (),
         "dashboard.html.j2", shown=True, d=d, state_text=dashboard.STATE_TEXT,
         gate_text={"fails": "fails (exit 1)", "cannot-check": "cannot check (exit 3)",
                    "passes": "passes"}))
+
+
+def write_distro(campaign_json: Path, out: Path | None = None,
+                 threshold_pct: float | None = None, partial: bool = False) -> Path:
+    """A campaign's distro report: distro.csv and distro.html into `out` (default: the
+    campaign's folder), nothing else and nowhere else; returns the page. `threshold_pct`: the
+    pick's across packages [default: the sweeps']; `partial`: busy sweeps count as measured."""
+    t = distro_table.build(Path(campaign_json), threshold_pct, partial)
+    out = make_dir(Path(out or Path(campaign_json).parent).resolve(), "the report's folder")
+    write_atomic(out / "distro.csv", distro.csv_text(t))
+    measured = sum(p.results is not None for p in t.packages)
+    title = f"Distro report: {measured} of {len(t.packages)} packages measured"
+    page = _render("distro.html.j2", shown=True, t=t, title=title, measured=measured,
+                   headline=distro.headline(t), changes=distro.changes(t),
+                   packages=distro.packages(t, out), costs=distro.cost_lines(t))
+    return write_atomic(out / "distro.html", page)
 
 
 def _render(name: str, shown: bool = False, **context) -> str:

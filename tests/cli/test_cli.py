@@ -57,7 +57,8 @@ def test_help_imports_no_command_module():
     assert heavy == []
     commands = stdout.split("Commands:")[1].split()
     for name in ("build", "run", "list", "cpus", "system", "report", "compare", "suite",
-                 "history", "dashboard", "merge", "pick", "worker", "calibrate", "schema"):
+                 "history", "dashboard", "merge", "pick", "distro", "worker", "calibrate",
+                 "schema"):
         assert name in commands
 
 
@@ -145,3 +146,27 @@ def test_an_out_that_cannot_be_written_is_refused_before_any_work(command, tmp_p
         assert done.returncode == 2 and "Traceback" not in done.stderr
         assert done.stderr.splitlines()[-1].startswith(f"flagsweep: --out {out}: {why}")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "small-fs"]
+
+
+def test_build_prints_its_table_and_a_suite_that_failed(capsys):
+    """`flagsweep build` printed `None` (or a PackageTests' repr) in place of its table: the
+    failed-tests line's walrus was named like the table."""
+    from types import SimpleNamespace
+
+    from flagsweep import model
+    from flagsweep.cli import sweeping
+
+    def built(vid: str, tests: model.PackageTests | None):
+        return SimpleNamespace(variant=SimpleNamespace(id=vid, flags=["-" + vid]),
+                               identical_to=None, code_sha256="ab" * 32, status="ok",
+                               flags_verified=True, size_bytes=1000, reused=False, seconds=1.0,
+                               detail="", package_tests=tests, fixes=[], libraries=[],
+                               external_libraries=[], binary=None)
+
+    failed = model.PackageTests(status="failed", command=["meson", "test"], log="t.log",
+                                tail="1/1 selftest FAIL")
+    builds = [built("O2", None), built("O1", failed)]
+    sweeping._print_builds(builds, SimpleNamespace(baseline=builds[0].variant))
+    out = capsys.readouterr().out
+    assert "O2 *" in out and "abababababab" in out and "PackageTests" not in out
+    assert "O1: fails its own tests (failed, meson test; t.log)\n1/1 selftest FAIL" in out

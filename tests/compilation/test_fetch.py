@@ -586,10 +586,16 @@ def test_debian_releases_lists_versions_newest_first_with_their_orig(tmp_path, f
 def test_debian_releases_finds_the_source_package_of_a_binary_name(tmp_path, fake_apt,
                                                                      monkeypatch):
     stanza = showsrc("1.5-2", "a" * 64, "libzz_1.5.orig.tar.xz").replace(
-        "Package: pkg\n", "Package: libzz\nBinary: zz, libzz1, libzz-dev\n")
+        "Package: pkg\n", "Package: libzz\nBinary: zz, libzz1, libzz-dev\n"
+        "Build-Depends: debhelper-compat (= 13),\n libfoo-dev [linux-any]\n"
+        "Build-Depends-Arch: nasm\nPackage-List: \n zz deb utils optional arch=any\n")
     fake_setting(fake_apt, "FAKE_SHOWSRC", stanza)
     (got,) = debian.debian_releases("zz", cache=tmp_path / "cache")
     assert (got.package, got.version, got.orig) == ("libzz", "1.5-2", "libzz_1.5.orig.tar.xz")
+    # the stanza's build dependencies (a folded field, then the arch-only ones) and binaries
+    assert got.build_depends == "debhelper-compat (= 13),\nlibfoo-dev [linux-any], nasm"
+    assert got.package_list.split() == ["zz", "deb", "utils", "optional", "arch=any"]
+    assert got.binary == "zz, libzz1, libzz-dev"
 
 
 def test_debian_failure_lists_every_attempt(tmp_path, fake_apt, monkeypatch):

@@ -94,8 +94,9 @@ def failing_sweep(session_cache, tmp_path_factory) -> Path:
     Made once a module, in the environment the suite's isolated_cache gives each test (a
     module fixture is set up before it)."""
     tmp = tmp_path_factory.mktemp("own")
+    # built for its goal alone, as `new` writes it: ctest's selftest is built before the suite
     folder = write_tiny_target(tmp / "tiny", megabytes=0.25, quick_megabytes=0.25,
-                               source=_tested_tiny(tmp / "src"))
+                               source=_tested_tiny(tmp / "src"), build_extra='goal = "tiny"')
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("FLAGSWEEP_CACHE", str(session_cache))
         mp.setenv("FLAGSWEEP_LOCK_DIR", str(tmp))
@@ -118,6 +119,10 @@ def test_a_variant_failing_its_own_tests_is_recorded_and_not_timed(failing_sweep
     assert "selftest" in bad["build"]["package_tests"]["tail"]
     assert bad["build"]["package_tests"]["command"] == ["ctest", "--output-on-failure"]
     assert (bad["summary"] or {}).get("n", 0) == 0 and by_id["gcc-O2"]["summary"]["n"] >= 3
+    # the build audited made tiny alone; the suite's program was built after it, for ctest
+    builds = failing_sweep.parent / "builds" / "gcc-O2"
+    assert "selftest.c" not in (builds / "compile.jsonl").read_text()
+    assert "selftest.c" in (builds / "tests-compile.jsonl").read_text()
 
 
 @pytest.mark.integration

@@ -188,8 +188,45 @@ def test_missing_binary(tmp_path):
 
 
 def test_unknown_build_system(tmp_path):
-    msg, _ = _load_error(tmp_path, _edit(VALID, 'system = "autotools"', 'system = "meson"'))
-    assert "key 'build.system': expected 'autotools', 'cmake' or 'make', got 'meson'" in msg
+    msg, _ = _load_error(tmp_path, _edit(VALID, 'system = "autotools"', 'system = "scons"'))
+    assert ("key 'build.system': expected 'autotools', 'cmake', 'meson' or 'make', got 'scons'"
+            in msg)
+
+
+MESON = _edit(VALID, 'system = "autotools"', 'system = "meson"')
+
+
+def test_a_meson_target_takes_setup_options_and_ninja_targets(tmp_path):
+    text = _edit(MESON, 'binary = "prog"\n', 'binary = "bin/prog"\n'
+                 'configure_args = ["-Ddocs=false", "-Ddefault_library=static", "-Dx=a b"]\n'
+                 'make_args = ["bin/prog"]\n')
+    b = target.load(str(_write(tmp_path / "ok", text))).spec.build
+    assert b.system == "meson" and b.configure_args[2] == "-Dx=a b" and b.make_args == ["bin/prog"]
+
+
+@pytest.mark.parametrize("line, said", [
+    # two argv elements: meson would read "docs=false" as the source folder
+    ('configure_args = ["-D", "docs=false"]', "'-D': a meson target's configure_args are "
+                                              "`meson setup` options, one string each"),
+    ('configure_args = ["--cross-file=x"]', "'--cross-file=x': a meson target's configure_args"),
+    ('configure_args = ["../elsewhere"]', "'../elsewhere': a meson target's configure_args"),
+    # what flagsweep sets itself would replace the variant's flags or its plain build type
+    ('configure_args = ["-Dc_args=-O3"]', "'-Dc_args=-O3': flagsweep sets c_args itself"),
+    ('configure_args = ["-Dbuildtype=release"]', "flagsweep sets buildtype itself"),
+    ('make_args = ["-t", "clean"]', "key 'build.make_args': '-t': a meson target's make_args "
+                                    "are Ninja targets"),
+])
+def test_a_meson_targets_arguments_are_refused_by_key(tmp_path, line, said):
+    msg, _ = _load_error(tmp_path, _edit(MESON, 'binary = "prog"\n', f'binary = "prog"\n{line}\n'))
+    assert said in msg and msg.count("\n") == 0
+    assert ("key 'build.make_args'" if line.startswith("make") else
+            "key 'build.configure_args'") in msg
+
+
+def test_the_same_arguments_stay_free_for_other_systems(tmp_path):
+    text = _edit(VALID, 'binary = "prog"\n', 'binary = "prog"\nconfigure_args = ["--x"]\n'
+                 'make_args = ["-C", "src"]\n')
+    assert target.load(str(_write(tmp_path / "ok", text))).spec.build.make_args == ["-C", "src"]
 
 
 def test_every_problem_is_listed_at_once(tmp_path):
@@ -357,3 +394,33 @@ def test_non_utf8_target_names_the_file(tmp_path):
     assert str(info.value) == (f"{path.resolve()}: not UTF-8 text (TOML files are UTF-8): "
                                "byte 0xe9 at offset 14")
 
+
+
+# --- build.goal: one argv element for make or cmake, never an option, a variable or a way out ---
+
+def test_a_goal_and_its_folder_load_as_written(tmp_path):
+    path = _write(tmp_path / "prog", _edit(VALID, 'binary = "prog"\n',
+                                           'binary = "src/prog"\ngoal = "prog"\ngoal_dir = "src"\n'))
+    b = target.load(str(path)).spec.build
+    assert (b.goal, b.goal_dir) == ("prog", "src")
+
+
+@pytest.mark.parametrize("goal", ["-k", "--eval=x", "CFLAGS=-O0", "../prog", "/usr/bin/prog",
+                                  "a b", "$(shell id)", "prog;id", ""])
+def test_a_goal_that_make_would_read_as_more_than_a_goal_is_refused(tmp_path, goal):
+    msg, _ = _load_error(tmp_path, _edit(VALID, 'binary = "prog"\n',
+                                         f'binary = "prog"\ngoal = {goal!r}\n'.replace("'", '"')))
+    assert "key 'build.goal'" in msg and "not starting with '-' or '/'" in msg
+
+
+def test_a_goal_folder_needs_a_goal_and_a_make_build(tmp_path):
+    msg, _ = _load_error(tmp_path, _edit(VALID, 'binary = "prog"\n',
+                                         'binary = "prog"\ngoal_dir = "src"\n'))
+    assert "goal_dir needs a goal, and a make build" in msg
+    cmake = _edit(VALID, 'system = "autotools"', 'system = "cmake"')
+    msg, _ = _load_error(tmp_path / "c", _edit(cmake, 'binary = "prog"\n',
+                                                'binary = "prog"\ngoal = "prog"\ngoal_dir = "x"\n'))
+    assert "goal_dir needs a goal, and a make build" in msg
+    msg, _ = _load_error(tmp_path / "d", _edit(VALID, 'binary = "prog"\n',
+                                                'binary = "prog"\ngoal = "p"\ngoal_dir = "-C"\n'))
+    assert "key 'build.goal_dir'" in msg

@@ -8,6 +8,7 @@ the package tests are real; the timing is synthetic (the executor seam)."""
 
 from __future__ import annotations
 
+import csv
 import json
 import shutil
 from pathlib import Path
@@ -52,7 +53,7 @@ class Generated:
         self.tmp, self.asked = tmp, []
 
     def __call__(self, name, package, folder, say, version=None, jobs=2, argv=None,
-                 binary=None, force=False) -> Path:
+                 binary=None, force=False, given=None) -> Path:
         self.asked.append(package)
         if force:
             shutil.rmtree(folder)
@@ -155,8 +156,17 @@ def test_a_campaign_folder_of_another_recipe_or_a_changed_line_is_refused(tmp_pa
     distro_campaign.open_campaign(path, tmp_path / "out", "distro")
     with pytest.raises(FlagsweepError, match="measures recipe 'distro', not 'olevels'"):
         distro_campaign.open_campaign(path, tmp_path / "out", "olevels")
-    path.write_text("a --run y\n")
-    with pytest.raises(FlagsweepError, match="p.txt:1: a was started with another"):
+    path.write_text("a --run y --binary b --input in.wav\n")
+    changed = distro_campaign.open_campaign(path, tmp_path / "out", "distro").doc.packages[0]
+    assert (changed.run, changed.binary) == (["y"], "b"), "not swept yet: the line as it reads"
+    assert changed.input == str(tmp_path / "in.wav"), "an input is the list's folder's"
+    changed.status = "swept"
+    distro_campaign.open_campaign(path, tmp_path / "out", "distro").save()
+    c = distro_campaign.open_campaign(path, tmp_path / "out", "distro")
+    c.doc.packages[0].status = "swept"
+    c.save()
+    path.write_text("a --run z\n")
+    with pytest.raises(FlagsweepError, match="p.txt:1: a was swept with another"):
         distro_campaign.open_campaign(path, tmp_path / "out", "distro")
     (tmp_path / "out" / "campaign.json").write_text('{"schema": "flagsweep-campaign/1"}')
     with pytest.raises(FlagsweepError, match="campaign.json: not a campaign.json: missing"):
@@ -171,3 +181,47 @@ def test_the_command_refuses_a_missing_list_or_recipe_in_one_line_before_any_wor
                      "--out", str(tmp_path / "out"))
     assert code == 2 and "nosuch" in err and "Traceback" not in err
     assert not (tmp_path / "out").exists(), "nothing written before the recipe loads"
+
+
+@pytest.mark.integration
+def test_on_a_cluster_each_package_is_one_workers_task_and_comes_back_into_the_folder(
+        tmp_path, monkeypatch):
+    """In-process Dask (threads): the task runs the same stages on the worker's side, so the
+    planted generator and timing reach it; the answer is written under OUT and read back."""
+    from distributed import LocalCluster
+
+    planted = distro_campaign.Stages
+    generate = Generated(tmp_path)
+    monkeypatch.setattr(distro_campaign, "Stages", lambda jobs=2: planted(
+        generate=generate, execute=Synthetic({}), jobs=jobs))
+    (tmp_path / "packages.txt").write_text(LIST.replace("selftest", "# selftest"))
+    c = distro_campaign.open_campaign(tmp_path / "packages.txt", tmp_path / "out", "flags")
+    opts = sweep.MeasureOptions(min_runs=3, max_runs=3, warmup=0, seed=5, quick=True,
+                                no_reference=True, layout_confirm=False)
+    said: list[str] = []
+    with LocalCluster(n_workers=1, processes=False, threads_per_worker=1,
+                      resources={"bench": 1}, dashboard_address=None) as local:
+        distro_campaign.run_on(local.scheduler_address, c,
+                               selection.Selection(flag_sets=FLAGS[:1] + ("-O1",)), opts,
+                               Store().url, said.append)
+    by = {p.name: p for p in c.doc.packages}
+    assert sorted(generate.asked) == ["alpha", "broken"]
+    assert by["alpha"].status == "swept" and by["alpha"].results == "runs/alpha/results.json"
+    assert (c.out / "runs/alpha/index.html").is_file()
+    assert (c.out / "targets/alpha/target.toml").is_file()
+    assert by["broken"].status == "failed" and "did not build" in by["broken"].error
+    assert json.loads(c.path.read_text())["packages"][0]["status"] == "swept"
+
+
+@pytest.mark.integration
+def test_the_campaign_ends_with_the_distro_report_of_what_it_swept(campaign):
+    c, _, _ = campaign
+    said: list[str] = []
+    page = distro_campaign.report(c, 1.0, said.append)
+    assert page == c.out / "distro.html" and (c.out / "distro.csv").is_file()
+    assert "2 of 3 packages swept; 1 failed: broken" in said[0]
+    assert said[1].startswith("  broken failed at sweep: the baseline gcc-O2 did not build")
+    rows = list(csv.DictReader((c.out / "distro.csv").open()))
+    verdicts = {(r["package"], r["verdict"], r["tests"]) for r in rows}
+    assert ("checked", "broken", "failed") in verdicts, "a flag that fails its own tests"
+    assert "broken" in page.read_text() and "did not build" in page.read_text()

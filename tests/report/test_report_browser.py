@@ -116,6 +116,19 @@ def test_suite_page_loads_clean_and_fits_a_phone(browser, tmp_path):
     assert browser.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
 
 
+def test_distro_page_loads_clean_and_fits_a_phone(browser, tmp_path, tmp_path_factory):
+    import distro_fixture
+
+    # the campaign's results are report_fixture's, held to the contract by their own tests:
+    # outside tmp_path, they are not validated again after this one
+    page = report.write_distro(distro_fixture.campaign(tmp_path_factory.mktemp("campaign")))
+    load = browser.open(page, screenshot=tmp_path / "distro.png", width=390, height=844)
+    assert load.console_errors == [] and load.external_requests == []
+    # a row per measured package; the wide tables scroll in their box, never the page
+    assert browser.evaluate("document.querySelectorAll('#package-table tbody tr').length") == 3
+    assert browser.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+
+
 def test_the_explain_section_draws_a_diverging_chart_per_variant(browser, tmp_path):
     """run --explain: one diverging bar chart and one table per explained variant; loads clean
     and fits a phone."""

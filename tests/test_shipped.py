@@ -89,11 +89,12 @@ def test_list_marks_the_users_own_and_shows_an_invalid_one(user):
     targets, recipes = lines[2:at], lines[at + 2:]       # after each title and header row
     assert [line.split()[0] for line in targets] == ["bzip2", "duo", "flac", "gzip", "lame", "tiny",
                                                      "xz", "zstd", "broken", "mine", "tiny"]
-    assert [line.split()[0] for line in recipes] == ["distro", "march", "olevels", "screen-f",
-                                                     "seed-2003", "simd", "mine"]
-    assert all(line.endswith("shipped") for line in targets[:8] + recipes[:6])
+    assert [line.split()[0] for line in recipes] == ["distro-campaign", "distro", "march",
+                                                     "olevels", "screen-f", "seed-2003", "simd",
+                                                     "mine"]
+    assert all(line.endswith("shipped") for line in targets[:8] + recipes[:7])
     assert targets[8].split()[1] == "invalid"
     assert targets[9].endswith(f"user: {user / 'targets' / 'mine' / 'target.toml'}")
     assert targets[10].endswith(f"user: {user / 'targets' / 'tiny' / 'target.toml'}; "
                                "not used by name, a shipped one has it")
-    assert recipes[6].endswith(f"user: {user / 'recipes' / 'mine.toml'}")
+    assert recipes[7].endswith(f"user: {user / 'recipes' / 'mine.toml'}")

@@ -11,7 +11,7 @@ from flagsweep.errors import ConfigError
 from flagsweep.experiment import recipe
 from flagsweep.experiment.recipe import AxisLevel
 
-SHIPPED = ["distro", "march", "olevels", "screen-f", "seed-2003", "simd"]
+SHIPPED = ["distro-campaign", "distro", "march", "olevels", "screen-f", "seed-2003", "simd"]
 
 
 def _write(tmp_path: Path, text: str, name: str = "r.toml") -> Path:
@@ -80,7 +80,7 @@ def test_unknown_recipe_name_lists_the_shipped_ones():
         recipe.load("no-such-recipe")
     assert str(info.value) == ("no recipe 'no-such-recipe': not a file, and not a shipped "
                                f"recipe or one in {shipped.user_dir() / 'recipes'} "
-                               "(distro, march, olevels, screen-f, seed-2003, simd)")
+                               "(distro-campaign, distro, march, olevels, screen-f, seed-2003, simd)")
 
 
 # --- axes and levels ---------------------------------------------------------------------------

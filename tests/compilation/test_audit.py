@@ -55,6 +55,16 @@ def test_exact_flags_pass(tmp_path):
     assert result.problems == []
 
 
+def test_a_probe_that_writes_nothing_is_not_held_to_the_flags(tmp_path):
+    log = _log(tmp_path, ["cc", "-Wdeclaration-after-statement", "-c", "-x", "c", "/dev/null",
+                          "-o", "/dev/null"],
+               ["cc", "-O2", "-c", "a.c", "-o", "a.o"])
+    result = audit.audit(log, tmp_path, ["-O2"], [], time.time())
+    assert result.verified and result.compiles == 1
+    log = _log(tmp_path, ["cc", "-c", "a.c", "-o", "a.o"])
+    assert not audit.audit(log, tmp_path, ["-O2"], [], time.time()).verified
+
+
 def test_appended_optimisation_level_is_a_mismatch(tmp_path):
     log = _log(tmp_path, ["cc", "-O0", "-O2", "-c", "a.c", "-o", "a.o"])
     result = audit.audit(log, tmp_path, ["-O0"], [], time.time())

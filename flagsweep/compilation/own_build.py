@@ -34,7 +34,7 @@ from flagsweep.compilation import cache as build_cache
 from flagsweep.compilation import cmdline, records
 from flagsweep.experiment.target import DEFINE_OPTIONS, INCLUDE_OPTIONS
 
-FORMAT = 1
+FORMAT = 2    # 2: relative header folders anchored at the compile's folder
 ID_PREFIX = "own-flags-"          # the superbuild's name for the project's own build
 # Options that pick what source is compiled (macros, headers, the language), never the code
 # generation the variants differ in; two-word spellings are written as one (`-D X` is `-DX`).
@@ -119,8 +119,26 @@ def compiles(compile_log: Path, tree: Path, source: Path) -> dict[str, Unit]:
         if key is None:
             continue
         known = out.setdefault(key, Unit(line=_short(argv, cwd, places)))
-        known.options += [o for o in map(places.text, options(argv)) if o not in known.options]
+        mine = [places.text(_anchored(o, cwd)) for o in options(argv)]
+        known.options += [o for o in mine if o not in known.options]
     return out
+
+
+def _anchored(option: str, cwd: Path) -> str:
+    """A header folder given up and out of where the compiler ran, as the folder it names: a
+    meson build writes `-I../../../src` from its tree, and the variant's tree sits at another
+    depth from the source than the project's own build's, so the same folder reads as another
+    path."""
+    for flag in ("-I", *SPACED):
+        spaced = flag != "-I"
+        head = flag + " " if spaced else flag
+        if option.startswith(head) and len(option) > len(head):
+            path = option[len(head):]
+            # only a path out of the compile's folder: `-Iinclude` stays as the project wrote
+            # it, so project_flags can carry it
+            if path.split("/")[0] == ".." and flag not in ("-include", "-imacros"):
+                return head + os.path.normpath(cwd / path)
+    return option
 
 
 def _is_compile(argv: list[str]) -> bool:

@@ -101,6 +101,24 @@ def test_project_options_are_read_as_the_compiler_reads_them():
     assert own_build.as_words("-include c.h") == ["-include", "c.h"]
 
 
+def test_a_header_folder_up_out_of_the_tree_compares_as_the_folder_it_names(tmp_path):
+    """meson writes -I from its tree up to the source: the project's own build and a variant's
+    tree sit at other depths, so the same folder is spelled with other numbers of `..`."""
+    source = tmp_path / "src"
+
+    def compiles(tree: Path) -> list[str]:
+        up = "/".join([".."] * len(tree.relative_to(tmp_path).parts))
+        log = tree / "compile.jsonl"
+        tree.mkdir(parents=True)
+        log.write_text(json.dumps({"argv": ["cc", f"-I{up}/src/include", "-Iinc", "-c",
+                                            f"{up}/src/a.c", "-o", "a.o"],
+                                   "cwd": str(tree)}) + "\n")
+        return next(iter(own_build.compiles(log, tree, source).values())).options
+
+    assert compiles(tmp_path / "own") == compiles(tmp_path / "b" / "c" / "tree") == \
+        ["-I<source>/include", "-Iinc"]
+
+
 def test_the_target_keys_take_project_options(tmp_path):
     t = _project(tmp_path / "ok", 'project_flags = ["-Iinclude", "-include", "cfg.h", "-DX"]\n'
                  'dropped_flags = ["-DNDEBUG", "-include cfg.h", "-std=gnu99"]\n')

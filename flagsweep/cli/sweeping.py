@@ -244,6 +244,8 @@ def run_cmd(confirm, wait, resume_id, all_, skip, scheduler, cpu_labels, **kw) -
               default=True, help="Do not run each package's own test suite on each variant.")
 @click.option("--retry-failed", is_flag=True,
               help="Take the packages that failed before again (by default they stay failed).")
+@click.option("--retry", "retry", multiple=True, metavar="NAME",
+              help="Take this failed package again (repeatable): after a fix of its own.")
 @click.option("--wait", is_flag=True,
               help="If another sweep measures on this CPU, wait for it instead of refusing.")
 @click.option("--scheduler", metavar="ADDRESS",
@@ -251,7 +253,7 @@ def run_cmd(confirm, wait, resume_id, all_, skip, scheduler, cpu_labels, **kw) -
                    "whole on one worker, one package a worker at a time; see docs/fleet.md.")
 @measure_options
 def campaign_cmd(packages, recipe_name, compilers, out_dir, jobs, package_tests, retry_failed,
-                 wait, scheduler, **kw) -> None:
+                 retry, wait, scheduler, **kw) -> None:
     """For each line of PACKAGES.txt (a Debian source package and its run command: `zopfli
     --run '{binary} -c {input}'`), write its target file as `flagsweep new --debian` does,
     then sweep it with the recipe; then the distro report across them. Resumable: run the
@@ -267,12 +269,16 @@ def campaign_cmd(packages, recipe_name, compilers, out_dir, jobs, package_tests,
                            package_tests=package_tests)
     chosen.recipe_of(sel)       # a recipe that does not load stops before any package
     c = distro_campaign.open_campaign(packages, out, recipe_name)
+    if unknown := sorted(set(retry) - {p.name for p in c.doc.packages}):
+        raise click.UsageError(f"--retry {', '.join(unknown)}: not a package of {packages}")
     db = store.Store()
     if scheduler:
-        distro_campaign.run_on(scheduler, c, sel, mopts, db.url, say, retry_failed)
+        distro_campaign.run_on(scheduler, c, sel, mopts, db.url, say, retry_failed,
+                               frozenset(retry))
     else:
         stages = distro_campaign.Stages(jobs=jobs or chosen.cpu_count())
-        distro_campaign.run(c, sel, mopts, db, say, stages, retry_failed, wait)
+        distro_campaign.run(c, sel, mopts, db, say, stages, retry_failed, wait,
+                            frozenset(retry))
     click.echo(str(distro_campaign.report(c, mopts.threshold_pct, say)))
 
 

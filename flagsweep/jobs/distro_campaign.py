@@ -162,12 +162,13 @@ class Stages:
 
 def run(c: CampaignFolder, sel: selection.Selection, opts: MeasureOptions, store: Store,
         say: Callable[[str], None], stages: Stages = Stages(), retry_failed: bool = False,
-        wait: bool = False) -> None:
+        wait: bool = False, retry: frozenset[str] = frozenset()) -> None:
     """Take every package of the campaign as far as it goes; campaign.json after each stage.
-    Ctrl-C saves what finished and stops (resumed by running the same command again)."""
+    Ctrl-C saves what finished and stops (resumed by running the same command again). A failed
+    package is taken again with retry_failed, or when `retry` names it."""
     todo = [p for p in c.doc.packages if p.status != "swept"]
     for i, p in enumerate(todo, 1):
-        if p.status == "failed" and not retry_failed:
+        if p.status == "failed" and not (retry_failed or p.name in retry):
             say(f"campaign: {p.name}: failed at {p.failed_stage} before, left out "
                 "(--retry-failed takes it again)")
             continue
@@ -251,7 +252,8 @@ def report(c: CampaignFolder, threshold_pct: float, say: Callable[[str], None]) 
 
 
 def run_on(scheduler: str, c: CampaignFolder, sel: selection.Selection, opts: MeasureOptions,
-           store_url: str, say: Callable[[str], None], retry_failed: bool = False) -> None:
+           store_url: str, say: Callable[[str], None], retry_failed: bool = False,
+           retry: frozenset[str] = frozenset()) -> None:
     """The campaign on a Dask cluster (`flagsweep worker`s): one package a task, generated and
     swept whole on one worker, which holds its bench slot for it (so a worker measures one
     package at a time, never beside another's build); its target file and results.json come
@@ -262,7 +264,7 @@ def run_on(scheduler: str, c: CampaignFolder, sel: selection.Selection, opts: Me
     from flagsweep.jobs import fleet, worker
 
     todo = [p for p in c.doc.packages if p.status != "swept"
-            and (p.status != "failed" or retry_failed)]
+            and (p.status != "failed" or retry_failed or p.name in retry)]
     client = fleet.connect(scheduler)
     try:
         # the worker's own CPUs build; its folders are its own

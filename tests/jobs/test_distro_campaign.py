@@ -62,7 +62,7 @@ class Generated:
         return folder / "target.toml"
 
 
-def _run(out: Path, tmp: Path, execute, generate=None, retry_failed=False):
+def _run(out: Path, tmp: Path, execute, generate=None, retry_failed=False, retry=frozenset()):
     (tmp / "packages.txt").write_text(LIST)
     c = distro_campaign.open_campaign(tmp / "packages.txt", out, "flags")
     sel = selection.Selection(flag_sets=FLAGS, package_tests=True)
@@ -70,7 +70,7 @@ def _run(out: Path, tmp: Path, execute, generate=None, retry_failed=False):
                                 no_reference=True, layout_confirm=False)
     stages = distro_campaign.Stages(generate=generate or Generated(tmp), execute=execute)
     said: list[str] = []
-    distro_campaign.run(c, sel, opts, Store(), said.append, stages, retry_failed)
+    distro_campaign.run(c, sel, opts, Store(), said.append, stages, retry_failed, retry=retry)
     return c, said
 
 
@@ -119,6 +119,8 @@ def test_a_campaign_run_again_redoes_nothing_finished_and_retries_failures_when_
         again, said = _run(c.out, tmp, Synthetic({}), never)
         assert never.asked == [] and "broken: failed at sweep before" in "\n".join(said)
         assert [p.status for p in again.doc.packages] == [p.status for p in c.doc.packages]
+        named, said = _run(c.out, tmp, Synthetic({}), never, retry={"broken"})
+        assert "campaign: broken (1 of 1 left)" in said
         retried, _ = _run(c.out, tmp, Synthetic({}), never, retry_failed=True)
     broken = next(p for p in retried.doc.packages if p.name == "broken")
     assert never.asked == [], "a failed sweep is swept again, its target kept"

@@ -166,6 +166,9 @@ def run(c: CampaignFolder, sel: selection.Selection, opts: MeasureOptions, store
     """Take every package of the campaign as far as it goes; campaign.json after each stage.
     Ctrl-C saves what finished and stops (resumed by running the same command again). A failed
     package is taken again with retry_failed, or when `retry` names it."""
+    for p in c.doc.packages:
+        if p.status == "swept" and _unanswered(c, p):
+            p.status = "generated"      # its sweep is resumed from the store, samples kept
     todo = [p for p in c.doc.packages if p.status != "swept"]
     for i, p in enumerate(todo, 1):
         if p.status == "failed" and not (retry_failed or p.name in retry):
@@ -183,6 +186,16 @@ def run(c: CampaignFolder, sel: selection.Selection, opts: MeasureOptions, store
                 _stage(c, p, "sweep", lambda: _sweep(c, p, sel, opts, store, say, stages, wait))
         finally:
             c.save()
+
+
+def _unanswered(c: CampaignFolder, p: model.CampaignPackage) -> bool:
+    """Whether a package's sweep ended without an answer (stopped busy, interrupted): run
+    again, the campaign resumes it, as `run --resume` would."""
+    try:
+        status = json.loads((c.out / (p.results or "")).read_text()).get("status")
+    except (OSError, ValueError, AttributeError):
+        return False        # unreadable: the report says so; nothing to resume
+    return status not in (None, "complete")
 
 
 def _stage(c: CampaignFolder, p: model.CampaignPackage, stage: str, work: Callable[[], None]) -> None:

@@ -119,6 +119,12 @@ def test_a_campaign_run_again_redoes_nothing_finished_and_retries_failures_when_
         again, said = _run(c.out, tmp, Synthetic({}), never)
         assert never.asked == [] and "broken: failed at sweep before" in "\n".join(said)
         assert [p.status for p in again.doc.packages] == [p.status for p in c.doc.packages]
+        results = c.out / "runs/alpha/results.json"
+        answered = results.read_text()
+        results.write_text(answered.replace('"status": "complete"', '"status": "busy"'))
+        _, said = _run(c.out, tmp, Synthetic({}), never)
+        assert "campaign: alpha (1 of 2 left)" in said, "a sweep stopped busy is taken again"
+        results.write_text(answered)
         named, said = _run(c.out, tmp, Synthetic({}), never, retry={"broken"})
         assert "campaign: broken (1 of 1 left)" in said
         retried, _ = _run(c.out, tmp, Synthetic({}), never, retry_failed=True)

@@ -176,14 +176,16 @@ def run(c: CampaignFolder, sel: selection.Selection, opts: MeasureOptions, store
                 "(--retry-failed takes it again)")
             continue
         say(f"campaign: {p.name} ({i} of {len(todo)} left)")
-        if p.status == "failed":
+        again = p.status == "failed"    # its stored sweep failed: swept afresh, not resumed
+        if again:
             p.status = "generated" if p.failed_stage == "sweep" else "pending"
             p.failed_stage = p.error = None
         try:
             if p.status == "pending":
                 _stage(c, p, "generate", lambda: _generate(c, p, say, stages))
             if p.status == "generated":
-                _stage(c, p, "sweep", lambda: _sweep(c, p, sel, opts, store, say, stages, wait))
+                _stage(c, p, "sweep",
+                       lambda: _sweep(c, p, sel, opts, store, say, stages, wait, again))
         finally:
             c.save()
 
@@ -224,9 +226,9 @@ def _generate(c: CampaignFolder, p: model.CampaignPackage, say: Callable[[str], 
 
 def _sweep(c: CampaignFolder, p: model.CampaignPackage, sel: selection.Selection,
            opts: MeasureOptions, store: Store, say: Callable[[str], None], stages: Stages,
-           wait: bool) -> None:
+           wait: bool, afresh: bool = False) -> None:
     out = c.out / "runs" / p.name
-    before = _stored(store, out)
+    before = None if afresh else _stored(store, out)
     if before == "complete" and (out / "results.json").is_file():
         path = out / "results.json"     # it finished; the campaign stopped before saying so
     elif before is not None:

@@ -9,8 +9,9 @@ building the rest of the sweep, and of that the package's own tests (the seconds
 build's suite took; builds run side by side, so this is their sum, not wall time). Printed: a line per package, the median,
 mean and total of each stage, then the projection: packages x the mean package's time / workers
 (one package a worker, as `campaign --scheduler` places them), and the same with the slowest
-tenth's mean, since a campaign's end waits for its slowest packages. Nothing is measured here:
-the figures are the campaign's own.
+tenth's mean, since a campaign's end waits for its slowest packages. The statistics are of the
+packages swept in one go (a sweep resumed in a later run spans the pause); failures are summed
+apart (they end early). Nothing is measured here: the figures are the campaign's own.
 """
 
 from __future__ import annotations
@@ -66,7 +67,17 @@ def main() -> None:
     print(f"{'package':14} {'status':9} " + " ".join(f"{s:>9}" for s in stages))
     for r in rows:
         print(f"{r['name']:14} {r['status']:9} " + " ".join(f"{r[s]:9.0f}" for s in stages))
-    done = [r for r in rows if r["status"] in ("swept", "failed") and r["total"] > 0]
+    # the cost of a measured package: a sweep resumed in a later run of the campaign spans the
+    # pause between (its run's start is the first attempt's), so it is shown, not counted
+    done = [r for r in rows if r["status"] == "swept" and r["measure"] <= r["sweep"]]
+    resumed = [r["name"] for r in rows if r["status"] == "swept" and r["measure"] > r["sweep"]]
+    failed = [r for r in rows if r["status"] == "failed"]
+    if resumed:
+        print(f"not counted (resumed in a later run, their times span the pause): "
+              f"{', '.join(resumed)}")
+    if failed:
+        print(f"{len(failed)} failed: {sum(r['total'] for r in failed) / 60:.1f} min in all, "
+              f"the longest {max(r['total'] for r in failed):.0f} s")
     if not done:
         print("no package finished yet")
         return
@@ -74,7 +85,7 @@ def main() -> None:
         print(f"{what:24} " + " ".join(f"{f([r[s] for r in done]):9.0f}" for s in stages))
     mean = statistics.fmean(r["total"] for r in done)
     slow = sorted((r["total"] for r in done), reverse=True)[:max(1, len(done) // 10)]
-    print(f"\n{len(done)} packages finished ({sum(r['status'] == 'swept' for r in done)} swept); "
+    print(f"\n{len(done)} packages swept in one go; "
           f"a package {mean / 60:.1f} min on the mean, the slowest tenth "
           f"{statistics.fmean(slow) / 60:.1f} min")
     for n in a.packages:

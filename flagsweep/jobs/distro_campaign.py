@@ -227,8 +227,15 @@ def _generate(c: CampaignFolder, p: model.CampaignPackage, say: Callable[[str], 
 def _sweep(c: CampaignFolder, p: model.CampaignPackage, sel: selection.Selection,
            opts: MeasureOptions, store: Store, say: Callable[[str], None], stages: Stages,
            wait: bool, afresh: bool = False) -> None:
-    out = c.out / "runs" / p.name
+    # where an earlier attempt swept (a retry's folder is numbered), else the package's own
+    out = (c.out / p.results).parent if p.results else c.out / "runs" / p.name
+    if afresh:
+        # the failed attempt's folder stays as it was (its logs say why); a new one beside it
+        out = next(o for n in range(2, 10**6)
+                   if not (o := c.out / "runs" / f"{p.name}.{n}").exists()) \
+            if out.exists() else out
     before = None if afresh else _stored(store, out)
+    p.results = str((out / "results.json").relative_to(c.out))     # found again if cut off
     if before == "complete" and (out / "results.json").is_file():
         path = out / "results.json"     # it finished; the campaign stopped before saying so
     elif before is not None:

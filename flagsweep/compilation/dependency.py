@@ -34,8 +34,13 @@ import shlex
 import shutil
 from pathlib import Path
 
-from flagsweep import model, process
+from typing import TYPE_CHECKING
+
+from flagsweep import process
 from flagsweep.compilation.manifest import Dependency, Tools
+
+if TYPE_CHECKING:
+    from flagsweep import model
 
 # Inside a variant's tree: prefix/ (what the dependencies install) and build/<name>/.
 FOLDER = ".flagsweep-deps"
@@ -129,6 +134,10 @@ def key(deps: list[Dependency]) -> list:
 
 def records(deps: list[Dependency]) -> list[model.DependencyBuild]:
     """What a variant's build record says was built with it."""
+    # the model here, not at the top: the step driver imports this module at every start of
+    # every variant's build, and pydantic's import alone costs it a quarter of a second
+    from flagsweep import model
+
     return [model.DependencyBuild(name=d.name, version=d.version, system=d.system,
                                   sha256=None if d.source_id.startswith("tree:") else d.source_id)
             for d in deps]

@@ -71,3 +71,16 @@ def test_a_status_file_holds_only_the_keys_it_has(tmp_path):
                                           '"exit": 0}')
     assert Status.read(tmp_path) is None          # not a status this driver wrote
     assert Status.read(tmp_path / "nowhere") is None
+
+
+def test_the_step_driver_starts_without_pydantic():
+    """The step driver starts twice for every variant's build: the model's pydantic import
+    (a quarter of a second) made every build in the suite slower when it crept in."""
+    import subprocess
+    import sys
+
+    probe = ("import sys, flagsweep.compilation.steps; "
+             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pydantic'))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == "[]"

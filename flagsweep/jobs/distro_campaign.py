@@ -116,6 +116,7 @@ def open_campaign(list_path: Path, out: Path, recipe: str) -> CampaignFolder:
                                      recipe=recipe, packages=[]))
     if c.path.is_file():
         c.doc = _load(c.path)
+        _check_paths(c)
         if c.doc.recipe != recipe:
             raise FlagsweepError(f"{c.path}: this campaign measures recipe {c.doc.recipe!r}, "
                                  f"not {recipe!r}: give another --out")
@@ -136,6 +137,25 @@ def open_campaign(list_path: Path, out: Path, recipe: str) -> CampaignFolder:
     files.make_dir(out, "--out")
     c.save()
     return c
+
+
+def _check_paths(c: CampaignFolder) -> None:
+    """campaign.json is data anyone may have edited: a target or results path it names is
+    where the campaign reads and sweeps into, so it must stay inside the campaign's folder."""
+    root = c.out.resolve()
+    for i, p in enumerate(c.doc.packages):
+        if not scaffold.NAME.fullmatch(p.name):     # a folder name under targets/ and runs/
+            raise FlagsweepError(f"{c.path}: packages[{i}].name {p.name!r}: expected letters, "
+                                 "digits, '._+-'")
+        for key in ("target", "results"):
+            value = getattr(p, key)
+            if value is None:
+                continue
+            where = (c.out / value).resolve()
+            if Path(value).is_absolute() or ".." in Path(value).parts \
+                    or not where.is_relative_to(root):
+                raise FlagsweepError(f"{c.path}: packages[{i}].{key} {value!r}: expected a "
+                                     f"path inside the campaign's folder {c.out}")
 
 
 def _line(p: model.CampaignPackage) -> tuple:
@@ -193,8 +213,11 @@ def run(c: CampaignFolder, sel: selection.Selection, opts: MeasureOptions, store
 def _unanswered(c: CampaignFolder, p: model.CampaignPackage) -> bool:
     """Whether a package's sweep ended without an answer (stopped busy, interrupted): run
     again, the campaign resumes it, as `run --resume` would."""
+    path = c.out / (p.results or "")
+    if not path.is_file():
+        return False        # missing, or not a file to read (a pipe would never end)
     try:
-        status = json.loads((c.out / (p.results or "")).read_text()).get("status")
+        status = json.loads(path.read_text()).get("status")
     except (OSError, ValueError, AttributeError):
         return False        # unreadable: the report says so; nothing to resume
     return status not in (None, "complete")

@@ -176,6 +176,17 @@ def test_a_campaign_folder_of_another_recipe_or_a_changed_line_is_refused(tmp_pa
     path.write_text("a --run z\n")
     with pytest.raises(FlagsweepError, match="p.txt:1: a was swept with another"):
         distro_campaign.open_campaign(path, tmp_path / "out", "distro")
+    doc = json.loads((tmp_path / "out" / "campaign.json").read_text())
+    doc["packages"][0]["name"] = ".."
+    (tmp_path / "out" / "campaign.json").write_text(json.dumps(doc))
+    with pytest.raises(FlagsweepError, match=r"packages\[0\]\.name '\.\.'"):
+        distro_campaign.open_campaign(path, tmp_path / "out", "distro")
+    doc["packages"][0]["name"] = "a"
+    for outside in ("../elsewhere/results.json", "/etc/results.json"):
+        doc["packages"][0]["results"] = outside
+        (tmp_path / "out" / "campaign.json").write_text(json.dumps(doc))
+        with pytest.raises(FlagsweepError, match=r"packages\[0\]\.results .*inside the"):
+            distro_campaign.open_campaign(path, tmp_path / "out", "distro")
     (tmp_path / "out" / "campaign.json").write_text('{"schema": "flagsweep-campaign/1"}')
     with pytest.raises(FlagsweepError, match="campaign.json: not a campaign.json: missing"):
         distro_campaign.open_campaign(path, tmp_path / "out", "distro")

@@ -112,8 +112,9 @@ def open_campaign(list_path: Path, out: Path, recipe: str) -> CampaignFolder:
     """OUT's campaign: resumed from its campaign.json (the list's new lines added, lines gone
     from the list left alone), or started."""
     entries = read_list(list_path)
-    c = CampaignFolder(out, model.Campaign(schema=model.CAMPAIGN_SCHEMA, packages_file=str(list_path),
-                                     recipe=recipe, packages=[]))
+    c = CampaignFolder(out, model.Campaign(schema=model.CAMPAIGN_SCHEMA,
+                                           packages_file=str(list_path), recipe=recipe,
+                                           packages=[]))
     if c.path.is_file():
         c.doc = _load(c.path)
         _check_paths(c)
@@ -193,7 +194,7 @@ def run(c: CampaignFolder, sel: selection.Selection, opts: MeasureOptions, store
     for i, p in enumerate(todo, 1):
         if p.status == "failed" and not (retry_failed or p.name in retry):
             say(f"campaign: {p.name}: failed at {p.failed_stage} before, left out "
-                "(--retry-failed takes it again)")
+                f"(--retry {p.name} or --retry-failed takes it again)")
             continue
         say(f"campaign: {p.name} ({i} of {len(todo)} left)")
         again = p.status == "failed"    # its stored sweep failed: swept afresh, not resumed
@@ -223,7 +224,8 @@ def _unanswered(c: CampaignFolder, p: model.CampaignPackage) -> bool:
     return status not in (None, "complete")
 
 
-def _stage(c: CampaignFolder, p: model.CampaignPackage, stage: str, work: Callable[[], None]) -> None:
+def _stage(c: CampaignFolder, p: model.CampaignPackage, stage: str,
+           work: Callable[[], None]) -> None:
     started = time.monotonic()
     try:
         work()

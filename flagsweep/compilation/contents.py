@@ -1,6 +1,9 @@
 """The executables Debian ships from a source package: its binary packages (the Sources index's
 Package-List, else Binary) downloaded with the system's `apt-get download` into a scratch
-folder in flagsweep's cache, and their file lists read with `dpkg-deb -c`. Nothing of a .deb
+folder in flagsweep's cache, and their file lists read with `dpkg-deb -c`. Each is asked for at
+the source's own version (a binary package built from a source carries its version, save a
+rebuild's `+bN`), and only when the archive no longer has that one at the version apt would
+install, said as such: a later release may ship other programs. Nothing of a .deb
 is run, unpacked or installed; the scratch folder goes when the lists are read.
 
 A package of documentation, headers or debug symbols ships no program, and one built for all
@@ -37,6 +40,8 @@ class Shipped:
     programs: dict[str, str] = field(default_factory=dict)
     read: list[str] = field(default_factory=list)
     missed: list[str] = field(default_factory=list)
+    # the packages read at apt's candidate version, the source's own being gone
+    other_version: list[str] = field(default_factory=list)
 
 
 def packages(package_list: str, binary: str) -> list[str]:
@@ -69,9 +74,10 @@ def programs(listing: str) -> list[str]:
     return found
 
 
-def shipped(names: list[str], cache: Path | None = None,
+def shipped(names: list[str], version: str | None = None, cache: Path | None = None,
             run: Callable[..., process.Result] = process.run) -> Shipped:
-    """Download each binary package into a scratch folder and read its file list."""
+    """Download each binary package (at the source's version when given) into a scratch
+    folder and read its file list."""
     s = Shipped()
     downloads = DOWNLOADS.folder(cache)
     downloads.mkdir(parents=True, exist_ok=True)
@@ -79,11 +85,13 @@ def shipped(names: list[str], cache: Path | None = None,
     sandbox = ["-o", "APT::Sandbox::User=root"] if os.geteuid() == 0 else []
     with tempfile.TemporaryDirectory(dir=downloads, prefix=".debs-") as scratch:
         for name in names:
-            got = _run(run, ["apt-get", *sandbox, "download", name], Path(scratch))
+            got = _download(run, sandbox, name, version, Path(scratch))
             debs = sorted(Path(scratch).glob(f"{name}_*.deb"))
             if not got.ok or not debs:
                 s.missed.append(f"{name}: apt-get download failed ({_last(got)})")
                 continue
+            if version and got.argv[-1] == name:
+                s.other_version.append(name)
             listing = _run(run, ["dpkg-deb", "-c", str(debs[0])], Path(scratch))
             if not listing.ok:
                 s.missed.append(f"{name}: dpkg-deb -c failed ({_last(listing)})")
@@ -92,6 +100,16 @@ def shipped(names: list[str], cache: Path | None = None,
             for program in programs(listing.stdout):
                 s.programs.setdefault(program, name)
     return s
+
+
+def _download(run: Callable[..., process.Result], sandbox: list[str], name: str,
+              version: str | None, scratch: Path) -> process.Result:
+    """`apt-get download NAME=VERSION`, else NAME at apt's candidate version."""
+    if version:
+        got = _run(run, ["apt-get", *sandbox, "download", f"{name}={version}"], scratch)
+        if got.ok:
+            return got
+    return _run(run, ["apt-get", *sandbox, "download", name], scratch)
 
 
 def _run(run: Callable[..., process.Result], argv: list[str], cwd: Path) -> process.Result:

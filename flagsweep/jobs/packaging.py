@@ -82,7 +82,8 @@ def autoreconf_reason(tree: Path, build_depends: str) -> str | None:
 
 
 def shipped_programs(d: Draft, say: Callable[[str], None],
-                     read: Callable[[list[str]], contents.Shipped] = contents.shipped) -> None:
+                     read: Callable[[list[str], str], contents.Shipped] = contents.shipped
+                     ) -> None:
     """The executables Debian's binary packages of the release ship, into d.shipped (None
     when no file list could be read, the why in d.shipped_note)."""
     r = d.release
@@ -90,7 +91,7 @@ def shipped_programs(d: Draft, say: Callable[[str], None],
     if not names:
         d.shipped_note = "the Sources index names no binary package that may ship a program"
         return
-    s = read(names)
+    s = read(names, r.version)
     if not s.read:
         d.shipped_note = ("Debian's file lists could not be read: "
                           + "; ".join(s.missed or ["no package"]))
@@ -98,7 +99,9 @@ def shipped_programs(d: Draft, say: Callable[[str], None],
         return
     d.shipped = s.programs
     d.shipped_note = (f"Debian's {', '.join(s.read)} ship {len(s.programs)} program(s): "
-                      f"{_listed(list(s.programs))}")
+                      f"{_listed(list(s.programs))}"
+                      + (f" ({', '.join(s.other_version)} read at apt's version, not "
+                         f"{r.version}: gone from the archive)" if s.other_version else ""))
     say(f"executable: {d.shipped_note}")
 
 

@@ -52,7 +52,8 @@ def test_each_package_is_downloaded_into_a_scratch_folder_and_listed(tmp_path):
             return process.Result(argv, 0, "", "")
         return process.Result(argv, 0, LISTING if "progs" in argv[-1] else "", "")
 
-    s = contents.shipped(["libjpeg-turbo-progs", "gone", "libturbojpeg0"], tmp_path, run=run)
+    s = contents.shipped(["libjpeg-turbo-progs", "gone", "libturbojpeg0"], None, tmp_path,
+                        run=run)
     assert s.programs == {"cjpeg": "libjpeg-turbo-progs", "djpeg": "libjpeg-turbo-progs",
                           "jpegexiforient": "libjpeg-turbo-progs"}
     assert s.read == ["libjpeg-turbo-progs", "libturbojpeg0"]
@@ -61,3 +62,23 @@ def test_each_package_is_downloaded_into_a_scratch_folder_and_listed(tmp_path):
                                                                     "libjpeg-turbo-progs"]
     # the scratch folder is gone
     assert not list((tmp_path / "downloads").glob(".debs-*"))
+
+
+def test_each_package_is_read_at_the_sources_version_else_at_apts_said(tmp_path):
+    asked = []
+
+    def run(argv, cwd, **kwargs):
+        if "download" in argv:
+            asked.append(argv[-1])
+            if argv[-1] == "lzop=1.04-2":          # gone from the archive: a newer one is there
+                return process.Result(argv, 100, "", "E: Version '1.04-2' for 'lzop' was not found")
+            (Path(cwd) / f"{argv[-1].split('=')[0]}_1.0_amd64.deb").write_bytes(b"!<arch>\n")
+            return process.Result(argv, 0, "", "")
+        return process.Result(argv, 0, LISTING, "")
+
+    s = contents.shipped(["libjpeg-turbo-progs"], "2.1.5-2", tmp_path, run=run)
+    assert asked == ["libjpeg-turbo-progs=2.1.5-2"] and s.other_version == []
+    asked.clear()
+    s = contents.shipped(["lzop"], "1.04-2", tmp_path, run=run)
+    assert asked == ["lzop=1.04-2", "lzop"] and s.read == ["lzop"]
+    assert s.other_version == ["lzop"]

@@ -137,13 +137,20 @@ def test_the_executable_is_one_debian_ships_named_like_its_package(tmp_path):
 def test_the_file_lists_read_or_why_not(monkeypatch):
     d, said = draft(), []
     got = contents.Shipped({"lzop": "lzop"}, ["lzop"], [])
-    packaging.shipped_programs(d, said.append, read=lambda names: got)
+    packaging.shipped_programs(d, said.append, read=lambda names, version: got)
     assert d.shipped == {"lzop": "lzop"}
     assert said == ["executable: Debian's lzop ship 1 program(s): lzop"]
     d = draft()
     packaging.shipped_programs(d, said.append,
-                               read=lambda names: contents.Shipped(missed=["lzop: 404"]))
+                               read=lambda names, version: contents.Shipped(missed=["lzop: 404"]))
     assert d.shipped is None and d.shipped_note.endswith("could not be read: lzop: 404")
+    # read at the source's version, or the note says it was not
+    asked = []
+    packaging.shipped_programs(draft(), said.append, read=lambda names, version: (
+        asked.append(version) or contents.Shipped({"lzop": "lzop"}, ["lzop"], [], ["lzop"])))
+    assert asked == [RELEASE.version]
+    assert said[-1].endswith(f"(lzop read at apt's version, not {RELEASE.version}: gone from "
+                             "the archive)")
 
 
 # A project without the configure its configure.ac makes (autoconf alone: the cheapest run).

@@ -143,6 +143,16 @@ def records(deps: list[Dependency]) -> list[model.DependencyBuild]:
             for d in deps]
 
 
+def built_with(deps: list[model.DependencyBuild]) -> list[str]:
+    """The libraries built into the tree before the program, in one line (none: no line): their
+    code is in the run and carries the variant's flags, so the measurement covers them too."""
+    if not deps:
+        return []
+    named = ", ".join(f"{d.name} {d.version} ({d.system})" for d in deps)
+    return [f"built with the program, from their own sources and with each variant's flags: "
+            f"{named}"]
+
+
 def shadowed(tree: Path, external: list[model.SharedLibrary]) -> list[model.SharedLibrary]:
     """The libraries from outside the tree that the binary loads although a dependency built
     one of that name into its prefix: the link took the system's (a shared one it found

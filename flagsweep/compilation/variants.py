@@ -496,13 +496,15 @@ def failures(builds: list[VariantBuild]) -> list[str]:
 
 
 def foreign(builds: list[VariantBuild]) -> list[str]:
-    """Each shared library from outside the build trees that a measured binary loads, other
-    than the C/C++ runtime, in one line: its code is in the run, and no flag touched it."""
+    """The libraries built with the program, then each shared library from outside the build
+    trees that a measured binary loads, other than the C/C++ runtime, in one line: its code is
+    in the run, and no flag touched it."""
     lines = binaries.foreign((b.binary.name, lib) for b in builds if b.binary
                              for lib in b.external)
     shadowed = {(b.binary.name, lib.name, lib.path) for b in builds if b.binary and b.dependencies
                 for lib in dependency.shadowed(b.log.parent / "tree", b.external)}
-    return lines + [f"{name} loads {lib} from {path} although the target builds a dependency "
+    built = next((b.dependencies for b in builds if b.dependencies), [])
+    return dependency.built_with(built) + lines + [f"{name} loads {lib} from {path} although the target builds a dependency "
                     "of that name into its tree: its link took the system's shared library; "
                     "build the dependency static (configure_args = [\"--disable-shared\"]) "
                     "(docs/targets.md, dependencies)" for name, lib, path in sorted(shadowed)]

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from flagsweep import stats
-from flagsweep.compilation import binaries, package_tests
+from flagsweep.compilation import binaries, dependency, package_tests
 from flagsweep.report.formats import (
     LUCK_SUFFIX,
     VERDICT_TEXT,
@@ -289,10 +289,12 @@ def tests_text(t: model.PackageTests | None) -> str:
 
 
 def foreign(doc: model.Results) -> list[str]:
-    """The shared libraries from outside the build trees that a built variant's binary loads,
-    the C/C++ runtime left out: code in the run that no flag touched."""
+    """The libraries built with the program (and its flags), then the shared libraries from
+    outside the build trees that a built variant's binary loads, the C/C++ runtime left out:
+    code in the run that no flag touched."""
     profiled = doc.explain.baseline if doc.explain and doc.explain.baseline else None
-    return binaries.foreign(((Path(v.build.binary).name, lib) for v in doc.variants
+    built = next((v.build.dependencies for v in doc.variants if v.build.dependencies), [])
+    return dependency.built_with(built) + binaries.foreign(((Path(v.build.binary).name, lib) for v in doc.variants
                              if v.build.binary and not is_control(v.id)
                              for lib in v.build.external_libraries or []),
                             profiled.libraries if profiled else None)

@@ -16,6 +16,8 @@ from flagsweep.compilation import dependency, records, variants
 from flagsweep.compilation.manifest import Dependency, Manifest, Tools
 from flagsweep.errors import ConfigError
 from flagsweep.experiment import matrix, recipe, target
+from flagsweep.report import variants as report_variants
+from report_fixture import results_doc
 
 # The library: two files whose loops -O1 and -O2 compile differently; installed as a static
 # archive and its header, as a distribution's library package is. Given -DREPLACE, its
@@ -110,7 +112,13 @@ def test_the_frontend_loads_nothing_but_the_runtime_and_its_record_names_the_lib
         assert doc["dependencies"] == [{"name": "codec", "version": "1.0", "system": "cmake",
                                         "sha256": None}]
         model.Build.model_validate(doc)
-    assert variants.foreign(list(builds.values())) == []
+    # nothing from outside the tree; the library built with it named, in the terminal and page
+    line = ("built with the program, from their own sources and with each variant's flags: "
+            "codec 1.0 (cmake)")
+    assert variants.foreign(list(builds.values())) == [line]
+    doc = results_doc()
+    doc["variants"][0]["build"]["dependencies"] = builds["-O2"].contract(out)["dependencies"]
+    assert report_variants.foreign(model.Results.model_validate(doc)) == [line]
 
 
 @pytest.mark.integration

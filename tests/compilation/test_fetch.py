@@ -294,6 +294,20 @@ def test_the_layout_gives_the_strip_that_unpacks_the_tree_whole(tmp_path, member
     assert (layout.strip_components, layout.said()) == (strip, said)
 
 
+def test_a_tree_unpacked_with_another_strip_is_another_tree_in_the_cache(tmp_path):
+    tarball = make_tarball(tmp_path / "pkg-1.0.tar.gz", FLAT)
+    digest = sha256(tarball)
+    wrong = source_for(tarball.as_uri(), digest)
+    with pytest.raises(FetchError, match="set strip_components = 0"):
+        fetch.prepare(wrong, cache=tmp_path / "cache")
+    assert not any((tmp_path / "cache" / "src").iterdir())     # no tree, not even a draft
+    right = Source(name="pkg", version="1.0", urls=(tarball.as_uri(),), sha256=digest,
+                   debian=None, strip_components=0, autoreconf=False)
+    tree = fetch.prepare(right, cache=tmp_path / "cache", offline=True)
+    assert tree.name == f"pkg-1.0-{digest[:12]}-strip0" and (tree / "configure.ac").is_file()
+    assert (wrong.unpacking, right.unpacking) == ([], ["strip0"])
+
+
 def test_extract_handles_dot_slash_prefix_and_xz(tmp_path, tar_filters):
     path = tmp_path / "t.tar.xz"
     with tarfile.open(path, "w:xz") as tar:

@@ -553,6 +553,26 @@ def test_new_ends_on_a_binary_given_that_the_trial_build_did_not_make(tmp_path, 
     assert 'binary = "nope"' in (folder / "target.toml").read_text()
 
 
+@pytest.mark.integration
+@pytest.mark.parametrize("top, strip, seen", [
+    ("", 0, "its members do not all sit in one folder: its top holds 1 name (Makefile), so "
+            "strip_components = 0 unpacks it as it is"),
+    ("demo-1.0", 1, "its members all sit in one folder, demo-1.0/, so strip_components = 1 "
+                    "unpacks it without that folder")], ids=["ssdeep's-flat", "one-folder"])
+def test_new_writes_the_strip_the_orig_tarballs_members_call_for(tmp_path, monkeypatch, top,
+                                                                 strip, seen):
+    release_of(tmp_path, monkeypatch, UNBUILDABLE, top)
+    said: list[str] = []
+    with pytest.raises(FlagsweepError, match="the trial -O2 build is failed"):
+        scaffold.new("demo", "demo-src", tmp_path / "demo", said.append)
+    text = (tmp_path / "demo" / "target.toml").read_text()
+    assert f"# demo-src_1.0.orig.tar.gz: {seen}\nstrip_components = {strip}\n" in text
+    assert f"demo-src: demo-src_1.0.orig.tar.gz: {seen}" in said
+    assert tomllib.loads(text)["source"]["strip_components"] == strip
+    # the tree unpacked with that strip has the Makefile at its top, where it is looked for
+    assert any(line.startswith("demo-src: make (a Makefile") for line in said)
+
+
 @pytest.mark.parametrize("binary", ["/usr/bin/opusenc", "../opusenc", "/"])
 def test_a_binary_outside_the_build_tree_is_refused(tmp_path, unbuildable, binary):
     with pytest.raises(FlagsweepError, match=r"--binary .*: expected an executable's name or"):

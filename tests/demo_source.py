@@ -14,19 +14,22 @@ from flagsweep.compilation import debian
 
 
 def tarball(path: Path, top: str, members: dict[str, str]) -> Path:
+    """A .tar.gz of members, each under the folder top ("": at the tarball's top)."""
     with tarfile.open(path, "w:gz") as tar:
         for name, text in members.items():
             data = text.encode()
-            info = tarfile.TarInfo(f"{top}/{name}")
+            info = tarfile.TarInfo(f"{top}/{name}" if top else name)
             info.size, info.mode = len(data), 0o644
             tar.addfile(info, io.BytesIO(data))
     return path
 
 
-def release_of(tmp_path, monkeypatch, members: dict[str, str]) -> debian.DebianRelease:
-    """Debian's index as it would list a source package 'demo-src' 1.0-2 of these files, its
-    orig tarball already in the cache (so nothing is downloaded)."""
-    orig = tarball(tmp_path / "demo-src_1.0.orig.tar.gz", "demo-1.0", members)
+def release_of(tmp_path, monkeypatch, members: dict[str, str],
+               top: str = "demo-1.0") -> debian.DebianRelease:
+    """Debian's index as it would list a source package 'demo-src' 1.0-2 of these files (in
+    the folder top of its orig tarball), the tarball already in the cache (so nothing is
+    downloaded)."""
+    orig = tarball(tmp_path / "demo-src_1.0.orig.tar.gz", top, members)
     digest = hashlib.sha256(orig.read_bytes()).hexdigest()
     downloads = files.cache_dir() / "downloads"
     downloads.mkdir(parents=True, exist_ok=True)

@@ -6,7 +6,8 @@ cold one (configure, link, the audit's preprocessing). A variant whose key is he
 configured, compiled or linked again: its binary, build log, compile log and audit are reused
 and the build says so (`reused` in builds.json and results.json).
 
-The key is a sha256 over: the source (the tarball's sha256, or every file of a local or
+The key is a sha256 over: the source (the tarball's sha256, with how it was unpacked when not
+as most are (Source.unpacking), or every file of a local or
 --source-dir tree, path and bytes, a symlinked file or folder by what it points at, even outside
 the tree), the target file's bytes, the compiler (path and version),
 the variant's flags, what -march=native means here when a flag asks for it, the variables of

@@ -215,14 +215,15 @@ def _orig_alone(source: Source, versions: list[str], listed: dict[str, str | Non
 
 def prepare(source: Source, *, offline: bool = False, cache: Path | None = None) -> Path:
     """fetch + extract into cache/src/<name>-<version>-<sha256[:12]>/ once; return the tree
-    (with source.autoreconf, `autoreconf -fi` run in it, under the name ending -autoreconf).
+    (another strip_components than 1 adds -strip<N> to the name; with source.autoreconf,
+    `autoreconf -fi` is run in it, and the name ends -autoreconf: Source.unpacking).
 
     Extraction goes to a temp dir renamed into place, so an existing tree is always complete
     and a second call just returns it. Trees are shared read-only by all variant builds
     (builds are out-of-tree).
     """
-    name = f"{source.name}-{source.version}-{source.sha256[:12]}"
-    tree = SOURCES.entry(name + ("-autoreconf" if source.autoreconf else ""), cache)
+    name = "-".join([source.name, source.version, source.sha256[:12], *source.unpacking])
+    tree = SOURCES.entry(name, cache)
     if SOURCES.usable(tree):
         return tree
     tarball = fetch(source, offline=offline, cache=cache)

@@ -1,5 +1,7 @@
 """Unpacking a source tarball safely: every member checked before anything is written (names,
-links, device files), and the unpack limits that refuse a tarball bomb member by member."""
+links, device files), the unpack limits that refuse a tarball bomb member by member, and the
+leading folders strip_components removes, which must hold every member (ssdeep's orig has its
+files at its top: stripping one level dropped them all, silently)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,9 @@ import copy
 import os
 import shutil
 import tarfile
+from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 from flagsweep import files
 from flagsweep.errors import FetchError
@@ -100,7 +104,8 @@ def extract(tarball: Path, dest: Path, strip_components: int = 1) -> Path:
     tree as extracted so far, which catches links that only escape through earlier links.
     Modes are tamed as tarfile.data_filter does; mtimes are kept (autotools trees need them,
     or make tries to re-run automake). A member beyond the unpack limits (a file too large,
-    sparse or not, a tree too large, or too many times the tarball's size) is refused too.
+    sparse or not, a tree too large, or too many times the tarball's size) is refused too,
+    and so is a strip_components that would drop a member or merge two folders (_check_strip).
     """
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise FetchError(f"cannot extract {tarball} into {dest}: it exists and is not an "
@@ -115,6 +120,7 @@ def extract(tarball: Path, dest: Path, strip_components: int = 1) -> Path:
             for member in tar:  # header by header: a member is judged before its data is read
                 budget.take(member)
                 member_filter(member, str(dest))
+            _check_strip(tarball, tar.getmembers(), strip_components)
             if _HAS_TAR_FILTERS:
                 tar.extractall(dest, filter=member_filter)
             else:
@@ -163,12 +169,104 @@ def _refuse_unsafe_name(tarball: Path, member: str, path: str) -> None:
         raise FetchError(f"{tarball}: refusing member {member!r}: {path!r} contains '..'")
 
 
+def _parts(name: str) -> list[str]:
+    """A member name's components ('.' components do not count, as in './pkg-1.0/configure')."""
+    return [p for p in name.split("/") if p not in ("", ".")]
+
+
 def _strip(name: str, count: int) -> str | None:
-    """name without its first count components ('.' components do not count, as in
-    './pkg-1.0/configure'); None when nothing is left."""
-    parts = [p for p in name.split("/") if p not in ("", ".")]
-    rest = parts[count:]
+    """name without its first count components; None when nothing is left."""
+    rest = _parts(name)[count:]
     return "/".join(rest) if rest else None
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What a tarball holds at its top: the names there, and whether the one name there is a
+    folder that every member sits in (a release tarball's pkg-1.0/)."""
+
+    top: tuple[str, ...]        # the distinct first components, in the tarball's order
+    one_folder: bool
+
+    @property
+    def strip_components(self) -> int:
+        """The strip that unpacks this tarball's tree whole: its one folder removed, or none."""
+        return 1 if self.one_folder else 0
+
+    def said(self) -> str:
+        if not self.top:
+            return "it has no members"
+        if self.one_folder:
+            return f"its members all sit in one folder, {_shown(self.top[0])}/"
+        shown = ", ".join(_shown(name) for name in self.top[:4])
+        more = ", ..." if len(self.top) > 4 else ""
+        return (f"its members do not all sit in one folder: its top holds {len(self.top)} "
+                f"name{'s' if len(self.top) != 1 else ''} ({shown}{more})")
+
+
+def _shown(name: str) -> str:
+    """A member's name as a one-line message or a target file's comment may hold it."""
+    return name if name.isprintable() else repr(name)
+
+
+def _layout(members: list[tarfile.TarInfo]) -> Layout:
+    top: dict[str, None] = {}       # a dict keeps the order names came in
+    folder = True
+    for member in members:
+        parts = _parts(member.name)
+        if parts:
+            top.setdefault(parts[0], None)
+            folder = folder and (len(parts) > 1 or member.isdir())
+    return Layout(tuple(top), folder and len(top) == 1)
+
+
+def layout(tarball: Path) -> Layout:
+    """The tarball's layout, from its members' headers, read as extract reads them (the unpack
+    limits checked header by header); nothing is written."""
+    budget = _Budget(tarball)
+    try:
+        with tarfile.open(tarball, "r:*") as tar:
+            for member in tar:
+                budget.take(member)
+            return _layout(tar.getmembers())
+    except (tarfile.TarError, OSError, EOFError) as err:
+        raise FetchError(f"cannot read {tarball}: {err}") from err
+
+
+def _check_strip(tarball: Path, members: list[tarfile.TarInfo], count: int) -> None:
+    """Refuse a strip that does not fit the tarball: a member with nothing left of its name
+    once count leading folders are removed is dropped (unless it is one of those folders), and
+    members under two different leading folders would be merged into one tree, where one
+    file can overwrite another. FetchError naming the member and the strip that fits."""
+    kept: tuple[list[str], str] | None = None      # the leading folders, and who had them first
+    for member in members:
+        parts = _parts(member.name)
+        if len(parts) > count:
+            if kept is None:
+                kept = parts[:count], member.name
+            elif parts[:count] != kept[0]:
+                _misfit(tarball, members, count,
+                        f"members {kept[1]!r} and {member.name!r} are in "
+                        f"different folders, which it would merge into one tree")
+        elif not member.isdir():
+            _misfit(tarball, members, count,
+                    f"member {member.name!r} would be dropped: nothing of its name is left "
+                    f"once {'its first part is' if count == 1 else f'its first {count} parts are'}"
+                    " removed")
+    for member in members:
+        parts = _parts(member.name)
+        if parts and len(parts) <= count and (kept is None or parts != kept[0][:len(parts)]):
+            _misfit(tarball, members, count,
+                    f"folder {member.name!r} would be dropped: it is not one of the "
+                    f"leading folders removed")
+
+
+def _misfit(tarball: Path, members: list[tarfile.TarInfo], count: int, why: str) -> NoReturn:
+    fits = _layout(members)
+    said = fits.said()
+    raise FetchError(f"{tarball}: refusing strip_components = {count}: {why}; nothing was "
+                     f"unpacked. {said[0].upper()}{said[1:]}: set strip_components = "
+                     f"{fits.strip_components} in the target's [source]")
 
 
 def _legacy_data_filter(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo:

@@ -42,3 +42,12 @@ class Source:
         if self.strip_components < 0:
             raise ConfigError(f"target {self.name!r}: strip_components must be >= 0, "
                               f"got {self.strip_components}")
+
+    @property
+    def unpacking(self) -> list[str]:
+        """What besides the tarball's bytes makes the unpacked tree, as words for the keys of
+        the caches that hold it or what was built from it. None for a tarball unpacked as
+        most are (its one top folder removed, not autoreconf'd), so the trees and builds
+        cached before these words existed keep their keys."""
+        words = [] if self.strip_components == 1 else [f"strip{self.strip_components}"]
+        return words + (["autoreconf"] if self.autoreconf else [])

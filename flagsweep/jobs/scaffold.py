@@ -10,6 +10,8 @@ file the build makes, and an input size by guesswork. Here each is found, not gu
 - the build dependencies: the stanza's Build-Depends, the missing ones installed as root (else
   the one `apt-get install` line to run), so a campaign does not stop where a person would
   have typed a command (packaging.py; --no-build-deps leaves them);
+- the unpacking: strip_components from the orig tarball's members (1 where they all sit in
+  one folder, else 0), said in a comment;
 - the build system: `configure` (autotools), `CMakeLists.txt` (cmake), `meson.build` (meson), a
   Makefile (make);
   autoreconf first where the package's own build runs it (a tag archive without configure);
@@ -109,6 +111,7 @@ def new(name: str, package: str, folder: Path, say: Callable[[str], None],
         packaging.build_dependencies(draft, say)
     else:
         draft.depends_note = ["Build-Depends not looked at (--no-build-deps)"]
+    _unpacking(draft, say)
     tree = draft.source = _regenerated(draft, fetch.prepare(_source(draft)), say)
     draft.system, draft.configure_args, note = detect_system(tree)
     say(f"{package}: {note}")
@@ -150,6 +153,18 @@ def _build_deps(d: Draft) -> str:
     if d.depends_note:           # what was met, or could not be, or was not looked at
         return f". {'; '.join(d.depends_note)}"
     return ""
+
+
+def _unpacking(d: Draft, say: Callable[[str], None]) -> None:
+    """The strip_components that unpacks the orig tarball whole, from its members: most hold
+    one top folder, but some (ssdeep's) hold their files at the top, which a strip of 1 would
+    drop."""
+    fits = tarball.layout(fetch.fetch(_source(d)))
+    d.strip_components = fits.strip_components
+    d.strip_note = (f"{d.release.orig}: {fits.said()}, so strip_components = "
+                    f"{fits.strip_components} unpacks it "
+                    f"{'without that folder' if fits.one_folder else 'as it is'}")
+    say(f"{d.package}: {d.strip_note}")
 
 
 def _regenerated(d: Draft, tree: Path, say: Callable[[str], None]) -> Path:
@@ -225,7 +240,7 @@ def _source(d: Draft) -> Source:
     return Source(name=d.name, version=d.upstream, urls=tuple(d.urls),
                   sha256=d.release.orig_sha256,
                   debian=DebianSource(d.release.package, d.release.version),
-                  autoreconf=d.autoreconf)
+                  strip_components=d.strip_components, autoreconf=d.autoreconf)
 
 
 TAKEN = {"target.toml", "trial"}     # names `new` writes in the folder itself

@@ -62,6 +62,8 @@ class Draft:
         field(default_factory=list)
     depends_note: list[str] = field(default_factory=list)   # the build dependencies, each line
     depends_command: list[str] = field(default_factory=list)   # the install still to be run
+    strip_components: int = 1       # from the orig tarball's members (tarball.layout)
+    strip_note: str = ""
     autoreconf: bool = False
     autoreconf_note: str = ""
     shipped: dict[str, str] | None = None   # program -> Debian's binary package; None: unknown
@@ -110,6 +112,8 @@ def render(d: Draft) -> str:
         f"urls = {_q(d.urls)}",
         f"sha256 = {_q(r.orig_sha256)}",
         f"debian = {{ package = {_q(r.package)}, version = {_q(r.version)} }}",
+        *([f"# {d.strip_note}"] if d.strip_note else []),
+        f"strip_components = {d.strip_components}",
         "",
         "[build]",
         *[f"# {line}" for line in d.depends_note],

@@ -174,3 +174,19 @@ def test_a_link_that_leads_back_up_the_tree_is_keyed_by_its_text(tmp_path):
     (tree / "gone.c").unlink()
     (tree / "gone.c").symlink_to(tmp_path / "elsewhere.c")
     assert cache.source_id(None, tree) != first
+
+
+@pytest.mark.parametrize("source, suffix", [
+    ("", ""), ("strip_components = 1\n", ""), ("strip_components = 0\n", ":strip0")])
+def test_a_tarball_unpacked_otherwise_is_another_source_for_the_caches(tmp_path, source, suffix):
+    # the project's own build is cached under a key without the target file: a tree unpacked
+    # with another strip (or autoreconf'd) must not take the other tree's; a plain one keeps
+    # the key it always had
+    (tmp_path / "target.toml").write_text(
+        f'summary = "s"\nversion = "1.0"\n[source]\nurls = ["file:///nowhere.tar.gz"]\n'
+        f'sha256 = "{"a" * 64}"\n{source}[build]\nsystem = "make"\nbinary = "prog"\n'
+        '[inputs]\nkind = "corpus"\nmegabytes = 1\nquick_megabytes = 1\n[run]\n'
+        'argv = ["{binary}"]\n[check]\nmethod = "exact"\n')
+    t = target.load(str(tmp_path))
+    assert variants._source_id(t, tmp_path, variants.Options(out_dir=tmp_path)) == \
+        "a" * 64 + suffix

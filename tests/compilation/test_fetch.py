@@ -227,8 +227,85 @@ def test_extract_strips_top_dir_and_keeps_mtimes(tmp_path, tar_filters):
 def test_extract_strip_zero_and_two(tmp_path, tar_filters):
     tarball = good_tarball(tmp_path / "t.tar.gz")
     assert (extract(tarball, tmp_path / "zero", 0) / "pkg-1.0" / "configure").is_file()
-    two = extract(tarball, tmp_path / "two", 2)
-    assert sorted(p.name for p in two.iterdir()) == ["link.c", "main.c"]
+    nested = make_tarball(tmp_path / "n.tar.gz", [entry("pkg-1.0", tarfile.DIRTYPE),
+                                                  entry("pkg-1.0/pkg", tarfile.DIRTYPE),
+                                                  ("pkg-1.0/pkg/main.c", b"int x;\n"),
+                                                  ("pkg-1.0/pkg/sub/a.c", b"int a;\n")])
+    two = extract(nested, tmp_path / "two", 2)
+    assert sorted(p.relative_to(two).as_posix() for p in two.rglob("*")) == \
+        ["main.c", "sub", "sub/a.c"]
+
+
+# ssdeep's orig: its files at the top, no folder of its own
+FLAT = [("configure.ac", b"AC_INIT\n"), entry("src", tarfile.DIRTYPE),
+        ("src/main.c", b"int main(void){return 0;}\n")]
+
+
+@pytest.mark.parametrize("members, strip, why, fits", [
+    (FLAT, 1, "member 'configure.ac' would be dropped: nothing of its name is left once its "
+              "first part is removed", "do not all sit in one folder: its top holds 2 names "
+              "(configure.ac, src): set strip_components = 0"),
+    ([("a-1.0/x.c", b"x"), ("b-1.0/x.c", b"y")], 1,
+     "members 'a-1.0/x.c' and 'b-1.0/x.c' are in different folders, which it would merge",
+     "set strip_components = 0"),
+    ([("pkg-1.0/configure", b"#!/bin/sh\n"), ("pkg-1.0/src/main.c", b"int x;\n")], 2,
+     "member 'pkg-1.0/configure' would be dropped: nothing of its name is left once its "
+     "first 2 parts are removed", "all sit in one folder, pkg-1.0/: set strip_components = 1"),
+    ([entry("pkg-1.0", tarfile.DIRTYPE), ("pkg-1.0/configure", b"#!/bin/sh\n"),
+      entry("m4", tarfile.DIRTYPE)], 1,
+     "folder 'm4' would be dropped: it is not one of the leading folders removed",
+     "set strip_components = 0"),
+], ids=["file-at-top", "two-top-folders", "strip-too-deep", "empty-folder-at-top"])
+def test_a_strip_that_drops_or_merges_members_is_refused_naming_what_fits(
+        tmp_path, members, strip, why, fits):
+    tarball = make_tarball(tmp_path / "t.tar.gz", members)
+    with pytest.raises(FetchError) as e:
+        extract(tarball, tmp_path / "out", strip)
+    message = str(e.value)
+    assert message.startswith(f"{tarball}: refusing strip_components = {strip}: {why}")
+    assert "nothing was unpacked" in message and message.endswith(f"{fits} in the target's "
+                                                                  "[source]")
+    assert "\n" not in message and not (tmp_path / "out").exists()
+
+
+def test_a_tarball_without_a_top_folder_unpacks_whole_with_strip_zero(tmp_path):
+    tarball = make_tarball(tmp_path / "t.tar.gz", FLAT)
+    tree = extract(tarball, tmp_path / "out", 0)
+    assert sorted(p.relative_to(tree).as_posix() for p in tree.rglob("*")) == \
+        ["configure.ac", "src", "src/main.c"]
+
+
+@pytest.mark.parametrize("members, strip, said", [
+    ([entry("pkg-1.0", tarfile.DIRTYPE), ("pkg-1.0/configure", b"x")], 1,
+     "its members all sit in one folder, pkg-1.0/"),
+    ([("./pkg-1.0/configure", b"x"), ("./pkg-1.0/src/a.c", b"y")], 1,
+     "its members all sit in one folder, pkg-1.0/"),
+    (FLAT, 0, "its members do not all sit in one folder: its top holds 2 names "
+              "(configure.ac, src)"),
+    ([("pkg-1.0", b"a file, not a folder")], 0,
+     "its members do not all sit in one folder: its top holds 1 name (pkg-1.0)"),
+    ([(f"f{i}\n", b"x") for i in range(6)], 0,
+     "its members do not all sit in one folder: its top holds 6 names "
+     "('f0\\n', 'f1\\n', 'f2\\n', 'f3\\n', ...)"),
+], ids=["one-folder", "dot-slash", "flat", "one-file", "unprintable-names"])
+def test_the_layout_gives_the_strip_that_unpacks_the_tree_whole(tmp_path, members, strip,
+                                                                 said):
+    layout = tarball_module.layout(make_tarball(tmp_path / "t.tar.gz", members))
+    assert (layout.strip_components, layout.said()) == (strip, said)
+
+
+def test_a_tree_unpacked_with_another_strip_is_another_tree_in_the_cache(tmp_path):
+    tarball = make_tarball(tmp_path / "pkg-1.0.tar.gz", FLAT)
+    digest = sha256(tarball)
+    wrong = source_for(tarball.as_uri(), digest)
+    with pytest.raises(FetchError, match="set strip_components = 0"):
+        fetch.prepare(wrong, cache=tmp_path / "cache")
+    assert not any((tmp_path / "cache" / "src").iterdir())     # no tree, not even a draft
+    right = Source(name="pkg", version="1.0", urls=(tarball.as_uri(),), sha256=digest,
+                   debian=None, strip_components=0, autoreconf=False)
+    tree = fetch.prepare(right, cache=tmp_path / "cache", offline=True)
+    assert tree.name == f"pkg-1.0-{digest[:12]}-strip0" and (tree / "configure.ac").is_file()
+    assert (wrong.unpacking, right.unpacking) == ([], ["strip0"])
 
 
 def test_extract_handles_dot_slash_prefix_and_xz(tmp_path, tar_filters):

@@ -553,6 +553,24 @@ def test_new_ends_on_a_binary_given_that_the_trial_build_did_not_make(tmp_path, 
     assert 'binary = "nope"' in (folder / "target.toml").read_text()
 
 
+@pytest.mark.integration
+def test_new_writes_strip_zero_for_an_orig_without_a_top_folder(tmp_path, monkeypatch):
+    # ssdeep's orig: its files at its top, which the default strip of 1 would drop (the
+    # one-folder case: test_force_redoes_new_without_what_the_earlier_one_wrote)
+    release_of(tmp_path, monkeypatch, UNBUILDABLE, top="")
+    seen = ("demo-src_1.0.orig.tar.gz: its members do not all sit in one folder: its top holds "
+            "1 name (Makefile), so strip_components = 0 unpacks it as it is")
+    said: list[str] = []
+    with pytest.raises(FlagsweepError, match="the trial -O2 build is failed"):
+        scaffold.new("demo", "demo-src", tmp_path / "demo", said.append)
+    text = (tmp_path / "demo" / "target.toml").read_text()
+    assert f"# {seen}\nstrip_components = 0\n" in text
+    assert f"demo-src: {seen}" in said
+    assert tomllib.loads(text)["source"]["strip_components"] == 0
+    # the tree unpacked with that strip has the Makefile at its top, where it is looked for
+    assert any(line.startswith("demo-src: make (a Makefile") for line in said)
+
+
 @pytest.mark.parametrize("binary", ["/usr/bin/opusenc", "../opusenc", "/"])
 def test_a_binary_outside_the_build_tree_is_refused(tmp_path, unbuildable, binary):
     with pytest.raises(FlagsweepError, match=r"--binary .*: expected an executable's name or"):
@@ -573,7 +591,10 @@ def test_force_redoes_new_without_what_the_earlier_one_wrote(tmp_path, unbuildab
     assert not (folder / "bench.script").exists()
     assert not (folder / "trial" / "1" / "stale.log").exists()
     assert (folder / "notes.txt").read_text() == "the user's own\n"
-    assert 'kind = "corpus"' in (folder / "target.toml").read_text()
+    text = (folder / "target.toml").read_text()
+    assert 'kind = "corpus"' in text
+    assert ("# demo-src_1.0.orig.tar.gz: its members all sit in one folder, demo-1.0/, so "
+            "strip_components = 1 unpacks it without that folder\nstrip_components = 1\n") in text
     assert f"--force: removed {folder / 'bench.script'}" in said
 
 

@@ -82,6 +82,11 @@ def template(m: Manifest, name: str) -> int:
         env = _env(m, work / "configure.jsonl")
         if m.configure:     # hand-written: in a copy of the source, the compilers in its env
             _copy_tree(m.source, work, log)
+            script = work / m.configure
+            if not script.is_file() or not os.access(script, os.X_OK):
+                log.open("a").write(f"\nflagsweep: build.configure {m.configure!r}: expected "
+                                    f"an executable script in the source {m.source}\n")
+                return 1
             argv = [f"./{m.configure}"]
             env |= dict(a.split("=", 1) for a in compilers)
         if m.dependencies:      # configured against them built with the neutral flags

@@ -130,6 +130,7 @@ class Manifest:
     dependencies: list[Dependency] = field(default_factory=list)   # built first, in order
     goal: str | None = None         # the one goal that makes the binary (target.py's BuildSpec)
     goal_dir: str | None = None     # a recursive make tree's folder that has the goal
+    configure: str | None = None    # a hand-written configure script (target.py's BuildSpec)
 
     def __post_init__(self) -> None:
         if self.system not in SYSTEMS:

@@ -3,6 +3,7 @@
 The superbuild (CMakeLists.txt) calls `python -m flagsweep.compilation.steps MANIFEST STEP NAME`:
 
   template COMPILER   autotools only: run ./configure once per compiler into a cached tree
+                      (a hand-written script, the target's `configure`: in a copy of the source)
   prepare  VARIANT    give the variant its own build tree (copy of the template, cmake configure,
                       or meson setup)
   build    VARIANT    compile with exactly the variant's flags, every compile through the wrapper
@@ -73,11 +74,21 @@ def template(m: Manifest, name: str) -> int:
         return 0
     root = dest.parent.parent
     tools = m.compilers[t.compiler]
-    argv = [str(m.source / "configure"), f"CC={tools.cc}", f"CFLAGS={CONFIGURE_CFLAGS}"]
+    compilers = [f"CC={tools.cc}", f"CFLAGS={CONFIGURE_CFLAGS}"]
     if tools.cxx:
-        argv += [f"CXX={tools.cxx}", f"CXXFLAGS={CONFIGURE_CFLAGS}"]
+        compilers += [f"CXX={tools.cxx}", f"CXXFLAGS={CONFIGURE_CFLAGS}"]
+    argv = [str(m.source / "configure"), *compilers]
     with CONFIGURED.draft(root, folder=True) as work:
         env = _env(m, work / "configure.jsonl")
+        if m.configure:     # hand-written: in a copy of the source, the compilers in its env
+            _copy_tree(m.source, work, log)
+            script = work / m.configure
+            if not script.is_file() or not os.access(script, os.X_OK):
+                log.open("a").write(f"\nflagsweep: build.configure {m.configure!r}: expected "
+                                    f"an executable script in the source {m.source}\n")
+                return 1
+            argv = [f"./{m.configure}"]
+            env |= dict(a.split("=", 1) for a in compilers)
         if m.dependencies:      # configured against them built with the neutral flags
             jobs = max((v.jobs for v in m.variants.values()), default=1)
             if why := _dependencies(m, tools, work, jobs, [CONFIGURE_CFLAGS], (env, env), log):
@@ -366,6 +377,12 @@ def _build_argv(m: Manifest, v: Order, tree: Path, flags_list: list[str] | None 
             # A Makefile may link with `$(CC) -o prog $(OBJS) $(LDFLAGS)`, without CFLAGS: the
             # variant's link flags (a layout's shuffle, -flto) must reach that link too.
             argv.append(f"LDFLAGS={ldflags}")
+    elif m.configure and not own:
+        # A hand-written configure's Makefile may link with LDFLAGS alone, where it put its
+        # own probe flags (discount's: a copy of configure's CFLAGS, -O2): the variant's link
+        # flags replace them, even none. CC stays configure's: it may carry options (discount
+        # adds -Wno-implicit-int to it).
+        argv.append(f"LDFLAGS={ldflags}")
     return argv + m.make_args + ([goal] if goal else [])
 
 
@@ -391,7 +408,9 @@ def whole_build(m: Manifest, vid: str) -> list[str] | None:
 # (make_args = ["LIBS=$(FLAGSWEEP_LDFLAGS) -lm"]); never from the environment.
 LINK_VARIABLE = "FLAGSWEEP_LDFLAGS"
 # The variables flagsweep sets on make's command line that a link may read the link flags from.
-LINK_CARRIERS = {"make": ("CFLAGS", "CXXFLAGS", "LDFLAGS"), "autotools": ("CFLAGS", "CXXFLAGS")}
+# "configure": autotools with a hand-written configure script (the target's `configure`).
+LINK_CARRIERS = {"make": ("CFLAGS", "CXXFLAGS", "LDFLAGS"), "autotools": ("CFLAGS", "CXXFLAGS"),
+                 "configure": ("CFLAGS", "CXXFLAGS", "LDFLAGS")}
 MAKEFILES = ("GNUmakefile", "makefile", "Makefile")
 
 

@@ -104,7 +104,7 @@ def manifest(target: Target, variants: list[Cell], source: Path, out: Path, cach
     return Manifest(
         system=b.system, source=source, binary=b.binary,
         configure_args=b.configure_args, make_args=b.make_args, goal=b.goal,
-        goal_dir=b.goal_dir, ccache_env=environment.ccache(cache, out), compilers=compilers,
+        goal_dir=b.goal_dir, configure=b.configure, ccache_env=environment.ccache(cache, out), compilers=compilers,
         templates=templates,
         variants={v.id: _entry(target, v, out, per_variant_jobs, training)
                   for v in variants},
@@ -160,10 +160,13 @@ def _template(target: Target, source: Path, name: str, tools: Tools, cache: Path
               out: Path, dependencies: list[Dependency]) -> Template:
     """Where the compiler's configure tree is cached: keyed by everything configure sees."""
     # the tools without an unset cxx: the key the trees configured so far are cached under
+    script = target.spec.build.configure or "configure"
     key_parts = [TEMPLATE_FORMAT, str(source), target.spec.build.configure_args,
                  tools.key(),
-                 (source / "configure").stat().st_mtime_ns if (source / "configure").exists() else 0,
+                 (source / script).stat().st_mtime_ns if (source / script).exists() else 0,
                  environment.keyed()]
+    if target.spec.build.configure:     # hand-written, run in a copy (Autoconf's: keys so far)
+        key_parts.append(script)
     if dependencies:     # configured against them: another tree (none: the keys so far)
         key_parts.append(dependency.key(dependencies))
     key = files.key_sha256(key_parts)[:16]

@@ -359,13 +359,13 @@ def _collect(v: Cell, manifest: Manifest, target: Target, out: Path,
     if not a.verified:
         _log_audit(result.log, a.every_problem)
         result.detail = audit_mod.explain(a, result.log)
-        result.fixes = audit_mod.fixes(a, target.path, target.spec.build.tolerated_flags)
+        b = target.spec.build
+        result.fixes = audit_mod.fixes(a, target.path, b.tolerated_flags)
         if a.link_missing and a.link_cwd is not None and (fix := steps.link_fix(
-                target.spec.build.system, a.link_missing, a.link_cwd, target.spec.build.binary,
+                "configure" if b.configure else b.system, a.link_missing, a.link_cwd, b.binary,
                 target.path)):
             result.fixes.append(fix)
         if dropped:
-            b = target.spec.build
             result.fixes += own_build.fixes(dropped, target.path, b.project_flags, b.dropped_flags)
         result.dropped = {d.option: d.why() for d in dropped}
         result.extra_flags, result.source_flags = a.extra, a.in_source

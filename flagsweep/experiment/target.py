@@ -179,6 +179,11 @@ class BuildSpec(Strict):
     binary: str
     # `autoreconf -fi` on the fetched source before anything is configured (autotools)
     autoreconf: bool = False
+    # A hand-written configure script (discount's configure.sh), its path in the source tree:
+    # run in a copy of the source, CC and CFLAGS in its environment (such scripts read no
+    # arguments but their own, and may read their own files from the folder they run in).
+    # Absent: Autoconf's configure, run out of tree with CC= and CFLAGS= arguments.
+    configure: str | None = None
     configure_args: list[str] = []
     make_args: list[str] = []
     project_flags: list[str] = []
@@ -199,12 +204,17 @@ class BuildSpec(Strict):
     _flags = field_validator("project_flags")(lambda cls, v: check_project_flags(v))
     _dropped = field_validator("dropped_flags")(lambda cls, v: check_dropped(v))
     _goal = field_validator("goal", "goal_dir")(lambda cls, v: v if v is None else check_goal(v))
+    _configure = field_validator("configure")(
+        lambda cls, v: v if v is None else check_relative(v))
 
     @model_validator(mode="after")
     def _goal_dir(self) -> "BuildSpec":
         if self.goal_dir is not None and (self.goal is None or self.system == "cmake"):
             raise ValueError("goal_dir needs a goal, and a make build (cmake builds a target "
                              "from the top)")
+        if self.configure is not None and self.system != "autotools":
+            raise ValueError(f"configure names a configure script, which only system = "
+                             f"\"autotools\" runs; system is {self.system!r}")
         return self
 
     @field_validator("configure_args", "make_args")
@@ -365,6 +375,11 @@ class TargetFile(Strict):
             raise ValueError("dependencies need a program built with 'autotools' or 'cmake', "
                              "whose configure step is pointed at their prefix; build.system is "
                              "'make'")
+        # A hand-written configure takes no CPPFLAGS= or LDFLAGS= pointing at their prefix.
+        if self.dependency and self.build.configure is not None:
+            raise ValueError("dependencies need Autoconf's configure (or cmake), whose "
+                             "arguments point it at their prefix; build.configure names a "
+                             f"hand-written script, {self.build.configure!r}")
         return self
 
 

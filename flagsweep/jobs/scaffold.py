@@ -61,7 +61,7 @@ from flagsweep.experiment import target
 from flagsweep.experiment.source import DebianSource, Source
 from flagsweep.jobs import packaging
 from flagsweep.jobs.goal import alone
-from flagsweep.jobs.project import detect_system, libtool_used, static
+from flagsweep.jobs.project import detect_system, hand_written, libtool_used, static
 from flagsweep.jobs.sizing import set_line, size_input
 from flagsweep.jobs.target_file import PLACEHOLDER_RUN, Draft, render
 from flagsweep.jobs.trial import o2_build, prove, trial_builds
@@ -114,6 +114,7 @@ def new(name: str, package: str, folder: Path, say: Callable[[str], None],
     _unpacking(draft, say)
     tree = draft.source = _regenerated(draft, fetch.prepare(_source(draft)), say)
     draft.system, draft.configure_args, note = detect_system(tree)
+    draft.configure = hand_written(tree) if draft.system == "autotools" else None
     say(f"{package}: {note}")
     if draft.system == "autotools" and (why := libtool_used(tree)):
         say(f"{package}: {static(draft, why)}")

@@ -26,6 +26,7 @@ class Draft:
     urls: list[str]
     system: str
     binary: str
+    configure: str | None = None    # a hand-written configure script (project.hand_written)
     configure_args: list[str] = field(default_factory=list)
     configure_note: str = ""
     tracking_note: str = ""         # why dependency tracking stays on
@@ -126,6 +127,10 @@ def render(d: Draft) -> str:
     if d.binary_note:
         lines.append(f"# {d.binary_note}")
     lines.append(f"binary = {_q(d.binary)}")
+    if d.configure:
+        lines += ["# a hand-written configure script, not Autoconf's: run in a copy of the "
+                  "source,", "# CC and CFLAGS in its environment",
+                  f"configure = {_q(d.configure)}"]
     lines += [f"# {note}" for note in (d.configure_note, d.tracking_note) if note]
     if d.configure_args:
         lines.append(f"configure_args = {_q(d.configure_args)}")

@@ -62,7 +62,7 @@ def trial_builds(d: Draft, path: Path, trial: Path, jobs: int,
             if d.binary_given:
                 return None     # d.build_note names what the build made instead
             break
-        goal = make_goal(d) if b.status == "failed" and attempt < TRIALS else None
+        goal = make_goal(d, tree) if b.status == "failed" and attempt < TRIALS else None
         if goal:
             # zstd's full `make` links a shared library that needs the -fPIC its CFLAGS gave,
             # and the variant's CFLAGS replace; the program alone needs no library.

@@ -149,6 +149,42 @@ def test_autotools_configure_runs_once_per_compiler_and_is_reused(tmp_path, comp
     assert f"BUILD = {tree}" in (tree / "Makefile").read_text()
 
 
+# discount's configure.sh in little: it reads its own configure.inc from the folder it runs in,
+# refuses any argument it does not know (CC=... too: the compilers come from its environment),
+# and writes a Makefile whose link reads LDFLAGS alone, set to a copy of configure's CFLAGS.
+HAND_CONFIGURE = """#!/bin/sh
+. ./configure.inc
+for a in "$@"; do echo "Bad option $a" >&2; exit 1; done
+printf 'CC=%s\\nCFLAGS=%s\\nLDFLAGS=%s\\nprog: main.o\\n\\t$(CC) $(LDFLAGS) -o prog main.o\\n' \\
+    "$CC" "$CFLAGS" "$CFLAGS" > Makefile
+echo "$NOTE"
+"""
+
+
+def test_a_hand_written_configure_runs_in_a_copy_of_the_source_and_the_variant_links_audited(
+        tmp_path, isolated_cache):
+    """The target's `configure` names a script that only runs where its files are, with the
+    compilers in its environment; the variants make with their flags, the link flags too,
+    and the source stays as it was."""
+    t = _project(tmp_path, "autotools", {"main.c": MAIN_C, "configure.sh": HAND_CONFIGURE,
+                                         "configure.inc": "NOTE='configured in place'\n"})
+    (tmp_path / "src/configure.sh").chmod(0o755)
+    text = (tmp_path / "target.toml").read_text()
+    (tmp_path / "target.toml").write_text(
+        text.replace('binary = "prog"\n', 'binary = "prog"\nconfigure = "configure.sh"\n'))
+    t = target.load(str(tmp_path))
+    (b,) = _build(t, ["-O1 -Wl,-z,now"], tmp_path / "run").values()
+    assert b.status == "ok" and b.flags_verified, b.detail
+    said = (tmp_path / "run/builds/configure-gcc.log").read_text()
+    assert "$ ./configure.sh" in said and "configured in place" in said
+    # the link took the variant's link flags, not configure's copy of its own CFLAGS (-O2)
+    (link,) = [r["argv"] for r in map(json.loads, (b.log.parent / "compile.jsonl")
+                                      .read_text().splitlines()) if "-c" not in r["argv"]]
+    assert "-Wl,-z,now" in link and "-O2" not in link
+    assert sorted(p.name for p in (tmp_path / "src").iterdir()) == ["configure.inc",
+                                                                    "configure.sh", "main.c"]
+
+
 def _project(folder: Path, system: str, files: dict[str, str]) -> target.Target:
     """A purpose-made target: its source files and a target.toml building `prog` with system."""
     src = folder / "src"

@@ -424,3 +424,16 @@ def test_a_goal_folder_needs_a_goal_and_a_make_build(tmp_path):
     msg, _ = _load_error(tmp_path / "d", _edit(VALID, 'binary = "prog"\n',
                                                 'binary = "prog"\ngoal = "p"\ngoal_dir = "-C"\n'))
     assert "key 'build.goal_dir'" in msg
+
+
+def test_a_hand_written_configure_is_a_path_in_the_tree_for_autotools_only(tmp_path):
+    path = _write(tmp_path / "ok", _edit(VALID, 'binary = "prog"\n',
+                                         'binary = "prog"\nconfigure = "configure.sh"\n'))
+    assert target.load(str(path)).spec.build.configure == "configure.sh"
+    msg, _ = _load_error(tmp_path, _edit(VALID, 'binary = "prog"\n',
+                                         'binary = "prog"\nconfigure = "../configure.sh"\n'))
+    assert "key 'build.configure'" in msg and "without '..'" in msg
+    cmake = _edit(VALID, 'system = "autotools"', 'system = "cmake"')
+    msg, _ = _load_error(tmp_path / "c", _edit(cmake, 'binary = "prog"\n',
+                                                'binary = "prog"\nconfigure = "configure.sh"\n'))
+    assert 'only system = "autotools" runs; system is \'cmake\'' in msg

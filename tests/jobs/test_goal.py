@@ -4,6 +4,7 @@ recursive make tree's goal built for real."""
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from flagsweep import model
 from flagsweep.compilation import debian, variants
 from flagsweep.experiment import matrix, recipe, target
 from flagsweep.jobs import goal, scaffold
+from flagsweep.jobs.project import make_goal
 from flagsweep.jobs.target_file import Draft
 
 RELEASE = debian.DebianRelease("demo-src", "1.0-2", "demo-src_1.0.orig.tar.gz", "0" * 64)
@@ -128,3 +130,16 @@ def test_a_recursive_trees_binary_is_built_alone_in_its_folder_and_verified(tmp_
     assert b.status == "ok" and b.flags_verified and b.audit.compiles == 2
     tree = tmp_path / "out" / "builds" / "gcc-O2" / "tree"
     assert (tree / "src" / "tool").is_file() and not (tree / "src" / "other").exists()
+
+
+def test_a_hand_written_configures_makefile_gives_the_binarys_own_rule(tmp_path):
+    """discount: configure.sh writes the Makefile into the trial's tree, whose `make` of
+    everything links a tool before the library it needs at -j2; its `markdown` rule (the
+    --binary's name, not the package's) builds alone, and the file says which script."""
+    d = _draft("autotools", "markdown")
+    d.configure = "configure.sh"
+    (tmp_path / "Makefile").write_text("markdown: main.o $(COMMON) $(MKDLIB)\n\t$(LINK) -o x\n")
+    assert make_goal(d, tmp_path) == "markdown"
+    assert make_goal(_draft("autotools", "markdown"), tmp_path) is None   # Autoconf's: as before
+    build = target.TargetFile.model_validate(tomllib.loads(scaffold.render(d))).build
+    assert build.configure == "configure.sh"

@@ -172,6 +172,16 @@ def test_build_systems_are_told_apart(tmp_path):
     with pytest.raises(FlagsweepError, match="no configure script, CMakeLists.txt, meson.build "
                                              "or Makefile"):
         project.detect_system(tree("d", **{"README": ""}))
+    # discount's configure.sh (David Parsons' configure.inc) writes its Makefile from a
+    # Makefile.in: autotools, with that script run as it is
+    discount = tree("e", **{"configure.sh": "#! /bin/sh\n. ./configure.inc\n",
+                            "Makefile.in": ""})
+    assert project.detect_system(discount)[:2] == ("autotools", [])
+    assert project.hand_written(discount) == "configure.sh"
+    # lzip's own configure takes CC= as an argument and ignores the environment's: as before
+    lzip = tree("g", configure="#!/bin/sh\n", **{"Makefile.in": ""})
+    assert project.detect_system(lzip)[0] == "autotools" and project.hand_written(lzip) is None
+    assert project.hand_written(tree("h", configure=autoconf, **{"configure.sh": ""})) is None
 
 
 def test_meson_is_told_apart_and_a_release_tarball_with_configure_keeps_autotools(tmp_path):

@@ -262,8 +262,8 @@ def _refuse_start(out: Path, cache: Path) -> None:
 
 
 def _source_id(target: Target, source: Path, opts: Options) -> str:
-    tarball = (target.spec.source.sha256 if opts.source_dir is None
-               and target.local_source() is None else None)
+    fetched = target.tarball() if opts.source_dir is None else None
+    tarball = fetched.identity if fetched is not None else None
     return build_cache.source_id(tarball, source)
 
 

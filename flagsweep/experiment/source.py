@@ -33,12 +33,26 @@ class Source:
     # `autoreconf -fi` on the unpacked tree, as the package's own build does (a tag archive
     # without `configure`; Debian's dh_autoreconf): another tree in the cache
     autoreconf: bool = False
+    # the sha256 of the Debian part (debian.tar.*) whose debian/patches/series is applied to
+    # the unpacked tarball, as Debian builds the package: another tree in the cache
+    patches: str | None = None
 
     def __post_init__(self) -> None:
         # Checked here so that a typo in a target file fails before any download.
         if not _SHA256_RE.fullmatch(self.sha256):
             raise ConfigError(f"target {self.name!r}: sha256 must be 64 lowercase hex digits, "
                               f"got {self.sha256!r}")
+        if self.patches is not None and (self.debian is None
+                                         or not _SHA256_RE.fullmatch(self.patches)):
+            raise ConfigError(f"target {self.name!r}: debian_patches must be the 64 lowercase "
+                              "hex digits of a Debian part's sha256, with a Debian source "
+                              f"package, got {self.patches!r}")
+
+    @property
+    def identity(self) -> str:
+        """What decides the tree's bytes before any build: the tarball's sha256 and, when
+        they are applied, the Debian part's (a target without patches keeps its old key)."""
+        return self.sha256 if self.patches is None else f"{self.sha256}+debian:{self.patches}"
         if self.strip_components < 0:
             raise ConfigError(f"target {self.name!r}: strip_components must be >= 0, "
                               f"got {self.strip_components}")

@@ -64,6 +64,8 @@ class Draft:
     depends_command: list[str] = field(default_factory=list)   # the install still to be run
     autoreconf: bool = False
     autoreconf_note: str = ""
+    patches: str | None = None      # the Debian part's sha256, when its patches are applied
+    patches_note: str = ""          # how many, or why not
     shipped: dict[str, str] | None = None   # program -> Debian's binary package; None: unknown
     shipped_note: str = ""          # whose file lists were read, or why none
 
@@ -110,6 +112,7 @@ def render(d: Draft) -> str:
         f"urls = {_q(d.urls)}",
         f"sha256 = {_q(r.orig_sha256)}",
         f"debian = {{ package = {_q(r.package)}, version = {_q(r.version)} }}",
+        *_patches_lines(d),
         "",
         "[build]",
         *[f"# {line}" for line in d.depends_note],
@@ -163,6 +166,16 @@ def render(d: Draft) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _patches_lines(d: Draft) -> list[str]:
+    """Debian's patches: how many are applied, the Debian part's sha256 that holds them."""
+    lines = [f"# {d.patches_note}"] if d.patches_note else []
+    if d.patches:
+        lines += ["# (debian_patches: the sha256 of that Debian part; without the key, the "
+                  "orig as upstream released it)",
+                  f"debian_patches = {_q(d.patches)}"]
+    return lines
 
 
 def _dependency_lines(d: Draft) -> list[str]:

@@ -9,6 +9,7 @@ import io
 import shutil
 import tarfile
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -236,3 +237,25 @@ def test_a_rule_writing_into_a_folder_only_tracking_makes_turns_tracking_on(tmp_
     assert d.configure_args == ["--disable-shared"]
     assert "# with dependency tracking: the build writes src/builtin.inc" in target_file.render(d)
     assert not project.tracking_needed(d, JQ_LOG)      # once
+
+
+def test_an_autotools_build_failing_after_making_the_program_builds_its_goal_next(tmp_path):
+    # indent: regression/ has a Makefile of its own and no Makefile.in, so the out-of-tree
+    # build stops there after src/indent is made
+    root = tmp_path / "tree"
+    (root / "src").mkdir(parents=True)
+    elf(root / "src" / "indent", 300)
+    failed = SimpleNamespace(detail="build exited 2; build.log\n"
+                                    "/bin/bash: line 21: cd: regression: No such file or directory\n"
+                                    "make[1]: *** [Makefile:468: all-recursive] Error 1")
+    d, said = draft(binary="indent"), []
+    d.shipped = {"indent": "indent"}
+    assert trial._made_anyway(d, failed, root, said.append)
+    assert (d.binary, d.goal, d.goal_dir) == ("src/indent", "indent", "src")
+    assert said[-1].startswith("goal: the whole build failed (")
+    assert said[-1].endswith("after making src/indent: only its goal is built, "
+                             "`make -C src indent`")
+    assert not trial._made_anyway(d, failed, root, said.append)       # once
+    d = draft(binary="indent")
+    d.system = "cmake"                      # cmake's and meson's trees: not this rule
+    assert not trial._made_anyway(d, failed, root, said.append)

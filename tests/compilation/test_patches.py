@@ -187,3 +187,32 @@ def test_debian_patches_needs_the_debian_package_that_holds_them():
     with pytest.raises(ValidationError, match="64 lowercase hex"):
         SourceSpec(sha256="0" * 64, debian={"package": "hello", "version": "1.0-1"},
                    debian_patches="yes")
+
+
+def test_new_writes_debian_patches_with_how_many_or_why_not(isolated_cache, monkeypatch):
+    from flagsweep.compilation import debian
+    from flagsweep.jobs import target_file
+    s = source(isolated_cache, "01-return-0.patch\n02-news.patch -p0\n", TWO)
+    release = debian.DebianRelease("hello", "1.0-1", "hello_1.0.orig.tar.gz", s.sha256,
+                                   debian_part="hello_1.0-1.debian.tar.gz",
+                                   debian_sha256=s.patches)
+    d, said = target_file.Draft(name="hello", package="hello", release=release, upstream="1.0",
+                                urls=[], system="autotools", binary="hello"), []
+    assert [p.name for p in packaging.debian_patches(d, said.append)] == [
+        "01-return-0.patch", "02-news.patch"]
+    assert d.patches == s.patches
+    assert d.patches_note == ("Debian's 2 patch(es), debian/patches/series of "
+                              "hello_1.0-1.debian.tar.gz, applied as Debian builds it: "
+                              "01-return-0.patch, 02-news.patch")
+    text = target_file.render(d)
+    assert f'\ndebian_patches = "{s.patches}"\n' in text and f"# {d.patches_note}\n" in text
+    # a Debian part the mirror does not serve: the orig, said
+    def gone(source, **kw):
+        raise FetchError("target 'hello': the Debian part of hello=1.0-1, which holds its "
+                         "patches, could not be had: 404")
+    monkeypatch.setattr(fetch, "debian_part", gone)
+    d.patches, d.patches_note = None, ""
+    assert packaging.debian_patches(d, said.append) == [] and d.patches is None
+    assert said[-1].endswith("Debian's patches: not patched: target 'hello': the Debian part "
+                             "of hello=1.0-1, which holds its patches, could not be had: 404")
+    assert "debian_patches =" not in target_file.render(d)

@@ -35,9 +35,12 @@ from flagsweep.cli.params import say
 @click.option("--no-build-deps", "no_build_deps", is_flag=True,
               help="Leave the package's Build-Depends alone (else, as root, the missing ones are "
                    "installed with apt-get; not as root, the command is named).")
+@click.option("--no-patches", "no_patches", is_flag=True,
+              help="Build the orig tarball as upstream released it (else Debian's patches, "
+                   "where its Debian part has a debian/patches/series, are applied).")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Parallel compile jobs.")
 def new_cmd(name, package, version, url, run_line, given, size, binary, force, no_build_deps,
-            jobs) -> None:
+            no_patches, jobs) -> None:
     """Write ./NAME/target.toml for Debian's source PACKAGE: the release and its sha256, the
     build system, the executable and the flags the project adds itself, learned from a trial
     -O2 build; and an input sized by a timed run (or your own, --input), on which the run
@@ -47,10 +50,11 @@ def new_cmd(name, package, version, url, run_line, given, size, binary, force, n
 
     jobs = jobs or selection.cpu_count()
     if size:
-        if package or version or url or run_line or given or binary or force or no_build_deps:
+        if package or version or url or run_line or given or binary or force or no_build_deps \
+                or no_patches:
             raise click.UsageError("--size re-times an existing target: no --debian, --version, "
-                                   "--url, --run, --input, --binary, --force or "
-                                   "--no-build-deps")
+                                   "--url, --run, --input, --binary, --force, "
+                                   "--no-build-deps or --no-patches")
         click.echo(str(scaffold.resize(name, say, jobs)))
         return
     if not package:
@@ -58,7 +62,7 @@ def new_cmd(name, package, version, url, run_line, given, size, binary, force, n
     argv = shlex.split(run_line) if run_line else None
     path = scaffold.new(name, package, Path(name), say, version=version, url=url, jobs=jobs,
                         argv=argv, given=given, binary=binary, force=force,
-                        build_deps=not no_build_deps)
+                        build_deps=not no_build_deps, patched=not no_patches)
     todo = ("check its [check]" if argv else
             "write its [run] argv and [check]" if given else
             f"write its [run] argv and [check], then `flagsweep new --size {name}`")

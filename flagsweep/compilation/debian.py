@@ -43,6 +43,9 @@ class DebianRelease:
     build_depends: str = ""         # Build-Depends, then Build-Depends-Arch
     package_list: str = ""
     binary: str = ""
+    # the Debian part of a 3.0 (quilt) package (debian.tar.*): its file name and sha256
+    debian_part: str | None = None
+    debian_sha256: str | None = None
 
 
 def debian_releases(package: str, cache: Path | None = None) -> list[DebianRelease]:
@@ -90,15 +93,17 @@ def releases(options: list[str], package: str, workdir: Path,
     for fields in named:
         if "Version" not in fields:
             continue
-        orig = next(((name, sha) for sha, _, name in
-                     (line.split() for line in fields.get("Checksums-Sha256", "").splitlines()
-                      if len(line.split()) == 3)
-                     if ".orig.tar." in name), (None, None))
+        listed = [(name, sha) for sha, _, name in
+                  (line.split() for line in fields.get("Checksums-Sha256", "").splitlines()
+                   if len(line.split()) == 3)]
+        orig = next(((n, sha) for n, sha in listed if ".orig.tar." in n), (None, None))
+        part = next(((n, sha) for n, sha in listed if ".debian.tar." in n), (None, None))
         depends = ", ".join(v.strip() for k in ("Build-Depends", "Build-Depends-Arch")
                             if (v := fields.get(k, "")).strip())
         found.setdefault(fields["Version"], DebianRelease(
             fields["Package"], fields["Version"], *orig, build_depends=depends,
-            package_list=fields.get("Package-List", ""), binary=fields.get("Binary", "")))
+            package_list=fields.get("Package-List", ""), binary=fields.get("Binary", ""),
+            debian_part=part[0], debian_sha256=part[1]))
     return sorted(found.values(), key=functools.cmp_to_key(_version_order))
 
 
@@ -187,16 +192,23 @@ def orig_uri(debian: DebianSource, options: list[str], workdir: Path) -> tuple[s
     """The URI the mirror serves the orig tarball at and its file name, as `apt-get source
     --print-uris` lists them from the index (no download): the orig alone, when the Debian
     part of the package cannot be had (a mirror answered 404 for opus-tools' diff)."""
+    return file_uri(debian, options, workdir, f"{debian.upstream_version}.orig")
+
+
+def file_uri(debian: DebianSource, options: list[str], workdir: Path,
+             part: str) -> tuple[str, str]:
+    """The URI and file name of one file of the source package, <package>_<part>.tar.*, as
+    `apt-get source --print-uris` lists them (part: "<upstream>.orig", or the Debian part
+    "<version without epoch>.debian")."""
     spec = f"{debian.package}={debian.version}"
     result = _run_apt(options, ["source", "--print-uris", spec], workdir, environment.apt())
-    pattern = re.compile(re.escape(f"{debian.package}_{debian.upstream_version}.orig.tar.")
-                         + r"(gz|xz|bz2|lzma|zst)")
+    pattern = re.compile(re.escape(f"{debian.package}_{part}.tar.") + r"(gz|xz|bz2|lzma|zst)")
     # Each file is one line: 'URI' NAME SIZE HASH
     for words in (line.split() for line in result.stdout.splitlines()):
         if len(words) >= 2 and words[0][:1] == "'" and pattern.fullmatch(words[1]):
             return words[0].strip("'"), words[1]
     raise FetchError(f"apt-get source --print-uris {spec} lists no {debian.package}_"
-                     f"{debian.upstream_version}.orig.tar.* (exit {result.returncode})")
+                     f"{part}.tar.* (exit {result.returncode})")
 
 
 def _run_apt(options: list[str], command: list[str], workdir: Path,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 import tempfile
 import urllib.parse
@@ -23,9 +24,9 @@ from pathlib import Path
 
 from flagsweep import __version__, files, process
 from flagsweep.caches import DOWNLOADS, SOURCES
-from flagsweep.compilation.debian import (apt_get_source, apt_tree, orig_uri, pick_orig,
-                                          releases)
-from flagsweep.compilation import cache as build_cache
+from flagsweep.compilation.debian import (apt_get_source, apt_tree, file_uri, orig_uri,
+                                          pick_orig, releases)
+from flagsweep.compilation import cache as build_cache, patches
 from flagsweep.compilation.manifest import Dependency
 from flagsweep.compilation.tarball import extract
 from flagsweep.errors import FetchError
@@ -118,22 +119,24 @@ def _quarantine(path: Path, got: str, downloads: Path, name: str | None = None) 
 
 
 def _install_verified(source: Source, candidate: Path, downloads: Path, origin: str,
-                      fallback_name: str) -> Path:
-    """Rename candidate into the cache if its sha256 is the expected one, else refuse."""
+                      fallback_name: str, key: str = "sha256") -> Path:
+    """Rename candidate into the cache if its sha256 is the expected one, else refuse
+    (key: the target file's key that holds the expected sha256)."""
     got = files.sha256_file(candidate)
     if got != source.sha256:
         kept = _quarantine(candidate, got, downloads, fallback_name)
         raise FetchError(f"sha256 mismatch for {origin}: the target expects {source.sha256}, "
                          f"the file has {got}; it is kept, unused, as {kept}. If the target's "
-                         "sha256 is a placeholder (or you have checked the file), put "
-                         f"sha256 = \"{got}\" in the target file")
+                         f"{key} is a placeholder (or you have checked the file), put "
+                         f"{key} = \"{got}\" in the target file")
     final = DOWNLOADS.publish(candidate, downloads / _cache_name(source, fallback_name),
                               downloads.parent)
     log.info("%s: verified and cached %s", source.name, final)
     return final
 
 
-def _download(source: Source, url: str, downloads: Path, name: str | None = None) -> Path:
+def _download(source: Source, url: str, downloads: Path, name: str | None = None,
+              key: str = "sha256") -> Path:
     """Download url into a temp file next to the cache, verify it, rename it into place
     (name: the file's own name, when the URL's last part is not it)."""
     request = urllib.request.Request(url, headers={"User-Agent": f"flagsweep/{__version__}"})
@@ -146,7 +149,8 @@ def _download(source: Source, url: str, downloads: Path, name: str | None = None
             raise FetchError(f"download failed: {err}") from err
         base = name or Path(urllib.parse.urlsplit(url).path).name
         return _install_verified(source, part, downloads, url,
-                                 base if ".tar" in base else f"{source.name}-{source.version}.tar")
+                                 base if ".tar" in base else f"{source.name}-{source.version}.tar",
+                                 key)
 
 
 def _fetch_from_debian(source: Source, downloads: Path) -> Path:
@@ -213,10 +217,39 @@ def _orig_alone(source: Source, versions: list[str], listed: dict[str, str | Non
     raise FetchError("\n".join(failures))
 
 
+def debian_part(source: Source, *, offline: bool = False, cache: Path | None = None) -> Path:
+    """The Debian part (debian.tar.*) whose sha256 is source.patches, verified like the orig:
+    from the cache, else from the address the mirror's index lists it at (`apt-get source
+    --print-uris`, no other file downloaded). FetchError naming the package when it cannot be
+    had."""
+    assert source.patches is not None and source.debian is not None
+    debian = source.debian
+    part = Source(name=source.name, version=source.version, urls=(), sha256=source.patches,
+                  debian=debian)
+    downloads = DOWNLOADS.folder(cache)
+    cached = _find_cached(part, downloads)
+    if cached is not None:
+        return cached
+    what = f"target {source.name!r}: the Debian part of {debian.package}={debian.version}"
+    if offline:
+        raise FetchError(f"{what} (debian_patches {source.patches}) is not in the cache "
+                         f"{downloads}, and --offline fetches nothing")
+    downloads.mkdir(parents=True, exist_ok=True)
+    with apt_tree(downloads) as (options, _):
+        try:
+            uri, name = file_uri(debian, options, downloads,
+                                 f"{debian.version.split(':', 1)[-1]}.debian")
+            return _download(part, uri, downloads, name, key="debian_patches")
+        except FetchError as err:
+            raise FetchError(f"{what}, which holds its patches, could not be had: {err}") \
+                from None
+
+
 def prepare(source: Source, *, offline: bool = False, cache: Path | None = None) -> Path:
     """fetch + extract into cache/src/<name>-<version>-<sha256[:12]>/ once; return the tree
-    (another strip_components than 1 adds -strip<N> to the name; with source.autoreconf,
-    `autoreconf -fi` is run in it, and the name ends -autoreconf: Source.unpacking).
+    (another strip_components than 1 adds -strip<N> to the name; with source.patches,
+    Debian's patches are applied, under -debian-<its sha256[:12]>; with source.autoreconf,
+    `autoreconf -fi` is run in it after them, and the name ends -autoreconf: Source.unpacking).
 
     Extraction goes to a temp dir renamed into place, so an existing tree is always complete
     and a second call just returns it. Trees are shared read-only by all variant builds
@@ -227,9 +260,14 @@ def prepare(source: Source, *, offline: bool = False, cache: Path | None = None)
     if SOURCES.usable(tree):
         return tree
     tarball = fetch(source, offline=offline, cache=cache)
+    part = debian_part(source, offline=offline, cache=cache) if source.patches else None
     with SOURCES.draft(cache, folder=True) as draft:
         extract(tarball, draft, source.strip_components)
         log.info("%s: extracted %s into %s", source.name, tarball.name, tree)
+        if part is not None and source.debian is not None:
+            applied = patches.apply(part, draft, source.debian.package)
+            log.info("%s: applied Debian's %d patch(es) from %s", source.name, len(applied),
+                     part.name)
         if source.autoreconf:
             autoreconf(draft, source.name)
         return SOURCES.publish(draft, tree, cache)
@@ -254,10 +292,57 @@ def autoreconf(tree: Path, name: str) -> None:
     except process.TimeoutExpired:
         raise FetchError(f"target {name!r}: autoreconf -fi ran over {AUTORECONF_TIMEOUT} s") \
             from None
-    if not done.ok:
+    undefined = _UNDEFINED.findall(done.stdout + done.stderr)
+    if not done.ok and not undefined:
         raise FetchError(f"target {name!r}: autoreconf -fi failed (exit {done.returncode}) in "
                          f"its unpacked source:\n{done.tail(8)}")
     shutil.rmtree(tree / "autom4te.cache", ignore_errors=True)
+    configure = tree / "configure"
+    left = undefined or (unexpanded(configure.read_text(errors="replace"))
+                         if configure.is_file() else [])
+    if left:
+        raise FetchError(f"target {name!r}: autoreconf -fi left the macro {left[0]} unexpanded "
+                         f"in configure{_shipped_by(left[0])}; the configure it makes would "
+                         "run it as a command")
+
+
+# autoconf's own word for a macro name it found no definition of (an AC_ or AM_ one)
+_UNDEFINED = re.compile(r"possibly undefined macro: ([A-Za-z0-9_]+)")
+# an unexpanded macro in a generated configure: its name, alone on a line (with its arguments)
+_ALONE = re.compile(r"[ \t]*((?:AX|AC|AM)_[A-Z0-9_]+)(?:\(.*)?[ \t]*")
+# a shell string over lines ("ac_subst_vars='...'" lists AM_V and its kin one a line), and a
+# here-document (a test program's text, "cat ... <<_ACEOF >conftest.c")
+_QUOTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*='[^']*")
+_HEREDOC = re.compile(r"<<-?[ \t]*\\?[\"']?([A-Za-z_][A-Za-z0-9_]*)")
+# the Debian package that ships a family of macros that autoconf and automake do not
+MACRO_PACKAGES = {"AX_": "autoconf-archive"}
+
+
+def unexpanded(configure: str) -> list[str]:
+    """The macro names a generated configure holds alone on a line, outside its quoted
+    strings, in order: the macros aclocal found no definition of (AX_CC_FOR_BUILD without
+    autoconf-archive), which autoconf leaves as they are without a word."""
+    found: list[str] = []
+    quoted, until = False, None
+    for line in configure.split("\n"):
+        if quoted or until is not None:
+            quoted = quoted and "'" not in line
+            until = None if line.strip() == until else until
+        elif _QUOTED.fullmatch(line):
+            quoted = True
+        elif heredoc := _HEREDOC.search(line):
+            until = heredoc.group(1)
+        elif (alone := _ALONE.fullmatch(line)) and alone.group(1) not in found:
+            found.append(alone.group(1))
+    return found
+
+
+def _shipped_by(macro: str) -> str:
+    """Where a missing macro is had, in the words of a message."""
+    package = next((p for prefix, p in MACRO_PACKAGES.items() if macro.startswith(prefix)), None)
+    if package is None:
+        return " (no definition of it was found: autoconf's or automake's own, or the project's m4)"
+    return f" (no definition of it was found: Debian's package {package} ships it, apt-get install {package})"
 
 
 def use_source_dir(path: Path) -> Path:
@@ -285,7 +370,7 @@ def dependencies(target: Target, *, offline: bool = False,
                              "configure script, which an autotools dependency is built with "
                              "(a source without one needs its autoreconf run first)")
         found.append(Dependency(name=d.name, version=d.version, system=d.system, source=tree,
-                                source_id=build_cache.source_id(tarball and tarball.sha256, tree),
+                                source_id=build_cache.source_id(tarball and tarball.identity, tree),
                                 configure_args=d.configure_args, make_args=d.make_args,
                                 flags_at=d.flags_at))
     return found

@@ -262,11 +262,11 @@ def _refuse_start(out: Path, cache: Path) -> None:
 
 
 def _source_id(target: Target, source: Path, opts: Options) -> str:
-    tarball = target.tarball() if opts.source_dir is None else None
-    sid = build_cache.source_id(tarball and tarball.sha256, source)
-    # a tarball unpacked otherwise (strip_components, autoreconf) is another tree: the
-    # project's own build, whose key holds no target file, must not be taken from the other
-    return ":".join([sid, *tarball.unpacking]) if tarball else sid
+    fetched = target.tarball() if opts.source_dir is None else None
+    sid = build_cache.source_id(fetched.identity if fetched else None, source)
+    # a tarball unpacked otherwise (strip_components, Debian's patches, autoreconf) is another
+    # tree: the project's own build, whose key holds no target file, must not be taken from it
+    return ":".join([sid, *fetched.unpacking]) if fetched else sid
 
 
 def _keys(target: Target, variants: list[Cell], sid: str, opts: Options) -> dict[str, str]:

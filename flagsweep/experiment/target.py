@@ -89,8 +89,11 @@ class SourceSpec(Strict):
     debian: DebianSpec | None = None
     strip_components: int = 1
     path: str | None = None
+    # Debian's patches (debian/patches/series) applied to the tarball, as Debian builds it: the
+    # sha256 of the Debian part (debian.tar.*) that holds them. Absent: the tarball as it is.
+    debian_patches: str | None = None
 
-    _hex = field_validator("sha256")(lambda cls, v: check_sha256(v))
+    _hex = field_validator("sha256", "debian_patches")(lambda cls, v: check_sha256(v))
 
     @model_validator(mode="after")
     def _one_kind(self) -> "SourceSpec":
@@ -99,6 +102,9 @@ class SourceSpec(Strict):
                 raise ValueError("a local 'path' source takes no urls, sha256 or debian")
         elif not self.sha256 or not (self.urls or self.debian):
             raise ValueError("expected 'sha256' and at least one of 'urls' or 'debian' (or a local 'path')")
+        if self.debian_patches and not self.debian:
+            raise ValueError("'debian_patches' needs 'debian': the Debian source package whose "
+                             "Debian part holds the patches")
         return self
 
 
@@ -406,7 +412,8 @@ class Target:
         return source.Source(name=d.name if d else self.name,
                              version=d.version if d else self.spec.version, urls=tuple(s.urls),
                              sha256=s.sha256, debian=debian, strip_components=s.strip_components,
-                             autoreconf=False if d else self.spec.build.autoreconf)
+                             autoreconf=False if d else self.spec.build.autoreconf,
+                             patches=s.debian_patches)
 
     def local_source(self, dependency: DependencySpec | None = None) -> Path | None:
         """The source directory of a target (or one of its dependencies) that ships its own

@@ -58,8 +58,8 @@ def alone(d: Draft, path: Path, trial: Path, jobs: int, whole: variants.VariantB
     """Try each form of the binary's goal on a trial build; the build of the first that works
     (d.goal and d.goal_dir set), else the whole build (d.goal left unset). Either way
     d.goal_note says what was found, with the compile lines each build took."""
-    if not _more(whole):
-        return whole        # nothing to leave out: a trial would build the same again
+    if d.goal or not _more(whole):
+        return whole        # built for its goal already, or nothing to leave out
     found = []
     for n, (goal, where) in enumerate(candidates(d), 1):
         d.goal, d.goal_dir = goal, where

@@ -1,19 +1,25 @@
 """What Debian's packaging of a source package tells `flagsweep new`, so that a campaign of
 dozens runs through where a person would have typed a command: the build dependencies from
 the Sources index's Build-Depends (installed as root, else named in the one line to run),
-whether the package's own build runs autoreconf, and which executables its binary packages
-ship (the program to measure is one of those)."""
+Debian's patches (its Debian part's debian/patches/series, applied as Debian builds it),
+whether autoreconf is needed, and which executables its binary packages ship (the program to
+measure is one of those)."""
 
 from __future__ import annotations
 
 import functools
-import re
 import shlex
 from pathlib import Path
 from typing import Callable
 
-from flagsweep.compilation import contents, dependencies, relations
+from flagsweep.compilation import contents, dependencies, fetch, patches, relations
+from flagsweep.errors import FetchError
+from flagsweep.experiment.source import DebianSource, Source
 from flagsweep.jobs.target_file import Draft
+
+# What configure and the Makefile.in files are made from: a patch to one needs autoreconf
+# before it does anything (an .m4 file feeds aclocal.m4, then configure).
+AUTOTOOLS_INPUTS = ("configure.ac", "configure.in", "Makefile.am", ".m4")
 
 
 @functools.lru_cache(maxsize=1)
@@ -57,28 +63,50 @@ def build_dependencies(d: Draft, say: Callable[[str], None],
         d.depends_note.append(f"not installed (apt-get failed): {line}")
 
 
-def autoreconf_reason(tree: Path, build_depends: str) -> str | None:
-    """Why the package's own build would run autoreconf on this tree, or None: a
-    configure.ac (or configure.in) without the configure it makes, or Debian's build running
-    dh_autoreconf (dh-autoreconf, or debhelper-compat 10 and later, in Build-Depends) over
-    automake's Makefile.am."""
+def debian_patches(d: Draft, say: Callable[[str], None]) -> list[patches.Patch]:
+    """Debian's patches, where the release's Debian part has a debian/patches/series: d.patches
+    set to the part's sha256 (the target's debian_patches) and the note written; [] without
+    one. A Debian part that cannot be had leaves the source unpatched, said; one whose series
+    or patches are refused (a path outside the tree) stops `new`: FetchError."""
+    r = d.release
+    if not r.debian_sha256:
+        return []           # a 1.0 package's diff, or none: no series to apply
+    source = Source(name=d.name, version=d.upstream, urls=(), sha256=r.orig_sha256,
+                    debian=DebianSource(r.package, r.version), patches=r.debian_sha256)
+    try:
+        part = fetch.debian_part(source)
+    except FetchError as e:
+        d.patches_note = f"not patched: {e}"
+        say(f"{d.package}: Debian's patches: {d.patches_note}")
+        return []
+    listed = patches.series(part, r.package)
+    if listed:
+        d.patches = r.debian_sha256
+        names = _listed([p.name for p in listed], 4)
+        d.patches_note = (f"Debian's {len(listed)} patch(es), debian/patches/series of "
+                          f"{r.debian_part}, applied as Debian builds it: {names}")
+        say(f"{d.package}: {d.patches_note}")
+    return listed
+
+
+def autoreconf_reason(tree: Path, applied: list[patches.Patch]) -> str | None:
+    """Why autoreconf is needed on this tree, as a user would decide it, or None: a
+    configure.ac (or configure.in) without the configure it makes (a tag archive), or Debian's
+    patches changing what configure and the Makefiles are made from. A configure the release
+    ships is otherwise kept: it was made with the macros its authors had (indent's
+    AX_CC_FOR_BUILD, which this machine's autoreconf may lack), whatever dh_autoreconf does."""
     source = next((n for n in ("configure.ac", "configure.in") if (tree / n).is_file()), None)
     if source is None:
         return None
     if not (tree / "configure").is_file():
         return f"the source has {source} and no configure (a tag archive, as jq's)"
-    if not (tree / "Makefile.am").is_file():
+    changed = patches.changed(applied, AUTOTOOLS_INPUTS)
+    if not changed:
         return None
-    names = {a.name: a for relation in relations.read(build_depends, _arch()).relations
-             for a in relation}
-    if "dh-autoreconf" in names:
-        return "Debian's build runs dh_autoreconf (dh-autoreconf in Build-Depends)"
-    compat = names.get("debhelper-compat")
-    if compat and compat.op == "=" and re.fullmatch(r"\d+", compat.version) \
-            and int(compat.version) >= 10:
-        return (f"Debian's build runs dh_autoreconf (debhelper-compat {compat.version} in "
-                "Build-Depends)")
-    return None
+    (path, patch), more = next(iter(changed.items())), len(changed) - 1
+    return (f"Debian's patch {patch} changes {path}"
+            + (f" and {more} more of configure's inputs" if more else "")
+            + ", so configure is made again")
 
 
 def shipped_programs(d: Draft, say: Callable[[str], None],

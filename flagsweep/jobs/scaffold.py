@@ -12,9 +12,12 @@ file the build makes, and an input size by guesswork. Here each is found, not gu
   have typed a command (packaging.py; --no-build-deps leaves them);
 - the unpacking: strip_components from the orig tarball's members (1 where they all sit in
   one folder, else 0), said in a comment;
+- Debian's patches: where the Debian part has a debian/patches/series, applied as Debian
+  builds the package (packaging.debian_patches, compilation/patches.py);
 - the build system: `configure` (autotools), `CMakeLists.txt` (cmake), `meson.build` (meson), a
   Makefile (make);
-  autoreconf first where the package's own build runs it (a tag archive without configure);
+  autoreconf first where the tree needs it (a tag archive without configure; Debian's patches
+  to configure.ac, Makefile.am or an .m4 file), never only because dh_autoreconf would;
 - the executable: a trial -O2 build through flagsweep's own builder and audit, then the ELF
   executables it left in the build tree, of those Debian's binary packages ship the one named
   like the package first (--binary names it; --force redoes a `new` whose folder has a target
@@ -55,7 +58,7 @@ from typing import Callable
 from pydantic import ValidationError
 
 from flagsweep import files
-from flagsweep.compilation import debian, fetch, tarball, variants
+from flagsweep.compilation import debian, fetch, patches, tarball, variants
 from flagsweep.errors import FetchError, FlagsweepError
 from flagsweep.experiment import target
 from flagsweep.experiment.source import DebianSource, Source
@@ -74,7 +77,7 @@ NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 def new(name: str, package: str, folder: Path, say: Callable[[str], None],
         version: str | None = None, url: str | None = None, jobs: int = 2,
         argv: list[str] | None = None, given: Path | None = None, binary: str | None = None,
-        force: bool = False, build_deps: bool = True) -> Path:
+        force: bool = False, build_deps: bool = True, patched: bool = True) -> Path:
     """Write folder/target.toml for Debian's source package; returns its path. The file is
     written even when a step fails, with that step's finding in a comment. argv: the run
     command, if the user knows it already (the input is then sized for it, and it is run once
@@ -82,7 +85,8 @@ def new(name: str, package: str, folder: Path, say: Callable[[str], None],
     the executable to measure (else, of those the trial build made, one Debian's binary
     packages ship, named like the package first, or the largest). force: redo a `new` whose
     folder holds a target file already. build_deps: install the package's Build-Depends that
-    are missing (as root; else name the command)."""
+    are missing (as root; else name the command). patched: Debian's patches applied, where
+    its Debian part has a series (else the orig as upstream released it)."""
     path = folder / "target.toml"
     if path.exists() and not force:
         raise FlagsweepError(f"{path} exists: edit it, size its input with `flagsweep new --size "
@@ -112,7 +116,10 @@ def new(name: str, package: str, folder: Path, say: Callable[[str], None],
     else:
         draft.depends_note = ["Build-Depends not looked at (--no-build-deps)"]
     _unpacking(draft, say)
-    tree = draft.source = _regenerated(draft, fetch.prepare(_source(draft)), say)
+    applied = packaging.debian_patches(draft, say) if patched else []
+    if not patched:
+        draft.patches_note = "Debian's patches not applied (--no-patches): the orig as released"
+    tree = draft.source = _regenerated(draft, fetch.prepare(_source(draft)), applied, say)
     draft.system, draft.configure_args, note = detect_system(tree)
     draft.configure = hand_written(tree) if draft.system == "autotools" else None
     say(f"{package}: {note}")
@@ -168,10 +175,11 @@ def _unpacking(d: Draft, say: Callable[[str], None]) -> None:
     say(f"{d.package}: {d.strip_note}")
 
 
-def _regenerated(d: Draft, tree: Path, say: Callable[[str], None]) -> Path:
-    """The tree autoreconf'd where the package's own build runs autoreconf (a tree without
+def _regenerated(d: Draft, tree: Path, applied: list[patches.Patch],
+                 say: Callable[[str], None]) -> Path:
+    """The tree autoreconf'd where it needs it (packaging.autoreconf_reason: a tree without
     configure cannot be built otherwise; one with it keeps it if autoreconf fails here)."""
-    why = packaging.autoreconf_reason(tree, d.release.build_depends)
+    why = packaging.autoreconf_reason(tree, applied)
     if why is None:
         return tree
     say(f"{d.package}: autoreconf -fi: {why}")
@@ -241,7 +249,8 @@ def _source(d: Draft) -> Source:
     return Source(name=d.name, version=d.upstream, urls=tuple(d.urls),
                   sha256=d.release.orig_sha256,
                   debian=DebianSource(d.release.package, d.release.version),
-                  strip_components=d.strip_components, autoreconf=d.autoreconf)
+                  strip_components=d.strip_components, autoreconf=d.autoreconf,
+                  patches=d.patches)
 
 
 TAKEN = {"target.toml", "trial"}     # names `new` writes in the folder itself

@@ -67,6 +67,8 @@ class Draft:
     strip_note: str = ""
     autoreconf: bool = False
     autoreconf_note: str = ""
+    patches: str | None = None      # the Debian part's sha256, when its patches are applied
+    patches_note: str = ""          # how many, or why not
     shipped: dict[str, str] | None = None   # program -> Debian's binary package; None: unknown
     shipped_note: str = ""          # whose file lists were read, or why none
 
@@ -115,6 +117,7 @@ def render(d: Draft) -> str:
         f"debian = {{ package = {_q(r.package)}, version = {_q(r.version)} }}",
         *([f"# {d.strip_note}"] if d.strip_note else []),
         f"strip_components = {d.strip_components}",
+        *_patches_lines(d),
         "",
         "[build]",
         *[f"# {line}" for line in d.depends_note],
@@ -172,6 +175,16 @@ def render(d: Draft) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _patches_lines(d: Draft) -> list[str]:
+    """Debian's patches: how many are applied, the Debian part's sha256 that holds them."""
+    lines = [f"# {d.patches_note}"] if d.patches_note else []
+    if d.patches:
+        lines += ["# (debian_patches: the sha256 of that Debian part; without the key, the "
+                  "orig as upstream released it)",
+                  f"debian_patches = {_q(d.patches)}"]
+    return lines
 
 
 def _dependency_lines(d: Draft) -> list[str]:

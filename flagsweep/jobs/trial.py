@@ -62,6 +62,8 @@ def trial_builds(d: Draft, path: Path, trial: Path, jobs: int,
             if d.binary_given:
                 return None     # d.build_note names what the build made instead
             break
+        if b.status == "failed" and attempt < TRIALS and _made_anyway(d, b, tree, say):
+            continue
         goal = make_goal(d, tree) if b.status == "failed" and attempt < TRIALS else None
         if goal:
             # zstd's full `make` links a shared library that needs the -fPIC its CFLAGS gave,
@@ -88,6 +90,30 @@ def trial_builds(d: Draft, path: Path, trial: Path, jobs: int,
     if b.status != "failed":     # a failed one's lines were said with it
         say(f"{b.variant.id}: {b.status}: {b.detail}")
     return None
+
+
+def _made_anyway(d: Draft, b: variants.VariantBuild, tree: Path,
+                 say: Callable[[str], None]) -> bool:
+    """An autotools build that failed after making the program, in a folder of its own: the
+    program's goal in that folder (`make -C src indent`) for the next trial, True. indent's
+    regression/ has a hand-written Makefile and no Makefile.in, so an out-of-tree build has no
+    such folder and `make` stops there, the program already made."""
+    if d.system != "autotools" or d.goal or d.make_args or "is missing from" in b.detail:
+        return False
+    if not (tree / d.binary).is_file() and not found_binary(d, tree):
+        return False
+    folder, _, name = d.binary.rpartition("/")
+    try:
+        target.check_goal(name)
+        target.check_goal(folder or name)
+    except ValueError:
+        return False        # not one plain word make could be given
+    d.goal, d.goal_dir = name, folder or None
+    asked = f"make -C {folder} {name}" if folder else f"make {name}"
+    d.goal_note = (f"the whole build failed ({build_reason(b.detail)}) after making {d.binary}: "
+                   f"only its goal is built, `{asked}`")
+    say(f"goal: {d.goal_note}")
+    return True
 
 
 def found_binary(d: Draft, tree: Path, say: Callable[[str], None] = lambda line: None) -> bool:

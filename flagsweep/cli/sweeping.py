@@ -255,7 +255,8 @@ def run_cmd(confirm, wait, resume_id, all_, skip, scheduler, cpu_labels, **kw) -
 def campaign_cmd(packages, recipe_name, compilers, out_dir, jobs, package_tests, retry_failed,
                  retry, wait, scheduler, **kw) -> None:
     """For each line of PACKAGES.txt (a Debian source package and its run command: `zopfli
-    --run '{binary} -c {input}'`), write its target file as `flagsweep new --debian` does,
+    --run '{binary} -c {input}'`; also --name, --binary, --version, --input FILE and
+    --no-patches, as `new` takes them), write its target file as `flagsweep new --debian` does,
     then sweep it with the recipe; then the distro report across them. Resumable: run the
     same command again. A package that fails is recorded and the others go on."""
     from flagsweep import shipped

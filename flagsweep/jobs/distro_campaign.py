@@ -40,6 +40,8 @@ from flagsweep.measure.options import MeasureOptions
 from flagsweep.results.store import Store
 
 LIST_OPTIONS = ("--name", "--binary", "--run", "--version", "--input")
+# options of a list line that take no value
+LIST_SWITCHES = ("--no-patches",)
 
 
 @dataclass
@@ -58,8 +60,8 @@ class CampaignFolder:
 
 def read_list(path: Path) -> list[model.CampaignPackage]:
     """The packages of a list file, in order. A line: PACKAGE [--name N] [--binary B]
-    [--run 'COMMAND'] [--version V] [--input FILE]; `#` starts a comment; FILE is relative to
-    the list's folder."""
+    [--run 'COMMAND'] [--version V] [--input FILE] [--no-patches]; `#` starts a comment; FILE
+    is relative to the list's folder."""
     try:
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as e:
@@ -90,9 +92,12 @@ def _entry(words: list[str], path: Path, number: int) -> model.CampaignPackage:
     given: dict[str, str] = {}
     while rest:
         option, *rest = rest
+        if option in LIST_SWITCHES:
+            given[option[2:]] = ""
+            continue
         if option not in LIST_OPTIONS or not rest:
             raise FlagsweepError(f"{where}: {option!r}: expected one of {', '.join(LIST_OPTIONS)}"
-                                 " followed by its value")
+                                 f" followed by its value, or {', '.join(LIST_SWITCHES)}")
         given[option[2:]], rest = rest[0], rest[1:]
     name = given.get("name", package)
     if not scaffold.NAME.fullmatch(name):
@@ -104,6 +109,7 @@ def _entry(words: list[str], path: Path, number: int) -> model.CampaignPackage:
     return model.CampaignPackage(name=name, package=package, line=number,
                                  binary=given.get("binary"), run=run,
                                  version=given.get("version"),
+                                 patches="no-patches" not in given,
                                  input=str((path.parent / given["input"]).absolute())
                                  if "input" in given else None)
 
@@ -132,7 +138,7 @@ def open_campaign(list_path: Path, out: Path, recipe: str) -> CampaignFolder:
                                  f"--name or another --out")
         elif p.status != "swept" and _line(p) != _line(e):
             # not measured yet: the line as it reads now (a binary named right this time)
-            for key in ("package", "version", "binary", "run", "input", "line"):
+            for key in ("package", "version", "binary", "run", "input", "patches", "line"):
                 setattr(p, key, getattr(e, key))
             p.status, p.failed_stage, p.error, p.target = "pending", None, None, None
     files.make_dir(out, "--out")
@@ -160,7 +166,7 @@ def _check_paths(c: CampaignFolder) -> None:
 
 
 def _line(p: model.CampaignPackage) -> tuple:
-    return p.package, p.version, p.binary, p.run, p.input
+    return p.package, p.version, p.binary, p.run, p.input, p.patches
 
 
 def _load(path: Path) -> model.Campaign:
@@ -245,7 +251,7 @@ def _generate(c: CampaignFolder, p: model.CampaignPackage, say: Callable[[str], 
     again = (folder / "target.toml").exists()
     stages.generate(p.name, p.package, folder, say, version=p.version, jobs=stages.jobs,
                     argv=list(p.run or []), binary=p.binary, force=again,
-                    given=Path(p.input) if p.input else None)
+                    given=Path(p.input) if p.input else None, patched=p.patches)
     p.status, p.target = "generated", str((folder / "target.toml").relative_to(c.out))
 
 

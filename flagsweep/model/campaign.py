@@ -28,6 +28,7 @@ class CampaignPackage(Record):
     binary: Str | None = None                   # --binary, from the list
     run: list[Str] | None = None                # the run command, from the list
     input: Str | None = None                    # --input: the user's input file, measured whole
+    patches: bool = True                        # Debian's patches applied (--no-patches: not)
     status: Literal["pending", "generated", "swept", "failed"] = "pending"
     failed_stage: Literal["generate", "sweep"] | None = None
     error: Str | None = None                    # the failure's one line

@@ -26,7 +26,7 @@ from flagsweep.results.store import Store
 LIST = """\
 # three stand-ins for Debian packages
 alpha --run '{binary} {input} 2'
-broken --run '{binary} {input} 2'   # its source does not compile
+broken --run '{binary} {input} 2' --no-patches   # its source does not compile
 selftest --run '{binary} {input} 2' --name checked
 """
 FLAGS = ("-O2", "-O1 -DTINY_SELFTEST_FAIL")
@@ -50,11 +50,13 @@ class Generated:
     """scaffold.new's stand-in: tiny's target file for each package, and who was asked."""
 
     def __init__(self, tmp: Path):
-        self.tmp, self.asked = tmp, []
+        self.tmp, self.asked, self.unpatched = tmp, [], []
 
     def __call__(self, name, package, folder, say, version=None, jobs=2, argv=None,
-                 binary=None, force=False, given=None) -> Path:
+                 binary=None, force=False, given=None, patched=True) -> Path:
         self.asked.append(package)
+        if not patched:
+            self.unpatched.append(package)
         if force:
             shutil.rmtree(folder)
         write_tiny_target(folder, name=name, megabytes=0.25, quick_megabytes=0.25,
@@ -164,9 +166,10 @@ def test_a_campaign_folder_of_another_recipe_or_a_changed_line_is_refused(tmp_pa
     distro_campaign.open_campaign(path, tmp_path / "out", "distro")
     with pytest.raises(FlagsweepError, match="measures recipe 'distro', not 'olevels'"):
         distro_campaign.open_campaign(path, tmp_path / "out", "olevels")
-    path.write_text("a --run y --binary b --input in.wav\n")
+    path.write_text("a --run y --binary b --input in.wav --no-patches\n")
     changed = distro_campaign.open_campaign(path, tmp_path / "out", "distro").doc.packages[0]
     assert (changed.run, changed.binary) == (["y"], "b"), "not swept yet: the line as it reads"
+    assert changed.patches is False, "--no-patches: the orig as released"
     assert changed.input == str(tmp_path / "in.wav"), "an input is the list's folder's"
     changed.status = "swept"
     distro_campaign.open_campaign(path, tmp_path / "out", "distro").save()
@@ -225,6 +228,7 @@ def test_on_a_cluster_each_package_is_one_workers_task_and_comes_back_into_the_f
                                Store().url, said.append)
     by = {p.name: p for p in c.doc.packages}
     assert sorted(generate.asked) == ["alpha", "broken"]
+    assert generate.unpatched == ["broken"], "the list's --no-patches reaches the worker's new"
     assert by["alpha"].status == "swept" and by["alpha"].results == "runs/alpha/results.json"
     assert (c.out / "runs/alpha/index.html").is_file()
     assert (c.out / "targets/alpha/target.toml").is_file()

@@ -161,7 +161,8 @@ def test_build_prints_its_table_and_a_suite_that_failed(capsys):
                                identical_to=None, code_sha256="ab" * 32, status="ok",
                                flags_verified=True, size_bytes=1000, reused=False, seconds=1.0,
                                detail="", package_tests=tests, fixes=[], libraries=[],
-                               external_libraries=[], binary=None, left_out=None)
+                               external_libraries=[], binary=None, left_out=None,
+                               dependencies=[])
 
     failed = model.PackageTests(status="failed", command=["meson", "test"], log="t.log",
                                 tail="1/1 selftest FAIL")

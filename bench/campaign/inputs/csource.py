@@ -32,7 +32,7 @@ def statement(depth):
     return f"{pad}{r.choice(names)} {r.choice(['=', '+=', '-=', '^='])} {expr()};\n"
 
 
-with open(sys.argv[1] if len(sys.argv) > 1 else "program.c", "w") as f:
+with open(sys.argv[1] if len(sys.argv) > 1 else "indent-input.c", "w") as f:
     f.write("#include <stddef.h>\n")
     for i in range(50):
         f.write(f"long helper_{i}(long a,long b);\n")

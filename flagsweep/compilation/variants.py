@@ -226,8 +226,11 @@ def _package_tests(builds: list[VariantBuild], target: Target, manifest: Manifes
         make = (steps.make_variables(manifest, b.variant.id)
                 if spec.system in ("autotools", "make") else [])
         argv = package_tests.command(vdir / "tree", spec.tests, make)
-        done = package_tests.run(vdir / "tree", argv, vdir, spec.tests_timeout,
-                                 manifest.ccache_env, steps.whole_build(manifest, b.variant.id))
+        # the build's LDFLAGS, where it had them in make's environment (steps.make_environment)
+        env = manifest.ccache_env | (steps.make_environment(manifest, b.variant.id)
+                                     if spec.system == "make" else {})
+        done = package_tests.run(vdir / "tree", argv, vdir, spec.tests_timeout, env,
+                                 steps.whole_build(manifest, b.variant.id))
         where = str(Path(done.log).relative_to(vdir.parent.parent)) if done.log else None
         b.package_tests = done.model_copy(update={"log": where})
         if done.status not in ("passed", "none"):

@@ -95,6 +95,19 @@ def writes_nothing(cmd: Command) -> bool:
     return output_arg(cmd.argv) == os.devnull or "-fsyntax-only" in cmd.argv
 
 
+# Options with which a compile-and-link writes no program: a shared library or a partial link.
+NOT_PROGRAM = ("-shared", "-r", "-c", "-S", "-E")
+
+
+def program_of(cmd: Command) -> Path | None:
+    """The program a compile writes when it compiles and links in one go (no -c, -S or -E,
+    not -shared or -r): nettle's `$(CC_FOR_BUILD) eccdata.c -o eccdata`, a generator the
+    build runs; None for any other command."""
+    if cmd.kind != "compile" or set(cmdline.options(cmd.argv)) & set(NOT_PROGRAM):
+        return None
+    return next(iter(outputs(cmd)))
+
+
 def output_arg(argv: list[str]) -> str | None:
     """The -o value ("-o FILE" or "-oFILE"; the last one wins, as in gcc)."""
     return cmdline.output(argv)

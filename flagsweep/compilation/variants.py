@@ -511,6 +511,17 @@ def foreign(builds: list[VariantBuild]) -> list[str]:
                     "(docs/targets.md, dependencies)" for name, lib, path in sorted(shadowed)]
 
 
+def build_programs(builds: list[VariantBuild]) -> list[str]:
+    """The programs the builds compiled and linked in one go and ran, not held to the flags
+    (audit.build_programs), in one line: left out of the audit, never out of sight."""
+    names = list(dict.fromkeys(n for b in builds if b.audit for n in b.audit.build_programs))
+    if not names:
+        return []
+    return [f"{len(names)} build-time program{'s' if len(names) > 1 else ''} not held to the "
+            f"variant's flags: {', '.join(names)} (compiled and linked in one go, the measured "
+            "binary holds none of its code; docs/audit.md)"]
+
+
 def left_out(builds: list[VariantBuild], build_depends: str = "") -> list[str]:
     """Each SIMD or assembly path the builds' configure left out, in one line."""
     return features.lines((b.left_out for b in builds), build_depends)

@@ -40,8 +40,9 @@ def trial_builds(d: Draft, path: Path, trial: Path, jobs: int,
             _drop_stale(d, b, say)
             d.build_note = (f"a trial -O2 build verified: {b.audit.compiles} compile lines "
                             "carried exactly the variant's flags")
-            # the sweep would measure this code too, and no flag of it reaches there
-            for line in variants.foreign([b]):
+            # a program the audit left out; code the sweep would measure too, and no flag
+            # of it reaches there
+            for line in variants.build_programs([b]) + variants.foreign([b]):
                 say(f"note: {line}")
                 d.build_note += f"; {line}"
             _suggest_dependencies(d, b, say)

@@ -679,6 +679,18 @@ def _assembly(compiler: str) -> str:
     return done.stdout
 
 
+def test_assembly_the_build_writes_from_its_own_assembler_source_passes(make_project):
+    """nettle's m4 writes aes-decrypt-internal.s from its .asm, and $(CC) assembles it: no
+    compiler wrote that text (no `.ident`, no `.file` of a C source), so no flag reached it.
+    Compiler output passed off the same way stays refused (above)."""
+    handwritten = "".join(line + "\n" for line in _assembly("gcc").splitlines()
+                          if not line.strip().startswith((".ident", ".file")))
+    rule = "b.o: b.asm\n\tsed 's/@NAME@/helper/g' b.asm > b.s\n\t$(CC) $(CFLAGS) -c b.s -o b.o\n"
+    result = make_project({"Makefile": HONEST + rule, "a.c": MAIN,
+                           "b.asm": handwritten.replace("helper", "@NAME@")})
+    assert result.verified, result.problems
+
+
 @pytest.mark.parametrize("files, rule", [
     # handwritten assembly shipped in the source, a .S including a project header
     ({"b.s": "ASM"}, "$(CC) $(CFLAGS) -c b.s -o b.o"),

@@ -415,7 +415,8 @@ def _print_builds(builds, m) -> None:
               f"{' '.join(own.command or [])}; {own.log})\n{own.tail or ''}" for b in builds
               if (own := b.package_tests) is not None and own.status in ("failed", "timeout")]
     lines += [f"\n{fix}" for fix in dict.fromkeys(f for b in builds for f in b.fixes)]
-    lines += [f"\nnote: {line}" for line in variants.foreign(builds)]
+    lines += [f"\nnote: {line}" for line in variants.foreign(builds)
+              + variants.build_programs(builds)]
     lines += [f"\nwarning: {line}" for line in variants.left_out(builds)]
     show.echo(t, *lines)
 

@@ -60,8 +60,8 @@ from flagsweep import model
 from flagsweep.compilation import cmdline, records
 from flagsweep.compilation.driver import added_by
 from flagsweep.compilation.provenance import Trace, link_flags
-from flagsweep.compilation.records import (Command, codegen_flags, dedupe, norm, outputs, short,
-                                           writes_nothing)
+from flagsweep.compilation.records import (Command, codegen_flags, dedupe, norm, outputs,
+                                           program_of, short, writes_nothing)
 from flagsweep.compilation.snapshots import SourceScan
 
 OBJECT_SUFFIXES = (".o", ".obj")
@@ -91,13 +91,17 @@ class Audit:
     # The variant's link flags the link that wrote the binary lacks, and where that link ran.
     link_missing: list[str] = field(default_factory=list)
     link_cwd: Path | None = None
+    # Programs the build compiled and linked in one go and the binary holds none of (a
+    # generator it runs, as nettle's eccdata): not held to the flags, named so none is hidden.
+    build_programs: list[str] = field(default_factory=list)
 
     def summary(self) -> model.AuditSummary:
         """What of the audit a build's record keeps (results.json's build.audit)."""
         return model.AuditSummary(verified=self.verified, compiles=self.compiles,
                                   links=self.links, problems=self.problems,
                                   tolerated_seen=self.tolerated_seen,
-                                  compile_line=self.compile_line)
+                                  compile_line=self.compile_line,
+                                  build_programs=self.build_programs)
 
 
 def audit(compile_log: Path, tree: Path, expected: list[str], tolerated: list[str],
@@ -107,21 +111,23 @@ def audit(compile_log: Path, tree: Path, expected: list[str], tolerated: list[st
     measured binary, also trace it back to the recorded compiles (source: the source tree;
     pristine: the sha256 of its files before the build, snapshots.pristine)."""
     # A command that failed left nothing a binary could be made of.
-    commands = [c for c in records.read(compile_log) if c.exit == 0]
+    commands = every = [c for c in records.read(compile_log) if c.exit == 0]
     # The variant's flags are read like a command line of the compiler that ran, so `--param
     # x=y` (and clang's `-mllvm x`) compares as one flag.
     compiler = next((c.argv[0] for c in commands if c.kind == "compile"), "cc")
     want = dedupe(codegen_flags([compiler, *expected]))
     result = Audit(verified=False)
-    objects_logged = _check_commands(commands, want, tolerated, result)
     # A root as the build named it (a link: superbuild.linked) and as it really is.
     roots = list(dict.fromkeys(r for p in (tree, source) if p is not None
                                for r in (norm(p.absolute()), p.resolve())))
     trace = Trace(commands, roots, tree.resolve(), link_flags(expected)) if binary else None
     traced = trace.binary(binary) if trace else []
+    if trace:
+        commands, result.build_programs = _held(commands, trace.used, tree)
+    objects_logged = _check_commands(commands, want, tolerated, result)
     if trace and trace.link_missing:
         result.link_missing, result.link_cwd = trace.link_missing, trace.link_cwd
-    scan = SourceScan(want, tolerated, pristine, commands)
+    scan = SourceScan(want, tolerated, pristine, every)    # what any command made
     scan.run([cmd for cmd in commands if cmd.kind == "compile" and not writes_nothing(cmd)],
              trace.used if trace else None)
     for compiler in dict.fromkeys(c.argv[0] for c in commands if c.kind == "compile"):
@@ -141,6 +147,25 @@ def audit(compile_log: Path, tree: Path, expected: list[str], tolerated: list[st
         result.problems = result.problems[:MAX_PROBLEMS] + [f"... and {extra} more"]
     result.verified = not result.problems
     return result
+
+
+def _held(commands: list[Command], used: set[int],
+          tree: Path) -> tuple[list[Command], list[str]]:
+    """The commands held to the variant's flags, and the names of the programs compiled and
+    linked in one go that the measured binary was not made from (records.program_of): such a
+    program holds code of no other file, so none of it reaches the binary or a library it
+    loads. nettle's build compiles its generator eccdata with $(CC_FOR_BUILD), without CFLAGS
+    by design; the measured binary compiled that way stays held."""
+    held, names = [], []
+    for cmd in commands:
+        program = program_of(cmd)
+        if program is None or id(cmd) in used:
+            held.append(cmd)
+        else:
+            where = norm(tree.absolute())
+            names.append(str(program.relative_to(where)) if program.is_relative_to(where)
+                         else str(program))
+    return held, list(dict.fromkeys(names))
 
 
 def _check_commands(commands: list[Command], want: list[str], tolerated: list[str],

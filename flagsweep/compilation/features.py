@@ -36,6 +36,9 @@ LEFT_OUT = re.compile(r"\.\.\.\s*(\(cached\)\s*)?(no|none|disabled)\b|"
                       r"failed|could not|cannot|unable)\b|=\s*(0|off|no)\b|--disable-", re.I)
 # ... unless it says what was found: `checking for nasm... /usr/bin/nasm`, `... yes`.
 FOUND = re.compile(r"\.\.\.\s*(\(cached\)\s*)?(yes|/\S+)", re.I)
+# ... nor a probe of the assembler's syntax, which says nothing of code left out: nettle's
+# `checking if .align assembly directive is logarithmic... no`, on a build with its assembly.
+SYNTAX = re.compile(r"\bdirective\b", re.I)
 ASSEMBLERS = ("nasm", "yasm")
 LINES = 4                       # kept of what was said: the summary and the warning before it
 
@@ -50,7 +53,7 @@ def said(text: str) -> list[str]:
         # (TOML refuses control characters there) and a page show it
         line = "".join(c if c.isprintable() else "?"
                        for c in raw.strip().removeprefix("-- ").strip()[:300])
-        if not TOPIC.search(line):
+        if not TOPIC.search(line) or SYNTAX.search(line):
             continue
         if FOUND.search(line):
             present |= _assemblers(line)

@@ -55,16 +55,18 @@ def command(tree: Path, configured: list[str] | bool | None,
 
 
 def run(tree: Path, argv: list[str] | None, vdir: Path, timeout: float = TIMEOUT_S,
-        ccache_env: dict[str, str] | None = None,
+        variables: dict[str, str] | None = None,
         first: list[str] | None = None) -> model.PackageTests:
-    """Run the suite in the tree; its status, time and (failed) the log's last lines. first:
+    """Run the suite in the tree; its status, time and (failed) the log's last lines.
+    variables: the build's own beyond a clean environment (ccache's settings, LDFLAGS where
+    make had them from the environment: steps.make_environment). first:
     the rest of a build made for one goal, which the suite's programs need (ctest builds
     none), run before it within the same timeout."""
     if argv is None:
         return model.PackageTests(status="none")
     log = vdir / LOG
     # the wrapper records what a test program compiles apart from the audited build's lines
-    env = environment.build(ccache_env or {}, vdir / "tests-compile.jsonl")
+    env = environment.build(variables or {}, vdir / "tests-compile.jsonl")
     started = time.monotonic()
     try:
         built = first is None or process.run(first, cwd=tree, env=env, timeout=timeout,

@@ -13,6 +13,11 @@ from flagsweep.compilation import binaries, cmdline
 from flagsweep.compilation.records import Command, norm, outputs, short
 
 
+# What the audit says of a binary whose code is in the project's own shared library, loaded at
+# run time from elsewhere (`new` reads it to configure static: jobs/project.own_library_loaded).
+LOADED_ELSEWHERE = "loaded at run time from where the loader finds it"
+
+
 def link_flags(flags: list[str]) -> list[str]:
     """The variant's flags that the link acts on (the linker's own options, the linker chosen,
     link-time optimisation, which is done at the link or not at all): they must be on the link
@@ -100,8 +105,8 @@ class Trace:
             lib, cmd = built[name]
             if lib.resolve().parent not in runpath:
                 self.problems.append(
-                    f"{self._name(binary)}'s code is in {name} ({self._name(lib)}), loaded at "
-                    f"run time from where the loader finds it (the binary's run path: "
+                    f"{self._name(binary)}'s code is in {name} ({self._name(lib)}), "
+                    f"{LOADED_ELSEWHERE} (the binary's run path: "
                     f"{' '.join(map(str, runpath)) or 'none'}), not from this build: configure "
                     "with --disable-shared (CMake: -DBUILD_SHARED_LIBS=OFF)")
             elif cmd is None:

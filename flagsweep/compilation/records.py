@@ -95,6 +95,21 @@ def writes_nothing(cmd: Command) -> bool:
     return output_arg(cmd.argv) == os.devnull or "-fsyntax-only" in cmd.argv
 
 
+def one_go(cmd: Command) -> bool:
+    """A compile that links in one go (no -c, -S or -E): it writes a program or a library
+    (xxhash's `$(CC) xxhash.c -shared -o libxxhash.so...`)."""
+    return cmd.kind == "compile" and not set(cmdline.options(cmd.argv)) & {"-c", "-S", "-E"}
+
+
+def program_of(cmd: Command) -> Path | None:
+    """The program a compile writes when it compiles and links in one go, not as a shared
+    library or a partial link (-shared, -r): nettle's `$(CC_FOR_BUILD) eccdata.c -o eccdata`,
+    a generator the build runs; None for any other command."""
+    if not one_go(cmd) or set(cmdline.options(cmd.argv)) & {"-shared", "-r"}:
+        return None
+    return next(iter(outputs(cmd)))
+
+
 def output_arg(argv: list[str]) -> str | None:
     """The -o value ("-o FILE" or "-oFILE"; the last one wins, as in gcc)."""
     return cmdline.output(argv)

@@ -23,6 +23,11 @@ LINE_MARKER = re.compile(r'^# (\d+) "((?:\\.|[^"\\])*)"[ \d]*$', re.M)
 STDIN = "<stdin>"      # how line markers name a source read from standard input
 # Options dropped when a compile is run again as `-E`: what it writes besides the text.
 NOT_FOR_E = ("-c", "-S", "-MD", "-MMD", "-MP", "-M", "-MM", "-pipe")
+# What a compiler writes into the assembly it generates and no assembler source carries, written
+# by hand or by the build's macro processor (nettle's m4 writes aes-decrypt-internal.s from its
+# .asm; OpenSSL's perl its .s): gcc's and clang's `.ident`, a `.file` naming a C or C++ source.
+COMPILER_MARK = re.compile(r'^[ \t]*(?:\.ident[ \t]|\.file[ \t]+(?:\d+[ \t]+)?"[^"\n]*'
+                           r'\.(?:c|cc|cp|cpp|cxx|c\+\+|C|i|ii)")', re.M)
 NOT_FOR_E_VALUE = ("-o", "-MF", "-MT", "-MQ", "-MJ", "-dependency-file", "-dependency-dot",
                    "-serialize-diagnostics", "-Xlinker", "-L", "-l", "-u", "-e", "-T", "-z",
                    "-rpath")
@@ -164,6 +169,8 @@ class SourceScan:
         cmd = where.cmd
         if snap.language == "assembler-with-cpp":
             self._preprocessed_assembly(where, snap)
+        elif snap.language == "assembler" and not COMPILER_MARK.search(text):
+            return      # no compiler made it, so no compiler's flags could have reached it
         elif not snap.preprocessed:
             what = "assembly" if snap.language == "assembler" else "preprocessed code"
             if (why := self._foreign(snap.sha256)) is not None:

@@ -17,7 +17,15 @@ flags on top (the audit checks it):
     because CMake appends those after the user's flags;
   - meson: c_args and c_link_args (and the cpp pair) with the build type plain (meson.py);
   - make: CC, CXX, CFLAGS and CXXFLAGS on the make command line, which overrides hard-coded ones,
-    and LDFLAGS too when the variant has link flags (a Makefile may link without CFLAGS);
+    and LDFLAGS too when the variant has link flags (a Makefile may link without CFLAGS). GNU
+    make's precedence decides where LDFLAGS goes (manual, "Overriding Variables", "Variables
+    from the Environment", "Target-specific Variable Values"): a command-line variable
+    overrides every assignment in the Makefile, a target-specific `lib.so: LDFLAGS += -shared`
+    too (xxhash's, lz4's and zstd's libraries then link without -shared, as programs), while a
+    variable from the environment is appended to by `+=` and replaced by `=`. So LDFLAGS goes
+    in the environment, as Debian hands it, when a makefile of the tree appends to LDFLAGS for
+    a target or pattern (`target_append`), and on the command line otherwise, which reaches a
+    Makefile that sets `LDFLAGS =` itself (bzip2's);
   - autotools and make: FLAGSWEEP_LDFLAGS, the variant's link flags alone, for a target's
     make_args to hand to the variable its link rule reads (link_fix says which).
 The project's own build (an `own_flags` entry, own_build.py) is the same without any of those
@@ -248,7 +256,7 @@ def build(m: Manifest, vid: str) -> int:
     if v.own_flags and m.system == "make":
         env["PATH"] = f"{_shims(m, v, vdir)}{os.pathsep}{env.get('PATH', os.defpath)}"
     result = process.run(_build_argv(m, v, tree), cwd=tree, log_file=vdir / "build.log",
-                         env=env)
+                         env=env | _make_environment(m, v, tree))
     if not result.ok:
         return _fail(vdir, "build", started, f"build exited {result.returncode}")
     binary = tree / m.binary
@@ -304,7 +312,7 @@ def _trained(m: Manifest, v: Order, p: Profiling, vdir: Path, tree: Path,
     log = vdir / "build.log"
     # compiled from snapshots too: clang names a static function's profile after the file
     # compiled, so both stages must compile the same names
-    env = _env(m, vdir / "instrumented.jsonl", _snapshots(vdir))
+    env = _env(m, vdir / "instrumented.jsonl", _snapshots(vdir)) | _make_environment(m, v, tree)
     p.profile_dir.mkdir(parents=True, exist_ok=True)
     if not process.run(_build_argv(m, v, tree, p.instrumented), cwd=tree, log_file=log,
                        env=env).ok:
@@ -373,7 +381,7 @@ def _build_argv(m: Manifest, v: Order, tree: Path, flags_list: list[str] | None 
     if m.system == "make" and not own:
         tools = m.compilers[v.compiler]
         argv += [f"CC={tools.cc}"] + ([f"CXX={tools.cxx}"] if tools.cxx else [])
-        if ldflags:
+        if ldflags and not _make_environment(m, v, tree):
             # A Makefile may link with `$(CC) -o prog $(OBJS) $(LDFLAGS)`, without CFLAGS: the
             # variant's link flags (a layout's shuffle, -flto) must reach that link too.
             argv.append(f"LDFLAGS={ldflags}")
@@ -384,6 +392,54 @@ def _build_argv(m: Manifest, v: Order, tree: Path, flags_list: list[str] | None 
         # adds -Wno-implicit-int to it).
         argv.append(f"LDFLAGS={ldflags}")
     return argv + m.make_args + ([goal] if goal else [])
+
+
+def _make_environment(m: Manifest, v: Order, tree: Path) -> dict[str, str]:
+    """LDFLAGS for make's environment rather than its command line: a make variant's link
+    flags, where a makefile of the tree appends to LDFLAGS for one target (the module's
+    docstring says why); else nothing."""
+    if m.system != "make" or v.own_flags or not v.ldflags or target_append(tree) is None:
+        return {}
+    return {"LDFLAGS": shlex.join(v.ldflags)}
+
+
+def make_environment(m: Manifest, vid: str) -> dict[str, str]:
+    """What the variant's make command has in its environment beyond a build's own (LDFLAGS,
+    where a makefile appends to it per target): `make check` needs it, as make_variables."""
+    v = m.variants[vid]
+    return _make_environment(m, v, v.dir / "tree")
+
+
+# A target- or pattern-specific append to LDFLAGS (`$(LIBXXH): LDFLAGS += -shared`): the
+# targets before one colon (not `:=` or `::=`), then make's modifiers, then the append.
+TARGET_APPEND = re.compile(r"^[^\t#=:][^#=:]*:(?![=:])[ \t]*"
+                           r"(?:(?:override|private|export)[ \t]+)*LDFLAGS[ \t]*\+=",
+                           re.MULTILINE)
+MAKEFILE_SUFFIXES = (".mk", ".make")
+MAKEFILE_BYTES = 1 << 20     # a makefile's head: a generated one can be huge
+
+
+def target_append(tree: Path) -> str | None:
+    """The first makefile line of the tree ("lib/Makefile:142") that appends to LDFLAGS for a
+    target or pattern, or None. Every makefile counts, not only the top one: a recursive make
+    (lz4's lib/, zstd's programs/) reads its folder's own, and the environment reaches it."""
+    for folder, dirs, names in os.walk(tree):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(names):
+            if name not in MAKEFILES and not name.endswith(MAKEFILE_SUFFIXES):
+                continue
+            path = Path(folder) / name
+            if not path.is_file():      # a FIFO or a device would never end a read
+                continue
+            try:
+                with path.open("rb") as f:
+                    text = f.read(MAKEFILE_BYTES).decode(errors="replace")
+            except OSError:
+                continue
+            if found := TARGET_APPEND.search(text):
+                line = text.count("\n", 0, found.start()) + 1
+                return f"{path.relative_to(tree).as_posix()}:{line}"
+    return None
 
 
 def make_variables(m: Manifest, vid: str) -> list[str]:

@@ -226,8 +226,11 @@ def _package_tests(builds: list[VariantBuild], target: Target, manifest: Manifes
         make = (steps.make_variables(manifest, b.variant.id)
                 if spec.system in ("autotools", "make") else [])
         argv = package_tests.command(vdir / "tree", spec.tests, make)
-        done = package_tests.run(vdir / "tree", argv, vdir, spec.tests_timeout,
-                                 manifest.ccache_env, steps.whole_build(manifest, b.variant.id))
+        # the build's LDFLAGS, where it had them in make's environment (steps.make_environment)
+        env = manifest.ccache_env | (steps.make_environment(manifest, b.variant.id)
+                                     if spec.system == "make" else {})
+        done = package_tests.run(vdir / "tree", argv, vdir, spec.tests_timeout, env,
+                                 steps.whole_build(manifest, b.variant.id))
         where = str(Path(done.log).relative_to(vdir.parent.parent)) if done.log else None
         b.package_tests = done.model_copy(update={"log": where})
         if done.status not in ("passed", "none"):
@@ -510,6 +513,17 @@ def foreign(builds: list[VariantBuild]) -> list[str]:
                     "of that name into its tree: its link took the system's shared library; "
                     "build the dependency static (configure_args = [\"--disable-shared\"]) "
                     "(docs/targets.md, dependencies)" for name, lib, path in sorted(shadowed)]
+
+
+def build_programs(builds: list[VariantBuild]) -> list[str]:
+    """The programs the builds compiled and linked in one go and ran, not held to the flags
+    (audit.build_programs), in one line: left out of the audit, never out of sight."""
+    names = list(dict.fromkeys(n for b in builds if b.audit for n in b.audit.build_programs))
+    if not names:
+        return []
+    return [f"{len(names)} build-time program{'s' if len(names) > 1 else ''} not held to the "
+            f"variant's flags: {', '.join(names)} (compiled and linked in one go, the measured "
+            "binary holds none of its code; docs/audit.md)"]
 
 
 def left_out(builds: list[VariantBuild], build_depends: str = "") -> list[str]:

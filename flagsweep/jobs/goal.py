@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from flagsweep.compilation import variants
+from flagsweep.compilation import records, variants
 from flagsweep.experiment import target
 from flagsweep.jobs.target_file import Draft, render
 from flagsweep.jobs.trial import o2_build
@@ -91,9 +91,16 @@ def alone(d: Draft, path: Path, trial: Path, jobs: int, whole: variants.VariantB
 
 def _more(whole: variants.VariantBuild) -> bool:
     """The whole build linked more than the binary and its build tree's shared libraries
-    (another program, a test, a library it does not load): built alone, it would link less."""
+    (another program, a test, a library it does not load): built alone, it would link less.
+    A compile that links in one go counts: xxhash's `make` links libxxhash.so from xxhash.c
+    so, beside xxhsum, its one link."""
     links = whole.audit.links if whole.audit is not None else None
-    return links is None or links > 1 + len(whole.libraries)
+    if links is None:
+        return True
+    log = whole.log.parent / "compile.jsonl"
+    linked = {out for cmd in records.read(log) if cmd.exit == 0 and records.one_go(cmd)
+              for out in records.outputs(cmd)}
+    return links + len(linked) > 1 + len(whole.libraries)
 
 
 def _compiles(b: variants.VariantBuild) -> str:

@@ -1,5 +1,5 @@
 """What a source tree's project is, for `flagsweep new`: its build system, whether it builds
-with libtool (then static), its Makefile's rule for the program, and the executables a build
+with libtool or its binary loads its own shared library (then static), its Makefile's rule for the program, and the executables a build
 of it left."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ import os
 import re
 from pathlib import Path
 
+from flagsweep.compilation.provenance import LOADED_ELSEWHERE
 from flagsweep.errors import FlagsweepError
 from flagsweep.jobs.target_file import Draft
 
@@ -83,10 +84,11 @@ def libtool_used(tree: Path) -> str | None:
     return None
 
 
-def static(d: Draft, why: str) -> str:
-    """Configure a libtool project static (STATIC says why); what was done, in a line."""
+def static(d: Draft, why: str, what: str = "libtool") -> str:
+    """Configure a libtool project (or what) static (STATIC says why); what was done, in a
+    line."""
     d.configure_args += [a for a in STATIC if a not in d.configure_args]
-    d.configure_note = (f"libtool ({why}): built static, so the program holds the library's "
+    d.configure_note = (f"{what} ({why}): built static, so the program holds the library's "
                         "code; shared, it would load the library (an installed copy, or the "
                         "system's) at run time")
     return d.configure_note
@@ -98,6 +100,19 @@ def libtool_configured(d: Draft, tree: Path) -> bool:
     if d.configure_note or d.system != "autotools" or not (tree / "libtool").is_file():
         return False
     static(d, "configure wrote a libtool script")
+    return True
+
+
+def own_library_loaded(d: Draft, detail: str) -> bool:
+    """An autotools trial whose binary's code is in the project's own shared library, loaded
+    at run time from elsewhere (the audit's finding, in detail), where nothing showed libtool
+    (nettle's own Makefiles link tools/nettle-hash with libnettle.so, no run path into the
+    tree): configure static from now on. False when nothing changes."""
+    said = re.search(rf"(\S+)'s code is in (\S+) \(.*?\), {LOADED_ELSEWHERE}", detail)
+    if d.configure_note or d.system != "autotools" or said is None:
+        return False
+    static(d, f"the trial's {said[1]} loaded {said[2]}, built in the tree, from outside it",
+           "its own shared library")
     return True
 
 

@@ -85,7 +85,7 @@ def started(t: target.Target, r: recipe.Recipe, m: matrix.Matrix, build_opts: va
     variants.write_summary(out, t, r, m, builds)
     for line in variants.failures(builds):
         say(line)
-    for line in variants.foreign(builds):
+    for line in variants.foreign(builds) + variants.build_programs(builds):
         say(f"note: {line}")
     for line in variants.left_out(builds):
         say(f"warning: {line}")

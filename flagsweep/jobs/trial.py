@@ -14,8 +14,8 @@ from flagsweep.compilation import debian, own_build, variants
 from flagsweep.errors import FlagsweepError
 from flagsweep.experiment import matrix, recipe, target
 from flagsweep.jobs import check_choice, packaging
-from flagsweep.jobs.project import (executables, libtool_configured, make_goal, pick,
-                                    tracking_needed)
+from flagsweep.jobs.project import (executables, libtool_configured, make_goal,
+                                    own_library_loaded, pick, tracking_needed)
 from flagsweep.jobs.sizing import shown, trial_corpus
 from flagsweep.jobs.target_file import RUN_TIMEOUT, Draft, render, writes_output
 from flagsweep.results.analysis import build_reason
@@ -40,8 +40,9 @@ def trial_builds(d: Draft, path: Path, trial: Path, jobs: int,
             _drop_stale(d, b, say)
             d.build_note = (f"a trial -O2 build verified: {b.audit.compiles} compile lines "
                             "carried exactly the variant's flags")
-            # the sweep would measure this code too, and no flag of it reaches there
-            for line in variants.foreign([b]):
+            # a program the audit left out; code the sweep would measure too, and no flag
+            # of it reaches there
+            for line in variants.build_programs([b]) + variants.foreign([b]):
                 say(f"note: {line}")
                 d.build_note += f"; {line}"
             _suggest_dependencies(d, b, say)
@@ -51,6 +52,9 @@ def trial_builds(d: Draft, path: Path, trial: Path, jobs: int,
                 d.left_out_note = line
             return b
         if b.status != "ok" and attempt < TRIALS and libtool_configured(d, tree):
+            continue
+        if b.status == "flags-mismatch" and attempt < TRIALS and own_library_loaded(d, b.detail):
+            say(f"configure: {d.configure_note}")
             continue
         if b.status == "failed" and attempt < TRIALS and tracking_needed(d, b.detail):
             say(f"configure: {d.tracking_note}")

@@ -26,6 +26,9 @@ class AuditSummary(Record):
     problems: list[Str] = []
     tolerated_seen: list[Str] = []
     compile_line: list[Str] | None = None    # the first compile's argv, shown in the report
+    # programs compiled and linked in one go that the binary holds none of (a generator the
+    # build runs, nettle's eccdata): not held to the flags, named here
+    build_programs: list[Str] = []
 
 
 class Pgo(Record):

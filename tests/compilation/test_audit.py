@@ -505,6 +505,31 @@ def test_a_source_of_any_name_or_already_preprocessed_is_read(make_project, file
         result.problems
 
 
+# nettle's eccdata in small: a generator compiled and linked in one go with the build's own
+# compiler and no CFLAGS ($(CC_FOR_BUILD)), run to write a table the program compiles in.
+GENERATOR = ("prog: a.o b.o\n\t$(CC) $(CFLAGS) -o prog a.o b.o\n"
+             "b.o: b.c table.h\n\t$(CC) $(CFLAGS) -c b.c -o b.o\n"
+             "table.h: gen\n\t./gen > table.h\n"
+             "gen: gen.c\n\t$(CC) gen.c -o gen\n"
+             "%.o: %.c\n\t$(CC) $(CFLAGS) -c $< -o $@\n")
+GEN = '#include <stdio.h>\nint main(void) { printf("#define ROWS 100\\n"); return 0; }\n'
+
+
+def test_a_generator_the_build_runs_is_named_not_held_to_the_flags(make_project):
+    result = make_project({"Makefile": GENERATOR, "a.c": MAIN, "gen.c": GEN,
+                           "b.c": '#include "table.h"\n' + HELPER.replace("100", "ROWS")})
+    assert result.verified, result.problems
+    assert result.build_programs == ["gen"] and result.compiles == 2
+    assert result.summary().build_programs == ["gen"]
+
+
+def test_the_measured_program_compiled_and_linked_in_one_go_stays_held(make_project):
+    result = make_project({"Makefile": "prog: a.c b.c\n\t$(CC) a.c b.c -o prog\n",
+                           "a.c": MAIN, "b.c": HELPER})
+    assert "compile has missing -O2" in _one_problem(result)
+    assert result.build_programs == []
+
+
 # ---- options written as two words ------------------------------------------------------------
 
 # Each option with its value as a separate word, as honest projects write them, on the compile
@@ -652,6 +677,18 @@ def _assembly(compiler: str) -> str:
     done = subprocess.run([compiler, "-O2", "-S", "-x", "c", "-", "-o", "-"], input=HELPER,
                           capture_output=True, text=True, check=True)
     return done.stdout
+
+
+def test_assembly_the_build_writes_from_its_own_assembler_source_passes(make_project):
+    """nettle's m4 writes aes-decrypt-internal.s from its .asm, and $(CC) assembles it: no
+    compiler wrote that text (no `.ident`, no `.file` of a C source), so no flag reached it.
+    Compiler output passed off the same way stays refused (above)."""
+    handwritten = "".join(line + "\n" for line in _assembly("gcc").splitlines()
+                          if not line.strip().startswith((".ident", ".file")))
+    rule = "b.o: b.asm\n\tsed 's/@NAME@/helper/g' b.asm > b.s\n\t$(CC) $(CFLAGS) -c b.s -o b.o\n"
+    result = make_project({"Makefile": HONEST + rule, "a.c": MAIN,
+                           "b.asm": handwritten.replace("helper", "@NAME@")})
+    assert result.verified, result.problems
 
 
 @pytest.mark.parametrize("files, rule", [

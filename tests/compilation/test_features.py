@@ -54,6 +54,12 @@ def test_autoconf_names_the_assembler_it_did_not_find_not_the_toolchains_own(tmp
                                  missing=["nasm"])
 
 
+def test_a_probe_of_the_assemblers_syntax_leaves_nothing_out():
+    """nettle 3.8.1's configure, which then builds its x86_64 assembly."""
+    assert features.said("configure: Looking for assembler files in x86_64/fat x86_64.\n"
+                         "checking if .align assembly directive is logarithmic... no\n") == []
+
+
 def test_one_assembler_found_is_enough(tmp_path):
     assert features.left_out(_text("yasm-found-autoconf.log"), _path_with(tmp_path)) is None
 

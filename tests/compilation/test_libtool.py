@@ -83,6 +83,26 @@ def test_a_libtool_script_configure_wrote_makes_the_next_trial_static(tmp_path):
     assert not project.libtool_configured(draft, tmp_path)     # once: nothing more to change
 
 
+def test_a_binary_loading_its_own_shared_library_from_elsewhere_makes_the_next_trial_static():
+    """nettle links tools/nettle-hash with the libnettle.so its own Makefiles build, no
+    libtool, no run path into the tree: the audit's finding configures it static."""
+    release = debian.DebianRelease("nettle", "3.8.1-2", "nettle_3.8.1.orig.tar.gz", "0" * 64)
+    draft = target_file.Draft(name="nettle", package="nettle", release=release,
+                              upstream="3.8.1", urls=[], system="autotools",
+                              binary="tools/nettle-hash")
+    detail = ("extra -fpic on 393 of 422 compile lines (first: ...)\ntools/nettle-hash's code "
+              "is in libnettle.so.8 (libnettle.so), loaded at run time from where the loader "
+              "finds it (the binary's run path: none), not from this build: configure with "
+              "--disable-shared (CMake: -DBUILD_SHARED_LIBS=OFF)\nthe full list (394) is in x")
+    assert not project.own_library_loaded(draft, "extra -fpic on 393 of 422 compile lines")
+    assert project.own_library_loaded(draft, detail)
+    assert draft.configure_args == ["--disable-shared", "--enable-static"]
+    assert draft.configure_note.startswith(
+        "its own shared library (the trial's tools/nettle-hash loaded libnettle.so.8, built in "
+        "the tree, from outside it): built static")
+    assert not project.own_library_loaded(draft, detail)     # once: nothing more to change
+
+
 # The tree a shared libtool build leaves, made by hand: lib/.libs/libdemo.so.0.0.0 with its
 # links, the program in examples/.libs/ linked with it (no run path into the tree), and
 # libtool's wrapper script in its place.

@@ -94,6 +94,21 @@ def test_a_build_that_links_only_the_binary_is_not_tried_again(tmp_path, tried):
                       print) is whole and asked == []
 
 
+def test_a_library_compiled_and_linked_in_one_go_counts_as_more_to_leave_out(tmp_path, tried):
+    """xxhash's `make` links xxhsum, and libxxhash.so straight from xxhash.c: one link, and
+    one compile that links."""
+    asked = tried(_build("ok", 6, 1))
+    whole = _build("ok", 7, 1)
+    whole.log = tmp_path / "whole" / "build.log"
+    whole.log.parent.mkdir()
+    (whole.log.parent / "compile.jsonl").write_text(
+        '{"argv": ["cc", "-O2", "xxhash.c", "-shared", "-o", "libxxhash.so.0.8.1"], '
+        '"cwd": "/t"}\n{"argv": ["cc", "-O2", "-c", "xxhsum.c"], "cwd": "/t"}\n')
+    d = _draft("make", "xxhsum")
+    goal.alone(d, tmp_path / "t.toml", tmp_path, 1, whole, print)
+    assert asked == [("xxhsum", None)] and d.goal == "xxhsum"
+
+
 # A recursive tree: the top Makefile descends into lib/ and src/; src/ makes two programs, and
 # its Makefile has a rule for the library it links, so `make -C src tool` builds tool alone.
 RECURSIVE = {

@@ -39,6 +39,7 @@ def test_the_schema_keeps_the_contracts_names():
         <= set(defs["VsBaseline"]["properties"])
     assert defs["VsBaseline"]["properties"]["ci95"]["minItems"] == 2
     assert {"code_sha256", "identical_to", "flags_verified"} <= set(defs["Build"]["properties"])
+    assert "build_programs" in defs["AuditSummary"]["properties"]
 
 
 def test_a_written_document_loads_as_it_was_written(tmp_path):

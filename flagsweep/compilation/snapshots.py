@@ -114,10 +114,21 @@ class SourceScan:
         if not flags:
             self._problem(where, at, what, None)
         for flag in flags:
+            if flag.startswith("-O") and flag == self._level():
+                # the variant's own level again (xxhash.h's AVX2 path asks -O2 of gcc): gcc
+                # keeps the options the command line set explicitly, so nothing changes
+                if where.file(at) is not None:
+                    self.tolerated_seen = dedupe(self.tolerated_seen + [flag])
+                continue
             if flag.startswith("-O") or (flag not in self.want and flag not in self.tolerated):
                 self._problem(where, at, what, flag)
             elif flag not in self.want and where.file(at) is not None:
                 self.tolerated_seen = dedupe(self.tolerated_seen + [flag])
+
+    def _level(self) -> str:
+        """The variant's optimisation level as an optimize setting writes it (-O is -O1)."""
+        level = next((f for f in reversed(self.want) if f.startswith("-O")), "-O0")
+        return "-O1" if level == "-O" else level
 
     def _targets(self, where: "_Lines", at: int, what: str, args: str) -> None:
         """One target pragma or attribute: each setting that overrides one of the variant's

@@ -295,6 +295,14 @@ def test_optimisation_set_in_the_source_is_refused(make_project, tmp_path, code,
     assert f"sets the optimisation level ({flag}) in the source, over the variant's flags" in problem
 
 
+def test_the_variants_own_level_set_again_in_the_source_passes_and_is_listed(make_project):
+    # xxhash.h's AVX2 path: `#pragma GCC optimize ("-O2")`, under a variant at -O2
+    result = make_project({"Makefile": HONEST, "a.c": MAIN,
+                           "b.c": '#pragma GCC optimize ("-O2")\n' + HELPER})
+    assert result.verified, result.problems
+    assert result.tolerated_seen == ["-O2"]
+
+
 def test_optimisation_in_an_included_project_header_is_found(make_project, tmp_path):
     problem = _one_problem(make_project({
         "Makefile": HONEST, "a.c": MAIN, "b.c": '#include "inc/slow.h"\n' + HELPER,

@@ -6,10 +6,7 @@ no apt, no mirror."""
 
 from __future__ import annotations
 
-import hashlib
-import io
 import shutil
-import tarfile
 from pathlib import Path
 
 import pytest
@@ -19,6 +16,7 @@ from flagsweep.compilation import fetch, patches
 from flagsweep.errors import FetchError
 from flagsweep.experiment.source import DebianSource, Source
 from flagsweep.jobs import packaging
+import tarballs
 
 pytestmark = pytest.mark.skipif(not shutil.which("patch"), reason="patch is not installed")
 
@@ -43,26 +41,11 @@ NEWS = """--- /dev/null
 """
 
 
-def tarball(cache: Path, name: str, members: dict[str, str], top: str = "") -> str:
-    """A tarball of these files in the cache's downloads, as if fetched; its sha256."""
-    data = io.BytesIO()
-    with tarfile.open(fileobj=data, mode="w:gz") as tar:
-        for path, text in members.items():
-            info = tarfile.TarInfo(top + path)
-            info.size, info.mode = len(text.encode()), 0o644
-            tar.addfile(info, io.BytesIO(text.encode()))
-    digest = hashlib.sha256(data.getvalue()).hexdigest()
-    downloads = cache / "downloads"
-    downloads.mkdir(parents=True, exist_ok=True)
-    (downloads / f"{digest[:16]}-{name}").write_bytes(data.getvalue())
-    return digest
-
-
 def source(cache: Path, series: str, patch_files: dict[str, str],
            orig: dict[str, str] = ORIG) -> Source:
     """hello 1.0's orig and a Debian part holding debian/patches/ with this series."""
-    sha = tarball(cache, "hello_1.0.orig.tar.gz", orig, top="hello-1.0/")
-    part = tarball(cache, "hello_1.0-1.debian.tar.gz",
+    sha = tarballs.cached(cache, "hello_1.0.orig.tar.gz", orig, top="hello-1.0/")
+    part = tarballs.cached(cache, "hello_1.0-1.debian.tar.gz",
                    {"debian/patches/series": series,
                     **{f"debian/patches/{n}": t for n, t in patch_files.items()}})
     return Source("hello", "1.0", (), sha, DebianSource("hello", "1.0-1"), patches=part)

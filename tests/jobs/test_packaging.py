@@ -4,10 +4,7 @@ among those Debian's binary packages ship. The system's apt is stood in for thro
 
 from __future__ import annotations
 
-import hashlib
-import io
 import shutil
-import tarfile
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -17,6 +14,7 @@ from flagsweep.compilation import contents, debian, dependencies, fetch, patches
 from flagsweep.errors import FetchError
 from flagsweep.experiment.source import Source
 from flagsweep.jobs import packaging, project, scaffold, target_file, trial
+import tarballs
 
 RELEASE = debian.DebianRelease(
     "lzop", "1.04-2", "lzop_1.04.orig.tar.gz", "0" * 64,
@@ -170,17 +168,7 @@ AUTORECONF = pytest.mark.skipif(not shutil.which("autoreconf"), reason="autoconf
 
 def cached(cache: Path, members: dict[str, str]) -> str:
     """An orig tarball of these files in the cache, as if fetched; its sha256."""
-    data = io.BytesIO()
-    with tarfile.open(fileobj=data, mode="w:gz") as tar:
-        for name, text in members.items():
-            info = tarfile.TarInfo(f"hello-1.0/{name}")
-            info.size, info.mode = len(text.encode()), 0o755
-            tar.addfile(info, io.BytesIO(text.encode()))
-    digest = hashlib.sha256(data.getvalue()).hexdigest()
-    downloads = cache / "downloads"
-    downloads.mkdir(parents=True, exist_ok=True)
-    (downloads / f"{digest[:16]}-hello_1.0.orig.tar.gz").write_bytes(data.getvalue())
-    return digest
+    return tarballs.cached(cache, "hello_1.0.orig.tar.gz", members, "hello-1.0/", 0o755)
 
 
 def test_a_failing_autoreconf_keeps_the_shipped_configure_or_stops_without_one(isolated_cache,

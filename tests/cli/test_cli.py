@@ -162,7 +162,7 @@ def test_build_prints_its_table_and_a_suite_that_failed(capsys):
                                flags_verified=True, size_bytes=1000, reused=False, seconds=1.0,
                                detail="", package_tests=tests, fixes=[], libraries=[],
                                external_libraries=[], binary=None, left_out=None,
-                               dependencies=[])
+                               dependencies=[], audit=None)
 
     failed = model.PackageTests(status="failed", command=["meson", "test"], log="t.log",
                                 tail="1/1 selftest FAIL")

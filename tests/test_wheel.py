@@ -31,9 +31,11 @@ def test_a_wheel_installed_in_a_fresh_venv_lists_and_builds(tmp_path):
           "-w", dist, CHECKOUT], tmp_path, env)
     (wheel,) = dist.glob("flagsweep-*.whl")
     fresh = tmp_path / "fresh"
-    _run([sys.executable, "-m", "venv", fresh], tmp_path, env)
+    # without a pip of its own (ensurepip costs seconds): this venv's pip installs into it
+    _run([sys.executable, "-m", "venv", "--without-pip", fresh], tmp_path, env)
     python = fresh / "bin" / "python"
-    _run([python, "-m", "pip", "install", "-q", "--no-deps", "--no-index", wheel], tmp_path, env)
+    _run([sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps",
+          "--no-index", wheel], tmp_path, env)
     # The dependencies come from the test venv's site-packages, appended after the fresh
     # venv's own, whose flagsweep (the wheel's) comes first; the checkout is on no path.
     site = Path(_run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
